@@ -1,0 +1,134 @@
+"""Pick an OpenCL device: ``manager.default("auto" | "cpu" | "gpu")``.
+
+``"auto"`` takes a GPU when one exists and otherwise the CPU; the PoCL CPU
+driver that ``pip install pyopencl[pocl]`` brings is the CPU most readers
+have. The environment variable ``NETCL_LITE_DEVICE`` (``auto``, ``cpu`` or
+``gpu``) decides what ``"auto"`` means, so a script written with the default
+runs on another device without edits.
+
+    >>> from netcl_lite.core.device import manager
+    >>> dev = manager.default()          # doctest: +SKIP
+    >>> dev.name                         # doctest: +SKIP
+    'pthread-AMD EPYC ...'
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pyopencl as cl
+
+KINDS = ("auto", "cpu", "gpu")
+ENV_VAR = "NETCL_LITE_DEVICE"
+
+_INSTALL_HINT = (
+    "install the PoCL CPU driver with `pip install 'pyopencl[pocl]'` "
+    "(it runs every kernel on the CPU, no GPU needed), or install your GPU "
+    "vendor's OpenCL driver (ICD)"
+)
+
+
+class NoDeviceError(RuntimeError):
+    """No OpenCL device of the requested kind exists on this machine."""
+
+
+@dataclass(frozen=True)
+class Device:
+    """One OpenCL device with its own context and in-order command queue."""
+
+    cl_device: cl.Device
+    context: cl.Context
+    queue: cl.CommandQueue
+    kind: str  # "cpu" or "gpu"
+
+    @property
+    def name(self) -> str:
+        """The driver's name for the device, e.g. ``'pthread-AMD EPYC 9B14'``."""
+        return self.cl_device.name.strip()
+
+    @property
+    def platform(self) -> str:
+        """The OpenCL platform (driver), e.g. ``'Portable Computing Language'``."""
+        return self.cl_device.platform.name.strip()
+
+    def __repr__(self) -> str:
+        return f"Device({self.name!r}, kind={self.kind!r}, platform={self.platform!r})"
+
+
+def _kind_of(device: cl.Device) -> str | None:
+    if device.type & cl.device_type.GPU:
+        return "gpu"
+    if device.type & cl.device_type.CPU:
+        return "cpu"
+    return None  # accelerators and custom devices are not chosen automatically
+
+
+def _all_devices() -> list[cl.Device]:
+    try:
+        platforms = cl.get_platforms()
+    except cl.LogicError as err:  # the ICD loader found no platform at all
+        raise NoDeviceError(f"no OpenCL platform found ({err}); {_INSTALL_HINT}") from None
+    devices = []
+    for platform in platforms:
+        try:
+            devices.extend(platform.get_devices())
+        except cl.Error:
+            continue  # a platform with no usable device
+    if not devices:
+        raise NoDeviceError(f"OpenCL platforms exist but none has a device; {_INSTALL_HINT}")
+    return devices
+
+
+def resolve_kind(kind: str) -> str:
+    """Validate ``kind`` and apply ``NETCL_LITE_DEVICE`` to ``"auto"``."""
+    if not isinstance(kind, str):
+        raise TypeError(f"kind must be one of {KINDS}, got {type(kind).__name__}")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if kind == "auto":
+        env = os.environ.get(ENV_VAR, "").strip().lower()
+        if env and env not in KINDS:
+            raise ValueError(f"{ENV_VAR} must be one of {KINDS}, got {env!r}")
+        kind = env or "auto"
+    return kind
+
+
+class DeviceManager:
+    """Creates each device's context and queue once and hands out the same one."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, Device] = {}
+
+    def default(self, kind: str = "auto") -> Device:
+        """The device for ``kind`` (``"auto"``, ``"cpu"`` or ``"gpu"``).
+
+        Raises ``NoDeviceError`` saying what is missing and how to install
+        PoCL when no device of that kind exists.
+        """
+        kind = resolve_kind(kind)
+        if kind not in self._cache:
+            self._cache[kind] = self._create(kind)
+        return self._cache[kind]
+
+    def _create(self, kind: str) -> Device:
+        by_kind: dict[str, list[cl.Device]] = {"cpu": [], "gpu": []}
+        for device in _all_devices():
+            k = _kind_of(device)
+            if k:
+                by_kind[k].append(device)
+        order = ["gpu", "cpu"] if kind == "auto" else [kind]
+        for k in order:
+            if by_kind[k]:
+                chosen = by_kind[k][0]
+                context = cl.Context([chosen])
+                return Device(chosen, context, cl.CommandQueue(context), k)
+        found = ", ".join(d.name.strip() for ds in by_kind.values() for d in ds) or "none"
+        raise NoDeviceError(
+            f"no OpenCL {kind.upper() if kind != 'auto' else 'CPU or GPU'} device found "
+            f"(devices seen: {found}); "
+            + ("use kind='cpu' or 'auto', or install a GPU's OpenCL driver" if kind == "gpu" else _INSTALL_HINT)
+        )
+
+
+manager = DeviceManager()

@@ -1,0 +1,127 @@
+"""Device selection, tensors and the kernel loader."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+from netcl_lite.core import device as device_mod
+from netcl_lite.core import kernels
+from netcl_lite.core.device import DeviceManager, NoDeviceError, manager
+from netcl_lite.core.tensor import Tensor
+
+
+def test_default_device_is_a_cpu_or_gpu_with_context_and_queue(device):
+    assert device.kind in ("cpu", "gpu")
+    assert isinstance(device.context, cl.Context)
+    assert isinstance(device.queue, cl.CommandQueue)
+    assert device.name
+    assert manager.default() is device  # created once, then reused
+
+
+def test_cpu_device_exists_here():
+    assert manager.default("cpu").kind == "cpu"
+
+
+@pytest.mark.parametrize("kind", ["tpu", "", "CPU"])
+def test_unknown_kind_is_rejected(kind):
+    with pytest.raises(ValueError, match="kind must be one of"):
+        manager.default(kind)
+
+
+def test_kind_must_be_a_string():
+    with pytest.raises(TypeError, match="kind"):
+        manager.default(1)
+
+
+def test_environment_variable_sets_what_auto_means(monkeypatch):
+    monkeypatch.setenv("NETCL_LITE_DEVICE", "cpu")
+    assert DeviceManager().default().kind == "cpu"
+    monkeypatch.setenv("NETCL_LITE_DEVICE", "quantum")
+    with pytest.raises(ValueError, match="NETCL_LITE_DEVICE"):
+        DeviceManager().default()
+
+
+def test_missing_gpu_says_what_is_missing(monkeypatch):
+    cpu_only = [d for d in device_mod._all_devices() if d.type & cl.device_type.CPU]
+    monkeypatch.setattr(device_mod, "_all_devices", lambda: cpu_only)
+    with pytest.raises(NoDeviceError, match="no OpenCL GPU device"):
+        DeviceManager().default("gpu")
+
+
+def test_no_platform_says_how_to_install_pocl(monkeypatch):
+    def no_platforms():
+        raise cl.LogicError("clGetPlatformIDs failed: PLATFORM_NOT_FOUND_KHR")
+
+    monkeypatch.setattr(cl, "get_platforms", no_platforms)
+    with pytest.raises(NoDeviceError, match=r"pip install 'pyopencl\[pocl\]'"):
+        DeviceManager().default("cpu")
+
+
+def test_tensor_round_trip_and_float32(queue):
+    host = np.arange(12, dtype=np.float64).reshape(3, 4)
+    t = Tensor.from_host(queue, host)
+    assert t.shape == (3, 4) and t.dtype == np.float32
+    np.testing.assert_array_equal(t.to_host(), host.astype(np.float32))
+    assert Tensor.from_host(queue, np.array([1, 2], np.int64), dtype=np.int32).to_host().dtype == np.int32
+    assert Tensor.zeros(queue, (2, 0)).to_host().shape == (2, 0)
+    np.testing.assert_array_equal(Tensor.zeros(queue, 5).to_host(), np.zeros(5, np.float32))
+    assert t.reshape(4, 3).to_host().shape == (4, 3)
+
+
+@pytest.mark.parametrize("bad", [np.array([1 + 2j]), np.array(["a"]), np.array([object()])])
+def test_tensor_refuses_non_real_data(queue, bad):
+    with pytest.raises(TypeError, match="real numbers"):
+        Tensor.from_host(queue, bad)
+
+
+def test_tensor_argument_errors(queue):
+    with pytest.raises(TypeError, match="queue must be"):
+        Tensor.from_host("not a queue", [1.0])
+    with pytest.raises(TypeError, match="dtype must be float32 or int32"):
+        Tensor.from_host(queue, [1.0], dtype=np.float64)
+    with pytest.raises(ValueError, match="non-negative ints"):
+        Tensor.empty(queue, (2, -1))
+    with pytest.raises(TypeError, match="integer input"):
+        Tensor.from_host(queue, [1.5], dtype=np.int32)
+    with pytest.raises(ValueError, match="cannot reshape"):
+        Tensor.empty(queue, (2, 3)).reshape(4, 2)
+
+
+def test_every_kernel_file_builds_and_each_kernel_is_reused(device):
+    sources = sorted(p.name for p in kernels.kernel_dir().glob("*.cl"))
+    assert sources, "no kernel sources found"
+    for name in sources:
+        for kname in kernels.kernel_names(name):
+            first = kernels.get_kernel(device.context, name, kname)
+            assert kernels.get_kernel(device.context, name, kname) is first
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # RepeatedKernelRetrieval would be an error here
+        kernels.get_kernel(device.context, "softmax.cl", "masked_softmax_rows")
+
+
+def test_unknown_kernel_name_lists_the_real_ones(device):
+    with pytest.raises(kernels.KernelBuildError, match="masked_softmax_rows"):
+        kernels.get_kernel(device.context, "softmax.cl", "no_such_kernel")
+
+
+def test_compile_error_carries_the_build_log(device, tmp_path, monkeypatch):
+    (tmp_path / "broken.cl").write_text("__kernel void broken(__global float *x) { x[0] = undeclared_name; }\n")
+    monkeypatch.setattr(kernels, "kernel_dir", lambda: tmp_path)
+    with pytest.raises(kernels.KernelBuildError, match="undeclared_name"):
+        kernels.get_program(device.context, "broken.cl")
+
+
+def test_kernel_registry_matches_the_sources():
+    """kernel_names() reads the __kernel declarations; each file's header lists the same names."""
+    for path in sorted(kernels.kernel_dir().glob("*.cl")):
+        names = kernels.kernel_names(path.name)
+        assert names, f"{path.name} declares no kernel"
+        lines = path.read_text().splitlines()
+        header = "\n".join(line for line in lines[: next(i for i, l in enumerate(lines) if not l.startswith("//"))])
+        for name in names:
+            assert re.search(rf"\b{name}\b", header), f"{path.name}: kernel {name} missing from the header list"

@@ -1,0 +1,75 @@
+"""Every python block on every page runs in a fresh interpreter and prints what the page shows."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import doc_blocks
+
+CASES = [
+    pytest.param(page, i, block, id=f"{page.relative_to(doc_blocks.DOCS)}:{block.lineno}")
+    for page in doc_blocks.pages()
+    for i, block in enumerate(doc_blocks.runnable(page))
+]
+
+
+def _clean(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip("\n").split("\n"))
+
+
+def run_block(code: str, workdir: Path) -> subprocess.CompletedProcess:
+    script = workdir / "block.py"
+    script.write_text(code, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env.pop("PYTHONPATH", None)  # the reader has netcl_lite installed, nothing else on the path
+    return subprocess.run([sys.executable, str(script)], cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_pages_have_runnable_blocks():
+    assert CASES, "no runnable python block found on any page: the doc tests would test nothing"
+
+
+@pytest.mark.parametrize("page, index, block", CASES)
+def test_block_runs_and_prints_what_the_page_shows(page, index, block, tmp_path):
+    proc = run_block(block.code, tmp_path)
+    assert proc.returncode == 0, f"block at {page.name}:{block.lineno} failed:\n{proc.stderr[-4000:]}"
+    if block.expected_output is not None:
+        assert _clean(proc.stdout) == _clean(block.expected_output), (
+            f"output of the block at {page.name}:{block.lineno} differs from the page"
+        )
+
+
+@pytest.mark.parametrize("page", doc_blocks.pages(), ids=lambda p: str(p.relative_to(doc_blocks.DOCS)))
+def test_excerpts_are_real_sections_of_tested_files(page):
+    """An excerpt is only a `--8<--` include of a section of the library, never retyped code."""
+    tests_text = "\n".join(p.read_text(encoding="utf-8") for p in doc_blocks.ROOT.glob("tests/test_*.py"))
+    for body, opener in doc_blocks.excerpts(page):
+        m = re.fullmatch(r'--8<--\s+"([^":]+)(?::([\w-]+))?"', body)
+        assert m, f"{page.name}: excerpt {opener} must be a single --8<-- include, got:\n{body}"
+        path, section = m.groups()
+        assert path.startswith(("netcl_lite/", "kernels/")), f"{page.name}: excerpt of {path} is not library code"
+        source = (doc_blocks.ROOT / path).read_text(encoding="utf-8")
+        if section:
+            assert f"[start:{section}]" in source and f"[end:{section}]" in source, f"{path} has no section {section}"
+        module = path[:-3].replace("/", ".") if path.endswith(".py") else None
+        if module:
+            assert module in tests_text or module.rsplit(".", 1)[0] in tests_text, f"{path} is not exercised by tests/"
+
+
+def test_rendered_python_blocks_equal_executed_blocks(built_site):
+    """Per page: python blocks in the built HTML = runnable blocks the doc tests ran + excerpts."""
+    mismatches = []
+    for page in doc_blocks.pages():
+        html = doc_blocks.rendered_page(built_site, page).read_text(encoding="utf-8")
+        runnable, excerpt = doc_blocks.count_rendered_python(html)
+        expected_runnable = len(doc_blocks.runnable(page))
+        expected_excerpt = len(doc_blocks.excerpts(page))
+        if (runnable, excerpt) != (expected_runnable, expected_excerpt):
+            mismatches.append(f"{page.name}: rendered {runnable} runnable + {excerpt} excerpts, tests ran {expected_runnable} and checked {expected_excerpt}")
+    assert not mismatches, "\n".join(mismatches)

@@ -1,0 +1,189 @@
+"""matmul, masked softmax and dense attention against their float64 references.
+
+Tolerances come from float32 arithmetic (see netcl_lite.testing): references
+are computed in float64 on the same float32-rounded inputs the kernels get.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from netcl_lite import ops, reference
+from netcl_lite.core.tensor import Tensor
+from netcl_lite.testing import assert_close, attention_atol, matmul_atol, softmax_rtol
+
+RAGGED = [1, 2, 3, 5, 7, 13, 17, 31, 33, 63, 65, 100]
+
+
+def f32(x):
+    return np.asarray(x, np.float32)
+
+
+def random_dims(rng, n, k, high=130):
+    """n draws of k sizes: half from ragged sizes around tile edges, half uniform."""
+    for i in range(n):
+        yield tuple(int(rng.choice(RAGGED)) if i % 2 else int(rng.integers(1, high)) for _ in range(k))
+
+
+def test_matmul_matches_reference_on_random_shapes():
+    rng = np.random.default_rng(1)
+    for i, (m, k, n) in enumerate(random_dims(rng, 60, 3)):
+        batch = () if i % 3 == 0 else (int(rng.integers(1, 4)),)
+        ta, tb = bool(i & 1), bool(i & 2)
+        a = f32(rng.standard_normal(batch + ((k, m) if ta else (m, k))))
+        b = f32(rng.standard_normal(((n, k) if tb else (k, n)) if i % 4 == 3 else batch + ((n, k) if tb else (k, n))))
+        got = ops.matmul(a, b, transpose_a=ta, transpose_b=tb)
+        aa = np.swapaxes(a, -1, -2) if ta else a
+        bb = np.swapaxes(b, -1, -2) if tb else b
+        expected = reference.matmul(a, b, transpose_a=ta, transpose_b=tb)
+        assert_close(got, expected, rtol=0, atol=matmul_atol(aa, bb), what=f"matmul {a.shape}x{b.shape} ta={ta} tb={tb}")
+
+
+def test_matmul_large_values_and_tensors_in_tensors_out(queue):
+    rng = np.random.default_rng(2)
+    a = f32(rng.integers(-100, 100, (37, 29)))
+    b = f32(rng.integers(-100, 100, (29, 41)))  # integer products: exact in float32
+    out = ops.matmul(Tensor.from_host(queue, a), Tensor.from_host(queue, b))
+    assert isinstance(out, Tensor)
+    np.testing.assert_array_equal(out.to_host(), a.astype(np.float64) @ b)
+
+
+def test_matmul_bad_shapes_are_named():
+    with pytest.raises(ValueError, match=r"inner dimensions differ.*K=3.*K=4"):
+        ops.matmul(np.ones((2, 3)), np.ones((4, 5)))
+    with pytest.raises(ValueError, match="at least 2-D"):
+        ops.matmul(np.ones(3), np.ones((3, 1)))
+    with pytest.raises(ValueError, match="do not broadcast"):
+        ops.matmul(np.ones((2, 2, 3)), np.ones((3, 3, 4)))
+    with pytest.raises(TypeError, match="real numbers"):
+        ops.matmul(np.ones((2, 2), complex), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="non-finite"):
+        ops.matmul(np.full((2, 2), np.nan), np.ones((2, 2)))
+
+
+def test_softmax_matches_reference_with_masks_on_random_shapes():
+    rng = np.random.default_rng(3)
+    for i, (b, tq, tk) in enumerate(random_dims(rng, 60, 3, high=90)):
+        x = f32(rng.standard_normal((b, tq, tk)) * rng.choice([0.1, 3.0, 30.0]))
+        mask = rng.random((1 if i % 2 else b, tq, tk)) < 0.7
+        mask[..., int(rng.integers(tk))] = True  # every row keeps at least one key
+        causal = i % 3 == 0 and tq <= tk
+        if causal:
+            mask[..., : tk - tq + 1] = True      # ... that the causal mask also allows
+        got = ops.softmax(x, mask=mask, causal=causal)
+        expected = reference.softmax(x, mask=mask, causal=causal)
+        assert_close(got, expected, rtol=softmax_rtol(tk), atol=1e-37, what=f"softmax {x.shape} causal={causal}")
+        assert np.all(got[~np.broadcast_to(mask, x.shape)] == 0.0)
+
+
+def test_softmax_survives_scores_of_1e4():
+    rng = np.random.default_rng(4)
+    x = f32(rng.integers(-10_000, 10_001, (16, 77)))
+    x[3] = 10_000.0                      # a flat row at the top of the range
+    x[5, -1] = 20_000.0                  # a maximum that arrives last
+    got = ops.softmax(x)
+    assert np.isfinite(got).all()
+    assert_close(got, reference.softmax(x), rtol=softmax_rtol(77), atol=1e-37, what="softmax ±1e4")
+    assert got[5, -1] == 1.0
+
+
+def test_softmax_all_masked_row_is_named():
+    mask = np.ones((2, 4, 3), bool)
+    mask[1, 2] = False
+    with pytest.raises(ValueError, match=r"all-masked query rows.*\(1, 2\)"):
+        ops.softmax(np.zeros((2, 4, 3)), mask=mask)
+
+
+def test_softmax_mask_errors():
+    with pytest.raises(TypeError, match="boolean"):
+        ops.softmax(np.zeros((2, 3)), mask=np.ones((2, 3)))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        ops.softmax(np.zeros((2, 3)), mask=np.ones((3, 2), bool))
+
+
+def _random_attention_case(rng, i):
+    tq, tk = (int(rng.choice(RAGGED)) if i % 2 else int(rng.integers(1, 80)) for _ in range(2))
+    d, dv = int(rng.choice([1, 3, 4, 8, 13, 16, 33, 64])), int(rng.choice([1, 2, 5, 8, 16, 31]))
+    heads = int(rng.choice([1, 2, 4, 6]))
+    groups = int(rng.choice([g for g in (1, 2, 3, 6) if heads % g == 0]))
+    batch = int(rng.integers(1, 3))
+    q = f32(rng.standard_normal((batch, heads, tq, d)))
+    k = f32(rng.standard_normal((batch, groups, tk, d)))
+    v = f32(rng.standard_normal((batch, groups, tk, dv)))
+    return q, k, v
+
+
+def test_attention_matches_reference_on_random_shapes_masks_and_groups():
+    rng = np.random.default_rng(5)
+    for i in range(60):
+        q, k, v = _random_attention_case(rng, i)
+        batch, heads, tq, d = q.shape
+        tk = k.shape[2]
+        mask, causal = None, False
+        if i % 3 == 1:   # padding mask over keys, broadcast over heads and queries
+            mask = rng.random((batch, 1, 1, tk)) < 0.8
+            mask[..., 0] = True
+        elif i % 3 == 2:
+            causal = tq <= tk
+        scale = 1 / np.sqrt(d)
+        got = ops.attention(q, k, v, mask=mask, causal=causal)
+        expected = reference.attention(q, k, v, mask=mask, causal=causal)
+        assert got.shape == (batch, heads, tq, v.shape[-1])
+        assert_close(got, expected, rtol=0, atol=attention_atol(q, k, v, scale), what=f"attention case {i}: q{q.shape} k{k.shape} causal={causal}")
+
+
+def test_attention_with_scores_of_1e4_and_late_maxima():
+    rng = np.random.default_rng(6)
+    q = f32(rng.integers(-10, 11, (1, 2, 9, 4)) * 25)
+    k = f32(rng.integers(-10, 11, (1, 2, 70, 4)) * 10)       # integer scores up to ±1e4, exact in float32
+    k[..., -1, :] = 10.0 * np.sign(q[..., 0, :]) * 10      # the last key is the best one for query 0
+    v = f32(rng.standard_normal((1, 2, 70, 3)))
+    got = ops.attention(q, k, v, scale=1.0)
+    assert np.isfinite(got).all()
+    assert_close(got, reference.attention(q, k, v, scale=1.0), rtol=0, atol=attention_atol(q, k, v, 1.0), what="attention ±1e4")
+
+
+def test_attention_reproduces_the_chapter_example():
+    Q = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    K = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]])
+    V = np.array([[10.0, 1.0], [20.0, 2.0], [30.0, 3.0]])
+    out, weights = ops.attention(Q, K, V, causal=True, return_weights=True)
+    np.testing.assert_allclose(weights, [[1, 0, 0], [0.196, 0.804, 0], [0.198, 0.401, 0.401]], atol=5e-4)
+    np.testing.assert_allclose(out, [[10, 1], [18.04, 1.80], [22.03, 2.20]], atol=5e-3)
+
+
+def test_attention_tensors_in_tensors_out(queue):
+    rng = np.random.default_rng(7)
+    q, k, v = (f32(rng.standard_normal(s)) for s in [(3, 4), (5, 4), (5, 2)])
+    out = ops.attention(*(Tensor.from_host(queue, x) for x in (q, k, v)))
+    assert isinstance(out, Tensor) and out.shape == (3, 2)
+    assert_close(out.to_host(), reference.attention(q, k, v), rtol=0, atol=attention_atol(q, k, v, 0.5))
+
+
+def test_attention_errors_are_clear():
+    q, k, v = np.ones((2, 3, 4)), np.ones((2, 5, 4)), np.ones((2, 5, 6))
+    with pytest.raises(ValueError, match=r"q \(2, 3, 4\) and k \(2, 5, 3\)"):
+        ops.attention(q, np.ones((2, 5, 3)), v)
+    with pytest.raises(ValueError, match="k .* and v .* must agree"):
+        ops.attention(q, k, np.ones((2, 4, 6)))
+    with pytest.raises(ValueError, match="must divide"):
+        ops.attention(np.ones((1, 3, 2, 4)), np.ones((1, 2, 5, 4)), np.ones((1, 2, 5, 4)))
+    with pytest.raises(ValueError, match=r"all-masked query rows.*\(0, 1\)"):
+        ops.attention(q[:1], k[:1], v[:1], mask=np.array([[True] * 5, [False] * 5, [True] * 5]))
+    with pytest.raises(ValueError, match="Tq=4 > Tk=2"):
+        ops.attention(np.ones((4, 3)), np.ones((2, 3)), np.ones((2, 3)), causal=True)
+    with pytest.raises(TypeError, match="causal must be a bool"):
+        ops.attention(q, k, v, causal="yes")
+    with pytest.raises(ValueError, match="scale must be"):
+        ops.attention(q, k, v, scale=float("nan"))
+    with pytest.raises(ValueError, match="non-finite"):
+        ops.attention(np.full((2, 3, 4), np.inf), k, v)
+
+
+def test_causal_with_more_keys_than_queries_aligns_queries_to_the_end():
+    rng = np.random.default_rng(8)
+    q, k, v = f32(rng.standard_normal((2, 4))), f32(rng.standard_normal((5, 4))), f32(rng.standard_normal((5, 3)))
+    _, weights = ops.attention(q, k, v, causal=True, return_weights=True)
+    assert np.all(weights[0, 4:] == 0) and np.all(weights[0, :4] > 0)   # query 0 is position 3 of 5
+    assert np.all(weights[1] > 0)                                      # the last query sees every key

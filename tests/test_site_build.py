@@ -1,0 +1,39 @@
+"""The site builds under --strict and asks no other host for anything."""
+
+from __future__ import annotations
+
+import re
+
+import doc_blocks
+
+_LOCAL = ("http://127.0.0.1", "http://localhost")
+_URL_ATTR = re.compile(r'\b(?:src|href|srcset|data|poster|action)\s*=\s*"((?:https?:)?//[^"]+)"', re.I)
+_CSS_URL = re.compile(r"""url\(\s*['"]?((?:https?:)?//[^'")]+)""", re.I)
+_IMPORT = re.compile(r"""@import\s+(?:url\()?['"]((?:https?:)?//[^'"]+)""", re.I)
+
+
+def _remote(urls):
+    return sorted({u for u in urls if not u.startswith(_LOCAL)})
+
+
+def test_strict_build_renders_every_page(built_site):
+    for page in doc_blocks.pages():
+        assert doc_blocks.rendered_page(built_site, page).is_file(), f"{page} was not built"
+
+
+def test_built_html_and_css_reference_no_other_host(built_site):
+    found = {}
+    for path in list(built_site.rglob("*.html")) + list(built_site.rglob("*.css")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        urls = _URL_ATTR.findall(text) + _CSS_URL.findall(text) + _IMPORT.findall(text)
+        remote = _remote(urls)
+        if remote:
+            found[str(path.relative_to(built_site))] = remote
+    assert not found, f"references to other hosts: {found}"
+
+
+def test_math_is_rendered_to_mathml(built_site):
+    for page in doc_blocks.pages():
+        html = doc_blocks.rendered_page(built_site, page).read_text(encoding="utf-8")
+        assert 'class="arithmatex"' not in html, f"{page.name}: math left for a client-side renderer"
+        assert "\\(" not in re.sub(r"<(pre|code)[^>]*>.*?</\1>", "", html, flags=re.S), f"{page.name}: raw \\( in text"
