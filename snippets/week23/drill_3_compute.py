@@ -1,0 +1,38 @@
+# Step 3 — a compute budget under C ≈ 6ND
+import math
+
+from netcl_lite import scaling
+
+RATIO = 20  # tokens per parameter: a heuristic from one study's regime
+
+print(f"{'compute C (FLOPs)':>17} {'N (billions)':>12}", end=" ")
+print(f"{'D (billions)':>12}  D/N")
+for compute in [1e21, 1e23, 1e24, 1e25]:
+    n, d = scaling.allocation(compute, tokens_per_parameter=RATIO)
+    recomputed = scaling.training_compute(n, d)  # 6 N D
+    assert math.isclose(recomputed, compute, rel_tol=1e-12)
+    print(f"{compute:17.0e} {n / 1e9:12.1f} {d / 1e9:12.0f} {d / n:4.0f}")
+
+n1, d1 = scaling.allocation(1e21, tokens_per_parameter=RATIO)
+n2, d2 = scaling.allocation(1e23, tokens_per_parameter=RATIO)
+print(f"x100 compute -> N x{n2 / n1:.0f}, D x{d2 / d1:.0f}")
+assert math.isclose(n2 / n1, 10) and math.isclose(d2 / d1, 10)
+
+# Descriptive arithmetic on published sizes: a ratio is not a verdict.
+for n, d in [(175e9, 300e9), (70e9, 1.4e12), (8e9, 15e12)]:
+    ratio, compute = d / n, scaling.training_compute(n, d)
+    print(f"N {n / 1e9:>3.0f}B, D {d / 1e12:>4.1f}T: "
+          f"{ratio:6.1f} tokens/parameter, C ~ {compute:.2e} FLOPs")
+
+# Invented costs, one currency, per million output units served. Both
+# models are assumed good enough for the task.
+large = {"train": 100, "per_unit": 4}
+small = {"train": 160, "per_unit": 1}
+units = scaling.break_even(large["train"], small["train"],
+                           large["per_unit"], small["per_unit"])
+print(f"break-even at {units:g} million units")
+assert units == 20
+for millions in [10, 20, 100]:
+    a = scaling.lifetime_cost(**large, units=millions)
+    b = scaling.lifetime_cost(**small, units=millions)
+    print(f"{millions:>3} million units: large {a:>3}, small {b:>3}")
