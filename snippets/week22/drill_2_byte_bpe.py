@@ -1,0 +1,40 @@
+# Step 2 — byte-level BPE: tokens per word depend on the tokenizer and the text
+from netcl_lite.text import GPT4_PATTERN, BPETokenizer
+
+training = ["the river and the road", "the quick brown fox", "the river flows"]
+# pattern=None: no pre-split, so merges may cross spaces (a deliberately small toy).
+# No normalizer and no special tokens either.
+tok = BPETokenizer(pattern=None)
+trace = tok.train_from_iterator(training, vocab_size=256 + 12)
+print(f"asked for 12 merges, learned {len(trace)}",
+      "(each remaining pair occurs once; min_frequency=2):")
+print([tok.vocab[left] + tok.vocab[right] for (left, right), _ in trace])
+# The same data pre-split with the GPT-4 pattern: merges stay inside word-like chunks.
+split = BPETokenizer(pattern=GPT4_PATTERN)
+split.train_from_iterator(training, vocab_size=256 + 12)
+
+samples = {
+    "prose": "the river and the road",
+    "JSON": '{"userId":"a3f9-2c1b","amountCents":12995}',
+    "code": "def get_user(id): return db.get(id)",
+    "UUID": "550e8400-e29b-41d4-a716-446655440000",
+    "Telugu": "నమస్కారం ప్రపంచం",
+}
+print("prose ->", [tok.vocab[i] for i in tok.encode(samples["prose"])])
+print("sample  words tokens tokens/word words per 8192 tokens GPT-4 split tokens")
+for label, text in samples.items():
+    ids = tok.encode(text)
+    assert tok.decode(ids) == text  # exact round trip
+    assert tok.decode_bytes(ids) == text.encode("utf-8")
+    assert split.decode(split.encode(text)) == text
+    words = len(text.split())
+    ratio = len(ids) / words
+    print(f"{label:<7} {words:>5} {len(ids):>6} {ratio:>11.2f} {int(8192 / ratio):>21}",
+          f"{len(split.encode(text)):>18}")
+
+# No merge was learned for Telugu, so every UTF-8 byte is one token,
+# and the text still round-trips.
+telugu = samples["Telugu"]
+assert len(tok.encode(telugu)) == len(telugu.encode("utf-8"))
+print("Telugu characters", len(telugu), "UTF-8 bytes", len(telugu.encode("utf-8")))
+assert tok.encode("") == [] and tok.decode([]) == ""

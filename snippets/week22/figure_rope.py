@@ -1,0 +1,44 @@
+"""RoPE on one 2-D pair: q and k rotated by position; their score depends on n - m only."""
+import sys
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from netcl_lite import ops
+
+positions = np.arange(8)
+q, k = np.array([1.0, 0.0]), np.array([0.8, 0.3])
+# A width-4 head with base 16 has pairs turning 1 and 16**-0.5 = 1/4 radian per position; draw the slow pair.
+pad = np.zeros(2)
+qs = ops.rope(np.tile(np.r_[pad, q], (8, 1)), base=16.0)[:, 2:].astype(float)  # row m: q at position m
+ks = ops.rope(np.tile(np.r_[pad, k], (8, 1)), base=16.0)[:, 2:].astype(float)  # row n: k at position n
+scores = qs @ ks.T
+
+fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.4), facecolor="white")
+for ax in (left, right):
+    ax.set_facecolor("white")
+
+for m in positions:
+    left.annotate("", xy=qs[m], xytext=(0, 0), arrowprops=dict(arrowstyle="->", color="0.75", lw=1.2))
+    left.text(*(qs[m] * 1.1), f"q@{m}", color="0.45", ha="center", va="center", fontsize=8)
+for (m, n), color in [((1, 4), "tab:blue"), ((4, 7), "tab:orange")]:  # same offset n - m = 3
+    left.annotate("", xy=qs[m], xytext=(0, 0), arrowprops=dict(arrowstyle="-|>", color=color, lw=2.2))
+    left.annotate("", xy=ks[n], xytext=(0, 0), arrowprops=dict(arrowstyle="-|>", color=color, lw=2.2, ls="--"))
+    left.text(*(ks[n] * 1.12), f"k@{n}", color=color, ha="center", va="center", fontsize=9)
+    left.plot([], [], color=color, lw=2.2, label=f"q at {m}, k at {n} (dashed): score {scores[m, n]:.3f}")
+left.set_aspect("equal")
+left.set_xlim(-1.25, 1.25)
+left.set_ylim(-0.45, 1.25)
+left.axhline(0, color="0.9", lw=0.8, zorder=0)
+left.axvline(0, color="0.9", lw=0.8, zorder=0)
+left.set_title("one pair, rotated 1/4 rad per position")
+left.legend(loc="lower left", fontsize=8)
+
+image = right.imshow(scores, cmap="coolwarm")
+right.set_xticks(positions)
+right.set_yticks(positions)
+right.set_xlabel("key position n")
+right.set_ylabel("query position m")
+right.set_title("score of q at m with k at n:\nconstant along each diagonal n - m")
+fig.colorbar(image, ax=right, shrink=0.8)
+plt.savefig(sys.argv[1], format="svg", metadata={"Date": None}, bbox_inches="tight")
