@@ -99,12 +99,14 @@ def runnable(page: Path):
     return [b for b in blocks(page) if b.syntax == "python"]
 
 
-def excerpts(page: Path) -> list[tuple[str, str]]:
+def excerpts(page: Path, python_only: bool = False) -> list[tuple[str, str]]:
     """(include target, fence opener) for each excerpt fence in the *unexpanded* page."""
     text = page.read_text(encoding="utf-8")
     found = []
     pattern = re.compile(r"^(\s*)(`{3,})(\{[^}\n]*\.excerpt[^}\n]*\})\s*\n((?:.*\n)*?)\1\2\s*$", re.M)
     for m in pattern.finditer(text):
+        if python_only and fence_language(m.group(3))[0] not in PYTHON_NAMES:
+            continue
         found.append((m.group(4).strip(), m.group(3)))
     return found
 
@@ -117,7 +119,13 @@ def rendered_page(site: Path, page: Path) -> Path:
 
 
 def count_rendered_python(html: str) -> tuple[int, int]:
-    """(runnable, excerpt) python blocks in a built page."""
-    divs = re.findall(r'<div class="([^"]*\blanguage-(?:python|py|python3)\b[^"]*)"', html)
-    excerpt = sum(1 for classes in divs if "excerpt" in classes.split())
+    """(runnable, excerpt) python blocks in a built page.
+
+    API signatures that mkdocstrings renders from the code itself (``doc-signature``)
+    are not examples and are left out; docstring examples render as ``pycon`` and are
+    run by the doctest test.
+    """
+    divs = [c.split() for c in re.findall(r'<div class="([^"]*\blanguage-(?:python|py|python3)\b[^"]*)"', html)]
+    divs = [c for c in divs if "doc-signature" not in c]
+    excerpt = sum(1 for classes in divs if "excerpt" in classes)
     return len(divs) - excerpt, excerpt

@@ -113,7 +113,10 @@ def test_page_renders_offline_in_chromium(browser, site_url, source, path):
     if source is not None:
         text = source.read_text(encoding="utf-8")
         if "\\(" in text or "\\[" in text:
-            heights = page.eval_on_selector_all("math", "els => els.map(e => e.getBoundingClientRect().height)")
+            # math in a closed tab or collapsed solution is not laid out; every visible formula must be
+            heights = page.eval_on_selector_all(
+                "math", "els => els.filter(e => e.checkVisibility()).map(e => e.getBoundingClientRect().height)"
+            )
             assert heights and min(heights) > 0, f"{url}: math missing or not laid out"
         expected_blocks = len(doc_blocks.blocks(source))
         shown = page.eval_on_selector_all("div.highlight code", "els => els.length")

@@ -69,7 +69,7 @@ def test_rendered_python_blocks_equal_executed_blocks(built_site):
         html = doc_blocks.rendered_page(built_site, page).read_text(encoding="utf-8")
         runnable, excerpt = doc_blocks.count_rendered_python(html)
         expected_runnable = len(doc_blocks.runnable(page))
-        expected_excerpt = len(doc_blocks.excerpts(page))
+        expected_excerpt = len(doc_blocks.excerpts(page, python_only=True))
         if (runnable, excerpt) != (expected_runnable, expected_excerpt):
             mismatches.append(f"{page.name}: rendered {runnable} runnable + {excerpt} excerpts, tests ran {expected_runnable} and checked {expected_excerpt}")
     assert not mismatches, "\n".join(mismatches)

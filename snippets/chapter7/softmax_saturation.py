@@ -1,0 +1,13 @@
+import numpy as np
+
+from netcl_lite import ops
+
+rng = np.random.default_rng(1)
+d = 512
+q = rng.standard_normal((64, d))
+k = rng.standard_normal((16, d))  # 64 queries, 16 keys each
+
+raw = ops.softmax(q @ k.T)  # unscaled logits: std ~ sqrt(512) ~ 22.6
+scaled = ops.softmax(q @ k.T / np.sqrt(d))  # scaled logits: std ~ 1
+print(f"mean largest weight per row, raw:    {raw.max(axis=1).mean():.3f}")
+print(f"mean largest weight per row, scaled: {scaled.max(axis=1).mean():.3f}")

@@ -1,0 +1,22 @@
+"""Docstring examples (shown as code on the API reference pages) are doctests, and they pass."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import netcl_lite
+
+MODULES = sorted(
+    m.name for m in pkgutil.walk_packages(netcl_lite.__path__, "netcl_lite.")
+)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_run(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
+    assert result.failed == 0, f"{result.failed} docstring example(s) of {name} failed"
