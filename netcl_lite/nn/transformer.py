@@ -1,0 +1,334 @@
+"""Decoder building blocks on the tape: rotary attention (MHA/GQA/MQA), SwiGLU, norms, KV cache.
+
+Every module holds its weights as :mod:`netcl_lite.autograd` leaves and is
+called on a Node (or a Tensor) of shape ``(B, T, D)``; ``parameters()`` names
+them (``"attn.wq"``, ``"ffn.w1"``, ...). Projections are bias-free and stored
+``(in, out)`` so that a layer is ``x @ W``. Weights start as seeded
+``normal / sqrt(fan_in)`` draws (unit-variance inputs give unit-variance
+outputs); norm weights start at 1, biases at 0.
+
+    >>> import numpy as np
+    >>> from netcl_lite.core.device import manager
+    >>> q = manager.default().queue
+    >>> attn = RotaryAttention(q, dim=16, n_heads=4, n_kv_heads=2, max_seq_len=8)
+    >>> attn.num_parameters()                   # 2·16² + 2·16·(2·4): Wq, Wo square, Wk, Wv narrower
+    768
+    >>> with ag.Tape():
+    ...     out = attn(ag.tensor(np.ones((2, 5, 16), np.float32)))
+    >>> out.shape
+    (2, 5, 16)
+
+Cached decoding (:class:`KVCache`) is inference: call it outside a Tape.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pyopencl as cl
+
+from .. import autograd as ag
+from ..core.tensor import Tensor
+
+NORMS = ("pre", "post")
+NORM_KINDS = ("rms", "layer")
+ATTENTION_KERNELS = ("flash", "dense")
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def _check_queue(queue) -> cl.CommandQueue:
+    if not isinstance(queue, cl.CommandQueue):
+        raise TypeError(f"queue must be a pyopencl.CommandQueue (e.g. manager.default().queue), got {type(queue).__name__}")
+    return queue
+
+
+def _rng(seed, tag: int) -> np.random.Generator:
+    """An independent stream per (seed, parameter): changing one shape never shifts another's draws."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    return np.random.default_rng([int(seed), tag])
+
+
+class Module:
+    """Holds named parameters (autograd leaves) and child modules."""
+
+    def __init__(self):
+        self._params: dict[str, ag.Node] = {}
+        self._children: dict[str, Module] = {}
+
+    def _param(self, name: str, array: np.ndarray) -> ag.Node:
+        node = ag.tensor(Tensor.from_host(self.queue, np.asarray(array, np.float32)))
+        self._params[name] = node
+        return node
+
+    def _weight(self, name: str, rng, fan_in: int, fan_out: int) -> ag.Node:
+        return self._param(name, rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in))
+
+    def parameters(self) -> dict[str, ag.Node]:
+        """Every parameter by dotted name (children's prefixed by the child's name)."""
+        out = dict(self._params)
+        for prefix, child in self._children.items():
+            out.update({f"{prefix}.{name}": p for name, p in child.parameters().items()})
+        return out
+
+    def num_parameters(self) -> int:
+        return int(np.sum([p.value.size for p in self.parameters().values()], dtype=np.int64))
+
+    def zero_grad(self) -> None:
+        ag.zero_grad(self.parameters())
+
+
+def _input(x, dim: int, max_seq_len: int | None = None, start: int = 0) -> ag.Node:
+    """x as a Node of shape (B, T, dim), float32, with start + T <= max_seq_len."""
+    if not isinstance(x, (ag.Node, Tensor)):
+        raise TypeError(f"x must be an autograd Node or a Tensor of shape (B, T, {dim}), got {type(x).__name__}")
+    if x.dtype != np.float32:
+        raise TypeError(f"x must be float32, got {x.dtype}")
+    if len(x.shape) != 3 or x.shape[-1] != dim:
+        raise ValueError(f"x must have shape (B, T, {dim}) (batch, sequence, dim), got {x.shape}")
+    if max_seq_len is not None and start + x.shape[1] > max_seq_len:
+        raise ValueError(
+            f"sequence too long: positions {start}..{start + x.shape[1] - 1} exceed max_seq_len={max_seq_len}"
+            + (" (the cache already holds " + str(start) + ")" if start else "")
+        )
+    return x if isinstance(x, ag.Node) else ag.constant(x)
+
+
+class KVCache:
+    """Preallocated K and V for incremental decoding: ``(layers, batch, n_kv_heads, max_seq_len, head_dim)`` each.
+
+    ``update(layer, k, v)`` writes a chunk of ``t`` new positions after the
+    ones already held and returns the K and V prefixes ``(B, G, length, d)``
+    the attention reads. Allocated bytes: ``2·layers·batch·n_kv_heads·head_dim·max_seq_len·4``.
+
+    >>> from netcl_lite.core.device import manager
+    >>> KVCache(manager.default().queue, layers=2, batch=1, n_kv_heads=2, head_dim=8, max_seq_len=16).nbytes
+    4096
+    """
+
+    def __init__(self, queue, layers: int, batch: int, n_kv_heads: int, head_dim: int, max_seq_len: int):
+        self.queue = _check_queue(queue)
+        self.layers, self.batch = _positive_int("layers", layers), _positive_int("batch", batch)
+        self.n_kv_heads, self.head_dim = _positive_int("n_kv_heads", n_kv_heads), _positive_int("head_dim", head_dim)
+        self.max_seq_len = _positive_int("max_seq_len", max_seq_len)
+        shape = (self.layers, self.batch, self.n_kv_heads, self.max_seq_len, self.head_dim)
+        self.keys, self.values = Tensor.empty(queue, shape), Tensor.empty(queue, shape)
+        self.lengths = [0] * self.layers
+
+    @property
+    def nbytes(self) -> int:
+        """Device bytes held by K and V together."""
+        return self.keys.nbytes + self.values.nbytes
+
+    def length(self, layer: int = 0) -> int:
+        """Positions already written for ``layer``."""
+        return self.lengths[self._layer(layer)]
+
+    def reset(self) -> None:
+        self.lengths = [0] * self.layers
+
+    def _layer(self, layer) -> int:
+        if isinstance(layer, bool) or not isinstance(layer, numbers.Integral) or not 0 <= layer < self.layers:
+            raise ValueError(f"layer must be an int in [0, {self.layers}), got {layer!r}")
+        return int(layer)
+
+    def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Append ``k``, ``v`` of shape ``(B, G, t, d)`` at the layer's length; return the full prefixes."""
+        layer = self._layer(layer)
+        rows, d, start = self.batch * self.n_kv_heads, self.head_dim, self.lengths[layer]
+        for name, t in (("k", k), ("v", v)):
+            if not isinstance(t, Tensor) or t.ndim != 4 or t.shape[:2] + t.shape[3:] != (self.batch, self.n_kv_heads, d):
+                raise ValueError(
+                    f"{name} must be a Tensor of shape ({self.batch}, {self.n_kv_heads}, t, {d}), "
+                    f"got {getattr(t, 'shape', type(t).__name__)}"
+                )
+        t_new = k.shape[2]
+        if v.shape != k.shape:
+            raise ValueError(f"k {k.shape} and v {v.shape} must have the same shape")
+        if start + t_new > self.max_seq_len:
+            raise ValueError(
+                f"KV cache full: layer {layer} holds {start} positions, {t_new} more exceed max_seq_len={self.max_seq_len}"
+            )
+        row, full = self.max_seq_len * d * 4, self.max_seq_len * d * 4 * rows   # bytes: one (b, g) row, one layer
+        length = start + t_new
+        out = []
+        for cache, new in ((self.keys, k), (self.values, v)):
+            # Rectangular copies: rows are the B·G (batch, group) pairs, the layer is the slice index.
+            cl.enqueue_copy(self.queue, cache.buffer, new.buffer, src_origin=(0, 0, 0), dst_origin=(start * d * 4, 0, layer),
+                            region=(t_new * d * 4, rows, 1), src_pitches=(t_new * d * 4, t_new * d * 4 * rows),
+                            dst_pitches=(row, full))
+            prefix = Tensor.empty(self.queue, (self.batch, self.n_kv_heads, length, d))
+            cl.enqueue_copy(self.queue, prefix.buffer, cache.buffer, src_origin=(0, 0, layer), dst_origin=(0, 0, 0),
+                            region=(length * d * 4, rows, 1), src_pitches=(row, full),
+                            dst_pitches=(length * d * 4, length * d * 4 * rows))
+            out.append(prefix)
+        self.queue.finish()
+        self.lengths[layer] = length
+        return out[0], out[1]
+
+
+class RotaryAttention(Module):
+    """Causal self-attention with RoPE on q and k and grouped K/V heads.
+
+    ``n_heads`` query heads of width ``d = dim / n_heads`` share ``n_kv_heads``
+    K/V heads (MHA when equal, MQA when 1, GQA between): query head ``h`` reads
+    K/V head ``h // (n_heads // n_kv_heads)``. Weights, bias-free: ``wq``, ``wo``
+    (dim × dim), ``wk``, ``wv`` (dim × n_kv_heads·d) — 2·D² + 2·D·g·d in all.
+    ``rope=False`` drops positions (the layer is then permutation-equivariant
+    when ``causal=False``). ``kernel="flash"`` streams attention (never storing
+    T × T, forward or backward); ``"dense"`` materializes the weights.
+    """
+
+    def __init__(self, queue, dim: int, n_heads: int, n_kv_heads: int, max_seq_len: int, causal: bool = True,
+                 seed: int = 0, *, rope: bool = True, rope_base: float = 10000.0, kernel: str = "flash"):
+        super().__init__()
+        self.queue = _check_queue(queue)
+        self.dim, self.n_heads = _positive_int("dim", dim), _positive_int("n_heads", n_heads)
+        self.n_kv_heads, self.max_seq_len = _positive_int("n_kv_heads", n_kv_heads), _positive_int("max_seq_len", max_seq_len)
+        if dim % n_heads:
+            raise ValueError(f"dim={dim} must be divisible by n_heads={n_heads} (head width d = dim / n_heads)")
+        if n_heads % n_kv_heads:
+            raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads} (each K/V head serves n_heads / n_kv_heads query heads)")
+        for name, flag in (("causal", causal), ("rope", rope)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+        if kernel not in ATTENTION_KERNELS:
+            raise ValueError(f"kernel must be one of {ATTENTION_KERNELS}, got {kernel!r}")
+        self.head_dim = dim // n_heads
+        if rope and self.head_dim % 2:
+            raise ValueError(f"rope needs an even head width, got dim / n_heads = {self.head_dim}; pass rope=False or change dim")
+        self.causal, self.rope, self.rope_base, self.kernel = causal, rope, float(rope_base), kernel
+        kv_dim = n_kv_heads * self.head_dim
+        for tag, (name, fan_out) in enumerate((("wq", dim), ("wk", kv_dim), ("wv", kv_dim), ("wo", dim))):
+            self._weight(name, _rng(seed, tag), dim, fan_out)
+        self.wq, self.wk, self.wv, self.wo = (self._params[n] for n in ("wq", "wk", "wv", "wo"))
+
+    def __call__(self, x, cache: KVCache | None = None, layer: int = 0) -> ag.Node:
+        """x (B, T, dim) → (B, T, dim). With ``cache``, x holds the next T positions after the cached ones."""
+        start = 0 if cache is None else cache.length(layer)
+        x = _input(x, self.dim, self.max_seq_len, start)
+        q = ag.split_heads(ag.linear(x, self.wq), self.n_heads)          # (B, H, T, d)
+        k = ag.split_heads(ag.linear(x, self.wk), self.n_kv_heads)       # (B, G, T, d)
+        v = ag.split_heads(ag.linear(x, self.wv), self.n_kv_heads)
+        if self.rope:
+            q = ag.rope(q, offset=start, base=self.rope_base)
+            k = ag.rope(k, offset=start, base=self.rope_base)
+        if cache is not None:
+            if ag.recording():
+                raise ValueError("cache: cached decoding is inference only (cached K/V are not on the tape); "
+                                 "call the layer outside `with Tape()` or without cache")
+            k_all, v_all = cache.update(layer, k.value, v.value)
+            k, v = ag.constant(k_all), ag.constant(v_all)
+        attend = ag.flash_attention if self.kernel == "flash" else ag.attention
+        return ag.linear(ag.merge_heads(attend(q, k, v, causal=self.causal)), self.wo)
+
+
+class FeedForward(Module):
+    """SwiGLU: ``W2 (silu(x W1) ∘ (x W3))``; W1, W3 are dim × hidden, W2 hidden × dim."""
+
+    def __init__(self, queue, dim: int, hidden: int, seed: int = 0):
+        super().__init__()
+        self.queue = _check_queue(queue)
+        self.dim, self.hidden = _positive_int("dim", dim), _positive_int("hidden", hidden)
+        for tag, (name, fan_in, fan_out) in enumerate((("w1", dim, hidden), ("w2", hidden, dim), ("w3", dim, hidden))):
+            self._weight(name, _rng(seed, 16 + tag), fan_in, fan_out)
+
+    def __call__(self, x) -> ag.Node:
+        x = _input(x, self.dim)
+        p = self._params
+        return ag.linear(ag.swiglu(ag.linear(x, p["w1"]), ag.linear(x, p["w3"])), p["w2"])
+
+
+class RMSNorm(Module):
+    """x / sqrt(mean(x²) + eps) · weight over the last axis; weight starts at 1."""
+
+    def __init__(self, queue, dim: int, eps: float = 1e-6):
+        super().__init__()
+        self.queue, self.dim, self.eps = _check_queue(queue), _positive_int("dim", dim), eps
+        self.weight = self._param("weight", np.ones(dim))
+
+    def __call__(self, x) -> ag.Node:
+        return ag.rms_norm(x, self.weight, eps=self.eps)
+
+
+class LayerNorm(Module):
+    """(x − mean) / sqrt(var + eps) · weight + bias over the last axis; weight 1, bias 0 at start."""
+
+    def __init__(self, queue, dim: int, eps: float = 1e-5):
+        super().__init__()
+        self.queue, self.dim, self.eps = _check_queue(queue), _positive_int("dim", dim), eps
+        self.weight, self.bias = self._param("weight", np.ones(dim)), self._param("bias", np.zeros(dim))
+
+    def __call__(self, x) -> ag.Node:
+        return ag.layer_norm(x, self.weight, self.bias, eps=self.eps)
+
+
+class DecoderBlock(Module):
+    """One decoder block: attention and SwiGLU branches with residuals.
+
+    ``norm="pre"``:  x ← x + Attn(N₁(x)); x ← x + FFN(N₂(x)).
+    ``norm="post"``: x ← N₁(x + Attn(x)); x ← N₂(x + FFN(x)) (the original Transformer's order).
+    ``norm_kind`` picks RMSNorm (``"rms"``) or LayerNorm (``"layer"``) for N₁, N₂.
+    """
+
+    def __init__(self, queue, dim: int, n_heads: int, n_kv_heads: int, hidden: int, max_seq_len: int,
+                 norm: str = "pre", seed: int = 0, *, norm_kind: str = "rms", causal: bool = True,
+                 rope: bool = True, kernel: str = "flash"):
+        super().__init__()
+        if norm not in NORMS:
+            raise ValueError(f"norm must be one of {NORMS} (where the normalization sits), got {norm!r}")
+        if norm_kind not in NORM_KINDS:
+            raise ValueError(f"norm_kind must be one of {NORM_KINDS}, got {norm_kind!r}")
+        self.queue, self.norm, self.dim = _check_queue(queue), norm, dim
+        norm_cls = RMSNorm if norm_kind == "rms" else LayerNorm
+        self.attn = RotaryAttention(queue, dim, n_heads, n_kv_heads, max_seq_len, causal, seed, rope=rope, kernel=kernel)
+        self.ffn = FeedForward(queue, dim, hidden, seed + 1)
+        self.norm1, self.norm2 = norm_cls(queue, dim), norm_cls(queue, dim)
+        self._children = {"attn": self.attn, "ffn": self.ffn, "norm1": self.norm1, "norm2": self.norm2}
+
+    def __call__(self, x, cache: KVCache | None = None, layer: int = 0) -> ag.Node:
+        """x (B, T, dim) → (B, T, dim); ``cache``/``layer`` as in :class:`RotaryAttention`."""
+        x = _input(x, self.dim)
+        if self.norm == "pre":
+            h = ag.add(x, self.attn(self.norm1(x), cache, layer))
+            return ag.add(h, self.ffn(self.norm2(h)))
+        h = self.norm1(ag.add(x, self.attn(x, cache, layer)))
+        return self.norm2(ag.add(h, self.ffn(h)))
+
+
+class Embedding(Module):
+    """Token table ``(vocab, dim)``; ``output_logits`` maps hidden states back to vocabulary scores.
+
+    With ``tie=True`` the output projection reuses the table (``h @ Eᵀ``), saving
+    vocab·dim weights; with ``tie=False`` it owns a separate ``(dim, vocab)`` matrix.
+    The table starts as normal / sqrt(dim), so tied logits start near unit scale.
+    """
+
+    def __init__(self, queue, vocab: int, dim: int, tie: bool = True, seed: int = 0):
+        super().__init__()
+        self.queue = _check_queue(queue)
+        self.vocab, self.dim = _positive_int("vocab", vocab), _positive_int("dim", dim)
+        if not isinstance(tie, bool):
+            raise TypeError(f"tie must be a bool, got {type(tie).__name__}")
+        self.tie = tie
+        self.table = self._param("table", _rng(seed, 32).standard_normal((vocab, dim), np.float32) / np.sqrt(dim))
+        self.output = None if tie else self._weight("output", _rng(seed, 33), dim, vocab)
+
+    def __call__(self, ids) -> ag.Node:
+        """Integer ids (any shape) → (*ids.shape, dim)."""
+        return ag.embedding(self.table, ids)
+
+    def output_logits(self, h) -> ag.Node:
+        """h (..., dim) → logits (..., vocab)."""
+        (h,) = ag._nodes(h)
+        if h.shape[-1:] != (self.dim,):
+            raise ValueError(f"h must have last axis dim={self.dim}, got shape {h.shape}")
+        rows = ag.reshape(h, (-1, self.dim))
+        logits = ag.matmul(rows, self.table, transpose_b=True) if self.tie else ag.matmul(rows, self.output)
+        return ag.reshape(logits, h.shape[:-1] + (self.vocab,))

@@ -1,0 +1,325 @@
+"""Every backward rule against central differences of a float64 reference.
+
+``gradcheck`` runs an op on the device under a Tape, pulls back a random
+output gradient R, and compares each input's float32 gradient with the float64
+finite-difference gradient of ``sum(f64(inputs) * R)`` (same float32-rounded
+inputs). The differences run in float64 with h = 1e-6: truncation (~h²) and
+cancellation (~1e-16/h) stay below 1e-9 relative, so the error budget is the
+device's float32 rounding alone. A forward and backward chain whose longest
+inner sum has n terms carries about n·u (u = 2⁻²⁴) error relative to the
+magnitudes it sums; with a few such stages and cancellation in between we allow
+``tol = 16·(n + 16)·u`` of the gradient's largest entry (1e-4 at n = 100).
+A wrong rule is off by O(1), so the check keeps its power.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from netcl_lite import autograd as ag
+from netcl_lite import reference as ref
+from netcl_lite.core.kernels import kernel_dir, kernel_names
+from netcl_lite.core.tensor import Tensor
+from netcl_lite.testing import EPS32, assert_close
+
+
+def tol_for(n: int) -> float:
+    """Allowed error relative to the gradient's largest entry for inner sums of n terms."""
+    return 16 * (n + 16) * EPS32
+
+
+def fd_grad(f64, args, i, r, h=1e-6):
+    """∂/∂args[i] of Σ f64(*args)·r by central differences, all in float64."""
+    args = [np.array(a, np.float64) for a in args]
+    x, g = args[i], np.empty(np.shape(args[i]))
+    for idx in np.ndindex(x.shape):
+        old = x[idx]
+        x[idx] = old + h
+        up = np.sum(f64(*args) * r)
+        x[idx] = old - h
+        down = np.sum(f64(*args) * r)
+        x[idx] = old
+        g[idx] = (up - down) / (2 * h)
+    return g
+
+
+def gradcheck(f_ag, f64, *inputs, n: int, which=None, seed=0, what=""):
+    """Check the device gradient of every input in ``which`` (default all) against float64 differences."""
+    rng = np.random.default_rng(seed)
+    inputs = [np.asarray(x, np.float32) for x in inputs]
+    with ag.Tape() as tape:
+        nodes = [ag.tensor(x) for x in inputs]
+        out = f_ag(*nodes)
+    expected = f64(*inputs)
+    assert out.shape == np.shape(expected), f"{what}: output shape {out.shape} != {np.shape(expected)}"
+    if out.value.size == 1 and out.shape == ():
+        r32, grad = np.float32(1.0), None
+    else:
+        r32 = rng.standard_normal(out.shape).astype(np.float32)
+        grad = r32
+    tape.backward(out, grad=grad)
+    for i in range(len(inputs)) if which is None else which:
+        g64 = fd_grad(f64, inputs, i, np.float64(r32))
+        got = nodes[i].grad.to_host()
+        scale = np.abs(g64).max()
+        assert_close(got, g64, rtol=0, atol=tol_for(n) * scale + 1e-30, what=f"{what} d/d input {i}")
+
+
+def test_the_check_catches_a_rule_that_is_slightly_wrong():
+    x = np.linspace(-2, 2, 12, dtype=np.float32)
+    with pytest.raises(AssertionError, match="differ"):
+        gradcheck(ag.silu, lambda x: ref.silu(x) * 1.001, x, n=1, what="silu scaled by 1.001")
+
+
+def rand(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# -- one rule each --------------------------------------------------------------------
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_gradients_with_transposes(ta, tb):
+    rng = np.random.default_rng(1)
+    a = rand(rng, *((5, 3) if ta else (3, 5)))
+    b = rand(rng, *((4, 5) if tb else (5, 4)))
+    f = lambda a, b: ag.matmul(a, b, transpose_a=ta, transpose_b=tb)
+    f64 = lambda a, b: ref.matmul(a, b, transpose_a=ta, transpose_b=tb)
+    gradcheck(f, f64, a, b, n=5, what=f"matmul ta={ta} tb={tb}")
+
+
+@pytest.mark.parametrize("sa,sb", [((2, 3, 5), (2, 5, 4)), ((2, 3, 5), (5, 4)), ((3, 5), (2, 5, 4))])
+def test_matmul_gradients_batched_and_broadcast(sa, sb):
+    rng = np.random.default_rng(2)
+    gradcheck(ag.matmul, ref.matmul, rand(rng, *sa), rand(rng, *sb), n=10, what=f"matmul {sa}@{sb}")
+
+
+@pytest.mark.parametrize("sb", [(2, 3, 4), (4,), (3, 4)])
+def test_add_and_mul_gradients_with_suffix_broadcast(sb):
+    rng = np.random.default_rng(3)
+    a, b = rand(rng, 2, 3, 4), rand(rng, *sb)
+    gradcheck(ag.add, ref.add, a, b, n=6, what=f"add {sb}")
+    gradcheck(ag.mul, ref.mul, a, b, n=6, what=f"mul {sb}")
+
+
+@pytest.mark.parametrize("causal,masked", [(False, False), (True, False), (False, True)])
+def test_softmax_gradient_with_masks(causal, masked):
+    rng = np.random.default_rng(4)
+    x = rand(rng, 2, 4, 6) * 2
+    mask = (rng.random((4, 6)) < 0.7) | np.eye(4, 6, dtype=bool) if masked else None
+    gradcheck(lambda x: ag.softmax(x, mask=mask, causal=causal),
+              lambda x: ref.softmax(x, mask=mask, causal=causal), x, n=6, what="softmax")
+
+
+ATTN_CASES = [  # (B, H, G, Tq, Tk, d, dv, causal, masked)
+    (2, 2, 2, 4, 4, 4, 4, False, False),   # MHA
+    (1, 4, 2, 5, 5, 4, 3, True, False),    # GQA, causal, dv != d
+    (2, 3, 1, 3, 6, 4, 4, True, False),    # MQA, Tq < Tk: queries aligned to the end
+    (1, 2, 2, 4, 5, 2, 2, False, True),    # boolean mask
+]
+
+
+TILED_CASES = [  # head widths that are multiples of 8 take the tiled flash backward
+    (2, 4, 2, 9, 9, 8, 8, True, False),    # GQA, ragged T across the 8-wide panels
+    (1, 3, 1, 5, 13, 8, 16, True, False),  # MQA, Tq < Tk, dv != d
+    (1, 2, 2, 6, 10, 8, 8, False, True),   # boolean mask
+]
+
+
+def _attention_inputs(case, seed):
+    b, h, g, tq, tk, d, dv, causal, masked = case
+    rng = np.random.default_rng(seed)
+    q, k, v = rand(rng, b, h, tq, d), rand(rng, b, g, tk, d), rand(rng, b, g, tk, dv)
+    mask = None
+    if masked:
+        mask = rng.random((b, h, tq, tk)) < 0.6
+        mask[..., 0] = True
+    return q, k, v, mask, causal
+
+
+@pytest.mark.parametrize("fn", ["attention", "flash_attention"])
+@pytest.mark.parametrize("case", ATTN_CASES)
+def test_attention_gradients_dense_and_flash(fn, case):
+    q, k, v, mask, causal = _attention_inputs(case, 5)
+    f = lambda q, k, v: getattr(ag, fn)(q, k, v, mask=mask, causal=causal)
+    f64 = lambda q, k, v: ref.attention(q, k, v, mask=mask, causal=causal)
+    gradcheck(f, f64, q, k, v, n=case[4] * case[5], what=f"{fn} {case}")
+
+
+@pytest.mark.parametrize("kernel", ["tiled", "rows"])
+@pytest.mark.parametrize("case", TILED_CASES)
+def test_flash_attention_gradients_tiled_and_row_kernels(kernel, case):
+    q, k, v, mask, causal = _attention_inputs(case, 15)
+    block = 16 if kernel == "tiled" else 4
+    f = lambda q, k, v: ag.flash_attention(q, k, v, mask=mask, causal=causal, kernel=kernel, block_size=block)
+    f64 = lambda q, k, v: ref.attention(q, k, v, mask=mask, causal=causal)
+    gradcheck(f, f64, q, k, v, n=case[4] * case[5], what=f"flash {kernel} {case}")
+
+
+def test_tiled_flash_backward_refuses_head_widths_off_the_panel():
+    q = np.zeros((1, 1, 2, 4), np.float32)
+    with pytest.raises(ValueError, match="multiples of 8"):
+        ag.flash_attention(ag.tensor(q), q, q, kernel="tiled", block_size=16)
+
+
+def test_flash_attention_gradient_with_explicit_scale_and_small_blocks():
+    rng = np.random.default_rng(6)
+    q, k, v = rand(rng, 1, 2, 7, 4), rand(rng, 1, 1, 9, 4), rand(rng, 1, 1, 9, 4)
+    f = lambda q, k, v: ag.flash_attention(q, k, v, causal=True, scale=0.3, block_size=3)
+    gradcheck(f, lambda q, k, v: ref.attention(q, k, v, causal=True, scale=0.3), q, k, v, n=36, what="flash scale")
+
+
+@pytest.mark.parametrize("pairing,offset", [("interleaved", 0), ("interleaved", 5), ("half", 3)])
+def test_rope_gradient_is_the_inverse_rotation(pairing, offset):
+    rng = np.random.default_rng(7)
+    x = rand(rng, 2, 3, 5, 6)
+    gradcheck(lambda x: ag.rope(x, offset=offset, base=100.0, pairing=pairing),
+              lambda x: ref.rope(x, offset=offset, base=100.0, pairing=pairing), x, n=2, what=f"rope {pairing}")
+
+
+def test_rms_norm_and_layer_norm_gradients():
+    rng = np.random.default_rng(8)
+    x, w, b = rand(rng, 2, 3, 8), rand(rng, 8), rand(rng, 8)
+    gradcheck(lambda x, w: ag.rms_norm(x, w, eps=1e-6), lambda x, w: ref.rms_norm(x, w, eps=1e-6), x, w, n=8, what="rms_norm")
+    gradcheck(lambda x, w, b: ag.layer_norm(x, w, b, eps=1e-5),
+              lambda x, w, b: ref.layer_norm(x, w, b, eps=1e-5), x, w, b, n=8, what="layer_norm")
+
+
+def test_silu_and_swiglu_gradients_including_large_inputs():
+    rng = np.random.default_rng(9)
+    x = rand(rng, 3, 7) * 3
+    x[0, :3] = [-60.0, 40.0, 0.0]   # saturated sigmoid both ways, and zero
+    gradcheck(ag.silu, ref.silu, x, n=1, what="silu")
+    gradcheck(ag.swiglu, ref.swiglu, x, rand(rng, 3, 7), n=1, what="swiglu")
+
+
+def test_embedding_gradient_accumulates_repeated_ids():
+    rng = np.random.default_rng(10)
+    table = rand(rng, 6, 4)
+    ids = np.array([[1, 3, 1], [5, 1, 3]])            # id 1 three times, 3 twice; 0, 2, 4 never
+    gradcheck(lambda t: ag.embedding(t, ids), lambda t: ref.embedding(t, ids), table, n=3, what="embedding")
+    with ag.Tape() as tape:
+        t = ag.tensor(table)
+        out = ag.embedding(t, ids)
+    g = rand(rng, *out.shape)
+    tape.backward(out, grad=g)
+    expected = np.zeros((6, 4))
+    np.add.at(expected, ids.reshape(-1), g.reshape(-1, 4))
+    assert_close(t.grad.to_host(), expected, rtol=4 * EPS32, atol=0, what="scatter-add")
+    assert not t.grad.to_host()[[0, 2, 4]].any()
+
+
+def cross_entropy64(z, targets):
+    z = np.asarray(z, np.float64)
+    m = z.max(axis=-1, keepdims=True)
+    lse = (m + np.log(np.exp(z - m).sum(axis=-1, keepdims=True)))[..., 0]
+    picked = np.take_along_axis(z, targets[..., None], axis=-1)[..., 0]
+    return np.mean(lse - picked)
+
+
+def test_cross_entropy_value_and_gradient():
+    rng = np.random.default_rng(11)
+    z = rand(rng, 2, 3, 7) * 3
+    targets = rng.integers(0, 7, (2, 3))
+    with ag.Tape():
+        loss = ag.cross_entropy(ag.tensor(z), targets)
+    assert loss.shape == ()
+    assert abs(float(loss.numpy()) - cross_entropy64(z, targets)) <= 32 * EPS32 * 3
+    gradcheck(lambda z: ag.cross_entropy(z, targets), lambda z: cross_entropy64(z, targets), z, n=7, what="cross_entropy")
+
+
+def test_cross_entropy_rejects_bad_targets():
+    z = ag.tensor(np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match="targets"):
+        ag.cross_entropy(z, [0, 3])
+    with pytest.raises(ValueError, match="targets"):
+        ag.cross_entropy(z, [0])
+
+
+def test_sum_mean_reshape_swap_axes_and_head_helpers():
+    rng = np.random.default_rng(12)
+    x = rand(rng, 2, 3, 4, 5)
+    gradcheck(ag.sum, lambda x: np.sum(x), x, n=120, what="sum")
+    gradcheck(ag.mean, lambda x: np.mean(x), x, n=120, what="mean")
+    gradcheck(lambda x: ag.reshape(x, (6, 20)), lambda x: x.reshape(6, 20), x, n=1, what="reshape")
+    for i, j in [(1, 2), (0, 3), (1, 3), (-1, 0)]:
+        gradcheck(lambda x, i=i, j=j: ag.swap_axes(x, i, j), lambda x, i=i, j=j: np.swapaxes(x, i, j), x, n=1,
+                  what=f"swap {i},{j}")
+    y = rand(rng, 2, 3, 8)
+    split = lambda x: np.swapaxes(x.reshape(2, 3, 4, 2), 1, 2)
+    gradcheck(lambda x: ag.split_heads(x, 4), split, y, n=1, what="split_heads")
+    gradcheck(lambda x: ag.merge_heads(ag.split_heads(x, 4)), lambda x: x, y, n=1, what="merge_heads")
+    w = rand(rng, 8, 5)
+    gradcheck(ag.linear, lambda x, w: x @ w, y, w, n=8, what="linear")
+
+
+# -- the tape itself ----------------------------------------------------------------------
+
+def test_gradients_accumulate_across_uses_and_calls():
+    x0 = np.array([1.0, -2.0, 3.0], np.float32)
+    with ag.Tape() as tape:
+        x = ag.tensor(x0)
+        y = ag.add(ag.mul(x, x), x)          # x used three times: dy/dx = 2x + 1
+        loss = ag.sum(y)
+    tape.backward(loss)
+    np.testing.assert_allclose(x.grad.to_host(), 2 * x0 + 1)
+    tape.backward(loss)                       # a second call adds
+    np.testing.assert_allclose(x.grad.to_host(), 2 * (2 * x0 + 1))
+    ag.zero_grad([x])
+    assert x.grad is None
+
+
+def test_backward_with_an_output_gradient_and_its_errors():
+    with ag.Tape() as tape:
+        x = ag.tensor(np.ones((2, 3), np.float32))
+        y = ag.mul(x, np.full((2, 3), 2.0, np.float32))
+    with pytest.raises(ValueError, match="one-element"):
+        tape.backward(y)
+    with pytest.raises(ValueError, match="shape"):
+        tape.backward(y, grad=np.ones((3, 2), np.float32))
+    tape.backward(y, grad=np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(x.grad.to_host(), 2 * np.arange(6).reshape(2, 3))
+    with pytest.raises(TypeError, match="Node"):
+        tape.backward(y.value)
+
+
+def test_nothing_is_recorded_without_a_tape_or_without_requires_grad(queue):
+    x = ag.tensor(np.ones((2, 2), np.float32))
+    y = ag.matmul(x, x)                                   # no tape active
+    assert not y.requires_grad and y.parents == ()
+    with ag.Tape() as tape:
+        c = ag.tensor(np.ones((2, 2), np.float32), requires_grad=False)
+        z = ag.matmul(c, c)
+    assert not z.requires_grad and tape.nodes == []
+    with pytest.raises(ValueError, match="requires_grad"):
+        tape.backward(ag.sum(z))
+    with pytest.raises(TypeError, match="float32"):
+        ag.tensor(Tensor.from_host(queue, np.arange(3), dtype=np.int32))
+
+
+def test_nested_tapes_outer_sees_everything_inner_sees_its_own():
+    with ag.Tape() as outer:
+        x = ag.tensor(np.array([2.0], np.float32))
+        y = ag.mul(x, x)                                  # recorded on outer only
+        with ag.Tape() as inner:
+            z = ag.mul(y, y)                              # recorded on both
+        assert ag.recording()
+    assert not ag.recording()
+    inner.backward(z, grad=np.ones(1, np.float32))
+    assert x.grad is None and float(y.grad.to_host()[0]) == 2 * 4.0   # dz/dy = 2y; y is a constant to inner
+    ag.zero_grad([x, y])
+    outer.backward(z, grad=np.ones(1, np.float32))
+    assert float(x.grad.to_host()[0]) == 4 * 2.0 ** 3                 # z = x⁴
+
+
+def test_every_backward_kernel_file_lists_its_kernels_in_its_header(device):
+    from netcl_lite.core.kernels import get_kernel
+
+    files = sorted(p.name for p in kernel_dir().glob("*_backward.cl"))
+    assert len(files) >= 5
+    for name in files:
+        lines = (kernel_dir() / name).read_text().splitlines()
+        header = "\n".join(lines[: next(i for i, line in enumerate(lines) if not line.startswith("//"))])
+        for kname in kernel_names(name):
+            assert kname in header, f"{name}: {kname} missing from the header comment"
+            get_kernel(device.context, name, kname)
