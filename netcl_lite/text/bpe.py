@@ -1,0 +1,472 @@
+"""Byte-level BPE: train, encode, decode, save and load; ids compatible with tiktoken.
+
+The base alphabet is the 256 byte values (ids 0..255 are bytes 0..255 for a
+trained tokenizer), so every string UTF-8 can encode round-trips exactly.
+That is why byte-level BPE has no out-of-vocabulary failures: the *byte
+alphabet* (or, in other tokenizers, a configured byte fallback) guarantees
+it, not subwords as such; a word-level or character-level subword vocabulary
+without byte fallback still needs an unknown token. A normalizer (lower-
+casing, NFKC) in front of a tokenizer can still alter the text; this one has
+none.
+
+Text goes through three steps:
+
+1. special tokens (only those the caller allows) are cut out of the text;
+2. the pre-split pattern (:data:`GPT4_PATTERN` by default) cuts the rest
+   into chunks, and merges never cross a chunk boundary;
+3. each chunk's UTF-8 bytes are merged, lowest rank first (see
+   :mod:`~netcl_lite.text.byte_pair`). A chunk that is itself a token
+   becomes that token directly, as in tiktoken.
+
+Encoding keeps a bounded cache chunk -> ids, seeded with every token that
+is valid UTF-8, so a repeated chunk costs one dict lookup.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from itertools import chain
+from types import MappingProxyType
+
+from netcl_lite.text.bpe_training import learn_merges
+from netcl_lite.text.byte_pair import LONG_CHUNK, merge_chunk, merge_ids, pair_table
+from netcl_lite.text.model_file import (
+    ModelParts,
+    check_merges,
+    check_special_tokens,
+    dumps,
+    loads,
+)
+from netcl_lite.text.patterns import GPT4_PATTERN, compile_splitter
+from netcl_lite.text.progress import Progress
+from netcl_lite.text.ranks import merges_from_ranks
+
+__all__ = ["BPETokenizer"]
+
+_IDENTITY = tuple(range(256))
+_CACHE_LIMIT = 1 << 17  # chunks kept beyond the seed before the cache starts over
+_MAX_CACHED_CHARS = 256  # longer chunks (pattern=None) are encoded but not kept
+
+
+class _LoneSurrogate(Exception):
+    pass
+
+
+class _ChunkCache(dict):
+    """chunk -> token ids; a miss encodes the chunk (``__missing__``), so hits stay in C."""
+
+    __slots__ = ("_encode",)
+
+    def __init__(self, seed, encode):
+        super().__init__(seed)
+        self._encode = encode
+
+    def __missing__(self, chunk: str) -> tuple[int, ...]:
+        ids = self._encode(chunk)
+        if len(chunk) <= _MAX_CACHED_CHARS:
+            self[chunk] = ids
+        return ids
+
+
+class BPETokenizer:
+    """Byte-level BPE tokenizer with regex pre-splitting and special tokens.
+
+    >>> tok = BPETokenizer()
+    >>> tok.train_from_iterator(["Hello world!", "Attention is all you need."])
+    [((108, 108), 2)]
+    >>> tok.decode(tok.encode("Hello world!"))
+    'Hello world!'
+
+    ``pattern``: pre-split regex (default :data:`GPT4_PATTERN`, tiktoken's
+    cl100k pattern; :data:`GPT2_PATTERN`; any ``regex`` pattern; ``None`` for
+    no splitting). ``special_tokens``: ``{string: id}`` with ids above the
+    byte-level ids; user text never becomes a special id unless the caller
+    allows it (see :meth:`encode`).
+    """
+
+    def __init__(self, pattern: str | None = GPT4_PATTERN,
+                 special_tokens: Mapping[str, int] | None = None):
+        self._set_model(ModelParts(pattern, _IDENTITY, (), {}))
+        if special_tokens is not None:
+            self.register_special_tokens(special_tokens)
+
+    # -- state ---------------------------------------------------------------------------------
+
+    def _set_model(self, parts: ModelParts) -> None:
+        self._split = compile_splitter(parts.pattern)  # validates the pattern
+        self._pattern = parts.pattern
+        self._base = tuple(parts.base_bytes)
+        token_bytes = check_merges(self._base, parts.merges)
+        self._token_bytes = token_bytes  # id -> bytes, byte-level tokens only
+        self._ranks = {t: i for i, t in enumerate(token_bytes)}  # bytes -> id (= rank)
+        self._pairs = pair_table(token_bytes, self._ranks)  # left << 32 | right -> id
+        self._byte_ids = sorted(range(256), key=self._base.__getitem__)  # byte value -> id
+        self._merges = {pair: 256 + k for k, pair in enumerate(parts.merges)}  # (left, right) -> id
+        self._special: dict[str, int] = {}
+        self._vocab = dict(enumerate(token_bytes))  # id -> bytes, special tokens included
+        self._special_res: dict[frozenset, re.Pattern] = {}
+        seed = {}
+        for i, t in enumerate(token_bytes):
+            try:
+                seed[t.decode("utf-8")] = (i,)
+            except UnicodeDecodeError:
+                pass  # not a whole character: never a chunk on its own
+        self._seed = seed
+        self._cache = _ChunkCache(seed, self._encode_chunk)
+        if parts.special_tokens:
+            self.register_special_tokens(parts.special_tokens)
+
+    @property
+    def pattern(self) -> str | None:
+        """The pre-split regex (``None``: no splitting). Fixed at construction; saved with the model."""
+        return self._pattern
+
+    @property
+    def merges(self) -> Mapping[tuple[int, int], int]:
+        """``(left_id, right_id) -> new id``, ids from 256 up in merge order (read-only view)."""
+        return MappingProxyType(self._merges)
+
+    @property
+    def vocab(self) -> Mapping[int, bytes]:
+        """``id -> bytes`` for every token, special tokens included (read-only view)."""
+        return MappingProxyType(self._vocab)
+
+    @property
+    def special_tokens(self) -> Mapping[str, int]:
+        """``string -> id`` of the special (added) tokens (read-only view)."""
+        return MappingProxyType(self._special)
+
+    @property
+    def n_vocab(self) -> int:
+        """Largest id + 1: the number of rows the model's embedding and output need."""
+        return max(self._vocab) + 1
+
+    def __repr__(self) -> str:
+        return (f"BPETokenizer(pattern={self._pattern!r}, merges={len(self._merges)}, "
+                f"special_tokens={dict(self._special)!r})")
+
+    def __reduce__(self):  # pickles as its parts (the splitter and cache are rebuilt)
+        return (_from_parts, (self._parts(),))
+
+    def _parts(self) -> ModelParts:
+        return ModelParts(self._pattern, self._base, tuple(self._merges), dict(self._special))
+
+    # -- training ------------------------------------------------------------------------------
+
+    def train_from_iterator(self, iterator: Iterable[str], vocab_size: int = 4096, *,
+                            min_frequency: int = 2, progress: bool | None = None
+                            ) -> list[tuple[tuple[int, int], int]]:
+        """Learn merges from texts, replacing any earlier merges; return the merge trace.
+
+        ``vocab_size`` counts byte-level tokens: 256 bytes + merges (special tokens are extra,
+        with their own ids). Training stops early, without error, when no pair occurs
+        ``min_frequency`` times. The texts are streamed: each is pre-split and its chunks
+        counted, so a generator of many megabytes is never held as one string. Ties between
+        equally frequent pairs go to the lexically smallest pair of byte strings. ``progress``:
+        a stderr progress line (``None``: only on a terminal, once training runs over a second).
+
+        >>> BPETokenizer(pattern=None).train_from_iterator(["aaabdaaabac"], 259)
+        [((97, 97), 4), ((97, 98), 2), ((256, 257), 2)]
+        """
+        if isinstance(iterator, (str, bytes)) or not isinstance(iterator, Iterable):
+            raise TypeError(f"train_from_iterator: iterator must yield texts (e.g. a list of str), "
+                            f"got {type(iterator).__name__}; wrap a single text as [text]")
+        vocab_size = _check_int("vocab_size", vocab_size, 256,
+                                "the 256 byte values are always in the vocabulary")
+        min_frequency = _check_int("min_frequency", min_frequency, 1, "use 1 to merge pairs seen once")
+        clash = {name: i for name, i in self._special.items() if i < vocab_size}
+        if clash:
+            raise ValueError(f"train_from_iterator: special tokens {clash} have ids below vocab_size="
+                             f"{vocab_size}, which merges would take; give them ids >= {vocab_size} "
+                             f"or train a smaller vocabulary")
+        bar = Progress(progress)
+        counts: Counter[str] = Counter()
+        read = 0
+        for index, text in enumerate(iterator):
+            if not isinstance(text, str):
+                raise TypeError(f"train_from_iterator: item {index} is {type(text).__name__}, "
+                                f"expected str")
+            counts.update(self._split(text))
+            read += len(text)
+            bar.update(f"BPE training: counted {index + 1} texts, {read / 1e6:.1f} M characters")
+        bar.close()
+        chunk_counts = {}
+        for chunk, n in counts.items():
+            try:
+                chunk_counts[chunk.encode("utf-8")] = n
+            except UnicodeEncodeError:
+                raise ValueError(f"train_from_iterator: the texts contain a lone surrogate in "
+                                 f"{chunk!r}, which UTF-8 cannot encode; clean the text first") from None
+        del counts
+        trace = learn_merges(chunk_counts, vocab_size - 256, min_frequency=min_frequency,
+                             progress=progress)
+        self._set_model(ModelParts(self._pattern, _IDENTITY, tuple(p for p, _ in trace),
+                                   dict(self._special)))
+        return trace
+
+    # -- encoding ------------------------------------------------------------------------------
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode ``text`` as plain text: special-token strings become ordinary tokens.
+
+        Use this for untrusted text (user input, documents); it can never produce a special id.
+
+        >>> BPETokenizer().encode_ordinary("hi!")
+        [104, 105, 33]
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}; decode bytes first "
+                            f"(text = data.decode('utf-8'))")
+        cache = self._cache
+        try:
+            ids = list(chain.from_iterable(map(cache.__getitem__, self._split(text))))
+        except _LoneSurrogate:
+            at = next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
+            raise ValueError(f"text has a lone surrogate {text[at]!r} at index {at}, which UTF-8 "
+                             f"cannot encode; repair the string (it often comes from decoding "
+                             f"bytes with errors='surrogateescape')") from None
+        if len(cache) > len(self._seed) + _CACHE_LIMIT:
+            self._cache = _ChunkCache(self._seed, self._encode_chunk)
+        return ids
+
+    def _encode_chunk(self, chunk: str) -> tuple[int, ...]:
+        try:
+            piece = chunk.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _LoneSurrogate from None
+        ranks = self._ranks
+        token = ranks.get(piece)
+        if token is not None:
+            return (token,)
+        if len(piece) >= LONG_CHUNK:
+            return tuple(map(ranks.__getitem__, merge_chunk(piece, ranks)))
+        return tuple(merge_ids(list(map(self._byte_ids.__getitem__, piece)), self._pairs))
+
+    def encode(self, text: str, *, allowed_special: str | Iterable[str] = frozenset(),
+               disallowed_special: str | Iterable[str] = "all") -> list[int]:
+        """Encode ``text``; special-token strings in it are an error unless you say otherwise.
+
+        Default policy (tiktoken's): if ``text`` contains the string of any special token not in
+        ``allowed_special``, raise ``ValueError``. Silently encoding it as plain text would hide
+        that the text looks like control tokens; silently turning it into the special id would
+        let whoever wrote the text forge document ends or chat roles. So the caller decides:
+        ``allowed_special="all"`` (or a set) for trusted text that really carries special tokens;
+        :meth:`encode_ordinary` (or ``disallowed_special=()``) to encode them as plain text.
+
+        >>> tok = BPETokenizer(special_tokens={"<|endoftext|>": 300})
+        >>> tok.encode("hi<|endoftext|>", allowed_special="all")
+        [104, 105, 300]
+        >>> tok.encode("hi<|endoftext|>")
+        Traceback (most recent call last):
+        ...
+        ValueError: text contains the special token '<|endoftext|>' at index 2, which this call does not allow; pass allowed_special={'<|endoftext|>'} (or "all") if the text is trusted, or use encode_ordinary() to encode it as plain text
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        allowed = self._special_set("allowed_special", allowed_special)
+        if disallowed_special == "all":
+            disallowed = frozenset(self._special) - allowed
+        else:
+            disallowed = self._special_set("disallowed_special", disallowed_special)
+        if disallowed and (found := self._special_re(disallowed).search(text)):
+            raise ValueError(
+                f"text contains the special token {found.group()!r} at index {found.start()}, which "
+                f"this call does not allow; pass allowed_special={{{found.group()!r}}} (or \"all\") if "
+                f"the text is trusted, or use encode_ordinary() to encode it as plain text")
+        if not allowed:
+            return self.encode_ordinary(text)
+        ids, start = [], 0
+        for found in self._special_re(allowed).finditer(text):
+            ids += self.encode_ordinary(text[start:found.start()])
+            ids.append(self._special[found.group()])
+            start = found.end()
+        return ids + self.encode_ordinary(text[start:])
+
+    def _special_set(self, name: str, value) -> frozenset:
+        if not value and not isinstance(value, str):
+            return frozenset()
+        if value == "all":
+            return frozenset(self._special)
+        if isinstance(value, str) or not isinstance(value, Iterable):
+            raise TypeError(f'{name} must be "all" or a set of special-token strings, got {value!r}')
+        chosen = frozenset(value)
+        unknown = sorted(map(str, chosen - set(self._special)))
+        if unknown:
+            raise ValueError(f"{name}: {unknown} are not special tokens of this tokenizer "
+                             f"(it has {sorted(self._special)}); register them first")
+        return chosen
+
+    def _special_re(self, names: frozenset) -> re.Pattern:
+        found = self._special_res.get(names)
+        if found is None:  # longest first, so a token that extends another one wins
+            alternatives = sorted(names, key=lambda s: (-len(s), s))
+            found = self._special_res[names] = re.compile("|".join(map(re.escape, alternatives)))
+        return found
+
+    # -- decoding ------------------------------------------------------------------------------
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The exact bytes of ``ids`` (a slice of ids may end inside a UTF-8 character).
+
+        >>> BPETokenizer().decode_bytes([226, 130])
+        b'\\xe2\\x82'
+        """
+        ids = _check_ids(ids)
+        vocab = self._vocab
+        try:
+            return b"".join(map(vocab.__getitem__, ids))
+        except KeyError:
+            unknown = sorted({i for i in ids if i not in vocab})
+            specials = sorted(self._special.values())
+            raise ValueError(f"decode: unknown token ids {_some(unknown)}; this tokenizer has ids "
+                             f"0..{len(self._token_bytes) - 1} and special ids {_some(specials)}") from None
+
+    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
+        """Decode ids to text; bytes that are not valid UTF-8 become U+FFFD (``errors="strict"`` raises).
+
+        >>> BPETokenizer().decode([104, 105])
+        'hi'
+        """
+        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+
+    # -- vocabulary edits ----------------------------------------------------------------------
+
+    def register_special_tokens(self, special_tokens: Mapping[str, int]) -> None:
+        """Add special tokens ``{string: id}``; ids must lie above the byte-level ids and be unused.
+
+        >>> tok = BPETokenizer(); tok.register_special_tokens({"<|endoftext|>": 256}); tok.n_vocab
+        257
+        """
+        if not isinstance(special_tokens, Mapping):
+            raise TypeError(f"special_tokens must be a mapping {{string: id}}, got "
+                            f"{type(special_tokens).__name__}")
+        new = {}
+        for name, token_id in special_tokens.items():
+            if isinstance(token_id, numbers.Integral) and not isinstance(token_id, bool):
+                token_id = int(token_id)
+            if name in self._special and self._special[name] != token_id:
+                raise ValueError(f"special token {name!r} already has id {self._special[name]}")
+            new[name] = token_id
+        merged = {**self._special, **new}
+        check_special_tokens(merged, len(self._token_bytes), "special_tokens")
+        self._special = merged
+        for name, token_id in new.items():
+            self._vocab[token_id] = name.encode("utf-8")
+        self._special_res.clear()
+
+    def add_token(self, token: str | bytes) -> int:
+        """Add ``token`` as a special (added) token and return its id (the next free id).
+
+        Adding a token is a vocabulary edit, not just a tokenizer edit: the model needs a new
+        row in its embedding matrix (``n_vocab x d_model``) and in its output projection (and
+        output bias) for the new id, or the id indexes past the end of both. How those rows are
+        initialized is implementation-specific (random, the mean of existing rows, the
+        embedding of the pieces the text used to split into), and the model has not learned what
+        the token means just because the row exists: fine-tune and evaluate before relying on it.
+        The token also changes segmentation: where the caller allows it, its text is cut out
+        before pre-splitting. Adding a string that already is a special token returns its id.
+
+        >>> tok = BPETokenizer(); tok.add_token("<|tool|>"), tok.add_token("<|tool|>")
+        (256, 256)
+        """
+        if isinstance(token, (bytes, bytearray)):
+            try:
+                token = bytes(token).decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"add_token: {bytes(token)!r} is not valid UTF-8; added tokens are "
+                                 f"text") from None
+        if not isinstance(token, str):
+            raise TypeError(f"add_token: token must be str or bytes, got {type(token).__name__}")
+        if not token:
+            raise ValueError("add_token: token must not be empty")
+        if token in self._special:
+            return self._special[token]
+        token_id = self.n_vocab
+        self.register_special_tokens({token: token_id})
+        return token_id
+
+    # -- files and interop ---------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the model to one versioned JSON file (see :mod:`~netcl_lite.text.model_file`).
+
+        >>> import os, tempfile; path = os.path.join(tempfile.mkdtemp(), "tok.json")
+        >>> BPETokenizer(special_tokens={"<|endoftext|>": 256}).save(path)
+        >>> BPETokenizer.load(path).encode("hi<|endoftext|>", allowed_special="all")
+        [104, 105, 256]
+        """
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(dumps(self._parts()))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> BPETokenizer:
+        """Read a file written by :meth:`save`; anything malformed raises ``ValueError`` naming the problem."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not UTF-8 text ({exc}); is this a tokenizer file?") from None
+        return _from_parts(loads(text, str(path)))
+
+    def mergeable_ranks(self) -> dict[bytes, int]:
+        """``bytes -> rank`` of the byte-level tokens, in tiktoken's format (rank = id).
+
+        >>> BPETokenizer().mergeable_ranks()[b"a"]
+        97
+        """
+        return {t: i for i, t in enumerate(self._token_bytes)}
+
+    @classmethod
+    def from_mergeable_ranks(cls, mergeable_ranks: Mapping[bytes, int], pattern: str | None = GPT4_PATTERN,
+                             special_tokens: Mapping[str, int] | None = None) -> BPETokenizer:
+        """Rebuild a tokenizer from tiktoken-style ranks (for example an ``Encoding``'s ``_mergeable_ranks``).
+
+        Ranks 0..255 must be the 256 single bytes (in any order), ranks must run 0..N-1, and
+        each longer token must be what BPE makes of its own bytes with the lower ranks: two
+        lower-ranked tokens, whose merge it then is.
+
+        >>> ranks = {bytes([b]): b for b in range(256)} | {b"hi": 256, b"hi!": 257}
+        >>> dict(BPETokenizer.from_mergeable_ranks(ranks).merges)
+        {(104, 105): 256, (256, 33): 257}
+        """
+        base, merges = merges_from_ranks(mergeable_ranks)
+        return _from_parts(ModelParts(pattern, base, merges, dict(special_tokens or {})))
+
+
+def _from_parts(parts: ModelParts) -> BPETokenizer:
+    tok = BPETokenizer.__new__(BPETokenizer)
+    tok._set_model(parts)
+    return tok
+
+
+def _some(values: list) -> str:
+    return f"{values[:10]}" + (f" and {len(values) - 10} more" if len(values) > 10 else "")
+
+
+def _check_int(name: str, value, minimum: int, why: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name}={value} is too small: it must be >= {minimum} ({why})")
+    return int(value)
+
+
+def _check_ids(ids) -> list[int]:
+    if isinstance(ids, (str, bytes, bytearray)) or not isinstance(ids, Iterable):
+        raise TypeError(f"ids must be a sequence of int token ids, got {type(ids).__name__}")
+    if hasattr(ids, "dtype") and hasattr(ids, "tolist"):  # NumPy array
+        if ids.dtype.kind not in "iu":
+            raise TypeError(f"ids must be integers, got an array of {ids.dtype}")
+        return ids.tolist()
+    ids = ids if isinstance(ids, list) else list(ids)
+    kinds = set(map(type, ids))
+    if kinds <= {int}:
+        return ids
+    bad = next((k for k in kinds if k is bool or not issubclass(k, numbers.Integral)), None)
+    if bad is not None:
+        raise TypeError(f"ids must be ints, got an element of type {bad.__name__}")
+    return list(map(int, ids))  # e.g. NumPy integer scalars

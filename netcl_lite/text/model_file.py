@@ -1,0 +1,177 @@
+"""The tokenizer's file: one versioned JSON document, no pickle, checked field by field on load.
+
+Layout (``version`` 1)::
+
+    {
+      "format": "netcl_lite.bpe",
+      "version": 1,
+      "pattern": "<pre-split regex>" or null (no splitting),
+      "base_bytes": null (ids 0..255 are bytes 0..255) or [byte value of id 0, ..., of id 255],
+      "special_tokens": {"<|endoftext|>": 100257, ...},
+      "merges": [[left_id, right_id], ...]    # merge k creates id 256 + k
+    }
+
+Every check raises ``ValueError`` saying which field is wrong and how (wrong JSON types
+included: to a caller the whole file is one malformed value, hence ``noqa: TRY004``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+__all__ = ["FORMAT", "VERSION", "ModelParts", "check_merges", "check_special_tokens", "dumps", "loads"]
+
+FORMAT = "netcl_lite.bpe"
+VERSION = 1
+MAX_ID = 2**32 - 1  # token ids are u32, as in tiktoken
+_KEYS = ("format", "version", "pattern", "base_bytes", "special_tokens", "merges")
+
+
+@dataclass(frozen=True)
+class ModelParts:
+    """Everything that defines a byte-level BPE tokenizer."""
+
+    pattern: str | None
+    base_bytes: tuple[int, ...]  # byte value of ids 0..255
+    merges: tuple[tuple[int, int], ...]  # merge k creates id 256 + k
+    special_tokens: dict[str, int]
+
+
+def dumps(parts: ModelParts) -> str:
+    """Serialize; one merge per line so a diff shows which merges changed.
+
+    >>> print(dumps(ModelParts(None, tuple(range(256)), ((104, 105),), {})), end="")
+    {
+      "format": "netcl_lite.bpe",
+      "version": 1,
+      "pattern": null,
+      "base_bytes": null,
+      "special_tokens": {},
+      "merges": [
+        [104, 105]
+      ]
+    }
+    """
+    base = None if parts.base_bytes == tuple(range(256)) else list(parts.base_bytes)
+    head = {"format": FORMAT, "version": VERSION, "pattern": parts.pattern, "base_bytes": base,
+            "special_tokens": parts.special_tokens}
+    lines = [f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}," for k, v in head.items()]
+    merges = ",\n".join(f"    [{a}, {b}]" for a, b in parts.merges)
+    body = f'  "merges": [\n{merges}\n  ]' if merges else '  "merges": []'
+    return "{\n" + "\n".join(lines) + "\n" + body + "\n}\n"
+
+
+def loads(text: str, source: str = "model file") -> ModelParts:
+    """Parse and check a model file's text.
+
+    >>> loads('{"format": "netcl_lite.bpe", "version": 2}')
+    Traceback (most recent call last):
+    ...
+    ValueError: model file: version 2 is not supported; this netcl_lite reads version 1
+    """
+    try:
+        doc = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+        raise ValueError(f"{source}: not valid JSON ({exc}); the file may be truncated") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{source}: expected a JSON object at the top, got {type(doc).__name__}")  # noqa: TRY004
+    if doc.get("format") != FORMAT:
+        raise ValueError(f"{source}: field 'format' is {doc.get('format')!r}, expected {FORMAT!r}")
+    version = doc.get("version")
+    if version != VERSION or type(version) is not int:
+        raise ValueError(f"{source}: version {version!r} is not supported; this netcl_lite reads "
+                         f"version {VERSION}")
+    missing = [k for k in _KEYS if k not in doc]
+    extra = sorted(set(doc) - set(_KEYS))
+    if missing or extra:
+        raise ValueError(f"{source}: missing fields {missing}, unknown fields {extra}; "
+                         f"version {VERSION} has exactly {list(_KEYS)}")
+    pattern = doc["pattern"]
+    if pattern is not None and not isinstance(pattern, str):
+        raise ValueError(f"{source}: 'pattern' must be a string or null, got {type(pattern).__name__}")
+    base = _check_base(doc["base_bytes"], source)
+    merges = doc["merges"]
+    if not isinstance(merges, list):
+        raise ValueError(f"{source}: 'merges' must be a list of [left_id, right_id] pairs")  # noqa: TRY004
+    pairs = []
+    for k, pair in enumerate(merges):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(type(x) is int for x in pair)):
+            raise ValueError(f"{source}: merge {k} is {pair!r}; each merge is [left_id, right_id] "
+                             f"with integer ids")
+        pairs.append((pair[0], pair[1]))
+    specials = doc["special_tokens"]
+    if not isinstance(specials, dict):
+        raise ValueError(f"{source}: 'special_tokens' must be an object {{token: id}}")  # noqa: TRY004
+    parts = ModelParts(pattern, base, tuple(pairs), specials)
+    token_bytes = check_merges(parts.base_bytes, parts.merges, source)
+    check_special_tokens(specials, len(token_bytes), source)
+    return parts
+
+
+def check_merges(base_bytes, merges, source: str = "merges") -> list[bytes]:
+    """Check merges in order and return the bytes of every byte-level token (index = id).
+
+    >>> check_merges(range(256), [(104, 105), (256, 33)])[-1]
+    b'hi!'
+    """
+    token_bytes = [bytes([b]) for b in base_bytes]
+    ids_of = {t: i for i, t in enumerate(token_bytes)}
+    seen = set()
+    for k, (a, b) in enumerate(merges):
+        new_id = len(token_bytes)
+        for side in (a, b):
+            if not 0 <= side < new_id:
+                raise ValueError(f"{source}: merge {k} (making id {new_id}) uses id {side}, which is "
+                                 f"not defined before it (known ids are 0..{new_id - 1})")
+        if (a, b) in seen:
+            raise ValueError(f"{source}: merge {k} repeats the pair ({a}, {b}) of an earlier merge")
+        seen.add((a, b))
+        merged = token_bytes[a] + token_bytes[b]
+        if merged in ids_of:
+            raise ValueError(f"{source}: merge {k} ({a}, {b}) makes {merged!r}, which is already "
+                             f"token {ids_of[merged]}; every token's bytes must be unique")
+        ids_of[merged] = new_id
+        token_bytes.append(merged)
+    return token_bytes
+
+
+def check_special_tokens(specials: dict, n_byte_tokens: int, source: str = "special_tokens") -> None:
+    """Special tokens: non-empty strings, distinct integer ids above the byte-level ids."""
+    by_id: dict[int, str] = {}
+    for name, token_id in specials.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{source}: special token {name!r} must be a non-empty string")
+        if type(token_id) is not int or not 0 <= token_id <= MAX_ID:
+            raise ValueError(f"{source}: special token {name!r} has id {token_id!r}; ids are integers "
+                             f"in 0..{MAX_ID}")
+        if token_id < n_byte_tokens:
+            raise ValueError(f"{source}: special token {name!r} has id {token_id}, which is already a "
+                             f"byte-level token (ids 0..{n_byte_tokens - 1}); give it an id >= "
+                             f"{n_byte_tokens}")
+        if token_id in by_id:
+            raise ValueError(f"{source}: special tokens {by_id[token_id]!r} and {name!r} share id "
+                             f"{token_id}")
+        by_id[token_id] = name
+
+
+def _check_base(base, source: str) -> tuple[int, ...]:
+    if base is None:
+        return tuple(range(256))
+    if not (isinstance(base, list) and len(base) == 256 and all(type(b) is int for b in base)
+            and sorted(base) == list(range(256))):
+        raise ValueError(f"{source}: 'base_bytes' must be null or a permutation of the 256 byte "
+                         f"values 0..255 (the byte of ids 0..255)")
+    return tuple(base)
+
+
+def _unique_keys(pairs):
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise ValueError(f"duplicate key {dup!r}")
+    return dict(pairs)
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not allowed")
