@@ -1,11 +1,14 @@
-"""MkDocs hook: show docstring examples (``>>>`` lines) as code, not as nested quotes.
+"""MkDocs hook: render docstring conventions that Markdown does not know.
 
-Python-Markdown reads a line starting with ``>`` as a blockquote, so an
-interactive example in a docstring would render as three levels of quotes on
-the API reference pages. This hook adds a preprocessor (to the pages and to
-mkdocstrings, which renders docstrings with the same extensions) that wraps
-each run of ``>>>`` lines and their printed results in a ``pycon`` fence.
-Those examples are run by the doctest test, not by the page tests.
+* Python-Markdown reads a line starting with ``>`` as a blockquote, so an
+  interactive example in a docstring would render as three levels of quotes on
+  the API reference pages. Each run of ``>>>`` lines and their printed results
+  becomes a ``pycon`` fence. Those examples are run by the doctest test, not by
+  the page tests.
+* Sphinx cross-reference roles (``:mod:`~netcl_lite.text.bpe```) become inline code.
+
+The preprocessor is added to the pages and to mkdocstrings, which renders
+docstrings with the same extensions.
 """
 
 from __future__ import annotations
@@ -17,6 +20,12 @@ from markdown.preprocessors import Preprocessor
 
 _PROMPT = re.compile(r"^(\s*)>>> ")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+_ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|exc|obj):`(~?)([\w.]+)`")
+
+
+def _role_to_code(m: re.Match) -> str:
+    name = m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2)
+    return f"`{name}`"
 
 
 class _DoctestFences(Preprocessor):
@@ -31,7 +40,7 @@ class _DoctestFences(Preprocessor):
                 fence = None
             p = _PROMPT.match(line) if fence is None else None
             if not p:
-                out.append(line)
+                out.append(_ROLE.sub(_role_to_code, line) if fence is None else line)
                 i += 1
                 continue
             indent, block = p.group(1), []
