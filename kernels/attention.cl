@@ -6,6 +6,9 @@
 //                     h / (H / G)). Stores the whole Tq x Tk matrix: this is the
 //                     textbook form the pages teach from, not the memory-lean one.
 //   attention_apply   O[b,i,:] = sum_j P[b,i,j] V[group(b), j, :].
+// Both are one output entry per work-item: the readable version, used for small
+// problems. Larger ones run both products on the packed GEMM of matmul.cl
+// (see netcl_lite/ops/attention.py), ~10x faster on the PoCL CPU driver.
 #include "common.h"
 
 inline int kv_index(int b, int heads, int groups) {

@@ -59,3 +59,117 @@ def attention(q, k, v, *, mask=None, causal=False, scale=None, return_weights=Fa
     weights = softmax(q @ np.swapaxes(k, -1, -2) * scale, mask=mask, causal=causal)
     out = weights @ v
     return (out, weights) if return_weights else out
+
+
+def attention_lse(q, k, *, mask=None, causal=False, scale=None):
+    """Each query row's log-sum-exp of its allowed scaled scores: (..., H, Tq)."""
+    q = np.asarray(q, np.float64)
+    heads = q.shape[-3] if q.ndim >= 3 else 1
+    k = expand_groups(k, heads)
+    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
+    s = q @ np.swapaxes(k, -1, -2) * scale                   # (..., H, Tq, Tk)
+    allowed = np.ones(s.shape, bool)
+    if mask is not None:
+        allowed = allowed & np.asarray(mask, bool)
+    if causal:
+        allowed = allowed & causal_mask(*s.shape[-2:])
+    s = np.where(allowed, s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    return (m + np.log(np.exp(s - m).sum(axis=-1, keepdims=True)))[..., 0]
+
+
+def flash_attention(q, k, v, *, mask=None, causal=False, scale=None, block_size=64, return_stats=False):
+    """Tiled online softmax in float64, the loop the kernels run (all rows at once).
+
+    q: (..., H, Tq, d); k: (..., G, Tk, d); v: (..., G, Tk, dv). Per row: running
+    max m, normalizer l = sum exp(s - m), accumulator o = sum exp(s - m) v; a tile
+    that raises m first rescales l and o by exp(m_old - m_new).
+    """
+    q = np.asarray(q, np.float64)
+    heads = q.shape[-3] if q.ndim >= 3 else 1
+    k, v = expand_groups(k, heads), expand_groups(v, heads)
+    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
+    tq, tk = q.shape[-2], k.shape[-2]
+    allowed = np.ones(q.shape[:-1] + (tk,), bool)            # (..., H, Tq, Tk), built per tile below
+    if mask is not None:
+        allowed = allowed & np.asarray(mask, bool)
+    if causal:
+        allowed = allowed & causal_mask(tq, tk)
+    if tq and not allowed.any(axis=-1).all():
+        raise ValueError("all-masked row")
+    m = np.full(q.shape[:-1] + (1,), -np.inf)                # (..., H, Tq, 1)
+    l = np.zeros_like(m)
+    o = np.zeros(q.shape[:-1] + (v.shape[-1],))              # (..., H, Tq, dv)
+    for j0 in range(0, tk, block_size):
+        sl = slice(j0, j0 + block_size)
+        s = q @ np.swapaxes(k[..., sl, :], -1, -2) * scale   # (..., H, Tq, block)
+        s = np.where(allowed[..., sl], s, -np.inf)
+        m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+        base = np.where(np.isfinite(m_new), m_new, 0.0)      # rows that have seen no key yet
+        alpha = np.exp(m - base)                             # rescales the old l and o
+        p = np.exp(s - base)
+        l = alpha * l + p.sum(axis=-1, keepdims=True)
+        o = alpha * o + p @ v[..., sl, :]
+        m = m_new
+    out = o / l
+    return (out, (m + np.log(l))[..., 0]) if return_stats else out
+
+
+def rope(x, *, offset=0, base=10000.0, pairing="interleaved"):
+    """x: (..., T, d) rotated pairwise by angle (offset + t) · base^(-2i/d)."""
+    x = np.asarray(x, np.float64)
+    t_len, d = x.shape[-2:]
+    theta = base ** (-2.0 * np.arange(d // 2) / d)                          # (d/2,)
+    angle = (offset + np.arange(t_len))[:, None] * theta                   # (T, d/2)
+    c, s = np.cos(angle), np.sin(angle)
+    if pairing == "interleaved":
+        a, b = x[..., 0::2], x[..., 1::2]                                  # (x[2i], x[2i+1])
+    else:
+        a, b = x[..., : d // 2], x[..., d // 2:]                           # (x[i], x[i + d/2])
+    ra, rb = a * c - b * s, a * s + b * c
+    out = np.empty_like(x)
+    if pairing == "interleaved":
+        out[..., 0::2], out[..., 1::2] = ra, rb
+    else:
+        out[..., : d // 2], out[..., d // 2:] = ra, rb
+    return out
+
+
+def rms_norm(x, weight, *, eps=1e-6):
+    """x: (..., D) / sqrt(mean(x², -1) + eps) * weight (D,)."""
+    x = np.asarray(x, np.float64)
+    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * np.asarray(weight, np.float64)
+
+
+def layer_norm(x, weight, bias, *, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last axis (biased variance)."""
+    x = np.asarray(x, np.float64)
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * np.asarray(weight, np.float64) + np.asarray(bias, np.float64)
+
+
+def silu(x):
+    """x · sigmoid(x), written to stay finite for large |x|."""
+    x = np.asarray(x, np.float64)
+    return x * np.exp(-np.logaddexp(0.0, -x))
+
+
+def swiglu(gate, up):
+    """silu(gate) · up."""
+    return silu(gate) * np.asarray(up, np.float64)
+
+
+def add(a, b):
+    """a + b with b's shape a suffix of a's."""
+    return np.asarray(a, np.float64) + np.asarray(b, np.float64)
+
+
+def mul(a, b):
+    """a · b with b's shape a suffix of a's."""
+    return np.asarray(a, np.float64) * np.asarray(b, np.float64)
+
+
+def embedding(table, ids):
+    """table: (V, D), ids: any int shape → (*ids.shape, D)."""
+    return np.asarray(table, np.float64)[np.asarray(ids)]

@@ -81,3 +81,62 @@ def attention_atol(q, k, v, scale: float) -> np.ndarray:
     d, tk = q.shape[-1], kk.shape[-2]
     delta = (d + 2) * EPS32 * abs(scale) * (q @ np.swapaxes(kk, -1, -2)).max(axis=-1, keepdims=True)
     return (4 * delta + softmax_rtol(tk) + (tk + 2) * EPS32) * vmax + 1e-30
+
+
+def flash_lse_atol(q, k, scale: float) -> np.ndarray:
+    """Bound for the per-row log-sum-exp (..., H, Tq) of flash attention.
+
+    The row maximum carries the score error δ of ``attention_atol``; log l adds
+    the normalizer's (Tk + 8)·u relative error; base-2 conversion of m and log2
+    add a few ulp of |lse|.
+    """
+    q = np.abs(np.asarray(q, np.float64))
+    kk = np.abs(np.asarray(k, np.float64))
+    heads = q.shape[-3] if q.ndim >= 3 else 1
+    if kk.ndim >= 3:
+        kk = np.repeat(kk, heads // kk.shape[-3], axis=-3)
+    d, tk = q.shape[-1], kk.shape[-2]
+    delta = (d + 4) * EPS32 * abs(scale) * (q @ np.swapaxes(kk, -1, -2)).max(axis=-1)
+    return 2 * delta + (tk + 8) * EPS32 + 1e-30
+
+
+def rope_atol(x, pairing: str) -> np.ndarray:
+    """Per-entry bound for a rotated pair: cos/sin rounded to float32 (u each), two
+    products and a sum (3u) → 5u·(|x_a| + |x_b|) for both entries of the pair."""
+    x = np.abs(np.asarray(x, np.float64))
+    d = x.shape[-1]
+    if pairing == "interleaved":
+        pair = x[..., 0::2] + x[..., 1::2]
+        both = np.repeat(pair, 2, axis=-1)
+    else:
+        pair = x[..., : d // 2] + x[..., d // 2:]
+        both = np.concatenate([pair, pair], axis=-1)
+    return 5 * EPS32 * both + 1e-38
+
+
+def rms_norm_atol(x, weight, eps: float) -> np.ndarray:
+    """Sum of D squares (D·u), rsqrt (≤ 2 ulp, halves the sum's error) and two products:
+    (D/2 + 6)·u relative per entry; stated as (D + 8)·u for margin."""
+    x = np.asarray(x, np.float64)
+    d = x.shape[-1]
+    rms = np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)
+    return (d + 8) * EPS32 * np.abs(x) / rms * np.abs(np.asarray(weight, np.float64)) + 1e-38
+
+
+def layer_norm_atol(x, weight, bias, eps: float) -> np.ndarray:
+    """The mean carries D·u·mean|x| absolute error, which every centered value
+    inherits; the variance sum and rsqrt add (D + 6)·u relative; the bias one ulp."""
+    x = np.asarray(x, np.float64)
+    d = x.shape[-1]
+    mean = x.mean(axis=-1, keepdims=True)
+    sigma = np.sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True) + eps)
+    centered = np.abs(x - mean) + np.abs(x).mean(axis=-1, keepdims=True)
+    w, b = np.abs(np.asarray(weight, np.float64)), np.abs(np.asarray(bias, np.float64))
+    return (d + 8) * EPS32 * (centered / sigma * w + b) + 1e-38
+
+
+#: silu = x / (1 + exp(-x)): exp within 4 ulp, one add, one divide → 8u relative;
+#: swiglu one product more. Results below float32's normal range are compared absolutely.
+SILU_RTOL = 8 * EPS32
+SWIGLU_RTOL = 9 * EPS32
+TINY = 1e-37

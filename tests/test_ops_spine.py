@@ -11,6 +11,7 @@ import pytest
 
 from netcl_lite import ops, reference
 from netcl_lite.core.tensor import Tensor
+from netcl_lite.ops.matmul import packed_pays
 from netcl_lite.testing import assert_close, attention_atol, matmul_atol, softmax_rtol
 
 RAGGED = [1, 2, 3, 5, 7, 13, 17, 31, 33, 63, 65, 100]
@@ -187,3 +188,48 @@ def test_causal_with_more_keys_than_queries_aligns_queries_to_the_end():
     _, weights = ops.attention(q, k, v, causal=True, return_weights=True)
     assert np.all(weights[0, 4:] == 0) and np.all(weights[0, :4] > 0)   # query 0 is position 3 of 5
     assert np.all(weights[1] > 0)                                      # the last query sees every key
+
+
+def test_packed_matmul_on_ragged_sizes_transposes_and_broadcast_batches():
+    """Sizes above the packing threshold, none a multiple of the 6 x 16 block or the k-block."""
+    rng = np.random.default_rng(9)
+    cases = [(97, 90, 70), (61, 300, 33), (130, 129, 97), (6, 7000, 16), (97, 33, 250)]
+    assert all(packed_pays(m, n, k) for m, k, n in cases)
+    batches = [((), ()), ((2,), (2,)), ((), (3,)), ((3,), ()), ((2,), (2,))]   # a's and b's batch axes
+    for (m, k, n), (ba, bb) in zip(cases, batches):
+        for ta, tb in [(False, False), (True, False), (False, True), (True, True)]:
+            a = f32(rng.standard_normal(ba + ((k, m) if ta else (m, k))))
+            b = f32(rng.standard_normal(bb + ((n, k) if tb else (k, n))))
+            got = ops.matmul(a, b, transpose_a=ta, transpose_b=tb)
+            aa = np.swapaxes(a, -1, -2) if ta else a
+            bt = np.swapaxes(b, -1, -2) if tb else b
+            expected = reference.matmul(a, b, transpose_a=ta, transpose_b=tb)
+            assert_close(got, expected, rtol=0, atol=matmul_atol(aa, bt), what=f"packed matmul {a.shape}x{b.shape} ta={ta} tb={tb}")
+
+
+def test_packed_and_unpacked_kernels_agree_and_k0_gives_zeros():
+    rng = np.random.default_rng(10)
+    a, b = f32(rng.integers(-8, 9, (96, 70))), f32(rng.integers(-8, 9, (70, 97)))
+    assert packed_pays(96, 97, 70)
+    np.testing.assert_array_equal(ops.matmul(a, b), a.astype(np.float64) @ b)   # exact integers, packed
+    np.testing.assert_array_equal(ops.matmul(b, a, transpose_a=True, transpose_b=True),
+                                  (a.astype(np.float64) @ b).T)                  # A packed too
+    np.testing.assert_array_equal(ops.matmul(a[:5, :3], b[:3, :5]), a[:5, :3].astype(np.float64) @ b[:3, :5])
+    np.testing.assert_array_equal(ops.matmul(np.ones((60, 0)), np.ones((0, 70))), np.zeros((60, 70)))
+
+
+def test_dense_attention_on_the_gemm_path_with_groups_and_masks():
+    rng = np.random.default_rng(11)
+    cases = [(100, 140, 48, 40, 4, 2), (128, 128, 64, 64, 2, 1), (120, 150, 33, 29, 3, 3)]
+    assert all(packed_pays(tq, tk, d) and packed_pays(tq, dv, tk) for tq, tk, d, dv, _, _ in cases)
+    for i, (tq, tk, d, dv, heads, groups) in enumerate(cases):
+        q = f32(rng.standard_normal((2, heads, tq, d)))
+        k = f32(rng.standard_normal((2, groups, tk, d)))
+        v = f32(rng.standard_normal((2, groups, tk, dv)))
+        mask = rng.random((2, 1, 1, tk)) < 0.8 if i == 0 else None
+        if mask is not None:
+            mask[..., 0] = True
+        for causal in (False, True):
+            got = ops.attention(q, k, v, mask=mask, causal=causal)
+            expected = reference.attention(q, k, v, mask=mask, causal=causal)
+            assert_close(got, expected, rtol=0, atol=attention_atol(q, k, v, 1 / np.sqrt(d)), what=f"dense gemm case {i} causal={causal}")

@@ -6,7 +6,15 @@ NumPy in gives NumPy out (on the default device), Tensors in give Tensors out
 """
 
 from .attention import attention
+from .elementwise import add, mul, silu, swiglu
+from .embedding import embedding
+from .flash_attention import flash_attention
 from .matmul import matmul
+from .norm import layer_norm, rms_norm
+from .rope import rope
 from .softmax import softmax
 
-__all__ = ["attention", "matmul", "softmax"]
+__all__ = [
+    "add", "attention", "embedding", "flash_attention", "layer_norm", "matmul",
+    "mul", "rms_norm", "rope", "silu", "softmax", "swiglu",
+]

@@ -1,4 +1,9 @@
-"""``attention``: dense scaled dot-product attention (the scores are materialized)."""
+"""``attention``: dense scaled dot-product attention (the scores are materialized).
+
+Large problems compute the scores and the weighted values on the packed GEMM of
+``matmul.cl``; small ones use the one-entry-per-work-item kernels of ``attention.cl``
+that the pages explain.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,9 @@ import numbers
 import numpy as np
 
 from ..core.kernels import get_kernel
-from ..core.tensor import Tensor
 from .masking import device_mask
-from .operands import check_int_range, f32, finish, i32, pick_queue, round_up, shape_of, to_device
+from .operands import check_int_range, device_empty, f32, finish, i32, pick_queue, round_up, shape_of, to_device
+from .matmul import gemm, packed_pays
 from .softmax import launch_softmax_rows
 
 
@@ -43,6 +48,22 @@ def attention_shapes(sq, sk, sv):
     return sq[:-2], heads, groups, tq, tk, d, dv
 
 
+def check_attention_args(q, k, v, causal, scale):
+    """Shapes, ``causal`` and ``scale`` of an attention call → (lead, H, G, Tq, Tk, d, dv, scale)."""
+    lead, heads, groups, tq, tk, d, dv = attention_shapes(shape_of("q", q), shape_of("k", k), shape_of("v", v))
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    if scale is None:
+        scale = 1.0 / math.sqrt(d)
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale):
+        raise ValueError(f"scale must be a finite real number, got {scale!r}")
+    n_batch = int(np.prod(lead, dtype=np.int64))
+    check_int_range(q_elements=n_batch * tq * d, out_elements=n_batch * tq * dv, k_elements=n_batch * tk * max(d, dv))
+    if tk == 0 and n_batch * tq:
+        raise ValueError(f"k has no keys (shape {shape_of('k', k)}): every query row would be all-masked")
+    return lead, heads, groups, tq, tk, d, dv, float(scale)
+
+
 def attention(q, k, v, *, mask=None, causal: bool = False, scale=None, return_weights: bool = False, queue=None):
     """softmax(q kᵀ · scale + mask) v, with the ``Tq × Tk`` weights stored on the device.
 
@@ -57,31 +78,31 @@ def attention(q, k, v, *, mask=None, causal: bool = False, scale=None, return_we
 
     >>> out = attention(q, k, v, causal=True)                # doctest: +SKIP
     """
-    lead, heads, groups, tq, tk, d, dv = attention_shapes(shape_of("q", q), shape_of("k", k), shape_of("v", v))
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
-    if scale is None:
-        scale = 1.0 / math.sqrt(d)
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale):
-        raise ValueError(f"scale must be a finite real number, got {scale!r}")
+    lead, heads, groups, tq, tk, d, dv, scale = check_attention_args(q, k, v, causal, scale)
     n_batch = int(np.prod(lead, dtype=np.int64))
-    check_int_range(scores=n_batch * tq * tk, q_elements=n_batch * tq * d, out_elements=n_batch * tq * dv)
-    if tk == 0 and n_batch * tq:
-        raise ValueError(f"k has no keys (shape {shape_of('k', k)}): every query row would be all-masked")
-
+    check_int_range(scores=n_batch * tq * tk)
     cq, return_tensor = pick_queue(q, k, v, queue=queue)
     mask_buf, use_mask, strides = device_mask(cq, mask, lead, tq, tk, causal)
     tq_, tk_, tv_ = to_device(cq, "q", q), to_device(cq, "k", k), to_device(cq, "v", v)
-    out = Tensor.empty(cq, tuple(lead) + (tq, dv))
-    weights = Tensor.empty(cq, tuple(lead) + (tq, tk))
+    out = device_empty(cq, tuple(lead) + (tq, dv))
+    weights = device_empty(cq, tuple(lead) + (tq, tk))
     if n_batch * tq:
-        scores = Tensor.empty(cq, weights.shape)
-        get_kernel(cq.context, "attention.cl", "attention_scores")(
-            cq, (round_up(tk, 16), round_up(tq, 4), n_batch), (16, 4, 1),
-            tq_.buffer, tk_.buffer, scores.buffer, i32(tq), i32(tk), i32(d), i32(heads), i32(groups), f32(scale),
-        )
+        scores = device_empty(cq, weights.shape)
+        div = heads // groups                  # head b reads K/V group b // (H / G)
+        fast = packed_pays(tq, tk, d) and (not dv or packed_pays(tq, dv, tk))
+        if fast:                               # S = scale · q kᵀ on the packed GEMM
+            gemm(cq, tq_.buffer, tk_.buffer, scores.buffer, tq, tk, d, n_batch,
+                 (tq * d, d, 1), (tk * d, 1, d), 1, div, alpha=scale)
+        else:
+            get_kernel(cq.context, "attention.cl", "attention_scores")(
+                cq, (round_up(tk, 16), round_up(tq, 4), n_batch), (16, 4, 1),
+                tq_.buffer, tk_.buffer, scores.buffer, i32(tq), i32(tk), i32(d), i32(heads), i32(groups), f32(scale),
+            )
         launch_softmax_rows(cq, scores, weights, n_batch, tq, tk, mask_buf, use_mask, strides, causal)
-        if dv:
+        if dv and fast:                        # O = P v
+            gemm(cq, weights.buffer, tv_.buffer, out.buffer, tq, dv, tk, n_batch,
+                 (tq * tk, tk, 1), (tk * dv, dv, 1), 1, div)
+        elif dv:
             get_kernel(cq.context, "attention.cl", "attention_apply")(
                 cq, (round_up(dv, 16), round_up(tq, 4), n_batch), (16, 4, 1),
                 weights.buffer, tv_.buffer, out.buffer, i32(tq), i32(tk), i32(dv), i32(heads), i32(groups),

@@ -14,6 +14,57 @@ from ..core.tensor import Tensor
 
 INT_MAX = 2**31 - 1
 
+_allocated: list[int] | None = None   # bytes of device buffers, counted while tracking
+
+
+def device_empty(queue: cl.CommandQueue, shape, dtype=np.float32) -> Tensor:
+    """``Tensor.empty`` that the benchmark can count (see :func:`track_allocations`)."""
+    t = Tensor.empty(queue, shape, dtype)
+    if _allocated is not None:
+        _allocated.append(max(t.nbytes, t.dtype.itemsize))
+    return t
+
+
+_scratch: dict[tuple[int, str], cl.Buffer] = {}
+
+
+def scratch(queue: cl.CommandQueue, name: str, n_floats: int) -> cl.Buffer:
+    """A float32 work buffer of at least ``n_floats``, kept per (context, name) and reused.
+
+    Packing panels into a fresh buffer on every call costs a page fault per 4 KiB
+    page; reusing one is free. The caller must finish its kernels before returning,
+    so the next call may overwrite the buffer. :func:`track_allocations` counts the
+    bytes asked for on every call (the op's working set), grown or reused.
+    """
+    key = (queue.context.int_ptr, name)
+    buf = _scratch.get(key)
+    nbytes = max(4, 4 * int(n_floats))
+    if buf is None or buf.size < nbytes:
+        buf = _scratch[key] = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nbytes)
+    if _allocated is not None:
+        _allocated.append(nbytes)
+    return buf
+
+
+class track_allocations:
+    """Count the bytes of device buffers the ops allocate inside a ``with`` block.
+
+    >>> with track_allocations() as seen:                    # doctest: +SKIP
+    ...     flash_attention(q, k, v)
+    >>> seen.bytes                                           # doctest: +SKIP
+    """
+
+    def __enter__(self):
+        global _allocated
+        self._outer, _allocated = _allocated, []
+        return self
+
+    def __exit__(self, *exc):
+        global _allocated
+        self.bytes, self.buffers = sum(_allocated), len(_allocated)
+        _allocated = self._outer
+        return False
+
 
 def pick_queue(*operands, queue=None) -> tuple[cl.CommandQueue, bool]:
     """The queue to run on and whether the caller passed Tensors (→ return Tensors).
@@ -50,7 +101,11 @@ def to_device(queue: cl.CommandQueue, name: str, x) -> Tensor:
         if x.dtype != np.float32:
             raise TypeError(f"{name} must be a float32 Tensor, got {x.dtype}")
         return x
-    return Tensor.from_host(queue, as_host_float(name, x))
+    host = as_host_float(name, x)
+    t = device_empty(queue, host.shape)
+    if host.size:
+        cl.enqueue_copy(queue, t.buffer, host)
+    return t
 
 
 def shape_of(name: str, x) -> tuple[int, ...]:

@@ -1,0 +1,28 @@
+// rope.cl: rotary position embedding (RoPE) applied to the last axis.
+//
+// Kernels:
+//   rope_rotate  rotates each pair of features of row t by angle (offset + t) * theta_i,
+//                theta_i = base^(-2i/d). pairing 0 ("interleaved", RoFormer) pairs
+//                (x[2i], x[2i+1]); pairing 1 ("half", GPT-NeoX/LLaMA code) pairs
+//                (x[i], x[i + d/2]). cos and sin come from a (T, d/2) table the host
+//                computes in float64: an angle like 8191 * 1.0 rad computed in float32
+//                would already be off by ~5e-4.
+#include "common.h"
+
+__kernel void rope_rotate(__global const float *x, __global float *y,
+                          __global const float *cos_t, __global const float *sin_t,
+                          const int t_len, const int dim, const int pairing)
+{
+    const int i = get_global_id(0), t = get_global_id(1), b = get_global_id(2);
+    const int pairs = dim / 2;
+    if (i >= pairs || t >= t_len) return;
+    const long row = ((long)b * t_len + t) * dim;
+    const int ia = pairing ? i : 2 * i;          // the pair's two features
+    const int ib = pairing ? i + pairs : 2 * i + 1;
+    const float c = cos_t[t * pairs + i], s = sin_t[t * pairs + i];
+    // --8<-- [start:rope_rotation]
+    const float xa = x[row + ia], xb = x[row + ib];
+    y[row + ia] = xa * c - xb * s;               // (xa, xb) rotated by the angle (offset + t) * theta_i
+    y[row + ib] = xa * s + xb * c;
+    // --8<-- [end:rope_rotation]
+}

@@ -1,0 +1,130 @@
+"""rms_norm, layer_norm, silu, swiglu, add, mul and embedding against float64 references.
+
+Tolerances (netcl_lite.testing): norms carry the (D + 8)·u error of a D-term sum
+through rsqrt (layer_norm also the mean's error on every centered value); silu
+8u relative (exp within 4 ulp, an add, a divide), swiglu 9u; add and mul are
+one correctly rounded operation (u); embedding copies exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from netcl_lite import ops, reference
+from netcl_lite.core.tensor import Tensor
+from netcl_lite.testing import (EPS32, SILU_RTOL, SWIGLU_RTOL, TINY, assert_close, layer_norm_atol,
+                                rms_norm_atol)
+
+DIMS = [1, 2, 3, 7, 16, 17, 33, 64, 100, 257]
+
+
+def f32(x):
+    return np.asarray(x, np.float32)
+
+
+def random_shape(rng, last=None):
+    lead = tuple(int(n) for n in rng.integers(1, 6, int(rng.integers(0, 3))))
+    return lead + (int(rng.choice(DIMS)) if last is None else last,)
+
+
+def test_norms_match_reference_on_random_shapes():
+    rng = np.random.default_rng(31)
+    for i in range(60):
+        shape = random_shape(rng)
+        shift = float(rng.choice([0.0, 3.0, 1000.0]))         # |mean| >> std stresses layer_norm
+        x = f32(rng.standard_normal(shape) * rng.choice([1e-3, 1.0, 50.0]) + shift)
+        w, b = f32(rng.standard_normal(shape[-1:])), f32(rng.standard_normal(shape[-1:]))
+        eps = float(rng.choice([1e-6, 1e-5, 0.1]))
+        assert_close(ops.rms_norm(x, w, eps=eps), reference.rms_norm(x, w, eps=eps), rtol=0,
+                     atol=rms_norm_atol(x, w, eps), what=f"rms_norm {shape} eps={eps}")
+        assert_close(ops.layer_norm(x, w, b, eps=eps), reference.layer_norm(x, w, b, eps=eps), rtol=0,
+                     atol=layer_norm_atol(x, w, b, eps), what=f"layer_norm {shape} shift={shift}")
+
+
+def test_norms_of_zero_rows_are_finite():
+    x = np.zeros((3, 8), np.float32)
+    assert np.all(ops.rms_norm(x, np.ones(8)) == 0)
+    np.testing.assert_array_equal(ops.layer_norm(x, np.ones(8), np.arange(8.0)), np.tile(np.arange(8.0), (3, 1)))
+
+
+def test_silu_and_swiglu_match_reference_on_random_shapes():
+    rng = np.random.default_rng(32)
+    for i in range(60):
+        shape = random_shape(rng)
+        x = f32(rng.standard_normal(shape) * rng.choice([0.1, 3.0, 30.0]))
+        u = f32(rng.standard_normal(shape))
+        assert_close(ops.silu(x), reference.silu(x), rtol=SILU_RTOL, atol=TINY, what=f"silu {shape}")
+        assert_close(ops.swiglu(x, u), reference.swiglu(x, u), rtol=SWIGLU_RTOL, atol=TINY, what=f"swiglu {shape}")
+
+
+def test_silu_extremes_stay_finite():
+    x = f32([-1e4, -100.0, -88.0, -20.0, 0.0, 20.0, 100.0, 1e4, 3e38])
+    got = ops.silu(x)
+    assert np.isfinite(got).all()
+    assert_close(got, reference.silu(x), rtol=SILU_RTOL, atol=TINY, what="silu extremes")
+
+
+def test_add_and_mul_with_suffix_broadcast():
+    rng = np.random.default_rng(33)
+    for i in range(60):
+        shape = random_shape(rng)
+        a = f32(rng.standard_normal(shape) * 10)
+        b_shape = shape[int(rng.integers(0, len(shape) + 1)):] if i % 2 else shape
+        b = f32(rng.standard_normal(b_shape) * 10)
+        assert_close(ops.add(a, b), reference.add(a, b), rtol=EPS32, atol=0, what=f"add {shape} + {b_shape}")
+        assert_close(ops.mul(a, b), reference.mul(a, b), rtol=EPS32, atol=1e-45, what=f"mul {shape} * {b_shape}")
+
+
+def test_embedding_matches_reference_on_random_shapes(queue):
+    rng = np.random.default_rng(34)
+    for i in range(60):
+        vocab, dim = int(rng.integers(1, 300)), int(rng.choice(DIMS))
+        table = f32(rng.standard_normal((vocab, dim)))
+        ids = rng.integers(0, vocab, random_shape(rng, last=int(rng.integers(1, 20))))
+        ids = ids.astype([np.int64, np.int32, np.uint16][i % 3])
+        np.testing.assert_array_equal(ops.embedding(table, ids), reference.embedding(table, ids))
+    out = ops.embedding(Tensor.from_host(queue, table), Tensor.from_host(queue, ids, dtype=np.int32))
+    assert isinstance(out, Tensor)
+    np.testing.assert_array_equal(out.to_host(), reference.embedding(table, ids))
+
+
+def test_tensors_in_tensors_out(queue):
+    x = f32(np.arange(12).reshape(3, 4))
+    t = Tensor.from_host(queue, x)
+    for out in (ops.rms_norm(t, np.ones(4)), ops.layer_norm(t, np.ones(4), np.zeros(4)), ops.silu(t),
+                ops.swiglu(t, t), ops.add(t, t), ops.mul(t, np.ones(4))):
+        assert isinstance(out, Tensor) and out.shape == (3, 4)
+
+
+def test_pointwise_errors_are_clear(queue):
+    with pytest.raises(ValueError, match=r"weight must have shape \(4,\)"):
+        ops.rms_norm(np.ones((2, 4)), np.ones(3))
+    with pytest.raises(ValueError, match=r"bias must have shape \(4,\)"):
+        ops.layer_norm(np.ones((2, 4)), np.ones(4), np.ones((1, 4)))
+    for bad in (0.0, -1e-5, float("nan")):
+        with pytest.raises(ValueError, match="eps must be a positive finite"):
+            ops.rms_norm(np.ones((2, 4)), np.ones(4), eps=bad)
+    with pytest.raises(ValueError, match="non-empty last axis"):
+        ops.layer_norm(np.ones((2, 0)), np.ones(0), np.ones(0))
+    with pytest.raises(ValueError, match="gate .* and up .* must have the same shape"):
+        ops.swiglu(np.ones((2, 3)), np.ones((3, 2)))
+    with pytest.raises(ValueError, match="suffix"):
+        ops.add(np.ones((2, 3)), np.ones(2))
+    with pytest.raises(ValueError, match="suffix"):
+        ops.mul(np.ones(3), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="non-finite"):
+        ops.silu(np.array([np.inf]))
+    with pytest.raises(TypeError, match="real numbers"):
+        ops.add(np.array(["a"]), np.array(["b"]))
+    table = np.ones((5, 3))
+    with pytest.raises(ValueError, match=r"\[0, 5\).*5 at \(1,\).*-1 at \(2,\)"):
+        ops.embedding(table, [0, 5, -1])
+    with pytest.raises(ValueError, match=r"\[0, 5\).*7 at \(1,\)"):
+        ops.embedding(table, Tensor.from_host(queue, np.array([1, 7]), dtype=np.int32))
+    with pytest.raises(TypeError, match="ids must be integers"):
+        ops.embedding(table, [0.0, 1.0])
+    with pytest.raises(TypeError, match="int32 Tensor"):
+        ops.embedding(table, Tensor.from_host(queue, np.array([1.0])))
+    with pytest.raises(ValueError, match=r"table must be \(V, D\)"):
+        ops.embedding(np.ones(5), [0])
