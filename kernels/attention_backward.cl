@@ -161,24 +161,6 @@ __kernel void flash_attention_backward_dkv(
 typedef union { float8 v; float s[8]; } lanes8;
 typedef union { int8 v; int s[8]; } ilanes8;
 
-// 2^x for x <= ~0 with no library call: x = n + f, |f| <= 1/2, 2^f by its Taylor series
-// sum (f ln 2)^k / k! to k = 7 (relative error < 1e-8), n added to the exponent bits.
-INLINE float8 bwd_exp2(float8 x) {
-    const float8 magic = (float8)(12582912.0f);                      // 1.5 * 2^23: x + magic rounds x
-    const float8 xc = x < (float8)(-126.0f) ? (float8)(-126.0f) : x;
-    const float8 t = xc + magic;
-    const float8 f = xc - (t - magic);
-    float8 p = (float8)(1.5252734e-5f);
-    p = p * f + 1.5403530e-4f;
-    p = p * f + 1.3333558e-3f;
-    p = p * f + 9.6181291e-3f;
-    p = p * f + 5.5504109e-2f;
-    p = p * f + 2.4022651e-1f;
-    p = p * f + 6.9314718e-1f;
-    p = p * f + 1.0f;
-    const float8 r = as_float8(as_int8(p) + ((as_int8(t) - as_int8(magic)) << 23));
-    return x < (float8)(-125.0f) ? (float8)(0.0f) : r;
-}
 
 // --8<-- [start:flash_backward_pack]
 __kernel void flash_backward_pack(
@@ -255,7 +237,7 @@ __kernel void flash_attention_backward_dq_tiled(
         for (int r = 0; r < ROWS; ++r) {
             const int8 ok = bwd_allowed((int8)(i0 + r), lane + j0, tq, tk, causal, mask, use_mask,
                                         (long)b * mask_batch, mask_row, mask_col);
-            const float8 p = ok ? bwd_exp2(s[r] * sl2 - lse2[r]) : (float8)(0.0f);
+            const float8 p = ok ? exp2_neg(s[r] * sl2 - lse2[r]) : (float8)(0.0f);
             ds[r].v = p * (dp[r] - delta[r]);
         }
         for (int t = 0; t < 8; ++t) {                                 // dQ += dS K, one key row at a time
@@ -325,7 +307,7 @@ __kernel void flash_attention_backward_dkv_tiled(
             for (int r = 0; r < KROWS; ++r) {
                 const int8 ok = bwd_allowed(lane + i0, (int8)(j0 + r), tq, tk, causal, mask, use_mask,
                                             (long)b * mask_batch, mask_row, mask_col);
-                p[r].v = ok ? bwd_exp2(st[r] * sl2 - l2.v) : (float8)(0.0f);
+                p[r].v = ok ? exp2_neg(st[r] * sl2 - l2.v) : (float8)(0.0f);
                 ds[r].v = p[r].v * (dpt[r] - dl.v);
             }
             for (int t = 0; t < 8; ++t) {                             // dV += Pᵀ dO, dK += dSᵀ Q by query rows

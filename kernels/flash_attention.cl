@@ -97,28 +97,6 @@ __kernel void flash_attention_rows(
 #define TV (TILE / 8)
 #define DVP (16 * DV_CHUNKS)
 #define LN2 0.69314718055994531f
-#define ALWAYS_INLINE __attribute__((always_inline))
-
-// 2^x for x <= 0 without a library call: round x to n + f with |f| <= 1/2, a
-// degree-6 polynomial for 2^f (relative error < 2e-7), n added to the exponent.
-// Below -125 the result is 0, which also covers x = -inf.
-ALWAYS_INLINE float8 exp2_neg(float8 x) {
-    const float8 magic = (float8)(12582912.0f);                     // 1.5 * 2^23: rounds to integer
-    x = x < (float8)(-126.0f) ? (float8)(-126.0f) : x;
-    const float8 t = x + magic;
-    const float8 f = x - (t - magic);
-    float8 p = (float8)(1.5337577e-4f);
-    p = p * f + 1.3399860e-3f;
-    p = p * f + 9.6185198e-3f;
-    p = p * f + 5.5503290e-2f;
-    p = p * f + 2.4022646e-1f;
-    p = p * f + 6.9314718e-1f;
-    p = p * f + 1.0f;
-    const int8 n = as_int8(t) - as_int8(magic);
-    const float8 r = as_float8(as_int8(p) + (n << 23));
-    return x < (float8)(-125.0f) ? (float8)(0.0f) : r;
-}
-
 ALWAYS_INLINE float hmax8(float8 v) {
     float4 a = v.lo > v.hi ? v.lo : v.hi;
     float2 b = a.lo > a.hi ? a.lo : a.hi;
