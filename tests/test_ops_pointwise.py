@@ -128,3 +128,29 @@ def test_pointwise_errors_are_clear(queue):
         ops.embedding(table, Tensor.from_host(queue, np.array([1.0])))
     with pytest.raises(ValueError, match=r"table must be \(V, D\)"):
         ops.embedding(np.ones(5), [0])
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: ops.matmul(np.full((2, 3), 1e20), np.full((3, 2), 1e20)),
+        lambda: ops.mul(np.full(4, 1e20), np.full(4, 1e20)),
+        lambda: ops.add(np.full(4, 3e38), np.full(4, 3e38)),
+        lambda: ops.swiglu(np.full(4, 1e30), np.full(4, 1e30)),
+        lambda: ops.rope(np.full((2, 4), 3e38)),
+        lambda: ops.attention(np.full((2, 4), 1e20), np.full((3, 4), 1e20), np.ones((3, 2))),
+        lambda: ops.flash_attention(np.full((1, 1, 2, 4), 1e20), np.full((1, 1, 3, 4), 1e20), np.ones((1, 1, 3, 2))),
+    ],
+    ids=["matmul", "mul", "add", "swiglu", "rope", "attention", "flash_attention"],
+)
+def test_finite_inputs_whose_result_overflows_float32_are_refused(call):
+    """Finite inputs never come back as inf or NaN: a result beyond float32 is refused up front."""
+    with pytest.raises(ValueError, match="beyond float32's range"):
+        call()
+
+
+def test_large_but_representable_inputs_still_run():
+    q = np.full((2, 4), 1e3)
+    out = ops.attention(q, q, np.ones((2, 3)), scale=1.0)   # scores 4e6: softmax is exact, no overflow
+    assert np.isfinite(out).all()
+    assert np.isfinite(ops.mul(np.full(3, 1e18), np.full(3, 1e18))).all()

@@ -14,7 +14,19 @@ import numpy as np
 
 from ..core.kernels import get_kernel
 from .masking import device_mask
-from .operands import check_int_range, device_empty, f32, finish, i32, pick_queue, round_up, shape_of, to_device
+from .operands import (
+    check_float32_range,
+    check_int_range,
+    device_empty,
+    f32,
+    finish,
+    i32,
+    max_norm,
+    pick_queue,
+    round_up,
+    shape_of,
+    to_device,
+)
 from .matmul import gemm, packed_pays
 from .softmax import launch_softmax_rows
 
@@ -61,6 +73,8 @@ def check_attention_args(q, k, v, causal, scale):
     check_int_range(q_elements=n_batch * tq * d, out_elements=n_batch * tq * dv, k_elements=n_batch * tk * max(d, dv))
     if tk == 0 and n_batch * tq:
         raise ValueError(f"k has no keys (shape {shape_of('k', k)}): every query row would be all-masked")
+    check_float32_range("a score |q·k|·scale", max_norm(q, -1), max_norm(k, -1), abs(scale),
+                        hint="rescale q or k, or pass a smaller scale")
     return lead, heads, groups, tq, tk, d, dv, float(scale)
 
 

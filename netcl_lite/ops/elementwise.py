@@ -5,7 +5,18 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.kernels import get_kernel
-from .operands import check_int_range, device_empty, finish, i32, pick_queue, round_up, shape_of, to_device
+from .operands import (
+    check_float32_range,
+    check_int_range,
+    device_empty,
+    finish,
+    i32,
+    max_abs,
+    pick_queue,
+    round_up,
+    shape_of,
+    to_device,
+)
 
 _LOCAL = 64
 
@@ -40,6 +51,7 @@ def swiglu(gate, up, *, queue=None):
     if sg != su:
         raise ValueError(f"gate {sg} and up {su} must have the same shape")
     check_int_range(elements=int(np.prod(sg, dtype=np.int64)))
+    check_float32_range("|silu(gate) * up|", max_abs(gate), max_abs(up), hint="rescale gate or up")
     q, return_tensor = pick_queue(gate, up, queue=queue)
     tg, tu = to_device(q, "gate", gate), to_device(q, "up", up)
     out = device_empty(q, sg)
@@ -56,6 +68,11 @@ def _binary(name, kernel, a, b, queue):
     n = int(np.prod(sa, dtype=np.int64))
     nb = int(np.prod(sb, dtype=np.int64))
     check_int_range(elements=n)
+    if name == "mul":
+        check_float32_range("|a * b|", max_abs(a), max_abs(b), hint="rescale a or b")
+    else:
+        ma, mb = max_abs(a), max_abs(b)
+        check_float32_range("|a + b|", None if ma is None or mb is None else ma + mb, hint="rescale a or b")
     q, return_tensor = pick_queue(a, b, queue=queue)
     ta, tb = to_device(q, "a", a), to_device(q, "b", b)
     out = device_empty(q, sa)

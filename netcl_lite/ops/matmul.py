@@ -6,7 +6,20 @@ import numpy as np
 import pyopencl as cl
 
 from ..core.kernels import get_kernel
-from .operands import check_int_range, device_empty, f32, finish, i32, pick_queue, round_up, scratch, shape_of, to_device
+from .operands import (
+    check_float32_range,
+    check_int_range,
+    device_empty,
+    f32,
+    finish,
+    i32,
+    max_norm,
+    pick_queue,
+    round_up,
+    scratch,
+    shape_of,
+    to_device,
+)
 
 _BLOCK = 4  # matmul_blocked computes a 4 x 4 block of C per work-item
 MR, NR = 6, 16  # matmul_packed computes a 6 x 16 block of C per work-item
@@ -59,6 +72,8 @@ def matmul(a, b, *, transpose_a: bool = False, transpose_b: bool = False, queue=
     batch = _batch_shape("a", sa, "b", sb)
     n_batch = int(np.prod(batch, dtype=np.int64))
     check_int_range(M=m, N=n, K=k, a_elements=int(np.prod(sa)), b_elements=int(np.prod(sb)), out_elements=n_batch * m * n)
+    check_float32_range("an entry of a @ b", max_norm(a, -2 if transpose_a else -1), max_norm(b, -1 if transpose_b else -2),
+                        hint="rescale a or b")
 
     q, return_tensor = pick_queue(a, b, queue=queue)
     ta, tb = to_device(q, "a", a), to_device(q, "b", b)

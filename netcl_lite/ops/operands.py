@@ -147,3 +147,45 @@ def check_positive_int(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return int(value)
+
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def host_values(x) -> np.ndarray | None:
+    """``x`` as float64 when it is a finite real host array; None for Tensors (their
+    values stay on the device) and for inputs that ``to_device`` will refuse anyway."""
+    if isinstance(x, Tensor):
+        return None
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
+        return None
+    arr = arr.astype(np.float64, copy=False)
+    return arr if np.isfinite(arr).all() else None
+
+
+def max_norm(x, axis: int) -> float | None:
+    """Largest Euclidean norm along ``axis`` of a host array (None for Tensors)."""
+    arr = host_values(x)
+    if arr is None:
+        return None
+    return float(np.sqrt(np.square(arr).sum(axis=axis)).max(initial=0.0))
+
+
+def max_abs(x) -> float | None:
+    arr = host_values(x)
+    return None if arr is None else float(np.abs(arr).max(initial=0.0))
+
+
+def check_float32_range(what: str, *factors: float | None, hint: str) -> None:
+    """Refuse a call whose exact result can exceed float32 (it would come back as inf or NaN).
+
+    ``factors`` multiply to a bound on the result's magnitude (Cauchy–Schwarz
+    for dot products); a factor of None (a device Tensor) skips the check. The
+    quarter-range margin covers float32 rounding on the way.
+    """
+    if any(f is None for f in factors):
+        return
+    bound = float(np.prod(factors))
+    if not bound < FLOAT32_MAX / 4:
+        raise ValueError(f"{what} can reach {bound:.3g}, beyond float32's range (±{FLOAT32_MAX:.3g}); {hint}")

@@ -8,7 +8,18 @@ import numbers
 import numpy as np
 
 from ..core.kernels import get_kernel
-from .operands import check_int_range, device_empty, finish, i32, pick_queue, round_up, shape_of, to_device
+from .operands import (
+    check_float32_range,
+    check_int_range,
+    device_empty,
+    finish,
+    i32,
+    max_abs,
+    pick_queue,
+    round_up,
+    shape_of,
+    to_device,
+)
 
 PAIRINGS = ("interleaved", "half")
 
@@ -52,6 +63,7 @@ def rope(x, *, offset: int = 0, base: float = 10000.0, pairing: str = "interleav
         raise ValueError(f"base must be a positive finite number, got {base!r}")
     n_batch = int(np.prod(shape[:-2], dtype=np.int64))
     check_int_range(elements=n_batch * t_len * dim)
+    check_float32_range("a rotated pair's coordinate", max_abs(x), 2.0, hint="rescale x")
     q, return_tensor = pick_queue(x, queue=queue)
     tx = to_device(q, "x", x)
     out = device_empty(q, shape)
