@@ -4,9 +4,8 @@ from netcl_lite import ops
 
 rng = np.random.default_rng(0)
 vocab, d_model = 10_000, 8
-E = rng.standard_normal((vocab, d_model)).astype(
-    np.float32
-)  # the embedding matrix, V x D
+# The embedding matrix E, V x D (learned in a real model, random here).
+E = rng.standard_normal((vocab, d_model)).astype(np.float32)
 
 ids = np.array([142, 8931, 25])
 x = ops.embedding(E, ids)  # an OpenCL gather: row t of E for each id t

@@ -18,9 +18,8 @@ def split_heads(t):  # (B, T, D) -> (B, h, T, d)
 
 Q, K, V = (split_heads(ops.matmul(X, W)) for W in (Wq, Wk, Wv))
 heads, weights = ops.attention(Q, K, V, return_weights=True)
-concat = heads.transpose(0, 2, 1, 3).reshape(
-    B, T, D
-)  # (B, h, T, d) -> (B, T, D)
+# (B, h, T, d) -> (B, T, D): concatenate the heads
+concat = heads.transpose(0, 2, 1, 3).reshape(B, T, D)
 out = ops.matmul(concat, Wo)
 
 for name, t in [

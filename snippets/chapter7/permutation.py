@@ -3,9 +3,8 @@ import numpy as np
 from netcl_lite import ops
 
 rng = np.random.default_rng(2)
-X = rng.standard_normal((5, 4)).astype(
-    np.float32
-)  # 5 tokens, no positional information
+# 5 tokens, no positional information
+X = rng.standard_normal((5, 4)).astype(np.float32)
 perm = np.array([3, 0, 4, 1, 2])
 
 out = ops.attention(X, X, X)

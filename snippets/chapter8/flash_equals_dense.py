@@ -5,9 +5,8 @@ from netcl_lite import ops, reference
 rng = np.random.default_rng(0)
 B, H, G, T, d = 1, 4, 2, 300, 64  # 300 is not a multiple of any tile size
 q = rng.standard_normal((B, H, T, d)).astype(np.float32)
-k = rng.standard_normal((B, G, T, d)).astype(
-    np.float32
-)  # grouped K/V: 2 groups for 4 heads
+# Grouped K/V: 2 groups serve the 4 query heads.
+k = rng.standard_normal((B, G, T, d)).astype(np.float32)
 v = rng.standard_normal((B, G, T, d)).astype(np.float32)
 
 exact = reference.attention(q, k, v, causal=True)  # float64 on the host
@@ -15,16 +14,12 @@ exact = reference.attention(q, k, v, causal=True)  # float64 on the host
 
 def report(name, out):
     err = np.abs(out - exact).max()
-    print(
-        f"{name:20s} max |error| vs float64: {'below 1e-5' if err < 1e-5 else f'{err:.1e}'}"
-    )
+    shown = "below 1e-5" if err < 1e-5 else f"{err:.1e}"
+    print(f"{name:20s} max |error| vs float64: {shown}")
 
 
-report(
-    "dense", ops.attention(q, k, v, causal=True)
-)  # stores the 300 x 300 weights
+# Dense stores the 300 x 300 weights; flash streams keys in tiles.
+report("dense", ops.attention(q, k, v, causal=True))
 for block in (1, 7, 64, 128, 512):  # keys per tile; 512 > T
-    report(
-        f"flash, {block}-key tiles",
-        ops.flash_attention(q, k, v, causal=True, block_size=block),
-    )
+    out = ops.flash_attention(q, k, v, causal=True, block_size=block)
+    report(f"flash, {block}-key tiles", out)

@@ -19,22 +19,18 @@ block = DecoderBlock(
 )
 x = np.random.default_rng(0).standard_normal((B, T, D)).astype(np.float32)
 
-full = block(
-    ag.tensor(x, requires_grad=False)
-).value.to_host()  # all 12 positions at once, causal
+# All 12 positions at once, causal.
+full = block(ag.tensor(x, requires_grad=False)).value.to_host()
 
 cache = KVCache(
     queue, layers=1, batch=B, n_kv_heads=G, head_dim=D // H, max_seq_len=16
 )
-steps = [
-    block(
-        ag.tensor(x[:, t : t + 1], requires_grad=False), cache=cache
-    ).value.to_host()
-    for t in range(T)
-]
-incremental = np.concatenate(
-    steps, axis=1
-)  # one position at a time, reusing K/V
+# One position at a time, reusing the cached K/V of the earlier ones.
+steps = []
+for t in range(T):
+    x_t = ag.tensor(x[:, t : t + 1], requires_grad=False)
+    steps.append(block(x_t, cache=cache).value.to_host())
+incremental = np.concatenate(steps, axis=1)
 
 print(
     "cached decoding equals the full forward:",
