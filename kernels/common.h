@@ -2,9 +2,9 @@
 #ifndef NETCL_LITE_COMMON_H
 #define NETCL_LITE_COMMON_H
 
-// Boolean masks arrive as uchar (1 = allowed) addressed by element strides, so a
-// mask broadcast along an axis costs nothing: its stride on that axis is 0.
-typedef struct { int batch, row, col; } mask_strides;
+// Boolean masks arrive as uchar (1 = allowed) addressed by three element strides
+// (batch, row, column), so a mask broadcast along an axis costs nothing: its stride
+// on that axis is 0.
 
 // Causal visibility with the queries aligned to the end of the keys:
 // query i of Tq sees key j of Tk when j <= i + (Tk - Tq). With Tq == Tk this is j <= i;

@@ -1,14 +1,17 @@
 """Boolean attention masks on their way to a kernel.
 
 A mask is boolean, True = allowed, broadcastable to ``(..., Tq, Tk)``. Kernels
-read it as ``uchar`` through three element strides (batch, row, column); an axis
-the caller broadcast gets stride 0 and is never copied, so a padding mask of
-shape ``(B, 1, 1, Tk)`` stays ``B × Tk`` bytes on the device.
+read it as ``uchar`` through three element strides (batch, row, column). A
+query or key axis the caller broadcast gets stride 0 and is never copied, and so
+does the whole batch when the mask has none: a causal ``(Tq, Tk)`` mask is
+``Tq × Tk`` bytes for any batch, and a padding mask of shape ``(B, 1, 1, Tk)`` is
+``B × H × Tk`` bytes, not ``B × H × Tq × Tk``.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
 
 
 def compact_mask(mask, lead: tuple[int, ...], tq: int, tk: int) -> tuple[np.ndarray, tuple[int, int, int]]:
@@ -62,11 +65,6 @@ def blocked_rows(arr: np.ndarray, strides, n_batch: int, tq: int, tk: int, causa
     return [(int(x), int(y)) for x, y in bad[:8]]
 
 
-def causal_blocked_rows(tq: int, tk: int) -> list[int]:
-    """Causal rows with no visible key: with queries aligned to the end, the first Tq - Tk."""
-    return list(range(max(0, tq - tk)))[:8]
-
-
 def raise_blocked(rows, what: str = "query rows") -> None:
     if rows:
         listed = ", ".join(str(r) for r in rows)
@@ -86,8 +84,6 @@ def device_mask(queue, mask, lead, tq: int, tk: int, causal: bool):
     query row would see no key. The caller keeps ``buffer`` alive until its
     kernels finish.
     """
-    import pyopencl as cl
-
     n_batch = int(np.prod(lead, dtype=np.int64))
     if mask is None:
         if causal and tq > tk:
