@@ -130,8 +130,18 @@ class Tensor:
         """A view with a new shape over the same buffer (sizes must agree; one -1 allowed)."""
         if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
             shape = tuple(shape[0])
-        new = np.empty(self.shape, dtype=np.bool_).reshape(shape).shape  # NumPy's own rules and errors
-        return Tensor(self.queue, self.buffer, new, self.dtype)
+        shape = tuple(shape)
+        if sum(1 for s in shape if s == -1) > 1:
+            raise ValueError(f"reshape: at most one -1 in {shape}")
+        known = _check_shape(tuple(s for s in shape if s != -1))
+        rest = int(np.prod(known, dtype=np.int64))
+        if -1 in shape:
+            if rest == 0 or self.size % rest:
+                raise ValueError(f"cannot reshape a tensor of {self.size} elements into {shape}")
+            shape = tuple(self.size // rest if s == -1 else s for s in shape)
+        if int(np.prod(shape, dtype=np.int64)) != self.size:
+            raise ValueError(f"cannot reshape a tensor of {self.size} elements into {shape}")
+        return Tensor(self.queue, self.buffer, shape, self.dtype)
 
     def __repr__(self) -> str:
         return f"Tensor(shape={self.shape}, dtype={self.dtype})"
