@@ -154,3 +154,16 @@ def test_large_but_representable_inputs_still_run():
     out = ops.attention(q, q, np.ones((2, 3)), scale=1.0)   # scores 4e6: softmax is exact, no overflow
     assert np.isfinite(out).all()
     assert np.isfinite(ops.mul(np.full(3, 1e18), np.full(3, 1e18))).all()
+
+
+def test_tensors_uploaded_from_the_host_get_the_same_overflow_check(queue):
+    """Tensor.from_host records max |x| while the values are still on the host, so the
+    check covers what callers upload, without a device read-back per op."""
+    big = Tensor.from_host(queue, np.full((1, 1, 3, 4), 1e20, np.float32))
+    assert big.abs_max == np.float32(1e20) and big.reshape(3, 4).abs_max == big.abs_max
+    with pytest.raises(ValueError, match="beyond float32's range"):
+        ops.flash_attention(big, big, big)
+    with pytest.raises(ValueError, match="beyond float32's range"):
+        ops.matmul(big.reshape(3, 4), big.reshape(4, 3))
+    with pytest.raises(ValueError, match="beyond float32's range"):
+        ops.mul(big, big)

@@ -59,10 +59,12 @@ def _target_dtype(array: np.ndarray, dtype) -> np.dtype:
 class Tensor:
     """A C-contiguous array in device memory with a NumPy-like shape and dtype."""
 
-    __slots__ = ("queue", "buffer", "shape", "dtype")
+    __slots__ = ("queue", "buffer", "shape", "dtype", "abs_max")
 
-    def __init__(self, queue: cl.CommandQueue, buffer: cl.Buffer | None, shape, dtype=np.float32):
+    def __init__(self, queue: cl.CommandQueue, buffer: cl.Buffer | None, shape, dtype=np.float32, abs_max=None):
         self.queue = _check_queue(queue)
+        #: max |value| when known on the host (set by from_host and zeros), for the ops' overflow checks
+        self.abs_max = abs_max
         self.shape = _check_shape(shape)
         self.dtype = np.dtype(dtype)
         if self.dtype not in DTYPES:
@@ -96,6 +98,7 @@ class Tensor:
         t = cls.empty(queue, host.shape, dt)
         if host.size:
             cl.enqueue_copy(queue, t.buffer, host)
+        t.abs_max = float(np.abs(host).max(initial=0)) if dt == np.float32 else None  # inf if non-finite
         return t
 
     @classmethod
@@ -104,6 +107,7 @@ class Tensor:
         t = cls.empty(queue, shape, dtype)
         if t.nbytes:
             cl.enqueue_fill_buffer(queue, t.buffer, np.zeros(1, t.dtype), 0, t.nbytes)
+        t.abs_max = 0.0
         return t
 
     # -- inspection ------------------------------------------------------
@@ -141,7 +145,7 @@ class Tensor:
             shape = tuple(self.size // rest if s == -1 else s for s in shape)
         if int(np.prod(shape, dtype=np.int64)) != self.size:
             raise ValueError(f"cannot reshape a tensor of {self.size} elements into {shape}")
-        return Tensor(self.queue, self.buffer, shape, self.dtype)
+        return Tensor(self.queue, self.buffer, shape, self.dtype, self.abs_max)
 
     def __repr__(self) -> str:
         return f"Tensor(shape={self.shape}, dtype={self.dtype})"

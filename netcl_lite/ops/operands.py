@@ -4,6 +4,7 @@ in the caller's type (NumPy in → NumPy out, ``Tensor`` in → ``Tensor`` out).
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -153,8 +154,8 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def host_values(x) -> np.ndarray | None:
-    """``x`` as float64 when it is a finite real host array; None for Tensors (their
-    values stay on the device) and for inputs that ``to_device`` will refuse anyway."""
+    """``x`` as float64 when it is a finite real host array; None otherwise (Tensors, and
+    inputs that ``to_device`` will refuse with its own error)."""
     if isinstance(x, Tensor):
         return None
     arr = np.asarray(x)
@@ -164,25 +165,34 @@ def host_values(x) -> np.ndarray | None:
     return arr if np.isfinite(arr).all() else None
 
 
+def max_abs(x) -> float | None:
+    """Largest |value| of a host array, or the bound a Tensor recorded when it was
+    uploaded from the host (None when unknown: the check is then skipped)."""
+    if isinstance(x, Tensor):
+        return x.abs_max if x.dtype == np.float32 else None
+    arr = host_values(x)
+    return None if arr is None else float(np.abs(arr).max(initial=0.0))
+
+
 def max_norm(x, axis: int) -> float | None:
-    """Largest Euclidean norm along ``axis`` of a host array (None for Tensors)."""
+    """Largest Euclidean norm along ``axis``; for a Tensor the bound sqrt(len)·max|x|."""
+    if isinstance(x, Tensor):
+        m = max_abs(x)
+        return None if m is None or not x.ndim else math.sqrt(x.shape[axis]) * m
     arr = host_values(x)
     if arr is None:
         return None
     return float(np.sqrt(np.square(arr).sum(axis=axis)).max(initial=0.0))
 
 
-def max_abs(x) -> float | None:
-    arr = host_values(x)
-    return None if arr is None else float(np.abs(arr).max(initial=0.0))
-
-
 def check_float32_range(what: str, *factors: float | None, hint: str) -> None:
     """Refuse a call whose exact result can exceed float32 (it would come back as inf or NaN).
 
     ``factors`` multiply to a bound on the result's magnitude (Cauchy–Schwarz
-    for dot products); a factor of None (a device Tensor) skips the check. The
-    quarter-range margin covers float32 rounding on the way.
+    for dot products); a factor of None skips the check: an input the op rejects
+    with its own error, or a Tensor computed on the device, whose values are not
+    known on the host (reading them back would cost a sync per op). The
+    quarter-range margin covers float32 rounding.
     """
     if any(f is None for f in factors):
         return
