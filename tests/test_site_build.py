@@ -37,3 +37,15 @@ def test_math_is_rendered_to_mathml(built_site):
         html = doc_blocks.rendered_page(built_site, page).read_text(encoding="utf-8")
         assert 'class="arithmatex"' not in html, f"{page.name}: math left for a client-side renderer"
         assert "\\(" not in re.sub(r"<(pre|code)[^>]*>.*?</\1>", "", html, flags=re.S), f"{page.name}: raw \\( in text"
+
+
+def test_reference_documents_every_public_op_and_text_name(built_site):
+    """The API reference is an index: a public name it leaves out is a test failure."""
+    import netcl_lite.ops as ops
+    import netcl_lite.text as text
+
+    ops_html = (built_site / "reference" / "ops" / "index.html").read_text(encoding="utf-8")
+    missing = [n for n in ops.__all__ if callable(getattr(ops, n)) and f'id="netcl_lite.ops.{getattr(ops, n).__module__.rsplit(".", 1)[-1]}.{n}"' not in ops_html]
+    text_html = (built_site / "reference" / "text" / "index.html").read_text(encoding="utf-8")
+    missing += [n for n in text.__all__ if not re.search(rf'id="netcl_lite\.text\.(?:\w+\.)?{n}"', text_html)]
+    assert not missing, f"public names missing from the API reference: {missing}"
