@@ -167,3 +167,35 @@ def test_tensors_uploaded_from_the_host_get_the_same_overflow_check(queue):
         ops.matmul(big.reshape(3, 4), big.reshape(4, 3))
     with pytest.raises(ValueError, match="beyond float32's range"):
         ops.mul(big, big)
+
+
+def test_outputs_carry_a_sound_bound_so_chains_stay_checked(queue):
+    """Each op's output records a bound on its magnitude derived from its inputs' bounds;
+    the bound holds, and an overflow two ops down a device-only chain is still refused."""
+    rng = np.random.default_rng(11)
+    x = Tensor.from_host(queue, rng.standard_normal((2, 3, 5, 8)).astype(np.float32) * 7)
+    w = Tensor.from_host(queue, rng.standard_normal(8).astype(np.float32))
+    b = Tensor.from_host(queue, rng.standard_normal(8).astype(np.float32))
+    table = Tensor.from_host(queue, rng.standard_normal((11, 8)).astype(np.float32))
+    outs = {
+        "matmul": ops.matmul(x, x, transpose_b=True),
+        "add": ops.add(x, w),
+        "mul": ops.mul(x, w),
+        "silu": ops.silu(x),
+        "swiglu": ops.swiglu(x, x),
+        "rope": ops.rope(x),
+        "rms_norm": ops.rms_norm(x, w),
+        "layer_norm": ops.layer_norm(x, w, b),
+        "softmax": ops.softmax(x),
+        "attention": ops.attention(x, x, x),
+        "flash_attention": ops.flash_attention(x, x, x),
+        "embedding": ops.embedding(table, np.array([[1, 10], [3, 3]])),
+    }
+    for name, out in outs.items():
+        assert out.abs_max is not None, name
+        assert np.abs(out.to_host()).max() <= out.abs_max * (1 + 1e-6), name
+
+    big = Tensor.from_host(queue, np.full(4, 1e10, np.float32))
+    squared = ops.mul(big, big)                     # 1e20: fine, and it stays on the device
+    with pytest.raises(ValueError, match="beyond float32's range"):
+        ops.mul(squared, squared)                   # 1e40 would be inf

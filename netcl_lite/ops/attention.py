@@ -122,5 +122,5 @@ def attention(q, k, v, *, mask=None, causal: bool = False, scale=None, return_we
                 weights.buffer, tv_.buffer, out.buffer, i32(tq), i32(tk), i32(dv), i32(heads), i32(groups),
             )
         cq.finish()  # the scores and mask buffers die with this frame
-    out = finish(out, return_tensor)
-    return (out, finish(weights, return_tensor)) if return_weights else out
+    out = finish(out, return_tensor, tv_.abs_max)  # a convex combination of values
+    return (out, finish(weights, return_tensor, 1.0)) if return_weights else out

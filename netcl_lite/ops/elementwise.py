@@ -6,6 +6,7 @@ import numpy as np
 
 from ..core.kernels import get_kernel
 from .operands import (
+    bound,
     check_float32_range,
     check_int_range,
     device_empty,
@@ -38,7 +39,7 @@ def silu(x, *, queue=None):
     tx = to_device(q, "x", x)
     out = device_empty(q, shape)
     _launch(q, "silu_forward", out.size, tx.buffer, out.buffer, i32(out.size))
-    return finish(out, return_tensor)
+    return finish(out, return_tensor, tx.abs_max)  # |silu(x)| <= |x|
 
 
 def swiglu(gate, up, *, queue=None):
@@ -56,7 +57,7 @@ def swiglu(gate, up, *, queue=None):
     tg, tu = to_device(q, "gate", gate), to_device(q, "up", up)
     out = device_empty(q, sg)
     _launch(q, "swiglu_forward", out.size, tg.buffer, tu.buffer, out.buffer, i32(out.size))
-    return finish(out, return_tensor)
+    return finish(out, return_tensor, bound(tg.abs_max, tu.abs_max))
 
 
 def _binary(name, kernel, a, b, queue):
@@ -78,7 +79,9 @@ def _binary(name, kernel, a, b, queue):
     out = device_empty(q, sa)
     if nb:
         _launch(q, kernel, n, ta.buffer, tb.buffer, out.buffer, i32(n), i32(nb))
-    return finish(out, return_tensor)
+    if name == "mul":
+        return finish(out, return_tensor, bound(ta.abs_max, tb.abs_max))
+    return finish(out, return_tensor, bound(ta.abs_max, plus=tb.abs_max))
 
 
 def add(a, b, *, queue=None):

@@ -7,6 +7,7 @@ import pyopencl as cl
 
 from ..core.kernels import get_kernel
 from .operands import (
+    bound,
     check_float32_range,
     check_int_range,
     device_empty,
@@ -88,7 +89,7 @@ def matmul(a, b, *, transpose_a: bool = False, transpose_b: bool = False, queue=
         a_div = 1 if a_strides[0] else n_batch
         b_div = 1 if b_strides[0] else n_batch
         gemm(q, ta.buffer, tb.buffer, out.buffer, m, n, k, n_batch, a_strides, b_strides, a_div, b_div)
-    return finish(out, return_tensor)
+    return finish(out, return_tensor, bound(k, ta.abs_max, tb.abs_max))
 
 
 def packed_pays(m: int, n: int, k: int) -> bool:

@@ -8,7 +8,18 @@ import numbers
 import numpy as np
 
 from ..core.kernels import get_kernel
-from .operands import check_int_range, device_empty, f32, finish, i32, pick_queue, round_up, shape_of, to_device
+from .operands import (
+    bound,
+    check_int_range,
+    device_empty,
+    f32,
+    finish,
+    i32,
+    pick_queue,
+    round_up,
+    shape_of,
+    to_device,
+)
 
 _LOCAL = 16
 
@@ -42,7 +53,8 @@ def rms_norm(x, weight, *, eps: float = 1e-6, queue=None):
         get_kernel(q.context, "norm.cl", "rms_norm_rows")(
             q, (round_up(rows, _LOCAL),), (_LOCAL,), tx.buffer, tw.buffer, out.buffer, i32(rows), i32(shape[-1]), f32(eps)
         )
-    return finish(out, return_tensor)
+    # |x_i| / rms(x) <= sqrt(D), so the output is at most sqrt(D) max|weight|
+    return finish(out, return_tensor, bound(math.sqrt(shape[-1]), tw.abs_max))
 
 
 def layer_norm(x, weight, bias, *, eps: float = 1e-5, queue=None):
@@ -60,4 +72,4 @@ def layer_norm(x, weight, bias, *, eps: float = 1e-5, queue=None):
             q, (round_up(rows, _LOCAL),), (_LOCAL,),
             tx.buffer, tw.buffer, tb.buffer, out.buffer, i32(rows), i32(shape[-1]), f32(eps),
         )
-    return finish(out, return_tensor)
+    return finish(out, return_tensor, bound(math.sqrt(shape[-1]), tw.abs_max, plus=tb.abs_max))

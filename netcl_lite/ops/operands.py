@@ -135,8 +135,22 @@ def f32(x) -> np.float32:
     return np.float32(x)
 
 
-def finish(out: Tensor, return_tensor: bool):
-    """Return ``out`` as the caller expects: the Tensor, or a host array."""
+def bound(*factors: float | None, plus: float | None = 0.0) -> float | None:
+    """A bound on an output's max |value|: the product of ``factors`` (+ ``plus``);
+    None when any is unknown."""
+    if plus is None or any(f is None for f in factors):
+        return None
+    return float(np.prod(factors)) + plus
+
+
+def finish(out: Tensor, return_tensor: bool, abs_max: float | None = None):
+    """Return ``out`` as the caller expects: the Tensor, or a host array.
+
+    ``abs_max`` is the op's bound on its output's magnitude, derived from its
+    inputs' bounds; the Tensor carries it so the next op's overflow check still
+    applies to values that never left the device.
+    """
+    out.abs_max = abs_max
     if return_tensor:
         # Temporaries of this op may be collected when we return: let the device finish with them.
         out.queue.finish()
@@ -189,10 +203,12 @@ def check_float32_range(what: str, *factors: float | None, hint: str) -> None:
     """Refuse a call whose exact result can exceed float32 (it would come back as inf or NaN).
 
     ``factors`` multiply to a bound on the result's magnitude (Cauchy–Schwarz
-    for dot products); a factor of None skips the check: an input the op rejects
-    with its own error, or a Tensor computed on the device, whose values are not
-    known on the host (reading them back would cost a sync per op). The
-    quarter-range margin covers float32 rounding.
+    for dot products). Host arrays give exact maxima; a Tensor gives the bound
+    it carries (``abs_max``: from ``from_host``, or propagated by the op that made
+    it), so chains of device ops stay checked without reading values back. A
+    factor of None skips the check: an input the op rejects with its own error,
+    or a Tensor made by a kernel outside ``ops`` (e.g. a backward rule), whose
+    magnitude nothing recorded. The quarter-range margin covers float32 rounding.
     """
     if any(f is None for f in factors):
         return

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..core.kernels import get_kernel
 from .operands import (
+    bound,
     check_float32_range,
     check_int_range,
     device_empty,
@@ -74,4 +75,4 @@ def rope(x, *, offset: int = 0, base: float = 10000.0, pairing: str = "interleav
             tx.buffer, out.buffer, cos_t.buffer, sin_t.buffer, i32(t_len), i32(dim), i32(PAIRINGS.index(pairing)),
         )
         q.finish()  # the tables die with this frame
-    return finish(out, return_tensor)
+    return finish(out, return_tensor, bound(math.sqrt(2.0), tx.abs_max))  # a rotated pair keeps its norm

@@ -48,6 +48,6 @@ def softmax(x, *, mask=None, causal: bool = False, queue=None):
     out = Tensor.empty(q, shape)
     if out.size:
         launch_softmax_rows(q, tx, out, n_batch, tq, tk, mask_buf, use_mask, strides, causal)
-    result = finish(out, return_tensor)
+    result = finish(out, return_tensor, 1.0)
     del mask_buf
     return result
