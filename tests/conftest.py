@@ -8,8 +8,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# CI explores the same examples every run (a failure reproduces; nothing flaps on a
+# lucky draw); local runs keep Hypothesis' random exploration.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session")
