@@ -56,6 +56,22 @@ def test_docstring_examples(module):
     assert doctest.testmod(module).failed == 0
 
 
+def merge_everywhere(words, pair, joined):
+    """Replace each adjacent occurrence of ``pair``, left to right, by ``joined`` in every word."""
+    merged = Counter()
+    for symbols, n in words.items():
+        out, i = [], 0
+        while i < len(symbols):
+            if symbols[i:i + 2] == pair:
+                out.append(joined)
+                i += 2
+            else:
+                out.append(symbols[i])
+                i += 1
+        merged[tuple(out)] += n
+    return merged
+
+
 def sheet_byte_merges(texts, steps):
     """The drill's algorithm, as a reference: whole texts, count-then-lexical ties, merge pairs of count 1 too."""
     words = Counter(tuple(bytes([b]) for b in t.encode()) for t in texts)
@@ -69,18 +85,7 @@ def sheet_byte_merges(texts, steps):
             break
         best = min(counts, key=lambda p: (-counts[p], p))
         merges.append((best, counts[best]))
-        new = Counter()
-        for symbols, n in words.items():
-            out, i = [], 0
-            while i < len(symbols):
-                if symbols[i:i + 2] == best:
-                    out.append(best[0] + best[1])
-                    i += 2
-                else:
-                    out.append(symbols[i])
-                    i += 1
-            new[tuple(out)] += n
-        words = new
+        words = merge_everywhere(words, best, best[0] + best[1])
     return merges
 
 
@@ -204,18 +209,7 @@ def naive_learn(chunk_counts, num_merges, min_frequency=2):
         new_id = len(vocab)
         vocab.append(vocab[best[0]] + vocab[best[1]])
         trace.append((best, counts[best]))
-        new_words = Counter()
-        for w, n in words.items():
-            out, i = [], 0
-            while i < len(w):
-                if w[i:i + 2] == best:
-                    out.append(new_id)
-                    i += 2
-                else:
-                    out.append(w[i])
-                    i += 1
-            new_words[tuple(out)] += n
-        words = new_words
+        words = merge_everywhere(words, best, new_id)
     return trace
 
 
