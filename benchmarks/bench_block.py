@@ -153,8 +153,8 @@ def main() -> None:
     # Validate before timing: device gradients against the host anchor's.
     _, _, xn = device_step(block, x, r)
     _, _, dx, grads = host_step(x_h, params, r_h, a.heads, a.kv_heads)
-    worst = max(np.abs(xn.grad.to_host() - dx).max() / np.abs(dx).max(),
-                *(np.abs(p.grad.to_host() - grads[n]).max() / np.abs(grads[n]).max() for n, p in block.parameters().items()))
+    worst = max(np.abs(xn.grad.numpy() - dx).max() / np.abs(dx).max(),
+                *(np.abs(p.grad.numpy() - grads[n]).max() / np.abs(grads[n]).max() for n, p in block.parameters().items()))
     assert worst < 1e-3, f"device and NumPy gradients differ: worst relative error {worst:.2e}"
 
     dev_f, dev_b, host_f, host_b = [], [], [], []

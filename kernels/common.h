@@ -2,16 +2,41 @@
 #ifndef NETCL_LITE_COMMON_H
 #define NETCL_LITE_COMMON_H
 
-// Boolean masks arrive as uchar (1 = allowed) addressed by three element strides
-// (batch, row, column), so a mask broadcast along an axis costs nothing: its stride
-// on that axis is 0.
-
-// Causal visibility with the queries aligned to the end of the keys:
-// query i of Tq sees key j of Tk when j <= i + (Tk - Tq). With Tq == Tk this is j <= i;
-// with one new query against a cache of Tk keys it sees all of them.
-inline int causal_allowed(int i, int j, int tq, int tk) { return j <= i + (tk - tq); }
-
 #define ALWAYS_INLINE __attribute__((always_inline))
+
+// Causal visibility: query i sits at position q_start + i and sees key j when j <= q_start + i.
+// The host takes q_start from netcl_lite.masks.query_start (Tk - Tq: the queries are the last
+// Tq positions), the one definition of the alignment that the float64 references use too.
+// A macro so that scalar and vector (int8 lanes) code share the one rule.
+#define causal_allowed(i, j, q_start) ((j) <= (q_start) + (i))
+
+// Every attention and softmax kernel takes its mask as these arguments: a uchar array
+// (1 = allowed) addressed by four element strides, (outer batch, head, row, column), any of
+// them 0 where the caller broadcast that axis; then the causal flag and q_start.
+#define MASK_PARAMS __global const uchar *mask, const int use_mask, const int m_outer, const int m_head, \
+                    const int m_row, const int m_col, const int causal, const int q_start
+
+// Offset of row i's mask entries for batch b, where b runs over (outer, head) with `heads` per outer.
+inline long mask_row_base(int b, int heads, int i, int m_outer, int m_head, int m_row) {
+    return (long)(b / heads) * m_outer + (long)(b % heads) * m_head + (long)i * m_row;
+}
+
+// Whether query i may see key j: inside the keys, causally visible, and allowed by the mask row.
+inline int key_visible(int i, int j, int tk, int causal, int q_start,
+                       __global const uchar *mask, int use_mask, long mrow, int m_col) {
+    return j < tk && (!causal || causal_allowed(i, j, q_start)) && (!use_mask || mask[mrow + (long)j * m_col]);
+}
+
+// Status reporting (see netcl_lite/core/stream.py): status[0] takes the sequence number of
+// the first op whose result held inf or NaN, status[1] that of the first op given an id out
+// of range. A kernel accumulates `bad |= nonfinite_bits(v)` over what it stores and reports
+// once at the end.
+#define STATUS_NONFINITE 0
+#define STATUS_BAD_INPUT 1
+ALWAYS_INLINE int nonfinite_bits(float v) { return (as_int(v) & 0x7f800000) == 0x7f800000; }
+ALWAYS_INLINE void report(__global int *status, int slot, int seq, int bad) {
+    if (bad) atomic_min(status + slot, seq);
+}
 
 // 2^x for x <= 0 without a library call: round x to n + f with |f| <= 1/2, a
 // degree-6 polynomial for 2^f (relative error < 2e-7), n added to the exponent.

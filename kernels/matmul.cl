@@ -31,7 +31,8 @@ __kernel void matmul_blocked(
     const int M, const int N, const int K,
     const int a_batch, const int a_row, const int a_col,   // element strides of A
     const int b_batch, const int b_row, const int b_col,   // element strides of B
-    const int c_batch)                                     // C is contiguous (M, N) per batch
+    const int c_batch,                                     // C is contiguous (M, N) per batch
+    __global int *status, const int seq)
 {
     const int n0 = get_global_id(0) * BN;
     const int m0 = get_global_id(1) * BM;
@@ -57,8 +58,13 @@ __kernel void matmul_blocked(
         for (int i = 0; i < BM; ++i)
             for (int j = 0; j < BN; ++j) acc[i][j] += av[i] * bv[j];
     }
+    int bad = 0;
     for (int i = 0; i < BM && m0 + i < M; ++i)
-        for (int j = 0; j < BN && n0 + j < N; ++j) c[(m0 + i) * N + n0 + j] = acc[i][j];
+        for (int j = 0; j < BN && n0 + j < N; ++j) {
+            c[(m0 + i) * N + n0 + j] = acc[i][j];
+            bad |= nonfinite_bits(acc[i][j]);
+        }
+    report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:matmul_blocked]
 
@@ -66,6 +72,7 @@ __kernel void matmul_blocked(
 #define NR 16
 
 #define PACK_K 64       // k values one packing work-item copies
+typedef float8 float8u __attribute__((aligned(4)));   // a float8 load at any float address
 
 // --8<-- [start:matmul_pack]
 __kernel void matmul_pack_a(__global const float *a, __global float *ap, const int M, const int K,
@@ -91,10 +98,11 @@ __kernel void matmul_pack_b(__global const float *b, __global float *bp, const i
     const long np = (N + NR - 1) / NR * NR;
     __global const float *src = b + (long)batch * b_batch + (long)panel * NR * b_col;
     __global float *dst = bp + ((long)batch * np + (long)panel * NR) * K;
-    if (cols == NR && b_col == 1 && b_row % 8 == 0 && b_batch % 8 == 0) {
-        // A full panel of a row-major B whose rows start 32-byte aligned: copy float8s.
+    if (cols == NR && b_col == 1) {
+        // A full panel of a row-major B: copy rows as float8s (B may be a host array that is
+        // only 16-byte aligned, hence the unaligned vector type).
         for (int k = k0; k < k1; ++k) {
-            __global const float8 *row = (__global const float8 *)(src + (long)k * b_row);
+            __global const float8u *row = (__global const float8u *)(src + (long)k * b_row);
             __global float8 *out = (__global float8 *)(dst + k * NR);
             out[0] = row[0];
             out[1] = row[1];
@@ -121,7 +129,8 @@ __kernel void matmul_pack_b(__global const float *b, __global float *bp, const i
 __kernel void matmul_packed(__global const float *a, __global const float *bp, __global float *c,
                             const int M, const int N, const int K,
                             const int a_set, const int a_panel, const int a_rs, const int a_ks,
-                            const int a_div, const int b_div, const float alpha)
+                            const int a_div, const int b_div, const float alpha,
+                            __global int *status, const int seq)
 {
     // A element (m, k) of batch b sits at a[(b / a_div) * a_set + (m / 6) * a_panel
     // + (m % 6) * a_rs + k * a_ks]: packed panels (a_rs = 1, a_ks = 6) or a row-major
@@ -167,12 +176,18 @@ __kernel void matmul_packed(__global const float *a, __global const float *bp, _
             }
     }
     __global float *cb = c + (long)batch * M * N;
+    int bad = 0;
     for (int s = 0; s < a_panels; ++s)
         for (int r = 0; r < MR && m0 + s * MR + r < M; ++r)
             for (int t = 0; t < b_panels; ++t) {
                 __global float *crow = cb + (long)(m0 + s * MR + r) * N + n0 + t * NR;
                 const float *acc = (const float *)&part[s][t][2 * r];
-                for (int j = 0; j < NR && n0 + t * NR + j < N; ++j) crow[j] = alpha * acc[j];
+                for (int j = 0; j < NR && n0 + t * NR + j < N; ++j) {
+                    const float v = alpha * acc[j];
+                    crow[j] = v;
+                    bad |= nonfinite_bits(v);
+                }
             }
+    report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:matmul_packed]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .masks import query_start
+
 
 def matmul(a, b, *, transpose_a=False, transpose_b=False):
     """a: (..., M, K), b: (..., K, N) → (..., M, N) in float64."""
@@ -22,8 +24,20 @@ def matmul(a, b, *, transpose_a=False, transpose_b=False):
 
 
 def causal_mask(tq: int, tk: int) -> np.ndarray:
-    """(Tq, Tk) boolean: query i sees key j when j <= i + (Tk - Tq) (queries aligned to the end)."""
-    return np.arange(tk)[None, :] <= np.arange(tq)[:, None] + (tk - tq)
+    """(Tq, Tk) boolean: query i sees key j when j <= query_start + i (:func:`netcl_lite.masks.query_start`:
+    the queries are the last Tq positions). Rows that see no key (Tq > Tk) are all False."""
+    return np.arange(tk)[None, :] <= query_start(tq, tk) + np.arange(tq)[:, None]
+
+
+def apply_mask(x, *, mask=None, causal=False):
+    """x (..., Tq, Tk) with -inf where blocked."""
+    x = np.asarray(x, np.float64)
+    allowed = np.ones(x.shape, bool)
+    if mask is not None:
+        allowed = allowed & np.asarray(mask, bool)
+    if causal:
+        allowed = allowed & causal_mask(*x.shape[-2:])
+    return np.where(allowed, x, -np.inf)
 
 
 def softmax(x, *, mask=None, causal=False):
@@ -165,9 +179,54 @@ def add(a, b):
     return np.asarray(a, np.float64) + np.asarray(b, np.float64)
 
 
+def sub(a, b):
+    """a − b with b's shape a suffix of a's."""
+    return np.asarray(a, np.float64) - np.asarray(b, np.float64)
+
+
 def mul(a, b):
     """a · b with b's shape a suffix of a's."""
     return np.asarray(a, np.float64) * np.asarray(b, np.float64)
+
+
+def div(a, b):
+    """a / b with b's shape a suffix of a's."""
+    return np.asarray(a, np.float64) / np.asarray(b, np.float64)
+
+
+def scale(x, alpha):
+    """alpha · x."""
+    return alpha * np.asarray(x, np.float64)
+
+
+def exp(x):
+    """e**x."""
+    return np.exp(np.asarray(x, np.float64))
+
+
+def sum(x, *, axis=None):  # noqa: A001 (the op's name)
+    """Σ over every element (axis=None) or the last axis (axis=-1)."""
+    return np.sum(np.asarray(x, np.float64), axis=axis)
+
+
+def mean(x, *, axis=None):
+    """The mean over every element (axis=None) or the last axis (axis=-1)."""
+    return np.mean(np.asarray(x, np.float64), axis=axis)
+
+
+def swap_axes(x, axis1, axis2):
+    """x with two axes exchanged."""
+    return np.swapaxes(np.asarray(x, np.float64), axis1, axis2)
+
+
+def cross_entropy(logits, targets, *, ignore_index=-100):
+    """Mean over counted rows of logsumexp(z) − z[target]; rows with target == ignore_index are left out."""
+    z = np.asarray(logits, np.float64).reshape(-1, np.shape(logits)[-1])
+    t = np.asarray(targets).reshape(-1)
+    keep = t != ignore_index
+    m = z.max(axis=-1, keepdims=True)
+    lse = (m + np.log(np.exp(z - m).sum(axis=-1, keepdims=True)))[:, 0]
+    return float(np.mean(lse[keep] - z[keep, t[keep]]))
 
 
 def embedding(table, ids):
