@@ -99,39 +99,18 @@ class Node:
     def exp(self) -> Node:
         return exp(self)
 
-    def __add__(self, other):
-        return add(self, other)
-
-    def __radd__(self, other):
-        return add(self, other)
-
-    def __sub__(self, other):
-        return sub(self, other)
-
-    def __rsub__(self, other):
-        return add(neg(self), other)
-
-    def __mul__(self, other):
-        return mul(self, other)
-
-    def __rmul__(self, other):
-        return mul(self, other)
-
-    def __truediv__(self, other):
-        return div(self, other)
+    __add__ = __radd__ = lambda self, other: add(self, other)
+    __sub__ = lambda self, other: sub(self, other)
+    __rsub__ = lambda self, other: add(neg(self), other)
+    __mul__ = __rmul__ = lambda self, other: mul(self, other)
+    __truediv__ = lambda self, other: div(self, other)
+    __matmul__ = lambda self, other: matmul(self, other)
+    __rmatmul__ = lambda self, other: matmul(other, self)
+    __neg__ = lambda self: neg(self)
 
     def __rtruediv__(self, other):
         (me,) = _nodes(self)
         return div(constant(np.broadcast_to(np.float32(other), me.shape), me.queue), me)
-
-    def __matmul__(self, other):
-        return matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return matmul(other, self)
-
-    def __neg__(self):
-        return neg(self)
 
     def __repr__(self) -> str:
         return f"Node({self.op}, shape={self.shape}, requires_grad={self.requires_grad})"

@@ -1,21 +1,10 @@
-"""Every backward rule against central differences of a float64 reference.
-
-``gradcheck`` runs an op on the device under a Tape, pulls back a random
-output gradient R, and compares each input's float32 gradient with the float64
-finite-difference gradient of ``sum(f64(inputs) * R)`` (same float32-rounded
-inputs). The differences run in float64 with h = 1e-6: truncation (~h²) and
-cancellation (~1e-16/h) stay below 1e-9 relative, so the error budget is the
-device's float32 rounding alone. A forward and backward chain whose longest
-inner sum has n terms carries about n·u (u = 2⁻²⁴) error relative to the
-magnitudes it sums; with a few such stages and cancellation in between we allow
-``tol = 16·(n + 16)·u`` of the gradient's largest entry (1e-4 at n = 100).
-A wrong rule is off by O(1), so the check keeps its power.
-"""
+"""Every backward rule against central differences of a float64 reference (``checking.gradcheck``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from checking import gradcheck, rand
 
 from netcl_lite import autograd as ag
 from netcl_lite import reference as ref
@@ -23,56 +12,10 @@ from netcl_lite.core.tensor import Tensor
 from netcl_lite.testing import EPS32, assert_close
 
 
-def tol_for(n: int) -> float:
-    """Allowed error relative to the gradient's largest entry for inner sums of n terms."""
-    return 16 * (n + 16) * EPS32
-
-
-def fd_grad(f64, args, i, r, h=1e-6):
-    """∂/∂args[i] of Σ f64(*args)·r by central differences, all in float64."""
-    args = [np.array(a, np.float64) for a in args]
-    x, g = args[i], np.empty(np.shape(args[i]))
-    for idx in np.ndindex(x.shape):
-        old = x[idx]
-        x[idx] = old + h
-        up = np.sum(f64(*args) * r)
-        x[idx] = old - h
-        down = np.sum(f64(*args) * r)
-        x[idx] = old
-        g[idx] = (up - down) / (2 * h)
-    return g
-
-
-def gradcheck(f_ag, f64, *inputs, n: int, which=None, seed=0, what=""):
-    """Check the device gradient of every input in ``which`` (default all) against float64 differences."""
-    rng = np.random.default_rng(seed)
-    inputs = [np.asarray(x, np.float32) for x in inputs]
-    with ag.Tape() as tape:
-        nodes = [ag.tensor(x) for x in inputs]
-        out = f_ag(*nodes)
-    expected = f64(*inputs)
-    assert out.shape == np.shape(expected), f"{what}: output shape {out.shape} != {np.shape(expected)}"
-    if out.value.size == 1 and out.shape == ():
-        r32, grad = np.float32(1.0), None
-    else:
-        r32 = rng.standard_normal(out.shape).astype(np.float32)
-        grad = r32
-    tape.backward(out, grad=grad)
-    for i in range(len(inputs)) if which is None else which:
-        g64 = fd_grad(f64, inputs, i, np.float64(r32))
-        got = nodes[i].grad.numpy()
-        scale = np.abs(g64).max()
-        assert_close(got, g64, rtol=0, atol=tol_for(n) * scale + 1e-30, what=f"{what} d/d input {i}")
-
-
 def test_the_check_catches_a_rule_that_is_slightly_wrong():
     x = np.linspace(-2, 2, 12, dtype=np.float32)
     with pytest.raises(AssertionError, match="differ"):
         gradcheck(ag.silu, lambda x: ref.silu(x) * 1.001, x, n=1, what="silu scaled by 1.001")
-
-
-def rand(rng, *shape):
-    return rng.standard_normal(shape).astype(np.float32)
 
 
 # -- one rule each --------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from checking import f32
 
 from netcl_lite import autograd as ag
 from netcl_lite import ops, reference
@@ -19,10 +20,6 @@ from netcl_lite.testing import (EPS32, SILU_RTOL, SWIGLU_RTOL, TINY, assert_clos
                                 rms_norm_atol)
 
 DIMS = [1, 2, 3, 7, 16, 17, 33, 64, 100, 257]
-
-
-def f32(x):
-    return np.asarray(x, np.float32)
 
 
 def random_shape(rng, last=None):

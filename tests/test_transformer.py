@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_autograd import (  # the same float64 finite differences and budget
-    fd_grad,
-    tol_for,
-)
+from checking import fd_grad, rand, tol_for
 
 from netcl_lite import autograd as ag
 from netcl_lite import budget
@@ -25,10 +22,6 @@ from netcl_lite.nn.transformer import (
     RotaryAttention,
 )
 from netcl_lite.testing import EPS32, assert_close
-
-
-def rand(rng, *shape):
-    return rng.standard_normal(shape).astype(np.float32)
 
 
 def host(params):

@@ -5,8 +5,11 @@ Reading ``program.name`` in PyOpenCL creates a new kernel object every time
 once per (context, file, build options) and returns the same object after that.
 A compile failure raises ``KernelBuildError`` carrying the driver's build log.
 
-    >>> from netcl_lite.core.kernels import get_kernel
-    >>> k = get_kernel(ctx, "softmax.cl", "masked_softmax_rows")      # doctest: +SKIP
+    >>> import netcl_lite as nl
+    >>> ctx = nl.device().context
+    >>> k = get_kernel(ctx, "softmax.cl", "masked_softmax_rows")
+    >>> k is get_kernel(ctx, "softmax.cl", "masked_softmax_rows"), k.function_name
+    (True, 'masked_softmax_rows')
 """
 
 from __future__ import annotations

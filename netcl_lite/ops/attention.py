@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import numbers
 
-import numpy as np
 
 from ..checks import flag
 from .masking import AttentionMask

@@ -8,7 +8,6 @@ or a suffix of it (a bias, a residual, a per-feature gain, a scalar).
 
 from __future__ import annotations
 
-import numpy as np
 
 from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
 from .reduce import sum_to

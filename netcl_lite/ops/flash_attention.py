@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numbers
 
-import numpy as np
 import pyopencl as cl
 
 from .attention import attention_shapes, check_attention_args

@@ -23,11 +23,17 @@ _ALIGN = 64   # bytes: host arrays the kernels use in place start on a cache lin
 
 
 class OpCall:
-    """One call of one op.
+    """One call of one op: where it runs, its operands on the device, its launches, its results.
 
-    >>> call = OpCall("double", x=np.ones(3))                       # doctest: +SKIP
-    >>> x = call.float_input("x"); y = call.output(x.shape)         # doctest: +SKIP
-    >>> call.launch("elementwise.cl", "scale", ...); call.result(y) # doctest: +SKIP
+    An op written with it (this is :func:`netcl_lite.ops.scale` with alpha = 2):
+
+    >>> call = OpCall("double", x=np.arange(3.0))
+    >>> x = call.float_input("x")
+    >>> y = call.output(x.shape)
+    >>> call.launch("elementwise.cl", "scale", (64,), (64,), x.buffer, y.buffer, i32(3), f32(2.0),
+    ...             call.stream.status, call.seq)
+    >>> call.result(y)
+    array([0., 2., 4.], dtype=float32)
     """
 
     def __init__(self, name: str, *, queue=None, bad_input: str = "", **operands):

@@ -7,7 +7,6 @@ the same input gives the same bits on every run: training resumes bit-identicall
 
 from __future__ import annotations
 
-import numpy as np
 
 from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
 

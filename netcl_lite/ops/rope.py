@@ -7,7 +7,6 @@ the device and grown when a longer position is asked for: a call uploads nothing
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
