@@ -23,6 +23,7 @@ import numpy as np
 
 from netcl_lite import autograd as ag
 from netcl_lite.core.device import manager
+from netcl_lite.core.stream import sync
 from netcl_lite.core.tensor import Tensor
 from netcl_lite.nn.transformer import DecoderBlock
 
@@ -120,10 +121,10 @@ def device_step(block, x, r):
         xn = ag.tensor(x)
         t0 = time.perf_counter()
         out = block(xn)
-        out.value.queue.finish()
+        sync(out.queue)
         t1 = time.perf_counter()
     tape.backward(out, grad=r)
-    r.queue.finish()
+    sync(r.queue)
     return t1 - t0, time.perf_counter() - t1, xn
 
 

@@ -58,4 +58,55 @@ ALWAYS_INLINE float8 exp2_neg(float8 x) {
     return x < (float8)(-125.0f) ? (float8)(0.0f) : r;
 }
 
+// e^x for any x, inline (PoCL would call exp() out of line, one call per element):
+// n = round(x log2 e) and r = x - n ln2, with ln2 split in two so that n * LN2_HI is exact;
+// e^r from its degree-7 Taylor polynomial on |r| <= ln2/2 (truncation < 1e-8); then 2^n
+// goes into the exponent in two halves, so a large |n| neither overflows nor underflows
+// early. About 2 ulp. Below -105 the result is 0, above 89 it is inf; NaN stays NaN.
+ALWAYS_INLINE float8 exp8(float8 x) {
+    const float8 magic = (float8)(12582912.0f);                     // 1.5 * 2^23: rounds to integer
+    const float8 xc = x < (float8)(-105.0f) ? (float8)(-105.0f) : (x > (float8)(89.0f) ? (float8)(89.0f) : x);
+    const float8 n = (xc * 1.44269504088896341f + magic) - magic;
+    const float8 r = (xc - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
+    float8 p = r * (1.0f / 7.0f) + 1.0f;
+    p = p * r * (1.0f / 6.0f) + 1.0f;
+    p = p * r * (1.0f / 5.0f) + 1.0f;
+    p = p * r * (1.0f / 4.0f) + 1.0f;
+    p = p * r * (1.0f / 3.0f) + 1.0f;
+    p = p * r * 0.5f + 1.0f;
+    p = p * r + 1.0f;
+    const int8 ni = convert_int8(n), n1 = ni >> 1;
+    return p * as_float8((n1 + 127) << 23) * as_float8((ni - n1 + 127) << 23);
+}
+
+// Vectors of 8 lanes over arrays that may start at any float address (a host array is only
+// 16-byte aligned), with the tail of a length-n array read as 0 and not written.
+typedef float8 float8u __attribute__((aligned(4)));
+typedef union { float8 v; float s[8]; } lanes8f;
+
+ALWAYS_INLINE int8 nonfinite8(float8 v) { return (as_int8(v) & 0x7f800000) == 0x7f800000; }
+
+ALWAYS_INLINE float8 load8(__global const float *p, long i0, long n) {
+    if (i0 + 8 <= n) return *(__global const float8u *)(p + i0);
+    lanes8f l;
+    for (int k = 0; k < 8; ++k) l.s[k] = i0 + k < n ? p[i0 + k] : 0.0f;
+    return l.v;
+}
+
+// Stores the lanes inside the array; returns whether any of them is inf or NaN.
+ALWAYS_INLINE int store8(__global float *p, long i0, long n, float8 v) {
+    if (i0 + 8 <= n) {
+        *(__global float8u *)(p + i0) = v;
+        return any(nonfinite8(v));
+    }
+    lanes8f l;
+    l.v = v;
+    int bad = 0;
+    for (int k = 0; k < 8 && i0 + k < n; ++k) {
+        p[i0 + k] = l.s[k];
+        bad |= nonfinite_bits(l.s[k]);
+    }
+    return bad;
+}
+
 #endif

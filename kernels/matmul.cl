@@ -72,7 +72,7 @@ __kernel void matmul_blocked(
 #define NR 16
 
 #define PACK_K 64       // k values one packing work-item copies
-typedef float8 float8u __attribute__((aligned(4)));   // a float8 load at any float address
+
 
 // --8<-- [start:matmul_pack]
 __kernel void matmul_pack_a(__global const float *a, __global float *ap, const int M, const int K,

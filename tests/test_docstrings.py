@@ -6,6 +6,7 @@ import doctest
 import importlib
 import pkgutil
 
+import numpy
 import pytest
 
 import netcl_lite
@@ -18,7 +19,9 @@ MODULES = sorted(
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples_run(name):
     module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
+    # `np` is NumPy in every example, as on the pages; anything else an example imports itself.
+    result = doctest.testmod(module, extraglobs={"np": numpy},
+                             optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
     assert result.failed == 0, f"{result.failed} docstring example(s) of {name} failed"
 
 

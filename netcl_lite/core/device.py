@@ -122,7 +122,9 @@ class DeviceManager:
             if by_kind[k]:
                 chosen = by_kind[k][0]
                 context = cl.Context([chosen])
-                return Device(chosen, context, cl.CommandQueue(context), k)
+                # Profiling timestamps cost nothing measurable on PoCL and let profile_kernels() time kernels.
+                queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+                return Device(chosen, context, queue, k)
         found = ", ".join(d.name.strip() for ds in by_kind.values() for d in ds) or "none"
         raise NoDeviceError(
             f"no OpenCL {kind.upper() if kind != 'auto' else 'CPU or GPU'} device found "

@@ -70,6 +70,7 @@ class Stream:
                                 hostbuf=self._status_host)
         self._ops: list[OpRecord] = []
         self._alive: list = []
+        self.profile: list | None = None       # (kernel, event) per launch while a profiler listens
 
     # -- recording ------------------------------------------------------------------------------
     def begin(self, name: str, operands: dict | None = None, bad_input: str | Callable[[], str] = "") -> np.int32:
@@ -81,8 +82,10 @@ class Stream:
 
     def launch(self, filename: str, name: str, global_size, local_size, *args, options: tuple = ()) -> None:
         """Enqueue one kernel of ``kernels/<filename>`` and keep its arguments alive until the next sync."""
-        get_kernel(self.queue.context, filename, name, options)(self.queue, global_size, local_size, *args)
+        event = get_kernel(self.queue.context, filename, name, options)(self.queue, global_size, local_size, *args)
         self._alive.append(args)
+        if self.profile is not None:
+            self.profile.append((f"{filename}:{name}", self._ops[-1].name if self._ops else "", event))
 
     def keep(self, *objects) -> None:
         """Hold ``objects`` (buffers a copy or kernel still reads) until the next sync."""
@@ -125,6 +128,36 @@ def _diagnose(op: OpRecord, seq: int, n_ops: int) -> NonFiniteError:
         f"{op.name} produced inf or NaN from finite inputs (op {seq + 1} of {n_ops} since the last sync): "
         f"a result beyond float32's range (±{float(np.finfo(np.float32).max):.3g}); rescale its inputs"
     )
+
+
+class profile_kernels:
+    """Time every kernel launched on ``queue`` inside a ``with`` block (OpenCL profiling events).
+
+    ``.table()`` lists (kernel, op, launches, total ms) by total time, largest first. The
+    queue must have been created with profiling enabled (:class:`~netcl_lite.core.device.DeviceManager`
+    does so). Waiting for each event's timestamps happens at the end, not per launch.
+    """
+
+    def __init__(self, queue: cl.CommandQueue):
+        self.stream = stream_of(queue)
+
+    def __enter__(self):
+        self.stream.sync()
+        self.stream.profile = []
+        return self
+
+    def __exit__(self, *exc):
+        self.stream.sync()
+        records, self.stream.profile = self.stream.profile, None
+        totals: dict[tuple[str, str], list[float]] = {}
+        for kernel, op, event in records:
+            ms = (event.profile.end - event.profile.start) * 1e-6
+            totals.setdefault((kernel, op), []).append(ms)
+        self.rows = sorted(((k, op, len(v), sum(v)) for (k, op), v in totals.items()), key=lambda r: -r[3])
+        return False
+
+    def table(self) -> list[tuple[str, str, int, float]]:
+        return self.rows
 
 
 _streams: dict[int, Stream] = {}

@@ -15,10 +15,10 @@ from .reduce import sum_to
 BINARY = ("add", "sub", "mul", "div")     # binary_broadcast's op codes, in order
 
 
-def _each(call: OpCall, kernel: str, n: int, *buffers) -> None:
-    """One work-item per element of an n-element output."""
+def _each(call: OpCall, kernel: str, n: int, *buffers, extra=()) -> None:
+    """One work-item per 8 elements of an n-element output."""
     if n:
-        call.launch("elementwise.cl", kernel, (round_up(n, 64),), (64,), *buffers, i32(n),
+        call.launch("elementwise.cl", kernel, (round_up(-(-n // 8), 16),), (16,), *buffers, i32(n), *extra,
                     call.stream.status, call.seq)
 
 
@@ -33,11 +33,7 @@ def _binary(name: str, a, b, queue):
     call = OpCall(name, queue=queue, a=a, b=b)
     ta, tb = call.float_input("a"), call.float_input("b")
     out = call.output(sa)
-    if n:
-        across = min(64, 1 << max(0, nb - 1).bit_length())   # work-items along b; the rest down the rows
-        call.launch("elementwise.cl", "binary_broadcast", (round_up(nb, across), round_up(n // nb, 64 // across)),
-                    (across, 64 // across), ta.buffer, tb.buffer, out.buffer, i32(nb), i32(n // nb),
-                    i32(BINARY.index(name)), call.stream.status, call.seq)
+    _each(call, "binary_broadcast", n, ta.buffer, tb.buffer, out.buffer, extra=(i32(nb), i32(BINARY.index(name))))
     return call.result(out, check=[False])
 
 
@@ -86,9 +82,7 @@ def _unary(name: str, kernel: str, x, queue, *extra):
     call = OpCall(name, queue=queue, x=x)
     tx = call.float_input("x")
     out = call.output(shape)
-    if out.size:
-        call.launch("elementwise.cl", kernel, (round_up(out.size, 64),), (64,), tx.buffer, out.buffer,
-                    i32(out.size), *extra, call.stream.status, call.seq)
+    _each(call, kernel, out.size, tx.buffer, out.buffer, extra=extra)
     return call.result(out, check=[False])
 
 
