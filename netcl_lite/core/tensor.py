@@ -15,6 +15,7 @@ test can check that a training loop's device memory stays flat.
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections import defaultdict
 from typing import Iterable
@@ -108,6 +109,8 @@ def check_queue(queue) -> cl.CommandQueue:
 
 
 def check_shape(shape) -> tuple[int, ...]:
+    if type(shape) is tuple and all(type(s) is int and s >= 0 for s in shape):
+        return shape                                     # the common case, checked cheaply
     if isinstance(shape, numbers.Integral) and not isinstance(shape, bool):
         shape = (shape,)
     if not isinstance(shape, Iterable):
@@ -162,7 +165,7 @@ class Tensor:
         """An uninitialized tensor of ``shape``."""
         check_queue(queue)
         shape, dtype = check_shape(shape), np.dtype(dtype)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize
         return cls(queue, DeviceMemory(queue.context, nbytes), shape, dtype)
 
     @classmethod
@@ -197,7 +200,7 @@ class Tensor:
     # -- inspection ------------------------------------------------------
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:

@@ -12,8 +12,9 @@ from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_o
 from .reduce import sum_to
 
 _BLOCK = 4  # matmul_blocked computes a 4 x 4 block of C per work-item
-MR, NR = 6, 16  # matmul_packed computes a 6 x 16 block of C per work-item
-PANELS, NPANELS = 2, 8  # ... for PANELS x NPANELS such blocks (12 x 128 of C)
+#: matmul_packed's C tile per device vector width (lanes): (rows MR, vectors per row NV).
+#: 16 lanes (AVX-512): 12 x 32 in 24 of 32 registers; 8 lanes (AVX2, or a GPU): 6 x 16 in 12 of 16.
+TILES = {16: (12, 2), 8: (6, 2)}
 PACK_K = 64     # k values per packing work-item
 #: below this many multiply-adds the unpacked kernel is faster than pack + micro-kernel
 #: (crossover measured between 64³ and 96³ on the PoCL CPU driver: launches dominate).
@@ -105,7 +106,7 @@ def matmul_backward(g, a, b, transpose_a: bool = False, transpose_b: bool = Fals
 
 
 def packed_pays(m: int, n: int, k: int) -> bool:
-    """Whether packing + the 6 x 16 micro-kernel beats the unpacked kernel for this size."""
+    """Whether packing + the micro-kernel beats the unpacked kernel for this size."""
     return m * n * k >= PACKED_MIN_WORK and min(m, n) >= 4
 
 
@@ -131,25 +132,29 @@ def gemm(call: OpCall, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strid
                 *status)
 
 
-def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a_div, b_div, alpha, status):
-    """Pack B into 16-column panels (and A into 6-row panels unless it is row-major), then
-    run the 6 x 16 micro-kernel."""
-    pm, pn = -(-m // MR), -(-n // NR)
-    a_sets, b_sets = -(-n_batch // a_div), -(-n_batch // b_div)
-    int32_range(packed_a=a_sets * pm * MR * k, packed_b=b_sets * pn * NR * k)
-    kb = -(-k // PACK_K)
+def tile_for(device) -> tuple[int, int, int]:
+    """(VW, MR, NV): the micro-kernel's vector width and C tile for ``device``."""
+    vw = 16 if device.type & cl.device_type.CPU and device.preferred_vector_width_float >= 16 else 8
+    return (vw, *TILES[vw])
+
+
+def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a_div, b_div, alpha, status,
+            add=None):
+    """Pack B into NR-column panels, then run the micro-kernel reading A in place."""
+    vw, mr, nv = tile_for(call.queue.device)
+    nr = vw * nv
+    pm, pn = -(-m // mr), -(-n // nr)
+    b_sets = -(-n_batch // b_div)
+    int32_range(packed_b=b_sets * pn * nr * k)
     a_batch, a_row, a_col = a_strides
-    if a_col == 1:                                    # row-major A: read in place
-        a_src, a_layout = a_buf, (a_batch, MR * a_row, a_row, 1)
-    else:
-        a_src = call.scratch("matmul.ap", a_sets * pm * MR * k)
-        call.launch("matmul.cl", "matmul_pack_a", (kb, pm, a_sets), (1, 1, 1),
-                    a_buf, a_src, i32(m), i32(k), *map(i32, a_strides))
-        a_layout = (pm * MR * k, MR * k, 1, MR)
-    bp = call.scratch("matmul.bp", b_sets * pn * NR * k)
-    call.launch("matmul.cl", "matmul_pack_b", (kb, pn, b_sets), (1, 1, 1),
-                b_buf, bp, i32(n), i32(k), *map(i32, b_strides))
-    local = 1 if call.queue.device.type & cl.device_type.CPU else 8
-    call.launch("matmul.cl", "matmul_packed", (round_up(-(-pm // PANELS), local), -(-pn // NPANELS), n_batch), (local, 1, 1),
-                a_src, bp, c_buf, i32(m), i32(n), i32(k), *map(i32, a_layout), i32(a_div), i32(b_div), f32(alpha),
-                *status)
+    if a_col != 1 and a_row != 1:
+        raise ValueError("matmul_packed reads A in place: one of its row and column strides must be 1")
+    a_trans = int(a_col != 1)
+    options = (f"-DVW={vw}", f"-DMR={mr}", f"-DNV={nv}", f"-DA_TRANS={a_trans}")
+    bp = call.scratch("matmul.bp", b_sets * pn * nr * k)
+    call.launch("matmul.cl", "matmul_pack_b", (-(-k // PACK_K), pn, b_sets), (1, 1, 1),
+                b_buf, bp, i32(n), i32(k), *map(i32, b_strides), options=options)
+    call.launch("matmul.cl", "matmul_packed", (pm, pn, n_batch), (1, 1, 1),
+                a_buf, bp, c_buf, c_buf if add is None else add, i32(m), i32(n), i32(k), i32(a_batch),
+                i32(a_col if a_trans else a_row), i32(a_div), i32(b_div), f32(alpha), i32(add is not None), *status,
+                options=options)

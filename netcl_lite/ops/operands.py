@@ -11,6 +11,8 @@ and a failure raises at the next sync naming the op (:mod:`netcl_lite.core.strea
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyopencl as cl
 
@@ -87,7 +89,7 @@ class OpCall:
     def output(self, shape, dtype=np.float32) -> Tensor:
         """A new result tensor: a NumPy array used in place on a host-memory device, else device memory."""
         dtype = np.dtype(dtype)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize
         if not self.in_place or not nbytes:
             return Tensor.empty(self.queue, shape, dtype)
         raw = np.empty(nbytes + _ALIGN, np.uint8)
@@ -126,17 +128,22 @@ class OpCall:
                 self.stream.check_finite(out.buffer, out.size, self.seq)
         if self.returns_tensors:
             return outs[0] if len(outs) == 1 else outs
-        self.stream.sync()
-        hosts = tuple(_host_of(o) for o in outs)
+        hosts = tuple(_to_host(o) for o in outs)
+        self.stream.sync()                   # one wait for the kernels and the copies or maps
         return hosts[0] if len(hosts) == 1 else hosts
 
 
-def _host_of(t: Tensor) -> np.ndarray:
+def _to_host(t: Tensor) -> np.ndarray:
+    """Enqueue what makes ``t``'s values visible to the host, without waiting: a map and unmap of
+    a host-backed output (no copy on PoCL's CPU driver), a copy otherwise."""
     host = t.memory.host
     if host is None:
-        return t.numpy()
-    # Map/unmap makes the kernels' writes visible to the host (free on PoCL's CPU driver).
-    mapped, _ = cl.enqueue_map_buffer(t.queue, t.buffer, cl.map_flags.READ, 0, (max(host.size, 1),), host.dtype)
+        host = np.empty(t.shape, t.dtype)
+        if host.size:
+            cl.enqueue_copy(t.queue, host, t.buffer, is_blocking=False)
+        return host
+    mapped, _ = cl.enqueue_map_buffer(t.queue, t.buffer, cl.map_flags.READ, 0, (host.size,), host.dtype,
+                                      is_blocking=False)
     mapped.base.release(t.queue)
     return host.reshape(t.shape)
 
@@ -149,7 +156,7 @@ def shape_of(x) -> tuple[int, ...]:
 
 
 def elements(shape) -> int:
-    return int(np.prod(shape, dtype=np.int64))
+    return math.prod(shape)
 
 
 def round_up(n: int, multiple: int) -> int:
