@@ -10,15 +10,19 @@
 //                    micro-kernel reads each k's NR values as whole vectors (a row-major B
 //                    read in place would walk k with a stride of N floats, often 4 KiB, which
 //                    maps every row to the same L1 and L2 sets).
+//   matmul_pack_a    copies a transposed A into panels of MR rows, k-major (A_PACKED): read in
+//                    place, each k of a transposed A sits lda floats (often 4 KiB) after the
+//                    last, the same cache-set trap as B. A row-major A is read in place.
 //   matmul_packed    each work-item owns an MR x NR tile of C over all of K, held in
 //                    MR * NV vector accumulators of VW lanes: per k, NV vector loads of B,
 //                    MR broadcasts of A and MR * NV multiply-adds. The host picks the shape
-//                    from the device's vector width: VW = 16 (AVX-512: 12 x 32 in 24 of the
-//                    32 registers) or VW = 8 (AVX2: 6 x 16 in 12 of 16). A is read in place,
-//                    row-major (MR rows, each contiguous in k) or transposed (A_TRANS: MR
-//                    contiguous values per k), so it is never copied. Plain a * b + c becomes
-//                    an FMA (PoCL would call fma() out of line). Batch b reads A and the B
-//                    panels of b / a_div and b / b_div: a broadcast operand (div = batch
+//                    from the device's vector width: VW = 16 (AVX-512: 6 x 64 in 24 of the
+//                    32 registers; measured on one core at n = 256..1024: 6 x 64 155-160
+//                    GFLOP/s, 12 x 32 130-160, 8 x 48 135-150, OpenBLAS 140) or VW = 8 (AVX2:
+//                    6 x 16 in 12 of 16). Six rows of A, each contiguous in k, are six streams;
+//                    twelve rows 4 KiB apart overflow an L1 set at n = 1024. Plain a * b + c
+//                    becomes an FMA (PoCL would call fma() out of line). Batch b reads A and
+//                    the B panels of b / a_div and b / b_div: a broadcast operand (div = batch
 //                    count) or grouped K/V heads (div = H / G) are packed once. The epilogue
 //                    scales by alpha, optionally adds D (a residual), and reports inf/NaN.
 #include "common.h"
@@ -78,8 +82,8 @@ __kernel void matmul_blocked(
 #ifndef NV
 #define NV 2            // vectors per row of the C tile: NR = NV * VW columns
 #endif
-#ifndef A_TRANS
-#define A_TRANS 0       // 1: A is stored transposed, element (m, k) at k * lda + m
+#ifndef A_PACKED
+#define A_PACKED 0      // 1: A comes from matmul_pack_a, element (m, k) at (m / MR) * MR * K + k * MR + m % MR
 #endif
 #define NR (NV * VW)
 #define PACK_K 64       // k values one packing work-item copies
@@ -97,6 +101,20 @@ typedef union { float8 v; float s[8]; } lanesv;
 #endif
 
 // --8<-- [start:matmul_pack]
+__kernel void matmul_pack_a(__global const float *a, __global float *ap, const int M, const int K,
+                            const int a_batch, const int a_row, const int a_col)
+{
+    const int k0 = get_global_id(0) * PACK_K, panel = get_global_id(1), batch = get_global_id(2);
+    if (k0 >= K) return;
+    const int k1 = min(K, k0 + PACK_K), rows = min(MR, M - panel * MR);
+    const long mp = (M + MR - 1) / MR * MR;                 // rows padded to whole panels
+    __global const float *src = a + (long)batch * a_batch + (long)panel * MR * a_row;
+    __global float *dst = ap + ((long)batch * mp + (long)panel * MR) * K;
+    for (int k = k0; k < k1; ++k)
+        for (int r = 0; r < MR; ++r)
+            dst[(long)k * MR + r] = r < rows ? src[(long)r * a_row + (long)k * a_col] : 0.0f;
+}
+
 __kernel void matmul_pack_b(__global const float *b, __global float *bp, const int N, const int K,
                             const int b_batch, const int b_row, const int b_col)
 {
@@ -128,11 +146,18 @@ __kernel void matmul_packed(__global const float *a, __global const float *bp, _
     const int m0 = pm * MR, n0 = pn * NR;
     if (m0 >= M || n0 >= N) return;
     const long np = (N + NR - 1) / NR * NR;
-    __global const float *ab = a + (long)(batch / a_div) * a_set;
     __global const float *b = bp + ((long)(batch / b_div) * np + n0) * K;
+#if A_PACKED
+    __global const float *ab = a + (long)(batch / a_div) * a_set + (long)m0 * K;
+    int at[MR];
+    #pragma unroll
+    for (int r = 0; r < MR; ++r) at[r] = r;             // padded rows are zeros
+#else
+    __global const float *ab = a + (long)(batch / a_div) * a_set;
     int at[MR];                                         // rows past M repeat the last one
     #pragma unroll
-    for (int r = 0; r < MR; ++r) at[r] = min(m0 + r, M - 1) * (A_TRANS ? 1 : lda);
+    for (int r = 0; r < MR; ++r) at[r] = min(m0 + r, M - 1) * lda;
+#endif
     vecf acc[MR][NV];
     #pragma unroll
     for (int r = 0; r < MR; ++r)
@@ -142,8 +167,8 @@ __kernel void matmul_packed(__global const float *a, __global const float *bp, _
         vecf bv[NV];
         #pragma unroll
         for (int v = 0; v < NV; ++v) bv[v] = ((__global const vecf *)b)[v];
-#if A_TRANS
-        __global const float *ak = ab + (long)k * lda;
+#if A_PACKED
+        __global const float *ak = ab + (long)k * MR;
 #else
         __global const float *ak = ab + k;
 #endif

@@ -13,8 +13,8 @@ from .reduce import sum_to
 
 _BLOCK = 4  # matmul_blocked computes a 4 x 4 block of C per work-item
 #: matmul_packed's C tile per device vector width (lanes): (rows MR, vectors per row NV).
-#: 16 lanes (AVX-512): 12 x 32 in 24 of 32 registers; 8 lanes (AVX2, or a GPU): 6 x 16 in 12 of 16.
-TILES = {16: (12, 2), 8: (6, 2)}
+#: 16 lanes (AVX-512): 6 x 64 in 24 of 32 registers; 8 lanes (AVX2, or a GPU): 6 x 16 in 12 of 16.
+TILES = {16: (6, 4), 8: (6, 2)}
 PACK_K = 64     # k values per packing work-item
 #: below this many multiply-adds the unpacked kernel is faster than pack + micro-kernel
 #: (crossover measured between 64³ and 96³ on the PoCL CPU driver: launches dominate).
@@ -140,21 +140,26 @@ def tile_for(device) -> tuple[int, int, int]:
 
 def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a_div, b_div, alpha, status,
             add=None):
-    """Pack B into NR-column panels, then run the micro-kernel reading A in place."""
+    """Pack B into NR-column panels (and a transposed A into MR-row panels), then run the
+    micro-kernel, which reads a row-major A in place."""
     vw, mr, nv = tile_for(call.queue.device)
     nr = vw * nv
     pm, pn = -(-m // mr), -(-n // nr)
-    b_sets = -(-n_batch // b_div)
-    int32_range(packed_b=b_sets * pn * nr * k)
+    a_sets, b_sets = -(-n_batch // a_div), -(-n_batch // b_div)
+    int32_range(packed_a=a_sets * pm * mr * k, packed_b=b_sets * pn * nr * k)
     a_batch, a_row, a_col = a_strides
-    if a_col != 1 and a_row != 1:
-        raise ValueError("matmul_packed reads A in place: one of its row and column strides must be 1")
-    a_trans = int(a_col != 1)
-    options = (f"-DVW={vw}", f"-DMR={mr}", f"-DNV={nv}", f"-DA_TRANS={a_trans}")
+    packed_a = int(a_col != 1)
+    options = (f"-DVW={vw}", f"-DMR={mr}", f"-DNV={nv}", f"-DA_PACKED={packed_a}")
+    if packed_a:
+        ap = call.scratch("matmul.ap", a_sets * pm * mr * k)
+        call.launch("matmul.cl", "matmul_pack_a", (-(-k // PACK_K), pm, a_sets), (1, 1, 1),
+                    a_buf, ap, i32(m), i32(k), *map(i32, a_strides), options=options)
+        a_buf, a_batch, lda = ap, pm * mr * k, mr
+    else:
+        lda = a_row
     bp = call.scratch("matmul.bp", b_sets * pn * nr * k)
     call.launch("matmul.cl", "matmul_pack_b", (-(-k // PACK_K), pn, b_sets), (1, 1, 1),
                 b_buf, bp, i32(n), i32(k), *map(i32, b_strides), options=options)
     call.launch("matmul.cl", "matmul_packed", (pm, pn, n_batch), (1, 1, 1),
                 a_buf, bp, c_buf, c_buf if add is None else add, i32(m), i32(n), i32(k), i32(a_batch),
-                i32(a_col if a_trans else a_row), i32(a_div), i32(b_div), f32(alpha), i32(add is not None), *status,
-                options=options)
+                i32(lda), i32(a_div), i32(b_div), f32(alpha), i32(add is not None), *status, options=options)
