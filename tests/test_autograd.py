@@ -30,18 +30,43 @@ def test_matmul_gradients_with_transposes(ta, tb):
     gradcheck(f, f64, a, b, n=5, what=f"matmul ta={ta} tb={tb}")
 
 
+@pytest.mark.parametrize("ta,tb", [(True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("batch_a,batch_b", [((2,), ()), ((), (2,)), ((1,), (2,))])
+def test_matmul_gradients_with_transposes_and_batch_broadcast_at_once(batch_a, batch_b, ta, tb):
+    """op(a) is (3, 5) and op(b) is (5, 4); either side is stored transposed and broadcast over a batch."""
+    rng = np.random.default_rng(22)
+    a = rand(rng, *batch_a, *((5, 3) if ta else (3, 5)))
+    b = rand(rng, *batch_b, *((4, 5) if tb else (5, 4)))
+    f = lambda a, b: ag.matmul(a, b, transpose_a=ta, transpose_b=tb)
+    f64 = lambda a, b: ref.matmul(a, b, transpose_a=ta, transpose_b=tb)
+    gradcheck(f, f64, a, b, n=10, what=f"matmul {a.shape}{'ᵀ' * ta} @ {b.shape}{'ᵀ' * tb}")
+
+
 @pytest.mark.parametrize("sa,sb", [((2, 3, 5), (2, 5, 4)), ((2, 3, 5), (5, 4)), ((3, 5), (2, 5, 4))])
 def test_matmul_gradients_batched_and_broadcast(sa, sb):
     rng = np.random.default_rng(2)
     gradcheck(ag.matmul, ref.matmul, rand(rng, *sa), rand(rng, *sb), n=10, what=f"matmul {sa}@{sb}")
 
 
-@pytest.mark.parametrize("sb", [(2, 3, 4), (4,), (3, 4)])
-def test_add_and_mul_gradients_with_suffix_broadcast(sb):
+@pytest.mark.parametrize("sb", [(2, 3, 4), (4,), (3, 4), (), (1,)])
+def test_elementwise_gradients_with_suffix_and_scalar_broadcast(sb):
     rng = np.random.default_rng(3)
     a, b = rand(rng, 2, 3, 4), rand(rng, *sb)
-    gradcheck(ag.add, ref.add, a, b, n=6, what=f"add {sb}")
-    gradcheck(ag.mul, ref.mul, a, b, n=6, what=f"mul {sb}")
+    gradcheck(ag.add, ref.add, a, b, n=24, what=f"add {sb}")
+    gradcheck(ag.sub, ref.sub, a, b, n=24, what=f"sub {sb}")
+    gradcheck(ag.mul, ref.mul, a, b, n=24, what=f"mul {sb}")
+    gradcheck(ag.div, ref.div, a, b + np.float32(3) * np.sign(b), n=24, what=f"div {sb}")   # |b| > 3: away from 0
+
+
+def test_node_arithmetic_builds_the_same_graph_as_the_functions():
+    rng = np.random.default_rng(23)
+    a, b, w = rand(rng, 3, 4), rand(rng, 4), rand(rng, 4, 2)
+    f = lambda a, b, w: (((-a + b) * 2.0 - a / (b * b + 1.0)) @ w).T.reshape(6).mean()
+    f64 = lambda a, b, w: np.mean((((-a + b) * 2.0 - a / (b * b + 1.0)) @ w).T.reshape(6))
+    gradcheck(f, f64, a, b, w, n=8, what="node operators")
+    g = lambda a: (1.0 - a).sum() + (3.0 / (a * a + 1.0)).sum(axis=-1).sum() + a.exp().mean()
+    g64 = lambda a: np.sum(1.0 - a) + np.sum(3.0 / (a * a + 1.0)) + np.mean(np.exp(a))
+    gradcheck(g, g64, a, n=12, what="reflected operators, sum(axis=-1), exp")
 
 
 @pytest.mark.parametrize("causal,masked", [(False, False), (True, False), (False, True)])
@@ -96,6 +121,30 @@ def test_flash_attention_gradients_tiled_and_row_kernels(kernel, case):
     f = lambda q, k, v: ag.flash_attention(q, k, v, mask=mask, causal=causal, kernel=kernel, block_size=block)
     f64 = lambda q, k, v: ref.attention(q, k, v, mask=mask, causal=causal)
     gradcheck(f, f64, q, k, v, n=case[4] * case[5], what=f"flash {kernel} {case}")
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_tiled_flash_backward_at_the_head_widths_models_use(d):
+    """The chapter's configuration is d = 64; d = 128 is the other common width. Causal GQA."""
+    rng = np.random.default_rng(20 + d)
+    q, k, v = rand(rng, 1, 2, 9, d), rand(rng, 1, 1, 11, d), rand(rng, 1, 1, 11, d)
+    f = lambda q, k, v: ag.flash_attention(q, k, v, causal=True, kernel="tiled")
+    gradcheck(f, lambda q, k, v: ref.attention(q, k, v, causal=True), q, k, v, n=11 * d, what=f"flash tiled d={d}")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("fn", ["attention", "flash_attention"])
+def test_attention_gradients_with_a_broadcast_padding_mask_alone_and_with_causal(fn, causal):
+    """A key-padding mask (B, 1, 1, Tk), broadcast over heads and queries (uploaded as B x Tk
+    bytes), alone and together with the causal rule."""
+    rng = np.random.default_rng(21)
+    q, k, v = rand(rng, 2, 2, 6, 8), rand(rng, 2, 2, 6, 8), rand(rng, 2, 2, 6, 8)
+    padding = np.ones((2, 1, 1, 6), bool)
+    padding[0, ..., 4:] = False                       # batch 0: two padded keys at the end
+    padding[1, ..., 1:3] = False                      # batch 1: two in the middle (key 0 stays visible)
+    f = lambda q, k, v: getattr(ag, fn)(q, k, v, mask=padding, causal=causal)
+    f64 = lambda q, k, v: ref.attention(q, k, v, mask=padding, causal=causal)
+    gradcheck(f, f64, q, k, v, n=48, what=f"{fn} padding (B,1,1,Tk) causal={causal}")
 
 
 def test_tiled_flash_backward_refuses_head_widths_off_the_panel():

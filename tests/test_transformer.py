@@ -11,7 +11,7 @@ from netcl_lite import autograd as ag
 from netcl_lite import budget
 from netcl_lite import reference as ref
 from netcl_lite.core.device import manager
-from netcl_lite.core.tensor import Tensor
+from netcl_lite.core.tensor import Tensor, track_allocations
 from netcl_lite.nn.transformer import (
     DecoderBlock,
     Embedding,
@@ -232,6 +232,28 @@ def test_cache_allocates_exactly_k_and_v_and_refuses_to_overflow(queue):
         cache.length(3)
     cache.reset()
     assert cache.lengths == [0, 0, 0]
+
+
+@pytest.mark.parametrize("kernel", ["flash", "dense"])
+def test_a_decode_step_allocates_the_same_whatever_the_cache_holds(queue, kernel):
+    """O(1) allocations per token: the cache is appended in place and attention reads the
+    prefix through kv_length, so a step at position 200 makes as many allocations as a step
+    at position 10 (a copy of the K/V prefix would grow with it). With flash attention the
+    bytes are equal too; dense attention's one growing buffer is its weights row, (H, T)."""
+    dim, heads, groups, max_len = 32, 4, 2, 256
+    block = DecoderBlock(queue, dim, heads, groups, 48, max_seq_len=max_len, kernel=kernel)
+    cache = KVCache(queue, 1, 1, groups, dim // heads, max_len)
+    x = np.random.default_rng(24).standard_normal((1, 1, dim)).astype(np.float32)
+    seen = {}
+    for position in range(201):
+        with track_allocations() as step:
+            block(x, cache, 0).numpy()
+        if position in (10, 200):
+            seen[position] = (step.buffers, step.bytes)
+    assert cache.length(0) == 201
+    assert seen[10][0] == seen[200][0], f"a decode step allocates {seen[10]} at position 10 but {seen[200]} at 200"
+    grown = seen[200][1] - seen[10][1]
+    assert grown == (0 if kernel == "flash" else 2 * heads * 190 * 4), f"{kernel}: {grown} more bytes at position 200"
 
 
 def test_cached_decoding_is_inference_only(queue):

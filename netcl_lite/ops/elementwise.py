@@ -24,9 +24,10 @@ def _each(call: OpCall, kernel: str, n: int, *buffers, extra=()) -> None:
 
 def _binary(name: str, a, b, queue):
     sa, sb = shape_of(a), shape_of(b)
-    if len(sb) > len(sa) or sa[len(sa) - len(sb):] != sb:
+    scalar = elements(sb) == 1 and len(sb) <= len(sa)          # (), (1,), (1, 1): one value for every element
+    if not scalar and (len(sb) > len(sa) or sa[len(sa) - len(sb):] != sb):
         raise ValueError(
-            f"{name}: b {sb} must have a's shape {sa} or a suffix of it (b is broadcast over a's leading axes)"
+            f"{name}: b {sb} must have a's shape {sa}, a suffix of it, or one element (b is broadcast over a)"
         )
     n, nb = elements(sa), elements(sb)
     int32_range(elements=n)
