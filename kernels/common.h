@@ -86,6 +86,13 @@ typedef union { float8 v; float s[8]; } lanes8f;
 
 ALWAYS_INLINE int8 nonfinite8(float8 v) { return (as_int8(v) & 0x7f800000) == 0x7f800000; }
 
+// any() for int8 lanes, inline (PoCL calls the builtin out of line).
+ALWAYS_INLINE int any8(int8 m) {
+    const int4 a = m.lo | m.hi;
+    const int2 b = a.lo | a.hi;
+    return (b.x | b.y) != 0;
+}
+
 ALWAYS_INLINE float8 load8(__global const float *p, long i0, long n) {
     if (i0 + 8 <= n) return *(__global const float8u *)(p + i0);
     lanes8f l;
@@ -97,7 +104,7 @@ ALWAYS_INLINE float8 load8(__global const float *p, long i0, long n) {
 ALWAYS_INLINE int store8(__global float *p, long i0, long n, float8 v) {
     if (i0 + 8 <= n) {
         *(__global float8u *)(p + i0) = v;
-        return any(nonfinite8(v));
+        return any8(nonfinite8(v));
     }
     lanes8f l;
     l.v = v;

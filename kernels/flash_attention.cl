@@ -496,7 +496,7 @@ __kernel void flash_attention_backward_dq_tiled(
         }
         delta_out[row] = delta[r];
     }
-    report(status, STATUS_NONFINITE, seq, any(bad));
+    report(status, STATUS_NONFINITE, seq, any8(bad));
 }
 // --8<-- [end:flash_attention_backward_dq_tiled]
 
@@ -581,6 +581,6 @@ __kernel void flash_attention_backward_dkv_tiled(
             bad |= (as_int8(dva[r][c]) & 0x7f800000) == 0x7f800000;
         }
     }
-    report(status, STATUS_NONFINITE, seq, any(bad));
+    report(status, STATUS_NONFINITE, seq, any8(bad));
 }
 // --8<-- [end:flash_attention_backward_dkv_tiled]

@@ -92,12 +92,12 @@ __kernel void matmul_blocked(
 typedef float16 vecf;
 typedef float16 vecfu __attribute__((aligned(4)));      // the same vector at any float address
 typedef union { float16 v; float s[16]; } lanesv;
-#define vec_nonfinite(x) any((as_int16(x) & 0x7f800000) == 0x7f800000)
+#define vec_nonfinite(x) (any8(nonfinite8((x).lo)) | any8(nonfinite8((x).hi)))
 #else
 typedef float8 vecf;
 typedef float8 vecfu __attribute__((aligned(4)));
 typedef union { float8 v; float s[8]; } lanesv;
-#define vec_nonfinite(x) any((as_int8(x) & 0x7f800000) == 0x7f800000)
+#define vec_nonfinite(x) any8(nonfinite8(x))
 #endif
 
 // --8<-- [start:matmul_pack]
