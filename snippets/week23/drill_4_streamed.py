@@ -7,10 +7,11 @@ from netcl_lite import budget, ops
 
 
 def stream(scores, values, block=1, rescale_l=True, rescale_num=True):
-    """One query's online softmax over keys in tiles of `block` (plain float64 Python).
+    """One query's online softmax over keys, `block` keys per tile.
 
-    scores: one number per key; values: one row of numbers per key.
-    Returns the output row and the (m, l, numerator) state after each tile.
+    Plain float64 Python. scores: one number per key; values: one row of
+    numbers per key. Returns the output row and the (m, l, numerator)
+    state after each tile.
     """
     m, l, num = -math.inf, 0.0, [0.0] * len(values[0])
     states = []
@@ -18,11 +19,14 @@ def stream(scores, values, block=1, rescale_l=True, rescale_num=True):
         tile = scores[start : start + block]
         rows = values[start : start + block]
         m_new = max(m, *tile)
-        shrink = math.exp(m - m_new)  # moves the old sums to the new maximum
-        w = [math.exp(s - m_new) for s in tile]  # this tile's weights, relative to m_new
+        # moves the old sums to the new maximum
+        shrink = math.exp(m - m_new)
+        # this tile's weights, relative to the new maximum
+        w = [math.exp(s - m_new) for s in tile]
         l = (shrink if rescale_l else 1.0) * l + sum(w)
         num = [
-            (shrink if rescale_num else 1.0) * acc + sum(wi * row[c] for wi, row in zip(w, rows))
+            (shrink if rescale_num else 1.0) * acc
+            + sum(wi * row[c] for wi, row in zip(w, rows))
             for c, acc in enumerate(num)
         ]
         m = m_new
@@ -31,19 +35,25 @@ def stream(scores, values, block=1, rescale_l=True, rescale_num=True):
 
 
 def dense(scores, values):
-    """The same query's softmax over all its scores at once, then the weighted mean of values."""
+    """The same query's softmax over all scores at once, then the mean."""
     top = max(scores)
     w = [math.exp(s - top) for s in scores]
-    return [sum(wi * row[c] for wi, row in zip(w, values)) / sum(w) for c in range(len(values[0]))]
+    return [
+        sum(wi * row[c] for wi, row in zip(w, values)) / sum(w)
+        for c in range(len(values[0]))
+    ]
 
 
 # (a) 7 queries, 9 keys, head width 4, values of width 3. In float64 the streamed
 #     recurrence and the dense softmax agree to 1e-12 for every block size; the
 #     OpenCL kernel (float32) does the same to float32 rounding.
 rng = np.random.default_rng(17)
-Q, K, V = rng.normal(size=(7, 4)), rng.normal(size=(9, 4)), rng.normal(size=(9, 3))
-S = [[sum(a * b for a, b in zip(q, k)) / math.sqrt(len(q)) for k in K.tolist()]
-     for q in Q.tolist()]  # the 7 x 9 scores, row by row
+Q, K = rng.normal(size=(7, 4)), rng.normal(size=(9, 4))
+V = rng.normal(size=(9, 3))
+S = [  # the 7 x 9 scores, row by row
+    [sum(a * b for a, b in zip(q, k)) / math.sqrt(len(q)) for k in K.tolist()]
+    for q in Q.tolist()
+]
 reference = [dense(row, V.tolist()) for row in S]
 Q32, K32, V32 = (x.astype(np.float32) for x in (Q, K, V))
 dense32 = ops.attention(Q32, K32, V32)  # stores the 7 x 9 weights on the device
@@ -81,5 +91,6 @@ print(f"streamed output {out:.4f}, dense output {dense_out:.4f}")
 assert math.isclose(out, 8) and math.isclose(dense_out, 8)
 (only_l,), _ = stream(scores, values, rescale_num=False)
 (only_num,), _ = stream(scores, values, rescale_l=False)
-print(f"rescale only the normalizer: {only_l:.4f}; only the numerator: {only_num:.4f}")
+print(f"rescale only the normalizer: {only_l:.4f};",
+      f"only the numerator: {only_num:.4f}")
 assert math.isclose(only_l, 9) and math.isclose(only_num, 16 / 3)
