@@ -17,7 +17,8 @@ for d in (8, 64, 128, 512):
     if d == 128:
         beyond = np.mean(np.abs(dots) > 35)
         sigmas = 35 / np.sqrt(d)
-        normal_tail = math.erfc(sigmas / math.sqrt(2))  # P(|z| > sigmas), z normal
-        print(f"           |q.k| > 35 ({sigmas:.2f} standard deviations):", end=" ")
-        print(f"{beyond:.2%} of pairs, normal tail {normal_tail:.2%}")
+        # P(|z| > sigmas) for a standard normal z
+        normal_tail = math.erfc(sigmas / math.sqrt(2))
+        print(f"{'':11}|q.k| > 35 ({sigmas:.2f} std):", end=" ")
+        print(f"{beyond:.2%} of pairs; normal tail {normal_tail:.2%}")
         assert beyond < 0.01  # rare: a fraction of a percent, not routine
