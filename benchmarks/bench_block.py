@@ -23,6 +23,7 @@ import numpy as np
 
 from netcl_lite import autograd as ag
 from netcl_lite.core.device import manager
+from netcl_lite.core.stream import sync
 from netcl_lite.core.tensor import Tensor
 from netcl_lite.nn.transformer import DecoderBlock
 
@@ -120,10 +121,10 @@ def device_step(block, x, r):
         xn = ag.tensor(x)
         t0 = time.perf_counter()
         out = block(xn)
-        out.value.queue.finish()
+        sync(out.queue)
         t1 = time.perf_counter()
     tape.backward(out, grad=r)
-    r.queue.finish()
+    sync(r.queue)
     return t1 - t0, time.perf_counter() - t1, xn
 
 
@@ -153,8 +154,8 @@ def main() -> None:
     # Validate before timing: device gradients against the host anchor's.
     _, _, xn = device_step(block, x, r)
     _, _, dx, grads = host_step(x_h, params, r_h, a.heads, a.kv_heads)
-    worst = max(np.abs(xn.grad.to_host() - dx).max() / np.abs(dx).max(),
-                *(np.abs(p.grad.to_host() - grads[n]).max() / np.abs(grads[n]).max() for n, p in block.parameters().items()))
+    worst = max(np.abs(xn.grad.numpy() - dx).max() / np.abs(dx).max(),
+                *(np.abs(p.grad.numpy() - grads[n]).max() / np.abs(grads[n]).max() for n, p in block.parameters().items()))
     assert worst < 1e-3, f"device and NumPy gradients differ: worst relative error {worst:.2e}"
 
     dev_f, dev_b, host_f, host_b = [], [], [], []

@@ -38,7 +38,7 @@ import numpy as np
 from netcl_lite import ops
 from netcl_lite.core.device import manager
 from netcl_lite.core.tensor import Tensor
-from netcl_lite.ops.operands import track_allocations
+from netcl_lite.core.tensor import track_allocations
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kernels.json"
 DENSE_LIMIT_BYTES = 3 * 2**30      # skip dense methods whose score matrices need more than this
@@ -94,7 +94,7 @@ def bench_gemm(queue, n: int, repeats: int) -> dict:
     rng = np.random.default_rng(n)
     a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
     ta, tb = Tensor.from_host(queue, a), Tensor.from_host(queue, b)
-    ours = ops.matmul(ta, tb).to_host()
+    ours = ops.matmul(ta, tb).numpy()
     err = float(np.abs(ours - a @ b).max())
     med = interleaved({"ours": lambda: ops.matmul(ta, tb), "numpy": lambda: a @ b}, repeats)
     flops = 2.0 * n**3
@@ -132,7 +132,7 @@ def bench_attention(queue, t: int, causal: bool, repeats: int, torch) -> dict:
            "score_matrix_bytes": score_bytes}
 
     with track_allocations() as seen:
-        flash = ops.flash_attention(dq, dk, dvv, causal=causal).to_host()
+        flash = ops.flash_attention(dq, dk, dvv, causal=causal).numpy()
     row["flash_extra_bytes"] = seen.bytes - out_bytes
     methods = {"flash": lambda: ops.flash_attention(dq, dk, dvv, causal=causal)}
     checks = {}
@@ -140,7 +140,7 @@ def bench_attention(queue, t: int, causal: bool, repeats: int, torch) -> dict:
     dense_ok = 2 * score_bytes <= DENSE_LIMIT_BYTES  # ours stores scores and weights
     if dense_ok:
         with track_allocations() as seen:
-            dense = ops.attention(dq, dk, dvv, causal=causal).to_host()
+            dense = ops.attention(dq, dk, dvv, causal=causal).numpy()
         row["dense_extra_bytes"] = seen.bytes - out_bytes
         checks["dense"] = dense
         methods["dense"] = lambda: ops.attention(dq, dk, dvv, causal=causal)

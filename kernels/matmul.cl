@@ -6,20 +6,21 @@
 //                    operands addressed by element strides, so a transposed operand
 //                    or a batch-broadcast one (stride 0) costs no copy. Used for small
 //                    products, where packing would cost more than it saves (~10 GFLOP/s).
-//   matmul_pack_a    copies A into panels of MR = 6 rows, k-major and zero-padded, when A
-//                    is not row-major (a transposed A read in place would walk k with a
-//                    stride of M floats, a 4 KiB stride that L1 cannot hold). A row-major A
-//                    is read in place: 6 rows, each contiguous in k.
-//   matmul_pack_b    copies B into panels of NR = 16 columns, k-major, zero-padded.
-//   matmul_packed    each work-item owns a 12 x 128 block of C, computed as 6 x 16 blocks
-//                    held in 12 float8 registers: per k, 2 vector loads, 6 broadcasts,
-//                    12 multiply-adds. k runs in blocks of KC = 64 so the 2 A and 8 B
-//                    sub-panels stay in L1 while each is reused (~200 GFLOP/s on 2 cores
-//                    here; one 6 x 16 block per work-item over all of K reached ~100-120). 12 accumulators + 3 operands fit the
-//                    16 registers of AVX2 (the target PoCL's LLVM picks here); plain
-//                    a * b + c becomes an FMA, vload/fma builtins would be calls. Batch b
-//                    reads A and B panel sets b / a_div and b / b_div: a broadcast operand
-//                    (div = batch count) or grouped K/V heads (div = H / G) are packed once.
+//   matmul_pack_b    copies B into panels of NR columns, k-major and zero-padded, so the
+//                    micro-kernel reads each k's NR values as whole vectors (a row-major B
+//                    read in place would walk k with a stride of N floats, often 4 KiB, which
+//                    maps every row to the same L1 and L2 sets).
+//   matmul_packed    each work-item owns an MR x NR tile of C over all of K, held in
+//                    MR * NV vector accumulators of VW lanes: per k, NV vector loads of B,
+//                    MR broadcasts of A and MR * NV multiply-adds. The host picks the shape
+//                    from the device's vector width: VW = 16 (AVX-512: 12 x 32 in 24 of the
+//                    32 registers) or VW = 8 (AVX2: 6 x 16 in 12 of 16). A is read in place,
+//                    row-major (MR rows, each contiguous in k) or transposed (A_TRANS: MR
+//                    contiguous values per k), so it is never copied. Plain a * b + c becomes
+//                    an FMA (PoCL would call fma() out of line). Batch b reads A and the B
+//                    panels of b / a_div and b / b_div: a broadcast operand (div = batch
+//                    count) or grouped K/V heads (div = H / G) are packed once. The epilogue
+//                    scales by alpha, optionally adds D (a residual), and reports inf/NaN.
 #include "common.h"
 
 #define BM 4
@@ -31,7 +32,8 @@ __kernel void matmul_blocked(
     const int M, const int N, const int K,
     const int a_batch, const int a_row, const int a_col,   // element strides of A
     const int b_batch, const int b_row, const int b_col,   // element strides of B
-    const int c_batch)                                     // C is contiguous (M, N) per batch
+    const int c_batch,                                     // C is contiguous (M, N) per batch
+    __global int *status, const int seq)
 {
     const int n0 = get_global_id(0) * BN;
     const int m0 = get_global_id(1) * BM;
@@ -57,122 +59,126 @@ __kernel void matmul_blocked(
         for (int i = 0; i < BM; ++i)
             for (int j = 0; j < BN; ++j) acc[i][j] += av[i] * bv[j];
     }
+    int bad = 0;
     for (int i = 0; i < BM && m0 + i < M; ++i)
-        for (int j = 0; j < BN && n0 + j < N; ++j) c[(m0 + i) * N + n0 + j] = acc[i][j];
+        for (int j = 0; j < BN && n0 + j < N; ++j) {
+            c[(m0 + i) * N + n0 + j] = acc[i][j];
+            bad |= nonfinite_bits(acc[i][j]);
+        }
+    report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:matmul_blocked]
 
-#define MR 6
-#define NR 16
-
+#ifndef VW
+#define VW 8            // lanes per vector: 8 (AVX2) or 16 (AVX-512)
+#endif
+#ifndef MR
+#define MR 6            // rows of the C tile
+#endif
+#ifndef NV
+#define NV 2            // vectors per row of the C tile: NR = NV * VW columns
+#endif
+#ifndef A_TRANS
+#define A_TRANS 0       // 1: A is stored transposed, element (m, k) at k * lda + m
+#endif
+#define NR (NV * VW)
 #define PACK_K 64       // k values one packing work-item copies
 
-// --8<-- [start:matmul_pack]
-__kernel void matmul_pack_a(__global const float *a, __global float *ap, const int M, const int K,
-                            const int a_batch, const int a_row, const int a_col)
-{
-    const int k0 = get_global_id(0) * PACK_K, panel = get_global_id(1), batch = get_global_id(2);
-    if (k0 >= K) return;
-    const int k1 = min(K, k0 + PACK_K), rows = min(MR, M - panel * MR);
-    const long mp = (M + MR - 1) / MR * MR;                       // rows padded to whole panels
-    __global const float *src = a + (long)batch * a_batch + (long)panel * MR * a_row;
-    __global float *dst = ap + ((long)batch * mp + (long)panel * MR) * K;
-    for (int k = k0; k < k1; ++k)
-        for (int r = 0; r < MR; ++r)
-            dst[k * MR + r] = r < rows ? src[(long)r * a_row + (long)k * a_col] : 0.0f;
-}
+#if VW == 16
+typedef float16 vecf;
+typedef float16 vecfu __attribute__((aligned(4)));      // the same vector at any float address
+typedef union { float16 v; float s[16]; } lanesv;
+#define vec_nonfinite(x) any((as_int16(x) & 0x7f800000) == 0x7f800000)
+#else
+typedef float8 vecf;
+typedef float8 vecfu __attribute__((aligned(4)));
+typedef union { float8 v; float s[8]; } lanesv;
+#define vec_nonfinite(x) any((as_int8(x) & 0x7f800000) == 0x7f800000)
+#endif
 
+// --8<-- [start:matmul_pack]
 __kernel void matmul_pack_b(__global const float *b, __global float *bp, const int N, const int K,
                             const int b_batch, const int b_row, const int b_col)
 {
     const int k0 = get_global_id(0) * PACK_K, panel = get_global_id(1), batch = get_global_id(2);
     if (k0 >= K) return;
     const int k1 = min(K, k0 + PACK_K), cols = min(NR, N - panel * NR);
-    const long np = (N + NR - 1) / NR * NR;
+    const long np = (N + NR - 1) / NR * NR;                 // columns padded to whole panels
     __global const float *src = b + (long)batch * b_batch + (long)panel * NR * b_col;
     __global float *dst = bp + ((long)batch * np + (long)panel * NR) * K;
-    if (cols == NR && b_col == 1 && b_row % 8 == 0 && b_batch % 8 == 0) {
-        // A full panel of a row-major B whose rows start 32-byte aligned: copy float8s.
-        for (int k = k0; k < k1; ++k) {
-            __global const float8 *row = (__global const float8 *)(src + (long)k * b_row);
-            __global float8 *out = (__global float8 *)(dst + k * NR);
-            out[0] = row[0];
-            out[1] = row[1];
-        }
+    if (cols == NR && b_col == 1) {                         // a full panel of a row-major B: whole vectors
+        for (int k = k0; k < k1; ++k)
+            for (int v = 0; v < NV; ++v)
+                ((__global vecf *)(dst + (long)k * NR))[v] = ((__global const vecfu *)(src + (long)k * b_row))[v];
         return;
     }
     for (int k = k0; k < k1; ++k)
         for (int c = 0; c < NR; ++c)
-            dst[k * NR + c] = c < cols ? src[(long)k * b_row + (long)c * b_col] : 0.0f;
+            dst[(long)k * NR + c] = c < cols ? src[(long)k * b_row + (long)c * b_col] : 0.0f;
 }
 // --8<-- [end:matmul_pack]
 
-#ifndef PANELS
-#define PANELS 2        // A panels (of 6 rows) per work-item
-#endif
-#ifndef NPANELS
-#define NPANELS 8       // B panels (of 16 columns) per work-item
-#endif
-#ifndef KC
-#define KC 64           // k-block: the 2 A sub-panels (3 KB) stay in L1 across the 8 B ones (4 KB each)
-#endif
-
 // --8<-- [start:matmul_packed]
 __kernel void matmul_packed(__global const float *a, __global const float *bp, __global float *c,
-                            const int M, const int N, const int K,
-                            const int a_set, const int a_panel, const int a_rs, const int a_ks,
-                            const int a_div, const int b_div, const float alpha)
+                            __global const float *d, const int M, const int N, const int K,
+                            const int a_set, const int lda, const int a_div, const int b_div,
+                            const float alpha, const int add_d, __global int *status, const int seq)
 {
-    // A element (m, k) of batch b sits at a[(b / a_div) * a_set + (m / 6) * a_panel
-    // + (m % 6) * a_rs + k * a_ks]: packed panels (a_rs = 1, a_ks = 6) or a row-major
-    // matrix read in place (a_rs = row stride, a_ks = 1). B is always packed.
-    const int pg = get_global_id(0), ng = get_global_id(1), batch = get_global_id(2);
-    const int m0 = pg * PANELS * MR, n0 = ng * NPANELS * NR;
+    const int pm = get_global_id(0), pn = get_global_id(1), batch = get_global_id(2);
+    const int m0 = pm * MR, n0 = pn * NR;
     if (m0 >= M || n0 >= N) return;
-    const int a_panels = min(PANELS, (M - m0 + MR - 1) / MR);
-    const int b_panels = min(NPANELS, (N - n0 + NR - 1) / NR);
     const long np = (N + NR - 1) / NR * NR;
-    __global const float *a0 = a + (long)(batch / a_div) * a_set + (long)(m0 / MR) * a_panel;
-    __global const float *b0 = bp + ((long)(batch / b_div) * np + n0) * K;
-    float8 part[PANELS][NPANELS][2 * MR];           // this work-item's C, between k-blocks
-    for (int k0 = 0; k0 < K; k0 += KC) {
-        const int k1 = min(K, k0 + KC);
-        for (int t = 0; t < b_panels; ++t)
-            for (int s = 0; s < a_panels; ++s) {
-                int row[MR];                              // rows past M repeat the last one
-                #pragma unroll
-                for (int r = 0; r < MR; ++r) row[r] = min(r, M - m0 - s * MR - 1) * a_rs;
-                float8 c0[MR], c1[MR];
-                #pragma unroll
-                for (int r = 0; r < MR; ++r) {
-                    c0[r] = k0 ? part[s][t][2 * r] : (float8)(0.0f);
-                    c1[r] = k0 ? part[s][t][2 * r + 1] : (float8)(0.0f);
-                }
-                __global const float *ak = a0 + (long)s * a_panel + (long)k0 * a_ks;
-                __global const float *b = b0 + ((long)t * K + k0) * NR;
-                for (int k = k0; k < k1; ++k, ak += a_ks, b += NR) {
-                    const float8 bl = ((__global const float8 *)b)[0], bh = ((__global const float8 *)b)[1];
-                    #pragma unroll
-                    for (int r = 0; r < MR; ++r) {
-                        const float ar = ak[row[r]];
-                        c0[r] = ar * bl + c0[r];
-                        c1[r] = ar * bh + c1[r];
-                    }
-                }
-                #pragma unroll
-                for (int r = 0; r < MR; ++r) {
-                    part[s][t][2 * r] = c0[r];
-                    part[s][t][2 * r + 1] = c1[r];
-                }
-            }
+    __global const float *ab = a + (long)(batch / a_div) * a_set;
+    __global const float *b = bp + ((long)(batch / b_div) * np + n0) * K;
+    int at[MR];                                         // rows past M repeat the last one
+    #pragma unroll
+    for (int r = 0; r < MR; ++r) at[r] = min(m0 + r, M - 1) * (A_TRANS ? 1 : lda);
+    vecf acc[MR][NV];
+    #pragma unroll
+    for (int r = 0; r < MR; ++r)
+        #pragma unroll
+        for (int v = 0; v < NV; ++v) acc[r][v] = (vecf)(0.0f);
+    for (int k = 0; k < K; ++k, b += NR) {
+        vecf bv[NV];
+        #pragma unroll
+        for (int v = 0; v < NV; ++v) bv[v] = ((__global const vecf *)b)[v];
+#if A_TRANS
+        __global const float *ak = ab + (long)k * lda;
+#else
+        __global const float *ak = ab + k;
+#endif
+        #pragma unroll
+        for (int r = 0; r < MR; ++r) {
+            const float x = ak[at[r]];
+            #pragma unroll
+            for (int v = 0; v < NV; ++v) acc[r][v] = x * bv[v] + acc[r][v];
+        }
     }
     __global float *cb = c + (long)batch * M * N;
-    for (int s = 0; s < a_panels; ++s)
-        for (int r = 0; r < MR && m0 + s * MR + r < M; ++r)
-            for (int t = 0; t < b_panels; ++t) {
-                __global float *crow = cb + (long)(m0 + s * MR + r) * N + n0 + t * NR;
-                const float *acc = (const float *)&part[s][t][2 * r];
-                for (int j = 0; j < NR && n0 + t * NR + j < N; ++j) crow[j] = alpha * acc[j];
+    __global const float *db = d + (long)batch * M * N;
+    int bad = 0;
+    #pragma unroll
+    for (int r = 0; r < MR; ++r) {
+        if (m0 + r >= M) break;
+        #pragma unroll
+        for (int v = 0; v < NV; ++v) {
+            const long at_c = (long)(m0 + r) * N + n0 + v * VW;
+            if (n0 + (v + 1) * VW <= N) {                   // a whole vector inside the row
+                vecf out = alpha * acc[r][v];
+                if (add_d) out += *(__global const vecfu *)(db + at_c);
+                *(__global vecfu *)(cb + at_c) = out;
+                bad |= vec_nonfinite(out);
+            } else {
+                lanesv l;
+                l.v = acc[r][v];
+                for (int j = 0; j < VW && n0 + v * VW + j < N; ++j) {
+                    const float o = alpha * l.s[j] + (add_d ? db[at_c + j] : 0.0f);
+                    cb[at_c + j] = o;
+                    bad |= nonfinite_bits(o);
+                }
             }
+        }
+    }
+    report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:matmul_packed]

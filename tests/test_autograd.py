@@ -1,79 +1,21 @@
-"""Every backward rule against central differences of a float64 reference.
-
-``gradcheck`` runs an op on the device under a Tape, pulls back a random
-output gradient R, and compares each input's float32 gradient with the float64
-finite-difference gradient of ``sum(f64(inputs) * R)`` (same float32-rounded
-inputs). The differences run in float64 with h = 1e-6: truncation (~h²) and
-cancellation (~1e-16/h) stay below 1e-9 relative, so the error budget is the
-device's float32 rounding alone. A forward and backward chain whose longest
-inner sum has n terms carries about n·u (u = 2⁻²⁴) error relative to the
-magnitudes it sums; with a few such stages and cancellation in between we allow
-``tol = 16·(n + 16)·u`` of the gradient's largest entry (1e-4 at n = 100).
-A wrong rule is off by O(1), so the check keeps its power.
-"""
+"""Every backward rule against central differences of a float64 reference (``checking.gradcheck``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from checking import gradcheck, rand
 
 from netcl_lite import autograd as ag
 from netcl_lite import reference as ref
-from netcl_lite.core.kernels import kernel_dir, kernel_names
 from netcl_lite.core.tensor import Tensor
 from netcl_lite.testing import EPS32, assert_close
-
-
-def tol_for(n: int) -> float:
-    """Allowed error relative to the gradient's largest entry for inner sums of n terms."""
-    return 16 * (n + 16) * EPS32
-
-
-def fd_grad(f64, args, i, r, h=1e-6):
-    """∂/∂args[i] of Σ f64(*args)·r by central differences, all in float64."""
-    args = [np.array(a, np.float64) for a in args]
-    x, g = args[i], np.empty(np.shape(args[i]))
-    for idx in np.ndindex(x.shape):
-        old = x[idx]
-        x[idx] = old + h
-        up = np.sum(f64(*args) * r)
-        x[idx] = old - h
-        down = np.sum(f64(*args) * r)
-        x[idx] = old
-        g[idx] = (up - down) / (2 * h)
-    return g
-
-
-def gradcheck(f_ag, f64, *inputs, n: int, which=None, seed=0, what=""):
-    """Check the device gradient of every input in ``which`` (default all) against float64 differences."""
-    rng = np.random.default_rng(seed)
-    inputs = [np.asarray(x, np.float32) for x in inputs]
-    with ag.Tape() as tape:
-        nodes = [ag.tensor(x) for x in inputs]
-        out = f_ag(*nodes)
-    expected = f64(*inputs)
-    assert out.shape == np.shape(expected), f"{what}: output shape {out.shape} != {np.shape(expected)}"
-    if out.value.size == 1 and out.shape == ():
-        r32, grad = np.float32(1.0), None
-    else:
-        r32 = rng.standard_normal(out.shape).astype(np.float32)
-        grad = r32
-    tape.backward(out, grad=grad)
-    for i in range(len(inputs)) if which is None else which:
-        g64 = fd_grad(f64, inputs, i, np.float64(r32))
-        got = nodes[i].grad.to_host()
-        scale = np.abs(g64).max()
-        assert_close(got, g64, rtol=0, atol=tol_for(n) * scale + 1e-30, what=f"{what} d/d input {i}")
 
 
 def test_the_check_catches_a_rule_that_is_slightly_wrong():
     x = np.linspace(-2, 2, 12, dtype=np.float32)
     with pytest.raises(AssertionError, match="differ"):
         gradcheck(ag.silu, lambda x: ref.silu(x) * 1.001, x, n=1, what="silu scaled by 1.001")
-
-
-def rand(rng, *shape):
-    return rng.standard_normal(shape).astype(np.float32)
 
 
 # -- one rule each --------------------------------------------------------------------
@@ -205,8 +147,8 @@ def test_embedding_gradient_accumulates_repeated_ids():
     tape.backward(out, grad=g)
     expected = np.zeros((6, 4))
     np.add.at(expected, ids.reshape(-1), g.reshape(-1, 4))
-    assert_close(t.grad.to_host(), expected, rtol=4 * EPS32, atol=0, what="scatter-add")
-    assert not t.grad.to_host()[[0, 2, 4]].any()
+    assert_close(t.grad.numpy(), expected, rtol=4 * EPS32, atol=0, what="scatter-add")
+    assert not t.grad.numpy()[[0, 2, 4]].any()
 
 
 def cross_entropy64(z, targets):
@@ -261,12 +203,15 @@ def test_gradients_accumulate_across_uses_and_calls():
         x = ag.tensor(x0)
         y = ag.add(ag.mul(x, x), x)          # x used three times: dy/dx = 2x + 1
         loss = ag.sum(y)
-    tape.backward(loss)
-    np.testing.assert_allclose(x.grad.to_host(), 2 * x0 + 1)
-    tape.backward(loss)                       # a second call adds
-    np.testing.assert_allclose(x.grad.to_host(), 2 * (2 * x0 + 1))
+    tape.backward(loss, retain_graph=True)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x0 + 1)
+    loss.backward()                           # a second call adds (the shorthand: the tape that recorded it)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * (2 * x0 + 1))
     ag.zero_grad([x])
     assert x.grad is None
+    with pytest.raises(ValueError, match="released by an earlier backward"):
+        loss.backward()                       # the record was released: memory does not grow step by step
+    assert tape.nodes == []
 
 
 def test_backward_with_an_output_gradient_and_its_errors():
@@ -278,7 +223,7 @@ def test_backward_with_an_output_gradient_and_its_errors():
     with pytest.raises(ValueError, match="shape"):
         tape.backward(y, grad=np.ones((3, 2), np.float32))
     tape.backward(y, grad=np.arange(6, dtype=np.float32).reshape(2, 3))
-    np.testing.assert_array_equal(x.grad.to_host(), 2 * np.arange(6).reshape(2, 3))
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * np.arange(6).reshape(2, 3))
     with pytest.raises(TypeError, match="Node"):
         tape.backward(y.value)
 
@@ -305,21 +250,8 @@ def test_nested_tapes_outer_sees_everything_inner_sees_its_own():
             z = ag.mul(y, y)                              # recorded on both
         assert ag.recording()
     assert not ag.recording()
-    inner.backward(z, grad=np.ones(1, np.float32))
-    assert x.grad is None and float(y.grad.to_host()[0]) == 2 * 4.0   # dz/dy = 2y; y is a constant to inner
+    inner.backward(z, grad=np.ones(1, np.float32), retain_graph=True)
+    assert x.grad is None and float(y.grad.numpy()[0]) == 2 * 4.0   # dz/dy = 2y; y is a constant to inner
     ag.zero_grad([x, y])
     outer.backward(z, grad=np.ones(1, np.float32))
-    assert float(x.grad.to_host()[0]) == 4 * 2.0 ** 3                 # z = x⁴
-
-
-def test_every_backward_kernel_file_lists_its_kernels_in_its_header(device):
-    from netcl_lite.core.kernels import get_kernel
-
-    files = sorted(p.name for p in kernel_dir().glob("*_backward.cl"))
-    assert len(files) >= 5
-    for name in files:
-        lines = (kernel_dir() / name).read_text().splitlines()
-        header = "\n".join(lines[: next(i for i, line in enumerate(lines) if not line.startswith("//"))])
-        for kname in kernel_names(name):
-            assert kname in header, f"{name}: {kname} missing from the header comment"
-            get_kernel(device.context, name, kname)
+    assert float(x.grad.numpy()[0]) == 4 * 2.0 ** 3                 # z = x⁴
