@@ -76,3 +76,17 @@ def test_generated_figures_carry_the_alt_text_their_script_computed(built_site):
             assert re.search(r"\d", expected), f"{attrs['src']}: its description names no number it drew"
             seen += 1
     assert seen >= 5, f"only {seen} generated figures found on the pages"
+
+
+RECALL_SECTIONS = ["assessment-scope", "sessions-covered", "the-90-minute-structure", "blank-page-reconstruction",
+                   "hands-on-drill", "answer-constraints-and-corrections", "quiz", "gap-analysis-and-next-week",
+                   "corrective-source-notes"]
+
+
+def test_recall_pages_keep_the_sheets_sections(built_site):
+    """Each section of a recall sheet is on its page under a title a reader of the sheet recognizes, in order."""
+    for name in ("week-22", "week-23"):
+        html_text = (built_site / name / "index.html").read_text(encoding="utf-8")
+        ids = re.findall(r'<h[23] id="([^"]+)"', html_text)
+        found = [i for i in ids if i in RECALL_SECTIONS]
+        assert found == RECALL_SECTIONS, f"{name}: sections {found}, expected {RECALL_SECTIONS}"
