@@ -38,25 +38,72 @@ ALWAYS_INLINE void report(__global int *status, int slot, int seq, int bad) {
     if (bad) atomic_min(status + slot, seq);
 }
 
+// One vector of VW lanes: 8 (AVX2, and the default) or 16 (AVX-512), chosen per device by
+// the host (-D VW=16) for the kernels whose register blocks are built from it.
+#ifndef VW
+#define VW 8
+#endif
+#if VW == 16
+typedef float16 vecf;
+typedef int16 veci;
+typedef float16 vecfu __attribute__((aligned(4)));     // the same vector at any float address
+typedef union { float16 v; float s[16]; } lanesf;
+typedef union { int16 v; int s[16]; } lanesi;
+#define as_vecf as_float16
+#define as_veci as_int16
+#define LANE_IDS ((int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#else
+typedef float8 vecf;
+typedef int8 veci;
+typedef float8 vecfu __attribute__((aligned(4)));
+typedef union { float8 v; float s[8]; } lanesf;
+typedef union { int8 v; int s[8]; } lanesi;
+#define as_vecf as_float8
+#define as_veci as_int8
+#define LANE_IDS ((int8)(0, 1, 2, 3, 4, 5, 6, 7))
+#endif
+
 // 2^x for x <= 0 without a library call: round x to n + f with |f| <= 1/2, a
 // degree-6 polynomial for 2^f (relative error < 2e-7), n added to the exponent.
 // Below -125 the result is 0, which also covers x = -inf.
-ALWAYS_INLINE float8 exp2_neg(float8 x) {
-    const float8 magic = (float8)(12582912.0f);                     // 1.5 * 2^23: rounds to integer
-    x = x < (float8)(-126.0f) ? (float8)(-126.0f) : x;
-    const float8 t = x + magic;
-    const float8 f = x - (t - magic);
-    float8 p = (float8)(1.5337577e-4f);
+ALWAYS_INLINE vecf exp2_neg(vecf x) {
+    const vecf magic = (vecf)(12582912.0f);                         // 1.5 * 2^23: rounds to integer
+    x = x < (vecf)(-126.0f) ? (vecf)(-126.0f) : x;
+    const vecf t = x + magic;
+    const vecf f = x - (t - magic);
+    vecf p = (vecf)(1.5337577e-4f);
     p = p * f + 1.3399860e-3f;
     p = p * f + 9.6185198e-3f;
     p = p * f + 5.5503290e-2f;
     p = p * f + 2.4022646e-1f;
     p = p * f + 6.9314718e-1f;
     p = p * f + 1.0f;
-    const int8 n = as_int8(t) - as_int8(magic);
-    const float8 r = as_float8(as_int8(p) + (n << 23));
-    return x < (float8)(-125.0f) ? (float8)(0.0f) : r;
+    const veci n = as_veci(t) - as_veci(magic);
+    const vecf r = as_vecf(as_veci(p) + (n << 23));
+    return x < (vecf)(-125.0f) ? (vecf)(0.0f) : r;
 }
+
+// Horizontal max, sum and any of one vector, inline (the builtins would be calls).
+ALWAYS_INLINE float hmax8(float8 v) {
+    const float4 a = v.lo > v.hi ? v.lo : v.hi;
+    const float2 b = a.lo > a.hi ? a.lo : a.hi;
+    return b.x > b.y ? b.x : b.y;
+}
+ALWAYS_INLINE float hsum8(float8 v) {
+    const float4 a = v.lo + v.hi;
+    const float2 b = a.lo + a.hi;
+    return b.x + b.y;
+}
+#if VW == 16
+ALWAYS_INLINE float hmaxv(vecf v) { return hmax8(v.lo > v.hi ? v.lo : v.hi); }
+ALWAYS_INLINE float hsumv(vecf v) { return hsum8(v.lo + v.hi); }
+ALWAYS_INLINE int anyv(veci m) { const int8 a = m.lo | m.hi; const int4 b = a.lo | a.hi; const int2 c = b.lo | b.hi; return (c.x | c.y) != 0; }
+#else
+ALWAYS_INLINE float hmaxv(vecf v) { return hmax8(v); }
+ALWAYS_INLINE float hsumv(vecf v) { return hsum8(v); }
+ALWAYS_INLINE int anyv(veci m) { const int4 a = m.lo | m.hi; const int2 b = a.lo | a.hi; return (b.x | b.y) != 0; }
+#endif
+ALWAYS_INLINE int nonfinitev(vecf v) { return anyv((as_veci(v) & 0x7f800000) == 0x7f800000); }
 
 // e^x for any x, inline (PoCL would call exp() out of line, one call per element):
 // n = round(x log2 e) and r = x - n ln2, with ln2 split in two so that n * LN2_HI is exact;

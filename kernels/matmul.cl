@@ -73,9 +73,6 @@ __kernel void matmul_blocked(
 }
 // --8<-- [end:matmul_blocked]
 
-#ifndef VW
-#define VW 8            // lanes per vector: 8 (AVX2) or 16 (AVX-512)
-#endif
 #ifndef MR
 #define MR 6            // rows of the C tile
 #endif
@@ -88,17 +85,6 @@ __kernel void matmul_blocked(
 #define NR (NV * VW)
 #define PACK_K 64       // k values one packing work-item copies
 
-#if VW == 16
-typedef float16 vecf;
-typedef float16 vecfu __attribute__((aligned(4)));      // the same vector at any float address
-typedef union { float16 v; float s[16]; } lanesv;
-#define vec_nonfinite(x) (any8(nonfinite8((x).lo)) | any8(nonfinite8((x).hi)))
-#else
-typedef float8 vecf;
-typedef float8 vecfu __attribute__((aligned(4)));
-typedef union { float8 v; float s[8]; } lanesv;
-#define vec_nonfinite(x) any8(nonfinite8(x))
-#endif
 
 // --8<-- [start:matmul_pack]
 __kernel void matmul_pack_a(__global const float *a, __global float *ap, const int M, const int K,
@@ -192,9 +178,9 @@ __kernel void matmul_packed(__global const float *a, __global const float *bp, _
                 vecf out = alpha * acc[r][v];
                 if (add_d) out += *(__global const vecfu *)(db + at_c);
                 *(__global vecfu *)(cb + at_c) = out;
-                bad |= vec_nonfinite(out);
+                bad |= nonfinitev(out);
             } else {
-                lanesv l;
+                lanesf l;
                 l.v = acc[r][v];
                 for (int j = 0; j < VW && n0 + v * VW + j < N; ++j) {
                     const float o = alpha * l.s[j] + (add_d ? db[at_c + j] : 0.0f);

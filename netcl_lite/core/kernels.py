@@ -37,6 +37,13 @@ def kernel_dir() -> Path:
     )
 
 
+def vector_lanes(device: cl.Device) -> int:
+    """Float lanes the register-blocked kernels use on ``device``: 16 where PoCL targets AVX-512
+    (32 registers of 16 floats), else 8 (AVX2's 16 registers of 8; GPUs take the portable 8)."""
+    cpu = bool(device.type & cl.device_type.CPU)
+    return 16 if cpu and device.preferred_vector_width_float >= 16 else 8
+
+
 def kernel_names(filename: str) -> list[str]:
     """The ``__kernel`` function names declared in one source file, in order."""
     source = (kernel_dir() / filename).read_text()

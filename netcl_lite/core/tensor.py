@@ -42,7 +42,8 @@ def device_bytes_in_use(context: cl.Context) -> tuple[int, int]:
 
 class track_allocations:
     """Count the buffers allocated inside a ``with`` block: ``.bytes`` and ``.buffers``; and
-    ``.scratch_bytes``, the reused work buffers the ops asked for (their working set).
+    ``.scratch_bytes``, what the ops used of work buffers kept from earlier calls (so that
+    ``bytes + scratch_bytes`` is the block's working set).
 
     >>> import numpy as np, netcl_lite as nl
     >>> with track_allocations() as seen:

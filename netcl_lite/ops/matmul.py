@@ -8,6 +8,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..checks import flag
+from ..core.kernels import vector_lanes
 from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
 from .reduce import sum_to
 
@@ -134,7 +135,7 @@ def gemm(call: OpCall, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strid
 
 def tile_for(device) -> tuple[int, int, int]:
     """(VW, MR, NV): the micro-kernel's vector width and C tile for ``device``."""
-    vw = 16 if device.type & cl.device_type.CPU and device.preferred_vector_width_float >= 16 else 8
+    vw = vector_lanes(device)
     return (vw, *TILES[vw])
 
 

@@ -109,8 +109,9 @@ class OpCall:
         if mem is None or mem.nbytes < 4 * n_floats:
             if mem is not None:
                 self.stream.keep(mem)            # queued kernels may still read the old one
-            mem = _scratch[k] = DeviceMemory(self.queue.context, 4 * max(1, int(n_floats)))
-        note_scratch(4 * int(n_floats))
+            mem = _scratch[k] = DeviceMemory(self.queue.context, 4 * max(1, int(n_floats)))   # counted as allocated
+        else:
+            note_scratch(4 * int(n_floats))                                                  # counted as reused
         return mem.buffer
 
     def launch(self, filename: str, kernel: str, global_size, local_size, *args, options: tuple = ()) -> None:
