@@ -153,14 +153,14 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
     options = (f"-DVW={vw}", f"-DMR={mr}", f"-DNV={nv}", f"-DA_PACKED={packed_a}")
     if packed_a:
         ap = call.scratch("matmul.ap", a_sets * pm * mr * k)
-        call.launch("matmul.cl", "matmul_pack_a", (-(-k // PACK_K), pm, a_sets), (1, 1, 1),
+        call.launch("matmul.cl", "matmul_pack_a", (round_up(-(-k // PACK_K), 8), pm, a_sets), (8, 1, 1),
                     a_buf, ap, i32(m), i32(k), *map(i32, a_strides), options=options)
         a_buf, a_batch, lda = ap, pm * mr * k, mr
     else:
         lda = a_row
     bp = call.scratch("matmul.bp", b_sets * pn * nr * k)
-    call.launch("matmul.cl", "matmul_pack_b", (-(-k // PACK_K), pn, b_sets), (1, 1, 1),
+    call.launch("matmul.cl", "matmul_pack_b", (round_up(-(-k // PACK_K), 8), pn, b_sets), (8, 1, 1),
                 b_buf, bp, i32(n), i32(k), *map(i32, b_strides), options=options)
-    call.launch("matmul.cl", "matmul_packed", (pm, pn, n_batch), (1, 1, 1),
+    call.launch("matmul.cl", "matmul_packed", (round_up(pm, 4), pn, n_batch), (4, 1, 1),
                 a_buf, bp, c_buf, c_buf if add is None else add, i32(m), i32(n), i32(k), i32(a_batch),
                 i32(lda), i32(a_div), i32(b_div), f32(alpha), i32(add is not None), *status, options=options)
