@@ -28,13 +28,19 @@ __kernel void embedding_gather(__global const float *table, __global const int *
 
 // --8<-- [start:embedding_backward]
 __kernel void embedding_backward(__global const float *g, __global const int *ids, __global float *dtable,
-                                 const int n_ids, const int vocab, const int dim)
+                                 const int n_ids, const int vocab, const int dim, __global int *status, const int seq)
 {
     const int c = get_global_id(0);
     if (c >= dim) return;
+    int bad = 0;
     for (int p = 0; p < n_ids; ++p) {
         const int id = ids[p];
-        if (id >= 0 && id < vocab) dtable[(long)id * dim + c] += g[(long)p * dim + c];
+        if (id >= 0 && id < vocab) {
+            const float v = dtable[(long)id * dim + c] + g[(long)p * dim + c];
+            dtable[(long)id * dim + c] = v;
+            bad |= nonfinite_bits(v);         // every entry written, checked as it is written
+        }
     }
+    report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:embedding_backward]
