@@ -51,7 +51,7 @@ def read_tiktoken_file(path: str | os.PathLike, expected_sha256: str | None = No
         raise ValueError(f"{path}: line {len(lines)}: the file does not end with a newline; it is "
                          f"truncated")
     if len(lines) == 1:
-        raise ValueError(f"{path}: the file is empty")
+        raise ValueError(f"{path}: line 1: the file is empty")
     del lines[-1]
     n = len(lines)
     by_rank: list[bytes | None] = [None] * n
