@@ -26,7 +26,8 @@ from itertools import accumulate
 
 import regex
 
-__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "compile_splitter", "from_oniguruma", "to_oniguruma"]
+__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "compile_splitter", "from_oniguruma", "to_oniguruma",
+           "with_gaps"]
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 """GPT-2's pre-split pattern (tiktoken's ``r50k_base`` spelling): contractions, letter runs,
@@ -151,12 +152,25 @@ def to_oniguruma(pattern: str) -> str:
     return _translate(pattern, {"$": r"\Z", "^": r"\A", r"\Z": r"\z"}, lambda atom, interval: f"(?>{atom}{interval})")
 
 
+def with_gaps(pattern: str) -> str:
+    r"""The pattern plus the text between its matches as chunks of their own (a Split that is "Isolated").
+
+    ``tokenizers`` keeps what a split pattern does not match; this spelling does the same:
+    a gap is the longest run of characters at none of which the pattern matches.
+
+    >>> import regex; regex.findall(with_gaps(r"\d+"), "ab12c3")
+    ['ab', '12', 'c', '3']
+    """
+    return rf"(?:{pattern})|(?:(?!(?:{pattern}))[\s\S])+"
+
+
 def from_oniguruma(pattern: str) -> str:
     r"""Read an Oniguruma pattern (from a tokenizer.json) as a ``regex`` pattern with the same splits.
 
     >>> from_oniguruma(r"\p{N}{1,3}+|\s++\z|\s+$")
     '(?:\\p{N}{1,3})+|\\s++\\Z|\\s+(?m:$)'
     """
+    _check_properties(pattern)
     return _translate(pattern, {"$": "(?m:$)", "^": "(?m:^)", r"\Z": "$", r"\z": r"\Z"},
                       lambda atom, interval: f"(?:{atom}{interval})+")
 
@@ -204,6 +218,16 @@ def _translate(pattern: str, anchors: dict[str, str], interval_plus) -> str:
             out.append(c)
             i += 1
     return "".join(out)
+
+
+_PROPERTY = re.compile(r"\\[pP]\{(?!\^?[A-Za-z_]\w*\})([^}]*)\}?")
+
+
+def _check_properties(pattern: str) -> None:
+    """Oniguruma names properties plainly (``\\p{L}``, ``\\p{^Han}``); ``regex`` also takes odd spellings."""
+    if bad := _PROPERTY.search(pattern):
+        raise ValueError(f"{bad.group()!r} is not a character property Oniguruma reads; the pattern "
+                         f"cannot mean the same in both engines")
 
 
 def _escape_end(pattern: str, i: int) -> int:

@@ -28,7 +28,14 @@ import os
 from collections.abc import Mapping
 
 from netcl_lite.text.model_file import MAX_ID, parse_json_object
-from netcl_lite.text.patterns import GPT2_PATTERN, GPT4_PATTERN, from_oniguruma, to_oniguruma
+from netcl_lite.text.patterns import (
+    GPT2_PATTERN,
+    GPT4_PATTERN,
+    compile_splitter,
+    from_oniguruma,
+    to_oniguruma,
+    with_gaps,
+)
 from netcl_lite.text.vocabulary import Vocabulary
 
 __all__ = ["BYTE_TO_CHAR", "read_tokenizer_json", "tokenizer_json_text"]
@@ -79,8 +86,8 @@ class _Reader:
             self.fail(key or "top level", f"expected a JSON object, got {type(obj).__name__}")
         unknown = sorted(set(obj) - allowed)
         if unknown:
-            self.fail(f"{key}.{unknown[0]}" if key else unknown[0], "unknown key; netcl_lite cannot tell whether "
-                      "it changes the ids, so it refuses the file")
+            self.fail(f"{key}[{unknown[0]!r}]" if key else f"[{unknown[0]!r}]", "unknown key; netcl_lite cannot "
+                      "tell whether it changes the ids, so it refuses the file")
 
     def expect(self, obj: dict, name: str, key: str, allowed) -> None:
         """``obj[name]`` (missing: ``None``) must be one of ``allowed``."""
@@ -91,6 +98,7 @@ class _Reader:
 
     def vocabulary(self, doc: dict) -> Vocabulary:
         self.check_keys(doc, _TOP_KEYS, "")
+        self.no_lone_surrogates(doc, "")
         self.expect(doc, "version", "", ["1.0", None])
         for name in ("truncation", "padding"):
             self.expect(doc, name, "", [None])
@@ -110,8 +118,9 @@ class _Reader:
         self.expect(model, "byte_fallback", "model", [False, None])
         self.expect(model, "fuse_unk", "model", [False, True, None])
         self.expect(model, "ignore_merges", "model", [False, True, None])
-        specials = self.added_tokens(doc.get("added_tokens", []))
-        tokens, ids = self.tokens(model.get("vocab"), specials)
+        vocab = self.vocab(model.get("vocab"))
+        specials = self.added_tokens(doc.get("added_tokens", []), vocab)
+        tokens, ids = self.tokens(vocab, specials)
         merges = self.merges(model.get("merges"), ids)
         return Vocabulary(pattern, tokens, specials, merges, bool(model.get("ignore_merges")))
 
@@ -146,10 +155,17 @@ class _Reader:
 
     def byte_level(self, step: dict, key: str) -> bool:
         """Check a ByteLevel pre-tokenizer; return its ``use_regex``."""
-        self.check_keys(step, {"type", "add_prefix_space", "trim_offsets", "use_regex"}, key)
+        self.byte_level_fields(step, key)
         self.expect(step, "add_prefix_space", key, [False])
-        self.expect(step, "use_regex", key, [True, False, None])
-        return step.get("use_regex", True) is not False
+        return step.get("use_regex", True)
+
+    def byte_level_fields(self, step: dict, key: str) -> None:
+        """A ByteLevel component's fields, as ``tokenizers`` requires them (use_regex came later)."""
+        self.check_keys(step, {"type", "add_prefix_space", "trim_offsets", "use_regex"}, key)
+        for name, allowed in (("add_prefix_space", [False, True]), ("trim_offsets", [False, True])):
+            self.expect(step, name, key, allowed)
+        if "use_regex" in step:
+            self.expect(step, "use_regex", key, [False, True])
 
     def split(self, step: dict, key: str) -> str:
         self.check_keys(step, {"type", "pattern", "behavior", "invert"}, key)
@@ -161,8 +177,15 @@ class _Reader:
             self.fail(f"{key}.pattern", f"{regex_source!r} is not supported (netcl_lite handles {{\"Regex\": ...}})")
         source = regex_source["Regex"]
         # the file may hold a known pattern in the spelling we write: keep its fast splitter
-        return next((p for p in (GPT4_PATTERN, GPT2_PATTERN) if to_oniguruma(p) == source), None) \
-            or from_oniguruma(source)
+        known = next((p for p in (GPT4_PATTERN, GPT2_PATTERN) if to_oniguruma(p) == source), None)
+        if known:
+            return known
+        try:
+            pattern = with_gaps(from_oniguruma(source))
+            compile_splitter(pattern)
+        except ValueError as exc:
+            self.fail(f"{key}.pattern", str(exc))
+        return pattern
 
     def post_processor(self, post, key: str) -> None:
         """Only ByteLevel (it moves offsets, never ids), alone or in a Sequence."""
@@ -176,16 +199,37 @@ class _Reader:
         if not (isinstance(post, dict) and post.get("type") == "ByteLevel"):
             self.fail(key, f"{self.kind(post)} is not supported: it can add or change ids (netcl_lite "
                       "handles ByteLevel, which only moves offsets)")
+        self.byte_level_fields(post, key)
 
     def decoder(self, decoder, key: str) -> None:
-        if decoder is not None and not (isinstance(decoder, dict) and decoder.get("type") == "ByteLevel"):
+        if decoder is None:
+            return
+        if not (isinstance(decoder, dict) and decoder.get("type") == "ByteLevel"):
             self.fail(key, f"{self.kind(decoder)} is not supported (netcl_lite decodes byte-level tokens)")
+        self.byte_level_fields(decoder, key)
 
-    def added_tokens(self, added) -> dict[str, int]:
+    def vocab(self, vocab) -> dict[str, int]:
+        """``model.vocab`` checked: string keys, distinct integer ids."""
+        if not isinstance(vocab, dict):
+            self.fail("model.vocab", "expected an object {token: id}")
+        seen: dict[int, str] = {}
+        for text, token_id in vocab.items():
+            key = f"model.vocab[{text!r}]"
+            self.check_id(token_id, key)
+            if token_id in seen:
+                self.fail(key, f"id {token_id} is also the id of {seen[token_id]!r}")
+            seen[token_id] = text
+        return vocab
+
+    def added_tokens(self, added, vocab: dict[str, int]) -> dict[str, int]:
+        """Added tokens -> the ids ``tokenizers`` gives them, which must be the ids the file states.
+
+        ``tokenizers`` ignores the stated id: a token in ``model.vocab`` keeps its id there, any
+        other takes the next id after the model's vocabulary and the added tokens before it.
+        """
         if not isinstance(added, list):
             self.fail("added_tokens", "expected a list")
         specials: dict[str, int] = {}
-        by_id: dict[int, str] = {}
         for i, token in enumerate(added):
             key = f"added_tokens[{i}]"
             self.check_keys(token, _ADDED_KEYS, key)
@@ -194,32 +238,31 @@ class _Reader:
             content, token_id = token.get("content"), token.get("id")
             if not isinstance(content, str) or not content:
                 self.fail(f"{key}.content", f"{content!r} is not a non-empty string")
-            self.utf8(content, f"{key}.content")
             self.check_id(token_id, f"{key}.id")
-            if content in specials or token_id in by_id:
-                self.fail(key, f"{content!r} with id {token_id} repeats an earlier added token")
-            specials[content], by_id[token_id] = token_id, content
+            if content in specials:
+                self.fail(key, f"{content!r} repeats an earlier added token")
+            given = vocab.get(content)
+            if given is None:
+                last = max(specials.values(), default=None)
+                given = len(vocab) if last is None or last < len(vocab) else last + 1
+            if given != token_id:
+                self.fail(f"{key}.id", f"{content!r} has id {token_id} here, but tokenizers would give it "
+                          f"id {given} (its id in model.vocab, or the next free one)")
+            specials[content] = token_id
         return specials
 
-    def tokens(self, vocab, specials: dict[str, int]) -> tuple[dict[int, bytes], dict[str, int]]:
+    def tokens(self, vocab: dict[str, int], specials: dict[str, int]) -> tuple[dict[int, bytes], dict[str, int]]:
         """``(id -> bytes of the byte-level tokens, their strings -> id)``."""
-        if not isinstance(vocab, dict):
-            self.fail("model.vocab", "expected an object {token: id}")
         special_ids = {i: s for s, i in specials.items()}
         tokens: dict[int, bytes] = {}
         ids: dict[str, int] = {}
-        seen: dict[int, str] = {}
         for text, token_id in vocab.items():
             key = f"model.vocab[{text!r}]"
-            self.check_id(token_id, key)
-            if token_id in seen:
-                self.fail(key, f"id {token_id} is also the id of {seen[token_id]!r}")
-            seen[token_id] = text
-            if text in specials or token_id in special_ids:
-                if specials.get(text) != token_id:
-                    self.fail(key, f"collides with the added token {special_ids.get(token_id, text)!r} "
-                              f"(id {specials.get(text, token_id)}): one string or id, two meanings")
-                continue  # the usual copy of an added token in the vocabulary
+            if text in specials:
+                continue  # the usual copy of an added token in the vocabulary (same id, see above)
+            if token_id in special_ids:
+                self.fail(key, f"collides with the added token {special_ids[token_id]!r} (id {token_id}): "
+                          f"one id, two tokens")
             tokens[token_id] = self.token_bytes(text, key)
             ids[text] = token_id
         missing = [b for b in range(256) if BYTE_TO_CHAR[b] not in ids]
@@ -265,11 +308,27 @@ class _Reader:
         if type(token_id) is not int or not 0 <= token_id <= MAX_ID:
             self.fail(key, f"id {token_id!r} is not an integer in 0..{MAX_ID}")
 
-    def utf8(self, text: str, key: str) -> None:
+    def no_lone_surrogates(self, doc: dict, key: str) -> None:
+        """JSON can spell a lone surrogate (``"\\ud800"``), which no UTF-8 text holds: name where."""
         try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            self.fail(key, f"{text!r} holds a lone surrogate at {exc.start}, which is not UTF-8")
+            json.dumps(doc, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            self.fail(_surrogate_key(doc, key), "a string holds a lone surrogate (\\ud800-\\udfff), "
+                      "which is not UTF-8 text")
+
+
+def _surrogate_key(value, key: str) -> str:
+    """The key path of the first string (or object key) holding a lone surrogate."""
+    bad = lambda s: any("\ud800" <= c <= "\udfff" for c in s)  # noqa: E731
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for name, item in items:
+        path = (f"{key}.{name}" if key else name) if isinstance(name, str) and name.isidentifier() \
+            else f"{key}[{name!r}]"
+        if isinstance(name, str) and bad(name) or isinstance(item, str) and bad(item):
+            return path
+        if isinstance(item, (dict, list)) and (found := _surrogate_key(item, path)) != path:
+            return found
+    return key
 
 
 def tokenizer_json_text(vocab: Vocabulary) -> str:
