@@ -84,27 +84,52 @@ def learn_merges(chunk_counts: Mapping[bytes, int], num_merges: int, *, min_freq
     return trace
 
 
-def _merge_everywhere(words, freqs, counts, where, a: int, b: int, new_id: int) -> set[Pair]:
-    """Replace ``a b`` by ``new_id`` in every word that has it; return the new pairs."""
-    created: set[Pair] = set()
+def _merge_everywhere(words, freqs, counts, where, a: int, b: int, new_id: int):
+    """Replace ``a b`` by ``new_id`` in every word that has it; return the new pairs.
+
+    Counts may fall to zero and stay in ``counts`` (deleting costs more than it saves). Every
+    new pair contains ``new_id``, so none existed before: they are gathered apart and added last.
+    """
+    new_counts: dict[Pair, int] = defaultdict(int)
+    new_where: dict[Pair, set[int]] = defaultdict(set)
     for i in where.pop((a, b)):
         word = words[i]
-        sites = _merge_sites(word, a, b)
+        once = a != b and word.count(a) == 1
+        if once:  # the common case, without building a list of sites
+            s = word.index(a)
+            sites = [s] if s + 1 < len(word) and word[s + 1] == b else None
+        else:
+            sites = _merge_sites(word, a, b)
         if not sites:
             continue  # stale index: an earlier merge consumed this word's occurrences
         f = freqs[i]
+        if len(sites) == 1:  # by far the most common case: one site, two neighbours at most
+            s = sites[0]
+            if s:
+                left = word[s - 1]
+                counts[left, a] -= f
+                if once:  # the word's only (left, a) is gone: no stale visit when it merges
+                    where[left, a].discard(i)
+                pair = (left, new_id)
+                new_counts[pair] += f
+                new_where[pair].add(i)
+            if s + 2 < len(word):
+                right = word[s + 2]
+                counts[b, right] -= f
+                if once and word.count(b) == 1:
+                    where[b, right].discard(i)
+                pair = (new_id, right)
+                new_counts[pair] += f
+                new_where[pair].add(i)
+            word[s:s + 2] = (new_id,)
+            continue
         last = len(word) - 1
         done = -1  # pair positions k (the pair word[k], word[k + 1]) already handled
         for s in sites:  # the neighbours of each site lose a pair; (a, b) itself goes below
             for k in (s - 1, s + 1):
                 if done < k < last and k >= 0:
                     done = k
-                    pair = (word[k], word[k + 1])
-                    left = counts[pair] - f
-                    if left:
-                        counts[pair] = left
-                    else:
-                        del counts[pair]
+                    counts[word[k], word[k + 1]] -= f
         merged, prev = [], 0
         for s in sites:
             merged += word[prev:s]
@@ -120,11 +145,12 @@ def _merge_everywhere(words, freqs, counts, where, a: int, b: int, new_id: int) 
                 if done < k < last and k >= 0:
                     done = k
                     pair = (merged[k], merged[k + 1])
-                    counts[pair] += f
-                    where[pair].add(i)
-                    created.add(pair)
+                    new_counts[pair] += f
+                    new_where[pair].add(i)
     counts.pop((a, b), None)  # every occurrence merged: no (a, b) is left anywhere
-    return created
+    counts.update(new_counts)
+    where.update(new_where)
+    return new_counts.keys()
 
 
 def _merge_sites(word: list[int], a: int, b: int) -> list[int]:
