@@ -34,14 +34,7 @@ from itertools import chain
 from types import MappingProxyType
 
 from netcl_lite.text.bpe_training import learn_merges
-from netcl_lite.text.byte_pair import (
-    LONG_CHUNK,
-    UnmadeTokenError,
-    listed_pair_table,
-    merge_ids,
-    merge_ids_long,
-    rank_pair_table,
-)
+from netcl_lite.text.byte_pair import UnmadeTokenError, chunk_encoder, listed_pair_table, rank_pair_table
 from netcl_lite.text.model_file import (
     ModelParts,
     check_merges,
@@ -77,7 +70,13 @@ class _ChunkCache(dict):
         self._encode = encode
 
     def __missing__(self, chunk: str) -> tuple[int, ...]:
-        ids = self._encode(chunk)
+        # subtle: a chunk that is one token never gets here when whole_chunks holds: the cache
+        # is seeded with every token that is text.
+        try:
+            piece = chunk.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _LoneSurrogate from None
+        ids = self._encode(piece)
         if len(chunk) <= _MAX_CACHED_CHARS:
             self[chunk] = ids
         return ids
@@ -132,7 +131,8 @@ class BPETokenizer:
                 except UnicodeDecodeError:
                     pass  # not a whole character: never a chunk on its own
         self._seed = seed
-        self._cache = _ChunkCache(seed, self._encode_chunk)
+        self._encode_piece = chunk_encoder(self._byte_ids, self._pairs)
+        self._cache = _ChunkCache(seed, self._encode_piece)
         if vocab.special_tokens:
             self.register_special_tokens(vocab.special_tokens)
 
@@ -268,20 +268,8 @@ class BPETokenizer:
                              f"cannot encode; repair the string (it often comes from decoding "
                              f"bytes with errors='surrogateescape')") from None
         if len(cache) > len(self._seed) + _CACHE_LIMIT:
-            self._cache = _ChunkCache(self._seed, self._encode_chunk)
+            self._cache = _ChunkCache(self._seed, self._encode_piece)
         return ids
-
-    def _encode_chunk(self, chunk: str) -> tuple[int, ...]:
-        try:
-            piece = chunk.encode("utf-8")
-        except UnicodeEncodeError:
-            raise _LoneSurrogate from None
-        if self._whole_chunks and (token := self._ids.get(piece)) is not None:
-            return (token,)
-        ids = list(map(self._byte_ids.__getitem__, piece))
-        if len(piece) >= LONG_CHUNK:
-            return tuple(merge_ids_long(ids, self._pairs))
-        return tuple(merge_ids(ids, self._pairs))
 
     def encode(self, text: str, *, allowed_special: str | Iterable[str] = frozenset(),
                disallowed_special: str | Iterable[str] = "all") -> list[int]:

@@ -17,11 +17,12 @@ algorithm on bytes, the plain statement of tiktoken's rule that the tests compar
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from heapq import heapify, heappop, heappush
-from itertools import pairwise
+from itertools import pairwise, repeat
+from operator import lshift, or_
 
-__all__ = ["LONG_CHUNK", "NO_MERGE", "UnmadeTokenError", "listed_pair_table", "merge_chunk", "merge_ids", "merge_ids_long",
+__all__ = ["LONG_CHUNK", "NO_MERGE", "UnmadeTokenError", "chunk_encoder", "listed_pair_table", "merge_chunk", "merge_ids", "merge_ids_long",
            "rank_pair_table"]
 
 #: Chunks at least this many bytes long take the heap path.
@@ -74,8 +75,11 @@ def listed_pair_table(merges: Sequence[tuple[int, int, int]]) -> dict[int, int]:
     return {left << 32 | right: k << 32 | merged for k, (left, right, merged) in enumerate(merges)}
 
 
-def merge_ids(ids: list[int], pairs: Mapping[int, int], limit: int = NO_MERGE) -> list[int]:
+def merge_ids(ids: list[int], pairs: Mapping[int, int], limit: int = NO_MERGE,
+              values: list[int] | None = None) -> list[int]:
     """Merge ``ids`` (in place, and returned) with a pair table; only values below ``limit`` merge.
+
+    ``values``: the pair values of ``ids`` when the caller has them already.
 
     >>> merge_ids([0, 0, 0, 1], {0 << 32 | 0: 2, 0 << 32 | 1: 3, 2 << 32 | 1: 4})
     [2, 3]
@@ -83,20 +87,44 @@ def merge_ids(ids: list[int], pairs: Mapping[int, int], limit: int = NO_MERGE) -
     (``0 0`` has the lowest value and the leftmost one merges first; then ``0 1``;
     ``2 3`` is no pair, so BPE stops.)
     """
-    get = pairs.get
-    values = [get(left << 32 | right, NO_MERGE) for left, right in pairwise(ids)]
+    get, no_merge, id_bits = pairs.get, NO_MERGE, _ID  # locals: this loop is the encoder's hot path
+    if values is None:
+        values = [get(left << 32 | right, no_merge) for left, right in pairwise(ids)]
     while values:
         best = min(values)
         if best >= limit:
             break
         i = values.index(best)  # leftmost of the lowest value
-        ids[i] = merged = best & _ID
+        ids[i] = merged = best & id_bits
         del ids[i + 1], values[i]
         if i:
-            values[i - 1] = get(ids[i - 1] << 32 | merged, NO_MERGE)
+            values[i - 1] = get(ids[i - 1] << 32 | merged, no_merge)
         if i < len(values):
-            values[i] = get(merged << 32 | ids[i + 1], NO_MERGE)
+            values[i] = get(merged << 32 | ids[i + 1], no_merge)
     return ids
+
+
+def chunk_encoder(byte_ids: Sequence[int], pairs: Mapping[int, int]) -> Callable[[bytes], tuple[int, ...]]:
+    """``encode(piece) -> ids``: BPE on one chunk's bytes. ``byte_ids[b]`` is the id of byte ``b``.
+
+    A chunk's first pair values come from a table of all 65,536 byte pairs, a list index
+    instead of a hash lookup per pair.
+
+    >>> encode = chunk_encoder(range(256), {97 << 32 | 98: 256})
+    >>> encode(b"abc")
+    (256, 99)
+    """
+    byte_pairs = [pairs.get(left << 32 | right, NO_MERGE) for left in byte_ids for right in byte_ids]
+    pair_value, byte_id, eights = byte_pairs.__getitem__, list(byte_ids).__getitem__, repeat(8)
+
+    def encode(piece: bytes) -> tuple[int, ...]:
+        ids = list(map(byte_id, piece))
+        if len(ids) >= LONG_CHUNK:
+            return tuple(merge_ids_long(ids, pairs))
+        values = list(map(pair_value, map(or_, map(lshift, piece, eights), piece[1:])))  # b1 << 8 | b2
+        return tuple(merge_ids(ids, pairs, NO_MERGE, values))
+
+    return encode
 
 
 def merge_ids_long(ids: list[int], pairs: Mapping[int, int]) -> list[int]:
