@@ -107,17 +107,19 @@ def _merge_everywhere(words, freqs, counts, where, a: int, b: int, new_id: int):
             s = sites[0]
             if s:
                 left = word[s - 1]
-                counts[left, a] -= f
+                pair = (left, a)
+                counts[pair] -= f
                 if once:  # the word's only (left, a) is gone: no stale visit when it merges
-                    where[left, a].discard(i)
+                    where[pair].discard(i)
                 pair = (left, new_id)
                 new_counts[pair] += f
                 new_where[pair].add(i)
             if s + 2 < len(word):
                 right = word[s + 2]
-                counts[b, right] -= f
+                pair = (b, right)
+                counts[pair] -= f
                 if once and word.count(b) == 1:
-                    where[b, right].discard(i)
+                    where[pair].discard(i)
                 pair = (new_id, right)
                 new_counts[pair] += f
                 new_where[pair].add(i)
