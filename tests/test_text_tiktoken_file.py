@@ -15,11 +15,11 @@ import tiktoken
 import tiktoken.load
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from test_text_io import TEXTS
 
 from netcl_lite.text import GPT2_PATTERN, BPETokenizer
 from netcl_lite.text.tiktoken_file import read_tiktoken_file
 
-TEXTS = ["the river and the road", "the quick brown fox", "naïve café 日本語 日本", "aaaa bbbb"] * 4
 PROBE = "the river café 日本 aaaa!"
 fuzz_settings = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

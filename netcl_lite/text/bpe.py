@@ -458,14 +458,7 @@ class BPETokenizer:
         >>> dict(BPETokenizer.from_mergeable_ranks(ranks).merges)
         {(104, 105): 256, (256, 33): 257}
         """
-        tokens = check_ranks(mergeable_ranks)
-        try:
-            tok = _from_vocabulary(Vocabulary(pattern, dict(enumerate(tokens))))
-        except UnmadeTokenError as exc:
-            raise ValueError(f"mergeable_ranks: {exc}") from None
-        if special_tokens:
-            tok.register_special_tokens(special_tokens)
-        return tok
+        return _from_ranks(check_ranks(mergeable_ranks), pattern, special_tokens, lambda rank: "mergeable_ranks")
 
     @classmethod
     def from_tiktoken_file(cls, path: str | os.PathLike, pattern: str | None,
@@ -487,13 +480,7 @@ class BPETokenizer:
         [256, 32, 256]
         """
         tokens, line_of = read_tiktoken_file(path, expected_sha256)
-        try:
-            tok = _from_vocabulary(Vocabulary(pattern, dict(enumerate(tokens))))
-        except UnmadeTokenError as exc:
-            raise ValueError(f"{path}: line {line_of[exc.rank]}: {exc}") from None
-        if special_tokens:
-            tok.register_special_tokens(special_tokens)
-        return tok
+        return _from_ranks(tokens, pattern, special_tokens, lambda rank: f"{path}: line {line_of[rank]}")
 
     def save_tiktoken_file(self, path: str | os.PathLike) -> None:
         """Write the byte-level tokens as a ``.tiktoken`` file, byte for byte as tiktoken writes it.
@@ -547,6 +534,18 @@ class BPETokenizer:
 def _from_vocabulary(vocab: Vocabulary) -> BPETokenizer:
     tok = BPETokenizer.__new__(BPETokenizer)
     tok._set_model(vocab)
+    return tok
+
+
+def _from_ranks(tokens: list[bytes], pattern: str | None, special_tokens: Mapping[str, int] | None,
+                where) -> BPETokenizer:
+    """tiktoken's rule over ``tokens`` (index = rank); ``where(rank)`` names the source of a bad token."""
+    try:
+        tok = _from_vocabulary(Vocabulary(pattern, dict(enumerate(tokens))))
+    except UnmadeTokenError as exc:
+        raise ValueError(f"{where(exc.rank)}: {exc}") from None
+    if special_tokens:
+        tok.register_special_tokens(special_tokens)
     return tok
 
 

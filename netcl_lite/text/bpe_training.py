@@ -92,12 +92,14 @@ def _merge_everywhere(words, freqs, counts, where, a: int, b: int, new_id: int):
     """
     new_counts: dict[Pair, int] = defaultdict(int)
     new_where: dict[Pair, set[int]] = defaultdict(set)
+    distinct = a != b
     for i in where.pop((a, b)):
         word = words[i]
-        once = a != b and word.count(a) == 1
+        n = len(word)
+        once = distinct and word.count(a) == 1
         if once:  # the common case, without building a list of sites
             s = word.index(a)
-            sites = [s] if s + 1 < len(word) and word[s + 1] == b else None
+            sites = [s] if s + 1 < n and word[s + 1] == b else None
         else:
             sites = _merge_sites(word, a, b)
         if not sites:
@@ -114,7 +116,7 @@ def _merge_everywhere(words, freqs, counts, where, a: int, b: int, new_id: int):
                 pair = (left, new_id)
                 new_counts[pair] += f
                 new_where[pair].add(i)
-            if s + 2 < len(word):
+            if s + 2 < n:
                 right = word[s + 2]
                 pair = (b, right)
                 counts[pair] -= f
