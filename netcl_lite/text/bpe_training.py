@@ -54,7 +54,9 @@ def learn_merges(chunk_counts: Mapping[bytes, int], num_merges: int, *, min_freq
         for pair in pairwise(word):
             counts[pair] += f
             where[pair].add(i)
-    heap = [(-c, vocab[a], vocab[b], a, b) for (a, b), c in counts.items()]
+    # subtle: a pair's count never rises once it exists (a pair is only ever created by the merge
+    # that makes its newer token), so a pair below min_frequency can never merge: not queued.
+    heap = [(-c, vocab[a], vocab[b], a, b) for (a, b), c in counts.items() if c >= min_frequency]
     heapify(heap)
     trace: list[tuple[Pair, int]] = []
     bar = Progress(progress)
@@ -77,18 +79,19 @@ def learn_merges(chunk_counts: Mapping[bytes, int], num_merges: int, *, min_freq
         vocab.append(merged)
         known.add(merged)
         trace.append(((a, b), count))
-        for pair in _merge_everywhere(words, freqs, counts, where, a, b, new_id):
+        for pair in _merge_everywhere(words, freqs, counts, where, a, b, new_id, min_frequency):
             heappush(heap, (-counts[pair], vocab[pair[0]], vocab[pair[1]], *pair))
         bar.update(f"BPE training: merge {len(trace)}/{num_merges} (count {count})")
     bar.close(f"BPE training: {len(trace)} merges")
     return trace
 
 
-def _merge_everywhere(words, freqs, counts, where, a: int, b: int, new_id: int):
-    """Replace ``a b`` by ``new_id`` in every word that has it; return the new pairs.
+def _merge_everywhere(words, freqs, counts, where, a: int, b: int, new_id: int, min_frequency: int):
+    """Replace ``a b`` by ``new_id`` in every word that has it; return the new pairs that may merge.
 
     Counts may fall to zero and stay in ``counts`` (deleting costs more than it saves). Every
-    new pair contains ``new_id``, so none existed before: they are gathered apart and added last.
+    new pair contains ``new_id``, so none existed before: they are gathered apart and added
+    last; only those seen ``min_frequency`` times are indexed in ``where`` (no other can merge).
     """
     new_counts: dict[Pair, int] = defaultdict(int)
     new_where: dict[Pair, set[int]] = defaultdict(set)
@@ -111,8 +114,8 @@ def _merge_everywhere(words, freqs, counts, where, a: int, b: int, new_id: int):
                 left = word[s - 1]
                 pair = (left, a)
                 counts[pair] -= f
-                if once:  # the word's only (left, a) is gone: no stale visit when it merges
-                    where[pair].discard(i)
+                if once and (holders := where.get(pair)):  # the word's only (left, a) is gone
+                    holders.discard(i)
                 pair = (left, new_id)
                 new_counts[pair] += f
                 new_where[pair].add(i)
@@ -120,8 +123,8 @@ def _merge_everywhere(words, freqs, counts, where, a: int, b: int, new_id: int):
                 right = word[s + 2]
                 pair = (b, right)
                 counts[pair] -= f
-                if once and word.count(b) == 1:
-                    where[pair].discard(i)
+                if once and word.count(b) == 1 and (holders := where.get(pair)):
+                    holders.discard(i)
                 pair = (new_id, right)
                 new_counts[pair] += f
                 new_where[pair].add(i)
@@ -153,8 +156,10 @@ def _merge_everywhere(words, freqs, counts, where, a: int, b: int, new_id: int):
                     new_where[pair].add(i)
     counts.pop((a, b), None)  # every occurrence merged: no (a, b) is left anywhere
     counts.update(new_counts)
-    where.update(new_where)
-    return new_counts.keys()
+    frequent = [pair for pair, count in new_counts.items() if count >= min_frequency]
+    for pair in frequent:
+        where[pair] = new_where[pair]
+    return frequent
 
 
 def _merge_sites(word: list[int], a: int, b: int) -> list[int]:
