@@ -9,6 +9,7 @@ and give the same ids there.
 """
 
 import json
+import pickle
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -83,6 +84,10 @@ def test_a_loaded_file_saves_again_with_the_same_meaning(hf_file, texts, tmp_pat
         assert again.encode(line).ids == hf.encode(line).ids
     with pytest.raises(ValueError, match="save it with save_tokenizer_json"):
         BPETokenizer.from_tokenizer_json(path).save(tmp_path / "netcl.json")
+    with pytest.raises(ValueError, match="mergeable_ranks: .* save it with save_tokenizer_json"):
+        BPETokenizer.from_tokenizer_json(path).mergeable_ranks()
+    unpickled = pickle.loads(pickle.dumps(BPETokenizer.from_tokenizer_json(path)))
+    assert unpickled.encode(texts[1][0] + "<|pad|>", allowed_special="all") == hf.encode(texts[1][0] + "<|pad|>").ids
 
 
 @pytest.mark.parametrize("pattern", [GPT4_PATTERN, GPT2_PATTERN, None], ids=["gpt4", "gpt2", "none"])

@@ -20,6 +20,13 @@ Text goes through three steps:
 
 Encoding keeps a bounded cache chunk -> ids, seeded with every token that
 is valid UTF-8, so a repeated chunk costs one dict lookup.
+
+Files: :meth:`BPETokenizer.save`/:meth:`~BPETokenizer.load` (netcl_lite's own
+model file), tiktoken's ``.tiktoken`` (:meth:`~BPETokenizer.from_tiktoken_file`)
+and Hugging Face's byte-level ``tokenizer.json``
+(:meth:`~BPETokenizer.from_tokenizer_json`). A tokenizer keeps the merge rule of
+the file it came from (see :mod:`~netcl_lite.text.byte_pair`), so its ids match
+the library that owns the format.
 """
 
 from __future__ import annotations

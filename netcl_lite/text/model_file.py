@@ -31,7 +31,7 @@ _KEYS = ("format", "version", "pattern", "base_bytes", "special_tokens", "merges
 
 @dataclass(frozen=True)
 class ModelParts:
-    """Everything that defines a byte-level BPE tokenizer."""
+    """A tokenizer in this file's layout: ids 0..255 are bytes, merge k makes id 256 + k (tiktoken's rule)."""
 
     pattern: str | None
     base_bytes: tuple[int, ...]  # byte value of ids 0..255
