@@ -15,20 +15,13 @@ import tiktoken
 import tiktoken.load
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from test_text_io import TEXTS
+from test_text_io import trained  # noqa: F401 (a fixture: GPT-2 pattern, 300 tokens, <|endoftext|> = 400)
 
 from netcl_lite.text import GPT2_PATTERN, BPETokenizer
 from netcl_lite.text.tiktoken_file import read_tiktoken_file
 
 PROBE = "the river café 日本 aaaa!"
 fuzz_settings = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-@pytest.fixture(scope="module")
-def trained():
-    tok = BPETokenizer(pattern=GPT2_PATTERN)
-    tok.train_from_iterator(TEXTS, 320)
-    return tok
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +46,7 @@ def write(tmp_path, data: bytes):
 
 def test_file_format_is_tiktokens(trained, original, tmp_path):
     lines = original.decode().splitlines()
-    assert lines[97] == "YQ== 97" and lines[-1].endswith(f" {trained.n_vocab - 1}")
+    assert lines[97] == "YQ== 97" and lines[-1].endswith(f" {len(trained.mergeable_ranks()) - 1}")
     assert tiktoken.load.load_tiktoken_bpe(str(write(tmp_path, original))) == trained.mergeable_ranks()
     by_rank = sorted(trained.mergeable_ranks().items(), key=lambda item: item[1])
     assert original == b"".join(base64.b64encode(t) + b" " + str(r).encode() + b"\n" for t, r in by_rank)
@@ -120,8 +113,8 @@ def test_sha256_and_special_tokens_are_checked(original, tmp_path):
         BPETokenizer.from_tiktoken_file(path, GPT2_PATTERN, expected_sha256="abc")
     with pytest.raises(TypeError, match="expected_sha256 must be a str"):
         BPETokenizer.from_tiktoken_file(path, GPT2_PATTERN, expected_sha256=b"0" * 64)
-    with pytest.raises(ValueError, match="special token '<\\|x\\|>' has id 300, which is already a byte-level token"):
-        BPETokenizer.from_tiktoken_file(path, GPT2_PATTERN, {"<|x|>": 300})
+    with pytest.raises(ValueError, match="special token '<\\|x\\|>' has id 280, which is already a byte-level token"):
+        BPETokenizer.from_tiktoken_file(path, GPT2_PATTERN, {"<|x|>": 280})
     with pytest.raises(ValueError, match="not a valid regex"):
         BPETokenizer.from_tiktoken_file(path, "(unclosed")
 
@@ -191,9 +184,9 @@ def test_fuzzed_files_raise_a_named_error_or_load_exactly_what_tiktoken_reads(or
 
 
 def test_a_file_cut_at_a_line_break_loads_shorter_without_the_hash_and_fails_with_it(original, tmp_path):
-    cut = joined(lines_of(original)[:300])
+    cut = joined(lines_of(original)[:280])
     path = write(tmp_path, cut)
-    assert len(BPETokenizer.from_tiktoken_file(path, GPT2_PATTERN).vocab) == 300
+    assert len(BPETokenizer.from_tiktoken_file(path, GPT2_PATTERN).vocab) == 280
     with pytest.raises(ValueError, match="sha256"):
         BPETokenizer.from_tiktoken_file(path, GPT2_PATTERN, expected_sha256=hashlib.sha256(original).hexdigest())
 
