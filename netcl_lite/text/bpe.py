@@ -469,7 +469,7 @@ class BPETokenizer:
 
     @classmethod
     def from_tiktoken_file(cls, path: str | os.PathLike, pattern: str | None,
-                           special_tokens: Mapping[str, int] | None = None, *,
+                           special_tokens: Mapping[str, int] | None = None,
                            expected_sha256: str | None = None) -> BPETokenizer:
         """Load a tiktoken ``.tiktoken`` file (one ``<base64 bytes> <rank>`` line per token).
 
