@@ -70,6 +70,7 @@ class Stream:
                                 hostbuf=self._status_host)
         self._ops: list[OpRecord] = []
         self._alive: list = []
+        self._kernels: dict[tuple, cl.Kernel] = {}   # this queue's context only: a shorter key than get_kernel's
         self.profile: list | None = None       # (kernel, event) per launch while a profiler listens
 
     # -- recording ------------------------------------------------------------------------------
@@ -82,7 +83,11 @@ class Stream:
 
     def launch(self, filename: str, name: str, global_size, local_size, *args, options: tuple = ()) -> None:
         """Enqueue one kernel of ``kernels/<filename>`` and keep its arguments alive until the next sync."""
-        event = get_kernel(self.queue.context, filename, name, options)(self.queue, global_size, local_size, *args)
+        key = (filename, name, options)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = self._kernels[key] = get_kernel(self.queue.context, filename, name, options)
+        event = kernel(self.queue, global_size, local_size, *args)
         self._alive.append(args)
         if self.profile is not None:
             self.profile.append((f"{filename}:{name}", self._ops[-1].name if self._ops else "", event))

@@ -71,23 +71,40 @@ def note_scratch(nbytes: int) -> None:
         t._scratch.append(int(nbytes))
 
 
+#: bytes of released buffers kept for reuse, per context, at most
+POOL_LIMIT = 256 * 2**20
+_pool: dict[tuple[int, int], list[cl.Buffer]] = defaultdict(list)
+_pooled: dict[int, int] = defaultdict(int)
+
+
 class DeviceMemory:
-    """One buffer, counted in :func:`device_bytes_in_use` until the last Tensor (or kernel) using it lets go.
+    """One buffer, counted in :func:`device_bytes_in_use` until the last Tensor using it lets go.
+
+    Released buffers go to a pool and come back for the next allocation of the same size (a
+    training step allocates the same sizes every time): a fresh buffer costs PoCL an allocation
+    at its first launch, a reused one nothing. Reuse is safe because a queue runs its commands
+    in order: whatever writes a recycled buffer was enqueued after everything that read it.
 
     ``host`` is set when the buffer *is* a host array (``USE_HOST_PTR`` on a device that shares
     the host's memory, e.g. PoCL's CPU driver): kernels then read and write that array in place.
+    Those are never pooled.
     """
 
-    __slots__ = ("buffer", "nbytes", "host", "_ctx")
+    __slots__ = ("buffer", "nbytes", "host", "_ctx", "_size")
 
     def __init__(self, context: cl.Context, nbytes: int, host: np.ndarray | None = None):
         flags = cl.mem_flags.READ_WRITE
+        self._ctx, self._size = context.int_ptr, max(int(nbytes), 4)   # OpenCL refuses zero-byte buffers
         if host is not None:
             self.buffer = cl.Buffer(context, flags | cl.mem_flags.USE_HOST_PTR, hostbuf=host)
         else:
-            # OpenCL refuses zero-byte buffers: keep one element of slack for empty shapes.
-            self.buffer = cl.Buffer(context, flags, max(int(nbytes), 4))
-        self.nbytes, self.host, self._ctx = int(nbytes), host, context.int_ptr
+            free = _pool.get((self._ctx, self._size))
+            if free:
+                self.buffer = free.pop()
+                _pooled[self._ctx] -= self._size
+            else:
+                self.buffer = cl.Buffer(context, flags, self._size)
+        self.nbytes, self.host = int(nbytes), host
         for t in _trackers:
             t._sizes.append(self.nbytes)
         _live_bytes[self._ctx] += self.nbytes
@@ -97,7 +114,10 @@ class DeviceMemory:
         try:
             _live_bytes[self._ctx] -= self.nbytes
             _live_buffers[self._ctx] -= 1
-        except TypeError:   # interpreter shutdown: the module's counters are gone already
+            if self.host is None and _pooled[self._ctx] + self._size <= POOL_LIMIT:
+                _pool[(self._ctx, self._size)].append(self.buffer)
+                _pooled[self._ctx] += self._size
+        except (TypeError, AttributeError):   # interpreter shutdown: the module's state is gone already
             pass
 
 
