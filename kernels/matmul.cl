@@ -79,6 +79,9 @@ __kernel void matmul_blocked(
 #ifndef NV
 #define NV 2            // vectors per row of the C tile: NR = NV * VW columns
 #endif
+#ifndef C_TRANS
+#define C_TRANS 0       // 1: store the tile transposed, C[n][m] (the host computes C = Aᵀ B as (Bᵀ A)ᵀ)
+#endif
 #ifndef A_PACKED
 #define A_PACKED 0      // 1: A comes from matmul_pack_a, element (m, k) at (m / MR) * MR * K + k * MR + m % MR
 #endif
@@ -87,18 +90,32 @@ __kernel void matmul_blocked(
 
 
 // --8<-- [start:matmul_pack]
+#define PACK_PANELS 8   // A panels one packing work-item fills: 8 x MR consecutive values of each k
+
 __kernel void matmul_pack_a(__global const float *a, __global float *ap, const int M, const int K,
                             const int a_batch, const int a_row, const int a_col)
 {
-    const int k0 = get_global_id(0) * PACK_K, panel = get_global_id(1), batch = get_global_id(2);
-    if (k0 >= K) return;
-    const int k1 = min(K, k0 + PACK_K), rows = min(MR, M - panel * MR);
+    const int k0 = get_global_id(0) * PACK_K, group = get_global_id(1), batch = get_global_id(2);
+    const int m0 = group * PACK_PANELS * MR;
+    if (k0 >= K || m0 >= M) return;
+    const int k1 = min(K, k0 + PACK_K), rows = min(PACK_PANELS * MR, M - m0);
     const long mp = (M + MR - 1) / MR * MR;                 // rows padded to whole panels
-    __global const float *src = a + (long)batch * a_batch + (long)panel * MR * a_row;
-    __global float *dst = ap + ((long)batch * mp + (long)panel * MR) * K;
-    for (int k = k0; k < k1; ++k)
-        for (int r = 0; r < MR; ++r)
-            dst[(long)k * MR + r] = r < rows ? src[(long)r * a_row + (long)k * a_col] : 0.0f;
+    __global const float *src = a + (long)batch * a_batch + (long)m0 * a_row;
+    __global float *dst = ap + ((long)batch * mp + m0) * K;
+    // k outermost: a transposed A (a_row = 1) is read as runs of 8 MR contiguous values
+    // per k, instead of MR values from each of 64 rows lda floats (often 4 KiB) apart.
+    const int panels = (rows + MR - 1) / MR;
+    for (int k = k0; k < k1; ++k) {
+        __global const float *sk = src + (long)k * a_col;
+        for (int p = 0; p < panels; ++p) {
+            __global float *dk = dst + (long)p * MR * K + (long)k * MR;
+            #pragma unroll
+            for (int r = 0; r < MR; ++r) {
+                const int m = p * MR + r;
+                dk[r] = m < rows ? sk[(long)m * a_row] : 0.0f;
+            }
+        }
+    }
 }
 
 __kernel void matmul_pack_b(__global const float *b, __global float *bp, const int N, const int K,
@@ -168,6 +185,20 @@ __kernel void matmul_packed(__global const float *a, __global const float *bp, _
     __global float *cb = c + (long)batch * M * N;
     __global const float *db = d + (long)batch * M * N;
     int bad = 0;
+#if C_TRANS
+    // C is (N, M): tile row r is column m0 + r of C, so each value lands M floats after the last.
+    for (int r = 0; r < MR && m0 + r < M; ++r)
+        for (int v = 0; v < NV; ++v) {
+            lanesf l;
+            l.v = acc[r][v];
+            for (int j = 0; j < VW && n0 + v * VW + j < N; ++j) {
+                const long at_c = (long)(n0 + v * VW + j) * M + m0 + r;
+                const float o = alpha * l.s[j] + (add_d ? db[at_c] : 0.0f);
+                cb[at_c] = o;
+                bad |= nonfinite_bits(o);
+            }
+        }
+#else
     #pragma unroll
     for (int r = 0; r < MR; ++r) {
         if (m0 + r >= M) break;
@@ -190,6 +221,7 @@ __kernel void matmul_packed(__global const float *a, __global const float *bp, _
             }
         }
     }
+#endif
     report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:matmul_packed]

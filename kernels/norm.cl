@@ -1,4 +1,6 @@
 // norm.cl: normalization over the last axis (rows of length n), forward and backward.
+// Rows are walked 8 lanes at a time (load8/store8 in common.h; PoCL would otherwise run one
+// scalar per step), and every kernel reports a non-finite result to the status word.
 //
 // Kernels:
 //   rms_norm_rows               y = x / sqrt(mean(x^2) + eps) * w (RMSNorm: no centering, no bias),
@@ -8,12 +10,12 @@
 //                               cancels catastrophically when |mean| >> std).
 //   rms_norm_backward_rows      one work-item per row: r = 1/sqrt(mean(x^2) + eps),
 //                               dx = r (g*w) - x r^3 mean(g*w*x); stores r for the weight pass.
-//   rms_norm_backward_weight    one work-item per column: dw_c = sum over rows of g x r
+//   rms_norm_backward_weight    one work-item per 8 columns: dw_c = sum over rows of g x r
 //                               (a column sum instead of atomics: deterministic).
 //   layer_norm_backward_rows    one work-item per row: xhat = (x - mean) r, r = 1/sqrt(var + eps),
 //                               dx = r (gw - mean(gw) - xhat mean(gw xhat)) with gw = g*w;
 //                               stores mean and r for the parameter pass.
-//   layer_norm_backward_params  one work-item per column: dw_c = sum of g xhat, db_c = sum of g.
+//   layer_norm_backward_params  one work-item per 8 columns: dw_c = sum of g xhat, db_c = sum of g.
 #include "common.h"
 
 // --8<-- [start:rms_norm_rows]
@@ -24,14 +26,14 @@ __kernel void rms_norm_rows(__global const float *x, __global const float *w, __
     if (r >= rows) return;
     __global const float *xr = x + (long)r * dim;
     __global float *yr = y + (long)r * dim;
-    float ss = 0.0f;
-    for (int c = 0; c < dim; ++c) ss += xr[c] * xr[c];
-    const float inv = rsqrt(ss / dim + eps);
-    int bad = 0;
-    for (int c = 0; c < dim; ++c) {
-        yr[c] = xr[c] * inv * w[c];
-        bad |= nonfinite_bits(yr[c]);
+    float8 ss = (float8)(0.0f);
+    for (int c = 0; c < dim; c += 8) {
+        const float8 v = load8(xr, c, dim);
+        ss += v * v;
     }
+    const float inv = 1.0f / sqrt(hsum8(ss) / dim + eps);
+    int bad = 0;
+    for (int c = 0; c < dim; c += 8) bad |= store8(yr, c, dim, load8(xr, c, dim) * inv * load8(w, c, dim));
     report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:rms_norm_rows]
@@ -45,17 +47,19 @@ __kernel void layer_norm_rows(__global const float *x, __global const float *w, 
     if (r >= rows) return;
     __global const float *xr = x + (long)r * dim;
     __global float *yr = y + (long)r * dim;
-    float sum = 0.0f;
-    for (int c = 0; c < dim; ++c) sum += xr[c];
-    const float mean = sum / dim;
-    float var = 0.0f;
-    for (int c = 0; c < dim; ++c) var += (xr[c] - mean) * (xr[c] - mean);
-    const float inv = rsqrt(var / dim + eps);
-    int bad = 0;
-    for (int c = 0; c < dim; ++c) {
-        yr[c] = (xr[c] - mean) * inv * w[c] + bias[c];
-        bad |= nonfinite_bits(yr[c]);
+    float8 s = (float8)(0.0f);
+    for (int c = 0; c < dim; c += 8) s += load8(xr, c, dim);
+    const float mean = hsum8(s) / dim;
+    float8 var = (float8)(0.0f);
+    for (int c = 0; c < dim; c += 8) {
+        const int8 live = (int8)(c) + (int8)(0, 1, 2, 3, 4, 5, 6, 7) < (int8)(dim);
+        const float8 d = load8(xr, c, dim) - mean;
+        var += live ? d * d : (float8)(0.0f);
     }
+    const float inv = 1.0f / sqrt(hsum8(var) / dim + eps);
+    int bad = 0;
+    for (int c = 0; c < dim; c += 8)
+        bad |= store8(yr, c, dim, (load8(xr, c, dim) - mean) * inv * load8(w, c, dim) + load8(bias, c, dim));
     report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:layer_norm_rows]
@@ -70,16 +74,17 @@ __kernel void rms_norm_backward_rows(
     if (r >= n_rows) return;
     __global const float *xr = x + (long)r * n;
     __global const float *gr = g + (long)r * n;
-    float ss = 0.0f, dot = 0.0f;
-    for (int c = 0; c < n; ++c) { ss += xr[c] * xr[c]; dot += gr[c] * w[c] * xr[c]; }
-    const float inv = 1.0f / sqrt(ss / n + eps);
-    const float coef = inv * inv * inv * dot / n;
-    int bad = 0;
-    for (int c = 0; c < n; ++c) {
-        const float v = inv * gr[c] * w[c] - coef * xr[c];
-        dx[(long)r * n + c] = v;
-        bad |= nonfinite_bits(v);
+    float8 ss = (float8)(0.0f), dot = (float8)(0.0f);
+    for (int c = 0; c < n; c += 8) {
+        const float8 xv = load8(xr, c, n);
+        ss += xv * xv;
+        dot += load8(gr, c, n) * load8(w, c, n) * xv;
     }
+    const float inv = 1.0f / sqrt(hsum8(ss) / n + eps);
+    const float coef = inv * inv * inv * hsum8(dot) / n;
+    int bad = 0;
+    for (int c = 0; c < n; c += 8)
+        bad |= store8(dx + (long)r * n, c, n, inv * load8(gr, c, n) * load8(w, c, n) - coef * load8(xr, c, n));
     rstd[r] = inv;
     report(status, STATUS_NONFINITE, seq, bad);
 }
@@ -89,12 +94,11 @@ __kernel void rms_norm_backward_weight(
     __global const float *x, __global const float *g, __global const float *rstd,
     __global float *dw, const int n_rows, const int n, __global int *status, const int seq)
 {
-    const int c = get_global_id(0);
+    const int c = get_global_id(0) * 8;
     if (c >= n) return;
-    float acc = 0.0f;
-    for (int r = 0; r < n_rows; ++r) acc += g[(long)r * n + c] * x[(long)r * n + c] * rstd[r];
-    dw[c] = acc;
-    report(status, STATUS_NONFINITE, seq, nonfinite_bits(acc));
+    float8 acc = (float8)(0.0f);
+    for (int r = 0; r < n_rows; ++r) acc += load8(g + (long)r * n, c, n) * load8(x + (long)r * n, c, n) * rstd[r];
+    report(status, STATUS_NONFINITE, seq, store8(dw, c, n, acc));
 }
 
 // --8<-- [start:layer_norm_backward_rows]
@@ -107,25 +111,28 @@ __kernel void layer_norm_backward_rows(
     if (r >= n_rows) return;
     __global const float *xr = x + (long)r * n;
     __global const float *gr = g + (long)r * n;
-    float mu = 0.0f, var = 0.0f;
-    for (int c = 0; c < n; ++c) mu += xr[c];
-    mu /= n;
-    for (int c = 0; c < n; ++c) var += (xr[c] - mu) * (xr[c] - mu);
-    const float inv = 1.0f / sqrt(var / n + eps);
-    float a = 0.0f, b = 0.0f;                       // mean(gw), mean(gw * xhat)
-    for (int c = 0; c < n; ++c) {
-        const float gw = gr[c] * w[c];
-        a += gw;
-        b += gw * (xr[c] - mu) * inv;
+    float8 s = (float8)(0.0f);
+    for (int c = 0; c < n; c += 8) s += load8(xr, c, n);
+    const float mu = hsum8(s) / n;
+    float8 var = (float8)(0.0f);
+    for (int c = 0; c < n; c += 8) {
+        const int8 live = (int8)(c) + (int8)(0, 1, 2, 3, 4, 5, 6, 7) < (int8)(n);
+        const float8 d = load8(xr, c, n) - mu;
+        var += live ? d * d : (float8)(0.0f);
     }
-    a /= n;
-    b /= n;
+    const float inv = 1.0f / sqrt(hsum8(var) / n + eps);
+    float8 a8 = (float8)(0.0f), b8 = (float8)(0.0f);        // sums of gw and gw * xhat
+    for (int c = 0; c < n; c += 8) {
+        const int8 live = (int8)(c) + (int8)(0, 1, 2, 3, 4, 5, 6, 7) < (int8)(n);
+        const float8 gw = load8(gr, c, n) * load8(w, c, n);
+        a8 += gw;
+        b8 += live ? gw * (load8(xr, c, n) - mu) * inv : (float8)(0.0f);
+    }
+    const float a = hsum8(a8) / n, b = hsum8(b8) / n;
     int bad = 0;
-    for (int c = 0; c < n; ++c) {
-        const float xhat = (xr[c] - mu) * inv;
-        const float v = inv * (gr[c] * w[c] - a - xhat * b);
-        dx[(long)r * n + c] = v;
-        bad |= nonfinite_bits(v);
+    for (int c = 0; c < n; c += 8) {
+        const float8 xhat = (load8(xr, c, n) - mu) * inv;
+        bad |= store8(dx + (long)r * n, c, n, inv * (load8(gr, c, n) * load8(w, c, n) - a - xhat * b));
     }
     mean_out[r] = mu;
     rstd[r] = inv;
@@ -138,15 +145,13 @@ __kernel void layer_norm_backward_params(
     __global const float *rstd, __global float *dw, __global float *db, const int n_rows, const int n,
     __global int *status, const int seq)
 {
-    const int c = get_global_id(0);
+    const int c = get_global_id(0) * 8;
     if (c >= n) return;
-    float aw = 0.0f, ab = 0.0f;
+    float8 aw = (float8)(0.0f), ab = (float8)(0.0f);
     for (int r = 0; r < n_rows; ++r) {
-        const float gv = g[(long)r * n + c];
-        aw += gv * (x[(long)r * n + c] - mean[r]) * rstd[r];
+        const float8 gv = load8(g + (long)r * n, c, n);
+        aw += gv * (load8(x + (long)r * n, c, n) - mean[r]) * rstd[r];
         ab += gv;
     }
-    dw[c] = aw;
-    db[c] = ab;
-    report(status, STATUS_NONFINITE, seq, nonfinite_bits(aw) | nonfinite_bits(ab));
+    report(status, STATUS_NONFINITE, seq, store8(dw, c, n, aw) | store8(db, c, n, ab));
 }

@@ -190,3 +190,21 @@ def test_an_input_that_is_already_non_finite_is_named(queue, bad):
     out = ops.matmul(np.ones((3, 3)), t)            # on the device: raised at the read-back
     with pytest.raises(NonFiniteError, match="matmul: b has non-finite values"):
         out.numpy()
+
+
+def test_cross_entropy_matches_reference_on_random_shapes_and_ignored_rows():
+    """Mean of lse - z[target] over counted rows. Error bound: each exp is within ~2 ulp, the
+    row sum of V terms adds V·u relative, so log of the sum is off by about (V + 8)·u, and
+    lse (magnitude up to max|z| + log V) by a few ulp of itself."""
+    rng = np.random.default_rng(41)
+    for i in range(40):
+        rows, vocab = int(rng.integers(1, 70)), int(rng.choice([1, 2, 7, 8, 9, 63, 257, 2051]))
+        z = f32(rng.standard_normal((rows, vocab)) * rng.choice([0.1, 3.0, 40.0]))
+        t = rng.integers(0, vocab, rows)
+        if i % 3 == 0 and rows > 1:
+            t[rng.random(rows) < 0.3] = -100
+            t[0] = 0
+        got = float(ops.cross_entropy(z, t))
+        expected = reference.cross_entropy(z, t)
+        bound = (vocab + 8) * EPS32 + 4 * EPS32 * (np.abs(z).max() + np.log(vocab))
+        assert abs(got - expected) <= bound, f"case {i}: rows={rows} V={vocab}: {got} vs {expected} (bound {bound:.2e})"

@@ -202,3 +202,14 @@ def test_dense_attention_on_the_gemm_path_with_groups_and_masks():
             got = ops.attention(q, k, v, mask=mask, causal=causal)
             expected = reference.attention(q, k, v, mask=mask, causal=causal)
             assert_close(got, expected, rtol=0, atol=attention_atol(q, k, v, 1 / np.sqrt(d)), what=f"dense gemm case {i} causal={causal}")
+
+
+@pytest.mark.parametrize("m,n,k", [(400, 40, 300), (257, 13, 200), (1030, 64, 70)])
+def test_matmul_with_a_large_transposed_a_stores_the_transposed_product(m, n, k):
+    """Aᵀ B with A far larger than B is computed as (Bᵀ A)ᵀ, packing the small operand and
+    storing the tile transposed; the result must not change."""
+    rng = np.random.default_rng(m + n)
+    a, b = f32(rng.standard_normal((k, m))), f32(rng.standard_normal((k, n)))
+    got = ops.matmul(a, b, transpose_a=True)
+    assert_close(got, reference.matmul(a, b, transpose_a=True), rtol=0, atol=matmul_atol(a.T, b),
+                 what=f"aᵀ b, a {a.shape}, b {b.shape}")

@@ -17,6 +17,7 @@ _BLOCK = 4  # matmul_blocked computes a 4 x 4 block of C per work-item
 #: 16 lanes (AVX-512): 6 x 64 in 24 of 32 registers; 8 lanes (AVX2, or a GPU): 6 x 16 in 12 of 16.
 TILES = {16: (6, 4), 8: (6, 2)}
 PACK_K = 64     # k values per packing work-item
+PACK_PANELS = 8  # A panels per packing work-item
 #: below this many multiply-adds the unpacked kernel is faster than pack + micro-kernel
 #: (crossover measured between 64³ and 96³ on the PoCL CPU driver: launches dominate).
 PACKED_MIN_WORK = 80**3
@@ -77,6 +78,10 @@ def matmul(a, b, *, transpose_a: bool = False, transpose_b: bool = False, queue=
     out = call.output(tuple(batch) + (m, n))
     if out.size and k == 0:
         cl.enqueue_fill_buffer(call.queue, out.buffer, np.zeros(1, np.float32), 0, out.nbytes)
+    elif out.size and transpose_a and not transpose_b and n_batch == 1 and m > 4 * n and packed_pays(m, n, k):
+        # C = Aᵀ B computed as (Bᵀ A)ᵀ: a transposed operand is packed, so pack the smaller one
+        # (B, K x N) and read the larger (A, K x M) as the row-major "B"; the tile is stored transposed.
+        gemm(call, tb.buffer, ta.buffer, out.buffer, n, m, k, 1, (0, 1, n), (0, m, 1), c_trans=True)
     elif out.size:
         a_strides = (_batch_stride("a", sa, batch, sa[-2] * sa[-1]),) + ((1, sa[-1]) if transpose_a else (sa[-1], 1))
         b_strides = (_batch_stride("b", sb, batch, sb[-2] * sb[-1]),) + ((1, sb[-1]) if transpose_b else (sb[-1], 1))
@@ -111,17 +116,20 @@ def packed_pays(m: int, n: int, k: int) -> bool:
     return m * n * k >= PACKED_MIN_WORK and min(m, n) >= 4
 
 
-def gemm(call: OpCall, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a_div=1, b_div=1, alpha=1.0):
+def gemm(call: OpCall, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a_div=1, b_div=1, alpha=1.0,
+         c_trans=False):
     """C[b] = alpha · A[b // a_div] @ B[b // b_div] for b < n_batch, C contiguous (n_batch, M, N).
 
     ``a_strides``/``b_strides`` are element strides (per operand matrix, row, column):
     a transposed operand is just other strides. ``a_div``/``b_div`` let many batch
     entries share one operand (a broadcast matrix, or the K/V group of several heads).
-    Large products pack and run ``matmul_packed``; small ones run ``matmul_blocked``.
+    Large products pack and run ``matmul_packed``; small ones run ``matmul_blocked``. With
+    ``c_trans`` (packed products only) C is stored transposed, (N, M).
     """
     status = (call.stream.status, call.seq)
     if packed_pays(m, n, k):
-        _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a_div, b_div, alpha, status)
+        _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a_div, b_div, alpha, status,
+                c_trans=c_trans)
         return
     if alpha != 1.0 or a_div not in (1, n_batch) or b_div not in (1, n_batch):
         raise ValueError("matmul_blocked takes alpha = 1 and unshared or fully broadcast operands")
@@ -140,7 +148,7 @@ def tile_for(device) -> tuple[int, int, int]:
 
 
 def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a_div, b_div, alpha, status,
-            add=None):
+            add=None, c_trans=False):
     """Pack B into NR-column panels (and a transposed A into MR-row panels), then run the
     micro-kernel, which reads a row-major A in place."""
     vw, mr, nv = tile_for(call.queue.device)
@@ -150,10 +158,10 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
     int32_range(packed_a=a_sets * pm * mr * k, packed_b=b_sets * pn * nr * k)
     a_batch, a_row, a_col = a_strides
     packed_a = int(a_col != 1)
-    options = (f"-DVW={vw}", f"-DMR={mr}", f"-DNV={nv}", f"-DA_PACKED={packed_a}")
+    options = (f"-DVW={vw}", f"-DMR={mr}", f"-DNV={nv}", f"-DA_PACKED={packed_a}", f"-DC_TRANS={int(c_trans)}")
     if packed_a:
         ap = call.scratch("matmul.ap", a_sets * pm * mr * k)
-        call.launch("matmul.cl", "matmul_pack_a", (round_up(-(-k // PACK_K), 8), pm, a_sets), (8, 1, 1),
+        call.launch("matmul.cl", "matmul_pack_a", (round_up(-(-k // PACK_K), 8), -(-pm // PACK_PANELS), a_sets), (8, 1, 1),
                     a_buf, ap, i32(m), i32(k), *map(i32, a_strides), options=options)
         a_buf, a_batch, lda = ap, pm * mr * k, mr
     else:

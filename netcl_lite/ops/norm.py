@@ -69,7 +69,7 @@ def rms_norm_backward(g, x, weight, *, eps: float = 1e-6):
     status = (call.stream.status, call.seq)
     call.launch("norm.cl", "rms_norm_backward_rows", (round_up(rows, _LOCAL),), (_LOCAL,),
                 x.buffer, weight.buffer, g.buffer, dx.buffer, rstd, i32(rows), i32(n), f32(eps), *status)
-    call.launch("norm.cl", "rms_norm_backward_weight", (round_up(n, _LOCAL),), (_LOCAL,),
+    call.launch("norm.cl", "rms_norm_backward_weight", (round_up(-(-n // 8), _LOCAL),), (_LOCAL,),
                 x.buffer, g.buffer, rstd, dw.buffer, i32(rows), i32(n), *status)
     return call.result(dx, dw, check=[False, False])
 
@@ -84,6 +84,6 @@ def layer_norm_backward(g, x, weight, *, eps: float = 1e-5):
     status = (call.stream.status, call.seq)
     call.launch("norm.cl", "layer_norm_backward_rows", (round_up(rows, _LOCAL),), (_LOCAL,),
                 x.buffer, weight.buffer, g.buffer, dx.buffer, mean, rstd, i32(rows), i32(n), f32(eps), *status)
-    call.launch("norm.cl", "layer_norm_backward_params", (round_up(n, _LOCAL),), (_LOCAL,),
+    call.launch("norm.cl", "layer_norm_backward_params", (round_up(-(-n // 8), _LOCAL),), (_LOCAL,),
                 x.buffer, g.buffer, mean, rstd, dw.buffer, db.buffer, i32(rows), i32(n), *status)
     return call.result(dx, dw, db, check=[False, False, False])
