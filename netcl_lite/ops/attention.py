@@ -13,6 +13,7 @@ import numbers
 
 
 from ..checks import flag
+from ..core.tensor import Tensor
 from .masking import AttentionMask
 from .matmul import gemm, matmul, packed_pays
 from .operands import OpCall, elements, i32, int32_range, round_up, shape_of, f32
@@ -104,7 +105,7 @@ def attention_with_mask(q, k, v, *, mask=None, causal=False, scale=None, kv_leng
     out = call.output(tuple(lead) + (tq, dv))
     weights = call.output(tuple(lead) + (tq, tk))
     if n_batch * tq:
-        scores = call.output(weights.shape) if not call.in_place else _device_scores(call, weights.shape)
+        scores = Tensor.empty(call.queue, weights.shape)     # an intermediate: device memory even for NumPy callers
         div = heads // groups                  # head b reads K/V group b // (H / G)
         fast = packed_pays(tq, tk, d) and (not dv or packed_pays(tq, dv, tk))
         if fast:                               # S = scale · q kᵀ on the packed GEMM
@@ -124,12 +125,6 @@ def attention_with_mask(q, k, v, *, mask=None, causal=False, scale=None, kv_leng
                         i32(heads), i32(groups), call.stream.status, call.seq)
     out, weights = call.result(out, weights, check=[False, False])
     return out, weights, m
-
-
-def _device_scores(call, shape):
-    """The raw scores are an intermediate: device memory even when the outputs are host arrays."""
-    from ..core.tensor import Tensor  # noqa: PLC0415
-    return Tensor.empty(call.queue, shape)
 
 
 def _grouped(t, groups_first: int, rows: int):
