@@ -47,7 +47,7 @@ def main() -> None:
     total = sum(ms for *_, ms in rows)
     print(f"{dev.name}: forward + backward of DecoderBlock D={a.dim} h={a.heads} g={a.kv_heads} "
           f"hidden={a.hidden} T={a.seq} B={a.batch} ({a.kernel}); wall {wall:.1f} ms, kernels {total:.1f} ms")
-    print(f"| kernel | op | launches | ms | share |\n|---|---|---|---|---|")
+    print("| kernel | op | launches | ms | share |\n|---|---|---|---|---|")
     for kernel, op, n, ms in rows:
         print(f"| {kernel} | {op} | {n} | {ms:.2f} | {100 * ms / total:.0f}% |")
 

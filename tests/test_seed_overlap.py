@@ -6,7 +6,6 @@ questions on purpose) are left out; see tests/seed_text.py.
 
 from __future__ import annotations
 
-import pytest
 
 import doc_blocks
 import seed_text
