@@ -269,6 +269,7 @@ def train(model, train_ids, val_ids, config: TrainConfig, out_dir=None, *, resum
     bar = tqdm(total=config.max_steps, initial=step, disable=(not progress) if progress is not None else None,
                unit="step", desc="training")
     with _Interrupt() as interrupt:
+        # --8<-- [start:loop]
         while step < config.max_steps:
             if config.eval_interval and step % config.eval_interval == 0 and not any(
                     e["step"] == step for e in log["eval"]):
@@ -302,6 +303,7 @@ def train(model, train_ids, val_ids, config: TrainConfig, out_dir=None, *, resum
                 checkpoint()
                 bar.close()
                 raise KeyboardInterrupt(f"stopped after step {step}; checkpoint in {out_dir}")
+        # --8<-- [end:loop]
     bar.close()
     if not log["eval"] or log["eval"][-1]["step"] != step:
         held_out()
