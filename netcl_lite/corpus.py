@@ -31,7 +31,7 @@ EXCLUDED = frozenset({"test", "tests", "idlelib", "turtledemo", "site-packages",
 def module_docstrings(source: str) -> str:
     """The docstrings of a module's source (module, classes, functions) in source order, blank-line separated.
 
-    >>> module_docstrings('"""Top."""\\ndef f():\\n    """Does f."""\\n')
+    >>> module_docstrings("'''Top.'''\\ndef f():\\n    '''Does f.'''\\n")
     'Top.\\n\\nDoes f.'
     """
     tree = ast.parse(source)

@@ -97,11 +97,11 @@ class LMConfig:
         return cls(**values)
 
 
-def _check_count(name: str, value) -> int:
+def _check_count(name: str, value, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return int(value)
 
 
@@ -244,7 +244,7 @@ class DecoderLM(Module):
         if prompt.size == 0:
             raise ValueError("ids: the prompt is empty; give at least one token id")
         rows = check_ids("ids", prompt.reshape(1, -1), c.vocab_size, c.max_position_embeddings)
-        n_new = _check_nonnegative_int("max_new_tokens", max_new_tokens)
+        n_new = _check_count("max_new_tokens", max_new_tokens, minimum=0)
         if rows.shape[1] + n_new > c.max_position_embeddings:
             raise ValueError(f"max_new_tokens={n_new} after a prompt of {rows.shape[1]} exceeds "
                              f"max_position_embeddings={c.max_position_embeddings}; shorten one of them")
@@ -317,14 +317,6 @@ def write(node: ag.Node, array) -> None:
     if host.size:
         cl.enqueue_copy(node.queue, node.value.buffer, host)
     node.value.abs_max = float(np.abs(host).max(initial=0.0))
-
-
-def _check_nonnegative_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    return int(value)
 
 
 def _check_sampling(temperature, top_k, top_p) -> None:
