@@ -14,8 +14,8 @@ gradient once and writing the weights and both moments in place.
     ...     loss = ag.sum(ag.mul(w, w))
     >>> tape.backward(loss)
     >>> opt.step()                          # the first step moves each weight by lr against its gradient's sign
-    >>> w.numpy().round(4).tolist()
-    [0.9, 0.9, 0.9]
+    >>> w.numpy().round(4)
+    array([0.9, 0.9, 0.9], dtype=float32)
 
 Parameter groups are dicts, as in torch: ``AdamW([{"params": decayed, "weight_decay": 0.1},
 {"params": gains, "weight_decay": 0.0}], lr=3e-3)``. The optimizer decays every
