@@ -8,6 +8,7 @@ tokens = len(train) * run.log["tokens_per_step"]
 seconds = train[-1]["seconds"]
 print(f"{len(train)} steps, {tokens:,} tokens, {run.log['parameters']:,} parameters")
 print(f"{seconds:.0f} s of training steps: {tokens / seconds:,.0f} tokens/s")
+print(f"{tokens / len(run.train_ids):.1f} passes over the {len(run.train_ids):,} training tokens")
 print(" step  train loss (mean of 10)  held-out loss")
 for e in evals:
     recent = [r["loss"] for r in train if e["step"] - 10 < r["step"] <= e["step"]]
