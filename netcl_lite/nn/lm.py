@@ -217,7 +217,8 @@ class DecoderLM(Module):
         """Host logits (vocab_size,) for the position after the last of ``ids`` (1, T); inference only."""
         h = self.hidden(ids, cache)
         t = h.shape[1]
-        last = ag.embedding(ag.reshape(h, (t, self.config.hidden_size)), [t - 1])   # (1, D): the last row
+        rows = ag.reshape(h, (t, self.config.hidden_size))
+        last = rows if t == 1 else ag.embedding(rows, [t - 1])   # (1, D): only the last row meets the head
         return self.embed.output_logits(last).numpy()[0]
 
     def generate(self, ids, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
