@@ -55,7 +55,7 @@ MODEL = dict(                  # LMConfig fields (transformers' LlamaConfig name
 TRAINING = TrainConfig(
     batch_size=16,
     block_size=128,            # 16 windows x 128 tokens = 2,048 tokens per step
-    max_steps=400,
+    max_steps=600,
     learning_rate=6e-3,
     min_lr=6e-4,
     warmup_steps=20,
