@@ -1,15 +1,16 @@
-"""Forward + backward of one pre-norm DecoderBlock on the OpenCL device vs NumPy float32 on the host.
+"""Forward + backward of one pre-norm DecoderBlock on the OpenCL device vs NumPy and PyTorch on the CPU.
 
     python benchmarks/bench_block.py [--dim 256 --heads 4 --kv-heads 4 --seq 256 --batch 4 --hidden 704 --runs 7]
-    OPENBLAS_NUM_THREADS=1 POCL_MAX_PTHREAD_COUNT=1 python benchmarks/bench_block.py   # one thread each
+    OPENBLAS_NUM_THREADS=1 POCL_MAX_PTHREAD_COUNT=1 python benchmarks/bench_block.py --threads 1   # one thread each
 
-The NumPy anchor is the same block (RMSNorm, RoPE, causal softmax attention,
-SwiGLU) written out by hand with its backward, in float32 on OpenBLAS. Both
-compute d(sum(out · R))/d(x and every weight) for one fixed R. Before timing,
-the device gradients are checked against the anchor's. Rounds alternate device
-and host; medians are reported with the machine's load average (on a
-shared machine, rerun when it is quiet, or compare one thread each: the
-second command line, which other processes disturb far less).
+The anchors are the same block (RMSNorm, RoPE, causal softmax attention,
+SwiGLU): written out by hand with its backward in float32 NumPy on OpenBLAS,
+and in PyTorch (torch==2.13.0, CPU, autograd, ``scaled_dot_product_attention``)
+with the same weights and thread count. All compute d(sum(out · R))/d(x and
+every weight) for one fixed R; before timing, the device gradients are checked
+against both anchors'. Rounds alternate device, NumPy and torch; medians are
+reported with the machine's load average (on a shared machine, rerun when it is
+quiet, or compare one thread each: the second command line).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 
 from netcl_lite import autograd as ag
 from netcl_lite.core.device import manager
+from netcl_lite.core.stream import sync
 from netcl_lite.core.tensor import Tensor
 from netcl_lite.nn.transformer import DecoderBlock
 
@@ -120,11 +122,51 @@ def device_step(block, x, r):
         xn = ag.tensor(x)
         t0 = time.perf_counter()
         out = block(xn)
-        out.value.queue.finish()
+        sync(out.queue)
         t1 = time.perf_counter()
     tape.backward(out, grad=r)
-    r.queue.finish()
+    sync(r.queue)
     return t1 - t0, time.perf_counter() - t1, xn
+
+
+def torch_block(torch, params, heads, groups, x, r):
+    """The same block in PyTorch: a step function returning (forward s, backward s, dx, grads)."""
+    f = torch.nn.functional
+    p = {n: torch.from_numpy(w).requires_grad_() for n, w in params.items()}
+    xt = torch.from_numpy(x).requires_grad_()
+    rt = torch.from_numpy(r)
+    b, t, dim = x.shape
+    d = dim // heads
+    cos, sin = (torch.from_numpy(a) for a in rope_tables(t, d))
+
+    def rope_t(y):
+        a, c = y[..., 0::2], y[..., 1::2]
+        return torch.stack((a * cos - c * sin, a * sin + c * cos), dim=-1).flatten(-2)
+
+    def rms_t(y, w):
+        return y * torch.rsqrt((y * y).mean(-1, keepdim=True) + EPS) * w
+
+    def step():
+        for w in (*p.values(), xt):
+            w.grad = None
+        t0 = time.perf_counter()
+        n1 = rms_t(xt, p["norm1.weight"])
+        split = lambda y, n: y.view(b, t, n, d).transpose(1, 2)
+        q = rope_t(split(n1 @ p["attn.wq"], heads))
+        k = rope_t(split(n1 @ p["attn.wk"], groups))
+        v = split(n1 @ p["attn.wv"], groups)
+        o = f.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=groups != heads)
+        h = xt + o.transpose(1, 2).reshape(b, t, dim) @ p["attn.wo"]
+        n2 = rms_t(h, p["norm2.weight"])
+        out = h + (f.silu(n2 @ p["ffn.w1"]) * (n2 @ p["ffn.w3"])) @ p["ffn.w2"]
+        t1 = time.perf_counter()
+        out.backward(rt)
+        return t1 - t0, time.perf_counter() - t1
+
+    def grads():
+        return xt.grad.numpy(), {n: w.grad.numpy() for n, w in p.items()}
+
+    return step, grads
 
 
 def host_step(x, p, r, heads, groups):
@@ -140,7 +182,15 @@ def main() -> None:
     for name, default in (("dim", 256), ("heads", 4), ("kv-heads", 4), ("seq", 256), ("batch", 4), ("hidden", 704), ("runs", 7)):
         ap.add_argument(f"--{name}", type=int, default=default)
     ap.add_argument("--kernel", choices=("flash", "dense"), default="flash")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="torch's thread count")
     a = ap.parse_args()
+    try:
+        import torch
+
+        torch.set_num_threads(a.threads)
+    except ImportError:
+        torch = None
+        print("torch not installed (pip install torch==2.13.0): the torch row stays empty")
     dev = manager.default()
     q = dev.queue
     block = DecoderBlock(q, a.dim, a.heads, a.kv_heads, a.hidden, max_seq_len=a.seq, norm="pre", kernel=a.kernel)
@@ -153,19 +203,29 @@ def main() -> None:
     # Validate before timing: device gradients against the host anchor's.
     _, _, xn = device_step(block, x, r)
     _, _, dx, grads = host_step(x_h, params, r_h, a.heads, a.kv_heads)
-    worst = max(np.abs(xn.grad.to_host() - dx).max() / np.abs(dx).max(),
-                *(np.abs(p.grad.to_host() - grads[n]).max() / np.abs(grads[n]).max() for n, p in block.parameters().items()))
+    rel = lambda got, want: np.abs(got - want).max() / np.abs(want).max()
+    worst = max(rel(xn.grad.numpy(), dx), *(rel(p.grad.numpy(), grads[n]) for n, p in block.parameters().items()))
     assert worst < 1e-3, f"device and NumPy gradients differ: worst relative error {worst:.2e}"
+    if torch is not None:
+        torch_step, torch_grads = torch_block(torch, params, a.heads, a.kv_heads, x_h, r_h)
+        torch_step()
+        tdx, tgrads = torch_grads()
+        worst_t = max(rel(tdx, dx), *(rel(tgrads[n], grads[n]) for n in grads))
+        assert worst_t < 1e-3, f"torch and NumPy gradients differ: worst relative error {worst_t:.2e}"
 
-    dev_f, dev_b, host_f, host_b = [], [], [], []
-    for _ in range(a.runs):   # interleaved rounds: both see the same machine load
+    times = {name: ([], []) for name in ("device", "numpy") + (("torch",) if torch is not None else ())}
+    for _ in range(a.runs):   # interleaved rounds: all see the same machine load
         block.zero_grad()
         f, b, _ = device_step(block, x, r)
-        dev_f.append(f)
-        dev_b.append(b)
+        times["device"][0].append(f)
+        times["device"][1].append(b)
         f, b, _, _ = host_step(x_h, params, r_h, a.heads, a.kv_heads)
-        host_f.append(f)
-        host_b.append(b)
+        times["numpy"][0].append(f)
+        times["numpy"][1].append(b)
+        if torch is not None:
+            f, b = torch_step()
+            times["torch"][0].append(f)
+            times["torch"][1].append(b)
     med = lambda v: statistics.median(v) * 1e3
     t_proj = 2 * a.batch * a.seq * a.dim * (2 * a.dim + 2 * a.kv_heads * a.dim // a.heads + 3 * a.hidden)
     flops = 3 * (t_proj + 2 * 2 * a.batch * a.heads * a.seq * a.seq * (a.dim // a.heads) // 2)   # fwd + 2x bwd, causal half
@@ -175,10 +235,13 @@ def main() -> None:
     print(f"DecoderBlock pre-norm D={a.dim} h={a.heads} g={a.kv_heads} hidden={a.hidden} T={a.seq} B={a.batch}, "
           f"attention kernel={a.kernel}; medians of {a.runs} runs; gradients agree to {worst:.1e} (relative to max)")
     print(f"{'':10}{'forward ms':>12}{'backward ms':>13}{'total ms':>10}{'GFLOP/s':>9}")
-    for name, f, b in (("device", dev_f, dev_b), ("numpy", host_f, host_b)):
-        total = med([x + y for x, y in zip(f, b)])
-        print(f"{name:10}{med(f):12.1f}{med(b):13.1f}{total:10.1f}{flops / total / 1e6:9.1f}")
-    print(f"device / numpy total time: {med([x + y for x, y in zip(dev_f, dev_b)]) / med([x + y for x, y in zip(host_f, host_b)]):.2f}x")
+    totals = {}
+    for name, (f, b) in times.items():
+        totals[name] = med([x + y for x, y in zip(f, b)])
+        print(f"{name:10}{med(f):12.1f}{med(b):13.1f}{totals[name]:10.1f}{flops / totals[name] / 1e6:9.1f}")
+    for anchor in ("numpy", "torch"):
+        if anchor in totals:
+            print(f"device / {anchor} total time: {totals['device'] / totals[anchor]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -7,15 +7,16 @@ records which one threadpoolctl says it runs). Options: ``--no-8192`` drops the
 T = 8192 attention rows, ``--repeats N`` sets the interleaved rounds (default 5).
 
 What is timed, each as the median of interleaved rounds after a warm-up:
-  * GEMM float32 n³ for n in (1024, 2048): ``ops.matmul`` on device tensors
-    (packing included) against ``numpy`` ``a @ b`` (OpenBLAS).
+  * GEMM float32 n³ for n in (256, 512, 1024, 2048): ``ops.matmul`` on device tensors
+    (packing included, waiting for the result) and on NumPy arrays (NumPy in, NumPy out:
+    the call a reader makes), against ``numpy`` ``a @ b`` (OpenBLAS).
   * Attention forward, B=1, H=8, d=64, T in (512, 2048, 4096, 8192), causal and not:
     ``ops.flash_attention`` and ``ops.attention`` (ours, dense) on device tensors,
     a dense NumPy float32 reference, and torch's CPU ``scaled_dot_product_attention``.
     Every method's output is checked against flash before it is timed.
-  * Memory: for ours, the bytes of device buffers the op allocates besides its
-    output (counted by ``ops.operands.track_allocations``); for NumPy, tracemalloc's
-    peak over the call. torch's CPU allocator is not visible from Python: not reported.
+  * Memory: for ours, the bytes of device buffers the op works in besides its output
+    (``track_allocations``: new buffers plus reused work buffers); for NumPy,
+    tracemalloc's peak over the call. torch's CPU allocator is not visible from Python.
 
 Writes ``benchmarks/results/kernels.json`` (device, CPU, date, threads, rows) and
 prints a table. PoCL runs on every core; torch and OpenBLAS get the same count.
@@ -37,8 +38,9 @@ import numpy as np
 
 from netcl_lite import ops
 from netcl_lite.core.device import manager
-from netcl_lite.core.tensor import Tensor
-from netcl_lite.ops.operands import track_allocations
+from netcl_lite.core.kernels import vector_lanes
+from netcl_lite.core.stream import sync
+from netcl_lite.core.tensor import Tensor, track_allocations
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kernels.json"
 DENSE_LIMIT_BYTES = 3 * 2**30      # skip dense methods whose score matrices need more than this
@@ -52,6 +54,12 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def pocl_target(device) -> str:
+    """The CPU PoCL's LLVM compiles for (from the device version's HSTR), e.g. 'rocketlake', 'znver3'."""
+    version = device.version
+    return version.split("HSTR:", 1)[1].strip().rsplit("-", 1)[-1] if "HSTR:" in version else version
 
 
 def blas_info() -> list[dict] | str:
@@ -94,16 +102,17 @@ def bench_gemm(queue, n: int, repeats: int) -> dict:
     rng = np.random.default_rng(n)
     a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
     ta, tb = Tensor.from_host(queue, a), Tensor.from_host(queue, b)
-    ours = ops.matmul(ta, tb).to_host()
-    err = float(np.abs(ours - a @ b).max())
-    med = interleaved({"ours": lambda: ops.matmul(ta, tb), "numpy": lambda: a @ b}, repeats)
+    ours = ops.matmul(ta, tb).numpy()
+    err = max(float(np.abs(ours - a @ b).max()), float(np.abs(ops.matmul(a, b) - a @ b).max()))
+    med = interleaved({"ours": lambda: (ops.matmul(ta, tb), sync(queue)),
+                       "ours_numpy_io": lambda: ops.matmul(a, b), "numpy": lambda: a @ b}, repeats)
     flops = 2.0 * n**3
-    return {
-        "op": "gemm", "n": n, "max_abs_diff_vs_numpy": err,
-        "ours_ms": med["ours"] * 1e3, "numpy_ms": med["numpy"] * 1e3,
-        "ours_gflops": flops / med["ours"] / 1e9, "numpy_gflops": flops / med["numpy"] / 1e9,
-        "ratio_vs_numpy": med["numpy"] / med["ours"],
-    }
+    row = {"op": "gemm", "n": n, "max_abs_diff_vs_numpy": err}
+    for name, sec in med.items():
+        row[f"{name}_ms"], row[f"{name}_gflops"] = sec * 1e3, flops / sec / 1e9
+    row["ratio_vs_numpy"] = med["numpy"] / med["ours"]
+    row["ratio_ours_numpy_io_vs_numpy"] = med["numpy"] / med["ours_numpy_io"]
+    return row
 
 
 # -- attention -------------------------------------------------------------------
@@ -132,18 +141,18 @@ def bench_attention(queue, t: int, causal: bool, repeats: int, torch) -> dict:
            "score_matrix_bytes": score_bytes}
 
     with track_allocations() as seen:
-        flash = ops.flash_attention(dq, dk, dvv, causal=causal).to_host()
-    row["flash_extra_bytes"] = seen.bytes - out_bytes
-    methods = {"flash": lambda: ops.flash_attention(dq, dk, dvv, causal=causal)}
+        flash = ops.flash_attention(dq, dk, dvv, causal=causal).numpy()
+    row["flash_extra_bytes"] = seen.bytes + seen.scratch_bytes - out_bytes
+    methods = {"flash": lambda: (ops.flash_attention(dq, dk, dvv, causal=causal), sync(queue))}
     checks = {}
 
     dense_ok = 2 * score_bytes <= DENSE_LIMIT_BYTES  # ours stores scores and weights
     if dense_ok:
         with track_allocations() as seen:
-            dense = ops.attention(dq, dk, dvv, causal=causal).to_host()
-        row["dense_extra_bytes"] = seen.bytes - out_bytes
+            dense = ops.attention(dq, dk, dvv, causal=causal).numpy()
+        row["dense_extra_bytes"] = seen.bytes + seen.scratch_bytes - out_bytes
         checks["dense"] = dense
-        methods["dense"] = lambda: ops.attention(dq, dk, dvv, causal=causal)
+        methods["dense"] = lambda: (ops.attention(dq, dk, dvv, causal=causal), sync(queue))
     else:
         row["dense_skipped"] = f"needs {2 * score_bytes / 2**30:.0f} GiB for scores + weights"
 
@@ -203,12 +212,14 @@ def print_table(report: dict) -> None:
     print(f"\ndevice: {report['device']}  |  CPU: {report['cpu']}  |  threads: {report['threads']}  |  "
           f"load average before/after: {report['loadavg_1min_before_after']}")
     print(f"OpenBLAS: {report['numpy_blas']}")
-    print("\nGEMM float32 (ours includes packing)")
-    print(f"{'n':>6} {'ours ms':>9} {'ours GF/s':>10} {'numpy ms':>9} {'numpy GF/s':>11} {'ours/numpy':>11}")
+    print("\nGEMM float32 (ours includes packing; 'np io' = NumPy arrays in and out)")
+    print(f"{'n':>6} {'ours ms':>9} {'np io ms':>9} {'numpy ms':>9} {'ours GF/s':>10} {'numpy GF/s':>11} "
+          f"{'ours/numpy':>11} {'np io/numpy':>12}")
     for r in report["rows"]:
         if r["op"] == "gemm":
-            print(f"{r['n']:>6} {r['ours_ms']:>9.1f} {r['ours_gflops']:>10.0f} {r['numpy_ms']:>9.1f} "
-                  f"{r['numpy_gflops']:>11.0f} {r['ratio_vs_numpy']:>10.2f}×")
+            print(f"{r['n']:>6} {r['ours_ms']:>9.2f} {r['ours_numpy_io_ms']:>9.2f} {r['numpy_ms']:>9.2f} "
+                  f"{r['ours_gflops']:>10.0f} {r['numpy_gflops']:>11.0f} {r['ratio_vs_numpy']:>10.2f}× "
+                  f"{r['ratio_ours_numpy_io_vs_numpy']:>11.2f}×")
     print("\nAttention forward, B=1 H=8 d=64 (ms; speedup = other time / flash time; MiB = extra memory)")
     print(f"{'T':>6} {'causal':>6} {'flash':>8} {'dense':>8} {'numpy':>8} {'torch':>8} "
           f"{'vs dense':>9} {'vs numpy':>9} {'vs torch':>9} {'flash MiB':>10} {'dense MiB':>10} {'numpy MiB':>10}")
@@ -258,9 +269,10 @@ def main() -> None:
 
     load_before = os.getloadavg()
     rows = []
-    for n in (1024, 2048):
+    for n in (256, 512, 1024, 2048):
         rows.append(bench_gemm(device.queue, n, args.repeats))
-        print(f"gemm {n}: {rows[-1]['ratio_vs_numpy']:.2f}× numpy", flush=True)
+        print(f"gemm {n}: {rows[-1]['ratio_vs_numpy']:.2f}× numpy on device tensors, "
+              f"{rows[-1]['ratio_ours_numpy_io_vs_numpy']:.2f}× with NumPy in and out", flush=True)
     for t in (512, 2048, 4096) + (() if args.no_8192 else (8192,)):
         for causal in (False, True):
             rows.append(bench_attention(device.queue, t, causal, args.repeats, torch))
@@ -271,7 +283,8 @@ def main() -> None:
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "threads": threads, "pocl_threads": pocl_threads, "repeats": args.repeats,
         "loadavg_1min_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
-        "statistic": "median of interleaved rounds",
+        "statistic": "median of interleaved rounds", "pocl_target": pocl_target(device.cl_device),
+        "pocl_vector_lanes": vector_lanes(device.cl_device),
         "numpy": np.__version__, "torch": None if torch is None else torch.__version__,
         "numpy_blas": blas_info(), "environment": env_seen, "rows": rows,
     }

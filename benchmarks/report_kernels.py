@@ -1,16 +1,57 @@
-"""Render ``results/kernels.json`` as the Markdown tables the Chapter 8 page includes.
+"""Render ``results/kernels.json``: the Markdown tables and findings of the Chapter 8 page.
 
-``python benchmarks/report_kernels.py`` rewrites ``results/kernels.md``; the
-kernel benchmark does the same after each run, and a test checks that the
-Markdown still matches the JSON, so the page cannot drift from the measurement.
+``python benchmarks/report_kernels.py`` rewrites ``results/kernels.md`` (the
+tables); the kernel benchmark does the same after each run. The page itself is
+rendered from the JSON at build time (``docs/.hooks/measured.py`` asks for the
+sections in ``SECTIONS`` by name), so its tables, its figures and the sentences
+under them all come from the same file, and a rerun cannot leave any of them
+stale. Rows are read by their keys (``op``, ``n``, ``T``, ``causal``,
+``<method>_ms``, ``<method>_gflops``, ``ratio_vs_<anchor>``,
+``flash_speedup_vs_<method>``, ``<method>_extra_bytes``, ``<method>_skipped``):
+rows of other ops and keys not listed here are ignored, and a method that
+appears in the JSON gets a column.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+# Column names for the methods the benchmark knows; any other method is shown by its key.
+GEMM_LABELS = {"ours": "ours (packing included)", "ours_numpy_io": "ours, NumPy arrays in and out",
+               "numpy": "NumPy (OpenBLAS)", "torch": "torch"}
+# ratio_<method>_vs_<anchor> keys: the method's name in a column head and in a sentence ("" is "ours").
+RATIO_METHODS = {"": "ours", "ours_numpy_io_": "ours with NumPy arrays in and out"}
+ATTENTION_LABELS = {"flash": "flash", "dense": "dense, ours", "numpy": "NumPy dense", "torch": "torch SDPA"}
+SHORT = {"numpy": "NumPy", "torch": "torch", "dense": "dense, ours"}
+SENTENCE = {"dense": "Dense attention (ours)", "numpy": "Dense NumPy attention", "torch": "torch SDPA"}
+PROSE = {"flash": "flash", "dense": "our dense kernel", "numpy": "dense NumPy", "torch": "torch SDPA"}
+
+
+def keyed(rows: list[dict], prefix: str = "", suffix: str = "") -> list[str]:
+    """The ``*`` of every ``<prefix>*<suffix>`` key in the rows, in order of first appearance."""
+    found: list[str] = []
+    for r in rows:
+        for k in r:
+            name = k[len(prefix): len(k) - len(suffix)]
+            if k.startswith(prefix) and k.endswith(suffix) and len(k) > len(prefix) + len(suffix) and name not in found:
+                found.append(name)
+    return found
+
+
+def gemm_rows(report: dict) -> list[dict]:
+    return sorted((r for r in report["rows"] if r.get("op") == "gemm"), key=lambda r: r["n"])
+
+
+def attention_rows(report: dict) -> list[dict]:
+    return sorted((r for r in report["rows"] if r.get("op") == "attention"), key=lambda r: (r["T"], r["causal"]))
+
+
+def _row_label(row: dict) -> str:
+    return f"T = {row['T']}{' causal' if row['causal'] else ''}"
 
 
 def _ms(row: dict, name: str) -> str:
@@ -26,57 +67,201 @@ def _mib(value) -> str:
     return "—" if value is None else f"{value / 2**20:.1f} MiB"
 
 
-def markdown(report: dict) -> str:
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+    return "\n".join(lines + ["| " + " | ".join(cells) + " |" for cells in rows]) + "\n"
+
+
+def setup(report: dict) -> str:
+    """Where, when and how the numbers were measured."""
     blas = next((b for b in report.get("numpy_blas") or [] if isinstance(b, dict) and b.get("internal_api") == "openblas"), {})
-    lines = [
+    load = report["loadavg_1min_before_after"]
+    return (
         f"Measured on {report['date'][:10]} on `{report['device']}` ({report['platform']}), "
         f"{report['threads']} threads for every library, NumPy {report['numpy']} with OpenBLAS "
         f"{blas.get('version') or '?'} ({blas.get('architecture') or 'kernel not reported'} kernels), "
         f"torch {report.get('torch') or 'not installed'}; {report['statistic']}, {report['repeats']} rounds; "
-        f"1-minute load average {report['loadavg_1min_before_after'][0]} before, "
-        f"{report['loadavg_1min_before_after'][1]} after (a shared machine).",
-        "",
-        "| GEMM, float32 | ours (packing included) | NumPy (OpenBLAS) | ours / NumPy |",
-        "| --- | --- | --- | --- |",
-    ]
-    for r in report["rows"]:
-        if r["op"] == "gemm":
-            lines.append(
-                f"| {r['n']}³ | {r['ours_ms']:.1f} ms, {r['ours_gflops']:.0f} GFLOP/s "
-                f"| {r['numpy_ms']:.1f} ms, {r['numpy_gflops']:.0f} GFLOP/s | {r['ratio_vs_numpy']:.2f}× |"
-            )
-    attention = [r for r in report["rows"] if r["op"] == "attention"]
-    lines += [
-        "",
-        "| attention forward, B=1, H=8, d=64 (ms) | flash | dense, ours | NumPy dense | torch SDPA "
-        "| flash vs torch | flash vs NumPy |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for r in attention:
-        lines.append(
-            f"| T = {r['T']}{' causal' if r['causal'] else ''} | {_ms(r, 'flash')} | {_ms(r, 'dense')} "
-            f"| {_ms(r, 'numpy')} | {_ms(r, 'torch')} | {_x(r, 'torch')} | {_x(r, 'numpy')} |"
-        )
-    lines += [
-        "",
-        "| extra memory beyond inputs and output | flash | dense, ours | NumPy dense |",
-        "| --- | --- | --- | --- |",
-    ]
-    for r in attention:
-        dense_mem = "not run" if "dense_skipped" in r else _mib(r.get("dense_extra_bytes"))
-        lines.append(
-            f"| T = {r['T']}{' causal' if r['causal'] else ''} | {_mib(r.get('flash_extra_bytes'))} "
-            f"| {dense_mem} | {_mib(r.get('numpy_extra_bytes'))} |"
-        )
-    skipped = sorted({r["dense_skipped"] for r in report["rows"] if "dense_skipped" in r})
-    if skipped:
-        lines += ["", f"Dense attention (ours) was not run where it {'; '.join(skipped)}."]
-    return "\n".join(lines) + "\n"
+        f"1-minute load average {load[0]} before, {load[1]} after (a shared machine).\n"
+    )
+
+
+def ratio_keys(rows: list[dict]) -> list[tuple[str, str, str]]:
+    """(key, method, anchor) for every ``ratio_<method>vs_<anchor>`` key, ``ratio_vs_numpy`` first."""
+    found = []
+    for prefix in RATIO_METHODS:
+        found += [(f"ratio_{prefix}vs_{a}", prefix, a) for a in keyed(rows, prefix=f"ratio_{prefix}vs_")]
+    return found
+
+
+def gemm_table(report: dict) -> str:
+    rows = gemm_rows(report)
+    methods, ratios = keyed(rows, suffix="_ms"), ratio_keys(rows)
+    head = ["GEMM, float32", *(GEMM_LABELS.get(m, m) for m in methods),
+            *(f"{RATIO_METHODS[m]} / {SHORT.get(a, a)}" for _, m, a in ratios)]
+    body = []
+    for r in rows:
+        cells = [f"{r['n']}³"]
+        for m in methods:
+            gflops = f", {r[m + '_gflops']:.0f} GFLOP/s" if m + "_gflops" in r else ""
+            cells.append(f"{r[m + '_ms']:.1f} ms{gflops}" if m + "_ms" in r else "not run")
+        cells += [f"{r[k]:.2f}×" if k in r else "—" for k, _, _ in ratios]
+        body.append(cells)
+    return _table(head, body)
+
+
+def _speedup_columns(rows: list[dict]) -> list[str]:
+    found = [m for m in keyed(rows, prefix="flash_speedup_vs_") if m != "dense"]  # dense's time is in the table
+    return sorted(found, key=lambda m: ("torch", "numpy").index(m) if m in ("torch", "numpy") else 2)
+
+
+def attention_time_table(report: dict) -> str:
+    rows = attention_rows(report)
+    r0 = rows[0]
+    methods, speedups = keyed(rows, suffix="_ms"), _speedup_columns(rows)
+    head = [f"attention forward, B={r0['B']}, H={r0['H']}, d={r0['d']} (ms)",
+            *(ATTENTION_LABELS.get(m, m) for m in methods),
+            *(f"flash vs {SHORT.get(m, m)}" for m in speedups)]
+    return _table(head, [[_row_label(r), *(_ms(r, m) for m in methods), *(_x(r, m) for m in speedups)] for r in rows])
+
+
+def attention_memory_table(report: dict) -> str:
+    rows = attention_rows(report)
+    methods = keyed(rows, suffix="_extra_bytes")
+    head = ["extra memory beyond inputs and output", *(ATTENTION_LABELS.get(m, m) for m in methods)]
+    body = [[_row_label(r), *("not run" if m + "_skipped" in r else _mib(r.get(m + "_extra_bytes")) for m in methods)]
+            for r in rows]
+    return _table(head, body)
+
+
+def skipped_note(report: dict) -> str:
+    rows = attention_rows(report)
+    notes = []
+    for m in keyed(rows, suffix="_skipped"):
+        reasons = sorted({r[m + "_skipped"] for r in rows if m + "_skipped" in r})
+        notes.append(f"{SENTENCE.get(m, m)} was not run where it {'; '.join(reasons)}.")
+    return " ".join(notes) + "\n" if notes else ""
+
+
+def markdown(report: dict) -> str:
+    """The tables as ``results/kernels.md`` holds them."""
+    parts = [setup(report), gemm_table(report), attention_time_table(report), attention_memory_table(report)]
+    return "\n".join(p for p in parts + [skipped_note(report)] if p)
+
+
+# -- findings: every number below is read from the report, every comparison made on it ------------
+
+def _and(items: list) -> str:
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _span(values: list[float], fmt: str = ".2f", unit: str = "×") -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:{fmt}}{unit}" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}{unit} to {hi:{fmt}}{unit}"
+
+
+def _growth(rows: list[dict], key: str) -> tuple[dict, dict, float] | None:
+    """First and last rows that have ``key``, and the exponent p of key ∝ T^p between them."""
+    have = [r for r in rows if r.get(key)]
+    if len(have) < 2 or have[0]["T"] == have[-1]["T"]:
+        return None
+    a, b = have[0], have[-1]
+    return a, b, math.log(b[key] / a[key]) / math.log(b["T"] / a["T"])
+
+
+def memory_finding(report: dict) -> str:
+    rows = [r for r in attention_rows(report) if not r["causal"]] or attention_rows(report)
+    parts = []
+    for m in keyed(rows, suffix="_extra_bytes"):
+        g = _growth(rows, m + "_extra_bytes")
+        if g:
+            a, b, p = g
+            parts.append(f"{PROSE.get(m, m)} from {_mib(a[m + '_extra_bytes'])} at T = {a['T']} "
+                         f"to {_mib(b[m + '_extra_bytes'])} at T = {b['T']}, about \\(T^{{{p:.1f}}}\\)")
+    if not parts:
+        return ""
+    return ("- **Extra memory** (no mask), as T grows: " + "; ".join(parts) + ". Flash attention keeps "
+            "a d-major copy of K and a padded V, which grow with T·d; a dense method that materializes "
+            "scores grows with T², and ours stores both scores and weights.\n")
+
+
+def torch_finding(report: dict) -> str:
+    rows = [r for r in attention_rows(report) if "flash_speedup_vs_torch" in r]
+    if not rows:
+        return ""
+    ratios = [r["flash_speedup_vs_torch"] for r in rows]
+    faster = sum(x > 1 for x in ratios)
+    count = "all" if faster == len(rows) else "none" if not faster else f"{faster}"
+    text = (f"- **Against torch SDPA**, flash's speedup (torch's time over flash's, above 1× when flash is "
+            f"faster) was {_span(ratios)} across the {len(rows)} rows; flash was faster in {count} of them.")
+    close = [r for r in rows if abs(r["flash_speedup_vs_torch"] - 1) < 0.1]
+    if close:
+        text += (f" In {len(close)} rows ({', '.join(_row_label(r) for r in close)}) the two are within 10% of "
+                 "each other, close enough that one noisy round on a shared machine can flip the order.")
+    return text + "\n"
+
+
+def numpy_finding(report: dict) -> str:
+    rows = attention_rows(report)
+    pairs = [(a, b) for a in rows for b in rows
+             if a["T"] == b["T"] and not a["causal"] and b["causal"]
+             and "flash_speedup_vs_numpy" in a and "flash_speedup_vs_numpy" in b]
+    if not pairs:
+        return ""
+    plain = [a["flash_speedup_vs_numpy"] for a, _ in pairs]
+    masked = [b["flash_speedup_vs_numpy"] for _, b in pairs]
+    larger = [b["T"] for a, b in pairs if b["flash_speedup_vs_numpy"] > a["flash_speedup_vs_numpy"]]
+    where = ("at every length measured" if len(larger) == len(pairs)
+             else f"at T = {', '.join(map(str, larger))} only" if larger else "at no length measured")
+    text = (f"- **Against dense NumPy**, flash's speedup was {_span(plain)} without a mask and "
+            f"{_span(masked)} with a causal mask: larger with the mask {where}.")
+    timed = [(a, b) for a, b in pairs if all("flash_ms" in r and "numpy_ms" in r for r in (a, b))]
+    if timed:
+        flash = [b["flash_ms"] / a["flash_ms"] for a, b in timed]
+        numpy = [b["numpy_ms"] / a["numpy_ms"] for a, b in timed]
+        saved = [a["T"] for a, b in timed if b["flash_ms"] < a["flash_ms"]]
+        text += (f" With the mask, flash took {_span(flash)} its unmasked time (it skips whole key tiles "
+                 f"above the diagonal; it took less time at {'T = ' + _and(saved) if saved else 'no length'}), "
+                 f"dense NumPy {_span(numpy)} its own (it computes every score, then masks).")
+    return text + "\n"
+
+
+def gemm_finding(report: dict) -> str:
+    rows = gemm_rows(report)
+    sentences = {}
+    for key, method, a in ratio_keys(rows):
+        ratios = [r[key] for r in rows if key in r]
+        sizes = [r["n"] for r in rows if key in r]
+        verdict = "faster" if min(ratios) > 1 else "slower" if max(ratios) < 1 else "faster at some sizes, slower at others"
+        sentences.setdefault(method, []).append(f"{_span(ratios)} the speed of {SHORT.get(a, a)} at n = {_and(sizes)} ({verdict})")
+    if not sentences:
+        return ""
+    lead = {"": "ours, with the packing of its operands counted, ran at ",
+            "ours_numpy_io_": "given NumPy arrays and returning one (the call a reader makes), it ran at "}
+    return "- **GEMM**: " + "; ".join(lead[m] + "; ".join(parts) for m, parts in sentences.items()) + ".\n"
+
+
+def findings(report: dict) -> str:
+    """What the tables show, as bullets; each figure and comparison in them is computed from the report."""
+    return "".join(f(report) for f in (torch_finding, numpy_finding, memory_finding, gemm_finding))
+
+
+SECTIONS = {
+    "setup": setup,
+    "gemm": gemm_table,
+    "attention-time": attention_time_table,
+    "attention-memory": lambda report: attention_memory_table(report) + ("\n" + skipped_note(report) if skipped_note(report) else ""),
+    "findings": findings,
+}
+
+
+def load(json_path: Path = RESULTS / "kernels.json") -> dict:
+    return json.loads(Path(json_path).read_text())
 
 
 def write(json_path: Path = RESULTS / "kernels.json") -> Path:
     out = json_path.with_suffix(".md")
-    out.write_text(markdown(json.loads(json_path.read_text())))
+    out.write_text(markdown(load(json_path)))
     return out
 
 

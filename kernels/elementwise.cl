@@ -1,40 +1,97 @@
-// elementwise.cl: the pointwise ops of a transformer block, one work-item per element.
+// elementwise.cl: the pointwise ops of a transformer block and their gradients. Each
+// work-item handles 8 consecutive elements as one float8 (PoCL would otherwise run one
+// scalar per work-item), with exp inline (exp8 in common.h: PoCL calls exp() out of line),
+// and reports a non-finite result to the queue's status word itself, so no separate pass
+// re-reads its output.
 //
 // Kernels:
-//   silu_forward    y = x * sigmoid(x) = x / (1 + exp(-x)); for x << 0, exp(-x) = inf and
-//                   y = -0, never NaN.
-//   swiglu_forward  y = silu(gate) * up: the gated feed-forward unit (SwiGLU) in one pass.
-//   add_broadcast   c = a + b where b's shape is a suffix of a's (bias, residual):
-//                   b is read at i % nb, so nothing is copied to broadcast it.
-//   mul_broadcast   c = a * b, the same broadcast (a norm's gain, a gate).
+//   binary_broadcast  c = a op b for op in + - * / where b's shape is a suffix of a's (a
+//                     bias, a residual, a gain, a scalar): b is read at index i % nb, so
+//                     nothing is copied to broadcast it.
+//   scale             y = alpha * x (negation, the mean's 1/n).
+//   exp_forward       y = exp(x); exp(-inf) = 0, so masked scores may go in.
+//   silu_forward      y = x * sigmoid(x) = x / (1 + exp(-x)); for x << 0, exp(-x) = inf and
+//                     y = -0, never NaN.
+//   swiglu_forward    y = silu(gate) * up: the gated feed-forward unit (SwiGLU) in one pass.
+//   silu_backward     dx = g * s * (1 + x (1 - s)) with s = sigmoid(x).
+//   swiglu_backward   dgate = g * up * silu'(gate), dup = g * silu(gate), one pass for both.
 #include "common.h"
 
-inline float silu1(float x) { return x / (1.0f + exp(-x)); }
+// b's 8 lanes for a's elements i0 .. i0 + 7, broadcast over a's leading axes.
+ALWAYS_INLINE float8 load8_broadcast(__global const float *b, long i0, long n, int nb) {
+    if (nb == 1) return (float8)(b[0]);
+    if (nb % 8 == 0 && i0 + 8 <= n) return *(__global const float8u *)(b + i0 % nb);
+    lanes8f l;
+    for (int k = 0; k < 8; ++k) l.s[k] = b[(i0 + k) % nb];
+    return l.v;
+}
 
-__kernel void silu_forward(__global const float *x, __global float *y, const int n)
+// op: 0 add, 1 sub, 2 mul, 3 div (one branch that every work-item takes the same way).
+__kernel void binary_broadcast(__global const float *a, __global const float *b, __global float *c,
+                               const int n, const int nb, const int op, __global int *status, const int seq)
 {
-    const int i = get_global_id(0);
-    if (i < n) y[i] = silu1(x[i]);
+    const long i0 = (long)get_global_id(0) * 8;
+    if (i0 >= n) return;
+    const float8 x = load8(a, i0, n), y = load8_broadcast(b, i0, n, nb);
+    const float8 v = op == 0 ? x + y : op == 1 ? x - y : op == 2 ? x * y : x / y;
+    report(status, STATUS_NONFINITE, seq, store8(c, i0, n, v));
+}
+
+__kernel void scale(__global const float *x, __global float *y, const int n, const float alpha,
+                    __global int *status, const int seq)
+{
+    const long i0 = (long)get_global_id(0) * 8;
+    if (i0 >= n) return;
+    report(status, STATUS_NONFINITE, seq, store8(y, i0, n, alpha * load8(x, i0, n)));
+}
+
+__kernel void exp_forward(__global const float *x, __global float *y, const int n,
+                          __global int *status, const int seq)
+{
+    const long i0 = (long)get_global_id(0) * 8;
+    if (i0 >= n) return;
+    report(status, STATUS_NONFINITE, seq, store8(y, i0, n, exp8(load8(x, i0, n))));
+}
+
+ALWAYS_INLINE float8 sigmoid8(float8 x) { return 1.0f / (1.0f + exp8(-x)); }   // x << 0: 1 / inf = 0
+ALWAYS_INLINE float8 silu8(float8 x) { return x / (1.0f + exp8(-x)); }
+
+__kernel void silu_forward(__global const float *x, __global float *y, const int n,
+                           __global int *status, const int seq)
+{
+    const long i0 = (long)get_global_id(0) * 8;
+    if (i0 >= n) return;
+    report(status, STATUS_NONFINITE, seq, store8(y, i0, n, silu8(load8(x, i0, n))));
 }
 
 // --8<-- [start:swiglu_forward]
-__kernel void swiglu_forward(__global const float *gate, __global const float *up, __global float *y, const int n)
+__kernel void swiglu_forward(__global const float *gate, __global const float *up, __global float *y,
+                             const int n, __global int *status, const int seq)
 {
-    const int i = get_global_id(0);
-    if (i < n) y[i] = silu1(gate[i]) * up[i];
+    const long i0 = (long)get_global_id(0) * 8;
+    if (i0 >= n) return;
+    const float8 v = silu8(load8(gate, i0, n)) * load8(up, i0, n);
+    report(status, STATUS_NONFINITE, seq, store8(y, i0, n, v));
 }
 // --8<-- [end:swiglu_forward]
 
-__kernel void add_broadcast(__global const float *a, __global const float *b, __global float *c,
-                            const int n, const int nb)
+__kernel void silu_backward(__global const float *x, __global const float *g, __global float *dx,
+                            const int n, __global int *status, const int seq)
 {
-    const int i = get_global_id(0);
-    if (i < n) c[i] = a[i] + b[i % nb];
+    const long i0 = (long)get_global_id(0) * 8;
+    if (i0 >= n) return;
+    const float8 xv = load8(x, i0, n), s = sigmoid8(xv);
+    report(status, STATUS_NONFINITE, seq, store8(dx, i0, n, load8(g, i0, n) * s * (1.0f + xv * (1.0f - s))));
 }
 
-__kernel void mul_broadcast(__global const float *a, __global const float *b, __global float *c,
-                            const int n, const int nb)
+__kernel void swiglu_backward(__global const float *gate, __global const float *up, __global const float *g,
+                              __global float *dgate, __global float *dup, const int n,
+                              __global int *status, const int seq)
 {
-    const int i = get_global_id(0);
-    if (i < n) c[i] = a[i] * b[i % nb];
+    const long i0 = (long)get_global_id(0) * 8;
+    if (i0 >= n) return;
+    const float8 a = load8(gate, i0, n), s = sigmoid8(a), gv = load8(g, i0, n);
+    const int bad = store8(dgate, i0, n, gv * load8(up, i0, n) * s * (1.0f + a * (1.0f - s)))
+                  | store8(dup, i0, n, gv * a * s);
+    report(status, STATUS_NONFINITE, seq, bad);
 }

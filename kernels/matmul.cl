@@ -6,20 +6,25 @@
 //                    operands addressed by element strides, so a transposed operand
 //                    or a batch-broadcast one (stride 0) costs no copy. Used for small
 //                    products, where packing would cost more than it saves (~10 GFLOP/s).
-//   matmul_pack_a    copies A into panels of MR = 6 rows, k-major and zero-padded, when A
-//                    is not row-major (a transposed A read in place would walk k with a
-//                    stride of M floats, a 4 KiB stride that L1 cannot hold). A row-major A
-//                    is read in place: 6 rows, each contiguous in k.
-//   matmul_pack_b    copies B into panels of NR = 16 columns, k-major, zero-padded.
-//   matmul_packed    each work-item owns a 12 x 128 block of C, computed as 6 x 16 blocks
-//                    held in 12 float8 registers: per k, 2 vector loads, 6 broadcasts,
-//                    12 multiply-adds. k runs in blocks of KC = 64 so the 2 A and 8 B
-//                    sub-panels stay in L1 while each is reused (~200 GFLOP/s on 2 cores
-//                    here; one 6 x 16 block per work-item over all of K reached ~100-120). 12 accumulators + 3 operands fit the
-//                    16 registers of AVX2 (the target PoCL's LLVM picks here); plain
-//                    a * b + c becomes an FMA, vload/fma builtins would be calls. Batch b
-//                    reads A and B panel sets b / a_div and b / b_div: a broadcast operand
-//                    (div = batch count) or grouped K/V heads (div = H / G) are packed once.
+//   matmul_pack_b    copies B into panels of NR columns, k-major and zero-padded, so the
+//                    micro-kernel reads each k's NR values as whole vectors (a row-major B
+//                    read in place would walk k with a stride of N floats, often 4 KiB, which
+//                    maps every row to the same L1 and L2 sets).
+//   matmul_pack_a    copies a transposed A into panels of MR rows, k-major (A_PACKED): read in
+//                    place, each k of a transposed A sits lda floats (often 4 KiB) after the
+//                    last, the same cache-set trap as B. A row-major A is read in place.
+//   matmul_packed    each work-item owns an MR x NR tile of C over all of K, held in
+//                    MR * NV vector accumulators of VW lanes: per k, NV vector loads of B,
+//                    MR broadcasts of A and MR * NV multiply-adds. The host picks the shape
+//                    from the device's vector width: VW = 16 (AVX-512: 6 x 64 in 24 of the
+//                    32 registers; measured on one core at n = 256..1024: 6 x 64 155-160
+//                    GFLOP/s, 12 x 32 130-160, 8 x 48 135-150, OpenBLAS 140) or VW = 8 (AVX2:
+//                    6 x 16 in 12 of 16). Six rows of A, each contiguous in k, are six streams;
+//                    twelve rows 4 KiB apart overflow an L1 set at n = 1024. Plain a * b + c
+//                    becomes an FMA (PoCL would call fma() out of line). Batch b reads A and
+//                    the B panels of b / a_div and b / b_div: a broadcast operand (div = batch
+//                    count) or grouped K/V heads (div = H / G) are packed once. The epilogue
+//                    scales by alpha, optionally adds D (a residual), and reports inf/NaN.
 #include "common.h"
 
 #define BM 4
@@ -31,7 +36,8 @@ __kernel void matmul_blocked(
     const int M, const int N, const int K,
     const int a_batch, const int a_row, const int a_col,   // element strides of A
     const int b_batch, const int b_row, const int b_col,   // element strides of B
-    const int c_batch)                                     // C is contiguous (M, N) per batch
+    const int c_batch,                                     // C is contiguous (M, N) per batch
+    __global int *status, const int seq)
 {
     const int n0 = get_global_id(0) * BN;
     const int m0 = get_global_id(1) * BM;
@@ -57,29 +63,59 @@ __kernel void matmul_blocked(
         for (int i = 0; i < BM; ++i)
             for (int j = 0; j < BN; ++j) acc[i][j] += av[i] * bv[j];
     }
+    int bad = 0;
     for (int i = 0; i < BM && m0 + i < M; ++i)
-        for (int j = 0; j < BN && n0 + j < N; ++j) c[(m0 + i) * N + n0 + j] = acc[i][j];
+        for (int j = 0; j < BN && n0 + j < N; ++j) {
+            c[(m0 + i) * N + n0 + j] = acc[i][j];
+            bad |= nonfinite_bits(acc[i][j]);
+        }
+    report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:matmul_blocked]
 
-#define MR 6
-#define NR 16
-
+#ifndef MR
+#define MR 6            // rows of the C tile
+#endif
+#ifndef NV
+#define NV 2            // vectors per row of the C tile: NR = NV * VW columns
+#endif
+#ifndef C_TRANS
+#define C_TRANS 0       // 1: store the tile transposed, C[n][m] (the host computes C = Aᵀ B as (Bᵀ A)ᵀ)
+#endif
+#ifndef A_PACKED
+#define A_PACKED 0      // 1: A comes from matmul_pack_a, element (m, k) at (m / MR) * MR * K + k * MR + m % MR
+#endif
+#define NR (NV * VW)
 #define PACK_K 64       // k values one packing work-item copies
 
+
 // --8<-- [start:matmul_pack]
+#define PACK_PANELS 8   // A panels one packing work-item fills: 8 x MR consecutive values of each k
+
 __kernel void matmul_pack_a(__global const float *a, __global float *ap, const int M, const int K,
                             const int a_batch, const int a_row, const int a_col)
 {
-    const int k0 = get_global_id(0) * PACK_K, panel = get_global_id(1), batch = get_global_id(2);
-    if (k0 >= K) return;
-    const int k1 = min(K, k0 + PACK_K), rows = min(MR, M - panel * MR);
-    const long mp = (M + MR - 1) / MR * MR;                       // rows padded to whole panels
-    __global const float *src = a + (long)batch * a_batch + (long)panel * MR * a_row;
-    __global float *dst = ap + ((long)batch * mp + (long)panel * MR) * K;
-    for (int k = k0; k < k1; ++k)
-        for (int r = 0; r < MR; ++r)
-            dst[k * MR + r] = r < rows ? src[(long)r * a_row + (long)k * a_col] : 0.0f;
+    const int k0 = get_global_id(0) * PACK_K, group = get_global_id(1), batch = get_global_id(2);
+    const int m0 = group * PACK_PANELS * MR;
+    if (k0 >= K || m0 >= M) return;
+    const int k1 = min(K, k0 + PACK_K), rows = min(PACK_PANELS * MR, M - m0);
+    const long mp = (M + MR - 1) / MR * MR;                 // rows padded to whole panels
+    __global const float *src = a + (long)batch * a_batch + (long)m0 * a_row;
+    __global float *dst = ap + ((long)batch * mp + m0) * K;
+    // k outermost: a transposed A (a_row = 1) is read as runs of 8 MR contiguous values
+    // per k, instead of MR values from each of 64 rows lda floats (often 4 KiB) apart.
+    const int panels = (rows + MR - 1) / MR;
+    for (int k = k0; k < k1; ++k) {
+        __global const float *sk = src + (long)k * a_col;
+        for (int p = 0; p < panels; ++p) {
+            __global float *dk = dst + (long)p * MR * K + (long)k * MR;
+            #pragma unroll
+            for (int r = 0; r < MR; ++r) {
+                const int m = p * MR + r;
+                dk[r] = m < rows ? sk[(long)m * a_row] : 0.0f;
+            }
+        }
+    }
 }
 
 __kernel void matmul_pack_b(__global const float *b, __global float *bp, const int N, const int K,
@@ -88,91 +124,104 @@ __kernel void matmul_pack_b(__global const float *b, __global float *bp, const i
     const int k0 = get_global_id(0) * PACK_K, panel = get_global_id(1), batch = get_global_id(2);
     if (k0 >= K) return;
     const int k1 = min(K, k0 + PACK_K), cols = min(NR, N - panel * NR);
-    const long np = (N + NR - 1) / NR * NR;
+    const long np = (N + NR - 1) / NR * NR;                 // columns padded to whole panels
     __global const float *src = b + (long)batch * b_batch + (long)panel * NR * b_col;
     __global float *dst = bp + ((long)batch * np + (long)panel * NR) * K;
-    if (cols == NR && b_col == 1 && b_row % 8 == 0 && b_batch % 8 == 0) {
-        // A full panel of a row-major B whose rows start 32-byte aligned: copy float8s.
-        for (int k = k0; k < k1; ++k) {
-            __global const float8 *row = (__global const float8 *)(src + (long)k * b_row);
-            __global float8 *out = (__global float8 *)(dst + k * NR);
-            out[0] = row[0];
-            out[1] = row[1];
-        }
+    if (cols == NR && b_col == 1) {                         // a full panel of a row-major B: whole vectors
+        for (int k = k0; k < k1; ++k)
+            for (int v = 0; v < NV; ++v)
+                ((__global vecf *)(dst + (long)k * NR))[v] = ((__global const vecfu *)(src + (long)k * b_row))[v];
         return;
     }
     for (int k = k0; k < k1; ++k)
         for (int c = 0; c < NR; ++c)
-            dst[k * NR + c] = c < cols ? src[(long)k * b_row + (long)c * b_col] : 0.0f;
+            dst[(long)k * NR + c] = c < cols ? src[(long)k * b_row + (long)c * b_col] : 0.0f;
 }
 // --8<-- [end:matmul_pack]
 
-#ifndef PANELS
-#define PANELS 2        // A panels (of 6 rows) per work-item
-#endif
-#ifndef NPANELS
-#define NPANELS 8       // B panels (of 16 columns) per work-item
-#endif
-#ifndef KC
-#define KC 64           // k-block: the 2 A sub-panels (3 KB) stay in L1 across the 8 B ones (4 KB each)
-#endif
-
 // --8<-- [start:matmul_packed]
 __kernel void matmul_packed(__global const float *a, __global const float *bp, __global float *c,
-                            const int M, const int N, const int K,
-                            const int a_set, const int a_panel, const int a_rs, const int a_ks,
-                            const int a_div, const int b_div, const float alpha)
+                            __global const float *d, const int M, const int N, const int K,
+                            const int a_set, const int lda, const int a_div, const int b_div,
+                            const float alpha, const int add_d, __global int *status, const int seq)
 {
-    // A element (m, k) of batch b sits at a[(b / a_div) * a_set + (m / 6) * a_panel
-    // + (m % 6) * a_rs + k * a_ks]: packed panels (a_rs = 1, a_ks = 6) or a row-major
-    // matrix read in place (a_rs = row stride, a_ks = 1). B is always packed.
-    const int pg = get_global_id(0), ng = get_global_id(1), batch = get_global_id(2);
-    const int m0 = pg * PANELS * MR, n0 = ng * NPANELS * NR;
+    const int pm = get_global_id(0), pn = get_global_id(1), batch = get_global_id(2);
+    const int m0 = pm * MR, n0 = pn * NR;
     if (m0 >= M || n0 >= N) return;
-    const int a_panels = min(PANELS, (M - m0 + MR - 1) / MR);
-    const int b_panels = min(NPANELS, (N - n0 + NR - 1) / NR);
     const long np = (N + NR - 1) / NR * NR;
-    __global const float *a0 = a + (long)(batch / a_div) * a_set + (long)(m0 / MR) * a_panel;
-    __global const float *b0 = bp + ((long)(batch / b_div) * np + n0) * K;
-    float8 part[PANELS][NPANELS][2 * MR];           // this work-item's C, between k-blocks
-    for (int k0 = 0; k0 < K; k0 += KC) {
-        const int k1 = min(K, k0 + KC);
-        for (int t = 0; t < b_panels; ++t)
-            for (int s = 0; s < a_panels; ++s) {
-                int row[MR];                              // rows past M repeat the last one
-                #pragma unroll
-                for (int r = 0; r < MR; ++r) row[r] = min(r, M - m0 - s * MR - 1) * a_rs;
-                float8 c0[MR], c1[MR];
-                #pragma unroll
-                for (int r = 0; r < MR; ++r) {
-                    c0[r] = k0 ? part[s][t][2 * r] : (float8)(0.0f);
-                    c1[r] = k0 ? part[s][t][2 * r + 1] : (float8)(0.0f);
-                }
-                __global const float *ak = a0 + (long)s * a_panel + (long)k0 * a_ks;
-                __global const float *b = b0 + ((long)t * K + k0) * NR;
-                for (int k = k0; k < k1; ++k, ak += a_ks, b += NR) {
-                    const float8 bl = ((__global const float8 *)b)[0], bh = ((__global const float8 *)b)[1];
-                    #pragma unroll
-                    for (int r = 0; r < MR; ++r) {
-                        const float ar = ak[row[r]];
-                        c0[r] = ar * bl + c0[r];
-                        c1[r] = ar * bh + c1[r];
-                    }
-                }
-                #pragma unroll
-                for (int r = 0; r < MR; ++r) {
-                    part[s][t][2 * r] = c0[r];
-                    part[s][t][2 * r + 1] = c1[r];
-                }
-            }
+    __global const float *b = bp + ((long)(batch / b_div) * np + n0) * K;
+#if A_PACKED
+    __global const float *ab = a + (long)(batch / a_div) * a_set + (long)m0 * K;
+    int at[MR];
+    #pragma unroll
+    for (int r = 0; r < MR; ++r) at[r] = r;             // padded rows are zeros
+#else
+    __global const float *ab = a + (long)(batch / a_div) * a_set;
+    int at[MR];                                         // rows past M repeat the last one
+    #pragma unroll
+    for (int r = 0; r < MR; ++r) at[r] = min(m0 + r, M - 1) * lda;
+#endif
+    vecf acc[MR][NV];
+    #pragma unroll
+    for (int r = 0; r < MR; ++r)
+        #pragma unroll
+        for (int v = 0; v < NV; ++v) acc[r][v] = (vecf)(0.0f);
+    for (int k = 0; k < K; ++k, b += NR) {
+        vecf bv[NV];
+        #pragma unroll
+        for (int v = 0; v < NV; ++v) bv[v] = ((__global const vecf *)b)[v];
+#if A_PACKED
+        __global const float *ak = ab + (long)k * MR;
+#else
+        __global const float *ak = ab + k;
+#endif
+        #pragma unroll
+        for (int r = 0; r < MR; ++r) {
+            const float x = ak[at[r]];
+            #pragma unroll
+            for (int v = 0; v < NV; ++v) acc[r][v] = x * bv[v] + acc[r][v];
+        }
     }
     __global float *cb = c + (long)batch * M * N;
-    for (int s = 0; s < a_panels; ++s)
-        for (int r = 0; r < MR && m0 + s * MR + r < M; ++r)
-            for (int t = 0; t < b_panels; ++t) {
-                __global float *crow = cb + (long)(m0 + s * MR + r) * N + n0 + t * NR;
-                const float *acc = (const float *)&part[s][t][2 * r];
-                for (int j = 0; j < NR && n0 + t * NR + j < N; ++j) crow[j] = alpha * acc[j];
+    __global const float *db = d + (long)batch * M * N;
+    int bad = 0;
+#if C_TRANS
+    // C is (N, M): tile row r is column m0 + r of C, so each value lands M floats after the last.
+    for (int r = 0; r < MR && m0 + r < M; ++r)
+        for (int v = 0; v < NV; ++v) {
+            lanesf l;
+            l.v = acc[r][v];
+            for (int j = 0; j < VW && n0 + v * VW + j < N; ++j) {
+                const long at_c = (long)(n0 + v * VW + j) * M + m0 + r;
+                const float o = alpha * l.s[j] + (add_d ? db[at_c] : 0.0f);
+                cb[at_c] = o;
+                bad |= nonfinite_bits(o);
             }
+        }
+#else
+    #pragma unroll
+    for (int r = 0; r < MR; ++r) {
+        if (m0 + r >= M) break;
+        #pragma unroll
+        for (int v = 0; v < NV; ++v) {
+            const long at_c = (long)(m0 + r) * N + n0 + v * VW;
+            if (n0 + (v + 1) * VW <= N) {                   // a whole vector inside the row
+                vecf out = alpha * acc[r][v];
+                if (add_d) out += *(__global const vecfu *)(db + at_c);
+                *(__global vecfu *)(cb + at_c) = out;
+                bad |= nonfinitev(out);
+            } else {
+                lanesf l;
+                l.v = acc[r][v];
+                for (int j = 0; j < VW && n0 + v * VW + j < N; ++j) {
+                    const float o = alpha * l.s[j] + (add_d ? db[at_c + j] : 0.0f);
+                    cb[at_c + j] = o;
+                    bad |= nonfinite_bits(o);
+                }
+            }
+        }
+    }
+#endif
+    report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:matmul_packed]

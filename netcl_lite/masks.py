@@ -31,12 +31,26 @@ def encoder(valid):
     return real[:, None] & real[None, :]
 
 
-def causal(query_len, key_len=None):
-    """Decoder self-attention: query i sees key j when j <= i + (key_len - query_len).
+def query_start(query_len, key_len):
+    """Where causal queries sit among the keys: query i is at position query_start + i.
 
-    The queries are the *last* query_len of key_len positions, the layout of cached decoding
-    (keys = cached prefix + new tokens); key_len defaults to query_len, giving the square j <= i.
-    Returns (query_len, key_len) bool. Lengths are ints with 0 <= query_len <= key_len.
+    The queries are the *last* query_len of key_len positions (key_len - query_len), the layout of
+    cached decoding (keys = cached prefix + new tokens). This is the one definition of causal
+    alignment: :func:`causal`, the float64 references and every kernel (as its ``q_start``
+    argument, with ``causal_allowed`` in ``kernels/common.h``) take it from here.
+
+    >>> query_start(1, 5)           # one new token after four cached ones sits at position 4
+    4
+    """
+    return key_len - query_len
+
+
+def causal(query_len, key_len=None):
+    """Decoder self-attention: query i sees key j when j <= query_start + i (no key from its future).
+
+    key_len defaults to query_len, giving the square j <= i; with more keys than queries the queries
+    are the last ones (:func:`query_start`). Returns (query_len, key_len) bool. Lengths are ints with
+    0 <= query_len <= key_len.
 
     >>> print(render(causal(2, 4)))
     # # # .
@@ -49,7 +63,7 @@ def causal(query_len, key_len=None):
             f"query_len {query_len} > key_len {key_len}: the queries are the last query_len "
             "of key_len positions, so pass key_len >= query_len"
         )
-    return np.arange(key_len)[None, :] <= np.arange(query_len)[:, None] + (key_len - query_len)
+    return np.arange(key_len)[None, :] <= query_start(query_len, key_len) + np.arange(query_len)[:, None]
 
 
 def cross(target_valid, source_valid):

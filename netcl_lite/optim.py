@@ -30,7 +30,7 @@ import numbers
 import numpy as np
 
 from . import autograd as ag
-from .core.kernels import get_kernel
+from .core.stream import stream_of
 from .core.tensor import Tensor
 from .ops.operands import round_up
 
@@ -40,7 +40,8 @@ NORM_CHUNK = 256
 
 
 def _run(queue, name, n, *args, local=_LOCAL):
-    get_kernel(queue.context, "adamw.cl", name)(queue, (round_up(n, local),), (local,), *args)
+    """Enqueue one kernel of adamw.cl; the queue's stream keeps its buffers alive until they have run."""
+    stream_of(queue).launch("adamw.cl", name, (round_up(n, local),), (local,), *args)
 
 
 def _real(name: str, value, low: float, high: float = math.inf, *, low_open=False, high_open=False) -> float:
@@ -128,17 +129,17 @@ class AdamW:
                     raise ValueError(f"gradient of {name!r} has shape {p.grad.shape}, the parameter {p.shape}")
                 n = p.value.size
                 if n:
+                    stream = stream_of(p.queue)
+                    seq = stream.begin(f"AdamW.step ({name})", {"gradient": p.grad})
                     _run(p.queue, "adamw_step", n, p.value.buffer, p.grad.buffer, self.exp_avg[name].buffer,
                          self.exp_avg_sq[name].buffer, np.int32(n), decay, *scalars)
-                p.value.abs_max = None   # changed on the device: no host-side bound any more
-        for p in self.params.values():
-            p.queue.finish()   # the gradients may be dropped as soon as we return
+                    stream.check_finite(p.value.buffer, n, seq)   # reported at the next read-back
 
     def state_dict(self) -> dict:
         """{"step": t, "exp_avg": {name: array}, "exp_avg_sq": {name: array}}: what resuming needs exactly."""
         return {"step": self.step_count,
-                "exp_avg": {n: t.to_host() for n, t in self.exp_avg.items()},
-                "exp_avg_sq": {n: t.to_host() for n, t in self.exp_avg_sq.items()}}
+                "exp_avg": {n: t.numpy() for n, t in self.exp_avg.items()},
+                "exp_avg_sq": {n: t.numpy() for n, t in self.exp_avg_sq.items()}}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a :meth:`state_dict`; names and shapes are checked before anything is written."""
@@ -175,6 +176,7 @@ def clip_grad_norm(params, max_norm: float) -> float:
     if not grads:
         raise ValueError("clip_grad_norm: no parameter has a gradient; call backward first")
     queue = grads[0].queue
+    stream_of(queue).begin("clip_grad_norm")
     chunks = [-(-g.size // NORM_CHUNK) for g in grads]
     partials = Tensor.zeros(queue, (max(sum(chunks), 1),))
     offset = 0
@@ -190,7 +192,7 @@ def clip_grad_norm(params, max_norm: float) -> float:
         if id(g.buffer) not in scaled and g.size:
             scaled.add(id(g.buffer))
             _run(queue, "scale_by", g.size, g.buffer, np.int32(g.size), out.buffer)
-    norm = float(out.to_host()[0])   # blocking read: every launch above has completed
+    norm = float(out.numpy()[0])   # syncs the queue: raises here if an earlier op failed
     if not math.isfinite(norm):
         raise ValueError("clip_grad_norm: the gradients' norm is not finite (a gradient overflowed or is NaN)")
     return norm

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .masks import query_start
+
 
 def matmul(a, b, *, transpose_a=False, transpose_b=False):
     """a: (..., M, K), b: (..., K, N) → (..., M, N) in float64."""
@@ -22,23 +24,36 @@ def matmul(a, b, *, transpose_a=False, transpose_b=False):
 
 
 def causal_mask(tq: int, tk: int) -> np.ndarray:
-    """(Tq, Tk) boolean: query i sees key j when j <= i + (Tk - Tq) (queries aligned to the end)."""
-    return np.arange(tk)[None, :] <= np.arange(tq)[:, None] + (tk - tq)
+    """(Tq, Tk) boolean: query i sees key j when j <= query_start + i (:func:`netcl_lite.masks.query_start`:
+    the queries are the last Tq positions). Rows that see no key (Tq > Tk) are all False."""
+    return np.arange(tk)[None, :] <= query_start(tq, tk) + np.arange(tq)[:, None]
+
+
+def allowed(shape, mask=None, causal=False) -> np.ndarray:
+    """Boolean (..., Tq, Tk): the entries a query may see under ``mask`` and ``causal``."""
+    ok = np.ones(shape, bool)
+    if mask is not None:
+        ok = ok & np.asarray(mask, bool)
+    if causal:
+        ok = ok & causal_mask(*shape[-2:])
+    return ok
+
+
+def apply_mask(x, *, mask=None, causal=False):
+    """x (..., Tq, Tk) with -inf where blocked."""
+    x = np.asarray(x, np.float64)
+    return np.where(allowed(x.shape, mask, causal), x, -np.inf)
 
 
 def softmax(x, *, mask=None, causal=False):
     """Row softmax over the last axis; blocked entries get 0. x: (..., Tq, Tk)."""
     x = np.asarray(x, np.float64)
-    allowed = np.ones(x.shape, bool)
-    if mask is not None:
-        allowed = allowed & np.asarray(mask, bool)
-    if causal:
-        allowed = allowed & causal_mask(*x.shape[-2:])
-    if x.size and not allowed.any(axis=-1).all():
+    allowed_ = allowed(x.shape, mask, causal)
+    if x.size and not allowed_.any(axis=-1).all():
         raise ValueError("all-masked row")
-    z = np.where(allowed, x, -np.inf)
+    z = np.where(allowed_, x, -np.inf)
     z = z - z.max(axis=-1, keepdims=True)
-    e = np.where(allowed, np.exp(z), 0.0)
+    e = np.where(allowed_, np.exp(z), 0.0)
     return e / e.sum(axis=-1, keepdims=True)
 
 
@@ -67,13 +82,7 @@ def attention_lse(q, k, *, mask=None, causal=False, scale=None):
     heads = q.shape[-3] if q.ndim >= 3 else 1
     k = expand_groups(k, heads)
     scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
-    s = q @ np.swapaxes(k, -1, -2) * scale                   # (..., H, Tq, Tk)
-    allowed = np.ones(s.shape, bool)
-    if mask is not None:
-        allowed = allowed & np.asarray(mask, bool)
-    if causal:
-        allowed = allowed & causal_mask(*s.shape[-2:])
-    s = np.where(allowed, s, -np.inf)
+    s = apply_mask(q @ np.swapaxes(k, -1, -2) * scale, mask=mask, causal=causal)   # (..., H, Tq, Tk)
     m = s.max(axis=-1, keepdims=True)
     return (m + np.log(np.exp(s - m).sum(axis=-1, keepdims=True)))[..., 0]
 
@@ -90,12 +99,8 @@ def flash_attention(q, k, v, *, mask=None, causal=False, scale=None, block_size=
     k, v = expand_groups(k, heads), expand_groups(v, heads)
     scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
     tq, tk = q.shape[-2], k.shape[-2]
-    allowed = np.ones(q.shape[:-1] + (tk,), bool)            # (..., H, Tq, Tk), built per tile below
-    if mask is not None:
-        allowed = allowed & np.asarray(mask, bool)
-    if causal:
-        allowed = allowed & causal_mask(tq, tk)
-    if tq and not allowed.any(axis=-1).all():
+    visible = allowed(q.shape[:-1] + (tk,), mask, causal)   # (..., H, Tq, Tk), read per tile below
+    if tq and not visible.any(axis=-1).all():
         raise ValueError("all-masked row")
     m = np.full(q.shape[:-1] + (1,), -np.inf)                # (..., H, Tq, 1)
     l = np.zeros_like(m)
@@ -103,7 +108,7 @@ def flash_attention(q, k, v, *, mask=None, causal=False, scale=None, block_size=
     for j0 in range(0, tk, block_size):
         sl = slice(j0, j0 + block_size)
         s = q @ np.swapaxes(k[..., sl, :], -1, -2) * scale   # (..., H, Tq, block)
-        s = np.where(allowed[..., sl], s, -np.inf)
+        s = np.where(visible[..., sl], s, -np.inf)
         m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
         base = np.where(np.isfinite(m_new), m_new, 0.0)      # rows that have seen no key yet
         alpha = np.exp(m - base)                             # rescales the old l and o
@@ -165,9 +170,54 @@ def add(a, b):
     return np.asarray(a, np.float64) + np.asarray(b, np.float64)
 
 
+def sub(a, b):
+    """a − b with b's shape a suffix of a's."""
+    return np.asarray(a, np.float64) - np.asarray(b, np.float64)
+
+
 def mul(a, b):
     """a · b with b's shape a suffix of a's."""
     return np.asarray(a, np.float64) * np.asarray(b, np.float64)
+
+
+def div(a, b):
+    """a / b with b's shape a suffix of a's."""
+    return np.asarray(a, np.float64) / np.asarray(b, np.float64)
+
+
+def scale(x, alpha):
+    """alpha · x."""
+    return alpha * np.asarray(x, np.float64)
+
+
+def exp(x):
+    """e**x."""
+    return np.exp(np.asarray(x, np.float64))
+
+
+def sum(x, *, axis=None):  # noqa: A001 (the op's name)
+    """Σ over every element (axis=None) or the last axis (axis=-1)."""
+    return np.sum(np.asarray(x, np.float64), axis=axis)
+
+
+def mean(x, *, axis=None):
+    """The mean over every element (axis=None) or the last axis (axis=-1)."""
+    return np.mean(np.asarray(x, np.float64), axis=axis)
+
+
+def swap_axes(x, axis1, axis2):
+    """x with two axes exchanged."""
+    return np.swapaxes(np.asarray(x, np.float64), axis1, axis2)
+
+
+def cross_entropy(logits, targets, *, ignore_index=-100):
+    """Mean over counted rows of logsumexp(z) − z[target]; rows with target == ignore_index are left out."""
+    z = np.asarray(logits, np.float64).reshape(-1, np.shape(logits)[-1])
+    t = np.asarray(targets).reshape(-1)
+    keep = t != ignore_index
+    m = z.max(axis=-1, keepdims=True)
+    lse = (m + np.log(np.exp(z - m).sum(axis=-1, keepdims=True)))[:, 0]
+    return float(np.mean(lse[keep] - z[keep, t[keep]]))
 
 
 def embedding(table, ids):

@@ -1,13 +1,29 @@
-"""The benchmark tables the pages include are exactly what the results JSON says."""
+"""Chapter 8's measured section says what benchmarks/results/kernels.json says: tables, figures, findings.
+
+The page is rendered from the JSON at build time; these tests read the built
+page and its SVGs and compare them with the JSON directly (not through the
+renderer), and they feed the renderer edited reports to check that its
+sentences follow the numbers.
+"""
 
 from __future__ import annotations
 
+import copy
+import html
 import importlib.util
 import json
+import math
+import re
+
+import numpy as np
+import pytest
 
 import doc_blocks
 
 RESULTS = doc_blocks.ROOT / "benchmarks" / "results"
+REPORT = json.loads((RESULTS / "kernels.json").read_text())
+ATTENTION = [r for r in REPORT["rows"] if r.get("op") == "attention"]
+GEMM = [r for r in REPORT["rows"] if r.get("op") == "gemm"]
 
 
 def _report_module():
@@ -17,13 +33,186 @@ def _report_module():
     return module
 
 
+def _text(fragment: str) -> str:
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
+
+
+def _table_rows(page_html: str) -> dict[str, list[str]]:
+    """First cell -> the other cells, for every row of every table on the page."""
+    rows = {}
+    for tr in re.findall(r"<tr>(.*?)</tr>", page_html, re.S):
+        cells = [_text(c) for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", tr, re.S)]
+        rows.setdefault(cells[0], cells[1:])
+    return rows
+
+
+@pytest.fixture(scope="module")
+def chapter_8(built_site) -> str:
+    return (built_site / "chapter-8" / "index.html").read_text(encoding="utf-8")
+
+
 def test_kernels_markdown_matches_json():
-    report = json.loads((RESULTS / "kernels.json").read_text())
-    assert report["rows"], "no benchmark rows"
-    assert (RESULTS / "kernels.md").read_text() == _report_module().markdown(report), (
+    assert REPORT["rows"], "no benchmark rows"
+    assert (RESULTS / "kernels.md").read_text() == _report_module().markdown(REPORT), (
         "benchmarks/results/kernels.md is stale: run python benchmarks/report_kernels.py"
     )
 
 
-def test_chapter_8_includes_the_measured_tables():
-    assert '--8<-- "benchmarks/results/kernels.md"' in (doc_blocks.DOCS / "chapter-8.md").read_text()
+def test_chapter_8_renders_every_measured_section():
+    page = (doc_blocks.DOCS / "chapter-8.md").read_text()
+    asked = re.findall(r"^<!-- kernels\.json: ([\w-]+) -->$", page, re.M)
+    assert sorted(asked) == sorted(_report_module().SECTIONS), asked
+    for name in ("attention_time", "extra_memory", "gemm"):
+        assert f"](figures/chapter8/{name}.svg)" in page
+
+
+def _label(row: dict) -> str:
+    return f"T = {row['T']}{' causal' if row['causal'] else ''}"
+
+
+def test_tables_on_the_page_are_the_json(chapter_8):
+    rows = _table_rows(chapter_8)  # an attention label's first row is its time row
+    memory = {}
+    for tr in re.findall(r"<tr>(.*?)</tr>", chapter_8, re.S):
+        cells = [_text(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
+        if cells and any(c.endswith("MiB") for c in cells):
+            memory[cells[0]] = cells[1:]
+    for r in ATTENTION:
+        times = rows[_label(r)]
+        for m in ("flash", "dense", "numpy", "torch"):
+            shown = f"{r[m + '_ms']:.1f}" if m + "_ms" in r else "not run"
+            assert shown in times, f"{_label(r)}: {m} time {shown} not in {times}"
+        for m in ("torch", "numpy"):
+            if f"flash_speedup_vs_{m}" in r:
+                assert f"{r[f'flash_speedup_vs_{m}']:.2f}×" in times
+        dense = "not run" if "dense_skipped" in r else f"{r['dense_extra_bytes'] / 2**20:.1f} MiB"
+        assert memory[_label(r)] == [f"{r['flash_extra_bytes'] / 2**20:.1f} MiB", dense,
+                                     f"{r['numpy_extra_bytes'] / 2**20:.1f} MiB"], _label(r)
+    for r in GEMM:
+        cells = rows[f"{r['n']}³"]
+        assert f"{r['ours_ms']:.1f} ms, {r['ours_gflops']:.0f} GFLOP/s" in cells
+        assert f"{r['numpy_ms']:.1f} ms, {r['numpy_gflops']:.0f} GFLOP/s" in cells
+        assert f"{r['ratio_vs_numpy']:.2f}×" in cells
+    assert REPORT["date"][:10] in _text(chapter_8) and REPORT["device"] in _text(chapter_8)
+
+
+def _findings_text(chapter_8: str) -> str:
+    start = chapter_8.index('id="what-the-numbers-say"')
+    return _text(chapter_8[start: chapter_8.index("</article>", start)])
+
+
+def _span(values, unit="×") -> str:
+    lo, hi = f"{min(values):.2f}", f"{max(values):.2f}"
+    return f"{lo}{unit}" if lo == hi else f"{lo}{unit} to {hi}{unit}"
+
+
+def test_findings_state_what_the_json_says(chapter_8):
+    text = _findings_text(chapter_8)
+    torch = [r["flash_speedup_vs_torch"] for r in ATTENTION if "flash_speedup_vs_torch" in r]
+    assert f"was {_span(torch)} across the {len(torch)} rows" in text
+    faster = sum(x > 1 for x in torch)
+    assert f"faster in {'all' if faster == len(torch) else faster or 'none'} of them" in text
+    by_t = {(r["T"], r["causal"]): r for r in ATTENTION}
+    plain = [r["flash_speedup_vs_numpy"] for (t, c), r in by_t.items() if not c and (t, True) in by_t]
+    masked = [by_t[t, True]["flash_speedup_vs_numpy"] for (t, c) in by_t if not c and (t, True) in by_t]
+    assert f"{_span(plain)} without a mask and {_span(masked)} with a causal mask" in text
+    larger = all(by_t[t, True]["flash_speedup_vs_numpy"] > by_t[t, False]["flash_speedup_vs_numpy"] for (t, c) in by_t if not c)
+    assert ("larger with the mask at every length measured" in text) == larger
+    flash = sorted((r for r in ATTENTION if not r["causal"]), key=lambda r: r["T"])
+    first, last = flash[0], flash[-1]
+    growth = math.log(last["flash_extra_bytes"] / first["flash_extra_bytes"]) / math.log(last["T"] / first["T"])
+    assert (f"flash from {first['flash_extra_bytes'] / 2**20:.1f} MiB at T = {first['T']} to "
+            f"{last['flash_extra_bytes'] / 2**20:.1f} MiB at T = {last['T']}, about T {growth:.1f}") in text
+    gemm = [r["ratio_vs_numpy"] for r in GEMM]
+    assert f"ran at {_span(gemm)} the speed of NumPy" in text
+    assert ("(slower)" in text) == (max(gemm) < 1)
+
+
+def _group_path(svg: str, gid: str) -> list[tuple[float, float]]:
+    """The vertices of the first path inside <g id="gid">."""
+    m = re.search(rf'<g id="{re.escape(gid)}">\s*<path d="([^"]+)"', svg)
+    assert m, f"no element {gid!r} in the figure"
+    return [(float(x), float(y)) for x, y in re.findall(r"(-?[\d.]+) (-?[\d.]+)", m.group(1))]
+
+
+def _assert_on_one_scale(points: list[tuple[float, float, float, float]], what: str) -> None:
+    """(data x, data y, drawn x, drawn y): drawn = a * data + b on each axis, for every point at once."""
+    data = np.array(points)
+    for axis in (0, 1):
+        design = np.c_[data[:, axis], np.ones(len(data))]
+        fit, *_ = np.linalg.lstsq(design, data[:, axis + 2], rcond=None)
+        off = np.abs(design @ fit - data[:, axis + 2]).max()
+        assert off < 0.05, f"{what}: a point is {off:.2f} pt away from where the JSON puts it"
+
+
+def test_attention_time_figure_plots_the_json(built_site):
+    svg = (built_site / "figures" / "chapter8" / "attention_time.svg").read_text(encoding="utf-8")
+    for causal, panel in ((False, "full"), (True, "causal")):
+        points = []
+        for m in ("flash", "dense", "numpy", "torch"):
+            rows = sorted((r for r in ATTENTION if r["causal"] == causal and m + "_ms" in r), key=lambda r: r["T"])
+            drawn = _group_path(svg, f"{m}-{panel}")
+            assert len(drawn) == len(rows), f"{m}-{panel}: {len(drawn)} points drawn, {len(rows)} in the JSON"
+            points += [(math.log(r["T"]), math.log(r[m + "_ms"]), x, y) for r, (x, y) in zip(rows, drawn)]
+        _assert_on_one_scale(points, f"attention time, {panel}")
+
+
+def test_extra_memory_figure_plots_the_json(built_site):
+    svg = (built_site / "figures" / "chapter8" / "extra_memory.svg").read_text(encoding="utf-8")
+    points = []
+    for m in ("flash", "dense", "numpy"):
+        rows = sorted((r for r in ATTENTION if not r["causal"] and r.get(m + "_extra_bytes") and m + "_skipped" not in r),
+                      key=lambda r: r["T"])
+        drawn = _group_path(svg, f"{m}-full")
+        assert len(drawn) == len(rows), f"{m}: {len(drawn)} points drawn, {len(rows)} in the JSON"
+        points += [(math.log(r["T"]), math.log(r[m + "_extra_bytes"]), x, y) for r, (x, y) in zip(rows, drawn)]
+    _assert_on_one_scale(points, "extra memory")
+
+
+def test_gemm_figure_plots_the_json(built_site):
+    svg = (built_site / "figures" / "chapter8" / "gemm.svg").read_text(encoding="utf-8")
+    heights, values = [], []
+    for r in GEMM:
+        for m in ("ours", "numpy"):
+            ys = [y for _, y in _group_path(svg, f"{m}-{r['n']}")]
+            heights.append(max(ys) - min(ys))
+            values.append(r[m + "_gflops"])
+    scale = np.dot(heights, values) / np.dot(values, values)
+    assert np.allclose(heights, scale * np.array(values), rtol=1e-3), "a GEMM bar's height disagrees with the JSON"
+
+
+def test_renderer_takes_new_rows_and_columns():
+    """The lead's rerun may add sizes, anchors and ops: they appear, nothing breaks."""
+    rk = _report_module()
+    report = copy.deepcopy(REPORT)
+    report["cpu"] = "Some Other CPU"
+    report["rows"].insert(0, {"op": "gemm", "n": 256, "ours_ms": 0.5, "numpy_ms": 0.4, "ours_gflops": 67.1,
+                              "numpy_gflops": 83.9, "ratio_vs_numpy": 0.8, "torch_ms": 0.45, "torch_gflops": 74.6,
+                              "ratio_vs_torch": 0.9})
+    assert "torch SDPA" not in rk.gemm_table(report)
+    report["rows"].append({"op": "layer_norm", "n": 4096, "ours_ms": 1.0})
+    for r in report["rows"]:
+        r["extra_key_from_a_newer_benchmark"] = 1
+    tables = rk.markdown(report)
+    assert "| 256³ | 0.5 ms, 67 GFLOP/s | 0.4 ms, 84 GFLOP/s | 0.5 ms, 75 GFLOP/s | 0.80× | 0.90× |" in tables
+    assert "ours / torch" in tables and "layer_norm" not in tables
+    said = rk.findings(report)
+    assert "the speed of NumPy at n = 256, 1024 and 2048" in said and "0.90× the speed of torch at n = 256" in said
+
+
+def test_findings_follow_the_numbers():
+    """Turn the measurement around and the sentences turn with it."""
+    rk = _report_module()
+    report = copy.deepcopy(REPORT)
+    for r in report["rows"]:
+        if "flash_speedup_vs_torch" in r:
+            r["flash_speedup_vs_torch"] = 1 / r["flash_speedup_vs_torch"] / 2
+        if r.get("op") == "attention" and r["causal"] and "flash_speedup_vs_numpy" in r:
+            r["flash_speedup_vs_numpy"] = 0.5
+        if r.get("op") == "gemm":
+            r["ratio_vs_numpy"] = 1.5
+    said = rk.findings(report)
+    assert "flash was faster in none of them" in said
+    assert "within 10%" not in said
+    assert "larger with the mask at no length measured" in said
+    assert "1.50× the speed of NumPy" in said and "(faster)" in said

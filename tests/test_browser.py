@@ -1,8 +1,12 @@
 """Open every built page in headless Chromium, as a reader would.
 
 Fails on a console error, on any request the page makes to another host, on
-math that did not render, and on a page missing its code blocks. Screenshots
-go to artifacts/screenshots/ (look at them). Chromium comes from Debian: when
+math that did not render, on an image that did not load, on a literal ``` in
+the page's text, and when the python blocks or their outputs on the page are
+not the ones the doc tests ran. On the recall pages every question is visible
+and every answer is behind a closed <details>, one per question; on the drill
+notebooks every code cell shows its output. Screenshots go to
+artifacts/screenshots/ (look at them). Chromium comes from Debian: when
 it is missing and we are root, the test installs it with apt-get; otherwise it
 fails saying what to install. It is never skipped.
 """
@@ -110,6 +114,11 @@ def test_page_renders_offline_in_chromium(browser, site_url, source, path):
     assert not foreign, f"{url} requested other hosts: {foreign}"
     assert not errors, f"{url} logged console errors: {errors}"
 
+    broken = page.eval_on_selector_all("img", "els => els.filter(e => !(e.complete && e.naturalWidth > 0)).map(e => e.src)")
+    assert not broken, f"{url}: images that did not load: {broken}"
+    content = page.eval_on_selector(".md-content", "e => e.textContent")
+    assert "```" not in content, f"{url}: a literal ``` in the page text (a fence that did not render)"
+
     if source is not None:
         text = source.read_text(encoding="utf-8")
         if "\\(" in text or "\\[" in text:
@@ -118,11 +127,56 @@ def test_page_renders_offline_in_chromium(browser, site_url, source, path):
                 "math", "els => els.filter(e => e.checkVisibility()).map(e => e.getBoundingClientRect().height)"
             )
             assert heights and min(heights) > 0, f"{url}: math missing or not laid out"
-        expected_blocks = len(doc_blocks.blocks(source))
-        shown = page.eval_on_selector_all("div.highlight code", "els => els.length")
-        assert shown >= expected_blocks, f"{url}: {shown} code blocks shown, {expected_blocks} python blocks expected"
+        _check_blocks_are_the_tested_ones(page, url, source)
+        if "recall-questions" in text:
+            _check_answers_wait_for_a_click(page, url)
     else:
-        cells = page.eval_on_selector_all(".jp-CodeCell", "els => els.length")
-        outputs = page.eval_on_selector_all(".jp-OutputArea-output", "els => els.length")
-        assert cells > 0 and outputs > 0, f"{url}: drill notebook without code cells or outputs"
+        cells = page.eval_on_selector_all(
+            ".jp-CodeCell", "els => els.map(c => c.querySelector('.jp-OutputArea-output')?.textContent.trim().length || 0)"
+        )
+        assert cells, f"{url}: drill notebook without code cells"
+        assert all(cells), f"{url}: code cells {[i for i, n in enumerate(cells) if not n]} show no output"
     page.close()
+
+
+def _check_blocks_are_the_tested_ones(page, url: str, source: Path) -> None:
+    """Python blocks and output blocks, counted apart, equal what the doc tests ran and compared."""
+    blocks = doc_blocks.blocks(source)
+    expected_code = len(blocks)  # runnable blocks and library excerpts
+    expected_outputs = sum(b.expected_output is not None for b in blocks if b.syntax == "python")
+    code = page.eval_on_selector_all(
+        "div.language-python, div.language-py", "els => els.filter(e => !e.classList.contains('doc-signature')).length"
+    )
+    outputs = page.eval_on_selector_all("div.highlight.output", "els => els.length")
+    assert code == expected_code, f"{url}: {code} python blocks rendered, the doc tests ran or checked {expected_code}"
+    assert outputs == expected_outputs, f"{url}: {outputs} output blocks rendered, the doc tests compared {expected_outputs}"
+
+
+_RECALL = """() => {
+  const lists = [...document.querySelectorAll('.md-content .recall-questions')];
+  const details = [...document.querySelectorAll('.md-content details')];
+  return {
+    lists: lists.map(list => {
+      let answers = 0;
+      for (let e = list.nextElementSibling; e && !/^H[12]$|^H3$/.test(e.tagName) && !e.classList.contains('recall-questions'); e = e.nextElementSibling) {
+        if (e.matches('details.success')) answers += 1;
+      }
+      return {questions: list.querySelectorAll(':scope > ol > li').length, visible: list.checkVisibility(),
+              inside: !!list.closest('details'), answers};
+    }),
+    open: details.filter(d => d.open).map(d => d.querySelector('summary').textContent.trim()),
+    shown: details.filter(d => [...d.children].some(c => c.tagName !== 'SUMMARY' && c.checkVisibility()))
+                  .map(d => d.querySelector('summary').textContent.trim()),
+  };
+}"""
+
+
+def _check_answers_wait_for_a_click(page, url: str) -> None:
+    """Recall page: questions visible and outside any <details>; each has its own closed answer."""
+    state = page.evaluate(_RECALL)
+    assert len(state["lists"]) >= 5, f"{url}: only {len(state['lists'])} question lists"
+    for i, lst in enumerate(state["lists"]):
+        assert lst["questions"] > 0 and lst["visible"] and not lst["inside"], f"{url}: question list {i} hidden: {lst}"
+        assert lst["answers"] == lst["questions"], f"{url}: question list {i} has {lst['questions']} questions, {lst['answers']} answers"
+    assert not state["open"], f"{url}: answers open before a click: {state['open']}"
+    assert not state["shown"], f"{url}: answer text visible before a click: {state['shown']}"

@@ -66,11 +66,11 @@ def test_tensor_round_trip_and_float32(queue):
     host = np.arange(12, dtype=np.float64).reshape(3, 4)
     t = Tensor.from_host(queue, host)
     assert t.shape == (3, 4) and t.dtype == np.float32
-    np.testing.assert_array_equal(t.to_host(), host.astype(np.float32))
-    assert Tensor.from_host(queue, np.array([1, 2], np.int64), dtype=np.int32).to_host().dtype == np.int32
-    assert Tensor.zeros(queue, (2, 0)).to_host().shape == (2, 0)
-    np.testing.assert_array_equal(Tensor.zeros(queue, 5).to_host(), np.zeros(5, np.float32))
-    assert t.reshape(4, 3).to_host().shape == (4, 3)
+    np.testing.assert_array_equal(t.numpy(), host.astype(np.float32))
+    assert Tensor.from_host(queue, np.array([1, 2], np.int64), dtype=np.int32).numpy().dtype == np.int32
+    assert Tensor.zeros(queue, (2, 0)).numpy().shape == (2, 0)
+    np.testing.assert_array_equal(Tensor.zeros(queue, 5).numpy(), np.zeros(5, np.float32))
+    assert t.reshape(4, 3).numpy().shape == (4, 3)
 
 
 @pytest.mark.parametrize("bad", [np.array([1 + 2j]), np.array(["a"]), np.array([object()])])

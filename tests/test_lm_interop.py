@@ -16,7 +16,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from test_autograd import tol_for
+from checking import tol_for
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from netcl_lite.nn import DecoderLM, LMConfig

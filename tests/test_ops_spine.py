@@ -8,24 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from checking import f32, random_attention_case, random_dims
 
 from netcl_lite import ops, reference
 from netcl_lite.core.tensor import Tensor
 from netcl_lite.ops.matmul import packed_pays
 from netcl_lite.testing import assert_close, attention_atol, matmul_atol, softmax_rtol
-
-RAGGED = [1, 2, 3, 5, 7, 13, 17, 31, 33, 63, 65, 100]
-
-
-def f32(x):
-    return np.asarray(x, np.float32)
-
-
-def random_dims(rng, n, k, high=130):
-    """n draws of k sizes: half from ragged sizes around tile edges, half uniform."""
-    for i in range(n):
-        yield tuple(int(rng.choice(RAGGED)) if i % 2 else int(rng.integers(1, high)) for _ in range(k))
-
 
 def test_matmul_matches_reference_on_random_shapes():
     rng = np.random.default_rng(1)
@@ -47,7 +35,7 @@ def test_matmul_large_values_and_tensors_in_tensors_out(queue):
     b = f32(rng.integers(-100, 100, (29, 41)))  # integer products: exact in float32
     out = ops.matmul(Tensor.from_host(queue, a), Tensor.from_host(queue, b))
     assert isinstance(out, Tensor)
-    np.testing.assert_array_equal(out.to_host(), a.astype(np.float64) @ b)
+    np.testing.assert_array_equal(out.numpy(), a.astype(np.float64) @ b)
 
 
 def test_matmul_bad_shapes_are_named():
@@ -103,30 +91,11 @@ def test_softmax_mask_errors():
         ops.softmax(np.zeros((2, 3)), mask=np.ones((3, 2), bool))
 
 
-def _random_attention_case(rng, i):
-    tq, tk = (int(rng.choice(RAGGED)) if i % 2 else int(rng.integers(1, 80)) for _ in range(2))
-    d, dv = int(rng.choice([1, 3, 4, 8, 13, 16, 33, 64])), int(rng.choice([1, 2, 5, 8, 16, 31]))
-    heads = int(rng.choice([1, 2, 4, 6]))
-    groups = int(rng.choice([g for g in (1, 2, 3, 6) if heads % g == 0]))
-    batch = int(rng.integers(1, 3))
-    q = f32(rng.standard_normal((batch, heads, tq, d)))
-    k = f32(rng.standard_normal((batch, groups, tk, d)))
-    v = f32(rng.standard_normal((batch, groups, tk, dv)))
-    return q, k, v
-
-
 def test_attention_matches_reference_on_random_shapes_masks_and_groups():
     rng = np.random.default_rng(5)
     for i in range(60):
-        q, k, v = _random_attention_case(rng, i)
+        q, k, v, mask, causal = random_attention_case(rng, i)
         batch, heads, tq, d = q.shape
-        tk = k.shape[2]
-        mask, causal = None, False
-        if i % 3 == 1:   # padding mask over keys, broadcast over heads and queries
-            mask = rng.random((batch, 1, 1, tk)) < 0.8
-            mask[..., 0] = True
-        elif i % 3 == 2:
-            causal = tq <= tk
         scale = 1 / np.sqrt(d)
         got = ops.attention(q, k, v, mask=mask, causal=causal)
         expected = reference.attention(q, k, v, mask=mask, causal=causal)
@@ -159,7 +128,7 @@ def test_attention_tensors_in_tensors_out(queue):
     q, k, v = (f32(rng.standard_normal(s)) for s in [(3, 4), (5, 4), (5, 2)])
     out = ops.attention(*(Tensor.from_host(queue, x) for x in (q, k, v)))
     assert isinstance(out, Tensor) and out.shape == (3, 2)
-    assert_close(out.to_host(), reference.attention(q, k, v), rtol=0, atol=attention_atol(q, k, v, 0.5))
+    assert_close(out.numpy(), reference.attention(q, k, v), rtol=0, atol=attention_atol(q, k, v, 0.5))
 
 
 def test_attention_errors_are_clear():
@@ -233,3 +202,14 @@ def test_dense_attention_on_the_gemm_path_with_groups_and_masks():
             got = ops.attention(q, k, v, mask=mask, causal=causal)
             expected = reference.attention(q, k, v, mask=mask, causal=causal)
             assert_close(got, expected, rtol=0, atol=attention_atol(q, k, v, 1 / np.sqrt(d)), what=f"dense gemm case {i} causal={causal}")
+
+
+@pytest.mark.parametrize("m,n,k", [(400, 40, 300), (257, 13, 200), (1030, 64, 70)])
+def test_matmul_with_a_large_transposed_a_stores_the_transposed_product(m, n, k):
+    """Aᵀ B with A far larger than B is computed as (Bᵀ A)ᵀ, packing the small operand and
+    storing the tile transposed; the result must not change."""
+    rng = np.random.default_rng(m + n)
+    a, b = f32(rng.standard_normal((k, m))), f32(rng.standard_normal((k, n)))
+    got = ops.matmul(a, b, transpose_a=True)
+    assert_close(got, reference.matmul(a, b, transpose_a=True), rtol=0, atol=matmul_atol(a.T, b),
+                 what=f"aᵀ b, a {a.shape}, b {b.shape}")

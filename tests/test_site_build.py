@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 import doc_blocks
@@ -49,3 +50,43 @@ def test_reference_documents_every_public_op_and_text_name(built_site):
     text_html = (built_site / "reference" / "text" / "index.html").read_text(encoding="utf-8")
     missing += [n for n in text.__all__ if not re.search(rf'id="netcl_lite\.text\.(?:\w+\.)?{n}"', text_html)]
     assert not missing, f"public names missing from the API reference: {missing}"
+
+
+_IMG = re.compile(r"<img\b[^>]*>")
+_SRC_ALT = re.compile(r'\b(src|alt)="([^"]*)"')
+
+
+def test_generated_figures_carry_the_alt_text_their_script_computed(built_site):
+    """A figure drawn at build time describes itself (numbers included); its <img> alt is that text."""
+    seen = 0
+    for page in doc_blocks.pages():
+        source = page.read_text(encoding="utf-8")
+        for alt, target in re.findall(r"!\[([^\]]*)\]\(((?:\.\./)*figures/[^)]+)\)", source):
+            assert not re.search(r"\d", alt), f"{page.name}: typed numbers in the alt text of {target}: {alt!r}"
+        html_text = doc_blocks.rendered_page(built_site, page).read_text(encoding="utf-8")
+        for tag in _IMG.findall(html_text):
+            attrs = dict(_SRC_ALT.findall(tag))
+            if "figures/" not in attrs.get("src", ""):
+                continue
+            svg = (built_site / "figures" / attrs["src"].split("figures/", 1)[1]).read_text(encoding="utf-8")
+            described = re.search(r"<dc:description>(.*?)</dc:description>", svg, re.S)
+            assert described, f"{attrs['src']} has no description for its alt text"
+            expected = " ".join(html.unescape(described.group(1)).split())
+            assert html.unescape(attrs["alt"]) == expected, f"{page.name}: alt of {attrs['src']} is not the figure's own description"
+            assert re.search(r"\d", expected), f"{attrs['src']}: its description names no number it drew"
+            seen += 1
+    assert seen >= 5, f"only {seen} generated figures found on the pages"
+
+
+RECALL_SECTIONS = ["assessment-scope", "sessions-covered", "the-90-minute-structure", "blank-page-reconstruction",
+                   "hands-on-drill", "answer-constraints-and-corrections", "quiz", "gap-analysis-and-next-week",
+                   "corrective-source-notes"]
+
+
+def test_recall_pages_keep_the_sheets_sections(built_site):
+    """Each section of a recall sheet is on its page under a title a reader of the sheet recognizes, in order."""
+    for name in ("week-22", "week-23"):
+        html_text = (built_site / name / "index.html").read_text(encoding="utf-8")
+        ids = re.findall(r'<h[23] id="([^"]+)"', html_text)
+        found = [i for i in ids if i in RECALL_SECTIONS]
+        assert found == RECALL_SECTIONS, f"{name}: sections {found}, expected {RECALL_SECTIONS}"

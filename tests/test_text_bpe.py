@@ -25,7 +25,7 @@ from netcl_lite.text import (
     ranks,
 )
 from netcl_lite.text.bpe_training import learn_merges
-from netcl_lite.text.byte_pair import _merge_long, _merge_short, merge_ids, pair_table
+from netcl_lite.text.byte_pair import listed_pair_table, merge_chunk, merge_ids, merge_ids_long, rank_pair_table
 from netcl_lite.text.patterns import compile_splitter
 
 DRILL_TRAINING = ["the river and the road", "the quick brown fox", "the river flows"]
@@ -180,14 +180,41 @@ def random_ranks(draws):
 @settings(max_examples=300, deadline=None)
 @given(piece=st.binary(min_size=1, max_size=400).map(lambda b: bytes(x % 4 + 97 for x in b)),
        draws=st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60)), max_size=60))
-def test_heap_merge_and_id_merge_equal_list_merge(piece, draws):
+def test_heap_merge_and_id_merge_equal_the_bytes_rule(piece, draws):
     ranks = random_ranks(draws)
-    parts = _merge_short(piece, ranks)
-    assert _merge_long(piece, ranks) == parts
-    token_bytes = sorted(ranks, key=ranks.get)
-    assert merge_ids(list(piece), pair_table(token_bytes, ranks)) == [ranks[p] for p in parts]
+    parts = merge_chunk(piece, ranks)
+    pairs = rank_pair_table(sorted(ranks, key=ranks.get))
+    expected = [ranks[p] for p in parts]
+    assert merge_ids(list(piece), pairs) == merge_ids_long(list(piece), pairs) == expected
     assert b"".join(parts) == piece
     assert all(left + right not in ranks for left, right in pairwise(parts))  # nothing left to merge
+
+
+def listed_reference(ids, merges):
+    """Hugging Face's rule, spelled out: merge the earliest-listed adjacent pair, leftmost first."""
+    position = {(left, right): (k, merged) for k, (left, right, merged) in enumerate(merges)}
+    ids = list(ids)
+    while True:
+        found = [(position[p][0], i) for i, p in enumerate(pairwise(ids)) if p in position]
+        if not found:
+            return ids
+        _, i = min(found)
+        ids[i:i + 2] = [position[(ids[i], ids[i + 1])][1]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(ids=st.lists(st.integers(0, 3), max_size=300),
+       draws=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30), st.integers(0, 30)), max_size=40))
+def test_listed_merges_apply_in_list_order(ids, draws):
+    known, merges = [0, 1, 2, 3], []
+    for i, j, k in draws:  # merged ids are arbitrary (a tokenizer.json numbers them as it likes)
+        pair = (known[i % len(known)], known[j % len(known)])
+        if pair not in {(a, b) for a, b, _ in merges}:
+            merged = 100 + (k * 7919) % 1000
+            merges.append((*pair, merged))
+            known.append(merged)
+    pairs = listed_pair_table(merges)
+    assert merge_ids(list(ids), pairs) == merge_ids_long(list(ids), pairs) == listed_reference(ids, merges)
 
 
 def naive_learn(chunk_counts, num_merges, min_frequency=2):

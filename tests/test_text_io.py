@@ -209,14 +209,14 @@ def test_shuffled_byte_ranks_are_supported_and_saved():
 
 
 @pytest.mark.parametrize("ranks, match", [
-    ({bytes([b]): b for b in range(255)}, "contiguous"),
-    ({bytes([b]): b for b in range(256)} | {b"ab": 257}, "contiguous"),
+    ({bytes([b]): b for b in range(255)}, "ranks 0..255 must be the 256 single bytes"),
+    ({bytes([b]): b for b in range(256)} | {b"ab": 257}, "rank 257, but 257 tokens need ranks 0..256 without gaps"),
     ({bytes([b]): b for b in range(256)} | {b"abc": 256}, "not the merge of two lower-ranked tokens"),
     ({bytes([b]): b for b in range(256)} | {b"bc": 256, b"abc": 257, b"ab": 258}, None),
     ({bytes([b]): b for b in range(256)} | {b"ab": 256, b"bc": 257, b"abc": 258, b"bca": 259}, None),
-    ({bytes([b]): b for b in range(256)} | {b"ab": 256, b"a": 257}, "share rank|single bytes|contiguous"),
+    ({bytes([b]): b for b in range(256)} | {b"ab": 256, b"a": 257}, "share rank|single bytes|without gaps"),
     ({bytes([b]): b for b in range(256)} | {"ab": 256}, "non-empty bytes"),
-    ({bytes([b]): b for b in range(255)} | {b"ab": 255}, "single bytes|contiguous"),
+    ({bytes([b]): b for b in range(255)} | {b"ab": 255}, "ranks 0..255 must be the 256 single bytes"),
 ])
 def test_from_mergeable_ranks_checks(ranks, match):
     if match is None:  # valid: every longer token is BPE's merge of two lower ranks

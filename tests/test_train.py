@@ -11,9 +11,8 @@ import signal
 import numpy as np
 import pytest
 
-from netcl_lite.core.tensor import Tensor
+from netcl_lite.core.tensor import Tensor, device_bytes_in_use, track_allocations
 from netcl_lite.nn import DecoderLM, LMConfig
-from netcl_lite.ops.operands import track_allocations
 from netcl_lite.train import TrainConfig, WindowLoader, eval_windows, parameter_groups, train
 
 TINY = LMConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
@@ -114,7 +113,8 @@ def _resident_bytes() -> int:
 
 
 def _run_steps(queue, steps, keep=None):
-    """Run a 200-step loop; record live Tensors, resident memory and per-step allocations at steps 20 and 200."""
+    """Run a training loop; at step 20 and at the end record live Tensors, live device bytes and buffers,
+    resident memory, and the allocations of one identical forward."""
     marks = {}
     model = DecoderLM(TINY, queue=queue, seed=3)
     allocations = []
@@ -123,7 +123,7 @@ def _run_steps(queue, steps, keep=None):
         if keep is not None:
             keep.append(model.loss(IDS[None, :8], IDS[None, 1:9]))   # a leak: results held across steps
         if step in (20, steps):
-            marks[step] = (_live_tensors(), _resident_bytes())
+            marks[step] = (_live_tensors(), _resident_bytes(), device_bytes_in_use(queue.context))
             with track_allocations() as seen:
                 model.loss(IDS[None, :8], IDS[None, 1:9])
             allocations.append(seen.bytes)
@@ -135,8 +135,9 @@ def _run_steps(queue, steps, keep=None):
 
 def test_device_memory_is_flat_over_200_steps(queue):
     marks, allocations = _run_steps(queue, 200)
-    (t20, rss20), (t200, rss200) = marks[20], marks[200]
+    (t20, rss20, dev20), (t200, rss200, dev200) = marks[20], marks[200]
     assert t200 == t20, f"live device tensors grew from {t20} at step 20 to {t200} at step 200"
+    assert dev200 == dev20, f"live device (bytes, buffers) went from {dev20} at step 20 to {dev200} at step 200"
     assert allocations[0] == allocations[1], "an identical forward allocated a different number of bytes"
     assert rss200 - rss20 < 16 * 2**20, f"resident memory grew by {(rss200 - rss20) / 2**20:.1f} MiB over 180 steps"
 

@@ -7,7 +7,8 @@ depend on the machine and the run. For those a page puts a marker under the bloc
 
 and this hook runs that snippet at build time, in a fresh interpreter and a scratch
 folder (as the doc tests run every block), and puts its stdout in the marker's place
-as a text block. The shown numbers are therefore this build's; what must hold on any
+as a text block titled "printed when this site was built". It is not an ``output``
+block: those are the outputs the doc tests compare, and the browser test counts them. The shown numbers are therefore this build's; what must hold on any
 machine is asserted inside the snippet, so a run that misses it fails the build (and
 the doc test that runs the same block). tests/test_capstone_page.py checks that each
 marker sits right under the block that includes its snippet.
@@ -41,6 +42,6 @@ def run_snippet(path: str) -> str:
 def on_page_markdown(markdown: str, page, config, files) -> str:
     def output(m: re.Match) -> str:
         text = run_snippet(m.group("path")).rstrip("\n")
-        return f"```text\n{text}\n```"
+        return f'```text title="printed when this site was built"\n{text}\n```'
 
     return MARKER.sub(output, markdown)

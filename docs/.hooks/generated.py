@@ -2,7 +2,10 @@
 
 * Figures: every ``snippets/<page>/figure_<name>.py`` is run with an output
   path and writes ``docs/figures/<page>/<name>.svg`` from netcl_lite's own
-  results, so a figure cannot drift from the code any more than a printed number can.
+  results (or, for Chapter 8, from the benchmark JSON), so a figure cannot
+  drift from the code any more than a printed number can. Each script states
+  what it drew, numbers included, in the SVG's description; that text becomes
+  the ``alt`` of the figure's ``<img>``, so no alt text is typed by hand.
 * Drill notebooks: ``snippets/<week>/drill_<n>_<topic>.py`` are the one source
   of each drill. The page includes them one by one; this hook assembles them,
   in order, into ``docs/drills/<week>-drill.ipynb`` for download (rendered and
@@ -14,8 +17,10 @@ so ``mkdocs serve`` does not rebuild in a loop.
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -24,6 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SNIPPETS = ROOT / "snippets"
 DOCS = ROOT / "docs"
+FIGURES = DOCS / "figures"
+_DESCRIPTION = re.compile(r"<dc:description>(.*?)</dc:description>", re.S)
+_FIGURE_IMG = re.compile(r'<img\b[^>]*\bsrc="(?:[^"]*/)?figures/([\w-]+/[\w-]+)\.svg"[^>]*>')
+_ALT = re.compile(r'\balt="[^"]*"')
 
 _RUN_FIGURES = r"""
 import runpy, sys
@@ -62,6 +71,21 @@ def build_figures() -> None:
             _write_if_changed(DOCS / "figures" / page / f"{name}.svg", svg.encode("utf-8"))
 
 
+def figure_description(svg: Path) -> str | None:
+    """The text a figure script gave as its SVG description (its alt text), or None."""
+    m = _DESCRIPTION.search(svg.read_text(encoding="utf-8"))
+    return " ".join(html.unescape(m.group(1)).split()) if m else None
+
+
+def _with_alt(m: re.Match) -> str:
+    svg = FIGURES / f"{m.group(1)}.svg"
+    alt = figure_description(svg) if svg.is_file() else None
+    if alt is None:
+        raise ValueError(f"{svg.relative_to(ROOT)}: a generated figure must describe itself "
+                         f"(savefig(..., metadata={{'Description': ...}})); it becomes the alt text")
+    return _ALT.sub(lambda _: f'alt="{html.escape(alt)}"', m.group(0), count=1)
+
+
 def _cell(kind: str, text: str, cell_id: str) -> dict:
     cell = {"cell_type": kind, "id": cell_id, "metadata": {}, "source": text.strip("\n").splitlines(keepends=True)}
     if kind == "code":
@@ -98,3 +122,7 @@ def build_drills() -> None:
 def on_pre_build(config) -> None:
     build_figures()
     build_drills()
+
+
+def on_page_content(content: str, page, config, files) -> str:
+    return _FIGURE_IMG.sub(_with_alt, content)

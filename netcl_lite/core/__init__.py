@@ -1,6 +1,8 @@
-"""Device selection, device tensors and the OpenCL program loader."""
+"""Device selection, device tensors, the program loader and what a queue has in flight."""
 
-from .device import Device, DeviceManager, NoDeviceError, manager
-from .tensor import Tensor
+from .device import Device, DeviceManager, NoDeviceError, manager, synchronize
+from .stream import BadInputError, NonFiniteError
+from .tensor import Tensor, device_bytes_in_use, track_allocations
 
-__all__ = ["Device", "DeviceManager", "NoDeviceError", "Tensor", "manager"]
+__all__ = ["BadInputError", "Device", "DeviceManager", "NoDeviceError", "NonFiniteError", "Tensor",
+           "device_bytes_in_use", "manager", "synchronize", "track_allocations"]

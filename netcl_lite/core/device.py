@@ -6,10 +6,10 @@ have. The environment variable ``NETCL_LITE_DEVICE`` (``auto``, ``cpu`` or
 ``gpu``) decides what ``"auto"`` means, so a script written with the default
 runs on another device without edits.
 
-    >>> from netcl_lite.core.device import manager
-    >>> dev = manager.default()          # doctest: +SKIP
-    >>> dev.name                         # doctest: +SKIP
-    'pthread-AMD EPYC ...'
+    >>> import netcl_lite as nl
+    >>> dev = nl.device()                # the same object as manager.default()
+    >>> dev.kind in ("cpu", "gpu"), dev.queue is nl.device().queue
+    (True, True)
 """
 
 from __future__ import annotations
@@ -122,7 +122,9 @@ class DeviceManager:
             if by_kind[k]:
                 chosen = by_kind[k][0]
                 context = cl.Context([chosen])
-                return Device(chosen, context, cl.CommandQueue(context), k)
+                # Profiling timestamps cost nothing measurable on PoCL and let profile_kernels() time kernels.
+                queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+                return Device(chosen, context, queue, k)
         found = ", ".join(d.name.strip() for ds in by_kind.values() for d in ds) or "none"
         raise NoDeviceError(
             f"no OpenCL {kind.upper() if kind != 'auto' else 'CPU or GPU'} device found "
@@ -132,3 +134,16 @@ class DeviceManager:
 
 
 manager = DeviceManager()
+
+
+def device(kind: str = "auto") -> Device:
+    """The device for ``kind`` (``"auto"``, ``"cpu"`` or ``"gpu"``): ``manager.default(kind)``."""
+    return manager.default(kind)
+
+
+def synchronize(kind: str = "auto") -> None:
+    """Wait for everything queued on the device and raise what its kernels reported
+    (what copying a value to the host does anyway)."""
+    from .stream import sync  # noqa: PLC0415
+
+    sync(device(kind).queue)

@@ -1,34 +1,137 @@
 """``Tensor``: a float32 (or int32) array that lives in an OpenCL buffer.
 
     >>> import numpy as np
-    >>> from netcl_lite.core.device import manager
-    >>> q = manager.default().queue                                   # doctest: +SKIP
-    >>> t = Tensor.from_host(q, np.arange(6.0).reshape(2, 3))         # doctest: +SKIP
-    >>> t.shape, t.dtype                                              # doctest: +SKIP
+    >>> import netcl_lite as nl
+    >>> t = nl.Tensor.from_host(nl.device().queue, np.arange(6.0).reshape(2, 3))
+    >>> t.shape, t.dtype
     ((2, 3), dtype('float32'))
+    >>> t.numpy()
+    array([[0., 1., 2.],
+           [3., 4., 5.]], dtype=float32)
+
+Every allocation is counted while it lives (:func:`device_bytes_in_use`), so a
+test can check that a training loop's device memory stays flat.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
+from collections import defaultdict
 from typing import Iterable
 
 import numpy as np
 import pyopencl as cl
 
+from .stream import stream_of
+
 #: dtypes a Tensor can hold: float32 for values, int32 for token ids / positions.
 DTYPES = (np.dtype(np.float32), np.dtype(np.int32))
 
+_live_bytes: dict[int, int] = defaultdict(int)
+_live_buffers: dict[int, int] = defaultdict(int)
 
-def _check_queue(queue) -> cl.CommandQueue:
+
+_trackers: list["track_allocations"] = []
+
+
+def device_bytes_in_use(context: cl.Context) -> tuple[int, int]:
+    """(bytes, buffers) of Tensor memory alive on ``context`` right now."""
+    return _live_bytes[context.int_ptr], _live_buffers[context.int_ptr]
+
+
+class track_allocations:
+    """Count the buffers allocated inside a ``with`` block: ``.bytes`` and ``.buffers``; and
+    ``.scratch_bytes``, what the ops used of work buffers kept from earlier calls (so that
+    ``bytes + scratch_bytes`` is the block's working set).
+
+    >>> import numpy as np, netcl_lite as nl
+    >>> with track_allocations() as seen:
+    ...     _ = nl.ops.add(nl.Tensor.zeros(nl.device().queue, (4, 4)), np.ones(4, np.float32))
+    >>> seen.buffers               # the zeros, the uploaded b, the output
+    3
+    """
+
+    def __enter__(self):
+        self._sizes: list[int] = []
+        self._scratch: list[int] = []
+        _trackers.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _trackers.remove(self)
+        self.bytes, self.buffers = sum(self._sizes), len(self._sizes)
+        self.scratch_bytes = sum(self._scratch)
+        return False
+
+
+def note_scratch(nbytes: int) -> None:
+    """Tell the active trackers that an op uses ``nbytes`` of a reused work buffer."""
+    for t in _trackers:
+        t._scratch.append(int(nbytes))
+
+
+#: bytes of released buffers kept for reuse, per context, at most
+POOL_LIMIT = 256 * 2**20
+_pool: dict[tuple[int, int], list[cl.Buffer]] = defaultdict(list)
+_pooled: dict[int, int] = defaultdict(int)
+
+
+class DeviceMemory:
+    """One buffer, counted in :func:`device_bytes_in_use` until the last Tensor using it lets go.
+
+    Released buffers go to a pool and come back for the next allocation of the same size (a
+    training step allocates the same sizes every time): a fresh buffer costs PoCL an allocation
+    at its first launch, a reused one nothing. Reuse is safe because a queue runs its commands
+    in order: whatever writes a recycled buffer was enqueued after everything that read it.
+
+    ``host`` is set when the buffer *is* a host array (``USE_HOST_PTR`` on a device that shares
+    the host's memory, e.g. PoCL's CPU driver): kernels then read and write that array in place.
+    Those are never pooled.
+    """
+
+    __slots__ = ("buffer", "nbytes", "host", "_ctx", "_size")
+
+    def __init__(self, context: cl.Context, nbytes: int, host: np.ndarray | None = None):
+        flags = cl.mem_flags.READ_WRITE
+        self._ctx, self._size = context.int_ptr, max(int(nbytes), 4)   # OpenCL refuses zero-byte buffers
+        if host is not None:
+            self.buffer = cl.Buffer(context, flags | cl.mem_flags.USE_HOST_PTR, hostbuf=host)
+        else:
+            free = _pool.get((self._ctx, self._size))
+            if free:
+                self.buffer = free.pop()
+                _pooled[self._ctx] -= self._size
+            else:
+                self.buffer = cl.Buffer(context, flags, self._size)
+        self.nbytes, self.host = int(nbytes), host
+        for t in _trackers:
+            t._sizes.append(self.nbytes)
+        _live_bytes[self._ctx] += self.nbytes
+        _live_buffers[self._ctx] += 1
+
+    def __del__(self):
+        try:
+            _live_bytes[self._ctx] -= self.nbytes
+            _live_buffers[self._ctx] -= 1
+            if self.host is None and _pooled[self._ctx] + self._size <= POOL_LIMIT:
+                _pool[(self._ctx, self._size)].append(self.buffer)
+                _pooled[self._ctx] += self._size
+        except (TypeError, AttributeError):   # interpreter shutdown: the module's state is gone already
+            pass
+
+
+def check_queue(queue) -> cl.CommandQueue:
     if not isinstance(queue, cl.CommandQueue):
         raise TypeError(
-            f"queue must be a pyopencl.CommandQueue (e.g. manager.default().queue), got {type(queue).__name__}"
+            f"queue must be a pyopencl.CommandQueue (e.g. nl.device().queue), got {type(queue).__name__}"
         )
     return queue
 
 
-def _check_shape(shape) -> tuple[int, ...]:
+def check_shape(shape) -> tuple[int, ...]:
+    if type(shape) is tuple and all(type(s) is int and s >= 0 for s in shape):
+        return shape                                     # the common case, checked cheaply
     if isinstance(shape, numbers.Integral) and not isinstance(shape, bool):
         shape = (shape,)
     if not isinstance(shape, Iterable):
@@ -47,8 +150,7 @@ def _target_dtype(array: np.ndarray, dtype) -> np.dtype:
         if dt not in DTYPES:
             raise TypeError(f"dtype must be float32 or int32, got {dt}")
         return dt
-    kind = array.dtype.kind
-    if kind in "fiub":  # real numbers and booleans become float32
+    if array.dtype.kind in "fiub":  # real numbers and booleans become float32
         return np.dtype(np.float32)
     raise TypeError(
         f"array must hold real numbers, got dtype {array.dtype}; "
@@ -56,49 +158,56 @@ def _target_dtype(array: np.ndarray, dtype) -> np.dtype:
     )
 
 
+def shares_host_memory(queue: cl.CommandQueue) -> bool:
+    """Whether kernels on this queue's device can work on host arrays in place (a CPU device)."""
+    return bool(queue.device.type & cl.device_type.CPU) and bool(queue.device.host_unified_memory)
+
+
 class Tensor:
     """A C-contiguous array in device memory with a NumPy-like shape and dtype."""
 
-    __slots__ = ("queue", "buffer", "shape", "dtype", "abs_max")
+    __slots__ = ("queue", "memory", "shape", "dtype")
 
-    def __init__(self, queue: cl.CommandQueue, buffer: cl.Buffer | None, shape, dtype=np.float32, abs_max=None):
-        self.queue = _check_queue(queue)
-        #: max |value| when known on the host (set by from_host and zeros), for the ops' overflow checks
-        self.abs_max = abs_max
-        self.shape = _check_shape(shape)
+    def __init__(self, queue: cl.CommandQueue, memory: DeviceMemory, shape, dtype=np.float32):
+        self.queue = check_queue(queue)
+        self.shape = check_shape(shape)
         self.dtype = np.dtype(dtype)
         if self.dtype not in DTYPES:
             raise TypeError(f"dtype must be float32 or int32, got {self.dtype}")
-        self.buffer = buffer
+        self.memory = memory
+
+    @property
+    def buffer(self) -> cl.Buffer:
+        return self.memory.buffer
 
     # -- construction ---------------------------------------------------
     @classmethod
     def empty(cls, queue: cl.CommandQueue, shape, dtype=np.float32) -> "Tensor":
         """An uninitialized tensor of ``shape``."""
-        t = cls(queue, None, shape, dtype)
-        # OpenCL refuses zero-byte buffers: keep one element of slack for empty shapes.
-        t.buffer = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, max(t.nbytes, t.dtype.itemsize))
-        return t
+        check_queue(queue)
+        shape, dtype = check_shape(shape), np.dtype(dtype)
+        nbytes = math.prod(shape) * dtype.itemsize
+        return cls(queue, DeviceMemory(queue.context, nbytes), shape, dtype)
 
     @classmethod
     def from_host(cls, queue: cl.CommandQueue, array, dtype=None) -> "Tensor":
-        """Copy a host array to the device.
+        """Copy a host array to the device (the copy runs ahead; ``array`` may change at once).
 
         Real-valued inputs become float32 unless ``dtype=np.int32`` is asked
         for; complex, object and string arrays raise ``TypeError``.
         """
-        _check_queue(queue)
+        check_queue(queue)
         array = np.asarray(array)
         dt = _target_dtype(array, dtype)
         if dt == np.int32 and array.dtype.kind == "f":
             raise TypeError("an int32 tensor needs integer input, got floating point values")
         if dt == np.int32 and array.size and (array.min() < -(2**31) or array.max() >= 2**31):
             raise ValueError("values do not fit in int32")
-        host = np.ascontiguousarray(array, dtype=dt)
+        host = np.array(array, dtype=dt, order="C", copy=True)   # private: the caller may reuse theirs
         t = cls.empty(queue, host.shape, dt)
         if host.size:
-            cl.enqueue_copy(queue, t.buffer, host)
-        t.abs_max = float(np.abs(host).max(initial=0)) if dt == np.float32 else None  # inf if non-finite
+            cl.enqueue_copy(queue, t.buffer, host, is_blocking=False)
+            stream_of(queue).keep(host)
         return t
 
     @classmethod
@@ -107,13 +216,12 @@ class Tensor:
         t = cls.empty(queue, shape, dtype)
         if t.nbytes:
             cl.enqueue_fill_buffer(queue, t.buffer, np.zeros(1, t.dtype), 0, t.nbytes)
-        t.abs_max = 0.0
         return t
 
     # -- inspection ------------------------------------------------------
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
@@ -123,11 +231,12 @@ class Tensor:
     def ndim(self) -> int:
         return len(self.shape)
 
-    def to_host(self) -> np.ndarray:
-        """Copy back to a new NumPy array (waits for queued work on this buffer)."""
+    def numpy(self) -> np.ndarray:
+        """A NumPy copy of the values (waits for the queue; raises what its kernels reported)."""
         out = np.empty(self.shape, self.dtype)
         if out.size:
-            cl.enqueue_copy(self.queue, out, self.buffer)
+            cl.enqueue_copy(self.queue, out, self.buffer, is_blocking=False)
+        stream_of(self.queue).sync()
         return out
 
     def reshape(self, *shape) -> "Tensor":
@@ -137,7 +246,7 @@ class Tensor:
         shape = tuple(shape)
         if sum(1 for s in shape if s == -1) > 1:
             raise ValueError(f"reshape: at most one -1 in {shape}")
-        known = _check_shape(tuple(s for s in shape if s != -1))
+        known = check_shape(tuple(s for s in shape if s != -1))
         rest = int(np.prod(known, dtype=np.int64))
         if -1 in shape:
             if rest == 0 or self.size % rest:
@@ -145,11 +254,11 @@ class Tensor:
             shape = tuple(self.size // rest if s == -1 else s for s in shape)
         if int(np.prod(shape, dtype=np.int64)) != self.size:
             raise ValueError(f"cannot reshape a tensor of {self.size} elements into {shape}")
-        return Tensor(self.queue, self.buffer, shape, self.dtype, self.abs_max)
+        return Tensor(self.queue, self.memory, shape, self.dtype)
 
     def __repr__(self) -> str:
         return f"Tensor(shape={self.shape}, dtype={self.dtype})"
 
     def __array__(self, dtype=None, copy=None):
-        host = self.to_host()
+        host = self.numpy()
         return host if dtype is None else host.astype(dtype)

@@ -31,7 +31,8 @@ import pyopencl as cl
 from .. import autograd as ag
 from .. import sampling
 from ..core.device import manager
-from .transformer import DecoderBlock, Embedding, KVCache, Module, RMSNorm, _check_queue
+from ..core.tensor import check_queue
+from .transformer import DecoderBlock, Embedding, KVCache, Module, RMSNorm
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ class DecoderLM(Module):
         if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
         self.config = c = config
-        self.queue = _check_queue(manager.default().queue if queue is None else queue)
+        self.queue = check_queue(manager.default().queue if queue is None else queue)
         q = self.queue
         self.embed = Embedding(q, c.vocab_size, c.hidden_size, tie=c.tie_word_embeddings, seed=seed)
         self.layers = [
@@ -206,10 +207,7 @@ class DecoderLM(Module):
         if not keep.any():
             raise ValueError(f"targets: every entry equals ignore_index={ignore_index}; the mean over no tokens is undefined")
         logits = ag.reshape(self(ids), (-1, c.vocab_size))
-        if not keep.all():
-            # Select the counted rows; the gather's backward scatters their gradients back.
-            logits = ag.embedding(logits, np.flatnonzero(keep))
-        return ag.cross_entropy(logits, flat[keep])
+        return ag.cross_entropy(logits, flat, ignore_index=int(ignore_index))
 
     # -- generation --------------------------------------------------------------------------
 
@@ -316,8 +314,7 @@ def write(node: ag.Node, array) -> None:
     if host.shape != node.shape:
         raise ValueError(f"expected shape {node.shape}, got {host.shape}")
     if host.size:
-        cl.enqueue_copy(node.queue, node.value.buffer, host)
-    node.value.abs_max = float(np.abs(host).max(initial=0.0))
+        cl.enqueue_copy(node.queue, node.value.buffer, host)   # blocking, in queue order
 
 
 def _check_sampling(temperature, top_k, top_p) -> None:

@@ -8,13 +8,12 @@ them (``"attn.wq"``, ``"ffn.w1"``, ...). Projections are bias-free and stored
 outputs); norm weights start at 1, biases at 0.
 
     >>> import numpy as np
-    >>> from netcl_lite.core.device import manager
-    >>> q = manager.default().queue
-    >>> attn = RotaryAttention(q, dim=16, n_heads=4, n_kv_heads=2, max_seq_len=8)
+    >>> import netcl_lite as nl
+    >>> attn = RotaryAttention(nl.device().queue, dim=16, n_heads=4, n_kv_heads=2, max_seq_len=8)
     >>> attn.num_parameters()                   # 2·16² + 2·16·(2·4): Wq, Wo square, Wk, Wv narrower
     768
-    >>> with ag.Tape():
-    ...     out = attn(ag.tensor(np.ones((2, 5, 16), np.float32)))
+    >>> with nl.Tape():
+    ...     out = attn(np.ones((2, 5, 16)))     # NumPy in: a constant input
     >>> out.shape
     (2, 5, 16)
 
@@ -29,23 +28,13 @@ import numpy as np
 import pyopencl as cl
 
 from .. import autograd as ag
-from ..core.tensor import Tensor
+from ..checks import flag, one_of, positive_int, positive_real
+from ..core.stream import stream_of
+from ..core.tensor import Tensor, check_queue
 
 NORMS = ("pre", "post")
 NORM_KINDS = ("rms", "layer")
 ATTENTION_KERNELS = ("flash", "dense")
-
-
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
-
-
-def _check_queue(queue) -> cl.CommandQueue:
-    if not isinstance(queue, cl.CommandQueue):
-        raise TypeError(f"queue must be a pyopencl.CommandQueue (e.g. manager.default().queue), got {type(queue).__name__}")
-    return queue
 
 
 def _rng(seed, tag: int) -> np.random.Generator:
@@ -84,10 +73,14 @@ class Module:
         ag.zero_grad(self.parameters())
 
 
-def _input(x, dim: int, max_seq_len: int | None = None, start: int = 0) -> ag.Node:
-    """x as a Node of shape (B, T, dim), float32, with start + T <= max_seq_len."""
+def _input(x, dim: int, max_seq_len: int | None = None, start: int = 0, queue=None) -> ag.Node:
+    """x (a Node, Tensor or NumPy array) as a Node of shape (B, T, dim), float32, with start + T <= max_seq_len."""
     if not isinstance(x, (ag.Node, Tensor)):
-        raise TypeError(f"x must be an autograd Node or a Tensor of shape (B, T, {dim}), got {type(x).__name__}")
+        arr = np.asarray(x)
+        if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
+            raise TypeError(f"x must be a Node, a Tensor or an array of real numbers of shape (B, T, {dim}), "
+                            f"got {type(x).__name__} of dtype {arr.dtype}")
+        x = ag.constant(arr.astype(np.float32), queue)
     if x.dtype != np.float32:
         raise TypeError(f"x must be float32, got {x.dtype}")
     if len(x.shape) != 3 or x.shape[-1] != dim:
@@ -101,30 +94,32 @@ def _input(x, dim: int, max_seq_len: int | None = None, start: int = 0) -> ag.No
 
 
 class KVCache:
-    """Preallocated K and V for incremental decoding: ``(layers, batch, n_kv_heads, max_seq_len, head_dim)`` each.
+    """Preallocated K and V for incremental decoding: per layer, ``(batch, n_kv_heads, max_seq_len, head_dim)`` each.
 
-    ``update(layer, k, v)`` writes a chunk of ``t`` new positions after the
-    ones already held and returns the K and V prefixes ``(B, G, length, d)``
-    the attention reads. Allocated bytes: ``2·layers·batch·n_kv_heads·head_dim·max_seq_len·4``.
+    ``update(layer, k, v)`` writes a chunk of ``t`` new positions after the ones
+    already held, in place (no allocation, O(t) copying), and returns the layer's K and
+    V buffers with the number of positions now filled; attention reads that prefix
+    through its ``kv_length``. Allocated bytes: ``2·layers·batch·n_kv_heads·head_dim·max_seq_len·4``.
 
-    >>> from netcl_lite.core.device import manager
-    >>> KVCache(manager.default().queue, layers=2, batch=1, n_kv_heads=2, head_dim=8, max_seq_len=16).nbytes
+    >>> import netcl_lite as nl
+    >>> KVCache(nl.device().queue, layers=2, batch=1, n_kv_heads=2, head_dim=8, max_seq_len=16).nbytes
     4096
     """
 
     def __init__(self, queue, layers: int, batch: int, n_kv_heads: int, head_dim: int, max_seq_len: int):
-        self.queue = _check_queue(queue)
-        self.layers, self.batch = _positive_int("layers", layers), _positive_int("batch", batch)
-        self.n_kv_heads, self.head_dim = _positive_int("n_kv_heads", n_kv_heads), _positive_int("head_dim", head_dim)
-        self.max_seq_len = _positive_int("max_seq_len", max_seq_len)
-        shape = (self.layers, self.batch, self.n_kv_heads, self.max_seq_len, self.head_dim)
-        self.keys, self.values = Tensor.empty(queue, shape), Tensor.empty(queue, shape)
+        self.queue = check_queue(queue)
+        self.layers, self.batch = positive_int("layers", layers), positive_int("batch", batch)
+        self.n_kv_heads, self.head_dim = positive_int("n_kv_heads", n_kv_heads), positive_int("head_dim", head_dim)
+        self.max_seq_len = positive_int("max_seq_len", max_seq_len)
+        shape = (self.batch, self.n_kv_heads, self.max_seq_len, self.head_dim)
+        self.keys = [Tensor.empty(queue, shape) for _ in range(self.layers)]
+        self.values = [Tensor.empty(queue, shape) for _ in range(self.layers)]
         self.lengths = [0] * self.layers
 
     @property
     def nbytes(self) -> int:
         """Device bytes held by K and V together."""
-        return self.keys.nbytes + self.values.nbytes
+        return sum(t.nbytes for t in self.keys + self.values)
 
     def length(self, layer: int = 0) -> int:
         """Positions already written for ``layer``."""
@@ -138,8 +133,12 @@ class KVCache:
             raise ValueError(f"layer must be an int in [0, {self.layers}), got {layer!r}")
         return int(layer)
 
-    def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Append ``k``, ``v`` of shape ``(B, G, t, d)`` at the layer's length; return the full prefixes."""
+    def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor, int]:
+        """Append ``k``, ``v`` of shape ``(B, G, t, d)`` at the layer's length, in place.
+
+        Returns the layer's K and V buffers ``(B, G, max_seq_len, d)`` and the positions now
+        filled: pass that as ``kv_length`` to attention.
+        """
         layer = self._layer(layer)
         rows, d, start = self.batch * self.n_kv_heads, self.head_dim, self.lengths[layer]
         for name, t in (("k", k), ("v", v)):
@@ -155,22 +154,16 @@ class KVCache:
             raise ValueError(
                 f"KV cache full: layer {layer} holds {start} positions, {t_new} more exceed max_seq_len={self.max_seq_len}"
             )
-        row, full = self.max_seq_len * d * 4, self.max_seq_len * d * 4 * rows   # bytes: one (b, g) row, one layer
-        length = start + t_new
-        out = []
-        for cache, new in ((self.keys, k), (self.values, v)):
-            # Rectangular copies: rows are the B·G (batch, group) pairs, the layer is the slice index.
-            cl.enqueue_copy(self.queue, cache.buffer, new.buffer, src_origin=(0, 0, 0), dst_origin=(start * d * 4, 0, layer),
-                            region=(t_new * d * 4, rows, 1), src_pitches=(t_new * d * 4, t_new * d * 4 * rows),
-                            dst_pitches=(row, full))
-            prefix = Tensor.empty(self.queue, (self.batch, self.n_kv_heads, length, d))
-            cl.enqueue_copy(self.queue, prefix.buffer, cache.buffer, src_origin=(0, 0, layer), dst_origin=(0, 0, 0),
-                            region=(length * d * 4, rows, 1), src_pitches=(row, full),
-                            dst_pitches=(length * d * 4, length * d * 4 * rows))
-            out.append(prefix)
-        self.queue.finish()
-        self.lengths[layer] = length
-        return out[0], out[1]
+        row = self.max_seq_len * d * 4                    # bytes between two (batch, group) rows of the cache
+        for cache, new in ((self.keys[layer], k), (self.values[layer], v)):
+            if t_new:
+                # One rectangular copy: B·G rows of t·d floats, into each row after its `start` filled ones.
+                cl.enqueue_copy(self.queue, cache.buffer, new.buffer, src_origin=(0, 0, 0),
+                                dst_origin=(start * d * 4, 0, 0), region=(t_new * d * 4, rows, 1),
+                                src_pitches=(t_new * d * 4, t_new * d * 4 * rows), dst_pitches=(row, row * rows))
+                stream_of(self.queue).keep(new.buffer)
+        self.lengths[layer] = start + t_new
+        return self.keys[layer], self.values[layer], self.lengths[layer]
 
 
 class RotaryAttention(Module):
@@ -191,18 +184,16 @@ class RotaryAttention(Module):
                  seed: int = 0, *, rope: bool = True, rope_base: float = 10000.0, rope_pairing: str = "interleaved",
                  kernel: str = "flash"):
         super().__init__()
-        self.queue = _check_queue(queue)
-        self.dim, self.n_heads = _positive_int("dim", dim), _positive_int("n_heads", n_heads)
-        self.n_kv_heads, self.max_seq_len = _positive_int("n_kv_heads", n_kv_heads), _positive_int("max_seq_len", max_seq_len)
+        self.queue = check_queue(queue)
+        self.dim, self.n_heads = positive_int("dim", dim), positive_int("n_heads", n_heads)
+        self.n_kv_heads, self.max_seq_len = positive_int("n_kv_heads", n_kv_heads), positive_int("max_seq_len", max_seq_len)
         if dim % n_heads:
             raise ValueError(f"dim={dim} must be divisible by n_heads={n_heads} (head width d = dim / n_heads)")
         if n_heads % n_kv_heads:
             raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads} (each K/V head serves n_heads / n_kv_heads query heads)")
-        for name, flag in (("causal", causal), ("rope", rope)):
-            if not isinstance(flag, bool):
-                raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
-        if kernel not in ATTENTION_KERNELS:
-            raise ValueError(f"kernel must be one of {ATTENTION_KERNELS}, got {kernel!r}")
+        flag("causal", causal)
+        flag("rope", rope)
+        one_of("kernel", kernel, ATTENTION_KERNELS)
         self.head_dim = dim // n_heads
         if rope and self.head_dim % 2:
             raise ValueError(f"rope needs an even head width, got dim / n_heads = {self.head_dim}; pass rope=False or change dim")
@@ -218,7 +209,7 @@ class RotaryAttention(Module):
     def __call__(self, x, cache: KVCache | None = None, layer: int = 0) -> ag.Node:
         """x (B, T, dim) → (B, T, dim). With ``cache``, x holds the next T positions after the cached ones."""
         start = 0 if cache is None else cache.length(layer)
-        x = _input(x, self.dim, self.max_seq_len, start)
+        x = _input(x, self.dim, self.max_seq_len, start, self.queue)
         q = ag.split_heads(ag.linear(x, self.wq), self.n_heads)          # (B, H, T, d)
         k = ag.split_heads(ag.linear(x, self.wk), self.n_kv_heads)       # (B, G, T, d)
         v = ag.split_heads(ag.linear(x, self.wv), self.n_kv_heads)
@@ -229,8 +220,10 @@ class RotaryAttention(Module):
             if ag.recording():
                 raise ValueError("cache: cached decoding is inference only (cached K/V are not on the tape); "
                                  "call the layer outside `with Tape()` or without cache")
-            k_all, v_all = cache.update(layer, k.value, v.value)
-            k, v = ag.constant(k_all), ag.constant(v_all)
+            k_all, v_all, length = cache.update(layer, k.value, v.value)
+            attend = ag.flash_attention if self.kernel == "flash" else ag.attention
+            out = attend(q, ag.constant(k_all), ag.constant(v_all), causal=self.causal, kv_length=length)
+            return ag.linear(ag.merge_heads(out), self.wo)
         attend = ag.flash_attention if self.kernel == "flash" else ag.attention
         return ag.linear(ag.merge_heads(attend(q, k, v, causal=self.causal)), self.wo)
 
@@ -240,13 +233,13 @@ class FeedForward(Module):
 
     def __init__(self, queue, dim: int, hidden: int, seed: int = 0):
         super().__init__()
-        self.queue = _check_queue(queue)
-        self.dim, self.hidden = _positive_int("dim", dim), _positive_int("hidden", hidden)
+        self.queue = check_queue(queue)
+        self.dim, self.hidden = positive_int("dim", dim), positive_int("hidden", hidden)
         for tag, (name, fan_in, fan_out) in enumerate((("w1", dim, hidden), ("w2", hidden, dim), ("w3", dim, hidden))):
             self._weight(name, _rng(seed, 16 + tag), fan_in, fan_out)
 
     def __call__(self, x) -> ag.Node:
-        x = _input(x, self.dim)
+        x = _input(x, self.dim, queue=self.queue)
         p = self._params
         return ag.linear(ag.swiglu(ag.linear(x, p["w1"]), ag.linear(x, p["w3"])), p["w2"])
 
@@ -256,7 +249,7 @@ class RMSNorm(Module):
 
     def __init__(self, queue, dim: int, eps: float = 1e-6):
         super().__init__()
-        self.queue, self.dim, self.eps = _check_queue(queue), _positive_int("dim", dim), eps
+        self.queue, self.dim, self.eps = check_queue(queue), positive_int("dim", dim), positive_real("eps", eps)
         self.weight = self._param("weight", np.ones(dim))
 
     def __call__(self, x) -> ag.Node:
@@ -268,7 +261,7 @@ class LayerNorm(Module):
 
     def __init__(self, queue, dim: int, eps: float = 1e-5):
         super().__init__()
-        self.queue, self.dim, self.eps = _check_queue(queue), _positive_int("dim", dim), eps
+        self.queue, self.dim, self.eps = check_queue(queue), positive_int("dim", dim), positive_real("eps", eps)
         self.weight, self.bias = self._param("weight", np.ones(dim)), self._param("bias", np.zeros(dim))
 
     def __call__(self, x) -> ag.Node:
@@ -290,11 +283,9 @@ class DecoderBlock(Module):
                  rope: bool = True, kernel: str = "flash", rope_base: float = 10000.0,
                  rope_pairing: str = "interleaved", eps: float | None = None):
         super().__init__()
-        if norm not in NORMS:
-            raise ValueError(f"norm must be one of {NORMS} (where the normalization sits), got {norm!r}")
-        if norm_kind not in NORM_KINDS:
-            raise ValueError(f"norm_kind must be one of {NORM_KINDS}, got {norm_kind!r}")
-        self.queue, self.norm, self.dim = _check_queue(queue), norm, dim
+        one_of("norm", norm, NORMS)
+        one_of("norm_kind", norm_kind, NORM_KINDS)
+        self.queue, self.norm, self.dim = check_queue(queue), norm, dim
         norm_cls = RMSNorm if norm_kind == "rms" else LayerNorm
         self.attn = RotaryAttention(queue, dim, n_heads, n_kv_heads, max_seq_len, causal, seed, rope=rope, kernel=kernel,
                                     rope_base=rope_base, rope_pairing=rope_pairing)
@@ -305,7 +296,7 @@ class DecoderBlock(Module):
 
     def __call__(self, x, cache: KVCache | None = None, layer: int = 0) -> ag.Node:
         """x (B, T, dim) → (B, T, dim); ``cache``/``layer`` as in :class:`RotaryAttention`."""
-        x = _input(x, self.dim)
+        x = _input(x, self.dim, queue=self.queue)
         if self.norm == "pre":
             h = ag.add(x, self.attn(self.norm1(x), cache, layer))
             return ag.add(h, self.ffn(self.norm2(h)))
@@ -323,11 +314,9 @@ class Embedding(Module):
 
     def __init__(self, queue, vocab: int, dim: int, tie: bool = True, seed: int = 0):
         super().__init__()
-        self.queue = _check_queue(queue)
-        self.vocab, self.dim = _positive_int("vocab", vocab), _positive_int("dim", dim)
-        if not isinstance(tie, bool):
-            raise TypeError(f"tie must be a bool, got {type(tie).__name__}")
-        self.tie = tie
+        self.queue = check_queue(queue)
+        self.vocab, self.dim = positive_int("vocab", vocab), positive_int("dim", dim)
+        self.tie = flag("tie", tie)
         self.table = self._param("table", _rng(seed, 32).standard_normal((vocab, dim), np.float32) / np.sqrt(dim))
         self.output = None if tie else self._weight("output", _rng(seed, 33), dim, vocab)
 

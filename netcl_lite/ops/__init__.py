@@ -2,19 +2,28 @@
 
 Every op takes NumPy arrays or :class:`~netcl_lite.core.tensor.Tensor` s:
 NumPy in gives NumPy out (on the default device), Tensors in give Tensors out
-(on their device). Each has a float64 NumPy twin in :mod:`netcl_lite.reference`.
+(on their device, enqueued without waiting). Each op's module owns its forward
+and its backward launchers and names its float64 twin in :mod:`netcl_lite.reference`.
 """
 
-from .attention import attention
-from .elementwise import add, mul, silu, swiglu
-from .embedding import embedding
-from .flash_attention import flash_attention
-from .matmul import matmul
-from .norm import layer_norm, rms_norm
-from .rope import rope
-from .softmax import softmax
+from .attention import attention, attention_backward, attention_with_mask
+from .cross_entropy import cross_entropy, cross_entropy_backward, cross_entropy_with_stats
+from .elementwise import add, binary_backward, div, exp, mul, scale, silu, silu_backward, sub, swiglu, swiglu_backward
+from .embedding import embedding, embedding_backward, embedding_ids
+from .flash_attention import (
+    backward_uses_tiles,
+    flash_attention,
+    flash_attention_backward,
+    flash_attention_with_mask,
+)
+from .layout import swap_axes
+from .matmul import matmul, matmul_backward
+from .norm import layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
+from .reduce import mean, sum, sum_backward, sum_to  # noqa: A004 (the op's name)
+from .rope import rope, rope_backward
+from .softmax import apply_mask, softmax, softmax_backward, softmax_with_mask
 
 __all__ = [
-    "add", "attention", "embedding", "flash_attention", "layer_norm", "matmul",
-    "mul", "rms_norm", "rope", "silu", "softmax", "swiglu",
+    "add", "apply_mask", "attention", "cross_entropy", "div", "embedding", "exp", "flash_attention", "layer_norm",
+    "matmul", "mean", "mul", "rms_norm", "rope", "scale", "silu", "softmax", "sub", "sum", "swap_axes", "swiglu",
 ]

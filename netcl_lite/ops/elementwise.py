@@ -1,98 +1,162 @@
-"""Pointwise ops: ``silu``, ``swiglu``, ``add``, ``mul`` (``kernels/elementwise.cl``)."""
+"""Pointwise ops and their gradients (``kernels/elementwise.cl``): ``add``, ``sub``, ``mul``,
+``div``, ``scale``, ``exp``, ``silu``, ``swiglu``. Float64 references: the functions of
+the same names in :mod:`netcl_lite.reference`.
+
+The binary ops broadcast ``b`` over ``a``'s leading axes: ``b``'s shape is ``a``'s
+or a suffix of it (a bias, a residual, a per-feature gain, a scalar).
+"""
 
 from __future__ import annotations
 
-import numpy as np
 
-from ..core.kernels import get_kernel
-from .operands import (
-    bound,
-    check_float32_range,
-    check_int_range,
-    device_empty,
-    finish,
-    i32,
-    max_abs,
-    pick_queue,
-    round_up,
-    shape_of,
-    to_device,
-)
+from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
+from .reduce import sum_to
 
-_LOCAL = 64
+BINARY = ("add", "sub", "mul", "div")     # binary_broadcast's op codes, in order
 
 
-def _launch(q, name, n, *args):
+def _each(call: OpCall, kernel: str, n: int, *buffers, extra=()) -> None:
+    """One work-item per 8 elements of an n-element output."""
     if n:
-        get_kernel(q.context, "elementwise.cl", name)(q, (round_up(n, _LOCAL),), (_LOCAL,), *args)
+        call.launch("elementwise.cl", kernel, (round_up(-(-n // 8), 16),), (16,), *buffers, i32(n), *extra,
+                    call.stream.status, call.seq)
+
+
+def _binary(name: str, a, b, queue):
+    sa, sb = shape_of(a), shape_of(b)
+    scalar = elements(sb) == 1 and len(sb) <= len(sa)          # (), (1,), (1, 1): one value for every element
+    if not scalar and (len(sb) > len(sa) or sa[len(sa) - len(sb):] != sb):
+        raise ValueError(
+            f"{name}: b {sb} must have a's shape {sa}, a suffix of it, or one element (b is broadcast over a)"
+        )
+    n, nb = elements(sa), elements(sb)
+    int32_range(elements=n)
+    call = OpCall(name, queue=queue, a=a, b=b)
+    ta, tb = call.float_input("a"), call.float_input("b")
+    out = call.output(sa)
+    _each(call, "binary_broadcast", n, ta.buffer, tb.buffer, out.buffer, extra=(i32(nb), i32(BINARY.index(name))))
+    return call.result(out, check=[False])
+
+
+def add(a, b, *, queue=None):
+    """``a + b``; ``b`` has ``a``'s shape or a suffix of it.
+
+    >>> add(np.zeros((2, 3)), np.arange(3.0))
+    array([[0., 1., 2.],
+           [0., 1., 2.]], dtype=float32)
+    """
+    return _binary("add", a, b, queue)
+
+
+def sub(a, b, *, queue=None):
+    """``a - b``; ``b`` has ``a``'s shape or a suffix of it.
+
+    >>> sub(np.ones(3), np.float32(0.5))
+    array([0.5, 0.5, 0.5], dtype=float32)
+    """
+    return _binary("sub", a, b, queue)
+
+
+def mul(a, b, *, queue=None):
+    """``a * b``; ``b`` has ``a``'s shape or a suffix of it.
+
+    >>> mul(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([10.0, 100.0]))
+    array([[ 10., 200.],
+           [ 30., 400.]], dtype=float32)
+    """
+    return _binary("mul", a, b, queue)
+
+
+def div(a, b, *, queue=None):
+    """``a / b``; ``b`` has ``a``'s shape or a suffix of it. Dividing by 0 is reported as an
+    inf/NaN result (:class:`~netcl_lite.core.stream.NonFiniteError`), never returned.
+
+    >>> div(np.array([1.0, 3.0]), np.array([2.0, 4.0]))
+    array([0.5 , 0.75], dtype=float32)
+    """
+    return _binary("div", a, b, queue)
+
+
+def _unary(name: str, kernel: str, x, queue, *extra):
+    shape = shape_of(x)
+    int32_range(elements=elements(shape))
+    call = OpCall(name, queue=queue, x=x)
+    tx = call.float_input("x")
+    out = call.output(shape)
+    _each(call, kernel, out.size, tx.buffer, out.buffer, extra=extra)
+    return call.result(out, check=[False])
+
+
+def scale(x, alpha: float, *, queue=None):
+    """``alpha * x`` for a Python number ``alpha``.
+
+    >>> scale(np.array([1.0, -2.0]), -0.5)
+    array([-0.5,  1. ], dtype=float32)
+    """
+    return _unary("scale", "scale", x, queue, f32(alpha))
+
+
+def exp(x, *, queue=None):
+    """``e**x`` elementwise; ``-inf`` (a masked score) gives 0.
+
+    >>> exp(np.array([0.0, 1.0, -np.inf])).round(6)
+    array([1.      , 2.718282, 0.      ], dtype=float32)
+    """
+    return _unary("exp", "exp_forward", x, queue)
 
 
 def silu(x, *, queue=None):
     """``x * sigmoid(x)`` elementwise (any shape).
 
-    >>> silu(np.array([0.0, 1.0]))                           # doctest: +SKIP
-    array([0.       , 0.7310586], dtype=float32)
+    >>> silu(np.array([0.0, 1.0])).round(6)
+    array([0.      , 0.731059], dtype=float32)
     """
-    shape = tuple(shape_of("x", x))
-    check_int_range(elements=int(np.prod(shape, dtype=np.int64)))
-    q, return_tensor = pick_queue(x, queue=queue)
-    tx = to_device(q, "x", x)
-    out = device_empty(q, shape)
-    _launch(q, "silu_forward", out.size, tx.buffer, out.buffer, i32(out.size))
-    return finish(out, return_tensor, tx.abs_max)  # |silu(x)| <= |x|
+    return _unary("silu", "silu_forward", x, queue)
 
 
 def swiglu(gate, up, *, queue=None):
     """``silu(gate) * up`` elementwise: the SwiGLU feed-forward gate. Same shapes.
 
-    >>> swiglu(np.array([1.0]), np.array([2.0]))             # doctest: +SKIP
-    array([1.4621172], dtype=float32)
+    >>> swiglu(np.array([1.0]), np.array([2.0])).round(6)
+    array([1.462117], dtype=float32)
     """
-    sg, su = tuple(shape_of("gate", gate)), tuple(shape_of("up", up))
+    sg, su = shape_of(gate), shape_of(up)
     if sg != su:
         raise ValueError(f"gate {sg} and up {su} must have the same shape")
-    check_int_range(elements=int(np.prod(sg, dtype=np.int64)))
-    check_float32_range("|silu(gate) * up|", max_abs(gate), max_abs(up), hint="rescale gate or up")
-    q, return_tensor = pick_queue(gate, up, queue=queue)
-    tg, tu = to_device(q, "gate", gate), to_device(q, "up", up)
-    out = device_empty(q, sg)
-    _launch(q, "swiglu_forward", out.size, tg.buffer, tu.buffer, out.buffer, i32(out.size))
-    return finish(out, return_tensor, bound(tg.abs_max, tu.abs_max))
+    int32_range(elements=elements(sg))
+    call = OpCall("swiglu", queue=queue, gate=gate, up=up)
+    tg, tu = call.float_input("gate"), call.float_input("up")
+    out = call.output(sg)
+    _each(call, "swiglu_forward", out.size, tg.buffer, tu.buffer, out.buffer)
+    return call.result(out, check=[False])
 
 
-def _binary(name, kernel, a, b, queue):
-    sa, sb = tuple(shape_of("a", a)), tuple(shape_of("b", b))
-    if len(sb) > len(sa) or sa[len(sa) - len(sb):] != sb:
-        raise ValueError(
-            f"{name}: b {sb} must have a's shape {sa} or a suffix of it (b is broadcast over a's leading axes)"
-        )
-    n = int(np.prod(sa, dtype=np.int64))
-    nb = int(np.prod(sb, dtype=np.int64))
-    check_int_range(elements=n)
+# -- backward launchers (Tensors in, Tensors out) -------------------------------------------------
+
+def binary_backward(name: str, g, a, b, out, needs=(True, True)):
+    """Gradients of ``out = a op b`` (b broadcast over a's leading axes): (da, db), None where not needed."""
+    need_a, need_b = needs
+    if name == "add":
+        return (g if need_a else None), (sum_to(g, b.shape) if need_b else None)
+    if name == "sub":
+        return (g if need_a else None), (scale(sum_to(g, b.shape), -1.0) if need_b else None)
     if name == "mul":
-        check_float32_range("|a * b|", max_abs(a), max_abs(b), hint="rescale a or b")
-    else:
-        ma, mb = max_abs(a), max_abs(b)
-        check_float32_range("|a + b|", None if ma is None or mb is None else ma + mb, hint="rescale a or b")
-    q, return_tensor = pick_queue(a, b, queue=queue)
-    ta, tb = to_device(q, "a", a), to_device(q, "b", b)
-    out = device_empty(q, sa)
-    if nb:
-        _launch(q, kernel, n, ta.buffer, tb.buffer, out.buffer, i32(n), i32(nb))
-    if name == "mul":
-        return finish(out, return_tensor, bound(ta.abs_max, tb.abs_max))
-    return finish(out, return_tensor, bound(ta.abs_max, plus=tb.abs_max))
+        return (mul(g, b) if need_a else None), (sum_to(mul(g, a), b.shape) if need_b else None)
+    g_over_b = div(g, b)                                         # d(a/b)/da = 1/b, d(a/b)/db = -out/b
+    return (g_over_b if need_a else None), (scale(sum_to(mul(g_over_b, out), b.shape), -1.0) if need_b else None)
 
 
-def add(a, b, *, queue=None):
-    """``a + b``; ``b`` has ``a``'s shape or a suffix of it (a bias, a residual).
+def silu_backward(x, g):
+    """dx = g · s (1 + x (1 − s)) with s = sigmoid(x)."""
+    call = OpCall("silu backward", x=x, g=g)
+    dx = call.output(x.shape)
+    _each(call, "silu_backward", dx.size, x.buffer, g.buffer, dx.buffer)
+    return call.result(dx, check=[False])
 
-    >>> add(np.zeros((2, 3)), np.arange(3.0))                # doctest: +SKIP
-    array([[0., 1., 2.], [0., 1., 2.]], dtype=float32)
-    """
-    return _binary("add", "add_broadcast", a, b, queue)
 
-
-def mul(a, b, *, queue=None):
-    """``a * b``; ``b`` has ``a``'s shape or a suffix of it."""
-    return _binary("mul", "mul_broadcast", a, b, queue)
+def swiglu_backward(gate, up, g):
+    """(dgate, dup) of ``silu(gate) · up`` in one pass."""
+    call = OpCall("swiglu backward", gate=gate, up=up, g=g)
+    dgate, dup = call.output(gate.shape), call.output(up.shape)
+    _each(call, "swiglu_backward", dgate.size, gate.buffer, up.buffer, g.buffer, dgate.buffer, dup.buffer)
+    return call.result(dgate, dup, check=[False, False])

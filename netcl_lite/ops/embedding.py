@@ -1,13 +1,14 @@
-"""``embedding``: look up rows of a table by integer token id (``kernels/embedding.cl``)."""
+"""``embedding``: rows of a table picked by integer token ids, and the gradient back to the
+table (``kernels/embedding.cl``). Float64 reference: :func:`netcl_lite.reference.embedding`.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pyopencl as cl
 
-from ..core.kernels import get_kernel
 from ..core.tensor import Tensor
-from .operands import check_int_range, device_empty, finish, i32, pick_queue, round_up, shape_of, to_device
+from .operands import OpCall, elements, i32, int32_range, round_up, shape_of
 
 
 def _bad_ids(ids: np.ndarray, vocab: int) -> str:
@@ -17,47 +18,66 @@ def _bad_ids(ids: np.ndarray, vocab: int) -> str:
     return f"ids must lie in [0, {vocab}) for a table of {vocab} rows; got {shown}{more}"
 
 
+def host_ids(ids, vocab: int, name: str = "ids") -> np.ndarray | None:
+    """NumPy ids validated on the host (integers in [0, vocab)); None for an int32 Tensor,
+    whose values the kernels check on the device."""
+    if isinstance(ids, Tensor):
+        if ids.dtype != np.int32:
+            raise TypeError(f"{name} must be an int32 Tensor, got {ids.dtype}")
+        return None
+    arr = np.asarray(ids)
+    if arr.size == 0:
+        arr = arr.astype(np.int32)   # np.asarray([]) is float64
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be integers, got dtype {arr.dtype}")
+    if arr.size and ((arr < 0) | (arr >= vocab)).any():
+        raise ValueError(_bad_ids(arr, vocab).replace("ids", name, 1))
+    return arr
+
+
 def embedding(table, ids, *, queue=None):
     """Rows of ``table`` ``(V, D)`` picked by ``ids`` (ints, any shape) → ``(*ids.shape, D)``.
 
-    ``ids`` is a NumPy integer array (or nested list) or an int32 ``Tensor``.
-    An id outside ``[0, V)`` raises ``ValueError`` naming it; the kernel never
+    ``ids`` is a NumPy integer array (or nested list), checked on the host, or an
+    int32 ``Tensor``, checked on the device: an id outside ``[0, V)`` raises
+    ``ValueError`` naming it (for device ids, at the next sync). The kernel never
     reads outside the table.
 
-    >>> embedding(np.eye(3), [2, 0])                         # doctest: +SKIP
-    array([[0., 0., 1.], [1., 0., 0.]], dtype=float32)
+    >>> embedding(np.eye(3), [2, 0])
+    array([[0., 0., 1.],
+           [1., 0., 0.]], dtype=float32)
     """
-    st = tuple(shape_of("table", table))
+    st = shape_of(table)
     if len(st) != 2:
         raise ValueError(f"table must be (V, D), got shape {st}")
     vocab, dim = st
-    if isinstance(ids, Tensor):
-        if ids.dtype != np.int32:
-            raise TypeError(f"ids must be an int32 Tensor, got {ids.dtype}")
-        host_ids = None
-    else:
-        host_ids = np.asarray(ids)
-        if host_ids.size == 0:
-            host_ids = host_ids.astype(np.int32)   # np.asarray([]) is float64
-        if host_ids.dtype.kind not in "iu":
-            raise TypeError(f"ids must be integers, got dtype {host_ids.dtype}")
-        if host_ids.size and ((host_ids < 0) | (host_ids >= vocab)).any():
-            raise ValueError(_bad_ids(host_ids, vocab))
-    id_shape = tuple(ids.shape) if host_ids is None else host_ids.shape
-    n_ids = int(np.prod(id_shape, dtype=np.int64))
-    check_int_range(elements=n_ids * dim, table_elements=vocab * dim)
-    q, return_tensor = pick_queue(table, ids, queue=queue)
-    tt = to_device(q, "table", table)
-    tid = ids if host_ids is None else Tensor.from_host(q, host_ids, dtype=np.int32)
-    out = device_empty(q, id_shape + (dim,))
+    checked = host_ids(ids, vocab)
+    id_shape = tuple(ids.shape) if checked is None else checked.shape
+    n_ids = elements(id_shape)
+    int32_range(elements=n_ids * dim, table_elements=vocab * dim)
+    call = OpCall("embedding", queue=queue, bad_input=lambda: _bad_ids(np.asarray(ids), vocab), table=table, ids=ids)
+    tt, tid = call.float_input("table"), call.int_input("ids", checked)
+    out = call.output(id_shape + (dim,))
     if out.size:
-        flag = np.zeros(1, np.int32)
-        bad = cl.Buffer(q.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=flag)
-        get_kernel(q.context, "embedding.cl", "embedding_gather")(
-            q, (round_up(dim, 16), round_up(n_ids, 4)), (16, 4),
-            tt.buffer, tid.buffer, out.buffer, bad, i32(n_ids), i32(vocab), i32(dim),
-        )
-        cl.enqueue_copy(q, flag, bad)   # blocking: also keeps every buffer alive until done
-        if flag[0]:
-            raise ValueError(_bad_ids(tid.to_host(), vocab))
-    return finish(out, return_tensor, tt.abs_max)
+        call.launch("embedding.cl", "embedding_gather", (round_up(dim, 16), round_up(n_ids, 4)), (16, 4),
+                    tt.buffer, tid.buffer, out.buffer, i32(n_ids), i32(vocab), i32(dim), call.stream.status, call.seq)
+    return call.result(out, check=[False])
+
+
+def embedding_ids(ids, vocab: int, queue) -> Tensor:
+    """``ids`` as an int32 Tensor on ``queue`` (validated as :func:`embedding` does), so that the
+    forward and the backward share one upload."""
+    checked = host_ids(ids, vocab)
+    return ids if checked is None else Tensor.from_host(queue, checked, dtype=np.int32)
+
+
+def embedding_backward(g, ids: Tensor, vocab: int):
+    """The table's gradient ``(V, D)``: each row sums ``g``'s rows at the positions that looked it up."""
+    dim = g.shape[-1]
+    call = OpCall("embedding backward", g=g)
+    dtable = call.output((vocab, dim))
+    if dtable.size:
+        cl.enqueue_fill_buffer(call.queue, dtable.buffer, np.zeros(1, np.float32), 0, dtable.nbytes)
+        call.launch("embedding.cl", "embedding_backward", (round_up(dim, 16),), (16,),
+                    g.buffer, ids.buffer, dtable.buffer, i32(ids.size), i32(vocab), i32(dim), call.stream.status, call.seq)
+    return call.result(dtable, check=[False])

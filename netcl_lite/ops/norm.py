@@ -1,75 +1,89 @@
-"""``rms_norm`` and ``layer_norm`` over the last axis (``kernels/norm.cl``)."""
+"""``rms_norm`` and ``layer_norm`` over the last axis, and their gradients (``kernels/norm.cl``).
+Float64 references: :func:`netcl_lite.reference.rms_norm`, :func:`netcl_lite.reference.layer_norm`.
+"""
 
 from __future__ import annotations
 
-import math
-import numbers
-
-import numpy as np
-
-from ..core.kernels import get_kernel
-from .operands import (
-    bound,
-    check_int_range,
-    device_empty,
-    f32,
-    finish,
-    i32,
-    pick_queue,
-    round_up,
-    shape_of,
-    to_device,
-)
+from ..checks import positive_real
+from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
 
 _LOCAL = 16
 
 
 def _check(x, params, eps):
-    shape = tuple(shape_of("x", x))
+    shape = shape_of(x)
     if len(shape) == 0 or shape[-1] == 0:
         raise ValueError(f"x must have a non-empty last axis to normalize over, got shape {shape}")
     for name, p in params.items():
-        sp = tuple(shape_of(name, p))
+        sp = shape_of(p)
         if sp != shape[-1:]:
             raise ValueError(f"{name} must have shape {shape[-1:]} (x's last axis), got {sp}")
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not math.isfinite(eps) or eps <= 0:
-        raise ValueError(f"eps must be a positive finite number (it keeps a zero row finite), got {eps!r}")
-    rows = int(np.prod(shape[:-1], dtype=np.int64))
-    check_int_range(elements=rows * shape[-1])
+    positive_real("eps", eps, " (it keeps a zero row finite)")
+    rows = elements(shape[:-1])
+    int32_range(elements=rows * shape[-1])
     return shape, rows
 
 
 def rms_norm(x, weight, *, eps: float = 1e-6, queue=None):
     """``x / sqrt(mean(x², axis=-1) + eps) * weight``; ``weight`` is ``(D,)``.
 
-    >>> rms_norm(np.array([[3.0, 4.0]]), np.ones(2))         # doctest: +SKIP
-    array([[0.8485281, 1.1313708]], dtype=float32)
+    >>> import numpy as np
+    >>> rms_norm(np.array([[3.0, 4.0]]), np.ones(2)).round(6)     # [3, 4] / rms 3.5355
+    array([[0.848528, 1.131371]], dtype=float32)
     """
     shape, rows = _check(x, {"weight": weight}, eps)
-    q, return_tensor = pick_queue(x, weight, queue=queue)
-    tx, tw = to_device(q, "x", x), to_device(q, "weight", weight)
-    out = device_empty(q, shape)
+    call = OpCall("rms_norm", queue=queue, x=x, weight=weight)
+    tx, tw = call.float_input("x"), call.float_input("weight")
+    out = call.output(shape)
     if rows:
-        get_kernel(q.context, "norm.cl", "rms_norm_rows")(
-            q, (round_up(rows, _LOCAL),), (_LOCAL,), tx.buffer, tw.buffer, out.buffer, i32(rows), i32(shape[-1]), f32(eps)
-        )
-    # |x_i| / rms(x) <= sqrt(D), so the output is at most sqrt(D) max|weight|
-    return finish(out, return_tensor, bound(math.sqrt(shape[-1]), tw.abs_max))
+        call.launch("norm.cl", "rms_norm_rows", (round_up(rows, _LOCAL),), (_LOCAL,),
+                    tx.buffer, tw.buffer, out.buffer, i32(rows), i32(shape[-1]), f32(eps), call.stream.status, call.seq)
+    return call.result(out, check=[False])
 
 
 def layer_norm(x, weight, bias, *, eps: float = 1e-5, queue=None):
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last axis (biased variance).
 
-    >>> layer_norm(np.array([[1.0, 3.0]]), np.ones(2), np.zeros(2))   # doctest: +SKIP
+    >>> import numpy as np
+    >>> layer_norm(np.array([[1.0, 3.0]]), np.ones(2), np.zeros(2)).round(6)
     array([[-0.999995,  0.999995]], dtype=float32)
     """
     shape, rows = _check(x, {"weight": weight, "bias": bias}, eps)
-    q, return_tensor = pick_queue(x, weight, bias, queue=queue)
-    tx, tw, tb = to_device(q, "x", x), to_device(q, "weight", weight), to_device(q, "bias", bias)
-    out = device_empty(q, shape)
+    call = OpCall("layer_norm", queue=queue, x=x, weight=weight, bias=bias)
+    tx, tw, tb = call.float_input("x"), call.float_input("weight"), call.float_input("bias")
+    out = call.output(shape)
     if rows:
-        get_kernel(q.context, "norm.cl", "layer_norm_rows")(
-            q, (round_up(rows, _LOCAL),), (_LOCAL,),
-            tx.buffer, tw.buffer, tb.buffer, out.buffer, i32(rows), i32(shape[-1]), f32(eps),
-        )
-    return finish(out, return_tensor, bound(math.sqrt(shape[-1]), tw.abs_max, plus=tb.abs_max))
+        call.launch("norm.cl", "layer_norm_rows", (round_up(rows, _LOCAL),), (_LOCAL,),
+                    tx.buffer, tw.buffer, tb.buffer, out.buffer, i32(rows), i32(shape[-1]), f32(eps),
+                    call.stream.status, call.seq)
+    return call.result(out, check=[False])
+
+
+def rms_norm_backward(g, x, weight, *, eps: float = 1e-6):
+    """(dx, dweight) of :func:`rms_norm` (Tensors)."""
+    n = x.shape[-1]
+    rows = x.size // n
+    call = OpCall("rms_norm backward", g=g, x=x, weight=weight)
+    dx, dw = call.output(x.shape), call.output((n,))
+    rstd = call.scratch("norm.rstd", rows)
+    status = (call.stream.status, call.seq)
+    call.launch("norm.cl", "rms_norm_backward_rows", (round_up(rows, _LOCAL),), (_LOCAL,),
+                x.buffer, weight.buffer, g.buffer, dx.buffer, rstd, i32(rows), i32(n), f32(eps), *status)
+    call.launch("norm.cl", "rms_norm_backward_weight", (round_up(-(-n // 8), _LOCAL),), (_LOCAL,),
+                x.buffer, g.buffer, rstd, dw.buffer, i32(rows), i32(n), *status)
+    return call.result(dx, dw, check=[False, False])
+
+
+def layer_norm_backward(g, x, weight, *, eps: float = 1e-5):
+    """(dx, dweight, dbias) of :func:`layer_norm` (Tensors)."""
+    n = x.shape[-1]
+    rows = x.size // n
+    call = OpCall("layer_norm backward", g=g, x=x, weight=weight)
+    dx, dw, db = call.output(x.shape), call.output((n,)), call.output((n,))
+    mean, rstd = call.scratch("norm.mean", rows), call.scratch("norm.rstd", rows)
+    status = (call.stream.status, call.seq)
+    call.launch("norm.cl", "layer_norm_backward_rows", (round_up(rows, _LOCAL),), (_LOCAL,),
+                x.buffer, weight.buffer, g.buffer, dx.buffer, mean, rstd, i32(rows), i32(n), f32(eps), *status)
+    call.launch("norm.cl", "layer_norm_backward_params", (round_up(-(-n // 8), _LOCAL),), (_LOCAL,),
+                x.buffer, g.buffer, mean, rstd, dw.buffer, db.buffer, i32(rows), i32(n), *status)
+    return call.result(dx, dw, db, check=[False, False, False])

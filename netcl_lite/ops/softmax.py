@@ -1,23 +1,23 @@
-"""``softmax``: numerically stable row softmax over the last axis, with a mask."""
+"""``softmax`` over the last axis with a mask, ``apply_mask``, and the softmax gradient
+(``kernels/softmax.cl``). Float64 reference: :func:`netcl_lite.reference.softmax`.
+"""
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..core.kernels import get_kernel
-from ..core.tensor import Tensor
-from .masking import device_mask
-from .operands import check_int_range, finish, i32, pick_queue, round_up, shape_of, to_device
+from ..checks import flag
+from .masking import AttentionMask
+from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
 
 
-def launch_softmax_rows(q, x: Tensor, y: Tensor, n_batch: int, tq: int, tk: int, mask_buf, use_mask, strides, causal):
-    """Run ``masked_softmax_rows`` over ``n_batch * tq`` rows of length ``tk``."""
-    rows = n_batch * tq
-    kernel = get_kernel(q.context, "softmax.cl", "masked_softmax_rows")
-    kernel(
-        q, (round_up(rows, 16),), (16,), x.buffer, y.buffer, mask_buf, i32(use_mask),
-        i32(strides[0]), i32(strides[1]), i32(strides[2]), i32(causal), i32(rows), i32(tq), i32(tk),
-    )
+def _rows(name, x, causal):
+    shape = shape_of(x)
+    if len(shape) == 0:
+        raise ValueError(f"{name}: x must have at least one axis (the one softmax normalizes)")
+    flag("causal", causal)
+    rows_shape = shape if len(shape) >= 2 else (1,) + shape
+    lead, tq, tk = rows_shape[:-2], rows_shape[-2], rows_shape[-1]
+    int32_range(elements=elements(rows_shape))
+    return shape, lead, tq, tk
 
 
 def softmax(x, *, mask=None, causal: bool = False, queue=None):
@@ -28,26 +28,65 @@ def softmax(x, *, mask=None, causal: bool = False, queue=None):
     A row with no allowed entry raises ``ValueError`` naming it: it has no
     defined softmax, and returning NaN or a uniform row would hide the bug.
 
-    >>> softmax(np.array([[0.0, np.log(3.0)]]))              # doctest: +SKIP
+    >>> import numpy as np
+    >>> softmax(np.array([[0.0, np.log(3.0)]])).round(6)
     array([[0.25, 0.75]], dtype=float32)
     """
-    shape = tuple(shape_of("x", x))
-    if len(shape) == 0:
-        raise ValueError("x must have at least one axis (the one softmax normalizes)")
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
-    rows_shape = shape if len(shape) >= 2 else (1,) + shape
-    lead, tq, tk = rows_shape[:-2], rows_shape[-2], rows_shape[-1]
-    n_batch = int(np.prod(lead, dtype=np.int64))
-    if tk == 0 and n_batch * tq:
-        raise ValueError(f"x has shape {shape}: rows of length 0 have no softmax")
-    check_int_range(elements=n_batch * tq * tk)
-    q, return_tensor = pick_queue(x, queue=queue)
-    mask_buf, use_mask, strides = device_mask(q, mask, lead, tq, tk, causal)
-    tx = to_device(q, "x", x)
-    out = Tensor.empty(q, shape)
-    if out.size:
-        launch_softmax_rows(q, tx, out, n_batch, tq, tk, mask_buf, use_mask, strides, causal)
-    result = finish(out, return_tensor, 1.0)
-    del mask_buf
-    return result
+    return softmax_with_mask(x, mask=mask, causal=causal, queue=queue)[0]
+
+
+def softmax_with_mask(x, *, mask=None, causal: bool = False, queue=None):
+    """:func:`softmax` that also returns the device mask, for a backward to reuse."""
+    shape, lead, tq, tk = _rows("softmax", x, causal)
+    if tk == 0 and elements(shape):
+        raise ValueError(f"softmax: x has shape {shape}: rows of length 0 have no softmax")
+    call = OpCall("softmax", queue=queue, x=x)
+    m = AttentionMask(call.queue, mask, lead, tq, tk, causal)
+    tx = call.float_input("x")
+    out = call.output(shape)
+    launch_softmax_rows(call, tx, out, elements(lead), tq, tk, lead[-1] if lead else 1, m)
+    return call.result(out, check=[False]), m
+
+
+def launch_softmax_rows(call: OpCall, x, y, n_batch: int, tq: int, tk: int, heads: int, mask: AttentionMask) -> None:
+    """Run ``masked_softmax_rows`` over ``n_batch * tq`` rows of length ``tk``."""
+    rows = n_batch * tq
+    if rows and tk:
+        call.launch("softmax.cl", "masked_softmax_rows", (round_up(rows, 16),), (16,),
+                    x.buffer, y.buffer, *mask.kernel_args, i32(rows), i32(tq), i32(tk), i32(heads),
+                    call.stream.status, call.seq)
+        call.stream.keep(mask)
+
+
+def apply_mask(x, *, mask=None, causal: bool = False, queue=None):
+    """``x`` with ``-inf`` wherever ``mask``/``causal`` blocks an entry: the logits a masked
+    softmax sees. Its output is meant to hold ``-inf``, so it is not checked for non-finite values.
+
+    >>> import numpy as np
+    >>> apply_mask(np.zeros((2, 2)), causal=True)
+    array([[  0., -inf],
+           [  0.,   0.]], dtype=float32)
+    """
+    shape, lead, tq, tk = _rows("apply_mask", x, causal)
+    call = OpCall("apply_mask", queue=queue, x=x)
+    m = AttentionMask(call.queue, mask, lead, tq, tk, causal)
+    tx = call.float_input("x")
+    out = call.output(shape)
+    rows = elements(lead) * tq
+    if rows and tk:
+        call.launch("softmax.cl", "apply_mask_rows", (round_up(tk, 16), rows), (16, 1),
+                    tx.buffer, out.buffer, *m.kernel_args, i32(rows), i32(tq), i32(tk), i32(lead[-1] if lead else 1))
+        call.stream.keep(m)
+    return call.result(out, check=[False])
+
+
+def softmax_backward(p, g, scale: float = 1.0):
+    """``scale · p ∘ (g − rowsum(g ∘ p))``: the gradient of a row softmax with output ``p`` (Tensors)."""
+    call = OpCall("softmax backward", p=p, g=g)
+    n = p.shape[-1] if p.shape else 1
+    rows = p.size // max(n, 1)
+    dx = call.output(p.shape)
+    if rows:
+        call.launch("softmax.cl", "softmax_backward_rows", (round_up(rows, 16),), (16,),
+                    p.buffer, g.buffer, dx.buffer, i32(rows), i32(n), f32(scale), call.stream.status, call.seq)
+    return call.result(dx, check=[False])

@@ -7,10 +7,13 @@
 'Hello world!'
 
 Modules: :mod:`~netcl_lite.text.bpe` (the tokenizer), :mod:`~netcl_lite.text.bpe_training`
-(incremental merge learning), :mod:`~netcl_lite.text.byte_pair` (applying merges),
-:mod:`~netcl_lite.text.patterns` (pre-split regexes), :mod:`~netcl_lite.text.model_file`
-(the saved format), :mod:`~netcl_lite.text.ranks` (tiktoken's ``mergeable_ranks``), :mod:`~netcl_lite.text.word_bpe`, :mod:`~netcl_lite.text.chat`,
-:mod:`~netcl_lite.text.segmenters`.
+(incremental merge learning), :mod:`~netcl_lite.text.byte_pair` (applying merges, under
+tiktoken's rule or a merge list), :mod:`~netcl_lite.text.patterns` (pre-split regexes),
+:mod:`~netcl_lite.text.vocabulary` (tokens in any id layout), :mod:`~netcl_lite.text.model_file`
+(netcl_lite's saved format), :mod:`~netcl_lite.text.ranks` (tiktoken's ``mergeable_ranks``),
+:mod:`~netcl_lite.text.tiktoken_file` (tiktoken's ``.tiktoken`` files),
+:mod:`~netcl_lite.text.tokenizer_json` (Hugging Face's ``tokenizer.json``),
+:mod:`~netcl_lite.text.word_bpe`, :mod:`~netcl_lite.text.chat`, :mod:`~netcl_lite.text.segmenters`.
 """
 
 from netcl_lite.text.bpe import BPETokenizer

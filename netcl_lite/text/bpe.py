@@ -20,6 +20,13 @@ Text goes through three steps:
 
 Encoding keeps a bounded cache chunk -> ids, seeded with every token that
 is valid UTF-8, so a repeated chunk costs one dict lookup.
+
+Files: :meth:`BPETokenizer.save`/:meth:`~BPETokenizer.load` (netcl_lite's own
+model file), tiktoken's ``.tiktoken`` (:meth:`~BPETokenizer.from_tiktoken_file`)
+and Hugging Face's byte-level ``tokenizer.json``
+(:meth:`~BPETokenizer.from_tokenizer_json`). A tokenizer keeps the merge rule of
+the file it came from (see :mod:`~netcl_lite.text.byte_pair`), so its ids match
+the library that owns the format.
 """
 
 from __future__ import annotations
@@ -29,11 +36,12 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from itertools import chain
 from types import MappingProxyType
 
 from netcl_lite.text.bpe_training import learn_merges
-from netcl_lite.text.byte_pair import LONG_CHUNK, merge_chunk, merge_ids, pair_table
+from netcl_lite.text.byte_pair import UnmadeTokenError, chunk_encoder, listed_pair_table, rank_pair_table
 from netcl_lite.text.model_file import (
     ModelParts,
     check_merges,
@@ -43,11 +51,14 @@ from netcl_lite.text.model_file import (
 )
 from netcl_lite.text.patterns import GPT4_PATTERN, compile_splitter
 from netcl_lite.text.progress import Progress
-from netcl_lite.text.ranks import merges_from_ranks
+from netcl_lite.text.ranks import check_ranks, derive_merges
+from netcl_lite.text.tiktoken_file import read_tiktoken_file, tiktoken_file_bytes
+from netcl_lite.text.tokenizer_json import read_tokenizer_json, tokenizer_json_text
+from netcl_lite.text.vocabulary import Vocabulary
 
 __all__ = ["BPETokenizer"]
 
-_IDENTITY = tuple(range(256))
+_BYTES = {i: bytes([i]) for i in range(256)}
 _CACHE_LIMIT = 1 << 17  # chunks kept beyond the seed before the cache starts over
 _MAX_CACHED_CHARS = 256  # longer chunks (pattern=None) are encoded but not kept
 
@@ -66,7 +77,13 @@ class _ChunkCache(dict):
         self._encode = encode
 
     def __missing__(self, chunk: str) -> tuple[int, ...]:
-        ids = self._encode(chunk)
+        # subtle: a chunk that is one token never gets here when whole_chunks holds: the cache
+        # is seeded with every token that is text.
+        try:
+            piece = chunk.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _LoneSurrogate from None
+        ids = self._encode(piece)
         if len(chunk) <= _MAX_CACHED_CHARS:
             self[chunk] = ids
         return ids
@@ -90,35 +107,41 @@ class BPETokenizer:
 
     def __init__(self, pattern: str | None = GPT4_PATTERN,
                  special_tokens: Mapping[str, int] | None = None):
-        self._set_model(ModelParts(pattern, _IDENTITY, (), {}))
+        self._set_model(Vocabulary(pattern, _BYTES))
         if special_tokens is not None:
             self.register_special_tokens(special_tokens)
 
     # -- state ---------------------------------------------------------------------------------
 
-    def _set_model(self, parts: ModelParts) -> None:
-        self._split = compile_splitter(parts.pattern)  # validates the pattern
-        self._pattern = parts.pattern
-        self._base = tuple(parts.base_bytes)
-        token_bytes = check_merges(self._base, parts.merges)
-        self._token_bytes = token_bytes  # id -> bytes, byte-level tokens only
-        self._ranks = {t: i for i, t in enumerate(token_bytes)}  # bytes -> id (= rank)
-        self._pairs = pair_table(token_bytes, self._ranks)  # left << 32 | right -> id
-        self._byte_ids = sorted(range(256), key=self._base.__getitem__)  # byte value -> id
-        self._merges = {pair: 256 + k for k, pair in enumerate(parts.merges)}  # (left, right) -> id
+    def _set_model(self, vocab: Vocabulary) -> None:
+        self._split = compile_splitter(vocab.pattern)  # validates the pattern
+        self._pattern = vocab.pattern
+        self._tokens = dict(vocab.tokens)  # id -> bytes, byte-level tokens only
+        self._ids = {t: i for i, t in self._tokens.items()}  # bytes -> id
+        self._byte_ids = [self._ids[bytes([b])] for b in range(256)]  # byte value -> id
+        self._merge_list = vocab.merge_list  # None: tiktoken's rule (ids are ranks)
+        if vocab.merge_list is None:
+            self._pairs = rank_pair_table([self._tokens[i] for i in range(len(self._tokens))])
+        else:
+            self._pairs = listed_pair_table(vocab.merge_list)
+        self._derived = vocab.merges  # tiktoken's rule: (left, right) of ids 256.., or None until asked
+        self._merges: dict[tuple[int, int], int] | None = None  # built on first use of .merges
+        self._whole_chunks = vocab.whole_chunks
         self._special: dict[str, int] = {}
-        self._vocab = dict(enumerate(token_bytes))  # id -> bytes, special tokens included
+        self._vocab = dict(self._tokens)  # id -> bytes, special tokens included
         self._special_res: dict[frozenset, re.Pattern] = {}
         seed = {}
-        for i, t in enumerate(token_bytes):
-            try:
-                seed[t.decode("utf-8")] = (i,)
-            except UnicodeDecodeError:
-                pass  # not a whole character: never a chunk on its own
+        if vocab.whole_chunks:  # otherwise a chunk equal to a token may still merge differently
+            for i, t in self._tokens.items():
+                try:
+                    seed[t.decode("utf-8")] = (i,)
+                except UnicodeDecodeError:
+                    pass  # not a whole character: never a chunk on its own
         self._seed = seed
-        self._cache = _ChunkCache(seed, self._encode_chunk)
-        if parts.special_tokens:
-            self.register_special_tokens(parts.special_tokens)
+        self._encode_piece = chunk_encoder(self._byte_ids, self._pairs)
+        self._cache = _ChunkCache(seed, self._encode_piece)
+        if vocab.special_tokens:
+            self.register_special_tokens(vocab.special_tokens)
 
     @property
     def pattern(self) -> str | None:
@@ -127,8 +150,22 @@ class BPETokenizer:
 
     @property
     def merges(self) -> Mapping[tuple[int, int], int]:
-        """``(left_id, right_id) -> new id``, ids from 256 up in merge order (read-only view)."""
+        """``(left_id, right_id) -> new id`` in merge order (read-only view).
+
+        For a tokenizer loaded from tiktoken's ranks these are derived on first use (about half
+        a second for 100k tokens): tiktoken's files hold no merge list.
+        """
+        if self._merges is None:
+            if self._merge_list is not None:
+                self._merges = {(left, right): merged for left, right, merged in self._merge_list}
+            else:
+                self._merges = {pair: 256 + k for k, pair in enumerate(self._ranked_merges())}
         return MappingProxyType(self._merges)
+
+    def _ranked_merges(self) -> tuple[tuple[int, int], ...]:
+        if self._derived is None:
+            self._derived = derive_merges([self._tokens[i] for i in range(len(self._tokens))], self._pairs)
+        return self._derived
 
     @property
     def vocab(self) -> Mapping[int, bytes]:
@@ -146,14 +183,23 @@ class BPETokenizer:
         return max(self._vocab) + 1
 
     def __repr__(self) -> str:
-        return (f"BPETokenizer(pattern={self._pattern!r}, merges={len(self._merges)}, "
+        return (f"BPETokenizer(pattern={self._pattern!r}, tokens={len(self._tokens)}, "
                 f"special_tokens={dict(self._special)!r})")
 
-    def __reduce__(self):  # pickles as its parts (the splitter and cache are rebuilt)
-        return (_from_parts, (self._parts(),))
+    def __reduce__(self):  # pickles as its vocabulary (the splitter, tables and cache are rebuilt)
+        return (_from_vocabulary, (self._vocabulary(),))
+
+    def _vocabulary(self) -> Vocabulary:
+        return Vocabulary(self._pattern, self._tokens, dict(self._special), self._merge_list,
+                          self._whole_chunks, self._derived)
 
     def _parts(self) -> ModelParts:
-        return ModelParts(self._pattern, self._base, tuple(self._merges), dict(self._special))
+        """The model in netcl_lite's own file layout: tiktoken's rule with ids 0..255 the bytes."""
+        if self._merge_list is not None:
+            raise ValueError("this tokenizer follows a tokenizer.json's merge list, which netcl_lite's "
+                             "model file cannot hold; save it with save_tokenizer_json()")
+        base = tuple(self._tokens[i][0] for i in range(256))
+        return ModelParts(self._pattern, base, self._ranked_merges(), dict(self._special))
 
     # -- training ------------------------------------------------------------------------------
 
@@ -204,8 +250,7 @@ class BPETokenizer:
         del counts
         trace = learn_merges(chunk_counts, vocab_size - 256, min_frequency=min_frequency,
                              progress=progress)
-        self._set_model(ModelParts(self._pattern, _IDENTITY, tuple(p for p, _ in trace),
-                                   dict(self._special)))
+        self._set_model(_trained(self._pattern, tuple(p for p, _ in trace), dict(self._special)))
         return trace
 
     # -- encoding ------------------------------------------------------------------------------
@@ -230,21 +275,8 @@ class BPETokenizer:
                              f"cannot encode; repair the string (it often comes from decoding "
                              f"bytes with errors='surrogateescape')") from None
         if len(cache) > len(self._seed) + _CACHE_LIMIT:
-            self._cache = _ChunkCache(self._seed, self._encode_chunk)
+            self._cache = _ChunkCache(self._seed, self._encode_piece)
         return ids
-
-    def _encode_chunk(self, chunk: str) -> tuple[int, ...]:
-        try:
-            piece = chunk.encode("utf-8")
-        except UnicodeEncodeError:
-            raise _LoneSurrogate from None
-        ranks = self._ranks
-        token = ranks.get(piece)
-        if token is not None:
-            return (token,)
-        if len(piece) >= LONG_CHUNK:
-            return tuple(map(ranks.__getitem__, merge_chunk(piece, ranks)))
-        return tuple(merge_ids(list(map(self._byte_ids.__getitem__, piece)), self._pairs))
 
     def encode(self, text: str, *, allowed_special: str | Iterable[str] = frozenset(),
                disallowed_special: str | Iterable[str] = "all") -> list[int]:
@@ -323,7 +355,7 @@ class BPETokenizer:
             unknown = sorted({i for i in ids if i not in vocab})
             specials = sorted(self._special.values())
             raise ValueError(f"decode: unknown token ids {_some(unknown)}; this tokenizer has ids "
-                             f"0..{len(self._token_bytes) - 1} and special ids {_some(specials)}") from None
+                             f"{min(self._tokens)}..{max(self._tokens)} and special ids {_some(specials)}") from None
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """Decode ids to text; bytes that are not valid UTF-8 become U+FFFD (``errors="strict"`` raises).
@@ -352,7 +384,7 @@ class BPETokenizer:
                 raise ValueError(f"special token {name!r} already has id {self._special[name]}")
             new[name] = token_id
         merged = {**self._special, **new}
-        check_special_tokens(merged, len(self._token_bytes), "special_tokens")
+        check_special_tokens(merged, self._tokens, "special_tokens")
         self._special = merged
         for name, token_id in new.items():
             self._vocab[token_id] = name.encode("utf-8")
@@ -418,7 +450,8 @@ class BPETokenizer:
         >>> BPETokenizer().mergeable_ranks()[b"a"]
         97
         """
-        return {t: i for i, t in enumerate(self._token_bytes)}
+        self._require_ranks("mergeable_ranks")
+        return {t: i for i, t in self._tokens.items()}
 
     @classmethod
     def from_mergeable_ranks(cls, mergeable_ranks: Mapping[bytes, int], pattern: str | None = GPT4_PATTERN,
@@ -426,21 +459,113 @@ class BPETokenizer:
         """Rebuild a tokenizer from tiktoken-style ranks (for example an ``Encoding``'s ``_mergeable_ranks``).
 
         Ranks 0..255 must be the 256 single bytes (in any order), ranks must run 0..N-1, and
-        each longer token must be what BPE makes of its own bytes with the lower ranks: two
-        lower-ranked tokens, whose merge it then is.
+        each longer token must be made of two lower-ranked tokens, whose merge it then is.
 
         >>> ranks = {bytes([b]): b for b in range(256)} | {b"hi": 256, b"hi!": 257}
         >>> dict(BPETokenizer.from_mergeable_ranks(ranks).merges)
         {(104, 105): 256, (256, 33): 257}
         """
-        base, merges = merges_from_ranks(mergeable_ranks)
-        return _from_parts(ModelParts(pattern, base, merges, dict(special_tokens or {})))
+        return _from_ranks(check_ranks(mergeable_ranks), pattern, special_tokens, lambda rank: "mergeable_ranks")
+
+    @classmethod
+    def from_tiktoken_file(cls, path: str | os.PathLike, pattern: str | None,
+                           special_tokens: Mapping[str, int] | None = None,
+                           expected_sha256: str | None = None) -> BPETokenizer:
+        """Load a tiktoken ``.tiktoken`` file (one ``<base64 bytes> <rank>`` line per token).
+
+        The file holds neither the pre-split pattern nor the special tokens: pass them
+        (for cl100k_base: :data:`GPT4_PATTERN` and ``{"<|endoftext|>": 100257, ...}``).
+        ``expected_sha256``: the file's published hash; a file that does not match raises
+        (the only way to tell a file cut exactly at a line break from a smaller vocabulary).
+        Every problem is a ``ValueError`` naming the file and line
+        (see :mod:`~netcl_lite.text.tiktoken_file`).
+
+        >>> import os, tempfile; path = os.path.join(tempfile.mkdtemp(), "tiny.tiktoken")
+        >>> tok = BPETokenizer.from_mergeable_ranks({bytes([b]): b for b in range(256)} | {b"hi": 256})
+        >>> tok.save_tiktoken_file(path)
+        >>> BPETokenizer.from_tiktoken_file(path, GPT4_PATTERN).encode("hi hi")
+        [256, 32, 256]
+        """
+        tokens, line_of = read_tiktoken_file(path, expected_sha256)
+        return _from_ranks(tokens, pattern, special_tokens, lambda rank: f"{path}: line {line_of[rank]}")
+
+    def save_tiktoken_file(self, path: str | os.PathLike) -> None:
+        """Write the byte-level tokens as a ``.tiktoken`` file, byte for byte as tiktoken writes it.
+
+        The pattern and the special tokens are not part of that format; keep them beside it.
+        (Example: :meth:`from_tiktoken_file`.)
+        """
+        self._require_ranks("save_tiktoken_file")
+        with open(path, "wb") as f:
+            f.write(tiktoken_file_bytes([self._tokens[i] for i in range(len(self._tokens))]))
+
+    @classmethod
+    def from_tokenizer_json(cls, path: str | os.PathLike) -> BPETokenizer:
+        """Load a Hugging Face byte-level BPE ``tokenizer.json`` (GPT-2 style), ids as the file has them.
+
+        Its merges apply as ``tokenizers`` applies them (only the listed pairs, earliest
+        first); its added tokens become special tokens. Components this tokenizer cannot
+        reproduce exactly raise ``ValueError`` naming the key
+        (see :mod:`~netcl_lite.text.tokenizer_json`).
+
+        >>> import os, tempfile; path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
+        >>> tok = BPETokenizer(special_tokens={"<|endoftext|>": 258})
+        >>> _ = tok.train_from_iterator(["hi hi hi!"], 258)
+        >>> tok.save_tokenizer_json(path)
+        >>> BPETokenizer.from_tokenizer_json(path).encode("hi!<|endoftext|>", allowed_special="all")
+        [256, 33, 258]
+        """
+        return _from_vocabulary(read_tokenizer_json(path))
+
+    def save_tokenizer_json(self, path: str | os.PathLike) -> None:
+        """Write a ``tokenizer.json`` that Hugging Face ``tokenizers`` loads and encodes with the same ids.
+
+        A tokenizer that follows tiktoken's rule is written with ``ignore_merges: true`` (a
+        chunk that is a token stays whole, as in tiktoken) and the merges of :attr:`merges`.
+        (Example: :meth:`from_tokenizer_json`.)
+        """
+        vocab = self._vocabulary()
+        if vocab.merge_list is None:
+            merge_list = tuple((left, right, merged) for (left, right), merged in self.merges.items())
+            vocab = replace(vocab, merge_list=merge_list)
+        text = tokenizer_json_text(vocab)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def _require_ranks(self, what: str) -> None:
+        if self._merge_list is not None:
+            raise ValueError(f"{what}: this tokenizer follows a tokenizer.json's merge list, not tiktoken's "
+                             f"ranks; save it with save_tokenizer_json()")
+
+
+def _from_vocabulary(vocab: Vocabulary) -> BPETokenizer:
+    tok = BPETokenizer.__new__(BPETokenizer)
+    tok._set_model(vocab)
+    return tok
+
+
+def _from_ranks(tokens: list[bytes], pattern: str | None, special_tokens: Mapping[str, int] | None,
+                where) -> BPETokenizer:
+    """tiktoken's rule over ``tokens`` (index = rank); ``where(rank)`` names the source of a bad token."""
+    try:
+        tok = _from_vocabulary(Vocabulary(pattern, dict(enumerate(tokens))))
+    except UnmadeTokenError as exc:
+        raise ValueError(f"{where(exc.rank)}: {exc}") from None
+    if special_tokens:
+        tok.register_special_tokens(special_tokens)
+    return tok
 
 
 def _from_parts(parts: ModelParts) -> BPETokenizer:
-    tok = BPETokenizer.__new__(BPETokenizer)
-    tok._set_model(parts)
-    return tok
+    """From netcl_lite's own model file: ids 0..255 are ``parts.base_bytes``, merge k makes id 256 + k."""
+    tokens = check_merges(parts.base_bytes, parts.merges)
+    return _from_vocabulary(Vocabulary(parts.pattern, dict(enumerate(tokens)), dict(parts.special_tokens),
+                                       merges=tuple(parts.merges)))
+
+
+def _trained(pattern: str | None, merges: tuple[tuple[int, int], ...], special_tokens: dict) -> Vocabulary:
+    tokens = check_merges(range(256), merges)
+    return Vocabulary(pattern, dict(enumerate(tokens)), special_tokens, merges=merges)
 
 
 def _some(values: list) -> str:

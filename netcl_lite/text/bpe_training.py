@@ -54,7 +54,9 @@ def learn_merges(chunk_counts: Mapping[bytes, int], num_merges: int, *, min_freq
         for pair in pairwise(word):
             counts[pair] += f
             where[pair].add(i)
-    heap = [(-c, vocab[a], vocab[b], a, b) for (a, b), c in counts.items()]
+    # subtle: a pair's count never rises once it exists (a pair is only ever created by the merge
+    # that makes its newer token), so a pair below min_frequency can never merge: not queued.
+    heap = [(-c, vocab[a], vocab[b], a, b) for (a, b), c in counts.items() if c >= min_frequency]
     heapify(heap)
     trace: list[tuple[Pair, int]] = []
     bar = Progress(progress)
@@ -77,34 +79,64 @@ def learn_merges(chunk_counts: Mapping[bytes, int], num_merges: int, *, min_freq
         vocab.append(merged)
         known.add(merged)
         trace.append(((a, b), count))
-        for pair in _merge_everywhere(words, freqs, counts, where, a, b, new_id):
+        for pair in _merge_everywhere(words, freqs, counts, where, a, b, new_id, min_frequency):
             heappush(heap, (-counts[pair], vocab[pair[0]], vocab[pair[1]], *pair))
         bar.update(f"BPE training: merge {len(trace)}/{num_merges} (count {count})")
     bar.close(f"BPE training: {len(trace)} merges")
     return trace
 
 
-def _merge_everywhere(words, freqs, counts, where, a: int, b: int, new_id: int) -> set[Pair]:
-    """Replace ``a b`` by ``new_id`` in every word that has it; return the new pairs."""
-    created: set[Pair] = set()
+def _merge_everywhere(words, freqs, counts, where, a: int, b: int, new_id: int, min_frequency: int):
+    """Replace ``a b`` by ``new_id`` in every word that has it; return the new pairs that may merge.
+
+    Counts may fall to zero and stay in ``counts`` (deleting costs more than it saves). Every
+    new pair contains ``new_id``, so none existed before: they are gathered apart and added
+    last; only those seen ``min_frequency`` times are indexed in ``where`` (no other can merge).
+    """
+    new_counts: dict[Pair, int] = defaultdict(int)
+    new_where: dict[Pair, set[int]] = defaultdict(set)
+    distinct = a != b
     for i in where.pop((a, b)):
         word = words[i]
-        sites = _merge_sites(word, a, b)
+        n = len(word)
+        once = distinct and word.count(a) == 1
+        if once:  # the common case, without building a list of sites
+            s = word.index(a)
+            sites = [s] if s + 1 < n and word[s + 1] == b else None
+        else:
+            sites = _merge_sites(word, a, b)
         if not sites:
             continue  # stale index: an earlier merge consumed this word's occurrences
         f = freqs[i]
+        if len(sites) == 1:  # by far the most common case: one site, two neighbours at most
+            s = sites[0]
+            if s:
+                left = word[s - 1]
+                pair = (left, a)
+                counts[pair] -= f
+                if once and (holders := where.get(pair)):  # the word's only (left, a) is gone
+                    holders.discard(i)
+                pair = (left, new_id)
+                new_counts[pair] += f
+                new_where[pair].add(i)
+            if s + 2 < n:
+                right = word[s + 2]
+                pair = (b, right)
+                counts[pair] -= f
+                if once and word.count(b) == 1 and (holders := where.get(pair)):
+                    holders.discard(i)
+                pair = (new_id, right)
+                new_counts[pair] += f
+                new_where[pair].add(i)
+            word[s:s + 2] = (new_id,)
+            continue
         last = len(word) - 1
         done = -1  # pair positions k (the pair word[k], word[k + 1]) already handled
         for s in sites:  # the neighbours of each site lose a pair; (a, b) itself goes below
             for k in (s - 1, s + 1):
                 if done < k < last and k >= 0:
                     done = k
-                    pair = (word[k], word[k + 1])
-                    left = counts[pair] - f
-                    if left:
-                        counts[pair] = left
-                    else:
-                        del counts[pair]
+                    counts[word[k], word[k + 1]] -= f
         merged, prev = [], 0
         for s in sites:
             merged += word[prev:s]
@@ -120,11 +152,14 @@ def _merge_everywhere(words, freqs, counts, where, a: int, b: int, new_id: int) 
                 if done < k < last and k >= 0:
                     done = k
                     pair = (merged[k], merged[k + 1])
-                    counts[pair] += f
-                    where[pair].add(i)
-                    created.add(pair)
+                    new_counts[pair] += f
+                    new_where[pair].add(i)
     counts.pop((a, b), None)  # every occurrence merged: no (a, b) is left anywhere
-    return created
+    counts.update(new_counts)
+    frequent = [pair for pair, count in new_counts.items() if count >= min_frequency]
+    for pair in frequent:
+        where[pair] = new_where[pair]
+    return frequent
 
 
 def _merge_sites(word: list[int], a: int, b: int) -> list[int]:

@@ -1,134 +1,185 @@
-"""Applying learned merges to one chunk: repeatedly merge the adjacent pair of lowest rank.
+"""Applying merges to one chunk: repeatedly merge the adjacent pair of lowest priority, leftmost first.
 
-``ranks`` maps token bytes to rank (= token id for the byte-level tokens). A
-pair's rank is the rank of its concatenated bytes, and among equal ranks the
-leftmost pair merges first: tiktoken's rule, so both give identical ids.
-Short chunks use two flat lists (C-level ``min``/``index``, O(n^2) but tiny);
-long ones a heap over a linked list of parts, O(n log n). The encoder's hot
-path, :func:`merge_ids`, works on ids with a table of every way each token
-splits into two tokens, so a step is an int-keyed lookup, not a bytes concat.
+The encoder works on token ids with a *pair table*, ``left_id << 32 | right_id -> value``:
+``value & 0xFFFFFFFF`` is the id the pair merges into, and smaller values merge first.
+Two rules fill the table:
+
+* tiktoken's (:func:`rank_pair_table`): any two tokens whose bytes join into a token merge
+  into it, at that token's rank; the rank is the id, so the value is the id itself;
+* Hugging Face's (:func:`listed_pair_table`): only the listed merges, earliest first
+  (value = position << 32 | id).
+
+Among equal values the leftmost pair merges first, as in both libraries. Short chunks use a
+flat list of pair values (C-level ``min``/``index``: O(n²), but n is small);
+long ones a heap over a linked list of parts, O(n log n). :func:`merge_chunk` is the same
+algorithm on bytes, the plain statement of tiktoken's rule that the tests compare against.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from heapq import heapify, heappop, heappush
-from itertools import pairwise
+from itertools import pairwise, repeat
+from operator import lshift, or_
 
-__all__ = ["LONG_CHUNK", "merge_chunk", "merge_ids", "pair_table", "split_token"]
+__all__ = ["LONG_CHUNK", "NO_MERGE", "UnmadeTokenError", "chunk_encoder", "listed_pair_table", "merge_chunk", "merge_ids", "merge_ids_long",
+           "rank_pair_table"]
 
 #: Chunks at least this many bytes long take the heap path.
 LONG_CHUNK = 160
-_NO_RANK = 1 << 62
+#: Pair value of a pair that never merges (above every real value).
+NO_MERGE = 1 << 62
+_ID = 0xFFFFFFFF  # the merged id in a pair value
 _BYTE = [bytes([b]) for b in range(256)]
 
 
-def merge_chunk(piece: bytes, ranks: dict[bytes, int]) -> list[bytes]:
-    """Split ``piece`` into the token byte strings BPE gives it.
+class UnmadeTokenError(ValueError):
+    """A token that no two lower-ranked tokens make; ``.rank`` says which (a file reader names its line)."""
+
+    def __init__(self, token: bytes, rank: int):
+        super().__init__(f"token {token!r} (rank {rank}) is not the merge of two lower-ranked tokens, "
+                         f"so no merge could have made it")
+        self.rank = rank
+
+
+def rank_pair_table(token_bytes: Sequence[bytes]) -> dict[int, int]:
+    """tiktoken's rule: ``left << 32 | right -> id`` for every split of every token into two tokens.
+
+    ``token_bytes[i]`` is the token of rank (= id) ``i``. Raises ``ValueError`` for a token past
+    the 256 bytes that no two lower-ranked tokens make (:class:`UnmadeTokenError`).
+
+    >>> rank_pair_table([b"a", b"b", b"ab"]) == {0 << 32 | 1: 2}
+    True
+    """
+    ids = {t: i for i, t in enumerate(token_bytes)}
+    get = ids.get
+    table = {}
+    for token_id, token in enumerate(token_bytes):
+        made = token_id < 256
+        for k in range(1, len(token)):
+            left = get(token[:k])
+            if left is not None and (right := get(token[k:])) is not None:
+                table[left << 32 | right] = token_id
+                made = made or (left < token_id and right < token_id)
+        if not made:
+            raise UnmadeTokenError(token, token_id)
+    return table
+
+
+def listed_pair_table(merges: Sequence[tuple[int, int, int]]) -> dict[int, int]:
+    """Hugging Face's rule: ``left << 32 | right -> position << 32 | merged`` for the listed merges only.
+
+    >>> listed_pair_table([(0, 1, 5), (5, 0, 6)]) == {0 << 32 | 1: 5, 5 << 32 | 0: 1 << 32 | 6}
+    True
+    """
+    return {left << 32 | right: k << 32 | merged for k, (left, right, merged) in enumerate(merges)}
+
+
+def merge_ids(ids: list[int], pairs: Mapping[int, int], limit: int = NO_MERGE,
+              values: list[int] | None = None) -> list[int]:
+    """Merge ``ids`` (in place, and returned) with a pair table; only values below ``limit`` merge.
+
+    ``values``: the pair values of ``ids`` when the caller has them already.
+
+    >>> merge_ids([0, 0, 0, 1], {0 << 32 | 0: 2, 0 << 32 | 1: 3, 2 << 32 | 1: 4})
+    [2, 3]
+
+    (``0 0`` has the lowest value and the leftmost one merges first; then ``0 1``;
+    ``2 3`` is no pair, so BPE stops.)
+    """
+    get, no_merge, id_bits = pairs.get, NO_MERGE, _ID  # locals: this loop is the encoder's hot path
+    if values is None:
+        values = [get(left << 32 | right, no_merge) for left, right in pairwise(ids)]
+    while values:
+        best = min(values)
+        if best >= limit:
+            break
+        i = values.index(best)  # leftmost of the lowest value
+        ids[i] = merged = best & id_bits
+        del ids[i + 1], values[i]
+        if i:
+            values[i - 1] = get(ids[i - 1] << 32 | merged, no_merge)
+        if i < len(values):
+            values[i] = get(merged << 32 | ids[i + 1], no_merge)
+    return ids
+
+
+def chunk_encoder(byte_ids: Sequence[int], pairs: Mapping[int, int]) -> Callable[[bytes], tuple[int, ...]]:
+    """``encode(piece) -> ids``: BPE on one chunk's bytes. ``byte_ids[b]`` is the id of byte ``b``.
+
+    A chunk's first pair values come from a table of all 65,536 byte pairs, a list index
+    instead of a hash lookup per pair.
+
+    >>> encode = chunk_encoder(range(256), {97 << 32 | 98: 256})
+    >>> encode(b"abc")
+    (256, 99)
+    """
+    byte_pairs = [pairs.get(left << 32 | right, NO_MERGE) for left in byte_ids for right in byte_ids]
+    pair_value, byte_id, eights = byte_pairs.__getitem__, list(byte_ids).__getitem__, repeat(8)
+
+    def encode(piece: bytes) -> tuple[int, ...]:
+        ids = list(map(byte_id, piece))
+        if len(ids) >= LONG_CHUNK:
+            return tuple(merge_ids_long(ids, pairs))
+        values = list(map(pair_value, map(or_, map(lshift, piece, eights), piece[1:])))  # b1 << 8 | b2
+        return tuple(merge_ids(ids, pairs, NO_MERGE, values))
+
+    return encode
+
+
+def merge_ids_long(ids: list[int], pairs: Mapping[int, int]) -> list[int]:
+    """:func:`merge_ids` for long chunks: a heap of candidate pairs over a linked list of parts.
+
+    >>> merge_ids_long([0, 0, 0, 1], {0 << 32 | 0: 2, 0 << 32 | 1: 3, 2 << 32 | 1: 4})
+    [2, 3]
+    """
+    n = len(ids)
+    token = list(ids)  # token[i]: the token of the part starting at position i
+    nxt = list(range(1, n + 1))  # next part's start; n past the end
+    prev = list(range(-1, n - 1))
+    alive = [True] * n
+    get = pairs.get
+    heap = [(value, i, ids[i], ids[i + 1]) for i in range(n - 1)
+            if (value := get(ids[i] << 32 | ids[i + 1])) is not None]
+    heapify(heap)  # (value, left position, left token, right token): lowest value, leftmost first
+    while heap:
+        value, i, left, right = heappop(heap)
+        if not alive[i] or (j := nxt[i]) >= n or token[i] != left or token[j] != right:
+            continue  # stale: one side has merged since this entry was pushed
+        token[i] = merged = value & _ID
+        alive[j] = False
+        nxt[i] = after = nxt[j]
+        if after < n:
+            prev[after] = i
+            if (v := get(merged << 32 | token[after])) is not None:
+                heappush(heap, (v, i, merged, token[after]))
+        if (before := prev[i]) >= 0 and (v := get(token[before] << 32 | merged)) is not None:
+            heappush(heap, (v, before, token[before], merged))
+    out, i = [], 0
+    while i < n:
+        out.append(token[i])
+        i = nxt[i]
+    return out
+
+
+def merge_chunk(piece: bytes, ranks: Mapping[bytes, int]) -> list[bytes]:
+    """tiktoken's rule on bytes: merge the adjacent pair whose join has the lowest rank, leftmost first.
 
     >>> merge_chunk(b"aaab", {b"a": 0, b"b": 1, b"aa": 2, b"ab": 3, b"aab": 4})
     [b'aa', b'ab']
 
-    (``aa`` has the lowest pair rank and the leftmost ``a a`` merges first;
-    then ``a b`` merges; ``aa ab`` is no token, so BPE stops.)
+    (``aa`` has the lowest rank and the leftmost ``a a`` merges first; then ``a b``
+    merges; ``aa ab`` is no token, so BPE stops.)
     """
-    if len(piece) >= LONG_CHUNK:
-        return _merge_long(piece, ranks)
-    return _merge_short(piece, ranks)
-
-
-def pair_table(token_bytes: list[bytes], ranks: dict[bytes, int]) -> dict[int, int]:
-    """``left_id << 32 | right_id -> id`` for every split of every token into two tokens.
-
-    >>> pair_table([b"a", b"b", b"ab"], {b"a": 0, b"b": 1, b"ab": 2}) == {0 << 32 | 1: 2}
-    True
-    """
-    table = {}
-    for token_id, token in enumerate(token_bytes):
-        for k in range(1, len(token)):
-            left, right = ranks.get(token[:k]), ranks.get(token[k:])
-            if left is not None and right is not None:
-                table[left << 32 | right] = token_id
-    return table
-
-
-def merge_ids(ids: list[int], pairs: dict[int, int]) -> list[int]:
-    """:func:`merge_chunk` on token ids (modified in place and returned); ``pairs`` from :func:`pair_table`.
-
-    >>> merge_ids([0, 0, 0, 1], {0 << 32 | 0: 2, 0 << 32 | 1: 3, 2 << 32 | 1: 4})
-    [2, 3]
-    """
-    get = pairs.get
-    pair_ranks = [get(left << 32 | right, _NO_RANK) for left, right in pairwise(ids)]
-    while pair_ranks:
-        best = min(pair_ranks)
-        if best == _NO_RANK:
-            break
-        i = pair_ranks.index(best)  # leftmost of the lowest rank; the merged token's id is that rank
-        ids[i] = best
-        del ids[i + 1], pair_ranks[i]
-        if i:
-            pair_ranks[i - 1] = get(ids[i - 1] << 32 | best, _NO_RANK)
-        if i < len(pair_ranks):
-            pair_ranks[i] = get(best << 32 | ids[i + 1], _NO_RANK)
-    return ids
-
-
-def _merge_short(piece: bytes, ranks: dict[bytes, int]) -> list[bytes]:
     parts = list(map(_BYTE.__getitem__, piece))
     get = ranks.get
-    pair_ranks = [get(left + right, _NO_RANK) for left, right in pairwise(parts)]
-    while pair_ranks:
-        best = min(pair_ranks)
-        if best == _NO_RANK:
-            break
-        i = pair_ranks.index(best)  # leftmost of the lowest rank
+    values = [get(left + right, NO_MERGE) for left, right in pairwise(parts)]
+    while values and (best := min(values)) != NO_MERGE:
+        i = values.index(best)
         parts[i] += parts.pop(i + 1)
-        del pair_ranks[i]
+        del values[i]
         if i:
-            pair_ranks[i - 1] = get(parts[i - 1] + parts[i], _NO_RANK)
-        if i < len(pair_ranks):
-            pair_ranks[i] = get(parts[i] + parts[i + 1], _NO_RANK)
+            values[i - 1] = get(parts[i - 1] + parts[i], NO_MERGE)
+        if i < len(values):
+            values[i] = get(parts[i] + parts[i + 1], NO_MERGE)
     return parts
-
-
-def _merge_long(piece: bytes, ranks: dict[bytes, int]) -> list[bytes]:
-    n = len(piece)
-    end = list(range(1, n + 1))  # end[i]: where the part starting at byte i ends; -1 once absorbed
-    start_before = list(range(-1, n - 1))  # start of the part to the left of the part at i
-    get = ranks.get
-    heap = [(rank, i, i + 1, i + 2) for i in range(n - 1)
-            if (rank := get(piece[i:i + 2])) is not None]
-    heapify(heap)  # entries (rank, left start, right start, right end); lowest rank, leftmost first
-    while heap:
-        rank, i, mid, stop = heappop(heap)
-        if end[i] != mid or end[mid] != stop:
-            continue  # stale: one side has merged since this entry was pushed
-        end[i], end[mid] = stop, -1
-        if stop < n:
-            start_before[stop] = i
-            after = end[stop]
-            if (rank := get(piece[i:after])) is not None:
-                heappush(heap, (rank, i, stop, after))
-        left = start_before[i]
-        if left >= 0 and (rank := get(piece[left:stop])) is not None:
-            heappush(heap, (rank, left, i, stop))
-    parts, i = [], 0
-    while i < n:
-        parts.append(piece[i:end[i]])
-        i = end[i]
-    return parts
-
-
-def split_token(token: bytes, ranks: dict[bytes, int], rank: int) -> list[bytes]:
-    """BPE on ``token``'s bytes using only ranks below ``rank`` (recovers the merge that made it).
-
-    >>> split_token(b"aab", {b"a": 0, b"b": 1, b"aa": 2, b"ab": 3, b"aab": 4}, 4)
-    [b'aa', b'b']
-    """
-    below = {piece: r for piece in _subpieces(token) if (r := ranks.get(piece)) is not None and r < rank}
-    return merge_chunk(token, below)
-
-
-def _subpieces(token: bytes):
-    n = len(token)
-    return (token[i:j] for i in range(n) for j in range(i + 1, n + 1))

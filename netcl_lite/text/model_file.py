@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-__all__ = ["FORMAT", "VERSION", "ModelParts", "check_merges", "check_special_tokens", "dumps", "loads"]
+__all__ = ["FORMAT", "VERSION", "ModelParts", "check_merges", "check_special_tokens", "dumps", "loads",
+           "parse_json_object"]
 
 FORMAT = "netcl_lite.bpe"
 VERSION = 1
@@ -30,7 +31,7 @@ _KEYS = ("format", "version", "pattern", "base_bytes", "special_tokens", "merges
 
 @dataclass(frozen=True)
 class ModelParts:
-    """Everything that defines a byte-level BPE tokenizer."""
+    """A tokenizer in this file's layout: ids 0..255 are bytes, merge k makes id 256 + k (tiktoken's rule)."""
 
     pattern: str | None
     base_bytes: tuple[int, ...]  # byte value of ids 0..255
@@ -70,12 +71,7 @@ def loads(text: str, source: str = "model file") -> ModelParts:
     ...
     ValueError: model file: version 2 is not supported; this netcl_lite reads version 1
     """
-    try:
-        doc = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
-    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
-        raise ValueError(f"{source}: not valid JSON ({exc}); the file may be truncated") from None
-    if not isinstance(doc, dict):
-        raise ValueError(f"{source}: expected a JSON object at the top, got {type(doc).__name__}")  # noqa: TRY004
+    doc = parse_json_object(text, source)
     if doc.get("format") != FORMAT:
         raise ValueError(f"{source}: field 'format' is {doc.get('format')!r}, expected {FORMAT!r}")
     version = doc.get("version")
@@ -105,8 +101,25 @@ def loads(text: str, source: str = "model file") -> ModelParts:
         raise ValueError(f"{source}: 'special_tokens' must be an object {{token: id}}")  # noqa: TRY004
     parts = ModelParts(pattern, base, tuple(pairs), specials)
     token_bytes = check_merges(parts.base_bytes, parts.merges, source)
-    check_special_tokens(specials, len(token_bytes), source)
+    check_special_tokens(specials, range(len(token_bytes)), source)
     return parts
+
+
+def parse_json_object(text: str, source: str) -> dict:
+    """``json.loads`` for untrusted files: a top-level object, no duplicate keys, no NaN/Infinity.
+
+    >>> parse_json_object('{"a": 1, "a": 2}', "f.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: f.json: not valid JSON (duplicate key 'a'); the file may be truncated or damaged
+    """
+    try:
+        doc = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+        raise ValueError(f"{source}: not valid JSON ({exc}); the file may be truncated or damaged") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{source}: expected a JSON object at the top, got {type(doc).__name__}")  # noqa: TRY004
+    return doc
 
 
 def check_merges(base_bytes, merges, source: str = "merges") -> list[bytes]:
@@ -136,8 +149,11 @@ def check_merges(base_bytes, merges, source: str = "merges") -> list[bytes]:
     return token_bytes
 
 
-def check_special_tokens(specials: dict, n_byte_tokens: int, source: str = "special_tokens") -> None:
-    """Special tokens: non-empty strings, distinct integer ids above the byte-level ids."""
+def check_special_tokens(specials: dict, byte_level_ids, source: str = "special_tokens") -> None:
+    """Special tokens: non-empty strings, distinct integer ids that no byte-level token has.
+
+    ``byte_level_ids``: the ids of the byte-level tokens (any container, e.g. ``range(n)``).
+    """
     by_id: dict[int, str] = {}
     for name, token_id in specials.items():
         if not isinstance(name, str) or not name:
@@ -145,10 +161,10 @@ def check_special_tokens(specials: dict, n_byte_tokens: int, source: str = "spec
         if type(token_id) is not int or not 0 <= token_id <= MAX_ID:
             raise ValueError(f"{source}: special token {name!r} has id {token_id!r}; ids are integers "
                              f"in 0..{MAX_ID}")
-        if token_id < n_byte_tokens:
+        if token_id in byte_level_ids:
             raise ValueError(f"{source}: special token {name!r} has id {token_id}, which is already a "
-                             f"byte-level token (ids 0..{n_byte_tokens - 1}); give it an id >= "
-                             f"{n_byte_tokens}")
+                             f"byte-level token; give it an id the vocabulary does not use (e.g. "
+                             f">= {max(byte_level_ids) + 1})")
         if token_id in by_id:
             raise ValueError(f"{source}: special tokens {by_id[token_id]!r} and {name!r} share id "
                              f"{token_id}")

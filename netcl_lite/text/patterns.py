@@ -26,7 +26,8 @@ from itertools import accumulate
 
 import regex
 
-__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "compile_splitter"]
+__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "compile_splitter", "from_oniguruma", "to_oniguruma",
+           "with_gaps"]
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 """GPT-2's pre-split pattern (tiktoken's ``r50k_base`` spelling): contractions, letter runs,
@@ -131,3 +132,132 @@ def _stand_in_for(char: str) -> str:
 
 def _stand_in(match: re.Match) -> str:
     return _stand_in_for(match.group())
+
+
+# -- the same pattern in Oniguruma, Hugging Face tokenizers' regex engine ---------------------------
+#
+# Three spellings mean different things there: "$" and "^" are line anchors (here: the text's end,
+# or before a final newline, and its start), "\Z"/"\z" are this module's "$"/"\Z", and "X{1,3}+" is
+# X{1,3} repeated, not a possessive X{1,3}. Everything else these patterns use reads the same.
+
+_INTERVAL = re.compile(r"\{\d*(?:,\d*)?\}")
+
+
+def to_oniguruma(pattern: str) -> str:
+    r"""Spell a ``regex`` pattern so that Oniguruma splits text the same way (for tokenizer.json).
+
+    >>> to_oniguruma(r"\p{N}{1,3}+|\s++$|^x")
+    '(?>\\p{N}{1,3})|\\s++\\Z|\\Ax'
+    """
+    return _translate(pattern, {"$": r"\Z", "^": r"\A", r"\Z": r"\z"}, lambda atom, interval: f"(?>{atom}{interval})")
+
+
+def with_gaps(pattern: str) -> str:
+    r"""The pattern plus the text between its matches as chunks of their own (a Split that is "Isolated").
+
+    ``tokenizers`` keeps what a split pattern does not match; this spelling does the same:
+    a gap is the longest run of characters at none of which the pattern matches.
+
+    >>> import regex; regex.findall(with_gaps(r"\d+"), "ab12c3")
+    ['ab', '12', 'c', '3']
+    """
+    return rf"(?:{pattern})|(?:(?!(?:{pattern}))[\s\S])+"
+
+
+def from_oniguruma(pattern: str) -> str:
+    r"""Read an Oniguruma pattern (from a tokenizer.json) as a ``regex`` pattern with the same splits.
+
+    >>> from_oniguruma(r"\p{N}{1,3}+|\s++\z|\s+$")
+    '(?:\\p{N}{1,3})+|\\s++\\Z|\\s+(?m:$)'
+    """
+    _check_properties(pattern)
+    return _translate(pattern, {"$": "(?m:$)", "^": "(?m:^)", r"\Z": "$", r"\z": r"\Z"},
+                      lambda atom, interval: f"(?:{atom}{interval})+")
+
+
+def _translate(pattern: str, anchors: dict[str, str], interval_plus) -> str:
+    """Rewrite the anchors and every ``atom{m,n}+``; classes and escapes are copied unchanged."""
+    out: list[str] = []  # pieces; a quantifier applies to the last atom piece
+    atom_at, groups, i, n = None, [], 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            end = _escape_end(pattern, i)
+            piece = pattern[i:end]
+            atom_at = None if piece in anchors else len(out)
+            out.append(anchors.get(piece, piece))
+            i = end
+        elif c == "[":
+            end = _class_end(pattern, i)
+            atom_at = len(out)
+            out.append(pattern[i:end])
+            i = end
+        elif c == "(":
+            groups.append(len(out))
+            out.append(c)
+            atom_at, i = None, i + 1
+        elif c == ")":
+            atom_at = groups.pop() if groups else None
+            out.append(c)
+            i += 1
+        elif c == "{" and (m := _INTERVAL.match(pattern, i)) and atom_at is not None:
+            i = m.end()
+            if i < n and pattern[i] == "+":
+                atom = "".join(out[atom_at:])
+                del out[atom_at:]
+                out.append(interval_plus(atom, m.group()))
+                i += 1
+            else:
+                out.append(m.group())
+            atom_at = None
+        elif c in anchors:
+            out.append(anchors[c])
+            atom_at, i = None, i + 1
+        else:
+            atom_at = None if c in "|*+?" else len(out)
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+_PROPERTY = re.compile(r"\\[pP]\{(?!\^?[A-Za-z_]\w*\})([^}]*)\}?")
+
+
+def _check_properties(pattern: str) -> None:
+    """Oniguruma names properties plainly (``\\p{L}``, ``\\p{^Han}``); ``regex`` also takes odd spellings."""
+    if bad := _PROPERTY.search(pattern):
+        raise ValueError(f"{bad.group()!r} is not a character property Oniguruma reads; the pattern "
+                         f"cannot mean the same in both engines")
+
+
+def _escape_end(pattern: str, i: int) -> int:
+    """End of the escape at ``i``: ``\\p{L}``, ``\\x{41}``, ``\\u0041``, ``\\x41`` or ``\\n``."""
+    kind = pattern[i + 1:i + 2]
+    if kind in ("p", "P", "x", "N", "k", "g") and pattern[i + 2:i + 3] == "{":
+        close = pattern.find("}", i + 2)
+        return close + 1 if close > 0 else len(pattern)
+    return i + {"u": 6, "x": 4, "U": 10}.get(kind, 2)
+
+
+def _class_end(pattern: str, i: int) -> int:
+    """End of the character class opening at ``i`` (nested classes and escapes included)."""
+    depth, j = 0, i
+    while j < len(pattern):
+        c = pattern[j]
+        if c == "\\":
+            j = _escape_end(pattern, j)
+            continue
+        if c == "[":
+            depth += 1
+            j += 1
+            if pattern[j:j + 1] == "^":
+                j += 1
+            if pattern[j:j + 1] == "]":  # a "]" first in a class is literal
+                j += 1
+            continue
+        if c == "]":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return len(pattern)

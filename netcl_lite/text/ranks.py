@@ -1,51 +1,73 @@
 """tiktoken's vocabulary format: ``mergeable_ranks``, token bytes -> rank, and the merges behind it.
 
 tiktoken stores no merge list: a token's rank is both its id and its merge
-priority. The merge that made a token is recovered by running BPE on the
-token's own bytes with only the lower ranks: it must end in exactly two
-tokens, and the token is their merge.
+priority, and encoding needs nothing else (see :func:`~netcl_lite.text.byte_pair.rank_pair_table`).
+The merge that made a token is recovered only when someone asks for it
+(:func:`derive_merges`): the split of its bytes into two lower-ranked tokens
+that BPE itself reaches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from netcl_lite.text.byte_pair import split_token
+from netcl_lite.text.byte_pair import merge_ids
 
-__all__ = ["merges_from_ranks"]
+__all__ = ["check_ranks", "derive_merges"]
 
 
-def merges_from_ranks(mergeable_ranks: Mapping[bytes, int]) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]]:
-    """Return ``(base_bytes, merges)``: the byte of ids 0..255, and ``(left, right)`` for ids 256, 257, ...
+def check_ranks(mergeable_ranks: Mapping[bytes, int]) -> list[bytes]:
+    """Check tiktoken-style ranks and return the tokens in rank order (index = rank = id).
 
-    >>> base, merges = merges_from_ranks({bytes([b]): b for b in range(256)} | {b"hi": 256, b"hi!": 257})
-    >>> merges
-    ((104, 105), (256, 33))
+    Ranks must run 0..N-1 without gaps, and ranks 0..255 must be the 256 single bytes (in
+    any order). Every error is a ``ValueError`` naming the offending entry.
+
+    >>> check_ranks({bytes([b]): b for b in range(256)} | {b"hi": 256})[-2:]
+    [b'\\xff', b'hi']
     """
     if not isinstance(mergeable_ranks, Mapping):
         raise TypeError(f"mergeable_ranks must be a mapping bytes -> rank, got "
                         f"{type(mergeable_ranks).__name__}")
-    by_rank: dict[int, bytes] = {}
+    by_rank: list[bytes | None] = [None] * len(mergeable_ranks)
     for token, rank in mergeable_ranks.items():
         if not isinstance(token, bytes) or not token or type(rank) is not int:
             raise ValueError(f"mergeable_ranks: entry {token!r}: {rank!r} is not non-empty bytes -> int")
-        if rank in by_rank:
+        if not 0 <= rank < len(by_rank):
+            raise ValueError(f"mergeable_ranks: {token!r} has rank {rank}, but {len(by_rank)} tokens "
+                             f"need ranks 0..{len(by_rank) - 1} without gaps")
+        if by_rank[rank] is not None:
             raise ValueError(f"mergeable_ranks: {by_rank[rank]!r} and {token!r} share rank {rank}")
         by_rank[rank] = token
-    n = len(by_rank)
-    if n < 256 or set(by_rank) != set(range(n)):
-        missing = sorted(set(range(max(n, 256))) - set(by_rank))[:10]
-        raise ValueError(f"mergeable_ranks: ranks must be contiguous 0..N-1 with N >= 256 "
-                         f"(missing e.g. {missing})")
-    if any(len(by_rank[r]) != 1 for r in range(256)):
-        raise ValueError("mergeable_ranks: ranks 0..255 must be the 256 single bytes")
+    # no gaps now: len(by_rank) distinct ranks, each in 0..len - 1
+    if len(by_rank) < 256 or any(len(by_rank[r]) != 1 for r in range(256)):
+        raise ValueError("mergeable_ranks: ranks 0..255 must be the 256 single bytes (in any order)")
+    return by_rank
+
+
+def derive_merges(token_bytes: Sequence[bytes], pairs: Mapping[int, int]) -> tuple[tuple[int, int], ...]:
+    """``(left, right)`` for ids 256, 257, ...: the two lower-ranked tokens each token is made of.
+
+    ``pairs`` is the vocabulary's :func:`~netcl_lite.text.byte_pair.rank_pair_table`. Most
+    tokens split into two lower-ranked tokens in more than one way; the merge is the split
+    that BPE reaches on the token's own bytes with the lower ranks. (A token that BPE cannot
+    reach, which tiktoken emits only for a chunk equal to it, gets its leftmost split.)
+
+    >>> from netcl_lite.text.byte_pair import rank_pair_table
+    >>> tokens = [bytes([b]) for b in range(256)] + [b"ab", b"bc", b"abc"]
+    >>> derive_merges(tokens, rank_pair_table(tokens))
+    ((97, 98), (98, 99), (256, 99))
+    """
+    ids = {t: i for i, t in enumerate(token_bytes)}
+    byte_ids = [ids[bytes([b])] for b in range(256)]
+    get = ids.get
     merges = []
-    for rank in range(256, n):
-        token = by_rank[rank]
-        parts = split_token(token, mergeable_ranks, rank)
-        if len(parts) != 2:
-            raise ValueError(f"mergeable_ranks: token {token!r} (rank {rank}) is not the merge of "
-                             f"two lower-ranked tokens; BPE on its bytes with ranks < {rank} gives "
-                             f"{parts}")
-        merges.append((mergeable_ranks[parts[0]], mergeable_ranks[parts[1]]))
-    return tuple(by_rank[r][0] for r in range(256)), tuple(merges)
+    for rank in range(256, len(token_bytes)):
+        token = token_bytes[rank]
+        splits = [(left, right) for k in range(1, len(token))
+                  if (left := get(token[:k], rank)) < rank and (right := get(token[k:], rank)) < rank]
+        if len(splits) > 1:
+            reached = merge_ids(list(map(byte_ids.__getitem__, token)), pairs, limit=rank)
+            if len(reached) == 2:
+                splits[0] = tuple(reached)
+        merges.append(splits[0])
+    return tuple(merges)

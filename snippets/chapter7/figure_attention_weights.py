@@ -30,6 +30,15 @@ ax.set_xticks(range(3), [f"key {j}" for j in range(3)])
 ax.set_yticks(range(3), [f"query {i}" for i in range(3)])
 ax.set_title("causal attention weights A")
 fig.colorbar(im, ax=ax, fraction=0.046)
+rows = "; ".join(
+    f"query {i}: "
+    + ", ".join("masked" if j > i else f"{A[i, j]:.3f}" for j in range(3))
+    for i in range(3)
+)
+alt = f"Heatmap of the worked example's causal attention weights from ops.attention, keys 0 to 2 per query: {rows}."
 fig.savefig(
-    sys.argv[1], format="svg", metadata={"Date": None}, bbox_inches="tight"
+    sys.argv[1],
+    format="svg",
+    metadata={"Date": None, "Description": alt},
+    bbox_inches="tight",
 )

@@ -10,6 +10,7 @@ from netcl_lite.text import BPETokenizer
 tok = BPETokenizer()
 tok.train_from_iterator(["Hello world!", "Attention is all you need."])
 tokens = tok.encode("Hello world!")
+print("Merges learned:", {tok.vocab[new]: new for new in tok.merges.values()})
 print("Token IDs:", tokens)
 print("Reconstructed text:", tok.decode(tokens))
 

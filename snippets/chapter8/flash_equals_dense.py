@@ -23,3 +23,7 @@ report("dense", ops.attention(q, k, v, causal=True))
 for block in (1, 7, 64, 128, 512):  # keys per tile; 512 > T
     out = ops.flash_attention(q, k, v, causal=True, block_size=block)
     report(f"flash, {block}-key tiles", out)
+
+# The threshold in float32's own unit: its rounding step at the largest output.
+step = np.finfo(np.float32).eps * np.abs(exact).max()
+print(f"1e-5 is {1e-5 / step:.0f} float32 rounding steps at the largest |output|")

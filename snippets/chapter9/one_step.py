@@ -24,7 +24,7 @@ print(f"logits {logits.shape}; loss {float(loss.numpy()):.4f} nats, ln V = {math
 # Backward fills .grad of every parameter; the largest gradients first.
 tape.backward(loss)
 params = model.parameters()
-norms = {n: float(np.linalg.norm(p.grad.to_host())) for n, p in params.items()}
+norms = {n: float(np.linalg.norm(p.grad.numpy())) for n, p in params.items()}
 for name in sorted(norms, key=norms.get, reverse=True)[:4]:
     print(f"  |grad| {norms[name]:.4f}  {name}")
 
@@ -34,7 +34,7 @@ lr = cfg.learning_rate / cfg.warmup_steps  # the schedule's first step
 opt = AdamW(groups, lr=lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps)
 norm = clip_grad_norm(params, cfg.grad_clip)
 w = params["layers.0.attn.wq"]
-before, g = w.numpy(), w.grad.to_host()
+before, g = w.numpy(), w.grad.numpy()
 opt.step()
 after = w.numpy()
 expected, _, _ = adamw_reference(

@@ -20,7 +20,7 @@ block = DecoderBlock(
 x = np.random.default_rng(0).standard_normal((B, T, D)).astype(np.float32)
 
 # All 12 positions at once, causal.
-full = block(ag.tensor(x, requires_grad=False)).value.to_host()
+full = block(ag.tensor(x, requires_grad=False)).value.numpy()
 
 cache = KVCache(
     queue, layers=1, batch=B, n_kv_heads=G, head_dim=D // H, max_seq_len=16
@@ -29,7 +29,7 @@ cache = KVCache(
 steps = []
 for t in range(T):
     x_t = ag.tensor(x[:, t : t + 1], requires_grad=False)
-    steps.append(block(x_t, cache=cache).value.to_host())
+    steps.append(block(x_t, cache=cache).value.numpy())
 incremental = np.concatenate(steps, axis=1)
 
 print(

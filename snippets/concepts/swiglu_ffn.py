@@ -7,12 +7,12 @@ from netcl_lite.nn.transformer import FeedForward
 queue = manager.default().queue
 ffn = FeedForward(queue, dim=16, hidden=48, seed=0)
 W = {
-    name: node.value.to_host().astype(np.float64)
+    name: node.value.numpy().astype(np.float64)
     for name, node in ffn.parameters().items()
 }
 
 x = np.random.default_rng(0).standard_normal((2, 5, 16)).astype(np.float32)
-out = ffn(ag.tensor(x, requires_grad=False)).value.to_host()  # OpenCL kernels
+out = ffn(ag.tensor(x, requires_grad=False)).value.numpy()  # OpenCL kernels
 
 
 def silu(z):

@@ -3,15 +3,23 @@ from netcl_lite.text import GPT4_PATTERN, BPETokenizer
 
 training = ["the river and the road", "the quick brown fox", "the river flows"]
 # pattern=None: no pre-split, so merges may cross spaces (a deliberately small toy).
-# No normalizer and no special tokens either.
+# No normalizer and no special tokens either. min_frequency=1: a pair seen once may
+# still be merged, so training stops only at the budget of 12 merges.
 tok = BPETokenizer(pattern=None)
-trace = tok.train_from_iterator(training, vocab_size=256 + 12)
-print(f"asked for 12 merges, learned {len(trace)}",
-      "(each remaining pair occurs once; min_frequency=2):")
+trace = tok.train_from_iterator(training, vocab_size=256 + 12, min_frequency=1)
+print(f"min_frequency=1: {len(trace)} merges")
 print([tok.vocab[left] + tok.vocab[right] for (left, right), _ in trace])
+# The library's default, min_frequency=2, stops where every remaining pair occurs once.
+strict = BPETokenizer(pattern=None)
+stopped = strict.train_from_iterator(training, vocab_size=256 + 12)
+assert stopped == trace[: len(stopped)]  # the same merges, in the same order, up to the stop
+assert all(n == 1 for _, n in trace[len(stopped):])
+once = [strict.vocab[a] + strict.vocab[b] for (a, b), _ in trace[len(stopped):]]
+print(f"min_frequency=2: {len(stopped)} merges; it leaves out {once}, each seen once;",
+      f"prose then takes {len(strict.encode(training[0]))} tokens")
 # The same data pre-split with the GPT-4 pattern: merges stay inside word-like chunks.
 split = BPETokenizer(pattern=GPT4_PATTERN)
-split.train_from_iterator(training, vocab_size=256 + 12)
+split.train_from_iterator(training, vocab_size=256 + 12, min_frequency=1)
 
 samples = {
     "prose": "the river and the road",

@@ -33,6 +33,7 @@ measured = np.mean(np.abs(np.einsum("ij,ij->i", q, k)) > 35)
 normal = math.erfc(35 / math.sqrt(d) / math.sqrt(2))  # two-sided normal tail
 print(f"d 128: 35 is {35 / math.sqrt(d):.2f} standard deviations")
 print(f"  P(|q.k| > 35): measured {measured:.2%} of {n:,} pairs, normal approximation {normal:.2%}")
+assert measured < 0.01  # a fraction of a percent: rare, not routine
 
 # (d) Causal attention on the OpenCL device.
 Q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])

@@ -29,3 +29,8 @@ print("3 layers, 4 heads, length 5, width 6, fp32:", small, "bytes")
 empty = budget.kv_cache_bytes(layers=3, kv_heads=4, head_dim=6, seq_len=0, bytes_per_element=4)
 assert empty == 0
 print("length 0:", empty, "bytes")
+# A negative shape is a bug upstream, not a size: refused with a ValueError.
+try:
+    budget.kv_cache_bytes(layers=3, kv_heads=4, head_dim=6, seq_len=-5)
+except ValueError as err:
+    print("ValueError:", err)

@@ -27,4 +27,8 @@ ax.set_ylabel("KV cache (GiB)")
 ax.set_title("KV cache, 80 layers, head width 128, fp16")
 ax.grid(True, which="major", alpha=0.3)
 ax.legend()
-plt.savefig(sys.argv[1], format="svg", metadata={"Date": None}, bbox_inches="tight")
+gib = {kv: [budget.to_gib(budget.kv_cache_bytes(80, kv, 128, n)) for n in (2048, 32768)] for _, kv in layouts}
+alt = ("KV-cache size in GiB against sequence length on log axes (80 layers, head width 128, fp16): "
+       + "; ".join(f"{label} needs {gib[kv][0]:.3g} GiB at 2,048 tokens and {gib[kv][1]:.3g} at 32,768"
+                   for label, kv in layouts) + ".")
+plt.savefig(sys.argv[1], format="svg", metadata={"Date": None, "Description": alt}, bbox_inches="tight")

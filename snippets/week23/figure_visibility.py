@@ -37,4 +37,9 @@ axes[2].set_xticks(np.arange(6) + 0.5, [str(j) if ok else f"{j}\npad" for j, ok 
 fig.legend(handles=[plt.Rectangle((0, 0), 1, 1, facecolor=ALLOWED), plt.Rectangle((0, 0), 1, 1, facecolor=BLOCKED, edgecolor="#b0bec5")],
            labels=["query may attend to key", "blocked"], loc="lower center", ncol=2, frameon=False, fontsize=9,
            bbox_to_anchor=(0.5, -0.06))
-plt.savefig(sys.argv[1], format="svg", metadata={"Date": None}, bbox_inches="tight", facecolor="white")
+alt = "Three visibility grids from netcl_lite.masks: " + "; ".join(
+    f"{title.lower()}, {mask.shape[0]} queries by {mask.shape[1]} keys, {int(mask.sum())} allowed pairs"
+    for title, mask, _, _ in panels) + (f"; the cross-attention map blocks the {int((~source_valid).sum())} "
+                                        "padding columns for every query.")
+plt.savefig(sys.argv[1], format="svg", metadata={"Date": None, "Description": alt}, bbox_inches="tight",
+            facecolor="white")

@@ -1,0 +1,74 @@
+"""Cost of one cached decode step as the cache fills: flat per token, O(1) allocations.
+
+    python benchmarks/bench_decode.py [--layers 4 --dim 256 --heads 4 --kv-heads 2 --hidden 704 --max-len 2048]
+
+A stack of pre-norm DecoderBlocks decodes one token at a time into a KVCache
+(appended in place; attention reads the filled prefix through ``kv_length``).
+At each cache length T the step is timed (median of ``--runs`` steps, each
+ending with the token's output read back) and its device allocations counted.
+Attention's own work grows as O(T) per step, which at these widths is small
+next to the projections and the feed-forward, so the time per token should
+stay nearly flat from T = 128 to 2048; the allocations must not change at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+
+import netcl_lite as nl
+from netcl_lite.core.tensor import track_allocations
+from netcl_lite.nn.transformer import DecoderBlock, KVCache
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for name, default in (("layers", 4), ("dim", 256), ("heads", 4), ("kv-heads", 2), ("hidden", 704),
+                          ("max-len", 2080), ("runs", 9)):
+        ap.add_argument(f"--{name}", type=int, default=default)
+    a = ap.parse_args()
+    dev = nl.device()
+    q = dev.queue
+    blocks = [DecoderBlock(q, a.dim, a.heads, a.kv_heads, a.hidden, a.max_len, seed=i) for i in range(a.layers)]
+    cache = KVCache(q, a.layers, 1, a.kv_heads, a.dim // a.heads, a.max_len)
+    rng = np.random.default_rng(0)
+    tokens = rng.standard_normal((a.max_len, 1, 1, a.dim)).astype(np.float32)
+
+    def step(position):
+        h = tokens[position]
+        for layer, block in enumerate(blocks):
+            h = block(h, cache, layer).value
+        return h.numpy()
+
+    marks = [t for t in (128, 256, 512, 1024, 2048) if t + a.runs < a.max_len] or [a.max_len // 2]
+    results = []
+    position = 0
+    for mark in marks:
+        while position < mark:                      # fill the cache up to the mark
+            step(position)
+            position += 1
+        times = []
+        for _ in range(a.runs):
+            with track_allocations() as seen:
+                t0 = time.perf_counter()
+                step(position)
+                times.append(time.perf_counter() - t0)
+            position += 1
+        results.append((mark, statistics.median(times) * 1e3, seen.buffers, seen.bytes))
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"device: {dev.name}; {a.layers} blocks D={a.dim} h={a.heads} g={a.kv_heads} hidden={a.hidden}; "
+          f"load average {load}")
+    print(f"{'cache length':>13}{'ms per token':>14}{'allocations':>13}{'bytes':>10}")
+    for mark, ms, buffers, nbytes in results:
+        print(f"{mark:>13}{ms:>14.2f}{buffers:>13}{nbytes:>10}")
+    first, last = results[0], results[-1]
+    print(f"T = {last[0]} vs T = {first[0]}: {last[1] / first[1]:.2f}x the time per token, "
+          f"{'the same' if last[2:] == first[2:] else 'different'} allocations")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""The argument checks every public function shares: each names the parameter and what to pass.
+
+    >>> positive_int("n_heads", 4)
+    4
+    >>> positive_int("n_heads", 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_heads must be a positive int, got 0
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+
+def positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def nonnegative_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    return int(value)
+
+
+def finite_real(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+    return float(value)
+
+
+def positive_real(name: str, value, why: str = "") -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive finite number{why}, got {value!r}")
+    return float(value)
+
+
+def flag(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return value
+
+
+def one_of(name: str, value, choices: tuple):
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+#: largest element count or index the kernels' 32-bit ints address
+INT_MAX = 2**31 - 1
+
+
+def int32_range(**sizes: int) -> None:
+    """Refuse sizes the kernels cannot index with 32-bit ints."""
+    for name, value in sizes.items():
+        if value > INT_MAX:
+            raise ValueError(f"{name}={value} exceeds the 32-bit index range of the kernels")

@@ -1,0 +1,181 @@
+"""What a command queue has in flight, and the one place its errors surface.
+
+Ops enqueue their kernels and return at once, so the queue runs ahead of
+Python (a PoCL launch costs ~1.5 µs this way and ~43 µs with a ``finish()``
+after it). Three duties follow, and :class:`Stream` carries them:
+
+* **Buffers stay alive until their kernels have run.** PyOpenCL's
+  ``Kernel.set_args`` keeps no reference to its buffers, and a buffer freed
+  while a kernel that uses it is still queued crashes PoCL; every launch's
+  arguments are held here until the next :meth:`Stream.sync`.
+* **Errors are detected on the device.** Each op call gets a sequence number
+  (:meth:`Stream.begin`); a kernel that sees a non-finite result, or an id out
+  of range, lowers a status word to that number with ``atomic_min``, so the
+  first op at fault wins. Nothing is read back per op.
+* **:meth:`Stream.sync`** waits for the queue, reads the status word and, if
+  an op failed, raises an error that names it. It runs whenever a value is
+  copied to the host (``Tensor.numpy()``, an op given NumPy arrays) and at the
+  start of ``backward``.
+
+A non-finite result is diagnosed at that point, off the fast path: when one of
+the op's own inputs was already non-finite, the error names that input (as
+refusing a bad input up front would); otherwise the op overflowed float32 from
+finite inputs. Not thread-safe: one host thread per queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyopencl as cl
+
+from .kernels import get_kernel
+
+INT_MAX = 2**31 - 1
+#: op calls allowed between two syncs before one is forced (bounds what is kept alive)
+MAX_PENDING = 4096
+#: floats one work-item of ``check_finite`` scans
+CHECK_CHUNK = 2048
+#: status word slots
+NONFINITE, BAD_INPUT = 0, 1
+
+
+class NonFiniteError(ValueError):
+    """An op produced inf or NaN: from finite inputs (overflow) or from an input that already held one."""
+
+
+class BadInputError(ValueError):
+    """A value the device checked (token ids, class ids) was out of range."""
+
+
+@dataclass
+class OpRecord:
+    """One op call since the last sync: its name, its operands (for diagnosing a failure), and
+    the message to give when the device reports a bad input (e.g. ids out of range)."""
+
+    name: str
+    operands: dict = field(default_factory=dict)
+    bad_input: str | Callable[[], str] = ""
+
+
+class Stream:
+    """The in-flight state of one command queue (see the module docstring)."""
+
+    def __init__(self, queue: cl.CommandQueue):
+        self.queue = queue
+        self._status_host = np.full(2, INT_MAX, np.int32)
+        self.status = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                                hostbuf=self._status_host)
+        self._ops: list[OpRecord] = []
+        self._alive: list = []
+        self._kernels: dict[tuple, cl.Kernel] = {}   # this queue's context only: a shorter key than get_kernel's
+        self.profile: list | None = None       # (kernel, event) per launch while a profiler listens
+
+    # -- recording ------------------------------------------------------------------------------
+    def begin(self, name: str, operands: dict | None = None, bad_input: str | Callable[[], str] = "") -> np.int32:
+        """Open an op call and return its sequence number (what its kernels report failures with)."""
+        if len(self._ops) >= MAX_PENDING:
+            self.sync()
+        self._ops.append(OpRecord(name, operands or {}, bad_input))
+        return np.int32(len(self._ops) - 1)
+
+    def launch(self, filename: str, name: str, global_size, local_size, *args, options: tuple = ()) -> None:
+        """Enqueue one kernel of ``kernels/<filename>`` and keep its arguments alive until the next sync."""
+        key = (filename, name, options)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = self._kernels[key] = get_kernel(self.queue.context, filename, name, options)
+        event = kernel(self.queue, global_size, local_size, *args)
+        self._alive.append(args)
+        if self.profile is not None:
+            self.profile.append((f"{filename}:{name}", self._ops[-1].name if self._ops else "", event))
+
+    def keep(self, *objects) -> None:
+        """Hold ``objects`` (buffers a copy or kernel still reads) until the next sync."""
+        self._alive.append(objects)
+
+    def check_finite(self, buffer: cl.Buffer, n: int, seq) -> None:
+        """Report op ``seq`` if any of the ``n`` floats in ``buffer`` is inf or NaN (one pass on the device)."""
+        if n:
+            items = -(-n // CHECK_CHUNK)
+            self.launch("checks.cl", "check_finite", (-(-items // 8) * 8,), (8,),
+                        buffer, np.int32(n), np.int32(CHECK_CHUNK), self.status, np.int32(seq))
+
+    # -- the one sync point ---------------------------------------------------------------------
+    def sync(self) -> None:
+        """Wait for every queued kernel, release what they used, and raise if one reported a failure."""
+        cl.enqueue_copy(self.queue, self._status_host, self.status)    # blocking: in-order queue, so all done
+        ops, self._ops, self._alive = self._ops, [], []
+        nonfinite, bad = (int(s) for s in self._status_host)
+        if nonfinite == INT_MAX and bad == INT_MAX:
+            return
+        self._status_host[:] = INT_MAX
+        cl.enqueue_copy(self.queue, self.status, self._status_host)
+        if bad <= nonfinite:                  # the earlier failure caused the later one
+            what = ops[bad].bad_input
+            raise BadInputError(f"{ops[bad].name}: {what() if callable(what) else what}")
+        raise _diagnose(ops[nonfinite], nonfinite, len(ops))
+
+
+def _diagnose(op: OpRecord, seq: int, n_ops: int) -> NonFiniteError:
+    for name, value in op.operands.items():
+        host = value.numpy() if hasattr(value, "numpy") and not isinstance(value, np.ndarray) else value
+        host = np.asarray(host)
+        if host.dtype.kind == "f" and not np.isfinite(host).all():
+            where = np.argwhere(~np.isfinite(host))[:3].tolist()
+            return NonFiniteError(
+                f"{op.name}: {name} has non-finite values (first at indices {where}); pass finite numbers "
+                "(use a boolean mask, not -inf, to exclude entries)"
+            )
+    return NonFiniteError(
+        f"{op.name} produced inf or NaN from finite inputs (op {seq + 1} of {n_ops} since the last sync): "
+        f"a result beyond float32's range (±{float(np.finfo(np.float32).max):.3g}); rescale its inputs"
+    )
+
+
+class profile_kernels:
+    """Time every kernel launched on ``queue`` inside a ``with`` block (OpenCL profiling events).
+
+    ``.table()`` lists (kernel, op, launches, total ms) by total time, largest first. The
+    queue must have been created with profiling enabled (:class:`~netcl_lite.core.device.DeviceManager`
+    does so). Waiting for each event's timestamps happens at the end, not per launch.
+    """
+
+    def __init__(self, queue: cl.CommandQueue):
+        self.stream = stream_of(queue)
+
+    def __enter__(self):
+        self.stream.sync()
+        self.stream.profile = []
+        return self
+
+    def __exit__(self, *exc):
+        self.stream.sync()
+        records, self.stream.profile = self.stream.profile, None
+        totals: dict[tuple[str, str], list[float]] = {}
+        for kernel, op, event in records:
+            ms = (event.profile.end - event.profile.start) * 1e-6
+            totals.setdefault((kernel, op), []).append(ms)
+        self.rows = sorted(((k, op, len(v), sum(v)) for (k, op), v in totals.items()), key=lambda r: -r[3])
+        return False
+
+    def table(self) -> list[tuple[str, str, int, float]]:
+        return self.rows
+
+
+_streams: dict[int, Stream] = {}
+
+
+def stream_of(queue: cl.CommandQueue) -> Stream:
+    """The one :class:`Stream` of ``queue``."""
+    stream = _streams.get(queue.int_ptr)
+    if stream is None or stream.queue is not queue:
+        stream = _streams[queue.int_ptr] = Stream(queue)
+    return stream
+
+
+def sync(queue: cl.CommandQueue) -> None:
+    """Wait for ``queue`` and raise any failure its kernels reported (see :meth:`Stream.sync`)."""
+    stream_of(queue).sync()

@@ -1,0 +1,89 @@
+"""``cross_entropy``: mean softmax cross-entropy of logits against class ids, and its gradient
+(``kernels/cross_entropy.cl``). Float64 reference: :func:`netcl_lite.reference.cross_entropy`.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..core.tensor import Tensor
+from .embedding import host_ids
+from .operands import OpCall, elements, i32, int32_range, round_up, shape_of
+from .reduce import _columns
+
+
+def _check(logits, targets, ignore_index):
+    sz = shape_of(logits)
+    vocab = sz[-1] if sz else 0
+    rows = elements(sz[:-1]) if sz else 0
+    st = shape_of(targets)
+    if vocab == 0 or tuple(st) != tuple(sz[:-1]):
+        raise ValueError(f"targets must have logits' shape without its last axis, {tuple(sz[:-1])}, got {tuple(st)}")
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral):
+        raise TypeError(f"ignore_index must be an int, got {type(ignore_index).__name__}")
+    int32_range(elements=rows * vocab)
+    return vocab, rows
+
+
+def _host_targets(targets, vocab, ignore_index):
+    if isinstance(targets, Tensor):
+        return host_ids(targets, vocab, "targets")
+    arr = np.asarray(targets)
+    if arr.size == 0:
+        arr = arr.astype(np.int32)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"targets must be integer class ids, got dtype {arr.dtype}")
+    counted = arr != ignore_index
+    if ((counted & ((arr < 0) | (arr >= vocab)))).any():
+        bad = arr[counted & ((arr < 0) | (arr >= vocab))]
+        raise ValueError(f"targets must be class ids in [0, {vocab}) or ignore_index={ignore_index}; got {bad[:5].tolist()}")
+    if arr.size and not counted.any():
+        raise ValueError(f"every target is ignore_index={ignore_index}: the mean over no rows is undefined")
+    return arr
+
+
+def cross_entropy(logits, targets, *, ignore_index: int = -100, queue=None):
+    """Mean over rows of ``logsumexp(z) − z[target]``: logits ``(..., V)``, integer targets ``(...)``.
+
+    Rows whose target is ``ignore_index`` are left out of the mean (padding). Returns a
+    0-d result.
+
+    >>> float(cross_entropy(np.log([[0.25, 0.75]]), [1]))       # −log 0.75
+    0.2876820...
+    """
+    loss, _ = cross_entropy_with_stats(logits, targets, ignore_index=ignore_index, queue=queue)
+    return loss
+
+
+def cross_entropy_with_stats(logits, targets, *, ignore_index: int = -100, queue=None):
+    """:func:`cross_entropy` returning (loss, saved) where ``saved`` is what the backward needs."""
+    vocab, rows = _check(logits, targets, ignore_index)
+    checked = _host_targets(targets, vocab, ignore_index)
+    call = OpCall("cross_entropy", queue=queue,
+                  bad_input=f"targets must be class ids in [0, {vocab}) or ignore_index={ignore_index}, "
+                            "with at least one row not ignored",
+                  logits=logits, targets=targets)
+    tz, tt = call.float_input("logits"), call.int_input("targets", checked)
+    pairs, lse = Tensor.empty(call.queue, (rows, 2)), Tensor.empty(call.queue, (rows,))
+    sums, loss = Tensor.empty(call.queue, (2,)), call.output(())
+    status = (call.stream.status, call.seq)
+    call.launch("cross_entropy.cl", "cross_entropy_rows", (round_up(rows, 16),), (16,),
+                tz.buffer, tt.buffer, pairs.buffer, lse.buffer, i32(rows), i32(vocab), i32(ignore_index), *status)
+    _columns(call, pairs, sums, rows, 2, 1.0)
+    call.launch("cross_entropy.cl", "cross_entropy_finish", (1,), (1,), sums.buffer, loss.buffer, *status)
+    return call.result(loss, check=[False]), (tz, tt, lse, sums, ignore_index)
+
+
+def cross_entropy_backward(g, saved):
+    """d loss / d logits from the loss's gradient ``g`` (a one-element Tensor) and ``saved``."""
+    z, targets, lse, sums, ignore_index = saved
+    vocab = z.shape[-1]
+    rows = z.size // vocab
+    call = OpCall("cross_entropy backward", g=g, logits=z)
+    dz = call.output(z.shape)
+    call.launch("cross_entropy.cl", "cross_entropy_backward", (round_up(rows, 16),), (16,),
+                z.buffer, targets.buffer, lse.buffer, sums.buffer, g.buffer, dz.buffer, i32(rows), i32(vocab),
+                i32(ignore_index), call.stream.status, call.seq)
+    return call.result(dz, check=[False])

@@ -1,0 +1,36 @@
+"""Layout changes (``kernels/layout.cl``): ``swap_axes``. Reshapes need no kernel: a Tensor's
+``reshape`` is a view. Float64 reference: ``np.swapaxes``.
+"""
+
+from __future__ import annotations
+
+from .operands import OpCall, elements, i32, round_up, shape_of
+
+
+def swap_axes(x, axis1: int, axis2: int, *, queue=None):
+    """``x`` with two axes exchanged, copied into the new layout (its own backward).
+
+    >>> import numpy as np
+    >>> swap_axes(np.arange(6.0).reshape(2, 3), 0, 1)
+    array([[0., 3.],
+           [1., 4.],
+           [2., 5.]], dtype=float32)
+    """
+    s = shape_of(x)
+    nd = len(s)
+    for name, axis in (("axis1", axis1), ("axis2", axis2)):
+        if isinstance(axis, bool) or not isinstance(axis, int) or not -nd <= axis < nd:
+            raise ValueError(f"{name} must be an axis of a {nd}-d tensor (in [{-nd}, {nd})), got {axis!r}")
+    i, j = sorted((axis1 % nd, axis2 % nd))
+    if i == j:
+        raise ValueError(f"swap_axes: axis1 and axis2 name the same axis ({i}); nothing to swap")
+    new = s[:i] + (s[j],) + s[i + 1:j] + (s[i],) + s[j + 1:]
+    call = OpCall("swap_axes", queue=queue, x=x)
+    tx = call.float_input("x")
+    out = call.output(new)
+    blocks = [s[i], elements(s[i + 1:j]), s[j], elements(s[j + 1:])]
+    runs = out.size // max(blocks[3], 1)
+    if out.size:
+        call.launch("layout.cl", "swap_axes", (round_up(runs, 16),), (16,),
+                    tx.buffer, out.buffer, *(i32(b) for b in blocks), i32(runs))
+    return call.result(out, check=[False])

@@ -1,0 +1,110 @@
+"""Sums over a tensor (``kernels/reduce.cl``): ``sum``, ``mean``, and ``sum_to``, the
+gradient of a broadcast. Float64 references: :func:`netcl_lite.reference.sum`.
+
+Every sum runs in a fixed order (chunks of rows, then the chunks in order), so
+the same input gives the same bits on every run: training resumes bit-identically.
+"""
+
+from __future__ import annotations
+
+
+from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
+
+#: rows one work-item of ``sum_columns`` adds before a second pass joins the chunks
+CHUNK = 256
+
+
+def _columns(call: OpCall, x, out, rows: int, cols: int, alpha: float) -> None:
+    """out (cols,) = alpha · x (rows, cols) summed over rows, two passes when rows is tall."""
+    status = (call.stream.status, call.seq)
+    parts = -(-rows // CHUNK)
+    if parts == 1:
+        call.launch("reduce.cl", "sum_columns", (round_up(cols, 8), 1), (8, 1),
+                    x.buffer, out.buffer, i32(rows), i32(cols), i32(CHUNK), f32(alpha), *status)
+        return
+    partial = call.scratch("reduce.partial", parts * cols)
+    call.launch("reduce.cl", "sum_columns", (round_up(cols, 8), parts), (8, 1),
+                x.buffer, partial, i32(rows), i32(cols), i32(CHUNK), f32(1.0), *status)
+    call.launch("reduce.cl", "sum_columns", (round_up(cols, 8), 1), (8, 1),
+                partial, out.buffer, i32(parts), i32(cols), i32(parts), f32(alpha), *status)
+
+
+def sum(x, *, axis=None, queue=None):  # noqa: A001 (the op's name)
+    """Σ of every element (``axis=None``, a 0-d result) or over the last axis (``axis=-1``).
+
+    >>> import numpy as np
+    >>> float(sum(np.arange(1.0, 101.0)))
+    5050.0
+    >>> sum(np.array([[1.0, 2.0], [3.0, 4.0]]), axis=-1)
+    array([3., 7.], dtype=float32)
+    """
+    return _sum("sum", x, axis, queue, mean=False)
+
+
+def mean(x, *, axis=None, queue=None):
+    """The mean of every element (``axis=None``) or over the last axis (``axis=-1``).
+
+    >>> import numpy as np
+    >>> float(mean(np.array([1.0, 2.0, 6.0])))
+    3.0
+    """
+    return _sum("mean", x, axis, queue, mean=True)
+
+
+def _sum(name, x, axis, queue, mean: bool):
+    shape = shape_of(x)
+    if axis not in (None, -1, len(shape) - 1) or (axis is not None and not shape):
+        raise ValueError(f"{name}: axis must be None (every element) or -1 (the last axis), got {axis!r} for shape {shape}")
+    n = elements(shape)
+    int32_range(elements=n)
+    call = OpCall(name, queue=queue, x=x)
+    tx = call.float_input("x")
+    if axis is None:
+        if mean and n == 0:
+            raise ValueError("mean of an empty tensor is undefined; pass at least one element")
+        out = call.output(())
+        _columns(call, tx, out, n, 1, 1.0 / n if mean else 1.0)
+    else:
+        cols = shape[-1]
+        if mean and cols == 0:
+            raise ValueError(f"mean over an empty last axis (shape {shape}) is undefined")
+        out = call.output(shape[:-1])
+        if out.size:
+            call.launch("reduce.cl", "sum_rows", (round_up(out.size, 16),), (16,),
+                        tx.buffer, out.buffer, i32(out.size), i32(cols), f32(1.0 / cols if mean else 1.0),
+                        call.stream.status, call.seq)
+    return call.result(out, check=[False])
+
+
+def sum_to(t, shape):
+    """``t`` summed over the leading axes it has beyond ``shape``: the gradient of an operand
+    that was broadcast over them. ``shape`` is a suffix of ``t.shape``, possibly with leading
+    1s (a batch of one), or ``()``. ``t`` is a Tensor.
+    """
+    shape = tuple(shape)
+    if t.shape == shape:
+        return t
+    core = shape
+    while core and core[0] == 1:
+        core = core[1:]
+    if len(core) > len(t.shape) or t.shape[len(t.shape) - len(core):] != core:
+        raise ValueError(f"sum_to: {shape} is not a suffix of {t.shape}")
+    call = OpCall("sum over broadcast axes", t=t)
+    cols = elements(core)
+    out = call.output(core)
+    if out.size:
+        _columns(call, t, out, t.size // max(cols, 1), cols, 1.0)
+    return call.result(out, check=[False]).reshape(shape)
+
+
+def sum_backward(g, shape, axis, mean: bool):
+    """Gradient of :func:`sum`/:func:`mean` of an ``x`` of ``shape``: ``g`` broadcast back over
+    what was summed (read on the device, no host round trip)."""
+    shape = tuple(shape)
+    rows, cols = (1, elements(shape)) if axis is None else (elements(shape[:-1]), shape[-1] if shape else 1)
+    call = OpCall(f"{'mean' if mean else 'sum'} backward", g=g)
+    out = call.output(shape)
+    if out.size:
+        call.launch("reduce.cl", "broadcast_rows", (round_up(cols, 16), rows), (16, 1),
+                    g.buffer, out.buffer, i32(rows), i32(cols), f32(1.0 / cols if mean else 1.0))
+    return call.result(out, check=[False])
