@@ -12,7 +12,7 @@ two losses on the same batch are compared. Rounds alternate ours and torch's; me
 are reported with tokens/s and the load average (a shared machine: rerun when quiet). Each timed
 call follows a 0.3 s pause, so neither library's spinning threads run into the other's call.
 
-Generation: greedy, one prompt of 16 tokens, ``--new-tokens`` new ones, with the KV
+Generation: greedy, one prompt of ``--prompt`` tokens (16), ``--new-tokens`` new ones, with the KV
 cache and with ``use_cache=False`` (the whole prefix rerun for every token); the two
 must give the same tokens. The model is the same but for max_position_embeddings,
 raised to fit the prompt and the new tokens (RoPE has no parameters).
@@ -48,6 +48,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--new-tokens", type=int, default=256)
+    ap.add_argument("--prompt", type=int, default=16, help="prompt length for the generation timing")
     args = ap.parse_args()
 
     import torch
@@ -117,7 +118,7 @@ def main() -> None:
     med = {k: statistics.median(v) for k, v in times.items()}
 
     # Generation: the same weights, a context long enough for the prompt and the new tokens.
-    n_new, prompt = args.new_tokens, ids[:16]
+    n_new, prompt = args.new_tokens, ids[:args.prompt]
     gen_config = dataclasses.replace(config, max_position_embeddings=len(prompt) + n_new)
     gen = DecoderLM(gen_config, queue=device.queue, seed=0)
     gen.load_state_dict(ours.state_dict())

@@ -55,7 +55,7 @@ MODEL = dict(                  # LMConfig fields (transformers' LlamaConfig name
 TRAINING = TrainConfig(
     batch_size=16,
     block_size=128,            # 16 windows x 128 tokens = 2,048 tokens per step
-    max_steps=600,
+    max_steps=1000,
     learning_rate=6e-3,
     min_lr=6e-4,
     warmup_steps=20,
@@ -63,7 +63,7 @@ TRAINING = TrainConfig(
     beta1=0.9,
     beta2=0.95,
     grad_clip=1.0,
-    eval_interval=50,
+    eval_interval=100,
     eval_windows=32,
     seed=0,
 )
@@ -138,7 +138,7 @@ def run_key(queue, text: str) -> str:
 
 
 def run(queue=None, progress: bool | None = None) -> Run:
-    """Train the recipe once (about three minutes on two CPU cores) or load the identical earlier run."""
+    """Train the recipe once (two to three minutes on two CPU cores) or load the identical earlier run."""
     queue = manager.default().queue if queue is None else queue
     d = data()
     key = run_key(queue, d.train_text + "\0" + d.held_out_text)
