@@ -25,4 +25,8 @@ ax.set_xlabel("step")
 ax.set_ylabel("cross-entropy (nats per token)")
 ax.legend(frameon=False)
 ax.grid(alpha=0.3)
-fig.savefig(sys.argv[1], format="svg", metadata={"Date": None}, bbox_inches="tight")
+final = evals[-1]
+alt = (f"Training loss per step, its 10-step mean and the held-out loss over {steps[-1]} steps: "
+       f"held-out loss from {evals[0]['loss']:.2f} at step 0 to {final['loss']:.2f} nats per token "
+       f"at step {final['step']}, against ln V = {math.log(run.model.config.vocab_size):.2f}")
+fig.savefig(sys.argv[1], format="svg", metadata={"Date": None, "Description": alt}, bbox_inches="tight")
