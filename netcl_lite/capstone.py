@@ -21,6 +21,7 @@ import hashlib
 import json
 import lzma
 import math
+import numbers
 import os
 import shutil
 import time
@@ -178,6 +179,8 @@ def bits_per_byte(model: DecoderLM, ids, tokenizer: BPETokenizer, block_size: in
     Non-overlapping windows of ``block_size``: every token after the first is
     predicted once, from up to ``block_size`` tokens of context.
     """
+    if not isinstance(tokenizer, BPETokenizer):
+        raise TypeError(f"tokenizer must be a BPETokenizer, got {type(tokenizer).__name__}")
     nats, count = evaluate(model, ids, block_size, batch_size)
     _, targets = eval_windows(ids, block_size)
     n_bytes = len(tokenizer.decode_bytes(targets.ravel().tolist()))
@@ -191,6 +194,11 @@ def ngram_bits_per_byte(train_ids, held_ids, vocab_size: int, n_bytes: int) -> d
     P(b | a) = (c(a, b) + t(a) · P(b)) / (c(a) + t(a)), t(a) = distinct successors of a.
     """
     train_ids, held = np.asarray(train_ids), np.asarray(held_ids)
+    for name, arr in (("train_ids", train_ids), ("held_ids", held)):
+        if arr.ndim != 1 or arr.size < 2 or arr.dtype.kind not in "iu" or arr.min() < 0 or arr.max() >= vocab_size:
+            raise ValueError(f"{name} must be a 1-D array of at least 2 token ids in [0, {vocab_size})")
+    if isinstance(n_bytes, bool) or not isinstance(n_bytes, numbers.Integral) or n_bytes < 1:
+        raise ValueError(f"n_bytes must be an int >= 1 (the held-out text's length in bytes), got {n_bytes!r}")
     uni = (np.bincount(train_ids, minlength=vocab_size) + 1.0) / (train_ids.size + vocab_size)
     pairs = train_ids[:-1] * vocab_size + train_ids[1:]
     codes, counts = np.unique(pairs, return_counts=True)
@@ -209,6 +217,8 @@ def ngram_bits_per_byte(train_ids, held_ids, vocab_size: int, n_bytes: int) -> d
 
 def compressor_bits_per_byte(text: str) -> dict[str, float]:
     """Bits per byte that Python's compressors reach on ``text`` alone, at their strongest settings."""
+    if not isinstance(text, str) or not text:
+        raise ValueError("text must be a non-empty str")
     raw = text.encode("utf-8")
     sizes = {"zlib": len(zlib.compress(raw, 9)), "bz2": len(bz2.compress(raw, 9)),
              "lzma": len(lzma.compress(raw, preset=9 | lzma.PRESET_EXTREME))}

@@ -129,6 +129,9 @@ def evaluate(model, ids, block_size: int, batch_size: int, max_windows: int | No
     """(total cross-entropy in nats, number of targets) over the first ``max_windows`` windows of ``ids``."""
     if ag.recording():
         raise ValueError("evaluate runs without a tape; call it outside `with Tape()`")
+    for name, value in (("batch_size", batch_size), ("block_size", block_size)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
     x, y = eval_windows(ids, block_size)
     if max_windows is not None:
         x, y = x[:max_windows], y[:max_windows]

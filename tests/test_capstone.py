@@ -44,6 +44,23 @@ def test_bigram_probabilities_are_normalized_and_unigram_is_add_one():
     assert math.isclose(bits, -2 * math.log2(1 / 13) / 2)
 
 
+def test_measures_refuse_bad_inputs(queue):
+    with pytest.raises(ValueError, match="text must be a non-empty str"):
+        capstone.compressor_bits_per_byte("")
+    with pytest.raises(ValueError, match="held_ids must be a 1-D array"):
+        capstone.ngram_bits_per_byte([1, 2, 3], [7], 4, 1)
+    with pytest.raises(ValueError, match="n_bytes must be an int >= 1"):
+        capstone.ngram_bits_per_byte([1, 2, 3], [1, 2], 4, 0)
+    from netcl_lite.train import evaluate
+
+    model = DecoderLM(LMConfig(vocab_size=8, hidden_size=8, intermediate_size=8, num_hidden_layers=1,
+                               num_attention_heads=2), queue=queue)
+    with pytest.raises(ValueError, match="batch_size must be an int >= 1"):
+        evaluate(model, np.arange(20) % 8, 4, 0)
+    with pytest.raises(TypeError, match="tokenizer must be a BPETokenizer"):
+        capstone.bits_per_byte(model, np.arange(20) % 8, None, 4)
+
+
 def test_compressors_see_repetition():
     bpb = capstone.compressor_bits_per_byte("the same sentence again. " * 400)
     assert set(bpb) == {"zlib", "bz2", "lzma"} and all(v < 0.5 for v in bpb.values())
