@@ -1,5 +1,7 @@
-"""Neural-network layers on the autograd tape (see :mod:`netcl_lite.nn.transformer`)."""
+"""Neural-network layers on the autograd tape (see :mod:`netcl_lite.nn.transformer`) and the
+language model built from them (:mod:`netcl_lite.nn.lm`)."""
 
+from .lm import DecoderLM, LMConfig
 from .transformer import (
     DecoderBlock,
     Embedding,
@@ -11,4 +13,4 @@ from .transformer import (
     RotaryAttention,
 )
 
-__all__ = ["DecoderBlock", "Embedding", "FeedForward", "KVCache", "LayerNorm", "Module", "RMSNorm", "RotaryAttention"]
+__all__ = ["DecoderBlock", "DecoderLM", "LMConfig", "Embedding", "FeedForward", "KVCache", "LayerNorm", "Module", "RMSNorm", "RotaryAttention"]

@@ -176,10 +176,13 @@ class RotaryAttention(Module):
     ``rope=False`` drops positions (the layer is then permutation-equivariant
     when ``causal=False``). ``kernel="flash"`` streams attention (never storing
     T × T, forward or backward); ``"dense"`` materializes the weights.
+    ``rope_pairing`` picks which coordinates RoPE rotates together (see
+    :func:`netcl_lite.ops.rope`): ``"interleaved"`` or Llama's ``"half"``.
     """
 
     def __init__(self, queue, dim: int, n_heads: int, n_kv_heads: int, max_seq_len: int, causal: bool = True,
-                 seed: int = 0, *, rope: bool = True, rope_base: float = 10000.0, kernel: str = "flash"):
+                 seed: int = 0, *, rope: bool = True, rope_base: float = 10000.0, rope_pairing: str = "interleaved",
+                 kernel: str = "flash"):
         super().__init__()
         self.queue = check_queue(queue)
         self.dim, self.n_heads = positive_int("dim", dim), positive_int("n_heads", n_heads)
@@ -194,7 +197,10 @@ class RotaryAttention(Module):
         self.head_dim = dim // n_heads
         if rope and self.head_dim % 2:
             raise ValueError(f"rope needs an even head width, got dim / n_heads = {self.head_dim}; pass rope=False or change dim")
+        if rope_pairing not in ("interleaved", "half"):
+            raise ValueError(f"rope_pairing must be 'interleaved' or 'half' (Llama's rotate-half), got {rope_pairing!r}")
         self.causal, self.rope, self.rope_base, self.kernel = causal, rope, float(rope_base), kernel
+        self.rope_pairing = rope_pairing
         kv_dim = n_kv_heads * self.head_dim
         for tag, (name, fan_out) in enumerate((("wq", dim), ("wk", kv_dim), ("wv", kv_dim), ("wo", dim))):
             self._weight(name, _rng(seed, tag), dim, fan_out)
@@ -208,8 +214,8 @@ class RotaryAttention(Module):
         k = ag.split_heads(ag.linear(x, self.wk), self.n_kv_heads)       # (B, G, T, d)
         v = ag.split_heads(ag.linear(x, self.wv), self.n_kv_heads)
         if self.rope:
-            q = ag.rope(q, offset=start, base=self.rope_base)
-            k = ag.rope(k, offset=start, base=self.rope_base)
+            q = ag.rope(q, offset=start, base=self.rope_base, pairing=self.rope_pairing)
+            k = ag.rope(k, offset=start, base=self.rope_base, pairing=self.rope_pairing)
         if cache is not None:
             if ag.recording():
                 raise ValueError("cache: cached decoding is inference only (cached K/V are not on the tape); "
@@ -267,20 +273,25 @@ class DecoderBlock(Module):
 
     ``norm="pre"``:  x ← x + Attn(N₁(x)); x ← x + FFN(N₂(x)).
     ``norm="post"``: x ← N₁(x + Attn(x)); x ← N₂(x + FFN(x)) (the original Transformer's order).
-    ``norm_kind`` picks RMSNorm (``"rms"``) or LayerNorm (``"layer"``) for N₁, N₂.
+    ``norm_kind`` picks RMSNorm (``"rms"``) or LayerNorm (``"layer"``) for N₁, N₂;
+    ``eps`` their epsilon (None: the norm's default). ``rope_base`` and
+    ``rope_pairing`` go to :class:`RotaryAttention`.
     """
 
     def __init__(self, queue, dim: int, n_heads: int, n_kv_heads: int, hidden: int, max_seq_len: int,
                  norm: str = "pre", seed: int = 0, *, norm_kind: str = "rms", causal: bool = True,
-                 rope: bool = True, kernel: str = "flash"):
+                 rope: bool = True, kernel: str = "flash", rope_base: float = 10000.0,
+                 rope_pairing: str = "interleaved", eps: float | None = None):
         super().__init__()
         one_of("norm", norm, NORMS)
         one_of("norm_kind", norm_kind, NORM_KINDS)
         self.queue, self.norm, self.dim = check_queue(queue), norm, dim
         norm_cls = RMSNorm if norm_kind == "rms" else LayerNorm
-        self.attn = RotaryAttention(queue, dim, n_heads, n_kv_heads, max_seq_len, causal, seed, rope=rope, kernel=kernel)
+        self.attn = RotaryAttention(queue, dim, n_heads, n_kv_heads, max_seq_len, causal, seed, rope=rope, kernel=kernel,
+                                    rope_base=rope_base, rope_pairing=rope_pairing)
         self.ffn = FeedForward(queue, dim, hidden, seed + 1)
-        self.norm1, self.norm2 = norm_cls(queue, dim), norm_cls(queue, dim)
+        norm_args = () if eps is None else (eps,)   # None: each norm kind's own default
+        self.norm1, self.norm2 = norm_cls(queue, dim, *norm_args), norm_cls(queue, dim, *norm_args)
         self._children = {"attn": self.attn, "ffn": self.ffn, "norm1": self.norm1, "norm2": self.norm2}
 
     def __call__(self, x, cache: KVCache | None = None, layer: int = 0) -> ag.Node:

@@ -1,0 +1,90 @@
+"""Text every reader already has: the docstrings of Python's own standard library.
+
+Python ships its standard library as source, under the PSF License (a permissive,
+GPL-compatible license), so after ``pip install`` there is no download to make: each
+module of the running interpreter's library is one document, the docstrings of its
+module, classes and functions in source order. Test suites, ``idlelib`` and installed
+third-party packages are left out. The text depends on the Python version (3.11's
+library gives about 1.5 MB of English, with code examples).
+
+    >>> docs = stdlib_documents()
+    >>> len(docs) > 400 and sum(len(t.encode()) for t in docs.values()) > 1_000_000
+    True
+    >>> train, held_out = split_documents(docs)
+    >>> sorted(set(train) & set(held_out))
+    []
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import numbers
+import sysconfig
+from functools import lru_cache
+from pathlib import Path
+
+#: folders of the standard library that are not library documentation.
+EXCLUDED = frozenset({"test", "tests", "idlelib", "turtledemo", "site-packages", "dist-packages", "__pycache__"})
+
+
+def module_docstrings(source: str) -> str:
+    """The docstrings of a module's source (module, classes, functions) in source order, blank-line separated.
+
+    >>> module_docstrings("'''Top.'''\\ndef f():\\n    '''Does f.'''\\n")
+    'Top.\\n\\nDoes f.'
+    """
+    tree = ast.parse(source)
+    nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+    nodes.sort(key=lambda n: getattr(n, "lineno", 0))
+    return "\n\n".join(d for d in (ast.get_docstring(n) for n in nodes) if d)
+
+
+@lru_cache(maxsize=1)
+def _documents(root: str) -> tuple[tuple[str, str], ...]:
+    base = Path(root)
+    out = []
+    for path in sorted(base.rglob("*.py")):
+        rel = path.relative_to(base)
+        if EXCLUDED.intersection(rel.parts):
+            continue
+        try:
+            text = module_docstrings(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue   # a few files are deliberately invalid (e.g. lib2to3's test data)
+        if text:
+            out.append((rel.as_posix(), text))
+    return tuple(out)
+
+
+def stdlib_documents(root: str | None = None) -> dict[str, str]:
+    """{module path: its docstrings} for the running interpreter's standard library (or ``root``)."""
+    root = sysconfig.get_paths()["stdlib"] if root is None else str(root)
+    if not Path(root).is_dir():
+        raise FileNotFoundError(f"root {root!r} is not a directory holding Python sources")
+    return dict(_documents(root))
+
+
+def split_documents(documents: dict[str, str], held_out_fraction: float = 0.1) -> tuple[dict[str, str], dict[str, str]]:
+    """(training, held-out) by whole document: a document is held out when the hash of its name says so.
+
+    The hash (SHA-256 of the name) makes the split independent of the order and of
+    which other documents exist, so no text of a held-out module is ever trained on.
+    """
+    if isinstance(held_out_fraction, bool) or not isinstance(held_out_fraction, numbers.Real) \
+            or not 0 < held_out_fraction < 1:
+        raise ValueError(f"held_out_fraction must be in (0, 1), got {held_out_fraction!r}")
+    if not isinstance(documents, dict) or not documents:
+        raise ValueError("documents must be a non-empty dict {name: text}")
+    train, held = {}, {}
+    for name, text in documents.items():
+        h = int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "big") / 2**64
+        (held if h < held_out_fraction else train)[name] = text
+    if not train or not held:
+        raise ValueError(f"held_out_fraction={held_out_fraction} leaves one side empty for {len(documents)} documents")
+    return train, held
+
+
+def join(documents: dict[str, str]) -> str:
+    """The documents as one text, separated by a blank line."""
+    return "\n\n".join(documents.values())

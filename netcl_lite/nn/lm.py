@@ -1,0 +1,348 @@
+"""A decoder-only language model in Llama's shape: a config, the model, its loss and generation.
+
+``DecoderLM`` is Llama's architecture built from the blocks of
+:mod:`netcl_lite.nn.transformer`: a token embedding, ``num_hidden_layers``
+pre-norm blocks (RMSNorm → RoPE attention with grouped K/V → residual, then
+RMSNorm → SwiGLU → residual), a final RMSNorm and an LM head, tied to the
+embedding or not. RoPE rotates the pairs (x[i], x[i + d/2]) ("rotate half"),
+as transformers' ``LlamaForCausalLM`` does, so a checkpoint moves between the
+two with nothing but names and transposes (:mod:`netcl_lite.nn.checkpoint`).
+
+    >>> from netcl_lite.nn.lm import DecoderLM, LMConfig
+    >>> config = LMConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+    ...                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32)
+    >>> model = DecoderLM(config)
+    >>> model([[1, 2, 3]]).shape                     # logits (B, T, vocab_size)
+    (1, 3, 64)
+    >>> model.generate([1, 2, 3], max_new_tokens=4, temperature=0).shape
+    (7,)
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import pyopencl as cl
+
+from .. import autograd as ag
+from .. import sampling
+from ..core.device import manager
+from ..core.tensor import check_queue
+from .transformer import DecoderBlock, Embedding, KVCache, Module, RMSNorm
+
+
+@dataclass(frozen=True)
+class LMConfig:
+    """Hyperparameters, named as transformers' ``LlamaConfig`` names them.
+
+    ``num_key_value_heads`` None means ``num_attention_heads`` (MHA); 1 is MQA.
+    ``intermediate_size`` is the SwiGLU width (gate and up projections).
+    ``initializer_range`` is the standard deviation of every weight matrix and
+    of the embedding at initialization (norm gains start at 1).
+    """
+
+    vocab_size: int
+    hidden_size: int = 128
+    intermediate_size: int = 384
+    num_hidden_layers: int = 4
+    num_attention_heads: int = 4
+    num_key_value_heads: int | None = None
+    max_position_embeddings: int = 256
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    tie_word_embeddings: bool = True
+    initializer_range: float = 0.02
+
+    def __post_init__(self):
+        for name in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                     "num_attention_heads", "max_position_embeddings"):
+            _check_count(name, getattr(self, name))
+        if self.num_key_value_heads is None:
+            object.__setattr__(self, "num_key_value_heads", self.num_attention_heads)
+        _check_count("num_key_value_heads", self.num_key_value_heads)
+        heads, kv = self.num_attention_heads, self.num_key_value_heads
+        if heads % kv:
+            raise ValueError(f"num_attention_heads={heads} must be divisible by num_key_value_heads={kv} "
+                             "(each K/V head serves num_attention_heads / num_key_value_heads query heads)")
+        if self.hidden_size % heads:
+            raise ValueError(f"hidden_size={self.hidden_size} must be divisible by num_attention_heads={heads} "
+                             "(head width = hidden_size / num_attention_heads)")
+        if (self.hidden_size // heads) % 2:
+            raise ValueError(f"the head width hidden_size / num_attention_heads = {self.hidden_size // heads} must "
+                             "be even: RoPE rotates pairs of coordinates")
+        for name in ("rms_norm_eps", "rope_theta", "initializer_range"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        if not isinstance(self.tie_word_embeddings, bool):
+            raise TypeError(f"tie_word_embeddings must be a bool, got {type(self.tie_word_embeddings).__name__}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> LMConfig:
+        """The config from a dict of these field names (other keys are refused, by name)."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown LMConfig fields {unknown}; the fields are {sorted(known)}")
+        return cls(**values)
+
+
+def _check_count(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def check_ids(name: str, ids, vocab_size: int, max_len: int, start: int = 0) -> np.ndarray:
+    """``ids`` as a (B, T) int64 array, T >= 1, every id in [0, vocab_size), start + T <= max_len."""
+    arr = np.asarray(ids)
+    if arr.dtype == object or arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
+        if arr.size == 0 and arr.dtype.kind == "f":
+            raise ValueError(f"{name} is empty: give at least one token id")
+        raise TypeError(f"{name} must hold integer token ids, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must have shape (batch, sequence), got {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty (shape {arr.shape}): give at least one token id per row")
+    bad = np.argwhere((arr < 0) | (arr >= vocab_size))
+    if bad.size:
+        at = tuple(int(i) for i in bad[0])
+        raise ValueError(f"{name} must lie in [0, {vocab_size}) (vocab_size); got {arr[at]} at {at}"
+                         + (f" and {len(bad) - 1} more out of range" if len(bad) > 1 else ""))
+    if start + arr.shape[1] > max_len:
+        raise ValueError(f"{name}: {arr.shape[1]} positions" + (f" after the {start} cached" if start else "")
+                         + f" exceed max_position_embeddings={max_len}")
+    return arr.astype(np.int64, copy=False)
+
+
+class DecoderLM(Module):
+    """Llama's decoder-only language model on the tape. ``DecoderLM(config, queue=None, seed=0)``.
+
+    Parameters are named as the modules name them (``embed.table``,
+    ``layers.0.attn.wq``, ``layers.0.ffn.w1``, ``norm.weight``, and
+    ``embed.output`` when the head is untied); :meth:`state_dict` gives them in
+    transformers' names and layout.
+    """
+
+    def __init__(self, config: LMConfig, queue=None, seed: int = 0):
+        super().__init__()
+        if not isinstance(config, LMConfig):
+            raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        self.config = c = config
+        self.queue = check_queue(manager.default().queue if queue is None else queue)
+        q = self.queue
+        self.embed = Embedding(q, c.vocab_size, c.hidden_size, tie=c.tie_word_embeddings, seed=seed)
+        self.layers = [
+            DecoderBlock(q, c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.intermediate_size,
+                         c.max_position_embeddings, "pre", seed + 2 * i, rope_base=c.rope_theta,
+                         rope_pairing="half", eps=c.rms_norm_eps)
+            for i in range(c.num_hidden_layers)
+        ]
+        self.norm = RMSNorm(q, c.hidden_size, c.rms_norm_eps)
+        self._children = {"embed": self.embed, **{f"layers.{i}": b for i, b in enumerate(self.layers)},
+                          "norm": self.norm}
+        self._initialize(seed)
+
+    def _initialize(self, seed: int) -> None:
+        """Weights ~ N(0, initializer_range²), one seeded stream per parameter; norm gains 1."""
+        for index, (name, node) in enumerate(sorted(self.parameters().items())):
+            if name.endswith("norm1.weight") or name.endswith("norm2.weight") or name == "norm.weight":
+                continue
+            rng = np.random.default_rng([int(seed), 1000 + index])
+            write(node, rng.standard_normal(node.shape) * self.config.initializer_range)
+
+    # -- forward -----------------------------------------------------------------------------
+
+    def __call__(self, ids, cache: KVCache | None = None) -> ag.Node:
+        """Token ids (B, T) → logits (B, T, vocab_size); with ``cache``, ids continue the cached positions."""
+        return self.embed.output_logits(self.hidden(ids, cache))
+
+    def hidden(self, ids, cache: KVCache | None = None) -> ag.Node:
+        """The final-normed hidden states (B, T, hidden_size) that the LM head reads."""
+        c = self.config
+        start = 0 if cache is None else cache.length(0)
+        ids = check_ids("ids", ids, c.vocab_size, c.max_position_embeddings, start)
+        h = self.embed(ids)
+        for i, block in enumerate(self.layers):
+            h = block(h, cache, i)
+        return self.norm(h)
+
+    def loss(self, ids, targets, ignore_index: int = -100) -> ag.Node:
+        """Mean cross-entropy (nats per token) of ``targets[b, t]``, the token after ``ids[b, t]``.
+
+        Targets equal to ``ignore_index`` are left out of the mean (padding, a
+        prompt); at least one target must count.
+        """
+        c = self.config
+        ids_arr = np.asarray(ids)
+        t = np.asarray(targets)
+        if isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral):
+            raise TypeError(f"ignore_index must be an int, got {type(ignore_index).__name__}")
+        if t.dtype == object or t.dtype.kind not in "iu" or t.dtype == np.bool_:
+            raise TypeError(f"targets must hold integer token ids, got dtype {t.dtype}")
+        if t.shape != ids_arr.shape:
+            raise ValueError(f"targets must have the shape of ids {ids_arr.shape}, got {t.shape}")
+        flat = t.reshape(-1).astype(np.int64)
+        keep = flat != ignore_index
+        bad = keep & ((flat < 0) | (flat >= c.vocab_size))
+        if bad.any():
+            at = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"targets must lie in [0, {c.vocab_size}) or equal ignore_index={ignore_index}; "
+                             f"got {flat[at]} at flat position {at}")
+        if not keep.any():
+            raise ValueError(f"targets: every entry equals ignore_index={ignore_index}; the mean over no tokens is undefined")
+        logits = ag.reshape(self(ids), (-1, c.vocab_size))
+        return ag.cross_entropy(logits, flat, ignore_index=int(ignore_index))
+
+    # -- generation --------------------------------------------------------------------------
+
+    def next_logits(self, ids, cache: KVCache | None = None) -> np.ndarray:
+        """Host logits (vocab_size,) for the position after the last of ``ids`` (1, T); inference only."""
+        h = self.hidden(ids, cache)
+        t = h.shape[1]
+        rows = ag.reshape(h, (t, self.config.hidden_size))
+        last = rows if t == 1 else ag.embedding(rows, [t - 1])   # (1, D): only the last row meets the head
+        return self.embed.output_logits(last).numpy()[0]
+
+    def generate(self, ids, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
+                 top_p: float | None = None, seed: int | None = None, stop=None, on_token=None,
+                 use_cache: bool = True) -> np.ndarray:
+        """Extend one prompt by up to ``max_new_tokens`` tokens; returns the ids with the new ones appended.
+
+        ``ids``: the prompt, a 1-D sequence of token ids or an array of shape
+        (1, T); the result has the same rank. ``temperature=0`` is greedy (the
+        argmax, ties to the lower id); otherwise each token is drawn with
+        :func:`netcl_lite.sampling.sample` (temperature, then top-k, then
+        top-p), from a generator seeded with ``seed``. ``stop``: a token id or
+        a collection of ids that ends generation once produced (it is kept).
+        ``on_token(id)`` is called with each new id as it is made.
+        ``use_cache=False`` reruns the full forward over the whole prefix for
+        every token instead of appending to a KV cache (same tokens, slower).
+        """
+        c = self.config
+        prompt = np.asarray(ids)
+        if prompt.ndim == 2 and prompt.shape[0] != 1:
+            raise ValueError(f"ids: generate extends one prompt, shape (T,) or (1, T); got {prompt.shape}")
+        if prompt.ndim not in (1, 2):
+            raise ValueError(f"ids must be a 1-D prompt or shape (1, T), got shape {prompt.shape}")
+        if prompt.size == 0:
+            raise ValueError("ids: the prompt is empty; give at least one token id")
+        rows = check_ids("ids", prompt.reshape(1, -1), c.vocab_size, c.max_position_embeddings)
+        n_new = _check_count("max_new_tokens", max_new_tokens, minimum=0)
+        if rows.shape[1] + n_new > c.max_position_embeddings:
+            raise ValueError(f"max_new_tokens={n_new} after a prompt of {rows.shape[1]} exceeds "
+                             f"max_position_embeddings={c.max_position_embeddings}; shorten one of them")
+        _check_sampling(temperature, top_k, top_p)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
+            raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+        stops = _stop_ids(stop, c.vocab_size)
+        if on_token is not None and not callable(on_token):
+            raise TypeError(f"on_token must be callable (it receives each new token id), got {type(on_token).__name__}")
+        if not isinstance(use_cache, bool):
+            raise TypeError(f"use_cache must be a bool, got {type(use_cache).__name__}")
+        if ag.recording():
+            raise ValueError("generate is inference: call it outside `with Tape()`")
+
+        rng = np.random.default_rng(seed)
+        tokens = rows[0].tolist()
+        cache = (KVCache(self.queue, c.num_hidden_layers, 1, c.num_key_value_heads, c.head_dim,
+                         len(tokens) + n_new) if use_cache and n_new else None)
+        logits = self.next_logits(rows, cache) if n_new else None
+        for step in range(n_new):
+            if temperature == 0:
+                token = sampling.greedy(logits)
+            else:
+                token = sampling.sample(logits, rng, temperature=temperature, top_k=top_k, top_p=top_p)
+            tokens.append(token)
+            if on_token is not None:
+                on_token(token)
+            if token in stops or step == n_new - 1:
+                break
+            if cache is not None:
+                logits = self.next_logits([[token]], cache)
+            else:
+                logits = self.next_logits([tokens])
+        out = np.asarray(tokens, np.int64)
+        return out if prompt.ndim == 1 else out[None, :]
+
+    # -- weights in transformers' layout --------------------------------------------------------
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """{transformers name: float32 array}, linear weights (out, in), as ``LlamaForCausalLM`` stores them."""
+        from .checkpoint import to_llama
+
+        return to_llama(self)
+
+    def load_state_dict(self, state: dict) -> None:
+        """Read a :meth:`state_dict` back: every tensor is checked before any is written."""
+        from .checkpoint import from_llama
+
+        from_llama(self, state)
+
+    def save_pretrained(self, directory) -> Path:
+        """Write ``config.json`` and ``model.safetensors`` as transformers' ``save_pretrained`` does."""
+        from .checkpoint import save_pretrained
+
+        return save_pretrained(self, directory)
+
+    @classmethod
+    def from_pretrained(cls, directory, queue=None) -> DecoderLM:
+        """A model from a directory written by :meth:`save_pretrained` or by ``LlamaForCausalLM.save_pretrained``."""
+        from .checkpoint import from_pretrained
+
+        return from_pretrained(cls, directory, queue)
+
+
+def write(node: ag.Node, array) -> None:
+    """Overwrite a parameter's device buffer in place with ``array`` (its shape, cast to float32)."""
+    host = np.ascontiguousarray(array, np.float32)
+    if host.shape != node.shape:
+        raise ValueError(f"expected shape {node.shape}, got {host.shape}")
+    if host.size:
+        cl.enqueue_copy(node.queue, node.value.buffer, host)   # blocking, in queue order
+
+
+def _check_sampling(temperature, top_k, top_p) -> None:
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
+        raise TypeError(f"temperature must be a real number, got {type(temperature).__name__}")
+    if not math.isfinite(temperature) or temperature < 0:
+        raise ValueError(f"temperature must be finite and >= 0 (0 is greedy), got {temperature}")
+    if top_k is not None:
+        if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral):
+            raise TypeError(f"top_k must be an int or None, got {type(top_k).__name__}")
+        if top_k < 1:
+            raise ValueError(f"top_k must be >= 1 (None keeps every token), got {top_k}")
+    if top_p is not None:
+        if isinstance(top_p, bool) or not isinstance(top_p, numbers.Real):
+            raise TypeError(f"top_p must be a real number or None, got {type(top_p).__name__}")
+        if not 0 < top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {top_p}; None (or 1) keeps every token")
+
+
+def _stop_ids(stop, vocab_size: int) -> frozenset:
+    if stop is None:
+        return frozenset()
+    values = [stop] if isinstance(stop, numbers.Integral) and not isinstance(stop, bool) else stop
+    try:
+        values = list(values)
+    except TypeError:
+        raise TypeError(f"stop must be a token id or a collection of ids, got {type(stop).__name__}") from None
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v < vocab_size:
+            raise ValueError(f"stop ids must be ints in [0, {vocab_size}), got {v!r}")
+    return frozenset(int(v) for v in values)

@@ -1,0 +1,241 @@
+"""AdamW, global-norm gradient clipping and a warmup + cosine schedule, on the device.
+
+``AdamW(params, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)`` follows
+``torch.optim.AdamW``: decoupled weight decay (the weights shrink by ``lr·wd``
+before the Adam step, whatever the gradient) and bias-corrected moments. Each
+tensor's update is one fused kernel (``kernels/adamw.cl``), reading the
+gradient once and writing the weights and both moments in place.
+
+    >>> import numpy as np
+    >>> from netcl_lite import autograd as ag
+    >>> w = ag.tensor(np.ones(3, np.float32))
+    >>> opt = AdamW({"w": w}, lr=0.1, weight_decay=0.0)
+    >>> with ag.Tape() as tape:
+    ...     loss = ag.sum(ag.mul(w, w))
+    >>> tape.backward(loss)
+    >>> opt.step()                          # the first step moves each weight by lr against its gradient's sign
+    >>> w.numpy().round(4)
+    array([0.9, 0.9, 0.9], dtype=float32)
+
+Parameter groups are dicts, as in torch: ``AdamW([{"params": decayed, "weight_decay": 0.1},
+{"params": gains, "weight_decay": 0.0}], lr=3e-3)``. The optimizer decays every
+parameter it is given at its group's rate; the caller chooses the groups.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from . import autograd as ag
+from .core.stream import stream_of
+from .core.tensor import Tensor
+from .ops.operands import round_up
+
+_LOCAL = 64
+#: elements per work-item of the gradient-norm pass (partial sums stay short: ~256·u relative error each).
+NORM_CHUNK = 256
+
+
+def _run(queue, name, n, *args, local=_LOCAL):
+    """Enqueue one kernel of adamw.cl; the queue's stream keeps its buffers alive until they have run."""
+    stream_of(queue).launch("adamw.cl", name, (round_up(n, local),), (local,), *args)
+
+
+def _real(name: str, value, low: float, high: float = math.inf, *, low_open=False, high_open=False) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    too_low = value <= low if low_open else value < low
+    too_high = value >= high if high_open else value > high
+    if not math.isfinite(value) or too_low or too_high:
+        lo, hi = ("(" if low_open else "["), (")" if high_open or high == math.inf else "]")
+        raise ValueError(f"{name} must be in {lo}{low}, {high}{hi}, got {value}")
+    return value
+
+
+def _named(params, where: str) -> dict[str, ag.Node]:
+    """{name: Node} from a dict or an iterable of Nodes (named by position)."""
+    items = params.items() if isinstance(params, dict) else ((str(i), p) for i, p in enumerate(params))
+    out = {}
+    for name, p in items:
+        if not isinstance(p, ag.Node) or not p.requires_grad:
+            raise TypeError(f"{where}: parameter {name!r} must be an autograd Node with requires_grad=True, "
+                            f"got {type(p).__name__}")
+        out[str(name)] = p
+    return out
+
+
+class AdamW:
+    """torch.optim.AdamW's update as one OpenCL kernel per tensor; ``step()`` then ``zero_grad()``.
+
+    ``params``: ``model.parameters()`` (a dict), an iterable of Nodes, or a list
+    of group dicts ``{"params": ..., "weight_decay": ...}``. ``lr`` may be
+    changed between steps (``opt.lr = schedule(step)``). Parameters without a
+    gradient are skipped, as in torch.
+    """
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.01):
+        self.lr = _real("lr", lr, 0.0)
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise TypeError(f"betas must be a pair (beta1, beta2), got {betas!r}")
+        self.betas = (_real("betas[0]", betas[0], 0.0, 1.0, high_open=True),
+                      _real("betas[1]", betas[1], 0.0, 1.0, high_open=True))
+        self.eps = _real("eps", eps, 0.0, low_open=True)
+        default_wd = _real("weight_decay", weight_decay, 0.0)
+        groups = params if isinstance(params, list) and params and all(isinstance(g, dict) for g in params) else None
+        if groups is None:
+            groups = [{"params": params}]
+        self.groups = []   # [(weight_decay, {name: Node})]
+        seen = {}
+        for index, group in enumerate(groups):
+            unknown = set(group) - {"params", "weight_decay"}
+            if "params" not in group or unknown:
+                raise ValueError(f"param group {index} must have 'params' and optionally 'weight_decay', got keys {sorted(group)}")
+            wd = _real(f"param group {index} weight_decay", group.get("weight_decay", default_wd), 0.0)
+            named = _named(group["params"], f"param group {index}")
+            for name, p in named.items():
+                if name in seen or any(p is q for q in seen.values()):
+                    raise ValueError(f"parameter {name!r} appears in more than one group")
+                seen[name] = p
+            self.groups.append((wd, named))
+        if not seen:
+            raise ValueError("params is empty: give the optimizer at least one parameter")
+        self.params = seen
+        self.step_count = 0
+        self.exp_avg = {n: Tensor.zeros(p.queue, p.shape) for n, p in seen.items()}
+        self.exp_avg_sq = {n: Tensor.zeros(p.queue, p.shape) for n, p in seen.items()}
+
+    def zero_grad(self) -> None:
+        """Drop every parameter's gradient (the next backward starts from zero)."""
+        ag.zero_grad(self.params)
+
+    def step(self) -> None:
+        """One AdamW update of every parameter that has a gradient."""
+        self.step_count += 1
+        t = self.step_count
+        beta1, beta2 = self.betas
+        bias1, bias2 = 1.0 - beta1 ** t, 1.0 - beta2 ** t
+        scalars = (np.float32(1.0 - beta1), np.float32(beta2), np.float32(1.0 - beta2),
+                   np.float32(self.lr / bias1), np.float32(math.sqrt(bias2)), np.float32(self.eps))
+        for wd, named in self.groups:
+            decay = np.float32(1.0 - self.lr * wd)
+            for name, p in named.items():
+                if p.grad is None:
+                    continue
+                if p.grad.shape != p.shape:
+                    raise ValueError(f"gradient of {name!r} has shape {p.grad.shape}, the parameter {p.shape}")
+                n = p.value.size
+                if n:
+                    stream = stream_of(p.queue)
+                    seq = stream.begin(f"AdamW.step ({name})", {"gradient": p.grad})
+                    _run(p.queue, "adamw_step", n, p.value.buffer, p.grad.buffer, self.exp_avg[name].buffer,
+                         self.exp_avg_sq[name].buffer, np.int32(n), decay, *scalars)
+                    stream.check_finite(p.value.buffer, n, seq)   # reported at the next read-back
+
+    def state_dict(self) -> dict:
+        """{"step": t, "exp_avg": {name: array}, "exp_avg_sq": {name: array}}: what resuming needs exactly."""
+        return {"step": self.step_count,
+                "exp_avg": {n: t.numpy() for n, t in self.exp_avg.items()},
+                "exp_avg_sq": {n: t.numpy() for n, t in self.exp_avg_sq.items()}}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a :meth:`state_dict`; names and shapes are checked before anything is written."""
+        if not isinstance(state, dict) or set(state) != {"step", "exp_avg", "exp_avg_sq"}:
+            raise ValueError("optimizer state must be a dict with keys 'step', 'exp_avg', 'exp_avg_sq'")
+        step = state["step"]
+        if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0:
+            raise ValueError(f"optimizer state: step must be an int >= 0, got {step!r}")
+        for key in ("exp_avg", "exp_avg_sq"):
+            got = state[key]
+            missing, extra = sorted(set(self.params) - set(got)), sorted(set(got) - set(self.params))
+            if missing or extra:
+                raise ValueError(f"optimizer state {key}: missing {missing}, unexpected {extra}")
+            for name, arr in got.items():
+                if np.shape(arr) != self.params[name].shape:
+                    raise ValueError(f"optimizer state {key}.{name} has shape {np.shape(arr)}, "
+                                     f"expected {self.params[name].shape}")
+        for key, tensors in (("exp_avg", self.exp_avg), ("exp_avg_sq", self.exp_avg_sq)):
+            for name, arr in state[key].items():
+                tensors[name] = Tensor.from_host(self.params[name].queue, np.asarray(arr, np.float32))
+        self.step_count = int(step)
+
+
+def clip_grad_norm(params, max_norm: float) -> float:
+    """Scale all gradients together so their global L2 norm is at most ``max_norm``; return the norm before.
+
+    As ``torch.nn.utils.clip_grad_norm_``: coefficient min(1, max_norm / (norm + 1e-6)).
+    The norm and coefficient are computed on the device; only the norm is read back.
+    Parameters without a gradient are skipped.
+    """
+    max_norm = _real("max_norm", max_norm, 0.0, low_open=True)
+    nodes = list(_named(params, "clip_grad_norm").values())
+    grads = [p.grad for p in nodes if p.grad is not None]
+    if not grads:
+        raise ValueError("clip_grad_norm: no parameter has a gradient; call backward first")
+    queue = grads[0].queue
+    stream_of(queue).begin("clip_grad_norm")
+    chunks = [-(-g.size // NORM_CHUNK) for g in grads]
+    partials = Tensor.zeros(queue, (max(sum(chunks), 1),))
+    offset = 0
+    for g, c in zip(grads, chunks):
+        if c:
+            _run(queue, "sum_squares_chunks", c, g.buffer, np.int32(g.size), np.int32(NORM_CHUNK),
+                 partials.buffer, np.int32(offset))
+        offset += c
+    out = Tensor.empty(queue, (2,))
+    _run(queue, "clip_coefficient", 1, partials.buffer, np.int32(offset), np.float32(max_norm), out.buffer, local=1)
+    scaled = set()
+    for g in grads:   # a buffer two parameters share is scaled once
+        if id(g.buffer) not in scaled and g.size:
+            scaled.add(id(g.buffer))
+            _run(queue, "scale_by", g.size, g.buffer, np.int32(g.size), out.buffer)
+    norm = float(out.numpy()[0])   # syncs the queue: raises here if an earlier op failed
+    if not math.isfinite(norm):
+        raise ValueError("clip_grad_norm: the gradients' norm is not finite (a gradient overflowed or is NaN)")
+    return norm
+
+
+def cosine_schedule(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_lr: float = 0.0) -> float:
+    """Learning rate for 0-based ``step``: linear warmup to ``max_lr``, then cosine decay to ``min_lr``.
+
+    Warmup: max_lr · (step + 1) / warmup_steps for step < warmup_steps. Then
+    min_lr + (max_lr − min_lr) · (1 + cos(π · progress)) / 2 with progress from
+    0 at warmup_steps to 1 at total_steps; min_lr after that.
+
+    >>> [round(cosine_schedule(s, max_lr=1.0, warmup_steps=2, total_steps=6), 3) for s in range(7)]
+    [0.5, 1.0, 1.0, 0.854, 0.5, 0.146, 0.0]
+    """
+    for name, value in (("step", step), ("warmup_steps", warmup_steps), ("total_steps", total_steps)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    max_lr = _real("max_lr", max_lr, 0.0)
+    min_lr = _real("min_lr", min_lr, 0.0, max_lr)
+    if warmup_steps > total_steps:
+        raise ValueError(f"warmup_steps={warmup_steps} must not exceed total_steps={total_steps}")
+    if step < warmup_steps:
+        return max_lr * (step + 1) / warmup_steps
+    if step >= total_steps:
+        return min_lr
+    progress = (step - warmup_steps) / max(total_steps - warmup_steps, 1)
+    return min_lr + (max_lr - min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+# -- float64 references --------------------------------------------------------------------------
+
+def adamw_reference(p, g, m, v, *, step: int, lr: float, betas, eps: float, weight_decay: float):
+    """One AdamW step in float64 from torch's definition → (p, m, v). Arrays of one shape."""
+    p, g, m, v = (np.asarray(x, np.float64) for x in (p, g, m, v))
+    beta1, beta2 = betas
+    p = p * (1 - lr * weight_decay)
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    m_hat, v_hat = m / (1 - beta1 ** step), v / (1 - beta2 ** step)
+    return p - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
+
+
+def global_norm_reference(grads) -> float:
+    """sqrt(Σ over every tensor of Σ g²), in float64."""
+    return math.sqrt(sum(float(np.sum(np.asarray(g, np.float64) ** 2)) for g in grads))

@@ -1,0 +1,48 @@
+import math
+
+import numpy as np
+
+from netcl_lite import autograd as ag
+from netcl_lite import capstone
+from netcl_lite.nn import DecoderLM
+from netcl_lite.optim import AdamW, adamw_reference, clip_grad_norm
+from netcl_lite.train import WindowLoader, parameter_groups
+
+d, cfg = capstone.data(), capstone.TRAINING
+tok = capstone.train_tokenizer(d.train_text)
+model = DecoderLM(capstone.model_config(tok), seed=0)
+V = model.config.vocab_size
+ids = np.asarray(tok.encode_ordinary(d.train_text))
+x, y = WindowLoader(ids, cfg.batch_size, cfg.block_size, seed=cfg.seed).next_batch()
+
+# Forward: logits for every position, then the mean cross-entropy of the next token.
+with ag.Tape() as tape:
+    logits = model(x)
+    loss = ag.cross_entropy(ag.reshape(logits, (-1, V)), y.ravel())
+print(f"logits {logits.shape}; loss {float(loss.numpy()):.4f} nats, ln V = {math.log(V):.4f}")
+
+# Backward fills .grad of every parameter; the largest gradients first.
+tape.backward(loss)
+params = model.parameters()
+norms = {n: float(np.linalg.norm(p.grad.numpy())) for n, p in params.items()}
+for name in sorted(norms, key=norms.get, reverse=True)[:4]:
+    print(f"  |grad| {norms[name]:.4f}  {name}")
+
+# Clip the global norm, then one AdamW step; check one tensor by hand.
+groups = parameter_groups(model, cfg.weight_decay)
+lr = cfg.learning_rate / cfg.warmup_steps  # the schedule's first step
+opt = AdamW(groups, lr=lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps)
+norm = clip_grad_norm(params, cfg.grad_clip)
+w = params["layers.0.attn.wq"]
+before, g = w.numpy(), w.grad.numpy()
+opt.step()
+after = w.numpy()
+expected, _, _ = adamw_reference(
+    before, g, 0.0, 0.0, step=1, lr=lr, betas=(cfg.beta1, cfg.beta2),
+    eps=cfg.eps, weight_decay=cfg.weight_decay,
+)
+print(f"global gradient norm {norm:.4f} (clipped to {cfg.grad_clip})")
+print(f"lr {lr:.1e}: layers.0.attn.wq moved by at most {np.abs(after - before).max():.2e},"
+      f" at least {np.abs(after - before).min():.2e}")
+print(f"max |device - float64 formula| = {np.abs(after - expected).max():.1e}")
+assert np.abs(after - expected).max() < 1e-6

@@ -1,0 +1,141 @@
+"""Chapter 9's recipe: the corpus split, the baselines' arithmetic, the FLOP ledger against what one
+real step launches, the run's cache key, and the page's build-time outputs."""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import doc_blocks
+from netcl_lite import capstone, corpus
+from netcl_lite import ops as ops_package
+from netcl_lite.nn import DecoderLM, LMConfig
+from netcl_lite.train import WindowLoader
+
+PAGE = doc_blocks.DOCS / "chapter-9.md"
+
+
+def test_the_corpus_is_over_a_megabyte_and_split_by_whole_module():
+    docs = corpus.stdlib_documents()
+    assert sum(len(t.encode()) for t in docs.values()) >= 1_000_000
+    train, held = corpus.split_documents(docs)
+    assert not set(train) & set(held) and set(train) | set(held) == set(docs)
+    assert 0.05 < len(held) / len(docs) < 0.15
+    again, _ = corpus.split_documents(dict(reversed(list(docs.items()))))
+    assert set(again) == set(train), "the split must not depend on the order of the documents"
+    assert "json/__init__.py" in docs and "JSON" in docs["json/__init__.py"]
+    with pytest.raises(ValueError, match="held_out_fraction"):
+        corpus.split_documents(docs, 1.0)
+
+
+def test_bigram_probabilities_are_normalized_and_unigram_is_add_one():
+    train = np.array([0, 1, 0, 1, 0, 2, 2, 1, 0])
+    vocab = 4
+    uni = (np.bincount(train, minlength=vocab) + 1) / (train.size + vocab)
+    for a in range(vocab):   # P(· | a) over the whole vocabulary sums to 1
+        total = sum(2 ** -capstone.ngram_bits_per_byte(train, [a, b], vocab, 1)["bigram"]
+                    * uni[a] ** -1 for b in range(vocab))
+        assert math.isclose(total, 1.0, rel_tol=1e-12), a
+    bits = capstone.ngram_bits_per_byte(train, [3, 3], vocab, 2)["unigram"]
+    assert math.isclose(bits, -2 * math.log2(1 / 13) / 2)
+
+
+def test_measures_refuse_bad_inputs(queue):
+    with pytest.raises(ValueError, match="text must be a non-empty str"):
+        capstone.compressor_bits_per_byte("")
+    with pytest.raises(ValueError, match="held_ids must be a 1-D array"):
+        capstone.ngram_bits_per_byte([1, 2, 3], [7], 4, 1)
+    with pytest.raises(ValueError, match="n_bytes must be an int >= 1"):
+        capstone.ngram_bits_per_byte([1, 2, 3], [1, 2], 4, 0)
+    from netcl_lite.train import evaluate
+
+    model = DecoderLM(LMConfig(vocab_size=8, hidden_size=8, intermediate_size=8, num_hidden_layers=1,
+                               num_attention_heads=2), queue=queue)
+    with pytest.raises(ValueError, match="batch_size must be an int >= 1"):
+        evaluate(model, np.arange(20) % 8, 4, 0)
+    with pytest.raises(TypeError, match="tokenizer must be a BPETokenizer"):
+        capstone.bits_per_byte(model, np.arange(20) % 8, None, 4)
+
+
+def test_compressors_see_repetition():
+    bpb = capstone.compressor_bits_per_byte("the same sentence again. " * 400)
+    assert set(bpb) == {"zlib", "bz2", "lzma"} and all(v < 0.5 for v in bpb.values())
+
+
+def test_bits_per_byte_is_nats_over_ln2_over_the_predicted_bytes(queue):
+    from netcl_lite.text import BPETokenizer
+
+    tok = BPETokenizer()
+    tok.train_from_iterator(["abc abd abe " * 20], 270)
+    ids = np.asarray(tok.encode_ordinary("abc abd abe " * 9))
+    model = DecoderLM(LMConfig(vocab_size=tok.n_vocab, hidden_size=16, intermediate_size=16, num_hidden_layers=1,
+                               num_attention_heads=2, max_position_embeddings=8), queue=queue)
+    block = 4
+    n = (ids.size - 1) // block
+    x, y = ids[: n * block].reshape(n, block), ids[1: n * block + 1].reshape(n, block)
+    nats = float(model.loss(x, y).numpy()) * y.size
+    n_bytes = len(tok.decode_bytes(y.ravel().tolist()))
+    got = capstone.bits_per_byte(model, ids, tok, block, batch_size=3)
+    assert math.isclose(got, nats / math.log(2) / n_bytes, rel_tol=1e-5)
+
+
+def test_the_flop_ledger_counts_every_matmul_one_real_step_launches(queue, monkeypatch):
+    config = LMConfig(vocab_size=50, hidden_size=16, intermediate_size=24, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=12)
+    model = DecoderLM(config, queue=queue)
+    counted = []
+    real = ops_package.matmul
+
+    def counting(a, b, *, transpose_a=False, transpose_b=False, **kw):
+        out = real(a, b, transpose_a=transpose_a, transpose_b=transpose_b, **kw)
+        k = a.shape[-2] if transpose_a else a.shape[-1]
+        counted.append(2 * int(np.prod(out.shape)) * k)
+        return out
+
+    # The forward goes through ops.matmul, the backward through its module's own matmul.
+    monkeypatch.setattr(ops_package, "matmul", counting)
+    monkeypatch.setattr(sys.modules["netcl_lite.ops.matmul"], "matmul", counting)
+    from netcl_lite import autograd as ag
+
+    x, y = WindowLoader(np.arange(500) % 50, 3, 12, seed=0).next_batch()
+    with ag.Tape() as tape:
+        loss = model.loss(x, y)
+    forward = sum(counted)
+    tape.backward(loss)
+    ledger = capstone.step_flops(config, 3, 12)
+    assert forward == ledger["matmul forward"]
+    assert sum(counted) - forward == ledger["matmul backward"]
+
+
+def test_the_run_key_covers_the_recipe_and_the_cache_folder_can_be_moved(queue, monkeypatch, tmp_path):
+    key = capstone.run_key(queue, "text")
+    assert capstone.run_key(queue, "text") == key and capstone.run_key(queue, "other text") != key
+    monkeypatch.setitem(capstone.MODEL, "hidden_size", 64)
+    assert capstone.run_key(queue, "text") != key
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path))
+    assert capstone.cache_root() == tmp_path
+
+
+def test_each_build_output_sits_under_the_block_that_includes_its_snippet():
+    text = PAGE.read_text(encoding="utf-8")
+    markers = list(re.finditer(r"<!-- build-output: (\S+) -->", text))
+    assert len(markers) >= 8
+    for m in markers:
+        before = text[: m.start()].rstrip().rsplit("```python", 1)[-1]
+        assert before.strip() == f'--8<-- "{m.group(1)}"\n```'.strip(), f"{m.group(1)}: marker not under its block"
+    shown = {m.group(1) for m in markers}
+    snippets = {f"snippets/chapter9/{p.name}" for p in (doc_blocks.ROOT / "snippets/chapter9").glob("*.py")
+                if not p.name.startswith("figure_")}
+    assert shown == snippets, "every chapter 9 snippet shows its build-time output"
+
+
+def test_the_built_page_shows_this_builds_outputs(built_site):
+    html = doc_blocks.rendered_page(built_site, PAGE).read_text(encoding="utf-8")
+    assert "build-output" not in html
+    for phrase in ("bits per byte", "below lzma", "ms per token", "x 6ND", "temperature 1.2", "tokens/s"):
+        assert phrase in html, phrase
+    assert (built_site / "figures" / "chapter9" / "loss_curve.svg").is_file()
