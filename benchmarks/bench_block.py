@@ -29,6 +29,7 @@ from netcl_lite.core.tensor import Tensor
 from netcl_lite.nn.transformer import DecoderBlock
 
 EPS = 1e-6  # RMSNorm's eps, as in nn.transformer.RMSNorm
+SETTLE_S = 0.3   # OpenBLAS's and torch's worker threads spin ~0.1 s after a call: let them sleep first
 
 
 # -- the NumPy anchor: forward keeps what backward needs -------------------------------------------
@@ -214,18 +215,19 @@ def main() -> None:
         assert worst_t < 1e-3, f"torch and NumPy gradients differ: worst relative error {worst_t:.2e}"
 
     times = {name: ([], []) for name in ("device", "numpy") + (("torch",) if torch is not None else ())}
+    steps = {"device": lambda: device_step(block, x, r)[:2],
+             "numpy": lambda: host_step(x_h, params, r_h, a.heads, a.kv_heads)[:2]}
+    if torch is not None:
+        steps["torch"] = torch_step
     for _ in range(a.runs):   # interleaved rounds: all see the same machine load
-        block.zero_grad()
-        f, b, _ = device_step(block, x, r)
-        times["device"][0].append(f)
-        times["device"][1].append(b)
-        f, b, _, _ = host_step(x_h, params, r_h, a.heads, a.kv_heads)
-        times["numpy"][0].append(f)
-        times["numpy"][1].append(b)
-        if torch is not None:
-            f, b = torch_step()
-            times["torch"][0].append(f)
-            times["torch"][1].append(b)
+        for name, step in steps.items():
+            block.zero_grad()
+            time.sleep(SETTLE_S)       # the last library's spinning threads go to sleep ...
+            step()                     # ... and an untimed step wakes this one's
+            block.zero_grad()
+            f, b = step()
+            times[name][0].append(f)
+            times[name][1].append(b)
     med = lambda v: statistics.median(v) * 1e3
     t_proj = 2 * a.batch * a.seq * a.dim * (2 * a.dim + 2 * a.kv_heads * a.dim // a.heads + 3 * a.hidden)
     flops = 3 * (t_proj + 2 * 2 * a.batch * a.heads * a.seq * a.seq * (a.dim // a.heads) // 2)   # fwd + 2x bwd, causal half
