@@ -83,17 +83,21 @@ class Data:
 
 @lru_cache(maxsize=1)
 def data() -> Data:
+    """The standard library's docstrings (:mod:`netcl_lite.corpus`), split by module into training
+    and held-out documents; computed once per process."""
     train_docs, held_docs = corpus.split_documents(corpus.stdlib_documents(), HELD_OUT_FRACTION)
     return Data(train_docs, held_docs, corpus.join(train_docs), corpus.join(held_docs))
 
 
 def train_tokenizer(text: str) -> BPETokenizer:
+    """A byte-level BPE with ``VOCAB_SIZE`` tokens, trained on ``text`` (the training split)."""
     tok = BPETokenizer()
     tok.train_from_iterator([text], VOCAB_SIZE, progress=False)
     return tok
 
 
 def model_config(tokenizer: BPETokenizer) -> LMConfig:
+    """The recipe's model shape (``MODEL``) with the vocabulary size of ``tokenizer``."""
     return LMConfig(vocab_size=tokenizer.n_vocab, **MODEL)
 
 
@@ -111,6 +115,8 @@ class Run:
 
 
 def cache_root() -> Path:
+    """Where finished runs are kept: ``NETCL_LITE_CACHE`` if set, else ``.cache/netcl_lite`` in a
+    source checkout, else ``netcl_lite`` under the user's cache folder (``XDG_CACHE_HOME``)."""
     if os.environ.get("NETCL_LITE_CACHE"):
         return Path(os.environ["NETCL_LITE_CACHE"])
     package = Path(__file__).resolve().parent

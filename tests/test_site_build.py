@@ -42,13 +42,27 @@ def test_math_is_rendered_to_mathml(built_site):
 
 def test_reference_documents_every_public_op_and_text_name(built_site):
     """The API reference is an index: a public name it leaves out is a test failure."""
+    import netcl_lite.capstone as capstone
+    import netcl_lite.corpus as corpus
+    import netcl_lite.nn as nn
+    import netcl_lite.nn.checkpoint as checkpoint
+    import netcl_lite.nn.lm as lm
     import netcl_lite.ops as ops
+    import netcl_lite.optim as optim
     import netcl_lite.text as text
+    import netcl_lite.train as train
 
     ops_html = (built_site / "reference" / "ops" / "index.html").read_text(encoding="utf-8")
     missing = [n for n in ops.__all__ if callable(getattr(ops, n)) and f'id="netcl_lite.ops.{getattr(ops, n).__module__.rsplit(".", 1)[-1]}.{n}"' not in ops_html]
     text_html = (built_site / "reference" / "text" / "index.html").read_text(encoding="utf-8")
     missing += [n for n in text.__all__ if not re.search(rf'id="netcl_lite\.text\.(?:\w+\.)?{n}"', text_html)]
+    nn_html = "".join((built_site / "reference" / page / "index.html").read_text(encoding="utf-8") for page in ("nn", "training"))
+    missing += [n for n in nn.__all__ if not re.search(rf'id="netcl_lite\.nn\.\w+\.{n}"', nn_html)]
+    training_html = (built_site / "reference" / "training" / "index.html").read_text(encoding="utf-8")
+    for module in (lm, checkpoint, optim, train, corpus, capstone):   # every public function and class defined there, cached ones too
+        defined = [n for n, obj in vars(module).items() if not n.startswith("_")
+                   and callable(obj) and getattr(obj, "__module__", None) == module.__name__]
+        missing += [f"{module.__name__}.{n}" for n in defined if f'id="{module.__name__}.{n}"' not in training_html]
     assert not missing, f"public names missing from the API reference: {missing}"
 
 

@@ -57,6 +57,10 @@ def llama_names(config: LMConfig) -> dict[str, tuple[str, bool]]:
 
 
 def to_llama(model) -> dict[str, np.ndarray]:
+    """The model's weights under transformers' Llama names, projections transposed to (out, in).
+
+    Host copies (NumPy float32, C-contiguous); with tied embeddings there is no ``lm_head.weight``.
+    """
     params = model.parameters()
     out = {}
     for theirs, (ours, transposed) in llama_names(model.config).items():
@@ -66,6 +70,12 @@ def to_llama(model) -> dict[str, np.ndarray]:
 
 
 def from_llama(model, state, source: str = "state_dict") -> None:
+    """Write a dict of Llama-named arrays into ``model``, in place; :func:`to_llama`'s inverse.
+
+    Every name, shape, dtype and value is checked first, and a fault raises ``ValueError``
+    naming ``source`` (the file, in error messages) and the tensor; only then is anything
+    written. A tied model accepts an ``lm_head.weight`` only when it equals the embedding.
+    """
     if not isinstance(state, dict):
         raise TypeError(f"{source} must be a dict {{name: array}}, got {type(state).__name__}")
     names = llama_names(model.config)
@@ -189,6 +199,12 @@ def config_from_json(values, source: str = CONFIG_FILE) -> LMConfig:
 # -- files -------------------------------------------------------------------------------------
 
 def save_pretrained(model, directory) -> Path:
+    """Write ``config.json`` and ``model.safetensors`` into ``directory`` (made if missing); returns it.
+
+    Each file is written whole to a temporary name and renamed, so an interrupted save
+    leaves the previous checkpoint, never half of one. transformers'
+    ``LlamaForCausalLM.from_pretrained(directory)`` opens the result.
+    """
     from safetensors.numpy import save_file
 
     path = Path(directory)
@@ -206,6 +222,11 @@ def save_pretrained(model, directory) -> Path:
 
 
 def read_config(directory) -> LMConfig:
+    """The :class:`~netcl_lite.nn.lm.LMConfig` in ``directory/config.json``, validated.
+
+    Raises ``FileNotFoundError`` when there is no ``config.json``, ``ValueError`` for invalid
+    JSON, another architecture, or an option this model does not implement.
+    """
     file = Path(directory) / CONFIG_FILE
     if not file.is_file():
         raise FileNotFoundError(f"{file}: no {CONFIG_FILE}; is {directory} a checkpoint directory?")
@@ -233,6 +254,11 @@ def read_tensors(file) -> dict[str, np.ndarray]:
 
 
 def from_pretrained(cls, directory, queue=None):
+    """A new ``cls`` (a :class:`~netcl_lite.nn.lm.DecoderLM`) built from a checkpoint directory.
+
+    Reads and checks the config and every tensor before building; ``queue`` picks the
+    OpenCL queue (the default device when ``None``). ``DecoderLM.from_pretrained`` calls this.
+    """
     config = read_config(directory)
     file = Path(directory) / WEIGHTS_FILE
     tensors = read_tensors(file)
