@@ -213,3 +213,27 @@ def test_matmul_with_a_large_transposed_a_stores_the_transposed_product(m, n, k)
     got = ops.matmul(a, b, transpose_a=True)
     assert_close(got, reference.matmul(a, b, transpose_a=True), rtol=0, atol=matmul_atol(a.T, b),
                  what=f"aᵀ b, a {a.shape}, b {b.shape}")
+
+
+def test_swap_axes_matches_numpy_and_is_a_view_only_when_the_order_is_kept(queue):
+    """A pure copy, so exact. Swapping across unit axes (a decode step's (B, 1, H, d)) keeps
+    the elements' order: device tensors get a view; NumPy callers always get their own array."""
+    rng = np.random.default_rng(31)
+    views = copies = 0
+    for _ in range(60):
+        nd = int(rng.integers(2, 6))
+        shape = tuple(int(rng.choice([1, 1, 2, 3, 5, 17])) for _ in range(nd))
+        i, j = (int(a) for a in rng.choice(nd, 2, replace=False))
+        x = rng.standard_normal(shape).astype(np.float32)
+        expected = np.swapaxes(x, i, j)
+        got = ops.swap_axes(x, i, j)
+        assert got.shape == expected.shape and np.array_equal(got, expected), (shape, i, j)
+        assert not np.shares_memory(got, x)
+        tx = Tensor.from_host(queue, x)
+        out = ops.swap_axes(tx, i, j)
+        assert np.array_equal(out.numpy(), expected), (shape, i, j)
+        lo, hi = sorted((i, j))
+        order_kept = sum(n > 1 for n in shape[lo:hi + 1]) <= 1
+        assert (out.memory is tx.memory) == order_kept, (shape, i, j)
+        views, copies = views + order_kept, copies + (not order_kept)
+    assert views and copies   # both paths ran

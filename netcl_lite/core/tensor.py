@@ -247,12 +247,12 @@ class Tensor:
         if sum(1 for s in shape if s == -1) > 1:
             raise ValueError(f"reshape: at most one -1 in {shape}")
         known = check_shape(tuple(s for s in shape if s != -1))
-        rest = int(np.prod(known, dtype=np.int64))
+        rest, size = math.prod(known), self.size
         if -1 in shape:
-            if rest == 0 or self.size % rest:
-                raise ValueError(f"cannot reshape a tensor of {self.size} elements into {shape}")
-            shape = tuple(self.size // rest if s == -1 else s for s in shape)
-        if int(np.prod(shape, dtype=np.int64)) != self.size:
+            if rest == 0 or size % rest:
+                raise ValueError(f"cannot reshape a tensor of {size} elements into {shape}")
+            shape = tuple(size // rest if s == -1 else s for s in shape)
+        if math.prod(shape) != size:
             raise ValueError(f"cannot reshape a tensor of {self.size} elements into {shape}")
         return Tensor(self.queue, self.memory, shape, self.dtype)
 

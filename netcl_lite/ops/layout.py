@@ -10,6 +10,10 @@ from .operands import OpCall, elements, i32, round_up, shape_of
 def swap_axes(x, axis1: int, axis2: int, *, queue=None):
     """``x`` with two axes exchanged, copied into the new layout (its own backward).
 
+    For a device tensor whose elements keep their order (every axis from ``axis1`` to
+    ``axis2`` but one has length 1) the result is a view of ``x``'s buffer, as
+    :meth:`~netcl_lite.core.tensor.Tensor.reshape` is; NumPy callers always get a new array.
+
     >>> import numpy as np
     >>> swap_axes(np.arange(6.0).reshape(2, 3), 0, 1)
     array([[0., 3.],
@@ -27,6 +31,10 @@ def swap_axes(x, axis1: int, axis2: int, *, queue=None):
     new = s[:i] + (s[j],) + s[i + 1:j] + (s[i],) + s[j + 1:]
     call = OpCall("swap_axes", queue=queue, x=x)
     tx = call.float_input("x")
+    if call.returns_tensors and sum(n > 1 for n in s[i:j + 1]) <= 1:
+        # At most one of the axes from i to j is longer than 1 (a decode step's (B, 1, H, d)):
+        # the elements keep their order, so the result is a view, as a reshape is; no kernel.
+        return tx.reshape(new)
     out = call.output(new)
     blocks = [s[i], elements(s[i + 1:j]), s[j], elements(s[j + 1:])]
     runs = out.size // max(blocks[3], 1)
