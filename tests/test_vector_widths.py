@@ -1,0 +1,92 @@
+"""Both builds of the register-blocked kernels, whatever CPU runs the tests.
+
+The matmul micro-kernel and the tiled flash kernels are compiled with ``-DVW=16``
+where PoCL targets AVX-512 and ``-DVW=8`` elsewhere (``core.kernels.vector_lanes``).
+A machine runs only its own width in the other test files; here each op is forced to
+each width in turn (the kernel cache is keyed by the build options, so the two builds
+live side by side) and checked against the float64 references. The tolerances are the
+ones the other files justify: ``matmul_atol`` and ``attention_atol``
+(netcl_lite.testing), and gradcheck's finite-difference bound (checking.py); the vector
+width changes only the order of the float32 sums, which those bounds already cover.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from checking import f32, gradcheck, qkv, rand
+
+from netcl_lite import autograd as ag
+from netcl_lite import ops, reference
+from netcl_lite.core import kernels
+from netcl_lite.ops.matmul import TILES, packed_pays, tile_for
+from netcl_lite.testing import assert_close, attention_atol, matmul_atol
+
+WIDTHS = sorted(TILES)
+
+
+def assert_built(vw: int, file: str, *names: str) -> None:
+    """The test ran the build it names: the kernel cache holds each kernel at this width."""
+    built = {(f, name) for (_, f, options, name) in kernels._kernels if f"-DVW={vw}" in options}
+    for name in names:
+        assert (file, name) in built, f"{name} was never built with VW={vw}"
+
+
+@pytest.fixture(params=WIDTHS, ids=lambda w: f"VW={w}")
+def width(request, monkeypatch, queue):
+    """Build every register-blocked kernel with ``VW`` lanes for the duration of one test."""
+    vw = request.param
+    for module in ("netcl_lite.ops.matmul", "netcl_lite.ops.flash_attention"):
+        monkeypatch.setattr(sys.modules[module], "vector_lanes", lambda device, vw=vw: vw)
+    assert tile_for(queue.device)[0] == vw
+    return vw
+
+
+def test_packed_matmul_at_each_width_on_ragged_sizes_transposes_and_batches(width):
+    rng = np.random.default_rng(40 + width)
+    cases = [(97, 90, 70), (61, 300, 33), (130, 129, 97), (13, 1030, 70)]
+    assert all(packed_pays(m, n, k) for m, k, n in cases)
+    batches = [((), ()), ((2,), (2,)), ((), (3,)), ((), ())]
+    for (m, k, n), (ba, bb) in zip(cases, batches):
+        for ta, tb in [(False, False), (True, False), (False, True), (True, True)]:
+            a = f32(rng.standard_normal(ba + ((k, m) if ta else (m, k))))
+            b = f32(rng.standard_normal(bb + ((n, k) if tb else (k, n))))
+            got = ops.matmul(a, b, transpose_a=ta, transpose_b=tb)
+            aa = np.swapaxes(a, -1, -2) if ta else a
+            bt = np.swapaxes(b, -1, -2) if tb else b
+            assert_close(got, reference.matmul(a, b, transpose_a=ta, transpose_b=tb), rtol=0,
+                         atol=matmul_atol(aa, bt), what=f"VW={width} {a.shape}x{b.shape} ta={ta} tb={tb}")
+    # Aᵀ B with A far larger than B: the transposed-store path
+    a, b = f32(rng.standard_normal((300, 400))), f32(rng.standard_normal((300, 40)))
+    assert_close(ops.matmul(a, b, transpose_a=True), reference.matmul(a, b, transpose_a=True), rtol=0,
+                 atol=matmul_atol(a.T, b), what=f"VW={width} aᵀ b, transposed store")
+    assert_built(width, "matmul.cl", "matmul_packed", "matmul_pack_a", "matmul_pack_b")
+
+
+def test_tiled_flash_forward_at_each_width(width):
+    rng = np.random.default_rng(50 + width)
+    for tq, tk, d, dv, heads, groups in [(37, 53, 64, 64, 4, 2), (70, 70, 24, 20, 2, 1), (5, 130, 33, 31, 3, 3)]:
+        q, k, v = qkv(rng, 2, heads, groups, tq, tk, d, dv)
+        padding = rng.random((2, 1, 1, tk)) < 0.8
+        padding[..., 0] = True
+        for block in (32, 64, 128):                  # multiples of 32 take the width-VW build
+            for mask, causal in [(None, False), (None, True), (padding, True)]:
+                got = ops.flash_attention(q, k, v, mask=mask, causal=causal, block_size=block, kernel="tiled")
+                expected = reference.attention(q, k, v, mask=mask, causal=causal)
+                assert_close(got, expected, rtol=0, atol=attention_atol(q, k, v, 1 / np.sqrt(d)),
+                             what=f"VW={width} q{q.shape} k{k.shape} block={block} causal={causal} "
+                                  f"padded={mask is not None}")
+    assert_built(width, "flash_attention.cl", "flash_attention_tiled", "flash_pack")
+
+
+@pytest.mark.parametrize("d", [64, 24])
+def test_tiled_flash_backward_at_each_width(width, d):
+    rng = np.random.default_rng(60 + width + d)
+    q, k, v = rand(rng, 1, 2, 9, d), rand(rng, 1, 1, 11, d), rand(rng, 1, 1, 11, d)
+    f = lambda q, k, v: ag.flash_attention(q, k, v, causal=True, kernel="tiled", block_size=32)
+    gradcheck(f, lambda q, k, v: reference.attention(q, k, v, causal=True), q, k, v, n=11 * d,
+              what=f"VW={width} flash tiled backward d={d}")
+    assert_built(width, "flash_attention.cl", "flash_attention_backward_dq_tiled", "flash_attention_backward_dkv_tiled")
+
