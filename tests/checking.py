@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from netcl_lite import autograd as ag
-from netcl_lite.testing import EPS32, assert_close
+from netcl_lite import ops, reference
+from netcl_lite.testing import EPS32, assert_close, matmul_atol
 
 #: sizes around tile and work-group edges (tiles of 4, 6, 8, 16, 64 ...)
 RAGGED = [1, 2, 3, 5, 7, 13, 17, 31, 33, 63, 65, 100]
@@ -30,6 +31,20 @@ def f32(x):
 
 def rand(rng, *shape):
     return rng.standard_normal(shape).astype(np.float32)
+
+
+def check_matmul_transposes(rng, cases, batches, what=""):
+    """``ops.matmul`` on each (m, k, n) case with a's and b's batch axes, under all four transposes,
+    against the float64 reference within ``matmul_atol``."""
+    for (m, k, n), (ba, bb) in zip(cases, batches, strict=True):
+        for ta, tb in [(False, False), (True, False), (False, True), (True, True)]:
+            a = f32(rng.standard_normal(ba + ((k, m) if ta else (m, k))))
+            b = f32(rng.standard_normal(bb + ((n, k) if tb else (k, n))))
+            got = ops.matmul(a, b, transpose_a=ta, transpose_b=tb)
+            aa = np.swapaxes(a, -1, -2) if ta else a
+            bt = np.swapaxes(b, -1, -2) if tb else b
+            assert_close(got, reference.matmul(a, b, transpose_a=ta, transpose_b=tb), rtol=0,
+                         atol=matmul_atol(aa, bt), what=f"{what} {a.shape}x{b.shape} ta={ta} tb={tb}")
 
 
 def random_dims(rng, n, k, high=130):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from checking import f32, random_attention_case, random_dims
+from checking import check_matmul_transposes, f32, random_attention_case, random_dims
 
 from netcl_lite import ops, reference
 from netcl_lite.core.tensor import Tensor
@@ -165,15 +165,7 @@ def test_packed_matmul_on_ragged_sizes_transposes_and_broadcast_batches():
     cases = [(97, 90, 70), (61, 300, 33), (130, 129, 97), (6, 7000, 16), (97, 33, 250)]
     assert all(packed_pays(m, n, k) for m, k, n in cases)
     batches = [((), ()), ((2,), (2,)), ((), (3,)), ((3,), ()), ((2,), (2,))]   # a's and b's batch axes
-    for (m, k, n), (ba, bb) in zip(cases, batches):
-        for ta, tb in [(False, False), (True, False), (False, True), (True, True)]:
-            a = f32(rng.standard_normal(ba + ((k, m) if ta else (m, k))))
-            b = f32(rng.standard_normal(bb + ((n, k) if tb else (k, n))))
-            got = ops.matmul(a, b, transpose_a=ta, transpose_b=tb)
-            aa = np.swapaxes(a, -1, -2) if ta else a
-            bt = np.swapaxes(b, -1, -2) if tb else b
-            expected = reference.matmul(a, b, transpose_a=ta, transpose_b=tb)
-            assert_close(got, expected, rtol=0, atol=matmul_atol(aa, bt), what=f"packed matmul {a.shape}x{b.shape} ta={ta} tb={tb}")
+    check_matmul_transposes(rng, cases, batches, what="packed matmul")
 
 
 def test_packed_and_unpacked_kernels_agree_and_k0_gives_zeros():

@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 import pytest
-from checking import f32, gradcheck, qkv, rand
+from checking import check_matmul_transposes, f32, gradcheck, qkv, rand
 
 from netcl_lite import autograd as ag
 from netcl_lite import ops, reference
@@ -48,16 +48,7 @@ def test_packed_matmul_at_each_width_on_ragged_sizes_transposes_and_batches(widt
     rng = np.random.default_rng(40 + width)
     cases = [(97, 90, 70), (61, 300, 33), (130, 129, 97), (13, 1030, 70)]
     assert all(packed_pays(m, n, k) for m, k, n in cases)
-    batches = [((), ()), ((2,), (2,)), ((), (3,)), ((), ())]
-    for (m, k, n), (ba, bb) in zip(cases, batches):
-        for ta, tb in [(False, False), (True, False), (False, True), (True, True)]:
-            a = f32(rng.standard_normal(ba + ((k, m) if ta else (m, k))))
-            b = f32(rng.standard_normal(bb + ((n, k) if tb else (k, n))))
-            got = ops.matmul(a, b, transpose_a=ta, transpose_b=tb)
-            aa = np.swapaxes(a, -1, -2) if ta else a
-            bt = np.swapaxes(b, -1, -2) if tb else b
-            assert_close(got, reference.matmul(a, b, transpose_a=ta, transpose_b=tb), rtol=0,
-                         atol=matmul_atol(aa, bt), what=f"VW={width} {a.shape}x{b.shape} ta={ta} tb={tb}")
+    check_matmul_transposes(rng, cases, [((), ()), ((2,), (2,)), ((), (3,)), ((), ())], what=f"VW={width}")
     # Aᵀ B with A far larger than B: the transposed-store path
     a, b = f32(rng.standard_normal((300, 400))), f32(rng.standard_normal((300, 40)))
     assert_close(ops.matmul(a, b, transpose_a=True), reference.matmul(a, b, transpose_a=True), rtol=0,
