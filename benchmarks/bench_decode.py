@@ -2,13 +2,20 @@
 
     python benchmarks/bench_decode.py [--layers 4 --dim 256 --heads 4 --kv-heads 2 --hidden 704 --max-len 2048]
 
-A stack of pre-norm DecoderBlocks decodes one token at a time into a KVCache
-(appended in place; attention reads the filled prefix through ``kv_length``).
-At each cache length T the step is timed (median of ``--runs`` steps, each
-ending with the token's output read back) and its device allocations counted.
-Attention's own work grows as O(T) per step, which at these widths is small
-next to the projections and the feed-forward, so the time per token should
-stay nearly flat from T = 128 to 2048; the allocations must not change at all.
+Two ways to decode one token at a time into a KVCache (appended in place; attention
+reads the filled prefix through its length), with the same shapes:
+
+* ``blocks``: a stack of pre-norm DecoderBlocks called on the one new position, the
+  training path's ops (~17 launches per layer);
+* ``fused``: a DecoderLM of the same widths (vocabulary ``--vocab``) whose
+  ``decode_step`` runs one kernel per layer and one for the head
+  (:func:`netcl_lite.ops.decode_layer`); its step includes the embedding and the logits.
+
+At each cache length T the step is timed (median of ``--runs`` steps, each ending with
+the token's output read back) and its device allocations counted. Attention's own work
+grows as O(T) per step, which at these widths is small next to the projections and the
+feed-forward, so the time per token should stay nearly flat from T = 128 to 2048; the
+allocations must not change at all.
 """
 
 from __future__ import annotations
@@ -22,13 +29,14 @@ import numpy as np
 
 import netcl_lite as nl
 from netcl_lite.core.tensor import track_allocations
+from netcl_lite.nn import DecoderLM, LMConfig
 from netcl_lite.nn.transformer import DecoderBlock, KVCache
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name, default in (("layers", 4), ("dim", 256), ("heads", 4), ("kv-heads", 2), ("hidden", 704),
-                          ("max-len", 2080), ("runs", 9)):
+                          ("max-len", 2080), ("runs", 9), ("vocab", 2048)):
         ap.add_argument(f"--{name}", type=int, default=default)
     a = ap.parse_args()
     dev = nl.device()
@@ -38,36 +46,49 @@ def main() -> None:
     rng = np.random.default_rng(0)
     tokens = rng.standard_normal((a.max_len, 1, 1, a.dim)).astype(np.float32)
 
-    def step(position):
+    def block_step(position):
         h = tokens[position]
         for layer, block in enumerate(blocks):
             h = block(h, cache, layer).value
         return h.numpy()
 
+    config = LMConfig(vocab_size=a.vocab, hidden_size=a.dim, intermediate_size=a.hidden, num_hidden_layers=a.layers,
+                      num_attention_heads=a.heads, num_key_value_heads=a.kv_heads, max_position_embeddings=a.max_len)
+    model = DecoderLM(config, queue=q, seed=0)
+    lm_cache = KVCache(q, a.layers, 1, a.kv_heads, a.dim // a.heads, a.max_len)
+    ids = rng.integers(0, a.vocab, a.max_len)
+
+    def fused_step(position):
+        return model.decode_step(ids[position:position + 1], lm_cache)
+
     marks = [t for t in (128, 256, 512, 1024, 2048) if t + a.runs < a.max_len] or [a.max_len // 2]
-    results = []
-    position = 0
-    for mark in marks:
-        while position < mark:                      # fill the cache up to the mark
-            step(position)
-            position += 1
-        times = []
-        for _ in range(a.runs):
-            with track_allocations() as seen:
-                t0 = time.perf_counter()
+    results = {"blocks": [], "fused": []}
+    for name, step in (("blocks", block_step), ("fused", fused_step)):
+        position = 0
+        for mark in marks:
+            while position < mark:                      # fill the cache up to the mark
                 step(position)
-                times.append(time.perf_counter() - t0)
-            position += 1
-        results.append((mark, statistics.median(times) * 1e3, seen.buffers, seen.bytes))
+                position += 1
+            times = []
+            for _ in range(a.runs):
+                with track_allocations() as seen:
+                    t0 = time.perf_counter()
+                    step(position)
+                    times.append(time.perf_counter() - t0)
+                position += 1
+            results[name].append((mark, statistics.median(times) * 1e3, seen.buffers, seen.bytes))
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"device: {dev.name}; {a.layers} blocks D={a.dim} h={a.heads} g={a.kv_heads} hidden={a.hidden}; "
-          f"load average {load}")
-    print(f"{'cache length':>13}{'ms per token':>14}{'allocations':>13}{'bytes':>10}")
-    for mark, ms, buffers, nbytes in results:
-        print(f"{mark:>13}{ms:>14.2f}{buffers:>13}{nbytes:>10}")
-    first, last = results[0], results[-1]
-    print(f"T = {last[0]} vs T = {first[0]}: {last[1] / first[1]:.2f}x the time per token, "
-          f"{'the same' if last[2:] == first[2:] else 'different'} allocations")
+    print(f"device: {dev.name}; {a.layers} layers D={a.dim} h={a.heads} g={a.kv_heads} hidden={a.hidden}, "
+          f"fused with vocabulary {a.vocab}; load average {load}")
+    print(f"{'cache length':>13}{'blocks ms':>11}{'allocations':>13}{'bytes':>10}"
+          f"{'fused ms':>10}{'allocations':>13}{'bytes':>10}")
+    for (mark, ms, buffers, nbytes), (_, fms, fbuf, fbytes) in zip(results["blocks"], results["fused"]):
+        print(f"{mark:>13}{ms:>11.2f}{buffers:>13}{nbytes:>10}{fms:>10.2f}{fbuf:>13}{fbytes:>10}")
+    for name, rows in results.items():
+        first, last = rows[0], rows[-1]
+        print(f"{name}: T = {last[0]} vs T = {first[0]}: {last[1] / first[1]:.2f}x the time per token, "
+              f"{'the same' if last[2:] == first[2:] else 'different'} allocations")
+    print(f"fused / blocks at T = {marks[0]}: {results['fused'][0][1] / results['blocks'][0][1]:.2f}x the time")
 
 
 if __name__ == "__main__":

@@ -223,3 +223,33 @@ def cross_entropy(logits, targets, *, ignore_index=-100):
 def embedding(table, ids):
     """table: (V, D), ids: any int shape → (*ids.shape, D)."""
     return np.asarray(table, np.float64)[np.asarray(ids)]
+
+
+def decode_layer(x, weights, k_cache, v_cache, position, *, n_heads, eps=1e-6, rope_base=10000.0,
+                 ids=None, table=None):
+    """One Llama layer on one position per sequence: (x', k_cache', v_cache'), nothing changed in place.
+
+    x: (B, D); caches (B, G, S, d) with positions 0..position-1 filled; weights by name as in
+    :func:`netcl_lite.ops.decode_layer` ((in, out) projections). With ``table`` and ``ids``,
+    x is the embedding of ``ids`` instead.
+    """
+    w = {name: np.asarray(value, np.float64) for name, value in weights.items()}
+    x = embedding(table, ids) if table is not None else np.asarray(x, np.float64)
+    k_all, v_all = np.array(k_cache, np.float64), np.array(v_cache, np.float64)
+    b, dim = x.shape
+    groups, d = k_all.shape[1], k_all.shape[3]
+    heads_of = lambda y, n: y.reshape(b, n, 1, d)                                 # (B, n, 1, d)
+    a = rms_norm(x, w["norm1"], eps=eps)
+    q = rope(heads_of(a @ w["wq"], n_heads), offset=position, base=rope_base, pairing="half")
+    k_all[:, :, position] = rope(heads_of(a @ w["wk"], groups), offset=position, base=rope_base, pairing="half")[:, :, 0]
+    v_all[:, :, position] = heads_of(a @ w["wv"], groups)[:, :, 0]
+    o = attention(q, k_all[:, :, : position + 1], v_all[:, :, : position + 1])   # the new query sees every key
+    x = x + o.reshape(b, dim) @ w["wo"]
+    m = rms_norm(x, w["norm2"], eps=eps)
+    return x + swiglu(m @ w["w1"], m @ w["w3"]) @ w["w2"], k_all, v_all
+
+
+def decode_logits(x, norm, *, table=None, output=None, eps=1e-6):
+    """RMSNorm(x) · norm times the LM head: ``table`` (V, D) transposed when tied, else ``output`` (D, V)."""
+    n = rms_norm(x, norm, eps=eps)
+    return n @ np.asarray(table, np.float64).T if table is not None else n @ np.asarray(output, np.float64)

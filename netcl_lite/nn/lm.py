@@ -29,9 +29,9 @@ import numpy as np
 import pyopencl as cl
 
 from .. import autograd as ag
-from .. import sampling
+from .. import ops, sampling
 from ..core.device import manager
-from ..core.tensor import check_queue
+from ..core.tensor import Tensor, check_queue
 from .transformer import DecoderBlock, Embedding, KVCache, Module, RMSNorm
 
 
@@ -157,6 +157,7 @@ class DecoderLM(Module):
         self._children = {"embed": self.embed, **{f"layers.{i}": b for i, b in enumerate(self.layers)},
                           "norm": self.norm}
         self._initialize(seed)
+        self._decode_state: dict[int, Tensor] = {}   # x (batch, hidden) that decode_step advances in place
 
     def _initialize(self, seed: int) -> None:
         """Weights ~ N(0, initializer_range²), one seeded stream per parameter; norm gains 1."""
@@ -212,12 +213,50 @@ class DecoderLM(Module):
     # -- generation --------------------------------------------------------------------------
 
     def next_logits(self, ids, cache: KVCache | None = None) -> np.ndarray:
-        """Host logits (vocab_size,) for the position after the last of ``ids`` (1, T); inference only."""
+        """Host logits (vocab_size,) for the position after the last of ``ids`` (1, T); inference only.
+
+        One new token with a cache is a decoding step: it runs as one fused kernel per
+        layer and one for the head (:func:`netcl_lite.ops.decode_layer`).
+        """
+        if cache is not None and np.shape(ids) == (1, 1) and not ag.recording():
+            return self.decode_step(np.asarray(ids).reshape(1), cache)[0]
         h = self.hidden(ids, cache)
         t = h.shape[1]
         rows = ag.reshape(h, (t, self.config.hidden_size))
         last = rows if t == 1 else ag.embedding(rows, [t - 1])   # (1, D): only the last row meets the head
         return self.embed.output_logits(last).numpy()[0]
+
+    def decode_step(self, ids, cache: KVCache) -> np.ndarray:
+        """Logits (B, vocab_size) after appending one token per sequence, ``ids`` (B,), to ``cache``.
+
+        Inference only; the cache must hold the same number of positions in every layer
+        (a prompt run through the model with it, or nothing yet).
+        """
+        c = self.config
+        if not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
+        if (cache.layers, cache.n_kv_heads, cache.head_dim) != (c.num_hidden_layers, c.num_key_value_heads, c.head_dim):
+            raise ValueError(f"cache holds {cache.layers} layers of {cache.n_kv_heads} K/V heads of width "
+                             f"{cache.head_dim}; this model needs {c.num_hidden_layers}, "
+                             f"{c.num_key_value_heads}, {c.head_dim}")
+        if ag.recording():
+            raise ValueError("decode_step is inference: call it outside `with Tape()`")
+        rows = check_ids("ids", np.asarray(ids).reshape(-1, 1), c.vocab_size, c.max_position_embeddings,
+                         cache.length(0))
+        if rows.shape[0] != cache.batch:
+            raise ValueError(f"ids: one token per cached sequence ({cache.batch}), got {rows.shape[0]}")
+        position = cache.advance()
+        x = self._decode_state.get(cache.batch)
+        if x is None:
+            x = self._decode_state[cache.batch] = Tensor.empty(self.queue, (cache.batch, c.hidden_size))
+        table = self.embed.table.value
+        for i, block in enumerate(self.layers):
+            weights = {name: node.value for name, node in block.decode_weights().items()}
+            first = dict(ids=rows[:, 0].astype(np.int32), table=table) if i == 0 else {}
+            ops.decode_layer(x, weights, cache.keys[i], cache.values[i], position, n_heads=c.num_attention_heads,
+                             eps=c.rms_norm_eps, rope_base=c.rope_theta, **first)
+        head = dict(table=table) if c.tie_word_embeddings else dict(output=self.embed.output.value)
+        return ops.decode_logits(x, self.norm.weight.value, eps=c.rms_norm_eps, **head).numpy()
 
     def generate(self, ids, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
                  top_p: float | None = None, seed: int | None = None, stop=None, on_token=None,

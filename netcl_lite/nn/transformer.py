@@ -165,6 +165,17 @@ class KVCache:
         self.lengths[layer] = start + t_new
         return self.keys[layer], self.values[layer], self.lengths[layer]
 
+    def advance(self) -> int:
+        """Claim the next position in every layer for a kernel that writes it itself
+        (:func:`netcl_lite.ops.decode_layer`); returns that position."""
+        start = self.lengths[0]
+        if any(n != start for n in self.lengths):
+            raise ValueError(f"advance needs every layer at the same length, got {self.lengths}")
+        if start >= self.max_seq_len:
+            raise ValueError(f"KV cache full: it holds {start} positions, max_seq_len={self.max_seq_len}")
+        self.lengths = [start + 1] * self.layers
+        return start
+
 
 class RotaryAttention(Module):
     """Causal self-attention with RoPE on q and k and grouped K/V heads.
@@ -293,6 +304,16 @@ class DecoderBlock(Module):
         norm_args = () if eps is None else (eps,)   # None: each norm kind's own default
         self.norm1, self.norm2 = norm_cls(queue, dim, *norm_args), norm_cls(queue, dim, *norm_args)
         self._children = {"attn": self.attn, "ffn": self.ffn, "norm1": self.norm1, "norm2": self.norm2}
+
+    def decode_weights(self) -> dict[str, ag.Node]:
+        """The weights by :data:`netcl_lite.ops.decode.LAYER_WEIGHTS` name, for a fused decoding step
+        (a pre-norm RMSNorm block with rotate-half RoPE)."""
+        if self.norm != "pre" or not isinstance(self.norm1, RMSNorm) or not self.attn.rope \
+                or self.attn.rope_pairing != "half" or not self.attn.causal:
+            raise ValueError("a fused decoding step needs a causal pre-norm RMSNorm block with rotate-half RoPE")
+        a, f = self.attn._params, self.ffn._params
+        return dict(norm1=self.norm1.weight, wq=a["wq"], wk=a["wk"], wv=a["wv"], wo=a["wo"], norm2=self.norm2.weight,
+                    w1=f["w1"], w3=f["w3"], w2=f["w2"])
 
     def __call__(self, x, cache: KVCache | None = None, layer: int = 0) -> ag.Node:
         """x (B, T, dim) → (B, T, dim); ``cache``/``layer`` as in :class:`RotaryAttention`."""

@@ -7,6 +7,7 @@ and its backward launchers and names its float64 twin in :mod:`netcl_lite.refere
 """
 
 from .attention import attention, attention_backward, attention_with_mask
+from .decode import decode_layer, decode_logits
 from .cross_entropy import cross_entropy, cross_entropy_backward, cross_entropy_with_stats
 from .elementwise import add, binary_backward, div, exp, mul, scale, silu, silu_backward, sub, swiglu, swiglu_backward
 from .embedding import embedding, embedding_backward, embedding_ids
@@ -24,6 +25,6 @@ from .rope import rope, rope_backward
 from .softmax import apply_mask, softmax, softmax_backward, softmax_with_mask
 
 __all__ = [
-    "add", "apply_mask", "attention", "cross_entropy", "div", "embedding", "exp", "flash_attention", "layer_norm",
+    "add", "apply_mask", "attention", "cross_entropy", "decode_layer", "decode_logits", "div", "embedding", "exp", "flash_attention", "layer_norm",
     "matmul", "mean", "mul", "rms_norm", "rope", "scale", "silu", "softmax", "sub", "sum", "swap_axes", "swiglu",
 ]

@@ -1,0 +1,174 @@
+"""The fused decoding step (ops.decode_layer, ops.decode_logits) against its float64 references,
+on random shapes with ragged widths, every head grouping, the embedding and both LM heads;
+the model's decode_step against its full forward; and the bad inputs.
+
+Tolerance: the layer chains norms, projections, attention and SwiGLU, stages whose longest
+inner sum has n = max(D, F, positions) terms; ``tol_for(n)`` of the largest expected value,
+as the block tests use (tests/checking.py). The cache entries written are one projection and
+a rotation deep, checked the same way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from checking import tol_for
+
+from netcl_lite import ops, reference
+from netcl_lite.core.stream import BadInputError, NonFiniteError, sync
+from netcl_lite.core.tensor import Tensor
+from netcl_lite.nn import DecoderLM, KVCache, LMConfig
+from netcl_lite.testing import assert_close
+
+
+def layer_case(rng, batch, dim, heads, groups, hidden, max_len, position, vocab=0, scale=1.0):
+    d, kv = dim // heads, groups * (dim // heads)
+    shapes = dict(norm1=(dim,), wq=(dim, dim), wk=(dim, kv), wv=(dim, kv), wo=(dim, dim), norm2=(dim,),
+                  w1=(dim, hidden), w3=(dim, hidden), w2=(hidden, dim))
+    weights = {k: np.asarray(rng.standard_normal(s) * (1.0 + 0.2 * rng.standard_normal(s) if k.startswith("norm")
+                                                       else scale / np.sqrt(s[0])), np.float32)
+               for k, s in shapes.items()}
+    k_cache = np.zeros((batch, groups, max_len, d), np.float32)
+    v_cache = np.zeros_like(k_cache)
+    k_cache[:, :, :position] = rng.standard_normal((batch, groups, position, d))
+    v_cache[:, :, :position] = rng.standard_normal((batch, groups, position, d))
+    x = np.asarray(rng.standard_normal((batch, dim)), np.float32)
+    table = np.asarray(rng.standard_normal((vocab, dim)), np.float32) if vocab else None
+    ids = rng.integers(0, vocab, batch) if vocab else None
+    return weights, k_cache, v_cache, x, table, ids
+
+
+def run_layer(queue, weights, k_cache, v_cache, x, position, heads, table=None, ids=None, **kw):
+    tk, tv, tx = (Tensor.from_host(queue, a) for a in (k_cache, v_cache, x))
+    tw = {k: Tensor.from_host(queue, v) for k, v in weights.items()}
+    first = dict(ids=ids, table=Tensor.from_host(queue, table)) if table is not None else {}
+    out = ops.decode_layer(tx, tw, tk, tv, position, n_heads=heads, **first, **kw)
+    assert out is tx
+    return tx.numpy(), tk.numpy(), tv.numpy()
+
+
+def test_decode_layer_matches_reference_on_random_shapes(queue):
+    rng = np.random.default_rng(70)
+    for i in range(40):
+        heads = int(rng.choice([1, 2, 3, 4, 6]))
+        groups = int(rng.choice([g for g in range(1, heads + 1) if heads % g == 0]))
+        d = 2 * int(rng.choice([1, 3, 4, 5, 8, 16]))            # head widths 2 .. 32, ragged against 8 lanes
+        dim, hidden = heads * d, int(rng.choice([1, 7, 20, 33, 64, 100]))
+        max_len = int(rng.choice([1, 2, 9, 40, 130]))
+        position = int(rng.integers(0, max_len))
+        batch = int(rng.integers(1, 4))
+        vocab = int(rng.choice([0, 5, 61]))
+        eps, base = float(rng.choice([1e-6, 1e-5])), float(rng.choice([10000.0, 300.0]))
+        weights, kc, vc, x, table, ids = layer_case(rng, batch, dim, heads, groups, hidden, max_len, position, vocab)
+        got = run_layer(queue, weights, kc, vc, x, position, heads, table, ids, eps=eps, rope_base=base)
+        expected = reference.decode_layer(x, weights, kc, vc, position, n_heads=heads, eps=eps, rope_base=base,
+                                          ids=ids, table=table)
+        n = max(dim, hidden, position + 1)
+        case = f"case {i}: B={batch} D={dim} H={heads} G={groups} F={hidden} S={max_len} pos={position} V={vocab}"
+        for what, g, e in zip(("x", "k_cache", "v_cache"), got, expected):
+            assert_close(g, e, rtol=0, atol=tol_for(n) * max(1.0, float(np.abs(e).max())), what=f"{case}: {what}")
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_decode_logits_match_reference(tied, queue):
+    rng = np.random.default_rng(71 + tied)
+    for batch, dim, vocab in [(1, 8, 5), (2, 13, 61), (3, 128, 2048), (1, 100, 1), (2, 1, 9)]:
+        x = np.asarray(rng.standard_normal((batch, dim)), np.float32)
+        norm = np.asarray(1 + 0.3 * rng.standard_normal(dim), np.float32)
+        head = np.asarray(rng.standard_normal((vocab, dim) if tied else (dim, vocab)) / np.sqrt(dim), np.float32)
+        kw = dict(table=head) if tied else dict(output=head)
+        expected = reference.decode_logits(x, norm, eps=1e-5, **kw)
+        got = ops.decode_logits(x, norm, eps=1e-5, **kw)                                       # NumPy in and out
+        on_device = ops.decode_logits(Tensor.from_host(queue, x), Tensor.from_host(queue, norm), eps=1e-5,
+                                      **{k: Tensor.from_host(queue, v) for k, v in kw.items()})
+        assert isinstance(got, np.ndarray) and isinstance(on_device, Tensor)
+        atol = tol_for(dim) * float(np.abs(expected).max())
+        assert_close(got, expected, rtol=0, atol=atol, what=f"logits B={batch} D={dim} V={vocab}")
+        assert_close(on_device.numpy(), expected, rtol=0, atol=atol, what="logits from Tensors")
+
+
+def llama(groups, tie):
+    return LMConfig(vocab_size=61, hidden_size=36, intermediate_size=50, num_hidden_layers=2, num_attention_heads=6,
+                    num_key_value_heads=groups, max_position_embeddings=24, rms_norm_eps=1e-5, rope_theta=500.0,
+                    tie_word_embeddings=tie, initializer_range=0.2)
+
+
+@pytest.mark.parametrize("groups, tie", [(6, True), (2, False), (1, True)], ids=["MHA-tied", "GQA-untied", "MQA-tied"])
+def test_decode_step_equals_the_full_forward_for_a_batch(groups, tie, queue):
+    model = DecoderLM(llama(groups, tie), queue=queue, seed=3)
+    c = model.config
+    ids = np.random.default_rng(groups).integers(0, c.vocab_size, size=(3, 12))
+    cache = KVCache(queue, c.num_hidden_layers, 3, groups, c.head_dim, 12)
+    with_cache = [model(ids[:, :5], cache).numpy()[:, -1]]
+    with_cache += [model.decode_step(ids[:, t], cache) for t in range(5, 12)]
+    assert cache.length(0) == cache.length(1) == 12
+    expected = model(ids).numpy()[:, 4:]
+    tol = tol_for(max(c.hidden_size, c.intermediate_size)) * float(np.abs(expected).max())
+    assert_close(np.stack(with_cache, axis=1), expected, rtol=0, atol=tol, what="decode_step logits")
+
+
+def test_ids_out_of_range_are_reported_by_the_device(queue):
+    rng = np.random.default_rng(72)
+    weights, kc, vc, x, table, _ = layer_case(rng, 2, 8, 2, 1, 12, 4, 0, vocab=5)
+    with pytest.raises(BadInputError, match=r"decode_layer: ids must lie in \[0, 5\); got \[1, 7\]"):
+        run_layer(queue, weights, kc, vc, x, 0, 2, table, np.array([1, 7]))
+
+
+def test_overflow_is_reported_with_the_op_name(queue):
+    rng = np.random.default_rng(73)
+    weights, kc, vc, x, _, _ = layer_case(rng, 1, 8, 2, 2, 12, 4, 2, scale=1e20)
+    with pytest.raises(NonFiniteError, match="decode_layer"):
+        run_layer(queue, weights, kc, vc, x, 2, 2)
+    sync(queue)                                           # the error was raised once and cleared
+
+
+def test_bad_arguments_are_named(queue):
+    rng = np.random.default_rng(74)
+    weights, kc, vc, x, table, ids = layer_case(rng, 1, 8, 2, 1, 12, 4, 0, vocab=5)
+    tk, tv, tx = (Tensor.from_host(queue, a) for a in (kc, vc, x))
+    tw = {k: Tensor.from_host(queue, v) for k, v in weights.items()}
+
+    def call(**changes):
+        args = dict(x=tx, weights=tw, k_cache=tk, v_cache=tv, position=0, n_heads=2)
+        args.update(changes)
+        return ops.decode_layer(**args)
+
+    with pytest.raises(TypeError, match="x must be a Tensor"):
+        call(x=x)
+    with pytest.raises(ValueError, match="position must be an int in \\[0, 4\\)"):
+        call(position=4)
+    with pytest.raises(ValueError, match="n_heads=3"):
+        call(n_heads=3)
+    with pytest.raises(ValueError, match="exactly the keys"):
+        call(weights={k: v for k, v in tw.items() if k != "w2"})
+    with pytest.raises(ValueError, match=r"weights\['wk'\] must have shape \(8, 4\)"):
+        call(weights={**tw, "wk": Tensor.from_host(queue, np.zeros((8, 8)))})
+    with pytest.raises(ValueError, match="k_cache .* and v_cache .* must have the same shape"):
+        call(v_cache=Tensor.zeros(queue, (1, 1, 5, 4)))
+    with pytest.raises(ValueError, match="pass ids and table together"):
+        call(ids=ids)
+    with pytest.raises(ValueError, match=r"ids must have shape \(1,\)"):
+        call(ids=np.array([1, 2]), table=Tensor.from_host(queue, table))
+    with pytest.raises(TypeError, match="ids must hold integers"):
+        call(ids=np.array([1.5]), table=Tensor.from_host(queue, table))
+    with pytest.raises(ValueError, match="exactly one of table="):
+        ops.decode_logits(x, np.ones(8))
+    with pytest.raises(ValueError, match=r"output must have shape \(8, vocab\)"):
+        ops.decode_logits(x, np.ones(8), output=np.ones((5, 8)))
+    with pytest.raises(ValueError, match=r"norm must have shape \(8,\)"):
+        ops.decode_logits(x, np.ones(7), table=table)
+
+
+def test_decode_step_refuses_a_mismatched_cache_or_batch(queue):
+    model = DecoderLM(llama(2, True), queue=queue)
+    c = model.config
+    with pytest.raises(ValueError, match="this model needs 2, 2, 6"):
+        model.decode_step([1], KVCache(queue, 2, 1, 3, c.head_dim, 8))
+    cache = KVCache(queue, 2, 2, 2, c.head_dim, 1)
+    with pytest.raises(ValueError, match=r"one token per cached sequence \(2\), got 1"):
+        model.decode_step([1], cache)
+    model.decode_step([1, 2], cache)
+    with pytest.raises(ValueError, match="exceed max_position_embeddings|KV cache full"):
+        model.decode_step([1, 2], cache)
+    with pytest.raises(ValueError, match="ids must lie in"):
+        model.decode_step([1, 99], KVCache(queue, 2, 2, 2, c.head_dim, 4))
