@@ -172,3 +172,18 @@ def test_decode_step_refuses_a_mismatched_cache_or_batch(queue):
         model.decode_step([1, 2], cache)
     with pytest.raises(ValueError, match="ids must lie in"):
         model.decode_step([1, 99], KVCache(queue, 2, 2, 2, c.head_dim, 4))
+
+
+def test_a_decode_step_allocates_the_same_at_every_cache_length(queue):
+    from netcl_lite.core.tensor import track_allocations
+
+    model = DecoderLM(llama(2, True), queue=queue, seed=1)
+    c = model.config
+    cache = KVCache(queue, c.num_hidden_layers, 1, 2, c.head_dim, c.max_position_embeddings)
+    seen = {}
+    for position in range(c.max_position_embeddings):
+        with track_allocations() as step:
+            model.decode_step([position % c.vocab_size], cache)
+        seen[position] = (step.buffers, step.bytes)
+    # the token id in and the logits out, nothing that grows with the cache
+    assert seen[2] == seen[c.max_position_embeddings - 1] == (2, 4 + 4 * c.vocab_size), seen
