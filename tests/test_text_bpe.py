@@ -213,7 +213,7 @@ def test_listed_merges_apply_in_list_order(ids, draws):
             merged = 100 + (k * 7919) % 1000
             merges.append((*pair, merged))
             known.append(merged)
-    pairs = listed_pair_table(merges)
+    pairs = listed_pair_table(merges, 4)  # rows for the ids 0..3 even when no merge names them
     assert merge_ids(list(ids), pairs) == merge_ids_long(list(ids), pairs) == listed_reference(ids, merges)
 
 

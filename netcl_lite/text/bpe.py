@@ -68,7 +68,11 @@ class _LoneSurrogate(Exception):
 
 
 class _ChunkCache(dict):
-    """chunk -> token ids; a miss encodes the chunk (``__missing__``), so hits stay in C."""
+    """chunk -> token ids; a miss encodes the chunk (``__missing__``), so hits stay in C.
+
+    The ids of a new chunk are cached as the list the encoder returns (no copy to a tuple):
+    nothing hands a cached value out, ``encode_ordinary`` copies the ids into its result.
+    """
 
     __slots__ = ("_encode",)
 
@@ -123,7 +127,7 @@ class BPETokenizer:
         if vocab.merge_list is None:
             self._pairs = rank_pair_table([self._tokens[i] for i in range(len(self._tokens))])
         else:
-            self._pairs = listed_pair_table(vocab.merge_list)
+            self._pairs = listed_pair_table(vocab.merge_list, max(self._tokens) + 1)
         self._derived = vocab.merges  # tiktoken's rule: (left, right) of ids 256.., or None until asked
         self._merges: dict[tuple[int, int], int] | None = None  # built on first use of .merges
         self._whole_chunks = vocab.whole_chunks

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from netcl_lite.text.byte_pair import merge_ids
+from netcl_lite.text.byte_pair import PairTable, merge_ids
 
 __all__ = ["check_ranks", "derive_merges"]
 
@@ -44,7 +44,7 @@ def check_ranks(mergeable_ranks: Mapping[bytes, int]) -> list[bytes]:
     return by_rank
 
 
-def derive_merges(token_bytes: Sequence[bytes], pairs: Mapping[int, int]) -> tuple[tuple[int, int], ...]:
+def derive_merges(token_bytes: Sequence[bytes], pairs: PairTable) -> tuple[tuple[int, int], ...]:
     """``(left, right)`` for ids 256, 257, ...: the two lower-ranked tokens each token is made of.
 
     ``pairs`` is the vocabulary's :func:`~netcl_lite.text.byte_pair.rank_pair_table`. Most
