@@ -2,10 +2,13 @@
 //
 // Generating a token runs every layer on ONE position. Split into the training path's ops,
 // that is ~17 small kernels per layer, and on a CPU driver each launch costs tens of
-// microseconds, far more than the arithmetic (a 128-wide layer is ~0.2 MFLOP). Here one
-// work-group per sequence runs the whole layer, its stages separated by barriers, so a step
-// is one launch per layer plus one for the head. Vectors between stages live in `work`
-// (global memory the host keeps per device: on a CPU it stays in cache).
+// microseconds, far more than the arithmetic (a layer of Chapter 9's 128-wide model is
+// ~0.35 MFLOP). Here one work-group per sequence runs the whole layer, its stages separated
+// by barriers, so a step is one launch per layer plus one for the head. Vectors between
+// stages live in `work` (global memory the host keeps per device: on a CPU it stays in
+// cache). The price: one sequence's layer runs on one core (a CPU runs a work-group on one
+// thread). Spreading it over groups would need a launch per stage, the only global barrier
+// OpenCL has, and at these widths that costs more than the second core gives.
 //
 // Layout conventions are the training path's: projections stored (in, out) so that a layer
 // is x @ W; the KV cache is (batch, groups, max_len, head_dim) per layer; RoPE is the
