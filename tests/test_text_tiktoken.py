@@ -43,8 +43,11 @@ EDGE_CASES = [
 ]
 
 #: Any text, and text dense in what the split patterns treat specially (contractions, digits,
-#: whitespace kinds, letters of several scripts, joiners)
-RANDOM_TEXT = (st.text(st.characters(exclude_categories=("Cs",)), max_size=100)
+#: whitespace kinds, letters of several scripts, joiners). Code points unassigned in Python's
+#: Unicode database (category Cn) are left out: the split patterns classify them by each regex
+#: engine's own Unicode version, and those differ (the `regex` package knows letters, e.g.
+#: U+3D000, that tiktoken's engine does not), so neither answer there is "the" right one.
+RANDOM_TEXT = (st.text(st.characters(exclude_categories=("Cs", "Cn")), max_size=100)
                | st.text(alphabet=" \t\r\n'sStTlLdD1234.!,aAéЖ語😀\u00a0\u2003\x85ـا한", max_size=60))
 
 
