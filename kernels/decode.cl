@@ -21,8 +21,8 @@
 //                       new position sees every cached one). With embed = 1 the layer first
 //                       loads x from the embedding table row of ids[b] (an id out of range is
 //                       reported as a bad input and row 0 is used).
-//   decode_logits_tied  logits[b, v] = RMSNorm(x_b) . table[v]  (tied head: table (V, D) rows)
-//   decode_logits       logits[b, v] = RMSNorm(x_b) @ out[:, v] (untied head: out (D, V))
+//   decode_logits       logits[b, v] = RMSNorm(x_b) . table[v] with a tied head (table (V, D)),
+//                       or RMSNorm(x_b) @ out[:, v] with an untied one (out (D, V)).
 #include "common.h"
 
 #define DECODE_MAX_LOCAL 256
@@ -230,17 +230,9 @@ ALWAYS_INLINE void final_norm(__global const float *x, __global const float *nor
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-// Tied head: 8 vocabulary rows per work-item (8 independent sums over contiguous rows);
-// groups along axis 0 cover the vocabulary, axis 1 is the sequence. `n` holds the normed x
-// (dim floats of local memory).
-__kernel void decode_logits_tied(__global const float *x_all, __global const float *norm,
-                                 __global const float *table, __global float *logits, __local float *n,
-                                 const int dim, const int vocab, const float eps, __global int *status, const int seq)
-{
-    __local float red[DECODE_MAX_LOCAL];
-    const int b = get_global_id(1), r0 = get_global_id(0) * 8;
-    final_norm(x_all + (long)b * dim, norm, dim, eps, n, red);
-    if (r0 >= vocab) return;
+// Tied head: logits of rows r0..r0+7 of table (vocab, dim), 8 independent sums over
+// contiguous rows (rows past the vocabulary read row 0 and are not stored).
+ALWAYS_INLINE float8 tied_logits8(__local const float *n, __global const float *table, int dim, int vocab, int r0) {
     float8 acc[8];
     for (int r = 0; r < 8; ++r) acc[r] = (float8)(0.0f);
     for (int c = 0; c < dim; c += 8) {
@@ -252,24 +244,31 @@ __kernel void decode_logits_tied(__global const float *x_all, __global const flo
             for (int k = 0; k < 8; ++k) l.s[k] = c + k < dim ? n[c + k] : 0.0f;
             nv = l.v;
         }
-        for (int r = 0; r < 8; ++r)                       // rows past the vocabulary read row 0
+        for (int r = 0; r < 8; ++r)
             acc[r] += nv * load8(table + (long)(r0 + r < vocab ? r0 + r : 0) * dim, c, dim);
     }
     lanes8f y;
     for (int r = 0; r < 8; ++r) y.s[r] = hsum8(acc[r]);
-    report(status, STATUS_NONFINITE, seq, store8(logits + (long)b * vocab, r0, vocab, y.v));
+    return y.v;
 }
 
-// Untied head: out (dim, vocab), 8 vocabulary columns per work-item.
+// The head: 8 vocabulary entries per work-item, groups along axis 0 cover the vocabulary and
+// axis 1 is the sequence; `n` (dim floats of local memory) holds the normed x. With `tied`,
+// head is the embedding table (vocab, dim); otherwise the output matrix (dim, vocab).
 __kernel void decode_logits(__global const float *x_all, __global const float *norm,
-                            __global const float *out, __global float *logits, __local float *n,
-                            const int dim, const int vocab, const float eps, __global int *status, const int seq)
+                            __global const float *head, __global float *logits, __local float *n,
+                            const int dim, const int vocab, const int tied, const float eps,
+                            __global int *status, const int seq)
 {
     __local float red[DECODE_MAX_LOCAL];
     const int b = get_global_id(1), j = get_global_id(0) * 8;
     final_norm(x_all + (long)b * dim, norm, dim, eps, n, red);
     if (j >= vocab) return;
     float8 acc = (float8)(0.0f);
-    for (int i = 0; i < dim; ++i) acc += n[i] * load8(out + (long)i * vocab, j, vocab);   // n is local memory
+    if (tied) {
+        acc = tied_logits8(n, head, dim, vocab, j);
+    } else {
+        for (int i = 0; i < dim; ++i) acc += n[i] * load8(head + (long)i * vocab, j, vocab);
+    }
     report(status, STATUS_NONFINITE, seq, store8(logits + (long)b * vocab, j, vocab, acc));
 }

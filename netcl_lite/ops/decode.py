@@ -175,7 +175,7 @@ def decode_logits(x, norm, *, table=None, output=None, eps: float = 1e-6, queue=
         ls = _local_size(call.queue)
         tied = table is not None
         columns = -(-vocab // 8)                        # 8 vocabulary entries per work-item
-        call.launch("decode.cl", "decode_logits_tied" if tied else "decode_logits", (round_up(columns, ls), batch),
-                    (ls, 1), tx.buffer, tn.buffer, th.buffer, out.buffer, cl.LocalMemory(local_bytes), i32(dim),
-                    i32(vocab), f32(eps), call.stream.status, call.seq)
+        call.launch("decode.cl", "decode_logits", (round_up(columns, ls), batch), (ls, 1), tx.buffer, tn.buffer,
+                    th.buffer, out.buffer, cl.LocalMemory(local_bytes), i32(dim), i32(vocab), i32(tied), f32(eps),
+                    call.stream.status, call.seq)
     return call.result(out, check=[False])
