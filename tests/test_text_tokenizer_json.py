@@ -291,7 +291,8 @@ def test_fuzzed_files_raise_a_named_error_or_load_what_tokenizers_loads(small_do
         message = str(exc)
         assert message.startswith(str(tmp_path / "tokenizer.json")), message
         assert any(name in message for name in ("model", "added_tokens", "normalizer", "pre_tokenizer",
-                                                "post_processor", "decoder", "version", "line ", "UTF-8", "unknown key")), message
+                                                "post_processor", "decoder", "version", "at key ", "line ", "UTF-8",
+                                                "unknown key")), message
         event("named error")
         return
     event("loaded")

@@ -112,13 +112,29 @@ def parse_json_object(text: str, source: str) -> dict:
     Traceback (most recent call last):
     ...
     ValueError: f.json: not valid JSON (duplicate key 'a'); the file may be truncated or damaged
+    >>> parse_json_object('{"model": {"vocab": {"a b": [1, -Infinity]}}}', "f.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: f.json: not valid JSON: -Infinity at key model.vocab["a b"][1] (JSON has no NaN or Infinity)
     """
+    found: list[_Constant] = []
+
+    def constant(name):          # Python's json accepts these literals; the format does not
+        found.append(_Constant(name))
+        return found[-1]
+
     try:
-        doc = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        doc = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=constant)
     except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
         raise ValueError(f"{source}: not valid JSON ({exc}); the file may be truncated or damaged") from None
+    if found:
+        raise ValueError(f"{source}: not valid JSON: {found[0].name} at key {_path_to(doc, found[0])} "
+                         "(JSON has no NaN or Infinity)")
     if not isinstance(doc, dict):
-        raise ValueError(f"{source}: expected a JSON object at the top, got {type(doc).__name__}")  # noqa: TRY004
+        start = len(text) - len(text.lstrip())                      # where the top-level value begins
+        line, column = text.count("\n", 0, start) + 1, start - (text.rfind("\n", 0, start) + 1) + 1
+        raise ValueError(f"{source}: line {line} column {column}: expected a JSON object at the top, "  # noqa: TRY004
+                         f"got {type(doc).__name__}")
     return doc
 
 
@@ -189,5 +205,22 @@ def _unique_keys(pairs):
     return dict(pairs)
 
 
-def _no_constant(name):
-    raise ValueError(f"{name} is not allowed")
+class _Constant:
+    """Where the parser met NaN, Infinity or -Infinity (found again by identity)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+def _path_to(doc, target) -> str:
+    """The key path of ``target`` inside ``doc``, as ``a.b["c d"][3]`` (iterative: any depth)."""
+    stack = [(doc, "")]
+    while stack:
+        node, path = stack.pop()
+        if node is target:
+            return path.lstrip(".") or "(top level)"
+        if isinstance(node, dict):
+            stack.extend((v, f"{path}.{k}" if k.isidentifier() else f"{path}[{json.dumps(k)}]") for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node))
+    return "(unknown)"
