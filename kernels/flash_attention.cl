@@ -250,18 +250,19 @@ __kernel void flash_attention_tiled(
                 vecf hi = p[r][0];
                 for (int t = 1; t < TV; ++t) hi = p[r][t] > hi ? p[r][t] : hi;
                 const float tile_max = hmaxv(hi);
-                const float m_old = m[gr][r];
-                const float m_new = m_old > tile_max ? m_old : tile_max;
-                const float base = m_new == -INFINITY ? 0.0f : m_new;   // a row that has seen no key yet
-                const float alpha = exp2_neg((vecf)(m_old - base)).s0;  // rescales the old l and o
+                if (tile_max > m[gr][r]) {          // the row's maximum grows: rescale l and o to it
+                    const float alpha = exp2_neg((vecf)(m[gr][r] - tile_max)).s0;   // 0 for the first keys
+                    l[gr][r] *= alpha;
+                    for (int c = 0; c < DVP / VW; ++c) o[gr][r][c] *= alpha;
+                    m[gr][r] = tile_max;
+                }                                   // (once the maximum settles, most tiles skip this)
+                const float base = m[gr][r] == -INFINITY ? 0.0f : m[gr][r];   // a row that has seen no key yet
                 vecf sum = (vecf)(0.0f);
                 for (int t = 0; t < TV; ++t) {
                     p[r][t] = exp2_neg(p[r][t] - base);
                     sum += p[r][t];
                 }
-                l[gr][r] = l[gr][r] * alpha + hsumv(sum);
-                m[gr][r] = m_new;
-                for (int c = 0; c < DVP / VW; ++c) o[gr][r][c] *= alpha;
+                l[gr][r] += hsumv(sum);
             }
             tile_weighted_sum(&o[gr][0][0], DVP / VW, &p[0][0], vpg + (long)j0 * 16, (long)tkp * 16,
                               DVP / (2 * VW));                      // o += P V
