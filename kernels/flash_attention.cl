@@ -210,10 +210,11 @@ __kernel void flash_attention_tiled(
     const int kend = causal ? min(tk, q_start + min(i0 + ROWS * GROUPS, tq)) : tk;
 
     vecf o[GROUPS][ROWS][DVP / VW];                                 // output accumulators
-    float m[GROUPS][ROWS], l[GROUPS][ROWS];
+    float m[GROUPS][ROWS];
+    vecf l[GROUPS][ROWS];                                           // lane sums of the normalizer
     for (int gr = 0; gr < GROUPS; ++gr)
         for (int r = 0; r < ROWS; ++r) {
-            m[gr][r] = -INFINITY; l[gr][r] = 0.0f;
+            m[gr][r] = -INFINITY; l[gr][r] = (vecf)(0.0f);
             for (int c = 0; c < DVP / VW; ++c) o[gr][r][c] = (vecf)(0.0f);
         }
 
@@ -262,7 +263,7 @@ __kernel void flash_attention_tiled(
                     p[r][t] = exp2_neg(p[r][t] - base);
                     sum += p[r][t];
                 }
-                l[gr][r] += hsumv(sum);
+                l[gr][r] += sum;
             }
             tile_weighted_sum(&o[gr][0][0], DVP / VW, &p[0][0], vpg + (long)j0 * 16, (long)tkp * 16,
                               DVP / (2 * VW));                      // o += P V
@@ -275,14 +276,15 @@ __kernel void flash_attention_tiled(
         for (int r = 0; r < ROWS; ++r) {
             const int i = i0 + gr * ROWS + r;
             if (i >= tq) break;
-            const float inv = 1.0f / l[gr][r];
+            const float l_row = hsumv(l[gr][r]);
+            const float inv = 1.0f / l_row;
             __global float *orow = out + ((long)b * tq + i) * dv;
             const float *acc = (const float *)o[gr][r];
             for (int c = 0; c < dv; ++c) {
                 orow[c] = acc[c] * inv;
                 bad |= nonfinite_bits(orow[c]);
             }
-            lse[(long)b * tq + i] = (m[gr][r] + log2(l[gr][r])) * LN2;   // back to natural-log units
+            lse[(long)b * tq + i] = (m[gr][r] + log2(l_row)) * LN2;     // back to natural-log units
         }
     report(status, STATUS_NONFINITE, seq, bad);
 }
