@@ -143,6 +143,10 @@ def test_bad_arguments_are_named(queue):
         call(weights={k: v for k, v in tw.items() if k != "w2"})
     with pytest.raises(ValueError, match=r"weights\['wk'\] must have shape \(8, 4\)"):
         call(weights={**tw, "wk": Tensor.from_host(queue, np.zeros((8, 8)))})
+    with pytest.raises(ValueError, match=r"weights\['w1'\] must have shape \(8, hidden\)"):
+        call(weights={**tw, "w1": Tensor.from_host(queue, np.zeros(8))})
+    with pytest.raises(ValueError, match=r"weights\['w2'\] must have shape \(12, 8\)"):
+        call(weights={**tw, "w2": Tensor.from_host(queue, np.zeros((8, 12)))})
     with pytest.raises(ValueError, match="k_cache .* and v_cache .* must have the same shape"):
         call(v_cache=Tensor.zeros(queue, (1, 1, 5, 4)))
     with pytest.raises(ValueError, match="pass ids and table together"):

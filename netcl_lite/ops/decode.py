@@ -95,11 +95,14 @@ def decode_layer(x, weights, k_cache, v_cache, position: int, *, n_heads: int, e
         have = sorted(weights) if isinstance(weights, dict) else type(weights).__name__
         raise ValueError(f"weights must be a dict with exactly the keys {LAYER_WEIGHTS}, got {have}")
     kv = groups * head_dim
-    hidden = _shape_of(weights["w1"])[-1] if len(_shape_of(weights["w1"])) == 2 else 0
+    w1_shape = _shape_of(weights["w1"])
+    if len(w1_shape) != 2 or w1_shape[0] != dim or not w1_shape[1]:
+        raise ValueError(f"weights['w1'] must have shape ({dim}, hidden) with hidden > 0, got {w1_shape}")
+    hidden = w1_shape[1]
     expected = dict(norm1=(dim,), wq=(dim, dim), wk=(dim, kv), wv=(dim, kv), wo=(dim, dim), norm2=(dim,),
                     w1=(dim, hidden), w3=(dim, hidden), w2=(hidden, dim))
     for name in LAYER_WEIGHTS:
-        if _shape_of(weights[name]) != expected[name] or not hidden:
+        if _shape_of(weights[name]) != expected[name]:
             raise ValueError(f"weights[{name!r}] must have shape {expected[name]}, got {_shape_of(weights[name])}")
     if (table is None) != (ids is None):
         raise ValueError("pass ids and table together (the embedding of the first layer), or neither")
