@@ -21,6 +21,7 @@ from checking import check_matmul_transposes, f32, gradcheck, qkv, rand
 from netcl_lite import autograd as ag
 from netcl_lite import ops, reference
 from netcl_lite.core import kernels
+from netcl_lite.ops.flash_attention import TILING, TILING_NARROW
 from netcl_lite.ops.matmul import TILES, packed_pays, tile_for
 from netcl_lite.testing import assert_close, attention_atol, matmul_atol
 
@@ -70,6 +71,11 @@ def test_tiled_flash_forward_at_each_width(width):
                              what=f"VW={width} q{q.shape} k{k.shape} block={block} causal={causal} "
                                   f"padded={mask is not None}")
     assert_built(width, "flash_attention.cl", "flash_attention_tiled", "flash_pack")
+    # block 32 and dv = 20, 31 take the narrow passes, block 64 and 128 with dv = 64 the wide ones
+    passes = {option for (_, f, options, name) in kernels._kernels
+              if (f, name) == ("flash_attention.cl", "flash_attention_tiled") and f"-DVW={width}" in options
+              for option in options if option.startswith("-DNP=")}
+    assert passes == {f"-DNP={TILING[width][2]}", f"-DNP={TILING_NARROW[width][2]}"}, passes
 
 
 @pytest.mark.parametrize("d", [64, 24])

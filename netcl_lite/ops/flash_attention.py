@@ -22,11 +22,18 @@ from .operands import OpCall, elements, f32, i32, round_up
 
 #: keys per tile when ``block_size`` is None (tuned on the PoCL CPU driver).
 DEFAULT_BLOCK = 64
-#: (rows per register block, blocks of rows per forward work-item) by the device's vector lanes:
-#: 8 rows x 2 float16 per register block fit AVX-512's 32 registers, 6 x 2 float8 AVX2's 16; 8 blocks
-#: of rows share each tile of K and V while it is in L1 (at T = 4096, d = 64, one core: 0.64x torch's
-#: SDPA with 1 block, 0.87x with 2, 0.98x with 4, 1.04x with 8).
-TILING = {16: (8, 8), 8: (6, 4)}
+#: Forward tiling by the device's vector lanes: (rows per register block, blocks of rows per work-item,
+#: vectors per row in one pass of the tile products). AVX-512 (32 registers of 16 floats): 6 rows x 4
+#: float16 = 24 accumulators, each pass a 6 x 64 block over all of d (the matmul micro-kernel's shape);
+#: AVX2 (16 registers of 8): 6 x 2 float8. 8 blocks of rows share each tile of K and V while it is in L1
+#: (at T = 4096, d = 64, one core with 8 x 2 float16 blocks: 0.64x torch's SDPA with 1 block, 0.87x with
+#: 2, 0.98x with 4, 1.04x with 8). 6 x 4 against 8 x 2 at T = 4096, two cores: 131 vs 140 ms without a
+#: mask, 68 vs 73 ms causal (medians of 5 interleaved rounds).
+TILING = {16: (6, 8, 4), 8: (6, 4, 2)}
+#: Tiles or value widths that are not a multiple of 4 x 16 floats (block_size 32, dv = 20) take 2-vector passes.
+TILING_NARROW = {16: (8, 8, 2), 8: (6, 4, 2)}
+#: Rows per register block of the tiled backward kernels (2-vector passes): 8 x 2 float16, 6 x 2 float8.
+BACKWARD_ROWS = {16: 8, 8: 6}
 #: the tiled kernel is built for block sizes that are multiples of 16 up to this.
 MAX_TILED_BLOCK = 256
 KERNELS = ("auto", "tiled", "rows")
@@ -69,7 +76,7 @@ def flash_attention(q, k, v, *, mask=None, causal: bool = False, scale=None, blo
     ``kv_length`` uses only the first keys of ``k``/``v`` (a KV cache's filled prefix).
 
     ``block_size`` is keys per tile (None → ``DEFAULT_BLOCK``). Multiples of 16
-    up to 256 run the tiled kernel (6 query rows per work-item, 16-key register blocks);
+    up to 256 run the tiled kernel (blocks of query rows share each tile of keys; see ``TILING``);
     any other size runs ``flash_attention_rows`` (one row per work-item).
     ``kernel="rows"`` or ``"tiled"`` forces one. Extra device memory is O(T·d):
     a d-major copy of K and a padded V, never a ``Tq × Tk`` buffer.
@@ -102,11 +109,14 @@ def flash_attention_with_mask(q, k, v, *, mask=None, causal=False, scale=None, b
     lse = call.output(tuple(lead) + (tq,))
     status = (call.stream.status, call.seq)
     if n_batch * tq and use_tiled:
-        vw = vector_lanes(call.queue.device) if block % 32 == 0 else 8     # a pass takes 2 VW keys
-        rows, blocks_per_item = TILING[vw]
-        dvp = round_up(dv, 2 * vw)
+        vw = vector_lanes(call.queue.device) if block % 32 == 0 else 8     # a pass takes at least 2 VW keys
+        rows, blocks_per_item, np_ = TILING[vw]
+        if block % (np_ * vw) or round_up(dv, np_ * vw) > round_up(dv, 2 * vw):
+            rows, blocks_per_item, np_ = TILING_NARROW[vw]
+        dvp = round_up(dv, np_ * vw)
         tkp = round_up(tk, block)
-        options = (f"-DVW={vw}", f"-DROWS={rows}", f"-DGROUPS={blocks_per_item}", f"-DTILE={block}", f"-DDVP={dvp}")
+        options = (f"-DVW={vw}", f"-DROWS={rows}", f"-DGROUPS={blocks_per_item}", f"-DTILE={block}", f"-DDVP={dvp}",
+                   f"-DNP={np_}")
         kt, vp = call.scratch("flash.kt", n_kv * tkp * d), call.scratch("flash.vp", n_kv * dvp * tkp)
         _pack(call, tk_.buffer, kt, None, n_kv, tk, kv_rows, tkp, d, 0, options)
         _pack(call, tv_.buffer, None, vp, n_kv, tk, kv_rows, tkp, dv, dvp, options)
@@ -156,7 +166,7 @@ def flash_attention_backward(g, q, k, v, out, lse, mask: AttentionMask, scale: f
     status = (call.stream.status, call.seq)
     if tiled:
         vw = vector_lanes(call.queue.device)
-        rows = TILING[vw][0]
+        rows = BACKWARD_ROWS[vw]
         tile = BACKWARD_TILE
         dp_, dvp = round_up(d, 2 * vw), round_up(dv, 2 * vw)
         opts = (f"-DVW={vw}", f"-DROWS={rows}", f"-DTILE={tile}", f"-DDP={dp_}", f"-DDVP={dvp}")
