@@ -17,7 +17,7 @@
 //                         line), then O += P V in ROWS x NP*VW blocks. No barriers: PoCL spills
 //                         everything live across one. Every group of ROWS rows uses a tile of
 //                         K and V before the next tile is read, so K and V stream from L2 or L3
-//                         once per GROUPS x ROWS rows. Built per (VW, ROWS, GROUPS, TILE, DVP).
+//                         once per GROUPS x ROWS rows. Built per (VW, ROWS, GROUPS, TILE, DVP, NP).
 //
 //   flash_attention_backward_dq, flash_attention_backward_dkv,
 //   flash_attention_backward_dq_tiled, flash_attention_backward_dkv_tiled
