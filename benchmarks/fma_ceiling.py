@@ -5,9 +5,13 @@
 The ceiling is an OpenCL kernel that does nothing but independent vector multiply-adds
 (24 accumulators of the device's vector width, as many work-items as 16 per core), so its
 GFLOP/s is what the cores sustain on FMAs at this moment, turbo and neighbours included.
+A second kernel runs the GEMM micro-kernel's loop (per step: NV vector loads of B, MR
+broadcasts of A, MR x NV multiply-adds, with ``matmul.TILES``' tile for the device: 6 x 4
+vectors on AVX-512) over 128 steps of data that stay in L1: the most that instruction mix
+gets, with no cache misses and no packing.
 Each round times, in turn:
 
-  * the ceiling (wall time of a burst, as in bench_kernels.py);
+  * the ceiling and the L1 loop (wall time of a burst, as in bench_kernels.py);
   * ``matmul_packed`` alone at n = 1024 and 2048 (OpenCL profiling events: no packing,
     no launch or wait);
   * ``ops.matmul`` on device tensors (the whole call: packing, launches, the wait);
@@ -39,6 +43,7 @@ from netcl_lite.core.device import manager
 from netcl_lite.core.kernels import vector_lanes
 from netcl_lite.core.stream import profile_kernels, sync
 from netcl_lite.core.tensor import Tensor
+from netcl_lite.ops.matmul import TILES
 
 RESULTS = Path(__file__).resolve().parent / "results" / "fma_ceiling.json"
 ACCUMULATORS = 24
@@ -58,18 +63,49 @@ __kernel void fma_ceiling(__global float *out, const int iters, const float c)
     for (int i = 1; i < ACC; ++i) s += acc[i];
     out[get_global_id(0)] = s.s0;
 }
+
+__kernel void l1_tile_loop(__global const float *a, __global const VEC *b, __global float *out, const int iters)
+{
+    VEC acc[MR][NV];
+    for (int r = 0; r < MR; ++r)
+        for (int v = 0; v < NV; ++v) acc[r][v] = (VEC)(0.0f);
+    for (int it = 0; it < iters; ++it) {
+        const int k = it & 127;                     // 128 steps of A and B, all in L1
+        VEC bv[NV];
+        #pragma unroll
+        for (int v = 0; v < NV; ++v) bv[v] = b[k * NV + v];
+        #pragma unroll
+        for (int r = 0; r < MR; ++r) {
+            const float x = a[k * MR + r];
+            #pragma unroll
+            for (int v = 0; v < NV; ++v) acc[r][v] = x * bv[v] + acc[r][v];
+        }
+    }
+    VEC s = acc[0][0];
+    for (int r = 0; r < MR; ++r)
+        for (int v = (r == 0); v < NV; ++v) s += acc[r][v];
+    out[get_global_id(0)] = s.s0;
+}
 """
 
 
 class Ceiling:
-    """The multiply-add kernel, sized to run ~0.1 s per call."""
+    """One of the two kernels above, sized to run ~0.1 s per call."""
 
-    def __init__(self, queue: cl.CommandQueue, lanes: int):
+    def __init__(self, queue: cl.CommandQueue, lanes: int, name: str):
         self.queue, self.lanes = queue, lanes
-        options = [f"-DVEC=float{lanes}", f"-DACC={ACCUMULATORS}"]
-        self.kernel = cl.Kernel(cl.Program(queue.context, CEILING_SOURCE).build(options=options), "fma_ceiling")
+        mr, nv = TILES[lanes]
+        self.fmas = ACCUMULATORS if name == "fma_ceiling" else mr * nv     # vector multiply-adds per step
+        options = [f"-DVEC=float{lanes}", f"-DACC={ACCUMULATORS}", f"-DMR={mr}", f"-DNV={nv}"]
+        self.kernel = cl.Kernel(cl.Program(queue.context, CEILING_SOURCE).build(options=options), name)
         self.items = 16 * (os.cpu_count() or 1)
         self.out = cl.Buffer(queue.context, cl.mem_flags.WRITE_ONLY, 4 * self.items)
+        rng = np.random.default_rng(0)
+        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
+        a, b = (rng.uniform(0, 1e-3, n).astype(np.float32) for n in (128 * mr, 128 * nv * lanes))
+        self.args = ((self.out,) if name == "fma_ceiling" else
+                     (cl.Buffer(queue.context, flags, hostbuf=a), cl.Buffer(queue.context, flags, hostbuf=b), self.out))
+        self.extra = (np.float32(1e-4),) if name == "fma_ceiling" else ()
         self.iters = 1000
         self.run()                                   # PoCL compiles at the first launch
         while self.run() < 0.05:
@@ -77,12 +113,12 @@ class Ceiling:
 
     def run(self) -> float:
         t = time.perf_counter()
-        self.kernel(self.queue, (self.items,), (1,), self.out, np.int32(self.iters), np.float32(1e-4))
+        self.kernel(self.queue, (self.items,), (1,), *self.args, np.int32(self.iters), *self.extra)
         self.queue.finish()
         return time.perf_counter() - t
 
     def flops(self) -> float:
-        return 2.0 * self.items * self.iters * ACCUMULATORS * self.lanes
+        return 2.0 * self.items * self.iters * self.fmas * self.lanes
 
 
 def kernel_seconds(queue, ta, tb) -> float:
@@ -107,7 +143,8 @@ def main() -> None:
         pass
     device = manager.default()
     queue = device.queue
-    ceiling = Ceiling(queue, vector_lanes(device.cl_device))
+    ceiling = Ceiling(queue, vector_lanes(device.cl_device), "fma_ceiling")
+    l1_loop = Ceiling(queue, ceiling.lanes, "l1_tile_loop")
     rng = np.random.default_rng(0)
     cases = {}
     for n in (1024, 2048):
@@ -121,6 +158,9 @@ def main() -> None:
     for _ in range(args.repeats):
         peak = ceiling.flops() / timed(ceiling.run)
         rounds.setdefault("ceiling", []).append(peak)
+        loop = l1_loop.flops() / timed(l1_loop.run)
+        rounds.setdefault("l1_tile_loop", []).append(loop)
+        rounds.setdefault("l1_tile_loop_of_ceiling", []).append(loop / peak)
         for n, (a, b, ta, tb, _) in cases.items():
             flops = 2.0 * n**3
             sample = {
@@ -149,6 +189,8 @@ def main() -> None:
           f"{args.repeats} rounds, load {report['loadavg_1min_before_after']}")
     print(f"multiply-add ceiling: {med['ceiling'] / 1e9:.0f} GFLOP/s (median; rounds "
           f"{min(rounds['ceiling']) / 1e9:.0f}-{max(rounds['ceiling']) / 1e9:.0f})")
+    print(f"GEMM micro-kernel loop on L1 data: {med['l1_tile_loop'] / 1e9:.0f} GFLOP/s, "
+          f"{med['l1_tile_loop_of_ceiling']:.0%} of the ceiling")
     print(f"{'n':>5} {'what':<34} {'GFLOP/s':>8} {'of ceiling':>11}")
     labels = {"kernel": "matmul_packed alone (events)", "call": "ops.matmul, device tensors", "numpy": "NumPy a @ b"}
     for n in cases:
