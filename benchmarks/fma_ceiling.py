@@ -165,8 +165,8 @@ def main() -> None:
             flops = 2.0 * n**3
             sample = {
                 "kernel": flops / kernel_seconds(queue, ta, tb),
-                "call": flops / timed(lambda: (ops.matmul(ta, tb), sync(queue))),
-                "numpy": flops / timed(lambda: a @ b),
+                "call": flops / timed(lambda ta=ta, tb=tb: (ops.matmul(ta, tb), sync(queue))),
+                "numpy": flops / timed(lambda a=a, b=b: a @ b),
             }
             for name, gflops in sample.items():
                 rounds.setdefault(f"{name}_{n}", []).append(gflops)
