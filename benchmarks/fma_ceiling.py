@@ -7,8 +7,8 @@ The ceiling is an OpenCL kernel that does nothing but independent vector multipl
 GFLOP/s is what the cores sustain on FMAs at this moment, turbo and neighbours included.
 A second kernel runs the GEMM micro-kernel's loop (per step: NV vector loads of B, MR
 broadcasts of A, MR x NV multiply-adds, with ``matmul.TILES``' tile for the device: 6 x 4
-vectors on AVX-512) over 128 steps of data that stay in L1: the most that instruction mix
-gets, with no cache misses and no packing.
+vectors on AVX-512, four steps per loop trip as in the kernel) over 128 steps of data that
+stay in L1: the most that instruction mix gets, with no cache misses and no packing.
 Each round times, in turn:
 
   * the ceiling and the L1 loop (wall time of a burst, as in bench_kernels.py);
@@ -69,6 +69,7 @@ __kernel void l1_tile_loop(__global const float *a, __global const VEC *b, __glo
     VEC acc[MR][NV];
     for (int r = 0; r < MR; ++r)
         for (int v = 0; v < NV; ++v) acc[r][v] = (VEC)(0.0f);
+    #pragma unroll 4                                 // as matmul_packed's k loop
     for (int it = 0; it < iters; ++it) {
         const int k = it & 127;                     // 128 steps of A and B, all in L1
         VEC bv[NV];

@@ -160,11 +160,12 @@ def test_causal_with_more_keys_than_queries_aligns_queries_to_the_end():
 
 
 def test_packed_matmul_on_ragged_sizes_transposes_and_broadcast_batches():
-    """Sizes above the packing threshold, none a multiple of the 6 x 16 block or the k-block."""
+    """Sizes above the packing threshold, none a multiple of the 6 x 16 block or the k-block, and
+    K of every remainder mod 4 (the micro-kernel's k loop is unrolled by four)."""
     rng = np.random.default_rng(9)
-    cases = [(97, 90, 70), (61, 300, 33), (130, 129, 97), (6, 7000, 16), (97, 33, 250)]
+    cases = [(97, 90, 70), (61, 300, 33), (130, 129, 97), (6, 7000, 16), (97, 33, 250), (89, 131, 64)]
     assert all(packed_pays(m, n, k) for m, k, n in cases)
-    batches = [((), ()), ((2,), (2,)), ((), (3,)), ((3,), ()), ((2,), (2,))]   # a's and b's batch axes
+    batches = [((), ()), ((2,), (2,)), ((), (3,)), ((3,), ()), ((2,), (2,)), ((), (2,))]   # a's and b's batch axes
     check_matmul_transposes(rng, cases, batches, what="packed matmul")
 
 
