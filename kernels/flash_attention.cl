@@ -124,21 +124,43 @@ __kernel void flash_attention_rows(
 //   xt[n][t / 16][c][16]   d-major: 16 rows' values of column c side by side (the "Kt" of S = Q Kt)
 //   xp[n][c / 16][t][16]   16 columns of row t side by side (the "V" of O += P V), w_pad columns
 // so that every register block of the tile products below streams through contiguous memory.
+typedef float16 float16u __attribute__((aligned(4)));     // a 16-float chunk at any float address
+typedef union { float16 v; float s[16]; } lanes16;
+
 __kernel void flash_pack(__global const float *x, __global float *xt, __global float *xp,
                          const int t_len, const int x_rows, const int t_pad, const int w, const int w_pad,
                          const int want_t, const int want_p)
 {
-    const int t = get_global_id(0), n = get_global_id(1);
-    if (t >= t_pad) return;
-    const int inside = t < t_len;
-    __global const float *src = x + ((long)n * x_rows + t) * w;
-    if (want_t) {
-        __global float *dt = xt + ((long)n * (t_pad / 16) + t / 16) * w * 16 + t % 16;
-        for (int c = 0; c < w; ++c) dt[c * 16] = inside ? src[c] : 0.0f;
+    // One work-item per block of 16 rows: each 16 x 16 piece is read once (16 row segments of 64 bytes)
+    // and written as whole 64-byte lines, 16 rows side by side (xt) and 16 columns side by side (xp).
+    const int t0 = get_global_id(0) * 16, n = get_global_id(1);
+    if (t0 >= t_pad) return;
+    const int rows = clamp(t_len - t0, 0, 16);            // rows past t_len are written as zeros
+    const int chunks = want_p ? w_pad / 16 : (w + 15) / 16;
+    __global const float *src = x + ((long)n * x_rows + t0) * w;
+    for (int cc = 0; cc < chunks; ++cc) {
+        const int c0 = cc * 16, cols = clamp(w - c0, 0, 16);   // columns past w are zeros (xp only)
+        lanes16 piece[16];
+        for (int r = 0; r < 16; ++r) {
+            if (r < rows && cols == 16) {
+                piece[r].v = *(__global const float16u *)(src + (long)r * w + c0);
+            } else {
+                for (int c = 0; c < 16; ++c) piece[r].s[c] = (r < rows && c < cols) ? src[(long)r * w + c0 + c] : 0.0f;
+            }
+        }
+        if (want_p) {
+            __global float16 *dp = (__global float16 *)(xp + (((long)n * (w_pad / 16) + cc) * t_pad + t0) * 16);
+            for (int r = 0; r < 16; ++r) dp[r] = piece[r].v;
+        }
+        if (want_t) {
+            __global float16 *dt = (__global float16 *)(xt + (((long)n * (t_pad / 16) + t0 / 16) * w + c0) * 16);
+            for (int c = 0; c < cols; ++c) {
+                lanes16 col;
+                for (int r = 0; r < 16; ++r) col.s[r] = piece[r].s[c];
+                dt[c] = col.v;
+            }
+        }
     }
-    if (want_p)
-        for (int c = 0; c < w_pad; ++c)
-            xp[(((long)n * (w_pad / 16) + c / 16) * t_pad + t) * 16 + c % 16] = (inside && c < w) ? src[c] : 0.0f;
 }
 // --8<-- [end:flash_pack]
 

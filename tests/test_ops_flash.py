@@ -60,6 +60,20 @@ def test_flash_equals_dense_for_every_tile_size(kernel):
                 assert_close(got, dense, rtol=0, atol=2 * atol, what=f"flash vs dense, block {block}")
 
 
+@pytest.mark.parametrize("kernel", ["rows", "tiled"])
+def test_flash_over_a_cache_prefix_equals_flash_over_the_slice(kernel):
+    """kv_length reads the first L rows of a longer K/V buffer (rows max_len apart per head): the
+    packing and the kernels must skip the rest. L is ragged against the 16-row pack blocks and the
+    tiles, and head widths 20 and 64 take the partial and the whole 16-column chunks."""
+    rng = np.random.default_rng(14)
+    for d, length, causal in [(20, 37, False), (64, 53, True), (64, 130, False), (20, 1, True)]:
+        q, k, v = qkv(rng, 2, 4, 2, min(length, 9), 160, d, d)
+        got = ops.flash_attention(q, k, v, causal=causal, kernel=kernel, block_size=32 if kernel == "tiled" else None,
+                                  kv_length=length)
+        ks, vs = k[..., :length, :], v[..., :length, :]
+        check(q, ks, vs, got, causal=causal, what=f"{kernel} d={d} kv_length={length} causal={causal}")
+
+
 def test_flash_scores_of_1e4_late_maxima_and_rising_maxima():
     rng = np.random.default_rng(13)
     q = f32(rng.integers(-10, 11, (1, 2, 9, 4)) * 25)

@@ -140,7 +140,9 @@ def flash_attention_with_mask(q, k, v, *, mask=None, causal=False, scale=None, b
 def _pack(call, x, xt, xp, n, t_len, x_rows, t_pad, w, w_pad, options) -> None:
     """``flash_pack``: x (n, T, w), rows ``x_rows`` apart, into the d-major panels ``xt`` and/or the
     row-major 16-column panels ``xp`` (``w_pad`` columns), zero-padded to ``t_pad`` rows."""
-    call.launch("flash_attention.cl", "flash_pack", (t_pad, n), (16, 1), x, xt if xt is not None else xp,
+    blocks = t_pad // 16                       # one work-item per 16 rows (t_pad is a multiple of 16)
+    local = 4 if blocks % 4 == 0 else 2 if blocks % 2 == 0 else 1
+    call.launch("flash_attention.cl", "flash_pack", (blocks, n), (local, 1), x, xt if xt is not None else xp,
                 xp if xp is not None else xt, i32(t_len), i32(x_rows), i32(t_pad), i32(w), i32(w_pad),
                 i32(xt is not None), i32(xp is not None), options=options)
 
