@@ -1,32 +1,40 @@
 // matmul.cl: batched C = A @ B in float32 with optional transposes (via strides).
 //
-// Kernels (one work-item per block of C, no barriers: on PoCL's CPU driver barriers
-// force every live value through memory, so register blocking beats local tiling):
+// Kernels (register blocking: one work-item per block of C):
 //   matmul_blocked   each work-item owns a 4x4 block of C; any M, N, K (edges masked);
 //                    operands addressed by element strides, so a transposed operand
 //                    or a batch-broadcast one (stride 0) costs no copy. Used for small
-//                    products, where packing would cost more than it saves (~10 GFLOP/s).
-//   matmul_pack_b    copies B into panels of NR columns, k-major and zero-padded, so the
-//                    micro-kernel reads each k's NR values as whole vectors (a row-major B
-//                    read in place would walk k with a stride of N floats, often 4 KiB, which
-//                    maps every row to the same L1 and L2 sets).
+//                    products, where the micro-kernel's setup would cost more than it saves.
 //   matmul_pack_a    copies a transposed A into panels of MR rows, k-major (A_PACKED): read in
 //                    place, each k of a transposed A sits lda floats (often 4 KiB) after the
-//                    last, the same cache-set trap as B. A row-major A is read in place.
-//   matmul_packed    each work-item owns an MR x NR tile of C over all of K, held in
-//                    MR * NV vector accumulators of VW lanes: per k, NV vector loads of B,
-//                    MR broadcasts of A and MR * NV multiply-adds. The host picks the shape
-//                    from the device's vector width: VW = 16 (AVX-512: 6 x 64 in 24 of the
-//                    32 registers; measured on one core at n = 256..1024: 6 x 64 155-160
+//                    last, which maps every k to the same L1 and L2 sets. A row-major A is
+//                    read in place.
+//   matmul_packed    each work-group owns one NR-column panel of C (or a share of its rows).
+//                    It first copies that panel of B into local memory, k-major and zero past
+//                    N, so each k's NR values are whole vectors (a row-major B read in place
+//                    walks k with a stride of N floats, the same cache-set trap). The copy is
+//                    in the same launch as the product: a separate packing kernel cost a
+//                    launch, a worker wake-up and a round trip of the packed panel through
+//                    memory; on PoCL's CPU driver, removing it cut the call by 30 % at
+//                    n = 256 and 512 and by 6-7 % at 1024 and 2048. After one barrier (on
+//                    PoCL's CPU driver a barrier sends every value live across it through
+//                    memory, so there is no other), each work-item owns an MR x NR tile over
+//                    all of K, held in MR * NV vector accumulators of VW lanes: per k, NV vector
+//                    loads of B, MR broadcasts of A and MR * NV multiply-adds. When the panel
+//                    would outgrow the local memory the host allows (SLICED), it is copied
+//                    one k-slice at a time between two barriers; every tile still sums k in
+//                    order, so the result is bitwise the same. The host picks the tile from
+//                    the device's vector width: VW = 16 (AVX-512: 6 x 64 in 24 of the 32
+//                    registers; measured on one core at n = 256..1024: 6 x 64 155-160
 //                    GFLOP/s, 12 x 32 130-160, 8 x 48 135-150, OpenBLAS 140) or VW = 8 (AVX2:
 //                    6 x 16 in 12 of 16). Six rows of A, each contiguous in k, are six streams;
 //                    twelve rows 4 KiB apart overflow an L1 set at n = 1024. Plain a * b + c
 //                    becomes an FMA (PoCL would call fma() out of line). The k loop is unrolled
 //                    by four: on AVX-512 at n = 512..2048 that measured 7-10 % faster than one k
-//                    per trip (two was in between, eight slower than four). Batch b reads A and
-//                    the B panels of b / a_div and b / b_div: a broadcast operand (div = batch
-//                    count) or grouped K/V heads (div = H / G) are packed once. The epilogue
-//                    scales by alpha, optionally adds D (a residual), and reports inf/NaN.
+//                    per trip (two was in between, eight slower than four). Batch b reads A of
+//                    b / a_div and B of b / b_div: a broadcast operand (div = batch count) or
+//                    grouped K/V heads (div = H / G) are stored once. The epilogue scales by
+//                    alpha, optionally adds D (a residual), and reports inf/NaN.
 #include "common.h"
 
 #define BM 4
@@ -87,11 +95,14 @@ __kernel void matmul_blocked(
 #ifndef A_PACKED
 #define A_PACKED 0      // 1: A comes from matmul_pack_a, element (m, k) at (m / MR) * MR * K + k * MR + m % MR
 #endif
+#ifndef SLICED
+#define SLICED 0        // 1: K is longer than the host's k-slice (KC), copy B's panel a slice at a time
+#endif
 #define NR (NV * VW)
-#define PACK_K 64       // k values one packing work-item copies
+#define PACK_K 64       // k values one matmul_pack_a work-item copies
 
 
-// --8<-- [start:matmul_pack]
+// --8<-- [start:matmul_pack_a]
 #define PACK_PANELS 8   // A panels one packing work-item fills: 8 x MR consecutive values of each k
 
 __kernel void matmul_pack_a(__global const float *a, __global float *ap, const int M, const int K,
@@ -120,38 +131,62 @@ __kernel void matmul_pack_a(__global const float *a, __global float *ap, const i
     }
 }
 
-__kernel void matmul_pack_b(__global const float *b, __global float *bp, const int N, const int K,
-                            const int b_batch, const int b_row, const int b_col)
-{
-    const int k0 = get_global_id(0) * PACK_K, panel = get_global_id(1), batch = get_global_id(2);
-    if (k0 >= K) return;
-    const int k1 = min(K, k0 + PACK_K), cols = min(NR, N - panel * NR);
-    const long np = (N + NR - 1) / NR * NR;                 // columns padded to whole panels
-    __global const float *src = b + (long)batch * b_batch + (long)panel * NR * b_col;
-    __global float *dst = bp + ((long)batch * np + (long)panel * NR) * K;
-    if (cols == NR && b_col == 1) {                         // a full panel of a row-major B: whole vectors
-        for (int k = k0; k < k1; ++k)
-            for (int v = 0; v < NV; ++v)
-                ((__global vecf *)(dst + (long)k * NR))[v] = ((__global const vecfu *)(src + (long)k * b_row))[v];
-        return;
-    }
-    for (int k = k0; k < k1; ++k)
-        for (int c = 0; c < NR; ++c)
-            dst[(long)k * NR + c] = c < cols ? src[(long)k * b_row + (long)c * b_col] : 0.0f;
-}
-// --8<-- [end:matmul_pack]
+// --8<-- [end:matmul_pack_a]
 
 // --8<-- [start:matmul_packed]
-__kernel void matmul_packed(__global const float *a, __global const float *bp, __global float *c,
+// Copies rows [0, kc) of B's panel (columns n0 .. n0 + NR, zero past N) into bl, k-major: NR
+// values per k, each k's row whole vectors. The work-group's items share the rows.
+ALWAYS_INLINE void load_panel(__local float *bl, __global const float *src, const int kc, const int cols,
+                              const int b_row, const int b_col)
+{
+    const int lid = get_local_id(0), lsz = get_local_size(0);
+    if (cols == NR && b_col == 1) {                          // a full panel of a row-major B: whole vectors
+        for (int k = lid; k < kc; k += lsz)
+            #pragma unroll
+            for (int v = 0; v < NV; ++v)
+                ((__local vecf *)(bl + k * NR))[v] = ((__global const vecfu *)(src + (long)k * b_row))[v];
+        return;
+    }
+    for (int k = lid; k < kc; k += lsz)
+        for (int j = 0; j < NR; ++j)
+            bl[k * NR + j] = j < cols ? src[(long)k * b_row + (long)j * b_col] : 0.0f;
+}
+
+// acc += A[rows at, k0 .. k0 + kc) @ bk[0 .. kc)
+ALWAYS_INLINE void accumulate(vecf acc[MR][NV], __local const float *bk, __global const float *ab,
+                              const int at[MR], const int k0, const int kc)
+{
+    #pragma unroll 4                                    // four k per trip (see the header)
+    for (int k = k0; k < k0 + kc; ++k, bk += NR) {
+        vecf bv[NV];
+        #pragma unroll
+        for (int v = 0; v < NV; ++v) bv[v] = ((__local const vecf *)bk)[v];
+#if A_PACKED
+        __global const float *ak = ab + (long)k * MR;
+#else
+        __global const float *ak = ab + k;
+#endif
+        #pragma unroll
+        for (int r = 0; r < MR; ++r) {
+            const float x = ak[at[r]];
+            #pragma unroll
+            for (int v = 0; v < NV; ++v) acc[r][v] = x * bv[v] + acc[r][v];
+        }
+    }
+}
+
+__kernel void matmul_packed(__global const float *a, __global const float *b, __global float *c,
                             __global const float *d, const int M, const int N, const int K,
-                            const int a_set, const int lda, const int a_div, const int b_div,
-                            const float alpha, const int add_d, __global int *status, const int seq)
+                            const int a_set, const int lda, const int a_div,
+                            const int b_set, const int b_row, const int b_col, const int b_div, const int KC,
+                            const float alpha, const int add_d, __global int *status, const int seq,
+                            __local float *bl)
 {
     const int pm = get_global_id(0), pn = get_global_id(1), batch = get_global_id(2);
     const int m0 = pm * MR, n0 = pn * NR;
-    if (m0 >= M || n0 >= N) return;
-    const long np = (N + NR - 1) / NR * NR;
-    __global const float *b = bp + ((long)(batch / b_div) * np + n0) * K;
+    const bool live = m0 < M;                           // padding items only help copy the panel
+    __global const float *src = b + (long)(batch / b_div) * b_set + (long)n0 * b_col;
+    const int cols = min(NR, N - n0);
 #if A_PACKED
     __global const float *ab = a + (long)(batch / a_div) * a_set + (long)m0 * K;
     int at[MR];
@@ -168,23 +203,20 @@ __kernel void matmul_packed(__global const float *a, __global const float *bp, _
     for (int r = 0; r < MR; ++r)
         #pragma unroll
         for (int v = 0; v < NV; ++v) acc[r][v] = (vecf)(0.0f);
-    #pragma unroll 4                                    // four k per trip (see the header)
-    for (int k = 0; k < K; ++k, b += NR) {
-        vecf bv[NV];
-        #pragma unroll
-        for (int v = 0; v < NV; ++v) bv[v] = ((__global const vecf *)b)[v];
-#if A_PACKED
-        __global const float *ak = ab + (long)k * MR;
-#else
-        __global const float *ak = ab + k;
-#endif
-        #pragma unroll
-        for (int r = 0; r < MR; ++r) {
-            const float x = ak[at[r]];
-            #pragma unroll
-            for (int v = 0; v < NV; ++v) acc[r][v] = x * bv[v] + acc[r][v];
-        }
+#if SLICED                                              // a separate build: with barriers in a loop, PoCL
+    for (int k0 = 0; k0 < K; k0 += KC) {                // measured 4-30 % slower even for one slice
+        const int kc = min(KC, K - k0);
+        barrier(CLK_LOCAL_MEM_FENCE);                   // everyone is done with the last slice
+        load_panel(bl, src + (long)k0 * b_row, kc, cols, b_row, b_col);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (live) accumulate(acc, bl, ab, at, k0, kc);
     }
+#else
+    load_panel(bl, src, K, cols, b_row, b_col);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (live) accumulate(acc, bl, ab, at, 0, K);
+#endif
+    if (!live) return;
     __global float *cb = c + (long)batch * M * N;
     __global const float *db = d + (long)batch * M * N;
     int bad = 0;

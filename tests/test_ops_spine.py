@@ -6,14 +6,18 @@ are computed in float64 on the same float32-rounded inputs the kernels get.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 from checking import check_matmul_transposes, f32, random_attention_case, random_dims
 
 from netcl_lite import ops, reference
+from netcl_lite.core import kernels
 from netcl_lite.core.tensor import Tensor
-from netcl_lite.ops.matmul import packed_pays
+from netcl_lite.ops.matmul import packed_pays, tile_for
 from netcl_lite.testing import assert_close, attention_atol, matmul_atol, softmax_rtol
+
 
 def test_matmul_matches_reference_on_random_shapes():
     rng = np.random.default_rng(1)
@@ -167,6 +171,29 @@ def test_packed_matmul_on_ragged_sizes_transposes_and_broadcast_batches():
     assert all(packed_pays(m, n, k) for m, k, n in cases)
     batches = [((), ()), ((2,), (2,)), ((), (3,)), ((3,), ()), ((2,), (2,)), ((), (2,))]   # a's and b's batch axes
     check_matmul_transposes(rng, cases, batches, what="packed matmul")
+
+
+def test_packed_matmul_in_k_slices_is_bitwise_the_one_slice_product(monkeypatch, queue):
+    """When B's panel outgrows the work-group's local memory, the kernel copies it one k-slice at a
+    time. Each tile still sums k in order, so the result must be bitwise the one-slice result:
+    slices of 7 over K = 131 (a ragged last slice), transposes, broadcast batches, row splits."""
+    rng = np.random.default_rng(12)
+    nr = tile_for(queue.device)[0] * tile_for(queue.device)[2]
+    cases = [(97, 131, 70), (61, 131, 33), (130, 40, 129)]
+    batches = [((), ()), ((2,), (2,)), ((3,), ())]
+    for (m, k, n), (ba, bb) in zip(cases, batches, strict=True):
+        for ta, tb in [(False, False), (True, False), (False, True), (True, True)]:
+            a = f32(rng.standard_normal(ba + ((k, m) if ta else (m, k))))
+            b = f32(rng.standard_normal(bb + ((n, k) if tb else (k, n))))
+            whole = ops.matmul(a, b, transpose_a=ta, transpose_b=tb)
+            monkeypatch.setattr(sys.modules["netcl_lite.ops.matmul"], "PANEL_BYTES", 4 * nr * 7)
+            sliced = ops.matmul(a, b, transpose_a=ta, transpose_b=tb)
+            monkeypatch.undo()
+            np.testing.assert_array_equal(sliced, whole, err_msg=f"{a.shape} x {b.shape} ta={ta} tb={tb}")
+            assert_close(sliced, reference.matmul(a, b, transpose_a=ta, transpose_b=tb), rtol=0,
+                         atol=matmul_atol(np.swapaxes(a, -1, -2) if ta else a, np.swapaxes(b, -1, -2) if tb else b),
+                         what=f"sliced {a.shape} x {b.shape} ta={ta} tb={tb}")
+    assert any("-DSLICED=1" in options for (_, f, options, name) in kernels._kernels if name == "matmul_packed")
 
 
 def test_packed_and_unpacked_kernels_agree_and_k0_gives_zeros():

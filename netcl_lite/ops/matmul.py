@@ -8,7 +8,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..checks import flag
-from ..core.kernels import vector_lanes
+from ..core.kernels import get_kernel, vector_lanes
 from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
 from .reduce import sum_to
 
@@ -18,9 +18,10 @@ _BLOCK = 4  # matmul_blocked computes a 4 x 4 block of C per work-item
 TILES = {16: (6, 4), 8: (6, 2)}
 PACK_K = 64     # k values per packing work-item
 PACK_PANELS = 8  # A panels per packing work-item
-#: below this many multiply-adds the unpacked kernel is faster than pack + micro-kernel
-#: (crossover measured between 64³ and 96³ on the PoCL CPU driver: launches dominate).
-PACKED_MIN_WORK = 80**3
+#: below this many multiply-adds the unpacked kernel is faster than the micro-kernel (on the
+#: PoCL CPU driver, with B's panel copied in the same launch, the crossover measured between 48³
+#: and 64³ with a wait after each call, at 64³ back to back: launches dominate).
+PACKED_MIN_WORK = 64**3
 
 
 def _batch_shape(sa, sb) -> tuple[int, ...]:
@@ -112,7 +113,7 @@ def matmul_backward(g, a, b, transpose_a: bool = False, transpose_b: bool = Fals
 
 
 def packed_pays(m: int, n: int, k: int) -> bool:
-    """Whether packing + the micro-kernel beats the unpacked kernel for this size."""
+    """Whether the micro-kernel (``matmul_packed``) beats the unpacked kernel for this size."""
     return m * n * k >= PACKED_MIN_WORK and min(m, n) >= 4
 
 
@@ -123,7 +124,7 @@ def gemm(call: OpCall, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strid
     ``a_strides``/``b_strides`` are element strides (per operand matrix, row, column):
     a transposed operand is just other strides. ``a_div``/``b_div`` let many batch
     entries share one operand (a broadcast matrix, or the K/V group of several heads).
-    Large products pack and run ``matmul_packed``; small ones run ``matmul_blocked``. With
+    Large products run ``matmul_packed`` (a transposed A packed first); small ones run ``matmul_blocked``. With
     ``c_trans`` (packed products only) C is stored transposed, (N, M).
     """
     status = (call.stream.status, call.seq)
@@ -149,26 +150,58 @@ def tile_for(device) -> tuple[int, int, int]:
 
 def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a_div, b_div, alpha, status,
             add=None, c_trans=False):
-    """Pack B into NR-column panels (and a transposed A into MR-row panels), then run the
-    micro-kernel, which reads a row-major A in place."""
+    """Run the micro-kernel: each work-group copies its NR-column panel of B into local memory
+    one k-slice at a time and its items compute MR-row tiles from it; a row-major A is read in
+    place, a transposed A is first packed into MR-row panels."""
     vw, mr, nv = tile_for(call.queue.device)
     nr = vw * nv
     pm, pn = -(-m // mr), -(-n // nr)
-    a_sets, b_sets = -(-n_batch // a_div), -(-n_batch // b_div)
-    int32_range(packed_a=a_sets * pm * mr * k, packed_b=b_sets * pn * nr * k)
+    a_sets = -(-n_batch // a_div)
     a_batch, a_row, a_col = a_strides
     packed_a = int(a_col != 1)
     options = (f"-DVW={vw}", f"-DMR={mr}", f"-DNV={nv}", f"-DA_PACKED={packed_a}", f"-DC_TRANS={int(c_trans)}")
     if packed_a:
+        int32_range(packed_a=a_sets * pm * mr * k)
         ap = call.scratch("matmul.ap", a_sets * pm * mr * k)
         call.launch("matmul.cl", "matmul_pack_a", (round_up(-(-k // PACK_K), 8), -(-pm // PACK_PANELS), a_sets), (8, 1, 1),
                     a_buf, ap, i32(m), i32(k), *map(i32, a_strides), options=options)
         a_buf, a_batch, lda = ap, pm * mr * k, mr
     else:
         lda = a_row
-    bp = call.scratch("matmul.bp", b_sets * pn * nr * k)
-    call.launch("matmul.cl", "matmul_pack_b", (round_up(-(-k // PACK_K), 8), pn, b_sets), (8, 1, 1),
-                b_buf, bp, i32(n), i32(k), *map(i32, b_strides), options=options)
-    call.launch("matmul.cl", "matmul_packed", (round_up(pm, 4), pn, n_batch), (4, 1, 1),
-                a_buf, bp, c_buf, c_buf if add is None else add, i32(m), i32(n), i32(k), i32(a_batch),
-                i32(lda), i32(a_div), i32(b_div), f32(alpha), i32(add is not None), *status, options=options)
+    kc = max(1, min(k, min(PANEL_BYTES, call.queue.device.local_mem_size) // (4 * nr)))
+    options += (f"-DSLICED={int(kc < k)}",)
+    group = _group_size(call, options, pm, pn * n_batch)
+    call.launch("matmul.cl", "matmul_packed", (round_up(pm, group), pn, n_batch), (group, 1, 1),
+                a_buf, b_buf, c_buf, c_buf if add is None else add, i32(m), i32(n), i32(k), i32(a_batch),
+                i32(lda), i32(a_div), *map(i32, b_strides), i32(b_div), i32(kc), f32(alpha), i32(add is not None),
+                *status, cl.LocalMemory(4 * kc * nr), options=options)
+
+
+#: the most local memory one work-group's slice of B may take (bytes)
+PANEL_BYTES = 1 << 20
+
+
+def _group_size(call, options, pm: int, panels: int) -> int:
+    """Row tiles per ``matmul_packed`` work-group for ``panels`` panels (of every batch entry).
+
+    Each work-group copies its panel of B, so it should own as many row tiles as it can; but
+    the groups must also keep every compute unit busy to the end, so rows are split until the
+    last round of groups is at least 85 % full (or there are 8 groups per unit).
+    """
+    device = call.queue.device
+    units = device.max_compute_units
+    splits = 1
+    while splits < pm:
+        groups = splits * panels
+        if groups >= 8 * units or groups / (-(-groups // units) * units) >= 0.85:
+            break
+        splits += 1
+    key = (call.queue.context.int_ptr, options)
+    limit = _group_limits.get(key)
+    if limit is None:
+        kernel = get_kernel(call.queue.context, "matmul.cl", "matmul_packed", options)
+        limit = _group_limits[key] = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
+    return min(-(-pm // splits), limit)
+
+
+_group_limits: dict = {}
