@@ -9,8 +9,8 @@
 //                    place, each k of a transposed A sits lda floats (often 4 KiB) after the
 //                    last, which maps every k to the same L1 and L2 sets. A row-major A is
 //                    read in place.
-//   matmul_packed    each work-group owns one NR-column panel of C (or a share of its rows).
-//                    It first copies that panel of B into local memory, k-major and zero past
+//   matmul_packed    each work-group owns GP NR-column panels of C (or a share of their rows).
+//                    It first copies those panels of B into local memory, k-major and zero past
 //                    N, so each k's NR values are whole vectors (a row-major B read in place
 //                    walks k with a stride of N floats, the same cache-set trap). The copy is
 //                    in the same launch as the product: a separate packing kernel cost a
@@ -20,7 +20,11 @@
 //                    PoCL's CPU driver a barrier sends every value live across it through
 //                    memory, so there is no other), each work-item owns an MR x NR tile over
 //                    all of K, held in MR * NV vector accumulators of VW lanes: per k, NV vector
-//                    loads of B, MR broadcasts of A and MR * NV multiply-adds. When the panel
+//                    loads of B, MR broadcasts of A and MR * NV multiply-adds. Consecutive items
+//                    take the same rows of A in the group's GP panels, so A comes from memory
+//                    once per GP tiles (GP = 2-4 was 8-25 % faster than 1 in 9 of 10 interleaved
+//                    comparisons at n = 256..1024 and the decoder block's shapes; the host
+//                    keeps a group's panels within 512 KiB). When the panel
 //                    would outgrow the local memory the host allows (SLICED), it is copied
 //                    one k-slice at a time between two barriers; every tile still sums k in
 //                    order, so the result is bitwise the same. The host picks the tile from
@@ -99,6 +103,9 @@ __kernel void matmul_blocked(
 #define SLICED 0        // 1: K is longer than the host's k-slice (KC), copy B's panel a slice at a time
 #endif
 #define NR (NV * VW)
+#ifndef GP
+#define GP 1            // B panels per work-group
+#endif
 #define PACK_K 64       // k values one matmul_pack_a work-item copies
 
 
@@ -134,22 +141,24 @@ __kernel void matmul_pack_a(__global const float *a, __global float *ap, const i
 // --8<-- [end:matmul_pack_a]
 
 // --8<-- [start:matmul_packed]
-// Copies rows [0, kc) of B's panel (columns n0 .. n0 + NR, zero past N) into bl, k-major: NR
-// values per k, each k's row whole vectors. The work-group's items share the rows.
-ALWAYS_INLINE void load_panel(__local float *bl, __global const float *src, const int kc, const int cols,
-                              const int b_row, const int b_col)
+// Copies rows [k0, k0 + kc) of the work-group's GP panels of B (panel p: columns n0 + p NR ..
+// n0 + (p + 1) NR, zero past N) into bl, panel p at bl + p KC NR, k-major: NR values per k,
+// each k's row whole vectors. The work-group's items share the rows.
+ALWAYS_INLINE void load_panels(__local float *bl, __global const float *b, const int n0, const int N,
+                               const int k0, const int kc, const int KC, const int b_row, const int b_col)
 {
     const int lid = get_local_id(0), lsz = get_local_size(0);
-    if (cols == NR && b_col == 1) {                          // a full panel of a row-major B: whole vectors
-        for (int k = lid; k < kc; k += lsz)
+    for (int i = lid; i < GP * kc; i += lsz) {
+        const int p = i / kc, k = i - p * kc, np = n0 + p * NR, cols = min(NR, N - np);
+        __global const float *src = b + (long)(k0 + k) * b_row + (long)np * b_col;
+        __local float *dst = bl + (p * KC + k) * NR;
+        if (cols == NR && b_col == 1) {                      // a full panel of a row-major B: whole vectors
             #pragma unroll
-            for (int v = 0; v < NV; ++v)
-                ((__local vecf *)(bl + k * NR))[v] = ((__global const vecfu *)(src + (long)k * b_row))[v];
-        return;
+            for (int v = 0; v < NV; ++v) ((__local vecf *)dst)[v] = ((__global const vecfu *)src)[v];
+        } else if (cols > 0) {
+            for (int j = 0; j < NR; ++j) dst[j] = j < cols ? src[(long)j * b_col] : 0.0f;
+        }
     }
-    for (int k = lid; k < kc; k += lsz)
-        for (int j = 0; j < NR; ++j)
-            bl[k * NR + j] = j < cols ? src[(long)k * b_row + (long)j * b_col] : 0.0f;
 }
 
 // acc += A[rows at, k0 .. k0 + kc) @ bk[0 .. kc)
@@ -182,11 +191,14 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
                             const float alpha, const int add_d, __global int *status, const int seq,
                             __local float *bl)
 {
-    const int pm = get_global_id(0), pn = get_global_id(1), batch = get_global_id(2);
-    const int m0 = pm * MR, n0 = pn * NR;
-    const bool live = m0 < M;                           // padding items only help copy the panel
-    __global const float *src = b + (long)(batch / b_div) * b_set + (long)n0 * b_col;
-    const int cols = min(NR, N - n0);
+    // Items alternate between the group's GP panels, so each tile's rows of A are read from
+    // memory once and from L1 by the next GP - 1 items.
+    const int sub = get_global_id(0) % GP, pm = get_global_id(0) / GP, batch = get_global_id(2);
+    const int ng = get_global_id(1) * GP * NR;               // the group's first column
+    const int m0 = pm * MR, n0 = ng + sub * NR;
+    const bool live = m0 < M && n0 < N;                      // other items only help copy B
+    __global const float *bb = b + (long)(batch / b_div) * b_set;
+    __local const float *bk = bl + sub * KC * NR;
 #if A_PACKED
     __global const float *ab = a + (long)(batch / a_div) * a_set + (long)m0 * K;
     int at[MR];
@@ -207,14 +219,14 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
     for (int k0 = 0; k0 < K; k0 += KC) {                // measured 4-30 % slower even for one slice
         const int kc = min(KC, K - k0);
         barrier(CLK_LOCAL_MEM_FENCE);                   // everyone is done with the last slice
-        load_panel(bl, src + (long)k0 * b_row, kc, cols, b_row, b_col);
+        load_panels(bl, bb, ng, N, k0, kc, KC, b_row, b_col);
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (live) accumulate(acc, bl, ab, at, k0, kc);
+        if (live) accumulate(acc, bk, ab, at, k0, kc);
     }
 #else
-    load_panel(bl, src, K, cols, b_row, b_col);
+    load_panels(bl, bb, ng, N, 0, K, KC, b_row, b_col);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (live) accumulate(acc, bl, ab, at, 0, K);
+    if (live) accumulate(acc, bk, ab, at, 0, K);
 #endif
     if (!live) return;
     __global float *cb = c + (long)batch * M * N;

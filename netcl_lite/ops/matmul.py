@@ -150,9 +150,9 @@ def tile_for(device) -> tuple[int, int, int]:
 
 def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a_div, b_div, alpha, status,
             add=None, c_trans=False):
-    """Run the micro-kernel: each work-group copies its NR-column panel of B into local memory
-    one k-slice at a time and its items compute MR-row tiles from it; a row-major A is read in
-    place, a transposed A is first packed into MR-row panels."""
+    """Run the micro-kernel: each work-group copies its GP NR-column panels of B into local
+    memory (a k-slice at a time when K is long) and its items compute MR-row tiles from them; a
+    row-major A is read in place, a transposed A is first packed into MR-row panels."""
     vw, mr, nv = tile_for(call.queue.device)
     nr = vw * nv
     pm, pn = -(-m // mr), -(-n // nr)
@@ -168,23 +168,31 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
         a_buf, a_batch, lda = ap, pm * mr * k, mr
     else:
         lda = a_row
-    kc = max(1, min(k, min(PANEL_BYTES, call.queue.device.local_mem_size) // (4 * nr)))
-    options += (f"-DSLICED={int(kc < k)}",)
-    group = _group_size(call, options, pm, pn * n_batch)
-    call.launch("matmul.cl", "matmul_packed", (round_up(pm, group), pn, n_batch), (group, 1, 1),
+    local = min(PANEL_BYTES, call.queue.device.local_mem_size)
+    kc = max(1, min(k, local // (4 * nr)))
+    gp = max(1, min(MAX_GROUP_PANELS, pn, min(GROUP_PANEL_BYTES, local) // (4 * nr * kc)))
+    options += (f"-DSLICED={int(kc < k)}", f"-DGP={gp}")
+    groups = -(-pn // gp)
+    rows = _group_size(call, options, pm, groups * n_batch, gp)
+    call.launch("matmul.cl", "matmul_packed", (round_up(pm, rows) * gp, groups, n_batch), (rows * gp, 1, 1),
                 a_buf, b_buf, c_buf, c_buf if add is None else add, i32(m), i32(n), i32(k), i32(a_batch),
                 i32(lda), i32(a_div), *map(i32, b_strides), i32(b_div), i32(kc), f32(alpha), i32(add is not None),
-                *status, cl.LocalMemory(4 * kc * nr), options=options)
+                *status, cl.LocalMemory(4 * gp * kc * nr), options=options)
 
 
-#: the most local memory one work-group's slice of B may take (bytes)
+#: the most local memory one work-group's slice of B may take (bytes): a longer K is copied in slices
 PANEL_BYTES = 1 << 20
+#: a work-group takes up to this many panels of B while they fit in this many bytes: each row of A
+#: it reads then serves several panels (measured on AVX-512, 2 threads: 2 panels of K = 1024 and 4 of
+#: K = 256 faster than one; 4 of K = 2048, 2 MiB, slower)
+MAX_GROUP_PANELS = 4
+GROUP_PANEL_BYTES = 1 << 19
 
 
-def _group_size(call, options, pm: int, panels: int) -> int:
-    """Row tiles per ``matmul_packed`` work-group for ``panels`` panels (of every batch entry).
+def _group_size(call, options, pm: int, panels: int, gp: int) -> int:
+    """Row tiles per ``matmul_packed`` work-group for ``panels`` groups of ``gp`` panels (of every batch entry).
 
-    Each work-group copies its panel of B, so it should own as many row tiles as it can; but
+    Each work-group copies its panels of B, so it should own as many row tiles as it can; but
     the groups must also keep every compute unit busy to the end, so rows are split until the
     last round of groups is at least 85 % full (or there are 8 groups per unit).
     """
@@ -201,7 +209,7 @@ def _group_size(call, options, pm: int, panels: int) -> int:
     if limit is None:
         kernel = get_kernel(call.queue.context, "matmul.cl", "matmul_packed", options)
         limit = _group_limits[key] = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
-    return min(-(-pm // splits), limit)
+    return min(-(-pm // splits), limit // gp)
 
 
 _group_limits: dict = {}
