@@ -5,10 +5,11 @@
 //                    operands addressed by element strides, so a transposed operand
 //                    or a batch-broadcast one (stride 0) costs no copy. Used for small
 //                    products, where the micro-kernel's setup would cost more than it saves.
-//   matmul_pack_a    copies a transposed A into panels of MR rows, k-major (A_PACKED): read in
-//                    place, each k of a transposed A sits lda floats (often 4 KiB) after the
-//                    last, which maps every k to the same L1 and L2 sets. A row-major A is
-//                    read in place.
+//   matmul_pack_a    copies a transposed A into panels of MR rows, k-major (A_PACKED = 1): read
+//                    in place, each k of a transposed A sits lda floats after the last, and when
+//                    that is a multiple of 4 KiB every k maps to the same L1 set and a few L2 sets.
+//                    The host reads a transposed A in place (A_PACKED = 2) when its K lines fit in
+//                    the L2 sets its stride can reach, and always reads a row-major A in place.
 //   matmul_packed    each work-group owns GP NR-column panels of C (or a share of their rows).
 //                    It first copies those panels of B into local memory, k-major and zero past
 //                    N, so each k's NR values are whole vectors (a row-major B read in place
@@ -97,8 +98,8 @@ __kernel void matmul_blocked(
 #define C_TRANS 0       // 1: store the tile transposed, C[n][m] (the host computes C = Aᵀ B as (Bᵀ A)ᵀ)
 #endif
 #ifndef A_PACKED
-#define A_PACKED 0      // 1: A comes from matmul_pack_a, element (m, k) at (m / MR) * MR * K + k * MR + m % MR
-#endif
+#define A_PACKED 0      // 1: A comes from matmul_pack_a, element (m, k) at (m / MR) * MR * K + k * MR + m % MR;
+#endif                  // 2: A is transposed and read in place, element (m, k) at k * lda + m
 #ifndef SLICED
 #define SLICED 0        // 1: K is longer than the host's k-slice (KC), copy B's panel a slice at a time
 #endif
@@ -163,18 +164,14 @@ ALWAYS_INLINE void load_panels(__local float *bl, __global const float *b, const
 
 // acc += A[rows at, k0 .. k0 + kc) @ bk[0 .. kc)
 ALWAYS_INLINE void accumulate(vecf acc[MR][NV], __local const float *bk, __global const float *ab,
-                              const int at[MR], const int k0, const int kc)
+                              const int at[MR], const int a_k, const int k0, const int kc)
 {
     #pragma unroll 4                                    // four k per trip (see the header)
     for (int k = k0; k < k0 + kc; ++k, bk += NR) {
         vecf bv[NV];
         #pragma unroll
         for (int v = 0; v < NV; ++v) bv[v] = ((__local const vecf *)bk)[v];
-#if A_PACKED
-        __global const float *ak = ab + (long)k * MR;
-#else
-        __global const float *ak = ab + k;
-#endif
+        __global const float *ak = ab + (long)k * a_k;
         #pragma unroll
         for (int r = 0; r < MR; ++r) {
             const float x = ak[at[r]];
@@ -199,16 +196,18 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
     const bool live = m0 < M && n0 < N;                      // other items only help copy B
     __global const float *bb = b + (long)(batch / b_div) * b_set;
     __local const float *bk = bl + sub * KC * NR;
-#if A_PACKED
+#if A_PACKED == 1
     __global const float *ab = a + (long)(batch / a_div) * a_set + (long)m0 * K;
+    const int a_k = MR;                                 // element (m0 + r, k) at k * MR + r
     int at[MR];
     #pragma unroll
     for (int r = 0; r < MR; ++r) at[r] = r;             // padded rows are zeros
 #else
     __global const float *ab = a + (long)(batch / a_div) * a_set;
+    const int a_k = A_PACKED == 2 ? lda : 1;            // a transposed A: each k a row of lda floats
     int at[MR];                                         // rows past M repeat the last one
     #pragma unroll
-    for (int r = 0; r < MR; ++r) at[r] = min(m0 + r, M - 1) * lda;
+    for (int r = 0; r < MR; ++r) at[r] = min(m0 + r, M - 1) * (A_PACKED == 2 ? 1 : lda);
 #endif
     vecf acc[MR][NV];
     #pragma unroll
@@ -221,12 +220,12 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
         barrier(CLK_LOCAL_MEM_FENCE);                   // everyone is done with the last slice
         load_panels(bl, bb, ng, N, k0, kc, KC, b_row, b_col);
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (live) accumulate(acc, bk, ab, at, k0, kc);
+        if (live) accumulate(acc, bk, ab, at, a_k, k0, kc);
     }
 #else
     load_panels(bl, bb, ng, N, 0, K, KC, b_row, b_col);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (live) accumulate(acc, bk, ab, at, 0, K);
+    if (live) accumulate(acc, bk, ab, at, a_k, 0, K);
 #endif
     if (!live) return;
     __global float *cb = c + (long)batch * M * N;

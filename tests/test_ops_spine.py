@@ -163,7 +163,7 @@ def test_causal_with_more_keys_than_queries_aligns_queries_to_the_end():
     assert np.all(weights[1] > 0)                                      # the last query sees every key
 
 
-def test_packed_matmul_on_ragged_sizes_transposes_and_broadcast_batches():
+def test_packed_matmul_on_ragged_sizes_transposes_and_broadcast_batches(monkeypatch):
     """Sizes above the packing threshold, none a multiple of the 6 x 16 block or the k-block, and
     K of every remainder mod 4 (the micro-kernel's k loop is unrolled by four)."""
     rng = np.random.default_rng(9)
@@ -171,6 +171,14 @@ def test_packed_matmul_on_ragged_sizes_transposes_and_broadcast_batches():
     assert all(packed_pays(m, n, k) for m, k, n in cases)
     batches = [((), ()), ((2,), (2,)), ((), (3,)), ((3,), ()), ((2,), (2,)), ((), (2,))]   # a's and b's batch axes
     check_matmul_transposes(rng, cases, batches, what="packed matmul")
+    assert {"-DA_PACKED=0", "-DA_PACKED=2"} <= packed_builds()       # a transposed A read in place
+    monkeypatch.setattr(sys.modules["netcl_lite.ops.matmul"], "A_LINES", 0)
+    check_matmul_transposes(rng, cases, batches, what="packed matmul, a transposed A packed")
+    assert "-DA_PACKED=1" in packed_builds()
+
+
+def packed_builds() -> set[str]:
+    return {o for (_, f, options, name) in kernels._kernels if name == "matmul_packed" for o in options}
 
 
 def test_packed_matmul_in_k_slices_is_bitwise_the_one_slice_product(monkeypatch, queue):
@@ -193,7 +201,7 @@ def test_packed_matmul_in_k_slices_is_bitwise_the_one_slice_product(monkeypatch,
             assert_close(sliced, reference.matmul(a, b, transpose_a=ta, transpose_b=tb), rtol=0,
                          atol=matmul_atol(np.swapaxes(a, -1, -2) if ta else a, np.swapaxes(b, -1, -2) if tb else b),
                          what=f"sliced {a.shape} x {b.shape} ta={ta} tb={tb}")
-    assert any("-DSLICED=1" in options for (_, f, options, name) in kernels._kernels if name == "matmul_packed")
+    assert "-DSLICED=1" in packed_builds()
 
 
 def test_packed_and_unpacked_kernels_agree_and_k0_gives_zeros():

@@ -45,11 +45,14 @@ def width(request, monkeypatch, queue):
     return vw
 
 
-def test_packed_matmul_at_each_width_on_ragged_sizes_transposes_and_batches(width):
+def test_packed_matmul_at_each_width_on_ragged_sizes_transposes_and_batches(width, monkeypatch):
     rng = np.random.default_rng(40 + width)
     cases = [(97, 90, 70), (61, 300, 33), (130, 129, 97), (13, 1030, 70), (89, 131, 64)]   # K % 4 = 2, 0, 1, 2, 3
     assert all(packed_pays(m, n, k) for m, k, n in cases)
-    check_matmul_transposes(rng, cases, [((), ()), ((2,), (2,)), ((), (3,)), ((), ()), ((2,), ())], what=f"VW={width}")
+    batches = [((), ()), ((2,), (2,)), ((), (3,)), ((), ()), ((2,), ())]
+    check_matmul_transposes(rng, cases, batches, what=f"VW={width}")             # a transposed A in place
+    monkeypatch.setattr(sys.modules["netcl_lite.ops.matmul"], "A_LINES", 0)
+    check_matmul_transposes(rng, cases, batches, what=f"VW={width}, a transposed A packed")
     # Aᵀ B with A far larger than B: the transposed-store path
     a, b = f32(rng.standard_normal((300, 400))), f32(rng.standard_normal((300, 40)))
     assert_close(ops.matmul(a, b, transpose_a=True), reference.matmul(a, b, transpose_a=True), rtol=0,
