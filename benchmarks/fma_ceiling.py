@@ -12,9 +12,9 @@ stay in L1: the most that instruction mix gets, with no cache misses and no pack
 Each round times, in turn:
 
   * the ceiling and the L1 loop (wall time of a burst, as in bench_kernels.py);
-  * ``matmul_packed`` alone at n = 1024 and 2048 (OpenCL profiling events: no packing,
-    no launch or wait);
-  * ``ops.matmul`` on device tensors (the whole call: packing, launches, the wait);
+  * ``matmul_packed`` alone at n = 1024 and 2048 (OpenCL profiling events: the kernel,
+    which copies B's panels into local memory itself, without the launch or the wait);
+  * ``ops.matmul`` on device tensors (the whole call: the launch and the wait);
   * NumPy ``a @ b`` (OpenBLAS).
 
 Each is reported as GFLOP/s and as a fraction of the ceiling measured in the same round

@@ -19,17 +19,19 @@
 //                    memory; on PoCL's CPU driver, removing it cut the call by 30 % at
 //                    n = 256 and 512 and by 6-7 % at 1024 and 2048. After one barrier (on
 //                    PoCL's CPU driver a barrier sends every value live across it through
-//                    memory, so there is no other), each work-item owns an MR x NR tile over
-//                    all of K, held in MR * NV vector accumulators of VW lanes: per k, NV vector
-//                    loads of B, MR broadcasts of A and MR * NV multiply-adds. Consecutive items
-//                    take the same rows of A in the group's GP panels, so A comes from memory
-//                    once per GP tiles (GP = 2-4 was 8-25 % faster than 1 in 9 of 10 interleaved
-//                    comparisons at n = 256..1024 and the decoder block's shapes; the host
-//                    keeps a group's panels within 512 KiB). When the panel
-//                    would outgrow the local memory the host allows (SLICED), it is copied
-//                    one k-slice at a time between two barriers; every tile still sums k in
-//                    order, so the result is bitwise the same. The host picks the tile from
-//                    the device's vector width: VW = 16 (AVX-512: 6 x 64 in 24 of the 32
+//                    memory, so there is no other), the group's 16 items share its row tiles:
+//                    each computes MR x NR tiles over all of K, held in MR * NV vector
+//                    accumulators of VW lanes (per k, NV vector loads of B, MR broadcasts of A
+//                    and MR * NV multiply-adds), one tile's rows against each of the GP panels
+//                    in turn, so A comes from memory once per GP tiles (GP = 2-4 was 8-25 %
+//                    faster than 1 in 9 of 10 interleaved comparisons at n = 256..1024 and the
+//                    decoder block's shapes; the host keeps a group's panels within 512 KiB).
+//                    The local size is the same for every shape: PoCL compiles a kernel anew
+//                    for each local size it meets (~0.8 s here). When the panel would outgrow
+//                    the local memory the host allows (SLICED), it is copied one k-slice at a
+//                    time between two barriers and each item owns one tile; every tile still
+//                    sums k in order, so the result is bitwise the same. The host picks the tile
+//                    from the device's vector width: VW = 16 (AVX-512: 6 x 64 in 24 of the 32
 //                    registers; measured on one core at n = 256..1024: 6 x 64 155-160
 //                    GFLOP/s, 12 x 32 130-160, 8 x 48 135-150, OpenBLAS 140) or VW = 8 (AVX2:
 //                    6 x 16 in 12 of 16). Six rows of A, each contiguous in k, are six streams;
@@ -181,55 +183,11 @@ ALWAYS_INLINE void accumulate(vecf acc[MR][NV], __local const float *bk, __globa
     }
 }
 
-__kernel void matmul_packed(__global const float *a, __global const float *b, __global float *c,
-                            __global const float *d, const int M, const int N, const int K,
-                            const int a_set, const int lda, const int a_div,
-                            const int b_set, const int b_row, const int b_col, const int b_div, const int KC,
-                            const float alpha, const int add_d, __global int *status, const int seq,
-                            __local float *bl)
+// C[m0.., n0..] = alpha * acc (+ D): the tile's rows below M and columns below N. Returns the
+// inf/NaN bits of what it stored.
+ALWAYS_INLINE int store_tile(vecf acc[MR][NV], __global float *cb, __global const float *db, const int m0,
+                             const int n0, const int M, const int N, const float alpha, const int add_d)
 {
-    // Items alternate between the group's GP panels, so each tile's rows of A are read from
-    // memory once and from L1 by the next GP - 1 items.
-    const int sub = get_global_id(0) % GP, pm = get_global_id(0) / GP, batch = get_global_id(2);
-    const int ng = get_global_id(1) * GP * NR;               // the group's first column
-    const int m0 = pm * MR, n0 = ng + sub * NR;
-    const bool live = m0 < M && n0 < N;                      // other items only help copy B
-    __global const float *bb = b + (long)(batch / b_div) * b_set;
-    __local const float *bk = bl + sub * KC * NR;
-#if A_PACKED == 1
-    __global const float *ab = a + (long)(batch / a_div) * a_set + (long)m0 * K;
-    const int a_k = MR;                                 // element (m0 + r, k) at k * MR + r
-    int at[MR];
-    #pragma unroll
-    for (int r = 0; r < MR; ++r) at[r] = r;             // padded rows are zeros
-#else
-    __global const float *ab = a + (long)(batch / a_div) * a_set;
-    const int a_k = A_PACKED == 2 ? lda : 1;            // a transposed A: each k a row of lda floats
-    int at[MR];                                         // rows past M repeat the last one
-    #pragma unroll
-    for (int r = 0; r < MR; ++r) at[r] = min(m0 + r, M - 1) * (A_PACKED == 2 ? 1 : lda);
-#endif
-    vecf acc[MR][NV];
-    #pragma unroll
-    for (int r = 0; r < MR; ++r)
-        #pragma unroll
-        for (int v = 0; v < NV; ++v) acc[r][v] = (vecf)(0.0f);
-#if SLICED                                              // a separate build: with barriers in a loop, PoCL
-    for (int k0 = 0; k0 < K; k0 += KC) {                // measured 4-30 % slower even for one slice
-        const int kc = min(KC, K - k0);
-        barrier(CLK_LOCAL_MEM_FENCE);                   // everyone is done with the last slice
-        load_panels(bl, bb, ng, N, k0, kc, KC, b_row, b_col);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (live) accumulate(acc, bk, ab, at, a_k, k0, kc);
-    }
-#else
-    load_panels(bl, bb, ng, N, 0, K, KC, b_row, b_col);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (live) accumulate(acc, bk, ab, at, a_k, 0, K);
-#endif
-    if (!live) return;
-    __global float *cb = c + (long)batch * M * N;
-    __global const float *db = d + (long)batch * M * N;
     int bad = 0;
 #if C_TRANS
     // C is (N, M): tile row r is column m0 + r of C, so each value lands M floats after the last.
@@ -265,6 +223,78 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
                     bad |= nonfinite_bits(o);
                 }
             }
+        }
+    }
+#endif
+    return bad;
+}
+
+// Where the rows m0 .. m0 + MR of A are: element (m0 + r, k) at ab[k * a_k + at[r]].
+#if A_PACKED == 1
+#define A_TILE(m0) \
+    __global const float *ab = a_set0 + (long)(m0) * K; \
+    const int a_k = MR;                                 /* panel of MR rows, k-major */ \
+    int at[MR]; \
+    _Pragma("unroll") for (int r = 0; r < MR; ++r) at[r] = r;   /* padded rows are zeros */
+#else
+#define A_TILE(m0) \
+    __global const float *ab = a_set0; \
+    const int a_k = A_PACKED == 2 ? lda : 1;            /* a transposed A: each k a row of lda floats */ \
+    int at[MR];                                         /* rows past M repeat the last one */ \
+    _Pragma("unroll") for (int r = 0; r < MR; ++r) at[r] = min((m0) + r, M - 1) * (A_PACKED == 2 ? 1 : lda);
+#endif
+
+#define ZERO(acc) \
+    _Pragma("unroll") for (int r = 0; r < MR; ++r) \
+        _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = (vecf)(0.0f);
+
+__kernel void matmul_packed(__global const float *a, __global const float *b, __global float *c,
+                            __global const float *d, const int M, const int N, const int K,
+                            const int a_set, const int lda, const int a_div,
+                            const int b_set, const int b_row, const int b_col, const int b_div, const int KC,
+                            const int tiles, const float alpha, const int add_d, __global int *status,
+                            const int seq, __local float *bl)
+{
+    // Work-group (g, h, batch) owns row tiles g * tiles .. (g + 1) * tiles of C and its GP
+    // panels from column h * GP * NR. The local size is fixed (PoCL compiles the kernel anew
+    // for every local size), so each item loops over tiles.
+    const int batch = get_global_id(2), lid = get_local_id(0), items = get_local_size(0);
+    const int ng = get_group_id(1) * GP * NR;
+    const int t0 = get_group_id(0) * tiles, t1 = min((M + MR - 1) / MR, t0 + tiles);
+    __global const float *bb = b + (long)(batch / b_div) * b_set;
+    __global const float *a_set0 = a + (long)(batch / a_div) * a_set;
+    __global float *cb = c + (long)batch * M * N;
+    __global const float *db = d + (long)batch * M * N;
+    int bad = 0;
+#if SLICED
+    // K is longer than a slice: each item owns one tile of one panel (tiles <= items, GP = 1),
+    // whose accumulators live across the slices. A separate build: with barriers in a loop,
+    // PoCL measured 4-30 % slower even for one slice.
+    const int t = t0 + lid;
+    const bool live = t < t1;
+    A_TILE(t * MR)
+    vecf acc[MR][NV];
+    ZERO(acc)
+    for (int k0 = 0; k0 < K; k0 += KC) {
+        const int kc = min(KC, K - k0);
+        barrier(CLK_LOCAL_MEM_FENCE);                   // everyone is done with the last slice
+        load_panels(bl, bb, ng, N, k0, kc, KC, b_row, b_col);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (live) accumulate(acc, bl, ab, at, a_k, k0, kc);
+    }
+    if (live) bad = store_tile(acc, cb, db, t * MR, ng, M, N, alpha, add_d);
+#else
+    load_panels(bl, bb, ng, N, 0, K, KC, b_row, b_col);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int t = t0 + lid; t < t1; t += items) {
+        // One tile's rows against each of the group's panels in turn: A's rows come from
+        // memory for the first panel and from L1 for the next GP - 1.
+        A_TILE(t * MR)
+        for (int p = 0; p < GP && ng + p * NR < N; ++p) {
+            vecf acc[MR][NV];
+            ZERO(acc)
+            accumulate(acc, bl + p * KC * NR, ab, at, a_k, 0, K);
+            bad |= store_tile(acc, cb, db, t * MR, ng + p * NR, M, N, alpha, add_d);
         }
     }
 #endif

@@ -204,6 +204,28 @@ def test_packed_matmul_in_k_slices_is_bitwise_the_one_slice_product(monkeypatch,
     assert "-DSLICED=1" in packed_builds()
 
 
+def test_packed_matmul_launches_one_local_size_for_every_shape(monkeypatch):
+    """PoCL compiles a kernel anew for each local size it meets (most of a second), so a reader
+    who varies a length (generation without a cache grows T by one per token) must not meet a
+    new local size per shape."""
+    from netcl_lite.core.stream import Stream
+    seen = set()
+    launch = Stream.launch
+
+    def record(self, filename, name, global_size, local_size, *args, **kw):
+        if name == "matmul_packed":
+            seen.add(tuple(local_size))
+        return launch(self, filename, name, global_size, local_size, *args, **kw)
+
+    monkeypatch.setattr(Stream, "launch", record)
+    rng = np.random.default_rng(13)
+    for t in (65, 100, 101, 257, 700):
+        for k, n in ((128, 384), (96, 2000)):
+            x, w = f32(rng.standard_normal((t, k))), f32(rng.standard_normal((k, n)))
+            assert_close(ops.matmul(x, w), reference.matmul(x, w), rtol=0, atol=matmul_atol(x, w), what=f"{t}x{k}x{n}")
+    assert len(seen) == 1, f"matmul_packed ran with local sizes {sorted(seen)}"
+
+
 def test_packed_and_unpacked_kernels_agree_and_k0_gives_zeros():
     rng = np.random.default_rng(10)
     a, b = f32(rng.integers(-8, 9, (96, 70))), f32(rng.integers(-8, 9, (70, 97)))

@@ -8,7 +8,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..checks import flag
-from ..core.kernels import get_kernel, vector_lanes
+from ..core.kernels import vector_lanes
 from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
 from .reduce import sum_to
 
@@ -175,11 +175,11 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
     gp = max(1, min(MAX_GROUP_PANELS, pn, min(GROUP_PANEL_BYTES, local) // (4 * nr * kc)))
     options += (f"-DSLICED={int(kc < k)}", f"-DGP={gp}")
     groups = -(-pn // gp)
-    rows = _group_size(call, options, pm, groups * n_batch, gp)
-    call.launch("matmul.cl", "matmul_packed", (round_up(pm, rows) * gp, groups, n_batch), (rows * gp, 1, 1),
+    tiles = GROUP_ITEMS if kc < k else -(-pm // _row_splits(call.queue.device, pm, groups * n_batch))
+    call.launch("matmul.cl", "matmul_packed", (-(-pm // tiles) * GROUP_ITEMS, groups, n_batch), (GROUP_ITEMS, 1, 1),
                 a_buf, b_buf, c_buf, c_buf if add is None else add, i32(m), i32(n), i32(k), i32(a_batch),
-                i32(lda), i32(a_div), *map(i32, b_strides), i32(b_div), i32(kc), f32(alpha), i32(add is not None),
-                *status, cl.LocalMemory(4 * gp * kc * nr), options=options)
+                i32(lda), i32(a_div), *map(i32, b_strides), i32(b_div), i32(kc), i32(tiles), f32(alpha),
+                i32(add is not None), *status, cl.LocalMemory(4 * gp * kc * nr), options=options)
 
 
 #: the most local memory one work-group's slice of B may take (bytes): a longer K is copied in slices
@@ -205,27 +205,23 @@ def transposed_in_place(lda: int, k: int) -> bool:
     return k * max(1, low // 64) <= A_LINES
 
 
-def _group_size(call, options, pm: int, panels: int, gp: int) -> int:
-    """Row tiles per ``matmul_packed`` work-group for ``panels`` groups of ``gp`` panels (of every batch entry).
+#: work-items per matmul_packed work-group, whatever the shape: PoCL compiles a kernel anew for
+#: every local size it meets (~0.8 s each here), so the items loop over the group's row tiles
+GROUP_ITEMS = 16
+
+
+def _row_splits(device, pm: int, groups: int) -> int:
+    """Into how many work-groups to split ``pm`` row tiles when there are ``groups`` groups of panels.
 
     Each work-group copies its panels of B, so it should own as many row tiles as it can; but
     the groups must also keep every compute unit busy to the end, so rows are split until the
     last round of groups is at least 85 % full (or there are 8 groups per unit).
     """
-    device = call.queue.device
     units = device.max_compute_units
     splits = 1
     while splits < pm:
-        groups = splits * panels
-        if groups >= 8 * units or groups / (-(-groups // units) * units) >= 0.85:
+        total = splits * groups
+        if total >= 8 * units or total / (-(-total // units) * units) >= 0.85:
             break
         splits += 1
-    key = (call.queue.context.int_ptr, options)
-    limit = _group_limits.get(key)
-    if limit is None:
-        kernel = get_kernel(call.queue.context, "matmul.cl", "matmul_packed", options)
-        limit = _group_limits[key] = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
-    return min(-(-pm // splits), limit // gp)
-
-
-_group_limits: dict = {}
+    return splits
