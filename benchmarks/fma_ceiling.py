@@ -123,7 +123,11 @@ class Ceiling:
 
 
 def kernel_seconds(queue, ta, tb) -> float:
-    """matmul_packed's own time per call (profiling events), the mean over a burst of 3."""
+    """matmul_packed's own time per call (profiling events), the mean over a burst of 3 after one
+    untimed call: the first launch after other kernels or a pause runs on cold caches and waking
+    workers (with B's panels copied inside the kernel, that first launch measured 20-35 % slower)."""
+    ops.matmul(ta, tb)
+    sync(queue)
     with profile_kernels(queue) as prof:
         for _ in range(3):
             ops.matmul(ta, tb)
