@@ -109,6 +109,9 @@ __kernel void matmul_blocked(
 #ifndef GP
 #define GP 1            // B panels per work-group
 #endif
+#if SLICED && GP > 1
+#error "a sliced build keeps one tile of one panel per item (GP = 1)"
+#endif
 #define PACK_K 64       // k values one matmul_pack_a work-item copies
 
 

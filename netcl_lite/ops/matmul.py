@@ -124,8 +124,8 @@ def gemm(call: OpCall, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strid
     ``a_strides``/``b_strides`` are element strides (per operand matrix, row, column):
     a transposed operand is just other strides. ``a_div``/``b_div`` let many batch
     entries share one operand (a broadcast matrix, or the K/V group of several heads).
-    Large products run ``matmul_packed`` (a transposed A packed first); small ones run ``matmul_blocked``. With
-    ``c_trans`` (packed products only) C is stored transposed, (N, M).
+    Large products run ``matmul_packed`` (a transposed A may be packed first); small ones run
+    ``matmul_blocked``. With ``c_trans`` (packed products only) C is stored transposed, (N, M).
     """
     status = (call.stream.status, call.seq)
     if packed_pays(m, n, k):
@@ -152,7 +152,8 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
             add=None, c_trans=False):
     """Run the micro-kernel: each work-group copies its GP NR-column panels of B into local
     memory (a k-slice at a time when K is long) and its items compute MR-row tiles from them; a
-    row-major A is read in place, a transposed A is first packed into MR-row panels."""
+    row-major A is read in place, a transposed A too unless its stride crowds the caches
+    (:func:`transposed_in_place`), when it is first packed into MR-row panels."""
     vw, mr, nv = tile_for(call.queue.device)
     nr = vw * nv
     pm, pn = -(-m // mr), -(-n // nr)
