@@ -19,6 +19,7 @@ import numpy as np
 
 from netcl_lite import autograd as ag
 from netcl_lite import ops, reference
+from netcl_lite.core import kernels
 from netcl_lite.testing import EPS32, assert_close, matmul_atol
 
 #: sizes around tile and work-group edges (tiles of 4, 6, 8, 16, 64 ...)
@@ -27,6 +28,14 @@ RAGGED = [1, 2, 3, 5, 7, 13, 17, 31, 33, 63, 65, 100]
 
 def f32(x):
     return np.asarray(x, np.float32)
+
+
+def built_options(file: str, name: str, having: str | None = None) -> set[str]:
+    """Every build option kernel ``name`` of ``kernels/<file>`` has been compiled with so far, over
+    the builds that include option ``having`` (all builds by default). The kernel cache is keyed
+    by the options, so this is how a test shows that it ran the build it names."""
+    return {o for (_, f, options, n) in kernels._kernels
+            if (f, n) == (file, name) and (having is None or having in options) for o in options}
 
 
 def rand(rng, *shape):

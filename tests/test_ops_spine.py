@@ -10,10 +10,15 @@ import sys
 
 import numpy as np
 import pytest
-from checking import check_matmul_transposes, f32, random_attention_case, random_dims
+from checking import (
+    built_options,
+    check_matmul_transposes,
+    f32,
+    random_attention_case,
+    random_dims,
+)
 
 from netcl_lite import ops, reference
-from netcl_lite.core import kernels
 from netcl_lite.core.tensor import Tensor
 from netcl_lite.ops.matmul import packed_pays, tile_for
 from netcl_lite.testing import assert_close, attention_atol, matmul_atol, softmax_rtol
@@ -171,14 +176,10 @@ def test_packed_matmul_on_ragged_sizes_transposes_and_broadcast_batches(monkeypa
     assert all(packed_pays(m, n, k) for m, k, n in cases)
     batches = [((), ()), ((2,), (2,)), ((), (3,)), ((3,), ()), ((2,), (2,)), ((), (2,))]   # a's and b's batch axes
     check_matmul_transposes(rng, cases, batches, what="packed matmul")
-    assert {"-DA_PACKED=0", "-DA_PACKED=2"} <= packed_builds()       # a transposed A read in place
+    assert {"-DA_PACKED=0", "-DA_PACKED=2"} <= built_options("matmul.cl", "matmul_packed")       # a transposed A read in place
     monkeypatch.setattr(sys.modules["netcl_lite.ops.matmul"], "A_LINES", 0)
     check_matmul_transposes(rng, cases, batches, what="packed matmul, a transposed A packed")
-    assert "-DA_PACKED=1" in packed_builds()
-
-
-def packed_builds() -> set[str]:
-    return {o for (_, f, options, name) in kernels._kernels if name == "matmul_packed" for o in options}
+    assert "-DA_PACKED=1" in built_options("matmul.cl", "matmul_packed")
 
 
 def test_packed_matmul_in_k_slices_is_bitwise_the_one_slice_product(monkeypatch, queue):
@@ -201,7 +202,7 @@ def test_packed_matmul_in_k_slices_is_bitwise_the_one_slice_product(monkeypatch,
             assert_close(sliced, reference.matmul(a, b, transpose_a=ta, transpose_b=tb), rtol=0,
                          atol=matmul_atol(np.swapaxes(a, -1, -2) if ta else a, np.swapaxes(b, -1, -2) if tb else b),
                          what=f"sliced {a.shape} x {b.shape} ta={ta} tb={tb}")
-    assert "-DSLICED=1" in packed_builds()
+    assert "-DSLICED=1" in built_options("matmul.cl", "matmul_packed")
 
 
 def test_packed_matmul_launches_one_local_size_for_every_shape(monkeypatch):

@@ -16,11 +16,10 @@ import sys
 
 import numpy as np
 import pytest
-from checking import check_matmul_transposes, f32, gradcheck, qkv, rand
+from checking import built_options, check_matmul_transposes, f32, gradcheck, qkv, rand
 
 from netcl_lite import autograd as ag
 from netcl_lite import ops, reference
-from netcl_lite.core import kernels
 from netcl_lite.ops.flash_attention import TILING, TILING_NARROW
 from netcl_lite.ops.matmul import TILES, packed_pays, tile_for
 from netcl_lite.testing import assert_close, attention_atol, matmul_atol
@@ -30,9 +29,8 @@ WIDTHS = sorted(TILES)
 
 def assert_built(vw: int, file: str, *names: str) -> None:
     """The test ran the build it names: the kernel cache holds each kernel at this width."""
-    built = {(f, name) for (_, f, options, name) in kernels._kernels if f"-DVW={vw}" in options}
     for name in names:
-        assert (file, name) in built, f"{name} was never built with VW={vw}"
+        assert f"-DVW={vw}" in built_options(file, name), f"{name} was never built with VW={vw}"
 
 
 @pytest.fixture(params=WIDTHS, ids=lambda w: f"VW={w}")
@@ -75,9 +73,8 @@ def test_tiled_flash_forward_at_each_width(width):
                                   f"padded={mask is not None}")
     assert_built(width, "flash_attention.cl", "flash_attention_tiled", "flash_pack")
     # block 32 and dv = 20, 31 take the narrow passes, block 64 and 128 with dv = 64 the wide ones
-    passes = {option for (_, f, options, name) in kernels._kernels
-              if (f, name) == ("flash_attention.cl", "flash_attention_tiled") and f"-DVW={width}" in options
-              for option in options if option.startswith("-DNP=")}
+    passes = {option for option in built_options("flash_attention.cl", "flash_attention_tiled", having=f"-DVW={width}")
+              if option.startswith("-DNP=")}
     assert passes == {f"-DNP={TILING[width][2]}", f"-DNP={TILING_NARROW[width][2]}"}, passes
 
 
