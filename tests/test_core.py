@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -60,6 +64,54 @@ def test_no_platform_says_how_to_install_pocl(monkeypatch):
     monkeypatch.setattr(cl, "get_platforms", no_platforms)
     with pytest.raises(NoDeviceError, match=r"pip install 'pyopencl\[pocl\]'"):
         DeviceManager().default("cpu")
+
+
+PINNING_PROBE = """
+import json, os
+{before}
+import numpy as np
+import netcl_lite as nl
+dev = nl.device("cpu")
+a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096
+ok = bool(np.allclose(nl.ops.matmul(a, a), a.astype(np.float64) @ a, rtol=1e-5, atol=1e-5))
+allowed = []
+for tid in os.listdir("/proc/self/task"):
+    with open(f"/proc/self/task/{{tid}}/status") as f:
+        allowed += [line.split(":", 1)[1].strip() for line in f if line.startswith("Cpus_allowed_list")]
+print(json.dumps({{"var": os.environ.get("POCL_AFFINITY"), "ok": ok, "allowed": allowed,
+                  "units": dev.cl_device.max_compute_units}}))
+"""
+
+
+def probe_pinning(before: str = "", **env) -> dict:
+    """Start a fresh process (PoCL reads POCL_AFFINITY once, when it starts its threads), run a
+    product on the CPU device and report each thread's allowed CPUs."""
+    environ = {k: v for k, v in os.environ.items() if k != "POCL_AFFINITY"} | env
+    out = subprocess.run([sys.executable, "-c", PINNING_PROBE.format(before=before)], check=False, env=environ,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads thread affinities from /proc")
+def test_pocl_workers_are_pinned_only_where_every_cpu_is_allowed():
+    cpus = os.cpu_count() or 1
+    everywhere = os.sched_getaffinity(0) == set(range(cpus))
+    free = probe_pinning()
+    assert free["ok"]
+    if everywhere:
+        assert free["var"] == "1"
+        assert {str(i) for i in range(free["units"])} <= set(free["allowed"]), free   # worker i on CPU i
+    else:
+        assert free["var"] is None
+    # the caller's choice stands: no worker is pinned
+    chosen = probe_pinning(POCL_AFFINITY="0")
+    assert chosen["ok"] and chosen["var"] == "0"
+    if cpus > 1:
+        assert not any(a.isdigit() for a in chosen["allowed"]), chosen
+        # a process confined to one CPU must not pin workers to CPUs it may not use
+        confined = probe_pinning(before=f"os.sched_setaffinity(0, {{{max(os.sched_getaffinity(0))}}})")
+        assert confined["ok"] and confined["var"] is None, confined
 
 
 def test_tensor_round_trip_and_float32(queue):

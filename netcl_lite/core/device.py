@@ -64,7 +64,38 @@ def _kind_of(device: cl.Device) -> str | None:
     return None  # accelerators and custom devices are not chosen automatically
 
 
+#: PoCL's CPU driver pins worker thread i to CPU i when this is set before it starts its threads
+AFFINITY_VAR = "POCL_AFFINITY"
+
+
+def pin_pocl_workers() -> bool:
+    """Ask PoCL's CPU driver to pin its worker threads, one per CPU, unless the caller chose.
+
+    Pinned, each worker keeps its work-groups' data in its own core's caches between
+    launches. Measured on a 2-core AVX-512 VM, four process pairs each: ``ops.matmul`` on
+    device tensors 0.36-0.45x → 0.45-0.49x NumPy at 256³ and 1.07-1.12x → 1.12-1.16x at
+    1024³, the decoder block 1.06-1.08x → 1.00-1.02x torch's time. PoCL pins worker i to CPU
+    i, so this is set only when the process may run on every CPU (``taskset`` or a cgroup
+    cpuset that leaves some out would make that call fail), and only when ``POCL_AFFINITY``
+    is unset: ``POCL_AFFINITY=0`` keeps the threads free. It has effect only if it runs before
+    PoCL starts, which the first device lookup in a process does. Returns whether it set it.
+    """
+    if AFFINITY_VAR in os.environ or not hasattr(os, "sched_getaffinity"):
+        return False
+    cpus = os.cpu_count() or 1
+    if os.sched_getaffinity(0) != set(range(cpus)):
+        return False
+    try:                                    # more workers than CPUs would be pinned to CPUs that do not exist
+        if int(os.environ.get("POCL_PTHREAD_MIN_THREADS") or 0) > cpus:
+            return False
+    except ValueError:
+        return False
+    os.environ[AFFINITY_VAR] = "1"
+    return True
+
+
 def _all_devices() -> list[cl.Device]:
+    pin_pocl_workers()
     try:
         platforms = cl.get_platforms()
     except cl.LogicError as err:  # the ICD loader found no platform at all
