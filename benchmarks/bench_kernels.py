@@ -293,6 +293,7 @@ def main() -> None:
         "loadavg_1min_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
         "statistic": "median of interleaved rounds (each a warm burst of calls)", "pocl_target": pocl_target(device.cl_device),
         "pocl_vector_lanes": vector_lanes(device.cl_device),
+        "pocl_affinity": os.environ.get("POCL_AFFINITY"),      # "1": workers pinned (netcl_lite.core.device)
         "numpy": np.__version__, "torch": None if torch is None else torch.__version__,
         "numpy_blas": blas_info(), "environment": env_seen, "rows": rows,
     }
