@@ -76,8 +76,11 @@ def setup(report: dict) -> str:
     """Where, when and how the numbers were measured."""
     blas = next((b for b in report.get("numpy_blas") or [] if isinstance(b, dict) and b.get("internal_api") == "openblas"), {})
     load = report["loadavg_1min_before_after"]
+    target = f", compiling for `{report['pocl_target']}`" if report.get("pocl_target") else ""
+    pinned = {"1": ", its worker threads pinned to cores", "0": ", its worker threads free to move"}.get(
+        report.get("pocl_affinity"), "")
     return (
-        f"Measured on {report['date'][:10]} on `{report['device']}` ({report['platform']}), "
+        f"Measured on {report['date'][:10]} on `{report['device']}` ({report['platform']}{target}{pinned}), "
         f"{report['threads']} threads for every library, NumPy {report['numpy']} with OpenBLAS "
         f"{blas.get('version') or '?'} ({blas.get('architecture') or 'kernel not reported'} kernels), "
         f"torch {report.get('torch') or 'not installed'}; {report['statistic']}, {report['repeats']} rounds; "
