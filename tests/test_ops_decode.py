@@ -18,6 +18,7 @@ from netcl_lite import ops, reference
 from netcl_lite.core.stream import BadInputError, NonFiniteError, sync
 from netcl_lite.core.tensor import Tensor
 from netcl_lite.nn import DecoderLM, KVCache, LMConfig
+from netcl_lite.ops.decode import LayerLaunch
 from netcl_lite.testing import assert_close
 
 
@@ -189,5 +190,91 @@ def test_a_decode_step_allocates_the_same_at_every_cache_length(queue):
         with track_allocations() as step:
             model.decode_step([position % c.vocab_size], cache)
         seen[position] = (step.buffers, step.bytes)
-    # the token id in and the logits out, nothing that grows with the cache
-    assert seen[2] == seen[c.max_position_embeddings - 1] == (2, 4 + 4 * c.vocab_size), seen
+    # after the first step has set up each layer's launch (its work buffer, the ids buffer): only
+    # the logits out, nothing that grows with the cache
+    assert seen[1] == seen[c.max_position_embeddings - 1] == (1, 4 * c.vocab_size), seen
+
+
+@pytest.mark.parametrize("embeds", [True, False])
+def test_a_prepared_layer_launch_is_bitwise_decode_layer_step_by_step(embeds, queue):
+    """LayerLaunch sets the kernel's arguments once and changes only the position, the sequence
+    number, the ids and (when the cached RoPE tables grow past 64 positions) the tables: over 70
+    steps it must write exactly what decode_layer writes, x and both caches, bit for bit."""
+    rng = np.random.default_rng(77 + embeds)
+    batch, heads, groups, d, hidden, max_len, vocab = 2, 4, 2, 6, 20, 72, 11
+    weights, kc, vc, x, table, _ = layer_case(rng, batch, heads * d, heads, groups, hidden, max_len, 0,
+                                              vocab if embeds else 0)
+    tw = {k: Tensor.from_host(queue, v) for k, v in weights.items()}
+    ttable = Tensor.from_host(queue, table) if embeds else None
+    mine = [Tensor.from_host(queue, a) for a in (x, kc, vc)]
+    theirs = [Tensor.from_host(queue, a) for a in (x, kc, vc)]
+    base = 317.0 + embeds                  # RoPE tables of their own: they start at 64 positions and grow
+    step = LayerLaunch(*mine[:1], tw, *mine[1:], n_heads=heads, eps=1e-5, rope_base=base, table=ttable)
+    assert step.uses(mine[0], tw, mine[1], mine[2], ttable)
+    assert not step.uses(theirs[0], tw, mine[1], mine[2], ttable)
+    assert not step.uses(mine[0], dict(tw, wq=Tensor.from_host(queue, weights["wq"])), mine[1], mine[2], ttable)
+    for position in range(70):
+        ids = rng.integers(0, vocab, batch) if embeds else None
+        assert step(position, ids=ids) is mine[0]
+        ops.decode_layer(theirs[0], tw, theirs[1], theirs[2], position, n_heads=heads, eps=1e-5, rope_base=base,
+                         **(dict(ids=ids, table=ttable) if embeds else {}))
+        if position in (0, 1, 63, 64, 69):
+            for what, a, b in zip(("x", "k_cache", "v_cache"), mine, theirs):
+                assert np.array_equal(a.numpy(), b.numpy()), f"{what} differs at position {position}"
+
+
+def test_a_prepared_layer_launch_checks_its_inputs(queue):
+    rng = np.random.default_rng(79)
+    weights, kc, vc, x, table, _ = layer_case(rng, 1, 8, 2, 1, 12, 5, 0, vocab=10)
+    tw = {k: Tensor.from_host(queue, v) for k, v in weights.items()}
+    tx, tk, tv, tt = (Tensor.from_host(queue, a) for a in (x, kc, vc, table))
+    with pytest.raises(TypeError, match="weights\\['wq'\\] must be a Tensor"):
+        LayerLaunch(tx, dict(tw, wq=weights["wq"]), tk, tv, n_heads=2)
+    with pytest.raises(ValueError, match="must have shape"):
+        LayerLaunch(tx, dict(tw, wq=Tensor.from_host(queue, weights["wq"][:, :4])), tk, tv, n_heads=2)
+    step = LayerLaunch(tx, tw, tk, tv, n_heads=2, table=tt)
+    with pytest.raises(ValueError, match="pass one id per sequence"):
+        step(0)
+    with pytest.raises(ValueError, match="ids must have shape \\(1,\\)"):
+        step(0, ids=[1, 2])
+    with pytest.raises(TypeError, match="ids must hold integers"):
+        step(0, ids=[1.5])
+    for position in (-1, 5, True, 1.0):
+        with pytest.raises(ValueError, match="position must be an int in \\[0, 5\\)"):
+            step(position, ids=[1])
+    with pytest.raises(ValueError, match="does not embed tokens"):
+        LayerLaunch(tx, tw, tk, tv, n_heads=2)(0, ids=[1])
+    sync(queue)
+    step(0, ids=[3])
+    step(1, ids=[10])                                     # out of range: found on the device, op 2 of 2
+    with pytest.raises(BadInputError, match=r"decode_layer: ids must lie in \[0, 10\); got \[10\]"):
+        sync(queue)
+
+
+def test_decode_step_sets_up_new_launches_for_other_tensors(queue):
+    """decode_step reuses each layer's prepared launch while it sees the same tensors. Two caches
+    decoded in turn must each get their own launches (a launch left on the other cache would
+    write into it), and loading other weights must not leave the model reading the old ones."""
+    config = llama(2, True)
+    model, other = DecoderLM(config, queue=queue, seed=1), DecoderLM(config, queue=queue, seed=2)
+    c = config
+
+    def new_cache():
+        return KVCache(queue, c.num_hidden_layers, 1, c.num_key_value_heads, c.head_dim, c.max_position_embeddings)
+
+    def alone(m, tokens):
+        cache = new_cache()
+        return [m.decode_step([t], cache) for t in tokens]
+
+    expected_a, expected_b = alone(model, (1, 4, 2)), alone(model, (5, 3, 7))
+    a, b = new_cache(), new_cache()
+    got_a, got_b = [], []
+    for ta, tb in zip((1, 4, 2), (5, 3, 7), strict=True):
+        got_a.append(model.decode_step([ta], a))
+        got_b.append(model.decode_step([tb], b))
+    for got, expected in ((got_a, expected_a), (got_b, expected_b)):
+        for g, e in zip(got, expected, strict=True):
+            assert np.array_equal(g, e)
+    model.load_state_dict(other.state_dict())
+    for g, e in zip(alone(model, (1, 4, 2)), alone(other, (1, 4, 2)), strict=True):
+        assert np.array_equal(g, e)

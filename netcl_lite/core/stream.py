@@ -87,10 +87,17 @@ class Stream:
         kernel = self._kernels.get(key)
         if kernel is None:
             kernel = self._kernels[key] = get_kernel(self.queue.context, filename, name, options)
-        event = kernel(self.queue, global_size, local_size, *args)
-        self._alive.append(args)
+        self._record(f"{filename}:{name}", kernel(self.queue, global_size, local_size, *args), args)
+
+    def enqueue(self, kernel: cl.Kernel, label: str, global_size, local_size, keep) -> None:
+        """Enqueue ``kernel`` with the arguments already set on it (a launch prepared once, e.g.
+        :class:`netcl_lite.ops.decode.LayerLaunch`); ``keep`` holds what it reads until the next sync."""
+        self._record(label, cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size), keep)
+
+    def _record(self, label: str, event: cl.Event, keep) -> None:
+        self._alive.append(keep)
         if self.profile is not None:
-            self.profile.append((f"{filename}:{name}", self._ops[-1].name if self._ops else "", event))
+            self.profile.append((label, self._ops[-1].name if self._ops else "", event))
 
     def keep(self, *objects) -> None:
         """Hold ``objects`` (buffers a copy or kernel still reads) until the next sync."""

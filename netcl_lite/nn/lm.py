@@ -32,6 +32,7 @@ from .. import autograd as ag
 from .. import ops, sampling
 from ..core.device import manager
 from ..core.tensor import Tensor, check_queue
+from ..ops.decode import LayerLaunch
 from .transformer import DecoderBlock, Embedding, KVCache, Module, RMSNorm
 
 
@@ -158,6 +159,7 @@ class DecoderLM(Module):
                           "norm": self.norm}
         self._initialize(seed)
         self._decode_state: dict[int, Tensor] = {}   # x (batch, hidden) that decode_step advances in place
+        self._decode_launches: dict[int, list] = {}   # per batch size: each layer's LayerLaunch
 
     def _initialize(self, seed: int) -> None:
         """Weights ~ N(0, initializer_range²), one seeded stream per parameter; norm gains 1."""
@@ -250,11 +252,17 @@ class DecoderLM(Module):
         if x is None:
             x = self._decode_state[cache.batch] = Tensor.empty(self.queue, (cache.batch, c.hidden_size))
         table = self.embed.table.value
+        launches = self._decode_launches.setdefault(cache.batch, [None] * len(self.layers))
         for i, block in enumerate(self.layers):
+            # Each layer's launch is checked and set up once and reused while it sees the same tensors
+            # (weights replaced, e.g. by load_state_dict, or another cache make a new one).
             weights = {name: node.value for name, node in block.decode_weights().items()}
-            first = dict(ids=rows[:, 0].astype(np.int32), table=table) if i == 0 else {}
-            ops.decode_layer(x, weights, cache.keys[i], cache.values[i], position, n_heads=c.num_attention_heads,
-                             eps=c.rms_norm_eps, rope_base=c.rope_theta, **first)
+            step = launches[i]
+            tensors = (x, weights, cache.keys[i], cache.values[i], table if i == 0 else None)
+            if step is None or not step.uses(*tensors):
+                step = launches[i] = LayerLaunch(*tensors[:4], n_heads=c.num_attention_heads, eps=c.rms_norm_eps,
+                                                 rope_base=c.rope_theta, table=tensors[4])
+            step(position, ids=rows[:, 0] if i == 0 else None)
         head = dict(table=table) if c.tie_word_embeddings else dict(output=self.embed.output.value)
         return ops.decode_logits(x, self.norm.weight.value, eps=c.rms_norm_eps, **head).numpy()
 
