@@ -217,7 +217,7 @@ def test_a_prepared_layer_launch_is_bitwise_decode_layer_step_by_step(embeds, qu
         ids = rng.integers(0, vocab, batch) if embeds else None
         assert step(position, ids=ids) is mine[0]
         ops.decode_layer(theirs[0], tw, theirs[1], theirs[2], position, n_heads=heads, eps=1e-5, rope_base=base,
-                         **(dict(ids=ids, table=ttable) if embeds else {}))
+                         **({"ids": ids, "table": ttable} if embeds else {}))
         if position in (0, 1, 63, 64, 69):
             for what, a, b in zip(("x", "k_cache", "v_cache"), mine, theirs):
                 assert np.array_equal(a.numpy(), b.numpy()), f"{what} differs at position {position}"
@@ -242,6 +242,11 @@ def test_a_prepared_layer_launch_checks_its_inputs(queue):
     for position in (-1, 5, True, 1.0):
         with pytest.raises(ValueError, match="position must be an int in \\[0, 5\\)"):
             step(position, ids=[1])
+    for huge in (2**32 + 3, -(2**31) - 1):               # would wrap into range as int32
+        with pytest.raises(ValueError, match="ids must lie in"):
+            step(0, ids=np.array([huge], np.int64))
+        with pytest.raises(ValueError, match="ids must lie in"):
+            ops.decode_layer(tx, tw, tk, tv, 0, n_heads=2, ids=np.array([huge], np.int64), table=tt)
     with pytest.raises(ValueError, match="does not embed tokens"):
         LayerLaunch(tx, tw, tk, tv, n_heads=2)(0, ids=[1])
     sync(queue)
@@ -278,3 +283,30 @@ def test_decode_step_sets_up_new_launches_for_other_tensors(queue):
     model.load_state_dict(other.state_dict())
     for g, e in zip(alone(model, (1, 4, 2)), alone(other, (1, 4, 2)), strict=True):
         assert np.array_equal(g, e)
+
+
+def test_a_cache_the_caller_drops_is_freed_after_decoding(queue):
+    """decode_step keeps each cache's prepared launches, which hold the cache's tensors; they
+    must go with the cache, or every generate() would leave its cache alive on the device."""
+    import gc
+
+    from netcl_lite.core.tensor import device_bytes_in_use
+
+    model = DecoderLM(llama(2, True), queue=queue, seed=1)
+    c = model.config
+
+    def decode(tokens):
+        cache = KVCache(queue, c.num_hidden_layers, 1, c.num_key_value_heads, c.head_dim, c.max_position_embeddings)
+        for t in tokens:
+            model.decode_step([t], cache)
+        return cache
+
+    decode([1])                                           # the model's own decoding state, made once
+    gc.collect()
+    before = device_bytes_in_use(queue.context)
+    cache = decode([1, 2, 3])
+    assert device_bytes_in_use(queue.context)[0] > before[0]
+    del cache
+    sync(queue)
+    gc.collect()
+    assert device_bytes_in_use(queue.context) == before

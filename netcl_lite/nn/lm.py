@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import weakref
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -159,7 +160,9 @@ class DecoderLM(Module):
                           "norm": self.norm}
         self._initialize(seed)
         self._decode_state: dict[int, Tensor] = {}   # x (batch, hidden) that decode_step advances in place
-        self._decode_launches: dict[int, list] = {}   # per batch size: each layer's LayerLaunch
+        # per KVCache, each layer's LayerLaunch; an entry goes when its cache does (the launches
+        # hold the cache's tensors, which must not outlive a cache the caller has dropped)
+        self._decode_launches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def _initialize(self, seed: int) -> None:
         """Weights ~ N(0, initializer_range²), one seeded stream per parameter; norm gains 1."""
@@ -232,7 +235,9 @@ class DecoderLM(Module):
         """Logits (B, vocab_size) after appending one token per sequence, ``ids`` (B,), to ``cache``.
 
         Inference only; the cache must hold the same number of positions in every layer
-        (a prompt run through the model with it, or nothing yet).
+        (a prompt run through the model with it, or nothing yet). The first step with a cache
+        sets up each layer's launch (:class:`netcl_lite.ops.decode.LayerLaunch`); later steps
+        only change the position and the ids. The model keeps them while the cache lives.
         """
         c = self.config
         if not isinstance(cache, KVCache):
@@ -252,10 +257,10 @@ class DecoderLM(Module):
         if x is None:
             x = self._decode_state[cache.batch] = Tensor.empty(self.queue, (cache.batch, c.hidden_size))
         table = self.embed.table.value
-        launches = self._decode_launches.setdefault(cache.batch, [None] * len(self.layers))
+        launches = self._decode_launches.setdefault(cache, [None] * len(self.layers))
         for i, block in enumerate(self.layers):
-            # Each layer's launch is checked and set up once and reused while it sees the same tensors
-            # (weights replaced, e.g. by load_state_dict, or another cache make a new one).
+            # Each layer's launch is checked and set up once per cache and reused while it sees the
+            # same tensors (weights swapped for new ones make a new one).
             weights = {name: node.value for name, node in block.decode_weights().items()}
             step = launches[i]
             tensors = (x, weights, cache.keys[i], cache.values[i], table if i == 0 else None)

@@ -158,7 +158,7 @@ def decode_layer(x, weights, k_cache, v_cache, position: int, *, n_heads: int, e
     buffers = {name: call.float_input(name).buffer for name in LAYER_WEIGHTS}
     if layer.vocab:
         buffers["emb"] = call.float_input("table").buffer
-        buffers["ids"] = call.int_input("ids", ids if isinstance(ids, Tensor) else np.asarray(ids, np.int32)).buffer
+        buffers["ids"] = call.int_input("ids", ids if isinstance(ids, Tensor) else _ids_int32(id_arr, layer.vocab)).buffer
     else:
         buffers["emb"] = buffers["ids"] = x.buffer                # unread: embed = 0
     cos_t, sin_t = _device_tables(call.queue, position + 1, layer.head_dim, layer.rope_base)
@@ -183,6 +183,14 @@ def _launch_args(layer: _Layer, buffers: dict, position: int, seq) -> tuple:
                   hidden=i32(layer.hidden), max_len=i32(layer.max_len), position=i32(position), eps=f32(layer.eps),
                   scale=f32(1.0 / math.sqrt(layer.head_dim)), seq=seq)
     return tuple(values[name] for name in _ARGS)
+
+
+def _ids_int32(host: np.ndarray, vocab: int) -> np.ndarray:
+    """Host ids as the int32 the kernel reads. The kernel checks their range on the device, but a
+    value int32 cannot hold would wrap (2³² + 3 becomes 3, in range), so it is refused here."""
+    if host.size and (int(host.min()) < -2**31 or int(host.max()) > 2**31 - 1):
+        raise ValueError(f"ids must lie in [0, {vocab}); got {host.tolist()}")
+    return host.astype(np.int32, copy=False)
 
 
 def _bad_ids(vocab: int, ids):
@@ -266,7 +274,7 @@ class LayerLaunch:
                 raise ValueError(f"ids must have shape ({layer.batch},), one id per sequence, got {host.shape}")
             if host.dtype.kind not in "iu" or host.dtype == np.bool_:
                 raise TypeError(f"ids must hold integers, got dtype {host.dtype}")
-            host = host.astype(np.int32, copy=False)
+            host = _ids_int32(host, layer.vocab)
         elif ids is not None:
             raise ValueError("ids: this layer was set up without a table, so it does not embed tokens")
         stream = stream_of(self.queue)
@@ -276,6 +284,7 @@ class LayerLaunch:
         seq = stream.begin("decode_layer", self.operands, _bad_ids(layer.vocab, host) if layer.vocab else "")
         tables = _device_tables(self.queue, position + 1, layer.head_dim, layer.rope_base)
         if tables[0] is not self._tables[0]:                  # the cached tables grew
+            stream.keep(self._tables)                         # queued steps may still read the old ones
             self._tables = tables
             kernel.set_arg(_AT["cos"], tables[0].buffer)
             kernel.set_arg(_AT["sin"], tables[1].buffer)
