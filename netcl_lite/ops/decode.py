@@ -67,8 +67,8 @@ class _Layer(NamedTuple):
     rope_base: float
 
 
-def _check_layer(x: Tensor, weights, k_cache: Tensor, v_cache: Tensor, n_heads, eps, rope_base, table, ids) -> _Layer:
-    """Check one layer's operands (all but the position and the ids' values) and return its sizes."""
+def _check_layer(x: Tensor, weights, k_cache: Tensor, v_cache: Tensor, n_heads, eps, rope_base, table) -> _Layer:
+    """Check one layer's operands (all but the position and the ids) and return its sizes."""
     batch, dim = x.shape
     if k_cache.shape != v_cache.shape:
         raise ValueError(f"k_cache {k_cache.shape} and v_cache {v_cache.shape} must have the same shape")
@@ -96,8 +96,6 @@ def _check_layer(x: Tensor, weights, k_cache: Tensor, v_cache: Tensor, n_heads, 
     for name in LAYER_WEIGHTS:
         if _shape_of(weights[name]) != expected[name]:
             raise ValueError(f"weights[{name!r}] must have shape {expected[name]}, got {_shape_of(weights[name])}")
-    if (table is None) != (ids is None):
-        raise ValueError("pass ids and table together (the embedding of the first layer), or neither")
     vocab = 0
     if table is not None:
         ts = _shape_of(table)
@@ -143,7 +141,9 @@ def decode_layer(x, weights, k_cache, v_cache, position: int, *, n_heads: int, e
     """
     x = _tensor("x", x, 2)
     k_cache, v_cache = _tensor("k_cache", k_cache, 4), _tensor("v_cache", v_cache, 4)
-    layer = _check_layer(x, weights, k_cache, v_cache, n_heads, eps, rope_base, table, ids)
+    if (table is None) != (ids is None):
+        raise ValueError("pass ids and table together (the embedding of the first layer), or neither")
+    layer = _check_layer(x, weights, k_cache, v_cache, n_heads, eps, rope_base, table)
     position = _check_position(position, layer.max_len)
     if layer.vocab:
         id_arr = ids if isinstance(ids, Tensor) else np.asarray(ids)
@@ -234,8 +234,7 @@ class LayerLaunch:
                 _tensor(f"weights[{name!r}]", w, len(_shape_of(w)))
         if table is not None:
             _tensor("table", table, 2)
-        layer = _check_layer(x, weights, k_cache, v_cache, n_heads, eps, rope_base, table,
-                             None if table is None else "ids")
+        layer = _check_layer(x, weights, k_cache, v_cache, n_heads, eps, rope_base, table)
         self.operands = dict(x=x, k_cache=k_cache, v_cache=v_cache, **{n: weights[n] for n in LAYER_WEIGHTS},
                              **({"table": table} if table is not None else {}))
         context = x.queue.context
