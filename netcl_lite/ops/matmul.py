@@ -4,6 +4,9 @@ Float64 reference: :func:`netcl_lite.reference.matmul`.
 
 from __future__ import annotations
 
+import functools
+from typing import NamedTuple
+
 import numpy as np
 import pyopencl as cl
 
@@ -153,34 +156,70 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
     """Run the micro-kernel: each work-group copies its GP NR-column panels of B into local
     memory (a k-slice at a time when K is long) and its items compute MR-row tiles from them; a
     row-major A is read in place, a transposed A too unless its stride crowds the caches
-    (:func:`transposed_in_place`), when it is first packed into MR-row panels."""
-    vw, mr, nv = tile_for(call.queue.device)
+    (:func:`transposed_in_place`), when it is first packed into MR-row panels. The launch
+    geometry comes from :func:`_plan`, worked out once per shape."""
+    device = call.queue.device
+    plan = _plan(tile_for(device), device.local_mem_size, device.max_compute_units, m, n, k, n_batch,
+                 -(-n_batch // a_div), tuple(a_strides), c_trans,
+                 (PANEL_BYTES, GROUP_PANEL_BYTES, MAX_GROUP_PANELS, A_LINES))
+    if plan.pack_floats:
+        ap = call.scratch("matmul.ap", plan.pack_floats)
+        call.launch("matmul.cl", "matmul_pack_a", plan.pack_global, (8, 1, 1), a_buf, ap, *plan.pack_args,
+                    options=plan.options)
+        a_buf = ap
+    call.launch("matmul.cl", "matmul_packed", plan.global_size, (GROUP_ITEMS, 1, 1),
+                a_buf, b_buf, c_buf, c_buf if add is None else add, *plan.args, i32(a_div), *map(i32, b_strides),
+                i32(b_div), plan.kc, plan.tiles, f32(alpha), i32(add is not None), *status, plan.local,
+                options=plan.options)
+
+
+class _Plan(NamedTuple):
+    """How :func:`_packed` launches one shape: build options, sizes and the shape's own arguments."""
+    options: tuple
+    pack_floats: int            # floats of the packed A (0: A is read in place)
+    pack_global: tuple
+    pack_args: tuple
+    global_size: tuple
+    args: tuple                 # M, N, K, A's batch stride, lda
+    kc: np.int32
+    tiles: np.int32
+    local: cl.LocalMemory
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan(tile, local_mem, units, m, n, k, n_batch, a_sets, a_strides, c_trans, tuning) -> _Plan:
+    """The launch of ``matmul_packed`` (and of ``matmul_pack_a`` if A is packed) for one shape on a
+    device with micro-kernel ``tile`` (VW, MR, NV), ``local_mem`` bytes of local memory and ``units``
+    compute units; ``a_sets`` distinct A matrices serve the ``n_batch`` products. A pure function of its arguments, so each shape's plan is worked out once: the
+    call's own Python is most of a small product's time. ``tuning`` carries the module's limits
+    (:data:`PANEL_BYTES`, :data:`GROUP_PANEL_BYTES`, :data:`MAX_GROUP_PANELS`, :data:`A_LINES`)."""
+    panel_bytes, group_panel_bytes, max_group_panels, a_lines = tuning
+    vw, mr, nv = tile
     nr = vw * nv
     pm, pn = -(-m // mr), -(-n // nr)
-    a_sets = -(-n_batch // a_div)
     a_batch, a_row, a_col = a_strides
-    packed_a = 0 if a_col == 1 else 2 if transposed_in_place(a_col, k) else 1
+    packed_a = 0 if a_col == 1 else 2 if transposed_in_place(a_col, k, a_lines) else 1
     options = (f"-DVW={vw}", f"-DMR={mr}", f"-DNV={nv}", f"-DA_PACKED={packed_a}", f"-DC_TRANS={int(c_trans)}")
+    pack_floats, pack_global, pack_args = 0, (), ()
     if packed_a == 2:
         lda = a_col
     elif packed_a:
-        int32_range(packed_a=a_sets * pm * mr * k)
-        ap = call.scratch("matmul.ap", a_sets * pm * mr * k)
-        call.launch("matmul.cl", "matmul_pack_a", (round_up(-(-k // PACK_K), 8), -(-pm // PACK_PANELS), a_sets), (8, 1, 1),
-                    a_buf, ap, i32(m), i32(k), *map(i32, a_strides), options=options)
-        a_buf, a_batch, lda = ap, pm * mr * k, mr
+        pack_floats = a_sets * pm * mr * k
+        int32_range(packed_a=pack_floats)
+        pack_global = (round_up(-(-k // PACK_K), 8), -(-pm // PACK_PANELS), a_sets)
+        pack_args = (i32(m), i32(k), *map(i32, a_strides))
+        a_batch, lda = pm * mr * k, mr
     else:
         lda = a_row
-    local = min(PANEL_BYTES, call.queue.device.local_mem_size)
+    local = min(panel_bytes, local_mem)
     kc = max(1, min(k, local // (4 * nr)))
-    gp = max(1, min(MAX_GROUP_PANELS, pn, min(GROUP_PANEL_BYTES, local) // (4 * nr * kc)))
+    gp = max(1, min(max_group_panels, pn, min(group_panel_bytes, local) // (4 * nr * kc)))
     options += (f"-DSLICED={int(kc < k)}", f"-DGP={gp}")
     groups = -(-pn // gp)
-    tiles = GROUP_ITEMS if kc < k else -(-pm // _row_splits(call.queue.device, pm, groups * n_batch))
-    call.launch("matmul.cl", "matmul_packed", (-(-pm // tiles) * GROUP_ITEMS, groups, n_batch), (GROUP_ITEMS, 1, 1),
-                a_buf, b_buf, c_buf, c_buf if add is None else add, i32(m), i32(n), i32(k), i32(a_batch),
-                i32(lda), i32(a_div), *map(i32, b_strides), i32(b_div), i32(kc), i32(tiles), f32(alpha),
-                i32(add is not None), *status, cl.LocalMemory(4 * gp * kc * nr), options=options)
+    tiles = GROUP_ITEMS if kc < k else -(-pm // _row_splits(units, pm, groups * n_batch))
+    return _Plan(options, pack_floats, pack_global, pack_args, (-(-pm // tiles) * GROUP_ITEMS, groups, n_batch),
+                 (i32(m), i32(n), i32(k), i32(a_batch), i32(lda)), i32(kc), i32(tiles),
+                 cl.LocalMemory(4 * gp * kc * nr))
 
 
 #: the most local memory one work-group's slice of B may take (bytes): a longer K is copied in slices
@@ -196,14 +235,14 @@ GROUP_PANEL_BYTES = 1 << 19
 A_LINES = 32768
 
 
-def transposed_in_place(lda: int, k: int) -> bool:
+def transposed_in_place(lda: int, k: int, a_lines: int | None = None) -> bool:
     """Whether the micro-kernel reads a transposed A (k-stride ``lda`` floats) in place rather than
     packed. A tile reads one cache line per k, ``lda`` floats after the last; a stride that is a
     multiple of 2ʲ · 64 bytes can use only 1 in 2ʲ cache sets, so the K lines must fit in that share
     of L2 until the next tiles re-read them. Measured on AVX-512, 2 threads: in place 1.3-1.6x
     faster at lda = 256, 512 and 704 (K = 512, 1024); 1.1x and 2.7x slower at lda = 1024 and 2048."""
     low = (lda * 4) & -(lda * 4)                 # the largest power of two dividing the stride in bytes
-    return k * max(1, low // 64) <= A_LINES
+    return k * max(1, low // 64) <= (A_LINES if a_lines is None else a_lines)
 
 
 #: work-items per matmul_packed work-group, whatever the shape: PoCL compiles a kernel anew for
@@ -211,14 +250,13 @@ def transposed_in_place(lda: int, k: int) -> bool:
 GROUP_ITEMS = 16
 
 
-def _row_splits(device, pm: int, groups: int) -> int:
+def _row_splits(units: int, pm: int, groups: int) -> int:
     """Into how many work-groups to split ``pm`` row tiles when there are ``groups`` groups of panels.
 
     Each work-group copies its panels of B, so it should own as many row tiles as it can; but
     the groups must also keep every compute unit busy to the end, so rows are split until the
     last round of groups is at least 85 % full (or there are 8 groups per unit).
     """
-    units = device.max_compute_units
     splits = 1
     while splits < pm:
         total = splits * groups
