@@ -74,18 +74,19 @@ import netcl_lite as nl
 dev = nl.device("cpu")
 a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096
 ok = bool(np.allclose(nl.ops.matmul(a, a), a.astype(np.float64) @ a, rtol=1e-5, atol=1e-5))
-allowed = []
+allowed, batch = [], []
 for tid in os.listdir("/proc/self/task"):
     with open(f"/proc/self/task/{{tid}}/status") as f:
         allowed += [line.split(":", 1)[1].strip() for line in f if line.startswith("Cpus_allowed_list")]
-print(json.dumps({{"var": os.environ.get("POCL_AFFINITY"), "ok": ok, "allowed": allowed,
+    batch.append(os.sched_getscheduler(int(tid)) == os.SCHED_BATCH)
+print(json.dumps({{"var": os.environ.get("POCL_AFFINITY"), "ok": ok, "allowed": allowed, "batch": batch,
                   "units": dev.cl_device.max_compute_units}}))
 """
 
 
 def probe_pinning(before: str = "", **env) -> dict:
     """Start a fresh process (PoCL reads POCL_AFFINITY once, when it starts its threads), run a
-    product on the CPU device and report each thread's allowed CPUs."""
+    product on the CPU device and report each thread's allowed CPUs and whether it is SCHED_BATCH."""
     environ = {k: v for k, v in os.environ.items() if k != "POCL_AFFINITY"} | env
     out = subprocess.run([sys.executable, "-c", PINNING_PROBE.format(before=before)], check=False, env=environ,
                          capture_output=True, text=True, timeout=120)
@@ -94,7 +95,7 @@ def probe_pinning(before: str = "", **env) -> dict:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads thread affinities from /proc")
-def test_pocl_workers_are_pinned_only_where_every_cpu_is_allowed():
+def test_pocl_workers_are_pinned_and_batched_only_where_every_cpu_is_allowed():
     cpus = os.cpu_count() or 1
     everywhere = os.sched_getaffinity(0) == set(range(cpus))
     free = probe_pinning()
@@ -102,11 +103,14 @@ def test_pocl_workers_are_pinned_only_where_every_cpu_is_allowed():
     if everywhere:
         assert free["var"] == "1"
         assert {str(i) for i in range(free["units"])} <= set(free["allowed"]), free   # worker i on CPU i
+        # each pinned worker yields to the host thread on wake-up; nothing else changes policy
+        pinned = [a.isdigit() for a in free["allowed"]]
+        assert sum(pinned) >= free["units"] and free["batch"] == pinned, free
     else:
-        assert free["var"] is None
+        assert free["var"] is None and not any(free["batch"]), free
     # the caller's choice stands: no worker is pinned
     chosen = probe_pinning(POCL_AFFINITY="0")
-    assert chosen["ok"] and chosen["var"] == "0"
+    assert chosen["ok"] and chosen["var"] == "0" and not any(chosen["batch"]), chosen
     if len(os.sched_getaffinity(0)) > 1:                  # one allowed CPU would read as pinned
         assert not any(a.isdigit() for a in chosen["allowed"]), chosen
         # a process confined to one CPU must not pin workers to CPUs it may not use
