@@ -62,6 +62,15 @@ def pocl_target(device) -> str:
     return version.split("HSTR:", 1)[1].strip().rsplit("-", 1)[-1] if "HSTR:" in version else version
 
 
+def sched_batch_threads() -> int | None:
+    """How many of this process's threads run under SCHED_BATCH (the PoCL workers the library
+    pinned: ``netcl_lite.core.device.let_host_thread_lead``); None where that is not visible."""
+    try:
+        return sum(os.sched_getscheduler(int(t)) == os.SCHED_BATCH for t in os.listdir("/proc/self/task"))
+    except (OSError, AttributeError):
+        return None
+
+
 def blas_info() -> list[dict] | str:
     try:
         from threadpoolctl import threadpool_info
@@ -294,6 +303,7 @@ def main() -> None:
         "statistic": "median of interleaved rounds (each a warm burst of calls)", "pocl_target": pocl_target(device.cl_device),
         "pocl_vector_lanes": vector_lanes(device.cl_device),
         "pocl_affinity": os.environ.get("POCL_AFFINITY"),      # "1": workers pinned (netcl_lite.core.device)
+        "sched_batch_threads": sched_batch_threads(),          # pinned workers that yield to the host thread
         "numpy": np.__version__, "torch": None if torch is None else torch.__version__,
         "numpy_blas": blas_info(), "environment": env_seen, "rows": rows,
     }

@@ -79,6 +79,8 @@ def setup(report: dict) -> str:
     target = f", compiling for `{report['pocl_target']}`" if report.get("pocl_target") else ""
     pinned = {"1": ", its worker threads pinned to cores", "0": ", its worker threads free to move"}.get(
         report.get("pocl_affinity"), "")
+    if pinned and report.get("sched_batch_threads"):
+        pinned += " under `SCHED_BATCH`"
     return (
         f"Measured on {report['date'][:10]} on `{report['device']}` ({report['platform']}{target}{pinned}), "
         f"{report['threads']} threads for every library, NumPy {report['numpy']} with OpenBLAS "
