@@ -189,10 +189,13 @@ class _Plan(NamedTuple):
 @functools.lru_cache(maxsize=1024)
 def _plan(tile, local_mem, units, m, n, k, n_batch, a_sets, a_strides, c_trans, tuning) -> _Plan:
     """The launch of ``matmul_packed`` (and of ``matmul_pack_a`` if A is packed) for one shape on a
-    device with micro-kernel ``tile`` (VW, MR, NV), ``local_mem`` bytes of local memory and ``units``
-    compute units; ``a_sets`` distinct A matrices serve the ``n_batch`` products. A pure function of its arguments, so each shape's plan is worked out once: the
-    call's own Python is most of a small product's time. ``tuning`` carries the module's limits
-    (:data:`PANEL_BYTES`, :data:`GROUP_PANEL_BYTES`, :data:`MAX_GROUP_PANELS`, :data:`A_LINES`)."""
+    device with micro-kernel ``tile`` (VW, MR, NV), ``local_mem`` bytes of local memory and
+    ``units`` compute units; ``a_sets`` distinct A matrices serve the ``n_batch`` products.
+
+    A pure function of its arguments, so each shape's plan is worked out once (the call's own
+    Python is most of a small product's time). ``tuning`` carries the module's limits
+    (:data:`PANEL_BYTES`, :data:`GROUP_PANEL_BYTES`, :data:`MAX_GROUP_PANELS`, :data:`A_LINES`),
+    so a changed limit makes a new plan."""
     panel_bytes, group_panel_bytes, max_group_panels, a_lines = tuning
     vw, mr, nv = tile
     nr = vw * nv
