@@ -26,6 +26,7 @@ from ..checks import positive_int, positive_real
 from ..core.kernels import get_program
 from ..core.stream import stream_of
 from ..core.tensor import DeviceMemory, Tensor
+from .embedding import ids_out_of_range
 from .operands import OpCall, f32, i32, int32_range, round_up
 from .rope import _device_tables
 
@@ -189,12 +190,13 @@ def _ids_int32(host: np.ndarray, vocab: int) -> np.ndarray:
     """Host ids as the int32 the kernel reads. The kernel checks their range on the device, but a
     value int32 cannot hold would wrap (2³² + 3 becomes 3, in range), so it is refused here."""
     if host.size and (int(host.min()) < -2**31 or int(host.max()) > 2**31 - 1):
-        raise ValueError(f"ids must lie in [0, {vocab}); got {host.tolist()}")
+        raise ValueError(ids_out_of_range(host, vocab))
     return host.astype(np.int32, copy=False)
 
 
 def _bad_ids(vocab: int, ids):
-    return lambda: f"ids must lie in [0, {vocab}); got {np.asarray(ids.numpy() if isinstance(ids, Tensor) else ids).tolist()}"
+    """The message for ids the device found out of range, worked out only if it did."""
+    return lambda: ids_out_of_range(ids.numpy() if isinstance(ids, Tensor) else ids, vocab)
 
 
 class LayerLaunch:

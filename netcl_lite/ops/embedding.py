@@ -11,7 +11,9 @@ from ..core.tensor import Tensor
 from .operands import OpCall, elements, i32, int32_range, round_up, shape_of
 
 
-def _bad_ids(ids: np.ndarray, vocab: int) -> str:
+def ids_out_of_range(ids: np.ndarray, vocab: int) -> str:
+    """What is wrong with ``ids`` for a table of ``vocab`` rows: the first five bad values and where."""
+    ids = np.asarray(ids)
     bad = np.argwhere((ids < 0) | (ids >= vocab))
     shown = ", ".join(f"{ids[tuple(p)]} at {tuple(int(i) for i in p)}" for p in bad[:5])
     more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
@@ -31,7 +33,7 @@ def host_ids(ids, vocab: int, name: str = "ids") -> np.ndarray | None:
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{name} must be integers, got dtype {arr.dtype}")
     if arr.size and ((arr < 0) | (arr >= vocab)).any():
-        raise ValueError(_bad_ids(arr, vocab).replace("ids", name, 1))
+        raise ValueError(ids_out_of_range(arr, vocab).replace("ids", name, 1))
     return arr
 
 
@@ -55,7 +57,7 @@ def embedding(table, ids, *, queue=None):
     id_shape = tuple(ids.shape) if checked is None else checked.shape
     n_ids = elements(id_shape)
     int32_range(elements=n_ids * dim, table_elements=vocab * dim)
-    call = OpCall("embedding", queue=queue, bad_input=lambda: _bad_ids(np.asarray(ids), vocab), table=table, ids=ids)
+    call = OpCall("embedding", queue=queue, bad_input=lambda: ids_out_of_range(ids, vocab), table=table, ids=ids)
     tt, tid = call.float_input("table"), call.int_input("ids", checked)
     out = call.output(id_shape + (dim,))
     if out.size:
