@@ -147,11 +147,7 @@ def decode_layer(x, weights, k_cache, v_cache, position: int, *, n_heads: int, e
     layer = _check_layer(x, weights, k_cache, v_cache, n_heads, eps, rope_base, table)
     position = _check_position(position, layer.max_len)
     if layer.vocab:
-        id_arr = ids if isinstance(ids, Tensor) else np.asarray(ids)
-        if _shape_of(id_arr) != (layer.batch,):
-            raise ValueError(f"ids must have shape ({layer.batch},), one id per sequence, got {_shape_of(id_arr)}")
-        if not isinstance(ids, Tensor) and (id_arr.dtype.kind not in "iu" or id_arr.dtype == np.bool_):
-            raise TypeError(f"ids must hold integers, got dtype {id_arr.dtype}")
+        id_arr = _check_ids(ids if isinstance(ids, Tensor) else np.asarray(ids), layer.batch)
 
     bad = _bad_ids(layer.vocab, ids) if layer.vocab else ""
     call = OpCall("decode_layer", bad_input=bad, x=x, k_cache=k_cache, v_cache=v_cache,
@@ -184,6 +180,15 @@ def _launch_args(layer: _Layer, buffers: dict, position: int, seq) -> tuple:
                   hidden=i32(layer.hidden), max_len=i32(layer.max_len), position=i32(position), eps=f32(layer.eps),
                   scale=f32(1.0 / math.sqrt(layer.head_dim)), seq=seq)
     return tuple(values[name] for name in _ARGS)
+
+
+def _check_ids(ids, batch: int):
+    """``ids`` (a NumPy array or an int32 Tensor) after checking it holds one integer per sequence."""
+    if _shape_of(ids) != (batch,):
+        raise ValueError(f"ids must have shape ({batch},), one id per sequence, got {_shape_of(ids)}")
+    if not isinstance(ids, Tensor) and (ids.dtype.kind not in "iu" or ids.dtype == np.bool_):
+        raise TypeError(f"ids must hold integers, got dtype {ids.dtype}")
+    return ids
 
 
 def _ids_int32(host: np.ndarray, vocab: int) -> np.ndarray:
@@ -270,12 +275,7 @@ class LayerLaunch:
         if layer.vocab:
             if ids is None:
                 raise ValueError("ids: this layer embeds the tokens (it was given a table); pass one id per sequence")
-            host = np.array(ids, copy=True)
-            if host.shape != (layer.batch,):
-                raise ValueError(f"ids must have shape ({layer.batch},), one id per sequence, got {host.shape}")
-            if host.dtype.kind not in "iu" or host.dtype == np.bool_:
-                raise TypeError(f"ids must hold integers, got dtype {host.dtype}")
-            host = _ids_int32(host, layer.vocab)
+            host = _ids_int32(_check_ids(np.array(ids, copy=True), layer.batch), layer.vocab)
         elif ids is not None:
             raise ValueError("ids: this layer was set up without a table, so it does not embed tokens")
         stream = stream_of(self.queue)
