@@ -38,7 +38,7 @@ PAUSE_S = 0.3
 
 def cpu_name() -> str:
     try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        out = subprocess.run(["lscpu"], check=False, capture_output=True, text=True).stdout
         return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
     except (OSError, StopIteration):
         return platform.processor() or "unknown CPU"
@@ -140,7 +140,7 @@ def main() -> None:
         gen.save_pretrained(tmp)
         their_gen = LlamaForCausalLM.from_pretrained(tmp, attn_implementation="sdpa").eval()
     t_prompt = torch.tensor(np.asarray(prompt)[None, :])
-    t_kwargs = dict(max_new_tokens=n_new, min_new_tokens=n_new, do_sample=False, pad_token_id=0)
+    t_kwargs = {"max_new_tokens": n_new, "min_new_tokens": n_new, "do_sample": False, "pad_token_id": 0}
     torch_times = {True: [], False: []}
     with torch.no_grad():
         their_gen.generate(t_prompt, max_new_tokens=4, do_sample=False, pad_token_id=0)   # warm-up
