@@ -176,6 +176,14 @@ class Tensor:
             raise TypeError(f"dtype must be float32 or int32, got {self.dtype}")
         self.memory = memory
 
+    @classmethod
+    def _of(cls, queue: cl.CommandQueue, memory: DeviceMemory, shape: tuple[int, ...], dtype: np.dtype) -> "Tensor":
+        """A Tensor whose arguments were checked already (the library's own outputs and views):
+        the checks in ``__init__`` are a good part of a small op's host time."""
+        t = object.__new__(cls)
+        t.queue, t.memory, t.shape, t.dtype = queue, memory, shape, dtype
+        return t
+
     @property
     def buffer(self) -> cl.Buffer:
         return self.memory.buffer
@@ -186,8 +194,9 @@ class Tensor:
         """An uninitialized tensor of ``shape``."""
         check_queue(queue)
         shape, dtype = check_shape(shape), np.dtype(dtype)
-        nbytes = math.prod(shape) * dtype.itemsize
-        return cls(queue, DeviceMemory(queue.context, nbytes), shape, dtype)
+        if dtype not in DTYPES:
+            raise TypeError(f"dtype must be float32 or int32, got {dtype}")
+        return cls._of(queue, DeviceMemory(queue.context, math.prod(shape) * dtype.itemsize), shape, dtype)
 
     @classmethod
     def from_host(cls, queue: cl.CommandQueue, array, dtype=None) -> "Tensor":
@@ -254,7 +263,7 @@ class Tensor:
             shape = tuple(size // rest if s == -1 else s for s in shape)
         if math.prod(shape) != size:
             raise ValueError(f"cannot reshape a tensor of {self.size} elements into {shape}")
-        return Tensor(self.queue, self.memory, shape, self.dtype)
+        return Tensor._of(self.queue, self.memory, check_shape(shape), self.dtype)
 
     def __repr__(self) -> str:
         return f"Tensor(shape={self.shape}, dtype={self.dtype})"

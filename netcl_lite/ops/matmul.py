@@ -73,25 +73,51 @@ def matmul(a, b, *, transpose_a: bool = False, transpose_b: bool = False, queue=
     """
     flag("transpose_a", transpose_a)
     flag("transpose_b", transpose_b)
-    sa, sb = shape_of(a), shape_of(b)
+    how = _how(shape_of(a), shape_of(b), transpose_a, transpose_b)
+    call = OpCall("matmul", queue=queue, a=a, b=b)
+    ta, tb = call.float_input("a"), call.float_input("b")
+    out = call.output(how.out_shape)
+    if how.kind == _ZEROS:
+        cl.enqueue_fill_buffer(call.queue, out.buffer, np.zeros(1, np.float32), 0, out.nbytes)
+    elif how.kind == _SWAPPED:
+        gemm(call, tb.buffer, ta.buffer, out.buffer, *how.args, c_trans=True)
+    elif how.kind == _GEMM:
+        gemm(call, ta.buffer, tb.buffer, out.buffer, *how.args)
+    return call.result(out, check=[False])
+
+
+_EMPTY, _ZEROS, _SWAPPED, _GEMM = range(4)
+
+
+class _How(NamedTuple):
+    """What :func:`matmul` does for one pair of shapes: the output's shape, which path, and
+    :func:`gemm`'s arguments after the three buffers."""
+    out_shape: tuple
+    kind: int
+    args: tuple
+
+
+@functools.lru_cache(maxsize=1024)
+def _how(sa, sb, transpose_a: bool, transpose_b: bool) -> _How:
+    """The shape logic of :func:`matmul`, a pure function of the shapes and flags, so it runs
+    once per shape: a call's own Python is a good part of a small product's time (an exception
+    is not cached, so a bad pair of shapes raises on every call)."""
     batch, m, n, k = matmul_shapes(sa, sb, transpose_a, transpose_b)
     n_batch = elements(batch)
     int32_range(M=m, N=n, K=k, a_elements=elements(sa), b_elements=elements(sb), out_elements=n_batch * m * n)
-    call = OpCall("matmul", queue=queue, a=a, b=b)
-    ta, tb = call.float_input("a"), call.float_input("b")
-    out = call.output(tuple(batch) + (m, n))
-    if out.size and k == 0:
-        cl.enqueue_fill_buffer(call.queue, out.buffer, np.zeros(1, np.float32), 0, out.nbytes)
-    elif out.size and transpose_a and not transpose_b and n_batch == 1 and m > 4 * n and packed_pays(m, n, k):
+    out_shape = tuple(batch) + (m, n)
+    if not n_batch * m * n:
+        return _How(out_shape, _EMPTY, ())
+    if k == 0:
+        return _How(out_shape, _ZEROS, ())
+    if transpose_a and not transpose_b and n_batch == 1 and m > 4 * n and packed_pays(m, n, k):
         # C = Aᵀ B computed as (Bᵀ A)ᵀ: a transposed operand is packed, so pack the smaller one
         # (B, K x N) and read the larger (A, K x M) as the row-major "B"; the tile is stored transposed.
-        gemm(call, tb.buffer, ta.buffer, out.buffer, n, m, k, 1, (0, 1, n), (0, m, 1), c_trans=True)
-    elif out.size:
-        a_strides = (_batch_stride("a", sa, batch, sa[-2] * sa[-1]),) + ((1, sa[-1]) if transpose_a else (sa[-1], 1))
-        b_strides = (_batch_stride("b", sb, batch, sb[-2] * sb[-1]),) + ((1, sb[-1]) if transpose_b else (sb[-1], 1))
-        gemm(call, ta.buffer, tb.buffer, out.buffer, m, n, k, n_batch, a_strides, b_strides,
-             1 if a_strides[0] else n_batch, 1 if b_strides[0] else n_batch)
-    return call.result(out, check=[False])
+        return _How(out_shape, _SWAPPED, (n, m, k, 1, (0, 1, n), (0, m, 1)))
+    a_strides = (_batch_stride("a", sa, batch, sa[-2] * sa[-1]),) + ((1, sa[-1]) if transpose_a else (sa[-1], 1))
+    b_strides = (_batch_stride("b", sb, batch, sb[-2] * sb[-1]),) + ((1, sb[-1]) if transpose_b else (sb[-1], 1))
+    return _How(out_shape, _GEMM, (m, n, k, n_batch, a_strides, b_strides,
+                                   1 if a_strides[0] else n_batch, 1 if b_strides[0] else n_batch))
 
 
 def matmul_backward(g, a, b, transpose_a: bool = False, transpose_b: bool = False, needs=(True, True)):
@@ -160,7 +186,7 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
     geometry comes from :func:`_plan`, worked out once per shape."""
     device = call.queue.device
     plan = _plan(tile_for(device), device.local_mem_size, device.max_compute_units, m, n, k, n_batch,
-                 -(-n_batch // a_div), tuple(a_strides), c_trans,
+                 tuple(a_strides), a_div, tuple(b_strides), b_div, float(alpha), add is not None, c_trans,
                  (PANEL_BYTES, GROUP_PANEL_BYTES, MAX_GROUP_PANELS, A_LINES))
     if plan.pack_floats:
         ap = call.scratch("matmul.ap", plan.pack_floats)
@@ -168,8 +194,7 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
                     options=plan.options)
         a_buf = ap
     call.launch("matmul.cl", "matmul_packed", plan.global_size, (GROUP_ITEMS, 1, 1),
-                a_buf, b_buf, c_buf, c_buf if add is None else add, *plan.args, i32(a_div), *map(i32, b_strides),
-                i32(b_div), plan.kc, plan.tiles, f32(alpha), i32(add is not None), *status, plan.local,
+                a_buf, b_buf, c_buf, c_buf if add is None else add, *plan.args, *status, plan.local,
                 options=plan.options)
 
 
@@ -180,17 +205,16 @@ class _Plan(NamedTuple):
     pack_global: tuple
     pack_args: tuple
     global_size: tuple
-    args: tuple                 # M, N, K, A's batch stride, lda
-    kc: np.int32
-    tiles: np.int32
+    args: tuple                 # matmul_packed's scalar arguments, from M to add_d
     local: cl.LocalMemory
 
 
 @functools.lru_cache(maxsize=1024)
-def _plan(tile, local_mem, units, m, n, k, n_batch, a_sets, a_strides, c_trans, tuning) -> _Plan:
+def _plan(tile, local_mem, units, m, n, k, n_batch, a_strides, a_div, b_strides, b_div, alpha, add_d, c_trans,
+          tuning) -> _Plan:
     """The launch of ``matmul_packed`` (and of ``matmul_pack_a`` if A is packed) for one shape on a
     device with micro-kernel ``tile`` (VW, MR, NV), ``local_mem`` bytes of local memory and
-    ``units`` compute units; ``a_sets`` distinct A matrices serve the ``n_batch`` products.
+    ``units`` compute units (the other arguments are :func:`gemm`'s).
 
     A pure function of its arguments, so each shape's plan is worked out once (the call's own
     Python is most of a small product's time). ``tuning`` carries the module's limits
@@ -204,6 +228,7 @@ def _plan(tile, local_mem, units, m, n, k, n_batch, a_sets, a_strides, c_trans, 
     packed_a = 0 if a_col == 1 else 2 if transposed_in_place(a_col, k, a_lines) else 1
     options = (f"-DVW={vw}", f"-DMR={mr}", f"-DNV={nv}", f"-DA_PACKED={packed_a}", f"-DC_TRANS={int(c_trans)}")
     pack_floats, pack_global, pack_args = 0, (), ()
+    a_sets = -(-n_batch // a_div)                  # distinct A matrices serving the n_batch products
     if packed_a == 2:
         lda = a_col
     elif packed_a:
@@ -220,9 +245,9 @@ def _plan(tile, local_mem, units, m, n, k, n_batch, a_sets, a_strides, c_trans, 
     options += (f"-DSLICED={int(kc < k)}", f"-DGP={gp}")
     groups = -(-pn // gp)
     tiles = GROUP_ITEMS if kc < k else -(-pm // _row_splits(units, pm, groups * n_batch))
+    args = (*map(i32, (m, n, k, a_batch, lda, a_div, *b_strides, b_div, kc, tiles)), f32(alpha), i32(add_d))
     return _Plan(options, pack_floats, pack_global, pack_args, (-(-pm // tiles) * GROUP_ITEMS, groups, n_batch),
-                 (i32(m), i32(n), i32(k), i32(a_batch), i32(lda)), i32(kc), i32(tiles),
-                 cl.LocalMemory(4 * gp * kc * nr))
+                 args, cl.LocalMemory(4 * gp * kc * nr))
 
 
 #: the most local memory one work-group's slice of B may take (bytes): a longer K is copied in slices

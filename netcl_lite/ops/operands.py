@@ -95,7 +95,7 @@ class OpCall:
         raw = np.empty(nbytes + _ALIGN, np.uint8)
         start = -raw.ctypes.data % _ALIGN
         host = raw[start:start + nbytes].view(dtype).reshape(shape)
-        return Tensor(self.queue, DeviceMemory(self.queue.context, nbytes, host=host), shape, dtype)
+        return Tensor._of(self.queue, DeviceMemory(self.queue.context, nbytes, host=host), tuple(shape), dtype)
 
     def scratch(self, key: str, n_floats: int) -> cl.Buffer:
         """A float32 work buffer of at least ``n_floats``, kept per (context, key) and reused.
