@@ -48,8 +48,11 @@ def test_matmul_large_values_and_tensors_in_tensors_out(queue):
 
 
 def test_matmul_bad_shapes_are_named():
-    with pytest.raises(ValueError, match=r"inner dimensions differ.*K=3.*K=4"):
-        ops.matmul(np.ones((2, 3)), np.ones((4, 5)))
+    for _ in range(2):     # matmul caches its shape logic per pair of shapes: an error must not be cached away
+        with pytest.raises(ValueError, match=r"inner dimensions differ.*K=3.*K=4"):
+            ops.matmul(np.ones((2, 3)), np.ones((4, 5)))
+    with pytest.raises(ValueError, match="must match the broadcast batch"):
+        ops.matmul(np.ones((2, 2, 3)), np.ones((6, 3, 4)).reshape(3, 2, 3, 4))
     with pytest.raises(ValueError, match="at least 2-D"):
         ops.matmul(np.ones(3), np.ones((3, 1)))
     with pytest.raises(ValueError, match="do not broadcast"):
