@@ -41,7 +41,7 @@
 //                    per trip (two was in between, eight slower than four). Batch b reads A of
 //                    b / a_div and B of b / b_div: a broadcast operand (div = batch count) or
 //                    grouped K/V heads (div = H / G) are stored once. The epilogue scales by
-//                    alpha, optionally adds D (a residual), and reports inf/NaN.
+//                    alpha and reports inf/NaN.
 #include "common.h"
 
 #define BM 4
@@ -186,10 +186,10 @@ ALWAYS_INLINE void accumulate(vecf acc[MR][NV], __local const float *bk, __globa
     }
 }
 
-// C[m0.., n0..] = alpha * acc (+ D): the tile's rows below M and columns below N. Returns the
-// inf/NaN bits of what it stored.
-ALWAYS_INLINE int store_tile(vecf acc[MR][NV], __global float *cb, __global const float *db, const int m0,
-                             const int n0, const int M, const int N, const float alpha, const int add_d)
+// C[m0.., n0..] = alpha * acc: the tile's rows below M and columns below N. Returns the inf/NaN
+// bits of what it stored.
+ALWAYS_INLINE int store_tile(vecf acc[MR][NV], __global float *cb, const int m0, const int n0, const int M,
+                             const int N, const float alpha)
 {
     int bad = 0;
 #if C_TRANS
@@ -200,7 +200,7 @@ ALWAYS_INLINE int store_tile(vecf acc[MR][NV], __global float *cb, __global cons
             l.v = acc[r][v];
             for (int j = 0; j < VW && n0 + v * VW + j < N; ++j) {
                 const long at_c = (long)(n0 + v * VW + j) * M + m0 + r;
-                const float o = alpha * l.s[j] + (add_d ? db[at_c] : 0.0f);
+                const float o = alpha * l.s[j];
                 cb[at_c] = o;
                 bad |= nonfinite_bits(o);
             }
@@ -213,15 +213,14 @@ ALWAYS_INLINE int store_tile(vecf acc[MR][NV], __global float *cb, __global cons
         for (int v = 0; v < NV; ++v) {
             const long at_c = (long)(m0 + r) * N + n0 + v * VW;
             if (n0 + (v + 1) * VW <= N) {                   // a whole vector inside the row
-                vecf out = alpha * acc[r][v];
-                if (add_d) out += *(__global const vecfu *)(db + at_c);
+                const vecf out = alpha * acc[r][v];
                 *(__global vecfu *)(cb + at_c) = out;
                 bad |= nonfinitev(out);
             } else {
                 lanesf l;
                 l.v = acc[r][v];
                 for (int j = 0; j < VW && n0 + v * VW + j < N; ++j) {
-                    const float o = alpha * l.s[j] + (add_d ? db[at_c + j] : 0.0f);
+                    const float o = alpha * l.s[j];
                     cb[at_c + j] = o;
                     bad |= nonfinite_bits(o);
                 }
@@ -252,10 +251,10 @@ ALWAYS_INLINE int store_tile(vecf acc[MR][NV], __global float *cb, __global cons
         _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = (vecf)(0.0f);
 
 __kernel void matmul_packed(__global const float *a, __global const float *b, __global float *c,
-                            __global const float *d, const int M, const int N, const int K,
+                            const int M, const int N, const int K,
                             const int a_set, const int lda, const int a_div,
                             const int b_set, const int b_row, const int b_col, const int b_div, const int KC,
-                            const int tiles, const float alpha, const int add_d, __global int *status,
+                            const int tiles, const float alpha, __global int *status,
                             const int seq, __local float *bl)
 {
     // Work-group (g, h, batch) owns row tiles g * tiles .. (g + 1) * tiles of C and its GP
@@ -267,7 +266,6 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
     __global const float *bb = b + (long)(batch / b_div) * b_set;
     __global const float *a_set0 = a + (long)(batch / a_div) * a_set;
     __global float *cb = c + (long)batch * M * N;
-    __global const float *db = d + (long)batch * M * N;
     int bad = 0;
 #if SLICED
     // K is longer than a slice: each item owns one tile of one panel (tiles <= items, GP = 1),
@@ -285,7 +283,7 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
         barrier(CLK_LOCAL_MEM_FENCE);
         if (live) accumulate(acc, bl, ab, at, a_k, k0, kc);
     }
-    if (live) bad = store_tile(acc, cb, db, t * MR, ng, M, N, alpha, add_d);
+    if (live) bad = store_tile(acc, cb, t * MR, ng, M, N, alpha);
 #else
     load_panels(bl, bb, ng, N, 0, K, KC, b_row, b_col);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -297,7 +295,7 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
             vecf acc[MR][NV];
             ZERO(acc)
             accumulate(acc, bl + p * KC * NR, ab, at, a_k, 0, K);
-            bad |= store_tile(acc, cb, db, t * MR, ng + p * NR, M, N, alpha, add_d);
+            bad |= store_tile(acc, cb, t * MR, ng + p * NR, M, N, alpha);
         }
     }
 #endif

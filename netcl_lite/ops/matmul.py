@@ -178,7 +178,7 @@ def tile_for(device) -> tuple[int, int, int]:
 
 
 def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a_div, b_div, alpha, status,
-            add=None, c_trans=False):
+            c_trans=False):
     """Run the micro-kernel: each work-group copies its GP NR-column panels of B into local
     memory (a k-slice at a time when K is long) and its items compute MR-row tiles from them; a
     row-major A is read in place, a transposed A too unless its stride crowds the caches
@@ -186,7 +186,7 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
     geometry comes from :func:`_plan`, worked out once per shape."""
     device = call.queue.device
     plan = _plan(tile_for(device), device.local_mem_size, device.max_compute_units, m, n, k, n_batch,
-                 tuple(a_strides), a_div, tuple(b_strides), b_div, float(alpha), add is not None, c_trans,
+                 tuple(a_strides), a_div, tuple(b_strides), b_div, float(alpha), c_trans,
                  (PANEL_BYTES, GROUP_PANEL_BYTES, MAX_GROUP_PANELS, A_LINES))
     if plan.pack_floats:
         ap = call.scratch("matmul.ap", plan.pack_floats)
@@ -194,7 +194,7 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
                     options=plan.options)
         a_buf = ap
     call.launch("matmul.cl", "matmul_packed", plan.global_size, (GROUP_ITEMS, 1, 1),
-                a_buf, b_buf, c_buf, c_buf if add is None else add, *plan.args, *status, plan.local,
+                a_buf, b_buf, c_buf, *plan.args, *status, plan.local,
                 options=plan.options)
 
 
@@ -205,12 +205,12 @@ class _Plan(NamedTuple):
     pack_global: tuple
     pack_args: tuple
     global_size: tuple
-    args: tuple                 # matmul_packed's scalar arguments, from M to add_d
+    args: tuple                 # matmul_packed's scalar arguments, from M to alpha
     local: cl.LocalMemory
 
 
 @functools.lru_cache(maxsize=1024)
-def _plan(tile, local_mem, units, m, n, k, n_batch, a_strides, a_div, b_strides, b_div, alpha, add_d, c_trans,
+def _plan(tile, local_mem, units, m, n, k, n_batch, a_strides, a_div, b_strides, b_div, alpha, c_trans,
           tuning) -> _Plan:
     """The launch of ``matmul_packed`` (and of ``matmul_pack_a`` if A is packed) for one shape on a
     device with micro-kernel ``tile`` (VW, MR, NV), ``local_mem`` bytes of local memory and
@@ -245,7 +245,7 @@ def _plan(tile, local_mem, units, m, n, k, n_batch, a_strides, a_div, b_strides,
     options += (f"-DSLICED={int(kc < k)}", f"-DGP={gp}")
     groups = -(-pn // gp)
     tiles = GROUP_ITEMS if kc < k else -(-pm // _row_splits(units, pm, groups * n_batch))
-    args = (*map(i32, (m, n, k, a_batch, lda, a_div, *b_strides, b_div, kc, tiles)), f32(alpha), i32(add_d))
+    args = (*map(i32, (m, n, k, a_batch, lda, a_div, *b_strides, b_div, kc, tiles)), f32(alpha))
     return _Plan(options, pack_floats, pack_global, pack_args, (-(-pm // tiles) * GROUP_ITEMS, groups, n_batch),
                  args, cl.LocalMemory(4 * gp * kc * nr))
 
