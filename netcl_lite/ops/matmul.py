@@ -73,7 +73,7 @@ def matmul(a, b, *, transpose_a: bool = False, transpose_b: bool = False, queue=
     """
     flag("transpose_a", transpose_a)
     flag("transpose_b", transpose_b)
-    how = _how(shape_of(a), shape_of(b), transpose_a, transpose_b)
+    how = _how(shape_of(a), shape_of(b), transpose_a, transpose_b, PACKED_MIN_WORK)
     call = OpCall("matmul", queue=queue, a=a, b=b)
     ta, tb = call.float_input("a"), call.float_input("b")
     out = call.output(how.out_shape)
@@ -98,10 +98,11 @@ class _How(NamedTuple):
 
 
 @functools.lru_cache(maxsize=1024)
-def _how(sa, sb, transpose_a: bool, transpose_b: bool) -> _How:
-    """The shape logic of :func:`matmul`, a pure function of the shapes and flags, so it runs
-    once per shape: a call's own Python is a good part of a small product's time (an exception
-    is not cached, so a bad pair of shapes raises on every call)."""
+def _how(sa, sb, transpose_a: bool, transpose_b: bool, min_work: int) -> _How:
+    """The shape logic of :func:`matmul`, a pure function of the shapes, the flags and
+    :data:`PACKED_MIN_WORK` (passed in, so a changed limit is a new entry), so it runs once per
+    shape: a call's own Python is a good part of a small product's time (an exception is not
+    cached, so a bad pair of shapes raises on every call)."""
     batch, m, n, k = matmul_shapes(sa, sb, transpose_a, transpose_b)
     n_batch = elements(batch)
     int32_range(M=m, N=n, K=k, a_elements=elements(sa), b_elements=elements(sb), out_elements=n_batch * m * n)
@@ -110,7 +111,7 @@ def _how(sa, sb, transpose_a: bool, transpose_b: bool) -> _How:
         return _How(out_shape, _EMPTY, ())
     if k == 0:
         return _How(out_shape, _ZEROS, ())
-    if transpose_a and not transpose_b and n_batch == 1 and m > 4 * n and packed_pays(m, n, k):
+    if transpose_a and not transpose_b and n_batch == 1 and m > 4 * n and packed_pays(m, n, k, min_work):
         # C = Aᵀ B computed as (Bᵀ A)ᵀ: a transposed operand is packed, so pack the smaller one
         # (B, K x N) and read the larger (A, K x M) as the row-major "B"; the tile is stored transposed.
         return _How(out_shape, _SWAPPED, (n, m, k, 1, (0, 1, n), (0, m, 1)))
@@ -141,9 +142,10 @@ def matmul_backward(g, a, b, transpose_a: bool = False, transpose_b: bool = Fals
     return da, db
 
 
-def packed_pays(m: int, n: int, k: int) -> bool:
-    """Whether the micro-kernel (``matmul_packed``) beats the unpacked kernel for this size."""
-    return m * n * k >= PACKED_MIN_WORK and min(m, n) >= 4
+def packed_pays(m: int, n: int, k: int, min_work: int | None = None) -> bool:
+    """Whether the micro-kernel (``matmul_packed``) beats the unpacked kernel for this size
+    (``min_work`` multiply-adds at least: :data:`PACKED_MIN_WORK` by default)."""
+    return m * n * k >= (PACKED_MIN_WORK if min_work is None else min_work) and min(m, n) >= 4
 
 
 def gemm(call: OpCall, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a_div=1, b_div=1, alpha=1.0,
