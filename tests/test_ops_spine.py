@@ -185,6 +185,16 @@ def test_packed_matmul_on_ragged_sizes_transposes_and_broadcast_batches(monkeypa
     assert "-DA_PACKED=1" in built_options("matmul.cl", "matmul_packed")
 
 
+def test_a_transposed_a_is_packed_once_when_many_column_groups_would_reread_it():
+    """The rule behind the weight gradients' xᵀ g (:func:`transposed_in_place`): read in place while
+    K · (sets lost to the stride) · (column groups) fits A_LINES, else pack A once."""
+    from netcl_lite.ops.matmul import transposed_in_place   # noqa: PLC0415
+    assert transposed_in_place(256, 1024, col_groups=2)       # 1 KiB stride, two column groups: in place
+    assert not transposed_in_place(256, 1024, col_groups=6)   # the same A read by six: pack it
+    assert transposed_in_place(704, 1024, col_groups=6)       # a 2816-byte stride spreads over more sets
+    assert not transposed_in_place(1024, 1024)                # 4 KiB: 1 set in 64, always packed
+
+
 def test_packed_matmul_in_k_slices_is_bitwise_the_one_slice_product(monkeypatch, queue):
     """When B's panel outgrows the work-group's local memory, the kernel copies it one k-slice at a
     time. Each tile still sums k in order, so the result must be bitwise the one-slice result:

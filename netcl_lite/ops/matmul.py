@@ -226,9 +226,14 @@ def _plan(tile, local_mem, units, m, n, k, n_batch, a_strides, a_div, b_strides,
     vw, mr, nv = tile
     nr = vw * nv
     pm, pn = -(-m // mr), -(-n // nr)
+    local = min(panel_bytes, local_mem)
+    kc = max(1, min(k, local // (4 * nr)))
+    gp = max(1, min(max_group_panels, pn, min(group_panel_bytes, local) // (4 * nr * kc)))
+    groups = -(-pn // gp)                          # column groups: each reads all of A once
     a_batch, a_row, a_col = a_strides
-    packed_a = 0 if a_col == 1 else 2 if transposed_in_place(a_col, k, a_lines) else 1
-    options = (f"-DVW={vw}", f"-DMR={mr}", f"-DNV={nv}", f"-DA_PACKED={packed_a}", f"-DC_TRANS={int(c_trans)}")
+    packed_a = 0 if a_col == 1 else 2 if transposed_in_place(a_col, k, groups, a_lines) else 1
+    options = (f"-DVW={vw}", f"-DMR={mr}", f"-DNV={nv}", f"-DA_PACKED={packed_a}", f"-DC_TRANS={int(c_trans)}",
+               f"-DSLICED={int(kc < k)}", f"-DGP={gp}")
     pack_floats, pack_global, pack_args = 0, (), ()
     a_sets = -(-n_batch // a_div)                  # distinct A matrices serving the n_batch products
     if packed_a == 2:
@@ -241,11 +246,6 @@ def _plan(tile, local_mem, units, m, n, k, n_batch, a_strides, a_div, b_strides,
         a_batch, lda = pm * mr * k, mr
     else:
         lda = a_row
-    local = min(panel_bytes, local_mem)
-    kc = max(1, min(k, local // (4 * nr)))
-    gp = max(1, min(max_group_panels, pn, min(group_panel_bytes, local) // (4 * nr * kc)))
-    options += (f"-DSLICED={int(kc < k)}", f"-DGP={gp}")
-    groups = -(-pn // gp)
     tiles = GROUP_ITEMS if kc < k else -(-pm // _row_splits(units, pm, groups * n_batch))
     args = (*map(i32, (m, n, k, a_batch, lda, a_div, *b_strides, b_div, kc, tiles)), f32(alpha))
     return _Plan(options, pack_floats, pack_global, pack_args, (-(-pm // tiles) * GROUP_ITEMS, groups, n_batch),
@@ -261,18 +261,26 @@ MAX_GROUP_PANELS = 4
 GROUP_PANEL_BYTES = 1 << 19
 
 
-#: cache lines a tile of a transposed A read in place may spread over (a 2 MiB L2 holds 32768)
+#: cache lines a transposed A read in place may spread over, counted once per column group that
+#: reads it (a 2 MiB L2 holds 32768)
 A_LINES = 32768
 
 
-def transposed_in_place(lda: int, k: int, a_lines: int | None = None) -> bool:
+def transposed_in_place(lda: int, k: int, col_groups: int = 1, a_lines: int | None = None) -> bool:
     """Whether the micro-kernel reads a transposed A (k-stride ``lda`` floats) in place rather than
-    packed. A tile reads one cache line per k, ``lda`` floats after the last; a stride that is a
-    multiple of 2ʲ · 64 bytes can use only 1 in 2ʲ cache sets, so the K lines must fit in that share
-    of L2 until the next tiles re-read them. Measured on AVX-512, 2 threads: in place 1.3-1.6x
-    faster at lda = 256, 512 and 704 (K = 512, 1024); 1.1x and 2.7x slower at lda = 1024 and 2048."""
+    packing it first (``matmul_pack_a``, one pass over A).
+
+    In place, a tile reads one cache line per k, ``lda`` floats after the last; a stride that is a
+    multiple of 2ʲ · 64 bytes can use only 1 in 2ʲ cache sets, and each of the product's
+    ``col_groups`` column groups (work-groups' sets of B panels) reads all of A again. So in place
+    pays while K · 2ʲ · col_groups stays within :data:`A_LINES`; past it, one packing pass is
+    cheaper than the extra misses. Measured on AVX-512, 2 threads, kernel events (the table in
+    benchmarks/README.md): in place 3-23 % faster with two column groups; packing 5-33 % faster
+    with 3 to 32 groups at K = 1024 and 4096 and with 8 or 32 at K = 2048 (the tied head's
+    gradient among them), 5-8 % slower with 3 or 4 at K = 2048. Strides of 4 and 8 KiB (1024³,
+    2048³) always pack (in place was 1.1x and 2.7x slower)."""
     low = (lda * 4) & -(lda * 4)                 # the largest power of two dividing the stride in bytes
-    return k * max(1, low // 64) <= (A_LINES if a_lines is None else a_lines)
+    return k * max(1, low // 64) * col_groups <= (A_LINES if a_lines is None else a_lines)
 
 
 #: work-items per matmul_packed work-group, whatever the shape: PoCL compiles a kernel anew for
