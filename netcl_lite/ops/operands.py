@@ -19,7 +19,7 @@ import pyopencl as cl
 from ..checks import int32_range
 from ..core.device import manager
 from ..core.stream import stream_of
-from ..core.tensor import DeviceMemory, Tensor, note_scratch, shares_host_memory
+from ..core.tensor import DeviceMemory, Tensor, check_shape, note_scratch, shares_host_memory
 
 _ALIGN = 64   # bytes: host arrays the kernels use in place start on a cache line
 
@@ -95,7 +95,7 @@ class OpCall:
         raw = np.empty(nbytes + _ALIGN, np.uint8)
         start = -raw.ctypes.data % _ALIGN
         host = raw[start:start + nbytes].view(dtype).reshape(shape)
-        return Tensor._of(self.queue, DeviceMemory(self.queue.context, nbytes, host=host), tuple(shape), dtype)
+        return Tensor._of(self.queue, DeviceMemory(self.queue.context, nbytes, host=host), check_shape(shape), dtype)
 
     def scratch(self, key: str, n_floats: int) -> cl.Buffer:
         """A float32 work buffer of at least ``n_floats``, kept per (context, key) and reused.
