@@ -183,8 +183,9 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
             c_trans=False):
     """Run the micro-kernel: each work-group copies its GP NR-column panels of B into local
     memory (a k-slice at a time when K is long) and its items compute MR-row tiles from them; a
-    row-major A is read in place, a transposed A too unless its stride crowds the caches
-    (:func:`transposed_in_place`), when it is first packed into MR-row panels. The launch
+    row-major A is read in place, a transposed A too unless its stride and the column groups
+    that would each re-read it crowd the caches (:func:`transposed_in_place`), when it is first
+    packed into MR-row panels. The launch
     geometry comes from :func:`_plan`, worked out once per shape."""
     device = call.queue.device
     plan = _plan(tile_for(device), device.local_mem_size, device.max_compute_units, m, n, k, n_batch,
