@@ -195,6 +195,52 @@ def test_a_transposed_a_is_packed_once_when_many_column_groups_would_reread_it()
     assert not transposed_in_place(1024, 1024)                # 4 KiB: 1 set in 64, always packed
 
 
+def test_matmul_layout_keeps_every_worker_busy_when_the_last_column_group_is_short():
+    """:func:`_layout` against the hand-out model (:func:`handout_efficiency`): a free worker takes
+    the next ⌈remaining / units⌉ work-groups, so heavy groups first leave the other worker idle."""
+    from netcl_lite.ops.matmul import LAYOUT_EFFICIENCY, _layout, handout_efficiency   # noqa: PLC0415
+    assert handout_efficiency([1] * 10, 2) == 1.0                # 5, 3, 1, 1: both end at 5
+    assert handout_efficiency([4, 1], 2) == 0.625                # GP = 4 over 5 panels, unsplit rows
+    assert handout_efficiency([3, 3, 3, 1, 1, 1], 2) == 12 / 18  # the heavy half goes to one worker
+    assert handout_efficiency([], 2) == 1.0
+    # 2048 rows (342 tiles) x 320 columns (5 panels): GP = 4 would give one worker 4/5 of the work
+    assert _layout(2, 342, 5, 4, 1, LAYOUT_EFFICIENCY) == (1, 171)
+    assert _layout(2, 171, 16, 2, 1, LAYOUT_EFFICIENCY) == (2, 171)     # 1024³: 8 equal groups, unsplit
+    assert _layout(2, 43, 4, 4, 1, LAYOUT_EFFICIENCY) == (4, 22)        # 256³: one group, rows split in two
+    assert _layout(2, 11, 6, 4, 1, LAYOUT_EFFICIENCY) == (3, 11)        # 6 panels: two groups of three
+    rng = np.random.default_rng(14)
+    for _ in range(300):
+        units, pm, pn = int(rng.integers(1, 9)), int(rng.integers(1, 400)), int(rng.integers(1, 40))
+        cap, batch = int(rng.integers(1, min(pn, 4) + 1)), int(rng.integers(1, 4))
+
+        def efficiency(gp, tiles, pm=pm, pn=pn, batch=batch, units=units):
+            panels = [min(gp, pn - g * gp) for g in range(-(-pn // gp))]
+            rows = [min(tiles, pm - r * tiles) for r in range(-(-pm // tiles))]
+            return handout_efficiency([t * p for p in panels for t in rows] * batch, units)
+
+        gp, tiles = _layout(units, pm, pn, cap, batch, LAYOUT_EFFICIENCY)
+        assert 1 <= gp <= cap and 1 <= tiles <= pm
+        got = efficiency(gp, tiles)
+        # either the target is met, or no layout with fewer than 8 work-groups per unit meets it
+        assert got >= LAYOUT_EFFICIENCY or all(
+            efficiency(g, -(-pm // s)) < LAYOUT_EFFICIENCY for g in range(1, cap + 1) for s in range(1, pm + 1)
+            if -(-pn // g) * -(-pm // -(-pm // s)) * batch <= 8 * units), (units, pm, pn, cap, batch, gp, tiles)
+
+
+def test_packed_matmul_with_short_last_column_groups_matches_the_reference():
+    """Shapes whose column panels do not divide into groups of four, so the launch takes 1-3
+    panels per work-group and splits rows to balance them; all four transposes, batches."""
+    rng = np.random.default_rng(15)
+    # unbatched, GP = 3, 1, 2, 3, 1; batched, the two copies' groups alternate heavy and light
+    # (rows, then column groups, then batch, in launch order), which balances GP = 4 again
+    cases = [(64, 128, 384), (100, 77, 300), (70, 64, 640), (64, 40, 1344), (90, 64, 448), (100, 77, 300),
+             (200, 64, 320)]
+    assert all(packed_pays(m, n, k) for m, k, n in cases)
+    batches = [((), ()), ((), ()), ((), ()), ((), ()), ((), ()), ((2,), (2,)), ((2,), ())]
+    check_matmul_transposes(rng, cases, batches, what="short last group")
+    assert {"-DGP=1", "-DGP=2", "-DGP=3"} <= built_options("matmul.cl", "matmul_packed")
+
+
 def test_packed_matmul_in_k_slices_is_bitwise_the_one_slice_product(monkeypatch, queue):
     """When B's panel outgrows the work-group's local memory, the kernel copies it one k-slice at a
     time. Each tile still sums k in order, so the result must be bitwise the one-slice result:
