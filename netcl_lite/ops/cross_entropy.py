@@ -8,10 +8,16 @@ import numbers
 
 import numpy as np
 
+from ..core.kernels import vector_lanes
 from ..core.tensor import Tensor
 from .embedding import host_ids
 from .operands import OpCall, elements, i32, int32_range, round_up, shape_of
 from .reduce import _columns
+
+
+def _options(call: OpCall) -> tuple[str, ...]:
+    """The build of ``cross_entropy.cl`` for the call's device: rows walked in vectors of its width."""
+    return (f"-DVW={vector_lanes(call.queue.device)}",)
 
 
 def _check(logits, targets, ignore_index):
@@ -69,10 +75,13 @@ def cross_entropy_with_stats(logits, targets, *, ignore_index: int = -100, queue
     pairs, lse = Tensor.empty(call.queue, (rows, 2)), Tensor.empty(call.queue, (rows,))
     sums, loss = Tensor.empty(call.queue, (2,)), call.output(())
     status = (call.stream.status, call.seq)
+    options = _options(call)
     call.launch("cross_entropy.cl", "cross_entropy_rows", (round_up(rows, 16),), (16,),
-                tz.buffer, tt.buffer, pairs.buffer, lse.buffer, i32(rows), i32(vocab), i32(ignore_index), *status)
+                tz.buffer, tt.buffer, pairs.buffer, lse.buffer, i32(rows), i32(vocab), i32(ignore_index), *status,
+                options=options)
     _columns(call, pairs, sums, rows, 2, 1.0)
-    call.launch("cross_entropy.cl", "cross_entropy_finish", (1,), (1,), sums.buffer, loss.buffer, *status)
+    call.launch("cross_entropy.cl", "cross_entropy_finish", (1,), (1,), sums.buffer, loss.buffer, *status,
+                options=options)
     return call.result(loss, check=[False]), (tz, tt, lse, sums, ignore_index)
 
 
@@ -85,5 +94,5 @@ def cross_entropy_backward(g, saved):
     dz = call.output(z.shape)
     call.launch("cross_entropy.cl", "cross_entropy_backward", (round_up(rows, 16),), (16,),
                 z.buffer, targets.buffer, lse.buffer, sums.buffer, g.buffer, dz.buffer, i32(rows), i32(vocab),
-                i32(ignore_index), call.stream.status, call.seq)
+                i32(ignore_index), call.stream.status, call.seq, options=_options(call))
     return call.result(dz, check=[False])
