@@ -11,23 +11,36 @@
 //                backward pass, by the same kernel.
 #include "common.h"
 
+// One work-item per row of d features: row t of head h of batch entry b, read at
+// x + b x_b + h x_h + t x_t and written at the same place under y's strides, so the rotation
+// can also move a row between layouts (e.g. (B, T, H d) to (B, H, T, d)) in the same pass.
+// (A work-item per pair made work-groups of 64 floats; PoCL's cost per work-group was most
+// of the time.)
 __kernel void rope_rotate(__global const float *x, __global float *y,
                           __global const float *cos_t, __global const float *sin_t,
-                          const int t_len, const int dim, const int offset, const int pairing,
-                          const float sign, __global int *status, const int seq)
+                          const int t_len, const int dim, const int offset, const int pairing, const float sign,
+                          const long x_b, const long x_h, const long x_t, const long y_b, const long y_h,
+                          const long y_t, __global int *status, const int seq)
 {
-    const int i = get_global_id(0), t = get_global_id(1), b = get_global_id(2);
+    const int t = get_global_id(0), h = get_global_id(1), b = get_global_id(2);
+    if (t >= t_len) return;
     const int pairs = dim / 2;
-    if (i >= pairs || t >= t_len) return;
-    const long row = ((long)b * t_len + t) * dim;
-    const int ia = pairing ? i : 2 * i;          // the pair's two features
-    const int ib = pairing ? i + pairs : 2 * i + 1;
-    const long at = (long)(offset + t) * pairs + i;
-    const float c = cos_t[at], s = sign * sin_t[at];
-    // --8<-- [start:rope_rotation]
-    const float xa = x[row + ia], xb = x[row + ib];
-    y[row + ia] = xa * c - xb * s;               // (xa, xb) rotated by the angle (offset + t) * theta_i
-    y[row + ib] = xa * s + xb * c;
-    // --8<-- [end:rope_rotation]
-    report(status, STATUS_NONFINITE, seq, nonfinite_bits(y[row + ia]) | nonfinite_bits(y[row + ib]));
+    __global const float *xr = x + b * x_b + h * x_h + t * x_t;
+    __global float *yr = y + b * y_b + h * y_h + t * y_t;
+    __global const float *cr = cos_t + (long)(offset + t) * pairs, *sr = sin_t + (long)(offset + t) * pairs;
+    const int step = pairing ? 1 : 2, far = pairing ? pairs : 1;   // pair i: features i * step, i * step + far
+    int bad = 0;
+    for (int i = 0; i < pairs; ++i) {
+        const int ia = i * step, ib = ia + far;
+        const float c = cr[i], s = sign * sr[i];
+        // --8<-- [start:rope_rotation]
+        const float xa = xr[ia], xb = xr[ib];
+        const float ya = xa * c - xb * s;        // (xa, xb) rotated by the angle (offset + t) * theta_i
+        const float yb = xa * s + xb * c;
+        // --8<-- [end:rope_rotation]
+        yr[ia] = ya;
+        yr[ib] = yb;
+        bad |= nonfinite_bits(ya) | nonfinite_bits(yb);
+    }
+    report(status, STATUS_NONFINITE, seq, bad);
 }

@@ -314,6 +314,15 @@ def rope(x, *, offset: int = 0, base: float = 10000.0, pairing: str = "interleav
     return _record(out, (x,), lambda g: (ops.rope_backward(g, offset=offset, base=base, pairing=pairing),), "rope")
 
 
+def rope_heads(x, heads: int, *, offset: int = 0, base: float = 10000.0, pairing: str = "interleaved") -> Node:
+    """(B, T, heads·d) → (B, heads, T, d), each head rotated (:func:`netcl_lite.ops.rope_heads`):
+    :func:`split_heads` then :func:`rope` in one pass; the backward rotates by −θ and merges back."""
+    (x,) = _nodes(x)
+    out = ops.rope_heads(x.value, heads, offset=offset, base=base, pairing=pairing)
+    return _record(out, (x,), lambda g: (ops.rope_heads_backward(g, offset=offset, base=base, pairing=pairing),),
+                   "rope_heads")
+
+
 def rms_norm(x, weight, *, eps: float = 1e-6) -> Node:
     """x / sqrt(mean(x²) + eps) · weight over the last axis."""
     x, w = _nodes(x, weight)

@@ -140,6 +140,14 @@ def rope(x, *, offset=0, base=10000.0, pairing="interleaved"):
     return out
 
 
+def rope_heads(x, heads, *, offset=0, base=10000.0, pairing="interleaved"):
+    """x: (B, T, heads·d) split into (B, heads, T, d), each head rotated as :func:`rope` rotates."""
+    x = np.asarray(x, np.float64)
+    b, t_len, width = x.shape
+    return rope(x.reshape(b, t_len, heads, width // heads).transpose(0, 2, 1, 3), offset=offset, base=base,
+                pairing=pairing)
+
+
 def rms_norm(x, weight, *, eps=1e-6):
     """x: (..., D) / sqrt(mean(x², -1) + eps) * weight (D,)."""
     x = np.asarray(x, np.float64)

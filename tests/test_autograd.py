@@ -172,6 +172,15 @@ def test_rope_gradient_is_the_inverse_rotation(pairing, offset):
               lambda x: ref.rope(x, offset=offset, base=100.0, pairing=pairing), x, n=2, what=f"rope {pairing}")
 
 
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+def test_rope_heads_gradient_is_the_inverse_rotation_merged_back(pairing):
+    rng = np.random.default_rng(16)
+    x = rand(rng, 2, 5, 3 * 6)                                   # B=2, T=5, three heads of d=6
+    gradcheck(lambda x: ag.rope_heads(x, 3, offset=4, base=100.0, pairing=pairing),
+              lambda x: ref.rope_heads(x, 3, offset=4, base=100.0, pairing=pairing), x, n=2,
+              what=f"rope_heads {pairing}")
+
+
 def test_rms_norm_and_layer_norm_gradients():
     rng = np.random.default_rng(8)
     x, w, b = rand(rng, 2, 3, 8), rand(rng, 8), rand(rng, 8)

@@ -92,3 +92,50 @@ def test_rope_errors_are_clear():
             ops.rope(np.ones((3, 4)), base=bad)
     with pytest.raises(ValueError, match="non-finite"):
         ops.rope(np.full((3, 4), np.nan))
+
+
+def test_rope_heads_is_the_split_then_rope_and_its_backward_the_transpose():
+    """rope_heads (B, T, H·d) → (B, H, T, d) in one pass: against the float64 split-then-rotate,
+    bitwise against ops.rope of ops' own split, and its backward against rotating by −θ and
+    merging back, on ragged sizes, both pairings and offsets."""
+    rng = np.random.default_rng(24)
+    for i in range(24):
+        b, t_len, heads = int(rng.integers(1, 4)), int(rng.choice([1, 3, 17, 40])), int(rng.choice([1, 2, 3, 4]))
+        d = 2 * int(rng.choice([1, 3, 8, 16, 33]))
+        offset, pairing = int(rng.choice([0, 1, 700])), PAIRINGS[i % 2]
+        x = np.asarray(rng.standard_normal((b, t_len, heads * d)), np.float32)
+        got = ops.rope_heads(x, heads, offset=offset, pairing=pairing)
+        split = x.reshape(b, t_len, heads, d).transpose(0, 2, 1, 3)
+        assert got.shape == (b, heads, t_len, d)
+        assert_close(got, reference.rope_heads(x, heads, offset=offset, pairing=pairing), rtol=0,
+                     atol=rope_atol(split, pairing), what=f"rope_heads {x.shape} heads={heads} {pairing}")
+        np.testing.assert_array_equal(got, ops.rope(np.ascontiguousarray(split), offset=offset, pairing=pairing))
+        g = np.asarray(rng.standard_normal((b, heads, t_len, d)), np.float32)
+        back = ops.rope_heads_backward(g, offset=offset, pairing=pairing)
+        assert back.shape == (b, t_len, heads * d)
+        merged = ops.rope_backward(g, offset=offset, pairing=pairing).transpose(0, 2, 1, 3).reshape(back.shape)
+        np.testing.assert_array_equal(back, merged)
+        # the backward is the forward's transpose: <rope_heads(x), g> = <x, rope_heads_backward(g)>, the
+        # left side exact (float64), the right off by rope_atol per rotated pair of back's
+        lhs = float(np.vdot(reference.rope_heads(x, heads, offset=offset, pairing=pairing), g))
+        rhs = float(np.vdot(x.astype(np.float64), back))
+        atol = rope_atol(g, pairing).transpose(0, 2, 1, 3).reshape(x.shape)          # in x's layout
+        assert abs(lhs - rhs) <= float(np.vdot(np.abs(x), atol)) + 1e-12, (lhs, rhs)
+
+
+def test_rope_heads_errors_are_clear():
+    with pytest.raises(ValueError, match=r"x must be \(B, T, heads·d\)"):
+        ops.rope_heads(np.ones((3, 4)), 2)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="heads must be a positive int"):
+            ops.rope_heads(np.ones((1, 3, 8)), bad)
+    with pytest.raises(ValueError, match="divisible by heads=3"):
+        ops.rope_heads(np.ones((1, 3, 8)), 3)
+    with pytest.raises(ValueError, match="even feature width d.*d=3"):
+        ops.rope_heads(np.ones((1, 3, 6)), 2)
+    with pytest.raises(ValueError, match="pairing must be one of"):
+        ops.rope_heads(np.ones((1, 3, 8)), 2, pairing="neox")
+    with pytest.raises(ValueError, match=r"g must be \(B, heads, T, d\)"):
+        ops.rope_heads_backward(np.ones((1, 3, 8)))
+    with pytest.raises(ValueError, match="non-finite"):
+        ops.rope_heads(np.full((1, 3, 8), np.inf), 2)

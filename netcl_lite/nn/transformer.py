@@ -221,12 +221,13 @@ class RotaryAttention(Module):
         """x (B, T, dim) → (B, T, dim). With ``cache``, x holds the next T positions after the cached ones."""
         start = 0 if cache is None else cache.length(layer)
         x = _input(x, self.dim, self.max_seq_len, start, self.queue)
-        q = ag.split_heads(ag.linear(x, self.wq), self.n_heads)          # (B, H, T, d)
-        k = ag.split_heads(ag.linear(x, self.wk), self.n_kv_heads)       # (B, G, T, d)
-        v = ag.split_heads(ag.linear(x, self.wv), self.n_kv_heads)
-        if self.rope:
-            q = ag.rope(q, offset=start, base=self.rope_base, pairing=self.rope_pairing)
-            k = ag.rope(k, offset=start, base=self.rope_base, pairing=self.rope_pairing)
+        q, k = ag.linear(x, self.wq), ag.linear(x, self.wk)
+        if self.rope:                                                   # split into heads and rotate, one pass
+            q = ag.rope_heads(q, self.n_heads, offset=start, base=self.rope_base, pairing=self.rope_pairing)
+            k = ag.rope_heads(k, self.n_kv_heads, offset=start, base=self.rope_base, pairing=self.rope_pairing)
+        else:
+            q, k = ag.split_heads(q, self.n_heads), ag.split_heads(k, self.n_kv_heads)
+        v = ag.split_heads(ag.linear(x, self.wv), self.n_kv_heads)     # q (B, H, T, d); k, v (B, G, T, d)
         if cache is not None:
             if ag.recording():
                 raise ValueError("cache: cached decoding is inference only (cached K/V are not on the tape); "

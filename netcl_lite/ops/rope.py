@@ -1,5 +1,6 @@
-"""``rope``: rotary position embedding on the last axis, and its gradient (``kernels/rope.cl``).
-Float64 reference: :func:`netcl_lite.reference.rope`.
+"""``rope``: rotary position embedding on the last axis, and its gradient (``kernels/rope.cl``);
+``rope_heads``: the same rotation fused with the split into attention heads. Float64
+references: :func:`netcl_lite.reference.rope`, :func:`netcl_lite.reference.rope_heads`.
 
 The cos/sin tables are computed once per (device, width, base) in float64, kept on
 the device and grown when a longer position is asked for: a call uploads nothing.
@@ -48,6 +49,11 @@ def _check(x, offset, base, pairing):
     if len(shape) < 2:
         raise ValueError(f"x must be (..., T, d) with at least 2 axes, got shape {shape}")
     t_len, dim = shape[-2:]
+    _check_rotation(shape, t_len, dim, offset, base, pairing)
+    return shape, t_len, dim
+
+
+def _check_rotation(shape, t_len, dim, offset, base, pairing):
     if dim % 2:
         raise ValueError(f"rope needs an even feature width d to form pairs, got d={dim}")
     one_of("pairing", pairing, PAIRINGS)
@@ -55,7 +61,6 @@ def _check(x, offset, base, pairing):
         raise ValueError(f"offset must be a non-negative int (the position of row 0), got {offset!r}")
     positive_real("base", base)
     int32_range(elements=elements(shape), positions=int(offset) + t_len)
-    return shape, t_len, dim
 
 
 def rope(x, *, offset: int = 0, base: float = 10000.0, pairing: str = "interleaved", queue=None):
@@ -80,14 +85,68 @@ def rope_backward(g, *, offset: int = 0, base: float = 10000.0, pairing: str = "
     return _rotate("rope backward", g, offset, base, pairing, -1.0, None)
 
 
+def rope_heads(x, heads: int, *, offset: int = 0, base: float = 10000.0, pairing: str = "interleaved",
+               queue=None):
+    """Split ``x`` ``(B, T, heads·d)`` into heads and rotate them: :func:`rope` of the
+    ``(B, heads, T, d)`` layout attention reads, in one pass (no separate copy for the split).
+
+    Each head's ``d`` features are rotated as :func:`rope` rotates a row of width ``d``.
+
+    >>> x = np.arange(8.0).reshape(1, 1, 8)                            # one position, two heads of 4
+    >>> rope_heads(x, 2, offset=0).shape, np.array_equal(rope_heads(x, 2)[0, 1, 0], x[0, 0, 4:])
+    ((1, 2, 1, 4), True)
+    """
+    shape, t_len, dim = _check_heads(x, heads, offset, base, pairing)
+    b = shape[0]
+    return _rotate_layout("rope_heads", x, (b, heads, t_len, dim), t_len, dim, heads, b, offset, base, pairing, 1.0,
+                          (t_len * heads * dim, dim, heads * dim), (heads * t_len * dim, t_len * dim, dim), queue)
+
+
+def rope_heads_backward(g, *, offset: int = 0, base: float = 10000.0, pairing: str = "interleaved"):
+    """The gradient of :func:`rope_heads`: ``g`` ``(B, heads, T, d)`` rotated by −θ and merged
+    back to ``(B, T, heads·d)``."""
+    shape = shape_of(g)
+    if len(shape) != 4:
+        raise ValueError(f"g must be (B, heads, T, d), got shape {shape}")
+    b, heads, t_len, dim = shape
+    _check(g, offset, base, pairing)
+    return _rotate_layout("rope_heads backward", g, (b, t_len, heads * dim), t_len, dim, heads, b, offset, base,
+                          pairing, -1.0, (heads * t_len * dim, t_len * dim, dim), (t_len * heads * dim, dim, heads * dim),
+                          None)
+
+
+def _check_heads(x, heads, offset, base, pairing):
+    shape = shape_of(x)
+    if len(shape) != 3:
+        raise ValueError(f"x must be (B, T, heads·d), got shape {shape}")
+    if isinstance(heads, bool) or not isinstance(heads, numbers.Integral) or heads < 1:
+        raise ValueError(f"heads must be a positive int, got {heads!r}")
+    b, t_len, width = shape
+    if width % heads:
+        raise ValueError(f"x's width {width} must be divisible by heads={heads} (head width d = width / heads)")
+    _check_rotation(shape, t_len, width // heads, offset, base, pairing)
+    return shape, t_len, width // heads
+
+
 def _rotate(name, x, offset, base, pairing, sign, queue):
     shape, t_len, dim = _check(x, offset, base, pairing)
+    rows = elements(shape) // (t_len * dim) if t_len and dim else 0
+    row = (t_len * dim, 0, dim)
+    return _rotate_layout(name, x, shape, t_len, dim, 1, rows, offset, base, pairing, sign, row, row, queue)
+
+
+def _rotate_layout(name, x, out_shape, t_len, dim, heads, batch, offset, base, pairing, sign, x_strides, y_strides,
+                   queue):
+    """Launch ``rope_rotate`` over ``batch`` × ``heads`` × ``t_len`` rows of ``dim`` features, row
+    (b, h, t) at b·s[0] + h·s[1] + t·s[2] elements in ``x`` (strides ``x_strides``) and in the
+    output (``y_strides``)."""
     call = OpCall(name, queue=queue, x=x)
     tx = call.float_input("x")
-    out = call.output(shape)
+    out = call.output(out_shape)
     if out.size:
         cos_t, sin_t = _device_tables(call.queue, int(offset) + t_len, dim, float(base))
-        call.launch("rope.cl", "rope_rotate", (round_up(dim // 2, 8), round_up(t_len, 4), out.size // (t_len * dim)),
-                    (8, 4, 1), tx.buffer, out.buffer, cos_t.buffer, sin_t.buffer, i32(t_len), i32(dim), i32(offset),
-                    i32(PAIRINGS.index(pairing)), f32(sign), call.stream.status, call.seq)
+        call.launch("rope.cl", "rope_rotate", (round_up(t_len, 16), heads, batch), (16, 1, 1),
+                    tx.buffer, out.buffer, cos_t.buffer, sin_t.buffer, i32(t_len), i32(dim), i32(offset),
+                    i32(PAIRINGS.index(pairing)), f32(sign), *map(np.int64, x_strides), *map(np.int64, y_strides),
+                    call.stream.status, call.seq)
     return call.result(out, check=[False])
