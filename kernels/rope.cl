@@ -15,7 +15,8 @@
 // x + b x_b + h x_h + t x_t and written at the same place under y's strides, so the rotation
 // can also move a row between layouts (e.g. (B, T, H d) to (B, H, T, d)) in the same pass.
 // (A work-item per pair made work-groups of 64 floats; PoCL's cost per work-group was most
-// of the time.)
+// of the time. Kernel events for a (16, 4, 128, 32) query, "half": 0.172 ms a pair per item,
+// 0.116 a row per item, 0.091 with eight pairs per step.)
 __kernel void rope_rotate(__global const float *x, __global float *y,
                           __global const float *cos_t, __global const float *sin_t,
                           const int t_len, const int dim, const int offset, const int pairing, const float sign,
@@ -30,7 +31,33 @@ __kernel void rope_rotate(__global const float *x, __global float *y,
     __global const float *cr = cos_t + (long)(offset + t) * pairs, *sr = sin_t + (long)(offset + t) * pairs;
     const int step = pairing ? 1 : 2, far = pairing ? pairs : 1;   // pair i: features i * step, i * step + far
     int bad = 0;
-    for (int i = 0; i < pairs; ++i) {
+    int i = 0;
+    // Eight pairs at a time: the halves' runs of 8 ("half"), or 16 features split into even
+    // and odd lanes ("interleaved"); the rest one pair at a time below.
+    for (; i + 8 <= pairs; i += 8) {
+        const float8 c = vload8(0, cr + i), s = sign * vload8(0, sr + i);
+        float8 xa, xb;
+        if (pairing) {
+            xa = vload8(0, xr + i);
+            xb = vload8(0, xr + pairs + i);
+        } else {
+            const float16 v = vload16(0, xr + 2 * i);
+            xa = v.even;
+            xb = v.odd;
+        }
+        const float8 ya = xa * c - xb * s, yb = xa * s + xb * c;
+        if (pairing) {
+            vstore8(ya, 0, yr + i);
+            vstore8(yb, 0, yr + pairs + i);
+        } else {
+            float16 v;
+            v.even = ya;
+            v.odd = yb;
+            vstore16(v, 0, yr + 2 * i);
+        }
+        bad |= any8(nonfinite8(ya) | nonfinite8(yb));
+    }
+    for (; i < pairs; ++i) {
         const int ia = i * step, ib = ia + far;
         const float c = cr[i], s = sign * sr[i];
         // --8<-- [start:rope_rotation]
