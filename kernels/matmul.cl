@@ -41,7 +41,8 @@
 //                    per trip (two was in between, eight slower than four). Batch b reads A of
 //                    b / a_div and B of b / b_div: a broadcast operand (div = batch count) or
 //                    grouped K/V heads (div = H / G) are stored once. The epilogue scales by
-//                    alpha and reports inf/NaN.
+//                    alpha, adds D when built with ADD_D (a gradient gathered so far, which
+//                    this product's share joins without a separate add), and reports inf/NaN.
 #include "common.h"
 
 #define BM 4
@@ -102,6 +103,9 @@ __kernel void matmul_blocked(
 #ifndef A_PACKED
 #define A_PACKED 0      // 1: A comes from matmul_pack_a, element (m, k) at (m / MR) * MR * K + k * MR + m % MR;
 #endif                  // 2: A is transposed and read in place, element (m, k) at k * lda + m
+#ifndef ADD_D
+#define ADD_D 0         // 1: C = alpha * A @ B + D, D contiguous like C
+#endif
 #ifndef SLICED
 #define SLICED 0        // 1: K is longer than the host's k-slice (KC), copy B's panel a slice at a time
 #endif
@@ -186,10 +190,10 @@ ALWAYS_INLINE void accumulate(vecf acc[MR][NV], __local const float *bk, __globa
     }
 }
 
-// C[m0.., n0..] = alpha * acc: the tile's rows below M and columns below N. Returns the inf/NaN
-// bits of what it stored.
-ALWAYS_INLINE int store_tile(vecf acc[MR][NV], __global float *cb, const int m0, const int n0, const int M,
-                             const int N, const float alpha)
+// C[m0.., n0..] = alpha * acc (+ D, laid out as C, with ADD_D): the tile's rows below M and
+// columns below N. Returns the inf/NaN bits of what it stored.
+ALWAYS_INLINE int store_tile(vecf acc[MR][NV], __global float *cb, __global const float *db, const int m0,
+                             const int n0, const int M, const int N, const float alpha)
 {
     int bad = 0;
 #if C_TRANS
@@ -200,7 +204,7 @@ ALWAYS_INLINE int store_tile(vecf acc[MR][NV], __global float *cb, const int m0,
             l.v = acc[r][v];
             for (int j = 0; j < VW && n0 + v * VW + j < N; ++j) {
                 const long at_c = (long)(n0 + v * VW + j) * M + m0 + r;
-                const float o = alpha * l.s[j];
+                const float o = alpha * l.s[j] + (ADD_D ? db[at_c] : 0.0f);
                 cb[at_c] = o;
                 bad |= nonfinite_bits(o);
             }
@@ -213,14 +217,17 @@ ALWAYS_INLINE int store_tile(vecf acc[MR][NV], __global float *cb, const int m0,
         for (int v = 0; v < NV; ++v) {
             const long at_c = (long)(m0 + r) * N + n0 + v * VW;
             if (n0 + (v + 1) * VW <= N) {                   // a whole vector inside the row
-                const vecf out = alpha * acc[r][v];
+                vecf out = alpha * acc[r][v];
+#if ADD_D
+                out += *(__global const vecfu *)(db + at_c);
+#endif
                 *(__global vecfu *)(cb + at_c) = out;
                 bad |= nonfinitev(out);
             } else {
                 lanesf l;
                 l.v = acc[r][v];
                 for (int j = 0; j < VW && n0 + v * VW + j < N; ++j) {
-                    const float o = alpha * l.s[j];
+                    const float o = alpha * l.s[j] + (ADD_D ? db[at_c + j] : 0.0f);
                     cb[at_c + j] = o;
                     bad |= nonfinite_bits(o);
                 }
@@ -251,7 +258,7 @@ ALWAYS_INLINE int store_tile(vecf acc[MR][NV], __global float *cb, const int m0,
         _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = (vecf)(0.0f);
 
 __kernel void matmul_packed(__global const float *a, __global const float *b, __global float *c,
-                            const int M, const int N, const int K,
+                            __global const float *d, const int M, const int N, const int K,
                             const int a_set, const int lda, const int a_div,
                             const int b_set, const int b_row, const int b_col, const int b_div, const int KC,
                             const int tiles, const float alpha, __global int *status,
@@ -266,6 +273,7 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
     __global const float *bb = b + (long)(batch / b_div) * b_set;
     __global const float *a_set0 = a + (long)(batch / a_div) * a_set;
     __global float *cb = c + (long)batch * M * N;
+    __global const float *db = d + (long)batch * M * N;     // read only with ADD_D
     int bad = 0;
 #if SLICED
     // K is longer than a slice: each item owns one tile of one panel (tiles <= items, GP = 1),
@@ -283,7 +291,7 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
         barrier(CLK_LOCAL_MEM_FENCE);
         if (live) accumulate(acc, bl, ab, at, a_k, k0, kc);
     }
-    if (live) bad = store_tile(acc, cb, t * MR, ng, M, N, alpha);
+    if (live) bad = store_tile(acc, cb, db, t * MR, ng, M, N, alpha);
 #else
     load_panels(bl, bb, ng, N, 0, K, KC, b_row, b_col);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -295,7 +303,7 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
             vecf acc[MR][NV];
             ZERO(acc)
             accumulate(acc, bl + p * KC * NR, ab, at, a_k, 0, K);
-            bad |= store_tile(acc, cb, t * MR, ng + p * NR, M, N, alpha);
+            bad |= store_tile(acc, cb, db, t * MR, ng + p * NR, M, N, alpha);
         }
     }
 #endif

@@ -9,7 +9,8 @@
 //                               over the centered values in a second pass (sum(x^2) - n mean^2
 //                               cancels catastrophically when |mean| >> std).
 //   rms_norm_backward_rows      one work-item per row: r = 1/sqrt(mean(x^2) + eps),
-//                               dx = r (g*w) - x r^3 mean(g*w*x); stores r for the weight pass.
+//                               dx = r (g*w) - x r^3 mean(g*w*x) (+ acc, a gradient of x gathered
+//                               so far, when add_acc); stores r for the weight pass.
 //   rms_norm_backward_weight    one work-item per 8 columns: dw_c = sum over rows of g x r
 //                               (a column sum instead of atomics: deterministic).
 //   layer_norm_backward_rows    one work-item per row: xhat = (x - mean) r, r = 1/sqrt(var + eps),
@@ -66,14 +67,15 @@ __kernel void layer_norm_rows(__global const float *x, __global const float *w, 
 
 // --8<-- [start:rms_norm_backward_rows]
 __kernel void rms_norm_backward_rows(
-    __global const float *x, __global const float *w, __global const float *g,
-    __global float *dx, __global float *rstd, const int n_rows, const int n, const float eps,
+    __global const float *x, __global const float *w, __global const float *g, __global const float *acc,
+    const int add_acc, __global float *dx, __global float *rstd, const int n_rows, const int n, const float eps,
     __global int *status, const int seq)
 {
     const int r = get_global_id(0);
     if (r >= n_rows) return;
     __global const float *xr = x + (long)r * n;
     __global const float *gr = g + (long)r * n;
+    __global const float *ar = acc + (long)r * n;
     float8 ss = (float8)(0.0f), dot = (float8)(0.0f);
     for (int c = 0; c < n; c += 8) {
         const float8 xv = load8(xr, c, n);
@@ -83,8 +85,11 @@ __kernel void rms_norm_backward_rows(
     const float inv = 1.0f / sqrt(hsum8(ss) / n + eps);
     const float coef = inv * inv * inv * hsum8(dot) / n;
     int bad = 0;
-    for (int c = 0; c < n; c += 8)
-        bad |= store8(dx + (long)r * n, c, n, inv * load8(gr, c, n) * load8(w, c, n) - coef * load8(xr, c, n));
+    for (int c = 0; c < n; c += 8) {
+        float8 d = inv * load8(gr, c, n) * load8(w, c, n) - coef * load8(xr, c, n);
+        if (add_acc) d += load8(ar, c, n);
+        bad |= store8(dx + (long)r * n, c, n, d);
+    }
     rstd[r] = inv;
     report(status, STATUS_NONFINITE, seq, bad);
 }

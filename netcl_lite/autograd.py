@@ -37,6 +37,9 @@ from .core.stream import stream_of
 from .core.tensor import Tensor
 
 _ACTIVE: list[Tape] = []  # the tapes whose `with` block is running, innermost last
+#: let rules that can (matmul, linear, rms_norm) add a parent's gradient gathered so far as they
+#: form their own share, instead of a separate add per extra use of a value (False: always add)
+FUSED_ACCUMULATION = True
 
 
 class Node:
@@ -163,11 +166,21 @@ class Tape:
             if entry is not None:
                 if out.rule is None:
                     raise ValueError(f"{out!r} was released by another tape's backward(); run the forward again")
-                for parent, g in zip(out.parents, out.rule(entry[1])):
-                    if g is None or not parent.requires_grad:
-                        continue
-                    have = pending.get(id(parent))
-                    pending[id(parent)] = (parent, g if have is None else ops.add(have[1], g))
+                parents = out.parents
+                if (FUSED_ACCUMULATION and getattr(out.rule, "accumulates", False)
+                        and len({id(p) for p in parents}) == len(parents)):
+                    # the rule adds each parent's gradient gathered so far as it forms its own share
+                    # (a matmul's epilogue, the norm's row pass), and returns the sums
+                    acc = [pending[id(p)][1] if id(p) in pending else None for p in parents]
+                    for parent, g in zip(parents, out.rule(entry[1], acc)):
+                        if g is not None and parent.requires_grad:
+                            pending[id(parent)] = (parent, g)
+                else:
+                    for parent, g in zip(parents, out.rule(entry[1])):
+                        if g is None or not parent.requires_grad:
+                            continue
+                        have = pending.get(id(parent))
+                        pending[id(parent)] = (parent, g if have is None else ops.add(have[1], g))
             if not retain_graph:
                 out.rule, out.parents = None, ()    # release what the rule kept (activations, masks)
         for n, g in pending.values():               # leaves, and values recorded before this tape
@@ -225,14 +238,23 @@ def _needs(*nodes: Node) -> tuple[bool, ...]:
     return tuple(n.requires_grad for n in nodes)
 
 
+def _accumulating(rule):
+    """Mark ``rule(g, acc)`` as one that takes each parent's gradient gathered so far (``acc``,
+    None where there is none) and returns gradients that include it: :meth:`Tape.backward`
+    then adds no separate pass. ``acc`` must only be read (it may be another node's gradient),
+    and ``rule(g)`` alone must give the plain gradients."""
+    rule.accumulates = True
+    return rule
+
+
 # -- primitives: each forward beside its one-line rule ------------------------------------
 
 def matmul(a, b, *, transpose_a: bool = False, transpose_b: bool = False) -> Node:
     """``op(a) @ op(b)`` (see :func:`netcl_lite.ops.matmul`)."""
     a, b = _nodes(a, b)
     out = ops.matmul(a.value, b.value, transpose_a=transpose_a, transpose_b=transpose_b)
-    return _record(out, (a, b), lambda g: ops.matmul_backward(g, a.value, b.value, transpose_a, transpose_b,
-                                                              _needs(a, b)), "matmul")
+    return _record(out, (a, b), _accumulating(lambda g, acc=(None, None): ops.matmul_backward(
+        g, a.value, b.value, transpose_a, transpose_b, _needs(a, b), acc)), "matmul")
 
 
 def _binary(name: str, forward, a, b) -> Node:
@@ -327,7 +349,11 @@ def rms_norm(x, weight, *, eps: float = 1e-6) -> Node:
     """x / sqrt(mean(x²) + eps) · weight over the last axis."""
     x, w = _nodes(x, weight)
     out = ops.rms_norm(x.value, w.value, eps=eps)
-    return _record(out, (x, w), lambda g: ops.rms_norm_backward(g, x.value, w.value, eps=eps), "rms_norm")
+
+    def rule(g, acc=(None, None)):
+        dx, dw = ops.rms_norm_backward(g, x.value, w.value, eps=eps, acc=acc[0])
+        return dx, dw if acc[1] is None else ops.add(acc[1], dw)
+    return _record(out, (x, w), _accumulating(rule), "rms_norm")
 
 
 def layer_norm(x, weight, bias, *, eps: float = 1e-5) -> Node:
@@ -400,10 +426,23 @@ def swap_axes(x, axis1: int, axis2: int) -> Node:
 # -- derived ops: compositions of the primitives above (no rules of their own) ------------
 
 def linear(x, weight) -> Node:
-    """x (..., n) @ weight (n, m) → (..., m), as one 2-D matmul over the flattened rows."""
-    (x,) = _nodes(x)
-    n, m = weight.shape
-    return reshape(matmul(reshape(x, (-1, n)), weight), x.shape[:-1] + (m,))
+    """x (..., n) @ weight (n, m) → (..., m), as one 2-D matmul over the flattened rows. One
+    node with x itself as parent, so that layers reading one x (q, k and v; W1 and W3) add
+    their shares of x's gradient in their products' epilogues."""
+    x, w = _nodes(x, weight)
+    if w.ndim != 2:
+        raise ValueError(f"weight must be 2-D (n, m), got shape {w.shape}")
+    n, m = w.shape
+    if not x.ndim or x.shape[-1] != n:
+        raise ValueError(f"x's last axis must be weight's n={n}, got x of shape {x.shape}")
+    rows = x.value.reshape((-1, n))
+    out = ops.matmul(rows, w.value).reshape(x.shape[:-1] + (m,))
+
+    def rule(g, acc=(None, None)):
+        dx, dw = ops.matmul_backward(g.reshape((-1, m)), rows, w.value, needs=_needs(x, w),
+                                     acc=(None if acc[0] is None else acc[0].reshape((-1, n)), acc[1]))
+        return (None if dx is None else dx.reshape(x.shape)), dw
+    return _record(out, (x, w), _accumulating(rule), "linear")
 
 
 def split_heads(x, heads: int) -> Node:

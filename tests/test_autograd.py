@@ -319,3 +319,44 @@ def test_nested_tapes_outer_sees_everything_inner_sees_its_own():
     ag.zero_grad([x, y])
     outer.backward(z, grad=np.ones(1, np.float32))
     assert float(x.grad.numpy()[0]) == 4 * 2.0 ** 3                 # z = x⁴
+
+
+def test_fused_gradient_accumulation_is_bitwise_the_separate_adds_with_fewer_passes(monkeypatch, queue):
+    """A pre-norm block reads its normed input three times (q, k, v) and twice (W1, W3), and each
+    residual stream twice. With FUSED_ACCUMULATION the second and later shares are added in the
+    rules' own passes (linear's product epilogue, the norm's row pass): the gradients must be
+    bitwise those of separate adds (one rounding of the same two float32 values either way),
+    with fewer add launches."""
+    from netcl_lite.core.stream import Stream                        # noqa: PLC0415
+    from netcl_lite.nn.transformer import DecoderBlock               # noqa: PLC0415
+    # 64 rows of width 64, hidden 96: every projection is large enough for the packed kernel
+    block = DecoderBlock(queue, dim=64, n_heads=4, n_kv_heads=4, hidden=96, max_seq_len=32, seed=3)
+    rng = np.random.default_rng(17)
+    x, r = rand(rng, 2, 32, 64), rand(rng, 2, 32, 64)
+    launch = Stream.launch
+
+    def run(fused):
+        monkeypatch.setattr(ag, "FUSED_ACCUMULATION", fused)
+        adds = []
+
+        def counting(self, filename, name, *args, **kw):
+            adds.append(name == "binary_broadcast")
+            return launch(self, filename, name, *args, **kw)
+
+        monkeypatch.setattr(Stream, "launch", counting)
+        block.zero_grad()
+        with ag.Tape() as tape:
+            xn = ag.tensor(x)
+            loss = ag.sum(block(xn) * r)
+        tape.backward(loss)
+        monkeypatch.setattr(Stream, "launch", launch)
+        grads = {name: p.grad.numpy() for name, p in block.parameters().items()}
+        return grads, xn.grad.numpy(), sum(adds)
+
+    fused, dx_fused, adds_fused = run(True)
+    plain, dx_plain, adds_plain = run(False)
+    np.testing.assert_array_equal(dx_fused, dx_plain)
+    for name in plain:
+        np.testing.assert_array_equal(fused[name], plain[name], err_msg=name)
+    # q/k/v: 2 adds, W1/W3: 1, the two residual streams: 2 (the product output r * out is a mul)
+    assert adds_plain - adds_fused == 5, (adds_plain, adds_fused)

@@ -88,17 +88,20 @@ def test_the_flop_ledger_counts_every_matmul_one_real_step_launches(queue, monke
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=12)
     model = DecoderLM(config, queue=queue)
     counted = []
-    real = ops_package.matmul
+    real, real_add = ops_package.matmul, ops_package.matmul_add
 
-    def counting(a, b, *, transpose_a=False, transpose_b=False, **kw):
-        out = real(a, b, transpose_a=transpose_a, transpose_b=transpose_b, **kw)
+    def counting(a, b, *d, transpose_a=False, transpose_b=False, **kw):
+        out = (real_add if d else real)(a, b, *d, transpose_a=transpose_a, transpose_b=transpose_b, **kw)
         k = a.shape[-2] if transpose_a else a.shape[-1]
         counted.append(2 * int(np.prod(out.shape)) * k)
         return out
 
-    # The forward goes through ops.matmul, the backward through its module's own matmul.
+    # The forward goes through ops.matmul, the backward through its module's own matmul, and
+    # matmul_add where a share of a gradient joins the one gathered so far.
+    module = sys.modules["netcl_lite.ops.matmul"]
     monkeypatch.setattr(ops_package, "matmul", counting)
-    monkeypatch.setattr(sys.modules["netcl_lite.ops.matmul"], "matmul", counting)
+    monkeypatch.setattr(module, "matmul", counting)
+    monkeypatch.setattr(module, "matmul_add", counting)
     from netcl_lite import autograd as ag
 
     x, y = WindowLoader(np.arange(500) % 50, 3, 12, seed=0).next_batch()

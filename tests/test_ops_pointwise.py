@@ -209,3 +209,17 @@ def test_cross_entropy_matches_reference_on_random_shapes_and_ignored_rows():
         expected = reference.cross_entropy(z, t)
         bound = (vocab + 8) * EPS32 + 4 * EPS32 * (np.abs(z).max() + np.log(vocab))
         assert abs(got - expected) <= bound, f"case {i}: rows={rows} V={vocab}: {got} vs {expected} (bound {bound:.2e})"
+
+
+def test_rms_norm_backward_adds_a_gathered_gradient_in_its_row_pass(queue):
+    """With ``acc`` (x's gradient gathered so far, e.g. the residual stream's), dx includes it:
+    bitwise dx + acc, since both round the same two float32 values once."""
+    rng = np.random.default_rng(44)
+    x, w, g, acc = (Tensor.from_host(queue, f32(rng.standard_normal(s))) for s in ((5, 7, 37), (37,), (5, 7, 37),
+                                                                                  (5, 7, 37)))
+    dx, dw = ops.rms_norm_backward(g, x, w)
+    dx_acc, dw_acc = ops.rms_norm_backward(g, x, w, acc=acc)
+    np.testing.assert_array_equal(dx_acc.numpy(), ops.add(dx, acc).numpy())
+    np.testing.assert_array_equal(dw_acc.numpy(), dw.numpy())
+    with pytest.raises(ValueError, match=r"acc must have x's shape \(5, 7, 37\)"):
+        ops.rms_norm_backward(g, x, w, acc=Tensor.from_host(queue, f32(np.ones((5, 37)))))

@@ -21,7 +21,7 @@ from checking import (
 from netcl_lite import ops, reference
 from netcl_lite.core.tensor import Tensor
 from netcl_lite.ops.matmul import packed_pays, tile_for
-from netcl_lite.testing import assert_close, attention_atol, matmul_atol, softmax_rtol
+from netcl_lite.testing import EPS32, assert_close, attention_atol, matmul_atol, softmax_rtol
 
 
 def test_matmul_matches_reference_on_random_shapes():
@@ -239,6 +239,29 @@ def test_packed_matmul_with_short_last_column_groups_matches_the_reference():
     batches = [((), ()), ((), ()), ((), ()), ((), ()), ((), ()), ((2,), (2,)), ((2,), ())]
     check_matmul_transposes(rng, cases, batches, what="short last group")
     assert {"-DGP=1", "-DGP=2", "-DGP=3"} <= built_options("matmul.cl", "matmul_packed")
+
+
+def test_matmul_add_is_bitwise_the_product_then_the_add():
+    """``matmul_add`` adds D as the product is stored (the packed kernel's epilogue, or one pass
+    after a small product): one rounding of the same two float32 values as a separate add, so
+    bitwise equal, on packed, swapped (C = (Bᵀ A)ᵀ), sliced-free small and K = 0 products."""
+    rng = np.random.default_rng(16)
+    cases = [(100, 77, 300, False, False, ()), (97, 90, 70, True, True, (2,)), (700, 64, 40, True, False, ()),
+             (61, 300, 33, False, True, (3,)), (5, 3, 4, False, False, ()), (10, 0, 7, False, False, (2,))]
+    for m, k, n, ta, tb, batch in cases:
+        a = f32(rng.standard_normal(batch + ((k, m) if ta else (m, k))))
+        b = f32(rng.standard_normal(batch + ((n, k) if tb else (k, n))))
+        d = f32(rng.standard_normal(batch + (m, n)))
+        got = ops.matmul_add(a, b, d, transpose_a=ta, transpose_b=tb)
+        np.testing.assert_array_equal(got, ops.add(ops.matmul(a, b, transpose_a=ta, transpose_b=tb), d),
+                                      err_msg=f"{a.shape} x {b.shape} ta={ta} tb={tb}")
+        aa, bt = (np.swapaxes(a, -1, -2) if ta else a), (np.swapaxes(b, -1, -2) if tb else b)
+        assert_close(got, reference.matmul(a, b, transpose_a=ta, transpose_b=tb) + d, rtol=0,
+                     atol=matmul_atol(aa, bt) + EPS32 * (np.abs(d) + np.abs(aa.astype(np.float64) @ bt)),
+                     what=f"matmul_add {a.shape} x {b.shape}")
+    assert "-DADD_D=1" in built_options("matmul.cl", "matmul_packed")
+    with pytest.raises(ValueError, match=r"d must have the product's shape \(3, 5\)"):
+        ops.matmul_add(np.ones((3, 4)), np.ones((4, 5)), np.ones((5, 3)))
 
 
 def test_packed_matmul_in_k_slices_is_bitwise_the_one_slice_product(monkeypatch, queue):

@@ -12,6 +12,7 @@ import pyopencl as cl
 
 from ..checks import flag
 from ..core.kernels import vector_lanes
+from .elementwise import add
 from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
 from .reduce import sum_to
 
@@ -86,6 +87,33 @@ def matmul(a, b, *, transpose_a: bool = False, transpose_b: bool = False, queue=
     return call.result(out, check=[False])
 
 
+def matmul_add(a, b, d, *, transpose_a: bool = False, transpose_b: bool = False, queue=None):
+    """``op(a) @ op(b) + d`` with ``d`` of the product's shape: the sum is formed as the product
+    is stored (the packed kernel's epilogue), so no separate pass reads the product back. A
+    backward uses it to add a product's share of a gradient to the share gathered so far.
+
+    >>> matmul_add(np.eye(2), [[1.0, 2.0], [3.0, 4.0]], np.ones((2, 2)))
+    array([[2., 3.],
+           [4., 5.]], dtype=float32)
+    """
+    flag("transpose_a", transpose_a)
+    flag("transpose_b", transpose_b)
+    how = _how(shape_of(a), shape_of(b), transpose_a, transpose_b, PACKED_MIN_WORK)
+    if tuple(shape_of(d)) != how.out_shape:
+        raise ValueError(f"d must have the product's shape {how.out_shape}, got {tuple(shape_of(d))}")
+    call = OpCall("matmul", queue=queue, a=a, b=b, d=d)
+    ta, tb, td = call.float_input("a"), call.float_input("b"), call.float_input("d")
+    out = call.output(how.out_shape)
+    if how.kind == _ZEROS:                                  # K = 0: the product is zero, the sum is d
+        cl.enqueue_copy(call.queue, out.buffer, td.buffer, byte_count=out.nbytes)
+        call.stream.keep(td)
+    elif how.kind == _SWAPPED:
+        gemm(call, tb.buffer, ta.buffer, out.buffer, *how.args, c_trans=True, d_buf=td.buffer)
+    elif how.kind == _GEMM:
+        gemm(call, ta.buffer, tb.buffer, out.buffer, *how.args, d_buf=td.buffer)
+    return call.result(out, check=[False])
+
+
 _EMPTY, _ZEROS, _SWAPPED, _GEMM = range(4)
 
 
@@ -121,25 +149,38 @@ def _how(sa, sb, transpose_a: bool, transpose_b: bool, min_work: int) -> _How:
                                    1 if a_strides[0] else n_batch, 1 if b_strides[0] else n_batch))
 
 
-def matmul_backward(g, a, b, transpose_a: bool = False, transpose_b: bool = False, needs=(True, True)):
+def matmul_backward(g, a, b, transpose_a: bool = False, transpose_b: bool = False, needs=(True, True),
+                    acc=(None, None)):
     """(da, db) of ``C = op(a) @ op(b)`` given dC = ``g`` (Tensors); None where not needed.
 
     d op(A) = dC op(B)ᵀ and d op(B) = op(A)ᵀ dC, as matmuls with transposes; an
     unbatched operand's gradient sums over the batch. For ``x (..., K) @ W (K, N)``
-    the batch folds into rows, so dW is one 2-D product.
+    the batch folds into rows, so dW is one 2-D product. ``acc`` holds a gradient already
+    gathered for a or b (or None): the result then includes it, added as the product is stored
+    when no batch sum follows (:func:`matmul_add`).
     """
     ta, tb = transpose_a, transpose_b
     da = db = None
     if needs[0]:
-        da = matmul(b, g, transpose_a=tb, transpose_b=True) if ta else matmul(g, b, transpose_b=not tb)
-        da = sum_to(da, a.shape)
+        args, kw = ((b, g), {"transpose_a": tb, "transpose_b": True}) if ta else ((g, b), {"transpose_b": not tb})
+        da = _product_plus(args, kw, a.shape, acc[0])
     if needs[1]:
         av, gg = a, g
         if len(b.shape) == 2 and len(a.shape) > 2 and not ta:        # fold the batch into rows
             av, gg = a.reshape(-1, a.shape[-1]), g.reshape(-1, g.shape[-1])
-        db = matmul(gg, av, transpose_a=True, transpose_b=ta) if tb else matmul(av, gg, transpose_a=not ta)
-        db = sum_to(db, b.shape)
+        args, kw = ((gg, av), {"transpose_a": True, "transpose_b": ta}) if tb else ((av, gg), {"transpose_a": not ta})
+        db = _product_plus(args, kw, b.shape, acc[1])
     return da, db
+
+
+def _product_plus(args, kw, shape, acc):
+    """matmul(*args, **kw) summed to ``shape``, plus ``acc`` if given: in the product's epilogue
+    when the product already has ``shape`` (no batch sum between), else by an add."""
+    if acc is not None and _how(tuple(args[0].shape), tuple(args[1].shape), kw.get("transpose_a", False),
+                                kw.get("transpose_b", False), PACKED_MIN_WORK).out_shape == tuple(shape):
+        return matmul_add(*args, acc.reshape(shape), **kw)
+    out = sum_to(matmul(*args, **kw), shape)
+    return out if acc is None else add(out, acc.reshape(shape))
 
 
 def packed_pays(m: int, n: int, k: int, min_work: int | None = None) -> bool:
@@ -149,19 +190,21 @@ def packed_pays(m: int, n: int, k: int, min_work: int | None = None) -> bool:
 
 
 def gemm(call: OpCall, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a_div=1, b_div=1, alpha=1.0,
-         c_trans=False):
-    """C[b] = alpha · A[b // a_div] @ B[b // b_div] for b < n_batch, C contiguous (n_batch, M, N).
+         c_trans=False, d_buf=None):
+    """C[b] = alpha · A[b // a_div] @ B[b // b_div] (+ D[b]) for b < n_batch, C contiguous (n_batch, M, N).
 
     ``a_strides``/``b_strides`` are element strides (per operand matrix, row, column):
     a transposed operand is just other strides. ``a_div``/``b_div`` let many batch
     entries share one operand (a broadcast matrix, or the K/V group of several heads).
     Large products run ``matmul_packed`` (a transposed A may be packed first); small ones run
     ``matmul_blocked``. With ``c_trans`` (packed products only) C is stored transposed, (N, M).
+    ``d_buf`` (laid out as C) is added in the packed kernel's epilogue, or by one pass after a
+    small product.
     """
     status = (call.stream.status, call.seq)
     if packed_pays(m, n, k):
         _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a_div, b_div, alpha, status,
-                c_trans=c_trans)
+                c_trans=c_trans, d_buf=d_buf)
         return
     if alpha != 1.0 or a_div not in (1, n_batch) or b_div not in (1, n_batch):
         raise ValueError("matmul_blocked takes alpha = 1 and unshared or fully broadcast operands")
@@ -171,6 +214,10 @@ def gemm(call: OpCall, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strid
     call.launch("matmul.cl", "matmul_blocked", (round_up(gx, 8), round_up(gy, 8), n_batch), (8, 8, 1),
                 a_buf, b_buf, c_buf, i32(m), i32(n), i32(k), *map(i32, a_strides), *map(i32, b_strides), i32(m * n),
                 *status)
+    if d_buf is not None:                                   # C += D, element by element, in place
+        size = n_batch * m * n
+        call.launch("elementwise.cl", "binary_broadcast", (round_up(-(-size // 8), 16),), (16,),
+                    c_buf, d_buf, c_buf, i32(size), i32(size), i32(0), *status)
 
 
 def tile_for(device) -> tuple[int, int, int]:
@@ -180,7 +227,7 @@ def tile_for(device) -> tuple[int, int, int]:
 
 
 def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a_div, b_div, alpha, status,
-            c_trans=False):
+            c_trans=False, d_buf=None):
     """Run the micro-kernel: each work-group copies its GP NR-column panels of B into local
     memory (a k-slice at a time when K is long) and its items compute MR-row tiles from them; a
     row-major A is read in place, a transposed A too unless its stride and the column groups
@@ -189,7 +236,7 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
     geometry comes from :func:`_plan`, worked out once per shape."""
     device = call.queue.device
     plan = _plan(tile_for(device), device.local_mem_size, device.max_compute_units, m, n, k, n_batch,
-                 tuple(a_strides), a_div, tuple(b_strides), b_div, float(alpha), c_trans,
+                 tuple(a_strides), a_div, tuple(b_strides), b_div, float(alpha), c_trans, d_buf is not None,
                  (PANEL_BYTES, GROUP_PANEL_BYTES, MAX_GROUP_PANELS, A_LINES, LAYOUT_EFFICIENCY))
     if plan.pack_floats:
         ap = call.scratch("matmul.ap", plan.pack_floats)
@@ -197,7 +244,7 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
                     options=plan.options)
         a_buf = ap
     call.launch("matmul.cl", "matmul_packed", plan.global_size, (GROUP_ITEMS, 1, 1),
-                a_buf, b_buf, c_buf, *plan.args, *status, plan.local,
+                a_buf, b_buf, c_buf, c_buf if d_buf is None else d_buf, *plan.args, *status, plan.local,
                 options=plan.options)
 
 
@@ -213,7 +260,7 @@ class _Plan(NamedTuple):
 
 
 @functools.lru_cache(maxsize=1024)
-def _plan(tile, local_mem, units, m, n, k, n_batch, a_strides, a_div, b_strides, b_div, alpha, c_trans,
+def _plan(tile, local_mem, units, m, n, k, n_batch, a_strides, a_div, b_strides, b_div, alpha, c_trans, add_d,
           tuning) -> _Plan:
     """The launch of ``matmul_packed`` (and of ``matmul_pack_a`` if A is packed) for one shape on a
     device with micro-kernel ``tile`` (VW, MR, NV), ``local_mem`` bytes of local memory and
@@ -238,7 +285,7 @@ def _plan(tile, local_mem, units, m, n, k, n_batch, a_strides, a_div, b_strides,
     a_batch, a_row, a_col = a_strides
     packed_a = 0 if a_col == 1 else 2 if transposed_in_place(a_col, k, groups, a_lines) else 1
     options = (f"-DVW={vw}", f"-DMR={mr}", f"-DNV={nv}", f"-DA_PACKED={packed_a}", f"-DC_TRANS={int(c_trans)}",
-               f"-DSLICED={int(kc < k)}", f"-DGP={gp}")
+               f"-DSLICED={int(kc < k)}", f"-DGP={gp}", f"-DADD_D={int(add_d)}")
     pack_floats, pack_global, pack_args = 0, (), ()
     a_sets = -(-n_batch // a_div)                  # distinct A matrices serving the n_batch products
     if packed_a == 2:

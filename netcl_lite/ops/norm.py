@@ -59,16 +59,20 @@ def layer_norm(x, weight, bias, *, eps: float = 1e-5, queue=None):
     return call.result(out, check=[False])
 
 
-def rms_norm_backward(g, x, weight, *, eps: float = 1e-6):
-    """(dx, dweight) of :func:`rms_norm` (Tensors)."""
+def rms_norm_backward(g, x, weight, *, eps: float = 1e-6, acc=None):
+    """(dx, dweight) of :func:`rms_norm` (Tensors). With ``acc`` (a gradient of x gathered so
+    far, x's shape), dx includes it, added as dx is stored."""
     n = x.shape[-1]
     rows = x.size // n
+    if acc is not None and tuple(acc.shape) != tuple(x.shape):
+        raise ValueError(f"acc must have x's shape {tuple(x.shape)}, got {tuple(acc.shape)}")
     call = OpCall("rms_norm backward", g=g, x=x, weight=weight)
     dx, dw = call.output(x.shape), call.output((n,))
     rstd = call.scratch("norm.rstd", rows)
     status = (call.stream.status, call.seq)
     call.launch("norm.cl", "rms_norm_backward_rows", (round_up(rows, _LOCAL),), (_LOCAL,),
-                x.buffer, weight.buffer, g.buffer, dx.buffer, rstd, i32(rows), i32(n), f32(eps), *status)
+                x.buffer, weight.buffer, g.buffer, (g if acc is None else acc).buffer, i32(acc is not None),
+                dx.buffer, rstd, i32(rows), i32(n), f32(eps), *status)
     call.launch("norm.cl", "rms_norm_backward_weight", (round_up(-(-n // 8), _LOCAL),), (_LOCAL,),
                 x.buffer, g.buffer, rstd, dw.buffer, i32(rows), i32(n), *status)
     return call.result(dx, dw, check=[False, False])
