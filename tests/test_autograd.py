@@ -360,3 +360,19 @@ def test_fused_gradient_accumulation_is_bitwise_the_separate_adds_with_fewer_pas
         np.testing.assert_array_equal(fused[name], plain[name], err_msg=name)
     # q/k/v: 2 adds, W1/W3: 1, the two residual streams: 2 (the product output r * out is a mul)
     assert adds_plain - adds_fused == 5, (adds_plain, adds_fused)
+
+
+def test_linear_with_a_residual_is_the_add_and_passes_the_gradient_through():
+    rng = np.random.default_rng(18)
+    x, w, h = rand(rng, 2, 5, 7), rand(rng, 7, 3), rand(rng, 2, 5, 3)
+    with ag.Tape():
+        fused = ag.linear(ag.tensor(x), ag.tensor(w), ag.tensor(h)).numpy()
+        separate = ag.add(ag.tensor(h), ag.linear(ag.tensor(x), ag.tensor(w))).numpy()
+    np.testing.assert_array_equal(fused, separate)          # one rounding of the same two float32 values
+    gradcheck(lambda x, w, h: ag.linear(x, w, h), lambda x, w, h: x @ w + h, x, w, h, n=7, what="linear + residual")
+    with pytest.raises(ValueError, match=r"residual must have the output's shape \(2, 5, 3\)"):
+        ag.linear(x, w, rand(rng, 2, 5, 7))
+    with pytest.raises(ValueError, match="weight must be 2-D"):
+        ag.linear(x, rand(rng, 7))
+    with pytest.raises(ValueError, match="x's last axis must be weight's n=3"):
+        ag.linear(x, rand(rng, 3, 3))

@@ -217,8 +217,9 @@ class RotaryAttention(Module):
             self._weight(name, _rng(seed, tag), dim, fan_out)
         self.wq, self.wk, self.wv, self.wo = (self._params[n] for n in ("wq", "wk", "wv", "wo"))
 
-    def __call__(self, x, cache: KVCache | None = None, layer: int = 0) -> ag.Node:
-        """x (B, T, dim) → (B, T, dim). With ``cache``, x holds the next T positions after the cached ones."""
+    def __call__(self, x, cache: KVCache | None = None, layer: int = 0, residual=None) -> ag.Node:
+        """x (B, T, dim) → (B, T, dim). With ``cache``, x holds the next T positions after the cached ones.
+        With ``residual`` (B, T, dim), ``residual + attention(x)``, added in the output projection."""
         start = 0 if cache is None else cache.length(layer)
         x = _input(x, self.dim, self.max_seq_len, start, self.queue)
         q, k = ag.linear(x, self.wq), ag.linear(x, self.wk)
@@ -235,9 +236,9 @@ class RotaryAttention(Module):
             k_all, v_all, length = cache.update(layer, k.value, v.value)
             attend = ag.flash_attention if self.kernel == "flash" else ag.attention
             out = attend(q, ag.constant(k_all), ag.constant(v_all), causal=self.causal, kv_length=length)
-            return ag.linear(ag.merge_heads(out), self.wo)
+            return ag.linear(ag.merge_heads(out), self.wo, residual)
         attend = ag.flash_attention if self.kernel == "flash" else ag.attention
-        return ag.linear(ag.merge_heads(attend(q, k, v, causal=self.causal)), self.wo)
+        return ag.linear(ag.merge_heads(attend(q, k, v, causal=self.causal)), self.wo, residual)
 
 
 class FeedForward(Module):
@@ -250,10 +251,11 @@ class FeedForward(Module):
         for tag, (name, fan_in, fan_out) in enumerate((("w1", dim, hidden), ("w2", hidden, dim), ("w3", dim, hidden))):
             self._weight(name, _rng(seed, 16 + tag), fan_in, fan_out)
 
-    def __call__(self, x) -> ag.Node:
+    def __call__(self, x, residual=None) -> ag.Node:
+        """x (..., dim) → (..., dim); with ``residual``, ``residual + FFN(x)``, added in W2's product."""
         x = _input(x, self.dim, queue=self.queue)
         p = self._params
-        return ag.linear(ag.swiglu(ag.linear(x, p["w1"]), ag.linear(x, p["w3"])), p["w2"])
+        return ag.linear(ag.swiglu(ag.linear(x, p["w1"]), ag.linear(x, p["w3"])), p["w2"], residual)
 
 
 class RMSNorm(Module):
@@ -319,11 +321,11 @@ class DecoderBlock(Module):
     def __call__(self, x, cache: KVCache | None = None, layer: int = 0) -> ag.Node:
         """x (B, T, dim) → (B, T, dim); ``cache``/``layer`` as in :class:`RotaryAttention`."""
         x = _input(x, self.dim, queue=self.queue)
-        if self.norm == "pre":
-            h = ag.add(x, self.attn(self.norm1(x), cache, layer))
-            return ag.add(h, self.ffn(self.norm2(h)))
-        h = self.norm1(ag.add(x, self.attn(x, cache, layer)))
-        return self.norm2(ag.add(h, self.ffn(h)))
+        if self.norm == "pre":                          # each residual add formed in the branch's last product
+            h = self.attn(self.norm1(x), cache, layer, residual=x)
+            return self.ffn(self.norm2(h), residual=h)
+        h = self.norm1(self.attn(x, cache, layer, residual=x))
+        return self.norm2(self.ffn(h, residual=h))
 
 
 class Embedding(Module):
