@@ -257,6 +257,34 @@ def matmul(a, b, *, transpose_a: bool = False, transpose_b: bool = False) -> Nod
         g, a.value, b.value, transpose_a, transpose_b, _needs(a, b), acc)), "matmul")
 
 
+def linear(x, weight, residual=None) -> Node:
+    """x (..., n) @ weight (n, m) → (..., m), as one 2-D matmul over the flattened rows; with
+    ``residual`` (of the output's shape), ``residual + x @ weight``, the sum formed as the product
+    is stored. One node with x itself as parent, so that layers reading one x (q, k and v; W1
+    and W3) add their shares of x's gradient in their products' epilogues."""
+    x, w = _nodes(x, weight)
+    if w.ndim != 2:
+        raise ValueError(f"weight must be 2-D (n, m), got shape {w.shape}")
+    n, m = w.shape
+    if not x.ndim or x.shape[-1] != n:
+        raise ValueError(f"x's last axis must be weight's n={n}, got x of shape {x.shape}")
+    rows, shape = x.value.reshape((-1, n)), x.shape[:-1] + (m,)
+    if residual is None:
+        parents, out = (x, w), ops.matmul(rows, w.value)
+    else:
+        (residual,) = _nodes(residual)
+        if residual.shape != shape:
+            raise ValueError(f"residual must have the output's shape {shape}, got {residual.shape}")
+        parents, out = (x, w, residual), ops.matmul_add(rows, w.value, residual.value.reshape((-1, m)))
+
+    def rule(g, acc=(None, None, None)):
+        dx, dw = ops.matmul_backward(g.reshape((-1, m)), rows, w.value, needs=_needs(x, w),
+                                     acc=(None if acc[0] is None else acc[0].reshape((-1, n)), acc[1]))
+        grads = ((None if dx is None else dx.reshape(x.shape)), dw)
+        return grads if residual is None else grads + (g if acc[2] is None else ops.add(acc[2], g),)
+    return _record(out.reshape(shape), parents, _accumulating(rule), "linear")
+
+
 def _binary(name: str, forward, a, b) -> Node:
     a, b = _nodes(a, b)
     out = forward(a.value, b.value)
@@ -424,34 +452,6 @@ def swap_axes(x, axis1: int, axis2: int) -> Node:
 
 
 # -- derived ops: compositions of the primitives above (no rules of their own) ------------
-
-def linear(x, weight, residual=None) -> Node:
-    """x (..., n) @ weight (n, m) → (..., m), as one 2-D matmul over the flattened rows; with
-    ``residual`` (of the output's shape), ``residual + x @ weight``, the sum formed as the product
-    is stored. One node with x itself as parent, so that layers reading one x (q, k and v; W1
-    and W3) add their shares of x's gradient in their products' epilogues."""
-    x, w = _nodes(x, weight)
-    if w.ndim != 2:
-        raise ValueError(f"weight must be 2-D (n, m), got shape {w.shape}")
-    n, m = w.shape
-    if not x.ndim or x.shape[-1] != n:
-        raise ValueError(f"x's last axis must be weight's n={n}, got x of shape {x.shape}")
-    rows, shape = x.value.reshape((-1, n)), x.shape[:-1] + (m,)
-    if residual is None:
-        parents, out = (x, w), ops.matmul(rows, w.value)
-    else:
-        (residual,) = _nodes(residual)
-        if residual.shape != shape:
-            raise ValueError(f"residual must have the output's shape {shape}, got {residual.shape}")
-        parents, out = (x, w, residual), ops.matmul_add(rows, w.value, residual.value.reshape((-1, m)))
-
-    def rule(g, acc=(None, None, None)):
-        dx, dw = ops.matmul_backward(g.reshape((-1, m)), rows, w.value, needs=_needs(x, w),
-                                     acc=(None if acc[0] is None else acc[0].reshape((-1, n)), acc[1]))
-        grads = ((None if dx is None else dx.reshape(x.shape)), dw)
-        return grads if residual is None else grads + (g if acc[2] is None else ops.add(acc[2], g),)
-    return _record(out.reshape(shape), parents, _accumulating(rule), "linear")
-
 
 def split_heads(x, heads: int) -> Node:
     """(B, T, heads·d) → (B, heads, T, d)."""

@@ -1,6 +1,6 @@
 """Both builds of the register-blocked kernels, whatever CPU runs the tests.
 
-The matmul micro-kernel and the tiled flash kernels are compiled with ``-DVW=16``
+The matmul micro-kernel, the tiled flash kernels and cross-entropy are compiled with ``-DVW=16``
 where PoCL targets AVX-512 and ``-DVW=8`` elsewhere (``core.kernels.vector_lanes``).
 A machine runs only its own width in the other test files; here each op is forced to
 each width in turn (the kernel cache is keyed by the build options, so the two builds
@@ -22,7 +22,7 @@ from netcl_lite import autograd as ag
 from netcl_lite import ops, reference
 from netcl_lite.ops.flash_attention import TILING, TILING_NARROW
 from netcl_lite.ops.matmul import TILES, packed_pays, tile_for
-from netcl_lite.testing import assert_close, attention_atol, matmul_atol
+from netcl_lite.testing import EPS32, assert_close, attention_atol, matmul_atol
 
 WIDTHS = sorted(TILES)
 
@@ -37,7 +37,7 @@ def assert_built(vw: int, file: str, *names: str) -> None:
 def width(request, monkeypatch, queue):
     """Build every register-blocked kernel with ``VW`` lanes for the duration of one test."""
     vw = request.param
-    for module in ("netcl_lite.ops.matmul", "netcl_lite.ops.flash_attention"):
+    for module in ("netcl_lite.ops.matmul", "netcl_lite.ops.flash_attention", "netcl_lite.ops.cross_entropy"):
         monkeypatch.setattr(sys.modules[module], "vector_lanes", lambda device, vw=vw: vw)
     assert tile_for(queue.device)[0] == vw
     return vw
@@ -87,3 +87,31 @@ def test_tiled_flash_backward_at_each_width(width, d):
               what=f"VW={width} flash tiled backward d={d}")
     assert_built(width, "flash_attention.cl", "flash_attention_backward_dq_tiled", "flash_attention_backward_dkv_tiled")
 
+
+
+def test_matmul_add_at_each_width_adds_d_in_the_epilogue(width):
+    """The ADD_D epilogue, on a row-major store and on the transposed store (C = (Bᵀ A)ᵀ)."""
+    rng = np.random.default_rng(60 + width)
+    for (m, k, n, ta) in [(97, 90, 70, False), (300, 64, 40, True)]:
+        a = f32(rng.standard_normal((k, m) if ta else (m, k)))
+        b, d = f32(rng.standard_normal((k, n))), f32(rng.standard_normal((m, n)))
+        np.testing.assert_array_equal(ops.matmul_add(a, b, d, transpose_a=ta),
+                                      ops.add(ops.matmul(a, b, transpose_a=ta), d))
+    assert "-DADD_D=1" in built_options("matmul.cl", "matmul_packed", f"-DVW={width}")
+
+
+def test_cross_entropy_at_each_width_on_ragged_vocabularies(width):
+    """Rows walked in vectors of VW lanes with a ragged tail: the loss against the float64
+    reference (the bound of test_ops_pointwise's cross-entropy test) and the gradient by gradcheck."""
+    rng = np.random.default_rng(70 + width)
+    for vocab in (1, 7, 16, 37, 257):
+        z = f32(rng.standard_normal((9, vocab)) * 3)
+        t = rng.integers(0, vocab, 9)
+        got, expected = float(ops.cross_entropy(z, t)), reference.cross_entropy(z, t)
+        bound = (vocab + 8) * EPS32 + 4 * EPS32 * (np.abs(z).max() + np.log(vocab))
+        assert abs(got - expected) <= bound, (vocab, got, expected)
+    z = rand(rng, 3, 37) * 3
+    t = rng.integers(0, 37, 3)
+    gradcheck(lambda z: ag.cross_entropy(z, t), lambda z: reference.cross_entropy(z, t), z, n=37,
+              what=f"cross_entropy VW={width}")
+    assert_built(width, "cross_entropy.cl", "cross_entropy_rows", "cross_entropy_backward")
