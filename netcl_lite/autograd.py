@@ -161,6 +161,7 @@ class Tape:
             if grad.shape != node.shape or grad.dtype != np.float32:
                 raise ValueError(f"grad must be float32 of the node's shape {node.shape}, got {grad.dtype} {grad.shape}")
         pending = {id(node): (node, grad)}
+        kept = set()            # leaves whose .grad from an earlier backward a rule's sum already holds
         for out in reversed(self.nodes):
             entry = pending.pop(id(out), None)
             if entry is not None:
@@ -171,10 +172,14 @@ class Tape:
                         and len({id(p) for p in parents}) == len(parents)):
                     # the rule adds each parent's gradient gathered so far as it forms its own share
                     # (a matmul's epilogue, the norm's row pass), and returns the sums
-                    acc = [pending[id(p)][1] if id(p) in pending else None for p in parents]
-                    for parent, g in zip(parents, out.rule(entry[1], acc)):
+                    earlier = [id(p) not in pending and _earlier_grad(p) is not None for p in parents]
+                    acc = [p.grad if e else pending[id(p)][1] if id(p) in pending else None
+                           for p, e in zip(parents, earlier)]
+                    for parent, g, e in zip(parents, out.rule(entry[1], acc), earlier):
                         if g is not None and parent.requires_grad:
                             pending[id(parent)] = (parent, g)
+                            if e:
+                                kept.add(id(parent))
                 else:
                     for parent, g in zip(parents, out.rule(entry[1])):
                         if g is None or not parent.requires_grad:
@@ -184,7 +189,7 @@ class Tape:
             if not retain_graph:
                 out.rule, out.parents = None, ()    # release what the rule kept (activations, masks)
         for n, g in pending.values():               # leaves, and values recorded before this tape
-            n.grad = g if n.grad is None else ops.add(n.grad, g)
+            n.grad = g if n.grad is None or id(n) in kept else ops.add(n.grad, g)
         if not retain_graph:
             self.nodes.clear()
             self.released = True
@@ -236,6 +241,12 @@ def _record(value: Tensor, parents, rule, op: str) -> Node:
 
 def _needs(*nodes: Node) -> tuple[bool, ...]:
     return tuple(n.requires_grad for n in nodes)
+
+
+def _earlier_grad(node: Node):
+    """A leaf's gradient from an earlier backward (gradients add up across calls), for a rule
+    that can add it as it forms its share; None for a node this tape still computes."""
+    return node.grad if node.rule is None and node.requires_grad else None
 
 
 def _accumulating(rule):

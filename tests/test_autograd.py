@@ -376,3 +376,30 @@ def test_linear_with_a_residual_is_the_add_and_passes_the_gradient_through():
         ag.linear(x, rand(rng, 7))
     with pytest.raises(ValueError, match="x's last axis must be weight's n=3"):
         ag.linear(x, rand(rng, 3, 3))
+
+
+def test_a_second_backward_adds_to_the_gradients_of_the_first_in_the_rules_passes(monkeypatch):
+    """Gradients add up across backward calls; a rule that can add (linear's epilogue, the
+    norm's row pass) takes a leaf's earlier .grad as the gradient gathered so far. Two calls
+    must give bitwise what separate adds give, and exactly twice one call's gradient here."""
+    rng = np.random.default_rng(19)
+    x, w, nw = rand(rng, 4, 6), rand(rng, 6, 5), rand(rng, 6)
+
+    def two_calls(fused):
+        monkeypatch.setattr(ag, "FUSED_ACCUMULATION", fused)
+        xn, wn, nn_ = ag.tensor(x), ag.tensor(w), ag.tensor(nw)
+        for _ in range(2):
+            with ag.Tape() as tape:
+                loss = ag.sum(ag.linear(ag.rms_norm(xn, nn_), wn))
+            tape.backward(loss)
+        return [n.grad.numpy() for n in (xn, wn, nn_)]
+
+    fused, plain = two_calls(True), two_calls(False)
+    monkeypatch.setattr(ag, "FUSED_ACCUMULATION", True)
+    xn, wn, nn_ = ag.tensor(x), ag.tensor(w), ag.tensor(nw)
+    with ag.Tape() as tape:
+        loss = ag.sum(ag.linear(ag.rms_norm(xn, nn_), wn))
+    tape.backward(loss)
+    for got, expected, once in zip(fused, plain, (xn, wn, nn_)):
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(got, 2 * once.grad.numpy())    # g + g is exact in float32
