@@ -208,6 +208,9 @@ def test_matmul_layout_keeps_every_worker_busy_when_the_last_column_group_is_sho
     assert _layout(2, 171, 16, 2, 1, LAYOUT_EFFICIENCY) == (2, 171)     # 1024³: 8 equal groups, unsplit
     assert _layout(2, 43, 4, 4, 1, LAYOUT_EFFICIENCY) == (4, 22)        # 256³: one group, rows split in two
     assert _layout(2, 11, 6, 4, 1, LAYOUT_EFFICIENCY) == (3, 11)        # 6 panels: two groups of three
+    # a GPU hands work-groups out one by one: all the panels that fit, rows split until the last
+    # round of 132 units is 85 % full (2 groups x 57 splits = 114 work-groups)
+    assert _layout(132, 342, 5, 4, 1, LAYOUT_EFFICIENCY, chunked=False) == (4, 6)
     rng = np.random.default_rng(14)
     for _ in range(300):
         units, pm, pn = int(rng.integers(1, 9)), int(rng.integers(1, 400)), int(rng.integers(1, 40))

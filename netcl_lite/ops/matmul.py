@@ -5,6 +5,7 @@ Float64 reference: :func:`netcl_lite.reference.matmul`.
 from __future__ import annotations
 
 import functools
+import heapq
 from typing import NamedTuple
 
 import numpy as np
@@ -235,7 +236,8 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
     packed into MR-row panels. The launch
     geometry comes from :func:`_plan`, worked out once per shape."""
     device = call.queue.device
-    plan = _plan(tile_for(device), device.local_mem_size, device.max_compute_units, m, n, k, n_batch,
+    plan = _plan(tile_for(device), device.local_mem_size, device.max_compute_units,
+                 bool(device.type & cl.device_type.CPU), m, n, k, n_batch,
                  tuple(a_strides), a_div, tuple(b_strides), b_div, float(alpha), c_trans, d_buf is not None,
                  (PANEL_BYTES, GROUP_PANEL_BYTES, MAX_GROUP_PANELS, A_LINES, LAYOUT_EFFICIENCY))
     if plan.pack_floats:
@@ -260,11 +262,11 @@ class _Plan(NamedTuple):
 
 
 @functools.lru_cache(maxsize=1024)
-def _plan(tile, local_mem, units, m, n, k, n_batch, a_strides, a_div, b_strides, b_div, alpha, c_trans, add_d,
-          tuning) -> _Plan:
+def _plan(tile, local_mem, units, cpu, m, n, k, n_batch, a_strides, a_div, b_strides, b_div, alpha, c_trans,
+          add_d, tuning) -> _Plan:
     """The launch of ``matmul_packed`` (and of ``matmul_pack_a`` if A is packed) for one shape on a
     device with micro-kernel ``tile`` (VW, MR, NV), ``local_mem`` bytes of local memory and
-    ``units`` compute units (the other arguments are :func:`gemm`'s).
+    ``units`` compute units, a CPU or not (``cpu``; the other arguments are :func:`gemm`'s).
 
     A pure function of its arguments, so each shape's plan is worked out once (the call's own
     Python is most of a small product's time). ``tuning`` carries the module's limits
@@ -280,7 +282,7 @@ def _plan(tile, local_mem, units, m, n, k, n_batch, a_strides, a_div, b_strides,
     if kc < k:
         gp, tiles = 1, GROUP_ITEMS                 # sliced: one tile of one panel per item
     else:
-        gp, tiles = _layout(units, pm, pn, gp_cap, n_batch, layout_efficiency)
+        gp, tiles = _layout(units, pm, pn, gp_cap, n_batch, layout_efficiency, chunked=cpu)
     groups = -(-pn // gp)                          # column groups: each reads all of A once
     a_batch, a_row, a_col = a_strides
     packed_a = 0 if a_col == 1 else 2 if transposed_in_place(a_col, k, groups, a_lines) else 1
@@ -350,31 +352,47 @@ def handout_efficiency(works, units: int) -> float:
     ⌈remaining / units⌉ work-groups at once (measured: with 10 groups on 2 workers, one runs
     groups 0-4, the other 5-7, then 8, then 9). Groups of unequal work therefore load the
     workers unevenly when the heavy ones come first, however many there are."""
-    free, i, n = [0] * units, 0, len(works)
+    free, i, n = [(0, w) for w in range(units)], 0, len(works)
     while i < n:
-        t = free.index(min(free))
+        t, w = heapq.heappop(free)                # the worker free first takes the next chunk
         take = -(-(n - i) // units)
-        free[t] += sum(works[i:i + take])
+        heapq.heappush(free, (t + sum(works[i:i + take]), w))
         i += take
-    return sum(works) / (units * max(free)) if n else 1.0
+    return sum(works) / (units * max(t for t, _ in free)) if n else 1.0
 
 
-def _layout(units: int, pm: int, pn: int, gp_cap: int, n_batch: int, target: float) -> tuple[int, int]:
+#: row splits :func:`_layout` tries per panel count, at most (each is one hand-out simulation)
+MAX_SPLITS_TRIED = 64
+
+
+def _layout(units: int, pm: int, pn: int, gp_cap: int, n_batch: int, target: float,
+            chunked: bool = True) -> tuple[int, int]:
     """(GP, row tiles per work-group) for ``pm`` row tiles and ``pn`` column panels per product.
 
     A work-group copies its GP panels of B, so it should own many row tiles, and each tile's
     rows of A should serve as many panels as fit (up to ``gp_cap``). But the work-groups must
-    also keep every worker busy to the end (:func:`handout_efficiency`, their work counted as
-    tiles × panels): the last column group holds ``pn mod GP`` panels, and with few groups the
-    worker that takes the full ones finishes last (GP = 4 at 5 panels gave one worker four
-    fifths of a 2048 × 128 × 320 product: 225 GFLOP/s, against 350 with one panel per group).
-    So the largest GP whose rows, split into the fewest work-groups, reach ``target``
-    (:data:`LAYOUT_EFFICIENCY`) wins; rows are split until then, or until there are 8
-    work-groups per unit. If no GP reaches it, the most efficient layout seen wins."""
+    also keep every worker busy to the end. On a CPU (``chunked``: PoCL's hand-out,
+    :func:`handout_efficiency`, their work counted as tiles × panels) the last column group
+    holds ``pn mod GP`` panels, and with few groups the worker that takes the full ones
+    finishes last (GP = 4 at 5 panels gave one worker four fifths of a 2048 × 128 × 320
+    product: 225 GFLOP/s, against 350 with one panel per group). So the largest GP whose rows,
+    split into the fewest work-groups, reach ``target`` (:data:`LAYOUT_EFFICIENCY`) wins; rows
+    are split until then, or until there are 8 work-groups per unit. If no GP reaches it, the
+    most efficient layout seen wins. Elsewhere (a GPU hands out work-groups one by one) GP is
+    ``gp_cap`` and rows are split until the last round of work-groups is 85 % full or there
+    are 8 per unit."""
+    if not chunked:
+        groups, splits = -(-pn // gp_cap) * n_batch, 1
+        while splits < pm:
+            total = splits * groups
+            if total >= 8 * units or total / (-(-total // units) * units) >= 0.85:
+                break
+            splits += 1
+        return gp_cap, -(-pm // splits)
     best = (-1.0, 1, pm)
     for gp in range(gp_cap, 0, -1):
         panels = [min(gp, pn - g * gp) for g in range(-(-pn // gp))]
-        for splits in range(1, pm + 1):
+        for splits in range(1, min(pm, MAX_SPLITS_TRIED) + 1):
             tiles = -(-pm // splits)
             rows = [min(tiles, pm - r * tiles) for r in range(-(-pm // tiles))]
             works = [t * p for p in panels for t in rows] * n_batch     # launch order: rows fastest
