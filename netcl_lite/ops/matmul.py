@@ -73,19 +73,7 @@ def matmul(a, b, *, transpose_a: bool = False, transpose_b: bool = False, queue=
     array([[1., 2.],
            [3., 4.]], dtype=float32)
     """
-    flag("transpose_a", transpose_a)
-    flag("transpose_b", transpose_b)
-    how = _how(shape_of(a), shape_of(b), transpose_a, transpose_b, PACKED_MIN_WORK)
-    call = OpCall("matmul", queue=queue, a=a, b=b)
-    ta, tb = call.float_input("a"), call.float_input("b")
-    out = call.output(how.out_shape)
-    if how.kind == _ZEROS:
-        cl.enqueue_fill_buffer(call.queue, out.buffer, np.zeros(1, np.float32), 0, out.nbytes)
-    elif how.kind == _SWAPPED:
-        gemm(call, tb.buffer, ta.buffer, out.buffer, *how.args, c_trans=True)
-    elif how.kind == _GEMM:
-        gemm(call, ta.buffer, tb.buffer, out.buffer, *how.args)
-    return call.result(out, check=[False])
+    return _product(a, b, None, transpose_a, transpose_b, queue)
 
 
 def matmul_add(a, b, d, *, transpose_a: bool = False, transpose_b: bool = False, queue=None):
@@ -97,21 +85,30 @@ def matmul_add(a, b, d, *, transpose_a: bool = False, transpose_b: bool = False,
     array([[2., 3.],
            [4., 5.]], dtype=float32)
     """
+    return _product(a, b, d, transpose_a, transpose_b, queue)
+
+
+def _product(a, b, d, transpose_a, transpose_b, queue):
+    """:func:`matmul` (``d`` None) and :func:`matmul_add`: one body for both."""
     flag("transpose_a", transpose_a)
     flag("transpose_b", transpose_b)
     how = _how(shape_of(a), shape_of(b), transpose_a, transpose_b, PACKED_MIN_WORK)
-    if tuple(shape_of(d)) != how.out_shape:
+    if d is not None and tuple(shape_of(d)) != how.out_shape:
         raise ValueError(f"d must have the product's shape {how.out_shape}, got {tuple(shape_of(d))}")
-    call = OpCall("matmul", queue=queue, a=a, b=b, d=d)
-    ta, tb, td = call.float_input("a"), call.float_input("b"), call.float_input("d")
+    call = OpCall("matmul", queue=queue, a=a, b=b, **({} if d is None else {"d": d}))
+    ta, tb = call.float_input("a"), call.float_input("b")
+    td = None if d is None else call.float_input("d")
+    d_buf = None if td is None else td.buffer
     out = call.output(how.out_shape)
-    if how.kind == _ZEROS:                                  # K = 0: the product is zero, the sum is d
-        cl.enqueue_copy(call.queue, out.buffer, td.buffer, byte_count=out.nbytes)
+    if how.kind == _ZEROS and d is None:
+        cl.enqueue_fill_buffer(call.queue, out.buffer, np.zeros(1, np.float32), 0, out.nbytes)
+    elif how.kind == _ZEROS:                                # K = 0: the product is zero, the sum is d
+        cl.enqueue_copy(call.queue, out.buffer, d_buf, byte_count=out.nbytes)
         call.stream.keep(td)
     elif how.kind == _SWAPPED:
-        gemm(call, tb.buffer, ta.buffer, out.buffer, *how.args, c_trans=True, d_buf=td.buffer)
+        gemm(call, tb.buffer, ta.buffer, out.buffer, *how.args, c_trans=True, d_buf=d_buf)
     elif how.kind == _GEMM:
-        gemm(call, ta.buffer, tb.buffer, out.buffer, *how.args, d_buf=td.buffer)
+        gemm(call, ta.buffer, tb.buffer, out.buffer, *how.args, d_buf=d_buf)
     return call.result(out, check=[False])
 
 
