@@ -11,12 +11,17 @@
 //   rms_norm_backward_rows      one work-item per row: r = 1/sqrt(mean(x^2) + eps),
 //                               dx = r (g*w) - x r^3 mean(g*w*x) (+ acc, a gradient of x gathered
 //                               so far, when add_acc); stores r for the weight pass.
-//   rms_norm_backward_weight    one work-item per 8 columns: dw_c = sum over rows of g x r
-//                               (a column sum instead of atomics: deterministic).
+//   rms_norm_backward_weight    one work-item per 8 columns and chunk of rows (second grid axis):
+//                               the chunk's share of dw_c = sum over rows of g x r, written to its
+//                               own row of partial sums, which the host joins in order with
+//                               reduce.cl's sum_columns (no atomics: deterministic). One chunk
+//                               writes dw itself. A single pass over every row ran on one core:
+//                               the columns alone are too few work-items to share.
 //   layer_norm_backward_rows    one work-item per row: xhat = (x - mean) r, r = 1/sqrt(var + eps),
 //                               dx = r (gw - mean(gw) - xhat mean(gw xhat)) with gw = g*w;
 //                               stores mean and r for the parameter pass.
-//   layer_norm_backward_params  one work-item per 8 columns: dw_c = sum of g xhat, db_c = sum of g.
+//   layer_norm_backward_params  one work-item per 8 columns and chunk of rows, as rms_norm's:
+//                               dw_c = sum of g xhat, db_c = sum of g.
 #include "common.h"
 
 // --8<-- [start:rms_norm_rows]
@@ -97,13 +102,14 @@ __kernel void rms_norm_backward_rows(
 
 __kernel void rms_norm_backward_weight(
     __global const float *x, __global const float *g, __global const float *rstd,
-    __global float *dw, const int n_rows, const int n, __global int *status, const int seq)
+    __global float *dw, const int n_rows, const int n, const int chunk, __global int *status, const int seq)
 {
-    const int c = get_global_id(0) * 8;
+    const int c = get_global_id(0) * 8, part = get_global_id(1);
+    const int r0 = part * chunk, r1 = min(n_rows, r0 + chunk);
     if (c >= n) return;
     float8 acc = (float8)(0.0f);
-    for (int r = 0; r < n_rows; ++r) acc += load8(g + (long)r * n, c, n) * load8(x + (long)r * n, c, n) * rstd[r];
-    report(status, STATUS_NONFINITE, seq, store8(dw, c, n, acc));
+    for (int r = r0; r < r1; ++r) acc += load8(g + (long)r * n, c, n) * load8(x + (long)r * n, c, n) * rstd[r];
+    report(status, STATUS_NONFINITE, seq, store8(dw + (long)part * n, c, n, acc));
 }
 
 // --8<-- [start:layer_norm_backward_rows]
@@ -148,15 +154,16 @@ __kernel void layer_norm_backward_rows(
 __kernel void layer_norm_backward_params(
     __global const float *x, __global const float *g, __global const float *mean,
     __global const float *rstd, __global float *dw, __global float *db, const int n_rows, const int n,
-    __global int *status, const int seq)
+    const int chunk, __global int *status, const int seq)
 {
-    const int c = get_global_id(0) * 8;
+    const int c = get_global_id(0) * 8, part = get_global_id(1);
+    const int r0 = part * chunk, r1 = min(n_rows, r0 + chunk);
     if (c >= n) return;
     float8 aw = (float8)(0.0f), ab = (float8)(0.0f);
-    for (int r = 0; r < n_rows; ++r) {
+    for (int r = r0; r < r1; ++r) {
         const float8 gv = load8(g + (long)r * n, c, n);
         aw += gv * (load8(x + (long)r * n, c, n) - mean[r]) * rstd[r];
         ab += gv;
     }
-    report(status, STATUS_NONFINITE, seq, store8(dw, c, n, aw) | store8(db, c, n, ab));
+    report(status, STATUS_NONFINITE, seq, store8(dw + (long)part * n, c, n, aw) | store8(db + (long)part * n, c, n, ab));
 }

@@ -223,3 +223,37 @@ def test_rms_norm_backward_adds_a_gathered_gradient_in_its_row_pass(queue):
     np.testing.assert_array_equal(dw_acc.numpy(), dw.numpy())
     with pytest.raises(ValueError, match=r"acc must have x's shape \(5, 7, 37\)"):
         ops.rms_norm_backward(g, x, w, acc=Tensor.from_host(queue, f32(np.ones((5, 37)))))
+
+
+def test_norm_parameter_gradients_over_many_rows(queue):
+    """The weight (and bias) gradients are sums over every row, taken in chunks of
+    ``reduce.CHUNK`` rows on separate work-items and then joined in order. Checked against the
+    float64 sums on row counts below, at and past a chunk and across several (ragged ends),
+    and widths that are not a multiple of 8. Bound: each sum chains at most CHUNK + parts
+    float32 additions (γ of that many units of Σ|term|), and each term carries the row's
+    1/rms (from a width-n sum of squares, (n + 8)·u relative) and two products."""
+    from netcl_lite.ops.reduce import CHUNK
+    rng = np.random.default_rng(45)
+    for rows, n in ((1, 7), (255, 37), (256, 8), (257, 1), (700, 33), (2100, 128)):
+        x, g = rng.standard_normal((rows, n)), rng.standard_normal((rows, n))
+        w, b = rng.standard_normal(n), rng.standard_normal(n)
+        tx, tg, tw = (Tensor.from_host(queue, f32(v)) for v in (x, g, w))
+        x64, g64 = f32(x).astype(np.float64), f32(g).astype(np.float64)
+        chain = CHUNK + -(-rows // CHUNK) + n + 16
+
+        r = 1.0 / np.sqrt((x64 ** 2).mean(-1, keepdims=True) + 1e-6)
+        terms = g64 * x64 * r
+        _, dw = ops.rms_norm_backward(tg, tx, tw, eps=1e-6)
+        assert_close(dw.numpy(), terms.sum(0), rtol=0, atol=chain * EPS32 * np.abs(terms).sum(0),
+                     what=f"rms_norm dweight rows={rows} n={n}")
+
+        centered = x64 - x64.mean(-1, keepdims=True)
+        xhat = centered / np.sqrt((centered ** 2).mean(-1, keepdims=True) + 1e-5)
+        _, dw, db = ops.layer_norm_backward(tg, tx, tw, eps=1e-5)
+        # layer_norm's xhat also carries the mean's error on every centered value (testing.layer_norm_atol)
+        scale = np.abs(x64).max(-1, keepdims=True) / np.sqrt((centered ** 2).mean(-1, keepdims=True) + 1e-5)
+        assert_close(dw.numpy(), (g64 * xhat).sum(0), rtol=0,
+                     atol=chain * EPS32 * (np.abs(g64) * (np.abs(xhat) + scale)).sum(0),
+                     what=f"layer_norm dweight rows={rows} n={n}")
+        assert_close(db.numpy(), g64.sum(0), rtol=0, atol=chain * EPS32 * np.abs(g64).sum(0),
+                     what=f"layer_norm dbias rows={rows} n={n}")

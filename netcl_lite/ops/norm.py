@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..checks import positive_real
 from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
+from .reduce import CHUNK
 
 _LOCAL = 16
 
@@ -73,9 +74,24 @@ def rms_norm_backward(g, x, weight, *, eps: float = 1e-6, acc=None):
     call.launch("norm.cl", "rms_norm_backward_rows", (round_up(rows, _LOCAL),), (_LOCAL,),
                 x.buffer, weight.buffer, g.buffer, (g if acc is None else acc).buffer, i32(acc is not None),
                 dx.buffer, rstd, i32(rows), i32(n), f32(eps), *status)
-    call.launch("norm.cl", "rms_norm_backward_weight", (round_up(-(-n // 8), _LOCAL),), (_LOCAL,),
-                x.buffer, g.buffer, rstd, dw.buffer, i32(rows), i32(n), *status)
+    _column_sums(call, "rms_norm_backward_weight", (x.buffer, g.buffer, rstd), (dw,), rows, n)
     return call.result(dx, dw, check=[False, False])
+
+
+def _column_sums(call, kernel, inputs, outs, rows, n):
+    """Run ``kernel`` (a parameter gradient: sums over rows into each of ``outs``, ``(n,)``) over
+    chunks of :data:`~netcl_lite.ops.reduce.CHUNK` rows, one grid row per chunk, so every core
+    takes a share; the chunks' partial sums are then joined in order (``sum_columns``)."""
+    status = (call.stream.status, call.seq)
+    parts = max(1, -(-rows // CHUNK))
+    partial = [o.buffer for o in outs] if parts == 1 else \
+        [call.scratch(f"norm.partial{i}", parts * n) for i in range(len(outs))]
+    call.launch("norm.cl", kernel, (round_up(-(-n // 8), _LOCAL), parts), (_LOCAL, 1),
+                *inputs, *partial, i32(rows), i32(n), i32(CHUNK), *status)
+    if parts > 1:
+        for buf, out in zip(partial, outs):
+            call.launch("reduce.cl", "sum_columns", (round_up(n, 8), 1), (8, 1),
+                        buf, out.buffer, i32(parts), i32(n), i32(parts), f32(1.0), *status)
 
 
 def layer_norm_backward(g, x, weight, *, eps: float = 1e-5):
@@ -88,6 +104,5 @@ def layer_norm_backward(g, x, weight, *, eps: float = 1e-5):
     status = (call.stream.status, call.seq)
     call.launch("norm.cl", "layer_norm_backward_rows", (round_up(rows, _LOCAL),), (_LOCAL,),
                 x.buffer, weight.buffer, g.buffer, dx.buffer, mean, rstd, i32(rows), i32(n), f32(eps), *status)
-    call.launch("norm.cl", "layer_norm_backward_params", (round_up(-(-n // 8), _LOCAL),), (_LOCAL,),
-                x.buffer, g.buffer, mean, rstd, dw.buffer, db.buffer, i32(rows), i32(n), *status)
+    _column_sums(call, "layer_norm_backward_params", (x.buffer, g.buffer, mean, rstd), (dw, db), rows, n)
     return call.result(dx, dw, db, check=[False, False, False])
