@@ -5,6 +5,8 @@
 //                       p *= 1 - lr*wd (decoupled decay); m += (1 - b1)(g - m);
 //                       v = b2 v + (1 - b2) g²; p -= step_size * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 //                       with step_size = lr / (1 - b1^t). The host computes the scalars in float64.
+//                       Reports inf or NaN in the new p, m or v (with b2 = 0.999 a gradient past
+//                       ~6e20 overflows v, and p would then silently stop moving).
 //   sum_squares_chunks  partial sums of g² over fixed chunks, one work-item per chunk, written to
 //                       out[offset + chunk]: no atomics, and the order of every sum is fixed.
 //   clip_coefficient    one work-item: norm = sqrt(sum of the partials, in order) and the clip
@@ -15,7 +17,7 @@
 __kernel void adamw_step(
     __global float *p, __global const float *g, __global float *m, __global float *v, const int n,
     const float decay, const float one_minus_beta1, const float beta2, const float one_minus_beta2,
-    const float step_size, const float bias2_sqrt, const float eps)
+    const float step_size, const float bias2_sqrt, const float eps, __global int *status, const int seq)
 {
     const int i = get_global_id(0);
     if (i >= n) return;
@@ -23,9 +25,11 @@ __kernel void adamw_step(
     const float mi = m[i] + one_minus_beta1 * (gi - m[i]);       // torch's lerp for a weight < 0.5
     const float vi = v[i] * beta2 + one_minus_beta2 * gi * gi;
     const float denom = sqrt(vi) / bias2_sqrt + eps;
+    const float pi = p[i] * decay - step_size * (mi / denom);
     m[i] = mi;
     v[i] = vi;
-    p[i] = p[i] * decay - step_size * (mi / denom);
+    p[i] = pi;
+    report(status, STATUS_NONFINITE, seq, nonfinite_bits(pi) | nonfinite_bits(mi) | nonfinite_bits(vi));
 }
 
 __kernel void sum_squares_chunks(__global const float *g, const int n, const int chunk,

@@ -132,8 +132,8 @@ class AdamW:
                     stream = stream_of(p.queue)
                     seq = stream.begin(f"AdamW.step ({name})", {"gradient": p.grad})
                     _run(p.queue, "adamw_step", n, p.value.buffer, p.grad.buffer, self.exp_avg[name].buffer,
-                         self.exp_avg_sq[name].buffer, np.int32(n), decay, *scalars)
-                    stream.check_finite(p.value.buffer, n, seq)   # reported at the next read-back
+                         self.exp_avg_sq[name].buffer, np.int32(n), decay, *scalars,
+                         stream.status, np.int32(seq))    # inf/NaN reported at the next read-back
 
     def state_dict(self) -> dict:
         """{"step": t, "exp_avg": {name: array}, "exp_avg_sq": {name: array}}: what resuming needs exactly."""

@@ -96,6 +96,22 @@ def test_a_parameter_without_gradient_is_left_alone_and_zero_grad_drops_gradient
     assert a.grad is None and b.grad is None
 
 
+def test_an_update_that_overflows_is_reported_with_the_parameter_name(queue):
+    """A finite gradient of 1e22 (times 1 - β2, squared) goes past float32's range in v: the weight itself stays
+    finite (its step is m / sqrt(inf) = 0) but would never move again. The step's own kernel
+    reports it, naming the parameter, at the next read-back; a sane gradient goes through."""
+    from netcl_lite.core.stream import NonFiniteError
+    params = {"ok": ag.tensor(np.ones(5, np.float32), queue=queue),
+              "big": ag.tensor(np.ones(300, np.float32), queue=queue)}
+    opt = AdamW(params, lr=1e-3)
+    _set_grads(params, {"ok": np.full(5, 0.5, np.float32), "big": np.full(300, 1e22, np.float32)}, queue)
+    opt.step()
+    with pytest.raises(NonFiniteError, match=r"AdamW\.step \(big\) produced inf or NaN from finite inputs"):
+        params["big"].numpy()
+    assert np.all(np.isinf(opt.exp_avg_sq["big"].numpy()))      # the overflow the report was about
+    np.testing.assert_allclose(params["ok"].numpy(), 1 - 1e-3 * (1 + 0.01), rtol=1e-6)
+
+
 def test_state_dict_round_trip_continues_bit_identically(queue):
     rng = np.random.default_rng(2)
     grads = [{f"p{i}": rng.standard_normal(s).astype(np.float32) for i, s in enumerate(SHAPES)} for _ in range(10)]
