@@ -267,6 +267,26 @@ def test_matmul_add_is_bitwise_the_product_then_the_add():
         ops.matmul_add(np.ones((3, 4)), np.ones((4, 5)), np.ones((5, 3)))
 
 
+def test_wide_transposed_products_run_swapped_and_match_the_reference():
+    """``Aᵀ B`` with A wider than B and a long K (a weight gradient ``xᵀ g``) runs as ``(Bᵀ A)ᵀ``,
+    each tile stored transposed: ragged M and N (a 7-column B leaves one row of a 6-row tile),
+    one or several panels per work-group, with and without D (bitwise the product, then the add).
+    Short K, a swap that would pad C into an extra panel, and B the wider stay unswapped."""
+    mm = sys.modules["netcl_lite.ops.matmul"]
+    rng = np.random.default_rng(18)
+    for (m, n, k), swapped in [((133, 70, 1030), True), ((320, 128, 1024), True), ((200, 7, 1100), True),
+                               ((1000, 250, 1024), True), ((130, 128, 4096), False), ((384, 128, 256), False),
+                               ((128, 320, 1024), False)]:
+        kind = mm._how((k, m), (k, n), True, False, mm.PACKED_MIN_WORK).kind
+        assert (kind == mm._SWAPPED) == swapped, (m, n, k)
+        a, b, d = f32(rng.standard_normal((k, m))), f32(rng.standard_normal((k, n))), f32(rng.standard_normal((m, n)))
+        got = ops.matmul(a, b, transpose_a=True)
+        assert_close(got, reference.matmul(a, b, transpose_a=True), rtol=0, atol=matmul_atol(a.T, b),
+                     what=f"aᵀ b, a {a.shape}, b {b.shape}")
+        np.testing.assert_array_equal(ops.matmul_add(a, b, d, transpose_a=True), ops.add(got, d))
+    assert "-DC_TRANS=1" in built_options("matmul.cl", "matmul_packed")
+
+
 def test_packed_matmul_in_k_slices_is_bitwise_the_one_slice_product(monkeypatch, queue):
     """When B's panel outgrows the work-group's local memory, the kernel copies it one k-slice at a
     time. Each tile still sums k in order, so the result must be bitwise the one-slice result:

@@ -113,6 +113,8 @@ def _product(a, b, d, transpose_a, transpose_b, queue):
 
 
 _EMPTY, _ZEROS, _SWAPPED, _GEMM = range(4)
+#: Aᵀ B with A wider than B (M > N) runs as (Bᵀ A)ᵀ from this K on (below, only past M > 4N)
+SWAP_MIN_K = 1024
 
 
 class _How(NamedTuple):
@@ -137,7 +139,7 @@ def _how(sa, sb, transpose_a: bool, transpose_b: bool, min_work: int) -> _How:
         return _How(out_shape, _EMPTY, ())
     if k == 0:
         return _How(out_shape, _ZEROS, ())
-    if transpose_a and not transpose_b and n_batch == 1 and m > 4 * n and packed_pays(m, n, k, min_work):
+    if transpose_a and not transpose_b and n_batch == 1 and swap_pays(m, n, k) and packed_pays(m, n, k, min_work):
         # C = Aᵀ B computed as (Bᵀ A)ᵀ: a transposed operand is packed, so pack the smaller one
         # (B, K x N) and read the larger (A, K x M) as the row-major "B"; the tile is stored transposed.
         return _How(out_shape, _SWAPPED, (n, m, k, 1, (0, 1, n), (0, m, 1)))
@@ -179,6 +181,27 @@ def _product_plus(args, kw, shape, acc):
         return matmul_add(*args, acc.reshape(shape), **kw)
     out = sum_to(matmul(*args, **kw), shape)
     return out if acc is None else add(out, acc.reshape(shape))
+
+
+def swap_pays(m: int, n: int, k: int) -> bool:
+    """Whether ``Aᵀ B`` (A: K x M, B: K x N) runs faster as ``(Bᵀ A)ᵀ``: the wider A is then
+    copied into the work-groups' panels a row of K at a time, where read as the transposed
+    operand each k of a tile is one cache line M floats after the last (slow when A comes from
+    beyond L2, as a weight gradient's activations do). Measured on AVX-512, 2 threads, kernel
+    events, operands cold in L2 (rotating 16 copies): 8-35 % faster at K = 1024-2048 and
+    M = 1.25-4 N (320 x 128 x 2048: 1.05 -> 0.87 ms; 512 x 128 x 2048: 1.62 -> 1.21;
+    1024 x 256 x 1024: 2.55 -> 1.94); 5-20 % slower at K = 100-256, where the transposed
+    store weighs more, and when the swap pads far more of C into panels (130 x 128 x 4096: the
+    swap's 130-column C takes three 64-column panels, 0.80 -> 1.24 ms). So: always past
+    M > 4 N, as before; from :data:`SWAP_MIN_K` on when M > N and the padded work grows < 5 %."""
+    if m > 4 * n:
+        return True
+    if m <= n or k < SWAP_MIN_K:
+        return False
+    mr = max(rows for rows, _ in TILES.values())     # the coarsest tile of TILES pads the most
+    nr = max(lanes * vectors for lanes, (_, vectors) in TILES.items())
+    padded = lambda rows, cols: -(-rows // mr) * mr * -(-cols // nr) * nr
+    return padded(n, m) <= 1.05 * padded(m, n)
 
 
 def packed_pays(m: int, n: int, k: int, min_work: int | None = None) -> bool:
