@@ -25,11 +25,11 @@ __kernel void adamw_step(
     const float mi = m[i] + one_minus_beta1 * (gi - m[i]);       // torch's lerp for a weight < 0.5
     const float vi = v[i] * beta2 + one_minus_beta2 * gi * gi;
     const float denom = sqrt(vi) / bias2_sqrt + eps;
-    const float pi = p[i] * decay - step_size * (mi / denom);
+    const float p_new = p[i] * decay - step_size * (mi / denom);
     m[i] = mi;
     v[i] = vi;
-    p[i] = pi;
-    report(status, STATUS_NONFINITE, seq, nonfinite_bits(pi) | nonfinite_bits(mi) | nonfinite_bits(vi));
+    p[i] = p_new;
+    report(status, STATUS_NONFINITE, seq, nonfinite_bits(p_new) | nonfinite_bits(mi) | nonfinite_bits(vi));
 }
 
 __kernel void sum_squares_chunks(__global const float *g, const int n, const int chunk,

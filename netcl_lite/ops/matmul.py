@@ -188,12 +188,15 @@ def swap_pays(m: int, n: int, k: int) -> bool:
     copied into the work-groups' panels a row of K at a time, where read as the transposed
     operand each k of a tile is one cache line M floats after the last (slow when A comes from
     beyond L2, as a weight gradient's activations do). Measured on AVX-512, 2 threads, kernel
-    events, operands cold in L2 (rotating 16 copies): 8-35 % faster at K = 1024-2048 and
-    M = 1.25-4 N (320 x 128 x 2048: 1.05 -> 0.87 ms; 512 x 128 x 2048: 1.62 -> 1.21;
-    1024 x 256 x 1024: 2.55 -> 1.94); 5-20 % slower at K = 100-256, where the transposed
-    store weighs more, and when the swap pads far more of C into panels (130 x 128 x 4096: the
-    swap's 130-column C takes three 64-column panels, 0.80 -> 1.24 ms). So: always past
-    M > 4 N, as before; from :data:`SWAP_MIN_K` on when M > N and the padded work grows < 5 %."""
+    events, operands cold in L2 (rotating 16 copies): 4-34 % faster at K = 1024-2048 and
+    M = 2-4 N (320 x 128 x 2048: 1.05 -> 0.87 ms; 512 x 128 x 2048: 1.62 -> 1.21;
+    1024 x 256 x 1024: 2.55 -> 1.94; 704 x 256 x 1024: 1.60 -> 1.50); 13-19 % slower at
+    K = 100-256, where the transposed store weighs more, and when the swap pads far more of C
+    into panels (130 x 128 x 4096: the swap's 130-column C takes three 64-column panels,
+    0.80 -> 1.24 ms). With the operands hot in cache the gains shrink, and some turn into
+    losses (320 x 128 x 2048: 0.70 -> 0.77 ms; 1024 x 256 x 1024 still 1.99 -> 1.70). So:
+    always past M > 4 N, as before; from :data:`SWAP_MIN_K` on when M > N and the padded work
+    grows < 5 %."""
     if m > 4 * n:
         return True
     if m <= n or k < SWAP_MIN_K:
