@@ -43,6 +43,12 @@
 //                    grouped K/V heads (div = H / G) are stored once. The epilogue scales by
 //                    alpha, adds D when built with ADD_D (a gradient gathered so far, which
 //                    this product's share joins without a separate add), and reports inf/NaN.
+//                    Built with KSPLIT (a small C over a long K, on a CPU), the third grid axis
+//                    splits K instead of counting batches: each work-group sums one slice of K
+//                    into its own partial C, so B's panels are copied once instead of once per
+//                    row split.
+//   matmul_join      adds a split product's partial C's in slice order (deterministic), then
+//                    applies alpha and D.
 #include "common.h"
 
 #define BM 4
@@ -115,6 +121,12 @@ __kernel void matmul_blocked(
 #endif
 #if SLICED && GP > 1
 #error "a sliced build keeps one tile of one panel per item (GP = 1)"
+#endif
+#ifndef KSPLIT
+#define KSPLIT 0        // 1: grid axis 2 splits K (one product, no batch): slice s sums k in
+#endif                  // [s KC, (s + 1) KC) and stores its partial C at c + s M N; matmul_join adds them
+#if KSPLIT && SLICED
+#error "a split build keeps each slice's panels whole (SLICED = 0)"
 #endif
 #define PACK_K 64       // k values one matmul_pack_a work-item copies
 
@@ -275,12 +287,13 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
     // Work-group (g, h, batch) owns row tiles g * tiles .. (g + 1) * tiles of C and its GP
     // panels from column h * GP * NR. The local size is fixed (PoCL compiles the kernel anew
     // for every local size), so each item loops over tiles.
-    const int batch = get_global_id(2), lid = get_local_id(0), items = get_local_size(0);
+    const int batch = KSPLIT ? 0 : get_global_id(2), lid = get_local_id(0), items = get_local_size(0);
     const int ng = get_group_id(1) * GP * NR;
+    const int k0 = KSPLIT ? get_global_id(2) * KC : 0, kc = KSPLIT ? min(KC, K - k0) : K;
     const int t0 = get_group_id(0) * tiles, t1 = min((M + MR - 1) / MR, t0 + tiles);
     __global const float *bb = b + (long)(batch / b_div) * b_set;
     __global const float *a_set0 = a + (long)(batch / a_div) * a_set;
-    __global float *cb = c + (long)batch * M * N;
+    __global float *cb = c + (long)(KSPLIT ? get_global_id(2) : batch) * M * N;
     __global const float *db = d + (long)batch * M * N;     // read only with ADD_D
     int bad = 0;
 #if SLICED
@@ -301,7 +314,7 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
     }
     if (live) bad = store_tile(acc, cb, db, t * MR, ng, M, N, alpha);
 #else
-    load_panels(bl, bb, ng, N, 0, K, KC, b_row, b_col);
+    load_panels(bl, bb, ng, N, k0, kc, KC, b_row, b_col);
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int t = t0 + lid; t < t1; t += items) {
         // One tile's rows against each of the group's panels in turn: A's rows come from
@@ -310,7 +323,7 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
         for (int p = 0; p < GP && ng + p * NR < N; ++p) {
             vecf acc[MR][NV];
             ZERO(acc)
-            accumulate(acc, bl + p * KC * NR, ab, at, a_k, 0, K);
+            accumulate(acc, bl + p * KC * NR, ab, at, a_k, k0, kc);
             bad |= store_tile(acc, cb, db, t * MR, ng + p * NR, M, N, alpha);
         }
     }
@@ -318,3 +331,16 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
     report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:matmul_packed]
+
+// C = alpha * (the sum of a split product's partial C's, in slice order) (+ D): n values of C.
+__kernel void matmul_join(__global const float *partial, __global float *c, __global const float *d, const int n,
+                          const int splits, const float alpha, const int add_d, __global int *status, const int seq)
+{
+    const int i = get_global_id(0);
+    if (i >= n) return;
+    float acc = partial[i];
+    for (int s = 1; s < splits; ++s) acc += partial[(long)s * n + i];
+    const float o = alpha * acc + (add_d ? d[i] : 0.0f);
+    c[i] = o;
+    report(status, STATUS_NONFINITE, seq, nonfinite_bits(o));
+}

@@ -262,15 +262,21 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
     plan = _plan(tile_for(device), device.local_mem_size, device.max_compute_units,
                  bool(device.type & cl.device_type.CPU), m, n, k, n_batch,
                  tuple(a_strides), a_div, tuple(b_strides), b_div, float(alpha), c_trans, d_buf is not None,
-                 (PANEL_BYTES, GROUP_PANEL_BYTES, MAX_GROUP_PANELS, A_LINES, LAYOUT_EFFICIENCY))
+                 (PANEL_BYTES, GROUP_PANEL_BYTES, MAX_GROUP_PANELS, A_LINES, LAYOUT_EFFICIENCY,
+                  (SPLIT_MAX_TILES, SPLIT_MIN_K, SPLIT_SLICE, MAX_SPLITS)))
     if plan.pack_floats:
         ap = call.scratch("matmul.ap", plan.pack_floats)
         call.launch("matmul.cl", "matmul_pack_a", plan.pack_global, (8, 1, 1), a_buf, ap, *plan.pack_args,
                     options=plan.options)
         a_buf = ap
+    out = c_buf if plan.splits == 1 else call.scratch("matmul.partial", plan.splits * m * n)
     call.launch("matmul.cl", "matmul_packed", plan.global_size, (GROUP_ITEMS, 1, 1),
-                a_buf, b_buf, c_buf, c_buf if d_buf is None else d_buf, *plan.args, *status, plan.local,
+                a_buf, b_buf, out, c_buf if d_buf is None else d_buf, *plan.args, *status, plan.local,
                 options=plan.options)
+    if plan.splits > 1:                                     # C = alpha * (sum of the slices' C's) (+ D)
+        call.launch("matmul.cl", "matmul_join", (round_up(m * n, 64),), (64,), out, c_buf,
+                    c_buf if d_buf is None else d_buf, i32(m * n), i32(plan.splits), f32(alpha),
+                    i32(d_buf is not None), *status)
 
 
 class _Plan(NamedTuple):
@@ -282,6 +288,7 @@ class _Plan(NamedTuple):
     global_size: tuple
     args: tuple                 # matmul_packed's scalar arguments, from M to alpha
     local: cl.LocalMemory
+    splits: int                 # K slices (1: none), joined by matmul_join
 
 
 @functools.lru_cache(maxsize=1024)
@@ -294,23 +301,30 @@ def _plan(tile, local_mem, units, cpu, m, n, k, n_batch, a_strides, a_div, b_str
     A pure function of its arguments, so each shape's plan is worked out once (the call's own
     Python is most of a small product's time). ``tuning`` carries the module's limits
     (:data:`PANEL_BYTES`, :data:`GROUP_PANEL_BYTES`, :data:`MAX_GROUP_PANELS`, :data:`A_LINES`,
-    :data:`LAYOUT_EFFICIENCY`), so a changed limit makes a new plan."""
-    panel_bytes, group_panel_bytes, max_group_panels, a_lines, layout_efficiency = tuning
+    :data:`LAYOUT_EFFICIENCY` and :func:`k_splits`'s limits), so a changed limit makes a new plan."""
+    panel_bytes, group_panel_bytes, max_group_panels, a_lines, layout_efficiency, splitting = tuning
     vw, mr, nv = tile
     nr = vw * nv
     pm, pn = -(-m // mr), -(-n // nr)
     local = min(panel_bytes, local_mem)
     kc = max(1, min(k, local // (4 * nr)))
-    gp_cap = max(1, min(max_group_panels, pn, min(group_panel_bytes, local) // (4 * nr * kc)))
+    cap = lambda kc: max(1, min(max_group_panels, pn, min(group_panel_bytes, local) // (4 * nr * kc)))
+    splits = 1
     if kc < k:
         gp, tiles = 1, GROUP_ITEMS                 # sliced: one tile of one panel per item
     else:
-        gp, tiles = _layout(units, pm, pn, gp_cap, n_batch, layout_efficiency, chunked=cpu)
+        gp, tiles = _layout(units, pm, pn, cap(kc), n_batch, layout_efficiency, chunked=cpu)
+        splits = k_splits(pm, pn, k, n_batch, tiles < pm, *splitting) if cpu else 1
+        if splits > 1:                             # K slices instead of row splits
+            kc = -(-k // splits)
+            splits = -(-k // kc)
+            gp, tiles = _layout(units, pm, pn, cap(kc), splits, layout_efficiency, chunked=cpu)
     groups = -(-pn // gp)                          # column groups: each reads all of A once
     a_batch, a_row, a_col = a_strides
     packed_a = 0 if a_col == 1 else 2 if transposed_in_place(a_col, k, groups, a_lines) else 1
     options = (f"-DVW={vw}", f"-DMR={mr}", f"-DNV={nv}", f"-DA_PACKED={packed_a}", f"-DC_TRANS={int(c_trans)}",
-               f"-DSLICED={int(kc < k)}", f"-DGP={gp}", f"-DADD_D={int(add_d)}")
+               f"-DSLICED={int(kc < k and splits == 1)}", f"-DGP={gp}", f"-DADD_D={int(add_d and splits == 1)}",
+               f"-DKSPLIT={int(splits > 1)}")
     pack_floats, pack_global, pack_args = 0, (), ()
     a_sets = -(-n_batch // a_div)                  # distinct A matrices serving the n_batch products
     if packed_a == 2:
@@ -323,9 +337,37 @@ def _plan(tile, local_mem, units, cpu, m, n, k, n_batch, a_strides, a_div, b_str
         a_batch, lda = pm * mr * k, mr
     else:
         lda = a_row
-    args = (*map(i32, (m, n, k, a_batch, lda, a_div, *b_strides, b_div, kc, tiles)), f32(alpha))
-    return _Plan(options, pack_floats, pack_global, pack_args, (-(-pm // tiles) * GROUP_ITEMS, groups, n_batch),
-                 args, cl.LocalMemory(4 * gp * kc * nr))
+    args = (*map(i32, (m, n, k, a_batch, lda, a_div, *b_strides, b_div, kc, tiles)),
+            f32(alpha if splits == 1 else 1.0))        # a split product scales in the join
+    return _Plan(options, pack_floats, pack_global, pack_args,
+                 (-(-pm // tiles) * GROUP_ITEMS, groups, n_batch * splits), args, cl.LocalMemory(4 * gp * kc * nr),
+                 splits)
+
+
+#: a product splits K (:func:`k_splits`) when it has at most this many C tiles, K at least
+#: :data:`SPLIT_MIN_K`, and slices of at least :data:`SPLIT_SLICE` k (at most :data:`MAX_SPLITS`)
+SPLIT_MAX_TILES = 256
+SPLIT_MIN_K = 1024
+SPLIT_SLICE = 512
+MAX_SPLITS = 4
+
+
+def k_splits(pm: int, pn: int, k: int, n_batch: int, rows_split: bool, max_tiles: int = SPLIT_MAX_TILES,
+             min_k: int = SPLIT_MIN_K, slice_k: int = SPLIT_SLICE, max_splits: int = MAX_SPLITS) -> int:
+    """K slices for one product of ``pm`` row tiles and ``pn`` panels (1: no split), given
+    whether its unsplit layout splits the rows (``rows_split``).
+
+    A weight gradient ``xᵀ g`` has a small C and a long K (the tokens). Unsplit, its few
+    panels of B leave the two workers short of work-groups unless the rows are split, and
+    each row split copies B's K-long panels again (128 x 320 x 2048: 10 work-groups, each
+    copying 512 KiB of B for 11 tiles). Split K instead: each work-group sums one slice of K
+    into its own partial C, which ``matmul_join`` adds in slice order (deterministic), with
+    alpha and D. Where the rows were not split, the join's launch and pass only cost (up to
+    10 %), so those stay whole. Measured on AVX-512, 2 threads, kernel events with the join:
+    see benchmarks/README.md ("K split for weight gradients")."""
+    if n_batch != 1 or not rows_split or k < min_k or pm * pn > max_tiles:
+        return 1
+    return max(1, min(max_splits, k // slice_k))
 
 
 #: the most local memory one work-group's slice of B may take (bytes): a longer K is copied in slices
