@@ -364,7 +364,7 @@ def k_splits(pm: int, pn: int, k: int, n_batch: int, rows_split: bool, max_tiles
     into its own partial C, which ``matmul_join`` adds in slice order (deterministic), with
     alpha and D. Where the rows were not split, the join's launch and pass only cost (up to
     10 %), so those stay whole. Measured on AVX-512, 2 threads, kernel events with the join:
-    see benchmarks/README.md ("K split for weight gradients")."""
+    see benchmarks/README.md ("Weight gradients: the swap and the K split")."""
     if n_batch != 1 or not rows_split or k < min_k or pm * pn > max_tiles:
         return 1
     return max(1, min(max_splits, k // slice_k))
