@@ -46,9 +46,7 @@
 //                    Built with KSPLIT (a small C over a long K, on a CPU), the third grid axis
 //                    splits K instead of counting batches: each work-group sums one slice of K
 //                    into its own partial C, so B's panels are copied once instead of once per
-//                    row split.
-//   matmul_join      adds a split product's partial C's in slice order (deterministic), then
-//                    applies alpha and D.
+//                    row split; reduce.cl's sum_columns joins the slices in order, with alpha and D.
 #include "common.h"
 
 #define BM 4
@@ -124,7 +122,7 @@ __kernel void matmul_blocked(
 #endif
 #ifndef KSPLIT
 #define KSPLIT 0        // 1: grid axis 2 splits K (one product, no batch): slice s sums k in
-#endif                  // [s KC, (s + 1) KC) and stores its partial C at c + s M N; matmul_join adds them
+#endif                  // [s KC, (s + 1) KC) and stores its partial C at c + s M N; the host joins them
 #if KSPLIT && SLICED
 #error "a split build keeps each slice's panels whole (SLICED = 0)"
 #endif
@@ -331,16 +329,3 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
     report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:matmul_packed]
-
-// C = alpha * (the sum of a split product's partial C's, in slice order) (+ D): n values of C.
-__kernel void matmul_join(__global const float *partial, __global float *c, __global const float *d, const int n,
-                          const int splits, const float alpha, const int add_d, __global int *status, const int seq)
-{
-    const int i = get_global_id(0);
-    if (i >= n) return;
-    float acc = partial[i];
-    for (int s = 1; s < splits; ++s) acc += partial[(long)s * n + i];
-    const float o = alpha * acc + (add_d ? d[i] : 0.0f);
-    c[i] = o;
-    report(status, STATUS_NONFINITE, seq, nonfinite_bits(o));
-}

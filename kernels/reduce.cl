@@ -1,25 +1,28 @@
 // reduce.cl: sums, parallel and deterministic (every sum runs in one fixed order).
 //
 // Kernels:
-//   sum_columns   out[c] = alpha * sum over r < rows of x[r, c] for x viewed as (rows, cols),
-//                 one work-item per column. Rows come in chunks of `chunk` along the second
-//                 grid axis, each writing its own partial row, so tall inputs (a bias's
-//                 gradient over B*T rows, a whole tensor seen as one column) still spread
-//                 over every core; a second launch sums the partial rows in order.
+//   sum_columns   out[c] = alpha * sum over r < rows of x[r, c] (+ d[c] with add_d) for x viewed
+//                 as (rows, cols), one work-item per column. Rows come in chunks of `chunk` along
+//                 the second grid axis, each writing its own partial row, so tall inputs (a
+//                 bias's gradient over B*T rows, a whole tensor seen as one column) still spread
+//                 over every core; a second launch sums the partial rows in order. The same
+//                 second pass joins other kernels' partial sums (a norm's weight gradient, a
+//                 GEMM split over K, which also adds D); add_d only with one chunk.
 //   sum_rows      out[r] = alpha * sum over c of x[r, c], one work-item per row.
 //   broadcast_rows  out[r, c] = alpha * g[r]: the backward of a sum over the last axis, and
 //                 with rows = 1 of a sum over everything (a scalar gradient read on the device).
 #include "common.h"
 
 __kernel void sum_columns(__global const float *x, __global float *out, const int rows, const int cols,
-                          const int chunk, const float alpha, __global int *status, const int seq)
+                          const int chunk, const float alpha, __global const float *d, const int add_d,
+                          __global int *status, const int seq)
 {
     const int c = get_global_id(0), part = get_global_id(1);
     const int r0 = part * chunk, r1 = min(rows, r0 + chunk);
     if (c >= cols || r0 >= rows) return;
     float acc = 0.0f;
     for (int r = r0; r < r1; ++r) acc += x[(long)r * cols + c];
-    const float v = alpha * acc;
+    const float v = alpha * acc + (add_d ? d[c] : 0.0f);
     out[(long)part * cols + c] = v;
     report(status, STATUS_NONFINITE, seq, nonfinite_bits(v));
 }

@@ -15,7 +15,7 @@ from ..checks import flag
 from ..core.kernels import vector_lanes
 from .elementwise import add
 from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
-from .reduce import sum_to
+from .reduce import join_rows, sum_to
 
 _BLOCK = 4  # matmul_blocked computes a 4 x 4 block of C per work-item
 #: matmul_packed's C tile per device vector width (lanes): (rows MR, vectors per row NV).
@@ -274,9 +274,7 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
                 a_buf, b_buf, out, c_buf if d_buf is None else d_buf, *plan.args, *status, plan.local,
                 options=plan.options)
     if plan.splits > 1:                                     # C = alpha * (sum of the slices' C's) (+ D)
-        call.launch("matmul.cl", "matmul_join", (round_up(m * n, 64),), (64,), out, c_buf,
-                    c_buf if d_buf is None else d_buf, i32(m * n), i32(plan.splits), f32(alpha),
-                    i32(d_buf is not None), *status)
+        join_rows(call, out, c_buf, plan.splits, m * n, alpha, d_buf)
 
 
 class _Plan(NamedTuple):
@@ -288,7 +286,7 @@ class _Plan(NamedTuple):
     global_size: tuple
     args: tuple                 # matmul_packed's scalar arguments, from M to alpha
     local: cl.LocalMemory
-    splits: int                 # K slices (1: none), joined by matmul_join
+    splits: int                 # K slices (1: none), joined by reduce.join_rows
 
 
 @functools.lru_cache(maxsize=1024)
@@ -361,7 +359,7 @@ def k_splits(pm: int, pn: int, k: int, n_batch: int, rows_split: bool, max_tiles
     panels of B leave the two workers short of work-groups unless the rows are split, and
     each row split copies B's K-long panels again (128 x 320 x 2048: 10 work-groups, each
     copying 512 KiB of B for 11 tiles). Split K instead: each work-group sums one slice of K
-    into its own partial C, which ``matmul_join`` adds in slice order (deterministic), with
+    into its own partial C, which :func:`~netcl_lite.ops.reduce.join_rows` adds in slice order (deterministic), with
     alpha and D. Where the rows were not split, the join's launch and pass only cost (up to
     10 %), so those stay whole. Measured on AVX-512, 2 threads, kernel events with the join:
     see benchmarks/README.md ("Weight gradients: the swap and the K split")."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..checks import positive_real
 from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
-from .reduce import CHUNK
+from .reduce import CHUNK, join_rows
 
 _LOCAL = 16
 
@@ -81,7 +81,7 @@ def rms_norm_backward(g, x, weight, *, eps: float = 1e-6, acc=None):
 def _column_sums(call, kernel, inputs, outs, rows, n):
     """Run ``kernel`` (a parameter gradient: sums over rows into each of ``outs``, ``(n,)``) over
     chunks of :data:`~netcl_lite.ops.reduce.CHUNK` rows, one grid row per chunk, so every core
-    takes a share; the chunks' partial sums are then joined in order (``sum_columns``)."""
+    takes a share; the chunks' partial sums are then joined in order (:func:`join_rows`)."""
     status = (call.stream.status, call.seq)
     parts = max(1, -(-rows // CHUNK))
     partial = [o.buffer for o in outs] if parts == 1 else \
@@ -90,8 +90,7 @@ def _column_sums(call, kernel, inputs, outs, rows, n):
                 *inputs, *partial, i32(rows), i32(n), i32(CHUNK), *status)
     if parts > 1:
         for buf, out in zip(partial, outs):
-            call.launch("reduce.cl", "sum_columns", (round_up(n, 8), 1), (8, 1),
-                        buf, out.buffer, i32(parts), i32(n), i32(parts), f32(1.0), *status)
+            join_rows(call, buf, out.buffer, parts, n)
 
 
 def layer_norm_backward(g, x, weight, *, eps: float = 1e-5):
