@@ -13,6 +13,7 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
+import netcl_lite as nl
 from netcl_lite.core import device as device_mod
 from netcl_lite.core import kernels
 from netcl_lite.core.device import DeviceManager, NoDeviceError, manager
@@ -130,6 +131,67 @@ def test_tensor_round_trip_and_float32(queue):
     assert Tensor.zeros(queue, (2, 0)).numpy().shape == (2, 0)
     np.testing.assert_array_equal(Tensor.zeros(queue, 5).numpy(), np.zeros(5, np.float32))
     assert t.reshape(4, 3).numpy().shape == (4, 3)
+
+
+def _mapping_flags(address: int) -> set[str]:
+    """The VmFlags of the mapping of this process that holds ``address`` (Linux)."""
+    with open("/proc/self/smaps") as f:
+        blocks = re.split(r"\n(?=[0-9a-f]+-[0-9a-f]+ )", f.read())
+    for block in blocks:
+        lo, hi = (int(x, 16) for x in block.split(None, 1)[0].split("-"))
+        if lo <= address < hi:
+            return set(re.search(r"VmFlags:(.*)", block).group(1).split())
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+needs_proc = pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="reads Linux's /proc/self/smaps")
+
+
+@needs_proc
+def test_huge_page_blocks_are_advised_private_staggered_and_writable():
+    from netcl_lite.core.tensor import huge_page_block
+    blocks = [huge_page_block(n) for n in (4 << 20, 4 << 20, (6 << 20) + 12)]
+    offsets = []
+    for block, n in zip(blocks, (4 << 20, 4 << 20, (6 << 20) + 12)):
+        assert block.dtype == np.uint8 and block.shape == (n,) and block.flags.writeable
+        address = block.ctypes.data
+        offset = address % (2 << 20)             # past the 2 MiB boundary below it
+        assert offset % 4096 == 128 and offset < 128 + 32 * 4096, hex(address)
+        offsets.append(offset)
+        flags = _mapping_flags(address)
+        assert "hg" in flags, flags              # MADV_HUGEPAGE
+        assert "sh" not in flags, flags          # private: THP leaves shared (shmem) memory alone
+        block[:] = 7
+        assert int(block[-1]) == 7 and int(block.sum()) == 7 * n
+    assert len(set(offsets)) == 3                 # successive blocks start in different L2 sets
+    for bad in (0, -1, 2.5, True, "4"):
+        with pytest.raises(ValueError, match="nbytes must be a positive int"):
+            huge_page_block(bad)
+
+
+@needs_proc
+def test_large_tensors_live_in_huge_page_blocks_on_a_host_memory_device(queue):
+    from netcl_lite.core.tensor import HUGE_PAGE_MIN_BYTES, shares_host_memory
+    big = Tensor.empty(queue, (HUGE_PAGE_MIN_BYTES // 4,))
+    small = Tensor.empty(queue, (HUGE_PAGE_MIN_BYTES // 4 - 1,))
+    if not shares_host_memory(queue):            # a GPU keeps the driver's own allocation
+        assert big.buffer.hostbuf is None
+        return
+    assert small.buffer.hostbuf is None
+    assert "hg" in _mapping_flags(big.buffer.hostbuf.ctypes.data)
+    # A product whose A, B and C are all such blocks, through the pool and back, is right.
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal((1024, 1024)).astype(np.float32) for _ in range(2))
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    for _ in range(2):                           # the second round gets pooled buffers
+        ta, tb = Tensor.from_host(queue, a), Tensor.from_host(queue, b)
+        assert ta.buffer.hostbuf is not None and tb.buffer.hostbuf is not None
+        c = nl.ops.matmul(ta, tb)
+        assert c.buffer.hostbuf is not None
+        # float32 sums of K = 1024 products: |error| <= K u (|A| @ |B|), u = 2^-24 (worst case)
+        bound = 1024 * 2.0**-24 * (np.abs(a).astype(np.float64) @ np.abs(b))
+        assert np.all(np.abs(c.numpy() - ref) <= bound)
+        del ta, tb, c
 
 
 @pytest.mark.parametrize("bad", [np.array([1 + 2j]), np.array(["a"]), np.array([object()])])

@@ -15,7 +15,9 @@ test can check that a training loop's device memory stays flat.
 
 from __future__ import annotations
 
+import itertools
 import math
+import mmap
 import numbers
 from collections import defaultdict
 from typing import Iterable
@@ -77,6 +79,54 @@ _pool: dict[tuple[int, int], list[cl.Buffer]] = defaultdict(list)
 _pooled: dict[int, int] = defaultdict(int)
 
 
+#: buffers of at least this many bytes, on a context whose devices work in the host's memory
+#: (PoCL's CPU driver), are placed by :func:`huge_page_block` rather than by the driver
+HUGE_PAGE_MIN_BYTES = 4 << 20
+_HUGE_PAGE = 2 << 20      # bytes of a transparent huge page (x86-64)
+_START = 128              # bytes: PoCL's CL_DEVICE_MEM_BASE_ADDR_ALIGN (1024 bits)
+_STAGGER = 4096           # bytes between successive blocks' starts, modulo 32 steps (see below)
+_blocks = itertools.count()
+_host_memory: dict[int, bool] = {}
+
+
+def huge_page_block(nbytes: int) -> np.ndarray:
+    """``nbytes`` of anonymous host memory advised for transparent huge pages, as uint8.
+
+    It starts just past a 2 MiB boundary, so every 2 MiB page it spans can be a huge page when
+    the kernel allows them (``/sys/kernel/mm/transparent_hugepage/enabled`` at ``always`` or
+    ``madvise``); elsewhere it is plain memory. With 4 KiB pages, a GEMM over 2048 x 2048
+    operands misses the TLB on each of the 2048 rows of B it copies per panel (8 KiB apart)
+    and on each new page of A's six row streams. On huge pages ``matmul_packed`` ran 1-6 %
+    faster at 1024³ and 2-4.5 % faster at 1536³, 2048³ and 3000³ (kernel events, processes
+    interleaved; ``benchmarks/README.md``, "Huge pages for large buffers"). Successive blocks
+    start 128 B + 0 .. 31 x 4 KiB past their boundary, so that the same element of A, B and C
+    does not fall in the same L2 set (operands starting on 2 MiB boundaries ran a 1024³ product
+    twice as slowly). The memory lives as long as the returned array (an OpenCL buffer made
+    over it with ``USE_HOST_PTR`` keeps it).
+    """
+    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral) or nbytes < 1:
+        raise ValueError(f"nbytes must be a positive int, got {nbytes!r}")
+    nbytes, start = int(nbytes), _START + next(_blocks) % 32 * _STAGGER
+    if not hasattr(mmap, "MAP_PRIVATE"):                   # not a POSIX system: plain aligned memory
+        raw = np.empty(nbytes + start, np.uint8)
+        return raw[-raw.ctypes.data % _START:][:nbytes]
+    # Private: a shared anonymous mapping (mmap's default) is shmem, which THP leaves alone.
+    block = mmap.mmap(-1, _HUGE_PAGE + start + nbytes, flags=mmap.MAP_PRIVATE)
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        block.madvise(mmap.MADV_HUGEPAGE)
+    raw = np.frombuffer(block, np.uint8)
+    start += -raw.ctypes.data % _HUGE_PAGE
+    return raw[start:start + nbytes]
+
+
+def _works_in_host_memory(context: cl.Context) -> bool:
+    """Whether every device of ``context`` runs its kernels in the host's own memory (a CPU)."""
+    key = context.int_ptr
+    if key not in _host_memory:
+        _host_memory[key] = all(d.type & cl.device_type.CPU and d.host_unified_memory for d in context.devices)
+    return _host_memory[key]
+
+
 class DeviceMemory:
     """One buffer, counted in :func:`device_bytes_in_use` until the last Tensor using it lets go.
 
@@ -85,9 +135,10 @@ class DeviceMemory:
     at its first launch, a reused one nothing. Reuse is safe because a queue runs its commands
     in order: whatever writes a recycled buffer was enqueued after everything that read it.
 
-    ``host`` is set when the buffer *is* a host array (``USE_HOST_PTR`` on a device that shares
-    the host's memory, e.g. PoCL's CPU driver): kernels then read and write that array in place.
-    Those are never pooled.
+    ``host`` is set when the buffer *is* a caller's host array (``USE_HOST_PTR`` on a device that
+    shares the host's memory, e.g. PoCL's CPU driver): kernels then read and write that array in
+    place. Those are never pooled. On such a device a new buffer of
+    :data:`HUGE_PAGE_MIN_BYTES` or more is made over a :func:`huge_page_block` the same way.
     """
 
     __slots__ = ("buffer", "nbytes", "host", "_ctx", "_size")
@@ -102,6 +153,9 @@ class DeviceMemory:
             if free:
                 self.buffer = free.pop()
                 _pooled[self._ctx] -= self._size
+            elif self._size >= HUGE_PAGE_MIN_BYTES and _works_in_host_memory(context):
+                self.buffer = cl.Buffer(context, flags | cl.mem_flags.USE_HOST_PTR,
+                                        hostbuf=huge_page_block(self._size))
             else:
                 self.buffer = cl.Buffer(context, flags, self._size)
         self.nbytes, self.host = int(nbytes), host
