@@ -127,6 +127,7 @@ __kernel void matmul_blocked(
 #error "a split build keeps each slice's panels whole (SLICED = 0)"
 #endif
 #define PACK_K 64       // k values one matmul_pack_a work-item copies
+#define LINE_K 16       // k values in one cache line of a transposed B's column
 
 
 // --8<-- [start:matmul_pack_a]
@@ -168,6 +169,28 @@ ALWAYS_INLINE void load_panels(__local float *bl, __global const float *b, const
                                const int k0, const int kc, const int KC, const int b_row, const int b_col)
 {
     const int lid = get_local_id(0), lsz = get_local_size(0);
+    if (b_row == 1 && b_col != 1) {
+        // A transposed B (each column n contiguous in k): a work-item copies LINE_K k of one panel
+        // at a time, one cache line from each of the panel's NR columns, so every line of B is read
+        // once. Walking k rows instead gathers NR values per k from lines b_col floats apart; when
+        // b_col is a multiple of 256 they share four L1 sets and are gone before the next k.
+        const int chunks = (kc + LINE_K - 1) / LINE_K;
+        for (int i = lid; i < GP * chunks; i += lsz) {
+            const int p = i / chunks, k = (i - p * chunks) * LINE_K, kn = min(LINE_K, kc - k);
+            const int np = n0 + p * NR, cols = min(NR, N - np);
+            if (cols <= 0) continue;
+            __local float *dst = bl + (p * KC + k) * NR;
+            __global const float *src = b + (long)np * b_col + k0 + k;
+            for (int j = 0; j < NR; ++j, src += b_col) {
+                if (j < cols) {
+                    for (int kk = 0; kk < kn; ++kk) dst[kk * NR + j] = src[kk];
+                } else {
+                    for (int kk = 0; kk < kn; ++kk) dst[kk * NR + j] = 0.0f;
+                }
+            }
+        }
+        return;
+    }
     for (int i = lid; i < GP * kc; i += lsz) {
         const int p = i / kc, k = i - p * kc, np = n0 + p * NR, cols = min(NR, N - np);
         __global const float *src = b + (long)(k0 + k) * b_row + (long)np * b_col;

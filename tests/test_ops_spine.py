@@ -318,6 +318,28 @@ def test_products_with_k_split_into_slices_match_the_reference(monkeypatch, queu
     assert not cpu or "-DKSPLIT=1" in built_options("matmul.cl", "matmul_packed", having="-DC_TRANS=1")
 
 
+def test_transposed_b_copied_a_cache_line_at_a_time_matches_the_reference(monkeypatch, queue):
+    """A @ Bᵀ copies B's panels 16 k at a time, one line from each column: a column stride of
+    256 floats (where the old k-row walk thrashed four L1 sets), ragged last chunks (K = 37,
+    1537), a ragged last panel (N = 70, 129) and groups whose last panel lies past N, a
+    broadcast Bᵀ under a batch of A, and K split into slices (k0 > 0) on a CPU."""
+    from netcl_lite.core.stream import Stream
+    launched = []
+    launch = Stream.launch
+    monkeypatch.setattr(Stream, "launch", lambda self, f, name, *rest, **kw: (
+        launched.append((name, kw.get("options", ()))), launch(self, f, name, *rest, **kw)))
+    rng = np.random.default_rng(23)
+    for batch, m, n, k in [((), 100, 70, 256), ((), 61, 200, 37), ((), 130, 129, 1537), ((3,), 50, 90, 40),
+                           ((), 64, 64, 4096), ((), 1024, 704, 256)]:
+        a, b = f32(rng.standard_normal(batch + (m, k))), f32(rng.standard_normal((n, k)))
+        got = ops.matmul(a, b, transpose_b=True)
+        assert_close(got, reference.matmul(a, b, transpose_b=True), rtol=0, atol=matmul_atol(a, b.T),
+                     what=f"a {a.shape} @ bᵀ, b {b.shape}")
+    cpu = bool(queue.device.type & cl.device_type.CPU)
+    assert any(name == "matmul_packed" for name, _ in launched)
+    assert not cpu or any(name == "matmul_packed" and "-DKSPLIT=1" in options for name, options in launched)
+
+
 def test_packed_matmul_in_k_slices_is_bitwise_the_one_slice_product(monkeypatch, queue):
     """When B's panel outgrows the work-group's local memory, the kernel copies it one k-slice at a
     time. Each tile still sums k in order, so the result must be bitwise the one-slice result:
