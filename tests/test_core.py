@@ -194,6 +194,23 @@ def test_large_tensors_live_in_huge_page_blocks_on_a_host_memory_device(queue):
         del ta, tb, c
 
 
+def test_kernels_read_and_write_subnormal_floats_as_zero(queue):
+    """Every kernel is built with -cl-denorms-are-zero: on a CPU a multiply-add meeting a
+    subnormal takes a microcode assist (a product with 1 % of A subnormal ran 3x slower), so
+    they are flushed. OpenCL lets a device flush or not; PoCL's CPU driver does when asked."""
+    tiny = np.finfo(np.float32).tiny                      # 2^-126, the smallest normal float32
+    x = np.array([tiny / 4, -tiny / 8, tiny, 1.0], np.float32)
+    assert x[0] != 0 and x[0] < tiny                      # a subnormal on the host
+    got = nl.ops.mul(x, np.ones(4, np.float32))
+    a = np.full((8, 8), tiny / 2, np.float32)             # each product's inputs subnormal
+    prod = nl.ops.matmul(a, np.ones((8, 8), np.float32))  # unflushed: 4 * tiny, a normal float
+    if queue.device.type & cl.device_type.CPU:
+        np.testing.assert_array_equal(got, [0.0, 0.0, tiny, 1.0])
+        np.testing.assert_array_equal(prod, np.zeros((8, 8), np.float32))
+    else:
+        assert got[2] == tiny and got[3] == 1.0 and set(np.unique(prod)) <= {0.0, np.float32(4 * tiny)}
+
+
 @pytest.mark.parametrize("bad", [np.array([1 + 2j]), np.array(["a"]), np.array([object()])])
 def test_tensor_refuses_non_real_data(queue, bad):
     with pytest.raises(TypeError, match="real numbers"):

@@ -58,6 +58,15 @@ _programs: dict[tuple, cl.Program] = {}
 _kernels: dict[tuple, cl.Kernel] = {}
 
 
+#: build options of every kernel. ``-cl-denorms-are-zero``: subnormal floats (below 2^-126 ≈
+#: 1.2e-38) read and produced as zero. On this CPU each multiply-add that meets one takes a
+#: microcode assist: a 1024 x 704 x 256 product with 1 % of A subnormal took 3.3 ms instead of
+#: 1.1, and with all of A subnormal 218 ms; flushed, 1.05 and 1.03 (benchmarks/README.md,
+#: "Subnormal floats"). An attention weight or a gradient can underflow into that range; the
+#: values lost are below 1.2e-38, far inside every float32 tolerance.
+COMMON_OPTIONS = ("-cl-denorms-are-zero",)
+
+
 def _context_key(context: cl.Context) -> int:
     return context.int_ptr
 
@@ -72,7 +81,7 @@ def get_program(context: cl.Context, filename: str, options: tuple[str, ...] = (
         path = kernel_dir() / filename
         if not path.is_file():
             raise FileNotFoundError(f"no kernel source {filename!r} in {kernel_dir()}")
-        build_options = ["-I", str(kernel_dir()), "-cl-kernel-arg-info", *options]
+        build_options = ["-I", str(kernel_dir()), "-cl-kernel-arg-info", *COMMON_OPTIONS, *options]
         try:
             with warnings.catch_warnings():
                 # PyOpenCL reports non-empty build logs as warnings; a failure raises below.
