@@ -17,6 +17,7 @@ import netcl_lite as nl
 from netcl_lite.core import device as device_mod
 from netcl_lite.core import kernels
 from netcl_lite.core.device import DeviceManager, NoDeviceError, manager
+from netcl_lite.core.stream import NonFiniteError
 from netcl_lite.core.tensor import Tensor
 
 
@@ -207,6 +208,8 @@ def test_kernels_read_and_write_subnormal_floats_as_zero(queue):
     if queue.device.type & cl.device_type.CPU:
         np.testing.assert_array_equal(got, [0.0, 0.0, tiny, 1.0])
         np.testing.assert_array_equal(prod, np.zeros((8, 8), np.float32))
+        with pytest.raises(NonFiniteError, match="div produced inf or NaN"):    # 1e-5 / 0, reported
+            nl.ops.div(np.array([1e-5], np.float32), x[:1])
     else:
         assert got[2] == tiny and got[3] == 1.0 and set(np.unique(prod)) <= {0.0, np.float32(4 * tiny)}
 

@@ -69,7 +69,9 @@ def mul(a, b, *, queue=None):
 
 def div(a, b, *, queue=None):
     """``a / b``; ``b`` has ``a``'s shape or a suffix of it. Dividing by 0 is reported as an
-    inf/NaN result (:class:`~netcl_lite.core.stream.NonFiniteError`), never returned.
+    inf/NaN result (:class:`~netcl_lite.core.stream.NonFiniteError`), never returned. The
+    kernels read a subnormal float (magnitude below 2⁻¹²⁶ ≈ 1.2e-38) as 0, so such a divisor
+    counts as 0 too (:data:`~netcl_lite.core.kernels.COMMON_OPTIONS`).
 
     >>> div(np.array([1.0, 3.0]), np.array([2.0, 4.0]))
     array([0.5 , 0.75], dtype=float32)
