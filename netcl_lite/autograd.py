@@ -33,7 +33,7 @@ import numpy as np
 
 from . import ops
 from .core.device import manager
-from .core.stream import stream_of
+from .core.stream import BadInputError, NonFiniteError, stream_of
 from .core.tensor import Tensor
 
 _ACTIVE: list[Tape] = []  # the tapes whose `with` block is running, innermost last
@@ -151,7 +151,8 @@ class Tape:
                              "run the forward again under a new Tape")
         if not node.requires_grad:
             raise ValueError("node does not depend on any tensor with requires_grad=True recorded on a tape")
-        stream_of(node.queue).sync()
+        stream = stream_of(node.queue)
+        forward_done = stream.mark()                # the forward's errors, checked below without a drain
         if grad is None:
             if node.value.size != 1:
                 raise ValueError(f"backward() without grad needs a one-element node, got shape {node.shape}; pass grad=")
@@ -188,6 +189,15 @@ class Tape:
                         pending[id(parent)] = (parent, g if have is None else ops.add(have[1], g))
             if not retain_graph:
                 out.rule, out.parents = None, ()    # release what the rule kept (activations, masks)
+        try:
+            # The rules' kernels are queued behind the forward's (they are memory-safe on bad
+            # input: embedding_backward skips ids out of range). Raise before any .grad changes.
+            stream.check(forward_done)
+        except (NonFiniteError, BadInputError):
+            if not retain_graph:
+                self.nodes.clear()
+                self.released = True
+            raise
         for n, g in pending.values():               # leaves, and values recorded before this tape
             n.grad = g if n.grad is None or id(n) in kept else ops.add(n.grad, g)
         if not retain_graph:

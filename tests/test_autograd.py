@@ -7,7 +7,9 @@ import pytest
 from checking import gradcheck, rand
 
 from netcl_lite import autograd as ag
+from netcl_lite import ops
 from netcl_lite import reference as ref
+from netcl_lite.core.stream import BadInputError, NonFiniteError, stream_of
 from netcl_lite.core.tensor import Tensor
 from netcl_lite.testing import EPS32, assert_close
 
@@ -276,6 +278,46 @@ def test_gradients_accumulate_across_uses_and_calls():
     with pytest.raises(ValueError, match="released by an earlier backward"):
         loss.backward()                       # the record was released: memory does not grow step by step
     assert tape.nodes == []
+
+
+def test_backward_raises_a_forward_error_before_touching_any_grad(queue):
+    """backward() checks the forward's status behind the queue (no drain) and raises before
+    any .grad changes, naming the op at fault; the record is released all the same."""
+    table, w = ag.tensor(rand(np.random.default_rng(4), 5, 3)), ag.tensor(np.ones(3, np.float32))
+    with ag.Tape() as tape:
+        ids = Tensor.from_host(queue, np.array([1, 7, 2]), dtype=np.int32)   # id 7 of 5: found on the device
+        rows = ag.embedding(table, ids)
+        loss = ag.sum(ag.mul(rows, w))
+    with pytest.raises(BadInputError, match=r"^embedding: ids must lie in \[0, 5\)"):
+        tape.backward(loss)
+    assert table.grad is None and w.grad is None
+    with pytest.raises(ValueError, match="released by an earlier backward"):
+        tape.backward(loss)
+    x = ag.tensor(np.full(2, 1e20, np.float32))
+    with ag.Tape() as tape:
+        y = ag.sum(ag.mul(x, x))                                        # 1e40: inf in the forward
+    with pytest.raises(NonFiniteError, match="^mul produced inf or NaN from finite inputs"):
+        y.backward()
+    assert x.grad is None
+    ok = ag.tensor(np.full(2, 3.0, np.float32))                       # the flag was cleared
+    with ag.Tape():
+        z = ag.sum(ag.mul(ok, ok))
+    z.backward()
+    np.testing.assert_allclose(ok.grad.numpy(), 6.0)
+
+
+def test_a_status_mark_checks_the_ops_before_it_and_not_after(queue):
+    stream = stream_of(queue)
+    stream.sync()
+    big = Tensor.from_host(queue, np.full(4, 1e20, np.float32))
+    before = stream.mark()
+    product = ops.mul(big, big)                                         # overflows after the mark
+    stream.check(before)                                                # does not see it
+    after = stream.mark()
+    with pytest.raises(NonFiniteError, match="^mul produced inf or NaN from finite inputs"):
+        stream.check(after)
+    del product
+    stream.sync()                                                       # reported once, then cleared
 
 
 def test_backward_with_an_output_gradient_and_its_errors():

@@ -14,8 +14,10 @@ after it). Three duties follow, and :class:`Stream` carries them:
   first op at fault wins. Nothing is read back per op.
 * **:meth:`Stream.sync`** waits for the queue, reads the status word and, if
   an op failed, raises an error that names it. It runs whenever a value is
-  copied to the host (``Tensor.numpy()``, an op given NumPy arrays) and at the
-  start of ``backward``.
+  copied to the host (``Tensor.numpy()``, an op given NumPy arrays). ``backward``
+  checks the forward's ops without draining the queue (:meth:`Stream.mark`,
+  :meth:`Stream.check`): its own kernels are enqueued behind a read of the status
+  word, and it raises before touching any ``.grad`` if that read shows a failure.
 
 A non-finite result is diagnosed at that point, off the fast path: when one of
 the op's own inputs was already non-finite, the error names that input (as
@@ -109,6 +111,25 @@ class Stream:
             items = -(-n // CHECK_CHUNK)
             self.launch("checks.cl", "check_finite", (-(-items // 8) * 8,), (8,),
                         buffer, np.int32(n), np.int32(CHECK_CHUNK), self.status, np.int32(seq))
+
+    # -- checking part of the queue without waiting for the rest ---------------------------------
+    def mark(self) -> tuple[cl.Event, np.ndarray]:
+        """Enqueue a read of the status word behind every kernel queued so far, without waiting.
+
+        Pass the result to :meth:`check` later: it raises if an op enqueued before the mark
+        failed, while what was enqueued after the mark keeps the device busy (a sync drains the
+        queue, and the next kernel then starts on sleeping workers: the first backward product
+        of a decoder block took 1.5-1.9 ms after a sync and 1.3-1.4 ms without one)."""
+        host = np.empty(2, np.int32)
+        return cl.enqueue_copy(self.queue, host, self.status, is_blocking=False), host
+
+    def check(self, mark: tuple[cl.Event, np.ndarray]) -> None:
+        """Wait for ``mark`` (from :meth:`mark`) only, and raise as :meth:`sync` does if an op
+        enqueued before it reported a failure (that op, or an earlier one, is named)."""
+        event, host = mark
+        event.wait()
+        if (host != INT_MAX).any():
+            self.sync()                       # the failure is still in the status word: raises
 
     # -- the one sync point ---------------------------------------------------------------------
     def sync(self) -> None:
