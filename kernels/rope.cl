@@ -11,6 +11,11 @@
 //                backward pass, by the same kernel.
 #include "common.h"
 
+// 16 floats at any float address. A pointer, not vload16/vstore16: those are calls into PoCL's
+// builtin library, and where PoCL compiles for AVX2 while linking its AVX-512 library (AMD Zen 4
+// under LLVM 14), a 512-bit vector crosses that call under two different ABIs.
+typedef float16 float16u __attribute__((aligned(4)));
+
 // One work-item per row of d features: row t of head h of batch entry b, read at
 // x + b x_b + h x_h + t x_t and written at the same place under y's strides, so the rotation
 // can also move a row between layouts (e.g. (B, T, H d) to (B, H, T, d)) in the same pass.
@@ -41,7 +46,7 @@ __kernel void rope_rotate(__global const float *x, __global float *y,
             xa = vload8(0, xr + i);
             xb = vload8(0, xr + pairs + i);
         } else {
-            const float16 v = vload16(0, xr + 2 * i);
+            const float16 v = *(__global const float16u *)(xr + 2 * i);
             xa = v.even;
             xb = v.odd;
         }
@@ -53,7 +58,7 @@ __kernel void rope_rotate(__global const float *x, __global float *y,
             float16 v;
             v.even = ya;
             v.odd = yb;
-            vstore16(v, 0, yr + 2 * i);
+            *(__global float16u *)(yr + 2 * i) = v;
         }
         bad |= any8(nonfinite8(ya) | nonfinite8(yb));
     }

@@ -231,14 +231,17 @@ def test_matmul_layout_keeps_every_worker_busy_when_the_last_column_group_is_sho
             if -(-pn // g) * -(-pm // -(-pm // s)) * batch <= 8 * units), (units, pm, pn, cap, batch, gp, tiles)
 
 
-def test_packed_matmul_with_short_last_column_groups_matches_the_reference():
+def test_packed_matmul_with_short_last_column_groups_matches_the_reference(queue):
     """Shapes whose column panels do not divide into groups of four, so the launch takes 1-3
     panels per work-group and splits rows to balance them; all four transposes, batches."""
     rng = np.random.default_rng(15)
     # unbatched, GP = 3, 1, 2, 3, 1; batched, the two copies' groups alternate heavy and light
-    # (rows, then column groups, then batch, in launch order), which balances GP = 4 again
-    cases = [(64, 128, 384), (100, 77, 300), (70, 64, 640), (64, 40, 1344), (90, 64, 448), (100, 77, 300),
-             (200, 64, 320)]
+    # (rows, then column groups, then batch, in launch order), which balances GP = 4 again.
+    # The widths are given for 64-column panels (AVX-512) and scaled to this device's panel.
+    vw, _, nv = tile_for(queue.device)
+    cases = [(m, k, n * vw * nv // 64) for m, k, n in
+             [(64, 128, 384), (100, 77, 300), (70, 64, 640), (64, 40, 1344), (90, 64, 448), (100, 77, 300),
+              (200, 64, 320)]]
     assert all(packed_pays(m, n, k) for m, k, n in cases)
     batches = [((), ()), ((), ()), ((), ()), ((), ()), ((), ()), ((2,), (2,)), ((2,), ())]
     check_matmul_transposes(rng, cases, batches, what="short last group")
@@ -301,8 +304,15 @@ def test_products_with_k_split_into_slices_match_the_reference(monkeypatch, queu
         launched.append((name, kw.get("options", ()))), launch(self, f, name, *rest, **kw)))
     cpu = bool(queue.device.type & cl.device_type.CPU)
     rng = np.random.default_rng(19)
-    for m, n, k, ta in [(64, 64, 4096, False), (61, 130, 1537, False), (130, 61, 2049, True),
-                        (37, 300, 1024, False), (128, 320, 2048, True), (320, 128, 2048, True)]:
+    # (M, N, K, transpose_a) per panel width (16 columns on AVX2, 64 on AVX-512): whether the
+    # layout splits rows, and so K, depends on how many panels C has. Each list splits K in every
+    # case at its width, with one to four panels per group and swapped products among them.
+    vw, _, nv = tile_for(queue.device)
+    cases = {16: [(64, 16, 4096, False), (61, 33, 1537, False), (130, 16, 2049, True), (37, 75, 1024, False),
+                  (160, 64, 2048, True), (200, 48, 2048, True)]}.get(
+        vw * nv, [(64, 64, 4096, False), (61, 130, 1537, False), (130, 61, 2049, True), (37, 300, 1024, False),
+                  (128, 320, 2048, True), (320, 128, 2048, True)])
+    for m, n, k, ta in cases:
         a = f32(rng.standard_normal((k, m) if ta else (m, k)))
         b, d = f32(rng.standard_normal((k, n))), f32(rng.standard_normal((m, n)))
         launched.clear()

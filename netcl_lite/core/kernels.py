@@ -38,10 +38,31 @@ def kernel_dir() -> Path:
 
 
 def vector_lanes(device: cl.Device) -> int:
-    """Float lanes the register-blocked kernels use on ``device``: 16 where PoCL targets AVX-512
-    (32 registers of 16 floats), else 8 (AVX2's 16 registers of 8; GPUs take the portable 8)."""
+    """Float lanes the register-blocked kernels use on ``device``: 16 where PoCL compiles for
+    AVX-512 (32 registers of 16 floats), else 8 (AVX2's 16 registers of 8; GPUs take the portable 8).
+
+    The compiler is asked (:func:`compiles_avx512`), not the device's preferred vector width: PoCL
+    3.0's LLVM 14 names an AMD Zen 4 CPU ``znver3`` and compiles for AVX2, while the device reports
+    a preferred float width of 16 and links PoCL's AVX-512 builtin library."""
     cpu = bool(device.type & cl.device_type.CPU)
-    return 16 if cpu and device.preferred_vector_width_float >= 16 else 8
+    return 16 if cpu and compiles_avx512(device) else 8
+
+
+_PROBE_SOURCE = """
+#if defined(__AVX512F__)
+__kernel void avx512(__global int *x) { x[0] = 16; }
+#else
+__kernel void narrower(__global int *x) { x[0] = 8; }
+#endif
+"""
+
+
+@lru_cache(maxsize=None)
+def compiles_avx512(device: cl.Device) -> bool:
+    """Whether the OpenCL compiler of ``device`` targets AVX-512F (its ``__AVX512F__`` macro), from
+    the kernel name a two-line probe program declares; built once per device."""
+    program = cl.Program(cl.Context([device]), _PROBE_SOURCE).build()
+    return "avx512" in program.kernel_names.split(";")
 
 
 def kernel_names(filename: str) -> list[str]:
