@@ -245,6 +245,36 @@ def test_every_kernel_file_builds_and_each_kernel_is_reused(device):
         kernels.get_kernel(device.context, "softmax.cl", "masked_softmax_rows")
 
 
+def test_vector_lanes_are_what_the_kernel_compiler_targets(device, queue):
+    """16 lanes only where the compiler itself targets AVX-512: a kernel run on the device reports
+    its own ``__AVX512F__`` (PoCL on AMD Zen 4 compiles for AVX2, znver3, while the device reports
+    a preferred float width of 16)."""
+    program = cl.Program(device.context, """
+        __kernel void isa(__global int *out) {
+        #if defined(__AVX512F__)
+            out[0] = 16;
+        #else
+            out[0] = 8;
+        #endif
+        }""").build()
+    out = np.zeros(1, np.int32)
+    buf = cl.Buffer(device.context, cl.mem_flags.WRITE_ONLY, 4)
+    program.isa(queue, (1,), None, buf)
+    cl.enqueue_copy(queue, out, buf)
+    cpu = bool(device.cl_device.type & cl.device_type.CPU)
+    assert kernels.vector_lanes(device.cl_device) == (int(out[0]) if cpu else 8)
+    assert kernels.compiles_avx512(device.cl_device) == (out[0] == 16)
+
+
+def test_no_kernel_hands_a_512_bit_vector_to_a_builtin():
+    """vload16/vstore16 are calls into PoCL's builtin library; where the compiler targets AVX2 but
+    PoCL links its AVX-512 library (AMD Zen 4), a 16-float vector crosses such a call under two
+    ABIs (it crashed rope's backward). The kernels read and write 16 floats through pointers."""
+    for path in sorted(kernels.kernel_dir().glob("*.cl")) + [kernels.kernel_dir() / "common.h"]:
+        code = re.sub(r"//[^\n]*", "", path.read_text())
+        assert not re.search(r"\bv(load|store)(a_half)?16\b", code), f"{path.name} calls a 16-wide vload/vstore"
+
+
 def test_unknown_kernel_name_lists_the_real_ones(device):
     with pytest.raises(kernels.KernelBuildError, match="masked_softmax_rows"):
         kernels.get_kernel(device.context, "softmax.cl", "no_such_kernel")
