@@ -59,9 +59,11 @@ def cpu_name() -> str:
 
 
 def pocl_target(device) -> str:
-    """The CPU PoCL's LLVM compiles for (from the device version's HSTR), e.g. 'rocketlake', 'znver3'."""
-    version = device.version
-    return version.split("HSTR:", 1)[1].strip().rsplit("-", 1)[-1] if "HSTR:" in version else version
+    """The CPU PoCL's LLVM compiles for, e.g. 'rocketlake', 'znver3', or 'skylake-avx512' where the
+    library chose it (PoCL 3.0 names an AMD Zen 5 'generic'; ``netcl_lite.core.compiler_target``)."""
+    from netcl_lite.core import compiler_target
+
+    return compiler_target.target_of(device) or device.version
 
 
 def sched_batch_threads() -> int | None:

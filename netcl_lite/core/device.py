@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import pyopencl as cl
 
+from . import compiler_target
+
 KINDS = ("auto", "cpu", "gpu")
 ENV_VAR = "NETCL_LITE_DEVICE"
 
@@ -46,6 +48,12 @@ class Device:
     def name(self) -> str:
         """The driver's name for the device, e.g. ``'pthread-AMD EPYC 9B14'``."""
         return self.cl_device.name.strip()
+
+    @property
+    def compiler_cpu(self) -> str | None:
+        """The CPU PoCL's compiler targets on a PoCL CPU device (e.g. ``'znver3'``,
+        ``'skylake-avx512'``; see :mod:`netcl_lite.core.compiler_target`), None elsewhere."""
+        return compiler_target.target_of(self.cl_device)
 
     @property
     def platform(self) -> str:
@@ -201,6 +209,7 @@ class DeviceManager:
         for k in order:
             if by_kind[k]:
                 chosen = by_kind[k][0]
+                compiler_target.retarget(chosen)   # before anything is built (a no-op on most CPUs)
                 context = cl.Context([chosen])
                 # Profiling timestamps cost nothing measurable on PoCL and let profile_kernels() time kernels.
                 queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)

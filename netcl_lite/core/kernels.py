@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pyopencl as cl
 
+from . import compiler_target
+
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -43,7 +45,9 @@ def vector_lanes(device: cl.Device) -> int:
 
     The compiler is asked (:func:`compiles_avx512`), not the device's preferred vector width: PoCL
     3.0's LLVM 14 names an AMD Zen 4 CPU ``znver3`` and compiles for AVX2, while the device reports
-    a preferred float width of 16 and links PoCL's AVX-512 builtin library."""
+    a preferred float width of 16 and links PoCL's AVX-512 builtin library. On a Zen 5, which LLVM 14
+    does not know, the library has PoCL compile for ``skylake-avx512`` (:mod:`.compiler_target`):
+    16 lanes."""
     cpu = bool(device.type & cl.device_type.CPU)
     return 16 if cpu and compiles_avx512(device) else 8
 
@@ -61,7 +65,7 @@ __kernel void narrower(__global int *x) { x[0] = 8; }
 def compiles_avx512(device: cl.Device) -> bool:
     """Whether the OpenCL compiler of ``device`` targets AVX-512F (its ``__AVX512F__`` macro), from
     the kernel name a two-line probe program declares; built once per device."""
-    program = cl.Program(cl.Context([device]), _PROBE_SOURCE).build()
+    program = cl.Program(cl.Context([device]), _PROBE_SOURCE).build(options=list(compiler_target.build_option(device)))
     return "avx512" in program.kernel_names.split(";")
 
 
@@ -103,7 +107,8 @@ def get_program(context: cl.Context, filename: str, options: tuple[str, ...] = (
         path = kernel_dir() / filename
         if not path.is_file():
             raise FileNotFoundError(f"no kernel source {filename!r} in {kernel_dir()}")
-        build_options = ["-I", str(kernel_dir()), "-cl-kernel-arg-info", *COMMON_OPTIONS, *options]
+        target = compiler_target.build_option(context.devices[0])
+        build_options = ["-I", str(kernel_dir()), "-cl-kernel-arg-info", *COMMON_OPTIONS, *target, *options]
         try:
             with warnings.catch_warnings():
                 # PyOpenCL reports non-empty build logs as warnings; a failure raises below.
