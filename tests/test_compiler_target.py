@@ -20,6 +20,19 @@ AVX512_HOST = frozenset({"sse2", "ssse3", "cx16", "sse4_1", "avx", "popcnt", "f1
 AVX2_HOST = AVX512_HOST - {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}
 
 
+@pytest.mark.parametrize("hstr, parts", [
+    ("pthread-x86_64-unknown-linux-gnu-generic", ("pthread", "x86_64-unknown-linux-gnu", "generic")),
+    ("pthread-x86_64-unknown-linux-gnu-skylake-avx512", ("pthread", "x86_64-unknown-linux-gnu", "skylake-avx512")),
+    ("pthread-x86_64-linux-gnu-znver3", ("pthread", "x86_64-linux-gnu", "znver3")),
+    ("basic-x86_64-redhat-linux-icelake-server", ("basic", "x86_64-redhat-linux", "icelake-server")),
+    ("pthread-aarch64-unknown-linux-gnu-neoverse-n1", ("pthread", "aarch64-unknown-linux-gnu", "neoverse-n1")),
+    ("pthread-x86_64-apple-darwin-haswell", ("pthread", "x86_64-apple-darwin", "haswell")),
+    ("pthread", None),
+])
+def test_pocl_build_string_splits_into_driver_triple_and_cpu(hstr, parts):
+    assert ct.parse_hstr(hstr) == parts
+
+
 def test_allowed_cpus_follow_the_instruction_sets():
     assert ct.allowed_cpus(AVX512_HOST)[-1] == "skylake-avx512"
     assert ct.allowed_cpus(AVX2_HOST)[-1] == "haswell"

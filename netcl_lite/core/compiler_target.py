@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import sys
 
 import pyopencl as cl
@@ -60,8 +61,6 @@ _VARIANTS: tuple[tuple[str, frozenset[str]], ...] = (
 #: (PoCL picks the variant on ``avx512f`` alone; the compiler may use all of these)
 _AVX512_REST = frozenset({"avx512cd", "avx512bw", "avx512dq", "avx512vl", "avx2", "fma", "bmi1", "bmi2",
                           "f16c", "popcnt", "abm", "movbe"})
-
-_TRIPLE = b"x86_64-unknown-linux-gnu"
 
 #: the name PoCL was given, kept alive for the life of the process (PoCL holds a raw pointer to it)
 _installed: dict[int, ctypes.Array] = {}
@@ -99,13 +98,38 @@ def allowed_cpus(flags: frozenset[str]) -> list[str]:
     return allowed
 
 
+#: PoCL's build string for a host CPU device on Linux: ``<driver>-<target triple>-<cpu>``, where the
+#: triple (``x86_64-unknown-linux-gnu``, ``x86_64-linux-gnu``, ``x86_64-redhat-linux`` ...) and
+#: the CPU (``skylake-avx512``) may both hold hyphens
+_HSTR = re.compile(r"^([^-]+)-(\w+(?:-[^-]+)?-linux(?:-(?:gnu|musl|android)\w*)?)-(.+)$")
+
+
+def _hstr(device: cl.Device) -> tuple[str, str, str] | None:
+    """(driver, target triple, CPU) from a PoCL CPU device's version; None for other devices.
+    Outside Linux the triple is everything between the first and the last hyphen."""
+    if not device.type & cl.device_type.CPU or "PoCL" not in device.version or "HSTR:" not in device.version:
+        return None
+    return parse_hstr(device.version.split("HSTR:", 1)[1].strip())
+
+
+def parse_hstr(hstr: str) -> tuple[str, str, str] | None:
+    """Split PoCL's build string into (driver, target triple, CPU).
+
+    >>> parse_hstr("pthread-x86_64-unknown-linux-gnu-skylake-avx512")
+    ('pthread', 'x86_64-unknown-linux-gnu', 'skylake-avx512')
+    """
+    match = _HSTR.match(hstr)
+    if match:
+        return match.group(1), match.group(2), match.group(3)
+    parts = hstr.split("-")
+    return (parts[0], "-".join(parts[1:-1]), parts[-1]) if len(parts) >= 3 else None
+
+
 def pocl_cpu_name(device: cl.Device) -> str | None:
     """The CPU name a PoCL CPU device compiles for, read from its version's ``HSTR`` (for example
     ``'znver3'``, ``'rocketlake'`` or ``'generic'``), or None when the device is not PoCL's CPU."""
-    if not device.type & cl.device_type.CPU or "PoCL" not in device.version:
-        return None
-    version = device.version
-    return version.split("HSTR:", 1)[1].strip().rsplit("-", 1)[-1] if "HSTR:" in version else None
+    hstr = _hstr(device)
+    return hstr[2] if hstr else None
 
 
 def _readable_ranges() -> list[tuple[int, int]]:
@@ -129,8 +153,9 @@ def _string_at(address: int | None, ranges: list[tuple[int, int]], size: int = 3
 _SCAN_BYTES = 4096
 
 
-def _cpu_field(device: cl.Device, current: str) -> int:
-    """The address of the pointer in PoCL's device structure that names the compile target."""
+def _cpu_field(device: cl.Device, triple: str, current: str) -> int:
+    """The address of the pointer in PoCL's device structure that names the compile target: the
+    one field that points at the name ``current`` right after a field that points at ``triple``."""
     ranges = _readable_ranges()
     base = device.int_ptr
     if not any(lo <= base and base + _SCAN_BYTES <= hi for lo, hi in ranges):
@@ -138,8 +163,8 @@ def _cpu_field(device: cl.Device, current: str) -> int:
     width = ctypes.sizeof(ctypes.c_void_p)
     hits = []
     for offset in range(0, _SCAN_BYTES - 2 * width, width):
-        triple = ctypes.c_void_p.from_address(base + offset).value
-        if _string_at(triple, ranges) != _TRIPLE:
+        triple_at = ctypes.c_void_p.from_address(base + offset).value
+        if _string_at(triple_at, ranges) != triple.encode():
             continue
         cpu = ctypes.c_void_p.from_address(base + offset + width).value
         if _string_at(cpu, ranges) == current.encode():
@@ -147,7 +172,7 @@ def _cpu_field(device: cl.Device, current: str) -> int:
     if len(hits) != 1:
         raise CompilerTargetError(
             f"found {len(hits)} places in PoCL's device structure naming the target "
-            f"{_TRIPLE.decode()}/{current}; expected exactly one (a PoCL build this library does not know)")
+            f"{triple}/{current}; expected exactly one (a PoCL build this library does not know)")
     return hits[0]
 
 
@@ -200,14 +225,20 @@ def retarget(device: cl.Device) -> str | None:
     """
     if device.int_ptr in _installed:
         return None
-    current = pocl_cpu_name(device)
-    if current is None or not sys.platform.startswith("linux") or "x86_64" not in device.version:
+    hstr = _hstr(device)
+    if hstr is None:
         return None
+    _, triple, current = hstr
     wanted = os.environ.get(ENV_VAR, "").strip()
+    if not (sys.platform.startswith("linux") and triple.startswith("x86_64")):
+        if wanted:
+            raise ValueError(f"{ENV_VAR} applies to PoCL's x86-64 CPU driver on Linux; this PoCL "
+                             f"compiles for {triple} on {sys.platform}: unset it")
+        return None
     choice = choose_cpu(current, wanted, host_flags())
     if choice is None:
         return None
-    field = _cpu_field(device, current)
+    field = _cpu_field(device, triple, current)
     name = ctypes.create_string_buffer(choice.encode())
     pointer = ctypes.c_void_p.from_address(field)
     previous = pointer.value
