@@ -123,3 +123,16 @@ def test_env_var_naming_a_cpu_the_host_cannot_run_is_refused(device):
     proc = _run_child("cortex-a53")
     assert proc.returncode != 0
     assert "ValueError: NETCL_LITE_POCL_CPU='cortex-a53' is not a CPU PoCL can compile for" in proc.stderr
+
+
+def test_a_context_made_without_the_device_manager_builds_the_kernels_too():
+    """A reader's own PyOpenCL context on the same device: the loader retargets PoCL first."""
+    proc = subprocess.run([sys.executable, "-c", """
+import numpy as np, pyopencl as cl
+from netcl_lite.core import kernels
+dev = [d for p in cl.get_platforms() for d in p.get_devices() if d.type & cl.device_type.CPU][0]
+ctx = cl.Context([dev])
+print(kernels.get_kernel(ctx, "softmax.cl", "masked_softmax_rows").function_name)
+"""], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().endswith("masked_softmax_rows")

@@ -65,6 +65,7 @@ __kernel void narrower(__global int *x) { x[0] = 8; }
 def compiles_avx512(device: cl.Device) -> bool:
     """Whether the OpenCL compiler of ``device`` targets AVX-512F (its ``__AVX512F__`` macro), from
     the kernel name a two-line probe program declares; built once per device."""
+    compiler_target.retarget(device)
     program = cl.Program(cl.Context([device]), _PROBE_SOURCE).build(options=list(compiler_target.build_option(device)))
     return "avx512" in program.kernel_names.split(";")
 
@@ -107,6 +108,7 @@ def get_program(context: cl.Context, filename: str, options: tuple[str, ...] = (
         path = kernel_dir() / filename
         if not path.is_file():
             raise FileNotFoundError(f"no kernel source {filename!r} in {kernel_dir()}")
+        compiler_target.retarget(context.devices[0])   # a context made without nl.device() too
         target = compiler_target.build_option(context.devices[0])
         build_options = ["-I", str(kernel_dir()), "-cl-kernel-arg-info", *COMMON_OPTIONS, *target, *options]
         try:
