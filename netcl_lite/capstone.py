@@ -41,6 +41,8 @@ from .train import TrainConfig, eval_windows, evaluate, train
 # --8<-- [start:recipe]
 VOCAB_SIZE = 2048              # 256 bytes + 1,792 merges learned on the training split
 HELD_OUT_FRACTION = 0.1        # of the modules, by a hash of their names
+DEDUP_MIN_CHARS = 20           # held-out lines this long that occur in training are dropped
+EVAL_STRIDE = 64               # held-out windows start every 64 tokens: each prediction sees >= 64 of context
 
 MODEL = dict(                  # LMConfig fields (transformers' LlamaConfig names)
     hidden_size=128,
@@ -73,20 +75,30 @@ TRAINING = TrainConfig(
 
 @dataclass(frozen=True)
 class Data:
-    """The text, split by module: training and held-out documents, each joined into one string."""
+    """The text, split by module: training and held-out documents, each joined into one string.
+
+    ``evaluation_text`` is the held-out text without the lines it shares with the training
+    text (:func:`netcl_lite.corpus.drop_repeated_lines`, ``DEDUP_MIN_CHARS``); every
+    measure on the held-out side uses it. ``dropped_lines`` are the lines taken out.
+    """
 
     train_documents: dict
     held_out_documents: dict
     train_text: str
     held_out_text: str
+    evaluation_text: str
+    dropped_lines: tuple
 
 
 @lru_cache(maxsize=1)
 def data() -> Data:
     """The standard library's docstrings (:mod:`netcl_lite.corpus`), split by module into training
-    and held-out documents; computed once per process."""
+    and held-out documents, and the held-out text de-duplicated against training; computed once
+    per process."""
     train_docs, held_docs = corpus.split_documents(corpus.stdlib_documents(), HELD_OUT_FRACTION)
-    return Data(train_docs, held_docs, corpus.join(train_docs), corpus.join(held_docs))
+    train_text, held_text = corpus.join(train_docs), corpus.join(held_docs)
+    kept, dropped = corpus.drop_repeated_lines(held_text, train_text, DEDUP_MIN_CHARS)
+    return Data(train_docs, held_docs, train_text, held_text, kept, tuple(dropped))
 
 
 def train_tokenizer(text: str) -> BPETokenizer:
@@ -132,7 +144,7 @@ def run_key(queue, text: str) -> str:
     from .core.kernels import kernel_dir
 
     h = hashlib.sha256()
-    recipe = {"vocab": VOCAB_SIZE, "held_out": HELD_OUT_FRACTION, "model": MODEL, "training": asdict(TRAINING)}
+    recipe = {"vocab": VOCAB_SIZE, "held_out": HELD_OUT_FRACTION, "dedup": DEDUP_MIN_CHARS, "model": MODEL, "training": asdict(TRAINING)}
     h.update(json.dumps(recipe, sort_keys=True).encode())
     h.update(hashlib.sha256(text.encode()).digest())
     sources = sorted(Path(__file__).resolve().parent.rglob("*.py")) + sorted(kernel_dir().glob("*.[ch]*"))
@@ -159,7 +171,7 @@ def run(queue=None, progress: bool | None = None) -> Run:
     tok = BPETokenizer.load(folder / "tokenizer.json")
     model = DecoderLM.from_pretrained(folder, queue=queue)
     log = json.loads((folder / "log.json").read_text(encoding="utf-8"))
-    return Run(model, tok, d, _ids(tok, d.train_text), _ids(tok, d.held_out_text), log, folder)
+    return Run(model, tok, d, _ids(tok, d.train_text), _ids(tok, d.evaluation_text), log, folder)
 
 
 def _ids(tok: BPETokenizer, text: str) -> np.ndarray:
@@ -171,26 +183,141 @@ def _train_into(folder: Path, d: Data, queue, progress) -> None:
     began = time.perf_counter()
     tok = train_tokenizer(d.train_text)
     model = DecoderLM(model_config(tok), queue=queue, seed=0)
-    log = train(model, _ids(tok, d.train_text), _ids(tok, d.held_out_text), TRAINING, folder, progress=progress)
+    log = train(model, _ids(tok, d.train_text), _ids(tok, d.evaluation_text), TRAINING, folder, progress=progress)
     tok.save(folder / "tokenizer.json")
     (folder / "done.json").write_text(json.dumps({"seconds": time.perf_counter() - began,
                                                   "train_seconds": log["train"][-1]["seconds"]}) + "\n")
 
 
+def held_out_measures(run: Run) -> dict:
+    """Every coder of the held-out evaluation text, in bits per byte, computed once per run.
+
+    ``model``: the trained model with windows of ``TRAINING.block_size`` every
+    ``EVAL_STRIDE`` tokens (:func:`bits_per_byte`); ``model, windows side by side``: the
+    same without overlap. ``unigram``/``bigram``: counted on the training tokens.
+    ``alone``/``primed``: :func:`compressor_bits_per_byte` without and with the training
+    text. Kept as ``measures.json`` in the run's folder, which is named by everything the
+    numbers depend on.
+    """
+    path = run.directory / "measures.json"
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    d, block = run.data, TRAINING.block_size
+    n_bytes = len(d.evaluation_text.encode("utf-8"))
+    out = {"model": bits_per_byte(run.model, run.held_out_ids, run.tokenizer, block, stride=EVAL_STRIDE),
+           "model, windows side by side": bits_per_byte(run.model, run.held_out_ids, run.tokenizer, block),
+           **ngram_bits_per_byte(run.train_ids, run.held_out_ids, run.model.config.vocab_size, n_bytes),
+           "alone": compressor_bits_per_byte(d.evaluation_text),
+           "primed": compressor_bits_per_byte(d.evaluation_text, primer=d.train_text)}
+    tmp = path.with_name(f"measures.json.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return out
+
+
 # -- measures ---------------------------------------------------------------------------------------
 
-def bits_per_byte(model: DecoderLM, ids, tokenizer: BPETokenizer, block_size: int, batch_size: int = 16) -> float:
-    """Held-out cross-entropy in bits per byte of the text the predicted tokens spell.
+IGNORE = -100                       # a target the loss leaves out (transformers' convention)
 
-    Non-overlapping windows of ``block_size``: every token after the first is
-    predicted once, from up to ``block_size`` tokens of context.
+
+def sliding_windows(ids, block_size: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
+    """Windows of ``block_size`` tokens every ``stride`` tokens, with targets that score each
+    token after the first exactly once.
+
+    Window i starts at i·stride (the last one ends at the last token); its targets that an
+    earlier window already scored are ``IGNORE``. So every target after the first window
+    is predicted from at least ``block_size - stride`` tokens of context, where windows
+    that do not overlap (``stride = block_size``) give the first targets of each window
+    almost none.
+
+    >>> x, y = sliding_windows(np.arange(9), block_size=4, stride=2)
+    >>> x.tolist(), y.tolist()
+    ([[0, 1, 2, 3], [2, 3, 4, 5], [4, 5, 6, 7]], [[1, 2, 3, 4], [-100, -100, 5, 6], [-100, -100, 7, 8]])
+    """
+    ids = np.asarray(ids)
+    for name, value in (("block_size", block_size), ("stride", stride)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    if stride > block_size:
+        raise ValueError(f"stride={stride} exceeds block_size={block_size}: tokens between windows would go unscored")
+    if ids.ndim != 1 or ids.size < block_size + 1:
+        raise ValueError(f"ids must be 1-D with at least block_size + 1 = {block_size + 1} tokens, got shape {ids.shape}")
+    targets = ids.size - 1
+    starts = list(range(0, targets - block_size + 1, stride))
+    if starts[-1] + block_size < targets:
+        starts.append(targets - block_size)
+    starts = np.asarray(starts)
+    offsets = starts[:, None] + np.arange(block_size)
+    x, y = ids[offsets], ids[offsets + 1].copy()
+    scored = np.concatenate([[0], starts[:-1] + block_size])       # targets scored before window i
+    y[offsets < scored[:, None]] = IGNORE
+    return x, y
+
+
+def bits_per_byte(model: DecoderLM, ids, tokenizer: BPETokenizer, block_size: int, batch_size: int = 16,
+                  stride: int | None = None) -> float:
+    """Cross-entropy of ``ids`` in bits per byte of the text the predicted tokens spell.
+
+    Every token after the first is predicted once, in windows of ``block_size``
+    (:func:`sliding_windows`): ``stride=None`` takes them side by side, a smaller
+    stride gives each prediction at least ``block_size - stride`` tokens of context
+    at the cost of more forward passes.
     """
     if not isinstance(tokenizer, BPETokenizer):
         raise TypeError(f"tokenizer must be a BPETokenizer, got {type(tokenizer).__name__}")
-    nats, count = evaluate(model, ids, block_size, batch_size)
-    _, targets = eval_windows(ids, block_size)
-    n_bytes = len(tokenizer.decode_bytes(targets.ravel().tolist()))
-    return nats / math.log(2) / n_bytes
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    if stride is None:
+        nats, _ = evaluate(model, ids, block_size, batch_size)
+        _, targets = eval_windows(ids, block_size)
+        return nats / math.log(2) / len(tokenizer.decode_bytes(targets.ravel().tolist()))
+    x, y = sliding_windows(ids, block_size, stride)
+    nats = 0.0
+    for i in range(0, len(x), batch_size):
+        xb, yb = x[i:i + batch_size], y[i:i + batch_size]
+        nats += float(model.loss(xb, yb, ignore_index=IGNORE).numpy()) * int((yb != IGNORE).sum())
+    return nats / math.log(2) / len(tokenizer.decode_bytes(np.asarray(ids)[1:].tolist()))
+
+
+def adaptive_bits_per_byte(model: DecoderLM, ids, tokenizer: BPETokenizer, block_size: int, stride: int,
+                           lr: float, batch_size: int = 16) -> float:
+    """Bits per byte of ``ids`` when the model goes on learning from the text as it codes it.
+
+    The windows of :func:`sliding_windows` are taken in order, ``batch_size`` at a time:
+    each batch's new targets are scored with the current weights (that is their cost), and
+    only then does one AdamW step at ``lr`` learn from them. A decoder that has decoded
+    those tokens can take the same step, so this is a valid code, and it is what the
+    classical coders do when they adapt to the text they compress ("dynamic evaluation"
+    for a neural model). The model's weights are restored afterwards.
+    """
+    from . import autograd as ag
+    from .optim import AdamW, clip_grad_norm
+    from .train import parameter_groups
+
+    if not isinstance(tokenizer, BPETokenizer):
+        raise TypeError(f"tokenizer must be a BPETokenizer, got {type(tokenizer).__name__}")
+    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr < 1:
+        raise ValueError(f"lr must be a number in (0, 1), got {lr!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    x, y = sliding_windows(ids, block_size, stride)
+    saved = model.state_dict()
+    params = model.parameters()
+    opt = AdamW(parameter_groups(model, 0.0), lr=lr, betas=(TRAINING.beta1, TRAINING.beta2), eps=TRAINING.eps)
+    nats = 0.0
+    try:
+        for i in range(0, len(x), batch_size):
+            xb, yb = x[i:i + batch_size], y[i:i + batch_size]
+            with ag.Tape() as tape:
+                loss = model.loss(xb, yb, ignore_index=IGNORE)
+            nats += float(loss.numpy()) * int((yb != IGNORE).sum())   # scored before it is learned from
+            tape.backward(loss)
+            clip_grad_norm(params, TRAINING.grad_clip)
+            opt.step()
+            opt.zero_grad()
+    finally:
+        model.load_state_dict(saved)
+    return nats / math.log(2) / len(tokenizer.decode_bytes(np.asarray(ids)[1:].tolist()))
 
 
 def ngram_bits_per_byte(train_ids, held_ids, vocab_size: int, n_bytes: int) -> dict[str, float]:
@@ -221,14 +348,58 @@ def ngram_bits_per_byte(train_ids, held_ids, vocab_size: int, n_bytes: int) -> d
             "bigram": float((first - np.log2(bigram).sum()) / n_bytes)}
 
 
-def compressor_bits_per_byte(text: str) -> dict[str, float]:
-    """Bits per byte that Python's compressors reach on ``text`` alone, at their strongest settings."""
+COMPRESSORS = ("zlib", "bz2", "lzma", "ppmd")
+PPMD_ORDERS = range(2, 17)          # PPMd's context orders tried; the best on the coded text is kept
+PPMD_MEMORY = 256 << 20             # bytes of model memory PPMd may use
+
+
+def _compressed_size(name: str, data: bytes) -> int:
+    if name == "zlib":
+        return len(zlib.compress(data, 9))
+    if name == "bz2":
+        return len(bz2.compress(data, 9))
+    return len(lzma.compress(data, preset=9 | lzma.PRESET_EXTREME))
+
+
+def _ppmd_bytes(data: bytes, primer: bytes, order: int) -> int:
+    """Bytes PPMd writes while coding ``data`` right after ``primer`` (its end marker included)."""
+    import pyppmd
+
+    coder = pyppmd.PpmdCompressor(max_order=order, mem_size=PPMD_MEMORY)
+    if primer:
+        coder.compress(primer)           # builds the statistics; its output is not charged
+    return len(coder.compress(data)) + len(coder.flush())
+
+
+def compressor_bits_per_byte(text: str, primer: str = "") -> dict[str, float]:
+    """Bits per byte of ``text`` that each of :data:`COMPRESSORS` reaches at its strongest settings.
+
+    With a ``primer`` (the training split), a coder is charged only for ``text`` after it
+    has coded the primer: bits = 8 · (|C(primer + text)| − |C(primer)|), so it may copy
+    from, and keep statistics of, the same text the model trained on. Alone, it learns
+    from ``text`` as it goes. zlib sees only the last 32 KiB before each position and bz2
+    blocks of 900 kB, so priming helps them little; lzma's window (64 MiB at its
+    strongest preset) holds all of a primer of a few MB, and PPMd keeps statistics of
+    every context up to its order. PPMd codes one stream, so it is charged the bytes it
+    writes for ``text`` after coding the primer (the same count up to its few bytes of
+    pending state). PPMd's order is the best of :data:`PPMD_ORDERS` on
+    ``text`` itself (``"ppmd order"`` in the result), a choice that favours PPMd.
+    """
     if not isinstance(text, str) or not text:
         raise ValueError("text must be a non-empty str")
-    raw = text.encode("utf-8")
-    sizes = {"zlib": len(zlib.compress(raw, 9)), "bz2": len(bz2.compress(raw, 9)),
-             "lzma": len(lzma.compress(raw, preset=9 | lzma.PRESET_EXTREME))}
-    return {name: 8 * size / len(raw) for name, size in sizes.items()}
+    if not isinstance(primer, str):
+        raise TypeError(f"primer must be a str (the training text, or '' for none), got {type(primer).__name__}")
+    raw, head = text.encode("utf-8"), primer.encode("utf-8")
+
+    def bits(name: str) -> float:
+        base = _compressed_size(name, head) if head else 0
+        return 8 * (_compressed_size(name, head + raw) - base) / len(raw)
+
+    out = {name: bits(name) for name in COMPRESSORS[:3]}
+    ppmd = {k: 8 * _ppmd_bytes(raw, head, k) / len(raw) for k in PPMD_ORDERS}
+    out["ppmd order"] = min(ppmd, key=ppmd.get)
+    out["ppmd"] = ppmd[out["ppmd order"]]
+    return out
 
 
 def step_flops(config: LMConfig, batch: int, block: int) -> dict[str, int]:

@@ -88,3 +88,27 @@ def split_documents(documents: dict[str, str], held_out_fraction: float = 0.1) -
 def join(documents: dict[str, str]) -> str:
     """The documents as one text, separated by a blank line."""
     return "\n\n".join(documents.values())
+
+
+def drop_repeated_lines(text: str, reference: str, min_chars: int = 20) -> tuple[str, list[str]]:
+    """(``text`` without the lines it shares with ``reference``, the dropped lines).
+
+    A line of ``text`` is dropped when, stripped of surrounding whitespace, it has at
+    least ``min_chars`` characters and equals a stripped line of ``reference``: held-out
+    text loses what was trained on word for word (license headers, repeated examples),
+    short lines such as ``Returns:`` stay.
+
+    >>> drop_repeated_lines("Returns:\\n  the same long line here\\nnew\\n", "the same long line here\\nReturns:")
+    ('Returns:\\nnew\\n', ['  the same long line here\\n'])
+    """
+    for name, value in (("text", text), ("reference", reference)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if isinstance(min_chars, bool) or not isinstance(min_chars, numbers.Integral) or min_chars < 1:
+        raise ValueError(f"min_chars must be an int >= 1, got {min_chars!r}")
+    seen = {line.strip() for line in reference.splitlines()}
+    kept, dropped = [], []
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        (dropped if len(stripped) >= min_chars and stripped in seen else kept).append(line)
+    return "".join(kept), dropped
