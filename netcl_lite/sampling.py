@@ -92,6 +92,28 @@ def sample(logits, rng, *, temperature=1.0, top_k=None, top_p=None):
     return int(rng.choice(len(probs), p=probs))
 
 
+def repeated_ngram_bans(tokens, n):
+    """Token ids that would complete an n-gram already present in ``tokens`` (the no-repeat rule).
+
+    The last n - 1 tokens are the context; every token that followed an earlier occurrence of
+    that context is banned, so no n-gram occurs twice. Greedy decoding, once a phrase
+    repeats, tends to repeat it forever: the phrase is in the context, which makes it more
+    likely still. Banning a repeated n-gram breaks the loop, at the price of also banning
+    legitimate repeats (n = 3 forbids writing "of the" twice after the same word).
+    Give banned tokens a large negative logit (``logits[sorted(bans)] = -1e9``).
+
+    >>> sorted(repeated_ngram_bans([5, 6, 7, 5, 6], 3))
+    [7]
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"n must be an int >= 1 (the n-gram length; 0 in generate turns the rule off), got {n!r}")
+    seq = [int(t) for t in tokens]
+    if len(seq) < n - 1 or (n == 1 and not seq):
+        return set()
+    context = tuple(seq[len(seq) - n + 1:]) if n > 1 else ()
+    return {seq[i + n - 1] for i in range(len(seq) - n + 1) if tuple(seq[i:i + n - 1]) == context}
+
+
 class Hypothesis(NamedTuple):
     """One beam-search result."""
 

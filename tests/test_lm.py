@@ -149,6 +149,32 @@ def test_sampling_is_seeded_filtered_and_stops(model):
     assert model.generate(prompt, 0).tolist() == prompt
 
 
+def test_no_repeat_ngram_size_never_repeats_an_ngram(model):
+    from netcl_lite.sampling import repeated_ngram_bans
+
+    prompt = [5, 6, 7, 5, 6]      # repeats 5, 6 itself: only what generate adds must be new
+
+    def repeats(out, n):          # generated positions whose n-gram occurred earlier
+        grams = [tuple(out[i - n + 1:i + 1]) for i in range(n - 1, len(out))]
+        return [i + n - 1 for i, g in enumerate(grams) if i + n - 1 >= len(prompt) and g in grams[:i]]
+
+    assert repeats(model.generate(prompt, 30, temperature=0).tolist(), 3), "the test needs a model that loops"
+    for n in (1, 2, 3):
+        out = model.generate(prompt, 12 if n == 1 else 30, temperature=0, no_repeat_ngram_size=n).tolist()
+        assert not repeats(out, n), (n, out)
+    assert not repeats(model.generate(prompt, 30, temperature=1.0, seed=3, no_repeat_ngram_size=2).tolist(), 2)
+    assert model.generate(prompt, 6, temperature=0, no_repeat_ngram_size=0).tolist() == \
+        model.generate(prompt, 6, temperature=0).tolist()
+    assert repeated_ngram_bans([5, 6, 7, 5, 6], 3) == {7} and repeated_ngram_bans([1, 2], 4) == set()
+    assert repeated_ngram_bans([4, 4, 9], 1) == {4, 9}
+    with pytest.raises(ValueError, match="n must be an int >= 1"):
+        repeated_ngram_bans([1, 2], 0)
+    with pytest.raises(ValueError, match="no_repeat_ngram_size must be >= 0"):
+        model.generate(prompt, 2, no_repeat_ngram_size=-1)
+    with pytest.raises(TypeError, match="no_repeat_ngram_size must be an int"):
+        model.generate(prompt, 2, no_repeat_ngram_size=2.5)
+
+
 @pytest.mark.parametrize("kwargs, error, match", [
     ({"ids": [[1, V]]}, ValueError, r"ids must lie in \[0, 61\)"),
     ({"ids": [[-1, 2]]}, ValueError, r"ids must lie in"),

@@ -174,6 +174,7 @@ class DecoderLM(Module):
 
     # -- forward -----------------------------------------------------------------------------
 
+    # --8<-- [start:forward]
     def __call__(self, ids, cache: KVCache | None = None) -> ag.Node:
         """Token ids (B, T) → logits (B, T, vocab_size); with ``cache``, ids continue the cached positions."""
         return self.embed.output_logits(self.hidden(ids, cache))
@@ -187,6 +188,7 @@ class DecoderLM(Module):
         for i, block in enumerate(self.layers):
             h = block(h, cache, i)
         return self.norm(h)
+    # --8<-- [end:forward]
 
     def loss(self, ids, targets, ignore_index: int = -100) -> ag.Node:
         """Mean cross-entropy (nats per token) of ``targets[b, t]``, the token after ``ids[b, t]``.
@@ -273,7 +275,7 @@ class DecoderLM(Module):
 
     def generate(self, ids, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
                  top_p: float | None = None, seed: int | None = None, stop=None, on_token=None,
-                 use_cache: bool = True) -> np.ndarray:
+                 use_cache: bool = True, no_repeat_ngram_size: int = 0) -> np.ndarray:
         """Extend one prompt by up to ``max_new_tokens`` tokens; returns the ids with the new ones appended.
 
         ``ids``: the prompt, a 1-D sequence of token ids or an array of shape
@@ -285,6 +287,9 @@ class DecoderLM(Module):
         ``on_token(id)`` is called with each new id as it is made.
         ``use_cache=False`` reruns the full forward over the whole prefix for
         every token instead of appending to a KV cache (same tokens, slower).
+        ``no_repeat_ngram_size=n`` (n >= 1) never produces an n-gram of tokens that the
+        prompt or the output already holds (:func:`netcl_lite.sampling.repeated_ngram_bans`);
+        0 turns the rule off.
         """
         c = self.config
         prompt = np.asarray(ids)
@@ -309,13 +314,18 @@ class DecoderLM(Module):
             raise TypeError(f"use_cache must be a bool, got {type(use_cache).__name__}")
         if ag.recording():
             raise ValueError("generate is inference: call it outside `with Tape()`")
+        no_repeat = _check_count("no_repeat_ngram_size", no_repeat_ngram_size, minimum=0)
 
+        # --8<-- [start:generate]
         rng = np.random.default_rng(seed)
         tokens = rows[0].tolist()
         cache = (KVCache(self.queue, c.num_hidden_layers, 1, c.num_key_value_heads, c.head_dim,
                          len(tokens) + n_new) if use_cache and n_new else None)
         logits = self.next_logits(rows, cache) if n_new else None
         for step in range(n_new):
+            if no_repeat:
+                logits = logits.copy()
+                logits[sorted(sampling.repeated_ngram_bans(tokens, no_repeat))] = -1e9   # never chosen
             if temperature == 0:
                 token = sampling.greedy(logits)
             else:
@@ -329,6 +339,7 @@ class DecoderLM(Module):
                 logits = self.next_logits([[token]], cache)
             else:
                 logits = self.next_logits([tokens])
+        # --8<-- [end:generate]
         out = np.asarray(tokens, np.int64)
         return out if prompt.ndim == 1 else out[None, :]
 

@@ -318,6 +318,7 @@ class DecoderBlock(Module):
         return dict(norm1=self.norm1.weight, wq=a["wq"], wk=a["wk"], wv=a["wv"], wo=a["wo"], norm2=self.norm2.weight,
                     w1=f["w1"], w3=f["w3"], w2=f["w2"])
 
+    # --8<-- [start:block]
     def __call__(self, x, cache: KVCache | None = None, layer: int = 0) -> ag.Node:
         """x (B, T, dim) → (B, T, dim); ``cache``/``layer`` as in :class:`RotaryAttention`."""
         x = _input(x, self.dim, queue=self.queue)
@@ -326,6 +327,7 @@ class DecoderBlock(Module):
             return self.ffn(self.norm2(h), residual=h)
         h = self.norm1(self.attn(x, cache, layer, residual=x))
         return self.norm2(self.ffn(h, residual=h))
+    # --8<-- [end:block]
 
 
 class Embedding(Module):
@@ -348,6 +350,7 @@ class Embedding(Module):
         """Integer ids (any shape) → (*ids.shape, dim)."""
         return ag.embedding(self.table, ids)
 
+    # --8<-- [start:head]
     def output_logits(self, h) -> ag.Node:
         """h (..., dim) → logits (..., vocab)."""
         (h,) = ag._nodes(h)
@@ -356,3 +359,4 @@ class Embedding(Module):
         rows = ag.reshape(h, (-1, self.dim))
         logits = ag.matmul(rows, self.table, transpose_b=True) if self.tie else ag.matmul(rows, self.output)
         return ag.reshape(logits, h.shape[:-1] + (self.vocab,))
+    # --8<-- [end:head]
