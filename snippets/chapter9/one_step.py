@@ -42,7 +42,15 @@ expected, _, _ = adamw_reference(
     eps=cfg.eps, weight_decay=cfg.weight_decay,
 )
 print(f"global gradient norm {norm:.4f} (clipped to {cfg.grad_clip})")
-print(f"lr {lr:.1e}: layers.0.attn.wq moved by at most {np.abs(after - before).max():.2e},"
-      f" at least {np.abs(after - before).min():.2e}")
 print(f"max |device - float64 formula| = {np.abs(after - expected).max():.1e}")
 assert np.abs(after - expected).max() < 1e-6
+
+# Step 1 moves each weight by lr * |g| / (|g| + eps), besides the decay: a full
+# lr where |g| >> eps, less where the gradient is as small as eps.
+move = np.abs(after - before * (1 - lr * cfg.weight_decay)) / lr
+predicted = np.abs(g) / (np.abs(g) + cfg.eps)
+print(f"lr {lr:.1e}: {np.mean(move > 0.99):.1%} of the weights move by more than 0.99 lr")
+i = int(move.argmin())
+print(f"the smallest move is {move.flat[i]:.2f} lr, where |g| = {abs(g.flat[i]):.1e}"
+      f" and |g| / (|g| + eps) = {predicted.flat[i]:.2f} (eps = {cfg.eps:.0e})")
+assert np.abs(move - predicted).max() < 1e-3

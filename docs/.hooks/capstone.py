@@ -1,0 +1,25 @@
+"""MkDocs hook: train Chapter 9's model before anything else runs, with a progress bar.
+
+Chapter 9's blocks and figures all read one training run (``netcl_lite.capstone.run``),
+which trains once per change of the code or the recipe and is reused after that. The
+first build after a change waits for it (at most 300 s of training on two CPU cores);
+this hook makes that wait visible: it trains in a child process whose progress bar
+goes to the terminal, before the figures and pages that read the run are made. A run
+that is already there loads in a second or two.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+_TRAIN = "from netcl_lite import capstone; capstone.run(progress=True)"
+
+
+def on_pre_build(config) -> None:
+    print("Chapter 9: training its language model, or loading the run this code already made", file=sys.stderr)
+    proc = subprocess.run([sys.executable, "-c", _TRAIN], cwd=ROOT, stdout=subprocess.DEVNULL)
+    if proc.returncode:
+        raise RuntimeError("Chapter 9's training run failed; its error is printed above")
