@@ -8,8 +8,8 @@ from netcl_lite.nn import sinusoidal_positions
 
 T, D = 96, 32
 pe = sinusoidal_positions(T, D)
-fig, (heat, lines) = plt.subplots(1, 2, figsize=(11, 3.8), facecolor="white",
-                                  gridspec_kw={"width_ratios": [1.2, 1]})
+fig, (heat, lines) = plt.subplots(1, 2, figsize=(12, 3.8), facecolor="white",
+                                  gridspec_kw={"width_ratios": [1.2, 1], "wspace": 0.35})
 im = heat.imshow(pe.T, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
 heat.set_xlabel("position p")
 heat.set_ylabel("coordinate (sin at even, cos at odd)")
