@@ -140,6 +140,16 @@ def rope(x, *, offset=0, base=10000.0, pairing="interleaved"):
     return out
 
 
+def sinusoidal_positions(seq_len, dim, base=10000.0):
+    """(seq_len, dim): PE[p, 2i] = sin(p / base^(2i/dim)), PE[p, 2i+1] = cos(the same), in float64."""
+    p = np.arange(seq_len, dtype=np.float64)[:, None]                       # (T, 1)
+    two_i = np.arange(0, dim, 2, dtype=np.float64)[None, :]                  # (1, d/2)
+    angle = p / np.power(base, two_i / dim)                                  # (T, d/2)
+    out = np.empty((seq_len, dim))
+    out[:, 0::2], out[:, 1::2] = np.sin(angle), np.cos(angle)
+    return out
+
+
 def rope_heads(x, heads, *, offset=0, base=10000.0, pairing="interleaved"):
     """x: (B, T, heads·d) split into (B, heads, T, d), each head rotated as :func:`rope` rotates."""
     x = np.asarray(x, np.float64)

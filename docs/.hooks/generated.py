@@ -96,7 +96,7 @@ def _cell(kind: str, text: str, cell_id: str) -> dict:
 def drill_notebook(week_dir: Path) -> dict:
     """The notebook for one week's drill: a title cell, then a heading and a code cell per step."""
     steps = sorted(week_dir.glob("drill_*.py"))
-    title = f"# {week_dir.name.replace('week', 'Week ')} drill\n\nEach step runs on its own; run them top to bottom. Needs `pip install netcl_lite` (this project)."
+    title = f"# {week_dir.name.replace('week', 'Week ')} drill\n\nEach step runs on its own; run them top to bottom. Needs `netcl_lite`, which is not on PyPI: install it from a clone of the project's repository, with `pip install -e .` run in the clone's root (inside a virtual environment)."
     cells = [_cell("markdown", title, "title")]
     for n, step in enumerate(steps, 1):
         code = step.read_text(encoding="utf-8")

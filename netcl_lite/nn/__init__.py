@@ -2,6 +2,7 @@
 language model built from them (:mod:`netcl_lite.nn.lm`)."""
 
 from .lm import DecoderLM, LMConfig
+from .positions import sinusoidal_positions
 from .transformer import (
     DecoderBlock,
     Embedding,
@@ -13,4 +14,4 @@ from .transformer import (
     RotaryAttention,
 )
 
-__all__ = ["DecoderBlock", "DecoderLM", "LMConfig", "Embedding", "FeedForward", "KVCache", "LayerNorm", "Module", "RMSNorm", "RotaryAttention"]
+__all__ = ["DecoderBlock", "DecoderLM", "LMConfig", "Embedding", "FeedForward", "KVCache", "LayerNorm", "Module", "RMSNorm", "RotaryAttention", "sinusoidal_positions"]

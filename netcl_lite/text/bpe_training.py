@@ -47,6 +47,7 @@ def learn_merges(chunk_counts: Mapping[bytes, int], num_merges: int, *, min_freq
     known = set(vocab)
     words = [list(piece) for piece in chunk_counts if len(piece) > 1]
     freqs = [f for piece, f in chunk_counts.items() if len(piece) > 1]
+    # --8<-- [start:count_pairs]
     counts: dict[Pair, int] = defaultdict(int)
     where: dict[Pair, set[int]] = defaultdict(set)
     for i, word in enumerate(words):
@@ -54,12 +55,14 @@ def learn_merges(chunk_counts: Mapping[bytes, int], num_merges: int, *, min_freq
         for pair in pairwise(word):
             counts[pair] += f
             where[pair].add(i)
+    # --8<-- [end:count_pairs]
     # subtle: a pair's count never rises once it exists (a pair is only ever created by the merge
     # that makes its newer token), so a pair below min_frequency can never merge: not queued.
     heap = [(-c, vocab[a], vocab[b], a, b) for (a, b), c in counts.items() if c >= min_frequency]
     heapify(heap)
     trace: list[tuple[Pair, int]] = []
     bar = Progress(progress)
+    # --8<-- [start:merge_step]
     while len(trace) < num_merges and heap:
         neg, left, right, a, b = heappop(heap)
         count = counts.get((a, b), 0)
@@ -82,6 +85,7 @@ def learn_merges(chunk_counts: Mapping[bytes, int], num_merges: int, *, min_freq
         for pair in _merge_everywhere(words, freqs, counts, where, a, b, new_id, min_frequency):
             heappush(heap, (-counts[pair], vocab[pair[0]], vocab[pair[1]], *pair))
         bar.update(f"BPE training: merge {len(trace)}/{num_merges} (count {count})")
+    # --8<-- [end:merge_step]
     bar.close(f"BPE training: {len(trace)} merges")
     return trace
 

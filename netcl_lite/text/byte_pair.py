@@ -194,6 +194,7 @@ def merge_chunk(piece: bytes, ranks: Mapping[bytes, int]) -> list[bytes]:
     (``aa`` has the lowest rank and the leftmost ``a a`` merges first; then ``a b``
     merges; ``aa ab`` is no token, so BPE stops.)
     """
+    # --8<-- [start:encode_by_rank]
     parts = list(map(_BYTE.__getitem__, piece))
     get = ranks.get
     values = [get(left + right, NO_MERGE) for left, right in pairwise(parts)]
@@ -206,3 +207,4 @@ def merge_chunk(piece: bytes, ranks: Mapping[bytes, int]) -> list[bytes]:
         if i < len(values):
             values[i] = get(parts[i] + parts[i + 1], NO_MERGE)
     return parts
+    # --8<-- [end:encode_by_rank]

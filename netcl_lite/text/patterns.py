@@ -33,6 +33,7 @@ GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|
 """GPT-2's pre-split pattern (tiktoken's ``r50k_base`` spelling): contractions, letter runs,
 number runs and punctuation runs with one optional leading space, then whitespace."""
 
+# --8<-- [start:gpt4_pattern]
 GPT4_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+"""
     r"""| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
@@ -40,6 +41,7 @@ GPT4_PATTERN = (
 """GPT-4's pre-split pattern (tiktoken's ``cl100k_base``): case-insensitive contractions, a
 letter run with one optional leading non-letter, numbers in groups of at most three digits,
 punctuation runs that keep trailing newlines, and newline-aware whitespace."""
+# --8<-- [end:gpt4_pattern]
 
 # The same two patterns over explicit classes {L}, {N}, {S} (letters, numbers, whitespace).
 _RE_TEMPLATES = {

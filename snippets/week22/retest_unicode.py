@@ -4,11 +4,12 @@ training = ["the river and the road", "the quick brown fox", "the river flows"]
 unseen = "naïve café 🚀 नमस्ते"
 
 byte_level = BPETokenizer(pattern=None)
-byte_level.train_from_iterator(training, vocab_size=256 + 12)
+# The library's default min_frequency=2: training stops once every pair is unique.
+merges = byte_level.train_from_iterator(training, vocab_size=256 + 12)
 ids = byte_level.encode(unseen)
 assert byte_level.decode(ids) == unseen  # every UTF-8 byte has an id
-print("byte-level BPE:", len(ids), "ids for", len(unseen.encode("utf-8")),
-      "UTF-8 bytes; exact round trip")
+print(f"byte-level BPE ({len(merges)} merges):", len(ids), "ids for",
+      len(unseen.encode("utf-8")), "UTF-8 bytes; exact round trip")
 
 words = WordBPE()
 words.train(" ".join(training), 12)

@@ -37,11 +37,11 @@ for t, keys in enumerate(tiles):
                   fontsize=9, color=TILE_COLORS[t])
 for i in range(TQ):
     flash_ax.add_patch(plt.Rectangle((TK + 0.4, i + 0.1), 2.6, 0.8, facecolor=STATE, edgecolor="#ef6c00", linewidth=0.8))
-    flash_ax.text(TK + 1.7, i + 0.5, "m, l, o", ha="center", va="center", fontsize=8)
+    flash_ax.text(TK + 1.7, i + 0.5, "m, l, a", ha="center", va="center", fontsize=8)
 flash_ax.text(TK + 1.7, TQ + 0.15, "per-row state,\nrescaled by\nexp(m_old - m_new)", ha="center", va="top", fontsize=8)
 sizes = [len(keys) for keys in tiles]
 alt = (f"Left: dense attention stores all {TQ} x {TK} scores. Right: streamed attention with block_size {BLOCK} "
        f"visits {len(tiles)} key tiles of {', '.join(map(str, sizes[:-1]))} and {sizes[-1]} keys, "
-       "carrying only the running maximum m, normalizer l and output accumulator o per query row.")
+       "carrying only the running maximum m, normalizer l and accumulator a per query row.")
 plt.savefig(sys.argv[1], format="svg", metadata={"Date": None, "Description": alt}, bbox_inches="tight",
             facecolor="white")

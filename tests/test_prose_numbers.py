@@ -1,0 +1,171 @@
+"""Numbers typed into the prose of the pages, each checked against the code that computes it.
+
+``PROSE`` is the one place for them: a row is (page, the text as the page has it, a
+function that builds that text from the library or from the page's own snippet). The
+test checks both that the page still says it and that the code still computes it, so
+neither can drift alone. A number that a block prints right under it needs no row;
+a number the prose repeats or derives does: add it here.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import doc_blocks
+from netcl_lite import budget, reference, sampling, scaling
+
+WORDS = {2: "two", 3: "three", 8: "eight"}
+
+
+def _snippet_function(path: str, name: str):
+    """One function defined in a snippet file, without running the rest of the snippet."""
+    tree = ast.parse((doc_blocks.ROOT / path).read_text(encoding="utf-8"))
+    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    scope = {"math": math}
+    exec(compile(ast.Module(body=[node], type_ignores=[]), path, "exec"), scope)
+    return scope[name]
+
+
+def _worked_example_exponentials():
+    """exp of the scaled causal logits of Chapter 7's 3x3 example (float64 reference)."""
+    q = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    k = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]])
+    return np.exp(q @ k.T / math.sqrt(2))
+
+
+def _chapter7_text_counts():
+    """(characters, UTF-8 bytes, tokens) of the text Chapter 7's BPE block encodes, from that block."""
+    from netcl_lite.text import BPETokenizer
+    scope: dict = {}
+    source = (doc_blocks.ROOT / "snippets/chapter7/bpe_training.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    keep = [n for n in tree.body if isinstance(n, ast.Assign) and {t.id for t in n.targets} & {"corpus", "text"}]
+    exec(compile(ast.Module(body=keep, type_ignores=[]), "bpe_training.py", "exec"), scope)
+    tok = BPETokenizer()
+    tok.train_from_iterator(scope["corpus"], vocab_size=256 + 30)
+    text = scope["text"]
+    return len(text), len(text.encode("utf-8")), len(tok.encode(text))
+
+
+def _streamed(**kwargs):
+    stream = _snippet_function("snippets/week23/drill_4_streamed.py", "stream")
+    return stream([0.0, math.log(3)], [[2.0], [10.0]], **kwargs)
+
+
+def _frac(x: float) -> str:
+    f = Fraction(x).limit_denominator(100)
+    assert abs(float(f) - x) < 1e-9, x
+    return str(f)
+
+
+def _gqa():
+    mha, gqa = budget.attention_parameters(12, 3), budget.attention_parameters(12, 3, 1)
+    return mha, gqa
+
+
+def _kv_ratio(kv_heads):
+    return budget.kv_cache_bytes(80, 64, 128, 2048) // budget.kv_cache_bytes(80, kv_heads, 128, 2048)
+
+
+def _top_k_two():
+    p = sampling.distribution(np.log([0.4, 0.3, 0.2, 0.1]), top_k=2)
+    return _frac(float(p[0])), _frac(float(p[1])), float(p[0])
+
+
+def _state_after(tile):
+    _, states = _streamed()
+    m, l, (a,) = states[tile]
+    return m, _frac(l), _frac(a)
+
+
+PROSE = [
+    # Chapter 7
+    ("chapter-7.md", r"\(\sqrt{128} \approx 11.3\)", lambda: rf"\(\sqrt{{128}} \approx {math.sqrt(128):.1f}\)"),
+    ("chapter-7.md", "the printed 1 : 4.11",
+     lambda: f"the printed 1 : {_worked_example_exponentials()[1, 1] / _worked_example_exponentials()[1, 0]:.2f}"),
+    ("chapter-7.md", "their exponentials are 4.113 against 2.028",
+     lambda: "their exponentials are {:.3f} against {:.3f}".format(*_worked_example_exponentials()[2, [1, 0]])),
+    ("chapter-7.md", "One matrix is 256 MiB",
+     lambda: f"One matrix is {budget.to_gib(budget.score_matrix_bytes(8192)) * 1024:.0f} MiB"),
+    ("chapter-7.md", "a text of 30 characters (Python counts Unicode code points) becomes 49 UTF-8 bytes",
+     lambda: "a text of {} characters (Python counts Unicode code points) becomes {} UTF-8 bytes".format(
+         *_chapter7_text_counts()[:2])),
+    ("chapter-7.md", "where the 42 tokens come from", lambda: f"where the {_chapter7_text_counts()[2]} tokens come from"),
+    ("chapter-7.md", r"leaves \(\sigma^4\) (16 at \(\sigma = 2\))", lambda: rf"leaves \(\sigma^4\) ({2 ** 4} at \(\sigma = 2\))"),
+    ("chapter-7.md", r"\(\mathrm{CE} = -\ln(1/8) = \ln 8 \approx 2.079\)",
+     lambda: rf"\(\mathrm{{CE}} = -\ln(1/8) = \ln 8 \approx {math.log(8):.3f}\)"),
+    ("chapter-7.md", r"Bits per token are \(\log_2 8 = 3\), and 3 bits on each of 12 tokens spread over 48 bytes is 0.75",
+     lambda: rf"Bits per token are \(\log_2 8 = {math.log2(8):g}\), and {math.log2(8):g} bits on each of 12 tokens "
+             f"spread over 48 bytes is {math.log2(8) * 12 / 48:g}"),
+    # Chapter 8
+    ("chapter-8.md", r"The dense answer is \((1\cdot 2 + 3\cdot 10)/4 = 8\)",
+     lambda: rf"The dense answer is \((1\cdot 2 + 3\cdot 10)/4 = {(1 * 2 + 3 * 10) / 4:g}\)"),
+    ("chapter-8.md", r"the state is \((\log 3,\ 4/3,\ 32/3)\) and the output \(32/3 \div 4/3 = 8\). "
+                     r"Rescaling only the normalizer gives 9; only the accumulator, \(16/3\).",
+     lambda: r"the state is \((\log 3,\ {1},\ {2})\) and the output \({2} \div {1} = {3:g}\). ".format(
+         *_state_after(1), _streamed()[0][0])
+             + "Rescaling only the normalizer gives {:g}; only the accumulator, \\({}\\).".format(
+         round(_streamed(rescale_a=False)[0][0], 9), _frac(_streamed(rescale_l=False)[0][0]))),
+    ("chapter-8.md", r"Their ratio is \(T/(4d) = 32\) here",
+     lambda: rf"Their ratio is \(T/(4d) = {16384 // (4 * 128)}\) here"),
+    ("chapter-8.md", "256 MiB per head and sequence at",
+     lambda: f"{budget.score_matrix_bytes(8192) // 2**20} MiB per head and sequence at"),
+    ("chapter-8.md", "32 KiB for", lambda: f"{8192 * 4 // 2**10} KiB for"),
+    # Week 22
+    ("week-22.md", r"At \(D = 12\), \(h = 3\), \(g = 1\) that is 384 weights against 576 for MHA",
+     lambda: rf"At \(D = 12\), \(h = 3\), \(g = 1\) that is {_gqa()[1]} weights against {_gqa()[0]} for MHA"),
+    ("week-22.md", "the cache shrinks three times, the weights only by a third",
+     lambda: f"the cache shrinks {WORDS[3 // 1]} times, the weights only by "
+             f"{ {Fraction(1, 3): 'a third'}[Fraction(_gqa()[0] - _gqa()[1], _gqa()[0])] }"),
+    ("week-22.md", "576 → 384 weights above, against a threefold cache cut",
+     lambda: f"{_gqa()[0]} → {_gqa()[1]} weights above, against a {WORDS[3]}fold cache cut"),
+    ("week-22.md", "GQA's 8 groups sit 8 times below MHA and MQA's single head 64 times below",
+     lambda: f"GQA's 8 groups sit {_kv_ratio(8)} times below MHA and MQA's single head {_kv_ratio(1)} times below"),
+    ("week-22.md", "(no pre-split, a budget of 12 merges, but the library's default `min_frequency=2`, so it stops after 10)",
+     lambda: "(no pre-split, a budget of 12 merges, but the library's default `min_frequency=2`, so it stops after "
+             f"{_retest_merges()})"),
+    # Week 23
+    ("week-23.md", r"\(D = 512\), 16,384,000 weights", lambda: rf"\(D = 512\), {budget.tied_embedding_savings(32000, 512):,} weights"),
+    ("week-23.md", r"renormalizes to \([4/7, 3/7]\) and \(4/7 > 0.55\)",
+     lambda: r"renormalizes to \([{0}, {1}]\) and \({0} {2} 0.55\)".format(*_top_k_two()[:2], ">" if _top_k_two()[2] > 0.55 else "<=")),
+    ("week-23.md", r"renormalizes to \(4/7\) and \(3/7\)", lambda: r"renormalizes to \({}\) and \({}\)".format(*_top_k_two()[:2])),
+    ("week-23.md", r"\(\sqrt{100} = 10\) each",
+     lambda: r"\(\sqrt{{100}} = {:g}\) each".format(scaling.allocation(1e25)[0] / scaling.allocation(1e23)[0])),
+    ("week-23.md", "that is 20 million units", lambda: f"that is {scaling.break_even(100, 160, 4, 1):g} million units"),
+    ("week-23.md", r"the state \((m, \ell, \mathbf{a})\) is \((0, 1, 2)\)",
+     lambda: r"the state \((m, \ell, \mathbf{{a}})\) is \(({:g}, {}, {})\)".format(*_state_after(0))),
+    ("week-23.md", r"the normalizer becomes \(1/3 + 1 = 4/3\) and the accumulator \(2/3 + 10 = 32/3\). The output is "
+                   r"\((32/3)/(4/3) = 8\)",
+     lambda: r"the normalizer becomes \(1/3 + 1 = {1}\) and the accumulator \(2/3 + 10 = {2}\). The output is "
+             r"\(({2})/({1}) = {3:g}\)".format(*_state_after(1), round(_streamed()[0][0], 9))),
+    ("week-23.md", r"Rescaling only the normalizer gives 9; rescaling only the accumulator gives \(16/3\)",
+     lambda: r"Rescaling only the normalizer gives {:g}; rescaling only the accumulator gives \({}\)".format(
+         round(_streamed(rescale_a=False)[0][0], 9), _frac(_streamed(rescale_l=False)[0][0]))),
+    ("week-23.md", "fp16 score matrix is 2 GiB",
+     lambda: f"fp16 score matrix is {budget.to_gib(budget.score_matrix_bytes(32768, bytes_per_element=2)):g} GiB"),
+]
+
+
+def _retest_merges():
+    from netcl_lite.text import BPETokenizer
+    tok = BPETokenizer(pattern=None)
+    training = ["the river and the road", "the quick brown fox", "the river flows"]
+    return len(tok.train_from_iterator(training, vocab_size=256 + 12))
+
+
+def _flat(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+@pytest.mark.parametrize("page, prose, compute", PROSE, ids=[f"{p}:{t[:40]}" for p, t, _ in PROSE])
+def test_number_in_prose_is_what_the_code_computes(page, prose, compute):
+    assert compute() == prose, f"{page}: the code now gives {compute()!r}"
+    text = _flat((doc_blocks.DOCS / page).read_text(encoding="utf-8"))
+    # admonition bodies are indented: compare with whitespace collapsed
+    assert _flat(prose) in text, f"{page} no longer says {prose!r}: update the page or this table"
