@@ -279,47 +279,6 @@ def bits_per_byte(model: DecoderLM, ids, tokenizer: BPETokenizer, block_size: in
     return nats / math.log(2) / len(tokenizer.decode_bytes(np.asarray(ids)[1:].tolist()))
 
 
-def adaptive_bits_per_byte(model: DecoderLM, ids, tokenizer: BPETokenizer, block_size: int, stride: int,
-                           lr: float, batch_size: int = 16) -> float:
-    """Bits per byte of ``ids`` when the model goes on learning from the text as it codes it.
-
-    The windows of :func:`sliding_windows` are taken in order, ``batch_size`` at a time:
-    each batch's new targets are scored with the current weights (that is their cost), and
-    only then does one AdamW step at ``lr`` learn from them. A decoder that has decoded
-    those tokens can take the same step, so this is a valid code, and it is what the
-    classical coders do when they adapt to the text they compress ("dynamic evaluation"
-    for a neural model). The model's weights are restored afterwards.
-    """
-    from . import autograd as ag
-    from .optim import AdamW, clip_grad_norm
-    from .train import parameter_groups
-
-    if not isinstance(tokenizer, BPETokenizer):
-        raise TypeError(f"tokenizer must be a BPETokenizer, got {type(tokenizer).__name__}")
-    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr < 1:
-        raise ValueError(f"lr must be a number in (0, 1), got {lr!r}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
-        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
-    x, y = sliding_windows(ids, block_size, stride)
-    saved = model.state_dict()
-    params = model.parameters()
-    opt = AdamW(parameter_groups(model, 0.0), lr=lr, betas=(TRAINING.beta1, TRAINING.beta2), eps=TRAINING.eps)
-    nats = 0.0
-    try:
-        for i in range(0, len(x), batch_size):
-            xb, yb = x[i:i + batch_size], y[i:i + batch_size]
-            with ag.Tape() as tape:
-                loss = model.loss(xb, yb, ignore_index=IGNORE)
-            nats += float(loss.numpy()) * int((yb != IGNORE).sum())   # scored before it is learned from
-            tape.backward(loss)
-            clip_grad_norm(params, TRAINING.grad_clip)
-            opt.step()
-            opt.zero_grad()
-    finally:
-        model.load_state_dict(saved)
-    return nats / math.log(2) / len(tokenizer.decode_bytes(np.asarray(ids)[1:].tolist()))
-
-
 def ngram_bits_per_byte(train_ids, held_ids, vocab_size: int, n_bytes: int) -> dict[str, float]:
     """Unigram and bigram models counted on the training ids, in bits per byte of the held-out text.
 

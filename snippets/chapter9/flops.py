@@ -16,3 +16,6 @@ for part, flops in per_step.items():
 print(f"  {'held-out forwards':19s} {evaluation:.3e}")
 print(f"executed {executed:.3e} FLOPs = {executed / estimate:.2f} x 6ND")
 assert executed > estimate  # attention and evaluation are not in 6ND
+seconds = log["train"][-1]["seconds"]
+rate = steps * sum(per_step.values()) / seconds
+print(f"training steps ran at {rate / 1e9:.1f} GFLOP/s ({seconds:.0f} s)")

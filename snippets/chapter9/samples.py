@@ -18,10 +18,10 @@ for name, kwargs in policies.items():
     for i, prompt in enumerate(prompts):
         ids = tok.encode_ordinary(prompt)
         for seed in range(3 if "top-p" in name else 1):
-            out = model.generate(ids, 48, seed=seed, **kwargs)
+            out = model.generate(ids, 40, seed=seed, **kwargs)
             text = tok.decode(out[len(ids):].tolist())
             words += re.findall(r"\w+", text)
-            if seed == 0 and i < 2:
+            if seed == 0:
                 print(f"--- {name}: {prompt!r}")
                 print(prompt + text)
     share[name] = sum(w in known for w in words) / len(words)
