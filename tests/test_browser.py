@@ -5,8 +5,11 @@ math that did not render, on an image that did not load, on a literal ``` in
 the page's text, and when the python blocks or their outputs on the page are
 not the ones the doc tests ran. On the recall pages every question is visible
 and every answer is behind a closed <details>, one per question; on the drill
-notebooks every code cell shows its output. Screenshots go to
-artifacts/screenshots/ (look at them). Chromium comes from Debian: when
+notebooks every code cell shows its output. Every page passes axe-core's
+WCAG 2 A/AA rules in the light palette and again in the dark one (the reader's
+system asking for dark), and every image has alt text that says more than
+its file name. Screenshots of both palettes go to artifacts/screenshots/
+(look at them). Chromium comes from Debian: when
 it is missing and we are root, the test installs it with apt-get; otherwise it
 fails saying what to install. It is never skipped.
 """
@@ -25,6 +28,7 @@ from urllib.parse import urlparse
 import pytest
 
 import doc_blocks
+from accessibility import SCHEMES, applied_scheme, images_without_real_alt, wcag_violations
 
 pytestmark = pytest.mark.browser
 
@@ -91,7 +95,7 @@ def _site_pages():
 
 @pytest.mark.parametrize("source, path", _site_pages(), ids=[p for _, p in _site_pages()])
 def test_page_renders_offline_in_chromium(browser, site_url, source, path):
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = browser.new_page(viewport={"width": 1280, "height": 900}, color_scheme="light")
     errors, foreign = [], []
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -116,6 +120,9 @@ def test_page_renders_offline_in_chromium(browser, site_url, source, path):
 
     broken = page.eval_on_selector_all("img", "els => els.filter(e => !(e.complete && e.naturalWidth > 0)).map(e => e.src)")
     assert not broken, f"{url}: images that did not load: {broken}"
+    unnamed = images_without_real_alt(page)
+    assert not unnamed, f"{url}: images without alt text, or with only their file name: {unnamed}"
+    _check_wcag(page, url, "light")
     content = page.eval_on_selector(".md-content", "e => e.textContent")
     assert "```" not in content, f"{url}: a literal ``` in the page text (a fence that did not render)"
 
@@ -137,6 +144,35 @@ def test_page_renders_offline_in_chromium(browser, site_url, source, path):
         assert cells, f"{url}: drill notebook without code cells"
         assert all(cells), f"{url}: code cells {[i for i, n in enumerate(cells) if not n]} show no output"
     page.close()
+
+
+@pytest.fixture(scope="session")
+def dark_tab(browser):
+    """One tab, reused for every page, in a context whose system asks for dark (prefers-color-scheme)."""
+    context = browser.new_context(color_scheme="dark", viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.route("**/*", lambda route: route.continue_() if urlparse(route.request.url).hostname == "127.0.0.1" else route.abort())
+    yield page
+    context.close()
+
+
+@pytest.mark.parametrize("path", [p for _, p in _site_pages()])
+def test_page_meets_wcag_aa_in_dark_mode(dark_tab, site_url, path):
+    url = f"{site_url}/{path.removesuffix('index.html')}"
+    response = dark_tab.goto(url, wait_until="load")
+    assert response is not None and response.status == 200, f"{url}: HTTP {response and response.status}"
+    shot = path.removesuffix("index.html").strip("/").replace("/", "_") or "home"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    dark_tab.screenshot(path=str(SCREENSHOTS / f"{shot}.dark.png"), full_page=True)
+    _check_wcag(dark_tab, url, "dark")
+
+
+def _check_wcag(page, url: str, palette: str) -> None:
+    """The palette the reader's system asked for is the one applied, and axe finds no WCAG 2 A/AA violation."""
+    scheme = applied_scheme(page)
+    assert scheme == SCHEMES[palette], f"{url}: asked for the {palette} palette, the page applied {scheme!r}"
+    violations = wcag_violations(page)
+    assert not violations, f"{url} in the {palette} palette breaks WCAG 2 A/AA:\n" + "\n".join(violations)
 
 
 def _check_blocks_are_the_tested_ones(page, url: str, source: Path) -> None:
