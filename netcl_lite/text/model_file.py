@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from netcl_lite.text.patterns import check_pattern_length
+
 __all__ = ["FORMAT", "VERSION", "ModelParts", "check_merges", "check_special_tokens", "dumps", "loads",
            "parse_json_object"]
 
@@ -86,6 +88,8 @@ def loads(text: str, source: str = "model file") -> ModelParts:
     pattern = doc["pattern"]
     if pattern is not None and not isinstance(pattern, str):
         raise ValueError(f"{source}: 'pattern' must be a string or null, got {type(pattern).__name__}")
+    if pattern is not None:
+        check_pattern_length(pattern, source)
     base = _check_base(doc["base_bytes"], source)
     merges = doc["merges"]
     if not isinstance(merges, list):

@@ -235,6 +235,8 @@ class _Reader:
             self.check_keys(token, _ADDED_KEYS, key)
             for flag in ("single_word", "lstrip", "rstrip"):
                 self.expect(token, flag, key, [False, None])
+            for flag in ("normalized", "special"):       # tokenizers refuses anything but a bool here
+                self.expect(token, flag, key, [True, False, None])
             content, token_id = token.get("content"), token.get("id")
             if not isinstance(content, str) or not content:
                 self.fail(f"{key}.content", f"{content!r} is not a non-empty string")
