@@ -99,7 +99,8 @@ class _Reader:
     def vocabulary(self, doc: dict) -> Vocabulary:
         self.check_keys(doc, _TOP_KEYS, "")
         self.no_lone_surrogates(doc, "")
-        self.expect(doc, "version", "", ["1.0", None])
+        if "version" in doc:            # may be left out, but tokenizers refuses a null
+            self.expect(doc, "version", "", ["1.0"])
         for name in ("truncation", "padding"):
             self.expect(doc, name, "", [None])
         if doc.get("normalizer") is not None:
