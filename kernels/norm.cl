@@ -1,6 +1,9 @@
 // norm.cl: normalization over the last axis (rows of length n), forward and backward.
 // Rows are walked 8 lanes at a time (load8/store8 in common.h; PoCL would otherwise run one
-// scalar per step), and every kernel reports a non-finite result to the status word.
+// scalar per step), and every kernel reports a non-finite result to the status word. A row whose
+// squares overflow float32 (|x| past ~1.8e19) is normalized from x scaled by a power of two
+// (overflow_scale), so it gives the right answer instead of 1/sqrt(inf) = 0: a row of zeros that
+// no non-finite flag would catch.
 //
 // Kernels:
 //   rms_norm_rows               y = x / sqrt(mean(x^2) + eps) * w (RMSNorm: no centering, no bias),
