@@ -164,11 +164,11 @@ __kernel void flash_pack(__global const float *x, __global float *xt, __global f
 }
 // --8<-- [end:flash_pack]
 
-// out[r * TV + v] = scale * (rows of X) . (a tile of TILE packed columns), for ROWS rows given as
+// out[r][v] = scale * (rows of X) . (a tile of TILE packed columns), for ROWS rows given as
 // pointers (d values each) and yt pointing at the tile's first 16-column chunk of a d-major panel.
 // A pass computes NP vectors of each row: ROWS x NP accumulators over all of d.
 ALWAYS_INLINE void tile_products(__global const float *const *xr, __global const float *yt, const int d,
-                                 const float scale, vecf *out)
+                                 const float scale, vecf out[ROWS][TV])
 {
     for (int jc = 0; jc < TILE / (NP * VW); ++jc) {
         vecf s[ROWS][NP];
@@ -191,40 +191,39 @@ ALWAYS_INLINE void tile_products(__global const float *const *xr, __global const
         #pragma unroll
         for (int r = 0; r < ROWS; ++r)
             #pragma unroll
-            for (int j = 0; j < NP; ++j) out[r * TV + NP * jc + j] = s[r][j] * scale;
+            for (int j = 0; j < NP; ++j) out[r][NP * jc + j] = s[r][j] * scale;
     }
 }
 
-// acc[r * aw + v] += sum over the tile's rows jj of w[r][jj] * Y[jj][columns of vector v], for
-// `passes` passes of NP VW columns; yp points at the tile's first row in chunk 0 of a [chunk][row][16]
-// panel whose chunks are cs floats apart.
-ALWAYS_INLINE void tile_weighted_sum(vecf *acc, const int aw, const vecf *w, __global const float *yp,
-                                     const long cs, const int passes)
-{
-    for (int cc = 0; cc < passes; ++cc) {
-        vecf a[ROWS][NP];
-        #pragma unroll
-        for (int r = 0; r < ROWS; ++r)
-            #pragma unroll
-            for (int j = 0; j < NP; ++j) a[r][j] = acc[r * aw + NP * cc + j];
-        __global const float *y = yp + cc * SPAN * cs;
-        for (int jj = 0; jj < TILE; ++jj, y += 16) {
-            vecf yv[NP];
-            #pragma unroll
-            for (int j = 0; j < NP; ++j) yv[j] = *(__global const vecf *)(y + CHUNK_AT(j, cs));
-            #pragma unroll
-            for (int r = 0; r < ROWS; ++r) {
-                const float wr = ((const float *)(w + r * TV))[jj];
-                #pragma unroll
-                for (int j = 0; j < NP; ++j) a[r][j] = wr * yv[j] + a[r][j];
-            }
-        }
-        #pragma unroll
-        for (int r = 0; r < ROWS; ++r)
-            #pragma unroll
-            for (int j = 0; j < NP; ++j) acc[r * aw + NP * cc + j] = a[r][j];
-    }
+// acc[r][v] += sum over the tile's rows jj of w[r][jj] * Y[jj][columns of vector v], in AW / NP
+// passes of NP VW columns; yp points at the tile's first row in chunk 0 of a [chunk][row][16] panel
+// whose chunks are cs floats apart. Defined once per accumulator width (DP / VW for dQ and dK rows,
+// DVP / VW for output and dV rows) so that every private array is indexed by its declared
+// dimensions: walking a 2-D array flat is undefined behaviour a GPU compiler may exploit.
+#define DEFINE_TILE_WEIGHTED_SUM(NAME, AW)                                                          \
+ALWAYS_INLINE void NAME(vecf acc[ROWS][AW], const vecf w[ROWS][TV], __global const float *yp,         \
+                        const long cs)                                                              \
+{                                                                                                   \
+    for (int cc = 0; cc < (AW) / NP; ++cc) {                                                        \
+        vecf a[ROWS][NP];                                                                           \
+        _Pragma("unroll") for (int r = 0; r < ROWS; ++r)                                            \
+            _Pragma("unroll") for (int j = 0; j < NP; ++j) a[r][j] = acc[r][NP * cc + j];           \
+        __global const float *y = yp + cc * SPAN * cs;                                              \
+        for (int jj = 0; jj < TILE; ++jj, y += 16) {                                                \
+            vecf yv[NP];                                                                            \
+            _Pragma("unroll") for (int j = 0; j < NP; ++j)                                          \
+                yv[j] = *(__global const vecf *)(y + CHUNK_AT(j, cs));                              \
+            _Pragma("unroll") for (int r = 0; r < ROWS; ++r) {                                      \
+                const float wr = ((const float *)w[r])[jj];     /* lane jj % VW of vector jj / VW */ \
+                _Pragma("unroll") for (int j = 0; j < NP; ++j) a[r][j] = wr * yv[j] + a[r][j];      \
+            }                                                                                       \
+        }                                                                                           \
+        _Pragma("unroll") for (int r = 0; r < ROWS; ++r)                                            \
+            _Pragma("unroll") for (int j = 0; j < NP; ++j) acc[r][NP * cc + j] = a[r][j];           \
+    }                                                                                               \
 }
+DEFINE_TILE_WEIGHTED_SUM(tile_weighted_sum_dv, DVP / VW)
+DEFINE_TILE_WEIGHTED_SUM(tile_weighted_sum_d, DP / VW)
 
 __kernel void flash_attention_tiled(
     __global const float *q, __global const float *kt, __global const float *vp,
@@ -266,7 +265,7 @@ __kernel void flash_attention_tiled(
             if (j0 >= gend) continue;                               // the whole tile is in this block's future
             const int clean_end = causal ? min(gend, q_start + ig + 1) : tk;   // below: visible to every row
             vecf p[ROWS][TV];                                       // one tile of scores, then weights
-            tile_products(qr, ktg + (long)(j0 / 16) * d * 16, d, scale_log2e, &p[0][0]);   // base-2 units
+            tile_products(qr, ktg + (long)(j0 / 16) * d * 16, d, scale_log2e, p);   // base-2 units
             if (use_mask || j0 + TILE > clean_end) {                // edge tile: hide blocked keys
                 for (int r = 0; r < ROWS; ++r) {
                     float *pr = (float *)p[r];
@@ -296,8 +295,7 @@ __kernel void flash_attention_tiled(
                 }
                 l[gr][r] += sum;
             }
-            tile_weighted_sum(&o[gr][0][0], DVP / VW, &p[0][0], vpg + (long)j0 * 16, (long)tkp * 16,
-                              DVP / (NP * VW));                      // o += P V
+            tile_weighted_sum_dv(o[gr], p, vpg + (long)j0 * 16, (long)tkp * 16);   // o += P V
             // --8<-- [end:online_softmax]
         }
     }
@@ -485,8 +483,8 @@ __kernel void flash_attention_backward_dq_tiled(
 
     for (int j0 = 0; j0 < kend; j0 += TILE) {
         vecf p[ROWS][TV], dp[ROWS][TV];
-        tile_products(qr, kt + (g * (tkp / 16) + j0 / 16) * d * 16, d, sl2, &p[0][0]);
-        tile_products(dor, vt + (g * (tkp / 16) + j0 / 16) * dv * 16, dv, 1.0f, &dp[0][0]);
+        tile_products(qr, kt + (g * (tkp / 16) + j0 / 16) * d * 16, d, sl2, p);
+        tile_products(dor, vt + (g * (tkp / 16) + j0 / 16) * dv * 16, dv, 1.0f, dp);
         for (int r = 0; r < ROWS; ++r)
             for (int t = 0; t < TV; ++t) p[r][t] = exp2_neg(p[r][t] - l2[r]);
         if (use_mask || j0 + TILE > clean_end) {                    // edge tile: blocked keys get P = 0
@@ -499,8 +497,7 @@ __kernel void flash_attention_backward_dq_tiled(
         }
         for (int r = 0; r < ROWS; ++r)
             for (int t = 0; t < TV; ++t) p[r][t] = p[r][t] * (dp[r][t] - delta[r]);   // dS
-        tile_weighted_sum(&acc[0][0], DP / VW, &p[0][0], kp + (g * (DP / 16) * tkp + j0) * 16, (long)tkp * 16,
-                          DP / (NP * VW));
+        tile_weighted_sum_d(acc, p, kp + (g * (DP / 16) * tkp + j0) * 16, (long)tkp * 16);
     }
     int bad = 0;
     for (int r = 0; r < ROWS && i0 + r < tq; ++r) {
@@ -551,8 +548,8 @@ __kernel void flash_attention_backward_dkv_tiled(
         const int b = outer * heads + g * per_group + hh;
         for (int i0 = first; i0 < tq; i0 += TILE) {
             vecf p[ROWS][TV], dp[ROWS][TV];
-            tile_products(kr, qt + ((long)b * (tqp / 16) + i0 / 16) * d * 16, d, sl2, &p[0][0]);
-            tile_products(vr, dot_ + ((long)b * (tqp / 16) + i0 / 16) * dv * 16, dv, 1.0f, &dp[0][0]);
+            tile_products(kr, qt + ((long)b * (tqp / 16) + i0 / 16) * d * 16, d, sl2, p);
+            tile_products(vr, dot_ + ((long)b * (tqp / 16) + i0 / 16) * dv * 16, dv, 1.0f, dp);
             __global const vecf *lv = (__global const vecf *)(lpad + (long)b * tqp + i0);
             __global const vecf *dv_ = (__global const vecf *)(dpad + (long)b * tqp + i0);
             for (int r = 0; r < ROWS; ++r)
@@ -571,10 +568,8 @@ __kernel void flash_attention_backward_dkv_tiled(
             vecf ds[ROWS][TV];
             for (int r = 0; r < ROWS; ++r)
                 for (int t = 0; t < TV; ++t) ds[r][t] = p[r][t] * (dp[r][t] - dv_[t]);
-            tile_weighted_sum(&dva[0][0], DVP / VW, &p[0][0], dop + ((long)b * (DVP / 16) * tqp + i0) * 16,
-                              (long)tqp * 16, DVP / (NP * VW));      // dV += Pt dO
-            tile_weighted_sum(&dka[0][0], DP / VW, &ds[0][0], qp + ((long)b * (DP / 16) * tqp + i0) * 16,
-                              (long)tqp * 16, DP / (NP * VW));       // dK += dSt Q
+            tile_weighted_sum_dv(dva, p, dop + ((long)b * (DVP / 16) * tqp + i0) * 16, (long)tqp * 16);  // dV += Pt dO
+            tile_weighted_sum_d(dka, ds, qp + ((long)b * (DP / 16) * tqp + i0) * 16, (long)tqp * 16);    // dK += dSt Q
         }
     }
     int bad = 0;

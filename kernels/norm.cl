@@ -1,6 +1,9 @@
 // norm.cl: normalization over the last axis (rows of length n), forward and backward.
 // Rows are walked 8 lanes at a time (load8/store8 in common.h; PoCL would otherwise run one
-// scalar per step), and every kernel reports a non-finite result to the status word.
+// scalar per step), and every kernel reports a non-finite result to the status word. A row whose
+// squares overflow float32 (|x| past ~1.8e19) is normalized from x scaled by a power of two
+// (overflow_scale), so it gives the right answer instead of 1/sqrt(inf) = 0: a row of zeros that
+// no non-finite flag would catch.
 //
 // Kernels:
 //   rms_norm_rows               y = x / sqrt(mean(x^2) + eps) * w (RMSNorm: no centering, no bias),
@@ -24,6 +27,42 @@
 //                               dw_c = sum of g xhat, db_c = sum of g.
 #include "common.h"
 
+// Rows whose squares overflow float32 (|x| past ~1.8e19) would give 1/sqrt(inf) = 0 and a row of
+// zeros that no flag catches. Such a row is normalized from x * s instead, s a power of two that
+// brings max |x| into [1, 2): scaling by it is exact, and the norm of x is the norm of x * s over s.
+// 1 for a row holding inf or NaN (its result is non-finite and flagged) or only zeros.
+ALWAYS_INLINE float overflow_scale(__global const float *xr, const int n) {
+    float8 hi = (float8)(0.0f);
+    for (int c = 0; c < n; c += 8) hi = fmax(hi, fabs(load8(xr, c, n)));
+    const float amax = hmax8(hi);
+    return isfinite(amax) && amax > 0.0f ? ldexp(1.0f, -ilogb(amax)) : 1.0f;
+}
+
+// sum over the row of (x s)^2
+ALWAYS_INLINE float scaled_squares(__global const float *xr, const int n, const float s) {
+    float8 ss = (float8)(0.0f);
+    for (int c = 0; c < n; c += 8) {
+        const float8 v = load8(xr, c, n) * s;
+        ss += v * v;
+    }
+    return hsum8(ss);
+}
+
+// mean of x s over the row, and the sum of squares of its deviations (centered: sum(x^2) - n mean^2
+// cancels catastrophically when |mean| >> std)
+ALWAYS_INLINE float2 scaled_moments(__global const float *xr, const int n, const float s) {
+    float8 sum = (float8)(0.0f);
+    for (int c = 0; c < n; c += 8) sum += load8(xr, c, n) * s;
+    const float mean = hsum8(sum) / n;
+    float8 var = (float8)(0.0f);
+    for (int c = 0; c < n; c += 8) {
+        const int8 live = (int8)(c) + (int8)(0, 1, 2, 3, 4, 5, 6, 7) < (int8)(n);
+        const float8 d = load8(xr, c, n) * s - mean;
+        var += live ? d * d : (float8)(0.0f);
+    }
+    return (float2)(mean, hsum8(var));
+}
+
 // --8<-- [start:rms_norm_rows]
 __kernel void rms_norm_rows(__global const float *x, __global const float *w, __global float *y,
                             const int rows, const int dim, const float eps, __global int *status, const int seq)
@@ -32,14 +71,14 @@ __kernel void rms_norm_rows(__global const float *x, __global const float *w, __
     if (r >= rows) return;
     __global const float *xr = x + (long)r * dim;
     __global float *yr = y + (long)r * dim;
-    float8 ss = (float8)(0.0f);
-    for (int c = 0; c < dim; c += 8) {
-        const float8 v = load8(xr, c, dim);
-        ss += v * v;
+    float s = 1.0f, ss = scaled_squares(xr, dim, 1.0f);
+    if (isinf(ss)) {                                                // squares past float32: scale x first
+        s = overflow_scale(xr, dim);
+        ss = scaled_squares(xr, dim, s);
     }
-    const float inv = 1.0f / sqrt(hsum8(ss) / dim + eps);
+    const float inv = 1.0f / sqrt(ss / dim + eps * s * s);          // 1 / rms of x * s
     int bad = 0;
-    for (int c = 0; c < dim; c += 8) bad |= store8(yr, c, dim, load8(xr, c, dim) * inv * load8(w, c, dim));
+    for (int c = 0; c < dim; c += 8) bad |= store8(yr, c, dim, load8(xr, c, dim) * s * inv * load8(w, c, dim));
     report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:rms_norm_rows]
@@ -53,19 +92,16 @@ __kernel void layer_norm_rows(__global const float *x, __global const float *w, 
     if (r >= rows) return;
     __global const float *xr = x + (long)r * dim;
     __global float *yr = y + (long)r * dim;
-    float8 s = (float8)(0.0f);
-    for (int c = 0; c < dim; c += 8) s += load8(xr, c, dim);
-    const float mean = hsum8(s) / dim;
-    float8 var = (float8)(0.0f);
-    for (int c = 0; c < dim; c += 8) {
-        const int8 live = (int8)(c) + (int8)(0, 1, 2, 3, 4, 5, 6, 7) < (int8)(dim);
-        const float8 d = load8(xr, c, dim) - mean;
-        var += live ? d * d : (float8)(0.0f);
+    float s = 1.0f;
+    float2 mv = scaled_moments(xr, dim, 1.0f);                      // (mean, sum of squared deviations)
+    if (isinf(mv.x) || isinf(mv.y)) {                               // past float32: scale x first
+        s = overflow_scale(xr, dim);
+        mv = scaled_moments(xr, dim, s);
     }
-    const float inv = 1.0f / sqrt(hsum8(var) / dim + eps);
+    const float inv = 1.0f / sqrt(mv.y / dim + eps * s * s);        // of x * s
     int bad = 0;
     for (int c = 0; c < dim; c += 8)
-        bad |= store8(yr, c, dim, (load8(xr, c, dim) - mean) * inv * load8(w, c, dim) + load8(bias, c, dim));
+        bad |= store8(yr, c, dim, (load8(xr, c, dim) * s - mv.x) * inv * load8(w, c, dim) + load8(bias, c, dim));
     report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:layer_norm_rows]
@@ -81,21 +117,23 @@ __kernel void rms_norm_backward_rows(
     __global const float *xr = x + (long)r * n;
     __global const float *gr = g + (long)r * n;
     __global const float *ar = acc + (long)r * n;
-    float8 ss = (float8)(0.0f), dot = (float8)(0.0f);
-    for (int c = 0; c < n; c += 8) {
-        const float8 xv = load8(xr, c, n);
-        ss += xv * xv;
-        dot += load8(gr, c, n) * load8(w, c, n) * xv;
+    float s = 1.0f, ss = scaled_squares(xr, n, 1.0f);
+    if (isinf(ss)) {                                                // as in the forward: scale x first
+        s = overflow_scale(xr, n);
+        ss = scaled_squares(xr, n, s);
     }
-    const float inv = 1.0f / sqrt(hsum8(ss) / n + eps);
+    float8 dot = (float8)(0.0f);
+    for (int c = 0; c < n; c += 8) dot += load8(gr, c, n) * load8(w, c, n) * (load8(xr, c, n) * s);
+    // With xs = x s and inv = 1 / rms(xs): dx = s inv (g w - xs inv^2 mean(g w xs)).
+    const float inv = 1.0f / sqrt(ss / n + eps * s * s);
     const float coef = inv * inv * inv * hsum8(dot) / n;
     int bad = 0;
     for (int c = 0; c < n; c += 8) {
-        float8 d = inv * load8(gr, c, n) * load8(w, c, n) - coef * load8(xr, c, n);
+        float8 d = s * (inv * load8(gr, c, n) * load8(w, c, n) - coef * (load8(xr, c, n) * s));
         if (add_acc) d += load8(ar, c, n);
         bad |= store8(dx + (long)r * n, c, n, d);
     }
-    rstd[r] = inv;
+    rstd[r] = s * inv;
     report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:rms_norm_backward_rows]
@@ -122,31 +160,28 @@ __kernel void layer_norm_backward_rows(
     if (r >= n_rows) return;
     __global const float *xr = x + (long)r * n;
     __global const float *gr = g + (long)r * n;
-    float8 s = (float8)(0.0f);
-    for (int c = 0; c < n; c += 8) s += load8(xr, c, n);
-    const float mu = hsum8(s) / n;
-    float8 var = (float8)(0.0f);
-    for (int c = 0; c < n; c += 8) {
-        const int8 live = (int8)(c) + (int8)(0, 1, 2, 3, 4, 5, 6, 7) < (int8)(n);
-        const float8 d = load8(xr, c, n) - mu;
-        var += live ? d * d : (float8)(0.0f);
+    float s = 1.0f;
+    float2 mv = scaled_moments(xr, n, 1.0f);                        // as in the forward: of x * s
+    if (isinf(mv.x) || isinf(mv.y)) {
+        s = overflow_scale(xr, n);
+        mv = scaled_moments(xr, n, s);
     }
-    const float inv = 1.0f / sqrt(hsum8(var) / n + eps);
+    const float mu = mv.x, inv = 1.0f / sqrt(mv.y / n + eps * s * s);
     float8 a8 = (float8)(0.0f), b8 = (float8)(0.0f);        // sums of gw and gw * xhat
     for (int c = 0; c < n; c += 8) {
         const int8 live = (int8)(c) + (int8)(0, 1, 2, 3, 4, 5, 6, 7) < (int8)(n);
         const float8 gw = load8(gr, c, n) * load8(w, c, n);
         a8 += gw;
-        b8 += live ? gw * (load8(xr, c, n) - mu) * inv : (float8)(0.0f);
+        b8 += live ? gw * (load8(xr, c, n) * s - mu) * inv : (float8)(0.0f);
     }
     const float a = hsum8(a8) / n, b = hsum8(b8) / n;
     int bad = 0;
     for (int c = 0; c < n; c += 8) {
-        const float8 xhat = (load8(xr, c, n) - mu) * inv;
-        bad |= store8(dx + (long)r * n, c, n, inv * (load8(gr, c, n) * load8(w, c, n) - a - xhat * b));
+        const float8 xhat = (load8(xr, c, n) * s - mu) * inv;
+        bad |= store8(dx + (long)r * n, c, n, s * inv * (load8(gr, c, n) * load8(w, c, n) - a - xhat * b));
     }
-    mean_out[r] = mu;
-    rstd[r] = inv;
+    mean_out[r] = mu / s;                                   // of x itself, for the parameter pass
+    rstd[r] = s * inv;
     report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:layer_norm_backward_rows]

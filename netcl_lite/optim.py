@@ -84,6 +84,10 @@ class AdamW:
         self.betas = (_real("betas[0]", betas[0], 0.0, 1.0, high_open=True),
                       _real("betas[1]", betas[1], 0.0, 1.0, high_open=True))
         self.eps = _real("eps", eps, 0.0, low_open=True)
+        if np.float32(self.eps) < np.finfo(np.float32).tiny:   # the kernel adds it in float32
+            raise ValueError(f"eps={eps!r} is below float32's smallest normal number "
+                             f"({np.finfo(np.float32).tiny:.3g}), so the update would divide by zero "
+                             "where a gradient is 0; use e.g. 1e-8")
         default_wd = _real("weight_decay", weight_decay, 0.0)
         groups = params if isinstance(params, list) and params and all(isinstance(g, dict) for g in params) else None
         if groups is None:
@@ -157,6 +161,12 @@ class AdamW:
                 if np.shape(arr) != self.params[name].shape:
                     raise ValueError(f"optimizer state {key}.{name} has shape {np.shape(arr)}, "
                                      f"expected {self.params[name].shape}")
+                values = np.asarray(arr)
+                if values.dtype.kind not in "fiu" or not np.isfinite(values.astype(np.float32)).all():
+                    raise ValueError(f"optimizer state {key}.{name} must hold numbers finite in float32")
+                if key == "exp_avg_sq" and (values < 0).any():   # a mean of squares; sqrt of it next step
+                    raise ValueError(f"optimizer state exp_avg_sq.{name} has negative entries; "
+                                     "it is a running mean of squared gradients (>= 0): the state is corrupted")
         for key, tensors in (("exp_avg", self.exp_avg), ("exp_avg_sq", self.exp_avg_sq)):
             for name, arr in state[key].items():
                 tensors[name] = Tensor.from_host(self.params[name].queue, np.asarray(arr, np.float32))

@@ -96,9 +96,7 @@ class WindowLoader:
     """
 
     def __init__(self, ids, batch_size: int, block_size: int, seed: int = 0):
-        self.batch_size, self.block_size = int(batch_size), int(block_size)
-        if self.batch_size < 1 or self.block_size < 1:
-            raise ValueError(f"batch_size and block_size must be >= 1, got {batch_size}, {block_size}")
+        self.batch_size, self.block_size = _positive_int("batch_size", batch_size), _positive_int("block_size", block_size)
         self.ids = _token_ids("ids", ids, self.block_size + 1)
         self.rng = np.random.default_rng(seed)
 
@@ -113,6 +111,15 @@ class WindowLoader:
 
     def load_state_dict(self, state: dict) -> None:
         self.rng.bit_generator.state = state["bit_generator"]
+
+
+def _positive_int(name: str, value) -> int:
+    """``value`` as an int >= 1; floats, strings and bools are refused rather than rounded."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int >= 1, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return int(value)
 
 
 def eval_windows(ids, block_size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -132,6 +139,8 @@ def evaluate(model, ids, block_size: int, batch_size: int, max_windows: int | No
     for name, value in (("batch_size", batch_size), ("block_size", block_size)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    if max_windows is not None:
+        _positive_int("max_windows", max_windows)       # None for every window; -1 would drop the last
     x, y = eval_windows(ids, block_size)
     if max_windows is not None:
         x, y = x[:max_windows], y[:max_windows]
@@ -157,6 +166,7 @@ def save_checkpoint(directory, model, optimizer: AdamW, trainer_state: dict) -> 
     from safetensors.numpy import save_file
 
     final = Path(directory)
+    check_out_dir(final)
     tmp = final.with_name(final.name + f".tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
@@ -172,6 +182,23 @@ def save_checkpoint(directory, model, optimizer: AdamW, trainer_state: dict) -> 
     tmp.rename(final)
     shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+#: the files a checkpoint folder holds; a folder with anything else is the user's, not ours to replace
+CHECKPOINT_FILES = frozenset({"config.json", "model.safetensors", OPTIMIZER_FILE, TRAINER_STATE, LOG_FILE})
+
+
+def check_out_dir(directory: Path) -> None:
+    """Refuse an ``out_dir`` that saving would destroy: an existing file, or a folder holding anything
+    but a checkpoint's own files (saving swaps the whole folder for a new one)."""
+    if directory.exists() and not directory.is_dir():
+        raise ValueError(f"out_dir={str(directory)!r} exists and is not a directory; give a new or "
+                         "checkpoint directory (the file is left as it is)")
+    if directory.is_dir():
+        foreign = sorted(p.name for p in directory.iterdir() if p.name not in CHECKPOINT_FILES)
+        if foreign:
+            raise ValueError(f"out_dir={str(directory)!r} holds {foreign[:5]}, which are not checkpoint files; "
+                             "give an empty or new directory, or one a previous run wrote")
 
 
 def load_checkpoint(directory, model, optimizer: AdamW) -> dict:
@@ -244,6 +271,8 @@ def train(model, train_ids, val_ids, config: TrainConfig, out_dir=None, *, resum
                          f"{model.config.max_position_embeddings}")
     if resume and out_dir is None:
         raise ValueError("resume=True needs out_dir, the checkpoint to resume from")
+    if out_dir is not None:
+        check_out_dir(Path(out_dir))
     val_ids = _token_ids("val_ids", val_ids, config.block_size + 1)
     loader = WindowLoader(train_ids, config.batch_size, config.block_size, config.seed)
     opt = AdamW(parameter_groups(model, config.weight_decay), lr=config.learning_rate,

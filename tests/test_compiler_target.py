@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pyopencl as cl
 import pytest
@@ -39,7 +40,9 @@ def test_allowed_cpus_follow_the_instruction_sets():
     # PoCL would pick its AVX-512 library on avx512f alone; the compiler's skylake-avx512 also uses
     # BW/DQ/VL, so a host with only F (Xeon Phi) is given haswell
     assert ct.allowed_cpus(AVX2_HOST | {"avx512f"})[-1] == "haswell"
-    assert ct.allowed_cpus(frozenset({"sse2"})) == ["athlon64"]
+    # the variants without AVX crash PoCL 3.0's compiler on flash_attention.cl: never allowed
+    assert ct.allowed_cpus(frozenset({"sse2", "ssse3", "sse4_1", "cx16"})) == []
+    assert ct.allowed_cpus(AVX2_HOST)[0] == "sandybridge"
     assert ct.allowed_cpus(frozenset()) == []
     assert set(ct.allowed_cpus(AVX512_HOST)) <= set(ct.variant_cpus())
 
@@ -115,6 +118,28 @@ def test_env_var_picks_an_older_target_and_the_kernels_still_agree(device):
     assert got["cpu"] == "haswell" and got["lanes"] == 8
     # 70-term float32 sums of N(0,1) products: ~sqrt(70)·2⁻²⁴·|terms| ≪ 1e-4
     assert got["err"] < 1e-4
+
+
+@pytest.mark.parametrize("cpu", ["athlon64", "core2", "penryn"])
+def test_choose_cpu_refuses_the_targets_whose_builds_crash(cpu):
+    with pytest.raises(ValueError, match=rf"NETCL_LITE_POCL_CPU='{cpu}' is refused: .*without AVX"):
+        ct.choose_cpu("znver1", cpu, AVX2_HOST)
+    with pytest.raises(ct.CompilerTargetError, match="lacks AVX"):
+        ct.choose_cpu("generic", "", frozenset({"sse2", "ssse3", "sse4_1", "cx16"}))
+
+
+def test_the_oldest_allowed_target_builds_and_passes_every_kernel_family(device, tmp_path):
+    """The probe behind the allowed list: every ops family, forward against float64 and backward,
+    compiled for the oldest CPU allowed here (the riskiest target)."""
+    if not _pocl_x86(device):
+        pytest.skip("NETCL_LITE_POCL_CPU applies to PoCL's x86-64 CPU driver only")
+    oldest = ct.allowed_cpus(ct.host_flags())[0]
+    env = dict(os.environ, **{ct.ENV_VAR: oldest})
+    program = Path(__file__).resolve().parent / "oclgrind" / "ops_families.py"
+    proc = subprocess.run([sys.executable, str(program), "native", str(tmp_path / "out.npz")], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"{oldest}: rc {proc.returncode}\n{proc.stdout[-2000:]}{proc.stderr[-3000:]}"
+    assert "every forward within its reference's tolerance" in proc.stdout
 
 
 def test_env_var_naming_a_cpu_the_host_cannot_run_is_refused(device):

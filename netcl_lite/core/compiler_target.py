@@ -57,6 +57,13 @@ _VARIANTS: tuple[tuple[str, frozenset[str]], ...] = (
     ("skylake-avx512", frozenset({"avx512f"})),
 )
 
+#: variants PoCL 3.0's LLVM 14 cannot build every kernel for: without AVX, building
+#: flash_attention.cl crashes the compiler (SIGSEGV, then a corrupted kernel cache) though a small
+#: probe and matmul.cl build. Measured on an AMD EPYC (Zen 1) with each variant forced: athlon64,
+#: core2 and penryn crash; sandybridge (the oldest with AVX) trains and generates. They are never
+#: chosen, and naming one in NETCL_LITE_POCL_CPU is refused.
+_UNBUILDABLE = frozenset({"athlon64", "core2", "penryn"})
+
 #: what the extra CPU features of ``skylake-avx512`` need beyond ``avx512f`` to be safe to use
 #: (PoCL picks the variant on ``avx512f`` alone; the compiler may use all of these)
 _AVX512_REST = frozenset({"avx512cd", "avx512bw", "avx512dq", "avx512vl", "avx2", "fma", "bmi1", "bmi2",
@@ -88,9 +95,12 @@ def host_flags() -> frozenset[str]:
 
 
 def allowed_cpus(flags: frozenset[str]) -> list[str]:
-    """The variant CPUs whose instruction sets ``flags`` include, oldest first."""
+    """The variant CPUs whose instruction sets ``flags`` include and for which every kernel builds
+    (not :data:`_UNBUILDABLE`), oldest first."""
     allowed = []
     for cpu, needs in _VARIANTS:
+        if cpu in _UNBUILDABLE:
+            continue
         if cpu == "skylake-avx512":
             needs = needs | _AVX512_REST
         if needs <= flags:
@@ -191,8 +201,8 @@ def choose_cpu(current: str, wanted: str, flags: frozenset[str]) -> str | None:
     """The CPU to compile for, given PoCL's own name ``current``, the value ``wanted`` of
     ``NETCL_LITE_POCL_CPU`` (``""`` when unset) and the host's ``flags``; None to keep PoCL's.
 
-    >>> choose_cpu("generic", "", frozenset({"sse2", "ssse3", "cx16"}))
-    'core2'
+    >>> choose_cpu("generic", "", frozenset({"sse2", "avx", "cx16", "popcnt"}))
+    'sandybridge'
     >>> choose_cpu("znver3", "", frozenset({"sse2"})) is None     # PoCL named the CPU itself
     True
     """
@@ -203,10 +213,16 @@ def choose_cpu(current: str, wanted: str, flags: frozenset[str]) -> str | None:
         if not allowed:
             raise CompilerTargetError(
                 "PoCL's LLVM does not know this CPU (it names it 'generic', which it cannot compile for), "
-                "and its instruction sets could not be read from /proc/cpuinfo; set "
-                f"{ENV_VAR} to one of {variant_cpus()} that this CPU supports")
+                "and either its instruction sets could not be read from /proc/cpuinfo or it lacks AVX, "
+                f"without which PoCL 3.0 cannot build every kernel; set {ENV_VAR} to one of "
+                f"{[c for c in variant_cpus() if c not in _UNBUILDABLE]} that this CPU supports")
         return allowed[-1]
     allowed = allowed_cpus(flags)
+    if wanted in _UNBUILDABLE:
+        raise ValueError(
+            f"{ENV_VAR}={wanted!r} is refused: PoCL 3.0's compiler crashes building flash_attention.cl for "
+            f"CPUs without AVX; use one of {allowed} (the CPUs for which every kernel builds on this host), "
+            f"or unset it to keep PoCL's own choice ({current!r})")
     if wanted not in allowed:
         raise ValueError(
             f"{ENV_VAR}={wanted!r} is not a CPU PoCL can compile for on this host; use one of "

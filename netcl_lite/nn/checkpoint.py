@@ -16,6 +16,7 @@ the model is never left half loaded.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -54,6 +55,33 @@ def llama_names(config: LMConfig) -> dict[str, tuple[str, bool]]:
     if not config.tie_word_embeddings:
         names["lm_head.weight"] = ("embed.output", True)
     return names
+
+
+def llama_shapes(config: LMConfig) -> dict[str, tuple[int, ...]]:
+    """{transformers name: shape} that a checkpoint of ``config`` holds, linear weights (out, in).
+
+    >>> llama_shapes(LMConfig(vocab_size=8, hidden_size=4, num_hidden_layers=1, num_attention_heads=2))["model.layers.0.self_attn.k_proj.weight"]
+    (4, 4)
+    """
+    c = config
+    d, kv = c.hidden_size, c.num_key_value_heads * c.head_dim
+    per_layer = {
+        "self_attn.q_proj.weight": (d, d), "self_attn.k_proj.weight": (kv, d), "self_attn.v_proj.weight": (kv, d),
+        "self_attn.o_proj.weight": (d, d), "mlp.gate_proj.weight": (c.intermediate_size, d),
+        "mlp.up_proj.weight": (c.intermediate_size, d), "mlp.down_proj.weight": (d, c.intermediate_size),
+        "input_layernorm.weight": (d,), "post_attention_layernorm.weight": (d,),
+    }
+    shapes = {"model.embed_tokens.weight": (c.vocab_size, d), "model.norm.weight": (d,)}
+    for i in range(c.num_hidden_layers):
+        shapes.update({f"model.layers.{i}.{name}": shape for name, shape in per_layer.items()})
+    if not c.tie_word_embeddings:
+        shapes["lm_head.weight"] = (c.vocab_size, d)
+    return shapes
+
+
+def tensor_count(config: LMConfig) -> int:
+    """How many tensors a checkpoint of ``config`` holds (without a tied head)."""
+    return 2 + len(_LAYER_NAMES) * config.num_hidden_layers + (0 if config.tie_word_embeddings else 1)
 
 
 def to_llama(model) -> dict[str, np.ndarray]:
@@ -168,11 +196,18 @@ def config_from_json(values, source: str = CONFIG_FILE) -> LMConfig:
     if rope is not None:
         if not isinstance(rope, dict):
             raise ValueError(f"{source}: rope_parameters must be an object, got {rope!r}")
-        unsupported["rope_parameters.rope_type"] = (rope.get("rope_type", "default"), "default")
+        # "type" is the older spelling of "rope_type" (transformers reads either), so a scaled
+        # RoPE written that way must not load as plain RoPE; keys we do not implement are refused.
+        kind = rope.get("rope_type", rope.get("type", "default"))
+        unsupported["rope_parameters.rope_type"] = (kind, "default")
         theta = rope.get("rope_theta", theta)
     for name, (found, wanted) in unsupported.items():
         if found != wanted:
             raise ValueError(f"{source}: {name}={found!r} is not supported; DecoderLM implements {name}={wanted!r}")
+    extra = sorted(set(rope or {}) - {"rope_type", "type", "rope_theta"})
+    if extra:
+        raise ValueError(f"{source}: rope_parameters holds {extra}, which DecoderLM does not implement "
+                         "(it implements plain RoPE: rope_type 'default' and rope_theta only)")
     fields = {}
     required = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
                 "max_position_embeddings")
@@ -228,13 +263,28 @@ def read_config(directory) -> LMConfig:
     JSON, another architecture, or an option this model does not implement.
     """
     file = Path(directory) / CONFIG_FILE
-    if not file.is_file():
+    if not file.exists():
         raise FileNotFoundError(f"{file}: no {CONFIG_FILE}; is {directory} a checkpoint directory?")
+    if not file.is_file():           # a directory or a FIFO (reading one would block): say what it is
+        raise ValueError(f"{file} is not a regular file ({_kind_of_path(file)}); {CONFIG_FILE} must be a JSON file")
+    if file.stat().st_size > MAX_CONFIG_BYTES:
+        raise ValueError(f"{file} is {file.stat().st_size} bytes; a {CONFIG_FILE} is a few hundred bytes "
+                         f"(at most {MAX_CONFIG_BYTES} read): is it the right file?")
     try:
         values = json.loads(file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (UnicodeDecodeError, ValueError) as err:   # JSONDecodeError, and integers past Python's digit limit
         raise ValueError(f"{file}: not valid JSON ({err})") from None
+    except RecursionError:
+        raise ValueError(f"{file}: not a config (JSON nested too deeply to read)") from None
     return config_from_json(values, str(file))
+
+
+#: the largest config.json read (transformers' own are under 2 KiB)
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _kind_of_path(path: Path) -> str:
+    return "a directory" if path.is_dir() else "a FIFO" if path.is_fifo() else "not a regular file"
 
 
 def read_tensors(file) -> dict[str, np.ndarray]:
@@ -249,18 +299,100 @@ def read_tensors(file) -> dict[str, np.ndarray]:
         raise FileNotFoundError(f"{file}: no such file{hint}")
     try:
         return load_file(str(file))
-    except (SafetensorError, ValueError, OSError, TypeError) as err:
+    except (SafetensorError, ValueError, OSError, TypeError, AttributeError) as err:   # AttributeError: a dtype NumPy lacks
         raise ValueError(f"{file}: not a readable safetensors file (truncated or corrupted?): {err}") from None
+
+
+#: safetensors dtypes a checkpoint's weights may have (read as float32)
+_FLOAT_DTYPES = ("F16", "F32", "F64")
+#: bytes per element of the dtypes NumPy can hold (no float8 or bfloat16); the integer ones are
+#: read so that the error can name the tensor and its dtype
+_ITEM_BYTES = {"F16": 2, "F32": 4, "F64": 8, "I8": 1, "I16": 2, "I32": 4, "I64": 8, "U8": 1, "U16": 2, "U32": 4,
+               "U64": 8, "BOOL": 1}
+#: the longest safetensors header read (names and shapes of every tensor: ~100 bytes each)
+MAX_HEADER_BYTES = 100 << 20
+
+
+def read_header(file) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """{tensor name: (dtype, shape)} from a safetensors file's header, reading no tensor data.
+
+    Raises ``ValueError`` naming the file for a header that is truncated, not JSON, inconsistent
+    with the file's size, or holds a dtype other than F16, F32 or F64.
+    """
+    file = Path(file)
+    if not file.is_file():
+        index = file.with_name(file.name + ".index.json")
+        hint = " (sharded checkpoints are not supported)" if index.is_file() else ""
+        raise FileNotFoundError(f"{file}: no such file{hint}")
+    size = file.stat().st_size
+    bad = f"{file}: not a readable safetensors file (truncated or corrupted?)"
+    with open(file, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise ValueError(f"{bad}: {size} bytes, shorter than the header's length field")
+        n = int.from_bytes(head, "little")
+        if n > min(MAX_HEADER_BYTES, size - 8):
+            raise ValueError(f"{bad}: header length {n} exceeds the file ({size} bytes)")
+        try:
+            header = json.loads(f.read(n).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as err:
+            raise ValueError(f"{bad}: header is not JSON ({type(err).__name__})") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"{bad}: header is not a JSON object")
+    out, data = {}, size - 8 - n
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            dtype, shape, (lo, hi) = entry["dtype"], tuple(entry["shape"]), entry["data_offsets"]
+            ok = all(type(v) is int and v >= 0 for v in (*shape, lo, hi)) and lo <= hi <= data
+            if ok and dtype in _ITEM_BYTES:              # the data must be exactly the shape's size
+                ok = hi - lo == math.prod(shape) * _ITEM_BYTES[dtype]
+            ok = ok and isinstance(dtype, str)
+        except (TypeError, KeyError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError(f"{bad}: tensor {name!r} has a malformed entry in the header")
+        if dtype not in _ITEM_BYTES:
+            raise ValueError(f"{file}: tensor {name} has dtype {dtype}, which NumPy cannot hold; DecoderLM reads "
+                             f"{', '.join(_FLOAT_DTYPES)} checkpoints (convert it, e.g. to float32, before loading)")
+        out[name] = (dtype, shape)
+    return out
+
+
+def check_header(config: LMConfig, header: dict, source: str) -> None:
+    """Refuse a config that disagrees with the file's tensor names or shapes, before anything is
+    allocated: a config with a million layers or a huge width fails here, in time proportional
+    to the file's header, not to the config."""
+    names = dict(header)
+    if config.tie_word_embeddings:
+        names.pop("lm_head.weight", None)         # checked against the embedding when loading
+    expected = tensor_count(config)
+    if expected > 2 * len(names) + 16:           # listing the names would cost more than the file holds
+        raise ValueError(f"{source} holds {len(names)} tensors; config.json (num_hidden_layers="
+                         f"{config.num_hidden_layers}, tie_word_embeddings={config.tie_word_embeddings}) "
+                         f"describes {expected}: the config does not belong to these weights")
+    shapes = llama_shapes(config)
+    missing, extra = sorted(set(shapes) - set(names)), sorted(set(names) - set(shapes))
+    if missing or extra:
+        parts = ["missing " + ", ".join(f"{n} (expected shape {shapes[n]})" for n in missing[:5])] if missing else []
+        parts += [f"unexpected {', '.join(extra[:5])}"] if extra else []
+        raise ValueError(f"{source}: {'; '.join(parts)}")
+    for name, shape in shapes.items():
+        if names[name][1] != shape:
+            raise ValueError(f"{source}: {name} has shape {names[name][1]}, expected {shape} (from config.json)")
 
 
 def from_pretrained(cls, directory, queue=None):
     """A new ``cls`` (a :class:`~netcl_lite.nn.lm.DecoderLM`) built from a checkpoint directory.
 
-    Reads and checks the config and every tensor before building; ``queue`` picks the
-    OpenCL queue (the default device when ``None``). ``DecoderLM.from_pretrained`` calls this.
+    Reads and checks the config against the file's header (names and shapes), then every
+    tensor, before building; ``queue`` picks the OpenCL queue (the default device when ``None``).
+    ``DecoderLM.from_pretrained`` calls this.
     """
     config = read_config(directory)
     file = Path(directory) / WEIGHTS_FILE
+    check_header(config, read_header(file), str(file))
     tensors = read_tensors(file)
     model = cls(config, queue=queue)
     from_llama(model, tensors, str(file))

@@ -114,6 +114,8 @@ def check_ids(name: str, ids, vocab_size: int, max_len: int, start: int = 0) -> 
     if arr.dtype == object or arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
         if arr.size == 0 and arr.dtype.kind == "f":
             raise ValueError(f"{name} is empty: give at least one token id")
+        if arr.dtype == object and all(isinstance(v, numbers.Integral) for v in arr.reshape(-1)):
+            raise ValueError(f"{name} must lie in [0, {vocab_size}) (vocab_size); it holds an integer beyond int64")
         raise TypeError(f"{name} must hold integer token ids, got dtype {arr.dtype}")
     if arr.ndim != 2:
         raise ValueError(f"{name} must have shape (batch, sequence), got {arr.shape}")
@@ -182,6 +184,8 @@ class DecoderLM(Module):
     def hidden(self, ids, cache: KVCache | None = None) -> ag.Node:
         """The final-normed hidden states (B, T, hidden_size) that the LM head reads."""
         c = self.config
+        if cache is not None:
+            self._check_cache(cache)
         start = 0 if cache is None else cache.length(0)
         ids = check_ids("ids", ids, c.vocab_size, c.max_position_embeddings, start)
         h = self.embed(ids)
@@ -201,10 +205,17 @@ class DecoderLM(Module):
         t = np.asarray(targets)
         if isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral):
             raise TypeError(f"ignore_index must be an int, got {type(ignore_index).__name__}")
+        if not -2**31 <= ignore_index < 2**31:          # the kernel compares it as a 32-bit int
+            raise ValueError(f"ignore_index must lie in [-2**31, 2**31) (a 32-bit int), got {ignore_index}; "
+                             "the usual value is -100")
         if t.dtype == object or t.dtype.kind not in "iu" or t.dtype == np.bool_:
             raise TypeError(f"targets must hold integer token ids, got dtype {t.dtype}")
         if t.shape != ids_arr.shape:
             raise ValueError(f"targets must have the shape of ids {ids_arr.shape}, got {t.shape}")
+        if t.size == 0:
+            raise ValueError(f"ids and targets are empty (shape {t.shape}): give at least one token")
+        if t.dtype.kind == "u" and t.max() > np.iinfo(np.int64).max:   # would wrap to a negative id
+            raise ValueError(f"targets must lie in [0, {c.vocab_size}); got {int(t.max())}")
         flat = t.reshape(-1).astype(np.int64)
         keep = flat != ignore_index
         bad = keep & ((flat < 0) | (flat >= c.vocab_size))
@@ -216,6 +227,16 @@ class DecoderLM(Module):
             raise ValueError(f"targets: every entry equals ignore_index={ignore_index}; the mean over no tokens is undefined")
         logits = ag.reshape(self(ids), (-1, c.vocab_size))
         return ag.cross_entropy(logits, flat, ignore_index=int(ignore_index))
+
+    def _check_cache(self, cache) -> None:
+        c = self.config
+        if not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be a KVCache (netcl_lite.nn.KVCache) or None, got "
+                            f"{type(cache).__name__}")
+        if (cache.layers, cache.n_kv_heads, cache.head_dim) != (c.num_hidden_layers, c.num_key_value_heads, c.head_dim):
+            raise ValueError(f"cache holds {cache.layers} layers of {cache.n_kv_heads} K/V heads of width "
+                             f"{cache.head_dim}; this model needs {c.num_hidden_layers}, "
+                             f"{c.num_key_value_heads}, {c.head_dim}")
 
     # -- generation --------------------------------------------------------------------------
 
@@ -242,12 +263,7 @@ class DecoderLM(Module):
         only change the position and the ids. The model keeps them while the cache lives.
         """
         c = self.config
-        if not isinstance(cache, KVCache):
-            raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
-        if (cache.layers, cache.n_kv_heads, cache.head_dim) != (c.num_hidden_layers, c.num_key_value_heads, c.head_dim):
-            raise ValueError(f"cache holds {cache.layers} layers of {cache.n_kv_heads} K/V heads of width "
-                             f"{cache.head_dim}; this model needs {c.num_hidden_layers}, "
-                             f"{c.num_key_value_heads}, {c.head_dim}")
+        self._check_cache(cache)
         if ag.recording():
             raise ValueError("decode_step is inference: call it outside `with Tape()`")
         rows = check_ids("ids", np.asarray(ids).reshape(-1, 1), c.vocab_size, c.max_position_embeddings,

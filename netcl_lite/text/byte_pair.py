@@ -26,7 +26,7 @@ from itertools import pairwise
 from operator import getitem
 
 __all__ = ["LONG_CHUNK", "NO_MERGE", "PairTable", "UnmadeTokenError", "chunk_encoder", "listed_pair_table", "merge_chunk",
-           "merge_ids", "merge_ids_long", "rank_pair_table"]
+           "merge_ids", "merge_ids_long", "rank_pair_table", "split_points", "token_lengths"]
 
 #: Chunks at least this many bytes long take the heap path.
 LONG_CHUNK = 160
@@ -43,7 +43,8 @@ class UnmadeTokenError(ValueError):
     """A token that no two lower-ranked tokens make; ``.rank`` says which (a file reader names its line)."""
 
     def __init__(self, token: bytes, rank: int):
-        super().__init__(f"token {token!r} (rank {rank}) is not the merge of two lower-ranked tokens, "
+        shown = repr(token) if len(token) <= 80 else f"{token[:80]!r}... ({len(token)} bytes)"
+        super().__init__(f"token {shown} (rank {rank}) is not the merge of two lower-ranked tokens, "
                          f"so no merge could have made it")
         self.rank = rank
 
@@ -60,9 +61,10 @@ def rank_pair_table(token_bytes: Sequence[bytes]) -> PairTable:
     ids = {t: i for i, t in enumerate(token_bytes)}
     get = ids.get
     table = [{} for _ in token_bytes]
+    lengths = token_lengths(token_bytes)
     for token_id, token in enumerate(token_bytes):
         made = token_id < 256
-        for k in range(1, len(token)):
+        for k in split_points(len(token), lengths):
             left = get(token[:k])
             if left is not None and (right := get(token[k:])) is not None:
                 table[left][right] = token_id
@@ -70,6 +72,28 @@ def rank_pair_table(token_bytes: Sequence[bytes]) -> PairTable:
         if not made:
             raise UnmadeTokenError(token, token_id)
     return table
+
+
+def token_lengths(token_bytes: Sequence[bytes]) -> tuple[list[int], set[int]]:
+    """The lengths that tokens have, sorted and as a set: only these can be a split's parts."""
+    present = {len(t) for t in token_bytes}
+    return sorted(present), present
+
+
+def split_points(n: int, lengths: tuple[list[int], set[int]]):
+    """Each k in 1..n-1 where a token of n bytes could split into two tokens (both lengths occur),
+    ascending. Trying every k would cost the square of a token's length (each slice is hashed),
+    which a file holding one huge token turns into minutes; this costs its length.
+
+    >>> list(split_points(5, token_lengths([b"a", b"bc", b"abc", b"abcde"])))
+    [2, 3]
+    """
+    ordered, present = lengths
+    for k in ordered:
+        if k >= n:
+            return
+        if n - k in present:
+            yield k
 
 
 def listed_pair_table(merges: Sequence[tuple[int, int, int]], size: int = 0) -> PairTable:

@@ -20,6 +20,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from netcl_lite.text.patterns import check_pattern_length, compile_splitter
+
+#: text a model file's pattern must split without losing a character: every printable ASCII
+#: character and the common whitespace
+PATTERN_PROBE = "".join(map(chr, range(32, 127))) + " \t\n\r  x"
+
 __all__ = ["FORMAT", "VERSION", "ModelParts", "check_merges", "check_special_tokens", "dumps", "loads",
            "parse_json_object"]
 
@@ -86,6 +92,12 @@ def loads(text: str, source: str = "model file") -> ModelParts:
     pattern = doc["pattern"]
     if pattern is not None and not isinstance(pattern, str):
         raise ValueError(f"{source}: 'pattern' must be a string or null, got {type(pattern).__name__}")
+    if pattern is not None:
+        check_pattern_length(pattern, source)
+        try:                        # a pattern that cannot split plain text would fail at every encode
+            compile_splitter(pattern)(PATTERN_PROBE)
+        except ValueError as exc:
+            raise ValueError(f"{source}: {exc}") from None
     base = _check_base(doc["base_bytes"], source)
     merges = doc["merges"]
     if not isinstance(merges, list):

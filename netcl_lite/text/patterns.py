@@ -56,6 +56,19 @@ _LETTER, _NUMBER = regex.compile(r"\p{L}"), regex.compile(r"\p{N}")
 _STAND_IN_LETTER, _STAND_IN_NUMBER, _STAND_IN_OTHER = "\u4e00", "\u0660", "\ue000"
 
 
+#: the longest pre-split pattern accepted: GPT-4's is ~200 characters, and compiling a pattern of
+#: megabytes takes minutes (a damaged or hostile tokenizer file)
+MAX_PATTERN_CHARS = 10_000
+
+
+def check_pattern_length(pattern: str, source: str = "pattern") -> None:
+    """Refuse a pattern longer than :data:`MAX_PATTERN_CHARS` before anything compiles it."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ValueError(f"{source}: the pre-split pattern is {len(pattern)} characters long; patterns of real "
+                         f"tokenizers are a few hundred (at most {MAX_PATTERN_CHARS} accepted): the file is "
+                         "damaged or not a tokenizer")
+
+
 def compile_splitter(pattern: str | None) -> Callable[[str], list[str]]:
     """Return ``split(text) -> list of chunks`` for a pre-split pattern (``None``: the whole text).
 
@@ -71,10 +84,11 @@ def compile_splitter(pattern: str | None) -> Callable[[str], list[str]]:
         return lambda text: [text] if text else []
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be a str or None, got {type(pattern).__name__}")
+    check_pattern_length(pattern)
     try:
         compiled = regex.compile(pattern)
     except (regex.error, OverflowError, RecursionError) as exc:
-        raise ValueError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
+        raise ValueError(f"pattern {pattern[:200]!r} is not a valid regex: {exc}") from None
     if pattern in _RE_TEMPLATES and sys.version_info >= (3, 11):  # re gained possessives in 3.11
         return _fast_splitter(pattern)
     return _checked_splitter(compiled, pattern)

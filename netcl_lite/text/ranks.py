@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from netcl_lite.text.byte_pair import PairTable, merge_ids
+from netcl_lite.text.byte_pair import PairTable, merge_ids, split_points, token_lengths
 
 __all__ = ["check_ranks", "derive_merges"]
 
@@ -61,9 +61,10 @@ def derive_merges(token_bytes: Sequence[bytes], pairs: PairTable) -> tuple[tuple
     byte_ids = [ids[bytes([b])] for b in range(256)]
     get = ids.get
     merges = []
+    lengths = token_lengths(token_bytes)
     for rank in range(256, len(token_bytes)):
         token = token_bytes[rank]
-        splits = [(left, right) for k in range(1, len(token))
+        splits = [(left, right) for k in split_points(len(token), lengths)
                   if (left := get(token[:k], rank)) < rank and (right := get(token[k:], rank)) < rank]
         if len(splits) > 1:
             reached = merge_ids(list(map(byte_ids.__getitem__, token)), pairs, limit=rank)

@@ -99,7 +99,8 @@ class _Reader:
     def vocabulary(self, doc: dict) -> Vocabulary:
         self.check_keys(doc, _TOP_KEYS, "")
         self.no_lone_surrogates(doc, "")
-        self.expect(doc, "version", "", ["1.0", None])
+        if "version" in doc:            # may be left out, but tokenizers refuses a null
+            self.expect(doc, "version", "", ["1.0"])
         for name in ("truncation", "padding"):
             self.expect(doc, name, "", [None])
         if doc.get("normalizer") is not None:
@@ -235,6 +236,8 @@ class _Reader:
             self.check_keys(token, _ADDED_KEYS, key)
             for flag in ("single_word", "lstrip", "rstrip"):
                 self.expect(token, flag, key, [False, None])
+            for flag in ("normalized", "special"):       # tokenizers refuses anything but a bool here
+                self.expect(token, flag, key, [True, False, None])
             content, token_id = token.get("content"), token.get("id")
             if not isinstance(content, str) or not content:
                 self.fail(f"{key}.content", f"{content!r} is not a non-empty string")

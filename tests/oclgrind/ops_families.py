@@ -1,0 +1,106 @@
+"""Every ops family at ragged shapes, forward against its float64 reference and backward through
+the tape; run under Oclgrind by tests/test_oclgrind.py, and on the default device for comparison.
+
+usage: python ops_families.py MODE OUT.npz, MODE "native" (the work-group sizes the library picks
+for this device) or "wide" (the sizes it picks for a GPU: wider flash-attention and decode groups,
+the matmul layout without CPU chunking). Saves every output and gradient to OUT.npz and exits
+non-zero when a forward misses its reference.
+"""
+
+import importlib
+import sys
+
+import numpy as np
+
+import netcl_lite as nl
+from netcl_lite import autograd as ag
+from netcl_lite import reference as ref
+
+# the modules, not the functions of the same names that netcl_lite.ops exports
+decode, flash_attention, matmul = (importlib.import_module(f"netcl_lite.ops.{m}")
+                                   for m in ("decode", "flash_attention", "matmul"))
+
+mode, out_file = sys.argv[1], sys.argv[2]
+if mode == "wide":
+    flash_attention._local = lambda queue, n: min(32, n)
+    decode._local_size = lambda queue: 128
+    plan = matmul._plan
+    matmul._plan = lambda tile, mem, units, cpu, *rest: plan(tile, mem, units, False, *rest)
+elif mode != "native":
+    raise SystemExit(f"MODE must be 'native' or 'wide', got {mode!r}")
+
+rng = np.random.default_rng(23)
+results, misses = {}, []
+
+
+def arr(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def family(name, forward, inputs, reference, tol=2e-5, **constants):
+    """forward(**nodes, **constants) on the tape, then the gradient of sum(out * r) for each input."""
+    leaves = {k: ag.tensor(v) for k, v in inputs.items()}
+    with nl.Tape():
+        out = forward(**leaves, **constants)
+        r = ag.constant(arr(*out.shape))
+        loss = ag.sum(ag.mul(out, r))
+    loss.backward()
+    got = out.numpy()
+    want = reference(**{k: v.astype(np.float64) for k, v in inputs.items()}, **constants)
+    # float32 sums of at most ~100 terms of size ~1: relative error ≪ 2e-5
+    err = float(np.max(np.abs(got - want) / (1 + np.abs(want))))
+    if not err < tol:
+        misses.append(f"{name}: max error {err:.3g} > {tol}")
+    results[name] = got
+    for k, leaf in leaves.items():
+        results[f"{name}.d{k}"] = leaf.grad.numpy()
+
+
+family("matmul", lambda a, b: ag.matmul(a, b), {"a": arr(2, 13, 37), "b": arr(2, 37, 19)},
+       lambda a, b: ref.matmul(a, b))
+family("matmul_tb", lambda a, b: ag.matmul(a, b, transpose_b=True), {"a": arr(11, 29), "b": arr(7, 29)},
+       lambda a, b: ref.matmul(a, b, transpose_b=True))
+family("softmax_causal", lambda x: ag.softmax(x, causal=True), {"x": arr(2, 11, 13)},
+       lambda x: ref.softmax(x, causal=True))
+mask = rng.random((11, 13)) < 0.7
+mask[:, 0] = True                                           # every row keeps a key
+family("softmax_mask", lambda x: ag.softmax(x, mask=mask), {"x": arr(3, 11, 13)},
+       lambda x: ref.softmax(x, mask=mask))
+gqa = {"q": arr(1, 4, 11, 16), "k": arr(1, 2, 13, 16), "v": arr(1, 2, 13, 8)}
+family("attention_gqa", lambda q, k, v: ag.attention(q, k, v, causal=True), gqa,
+       lambda q, k, v: ref.attention(q, k, v, causal=True))
+for kernel, block in (("tiled", 32), ("rows", 16)):
+    family(f"flash_{kernel}", lambda q, k, v: ag.flash_attention(q, k, v, causal=True, block_size=block, kernel=kernel),
+           gqa, lambda q, k, v: ref.attention(q, k, v, causal=True))
+family("flash_mask", lambda q, k, v: ag.flash_attention(q, k, v, mask=mask, block_size=32),
+       {"q": arr(2, 11, 16), "k": arr(2, 13, 16), "v": arr(2, 13, 16)},
+       lambda q, k, v: ref.attention(q, k, v, mask=mask))
+family("rope_half", lambda x: ag.rope(x, offset=5, pairing="half"), {"x": arr(2, 3, 9, 12)},
+       lambda x: ref.rope(x, offset=5, pairing="half"))
+family("rope_heads", lambda x: ag.rope_heads(x, 3, offset=2), {"x": arr(2, 7, 18)},
+       lambda x: ref.rope_heads(x, 3, offset=2))
+family("rms_norm", lambda x, w: ag.rms_norm(x, w), {"x": arr(7, 45), "w": arr(45)},
+       lambda x, w: ref.rms_norm(x, w))
+family("layer_norm", lambda x, w, b: ag.layer_norm(x, w, b), {"x": arr(5, 37), "w": arr(37), "b": arr(37)},
+       lambda x, w, b: ref.layer_norm(x, w, b))
+family("silu", lambda x: ag.silu(x), {"x": arr(3, 41)}, lambda x: ref.silu(x))
+family("swiglu", lambda g, u: ag.swiglu(g, u), {"g": arr(3, 41), "u": arr(3, 41)}, lambda g, u: ref.swiglu(g, u))
+family("add_broadcast", lambda a, b: ag.add(a, b), {"a": arr(4, 9, 7), "b": arr(7)}, lambda a, b: ref.add(a, b))
+family("sub", lambda a, b: ag.sub(a, b), {"a": arr(5, 11), "b": arr(5, 11)}, lambda a, b: ref.sub(a, b))
+family("div", lambda a, b: ag.div(a, b), {"a": arr(3, 17), "b": 1.5 + np.abs(arr(3, 17))},
+       lambda a, b: ref.div(a, b))
+family("exp", lambda x: ag.exp(x), {"x": arr(6, 13)}, lambda x: ref.exp(x))
+family("sum_rows", lambda x: ag.sum(x, axis=-1), {"x": arr(9, 23)}, lambda x: ref.sum(x, axis=-1))
+family("mean_all", lambda x: ag.mean(x), {"x": arr(5, 19)}, lambda x: ref.mean(x))
+family("swap_axes", lambda x: ag.swap_axes(x, 0, 2), {"x": arr(3, 5, 7)}, lambda x: ref.swap_axes(x, 0, 2))
+ids = rng.integers(0, 17, (3, 5))
+family("embedding", lambda t: ag.embedding(t, ids), {"t": arr(17, 12)}, lambda t: ref.embedding(t, ids))
+targets = rng.integers(0, 23, 9)
+targets[4] = -100
+family("cross_entropy", lambda z: ag.cross_entropy(z, targets), {"z": arr(9, 23)},
+       lambda z: ref.cross_entropy(z, targets))
+
+np.savez(out_file, **results)
+if misses:
+    raise SystemExit("forward results miss their float64 references:\n" + "\n".join(misses))
+print(f"{nl.device().platform}: {len(results)} arrays, every forward within its reference's tolerance")

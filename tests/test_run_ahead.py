@@ -1,0 +1,41 @@
+"""The host runs ahead of the device by a bounded amount: 100 training steps of a D = 128 block
+that never read a value back grow the process's peak RSS by at most the default bound, 64 MiB."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from netcl_lite.core import stream
+
+PROBE = Path(__file__).resolve().parent / "run_ahead_probe.py"
+
+
+def test_a_loop_without_read_back_stays_within_the_pending_bound():
+    env = dict(os.environ, POCL_MAX_PTHREAD_COUNT="1")
+    runs = {limit: subprocess.Popen([sys.executable, str(PROBE), *([] if limit is None else [str(limit)])],
+                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for limit in (None, 1 << 40)}
+    growth = {}
+    for limit, proc in runs.items():
+        out, err = proc.communicate(timeout=900)
+        assert proc.returncode == 0, err[-3000:]
+        growth[limit] = float(out.strip().splitlines()[-1])
+    assert growth[None] <= stream.PENDING_BYTES / 2**20, growth
+    # the same loop with the bound lifted: the queue keeps every step's temporaries (~1 GiB)
+    assert growth[1 << 40] > 4 * stream.PENDING_BYTES / 2**20, growth
+
+
+def test_the_pending_bound_is_configurable_and_checked():
+    previous = stream.set_pending_limit(1 << 20)
+    try:
+        assert stream.PENDING_BYTES == 1 << 20 and previous == 64 << 20
+    finally:
+        stream.set_pending_limit(previous)
+    for bad in (-1, 1.5, True, "64"):
+        with pytest.raises(ValueError, match="nbytes must be an int >= 0"):
+            stream.set_pending_limit(bad)
