@@ -151,16 +151,17 @@ def drill_notebook(week_dir: Path) -> dict:
     }
 
 
-def execute_notebook(nb: dict) -> dict:
-    """``nb`` run top to bottom in a fresh python3 kernel in a scratch folder; any error fails the build."""
+def execute_notebook(source: str) -> str:
+    """The notebook ``source`` (JSON) run top to bottom in a fresh python3 kernel in a scratch folder,
+    as JSON; any error fails the build."""
     import nbformat
     from nbclient import NotebookClient
 
-    node = nbformat.from_dict(nb)
+    node = nbformat.reads(source, as_version=4)
     with tempfile.TemporaryDirectory() as tmp:
         NotebookClient(node, timeout=600, kernel_name="python3", allow_errors=False, record_timing=False,
                        resources={"metadata": {"path": tmp}}).execute()
-    return node
+    return nbformat.writes(node) + "\n"
 
 
 def build_drills(shared: str | None = None) -> list[str]:
@@ -173,8 +174,7 @@ def build_drills(shared: str | None = None) -> list[str]:
         key = cache.key(source, shared=shared)
         data = cache.lookup("notebook", key)
         if data is None:
-            executed = execute_notebook(json.loads(source))
-            data = (json.dumps(executed, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+            data = execute_notebook(source).encode("utf-8")
             cache.store("notebook", key, data)
             ran.append(name)
         _write_if_changed(DOCS / "drills" / name, data)
