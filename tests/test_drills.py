@@ -32,7 +32,7 @@ def test_there_are_drills():
 
 @pytest.mark.parametrize("week", WEEKS, ids=[w.name for w in WEEKS])
 def test_drill_notebook_is_the_snippets_and_runs_top_to_bottom(week, tmp_path):
-    nb = nbformat.from_dict(_hook().drill_notebook(week))
+    nb = nbformat.reads(json.dumps(_hook().drill_notebook(week)), as_version=4)   # sources joined, as a reader's Jupyter does
     nbformat.validate(nb)
     code = [c.source for c in nb.cells if c.cell_type == "code"]
     steps = [p.read_text(encoding="utf-8").strip("\n") for p in sorted(week.glob("drill_*.py"))]
