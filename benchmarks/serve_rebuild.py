@@ -6,7 +6,8 @@ the served page contains it. Then it appends a comment line to one snippet and r
 the rebuild ran (the execution cache's log lines) and how long it took. Every edited file is
 restored at the end, also on failure.
 
-    python benchmarks/serve_rebuild.py                      # 5 prose edits of docs/index.md, one figure edit
+    python benchmarks/serve_rebuild.py                      # mkdocs serve --dirty: 5 prose edits of docs/index.md, one figure edit
+    python benchmarks/serve_rebuild.py --clean              # plain mkdocs serve (every page rendered on each save)
     python benchmarks/serve_rebuild.py --page chapter-7.md --snippet snippets/chapter7/figure_attention_weights.py
 """
 
@@ -51,6 +52,8 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=5)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--first-build-timeout", type=float, default=1800)
+    parser.add_argument("--clean", action="store_true", help="plain mkdocs serve (every page rendered on every save) "
+                        "instead of the README's mkdocs serve --dirty")
     args = parser.parse_args()
     if args.edits < 1:
         parser.error("--edits must be at least 1")
@@ -63,7 +66,9 @@ def main() -> None:
     originals = {page: page.read_bytes(), snippet: snippet.read_bytes()}
     log: list[str] = []
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    serve = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{args.port}"], cwd=ROOT,
+    command = [sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{args.port}"] + ([] if args.clean else ["--dirty"])
+    print(" ".join(command[2:]))
+    serve = subprocess.Popen(command, cwd=ROOT,
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     threading.Thread(target=lambda: log.extend(iter(serve.stdout.readline, "")), daemon=True).start()
     try:
@@ -83,11 +88,14 @@ def main() -> None:
         seen = len(log)
         began = time.perf_counter()
         snippet.write_bytes(originals[snippet] + b"\n# serve-rebuild probe\n")
-        wait_for(lambda: any("execution cache" in line and "figures" in line for line in log[seen:])
-                 and any("Documentation built" in line for line in log[seen:]), 900)
+        def rebuilt() -> bool:
+            ran = [i for i, line in enumerate(log[seen:]) if "execution cache" in line and "figures" in line]
+            return bool(ran) and any("Documentation built" in line for line in log[seen + ran[0]:])
+
+        wait_for(rebuilt, 900)
         print(f"snippet edit ({args.snippet}): rebuilt in {time.perf_counter() - began:.2f} s; the build logged:")
         for line in log[seen:]:
-            if "execution cache" in line or "Documentation built" in line:
+            if "execution cache" in line or "Documentation built" in line or "Building documentation" in line:
                 print("   ", line.strip())
     finally:
         for path, data in originals.items():
