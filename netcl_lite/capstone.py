@@ -22,7 +22,6 @@ import json
 import lzma
 import math
 import numbers
-import os
 import shutil
 import time
 import zlib
@@ -34,6 +33,7 @@ import numpy as np
 
 from . import corpus
 from .core.device import manager
+from .execution_cache import cache_root, device_description, library_sources
 from .nn import DecoderLM, LMConfig
 from .text import BPETokenizer
 from .train import TrainConfig, eval_windows, evaluate, train
@@ -126,33 +126,17 @@ class Run:
     directory: Path
 
 
-def cache_root() -> Path:
-    """Where finished runs are kept: ``NETCL_LITE_CACHE`` if set, else ``.cache/netcl_lite`` in a
-    source checkout, else ``netcl_lite`` under the user's cache folder (``XDG_CACHE_HOME``)."""
-    if os.environ.get("NETCL_LITE_CACHE"):
-        return Path(os.environ["NETCL_LITE_CACHE"])
-    package = Path(__file__).resolve().parent
-    if (package.parent / "pyproject.toml").is_file() and (package.parent / "kernels").is_dir():
-        return package.parent / ".cache" / "netcl_lite"          # a source checkout
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "netcl_lite"
-
-
 def run_key(queue, text: str) -> str:
     """A hash of everything the run depends on (see the module docstring)."""
     import pyopencl as cl
-
-    from .core.kernels import kernel_dir
 
     h = hashlib.sha256()
     recipe = {"vocab": VOCAB_SIZE, "held_out": HELD_OUT_FRACTION, "dedup": DEDUP_MIN_CHARS, "model": MODEL, "training": asdict(TRAINING)}
     h.update(json.dumps(recipe, sort_keys=True).encode())
     h.update(hashlib.sha256(text.encode()).digest())
-    sources = sorted(Path(__file__).resolve().parent.rglob("*.py")) + sorted(kernel_dir().glob("*.[ch]*"))
-    for path in sources:
+    for path in library_sources():
         h.update(path.name.encode() + path.read_bytes())
-    device = queue.device
-    h.update(f"{np.__version__} {cl.VERSION_TEXT} {device.name} {device.driver_version} "
-             f"{device.platform.name} {device.platform.version}".encode())
+    h.update(f"{np.__version__} {cl.VERSION_TEXT} {device_description(queue.device)}".encode())
     return h.hexdigest()[:16]
 
 

@@ -1,4 +1,11 @@
-"""Shared fixtures: the OpenCL device, and one strict build of the site per test session."""
+"""Shared fixtures: the OpenCL device, and one strict build of the site per test session.
+
+``--page NAME`` (``chapter-7``, ``week-22``, ``concepts/transformer``…; repeatable) runs
+one page's tests only: its code blocks and their outputs, its excerpts, its drill
+notebook, and the tests of a module that names the page in ``PAGE``. It leaves out
+everything that needs the whole site built (the strict build, links, the browser) and
+says so at the end; the full ``pytest`` runs those.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +24,55 @@ ROOT = Path(__file__).resolve().parent.parent
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--page", action="append", default=[], metavar="NAME",
+                     help="run only the tests of this page (its path under docs/ without .md, e.g. chapter-7)")
+
+
+def page_of(item) -> str | None:
+    """The page a collected test belongs to, or None: from its ``page`` (a docs/ path) or ``week``
+    (a snippets/weekNN folder) parameter, else from its module's ``PAGE``."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if isinstance(params.get("page"), Path):
+        return params["page"].relative_to(ROOT / "docs").with_suffix("").as_posix()
+    if isinstance(params.get("week"), Path):
+        return params["week"].name.replace("week", "week-")
+    page = getattr(getattr(item, "module", None), "PAGE", None)
+    return page.relative_to(ROOT / "docs").with_suffix("").as_posix() if isinstance(page, Path) else None
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under ``--page``, test files that never read a page (no ``doc_blocks``) are not even imported:
+    collecting the whole suite takes longer than one page's tests."""
+    if config.getoption("--page") and collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
+        return "doc_blocks" not in collection_path.read_text(encoding="utf-8")
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    pages = config.getoption("--page")
+    if not pages:
+        return
+    known = {p.relative_to(ROOT / "docs").with_suffix("").as_posix() for p in (ROOT / "docs").rglob("*.md")}
+    unknown = sorted(set(pages) - known)
+    if unknown:
+        raise pytest.UsageError(f"--page {', '.join(unknown)}: no such page; the pages are {sorted(known)}")
+    keep = [i for i in items if page_of(i) in pages and "built_site" not in getattr(i, "fixturenames", ())]
+    left_out = [i for i in items if i not in keep]
+    config.hook.pytest_deselected(items=left_out)
+    items[:] = keep
+    config._page_left_out = sum("built_site" in getattr(i, "fixturenames", ()) and page_of(i) in pages
+                                for i in left_out)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if config.getoption("--page"):
+        terminalreporter.write_line(
+            f"--page {' '.join(config.getoption('--page'))}: ran this page's blocks, outputs, excerpts and "
+            f"notebook; NOT the site build, links or browser ({config._page_left_out} of this page's tests need "
+            "the built site). Run the full pytest before you push.", yellow=True, bold=True)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,10 @@
-"""Each week's drill notebook is assembled from its snippet files and runs top to bottom."""
+"""Each week's drill notebook is assembled from its snippet files and runs top to bottom; the
+build executed it and shows its outputs."""
 
 from __future__ import annotations
+
+import importlib.util
+import json
 
 import nbformat
 import pytest
@@ -11,15 +15,24 @@ import doc_blocks
 WEEKS = sorted({p.parent for p in doc_blocks.ROOT.glob("snippets/week*/drill_*.py")})
 
 
+def _hook():
+    spec = importlib.util.spec_from_file_location("generated_hook", doc_blocks.DOCS / ".hooks" / "generated.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _notebook_name(week) -> str:
+    return f"{week.name.replace('week', 'week-')}-drill.ipynb"
+
+
 def test_there_are_drills():
     assert WEEKS, "no drill snippets found under snippets/week*/"
 
 
 @pytest.mark.parametrize("week", WEEKS, ids=[w.name for w in WEEKS])
-def test_drill_notebook_is_the_snippets_and_runs_top_to_bottom(week, built_site, tmp_path):
-    path = doc_blocks.DOCS / "drills" / f"{week.name.replace('week', 'week-')}-drill.ipynb"
-    assert path.is_file(), f"the build did not assemble {path}"
-    nb = nbformat.read(path, as_version=4)
+def test_drill_notebook_is_the_snippets_and_runs_top_to_bottom(week, tmp_path):
+    nb = nbformat.reads(json.dumps(_hook().drill_notebook(week)), as_version=4)   # sources joined, as a reader's Jupyter does
     nbformat.validate(nb)
     code = [c.source for c in nb.cells if c.cell_type == "code"]
     steps = [p.read_text(encoding="utf-8").strip("\n") for p in sorted(week.glob("drill_*.py"))]
@@ -29,6 +42,20 @@ def test_drill_notebook_is_the_snippets_and_runs_top_to_bottom(week, built_site,
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
-    rendered = (built_site / "drills" / path.stem / "index.html").read_text(encoding="utf-8")
-    assert rendered.count("jp-CodeCell") >= len(steps)
-    assert (built_site / "drills" / path.stem / path.name).is_file(), "no downloadable .ipynb next to the page"
+
+
+@pytest.mark.parametrize("week", WEEKS, ids=[w.name for w in WEEKS])
+def test_the_build_ran_the_drill_and_offers_it_with_its_outputs(week, built_site):
+    name = _notebook_name(week)
+    built = json.loads((doc_blocks.DOCS / "drills" / name).read_text(encoding="utf-8"))
+    text = lambda cells: ["".join(c["source"]) for c in cells]  # noqa: E731 (a list or a str, per nbformat)
+    assert text(built["cells"]) == text(_hook().drill_notebook(week)["cells"]), "the built notebook is not this week's drill"
+    code = [c for c in built["cells"] if c["cell_type"] == "code"]
+    assert all(c["execution_count"] for c in code), "a drill cell was not executed by the build"
+    assert all(o["output_type"] != "error" for c in code for o in c["outputs"])
+    assert any(c["outputs"] for c in code), "the built drill shows no output"
+    page = built_site / "drills" / name.removesuffix(".ipynb")
+    rendered = (page / "index.html").read_text(encoding="utf-8")
+    assert rendered.count("jp-CodeCell") >= len(code)
+    assert rendered.count("jp-OutputArea-output") >= 1, "the rendered drill shows no output"
+    assert (page / name).is_file(), "no downloadable .ipynb next to the page"

@@ -10,12 +10,17 @@ folder (as the doc tests run every block), and puts its stdout in the marker's p
 as a text block titled "printed when this site was built". It is not an ``output``
 block: those are the outputs the doc tests compare, and the browser test counts them. The shown numbers are therefore this build's; what must hold on any
 machine is asserted inside the snippet, so a run that misses it fails the build (and
-the doc test that runs the same block). tests/test_capstone_page.py checks that each
+the doc test that runs the same block). tests/test_capstone.py checks that each
 marker sits right under the block that includes its snippet.
+
+A snippet's stdout is kept in :mod:`netcl_lite.execution_cache`, keyed by the snippet,
+the library, the packages and the device: a rebuild runs only the snippets whose key
+changed (``NETCL_LITE_RERUN=1`` runs them all).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import subprocess
@@ -23,8 +28,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from netcl_lite import execution_cache as cache
+
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = re.compile(r"^<!-- build-output: (?P<path>snippets/[\w/.-]+\.py) -->$", re.M)
+_RUN = "stdout of: python <snippet>, fresh interpreter, scratch folder, PYTHONPATH unset"   # part of the key
+_build: dict = {}
+log = logging.getLogger("mkdocs.hooks.execution_cache")
 
 
 def run_snippet(path: str) -> str:
@@ -39,9 +49,38 @@ def run_snippet(path: str) -> str:
     return proc.stdout
 
 
+def snippet_key(path: str, shared: str | None = None) -> str:
+    """The execution-cache key of a build-output snippet (its text and how it is run)."""
+    return cache.key(_RUN + "\n" + (ROOT / path).read_text(encoding="utf-8"), shared=shared)
+
+
+def cached_output(path: str) -> str:
+    """What the snippet prints: from the store when its key is there, else run now and stored."""
+    if "shared" not in _build:
+        _build["shared"] = cache.context()
+    key = snippet_key(path, _build["shared"])
+    stored = cache.lookup("build_output", key)
+    if stored is not None:
+        _build["reused"] = _build.get("reused", 0) + 1
+        return stored.decode("utf-8")
+    log.info(f"execution cache: ran {path}")
+    text = run_snippet(path)
+    cache.store("build_output", key, text.encode("utf-8"))
+    return text
+
+
+def on_pre_build(config) -> None:
+    _build.clear()        # the library or the device may have changed since the last build
+
+
+def on_post_build(config) -> None:
+    if _build.get("reused"):
+        log.info(f"execution cache: {_build['reused']} build outputs reused")
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     def output(m: re.Match) -> str:
-        text = run_snippet(m.group("path")).rstrip("\n")
+        text = cached_output(m.group("path")).rstrip("\n")
         return f'```text title="printed when this site was built"\n{text}\n```'
 
     return MARKER.sub(output, markdown)

@@ -8,29 +8,38 @@
   the ``alt`` of the figure's ``<img>``, so no alt text is typed by hand.
 * Drill notebooks: ``snippets/<week>/drill_<n>_<topic>.py`` are the one source
   of each drill. The page includes them one by one; this hook assembles them,
-  in order, into ``docs/drills/<week>-drill.ipynb`` for download (rendered and
-  executed by mkdocs-jupyter).
+  in order, and runs the notebook top to bottom (nbclient, failing on any error)
+  into ``docs/drills/<week>-drill.ipynb``, which mkdocs-jupyter renders and
+  offers for download, outputs included.
 
-Both outputs are git-ignored and rewritten only when their content changes,
-so ``mkdocs serve`` does not rebuild in a loop.
+Both are executed under :mod:`netcl_lite.execution_cache`: a figure or notebook
+whose script, library, packages and device are unchanged is taken from the
+store instead of run again (``NETCL_LITE_RERUN=1`` runs everything). Both
+outputs are git-ignored and rewritten only when their content changes, so
+``mkdocs serve`` does not rebuild in a loop.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from netcl_lite import execution_cache as cache
 
 ROOT = Path(__file__).resolve().parents[2]
 SNIPPETS = ROOT / "snippets"
 DOCS = ROOT / "docs"
 FIGURES = DOCS / "figures"
 _DESCRIPTION = re.compile(r"<dc:description>(.*?)</dc:description>", re.S)
+log = logging.getLogger("mkdocs.hooks.execution_cache")     # INFO lines show under mkdocs serve/build
 _FIGURE_IMG = re.compile(r'<img\b[^>]*\bsrc="(?:[^"]*/)?figures/([\w-]+/[\w-]+)\.svg"[^>]*>')
 _ALT = re.compile(r'\balt="[^"]*"')
 
@@ -52,23 +61,53 @@ def _write_if_changed(path: Path, data: bytes) -> None:
         path.write_bytes(data)
 
 
-def build_figures() -> None:
-    scripts = sorted(SNIPPETS.glob("*/figure_*.py"))
-    if not scripts:
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        pairs = []
-        for script in scripts:
-            pairs += [str(script), str(Path(tmp) / f"{script.parent.name}--{script.stem[len('figure_'):]}.svg")]
-        env = dict(os.environ, MPLBACKEND="Agg")
-        proc = subprocess.run([sys.executable, "-c", _RUN_FIGURES, *pairs], cwd=ROOT, env=env, capture_output=True, text=True)
-        if proc.returncode:
-            raise RuntimeError(f"a figure script failed:\n{proc.stderr[-4000:]}")
-        for out in Path(tmp).glob("*.svg"):
-            page, name = out.stem.split("--")
-            svg = out.read_text(encoding="utf-8")
-            svg = "\n".join(line for line in svg.splitlines() if "<dc:date>" not in line)  # no build date
-            _write_if_changed(DOCS / "figures" / page / f"{name}.svg", svg.encode("utf-8"))
+def _figure_scripts() -> list[Path]:
+    return sorted(SNIPPETS.glob("*/figure_*.py"))
+
+
+def _drill_weeks() -> list[Path]:
+    return sorted(p for p in SNIPPETS.glob("week*") if any(p.glob("drill_*.py")))
+
+
+def figure_reads(script: Path) -> list[Path]:
+    """The files a figure script draws from besides the library: the benchmark reports and their
+    results for the scripts that load them (Chapter 8's), nothing for the others."""
+    if "benchmarks" not in script.read_text(encoding="utf-8"):
+        return []
+    bench = ROOT / "benchmarks"
+    return sorted(bench.glob("*.py")) + sorted(p for p in (bench / "results").rglob("*") if p.is_file())
+
+
+def figure_key(script: Path, shared: str | None = None) -> str:
+    """The execution-cache key of one figure: its script, what it reads, and how it is run."""
+    return cache.key(_RUN_FIGURES + script.read_text(encoding="utf-8"), figure_reads(script), shared)
+
+
+def build_figures(shared: str | None = None) -> list[Path]:
+    """Draw every figure whose key is not stored (in one interpreter), store it, write them all; return
+    the scripts that ran."""
+    scripts = _figure_scripts()
+    keys = {script: figure_key(script, shared) for script in scripts}
+    svgs = {script: cache.lookup("figure", keys[script]) for script in scripts}
+    missing = [script for script, svg in svgs.items() if svg is None]
+    if missing:
+        with tempfile.TemporaryDirectory() as tmp:
+            pairs = []
+            for script in missing:
+                pairs += [str(script), str(Path(tmp) / f"{script.parent.name}--{script.stem}.svg")]
+            env = dict(os.environ, MPLBACKEND="Agg")
+            proc = subprocess.run([sys.executable, "-c", _RUN_FIGURES, *pairs], cwd=ROOT, env=env,
+                                  capture_output=True, text=True)
+            if proc.returncode:
+                raise RuntimeError(f"a figure script failed:\n{proc.stderr[-4000:]}")
+            for script, out in zip(missing, pairs[1::2]):
+                svg = Path(out).read_text(encoding="utf-8")
+                svg = "\n".join(line for line in svg.splitlines() if "<dc:date>" not in line)  # no build date
+                svgs[script] = svg.encode("utf-8")
+                cache.store("figure", keys[script], svgs[script])
+    for script, svg in svgs.items():
+        _write_if_changed(FIGURES / script.parent.name / f"{script.stem[len('figure_'):]}.svg", svg)
+    return missing
 
 
 def figure_description(svg: Path) -> str | None:
@@ -112,16 +151,44 @@ def drill_notebook(week_dir: Path) -> dict:
     }
 
 
-def build_drills() -> None:
-    for week_dir in sorted(p for p in SNIPPETS.glob("week*") if any(p.glob("drill_*.py"))):
-        nb = drill_notebook(week_dir)
-        data = (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
-        _write_if_changed(DOCS / "drills" / f"{week_dir.name.replace('week', 'week-')}-drill.ipynb", data)
+def execute_notebook(source: str) -> str:
+    """The notebook ``source`` (JSON) run top to bottom in a fresh python3 kernel in a scratch folder,
+    as JSON; any error fails the build."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    node = nbformat.reads(source, as_version=4)
+    with tempfile.TemporaryDirectory() as tmp:
+        NotebookClient(node, timeout=600, kernel_name="python3", allow_errors=False, record_timing=False,
+                       resources={"metadata": {"path": tmp}}).execute()
+    return nbformat.writes(node) + "\n"
+
+
+def build_drills(shared: str | None = None) -> list[str]:
+    """Assemble and execute each week's drill notebook (from the store when its key is); return the
+    names of the notebooks that ran."""
+    ran = []
+    for week_dir in _drill_weeks():
+        name = f"{week_dir.name.replace('week', 'week-')}-drill.ipynb"
+        source = json.dumps(drill_notebook(week_dir), indent=1, ensure_ascii=False) + "\n"
+        key = cache.key(source, shared=shared)
+        data = cache.lookup("notebook", key)
+        if data is None:
+            data = execute_notebook(source).encode("utf-8")
+            cache.store("notebook", key, data)
+            ran.append(name)
+        _write_if_changed(DOCS / "drills" / name, data)
+    return ran
 
 
 def on_pre_build(config) -> None:
-    build_figures()
-    build_drills()
+    if cache.rerun_forced():       # the capstone run is stored apart (netcl_lite.capstone): train it anew too
+        shutil.rmtree(cache.cache_root() / "capstone", ignore_errors=True)
+    shared = cache.context()
+    figures, drills = build_figures(shared), build_drills(shared)
+    for kind, ran, total in (("figures", [str(f.relative_to(ROOT)) for f in figures], len(_figure_scripts())),
+                             ("drill notebooks", drills, len(_drill_weeks()))):
+        log.info(f"execution cache: {total - len(ran)} of {total} {kind} reused" + (f"; ran {', '.join(ran)}" if ran else ""))
 
 
 def on_page_content(content: str, page, config, files) -> str:

@@ -22,8 +22,10 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pyopencl as cl
 
-from .lm import LMConfig, write
+from .. import autograd as ag
+from .config import LMConfig
 
 CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
 ARCHITECTURE, MODEL_TYPE = "LlamaForCausalLM", "llama"
@@ -257,7 +259,7 @@ def save_pretrained(model, directory) -> Path:
 
 
 def read_config(directory) -> LMConfig:
-    """The :class:`~netcl_lite.nn.lm.LMConfig` in ``directory/config.json``, validated.
+    """The :class:`~netcl_lite.nn.config.LMConfig` in ``directory/config.json``, validated.
 
     Raises ``FileNotFoundError`` when there is no ``config.json``, ``ValueError`` for invalid
     JSON, another architecture, or an option this model does not implement.
@@ -403,3 +405,12 @@ def _atomic_write(path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def write(node: ag.Node, array) -> None:
+    """Overwrite a parameter's device buffer in place with ``array`` (its shape, cast to float32)."""
+    host = np.ascontiguousarray(array, np.float32)
+    if host.shape != node.shape:
+        raise ValueError(f"expected shape {node.shape}, got {host.shape}")
+    if host.size:
+        cl.enqueue_copy(node.queue, node.value.buffer, host)   # blocking, in queue order

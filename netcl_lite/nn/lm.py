@@ -23,89 +23,18 @@ from __future__ import annotations
 import math
 import numbers
 import weakref
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
-import pyopencl as cl
 
 from .. import autograd as ag
 from .. import ops, sampling
 from ..core.device import manager
 from ..core.tensor import Tensor, check_queue
 from ..ops.decode import LayerLaunch
+from .checkpoint import from_llama, from_pretrained, save_pretrained, to_llama, write
+from .config import LMConfig, check_count as _check_count
 from .transformer import DecoderBlock, Embedding, KVCache, Module, RMSNorm
-
-
-@dataclass(frozen=True)
-class LMConfig:
-    """Hyperparameters, named as transformers' ``LlamaConfig`` names them.
-
-    ``num_key_value_heads`` None means ``num_attention_heads`` (MHA); 1 is MQA.
-    ``intermediate_size`` is the SwiGLU width (gate and up projections).
-    ``initializer_range`` is the standard deviation of every weight matrix and
-    of the embedding at initialization (norm gains start at 1).
-    """
-
-    vocab_size: int
-    hidden_size: int = 128
-    intermediate_size: int = 384
-    num_hidden_layers: int = 4
-    num_attention_heads: int = 4
-    num_key_value_heads: int | None = None
-    max_position_embeddings: int = 256
-    rms_norm_eps: float = 1e-6
-    rope_theta: float = 10000.0
-    tie_word_embeddings: bool = True
-    initializer_range: float = 0.02
-
-    def __post_init__(self):
-        for name in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
-                     "num_attention_heads", "max_position_embeddings"):
-            _check_count(name, getattr(self, name))
-        if self.num_key_value_heads is None:
-            object.__setattr__(self, "num_key_value_heads", self.num_attention_heads)
-        _check_count("num_key_value_heads", self.num_key_value_heads)
-        heads, kv = self.num_attention_heads, self.num_key_value_heads
-        if heads % kv:
-            raise ValueError(f"num_attention_heads={heads} must be divisible by num_key_value_heads={kv} "
-                             "(each K/V head serves num_attention_heads / num_key_value_heads query heads)")
-        if self.hidden_size % heads:
-            raise ValueError(f"hidden_size={self.hidden_size} must be divisible by num_attention_heads={heads} "
-                             "(head width = hidden_size / num_attention_heads)")
-        if (self.hidden_size // heads) % 2:
-            raise ValueError(f"the head width hidden_size / num_attention_heads = {self.hidden_size // heads} must "
-                             "be even: RoPE rotates pairs of coordinates")
-        for name in ("rms_norm_eps", "rope_theta", "initializer_range"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-        if not isinstance(self.tie_word_embeddings, bool):
-            raise TypeError(f"tie_word_embeddings must be a bool, got {type(self.tie_word_embeddings).__name__}")
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden_size // self.num_attention_heads
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict) -> LMConfig:
-        """The config from a dict of these field names (other keys are refused, by name)."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown LMConfig fields {unknown}; the fields are {sorted(known)}")
-        return cls(**values)
-
-
-def _check_count(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 def check_ids(name: str, ids, vocab_size: int, max_len: int, start: int = 0) -> np.ndarray:
@@ -363,37 +292,20 @@ class DecoderLM(Module):
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """{transformers name: float32 array}, linear weights (out, in), as ``LlamaForCausalLM`` stores them."""
-        from .checkpoint import to_llama
-
         return to_llama(self)
 
     def load_state_dict(self, state: dict) -> None:
         """Read a :meth:`state_dict` back: every tensor is checked before any is written."""
-        from .checkpoint import from_llama
-
         from_llama(self, state)
 
     def save_pretrained(self, directory) -> Path:
         """Write ``config.json`` and ``model.safetensors`` as transformers' ``save_pretrained`` does."""
-        from .checkpoint import save_pretrained
-
         return save_pretrained(self, directory)
 
     @classmethod
     def from_pretrained(cls, directory, queue=None) -> DecoderLM:
         """A model from a directory written by :meth:`save_pretrained` or by ``LlamaForCausalLM.save_pretrained``."""
-        from .checkpoint import from_pretrained
-
         return from_pretrained(cls, directory, queue)
-
-
-def write(node: ag.Node, array) -> None:
-    """Overwrite a parameter's device buffer in place with ``array`` (its shape, cast to float32)."""
-    host = np.ascontiguousarray(array, np.float32)
-    if host.shape != node.shape:
-        raise ValueError(f"expected shape {node.shape}, got {host.shape}")
-    if host.size:
-        cl.enqueue_copy(node.queue, node.value.buffer, host)   # blocking, in queue order
 
 
 def _check_sampling(temperature, top_k, top_p) -> None:

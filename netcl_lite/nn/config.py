@@ -1,0 +1,82 @@
+"""The language model's hyperparameters, named as transformers' ``LlamaConfig`` names them.
+
+Its own module so that the model (:mod:`netcl_lite.nn.lm`) and its checkpoints
+(:mod:`netcl_lite.nn.checkpoint`) both read it without importing each other.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import asdict, dataclass, fields
+
+
+@dataclass(frozen=True)
+class LMConfig:
+    """Hyperparameters, named as transformers' ``LlamaConfig`` names them.
+
+    ``num_key_value_heads`` None means ``num_attention_heads`` (MHA); 1 is MQA.
+    ``intermediate_size`` is the SwiGLU width (gate and up projections).
+    ``initializer_range`` is the standard deviation of every weight matrix and
+    of the embedding at initialization (norm gains start at 1).
+    """
+
+    vocab_size: int
+    hidden_size: int = 128
+    intermediate_size: int = 384
+    num_hidden_layers: int = 4
+    num_attention_heads: int = 4
+    num_key_value_heads: int | None = None
+    max_position_embeddings: int = 256
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    tie_word_embeddings: bool = True
+    initializer_range: float = 0.02
+
+    def __post_init__(self):
+        for name in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                     "num_attention_heads", "max_position_embeddings"):
+            check_count(name, getattr(self, name))
+        if self.num_key_value_heads is None:
+            object.__setattr__(self, "num_key_value_heads", self.num_attention_heads)
+        check_count("num_key_value_heads", self.num_key_value_heads)
+        heads, kv = self.num_attention_heads, self.num_key_value_heads
+        if heads % kv:
+            raise ValueError(f"num_attention_heads={heads} must be divisible by num_key_value_heads={kv} "
+                             "(each K/V head serves num_attention_heads / num_key_value_heads query heads)")
+        if self.hidden_size % heads:
+            raise ValueError(f"hidden_size={self.hidden_size} must be divisible by num_attention_heads={heads} "
+                             "(head width = hidden_size / num_attention_heads)")
+        if (self.hidden_size // heads) % 2:
+            raise ValueError(f"the head width hidden_size / num_attention_heads = {self.hidden_size // heads} must "
+                             "be even: RoPE rotates pairs of coordinates")
+        for name in ("rms_norm_eps", "rope_theta", "initializer_range"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        if not isinstance(self.tie_word_embeddings, bool):
+            raise TypeError(f"tie_word_embeddings must be a bool, got {type(self.tie_word_embeddings).__name__}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> LMConfig:
+        """The config from a dict of these field names (other keys are refused, by name)."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown LMConfig fields {unknown}; the fields are {sorted(known)}")
+        return cls(**values)
+
+
+def check_count(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
