@@ -22,6 +22,7 @@ import json
 import lzma
 import math
 import numbers
+import os
 import shutil
 import time
 import zlib

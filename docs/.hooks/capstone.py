@@ -5,20 +5,26 @@ which trains once per change of the code or the recipe and is reused after that.
 first build after a change waits for it (at most 300 s of training on two CPU cores);
 this hook makes that wait visible: it trains in a child process whose progress bar
 goes to the terminal, before the figures and pages that read the run are made. A run
-that is already there loads in a second or two.
+that is already there loads in a second or two; ``NETCL_LITE_RERUN=1`` deletes the
+stored runs first, so the model trains anew (as in a fresh clone).
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from netcl_lite import execution_cache as cache
 
 ROOT = Path(__file__).resolve().parents[2]
 _TRAIN = "from netcl_lite import capstone; capstone.run(progress=True)"
 
 
 def on_pre_build(config) -> None:
+    if cache.rerun_forced():
+        shutil.rmtree(cache.cache_root() / "capstone", ignore_errors=True)
     print("Chapter 9: training its language model, or loading the run this code already made", file=sys.stderr)
     proc = subprocess.run([sys.executable, "-c", _TRAIN], cwd=ROOT, stdout=subprocess.DEVNULL)
     if proc.returncode:

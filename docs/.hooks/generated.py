@@ -26,7 +26,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -182,8 +181,6 @@ def build_drills(shared: str | None = None) -> list[str]:
 
 
 def on_pre_build(config) -> None:
-    if cache.rerun_forced():       # the capstone run is stored apart (netcl_lite.capstone): train it anew too
-        shutil.rmtree(cache.cache_root() / "capstone", ignore_errors=True)
     shared = cache.context()
     figures, drills = build_figures(shared), build_drills(shared)
     for kind, ran, total in (("figures", [str(f.relative_to(ROOT)) for f in figures], len(_figure_scripts())),
