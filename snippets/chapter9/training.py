@@ -1,6 +1,6 @@
 from netcl_lite import capstone
 
-# Trains the recipe (two to three minutes on two cores), or loads the identical
+# Trains the recipe (about five minutes on two cores), or loads the identical
 # run if this exact code already trained it on this device.
 run = capstone.run()
 train, evals = run.log["train"], run.log["eval"]
