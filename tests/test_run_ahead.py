@@ -26,8 +26,10 @@ def test_a_loop_without_read_back_stays_within_the_pending_bound():
         assert proc.returncode == 0, err[-3000:]
         growth[limit] = float(out.strip().splitlines()[-1])
     assert growth[None] <= stream.PENDING_BYTES / 2**20, growth
-    # the same loop with the bound lifted: the queue keeps every step's temporaries (~1 GiB)
-    assert growth[1 << 40] > 4 * stream.PENDING_BYTES / 2**20, growth
+    # the same loop with the bound lifted grows past it: the probe can see what the bound stops.
+    # How far depends on how far the host gets ahead (181 MiB on an idle 2-core machine, 1.1 GiB
+    # on a loaded one), so the check is only that it passes the bound.
+    assert growth[1 << 40] > stream.PENDING_BYTES / 2**20, growth
 
 
 def test_the_pending_bound_is_configurable_and_checked():
