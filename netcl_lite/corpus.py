@@ -7,6 +7,12 @@ module, classes and functions in source order. Test suites, ``idlelib`` and inst
 third-party packages are left out. The text depends on the Python version (3.11's
 library gives about 1.5 MB of English, with code examples).
 
+Parsing some 650 modules takes seconds, so the result is kept on disk under the
+execution cache's root (:func:`netcl_lite.execution_cache.cache_root`), named by a hash
+of this file, the interpreter's version, the library's folder and every source file's
+path, size and modification time: an edit to any of them reads the library again, and
+``NETCL_LITE_RERUN=1`` always does.
+
     >>> docs = stdlib_documents()
     >>> len(docs) > 400 and sum(len(t.encode()) for t in docs.values()) > 1_000_000
     True
@@ -19,7 +25,10 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import numbers
+import os
+import sys
 import sysconfig
 from functools import lru_cache
 from pathlib import Path
@@ -34,26 +43,70 @@ def module_docstrings(source: str) -> str:
     >>> module_docstrings("'''Top.'''\\ndef f():\\n    '''Does f.'''\\n")
     'Top.\\n\\nDoes f.'
     """
-    tree = ast.parse(source)
-    nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
-    nodes.sort(key=lambda n: getattr(n, "lineno", 0))
+    nodes = sorted(_definitions(ast.parse(source)), key=lambda n: getattr(n, "lineno", 0))
     return "\n\n".join(d for d in (ast.get_docstring(n) for n in nodes) if d)
 
 
-@lru_cache(maxsize=1)
-def _documents(root: str) -> tuple[tuple[str, str], ...]:
-    base = Path(root)
+_DEFINITIONS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+# where a statement keeps the statements nested in it
+_NESTED = ("body", "orelse", "finalbody", "handlers", "cases")
+_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _definitions(tree: ast.Module):
+    """The module and every class and function in it, at any depth. A definition is always a
+    statement, so only statements are visited, not the expressions that make up most of a tree."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _DEFINITIONS):
+            yield node
+        for field in _NESTED:
+            children = getattr(node, field, None)
+            if isinstance(children, list):
+                stack.extend(c for c in children if isinstance(c, _STATEMENTS))
+
+
+def _sources(base: Path) -> list[tuple[Path, str]]:
+    """The library's ``.py`` files outside ``EXCLUDED``, sorted, with their names relative to ``base``."""
+    paths = []
+    for folder, subfolders, files in os.walk(base):
+        subfolders[:] = [d for d in subfolders if d not in EXCLUDED]    # never walk into them
+        paths.extend(Path(folder, f) for f in files if f.endswith(".py"))
+    return [(path, path.relative_to(base).as_posix()) for path in sorted(paths)]
+
+
+def _read(sources: list[tuple[Path, str]]) -> list[tuple[str, str]]:
     out = []
-    for path in sorted(base.rglob("*.py")):
-        rel = path.relative_to(base)
-        if EXCLUDED.intersection(rel.parts):
-            continue
+    for path, rel in sources:
         try:
             text = module_docstrings(path.read_text(encoding="utf-8"))
         except (SyntaxError, UnicodeDecodeError, ValueError):
             continue   # a few files are deliberately invalid (e.g. lib2to3's test data)
         if text:
-            out.append((rel.as_posix(), text))
+            out.append((rel, text))
+    return out
+
+
+@lru_cache(maxsize=1)
+def _documents(root: str) -> tuple[tuple[str, str], ...]:
+    from .execution_cache import cache_root, rerun_forced
+
+    base = Path(root)
+    sources = _sources(base)
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    h.update(f"{sys.version}\0{base.resolve()}\0".encode())
+    for path, rel in sources:
+        st = path.stat()
+        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    stored = cache_root() / "corpus" / f"{h.hexdigest()}.json"
+    if stored.is_file() and not rerun_forced():
+        return tuple((name, text) for name, text in json.loads(stored.read_text(encoding="utf-8")))
+    out = _read(sources)
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    tmp = stored.with_name(f"{stored.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(out, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(stored)
     return tuple(out)
 
 

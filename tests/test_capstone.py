@@ -32,6 +32,66 @@ def test_the_corpus_is_over_a_megabyte_and_split_by_whole_module():
         corpus.split_documents(docs, 1.0)
 
 
+def _docstrings_by_full_walk(source: str) -> str:
+    """The reference: every node of the tree visited (``ast.walk``), definitions kept."""
+    import ast
+
+    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    nodes = sorted((n for n in ast.walk(ast.parse(source)) if isinstance(n, kinds)), key=lambda n: getattr(n, "lineno", 0))
+    return "\n\n".join(d for d in (ast.get_docstring(n) for n in nodes) if d)
+
+
+def test_the_statement_walk_finds_every_docstring_a_full_walk_finds():
+    nested = (
+        "'''M.'''\n"
+        "if True:\n    def a():\n        '''A.'''\nelse:\n    class B:\n        '''B.'''\n"
+        "try:\n    pass\nexcept Exception:\n    def c():\n        '''C.'''\nfinally:\n    async def d():\n        '''D.'''\n"
+        "for _ in ():\n    pass\nelse:\n    def e():\n        '''E.'''\n"
+        "match 1:\n    case 1:\n        def f():\n            '''F.'''\n"
+        "with open(__file__):\n    def g():\n        '''G.'''\n        def h():\n            '''H.'''\n"
+        "x = lambda: '''not a docstring'''\n"
+    )
+    assert corpus.module_docstrings(nested) == _docstrings_by_full_walk(nested) == "M.\n\nA.\n\nB.\n\nC.\n\nD.\n\nE.\n\nF.\n\nG.\n\nH."
+    import sysconfig
+    from pathlib import Path
+
+    base = Path(sysconfig.get_paths()["stdlib"])
+    docs = corpus.stdlib_documents()
+    differ = [name for name in list(docs)[::7] if corpus.module_docstrings((base / name).read_text(encoding="utf-8"))
+              != _docstrings_by_full_walk((base / name).read_text(encoding="utf-8"))]
+    assert not differ, f"the statement walk misses docstrings in {differ[:5]}"
+
+
+def test_the_corpus_is_kept_on_disk_and_read_again_after_an_edit(tmp_path, monkeypatch):
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("NETCL_LITE_RERUN", raising=False)
+    lib = tmp_path / "lib"
+    (lib / "pkg").mkdir(parents=True)
+    (lib / "test").mkdir()
+    (lib / "one.py").write_text("'''One.'''\n")
+    (lib / "pkg" / "two.py").write_text("def f():\n    '''Two.'''\n")
+    (lib / "test" / "skipped.py").write_text("'''A test module.'''\n")
+    corpus._documents.cache_clear()
+    assert corpus.stdlib_documents(lib) == {"one.py": "One.", "pkg/two.py": "Two."}
+    assert len(list((tmp_path / "cache" / "corpus").glob("*.json"))) == 1
+
+    def parse_nothing(sources):
+        raise AssertionError("the stored corpus should have been read, not the library")
+
+    corpus._documents.cache_clear()
+    with monkeypatch.context() as m:
+        m.setattr(corpus, "_read", parse_nothing)
+        assert corpus.stdlib_documents(lib) == {"one.py": "One.", "pkg/two.py": "Two."}   # from disk
+        m.setenv("NETCL_LITE_RERUN", "1")
+        corpus._documents.cache_clear()
+        with pytest.raises(AssertionError, match="should have been read"):
+            corpus.stdlib_documents(lib)
+    (lib / "one.py").write_text("'''One, edited.'''\n")
+    corpus._documents.cache_clear()
+    assert corpus.stdlib_documents(lib)["one.py"] == "One, edited."
+    corpus._documents.cache_clear()
+
+
 def test_bigram_probabilities_are_normalized_and_unigram_is_add_one():
     train = np.array([0, 1, 0, 1, 0, 2, 2, 1, 0])
     vocab = 4
