@@ -233,6 +233,27 @@ def cosine_schedule(step: int, *, max_lr: float, warmup_steps: int, total_steps:
     return min_lr + (max_lr - min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+
+def linear_schedule(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_lr: float = 0.0) -> float:
+    """Learning rate for 0-based ``step``: linear warmup to ``max_lr``, then a straight line down to ``min_lr``.
+
+    The warmup is :func:`cosine_schedule`'s. Then min_lr + (max_lr − min_lr) · (1 − progress)
+    with progress from 0 at warmup_steps to 1 at total_steps; min_lr after that. Against the
+    cosine it keeps more of the rate through the second half of training.
+
+    >>> [round(linear_schedule(s, max_lr=1.0, warmup_steps=2, total_steps=6), 3) for s in range(7)]
+    [0.5, 1.0, 1.0, 0.75, 0.5, 0.25, 0.0]
+    """
+    start = cosine_schedule(step, max_lr=max_lr, warmup_steps=warmup_steps, total_steps=total_steps, min_lr=min_lr)
+    if step < warmup_steps or step >= total_steps:
+        return start                  # the shared warmup, or min_lr after the end (arguments checked there)
+    progress = (step - warmup_steps) / max(total_steps - warmup_steps, 1)
+    return min_lr + (max_lr - min_lr) * (1.0 - progress)
+
+
+#: The decays :class:`~netcl_lite.train.TrainConfig` can name, after the shared linear warmup.
+SCHEDULES = {"cosine": cosine_schedule, "linear": linear_schedule}
+
 # -- float64 references --------------------------------------------------------------------------
 
 def adamw_reference(p, g, m, v, *, step: int, lr: float, betas, eps: float, weight_decay: float):

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from . import autograd as ag
-from .optim import AdamW, clip_grad_norm, cosine_schedule
+from .optim import SCHEDULES, AdamW, clip_grad_norm
 
 TRAINER_STATE, OPTIMIZER_FILE, LOG_FILE = "trainer_state.json", "optimizer.safetensors", "log.json"
 
@@ -44,7 +44,8 @@ class TrainConfig:
     block_size: int = 128         # tokens per window (the context trained on)
     max_steps: int = 1000
     learning_rate: float = 3e-3   # peak, after warmup
-    min_lr: float = 3e-4          # end of the cosine
+    min_lr: float = 3e-4          # end of the decay
+    decay: str = "cosine"         # after warmup, down to min_lr: "cosine" or "linear" (optim.SCHEDULES)
     warmup_steps: int = 50
     weight_decay: float = 0.1
     beta1: float = 0.9
@@ -57,8 +58,12 @@ class TrainConfig:
     seed: int = 0                 # the loader's windows
 
     def __post_init__(self):
+        if not isinstance(self.decay, str) or self.decay not in SCHEDULES:
+            raise ValueError(f"decay must be one of {sorted(SCHEDULES)}, got {self.decay!r}")
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.type == "str":
+                continue
             if f.type == "int":
                 low = 0 if f.name in ("eval_interval", "checkpoint_interval", "warmup_steps", "seed") else 1
                 if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
@@ -74,6 +79,12 @@ class TrainConfig:
                 raise ValueError(f"{name} must be < 1, got {getattr(self, name)}")
         if self.grad_clip <= 0 or self.eps <= 0:
             raise ValueError("grad_clip and eps must be > 0")
+
+
+def learning_rate_at(step: int, config: TrainConfig) -> float:
+    """The rate of 0-based ``step`` under ``config``'s schedule: warmup, then its ``decay`` to ``min_lr``."""
+    return SCHEDULES[config.decay](step, max_lr=config.learning_rate, warmup_steps=config.warmup_steps,
+                                   total_steps=config.max_steps, min_lr=config.min_lr)
 
 
 def _token_ids(name: str, ids, need: int) -> np.ndarray:
@@ -307,8 +318,7 @@ def train(model, train_ids, val_ids, config: TrainConfig, out_dir=None, *, resum
                     e["step"] == step for e in log["eval"]):
                 held_out()
             began = time.perf_counter()
-            opt.lr = cosine_schedule(step, max_lr=config.learning_rate, warmup_steps=config.warmup_steps,
-                                     total_steps=config.max_steps, min_lr=config.min_lr)
+            opt.lr = learning_rate_at(step, config)
             x, y = loader.next_batch()
             with ag.Tape() as tape:
                 loss = model.loss(x, y)

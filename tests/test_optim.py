@@ -17,7 +17,7 @@ import torch
 
 from netcl_lite import autograd as ag
 from netcl_lite.core.tensor import Tensor
-from netcl_lite.optim import AdamW, adamw_reference, clip_grad_norm, cosine_schedule, global_norm_reference
+from netcl_lite.optim import AdamW, adamw_reference, clip_grad_norm, cosine_schedule, global_norm_reference, linear_schedule
 from netcl_lite.testing import EPS32, assert_close
 
 SHAPES = [(1,), (7,), (64,), (257,), (13, 29), (3, 5, 70)]   # ragged: none a multiple of the work-group
@@ -165,6 +165,20 @@ def test_schedule_warms_up_linearly_then_follows_a_cosine_to_min_lr():
     assert lrs[:4] == [0.25, 0.5, 0.75, 1.0]
     assert lrs[4] == 1.0 and math.isclose(lrs[9], 0.55) and lrs[14] == lrs[15] == 0.1
     assert all(a >= b for a, b in zip(lrs[3:], lrs[4:])), "non-increasing after warmup"
+
+
+def test_linear_schedule_shares_the_warmup_then_falls_in_a_straight_line_to_min_lr():
+    kw = dict(max_lr=1.0, warmup_steps=4, total_steps=14, min_lr=0.1)
+    lrs = [linear_schedule(s, **kw) for s in range(16)]
+    assert lrs[:4] == [cosine_schedule(s, **kw) for s in range(4)] == [0.25, 0.5, 0.75, 1.0]
+    assert lrs[4] == 1.0 and math.isclose(lrs[9], 0.55) and lrs[14] == lrs[15] == 0.1
+    steps = np.diff(lrs[4:15])
+    assert np.allclose(steps, -0.09), "equal steps down after warmup"
+    assert all(linear_schedule(s, **kw) >= cosine_schedule(s, **kw) for s in range(9, 14)), "more rate late"
+    with pytest.raises(ValueError, match="warmup_steps"):
+        linear_schedule(0, max_lr=1.0, warmup_steps=5, total_steps=3)
+    with pytest.raises(ValueError, match="min_lr"):
+        linear_schedule(5, max_lr=1.0, warmup_steps=1, total_steps=3, min_lr=2.0)
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -13,7 +13,7 @@ import pytest
 
 from netcl_lite.core.tensor import Tensor, device_bytes_in_use, track_allocations
 from netcl_lite.nn import DecoderLM, LMConfig
-from netcl_lite.train import TrainConfig, WindowLoader, eval_windows, parameter_groups, train
+from netcl_lite.train import TrainConfig, WindowLoader, eval_windows, learning_rate_at, parameter_groups, train
 
 TINY = LMConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
                 num_key_value_heads=1, max_position_embeddings=16, initializer_range=0.1)
@@ -148,6 +148,14 @@ def test_the_memory_check_catches_a_leak(queue):
     assert marks[40][0] == marks[20][0] + 20   # one held loss value per step
 
 
+def test_the_loop_sets_the_rate_its_config_names(queue):
+    config = TrainConfig(batch_size=2, block_size=8, max_steps=6, warmup_steps=2, eval_interval=0, eval_windows=2,
+                         learning_rate=1e-2, min_lr=0.0, decay="linear")
+    log = train(DecoderLM(TINY, queue=queue), IDS, IDS, config, progress=False)
+    assert [r["lr"] for r in log["train"]] == [learning_rate_at(s, config) for s in range(6)]
+    assert [round(r["lr"] / 1e-2, 6) for r in log["train"]] == [0.5, 1.0, 1.0, 0.75, 0.5, 0.25]
+
+
 def test_bad_training_configs_are_named(queue):
     with pytest.raises(ValueError, match="max_steps must be an int >= 1"):
         TrainConfig(max_steps=0)
@@ -155,6 +163,10 @@ def test_bad_training_configs_are_named(queue):
         TrainConfig(learning_rate=1e-3, min_lr=1e-2)
     with pytest.raises(ValueError, match="beta2 must be < 1"):
         TrainConfig(beta2=1.0)
+    with pytest.raises(ValueError, match=r"decay must be one of \['cosine', 'linear'\], got 'step'"):
+        TrainConfig(decay="step")
+    with pytest.raises(ValueError, match="decay must be one of"):
+        TrainConfig(decay=["linear"])
     with pytest.raises(ValueError, match="block_size=32 exceeds the model's max_position_embeddings=16"):
         train(DecoderLM(TINY, queue=queue), IDS, IDS, TrainConfig(block_size=32))
     with pytest.raises(ValueError, match="resume=True needs out_dir"):
