@@ -208,16 +208,9 @@ def clip_grad_norm(params, max_norm: float) -> float:
     return norm
 
 
-def cosine_schedule(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_lr: float = 0.0) -> float:
-    """Learning rate for 0-based ``step``: linear warmup to ``max_lr``, then cosine decay to ``min_lr``.
-
-    Warmup: max_lr · (step + 1) / warmup_steps for step < warmup_steps. Then
-    min_lr + (max_lr − min_lr) · (1 + cos(π · progress)) / 2 with progress from
-    0 at warmup_steps to 1 at total_steps; min_lr after that.
-
-    >>> [round(cosine_schedule(s, max_lr=1.0, warmup_steps=2, total_steps=6), 3) for s in range(7)]
-    [0.5, 1.0, 1.0, 0.854, 0.5, 0.146, 0.0]
-    """
+def _decay_progress(step: int, max_lr, warmup_steps: int, total_steps: int, min_lr, decay_steps) -> tuple[float, float, float | None]:
+    """Check a schedule's arguments; return (max_lr, min_lr, progress): None during warmup, else
+    how far ``step`` is into the final ``decay_steps`` steps, from 0 (before them) to 1 (at their end)."""
     for name, value in (("step", step), ("warmup_steps", warmup_steps), ("total_steps", total_steps)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
             raise ValueError(f"{name} must be an int >= 0, got {value!r}")
@@ -225,29 +218,55 @@ def cosine_schedule(step: int, *, max_lr: float, warmup_steps: int, total_steps:
     min_lr = _real("min_lr", min_lr, 0.0, max_lr)
     if warmup_steps > total_steps:
         raise ValueError(f"warmup_steps={warmup_steps} must not exceed total_steps={total_steps}")
+    if decay_steps is None:
+        decay_steps = total_steps - warmup_steps
+    elif isinstance(decay_steps, bool) or not isinstance(decay_steps, numbers.Integral) \
+            or not 1 <= decay_steps <= total_steps - warmup_steps:
+        raise ValueError(f"decay_steps must be None or an int in [1, total_steps - warmup_steps = "
+                         f"{total_steps - warmup_steps}], got {decay_steps!r}")
     if step < warmup_steps:
-        return max_lr * (step + 1) / warmup_steps
+        return max_lr, min_lr, None
     if step >= total_steps:
-        return min_lr
-    progress = (step - warmup_steps) / max(total_steps - warmup_steps, 1)
+        return max_lr, min_lr, 1.0
+    start = total_steps - decay_steps
+    return max_lr, min_lr, min(max(step - start, 0) / max(decay_steps, 1), 1.0)
+
+
+def cosine_schedule(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_lr: float = 0.0,
+                    decay_steps: int | None = None) -> float:
+    """Learning rate for 0-based ``step``: linear warmup to ``max_lr``, then cosine decay to ``min_lr``.
+
+    Warmup: max_lr · (step + 1) / warmup_steps for step < warmup_steps. Then
+    min_lr + (max_lr − min_lr) · (1 + cos(π · progress)) / 2, where progress runs from 0
+    to 1 over the last ``decay_steps`` steps before total_steps (None: every step after the
+    warmup) and the rate holds at max_lr before them; min_lr from total_steps on.
+
+    >>> [round(cosine_schedule(s, max_lr=1.0, warmup_steps=2, total_steps=6), 3) for s in range(7)]
+    [0.5, 1.0, 1.0, 0.854, 0.5, 0.146, 0.0]
+    """
+    max_lr, min_lr, progress = _decay_progress(step, max_lr, warmup_steps, total_steps, min_lr, decay_steps)
+    if progress is None:
+        return max_lr * (step + 1) / warmup_steps
     return min_lr + (max_lr - min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-
-def linear_schedule(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_lr: float = 0.0) -> float:
+def linear_schedule(step: int, *, max_lr: float, warmup_steps: int, total_steps: int, min_lr: float = 0.0,
+                    decay_steps: int | None = None) -> float:
     """Learning rate for 0-based ``step``: linear warmup to ``max_lr``, then a straight line down to ``min_lr``.
 
-    The warmup is :func:`cosine_schedule`'s. Then min_lr + (max_lr − min_lr) · (1 − progress)
-    with progress from 0 at warmup_steps to 1 at total_steps; min_lr after that. Against the
-    cosine it keeps more of the rate through the second half of training.
+    The warmup is :func:`cosine_schedule`'s. Then min_lr + (max_lr − min_lr) · (1 − progress),
+    progress as there: with ``decay_steps`` the rate holds at max_lr until the last
+    ``decay_steps`` steps (warmup, stable, decay), with None it falls from the end of the
+    warmup. Against the cosine it keeps more of the rate through the second half of training.
 
     >>> [round(linear_schedule(s, max_lr=1.0, warmup_steps=2, total_steps=6), 3) for s in range(7)]
     [0.5, 1.0, 1.0, 0.75, 0.5, 0.25, 0.0]
+    >>> [round(linear_schedule(s, max_lr=1.0, warmup_steps=2, total_steps=6, decay_steps=2), 3) for s in range(7)]
+    [0.5, 1.0, 1.0, 1.0, 1.0, 0.5, 0.0]
     """
-    start = cosine_schedule(step, max_lr=max_lr, warmup_steps=warmup_steps, total_steps=total_steps, min_lr=min_lr)
-    if step < warmup_steps or step >= total_steps:
-        return start                  # the shared warmup, or min_lr after the end (arguments checked there)
-    progress = (step - warmup_steps) / max(total_steps - warmup_steps, 1)
+    max_lr, min_lr, progress = _decay_progress(step, max_lr, warmup_steps, total_steps, min_lr, decay_steps)
+    if progress is None:
+        return max_lr * (step + 1) / warmup_steps
     return min_lr + (max_lr - min_lr) * (1.0 - progress)
 
 

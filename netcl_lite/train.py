@@ -46,6 +46,7 @@ class TrainConfig:
     learning_rate: float = 3e-3   # peak, after warmup
     min_lr: float = 3e-4          # end of the decay
     decay: str = "cosine"         # after warmup, down to min_lr: "cosine" or "linear" (optim.SCHEDULES)
+    decay_steps: int = 0          # the decay takes the last decay_steps steps, the rate holding before them (0: all after warmup)
     warmup_steps: int = 50
     weight_decay: float = 0.1
     beta1: float = 0.9
@@ -65,7 +66,7 @@ class TrainConfig:
             if f.type == "str":
                 continue
             if f.type == "int":
-                low = 0 if f.name in ("eval_interval", "checkpoint_interval", "warmup_steps", "seed") else 1
+                low = 0 if f.name in ("eval_interval", "checkpoint_interval", "warmup_steps", "seed", "decay_steps") else 1
                 if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
                     raise ValueError(f"{f.name} must be an int >= {low}, got {value!r}")
             elif isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
@@ -74,6 +75,9 @@ class TrainConfig:
             raise ValueError(f"min_lr={self.min_lr} must not exceed learning_rate={self.learning_rate}")
         if self.warmup_steps > self.max_steps:
             raise ValueError(f"warmup_steps={self.warmup_steps} must not exceed max_steps={self.max_steps}")
+        if self.decay_steps > self.max_steps - self.warmup_steps:
+            raise ValueError(f"decay_steps={self.decay_steps} must not exceed max_steps - warmup_steps = "
+                             f"{self.max_steps - self.warmup_steps}")
         for name in ("beta1", "beta2"):
             if not getattr(self, name) < 1:
                 raise ValueError(f"{name} must be < 1, got {getattr(self, name)}")
@@ -84,7 +88,8 @@ class TrainConfig:
 def learning_rate_at(step: int, config: TrainConfig) -> float:
     """The rate of 0-based ``step`` under ``config``'s schedule: warmup, then its ``decay`` to ``min_lr``."""
     return SCHEDULES[config.decay](step, max_lr=config.learning_rate, warmup_steps=config.warmup_steps,
-                                   total_steps=config.max_steps, min_lr=config.min_lr)
+                                   total_steps=config.max_steps, min_lr=config.min_lr,
+                                   decay_steps=config.decay_steps or None)
 
 
 def _token_ids(name: str, ids, need: int) -> np.ndarray:

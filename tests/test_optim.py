@@ -177,6 +177,20 @@ def test_linear_schedule_shares_the_warmup_then_falls_in_a_straight_line_to_min_
     assert all(linear_schedule(s, **kw) >= cosine_schedule(s, **kw) for s in range(9, 14)), "more rate late"
     with pytest.raises(ValueError, match="warmup_steps"):
         linear_schedule(0, max_lr=1.0, warmup_steps=5, total_steps=3)
+    assert linear_schedule(3, max_lr=1.0, warmup_steps=3, total_steps=3) == 0.0   # warmup is all there is
+
+
+def test_decay_steps_hold_the_peak_then_decay_over_the_last_steps():
+    kw = dict(max_lr=1.0, warmup_steps=2, total_steps=12, min_lr=0.0, decay_steps=4)
+    lin = [linear_schedule(s, **kw) for s in range(14)]
+    assert lin == [0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.75, 0.5, 0.25, 0.0, 0.0]
+    cos = [cosine_schedule(s, **kw) for s in range(14)]
+    assert cos[:9] == lin[:9] and math.isclose(cos[10], 0.5) and cos[12] == 0.0
+    whole = dict(kw, decay_steps=10)   # every step after warmup: the same as None
+    assert [linear_schedule(s, **whole) for s in range(14)] == [linear_schedule(s, **dict(kw, decay_steps=None)) for s in range(14)]
+    for bad in (0, 11, 2.5, True):
+        with pytest.raises(ValueError, match=r"decay_steps must be None or an int in \[1, total_steps - warmup_steps = 10\]"):
+            linear_schedule(5, **dict(kw, decay_steps=bad))
     with pytest.raises(ValueError, match="min_lr"):
         linear_schedule(5, max_lr=1.0, warmup_steps=1, total_steps=3, min_lr=2.0)
 

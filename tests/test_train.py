@@ -3,6 +3,7 @@ checkpoints on schedule, the JSON log, and a loss that actually falls."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import os
@@ -154,6 +155,8 @@ def test_the_loop_sets_the_rate_its_config_names(queue):
     log = train(DecoderLM(TINY, queue=queue), IDS, IDS, config, progress=False)
     assert [r["lr"] for r in log["train"]] == [learning_rate_at(s, config) for s in range(6)]
     assert [round(r["lr"] / 1e-2, 6) for r in log["train"]] == [0.5, 1.0, 1.0, 0.75, 0.5, 0.25]
+    held = dataclasses.replace(config, decay_steps=2)      # warmup, stable, decay
+    assert [round(learning_rate_at(s, held) / 1e-2, 6) for s in range(7)] == [0.5, 1.0, 1.0, 1.0, 1.0, 0.5, 0.0]
 
 
 def test_bad_training_configs_are_named(queue):
@@ -167,6 +170,8 @@ def test_bad_training_configs_are_named(queue):
         TrainConfig(decay="step")
     with pytest.raises(ValueError, match="decay must be one of"):
         TrainConfig(decay=["linear"])
+    with pytest.raises(ValueError, match="decay_steps=991 must not exceed max_steps - warmup_steps = 950"):
+        TrainConfig(max_steps=1000, warmup_steps=50, decay_steps=991)
     with pytest.raises(ValueError, match="block_size=32 exceeds the model's max_position_embeddings=16"):
         train(DecoderLM(TINY, queue=queue), IDS, IDS, TrainConfig(block_size=32))
     with pytest.raises(ValueError, match="resume=True needs out_dir"):
