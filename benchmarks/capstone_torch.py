@@ -15,6 +15,7 @@ a hundredth of a bit; a larger gap points at a bug in one of them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import tempfile
@@ -33,8 +34,7 @@ def main() -> None:
 
     from netcl_lite import capstone
     from netcl_lite.nn import DecoderLM
-    from netcl_lite.optim import cosine_schedule
-    from netcl_lite.train import WindowLoader
+    from netcl_lite.train import WindowLoader, learning_rate_at
 
     torch.set_num_threads(os.cpu_count())
     cfg = capstone.TRAINING
@@ -56,8 +56,7 @@ def main() -> None:
     vocab = model.config.vocab_size
     began = time.perf_counter()
     for step in range(steps):
-        lr = cosine_schedule(step, max_lr=cfg.learning_rate, warmup_steps=cfg.warmup_steps,
-                             total_steps=steps, min_lr=cfg.min_lr)
+        lr = learning_rate_at(step, dataclasses.replace(cfg, max_steps=steps))
         for group in opt.param_groups:
             group["lr"] = lr
         x, y = loader.next_batch()

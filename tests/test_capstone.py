@@ -271,21 +271,28 @@ def test_each_build_output_sits_under_the_block_that_includes_its_snippet():
 
 
 @pytest.mark.slow
-def test_the_model_beats_primed_xz_bz2_zlib_and_the_bigram(queue):
+def test_the_model_is_5_percent_below_primed_xz_and_below_primed_bz2_zlib_and_the_bigram(queue):
+    """The coders are computed here from their libraries and the priming formula, not read from
+    what the page prints; then the stored measures (what the page prints) must equal them."""
+    import bz2
     import lzma
+    import zlib
 
     run = capstone.run(queue)
     d, block = run.data, capstone.TRAINING.block_size
     ours = capstone.bits_per_byte(run.model, run.held_out_ids, run.tokenizer, block, stride=capstone.EVAL_STRIDE)
-    primed = capstone.compressor_bits_per_byte(d.evaluation_text, primer=d.train_text)
     raw, head = d.evaluation_text.encode(), d.train_text.encode()
-    xz = 8 * (len(lzma.compress(head + raw, preset=9 | lzma.PRESET_EXTREME))
-              - len(lzma.compress(head, preset=9 | lzma.PRESET_EXTREME))) / len(raw)
-    assert primed["lzma"] == xz                                   # the formula, computed here
+    coders = {"lzma": lambda b: lzma.compress(b, preset=9 | lzma.PRESET_EXTREME),
+              "bz2": lambda b: bz2.compress(b, 9), "zlib": lambda b: zlib.compress(b, 9)}
+    primed = {name: 8 * (len(c(head + raw)) - len(c(head))) / len(raw) for name, c in coders.items()}
     bigram = capstone.ngram_bits_per_byte(run.train_ids, run.held_out_ids, run.model.config.vocab_size, len(raw))
-    assert ours < min(xz, primed["bz2"], primed["zlib"], bigram["bigram"]), (ours, primed, bigram)
+    assert ours <= 0.95 * primed["lzma"], f"the model ({ours:.4f}) is not 5% below primed xz ({primed['lzma']:.4f})"
+    assert ours < min(primed["bz2"], primed["zlib"], bigram["bigram"]), (ours, primed, bigram)
     stored = capstone.held_out_measures(run)                       # what the page prints
-    assert math.isclose(stored["model"], ours, rel_tol=1e-6) and stored["primed"] == primed
+    assert math.isclose(stored["model"], ours, rel_tol=1e-6)
+    assert {name: stored["primed"][name] for name in coders} == primed
+    order = stored["primed"]["ppmd order"]                          # PPMd at the order the page names
+    assert stored["primed"]["ppmd"] == 8 * capstone._ppmd_bytes(raw, head, order) / len(raw)
 
 
 def test_the_built_page_shows_this_builds_outputs(built_site):

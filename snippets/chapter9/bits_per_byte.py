@@ -22,5 +22,6 @@ print(f"the model: {1 - ours / xz:.1%} fewer bits than primed xz,"
       f" {ours / ppmd:.3f} times primed PPMd's")
 print(f"windows side by side instead of every {capstone.EVAL_STRIDE} tokens:"
       f" {m['model, windows side by side']:.3f}")
-assert ours < min(xz, m["primed"]["bz2"], m["primed"]["zlib"], m["bigram"])
+assert ours <= 0.95 * xz  # at least 5% fewer bits than primed xz
+assert ours < min(m["primed"]["bz2"], m["primed"]["zlib"], m["bigram"])
 assert m["model, windows side by side"] > ours  # context beyond the stride is worth something

@@ -7,7 +7,8 @@ from netcl_lite import capstone
 
 run = capstone.run()
 model = run.model
-prompt, new = run.held_out_ids[:16], 96
+prompt = run.held_out_ids[:16]
+new = model.config.max_position_embeddings - len(prompt)  # up to the longest context it takes
 seconds = {True: [], False: []}
 tokens = {}
 for _ in range(3):  # interleaved rounds, medians: the machine may be shared

@@ -6,7 +6,7 @@ from netcl_lite import capstone
 
 run = capstone.run()  # the checkpoint is the run's folder: config.json, model.safetensors
 hf = LlamaForCausalLM.from_pretrained(run.directory).eval()
-ids = run.held_out_ids[:128][None, :]
+ids = run.held_out_ids[:hf.config.max_position_embeddings][None, :]  # a full context
 with torch.no_grad():
     theirs = hf(torch.from_numpy(ids)).logits.numpy()
 ours = run.model(ids).numpy()
