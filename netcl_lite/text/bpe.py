@@ -37,9 +37,10 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from itertools import chain
+from itertools import chain, filterfalse
 from types import MappingProxyType
 
+from netcl_lite.text import device_merge
 from netcl_lite.text.bpe_training import learn_merges
 from netcl_lite.text.byte_pair import UnmadeTokenError, chunk_encoder, listed_pair_table, rank_pair_table
 from netcl_lite.text.model_file import (
@@ -61,6 +62,10 @@ __all__ = ["BPETokenizer"]
 _BYTES = {i: bytes([i]) for i in range(256)}
 _CACHE_LIMIT = 1 << 17  # chunks kept beyond the seed before the cache starts over
 _MAX_CACHED_CHARS = 256  # longer chunks (pattern=None) are encoded but not kept
+#: A call whose new chunks hold at least this many UTF-8 bytes merges them with the kernel
+#: (``kernels/bpe.cl``); below it the Python loop is faster than a launch. Measured by
+#: ``benchmarks/bpe_threshold.py`` (benchmarks/README.md, "Tokenizer: the merge kernel").
+KERNEL_MIN_BYTES = 2048
 
 
 class _LoneSurrogate(Exception):
@@ -143,9 +148,37 @@ class BPETokenizer:
                     pass  # not a whole character: never a chunk on its own
         self._seed = seed
         self._encode_piece = chunk_encoder(self._byte_ids, self._pairs)
+        self._merger: device_merge.DeviceMerger | None = None  # the kernel's tables, built on first use
+        if not hasattr(self, "_kernel_min_bytes"):  # a retrained tokenizer keeps its setting
+            self._kernel_min_bytes: int | None = KERNEL_MIN_BYTES
         self._cache = _ChunkCache(seed, self._encode_piece)
         if vocab.special_tokens:
             self.register_special_tokens(vocab.special_tokens)
+
+    @property
+    def kernel_min_bytes(self) -> int | None:
+        """New bytes one call must bring before its new chunks are merged by the OpenCL kernel.
+
+        Encoding caches every chunk it has merged; the chunks a call has not seen before
+        are its *new* chunks. When their UTF-8 bytes add up to at least this number, they are
+        merged together in one launch of ``kernels/bpe.cl`` (one work-item per chunk, on
+        ``netcl_lite.device()``) instead of one by one in Python; the ids are identical
+        either way. The default, :data:`KERNEL_MIN_BYTES`, is measured: below it a launch
+        costs more than the Python loop saves. ``0``: always the kernel; ``None``: never.
+        Chunks longer than :data:`~netcl_lite.text.device_merge.MAX_CHUNK` bytes always
+        take the Python loop.
+
+        >>> tok = BPETokenizer(); tok.kernel_min_bytes = None; tok.encode("hi")
+        [104, 105]
+        """
+        return self._kernel_min_bytes
+
+    @kernel_min_bytes.setter
+    def kernel_min_bytes(self, value: int | None) -> None:
+        if value is not None:
+            value = _check_int("kernel_min_bytes", value, 0, "use 0 to merge every call's new chunks "
+                               "on the device, or None to never use the kernel")
+        self._kernel_min_bytes = value
 
     @property
     def pattern(self) -> str | None:
@@ -271,8 +304,12 @@ class BPETokenizer:
             raise TypeError(f"text must be a str, got {type(text).__name__}; decode bytes first "
                             f"(text = data.decode('utf-8'))")
         cache = self._cache
+        chunks = self._split(text)
+        limit = self._kernel_min_bytes
         try:
-            ids = list(chain.from_iterable(map(cache.__getitem__, self._split(text))))
+            if limit is not None and 4 * len(text) >= limit:  # else fewer new bytes than the limit
+                self._merge_on_device(chunks, limit)
+            ids = list(chain.from_iterable(map(cache.__getitem__, chunks)))
         except _LoneSurrogate:
             at = next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
             raise ValueError(f"text has a lone surrogate {text[at]!r} at index {at}, which UTF-8 "
@@ -281,6 +318,30 @@ class BPETokenizer:
         if len(cache) > len(self._seed) + _CACHE_LIMIT:
             self._cache = _ChunkCache(self._seed, self._encode_piece)
         return ids
+
+    def _merge_on_device(self, chunks: list[str], limit: int) -> None:
+        """Merge the new chunks of one call with the kernel and cache their ids, when they hold
+        at least ``limit`` bytes; chunks the kernel does not take are left to the cache's loop."""
+        cache = self._cache
+        new = dict.fromkeys(filterfalse(cache.__contains__, chunks))  # in order, each once
+        if not new:
+            return
+        try:
+            pieces = list(map(str.encode, new))
+        except UnicodeEncodeError:
+            raise _LoneSurrogate from None
+        lengths = list(map(len, pieces))
+        if sum(lengths) < limit:
+            return
+        new = list(new)
+        if max(lengths) > device_merge.MAX_CHUNK:  # long chunks: the Python loop's heap
+            keep = [i for i, n in enumerate(lengths) if n <= device_merge.MAX_CHUNK]
+            new, pieces = [new[i] for i in keep], [pieces[i] for i in keep]
+        merger = self._merger
+        if merger is None:
+            merger = self._merger = device_merge.DeviceMerger(self._byte_ids, self._pairs,
+                                                              listed=self._merge_list is not None)
+        cache.update(zip(new, map(tuple, merger.merge(pieces))))
 
     def encode(self, text: str, *, allowed_special: str | Iterable[str] = frozenset(),
                disallowed_special: str | Iterable[str] = "all") -> list[int]:
