@@ -8,10 +8,10 @@
 // more ids than bytes) and their number to counts[c].
 //
 // The merge table is an open-addressed hash of (left id, right id) -> (priority, merged id),
-// built once per tokenizer on the host and kept on the device with it:
-//   table[slot] = (left, right, priority, merged); an empty slot has left == BPE_EMPTY.
-// A pair's probe starts at bpe_home(left, right, shift) and walks forward (no wrap-around);
-// the host leaves the last slot empty, so every probe stops inside the table.
+// built once per tokenizer on the device (the kernels at the end of this file) and kept there:
+//   table[slot] = (left, right, priority, merged); an empty slot is all BPE_EMPTY.
+// It has 2^k slots, at most half of them taken; a pair's probe starts at
+// bpe_home(left, right, shift) and walks forward, wrapping around, to its pair or an empty slot.
 // byte_pairs[256 * a + b] = (priority, merged) of the pair of bytes a, b (their first pairs
 // come from this small table instead of the hash). Priority BPE_EMPTY: the pair never merges.
 //
@@ -34,10 +34,11 @@ inline uint bpe_home(const uint left, const uint right, const uint shift)
 }
 
 // (priority, merged id) of the pair, or (BPE_EMPTY, 0) when it never merges.
-inline uint2 bpe_lookup(__global const uint4 *table, const uint n_slots, const uint shift,
-                        const uint left, const uint right)
+inline uint2 bpe_lookup(__global const uint4 *table, const uint shift, const uint left, const uint right)
 {
-    for (uint slot = bpe_home(left, right, shift); slot < n_slots; ++slot) {
+    const uint mask = 0xffffffffu >> shift;
+    uint slot = bpe_home(left, right, shift);
+    for (uint probe = 0; probe <= mask; ++probe, slot = (slot + 1) & mask) {
         const uint4 s = table[slot];
         if (s.x == left && s.y == right) return (uint2)(s.z, s.w);
         if (s.x == BPE_EMPTY) break;
@@ -48,7 +49,7 @@ inline uint2 bpe_lookup(__global const uint4 *table, const uint n_slots, const u
 // --8<-- [start:bpe_merge_chunks]
 __kernel void bpe_merge_chunks(__global const uchar *text, __global const uint *starts, const uint n_chunks,
                                __global const uint *byte_ids, __global const uint2 *byte_pairs,
-                               __global const uint4 *table, const uint n_slots, const uint shift,
+                               __global const uint4 *table, const uint shift,
                                __global uint *out, __global uint *counts)
 {
     const uint c = get_global_id(0);
@@ -75,12 +76,12 @@ __kernel void bpe_merge_chunks(__global const uchar *text, __global const uint *
         for (uint i = at; i + 2 < len; ++i) { rank[i] = rank[i + 1]; made[i] = made[i + 1]; }
         --len;
         if (at > 0) {                               // the pair that now ends in the new token
-            const uint2 v = bpe_lookup(table, n_slots, shift, ids[at - 1], ids[at]);
+            const uint2 v = bpe_lookup(table, shift, ids[at - 1], ids[at]);
             rank[at - 1] = v.x;
             made[at - 1] = v.y;
         }
         if (at + 1 < len) {                         // the pair that now starts with it
-            const uint2 v = bpe_lookup(table, n_slots, shift, ids[at], ids[at + 1]);
+            const uint2 v = bpe_lookup(table, shift, ids[at], ids[at + 1]);
             rank[at] = v.x;
             made[at] = v.y;
         }
@@ -89,3 +90,122 @@ __kernel void bpe_merge_chunks(__global const uchar *text, __global const uint *
     counts[c] = len;
 }
 // --8<-- [end:bpe_merge_chunks]
+
+// ---- building the tables (once per tokenizer) ----------------------------------------------
+//
+// tiktoken's rule: every split of a token into two tokens is a pair that merges into it, at its
+// rank (= its id). The tokens' bytes are packed like the chunks: token t is
+// bytes[offsets[t] .. offsets[t + 1]). bpe_index_tokens puts each token's id into a hash by its
+// bytes (index, 2^k slots, BPE_EMPTY when free); bpe_rank_pairs then looks up both sides of every
+// split of every token and inserts the pairs it finds. A merge list (Hugging Face's rule) is
+// inserted as it is by bpe_listed_pairs, priority = its position. bpe_byte_pairs fills the
+// byte-pair table from the finished hash. Each slot is claimed with atomic_cmpxchg on its left
+// id, so inserts in any order build a valid table; the host fills both tables with BPE_EMPTY first.
+
+// Tokens are hashed by a polynomial over their bytes, sum of b[i] * P^(n-1-i) (mod 2^32), then
+// mixed with their length: a prefix's value extends by one multiply-add, and a suffix's is the
+// whole's minus the prefix's times P^(n-k), so every split of a token costs O(1) to hash.
+#define BPE_P 0x01000193u
+#define BPE_P_INVERSE 0x359C449Bu           // P * P_INVERSE == 1 (mod 2^32): P is odd
+
+inline uint bpe_mix(uint h, const uint n)
+{
+    h ^= n * 0x9E3779B1u;
+    h ^= h >> 16;
+    h *= 0x7FEB352Du;
+    h ^= h >> 15;
+    h *= 0x846CA68Bu;
+    return h ^ (h >> 16);
+}
+
+inline uint bpe_poly(__global const uchar *p, const uint n)
+{
+    uint h = 0;
+    for (uint i = 0; i < n; ++i) h = h * BPE_P + p[i];
+    return h;
+}
+
+inline void bpe_insert(volatile __global uint *table, const uint shift, const uint left, const uint right,
+                       const uint priority, const uint merged)
+{
+    const uint mask = 0xffffffffu >> shift;
+    uint slot = bpe_home(left, right, shift);
+    for (uint probe = 0; probe <= mask; ++probe, slot = (slot + 1) & mask) {
+        if (atomic_cmpxchg(&table[4 * slot], BPE_EMPTY, left) == BPE_EMPTY) {
+            table[4 * slot + 1] = right;
+            table[4 * slot + 2] = priority;
+            table[4 * slot + 3] = merged;
+            return;
+        }
+    }
+}
+
+__kernel void bpe_index_tokens(__global const uchar *bytes, __global const uint *offsets, const uint n_tokens,
+                               volatile __global uint *index, const uint index_mask)
+{
+    const uint t = get_global_id(0);
+    if (t >= n_tokens) return;
+    const uint n = offsets[t + 1] - offsets[t];
+    uint slot = bpe_mix(bpe_poly(bytes + offsets[t], n), n) & index_mask;
+    for (uint probe = 0; probe <= index_mask; ++probe, slot = (slot + 1) & index_mask)
+        if (atomic_cmpxchg(&index[slot], BPE_EMPTY, t) == BPE_EMPTY) return;
+}
+
+// The id of the token whose bytes are p[0 .. n) (their polynomial: poly), or BPE_EMPTY.
+inline uint bpe_token_id(__global const uchar *bytes, __global const uint *offsets, __global const uint *index,
+                         const uint index_mask, __global const uchar *p, const uint n, const uint poly)
+{
+    uint slot = bpe_mix(poly, n) & index_mask;
+    for (uint probe = 0; probe <= index_mask; ++probe, slot = (slot + 1) & index_mask) {
+        const uint t = index[slot];
+        if (t == BPE_EMPTY) break;
+        if (offsets[t + 1] - offsets[t] != n) continue;
+        uint same = 1;
+        for (uint i = 0; i < n && same; ++i) same = bytes[offsets[t] + i] == p[i];
+        if (same) return t;
+    }
+    return BPE_EMPTY;
+}
+
+__kernel void bpe_rank_pairs(__global const uchar *bytes, __global const uint *offsets, const uint n_tokens,
+                             __global const uint *index, const uint index_mask,
+                             volatile __global uint *table, const uint shift, volatile __global uint *inserted)
+{
+    const uint t = get_global_id(0);
+    if (t >= n_tokens) return;
+    const uint start = offsets[t], n = offsets[t + 1] - start;
+    __global const uchar *token = bytes + start;
+    const uint whole = bpe_poly(token, n);
+    uint power = 1;                           // P^(n - 1), then P^(n - k) for the suffix of split k
+    for (uint i = 1; i < n; ++i) power *= BPE_P;
+    uint prefix = 0, found = 0;
+    for (uint k = 1; k < n; ++k) {
+        prefix = prefix * BPE_P + token[k - 1];
+        const uint suffix = whole - prefix * power;
+        power *= BPE_P_INVERSE;
+        const uint left = bpe_token_id(bytes, offsets, index, index_mask, token, k, prefix);
+        if (left == BPE_EMPTY) continue;
+        const uint right = bpe_token_id(bytes, offsets, index, index_mask, token + k, n - k, suffix);
+        if (right == BPE_EMPTY) continue;
+        bpe_insert(table, shift, left, right, t, t);
+        ++found;
+    }
+    if (found) atomic_add(inserted, found);   // the host checks the count: no pair lost
+}
+
+__kernel void bpe_listed_pairs(__global const uint *merges, const uint n_merges, volatile __global uint *table,
+                               const uint shift, volatile __global uint *inserted)
+{
+    const uint k = get_global_id(0);     // merges[3k .. 3k + 3) = (left, right, merged), earliest first
+    if (k >= n_merges) return;
+    bpe_insert(table, shift, merges[3 * k], merges[3 * k + 1], k, merges[3 * k + 2]);
+    atomic_inc(inserted);
+}
+
+__kernel void bpe_byte_pairs(__global const uint *byte_ids, __global const uint4 *table, const uint shift,
+                             __global uint2 *byte_pairs)
+{
+    const uint ab = get_global_id(0);
+    if (ab >= 65536u) return;
+    byte_pairs[ab] = bpe_lookup(table, shift, byte_ids[ab >> 8], byte_ids[ab & 255u]);
+}

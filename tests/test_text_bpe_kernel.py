@@ -20,7 +20,7 @@ from test_text_tiktoken import EDGE_CASES, MULTILINGUAL, RANDOM_TEXT
 
 from netcl_lite.text import GPT2_PATTERN, GPT4_PATTERN, BPETokenizer, bpe, device_merge
 from netcl_lite.text.byte_pair import chunk_encoder, listed_pair_table, rank_pair_table
-from netcl_lite.text.device_merge import MAX_CHUNK, DeviceMerger, hash_table, home_slots, pair_entries
+from netcl_lite.text.device_merge import MAX_CHUNK, DeviceMerger, home_slots, pair_entries
 
 
 def twins(tok: BPETokenizer) -> tuple[BPETokenizer, BPETokenizer]:
@@ -77,10 +77,12 @@ def ragged_pieces(rng, n, alphabet=b"abcd"):
        seed=st.integers(0, 2**32 - 1))
 def test_kernel_equals_the_python_loop_on_random_ranks_and_ragged_chunks(draws, seed):
     ranks = random_ranks(draws)
-    pairs = rank_pair_table(sorted(ranks, key=ranks.get))
+    tokens = sorted(ranks, key=ranks.get)
+    pairs = rank_pair_table(tokens)
     pieces = ragged_pieces(np.random.default_rng(seed), 200)
     encode = chunk_encoder(range(256), pairs)
-    assert DeviceMerger(range(256), pairs).merge(pieces) == [encode(p) for p in pieces]
+    merger = DeviceMerger(range(256), tokens=tokens, n_pairs=sum(map(len, pairs)))
+    assert merger.merge(pieces) == [tuple(encode(p)) for p in pieces]
 
 
 @settings(max_examples=40, deadline=None)
@@ -99,50 +101,60 @@ def test_kernel_follows_a_merge_list_and_byte_ids_that_are_not_the_bytes(draws, 
     pairs = listed_pair_table(merges, 1256)
     pieces = ragged_pieces(np.random.default_rng(seed), 100)
     encode = chunk_encoder(byte_ids, pairs)
-    assert DeviceMerger(byte_ids, pairs, listed=True).merge(pieces) == [encode(p) for p in pieces]
+    assert DeviceMerger(byte_ids, merges=merges).merge(pieces) == [tuple(encode(p)) for p in pieces]
 
 
-def test_hash_table_finds_every_pair_and_nothing_else():
-    rng = np.random.default_rng(5)
-    n = 5000
-    keys = np.unique(rng.integers(0, 3000, (n, 2)), axis=0)
-    left, right = keys[:, 0], keys[:, 1]
-    priority, merged = rng.integers(0, 10**6, len(keys)), rng.integers(0, 10**6, len(keys))
-    slots, shift = hash_table(left, right, priority, merged)
-    assert 2 * len(keys) <= 1 << (32 - shift) < len(slots)       # at most half the home slots taken
-    assert slots[-1, 0] == device_merge.EMPTY                     # every probe stops inside the table
-
-    def probe(a, b):                                              # the kernel's bpe_lookup
-        for slot in range(int(home_slots(np.array([a]), np.array([b]), shift)[0]), len(slots)):
-            if slots[slot, 0] == a and slots[slot, 1] == b:
-                return tuple(slots[slot, 2:].tolist())
-            if slots[slot, 0] == device_merge.EMPTY:
-                return None
-        raise AssertionError("a probe ran off the table")
-
-    for k in rng.choice(len(keys), 300, replace=False):
-        assert probe(left[k], right[k]) == (priority[k], merged[k])
-    present = set(map(tuple, keys.tolist()))
-    absent = [(a, b) for a, b in rng.integers(0, 3000, (300, 2)).tolist() if (a, b) not in present]
-    assert absent and all(probe(a, b) is None for a, b in absent)
+def probe(table, shift, a, b):
+    """The kernel's bpe_lookup in Python: from the home slot forward, wrapping around."""
+    slot = int(home_slots(np.array([a]), np.array([b]), shift)[0])
+    for _ in range(len(table)):
+        if table[slot, 0] == a and table[slot, 1] == b:
+            return tuple(table[slot, 2:].tolist())
+        if table[slot, 0] == device_merge.EMPTY:
+            return None
+        slot = (slot + 1) % len(table)
+    raise AssertionError("a probe went round the whole table")
 
 
-def test_pair_entries_read_both_rules():
-    ranked = rank_pair_table([bytes([b]) for b in range(256)] + [b"ab", b"abc"])
-    assert [a.tolist() for a in pair_entries(ranked, listed=False)] == [[97, 256], [98, 99], [256, 257], [256, 257]]
-    listed = listed_pair_table([(0, 1, 5), (5, 0, 6)])
-    assert [a.tolist() for a in pair_entries(listed, listed=True)] == [[0, 5], [1, 0], [0, 1], [5, 6]]
+@pytest.mark.parametrize("rule", ["ranks", "merge list"])
+def test_device_table_holds_exactly_the_python_pairs_and_every_probe_finds_them(small, rule):
+    if rule == "ranks":
+        tokens = [small.vocab[i] for i in range(600)]
+        pairs = rank_pair_table(tokens)
+        merger = DeviceMerger(range(256), tokens=tokens)           # sized for every split: no hint
+        listed = False
+    else:
+        merges = [(left, right, merged) for (left, right), merged in small.merges.items()]
+        pairs, merger, listed = listed_pair_table(merges, 600), DeviceMerger(range(256), merges=merges), True
+    table = merger.table()
+    rows = {tuple(row) for row in table.tolist() if row[0] != device_merge.EMPTY}
+    assert rows == pair_entries(pairs, listed) and merger.n_pairs == len(rows)
+    assert 2 * len(rows) <= len(table)                              # at most half full
+    shift = 32 - (len(table).bit_length() - 1)
+    for left, right, priority, merged in rows:
+        assert probe(table, shift, left, right) == (priority, merged)
+    rng = np.random.default_rng(1)
+    absent = [(a, b) for a, b in rng.integers(0, 600, (500, 2)).tolist() if b not in pairs[a]]
+    assert absent and all(probe(table, shift, a, b) is None for a, b in absent)
+
+
+def test_a_wrong_pair_count_is_caught():
+    tokens = [bytes([b]) for b in range(256)] + [b"ab"]
+    with pytest.raises(RuntimeError, match="holds 1 of 2 pairs"):
+        DeviceMerger(range(256), tokens=tokens, n_pairs=2)
 
 
 def test_merger_refuses_pieces_it_cannot_take():
-    merger = DeviceMerger(range(256), rank_pair_table([bytes([b]) for b in range(256)]))
+    merger = DeviceMerger(range(256), tokens=[bytes([b]) for b in range(256)])
     assert merger.merge([]) == []
     with pytest.raises(ValueError, match=r"pieces\[1\] has 0 bytes"):
         merger.merge([b"a", b""])
     with pytest.raises(ValueError, match=rf"pieces\[0\] has {MAX_CHUNK + 1} bytes"):
         merger.merge([b"a" * (MAX_CHUNK + 1)])
     with pytest.raises(ValueError, match="byte_ids"):
-        DeviceMerger(range(255), rank_pair_table([bytes([b]) for b in range(256)]))
+        DeviceMerger(range(255), tokens=[bytes([b]) for b in range(256)])
+    with pytest.raises(TypeError, match="exactly one of tokens"):
+        DeviceMerger(range(256))
 
 
 # -- through the tokenizer -----------------------------------------------------------------------

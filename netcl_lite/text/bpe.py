@@ -37,7 +37,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from itertools import chain, filterfalse
+from itertools import chain
 from types import MappingProxyType
 
 from netcl_lite.text import device_merge
@@ -79,13 +79,17 @@ class _ChunkCache(dict):
     tuples ~5-8 % faster than the encoder's lists.
     """
 
-    __slots__ = ("_encode",)
+    __slots__ = ("_encode", "missed")
 
     def __init__(self, seed, encode):
         super().__init__(seed)
         self._encode = encode
+        self.missed: list[str] | None = None  # a list: misses are only noted there (and give ())
 
     def __missing__(self, chunk: str) -> tuple[int, ...]:
+        if self.missed is not None:
+            self.missed.append(chunk)
+            return ()
         # subtle: a chunk that is one token never gets here when whole_chunks holds: the cache
         # is seeded with every token that is text.
         try:
@@ -307,9 +311,18 @@ class BPETokenizer:
         chunks = self._split(text)
         limit = self._kernel_min_bytes
         try:
-            if limit is not None and 4 * len(text) >= limit:  # else fewer new bytes than the limit
-                self._merge_on_device(chunks, limit)
-            ids = list(chain.from_iterable(map(cache.__getitem__, chunks)))
+            if limit is None or 4 * len(text) < limit:  # fewer new bytes than the limit: Python's loop
+                ids = list(chain.from_iterable(map(cache.__getitem__, chunks)))
+            else:  # one pass notes the new chunks; the kernel merges them if they are enough
+                cache.missed = missed = []
+                try:
+                    found = list(map(cache.__getitem__, chunks))
+                finally:
+                    cache.missed = None
+                if missed:
+                    self._merge_on_device(missed, limit)
+                    found = map(cache.__getitem__, chunks)
+                ids = list(chain.from_iterable(found))
         except _LoneSurrogate:
             at = next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
             raise ValueError(f"text has a lone surrogate {text[at]!r} at index {at}, which UTF-8 "
@@ -319,13 +332,11 @@ class BPETokenizer:
             self._cache = _ChunkCache(self._seed, self._encode_piece)
         return ids
 
-    def _merge_on_device(self, chunks: list[str], limit: int) -> None:
+    def _merge_on_device(self, missed: list[str], limit: int) -> None:
         """Merge the new chunks of one call with the kernel and cache their ids, when they hold
         at least ``limit`` bytes; chunks the kernel does not take are left to the cache's loop."""
         cache = self._cache
-        new = dict.fromkeys(filterfalse(cache.__contains__, chunks))  # in order, each once
-        if not new:
-            return
+        new = dict.fromkeys(missed)  # in order, each once
         try:
             pieces = list(map(str.encode, new))
         except UnicodeEncodeError:
@@ -339,9 +350,13 @@ class BPETokenizer:
             new, pieces = [new[i] for i in keep], [pieces[i] for i in keep]
         merger = self._merger
         if merger is None:
-            merger = self._merger = device_merge.DeviceMerger(self._byte_ids, self._pairs,
-                                                              listed=self._merge_list is not None)
-        cache.update(zip(new, map(tuple, merger.merge(pieces))))
+            if self._merge_list is None:  # tiktoken's rule: the table is made from the tokens
+                tokens = list(map(self._tokens.__getitem__, range(len(self._tokens))))
+                merger = device_merge.DeviceMerger(self._byte_ids, tokens=tokens, n_pairs=sum(map(len, self._pairs)))
+            else:
+                merger = device_merge.DeviceMerger(self._byte_ids, merges=self._merge_list)
+            self._merger = merger
+        cache.update(zip(new, merger.merge(pieces)))
 
     def encode(self, text: str, *, allowed_special: str | Iterable[str] = frozenset(),
                disallowed_special: str | Iterable[str] = "all") -> list[int]:

@@ -9,37 +9,39 @@ fill the chunk cache. The results are identical to the Python loop's; the tests 
 them on every tokenizer test text, cl100k_base's held-out checks and random Unicode.
 
 The merge table lives on the device: an open-addressed hash from ``(left id, right id)``
-to ``(priority, merged id)``, built here once per tokenizer with NumPy (:func:`hash_table`)
-and kept with it, plus a 256 x 256 table of the byte pairs every chunk starts from.
+to ``(priority, merged id)``, plus a 256 x 256 table of the byte pairs every chunk starts
+from. Both are built there, once per tokenizer, and kept with it: under tiktoken's rule
+from the tokens' bytes (every split of a token into two tokens), under a merge list from
+the list. (Walking the Python pair table's 233,000 entries of cl100k_base into arrays
+took ~0.1 s; the device builds the table from the packed tokens in a few milliseconds.)
+:func:`pair_entries` is the host's account of the same table, for the tests.
 
-    >>> from netcl_lite.text.byte_pair import rank_pair_table
-    >>> pairs = rank_pair_table([bytes([b]) for b in range(256)] + [b"ab", b"abc"])
-    >>> DeviceMerger(range(256), pairs).merge([b"abc", b"cab", b"x"])
-    [[257], [99, 256], [120]]
+    >>> tokens = [bytes([b]) for b in range(256)] + [b"ab", b"abc"]
+    >>> DeviceMerger(range(256), tokens=tokens).merge([b"abc", b"cab", b"x"])
+    [(257,), (99, 256), (120,)]
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
 
 import numpy as np
 
 from netcl_lite.text.byte_pair import PairTable
 
-__all__ = ["MAX_CHUNK", "DeviceMerger", "hash_table", "home_slots"]
+__all__ = ["MAX_CHUNK", "DeviceMerger", "home_slots", "pair_entries"]
 
 #: The longest chunk (in bytes) the kernel merges; longer chunks stay in Python
 #: (its O(n log n) heap; the kernel's loop is O(n²) in private arrays of this size).
 MAX_CHUNK = 256
-EMPTY = 0xFFFFFFFF  # an empty slot's left id; the priority of a pair that never merges
+EMPTY = 0xFFFFFFFF  # an empty slot; the priority of a pair that never merges
 LOCAL_SIZE = 64     # work-items per group (explicit: PoCL picks huge groups otherwise)
 
 
-def home_slots(left: np.ndarray, right: np.ndarray, shift: int) -> np.ndarray:
+def home_slots(left, right, shift: int) -> np.ndarray:
     """The slot each pair's probe starts at: ``bpe_home`` of ``kernels/bpe.cl`` in uint32 NumPy.
 
-    >>> home_slots(np.array([1, 1]), np.array([2, 3]), 28).tolist()   # 16 home slots: 0..15
+    >>> home_slots(np.array([1, 1]), np.array([2, 3]), 28).tolist()   # 16 slots: 0..15
     [6, 15]
     """
     left, right = np.asarray(left, np.uint32), np.asarray(right, np.uint32)
@@ -49,90 +51,116 @@ def home_slots(left: np.ndarray, right: np.ndarray, shift: int) -> np.ndarray:
     return h >> np.uint32(shift)
 
 
-def pair_entries(pairs: PairTable, listed: bool) -> tuple[np.ndarray, ...]:
-    """``(left, right, priority, merged)`` arrays of every pair in a pair table.
+def pair_entries(pairs: PairTable, listed: bool) -> set[tuple[int, int, int, int]]:
+    """``{(left, right, priority, merged)}`` of every pair in a Python pair table.
 
     ``listed``: the table follows a merge list (value = position << 32 | id; the priority is the
-    position); otherwise tiktoken's rule (value = id = rank, the priority).
+    position); otherwise tiktoken's rule (value = id = rank, also the priority).
+
+    >>> from netcl_lite.text.byte_pair import listed_pair_table
+    >>> sorted(pair_entries(listed_pair_table([(0, 1, 5), (5, 0, 6)]), listed=True))
+    [(0, 1, 0, 5), (5, 0, 1, 6)]
     """
-    sizes = np.fromiter(map(len, pairs), np.int64, len(pairs))
-    total = int(sizes.sum())
-    left = np.repeat(np.arange(len(pairs), dtype=np.uint32), sizes)
-    right = np.fromiter(chain.from_iterable(pairs), np.uint32, total)           # a dict iterates its keys
-    values = np.fromiter(chain.from_iterable(map(dict.values, pairs)), np.uint64, total)
-    merged = (values & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-    priority = (values >> np.uint64(32)).astype(np.uint32) if listed else merged
-    return left, right, priority, merged
+    out = set()
+    for left, row in enumerate(pairs):
+        for right, value in row.items():
+            merged = value & 0xFFFFFFFF
+            out.add((left, right, value >> 32 if listed else merged, merged))
+    return out
 
 
-def hash_table(left, right, priority, merged) -> tuple[np.ndarray, int]:
-    """Linear-probing hash table of the pairs, ``(slots, shift)``: ``slots`` is an
-    ``(n_slots, 4)`` uint32 array of ``(left, right, priority, merged)``, empty slots
-    ``(EMPTY, EMPTY, EMPTY, 0)``, and ``shift`` is the kernel's hash shift.
-
-    At most half the 2^k home slots are taken. Pairs are placed in order of their home slot,
-    each at the first free slot at or after it, so no probe ever wraps around; the table
-    extends past the last home slot as far as the last pair lands, plus one empty slot,
-    where every probe stops.
-
-    >>> slots, shift = hash_table(np.array([1, 1]), np.array([2, 3]), np.array([5, 6]), np.array([7, 8]))
-    >>> shift, len(slots), slots[1].tolist(), slots[3].tolist(), slots[4].tolist()
-    (30, 5, [1, 2, 5, 7], [1, 3, 6, 8], [4294967295, 4294967295, 4294967295, 0])
-    """
-    n = len(left)
-    bits = max(1, int(2 * max(n, 1) - 1).bit_length())   # 2^bits >= 2n
-    shift = 32 - bits
-    home = home_slots(left, right, shift).astype(np.int64)
-    order = np.argsort(home, kind="stable")
-    ranked = home[order] - np.arange(n)
-    position = np.maximum.accumulate(ranked) + np.arange(n) if n else ranked
-    n_slots = max(1 << bits, int(position[-1]) + 1 if n else 0) + 1
-    slots = np.empty((n_slots, 4), np.uint32)
-    slots[:, :3] = EMPTY
-    slots[:, 3] = 0
-    slots[position] = np.stack([np.asarray(a, np.uint32)[order] for a in (left, right, priority, merged)], axis=1)
-    return slots, shift
+def _table_bits(n_pairs: int) -> int:
+    return max(1, int(2 * max(n_pairs, 1) - 1).bit_length())   # 2^bits >= 2 n_pairs: at most half full
 
 
 class DeviceMerger:
     """Merges many chunks in one launch of ``bpe_merge_chunks``; keeps the tables on one device.
 
-    ``byte_ids[b]``: the id of byte ``b``; ``pairs``: the tokenizer's pair table
-    (:mod:`~netcl_lite.text.byte_pair`); ``listed``: whether it follows a merge list.
-    ``device``: a :class:`netcl_lite.core.device.Device` (default: ``netcl_lite.device()``).
+    ``byte_ids[b]``: the id of byte ``b``. Then exactly one of ``tokens`` (tiktoken's rule:
+    the bytes of each token, index = rank = id) or ``merges`` (Hugging Face's rule:
+    ``(left, right, merged)`` in priority order). ``device``: a
+    :class:`netcl_lite.core.device.Device` (default: ``netcl_lite.device()``). ``n_pairs``
+    (with ``tokens``): how many pairs the rule makes, when known (the Python pair table's
+    size): the table is sized by it and the build checked against it; otherwise it is
+    sized for every split of every token.
     """
 
-    def __init__(self, byte_ids: Sequence[int], pairs: PairTable, listed: bool = False, device=None):
+    def __init__(self, byte_ids: Sequence[int], *, tokens: Sequence[bytes] | None = None,
+                 merges: Sequence[tuple[int, int, int]] | None = None, n_pairs: int | None = None, device=None):
         import pyopencl as cl
 
         from netcl_lite.core.device import device as default_device
         from netcl_lite.core.kernels import get_kernel
 
+        if (tokens is None) == (merges is None):
+            raise TypeError("DeviceMerger: pass exactly one of tokens (tiktoken's rule) or merges (a merge list)")
         self._cl = cl
         self.device = device if device is not None else default_device()
-        context = self.device.context
+        context, queue = self.device.context, self.device.queue
         byte_ids = np.asarray(list(byte_ids), np.uint32)
         if byte_ids.shape != (256,):
             raise ValueError(f"byte_ids must hold the ids of the 256 byte values, got {byte_ids.shape[0]}")
-        left, right, priority, merged = pair_entries(pairs, listed)
-        slots, self._shift = hash_table(left, right, priority, merged)
-        self._n_slots = len(slots)
-        # the byte-pair table: (priority, merged) of every pair of bytes a, b at 256 * a + b
-        byte_of = np.full(max(len(pairs), int(byte_ids.max()) + 1), -1, np.int64)
-        byte_of[byte_ids] = np.arange(256)
-        keep = np.flatnonzero((byte_of[left] >= 0) & (byte_of[right] >= 0))   # every id < len(pairs)
-        byte_pairs = np.empty((65536, 2), np.uint32)
-        byte_pairs[:, 0], byte_pairs[:, 1] = EMPTY, 0
-        at = byte_of[left[keep]] * 256 + byte_of[right[keep]]
-        byte_pairs[at, 0], byte_pairs[at, 1] = priority[keep], merged[keep]
-        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
-        self._byte_ids = cl.Buffer(context, flags, hostbuf=byte_ids)
-        self._byte_pairs = cl.Buffer(context, flags, hostbuf=byte_pairs)
-        self._table = cl.Buffer(context, flags, hostbuf=slots)
-        self._kernel = get_kernel(context, "bpe.cl", "bpe_merge_chunks", (f"-DBPE_MAX_CHUNK={MAX_CHUNK}",))
-        self.table_bytes = slots.nbytes + byte_pairs.nbytes
+        options = (f"-DBPE_MAX_CHUNK={MAX_CHUNK}",)
+        kernel = lambda name: get_kernel(context, "bpe.cl", name, options)   # noqa: E731
+        mf = cl.mem_flags
+        upload = lambda array: cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=array)  # noqa: E731
+        inserted = np.zeros(1, np.uint32)
+        inserted_buf = cl.Buffer(context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=inserted)
+        keep = []                                           # buffers the build uses, alive until it ends
+        if tokens is not None:
+            tokens = list(tokens)
+            lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
+            offsets = np.zeros(len(tokens) + 1, np.uint32)
+            np.cumsum(lengths, out=offsets[1:])
+            blob = np.frombuffer(b"".join(tokens), np.uint8)
+            expected = n_pairs
+            bits = _table_bits(n_pairs if n_pairs is not None else int(np.maximum(lengths - 1, 0).sum()))
+            index_bits = _table_bits(len(tokens))
+            index = cl.Buffer(context, mf.READ_WRITE, 4 << index_bits)
+            cl.enqueue_fill_buffer(queue, index, np.uint32(EMPTY), 0, 4 << index_bits)
+            bytes_buf, offsets_buf = upload(blob), upload(offsets)
+            keep += [index, bytes_buf, offsets_buf]
+            n = len(tokens)
+            grid = (-(-n // LOCAL_SIZE) * LOCAL_SIZE,)
+            kernel("bpe_index_tokens")(queue, grid, (LOCAL_SIZE,), bytes_buf, offsets_buf, n, index,
+                                       (1 << index_bits) - 1)
+            build = lambda table, shift: kernel("bpe_rank_pairs")(  # noqa: E731
+                queue, grid, (LOCAL_SIZE,), bytes_buf, offsets_buf, n, index, (1 << index_bits) - 1,
+                table, shift, inserted_buf)
+        else:
+            merged = np.asarray(merges, np.uint32).reshape(-1, 3)
+            expected, bits = len(merged), _table_bits(len(merged))
+            merges_buf = upload(merged if len(merged) else np.zeros(3, np.uint32))
+            keep.append(merges_buf)
+            n = len(merged)
+            build = lambda table, shift: kernel("bpe_listed_pairs")(  # noqa: E731
+                queue, (max(1, -(-n // LOCAL_SIZE)) * LOCAL_SIZE,), (LOCAL_SIZE,), merges_buf, n, table, shift,
+                inserted_buf)
+        self._shift = 32 - bits
+        self._table = cl.Buffer(context, mf.READ_WRITE, 16 << bits)
+        cl.enqueue_fill_buffer(queue, self._table, np.uint32(EMPTY), 0, 16 << bits)
+        build(self._table, self._shift)
+        self._byte_ids = upload(byte_ids)
+        self._byte_pairs = cl.Buffer(context, mf.READ_WRITE, 8 * 65536)
+        kernel("bpe_byte_pairs")(queue, (65536,), (LOCAL_SIZE,), self._byte_ids, self._table, self._shift,
+                                 self._byte_pairs)
+        cl.enqueue_copy(queue, inserted, inserted_buf, is_blocking=True)
+        self.n_pairs = int(inserted[0])
+        if expected is not None and self.n_pairs != expected:
+            raise RuntimeError(f"the device table holds {self.n_pairs} of {expected} pairs; this is a bug")
+        if self.n_pairs > 1 << (bits - 1):
+            raise RuntimeError(f"{self.n_pairs} pairs overfill a table of {1 << bits} slots; this is a bug")
+        self._merge = kernel("bpe_merge_chunks")
+        self.table_bytes = (16 << bits) + 8 * 65536
 
-    def merge(self, pieces: Sequence[bytes]) -> list[list[int]]:
+    def table(self) -> np.ndarray:
+        """The device's hash table, ``(2^k, 4)`` uint32 rows ``(left, right, priority, merged)``."""
+        mask = 0xFFFFFFFF >> self._shift
+        out = np.empty((mask + 1, 4), np.uint32)
+        self._cl.enqueue_copy(self.device.queue, out, self._table, is_blocking=True)
+        return out
+
+    def merge(self, pieces: Sequence[bytes]) -> list[tuple[int, ...]]:
         """The ids of each piece (UTF-8 bytes of a chunk, 1..``MAX_CHUNK`` bytes), in order."""
         cl, queue = self._cl, self.device.queue
         if not pieces:
@@ -155,11 +183,11 @@ class DeviceMerger:
         counts_buf = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, counts.nbytes)
         n = len(pieces)
         global_size = -(-n // LOCAL_SIZE) * LOCAL_SIZE
-        self._kernel(queue, (global_size,), (LOCAL_SIZE,), text_buf, starts_buf, n, self._byte_ids,
-                     self._byte_pairs, self._table, self._n_slots, self._shift, out_buf, counts_buf)
+        self._merge(queue, (global_size,), (LOCAL_SIZE,), text_buf, starts_buf, n, self._byte_ids,
+                    self._byte_pairs, self._table, self._shift, out_buf, counts_buf)
         cl.enqueue_copy(queue, counts, counts_buf, is_blocking=False)
         cl.enqueue_copy(queue, out, out_buf, is_blocking=True)   # the buffers above live until here
         if counts.min() == 0:
             raise RuntimeError("bpe_merge_chunks left a chunk unmerged (count 0); this is a bug")
-        flat, begin, count = out.tolist(), starts.tolist(), counts.tolist()
-        return [flat[b:b + k] for b, k in zip(begin, count)]
+        flat = tuple(out.tolist())                                # a tuple's slices are tuples
+        return [flat[b:e] for b, e in zip(starts[:-1].tolist(), (starts[:-1] + counts).tolist())]
