@@ -5,15 +5,19 @@
 // merges its chunk exactly as the Python loop of netcl_lite/text/byte_pair.py does: among the
 // adjacent pairs that merge, the one of lowest priority merges first, the leftmost among
 // equals, until no adjacent pair merges. Its ids go to out[starts[c] ..] (a chunk never has
-// more ids than bytes) and their number to counts[c].
+// more ids than bytes) and their number to out[starts[n_chunks] + c], so one read brings both.
 //
-// The merge table is an open-addressed hash of (left id, right id) -> (priority, merged id),
-// built once per tokenizer on the device (the kernels at the end of this file) and kept there:
-//   table[slot] = (left, right, priority, merged); an empty slot is all BPE_EMPTY.
-// It has 2^k slots, at most half of them taken; a pair's probe starts at
-// bpe_home(left, right, shift) and walks forward, wrapping around, to its pair or an empty slot.
-// byte_pairs[256 * a + b] = (priority, merged) of the pair of bytes a, b (their first pairs
-// come from this small table instead of the hash). Priority BPE_EMPTY: the pair never merges.
+// The merge table is an open-addressed hash of (left id, right id) -> priority, built once per
+// tokenizer on the device (the kernels at the end of this file) and kept there. Under tiktoken's
+// rule the priority is the rank, which is also the merged id; under a merge list it is the
+// merge's position, and merged_of[priority] is its id (listed = 1). Ids lie below 2^21 - 1 and
+// priorities below 2^22 (the host checks), so a slot is 8 bytes, two words:
+//   x = left << 21 | right (the low 32 bits),  y = left >> 11 | priority << 10;
+// an empty slot is all ones (no pair's x is: right < 2^21 - 1). The table has 2^k slots, at most
+// half of them taken; a pair's probe starts at bpe_home(left, right, shift) and walks forward,
+// wrapping around, to its pair or an empty slot. byte_pairs[256 * a + b] is the priority of the
+// pair of bytes a, b (every chunk's first pairs come from this small table). Priority BPE_EMPTY:
+// the pair never merges.
 //
 // Chunks longer than BPE_MAX_CHUNK bytes stay in Python (the host never sends them; a longer
 // one here gets count 0, which the host rejects). BPE_MAX_CHUNK is a build option.
@@ -33,61 +37,49 @@ inline uint bpe_home(const uint left, const uint right, const uint shift)
     return h >> shift;
 }
 
-// (priority, merged id) of the pair, or (BPE_EMPTY, 0) when it never merges.
-inline uint2 bpe_lookup(__global const uint4 *table, const uint shift, const uint left, const uint right)
+// The priority of the pair, or BPE_EMPTY when it never merges.
+inline uint bpe_lookup(__global const uint2 *table, const uint shift, const uint left, const uint right)
 {
-    const uint mask = 0xffffffffu >> shift;
+    const uint mask = 0xffffffffu >> shift, x = left << 21 | right, high = left >> 11;
     uint slot = bpe_home(left, right, shift);
     for (uint probe = 0; probe <= mask; ++probe, slot = (slot + 1) & mask) {
-        const uint4 s = table[slot];
-        if (s.x == left && s.y == right) return (uint2)(s.z, s.w);
+        const uint2 s = table[slot];
+        if (s.x == x && (s.y & 0x3ffu) == high) return s.y >> 10;
         if (s.x == BPE_EMPTY) break;
     }
-    return (uint2)(BPE_EMPTY, 0u);
+    return BPE_EMPTY;
 }
 
 // --8<-- [start:bpe_merge_chunks]
 __kernel void bpe_merge_chunks(__global const uchar *text, __global const uint *starts, const uint n_chunks,
-                               __global const uint *byte_ids, __global const uint2 *byte_pairs,
-                               __global const uint4 *table, const uint shift,
-                               __global uint *out, __global uint *counts)
+                               __global const uint *byte_ids, __global const uint *byte_pairs,
+                               __global const uint2 *table, const uint shift,
+                               __global const uint *merged_of, const uint listed, __global uint *out)
 {
     const uint c = get_global_id(0);
     if (c >= n_chunks) return;
     const uint start = starts[c], n = starts[c + 1] - start;
-    if (n == 0 || n > BPE_MAX_CHUNK) { counts[c] = 0; return; }
+    __global uint *count = out + starts[n_chunks] + c;
+    if (n == 0 || n > BPE_MAX_CHUNK) { *count = 0; return; }
     uint ids[BPE_MAX_CHUNK];     // the chunk's tokens so far
     uint rank[BPE_MAX_CHUNK];    // rank[i]: priority of the pair (ids[i], ids[i + 1])
-    uint made[BPE_MAX_CHUNK];    // made[i]: the id that pair merges into
     for (uint i = 0; i < n; ++i) ids[i] = byte_ids[text[start + i]];
-    for (uint i = 0; i + 1 < n; ++i) {
-        const uint2 v = byte_pairs[(uint)text[start + i] * 256u + text[start + i + 1]];
-        rank[i] = v.x;
-        made[i] = v.y;
-    }
+    for (uint i = 0; i + 1 < n; ++i) rank[i] = byte_pairs[(uint)text[start + i] * 256u + text[start + i + 1]];
     uint len = n;
     while (len > 1) {
         uint best = BPE_EMPTY, at = 0;
         for (uint i = 0; i + 1 < len; ++i)          // the leftmost of the lowest priority
             if (rank[i] < best) { best = rank[i]; at = i; }
         if (best == BPE_EMPTY) break;               // no adjacent pair merges: done
-        ids[at] = made[at];                         // merge ids[at], ids[at + 1]
+        ids[at] = listed ? merged_of[best] : best;  // merge ids[at], ids[at + 1]
         for (uint i = at + 1; i + 1 < len; ++i) ids[i] = ids[i + 1];
-        for (uint i = at; i + 2 < len; ++i) { rank[i] = rank[i + 1]; made[i] = made[i + 1]; }
+        for (uint i = at; i + 2 < len; ++i) rank[i] = rank[i + 1];
         --len;
-        if (at > 0) {                               // the pair that now ends in the new token
-            const uint2 v = bpe_lookup(table, shift, ids[at - 1], ids[at]);
-            rank[at - 1] = v.x;
-            made[at - 1] = v.y;
-        }
-        if (at + 1 < len) {                         // the pair that now starts with it
-            const uint2 v = bpe_lookup(table, shift, ids[at], ids[at + 1]);
-            rank[at] = v.x;
-            made[at] = v.y;
-        }
+        if (at > 0) rank[at - 1] = bpe_lookup(table, shift, ids[at - 1], ids[at]);   // pair ending in it
+        if (at + 1 < len) rank[at] = bpe_lookup(table, shift, ids[at], ids[at + 1]); // pair starting with it
     }
     for (uint i = 0; i < len; ++i) out[start + i] = ids[i];
-    counts[c] = len;
+    *count = len;
 }
 // --8<-- [end:bpe_merge_chunks]
 
@@ -99,8 +91,8 @@ __kernel void bpe_merge_chunks(__global const uchar *text, __global const uint *
 // bytes (index, 2^k slots, BPE_EMPTY when free); bpe_rank_pairs then looks up both sides of every
 // split of every token and inserts the pairs it finds. A merge list (Hugging Face's rule) is
 // inserted as it is by bpe_listed_pairs, priority = its position. bpe_byte_pairs fills the
-// byte-pair table from the finished hash. Each slot is claimed with atomic_cmpxchg on its left
-// id, so inserts in any order build a valid table; the host fills both tables with BPE_EMPTY first.
+// byte-pair table from the finished hash. Each slot is claimed with atomic_cmpxchg on its first
+// word, so inserts in any order build a valid table; the host fills both tables with BPE_EMPTY first.
 
 // Tokens are hashed by a polynomial over their bytes, sum of b[i] * P^(n-1-i) (mod 2^32), then
 // mixed with their length: a prefix's value extends by one multiply-add, and a suffix's is the
@@ -126,15 +118,13 @@ inline uint bpe_poly(__global const uchar *p, const uint n)
 }
 
 inline void bpe_insert(volatile __global uint *table, const uint shift, const uint left, const uint right,
-                       const uint priority, const uint merged)
+                       const uint priority)
 {
-    const uint mask = 0xffffffffu >> shift;
+    const uint mask = 0xffffffffu >> shift, x = left << 21 | right;
     uint slot = bpe_home(left, right, shift);
     for (uint probe = 0; probe <= mask; ++probe, slot = (slot + 1) & mask) {
-        if (atomic_cmpxchg(&table[4 * slot], BPE_EMPTY, left) == BPE_EMPTY) {
-            table[4 * slot + 1] = right;
-            table[4 * slot + 2] = priority;
-            table[4 * slot + 3] = merged;
+        if (atomic_cmpxchg(&table[2 * slot], BPE_EMPTY, x) == BPE_EMPTY) {   // claimed: fill it
+            table[2 * slot + 1] = left >> 11 | priority << 10;
             return;
         }
     }
@@ -187,7 +177,7 @@ __kernel void bpe_rank_pairs(__global const uchar *bytes, __global const uint *o
         if (left == BPE_EMPTY) continue;
         const uint right = bpe_token_id(bytes, offsets, index, index_mask, token + k, n - k, suffix);
         if (right == BPE_EMPTY) continue;
-        bpe_insert(table, shift, left, right, t, t);
+        bpe_insert(table, shift, left, right, t);
         ++found;
     }
     if (found) atomic_add(inserted, found);   // the host checks the count: no pair lost
@@ -198,12 +188,12 @@ __kernel void bpe_listed_pairs(__global const uint *merges, const uint n_merges,
 {
     const uint k = get_global_id(0);     // merges[3k .. 3k + 3) = (left, right, merged), earliest first
     if (k >= n_merges) return;
-    bpe_insert(table, shift, merges[3 * k], merges[3 * k + 1], k, merges[3 * k + 2]);
+    bpe_insert(table, shift, merges[3 * k], merges[3 * k + 1], k);
     atomic_inc(inserted);
 }
 
-__kernel void bpe_byte_pairs(__global const uint *byte_ids, __global const uint4 *table, const uint shift,
-                             __global uint2 *byte_pairs)
+__kernel void bpe_byte_pairs(__global const uint *byte_ids, __global const uint2 *table, const uint shift,
+                             __global uint *byte_pairs)
 {
     const uint ab = get_global_id(0);
     if (ab >= 65536u) return;

@@ -106,10 +106,11 @@ def test_kernel_follows_a_merge_list_and_byte_ids_that_are_not_the_bytes(draws, 
 
 def probe(table, shift, a, b):
     """The kernel's bpe_lookup in Python: from the home slot forward, wrapping around."""
+    x, high = (a << 21 | b) & 0xFFFFFFFF, a >> 11
     slot = int(home_slots(np.array([a]), np.array([b]), shift)[0])
     for _ in range(len(table)):
-        if table[slot, 0] == a and table[slot, 1] == b:
-            return tuple(table[slot, 2:].tolist())
+        if table[slot, 0] == x and table[slot, 1] & 0x3FF == high:
+            return int(table[slot, 1] >> 10)
         if table[slot, 0] == device_merge.EMPTY:
             return None
         slot = (slot + 1) % len(table)
@@ -126,16 +127,23 @@ def test_device_table_holds_exactly_the_python_pairs_and_every_probe_finds_them(
     else:
         merges = [(left, right, merged) for (left, right), merged in small.merges.items()]
         pairs, merger, listed = listed_pair_table(merges, 600), DeviceMerger(range(256), merges=merges), True
-    table = merger.table()
-    rows = {tuple(row) for row in table.tolist() if row[0] != device_merge.EMPTY}
+    rows = merger.pairs()
     assert rows == pair_entries(pairs, listed) and merger.n_pairs == len(rows)
+    table = merger.table()
     assert 2 * len(rows) <= len(table)                              # at most half full
     shift = 32 - (len(table).bit_length() - 1)
-    for left, right, priority, merged in rows:
-        assert probe(table, shift, left, right) == (priority, merged)
+    for left, right, priority, _ in rows:
+        assert probe(table, shift, left, right) == priority
     rng = np.random.default_rng(1)
     absent = [(a, b) for a, b in rng.integers(0, 600, (500, 2)).tolist() if b not in pairs[a]]
     assert absent and all(probe(table, shift, a, b) is None for a, b in absent)
+
+
+def test_ids_past_the_packed_range_are_refused_and_stay_in_python():
+    big = device_merge.MAX_ID + 1
+    with pytest.raises(ValueError, match="token ids must lie in"):
+        DeviceMerger(range(256), merges=[(97, 98, big)])
+    assert DeviceMerger(range(256), merges=[(97, 98, device_merge.MAX_ID)]).merge([b"ab"]) == [(device_merge.MAX_ID,)]
 
 
 def test_a_wrong_pair_count_is_caught():

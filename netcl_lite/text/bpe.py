@@ -65,7 +65,7 @@ _MAX_CACHED_CHARS = 256  # longer chunks (pattern=None) are encoded but not kept
 #: A call whose new chunks hold at least this many UTF-8 bytes merges them with the kernel
 #: (``kernels/bpe.cl``); below it the Python loop is faster than a launch. Measured by
 #: ``benchmarks/bpe_threshold.py`` (benchmarks/README.md, "Tokenizer: the merge kernel").
-KERNEL_MIN_BYTES = 2048
+KERNEL_MIN_BYTES = 1024
 
 
 class _LoneSurrogate(Exception):
@@ -134,8 +134,10 @@ class BPETokenizer:
         self._byte_ids = [self._ids[bytes([b])] for b in range(256)]  # byte value -> id
         self._merge_list = vocab.merge_list  # None: tiktoken's rule (ids are ranks)
         if vocab.merge_list is None:
-            self._pairs = rank_pair_table([self._tokens[i] for i in range(len(self._tokens))])
+            self._by_rank = [self._tokens[i] for i in range(len(self._tokens))]  # also the kernel's table source
+            self._pairs = rank_pair_table(self._by_rank)
         else:
+            self._by_rank = None
             self._pairs = listed_pair_table(vocab.merge_list, max(self._tokens) + 1)
         self._derived = vocab.merges  # tiktoken's rule: (left, right) of ids 256.., or None until asked
         self._merges: dict[tuple[int, int], int] | None = None  # built on first use of .merges
@@ -319,9 +321,12 @@ class BPETokenizer:
                     found = list(map(cache.__getitem__, chunks))
                 finally:
                     cache.missed = None
-                if missed:
+                if missed:  # fill in each miss (the kernel's ids, else the Python loop's)
                     self._merge_on_device(missed, limit)
-                    found = map(cache.__getitem__, chunks)
+                    at, get = -1, cache.__getitem__
+                    for chunk in missed:  # the misses in order: where found holds ()
+                        at = found.index((), at + 1)
+                        found[at] = get(chunk)
                 ids = list(chain.from_iterable(found))
         except _LoneSurrogate:
             at = next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
@@ -350,9 +355,12 @@ class BPETokenizer:
             new, pieces = [new[i] for i in keep], [pieces[i] for i in keep]
         merger = self._merger
         if merger is None:
+            if max(self._tokens) > device_merge.MAX_ID:  # more ids than the device table packs
+                self._kernel_min_bytes = None
+                return
             if self._merge_list is None:  # tiktoken's rule: the table is made from the tokens
-                tokens = list(map(self._tokens.__getitem__, range(len(self._tokens))))
-                merger = device_merge.DeviceMerger(self._byte_ids, tokens=tokens, n_pairs=sum(map(len, self._pairs)))
+                merger = device_merge.DeviceMerger(self._byte_ids, tokens=self._by_rank,
+                                                   n_pairs=sum(map(len, self._pairs)))
             else:
                 merger = device_merge.DeviceMerger(self._byte_ids, merges=self._merge_list)
             self._merger = merger

@@ -23,18 +23,23 @@ took ~0.1 s; the device builds the table from the packed tokens in a few millise
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
+from itertools import accumulate
+from operator import add
 
 import numpy as np
 
 from netcl_lite.text.byte_pair import PairTable
 
-__all__ = ["MAX_CHUNK", "DeviceMerger", "home_slots", "pair_entries"]
+__all__ = ["MAX_CHUNK", "MAX_ID", "DeviceMerger", "home_slots", "pair_entries"]
 
 #: The longest chunk (in bytes) the kernel merges; longer chunks stay in Python
 #: (its O(n log n) heap; the kernel's loop is O(n²) in private arrays of this size).
 MAX_CHUNK = 256
 EMPTY = 0xFFFFFFFF  # an empty slot; the priority of a pair that never merges
+#: The largest token id the device table holds (a slot packs two 21-bit ids; all ones marks empty).
+MAX_ID = (1 << 21) - 2
 LOCAL_SIZE = 64     # work-items per group (explicit: PoCL picks huge groups otherwise)
 
 
@@ -90,16 +95,26 @@ class DeviceMerger:
         import pyopencl as cl
 
         from netcl_lite.core.device import device as default_device
-        from netcl_lite.core.kernels import get_kernel
+        from netcl_lite.core.kernels import get_kernel, get_program
 
         if (tokens is None) == (merges is None):
             raise TypeError("DeviceMerger: pass exactly one of tokens (tiktoken's rule) or merges (a merge list)")
         self._cl = cl
         self.device = device if device is not None else default_device()
         context, queue = self.device.context, self.device.queue
-        byte_ids = np.asarray(list(byte_ids), np.uint32)
+        byte_ids = np.asarray(list(byte_ids), np.int64)
         if byte_ids.shape != (256,):
             raise ValueError(f"byte_ids must hold the ids of the 256 byte values, got {byte_ids.shape[0]}")
+        largest = int(byte_ids.max())
+        if tokens is not None:
+            largest = max(largest, len(tokens) - 1)
+        else:
+            merges = np.asarray(merges, np.int64).reshape(-1, 3)
+            largest = max(largest, int(merges.max(initial=0)))
+        if largest > MAX_ID or byte_ids.min() < 0:
+            raise ValueError(f"DeviceMerger: token ids must lie in 0..{MAX_ID} (the table packs a pair into "
+                             f"8 bytes), got {largest}; such a tokenizer stays on the Python loop")
+        byte_ids = byte_ids.astype(np.uint32)
         options = (f"-DBPE_MAX_CHUNK={MAX_CHUNK}",)
         kernel = lambda name: get_kernel(context, "bpe.cl", name, options)   # noqa: E731
         mf = cl.mem_flags
@@ -108,13 +123,11 @@ class DeviceMerger:
         inserted_buf = cl.Buffer(context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=inserted)
         keep = []                                           # buffers the build uses, alive until it ends
         if tokens is not None:
-            tokens = list(tokens)
-            lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
-            offsets = np.zeros(len(tokens) + 1, np.uint32)
-            np.cumsum(lengths, out=offsets[1:])
-            blob = np.frombuffer(b"".join(tokens), np.uint8)
+            lengths = list(map(len, tokens))
+            offsets = array("I", accumulate(lengths, initial=0))
+            blob = b"".join(tokens)
             expected = n_pairs
-            bits = _table_bits(n_pairs if n_pairs is not None else int(np.maximum(lengths - 1, 0).sum()))
+            bits = _table_bits(n_pairs if n_pairs is not None else offsets[-1] - len(tokens))
             index_bits = _table_bits(len(tokens))
             index = cl.Buffer(context, mf.READ_WRITE, 4 << index_bits)
             cl.enqueue_fill_buffer(queue, index, np.uint32(EMPTY), 0, 4 << index_bits)
@@ -128,7 +141,7 @@ class DeviceMerger:
                 queue, grid, (LOCAL_SIZE,), bytes_buf, offsets_buf, n, index, (1 << index_bits) - 1,
                 table, shift, inserted_buf)
         else:
-            merged = np.asarray(merges, np.uint32).reshape(-1, 3)
+            merged = merges.astype(np.uint32)
             expected, bits = len(merged), _table_bits(len(merged))
             merges_buf = upload(merged if len(merged) else np.zeros(3, np.uint32))
             keep.append(merges_buf)
@@ -137,11 +150,14 @@ class DeviceMerger:
                 queue, (max(1, -(-n // LOCAL_SIZE)) * LOCAL_SIZE,), (LOCAL_SIZE,), merges_buf, n, table, shift,
                 inserted_buf)
         self._shift = 32 - bits
-        self._table = cl.Buffer(context, mf.READ_WRITE, 16 << bits)
-        cl.enqueue_fill_buffer(queue, self._table, np.uint32(EMPTY), 0, 16 << bits)
+        self._table = cl.Buffer(context, mf.READ_WRITE, 8 << bits)
+        cl.enqueue_fill_buffer(queue, self._table, np.uint32(EMPTY), 0, 8 << bits)
         build(self._table, self._shift)
         self._byte_ids = upload(byte_ids)
-        self._byte_pairs = cl.Buffer(context, mf.READ_WRITE, 8 * 65536)
+        self._listed = tokens is None        # then merged_of[priority] is the merged id
+        self._merged_host = merged[:, 2].copy() if self._listed and n else np.zeros(1, np.uint32)
+        self._merged_of = upload(self._merged_host)
+        self._byte_pairs = cl.Buffer(context, mf.READ_WRITE, 4 * 65536)
         kernel("bpe_byte_pairs")(queue, (65536,), (LOCAL_SIZE,), self._byte_ids, self._table, self._shift,
                                  self._byte_pairs)
         cl.enqueue_copy(queue, inserted, inserted_buf, is_blocking=True)
@@ -150,44 +166,58 @@ class DeviceMerger:
             raise RuntimeError(f"the device table holds {self.n_pairs} of {expected} pairs; this is a bug")
         if self.n_pairs > 1 << (bits - 1):
             raise RuntimeError(f"{self.n_pairs} pairs overfill a table of {1 << bits} slots; this is a bug")
-        self._merge = kernel("bpe_merge_chunks")
-        self.table_bytes = (16 << bits) + 8 * 65536
+        # its own kernel object (not the shared one): the table's arguments are set once, here
+        self._merge = cl.Kernel(get_program(context, "bpe.cl", options), "bpe_merge_chunks")
+        self._merge.set_arg(3, self._byte_ids)
+        self._merge.set_arg(4, self._byte_pairs)
+        self._merge.set_arg(5, self._table)
+        self._merge.set_arg(6, np.uint32(self._shift))
+        self._merge.set_arg(7, self._merged_of)
+        self._merge.set_arg(8, np.uint32(self._listed))
+        self.table_bytes = (8 << bits) + 4 * 65536
 
     def table(self) -> np.ndarray:
-        """The device's hash table, ``(2^k, 4)`` uint32 rows ``(left, right, priority, merged)``."""
-        mask = 0xFFFFFFFF >> self._shift
-        out = np.empty((mask + 1, 4), np.uint32)
+        """The device's hash table, ``(2^k, 2)`` uint32 slots ``(x, y)`` as ``kernels/bpe.cl`` packs them."""
+        out = np.empty(((0xFFFFFFFF >> self._shift) + 1, 2), np.uint32)
         self._cl.enqueue_copy(self.device.queue, out, self._table, is_blocking=True)
         return out
 
+    def pairs(self) -> set[tuple[int, int, int, int]]:
+        """``{(left, right, priority, merged)}`` read back from the device table (compare :func:`pair_entries`)."""
+        slots = self.table().astype(np.int64)
+        slots = slots[slots[:, 0] != EMPTY]
+        left = slots[:, 0] >> 21 | (slots[:, 1] & 0x3FF) << 11
+        right, priority = slots[:, 0] & 0x1FFFFF, slots[:, 1] >> 10
+        merged = self._merged_host[priority] if self._listed else priority
+        return set(zip(left.tolist(), right.tolist(), priority.tolist(), merged.tolist()))
+
     def merge(self, pieces: Sequence[bytes]) -> list[tuple[int, ...]]:
         """The ids of each piece (UTF-8 bytes of a chunk, 1..``MAX_CHUNK`` bytes), in order."""
-        cl, queue = self._cl, self.device.queue
         if not pieces:
             return []
-        lengths = np.fromiter(map(len, pieces), np.uint32, len(pieces))
-        if lengths.min() == 0 or lengths.max() > MAX_CHUNK:
-            bad = int(np.flatnonzero((lengths == 0) | (lengths > MAX_CHUNK))[0])
+        cl, queue, context = self._cl, self.device.queue, self.device.context
+        lengths = list(map(len, pieces))     # plain Python: a call's fixed cost counts (threshold)
+        if min(lengths) == 0 or max(lengths) > MAX_CHUNK:
+            bad = next(i for i, k in enumerate(lengths) if not 0 < k <= MAX_CHUNK)
             raise ValueError(f"pieces[{bad}] has {lengths[bad]} bytes; the kernel merges pieces of "
                              f"1..{MAX_CHUNK} bytes (longer ones go to the Python loop)")
-        starts = np.zeros(len(pieces) + 1, np.uint32)
-        np.cumsum(lengths, out=starts[1:])
-        text = np.frombuffer(b"".join(pieces), np.uint8)
-        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
-        context = self.device.context
-        text_buf = cl.Buffer(context, flags, hostbuf=text)
-        starts_buf = cl.Buffer(context, flags, hostbuf=starts)
-        out = np.empty(len(text), np.uint32)
-        counts = np.empty(len(pieces), np.uint32)
-        out_buf = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
-        counts_buf = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, counts.nbytes)
         n = len(pieces)
-        global_size = -(-n // LOCAL_SIZE) * LOCAL_SIZE
-        self._merge(queue, (global_size,), (LOCAL_SIZE,), text_buf, starts_buf, n, self._byte_ids,
-                    self._byte_pairs, self._table, self._shift, out_buf, counts_buf)
-        cl.enqueue_copy(queue, counts, counts_buf, is_blocking=False)
+        starts = array("I", accumulate(lengths, initial=0))
+        total = starts[-1]
+        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
+        text_buf = cl.Buffer(context, flags, hostbuf=b"".join(pieces))
+        starts_buf = cl.Buffer(context, flags, hostbuf=starts)
+        out = np.empty(total + n, np.uint32)                      # ids, then each chunk's count
+        out_buf = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
+        kernel = self._merge                                      # this merger's own kernel object
+        kernel.set_arg(0, text_buf)
+        kernel.set_arg(1, starts_buf)
+        kernel.set_arg(2, np.uint32(n))
+        kernel.set_arg(9, out_buf)
+        cl.enqueue_nd_range_kernel(queue, kernel, (-(-n // LOCAL_SIZE) * LOCAL_SIZE,), (LOCAL_SIZE,))
         cl.enqueue_copy(queue, out, out_buf, is_blocking=True)   # the buffers above live until here
-        if counts.min() == 0:
-            raise RuntimeError("bpe_merge_chunks left a chunk unmerged (count 0); this is a bug")
         flat = tuple(out.tolist())                                # a tuple's slices are tuples
-        return [flat[b:e] for b, e in zip(starts[:-1].tolist(), (starts[:-1] + counts).tolist())]
+        counts = flat[total:]
+        if min(counts) == 0:
+            raise RuntimeError("bpe_merge_chunks left a chunk unmerged (count 0); this is a bug")
+        return [flat[b:e] for b, e in zip(starts, map(add, starts, counts))]
