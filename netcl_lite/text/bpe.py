@@ -34,6 +34,7 @@ from __future__ import annotations
 import numbers
 import os
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -156,7 +157,7 @@ class BPETokenizer:
         self._encode_piece = chunk_encoder(self._byte_ids, self._pairs)
         self._merger: device_merge.DeviceMerger | None = None  # the kernel's tables, built on first use
         if not hasattr(self, "_kernel_min_bytes"):  # a retrained tokenizer keeps its setting
-            self._kernel_min_bytes: int | None = KERNEL_MIN_BYTES
+            self.kernel_min_bytes = KERNEL_MIN_BYTES
         self._cache = _ChunkCache(seed, self._encode_piece)
         if vocab.special_tokens:
             self.register_special_tokens(vocab.special_tokens)
@@ -185,6 +186,10 @@ class BPETokenizer:
             value = _check_int("kernel_min_bytes", value, 0, "use 0 to merge every call's new chunks "
                                "on the device, or None to never use the kernel")
         self._kernel_min_bytes = value
+        # a text of fewer characters has fewer UTF-8 bytes (4 at most per character, 1 in ASCII
+        # text): a compare or two keep a short call on the Python path
+        self._kernel_min_chars = sys.maxsize if value is None else -(-value // 4)
+        self._kernel_min_ascii = sys.maxsize if value is None else value
 
     @property
     def pattern(self) -> str | None:
@@ -311,9 +316,10 @@ class BPETokenizer:
                             f"(text = data.decode('utf-8'))")
         cache = self._cache
         chunks = self._split(text)
-        limit = self._kernel_min_bytes
+        n = len(text)
         try:
-            if limit is None or 4 * len(text) < limit:  # fewer new bytes than the limit: Python's loop
+            if n < self._kernel_min_chars or (n < self._kernel_min_ascii and text.isascii()):
+                # fewer new bytes than kernel_min_bytes: the Python loop
                 ids = list(chain.from_iterable(map(cache.__getitem__, chunks)))
             else:  # one pass notes the new chunks; the kernel merges them if they are enough
                 cache.missed = missed = []
@@ -322,7 +328,7 @@ class BPETokenizer:
                 finally:
                     cache.missed = None
                 if missed:  # fill in each miss (the kernel's ids, else the Python loop's)
-                    self._merge_on_device(missed, limit)
+                    self._merge_on_device(missed, self._kernel_min_bytes)
                     at, get = -1, cache.__getitem__
                     for chunk in missed:  # the misses in order: where found holds ()
                         at = found.index((), at + 1)
@@ -356,7 +362,7 @@ class BPETokenizer:
         merger = self._merger
         if merger is None:
             if max(self._tokens) > device_merge.MAX_ID:  # more ids than the device table packs
-                self._kernel_min_bytes = None
+                self.kernel_min_bytes = None
                 return
             if self._merge_list is None:  # tiktoken's rule: the table is made from the tokens
                 merger = device_merge.DeviceMerger(self._byte_ids, tokens=self._by_rank,
