@@ -21,6 +21,13 @@
 //
 // Chunks longer than BPE_MAX_CHUNK bytes stay in Python (the host never sends them; a longer
 // one here gets count 0, which the host rejects). BPE_MAX_CHUNK is a build option.
+//
+// Kernels:
+//   bpe_merge_chunks   one work-item per chunk: the merges, lowest priority first
+//   bpe_index_tokens   (table build) each token's id into a hash keyed by its bytes
+//   bpe_rank_pairs     (table build, tiktoken's rule) every split of every token into two tokens
+//   bpe_listed_pairs   (table build, a merge list) the listed pairs, priority = position
+//   bpe_byte_pairs     (table build) the priorities of the 65,536 byte pairs
 
 #ifndef BPE_MAX_CHUNK
 #define BPE_MAX_CHUNK 256
