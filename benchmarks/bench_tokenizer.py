@@ -15,7 +15,14 @@ Prints four tables and writes ``benchmarks/data/bench_tokenizer.json``:
 3. training time to 4,096 and 16,384 tokens on ~8 MB of mixed text, against ``tokenizers``'
    byte-level BPE trainer with the same pattern, vocabulary size, ``min_frequency`` and
    ``RAYON_NUM_THREADS=1``;
-4. compression (bytes per token) on held-out text of each kind for both trainers.
+4. compression (bytes per token) on held-out text of each kind for both trainers;
+5. one sentence: ``encode`` of single sentences (first seen, then again), µs per call,
+   against tiktoken, so a short call is seen not to pay for the merge kernel.
+
+Encoding merges a call's new chunks with the OpenCL kernel of ``kernels/bpe.cl`` when they
+hold at least ``BPETokenizer.kernel_min_bytes`` (see ``bpe_threshold.py``); the cold pass
+therefore includes building the kernel's table on the device, once per loaded tokenizer.
+The device and the CPU PoCL compiles for are printed with the CPU.
 
 Every contender runs in the same process, round after round in turn; the tables give
 medians. Ratios are of CPU time (``time.process_time``), which other processes on a
@@ -48,6 +55,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, train
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus
 
+import netcl_lite as nl
 from netcl_lite.text import GPT4_PATTERN, BPETokenizer
 from netcl_lite.text.patterns import to_oniguruma
 
@@ -169,6 +177,34 @@ def bench_encoding(name, load, ranks, held, rounds):
     return rows
 
 
+def sentences(docs: list[str], count: int) -> list[str]:
+    """Up to ``count`` distinct sentences (lines of 20..300 characters) from the documents."""
+    seen = {}
+    for doc in docs:
+        for line in doc.splitlines():
+            if 20 <= len(line.strip()) <= 300:
+                seen.setdefault(line.strip(), None)
+                if len(seen) == count:
+                    return list(seen)
+    return list(seen)
+
+
+def bench_one_sentence(load, ranks, held, rounds, count=300):
+    """µs per ``encode`` of one sentence: a fresh tokenizer's first call on each, then a second."""
+    enc = tiktoken.Encoding(name="bench_sentence", pat_str=GPT4_PATTERN, mergeable_ranks=ranks, special_tokens={})
+    lines = sentences(held["prose"], count // 2) + sentences(held["multilingual"], count // 2)
+    runs = Runs()
+    for _ in range(rounds):
+        fresh = load()
+        for name, call in (("first", fresh.encode), ("again", fresh.encode), ("tiktoken", enc.encode)):
+            cpu, wall, _ = timed(lambda c=call: [c(line) for line in lines])
+            runs.add(name, cpu / len(lines), wall / len(lines))
+    return {"sentences": len(lines), "mean_chars": statistics.mean(map(len, lines)),
+            **{f"{k}_us": runs.cpu_median(k) * 1e6 for k in ("first", "again", "tiktoken")},
+            **{f"{k}_wall_us": runs.wall_median(k) * 1e6 for k in ("first", "again", "tiktoken")},
+            "kernel_launched": fresh._merger is not None}
+
+
 def bench_loading(path: Path, rounds: int, tmp: Path) -> dict:
     """Loading cl100k_base: its .tiktoken file (ours vs tiktoken), its tokenizer.json (ours vs tokenizers)."""
     json_path = tmp / "cl100k_tokenizer.json"
@@ -205,7 +241,7 @@ def bench_compression(trained, held):
     return rows
 
 
-def print_tables(loading, encoding, training, compression, args, train_mb):
+def print_tables(loading, encoding, training, compression, args, train_mb, sentence=None):
     print("\nLoading cl100k_base (100,256 tokens), CPU seconds (median of "
           f"{args.rounds} interleaved rounds)")
     for name, row in loading.items():
@@ -218,6 +254,12 @@ def print_tables(loading, encoding, training, compression, args, train_mb):
               f"{r['tiktoken_mb_s']:>8.1f} {r['cold_ratio']:>8.2f} {r['warm_ratio']:>8.2f} "
               f"{r['cold_ratio_wall']:>5.2f} {r['warm_ratio_wall']:>5.2f} {r['load_cpu_ms']:>8.1f} "
               f"{'yes' if r['identical_ids'] else 'NO':>8}")
+    if sentence:
+        print(f"\nOne sentence: encode() of {sentence['sentences']} sentences (mean {sentence['mean_chars']:.0f} "
+              f"characters), µs per call, CPU (wall)")
+        for k in ("first", "again", "tiktoken"):
+            print(f"  {k:<9} {sentence[k + '_us']:7.1f} ({sentence[k + '_wall_us']:7.1f})")
+        print(f"  the kernel was {'launched' if sentence['kernel_launched'] else 'never launched'}")
     if training:
         print(f"\nTraining time on {train_mb:.1f} MB of mixed text, CPU seconds (median of {args.train_rounds})")
         print(f"{'vocab':>6} {'ours':>7} {'HF':>7} {'ours/HF':>8} {'(wall)':>7}")
@@ -245,17 +287,21 @@ def main():
     path = cl100k_path()
     if hashlib.sha256(path.read_bytes()).hexdigest() != CL100K_SHA256:
         sys.exit(f"{path} does not have tiktoken's sha256 for cl100k_base")
-    env = {"cpu": cpu_name(), "python": platform.python_version(), "tiktoken": tiktoken.__version__,
+    dev = nl.device()
+    env = {"cpu": cpu_name(), "device": dev.name, "pocl_target": dev.compiler_cpu,
+           "python": platform.python_version(), "tiktoken": tiktoken.__version__,
            "tokenizers": tokenizers.__version__, "threads": "1 (RAYON_NUM_THREADS=1; tiktoken encode_ordinary)",
            "train_mb": train_mb, "loadavg_start": load_average(), "date": time.strftime("%Y-%m-%d %H:%M")}
-    print(f"CPU: {env['cpu']}; Python {env['python']}; tiktoken {env['tiktoken']}; "
+    print(f"CPU: {env['cpu']}; OpenCL device {env['device']}, PoCL compiles for {env['pocl_target']}; "
+          f"Python {env['python']}; tiktoken {env['tiktoken']}; "
           f"tokenizers {env['tokenizers']}; one thread each; load average {env['loadavg_start']}")
 
     ranks = tiktoken.load.load_tiktoken_bpe(str(path), CL100K_SHA256)
     with tempfile.TemporaryDirectory() as tmp:
         loading = bench_loading(path, args.rounds, Path(tmp))
-        encoding = bench_encoding("cl100k", lambda: BPETokenizer.from_tiktoken_file(path, GPT4_PATTERN), ranks,
-                                  held, args.rounds)
+        load_cl100k = lambda: BPETokenizer.from_tiktoken_file(path, GPT4_PATTERN)  # noqa: E731
+        encoding = bench_encoding("cl100k", load_cl100k, ranks, held, args.rounds)
+        sentence = bench_one_sentence(load_cl100k, ranks, held, args.rounds)
         training, compression = [], []
         if not args.skip_training:
             training, trained = bench_training(train, args.train_rounds)
@@ -266,10 +312,10 @@ def main():
                                            trained[("ours", vocab_size)].mergeable_ranks(), held, args.rounds)
             compression = bench_compression(trained, held)
     env["loadavg_end"] = load_average()
-    print_tables(loading, encoding, training, compression, args, train_mb)
+    print_tables(loading, encoding, training, compression, args, train_mb, sentence)
     print(f"\nload average at the end: {env['loadavg_end']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"environment": env, "loading": loading, "encoding": encoding,
+    args.out.write_text(json.dumps({"environment": env, "loading": loading, "encoding": encoding, "one_sentence": sentence,
                                     "training": training, "compression": compression}, indent=2) + "\n")
     print(f"wrote {args.out}")
 

@@ -19,6 +19,7 @@ import pytest
 
 import doc_blocks
 from netcl_lite import budget, reference, sampling, scaling
+from netcl_lite.text import bpe
 
 WORDS = {2: "two", 3: "three", 8: "eight"}
 
@@ -97,6 +98,8 @@ PROSE = [
      lambda: "a text of {} characters (Python counts Unicode code points) becomes {} UTF-8 bytes".format(
          *_chapter7_text_counts()[:2])),
     ("chapter-7.md", "where the 42 tokens come from", lambda: f"where the {_chapter7_text_counts()[2]} tokens come from"),
+    ("chapter-7.md", "(1,024 by default, measured in `benchmarks/bpe_threshold.py`)",
+     lambda: f"({bpe.KERNEL_MIN_BYTES:,} by default, measured in `benchmarks/bpe_threshold.py`)"),
     ("chapter-7.md", r"leaves \(\sigma^4\) (16 at \(\sigma = 2\))", lambda: rf"leaves \(\sigma^4\) ({2 ** 4} at \(\sigma = 2\))"),
     ("chapter-7.md", r"\(\mathrm{CE} = -\ln(1/8) = \ln 8 \approx 2.079\)",
      lambda: rf"\(\mathrm{{CE}} = -\ln(1/8) = \ln 8 \approx {math.log(8):.3f}\)"),

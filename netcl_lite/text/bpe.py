@@ -34,12 +34,14 @@ from __future__ import annotations
 import numbers
 import os
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from itertools import chain
 from types import MappingProxyType
 
+from netcl_lite.text import device_merge
 from netcl_lite.text.bpe_training import learn_merges
 from netcl_lite.text.byte_pair import UnmadeTokenError, chunk_encoder, listed_pair_table, rank_pair_table
 from netcl_lite.text.model_file import (
@@ -61,6 +63,17 @@ __all__ = ["BPETokenizer"]
 _BYTES = {i: bytes([i]) for i in range(256)}
 _CACHE_LIMIT = 1 << 17  # chunks kept beyond the seed before the cache starts over
 _MAX_CACHED_CHARS = 256  # longer chunks (pattern=None) are encoded but not kept
+#: A call whose new chunks hold at least this many UTF-8 bytes merges them with the kernel
+#: (``kernels/bpe.cl``); below it the Python loop is faster than a launch. Measured by
+#: ``benchmarks/bpe_threshold.py`` (benchmarks/README.md, "Tokenizer: the merge kernel").
+KERNEL_MIN_BYTES = 1024
+#: The kernel's tables cost a fresh tokenizer about 85 ms of CPU to build (cl100k_base, Zen 1),
+#: what the Python loop spends merging some 64 KiB of new bytes. So they are built only once
+#: the calls have brought that many new bytes through the loop: rent until the rent paid
+#: equals the price, then buy. A tokenizer that only ever meets a little new text (prose and
+#: code, mostly cached words) never pays for the tables; ``kernel_min_bytes = 0`` builds them
+#: at the first call.
+KERNEL_TABLE_AFTER_BYTES = 64 << 10
 
 
 class _LoneSurrogate(Exception):
@@ -74,13 +87,17 @@ class _ChunkCache(dict):
     tuples ~5-8 % faster than the encoder's lists.
     """
 
-    __slots__ = ("_encode",)
+    __slots__ = ("_encode", "missed")
 
     def __init__(self, seed, encode):
         super().__init__(seed)
         self._encode = encode
+        self.missed: list[str] | None = None  # a list: misses are only noted there (and give ())
 
     def __missing__(self, chunk: str) -> tuple[int, ...]:
+        if self.missed is not None:
+            self.missed.append(chunk)
+            return ()
         # subtle: a chunk that is one token never gets here when whole_chunks holds: the cache
         # is seeded with every token that is text.
         try:
@@ -125,8 +142,10 @@ class BPETokenizer:
         self._byte_ids = [self._ids[bytes([b])] for b in range(256)]  # byte value -> id
         self._merge_list = vocab.merge_list  # None: tiktoken's rule (ids are ranks)
         if vocab.merge_list is None:
-            self._pairs = rank_pair_table([self._tokens[i] for i in range(len(self._tokens))])
+            self._by_rank = [self._tokens[i] for i in range(len(self._tokens))]  # also the kernel's table source
+            self._pairs = rank_pair_table(self._by_rank)
         else:
+            self._by_rank = None
             self._pairs = listed_pair_table(vocab.merge_list, max(self._tokens) + 1)
         self._derived = vocab.merges  # tiktoken's rule: (left, right) of ids 256.., or None until asked
         self._merges: dict[tuple[int, int], int] | None = None  # built on first use of .merges
@@ -143,9 +162,45 @@ class BPETokenizer:
                     pass  # not a whole character: never a chunk on its own
         self._seed = seed
         self._encode_piece = chunk_encoder(self._byte_ids, self._pairs)
+        self._merger: device_merge.DeviceMerger | None = None  # the kernel's tables, built on first use
+        self._new_bytes_in_python = 0  # new bytes merged by the loop before the tables are built
+        if not hasattr(self, "_kernel_min_bytes"):  # a retrained tokenizer keeps its setting
+            self.kernel_min_bytes = KERNEL_MIN_BYTES
         self._cache = _ChunkCache(seed, self._encode_piece)
         if vocab.special_tokens:
             self.register_special_tokens(vocab.special_tokens)
+
+    @property
+    def kernel_min_bytes(self) -> int | None:
+        """New bytes one call must bring before its new chunks are merged by the OpenCL kernel.
+
+        Encoding caches every chunk it has merged; the chunks a call has not seen before
+        are its *new* chunks. When their UTF-8 bytes add up to at least this number, they are
+        merged together in one launch of ``kernels/bpe.cl`` (one work-item per chunk, on
+        ``netcl_lite.device()``) instead of one by one in Python; the ids are identical
+        either way. The default, :data:`KERNEL_MIN_BYTES`, is measured: below it a launch
+        costs more than the Python loop saves. ``0``: always the kernel; ``None``: never.
+        With a limit above 0 the kernel's tables are built only after the calls have brought
+        :data:`KERNEL_TABLE_AFTER_BYTES` new bytes, so a tokenizer that meets little new text
+        never pays for them.
+        Chunks longer than :data:`~netcl_lite.text.device_merge.MAX_CHUNK` bytes always
+        take the Python loop.
+
+        >>> tok = BPETokenizer(); tok.kernel_min_bytes = None; tok.encode("hi")
+        [104, 105]
+        """
+        return self._kernel_min_bytes
+
+    @kernel_min_bytes.setter
+    def kernel_min_bytes(self, value: int | None) -> None:
+        if value is not None:
+            value = _check_int("kernel_min_bytes", value, 0, "use 0 to merge every call's new chunks "
+                               "on the device, or None to never use the kernel")
+        self._kernel_min_bytes = value
+        # a text of fewer characters has fewer UTF-8 bytes (4 at most per character, 1 in ASCII
+        # text): a compare or two keep a short call on the Python path
+        self._kernel_min_chars = sys.maxsize if value is None else -(-value // 4)
+        self._kernel_min_ascii = sys.maxsize if value is None else value
 
     @property
     def pattern(self) -> str | None:
@@ -271,8 +326,25 @@ class BPETokenizer:
             raise TypeError(f"text must be a str, got {type(text).__name__}; decode bytes first "
                             f"(text = data.decode('utf-8'))")
         cache = self._cache
+        chunks = self._split(text)
+        n = len(text)
         try:
-            ids = list(chain.from_iterable(map(cache.__getitem__, self._split(text))))
+            if n < self._kernel_min_chars or (n < self._kernel_min_ascii and text.isascii()):
+                # fewer new bytes than kernel_min_bytes: the Python loop
+                ids = list(chain.from_iterable(map(cache.__getitem__, chunks)))
+            else:  # one pass notes the new chunks; the kernel merges them if they are enough
+                cache.missed = missed = []
+                try:
+                    found = list(map(cache.__getitem__, chunks))
+                finally:
+                    cache.missed = None
+                if missed:  # fill in each miss (the kernel's ids, else the Python loop's)
+                    self._merge_on_device(missed, self._kernel_min_bytes)
+                    at, get = -1, cache.__getitem__
+                    for chunk in missed:  # the misses in order: where found holds ()
+                        at = found.index((), at + 1)
+                        found[at] = get(chunk)
+                ids = list(chain.from_iterable(found))
         except _LoneSurrogate:
             at = next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
             raise ValueError(f"text has a lone surrogate {text[at]!r} at index {at}, which UTF-8 "
@@ -281,6 +353,39 @@ class BPETokenizer:
         if len(cache) > len(self._seed) + _CACHE_LIMIT:
             self._cache = _ChunkCache(self._seed, self._encode_piece)
         return ids
+
+    def _merge_on_device(self, missed: list[str], limit: int) -> None:
+        """Merge the new chunks of one call with the kernel and cache their ids, when they hold
+        at least ``limit`` bytes; chunks the kernel does not take are left to the cache's loop."""
+        cache = self._cache
+        new = dict.fromkeys(missed)  # in order, each once
+        try:
+            pieces = list(map(str.encode, new))
+        except UnicodeEncodeError:
+            raise _LoneSurrogate from None
+        lengths = list(map(len, pieces))
+        if sum(lengths) < limit:
+            return
+        if self._merger is None and limit > 0:    # not yet worth building the tables
+            self._new_bytes_in_python += sum(lengths)
+            if self._new_bytes_in_python < KERNEL_TABLE_AFTER_BYTES:
+                return
+        new = list(new)
+        if max(lengths) > device_merge.MAX_CHUNK:  # long chunks: the Python loop's heap
+            keep = [i for i, n in enumerate(lengths) if n <= device_merge.MAX_CHUNK]
+            new, pieces = [new[i] for i in keep], [pieces[i] for i in keep]
+        merger = self._merger
+        if merger is None:
+            if max(self._tokens) > device_merge.MAX_ID:  # more ids than the device table packs
+                self.kernel_min_bytes = None
+                return
+            if self._merge_list is None:  # tiktoken's rule: the table is made from the tokens
+                merger = device_merge.DeviceMerger(self._byte_ids, tokens=self._by_rank,
+                                                   n_pairs=sum(map(len, self._pairs)))
+            else:
+                merger = device_merge.DeviceMerger(self._byte_ids, merges=self._merge_list)
+            self._merger = merger
+        cache.update(zip(new, merger.merge(pieces)))
 
     def encode(self, text: str, *, allowed_special: str | Iterable[str] = frozenset(),
                disallowed_special: str | Iterable[str] = "all") -> list[int]:

@@ -8,6 +8,7 @@ non-zero when a forward misses its reference.
 """
 
 import importlib
+import pickle
 import sys
 
 import numpy as np
@@ -15,6 +16,8 @@ import numpy as np
 import netcl_lite as nl
 from netcl_lite import autograd as ag
 from netcl_lite import reference as ref
+from netcl_lite.text import BPETokenizer
+from netcl_lite.text.device_merge import DeviceMerger
 
 # the modules, not the functions of the same names that netcl_lite.ops exports
 decode, flash_attention, matmul = (importlib.import_module(f"netcl_lite.ops.{m}")
@@ -99,6 +102,25 @@ targets = rng.integers(0, 23, 9)
 targets[4] = -100
 family("cross_entropy", lambda z: ag.cross_entropy(z, targets), {"z": arr(9, 23)},
        lambda z: ref.cross_entropy(z, targets))
+
+# the BPE merge kernel (kernels/bpe.cl): a tiny tokenizer's tables built on the device (tiktoken's
+# rule, from its tokens; and a merge list), then one call's new chunks merged; the Python loop is
+# the reference
+bpe_tok = BPETokenizer()
+bpe_tok.train_from_iterator(["the river and the road, the quick brown fox; naïve café 日本"] * 4, 256 + 40)
+bpe_text = "the rivers and roads of a naïve fox, 日本の café " * 3
+python_ids = bpe_tok.encode_ordinary(bpe_text)              # short: the Python loop
+kernel_tok = pickle.loads(pickle.dumps(bpe_tok))             # a copy with an empty cache
+kernel_tok.kernel_min_bytes = 0
+kernel_ids = kernel_tok.encode_ordinary(bpe_text)
+if kernel_ids != python_ids:
+    misses.append(f"bpe: kernel ids {kernel_ids} differ from the Python loop's {python_ids}")
+listed = DeviceMerger(range(256), merges=[(97, 98, 256), (256, 99, 257), (98, 98, 258)])
+listed_ids = listed.merge([b"abc", b"xab", b"abbb", b"a"])
+if listed_ids != [(257,), (120, 256), (256, 258), (97,)]:
+    misses.append(f"bpe (merge list): got {listed_ids}")
+results["bpe_ids"] = np.array(kernel_ids)
+results["bpe_listed_ids"] = np.array([i for ids in listed_ids for i in ids])
 
 np.savez(out_file, **results)
 if misses:

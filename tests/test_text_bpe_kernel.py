@@ -1,0 +1,284 @@
+"""The merge kernel (``kernels/bpe.cl``) against the Python merge loop, its reference.
+
+Every comparison runs a tokenizer with ``kernel_min_bytes = 0`` (each call's new chunks go to
+the kernel) beside one with ``None`` (the Python loop only) or tiktoken, each with a fresh
+cache, so no id of one path can leak into the other.
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_text_bpe import HARD_STRINGS, random_ranks, text_without_surrogates
+from test_text_published import CL100K_SHA256, CL100K_SPECIALS, cl100k_path, texts  # noqa: F401 (fixture)
+from test_text_tiktoken import EDGE_CASES, MULTILINGUAL, RANDOM_TEXT
+
+from netcl_lite.text import GPT2_PATTERN, GPT4_PATTERN, BPETokenizer, bpe, device_merge
+from netcl_lite.text.byte_pair import chunk_encoder, listed_pair_table, rank_pair_table
+from netcl_lite.text.device_merge import MAX_CHUNK, DeviceMerger, home_slots, pair_entries
+
+
+def twins(tok: BPETokenizer) -> tuple[BPETokenizer, BPETokenizer]:
+    """Two fresh copies of ``tok``: one that always merges on the device, one that never does."""
+    kernel, python = pickle.loads(pickle.dumps(tok)), pickle.loads(pickle.dumps(tok))
+    kernel.kernel_min_bytes, python.kernel_min_bytes = 0, None
+    return kernel, python
+
+
+class Spy:
+    """Wraps a tokenizer's merger and records the pieces each launch got."""
+
+    def __init__(self, tok: BPETokenizer):
+        limit, tok.kernel_min_bytes = tok.kernel_min_bytes, 0
+        tok.encode_ordinary(" zqxqzjkv vkqvkqwz")           # chunks no vocabulary here holds whole
+        tok.kernel_min_bytes = limit
+        self.merger, self.calls = tok._merger, []
+        assert self.merger is not None, "the kernel path did not run"
+        merge = self.merger.merge
+        self.merger.merge = lambda pieces: (self.calls.append(list(pieces)), merge(pieces))[1]
+
+
+@pytest.fixture(scope="module")
+def small():
+    tok = BPETokenizer()
+    tok.train_from_iterator(["the river and the road", "the quick brown fox jumps", "naïve café 日本 👍🏽"] * 3
+                            + [Path(bpe.__file__).read_text(encoding="utf-8")], 600)
+    return tok
+
+
+@pytest.fixture(scope="module")
+def cl100k():
+    import tiktoken
+    import tiktoken.load
+    path = cl100k_path()
+    tok = BPETokenizer.from_tiktoken_file(path, GPT4_PATTERN, CL100K_SPECIALS, expected_sha256=CL100K_SHA256)
+    tok.kernel_min_bytes = 0
+    ranks = tiktoken.load.load_tiktoken_bpe(str(path), expected_hash=CL100K_SHA256)
+    enc = tiktoken.Encoding("cl100k_kernel_test", pat_str=GPT4_PATTERN, mergeable_ranks=ranks,
+                            special_tokens=CL100K_SPECIALS)
+    return tok, enc
+
+
+# -- the kernel alone, against the Python loop ---------------------------------------------------
+
+def ragged_pieces(rng, n, alphabet=b"abcd"):
+    """Pieces of every length 1..MAX_CHUNK at least once, the rest random, over a small alphabet."""
+    lengths = np.concatenate([np.arange(1, MAX_CHUNK + 1), rng.integers(1, 40, n)])
+    return [bytes(rng.choice(list(alphabet), k).tolist()) for k in rng.permutation(lengths)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(draws=st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60)), max_size=60),
+       seed=st.integers(0, 2**32 - 1))
+def test_kernel_equals_the_python_loop_on_random_ranks_and_ragged_chunks(draws, seed):
+    ranks = random_ranks(draws)
+    tokens = sorted(ranks, key=ranks.get)
+    pairs = rank_pair_table(tokens)
+    pieces = ragged_pieces(np.random.default_rng(seed), 200)
+    encode = chunk_encoder(range(256), pairs)
+    merger = DeviceMerger(range(256), tokens=tokens, n_pairs=sum(map(len, pairs)))
+    assert merger.merge(pieces) == [tuple(encode(p)) for p in pieces]
+
+
+@settings(max_examples=40, deadline=None)
+@given(draws=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30), st.integers(0, 30)), max_size=40),
+       seed=st.integers(0, 2**32 - 1))
+def test_kernel_follows_a_merge_list_and_byte_ids_that_are_not_the_bytes(draws, seed):
+    # a tokenizer.json's rule: only listed pairs, earliest first; its own ids for the bytes
+    byte_ids = [(b * 37 + 11) % 256 + 1000 for b in range(256)]
+    known, merges = [byte_ids[97 + i] for i in range(4)], []
+    for i, j, k in draws:
+        pair = (known[i % len(known)], known[j % len(known)])
+        if pair not in {(a, b) for a, b, _ in merges}:
+            merged = 2000 + (k * 7919) % 1000
+            merges.append((*pair, merged))
+            known.append(merged)
+    pairs = listed_pair_table(merges, 1256)
+    pieces = ragged_pieces(np.random.default_rng(seed), 100)
+    encode = chunk_encoder(byte_ids, pairs)
+    assert DeviceMerger(byte_ids, merges=merges).merge(pieces) == [tuple(encode(p)) for p in pieces]
+
+
+def probe(table, shift, a, b):
+    """The kernel's bpe_lookup in Python: from the home slot forward, wrapping around."""
+    x, high = (a << 21 | b) & 0xFFFFFFFF, a >> 11
+    slot = int(home_slots(np.array([a]), np.array([b]), shift)[0])
+    for _ in range(len(table)):
+        if table[slot, 0] == x and table[slot, 1] & 0x3FF == high:
+            return int(table[slot, 1] >> 10)
+        if table[slot, 0] == device_merge.EMPTY:
+            return None
+        slot = (slot + 1) % len(table)
+    raise AssertionError("a probe went round the whole table")
+
+
+@pytest.mark.parametrize("rule", ["ranks", "merge list"])
+def test_device_table_holds_exactly_the_python_pairs_and_every_probe_finds_them(small, rule):
+    if rule == "ranks":
+        tokens = [small.vocab[i] for i in range(600)]
+        pairs = rank_pair_table(tokens)
+        merger = DeviceMerger(range(256), tokens=tokens)           # sized for every split: no hint
+        listed = False
+    else:
+        merges = [(left, right, merged) for (left, right), merged in small.merges.items()]
+        pairs, merger, listed = listed_pair_table(merges, 600), DeviceMerger(range(256), merges=merges), True
+    rows = merger.pairs()
+    assert rows == pair_entries(pairs, listed) and merger.n_pairs == len(rows)
+    table = merger.table()
+    assert 2 * len(rows) <= len(table)                              # at most half full
+    shift = 32 - (len(table).bit_length() - 1)
+    for left, right, priority, _ in rows:
+        assert probe(table, shift, left, right) == priority
+    rng = np.random.default_rng(1)
+    absent = [(a, b) for a, b in rng.integers(0, 600, (500, 2)).tolist() if b not in pairs[a]]
+    assert absent and all(probe(table, shift, a, b) is None for a, b in absent)
+
+
+def test_ids_past_the_packed_range_are_refused_and_stay_in_python():
+    big = device_merge.MAX_ID + 1
+    with pytest.raises(ValueError, match="token ids must lie in"):
+        DeviceMerger(range(256), merges=[(97, 98, big)])
+    assert DeviceMerger(range(256), merges=[(97, 98, device_merge.MAX_ID)]).merge([b"ab"]) == [(device_merge.MAX_ID,)]
+
+
+def test_a_wrong_pair_count_is_caught():
+    tokens = [bytes([b]) for b in range(256)] + [b"ab"]
+    with pytest.raises(RuntimeError, match="holds 1 of 2 pairs"):
+        DeviceMerger(range(256), tokens=tokens, n_pairs=2)
+
+
+def test_merger_refuses_pieces_it_cannot_take():
+    merger = DeviceMerger(range(256), tokens=[bytes([b]) for b in range(256)])
+    assert merger.merge([]) == []
+    with pytest.raises(ValueError, match=r"pieces\[1\] has 0 bytes"):
+        merger.merge([b"a", b""])
+    with pytest.raises(ValueError, match=rf"pieces\[0\] has {MAX_CHUNK + 1} bytes"):
+        merger.merge([b"a" * (MAX_CHUNK + 1)])
+    with pytest.raises(ValueError, match="byte_ids"):
+        DeviceMerger(range(255), tokens=[bytes([b]) for b in range(256)])
+    with pytest.raises(TypeError, match="exactly one of tokens"):
+        DeviceMerger(range(256))
+
+
+# -- through the tokenizer -----------------------------------------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(text=text_without_surrogates)
+def test_kernel_path_equals_python_path_on_random_unicode(small, text):
+    kernel, python = twins(small)
+    assert kernel.encode_ordinary(text) == python.encode_ordinary(text)
+
+
+@pytest.mark.parametrize("pattern", [GPT4_PATTERN, GPT2_PATTERN, None], ids=["gpt4", "gpt2", "none"])
+def test_kernel_path_on_the_stress_strings(small, pattern):
+    tok = BPETokenizer.from_mergeable_ranks(small.mergeable_ranks(), pattern=pattern)
+    for text in HARD_STRINGS + EDGE_CASES + MULTILINGUAL:
+        kernel, python = twins(tok)
+        ids = kernel.encode_ordinary(text)
+        assert ids == python.encode_ordinary(text), text
+        assert kernel.decode(ids) == text
+
+
+def test_kernel_path_after_a_tokenizer_json_round_trip(small, tmp_path):
+    small.save_tokenizer_json(tmp_path / "tokenizer.json")
+    loaded = BPETokenizer.from_tokenizer_json(tmp_path / "tokenizer.json")
+    text = Path(bpe.__file__).read_text(encoding="utf-8") + "".join(MULTILINGUAL)
+    kernel, python = twins(loaded)
+    assert kernel.encode_ordinary(text) == python.encode_ordinary(text) == small.encode_ordinary(text)
+
+
+def test_long_chunks_fall_back_to_python(small):
+    kernel, python = twins(small)
+    spy = Spy(kernel)
+    long_word = "ab" * 300                                 # one chunk of 600 bytes
+    edge = "é" * (MAX_CHUNK // 2)                          # exactly MAX_CHUNK bytes: the kernel's
+    over = "ü" * (MAX_CHUNK // 2) + "x"                    # MAX_CHUNK + 1: Python's
+    text = f"{long_word} river\n{edge}\n{over} fox"        # a newline never joins a word's chunk
+    assert kernel.encode_ordinary(text) == python.encode_ordinary(text)
+    sent = [piece for call in spy.calls for piece in call]
+    assert max(map(len, sent)) == MAX_CHUNK and edge.encode() in sent
+    assert long_word.encode() not in sent and over.encode() not in sent
+    assert kernel._cache[long_word] == tuple(python.encode_ordinary(long_word))   # cached by the Python loop
+
+
+def test_threshold_keeps_small_calls_in_python(small):
+    tok, _ = twins(small)
+    tok.kernel_min_bytes = 10_000
+    tok.encode_ordinary("a short sentence stays on the host.")
+    assert tok._merger is None
+    spy = Spy(tok)                                         # builds the merger with the limit at 0
+    tok.kernel_min_bytes = 1_000
+    rng = np.random.default_rng(2)
+    words = ["".join(rng.choice(list("bcdfghjklmnpqrstvwxz"), 8)) for _ in range(400)]   # new chunks
+    tok.encode_ordinary(" ".join(words[:50]))              # ~450 new bytes: below the limit
+    assert spy.calls == []
+    tok.encode_ordinary(" ".join(words[50:]))              # ~3,150: above it
+    assert len(spy.calls) == 1 and sum(map(len, spy.calls[0])) >= 1_000
+    tok.encode_ordinary(" ".join(words))                   # all cached now: nothing new to launch
+    assert len(spy.calls) == 1
+
+
+def test_the_tables_wait_until_the_loop_has_merged_what_they_cost(small):
+    tok = pickle.loads(pickle.dumps(small))                # the default limit, no tables yet
+    assert tok.kernel_min_bytes == bpe.KERNEL_MIN_BYTES > 0
+    rng = np.random.default_rng(3)
+    words = ["".join(rng.choice(list("bcdfghjklmnpqrstvwxz"), 8)) for _ in range(9000)]   # ~81 KB, all new
+    python = pickle.loads(pickle.dumps(small))
+    python.kernel_min_bytes = None
+    half = len(words) // 2                                  # ~40 KB: above the limit, below the price
+    assert tok.encode_ordinary(" ".join(words[:half])) == python.encode_ordinary(" ".join(words[:half]))
+    assert tok._merger is None and 0 < tok._new_bytes_in_python < bpe.KERNEL_TABLE_AFTER_BYTES
+    assert tok.encode_ordinary(" ".join(words[half:])) == python.encode_ordinary(" ".join(words[half:]))
+    assert tok._merger is not None, "the tables should be built once the new bytes pass their price"
+
+
+def test_kernel_fills_the_cache_with_the_python_ids(small):
+    kernel, python = twins(small)
+    text = Path(bpe.__file__).read_text(encoding="utf-8")
+    seeded = len(kernel._cache)
+    kernel.encode_ordinary(text)
+    new = {chunk: ids for chunk, ids in list(kernel._cache.items())[seeded:]}
+    assert len(new) > 500
+    assert all(ids == tuple(python._encode_piece(chunk.encode())) for chunk, ids in new.items())
+
+
+@pytest.mark.parametrize("value, err, match", [
+    (-1, ValueError, "kernel_min_bytes=-1 is too small"),
+    (1.5, TypeError, "kernel_min_bytes must be an int"),
+    (True, TypeError, "kernel_min_bytes must be an int"),
+    ("4096", TypeError, "kernel_min_bytes must be an int"),
+])
+def test_bad_threshold_is_named(value, err, match):
+    with pytest.raises(err, match=match):
+        BPETokenizer().kernel_min_bytes = value
+
+
+def test_lone_surrogate_is_still_named_on_the_kernel_path(small):
+    kernel, _ = twins(small)
+    with pytest.raises(ValueError, match="lone surrogate"):
+        kernel.encode_ordinary("fine text " * 50 + "\ud800 and more")
+
+
+# -- cl100k_base against tiktoken, through the kernel --------------------------------------------
+
+@pytest.mark.parametrize("kind", ["english", "code", "multilingual", "edge"])
+def test_cl100k_kernel_path_identical_to_tiktoken(cl100k, texts, kind):  # noqa: F811 (fixture)
+    tok, enc = cl100k
+    fresh = pickle.loads(pickle.dumps(tok))                # an empty cache: each document's chunks are new
+    fresh.kernel_min_bytes = 0
+    spy = Spy(fresh)
+    differ = [doc for doc in texts[kind] if fresh.encode_ordinary(doc) != enc.encode_ordinary(doc)]
+    assert not differ, f"{len(differ)} {kind} documents differ, first: {differ[0][:200]!r}"
+    assert kind == "edge" or sum(len(p) for call in spy.calls for p in call) > 10_000
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=RANDOM_TEXT)
+def test_cl100k_kernel_path_identical_to_tiktoken_on_random_text(cl100k, text):
+    tok, enc = cl100k
+    assert tok.encode_ordinary(text) == enc.encode_ordinary(text)
