@@ -223,20 +223,6 @@ def test_threshold_keeps_small_calls_in_python(small):
     assert len(spy.calls) == 1
 
 
-def test_the_tables_wait_until_the_loop_has_merged_what_they_cost(small):
-    tok = pickle.loads(pickle.dumps(small))                # the default limit, no tables yet
-    assert tok.kernel_min_bytes == bpe.KERNEL_MIN_BYTES > 0
-    rng = np.random.default_rng(3)
-    words = ["".join(rng.choice(list("bcdfghjklmnpqrstvwxz"), 8)) for _ in range(9000)]   # ~81 KB, all new
-    python = pickle.loads(pickle.dumps(small))
-    python.kernel_min_bytes = None
-    half = len(words) // 2                                  # ~40 KB: above the limit, below the price
-    assert tok.encode_ordinary(" ".join(words[:half])) == python.encode_ordinary(" ".join(words[:half]))
-    assert tok._merger is None and 0 < tok._new_bytes_in_python < bpe.KERNEL_TABLE_AFTER_BYTES
-    assert tok.encode_ordinary(" ".join(words[half:])) == python.encode_ordinary(" ".join(words[half:]))
-    assert tok._merger is not None, "the tables should be built once the new bytes pass their price"
-
-
 def test_kernel_fills_the_cache_with_the_python_ids(small):
     kernel, python = twins(small)
     text = Path(bpe.__file__).read_text(encoding="utf-8")

@@ -67,13 +67,6 @@ _MAX_CACHED_CHARS = 256  # longer chunks (pattern=None) are encoded but not kept
 #: (``kernels/bpe.cl``); below it the Python loop is faster than a launch. Measured by
 #: ``benchmarks/bpe_threshold.py`` (benchmarks/README.md, "Tokenizer: the merge kernel").
 KERNEL_MIN_BYTES = 1024
-#: The kernel's tables cost a fresh tokenizer about 85 ms of CPU to build (cl100k_base, Zen 1),
-#: what the Python loop spends merging some 64 KiB of new bytes. So they are built only once
-#: the calls have brought that many new bytes through the loop: rent until the rent paid
-#: equals the price, then buy. A tokenizer that only ever meets a little new text (prose and
-#: code, mostly cached words) never pays for the tables; ``kernel_min_bytes = 0`` builds them
-#: at the first call.
-KERNEL_TABLE_AFTER_BYTES = 64 << 10
 
 
 class _LoneSurrogate(Exception):
@@ -163,7 +156,6 @@ class BPETokenizer:
         self._seed = seed
         self._encode_piece = chunk_encoder(self._byte_ids, self._pairs)
         self._merger: device_merge.DeviceMerger | None = None  # the kernel's tables, built on first use
-        self._new_bytes_in_python = 0  # new bytes merged by the loop before the tables are built
         if not hasattr(self, "_kernel_min_bytes"):  # a retrained tokenizer keeps its setting
             self.kernel_min_bytes = KERNEL_MIN_BYTES
         self._cache = _ChunkCache(seed, self._encode_piece)
@@ -180,9 +172,6 @@ class BPETokenizer:
         ``netcl_lite.device()``) instead of one by one in Python; the ids are identical
         either way. The default, :data:`KERNEL_MIN_BYTES`, is measured: below it a launch
         costs more than the Python loop saves. ``0``: always the kernel; ``None``: never.
-        With a limit above 0 the kernel's tables are built only after the calls have brought
-        :data:`KERNEL_TABLE_AFTER_BYTES` new bytes, so a tokenizer that meets little new text
-        never pays for them.
         Chunks longer than :data:`~netcl_lite.text.device_merge.MAX_CHUNK` bytes always
         take the Python loop.
 
@@ -366,10 +355,6 @@ class BPETokenizer:
         lengths = list(map(len, pieces))
         if sum(lengths) < limit:
             return
-        if self._merger is None and limit > 0:    # not yet worth building the tables
-            self._new_bytes_in_python += sum(lengths)
-            if self._new_bytes_in_python < KERNEL_TABLE_AFTER_BYTES:
-                return
         new = list(new)
         if max(lengths) > device_merge.MAX_CHUNK:  # long chunks: the Python loop's heap
             keep = [i for i, n in enumerate(lengths) if n <= device_merge.MAX_CHUNK]
