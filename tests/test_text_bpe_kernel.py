@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_text_bpe import HARD_STRINGS, random_ranks, text_without_surrogates
+from test_text_bpe import HARD_STRINGS, random_ranks, small, text_without_surrogates  # noqa: F401 (small: a fixture)
 from test_text_published import CL100K_SHA256, CL100K_SPECIALS, cl100k_path, texts  # noqa: F401 (fixture)
 from test_text_tiktoken import EDGE_CASES, MULTILINGUAL, RANDOM_TEXT
 
@@ -41,14 +41,6 @@ class Spy:
         assert self.merger is not None, "the kernel path did not run"
         merge = self.merger.merge
         self.merger.merge = lambda pieces: (self.calls.append(list(pieces)), merge(pieces))[1]
-
-
-@pytest.fixture(scope="module")
-def small():
-    tok = BPETokenizer()
-    tok.train_from_iterator(["the river and the road", "the quick brown fox jumps", "naïve café 日本 👍🏽"] * 3
-                            + [Path(bpe.__file__).read_text(encoding="utf-8")], 600)
-    return tok
 
 
 @pytest.fixture(scope="module")
