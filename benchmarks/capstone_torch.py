@@ -54,9 +54,13 @@ def main() -> None:
                             lr=cfg.learning_rate, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps)
     loader = WindowLoader(train_ids, cfg.batch_size, cfg.block_size, cfg.seed)
     vocab = model.config.vocab_size
+    # another step count keeps the schedule's shape: the decay takes the same share of the steps
+    share = cfg.decay_steps / (cfg.max_steps - cfg.warmup_steps)
+    schedule = dataclasses.replace(cfg, max_steps=steps, decay_steps=max(1, round(share * (steps - cfg.warmup_steps)))
+                                   if cfg.decay_steps and steps > cfg.warmup_steps else 0)
     began = time.perf_counter()
     for step in range(steps):
-        lr = learning_rate_at(step, dataclasses.replace(cfg, max_steps=steps))
+        lr = learning_rate_at(step, schedule)
         for group in opt.param_groups:
             group["lr"] = lr
         x, y = loader.next_batch()
