@@ -4,7 +4,7 @@ KV-cached generation vs rerunning the full forward.
     python benchmarks/bench_train.py [--rounds 5 --new-tokens 256]
 
 The step is forward, loss, backward, global-norm clipping and AdamW, for the capstone
-recipe's model and batch (``netcl_lite.capstone``: B=16 windows of T=128 tokens).
+recipe's model and batch (``netcl_lite.capstone``: B=32 windows of T=64 tokens).
 The PyTorch anchor is transformers' ``LlamaForCausalLM`` (SDPA attention) built from
 our checkpoint, so both start from the same weights, with ``torch.optim.AdamW`` and
 ``clip_grad_norm_``, on as many threads as PoCL uses (every core). Before timing, the
