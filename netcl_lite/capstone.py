@@ -59,7 +59,7 @@ MODEL = dict(                  # LMConfig fields (transformers' LlamaConfig name
 TRAINING = TrainConfig(
     batch_size=32,
     block_size=64,             # 32 windows x 64 tokens = 2,048 tokens per step
-    max_steps=960,             # ~280 s of training steps on two Zen 1 cores (~0.29 s a step)
+    max_steps=960,             # 245-275 s of training steps on two Zen 1 cores (0.26-0.29 s a step)
     learning_rate=6e-3,
     min_lr=0.0,
     decay="linear",            # warmup, then the peak held, then a straight line to min_lr ...
