@@ -22,8 +22,8 @@ ax.grid(alpha=0.3)
 decay_from = cfg.max_steps - (cfg.decay_steps or cfg.max_steps - cfg.warmup_steps)
 if decay_from > cfg.warmup_steps:
     ax.axvline(decay_from, color="grey", linestyle=":", linewidth=1)
-    ax.annotate(f"decay starts, step {decay_from}", (decay_from, cfg.learning_rate),
-                xytext=(-8, -14), textcoords="offset points", fontsize=9, ha="right")
+    ax.annotate(f"decay starts, step {decay_from}", (decay_from, cfg.learning_rate / 2),
+                xytext=(-8, 0), textcoords="offset points", fontsize=9, ha="right", va="center")
 held = f"holds until step {decay_from}, " if decay_from > cfg.warmup_steps else ""
 alt = (f"Learning rate against step: a linear rise from {lr[0]:.1e} to {cfg.learning_rate:.0e} over the first "
        f"{cfg.warmup_steps} steps, {held}then a {'straight-line' if cfg.decay == 'linear' else 'cosine'} descent to "
