@@ -20,7 +20,8 @@ from test_text_tiktoken import EDGE_CASES, MULTILINGUAL, RANDOM_TEXT
 
 from netcl_lite.text import GPT2_PATTERN, GPT4_PATTERN, BPETokenizer, bpe, device_merge
 from netcl_lite.text.byte_pair import chunk_encoder, listed_pair_table, rank_pair_table
-from netcl_lite.text.device_merge import MAX_CHUNK, DeviceMerger, home_slots, pair_entries
+from netcl_lite.text.device_merge import (MAX_CHUNK, DeviceMerger, home_slots, pair_entries, token_hashes,
+                                          token_slots)
 
 
 def twins(tok: BPETokenizer) -> tuple[BPETokenizer, BPETokenizer]:
@@ -73,7 +74,7 @@ def test_kernel_equals_the_python_loop_on_random_ranks_and_ragged_chunks(draws, 
     pairs = rank_pair_table(tokens)
     pieces = ragged_pieces(np.random.default_rng(seed), 200)
     encode = chunk_encoder(range(256), pairs)
-    merger = DeviceMerger(range(256), tokens=tokens, n_pairs=sum(map(len, pairs)))
+    merger = DeviceMerger(range(256), tokens=tokens)
     assert merger.merge(pieces) == [tuple(encode(p)) for p in pieces]
 
 
@@ -109,18 +110,11 @@ def probe(table, shift, a, b):
     raise AssertionError("a probe went round the whole table")
 
 
-@pytest.mark.parametrize("rule", ["ranks", "merge list"])
-def test_device_table_holds_exactly_the_python_pairs_and_every_probe_finds_them(small, rule):
-    if rule == "ranks":
-        tokens = [small.vocab[i] for i in range(600)]
-        pairs = rank_pair_table(tokens)
-        merger = DeviceMerger(range(256), tokens=tokens)           # sized for every split: no hint
-        listed = False
-    else:
-        merges = [(left, right, merged) for (left, right), merged in small.merges.items()]
-        pairs, merger, listed = listed_pair_table(merges, 600), DeviceMerger(range(256), merges=merges), True
+def test_device_table_holds_exactly_the_listed_pairs_and_every_probe_finds_them(small):
+    merges = [(left, right, merged) for (left, right), merged in small.merges.items()]
+    pairs, merger = listed_pair_table(merges, 600), DeviceMerger(range(256), merges=merges)
     rows = merger.pairs()
-    assert rows == pair_entries(pairs, listed) and merger.n_pairs == len(rows)
+    assert rows == pair_entries(pairs, listed=True) and merger.n_entries == len(rows) == len(merges)
     table = merger.table()
     assert 2 * len(rows) <= len(table)                              # at most half full
     shift = 32 - (len(table).bit_length() - 1)
@@ -129,6 +123,72 @@ def test_device_table_holds_exactly_the_python_pairs_and_every_probe_finds_them(
     rng = np.random.default_rng(1)
     absent = [(a, b) for a, b in rng.integers(0, 600, (500, 2)).tolist() if b not in pairs[a]]
     assert absent and all(probe(table, shift, a, b) is None for a, b in absent)
+    with pytest.raises(ValueError, match="no token index"):
+        merger.index()
+
+
+def find(index, tokens, token):
+    """The kernel's bpe_find_token in Python: from the home slot forward, wrapping around."""
+    h = int(token_hashes([token])[0])
+    slot = int(token_slots([h], [len(token)], len(index) - 1)[0])
+    for _ in range(len(index)):
+        t, hashed = (int(v) for v in index[slot])
+        if t == device_merge.EMPTY:
+            return None
+        if hashed == h and tokens[t] == token:
+            return t
+        slot = (slot + 1) % len(index)
+    raise AssertionError("a probe went round the whole index")
+
+
+def test_device_index_holds_every_token_once_and_every_probe_finds_it(small):
+    tokens = [small.vocab[i] for i in range(600)]
+    merger = DeviceMerger(range(256), tokens=tokens)
+    index = merger.index()
+    taken = index[index[:, 0] != device_merge.EMPTY]
+    assert sorted(taken[:, 0].tolist()) == list(range(600)) and merger.n_entries == 600
+    assert 2 * 600 <= len(index)                                    # at most half full
+    assert (taken[:, 1] == token_hashes(tokens)[taken[:, 0]]).all()  # the host's hash is the kernel's
+    assert all(find(index, tokens, token) == t for t, token in enumerate(tokens))
+    rng = np.random.default_rng(1)
+    known = set(tokens)
+    absent = [bytes(rng.integers(0, 256, k).tolist()) for k in rng.integers(1, 12, 500)]
+    absent = [a for a in absent if a not in known]
+    assert absent and all(find(index, tokens, a) is None for a in absent)
+    with pytest.raises(ValueError, match="no pair table"):
+        merger.table()
+
+
+def colliding_pair(length: int, seed: int) -> tuple[bytes, bytes]:
+    """Two different byte strings of one length whose polynomial hashes (the index's) are equal."""
+    rng = np.random.default_rng(seed)
+    strings = rng.integers(97, 123, (400_000, length), dtype=np.uint64)   # a..z
+    h = np.zeros(len(strings), np.uint64)
+    for column in strings.T:
+        h = (h * np.uint64(device_merge.P) + column) & np.uint64(0xFFFFFFFF)
+    order = np.argsort(h, kind="stable")
+    same = np.flatnonzero(h[order][1:] == h[order][:-1])
+    for i in same:
+        a, b = bytes(strings[order[i]].astype(np.uint8)), bytes(strings[order[i + 1]].astype(np.uint8))
+        if a != b:
+            return a, b
+    raise AssertionError("no collision among the strings drawn; draw more")
+
+
+def test_a_hash_collision_never_merges_into_the_wrong_token():
+    # `made` is a token and `twin` (same length, same hash) is not, though both halves of each are:
+    # joining twin's halves finds made's slot (same hash, same length), and only the bytes differ
+    made, twin = colliding_pair(8, seed=0)
+    assert int(token_hashes([made])[0]) == int(token_hashes([twin])[0]) and made != twin
+    tokens = [bytes([b]) for b in range(256)]
+    for word in (made, twin):
+        for size in (2, 4):
+            tokens += [word[i:i + size] for i in range(0, 8, size) if word[i:i + size] not in tokens]
+    tokens.append(made)
+    encode = chunk_encoder(range(256), rank_pair_table(tokens))
+    merger = DeviceMerger(range(256), tokens=tokens)
+    assert merger.merge([made, twin]) == [tuple(encode(made)), tuple(encode(twin))]
+    assert merger.merge([twin]) == [(tokens.index(twin[:4]), tokens.index(twin[4:]))]
 
 
 def test_ids_past_the_packed_range_are_refused_and_stay_in_python():
@@ -136,12 +196,6 @@ def test_ids_past_the_packed_range_are_refused_and_stay_in_python():
     with pytest.raises(ValueError, match="token ids must lie in"):
         DeviceMerger(range(256), merges=[(97, 98, big)])
     assert DeviceMerger(range(256), merges=[(97, 98, device_merge.MAX_ID)]).merge([b"ab"]) == [(device_merge.MAX_ID,)]
-
-
-def test_a_wrong_pair_count_is_caught():
-    tokens = [bytes([b]) for b in range(256)] + [b"ab"]
-    with pytest.raises(RuntimeError, match="holds 1 of 2 pairs"):
-        DeviceMerger(range(256), tokens=tokens, n_pairs=2)
 
 
 def test_merger_refuses_pieces_it_cannot_take():
@@ -199,7 +253,7 @@ def test_long_chunks_fall_back_to_python(small):
 
 
 def test_threshold_keeps_small_calls_in_python(small):
-    tok, _ = twins(small)
+    tok, python = twins(small)
     tok.kernel_min_bytes = 10_000
     tok.encode_ordinary("a short sentence stays on the host.")
     assert tok._merger is None
@@ -207,12 +261,22 @@ def test_threshold_keeps_small_calls_in_python(small):
     tok.kernel_min_bytes = 1_000
     rng = np.random.default_rng(2)
     words = ["".join(rng.choice(list("bcdfghjklmnpqrstvwxz"), 8)) for _ in range(400)]   # new chunks
-    tok.encode_ordinary(" ".join(words[:50]))              # ~450 new bytes: below the limit
-    assert spy.calls == []
-    tok.encode_ordinary(" ".join(words[50:]))              # ~3,150: above it
-    assert len(spy.calls) == 1 and sum(map(len, spy.calls[0])) >= 1_000
-    tok.encode_ordinary(" ".join(words))                   # all cached now: nothing new to launch
-    assert len(spy.calls) == 1
+    for text in (" ".join(words[:50]), " ".join(words[50:]), " ".join(words)):
+        assert tok.encode_ordinary(text) == python.encode_ordinary(text)
+        # ~450 new bytes: below the limit (the Python loop); ~3,150: above it; all cached
+        assert len(spy.calls) == (0 if text == " ".join(words[:50]) else 1)
+    assert sum(map(len, spy.calls[0])) >= 1_000
+
+
+def test_a_call_with_few_new_chunks_patches_their_places(small):
+    kernel, python = twins(small)
+    text = Path(bpe.__file__).read_text(encoding="utf-8")
+    assert kernel.encode_ordinary(text) == python.encode_ordinary(text)
+    lines = text.splitlines()
+    lines[10] += " zqxjkv"                                    # two new chunks among thousands of cached ones
+    lines[-3] += " vwkqzz"
+    edited = "\n".join(lines)
+    assert kernel.encode_ordinary(edited) == python.encode_ordinary(edited)
 
 
 def test_kernel_fills_the_cache_with_the_python_ids(small):

@@ -38,7 +38,8 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from itertools import chain
+from itertools import chain, compress
+from operator import not_
 from types import MappingProxyType
 
 from netcl_lite.text import device_merge
@@ -80,17 +81,13 @@ class _ChunkCache(dict):
     tuples ~5-8 % faster than the encoder's lists.
     """
 
-    __slots__ = ("_encode", "missed")
+    __slots__ = ("_encode",)
 
     def __init__(self, seed, encode):
         super().__init__(seed)
         self._encode = encode
-        self.missed: list[str] | None = None  # a list: misses are only noted there (and give ())
 
     def __missing__(self, chunk: str) -> tuple[int, ...]:
-        if self.missed is not None:
-            self.missed.append(chunk)
-            return ()
         # subtle: a chunk that is one token never gets here when whole_chunks holds: the cache
         # is seeded with every token that is text.
         try:
@@ -172,8 +169,10 @@ class BPETokenizer:
         ``netcl_lite.device()``) instead of one by one in Python; the ids are identical
         either way. The default, :data:`KERNEL_MIN_BYTES`, is measured: below it a launch
         costs more than the Python loop saves. ``0``: always the kernel; ``None``: never.
-        Chunks longer than :data:`~netcl_lite.text.device_merge.MAX_CHUNK` bytes always
-        take the Python loop.
+        The first launch also builds the kernel's tables on the device (an index of the tokens,
+        or of a merge list's pairs: ~15 ms for cl100k_base's 100,256 tokens), once per
+        tokenizer. Chunks longer than :data:`~netcl_lite.text.device_merge.MAX_CHUNK` bytes
+        always take the Python loop.
 
         >>> tok = BPETokenizer(); tok.kernel_min_bytes = None; tok.encode("hi")
         [104, 105]
@@ -321,19 +320,11 @@ class BPETokenizer:
             if n < self._kernel_min_chars or (n < self._kernel_min_ascii and text.isascii()):
                 # fewer new bytes than kernel_min_bytes: the Python loop
                 ids = list(chain.from_iterable(map(cache.__getitem__, chunks)))
-            else:  # one pass notes the new chunks; the kernel merges them if they are enough
-                cache.missed = missed = []
-                try:
-                    found = list(map(cache.__getitem__, chunks))
-                finally:
-                    cache.missed = None
-                if missed:  # fill in each miss (the kernel's ids, else the Python loop's)
-                    self._merge_on_device(missed, self._kernel_min_bytes)
-                    at, get = -1, cache.__getitem__
-                    for chunk in missed:  # the misses in order: where found holds ()
-                        at = found.index((), at + 1)
-                        found[at] = get(chunk)
-                ids = list(chain.from_iterable(found))
+            else:  # one lookup pass; the new chunks, if any, are merged together (the kernel's
+                values = list(map(cache.get, chunks))  # job when they hold enough bytes)
+                if not all(values):                     # None: a new chunk (ids are never empty)
+                    self._fill_new(chunks, values)
+                ids = list(chain.from_iterable(values))
         except _LoneSurrogate:
             at = next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
             raise ValueError(f"text has a lone surrogate {text[at]!r} at index {at}, which UTF-8 "
@@ -343,34 +334,55 @@ class BPETokenizer:
             self._cache = _ChunkCache(self._seed, self._encode_piece)
         return ids
 
-    def _merge_on_device(self, missed: list[str], limit: int) -> None:
-        """Merge the new chunks of one call with the kernel and cache their ids, when they hold
-        at least ``limit`` bytes; chunks the kernel does not take are left to the cache's loop."""
-        cache = self._cache
-        new = dict.fromkeys(missed)  # in order, each once
+    def _fill_new(self, chunks: list[str], values: list) -> None:
+        """Fill in ``values`` (``cache.get`` of each chunk, ``None`` for a new chunk) with the ids of
+        the new chunks, merged together (:meth:`_merge_new`) and cached."""
+        at = list(compress(range(len(values)), map(not_, values)))
+        got = self._merge_new(set(map(chunks.__getitem__, at)))
+        if 4 * len(at) < len(values):  # few: patch their places
+            for i in at:
+                values[i] = got[chunks[i]]
+        else:                          # many: one more pass at C speed (got holds no old chunk)
+            values[:] = map(got.get, chunks, values)
+
+    def _merge_new(self, new: set[str]) -> dict[str, tuple[int, ...]]:
+        """The ids of a call's new chunks (each once): with the kernel when they hold at least
+        the call's limit of bytes (chunks longer than it takes stay on the Python loop), else
+        the Python loop; kept in the cache (up to ``_MAX_CACHED_CHARS`` characters)."""
+        new = list(new)
         try:
             pieces = list(map(str.encode, new))
         except UnicodeEncodeError:
             raise _LoneSurrogate from None
         lengths = list(map(len, pieces))
-        if sum(lengths) < limit:
-            return
-        new = list(new)
-        if max(lengths) > device_merge.MAX_CHUNK:  # long chunks: the Python loop's heap
-            keep = [i for i, n in enumerate(lengths) if n <= device_merge.MAX_CHUNK]
-            new, pieces = [new[i] for i in keep], [pieces[i] for i in keep]
-        merger = self._merger
-        if merger is None:
+        got = {}
+        limit = self._kernel_min_bytes
+        if limit is not None and sum(lengths) >= limit and (merger := self._device_merger()) is not None:
+            fits = [i for i, n in enumerate(lengths) if n <= device_merge.MAX_CHUNK] \
+                if max(lengths) > device_merge.MAX_CHUNK else range(len(new))
+            got = dict(zip(map(new.__getitem__, fits), merger.merge(list(map(pieces.__getitem__, fits)))))
+        if len(got) < len(new):  # the Python loop, the reference
+            encode = self._encode_piece
+            for chunk, piece in zip(new, pieces):
+                if chunk not in got:
+                    got[chunk] = tuple(encode(piece))
+        if max(map(len, new)) <= _MAX_CACHED_CHARS:
+            self._cache.update(got)
+        else:
+            self._cache.update((c, ids) for c, ids in got.items() if len(c) <= _MAX_CACHED_CHARS)
+        return got
+
+    def _device_merger(self) -> device_merge.DeviceMerger | None:
+        """The kernel's tables, built on first use; ``None`` when this vocabulary's ids do not fit them."""
+        if self._merger is None:
             if max(self._tokens) > device_merge.MAX_ID:  # more ids than the device table packs
                 self.kernel_min_bytes = None
-                return
-            if self._merge_list is None:  # tiktoken's rule: the table is made from the tokens
-                merger = device_merge.DeviceMerger(self._byte_ids, tokens=self._by_rank,
-                                                   n_pairs=sum(map(len, self._pairs)))
+                return None
+            if self._merge_list is None:  # tiktoken's rule: an index of the tokens by their bytes
+                self._merger = device_merge.DeviceMerger(self._byte_ids, tokens=self._by_rank)
             else:
-                merger = device_merge.DeviceMerger(self._byte_ids, merges=self._merge_list)
-            self._merger = merger
-        cache.update(zip(new, merger.merge(pieces)))
+                self._merger = device_merge.DeviceMerger(self._byte_ids, merges=self._merge_list)
+        return self._merger
 
     def encode(self, text: str, *, allowed_special: str | Iterable[str] = frozenset(),
                disallowed_special: str | Iterable[str] = "all") -> list[int]:

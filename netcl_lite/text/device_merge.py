@@ -8,13 +8,19 @@ work-item merges each chunk by the same rule, and the ids come back in chunk ord
 fill the chunk cache. The results are identical to the Python loop's; the tests compare
 them on every tokenizer test text, cl100k_base's held-out checks and random Unicode.
 
-The merge table lives on the device: an open-addressed hash from ``(left id, right id)``
-to ``(priority, merged id)``, plus a 256 x 256 table of the byte pairs every chunk starts
-from. Both are built there, once per tokenizer, and kept with it: under tiktoken's rule
-from the tokens' bytes (every split of a token into two tokens), under a merge list from
-the list. (Walking the Python pair table's 233,000 entries of cl100k_base into arrays
-took ~0.1 s; the device builds the table from the packed tokens in a few milliseconds.)
-:func:`pair_entries` is the host's account of the same table, for the tests.
+The tables live on the device, built there once per tokenizer and kept with it, plus a
+256 x 256 table of the byte pairs every chunk starts from:
+
+* under tiktoken's rule (two tokens merge when their joined bytes are a token, at its rank),
+  an open-addressed hash of the tokens by their bytes (:func:`token_slots` is its slot in
+  NumPy). A work-item carries each of its tokens' hash, so asking whether two neighbours merge
+  is one multiply-add and a probe, and a probe that matches compares the bytes. Building it
+  is one pass over the tokens: for cl100k_base 15-17 ms of CPU (2-core Zen 4), against 41-55 ms
+  for a hash of its 233,000 pairs (every split of every token) that this kernel used to build;
+  the merges cost no more (``benchmarks/README.md``);
+* under a merge list (a ``tokenizer.json``), an open-addressed hash from ``(left id, right
+  id)`` to the merge's position, its priority (:func:`home_slots`; :func:`pair_entries` is
+  the host's account of the same table, for the tests).
 
     >>> tokens = [bytes([b]) for b in range(256)] + [b"ab", b"abc"]
     >>> DeviceMerger(range(256), tokens=tokens).merge([b"abc", b"cab", b"x"])
@@ -32,7 +38,7 @@ import numpy as np
 
 from netcl_lite.text.byte_pair import PairTable
 
-__all__ = ["MAX_CHUNK", "MAX_ID", "DeviceMerger", "home_slots", "pair_entries"]
+__all__ = ["MAX_CHUNK", "MAX_ID", "DeviceMerger", "home_slots", "pair_entries", "token_hashes", "token_slots"]
 
 #: The longest chunk (in bytes) the kernel merges; longer chunks stay in Python
 #: (its O(n log n) heap; the kernel's loop is O(n²) in private arrays of this size).
@@ -54,6 +60,39 @@ def home_slots(left, right, shift: int) -> np.ndarray:
     h ^= h >> np.uint32(16)
     h *= np.uint32(0x7FEB352D)
     return h >> np.uint32(shift)
+
+
+P = 0x01000193   # the polynomial hash's base (BPE_P)
+
+
+def token_hashes(tokens: Sequence[bytes]) -> np.ndarray:
+    """Each token's polynomial hash, sum of ``b[i] * P^(n-1-i)`` mod 2^32 (as ``kernels/bpe.cl``).
+
+    >>> token_hashes([b"a", b"ab"]).tolist() == [97, (97 * P + 98) % 2**32]
+    True
+    """
+    out = np.zeros(len(tokens), np.uint64)
+    for i, token in enumerate(tokens):
+        h = 0
+        for b in token:
+            h = (h * P + b) & 0xFFFFFFFF
+        out[i] = h
+    return out.astype(np.uint32)
+
+
+def token_slots(hashes, lengths, mask: int) -> np.ndarray:
+    """The slot each token's probe starts at: ``bpe_mix(h, n) & mask`` of ``kernels/bpe.cl`` in NumPy.
+
+    >>> token_slots([97], [1], 15).tolist()
+    [1]
+    """
+    h = np.asarray(hashes, np.uint32) ^ (np.asarray(lengths, np.uint32) * np.uint32(0x9E3779B1))
+    h ^= h >> np.uint32(16)
+    h *= np.uint32(0x7FEB352D)
+    h ^= h >> np.uint32(15)
+    h *= np.uint32(0x846CA68B)
+    h ^= h >> np.uint32(16)
+    return h & np.uint32(mask)
 
 
 def pair_entries(pairs: PairTable, listed: bool) -> set[tuple[int, int, int, int]]:
@@ -82,16 +121,13 @@ class DeviceMerger:
     """Merges many chunks in one launch of ``bpe_merge_chunks``; keeps the tables on one device.
 
     ``byte_ids[b]``: the id of byte ``b``. Then exactly one of ``tokens`` (tiktoken's rule:
-    the bytes of each token, index = rank = id) or ``merges`` (Hugging Face's rule:
-    ``(left, right, merged)`` in priority order). ``device``: a
-    :class:`netcl_lite.core.device.Device` (default: ``netcl_lite.device()``). ``n_pairs``
-    (with ``tokens``): how many pairs the rule makes, when known (the Python pair table's
-    size): the table is sized by it and the build checked against it; otherwise it is
-    sized for every split of every token.
+    the bytes of each token, index = rank = id; all distinct, as a vocabulary's are) or
+    ``merges`` (Hugging Face's rule: ``(left, right, merged)`` in priority order). ``device``:
+    a :class:`netcl_lite.core.device.Device` (default: ``netcl_lite.device()``).
     """
 
     def __init__(self, byte_ids: Sequence[int], *, tokens: Sequence[bytes] | None = None,
-                 merges: Sequence[tuple[int, int, int]] | None = None, n_pairs: int | None = None, device=None):
+                 merges: Sequence[tuple[int, int, int]] | None = None, device=None):
         import pyopencl as cl
 
         from netcl_lite.core.device import device as default_device
@@ -114,82 +150,90 @@ class DeviceMerger:
         if largest > MAX_ID or byte_ids.min() < 0:
             raise ValueError(f"DeviceMerger: token ids must lie in 0..{MAX_ID} (the table packs a pair into "
                              f"8 bytes), got {largest}; such a tokenizer stays on the Python loop")
-        byte_ids = byte_ids.astype(np.uint32)
         options = (f"-DBPE_MAX_CHUNK={MAX_CHUNK}",)
         kernel = lambda name: get_kernel(context, "bpe.cl", name, options)   # noqa: E731
         mf = cl.mem_flags
         upload = lambda array: cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=array)  # noqa: E731
+        empty = lambda nbytes: cl.Buffer(context, mf.READ_WRITE, nbytes)   # noqa: E731
+        unused = empty(8)                                   # the other rule's tables
         inserted = np.zeros(1, np.uint32)
         inserted_buf = cl.Buffer(context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=inserted)
-        keep = []                                           # buffers the build uses, alive until it ends
+        self._listed = tokens is None
+        self._byte_ids = upload(byte_ids.astype(np.uint32))
+        powers = np.ones(MAX_CHUNK + 1, np.uint64)
+        for k in range(1, MAX_CHUNK + 1):
+            powers[k] = powers[k - 1] * P & 0xFFFFFFFF
+        self._powers = upload(powers.astype(np.uint32))
         if tokens is not None:
-            lengths = list(map(len, tokens))
-            offsets = array("I", accumulate(lengths, initial=0))
-            blob = b"".join(tokens)
-            expected = n_pairs
-            bits = _table_bits(n_pairs if n_pairs is not None else offsets[-1] - len(tokens))
-            index_bits = _table_bits(len(tokens))
-            index = cl.Buffer(context, mf.READ_WRITE, 4 << index_bits)
-            cl.enqueue_fill_buffer(queue, index, np.uint32(EMPTY), 0, 4 << index_bits)
-            bytes_buf, offsets_buf = upload(blob), upload(offsets)
-            keep += [index, bytes_buf, offsets_buf]
-            n = len(tokens)
-            grid = (-(-n // LOCAL_SIZE) * LOCAL_SIZE,)
-            kernel("bpe_index_tokens")(queue, grid, (LOCAL_SIZE,), bytes_buf, offsets_buf, n, index,
-                                       (1 << index_bits) - 1)
-            build = lambda table, shift: kernel("bpe_rank_pairs")(  # noqa: E731
-                queue, grid, (LOCAL_SIZE,), bytes_buf, offsets_buf, n, index, (1 << index_bits) - 1,
-                table, shift, inserted_buf)
+            n = expected = len(tokens)
+            lengths = np.fromiter(map(len, tokens), np.uint32, n)
+            offsets = np.zeros(n + 1, np.uint32)
+            np.cumsum(lengths, out=offsets[1:])
+            bits = _table_bits(n)
+            self._index_mask, self._shift = (1 << bits) - 1, 0
+            self._index = empty(8 << bits)
+            cl.enqueue_fill_buffer(queue, self._index, np.uint32(EMPTY), 0, 8 << bits)
+            self._bytes, self._offsets = upload(b"".join(tokens) or b"\0"), upload(offsets)
+            kernel("bpe_index_tokens")(queue, (max(1, -(-n // LOCAL_SIZE)) * LOCAL_SIZE,), (LOCAL_SIZE,),
+                                       self._bytes, self._offsets, np.uint32(n), self._index,
+                                       np.uint32(self._index_mask), inserted_buf)
+            self._table = unused
+            self._merged_host = np.zeros(1, np.uint32)
         else:
             merged = merges.astype(np.uint32)
-            expected, bits = len(merged), _table_bits(len(merged))
-            merges_buf = upload(merged if len(merged) else np.zeros(3, np.uint32))
-            keep.append(merges_buf)
-            n = len(merged)
-            build = lambda table, shift: kernel("bpe_listed_pairs")(  # noqa: E731
-                queue, (max(1, -(-n // LOCAL_SIZE)) * LOCAL_SIZE,), (LOCAL_SIZE,), merges_buf, n, table, shift,
-                inserted_buf)
-        self._shift = 32 - bits
-        self._table = cl.Buffer(context, mf.READ_WRITE, 8 << bits)
-        cl.enqueue_fill_buffer(queue, self._table, np.uint32(EMPTY), 0, 8 << bits)
-        build(self._table, self._shift)
-        self._byte_ids = upload(byte_ids)
-        self._listed = tokens is None        # then merged_of[priority] is the merged id
-        self._merged_host = merged[:, 2].copy() if self._listed and n else np.zeros(1, np.uint32)
+            n = expected = len(merged)
+            bits = _table_bits(n)
+            self._shift, self._index_mask = 32 - bits, 0
+            self._table = empty(8 << bits)
+            cl.enqueue_fill_buffer(queue, self._table, np.uint32(EMPTY), 0, 8 << bits)
+            self._merges_buf = upload(merged if n else np.zeros(3, np.uint32))   # alive until the build ends
+            kernel("bpe_listed_pairs")(queue, (max(1, -(-n // LOCAL_SIZE)) * LOCAL_SIZE,), (LOCAL_SIZE,),
+                                       self._merges_buf, np.uint32(n), self._table, np.uint32(self._shift),
+                                       inserted_buf)
+            self._index, self._bytes, self._offsets = unused, unused, unused
+            self._merged_host = merged[:, 2].copy() if n else np.zeros(1, np.uint32)   # merged_of[priority]
         self._merged_of = upload(self._merged_host)
-        self._byte_pairs = cl.Buffer(context, mf.READ_WRITE, 4 * 65536)
-        kernel("bpe_byte_pairs")(queue, (65536,), (LOCAL_SIZE,), self._byte_ids, self._table, self._shift,
-                                 self._byte_pairs)
+        self._pair_bytes = upload(np.arange(65536, dtype=">u2").tobytes())    # a, b at 2 * (256 a + b)
+        self._byte_pairs = empty(4 * 65536)
+        kernel("bpe_byte_pairs")(queue, (65536,), (LOCAL_SIZE,), self._byte_ids, np.uint32(self._listed),
+                                 self._index, np.uint32(self._index_mask), self._bytes, self._offsets,
+                                 self._pair_bytes, self._table, np.uint32(self._shift), self._byte_pairs)
         cl.enqueue_copy(queue, inserted, inserted_buf, is_blocking=True)
-        self.n_pairs = int(inserted[0])
-        if expected is not None and self.n_pairs != expected:
-            raise RuntimeError(f"the device table holds {self.n_pairs} of {expected} pairs; this is a bug")
-        if self.n_pairs > 1 << (bits - 1):
-            raise RuntimeError(f"{self.n_pairs} pairs overfill a table of {1 << bits} slots; this is a bug")
-        # its own kernel object (not the shared one): the table's arguments are set once, here
+        self.n_entries = int(inserted[0])    # tokens indexed, or pairs listed
+        if self.n_entries != expected:
+            raise RuntimeError(f"the device table holds {self.n_entries} of {expected} entries; this is a bug")
+        # its own kernel object (not the shared one), its scalar types declared so that one
+        # set_args sets them all (pyopencl's set_arg of a NumPy scalar costs ~8 µs a call)
         self._merge = cl.Kernel(get_program(context, "bpe.cl", options), "bpe_merge_chunks")
-        self._merge.set_arg(3, self._byte_ids)
-        self._merge.set_arg(4, self._byte_pairs)
-        self._merge.set_arg(5, self._table)
-        self._merge.set_arg(6, np.uint32(self._shift))
-        self._merge.set_arg(7, self._merged_of)
-        self._merge.set_arg(8, np.uint32(self._listed))
-        self.table_bytes = (8 << bits) + 4 * 65536
+        self._merge.set_scalar_arg_dtypes([None, None, np.uint32, None, None, np.uint32, None, np.uint32, None,
+                                           None, None, None, np.uint32, None, None])
+        self._tables = (self._byte_ids, self._byte_pairs, int(self._listed), self._index, self._index_mask,
+                        self._bytes, self._offsets, self._powers, self._table, self._shift, self._merged_of)
+
+    def index(self) -> np.ndarray:
+        """tiktoken's rule: the device's index of the tokens, ``(2^k, 2)`` uint32 slots ``(id, hash)``."""
+        if self._listed:
+            raise ValueError("a merge list's merger has no token index; see table()")
+        out = np.empty((self._index_mask + 1, 2), np.uint32)
+        self._cl.enqueue_copy(self.device.queue, out, self._index, is_blocking=True)
+        return out
 
     def table(self) -> np.ndarray:
-        """The device's hash table, ``(2^k, 2)`` uint32 slots ``(x, y)`` as ``kernels/bpe.cl`` packs them."""
+        """A merge list: the device's pair table, ``(2^k, 2)`` uint32 slots ``(x, y)`` as ``kernels/bpe.cl`` packs them."""
+        if not self._listed:
+            raise ValueError("tiktoken's rule keeps no pair table; see index()")
         out = np.empty(((0xFFFFFFFF >> self._shift) + 1, 2), np.uint32)
         self._cl.enqueue_copy(self.device.queue, out, self._table, is_blocking=True)
         return out
 
     def pairs(self) -> set[tuple[int, int, int, int]]:
-        """``{(left, right, priority, merged)}`` read back from the device table (compare :func:`pair_entries`)."""
+        """A merge list: ``{(left, right, priority, merged)}`` read back from the device table (compare
+        :func:`pair_entries`)."""
         slots = self.table().astype(np.int64)
         slots = slots[slots[:, 0] != EMPTY]
         left = slots[:, 0] >> 21 | (slots[:, 1] & 0x3FF) << 11
         right, priority = slots[:, 0] & 0x1FFFFF, slots[:, 1] >> 10
-        merged = self._merged_host[priority] if self._listed else priority
-        return set(zip(left.tolist(), right.tolist(), priority.tolist(), merged.tolist()))
+        return set(zip(left.tolist(), right.tolist(), priority.tolist(), self._merged_host[priority].tolist()))
 
     def merge(self, pieces: Sequence[bytes]) -> list[tuple[int, ...]]:
         """The ids of each piece (UTF-8 bytes of a chunk, 1..``MAX_CHUNK`` bytes), in order."""
@@ -210,14 +254,11 @@ class DeviceMerger:
         out = np.empty(total + n, np.uint32)                      # ids, then each chunk's count
         out_buf = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
         kernel = self._merge                                      # this merger's own kernel object
-        kernel.set_arg(0, text_buf)
-        kernel.set_arg(1, starts_buf)
-        kernel.set_arg(2, np.uint32(n))
-        kernel.set_arg(9, out_buf)
+        kernel.set_args(text_buf, starts_buf, n, *self._tables, out_buf)
         cl.enqueue_nd_range_kernel(queue, kernel, (-(-n // LOCAL_SIZE) * LOCAL_SIZE,), (LOCAL_SIZE,))
         cl.enqueue_copy(queue, out, out_buf, is_blocking=True)   # the buffers above live until here
         flat = tuple(out.tolist())                                # a tuple's slices are tuples
         counts = flat[total:]
         if min(counts) == 0:
             raise RuntimeError("bpe_merge_chunks left a chunk unmerged (count 0); this is a bug")
-        return [flat[b:e] for b, e in zip(starts, map(add, starts, counts))]
+        return list(map(flat.__getitem__, map(slice, starts, map(add, starts, counts))))
