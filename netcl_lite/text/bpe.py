@@ -132,10 +132,11 @@ class BPETokenizer:
         self._byte_ids = [self._ids[bytes([b])] for b in range(256)]  # byte value -> id
         self._merge_list = vocab.merge_list  # None: tiktoken's rule (ids are ranks)
         if vocab.merge_list is None:
-            self._by_rank = [self._tokens[i] for i in range(len(self._tokens))]  # also the kernel's table source
+            self._by_rank = [self._tokens[i] for i in range(len(self._tokens))]
+            self._packed = device_merge.pack_tokens(self._by_rank)  # the kernel's index is built from it
             self._pairs = rank_pair_table(self._by_rank)
         else:
-            self._by_rank = None
+            self._by_rank = self._packed = None
             self._pairs = listed_pair_table(vocab.merge_list, max(self._tokens) + 1)
         self._derived = vocab.merges  # tiktoken's rule: (left, right) of ids 256.., or None until asked
         self._merges: dict[tuple[int, int], int] | None = None  # built on first use of .merges
@@ -379,7 +380,7 @@ class BPETokenizer:
                 self.kernel_min_bytes = None
                 return None
             if self._merge_list is None:  # tiktoken's rule: an index of the tokens by their bytes
-                self._merger = device_merge.DeviceMerger(self._byte_ids, tokens=self._by_rank)
+                self._merger = device_merge.DeviceMerger(self._byte_ids, tokens=self._packed)
             else:
                 self._merger = device_merge.DeviceMerger(self._byte_ids, merges=self._merge_list)
         return self._merger
