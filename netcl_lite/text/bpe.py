@@ -359,9 +359,11 @@ class BPETokenizer:
         got = {}
         limit = self._kernel_min_bytes
         if limit is not None and sum(lengths) >= limit and (merger := self._device_merger()) is not None:
-            fits = [i for i, n in enumerate(lengths) if n <= device_merge.MAX_CHUNK] \
-                if max(lengths) > device_merge.MAX_CHUNK else range(len(new))
-            got = dict(zip(map(new.__getitem__, fits), merger.merge(list(map(pieces.__getitem__, fits)))))
+            if max(lengths) <= device_merge.MAX_CHUNK:
+                got = dict(zip(new, merger.merge(pieces)))
+            else:  # long chunks: the Python loop's heap
+                fits = [i for i, n in enumerate(lengths) if n <= device_merge.MAX_CHUNK]
+                got = dict(zip(map(new.__getitem__, fits), merger.merge(list(map(pieces.__getitem__, fits)))))
         if len(got) < len(new):  # the Python loop, the reference
             encode = self._encode_piece
             for chunk, piece in zip(new, pieces):
