@@ -171,8 +171,7 @@ class BPETokenizer:
         either way. The default, :data:`KERNEL_MIN_BYTES`, is measured: below it a launch
         costs more than the Python loop saves. ``0``: always the kernel; ``None``: never.
         The first launch also builds the kernel's tables on the device (an index of the tokens,
-        or of a merge list's pairs: ~15 ms for cl100k_base's 100,256 tokens), once per
-        tokenizer. Chunks longer than :data:`~netcl_lite.text.device_merge.MAX_CHUNK` bytes
+        or of a merge list's pairs: one pass over the vocabulary), once per tokenizer. Chunks longer than :data:`~netcl_lite.text.device_merge.MAX_CHUNK` bytes
         always take the Python loop.
 
         >>> tok = BPETokenizer(); tok.kernel_min_bytes = None; tok.encode("hi")
