@@ -337,12 +337,11 @@ class BPETokenizer:
     def _fill_new(self, chunks: list[str], values: list) -> None:
         """Fill in ``values`` (``cache.get`` of each chunk, ``None`` for a new chunk) with the ids of
         the new chunks, merged together (:meth:`_merge_new`) and cached."""
-        at = list(compress(range(len(values)), map(not_, values)))
-        got = self._merge_new(set(map(chunks.__getitem__, at)))
-        if 4 * len(at) < len(values):  # few: patch their places
-            for i in at:
+        got = self._merge_new(set(compress(chunks, map(not_, values))))
+        if 4 * len(got) < len(values):  # few: patch their places (each read before it is set)
+            for i in compress(range(len(values)), map(not_, values)):
                 values[i] = got[chunks[i]]
-        else:                          # many: one more pass at C speed (got holds no old chunk)
+        else:                            # many: one more pass at C speed (got holds no old chunk)
             values[:] = map(got.get, chunks, values)
 
     def _merge_new(self, new: set[str]) -> dict[str, tuple[int, ...]]:
