@@ -31,10 +31,10 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from typing import NamedTuple
 from itertools import accumulate, repeat
 from operator import mul
 from struct import Struct
+from typing import NamedTuple
 
 import numpy as np
 
@@ -108,8 +108,9 @@ class PackedTokens(NamedTuple):
 
 def pack_tokens(tokens: Sequence[bytes]) -> PackedTokens:
     """Pack the tokens (index = id) as the index build reads them. A tokenizer packs its tokens
-    when it loads them, while they are in the CPU's caches: packing 100,000 tokens that have
-    dropped out of them took twice as long in the first call that launched the kernel.
+    when it loads them, while they are in the CPU's caches: for cl100k_base that costs 8-12 ms
+    of a ~0.6 s load, and packing them in the first call that launches the kernel, from
+    100,000 bytes objects out of the caches, cost more (``benchmarks/README.md``).
 
     >>> pack_tokens([b"a", b"bc"])
     PackedTokens(blob=b'abc', offsets=array([0, 1, 3], dtype=uint32))
