@@ -198,6 +198,18 @@ def test_ids_past_the_packed_range_are_refused_and_stay_in_python():
     assert DeviceMerger(range(256), merges=[(97, 98, device_merge.MAX_ID)]).merge([b"ab"]) == [(device_merge.MAX_ID,)]
 
 
+def test_more_merges_than_a_slot_packs_are_refused_and_stay_in_python(small, tmp_path, monkeypatch):
+    merges = [(97, 98, 256), (256, 99, 257), (98, 98, 258)]
+    monkeypatch.setattr(device_merge, "MAX_PRIORITY", 1)        # 2 positions: 0 and 1
+    with pytest.raises(ValueError, match="3 merges"):
+        DeviceMerger(range(256), merges=merges)
+    small.save_tokenizer_json(tmp_path / "tokenizer.json")
+    kernel, python = twins(BPETokenizer.from_tokenizer_json(tmp_path / "tokenizer.json"))
+    text = Path(bpe.__file__).read_text(encoding="utf-8")
+    assert kernel.encode_ordinary(text) == python.encode_ordinary(text)
+    assert kernel._merger is None and kernel.kernel_min_bytes is None
+
+
 def test_merger_refuses_pieces_it_cannot_take():
     merger = DeviceMerger(range(256), tokens=[bytes([b]) for b in range(256)])
     assert merger.merge([]) == []

@@ -376,7 +376,8 @@ class BPETokenizer:
     def _device_merger(self) -> device_merge.DeviceMerger | None:
         """The kernel's tables, built on first use; ``None`` when this vocabulary's ids do not fit them."""
         if self._merger is None:
-            if max(self._tokens) > device_merge.MAX_ID:  # more ids than the device table packs
+            if max(self._tokens) > device_merge.MAX_ID or (  # more ids or merges than the tables pack
+                    self._merge_list is not None and len(self._merge_list) > device_merge.MAX_PRIORITY + 1):
                 self.kernel_min_bytes = None
                 return None
             if self._merge_list is None:  # tiktoken's rule: an index of the tokens by their bytes

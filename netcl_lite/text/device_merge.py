@@ -15,9 +15,10 @@ The tables live on the device, built there once per tokenizer and kept with it, 
   an open-addressed hash of the tokens by their bytes (:func:`token_slots` is its slot in
   NumPy). A work-item carries each of its tokens' hash, so asking whether two neighbours merge
   is one multiply-add and a probe, and a probe that matches compares the bytes. Building it
-  is one pass over the tokens: for cl100k_base 15-17 ms of CPU (2-core Zen 4), against 41-55 ms
-  for a hash of its 233,000 pairs (every split of every token) that this kernel used to build;
-  the merges cost no more (``benchmarks/README.md``);
+  is one pass over the tokens: for cl100k_base 6.5 ms of CPU alone and 15-28 ms inside a cold
+  pass (2-core Zen 4), against 41-55 ms alone for a hash of its 233,000 pairs (every split of
+  every token) that this kernel used to build; the merges cost no more
+  (``benchmarks/README.md``);
 * under a merge list (a ``tokenizer.json``), an open-addressed hash from ``(left id, right
   id)`` to the merge's position, its priority (:func:`home_slots`; :func:`pair_entries` is
   the host's account of the same table, for the tests).
@@ -49,6 +50,8 @@ MAX_CHUNK = 256
 EMPTY = 0xFFFFFFFF  # an empty slot; the priority of a pair that never merges
 #: The largest token id the device table holds (a slot packs two 21-bit ids; all ones marks empty).
 MAX_ID = (1 << 21) - 2
+#: The largest priority (a merge list's position) a slot holds: 22 bits.
+MAX_PRIORITY = (1 << 22) - 1
 LOCAL_SIZE = 64     # work-items per group (explicit: PoCL picks huge groups otherwise)
 _ID_STRUCTS = [Struct(f"={k}I") for k in range(MAX_CHUNK + 1)]   # k native uint32: a chunk of k ids
 
@@ -169,10 +172,14 @@ class DeviceMerger:
             raise ValueError(f"byte_ids must hold the ids of the 256 byte values, got {byte_ids.shape[0]}")
         largest = int(byte_ids.max())
         if tokens is not None:
-            largest = max(largest, (len(tokens.offsets) - 1 if isinstance(tokens, PackedTokens) else len(tokens)) - 1)
+            tokens = tokens if isinstance(tokens, PackedTokens) else pack_tokens(tokens)
+            largest = max(largest, len(tokens.offsets) - 2)
         else:
             merges = np.asarray(merges, np.int64).reshape(-1, 3)
             largest = max(largest, int(merges.max(initial=0)))
+            if len(merges) > MAX_PRIORITY + 1:
+                raise ValueError(f"DeviceMerger: {len(merges)} merges; the table packs a merge's position in "
+                                 f"22 bits (at most {MAX_PRIORITY + 1}); such a tokenizer stays on the Python loop")
         if largest > MAX_ID or byte_ids.min() < 0:
             raise ValueError(f"DeviceMerger: token ids must lie in 0..{MAX_ID} (the table packs a pair into "
                              f"8 bytes), got {largest}; such a tokenizer stays on the Python loop")
@@ -191,7 +198,7 @@ class DeviceMerger:
             powers[k] = powers[k - 1] * P & 0xFFFFFFFF
         self._powers = upload(powers.astype(np.uint32))
         if tokens is not None:
-            blob, offsets = tokens if isinstance(tokens, PackedTokens) else pack_tokens(tokens)
+            blob, offsets = tokens
             n = expected = len(offsets) - 1
             bits = _table_bits(n)
             self._index_mask, self._shift = (1 << bits) - 1, 0
