@@ -70,6 +70,8 @@ def home_slots(left, right, shift: int) -> np.ndarray:
 
 
 P = 0x01000193   # the polynomial hash's base (BPE_P)
+_POWERS = np.array([pow(P, k, 1 << 32) for k in range(MAX_CHUNK + 1)], np.uint32)   # P^k mod 2^32
+_PAIR_BYTES = np.arange(65536, dtype=">u2").tobytes()   # every byte pair: a, b at 2 * (256 a + b)
 
 
 def token_hashes(tokens: Sequence[bytes]) -> np.ndarray:
@@ -193,10 +195,7 @@ class DeviceMerger:
         inserted_buf = cl.Buffer(context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=inserted)
         self._listed = tokens is None
         self._byte_ids = upload(byte_ids.astype(np.uint32))
-        powers = np.ones(MAX_CHUNK + 1, np.uint64)
-        for k in range(1, MAX_CHUNK + 1):
-            powers[k] = powers[k - 1] * P & 0xFFFFFFFF
-        self._powers = upload(powers.astype(np.uint32))
+        self._powers = upload(_POWERS)
         if tokens is not None:
             blob, offsets = tokens
             n = expected = len(offsets) - 1
@@ -224,7 +223,7 @@ class DeviceMerger:
             self._index, self._bytes, self._offsets = unused, unused, unused
             self._merged_host = merged[:, 2].copy() if n else np.zeros(1, np.uint32)   # merged_of[priority]
         self._merged_of = upload(self._merged_host)
-        self._pair_bytes = upload(np.arange(65536, dtype=">u2").tobytes())    # a, b at 2 * (256 a + b)
+        self._pair_bytes = upload(_PAIR_BYTES)
         self._byte_pairs = empty(4 * 65536)
         kernel("bpe_byte_pairs")(queue, (65536,), (LOCAL_SIZE,), self._byte_ids, np.uint32(self._listed),
                                  self._index, np.uint32(self._index_mask), self._bytes, self._offsets,
