@@ -96,21 +96,27 @@ inline uint bpe_lookup(__global const uint2 *table, const uint shift, const uint
     return BPE_EMPTY;
 }
 
-// --8<-- [start:bpe_merge_chunks]
-__kernel void bpe_merge_chunks(__global const uchar *text, __global const uint *starts, const uint n_chunks,
-                               __global const uint *byte_ids, __global const uint *byte_pairs, const uint listed,
-                               __global const uint2 *index, const uint index_mask,       // tiktoken's rule
-                               __global const uchar *bytes, __global const uint *offsets,
-                               __global const uint *powers,
-                               __global const uint2 *table, const uint shift,            // a merge list
-                               __global const uint *merged_of, __global uint *out)
+
+// One chunk's merges (for bpe_merge_chunks and bpe_merge_split). Under tiktoken's rule a chunk
+// whose bytes are a token is that token, before any merge (tiktoken's rule says so: merging by
+// rank need not reach it in every vocabulary).
+inline void bpe_merge_one(__global const uchar *text, __global const uint *starts, const uint n_chunks,
+                          const uint c, __global const uint *byte_ids, __global const uint *byte_pairs,
+                          const uint listed, __global const uint2 *index, const uint index_mask,
+                          __global const uchar *bytes, __global const uint *offsets, __global const uint *powers,
+                          __global const uint2 *table, const uint shift, __global const uint *merged_of,
+                          __global uint *out)
 {
-    const uint c = get_global_id(0);
-    if (c >= n_chunks) return;
     const uint start = starts[c], n = starts[c + 1] - start;
     __global uint *count = out + starts[n_chunks] + c;
     if (n == 0 || n > BPE_MAX_CHUNK) { *count = 0; return; }
     __global const uchar *chunk = text + start;
+    if (!listed) {
+        uint h = 0;
+        for (uint i = 0; i < n; ++i) h = h * BPE_P + chunk[i];
+        const uint whole = bpe_find_token(index, index_mask, bytes, offsets, h, n, chunk);
+        if (whole != BPE_EMPTY) { out[start] = whole; *count = 1; return; }
+    }
     uint ids[BPE_MAX_CHUNK];     // the chunk's tokens so far
     uint rank[BPE_MAX_CHUNK];    // rank[i]: priority of the pair (ids[i], ids[i + 1])
     uint hash[BPE_MAX_CHUNK];    // tiktoken's rule: each token's hash and length in bytes
@@ -140,6 +146,21 @@ __kernel void bpe_merge_chunks(__global const uchar *text, __global const uint *
     }
     for (uint i = 0; i < len; ++i) out[start + i] = ids[i];
     *count = len;
+}
+
+// --8<-- [start:bpe_merge_chunks]
+__kernel void bpe_merge_chunks(__global const uchar *text, __global const uint *starts, const uint n_chunks,
+                               __global const uint *byte_ids, __global const uint *byte_pairs, const uint listed,
+                               __global const uint2 *index, const uint index_mask,       // tiktoken's rule
+                               __global const uchar *bytes, __global const uint *offsets,
+                               __global const uint *powers,
+                               __global const uint2 *table, const uint shift,            // a merge list
+                               __global const uint *merged_of, __global uint *out)
+{
+    const uint c = get_global_id(0);
+    if (c >= n_chunks) return;
+    bpe_merge_one(text, starts, n_chunks, c, byte_ids, byte_pairs, listed, index, index_mask, bytes, offsets,
+                  powers, table, shift, merged_of, out);
 }
 // --8<-- [end:bpe_merge_chunks]
 
@@ -197,4 +218,144 @@ __kernel void bpe_byte_pairs(__global const uint *byte_ids, const uint listed,
     const uint a = ab >> 8, b = ab & 255u;
     byte_pairs[ab] = listed ? bpe_lookup(table, shift, byte_ids[a], byte_ids[b])
         : bpe_find_token(index, index_mask, bytes, offsets, a * BPE_P + b, 2, pair_bytes + 2 * ab);
+}
+
+// ---- a whole call on the device: split, merge, gather (cl100k's pattern) -------------------
+//
+// bpe_split_cl100k cuts UTF-8 text exactly as GPT-4's pattern (netcl_lite/text/patterns.py)
+// does, in one work-item that walks the text once; bpe_merge_split merges the chunks it found
+// (a loop over chunks, so the launch needs no count from the host); bpe_gather_ids packs the
+// ids in order. classes[cp] describes code point cp as the regex package reads it: bit 0 a
+// letter (\p{L}), bit 1 a number (\p{N}), bit 2 whitespace (\s), bits 3..6 which letter of a
+// contraction it matches case-insensitively (1..8: s d m t l v r e; 0: none).
+
+#define BPE_L 1u
+#define BPE_N 2u
+#define BPE_S 4u
+
+// The code point at p (the host passes valid UTF-8: Python's str.encode) and its length.
+inline uint bpe_decode(__global const uchar *t, const uint p, uint *len)
+{
+    const uint b = t[p];
+    if (b < 0x80u) { *len = 1; return b; }
+    if (b < 0xE0u) { *len = 2; return (b & 0x1Fu) << 6 | (t[p + 1] & 0x3Fu); }
+    if (b < 0xF0u) { *len = 3; return (b & 0x0Fu) << 12 | (t[p + 1] & 0x3Fu) << 6 | (t[p + 2] & 0x3Fu); }
+    *len = 4;
+    return (b & 0x07u) << 18 | (t[p + 1] & 0x3Fu) << 12 | (t[p + 2] & 0x3Fu) << 6 | (t[p + 3] & 0x3Fu);
+}
+
+// The end of the run of code points from p whose class, masked with `mask`, equals `want`.
+inline uint bpe_run(__global const uchar *t, uint p, const uint n, __global const uchar *classes,
+                    const uint mask, const uint want)
+{
+    while (p < n) {
+        uint len;
+        if ((classes[bpe_decode(t, p, &len)] & mask) != want) break;
+        p += len;
+    }
+    return p;
+}
+
+// GPT-4's pattern, alternative by alternative, first match wins:
+//   '(?i:[sdmt]|ll|ve|re) | [^\r\n\p{L}\p{N}]?+\p{L}++ | \p{N}{1,3}+ | ' '?[^\s\p{L}\p{N}]++[\r\n]*+
+//   | \s++$ | \s*[\r\n] | \s+(?!\S) | \s
+// Some alternative matches at every position, so the chunks cover the text.
+__kernel void bpe_split_cl100k(__global const uchar *t, const uint n, __global const uchar *classes,
+                               __global uint *starts, __global uint *n_chunks)
+{
+    if (get_global_id(0) != 0) return;
+    uint count = 0, i = 0;
+    while (i < n) {
+        starts[count++] = i;
+        uint l0, l1, l2;
+        const uint c0 = bpe_decode(t, i, &l0), k0 = classes[c0];
+        const uint c1 = i + l0 < n ? bpe_decode(t, i + l0, &l1) : 0u, k1 = i + l0 < n ? classes[c1] : 0u;
+        if (c0 == '\'' && i + 1 < n) {                             // contractions
+            const uint x = k1 >> 3 & 15u;
+            if (x >= 1 && x <= 4) { i += 1 + l1; continue; }       // 's 'd 'm 't
+            if (x >= 5 && x <= 7 && i + 1 + l1 < n) {
+                const uint y = classes[bpe_decode(t, i + 1 + l1, &l2)] >> 3 & 15u;
+                if ((x == 5 && y == 5) || (x > 5 && y == 8)) { i += 1 + l1 + l2; continue; }   // 'll 've 're
+            }
+        }
+        if (k0 & BPE_L) { i = bpe_run(t, i, n, classes, BPE_L, BPE_L); continue; }
+        if (c0 != '\r' && c0 != '\n' && !(k0 & BPE_N) && (k1 & BPE_L)) {   // one non-letter, then letters
+            i = bpe_run(t, i + l0, n, classes, BPE_L, BPE_L);
+            continue;
+        }
+        if (k0 & BPE_N) {                                          // one to three digits
+            i += l0;
+            for (uint d = 1; d < 3 && i < n; ++d) {
+                uint len;
+                if (!(classes[bpe_decode(t, i, &len)] & BPE_N)) break;
+                i += len;
+            }
+            continue;
+        }
+        const uint j = c0 == ' ' ? i + 1 : i;                      // an optional space, then symbols
+        if (j < n) {
+            uint lj;
+            if (!(classes[bpe_decode(t, j, &lj)] & (BPE_L | BPE_N | BPE_S))) {
+                i = bpe_run(t, j, n, classes, BPE_L | BPE_N | BPE_S, 0);
+                while (i < n && (t[i] == '\r' || t[i] == '\n')) ++i;
+                continue;
+            }
+        }
+        // whitespace: the run [i, w), the start of its last code point, its last \r or \n
+        uint w = i, last = i, newline = n;
+        while (w < n) {
+            uint len;
+            const uint c = bpe_decode(t, w, &len);
+            if (!(classes[c] & BPE_S)) break;
+            if (c == '\r' || c == '\n') newline = w;
+            last = w;
+            w += len;
+        }
+        if (w == n) i = n;                                         // \s++$
+        else if (newline != n) i = newline + 1;                    // \s*[\r\n]
+        else if (last > i) i = last;                               // \s+(?!\S)
+        else i += l0;                                              // \s
+    }
+    starts[count] = n;
+    *n_chunks = count;
+}
+
+// The chunks that bpe_split_cl100k found, work-item g taking chunks g, g + G, ... (G work-items).
+__kernel void bpe_merge_split(__global const uchar *text, __global const uint *starts,
+                              __global const uint *n_chunks_buf, __global const uint *byte_ids,
+                              __global const uint *byte_pairs, const uint listed,
+                              __global const uint2 *index, const uint index_mask, __global const uchar *bytes,
+                              __global const uint *offsets, __global const uint *powers,
+                              __global const uint2 *table, const uint shift, __global const uint *merged_of,
+                              __global uint *out)
+{
+    const uint n_chunks = *n_chunks_buf;
+    for (uint c = get_global_id(0); c < n_chunks; c += get_global_size(0))
+        bpe_merge_one(text, starts, n_chunks, c, byte_ids, byte_pairs, listed, index, index_mask, bytes,
+                      offsets, powers, table, shift, merged_of, out);
+}
+
+// Every chunk's ids, in order, into ids[0 ..]; a chunk too long for the kernel (count 0) leaves
+// one BPE_EMPTY in its place and its byte range in longs[2 k], longs[2 k + 1]. head[0]: the
+// number of ids, head[1]: of long chunks.
+__kernel void bpe_gather_ids(__global const uint *starts, __global const uint *n_chunks_buf,
+                             __global const uint *out, __global uint *ids, __global uint *longs,
+                             __global uint *head)
+{
+    if (get_global_id(0) != 0) return;
+    const uint n_chunks = *n_chunks_buf;
+    __global const uint *counts = out + starts[n_chunks];
+    uint k = 0, n_long = 0;
+    for (uint c = 0; c < n_chunks; ++c) {
+        const uint start = starts[c], count = counts[c];
+        if (count == 0) {
+            ids[k++] = BPE_EMPTY;
+            longs[2 * n_long] = start;
+            longs[2 * n_long + 1] = starts[c + 1];
+            ++n_long;
+        }
+        for (uint j = 0; j < count; ++j) ids[k++] = out[start + j];
+    }
+    head[0] = k;
+    head[1] = n_long;
 }

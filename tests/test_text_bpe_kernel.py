@@ -25,9 +25,11 @@ from netcl_lite.text.device_merge import (MAX_CHUNK, DeviceMerger, home_slots, p
 
 
 def twins(tok: BPETokenizer) -> tuple[BPETokenizer, BPETokenizer]:
-    """Two fresh copies of ``tok``: one that always merges on the device, one that never does."""
+    """Two fresh copies of ``tok``: one that merges every call's new chunks on the device, one that
+    never uses the device (neither takes the whole-call path, tested below)."""
     kernel, python = pickle.loads(pickle.dumps(tok)), pickle.loads(pickle.dumps(tok))
     kernel.kernel_min_bytes, python.kernel_min_bytes = 0, None
+    kernel.kernel_text_min_bytes = python.kernel_text_min_bytes = None
     return kernel, python
 
 
@@ -35,6 +37,7 @@ class Spy:
     """Wraps a tokenizer's merger and records the pieces each launch got."""
 
     def __init__(self, tok: BPETokenizer):
+        tok.kernel_text_min_bytes = None
         limit, tok.kernel_min_bytes = tok.kernel_min_bytes, 0
         tok.encode_ordinary(" zqxqzjkv vkqvkqwz")           # chunks no vocabulary here holds whole
         tok.kernel_min_bytes = limit
@@ -50,7 +53,7 @@ def cl100k():
     import tiktoken.load
     path = cl100k_path()
     tok = BPETokenizer.from_tiktoken_file(path, GPT4_PATTERN, CL100K_SPECIALS, expected_sha256=CL100K_SHA256)
-    tok.kernel_min_bytes = 0
+    tok.kernel_min_bytes, tok.kernel_text_min_bytes = 0, None
     ranks = tiktoken.load.load_tiktoken_bpe(str(path), expected_hash=CL100K_SHA256)
     enc = tiktoken.Encoding("cl100k_kernel_test", pat_str=GPT4_PATTERN, mergeable_ranks=ranks,
                             special_tokens=CL100K_SPECIALS)
@@ -336,3 +339,175 @@ def test_cl100k_kernel_path_identical_to_tiktoken(cl100k, texts, kind):  # noqa:
 def test_cl100k_kernel_path_identical_to_tiktoken_on_random_text(cl100k, text):
     tok, enc = cl100k
     assert tok.encode_ordinary(text) == enc.encode_ordinary(text)
+
+
+# -- a whole call on the device: the splitter, the merges, the gather -----------------------------
+#
+# A tokenizer with ``kernel_text_min_bytes = 0`` sends every call to DeviceMerger.merge_text; the
+# Python path (both thresholds None) and tiktoken are the references.
+
+# characters where GPT-4's pattern is subtle: contractions (with the long s that matches 's'
+# case-insensitively), CR/LF among other whitespace, numbers of other scripts, astral letters,
+# digits and symbols, combining marks, separators that are not \s
+TRICKY = ("'", "s", "S", "\u017f", "l", "L", "v", "V", "e", "E", "r", "R", "t", "d", "m", "k", "\u212a",
+          " ", " ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u00a0", "\u2028", "\u3000",
+          "1", "2", "\u0663", "\u00b2", "\u2163", "a", "\u00e9", "\u0301", "\u4e2d", "\u0e01", "!", "-", ".",
+          "\U0001f600", "\U0001d400", "\U0001d7ce", "\x00", "_")
+TRICKY_TEXT = st.text(alphabet=TRICKY, max_size=80) | st.text(st.characters(exclude_categories=("Cs",)), max_size=120)
+
+
+def on_device(tok: BPETokenizer) -> BPETokenizer:
+    """A fresh copy of ``tok`` that sends every call whole to the device."""
+    fresh = pickle.loads(pickle.dumps(tok))
+    fresh.kernel_text_min_bytes = 0
+    return fresh
+
+
+def byte_cuts(split, text: str) -> list[int]:
+    return [0, *np.cumsum([len(c.encode()) for c in split(text)]).tolist()]
+
+
+@pytest.fixture(scope="module")
+def merger(small):
+    return on_device(small)._device_merger()
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=TRICKY_TEXT)
+def test_device_splitter_cuts_exactly_where_the_pattern_does(small, merger, text):
+    assert merger.split_text(text.encode()).tolist() == byte_cuts(small._split, text)
+
+
+@pytest.mark.parametrize("text", HARD_STRINGS + EDGE_CASES + MULTILINGUAL)
+def test_device_splitter_on_the_stress_strings(small, merger, text):
+    assert merger.split_text(text.encode()).tolist() == byte_cuts(small._split, text)
+
+
+def test_device_splitter_on_a_long_text(small, merger):
+    text = Path(bpe.__file__).read_text(encoding="utf-8") + "\n".join(MULTILINGUAL) + "".join(EDGE_CASES)
+    assert merger.split_text(text.encode()).tolist() == byte_cuts(small._split, text)
+
+
+@pytest.fixture(scope="module")
+def small_twins(small):
+    """``small`` on the whole-call path, and on the Python path (the whole-call path keeps no state)."""
+    return on_device(small), twins(small)[1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=TRICKY_TEXT)
+def test_whole_call_path_equals_the_python_path(small_twins, text):
+    device, python = small_twins
+    assert device.encode_ordinary(text) == python.encode_ordinary(text)
+
+
+@pytest.mark.parametrize("text", HARD_STRINGS + EDGE_CASES)
+def test_whole_call_path_on_the_stress_strings(small_twins, text):
+    device, python = small_twins
+    assert device.encode_ordinary(text) == python.encode_ordinary(text)
+
+
+def test_whole_call_path_splices_long_chunks_from_the_python_loop(small):
+    _, python = twins(small)
+    tok = on_device(small)
+    seen = []
+    merge_text = tok._device_merger().merge_text
+    tok._merger.merge_text = lambda data: (seen.append(merge_text(data)), seen[-1])[1]
+    edge = "é" * (MAX_CHUNK // 2)                          # exactly MAX_CHUNK bytes: the kernel's
+    over = "ü" * (MAX_CHUNK // 2) + "x"                    # MAX_CHUNK + 1: Python's
+    for text in ("ab" * 300, f"{'ab' * 300} river\n{edge}\n{over} fox", f"{over}!{over}", f"x {over}"):
+        assert tok.encode_ordinary(text) == python.encode_ordinary(text)
+    longs = [len(found[1]) for found in seen]
+    assert longs == [1, 2, 2, 1]                           # the long chunks went to Python, the rest not
+    assert len(tok._cache) == len(tok._seed)               # the cache is neither read nor filled
+
+
+def test_whole_call_threshold_keeps_short_calls_on_the_cache(small):
+    tok = pickle.loads(pickle.dumps(small))
+    assert tok.kernel_text_min_bytes == bpe.KERNEL_TEXT_MIN_BYTES
+    calls = []
+    merge_text = tok._device_merger().merge_text
+    tok._merger.merge_text = lambda data: (calls.append(len(data)), merge_text(data))[1]
+    short, long = "a short sentence.", "the river and the road " * 400
+    tok.encode_ordinary(short)
+    assert calls == [] and " sentence" in tok._cache
+    tok.encode_ordinary(long)
+    assert calls == [len(long.encode())]
+    tok.kernel_text_min_bytes = None
+    tok.encode_ordinary(long)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("pattern", [GPT2_PATTERN, r"\w+|\W", None])
+def test_other_patterns_never_take_the_whole_call_path(pattern):
+    tok = BPETokenizer(pattern=pattern)
+    tok.train_from_iterator(["the river and the road"] * 3, 270)
+    tok.kernel_min_bytes, tok.kernel_text_min_bytes = None, 0
+    text = "the road and the river " * 300
+    assert not tok._text_on_device
+    assert tok.decode(tok.encode_ordinary(text)) == text
+    assert tok._merger is None                             # the whole-call path would have built it
+
+
+def test_merge_lists_never_take_the_whole_call_path(small, tmp_path):
+    path = tmp_path / "tokenizer.json"
+    small.save_tokenizer_json(path)
+    listed = BPETokenizer.from_tokenizer_json(path)
+    listed.kernel_text_min_bytes = 0
+    assert not listed._text_on_device
+    text = "the river and the road " * 200
+    assert listed.encode_ordinary(text) == small.encode_ordinary(text)
+    with pytest.raises(ValueError, match="tiktoken's rule"):
+        listed._device_merger().merge_text(b"x")
+
+
+@pytest.mark.parametrize("value, err, match", [
+    (-1, ValueError, "kernel_text_min_bytes=-1 is too small"),
+    (2.0, TypeError, "kernel_text_min_bytes must be an int"),
+    (False, TypeError, "kernel_text_min_bytes must be an int"),
+])
+def test_bad_text_threshold_is_named(value, err, match):
+    with pytest.raises(err, match=match):
+        BPETokenizer().kernel_text_min_bytes = value
+
+
+def test_lone_surrogate_is_named_on_the_whole_call_path(small):
+    with pytest.raises(ValueError, match=r"lone surrogate '\\udc80' at index 50"):
+        on_device(small).encode_ordinary("fine text " * 5 + "\udc80 and more")
+
+
+def test_empty_text_on_the_whole_call_path(small, merger):
+    assert on_device(small).encode_ordinary("") == []
+    ids, longs = merger.merge_text(b"")
+    assert ids.tolist() == [] and longs == []
+
+
+@pytest.fixture(scope="module")
+def cl100k_on_device(cl100k):
+    return on_device(cl100k[0])
+
+
+@pytest.mark.parametrize("kind", ["english", "code", "multilingual", "edge"])
+def test_cl100k_whole_call_path_identical_to_tiktoken(cl100k, cl100k_on_device, texts, kind):  # noqa: F811
+    _, enc = cl100k
+    fresh = cl100k_on_device
+    differ = [doc for doc in texts[kind] if fresh.encode_ordinary(doc) != enc.encode_ordinary(doc)]
+    assert not differ, f"{len(differ)} {kind} documents differ, first: {differ[0][:200]!r}"
+    assert len(fresh._cache) == len(fresh._seed)           # nothing went through the cache
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=RANDOM_TEXT | TRICKY_TEXT)
+def test_cl100k_whole_call_path_identical_to_tiktoken_on_random_text(cl100k, cl100k_on_device, text):
+    assert cl100k_on_device.encode_ordinary(text) == cl100k[1].encode_ordinary(text)
+
+
+def test_a_chunk_that_is_a_token_is_that_token_on_the_device():
+    import tiktoken
+    # merging "abcd" by rank stops at [ab, c, d] (ab first, then nothing joins), yet it is a token
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"bc": 257, b"bcd": 258, b"abcd": 259}
+    tok = on_device(BPETokenizer.from_mergeable_ranks(ranks))
+    enc = tiktoken.Encoding("whole_chunk_test", pat_str=GPT4_PATTERN, mergeable_ranks=ranks, special_tokens={})
+    text = "abcd abcd xabcd abcde"
+    assert tok.encode_ordinary(text) == enc.encode_ordinary(text)
+    assert tok.encode_ordinary("abcd") == [259] and tok._device_merger().merge([b"abcd"]) == [(259,)]

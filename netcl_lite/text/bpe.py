@@ -42,6 +42,8 @@ from itertools import chain, compress
 from operator import not_
 from types import MappingProxyType
 
+import numpy as np
+
 from netcl_lite.text import device_merge
 from netcl_lite.text.bpe_training import learn_merges
 from netcl_lite.text.byte_pair import UnmadeTokenError, chunk_encoder, listed_pair_table, rank_pair_table
@@ -68,6 +70,10 @@ _MAX_CACHED_CHARS = 256  # longer chunks (pattern=None) are encoded but not kept
 #: (``kernels/bpe.cl``); below it the Python loop is faster than a launch. Measured by
 #: ``benchmarks/bpe_threshold.py`` (benchmarks/README.md, "Tokenizer: the merge kernel").
 KERNEL_MIN_BYTES = 1024
+#: A call whose text holds at least this many UTF-8 bytes is split and merged on the device in
+#: one pass (``DeviceMerger.merge_text``) when the tokenizer follows tiktoken's rule with
+#: :data:`GPT4_PATTERN`; measured by ``benchmarks/bpe_threshold.py`` like the one above.
+KERNEL_TEXT_MIN_BYTES = 4096
 
 
 class _LoneSurrogate(Exception):
@@ -154,8 +160,11 @@ class BPETokenizer:
         self._seed = seed
         self._encode_piece = chunk_encoder(self._byte_ids, self._pairs)
         self._merger: device_merge.DeviceMerger | None = None  # the kernel's tables, built on first use
-        if not hasattr(self, "_kernel_min_bytes"):  # a retrained tokenizer keeps its setting
+        if not hasattr(self, "_kernel_min_bytes"):  # a retrained tokenizer keeps its settings
             self.kernel_min_bytes = KERNEL_MIN_BYTES
+            self.kernel_text_min_bytes = KERNEL_TEXT_MIN_BYTES
+        # the whole-call path: GPT-4's pattern (the device splits it), tiktoken's rule (its index)
+        self._text_on_device = vocab.pattern == GPT4_PATTERN and vocab.merge_list is None and vocab.whole_chunks
         self._cache = _ChunkCache(seed, self._encode_piece)
         if vocab.special_tokens:
             self.register_special_tokens(vocab.special_tokens)
@@ -189,6 +198,33 @@ class BPETokenizer:
         # text): a compare or two keep a short call on the Python path
         self._kernel_min_chars = sys.maxsize if value is None else -(-value // 4)
         self._kernel_min_ascii = sys.maxsize if value is None else value
+
+    @property
+    def kernel_text_min_bytes(self) -> int | None:
+        """UTF-8 bytes from which a whole call is split and merged on the device, skipping the cache.
+
+        For a tokenizer that follows tiktoken's rule with :data:`GPT4_PATTERN` (cl100k_base's
+        pattern), a call whose text holds at least this many bytes goes to the device in one
+        pass: ``kernels/bpe.cl`` splits the text as the pattern does, merges every chunk (one
+        work-item each) and gathers the ids; the chunk cache is neither read nor filled. The ids
+        are identical to the Python path's. The default, :data:`KERNEL_TEXT_MIN_BYTES`, is
+        measured (``benchmarks/bpe_threshold.py``). ``0``: every call; ``None``: never (then
+        :attr:`kernel_min_bytes` decides, chunk by chunk). Other patterns and merge lists never
+        take this path.
+
+        >>> tok = BPETokenizer(); tok.kernel_text_min_bytes = 0; tok.encode("hi there")
+        [104, 105, 32, 116, 104, 101, 114, 101]
+        """
+        return self._kernel_text_min_bytes
+
+    @kernel_text_min_bytes.setter
+    def kernel_text_min_bytes(self, value: int | None) -> None:
+        if value is not None:
+            value = _check_int("kernel_text_min_bytes", value, 0, "use 0 to split and merge every call on "
+                               "the device, or None to never do so")
+        self._kernel_text_min_bytes = value
+        # at most 4 bytes a character: a shorter text never gets there
+        self._text_min_chars = sys.maxsize if value is None else -(-value // 4)
 
     @property
     def pattern(self) -> str | None:
@@ -313,9 +349,13 @@ class BPETokenizer:
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}; decode bytes first "
                             f"(text = data.decode('utf-8'))")
+        n = len(text)
+        if n >= self._text_min_chars and self._text_on_device:
+            ids = self._encode_on_device(text)
+            if ids is not None:
+                return ids
         cache = self._cache
         chunks = self._split(text)
-        n = len(text)
         try:
             if n < self._kernel_min_chars or (n < self._kernel_min_ascii and text.isascii()):
                 # fewer new bytes than kernel_min_bytes: the Python loop
@@ -326,13 +366,31 @@ class BPETokenizer:
                     self._fill_new(chunks, values)
                 ids = list(chain.from_iterable(values))
         except _LoneSurrogate:
-            at = next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
-            raise ValueError(f"text has a lone surrogate {text[at]!r} at index {at}, which UTF-8 "
-                             f"cannot encode; repair the string (it often comes from decoding "
-                             f"bytes with errors='surrogateescape')") from None
+            _lone_surrogate(text)
         if len(cache) > len(self._seed) + _CACHE_LIMIT:
             self._cache = _ChunkCache(self._seed, self._encode_piece)
         return ids
+
+    def _encode_on_device(self, text: str) -> list[int] | None:
+        """The whole call on the device (:attr:`kernel_text_min_bytes`); ``None``: too short, or no device table."""
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            _lone_surrogate(text)
+        if len(data) < self._kernel_text_min_bytes or (merger := self._device_merger()) is None:
+            return None
+        ids, longs = merger.merge_text(data)
+        if not longs:
+            return ids.tolist()
+        # chunks longer than the kernel takes: the Python loop, each in its placeholder's place
+        places = np.flatnonzero(ids == device_merge.EMPTY).tolist()
+        ids, out, done = ids.tolist(), [], 0
+        for place, (start, end) in zip(places, longs):
+            out += ids[done:place]
+            out += self._encode_piece(data[start:end])
+            done = place + 1
+        out += ids[done:]
+        return out
 
     def _fill_new(self, chunks: list[str], values: list) -> None:
         """Fill in ``values`` (``cache.get`` of each chunk, ``None`` for a new chunk) with the ids of
@@ -378,7 +436,7 @@ class BPETokenizer:
         if self._merger is None:
             if max(self._tokens) > device_merge.MAX_ID or (  # more ids or merges than the tables pack
                     self._merge_list is not None and len(self._merge_list) > device_merge.MAX_PRIORITY + 1):
-                self.kernel_min_bytes = None
+                self.kernel_min_bytes = self.kernel_text_min_bytes = None
                 return None
             if self._merge_list is None:  # tiktoken's rule: an index of the tokens by their bytes
                 self._merger = device_merge.DeviceMerger(self._byte_ids, tokens=self._packed)
@@ -674,6 +732,13 @@ def _from_parts(parts: ModelParts) -> BPETokenizer:
 def _trained(pattern: str | None, merges: tuple[tuple[int, int], ...], special_tokens: dict) -> Vocabulary:
     tokens = check_merges(range(256), merges)
     return Vocabulary(pattern, dict(enumerate(tokens)), special_tokens, merges=merges)
+
+
+def _lone_surrogate(text: str):
+    at = next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
+    raise ValueError(f"text has a lone surrogate {text[at]!r} at index {at}, which UTF-8 "
+                     f"cannot encode; repair the string (it often comes from decoding "
+                     f"bytes with errors='surrogateescape')") from None
 
 
 def _some(values: list) -> str:

@@ -239,6 +239,95 @@ class DeviceMerger:
                                            None, None, None, np.uint32, None, None])
         self._tables = (self._byte_ids, self._byte_pairs, int(self._listed), self._index, self._index_mask,
                         self._bytes, self._offsets, self._powers, self._table, self._shift, self._merged_of)
+        self._split_kernels = None   # the whole-call kernels and the class table, on first use
+
+    def merge_text(self, data: bytes) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        """A whole text's ids: split by GPT-4's pattern and merged, both on the device.
+
+        ``data``: the UTF-8 bytes of a ``str``. Returns the ids (uint32) and the byte ranges of
+        the chunks longer than :data:`MAX_CHUNK`, each of which holds one ``EMPTY`` in the ids,
+        in order, for the caller's Python loop.
+
+        >>> tokens = [bytes([b]) for b in range(256)] + [b"ab", b" ab", b"abc"]
+        >>> ids, longs = DeviceMerger(range(256), tokens=tokens).merge_text(b"abc abab!")
+        >>> ids.tolist(), longs
+        ([258, 257, 256, 33], [])
+        """
+        if self._listed:
+            raise ValueError("merge_text follows tiktoken's rule; a merge list's merger has only merge()")
+        cl, queue, context = self._cl, self.device.queue, self.device.context
+        n = len(data)
+        if n == 0:
+            return np.zeros(0, np.uint32), []
+        if self._split_kernels is None:
+            self._split_kernels = self._build_split()
+        split, merge, gather, classes = self._split_kernels
+        mf = cl.mem_flags
+        text_buf = cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=data)
+        starts_buf = cl.Buffer(context, mf.READ_WRITE, 4 * (n + 1))
+        count_buf = cl.Buffer(context, mf.READ_WRITE, 4)
+        out_buf = cl.Buffer(context, mf.READ_WRITE, 4 * 2 * n)      # ids at each chunk's bytes, then counts
+        ids_buf = cl.Buffer(context, mf.READ_WRITE, 4 * n)
+        longs_buf = cl.Buffer(context, mf.READ_WRITE, 8 * (n // (MAX_CHUNK + 1) + 1))
+        head_buf = cl.Buffer(context, mf.READ_WRITE, 8)
+        split.set_args(text_buf, n, classes, starts_buf, count_buf)
+        cl.enqueue_nd_range_kernel(queue, split, (1,), (1,))
+        groups = min(-(-n // (8 * LOCAL_SIZE)), 256)                 # ~8 bytes a work-item, at least
+        merge.set_args(text_buf, starts_buf, count_buf, *self._tables, out_buf)
+        cl.enqueue_nd_range_kernel(queue, merge, (groups * LOCAL_SIZE,), (LOCAL_SIZE,))
+        gather.set_args(starts_buf, count_buf, out_buf, ids_buf, longs_buf, head_buf)
+        cl.enqueue_nd_range_kernel(queue, gather, (1,), (1,))
+        head = np.empty(2, np.uint32)
+        cl.enqueue_copy(queue, head, head_buf, is_blocking=True)
+        n_ids, n_long = int(head[0]), int(head[1])
+        ids = np.empty(n_ids, np.uint32)
+        cl.enqueue_copy(queue, ids, ids_buf, is_blocking=not n_long)
+        longs = []
+        if n_long:
+            ranges = np.empty(2 * n_long, np.uint32)
+            cl.enqueue_copy(queue, ranges, longs_buf, is_blocking=True)
+            longs = list(zip(ranges[0::2].tolist(), ranges[1::2].tolist()))
+        return ids, longs
+
+    def split_text(self, data: bytes) -> np.ndarray:
+        """Where GPT-4's pattern cuts ``data`` (UTF-8 of a ``str``), by the device's splitter alone:
+        the byte offset of each chunk, then ``len(data)``.
+
+        >>> DeviceMerger(range(256), tokens=[bytes([b]) for b in range(256)]).split_text(b"Hi, it's 2024!").tolist()
+        [0, 2, 3, 6, 8, 9, 12, 13, 14]
+        """
+        cl, queue, context = self._cl, self.device.queue, self.device.context
+        n = len(data)
+        if self._split_kernels is None:
+            self._split_kernels = self._build_split()
+        split, classes = self._split_kernels[0], self._split_kernels[3]
+        starts = np.empty(n + 1, np.uint32)
+        if n == 0:
+            return starts[:1] * 0
+        starts_buf = cl.Buffer(context, cl.mem_flags.READ_WRITE, starts.nbytes)
+        count = np.empty(1, np.uint32)
+        count_buf = cl.Buffer(context, cl.mem_flags.READ_WRITE, 4)
+        text_buf = cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=data)
+        split.set_args(text_buf, n, classes, starts_buf, count_buf)
+        cl.enqueue_nd_range_kernel(queue, split, (1,), (1,))
+        cl.enqueue_copy(queue, count, count_buf)
+        cl.enqueue_copy(queue, starts, starts_buf, is_blocking=True)
+        return starts[:int(count[0]) + 1]
+
+    def _build_split(self):
+        from netcl_lite.core.kernels import get_program
+        from netcl_lite.text.patterns import code_point_classes
+
+        cl = self._cl
+        program = get_program(self.device.context, "bpe.cl", (f"-DBPE_MAX_CHUNK={MAX_CHUNK}",))
+        split, merge, gather = (cl.Kernel(program, name) for name in ("bpe_split_cl100k", "bpe_merge_split",
+                                                                      "bpe_gather_ids"))
+        split.set_scalar_arg_dtypes([None, np.uint32, None, None, None])
+        merge.set_scalar_arg_dtypes([None, None, None, None, None, np.uint32, None, np.uint32, None,
+                                     None, None, None, np.uint32, None, None])
+        classes = cl.Buffer(self.device.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                            hostbuf=code_point_classes())
+        return split, merge, gather, classes
 
     def index(self) -> np.ndarray:
         """tiktoken's rule: the device's index of the tokens, ``(2^k, 2)`` uint32 slots ``(id, hash)``."""
