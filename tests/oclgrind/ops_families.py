@@ -108,18 +108,27 @@ family("cross_entropy", lambda z: ag.cross_entropy(z, targets), {"z": arr(9, 23)
 # the reference
 bpe_tok = BPETokenizer()
 bpe_tok.train_from_iterator(["the river and the road, the quick brown fox; naïve café 日本"] * 4, 256 + 40)
+bpe_tok.kernel_min_bytes = bpe_tok.kernel_text_min_bytes = None   # the Python loop, the reference
 bpe_text = "the rivers and roads of a naïve fox, 日本の café " * 3
-python_ids = bpe_tok.encode_ordinary(bpe_text)              # short: the Python loop
+python_ids = bpe_tok.encode_ordinary(bpe_text)
 kernel_tok = pickle.loads(pickle.dumps(bpe_tok))             # a copy with an empty cache
-kernel_tok.kernel_min_bytes = 0
+kernel_tok.kernel_min_bytes, kernel_tok.kernel_text_min_bytes = 0, None
 kernel_ids = kernel_tok.encode_ordinary(bpe_text)
 if kernel_ids != python_ids:
     misses.append(f"bpe: kernel ids {kernel_ids} differ from the Python loop's {python_ids}")
+# the whole call on the device (split, merges, gather), with chunks too long for the kernel
+text_tok = pickle.loads(pickle.dumps(bpe_tok))
+text_tok.kernel_text_min_bytes = 0
+whole_text = bpe_text + "x" * 300 + " it's THEY'LL\r\n  \t12345 ..!\n\n 𝐀𝟎 " + "é" * 129 + " end  "
+text_ids = text_tok.encode_ordinary(whole_text)
+if text_ids != bpe_tok.encode_ordinary(whole_text):
+    misses.append(f"bpe (whole call): ids {text_ids} differ from the Python loop's")
 listed = DeviceMerger(range(256), merges=[(97, 98, 256), (256, 99, 257), (98, 98, 258)])
 listed_ids = listed.merge([b"abc", b"xab", b"abbb", b"a"])
 if listed_ids != [(257,), (120, 256), (256, 258), (97,)]:
     misses.append(f"bpe (merge list): got {listed_ids}")
 results["bpe_ids"] = np.array(kernel_ids)
+results["bpe_text_ids"] = np.array(text_ids)
 results["bpe_listed_ids"] = np.array([i for ids in listed_ids for i in ids])
 
 np.savez(out_file, **results)
