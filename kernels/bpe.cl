@@ -117,34 +117,45 @@ inline void bpe_merge_one(__global const uchar *text, __global const uint *start
         const uint whole = bpe_find_token(index, index_mask, bytes, offsets, h, n, chunk);
         if (whole != BPE_EMPTY) { out[start] = whole; *count = 1; return; }
     }
-    uint ids[BPE_MAX_CHUNK];     // the chunk's tokens so far
-    uint rank[BPE_MAX_CHUNK];    // rank[i]: priority of the pair (ids[i], ids[i + 1])
-    uint hash[BPE_MAX_CHUNK];    // tiktoken's rule: each token's hash and length in bytes
-    ushort size[BPE_MAX_CHUNK];
-    for (uint i = 0; i < n; ++i) { ids[i] = byte_ids[chunk[i]]; hash[i] = chunk[i]; size[i] = 1; }
-    for (uint i = 0; i + 1 < n; ++i) rank[i] = byte_pairs[(uint)chunk[i] * 256u + chunk[i + 1]];
-    uint len = n;
-    while (len > 1) {
-        uint best = BPE_EMPTY, at = 0, pos = 0, at_pos = 0;   // at_pos: where token `at` starts
-        for (uint i = 0; i + 1 < len; pos += size[i], ++i)     // the leftmost of the lowest priority
-            if (rank[i] < best) { best = rank[i]; at = i; at_pos = pos; }
-        if (best == BPE_EMPTY) break;               // no adjacent pair merges: done
-        ids[at] = listed ? merged_of[best] : best;  // merge tokens at, at + 1
-        hash[at] = hash[at] * powers[size[at + 1]] + hash[at + 1];
-        size[at] += size[at + 1];
-        for (uint i = at + 1; i + 1 < len; ++i) { ids[i] = ids[i + 1]; hash[i] = hash[i + 1]; size[i] = size[i + 1]; }
-        for (uint i = at; i + 2 < len; ++i) rank[i] = rank[i + 1];
-        --len;
-        if (at > 0)                                 // the pair ending in the new token
-            rank[at - 1] = listed ? bpe_lookup(table, shift, ids[at - 1], ids[at])
-                : bpe_find_token(index, index_mask, bytes, offsets, hash[at - 1] * powers[size[at]] + hash[at],
-                                 size[at - 1] + size[at], chunk + at_pos - size[at - 1]);
-        if (at + 1 < len)                           // the pair starting with it
-            rank[at] = listed ? bpe_lookup(table, shift, ids[at], ids[at + 1])
-                : bpe_find_token(index, index_mask, bytes, offsets, hash[at] * powers[size[at + 1]] + hash[at + 1],
-                                 size[at] + size[at + 1], chunk + at_pos);
+    // Token slots are indexed by the byte they start at: the token at slot i covers bytes
+    // i .. i + size[i), the next token is at slot i + size[i], and prev[i] is the one before. A
+    // merge joins slot `at` with the next; nothing moves, so a merge costs one walk over the live
+    // tokens to find the lowest priority, and two probes for the new token's pairs.
+    uint ids[BPE_MAX_CHUNK];     // ids[i]: the id of the token at slot i
+    uint rank[BPE_MAX_CHUNK];    // rank[i]: priority of the pair (token at i, the next token)
+    uint hash[BPE_MAX_CHUNK];    // tiktoken's rule: each token's hash (its bytes: chunk + i, size[i])
+    ushort size[BPE_MAX_CHUNK], prev[BPE_MAX_CHUNK];
+    for (uint i = 0; i < n; ++i) {
+        ids[i] = byte_ids[chunk[i]]; hash[i] = chunk[i]; size[i] = 1; prev[i] = (ushort)(i - 1);
+        rank[i] = i + 1 < n ? byte_pairs[(uint)chunk[i] * 256u + chunk[i + 1]] : BPE_EMPTY;
     }
-    for (uint i = 0; i < len; ++i) out[start + i] = ids[i];
+    for (;;) {
+        uint best = BPE_EMPTY, at = 0;
+        for (uint i = 0; i < n; i += size[i])       // the leftmost pair of the lowest priority
+            if (rank[i] < best) { best = rank[i]; at = i; }
+        if (best == BPE_EMPTY) break;               // no adjacent pair merges: done
+        const uint right = at + size[at];           // merge the tokens at `at` and `right`
+        ids[at] = listed ? merged_of[best] : best;
+        hash[at] = hash[at] * powers[size[right]] + hash[right];
+        size[at] += size[right];
+        const uint next = at + size[at];
+        if (next < n) {                             // the pair starting with the new token
+            prev[next] = (ushort)at;
+            rank[at] = listed ? bpe_lookup(table, shift, ids[at], ids[next])
+                : bpe_find_token(index, index_mask, bytes, offsets, hash[at] * powers[size[next]] + hash[next],
+                                 size[at] + size[next], chunk + at);
+        } else {
+            rank[at] = BPE_EMPTY;
+        }
+        if (at > 0) {                               // the pair ending in it
+            const uint before = prev[at];
+            rank[before] = listed ? bpe_lookup(table, shift, ids[before], ids[at])
+                : bpe_find_token(index, index_mask, bytes, offsets, hash[before] * powers[size[at]] + hash[at],
+                                 size[before] + size[at], chunk + before);
+        }
+    }
+    uint len = 0;
+    for (uint i = 0; i < n; i += size[i]) out[start + len++] = ids[i];
     *count = len;
 }
 
@@ -260,10 +271,8 @@ inline uint bpe_run(__global const uchar *t, uint p, const uint n, __global cons
 //   '(?i:[sdmt]|ll|ve|re) | [^\r\n\p{L}\p{N}]?+\p{L}++ | \p{N}{1,3}+ | ' '?[^\s\p{L}\p{N}]++[\r\n]*+
 //   | \s++$ | \s*[\r\n] | \s+(?!\S) | \s
 // Some alternative matches at every position, so the chunks cover the text.
-__kernel void bpe_split_cl100k(__global const uchar *t, const uint n, __global const uchar *classes,
-                               __global uint *starts, __global uint *n_chunks)
+inline uint bpe_split(__global const uchar *t, const uint n, __global const uchar *classes, __global uint *starts)
 {
-    if (get_global_id(0) != 0) return;
     uint count = 0, i = 0;
     while (i < n) {
         starts[count++] = i;
@@ -317,7 +326,14 @@ __kernel void bpe_split_cl100k(__global const uchar *t, const uint n, __global c
         else i += l0;                                              // \s
     }
     starts[count] = n;
-    *n_chunks = count;
+    return count;
+}
+
+// The splitter alone: starts[0 .. n_chunks] (DeviceMerger.split_text).
+__kernel void bpe_split_cl100k(__global const uchar *t, const uint n, __global const uchar *classes,
+                               __global uint *starts, __global uint *n_chunks)
+{
+    if (get_global_id(0) == 0) *n_chunks = bpe_split(t, n, classes, starts);
 }
 
 // The chunks that bpe_split_cl100k found, work-item g taking chunks g, g + G, ... (G work-items).
@@ -335,16 +351,14 @@ __kernel void bpe_merge_split(__global const uchar *text, __global const uint *s
                       offsets, powers, table, shift, merged_of, out);
 }
 
-// Every chunk's ids, in order, into ids[0 ..]; a chunk too long for the kernel (count 0) leaves
-// one BPE_EMPTY in its place and its byte range in longs[2 k], longs[2 k + 1]. head[0]: the
-// number of ids, head[1]: of long chunks.
-__kernel void bpe_gather_ids(__global const uint *starts, __global const uint *n_chunks_buf,
-                             __global const uint *out, __global uint *ids, __global uint *longs,
-                             __global uint *head)
+// Every chunk's ids, in order, into result[2 ..]; a chunk too long for the kernel (count 0) leaves
+// one BPE_EMPTY in its place and its byte range in longs[2 k], longs[2 k + 1]. result[0]: the
+// number of ids, result[1]: of long chunks.
+inline void bpe_gather(__global const uint *starts, const uint n_chunks, __global const uint *out,
+                       __global uint *result, __global uint *longs)
 {
-    if (get_global_id(0) != 0) return;
-    const uint n_chunks = *n_chunks_buf;
     __global const uint *counts = out + starts[n_chunks];
+    __global uint *ids = result + 2;
     uint k = 0, n_long = 0;
     for (uint c = 0; c < n_chunks; ++c) {
         const uint start = starts[c], count = counts[c];
@@ -356,6 +370,35 @@ __kernel void bpe_gather_ids(__global const uint *starts, __global const uint *n
         }
         for (uint j = 0; j < count; ++j) ids[k++] = out[start + j];
     }
-    head[0] = k;
-    head[1] = n_long;
+    result[0] = k;
+    result[1] = n_long;
+}
+
+// The steps after the split as kernels of their own: a long text, whose merges fill many work-groups.
+
+__kernel void bpe_gather_ids(__global const uint *starts, __global const uint *n_chunks_buf,
+                             __global const uint *out, __global uint *result, __global uint *longs)
+{
+    if (get_global_id(0) == 0) bpe_gather(starts, *n_chunks_buf, out, result, longs);
+}
+
+// All three in one work-group, one launch: a short text, where a launch costs more than its merges.
+__kernel void bpe_encode_text(__global const uchar *text, const uint n, __global const uchar *classes,
+                              __global uint *starts, __global const uint *byte_ids,
+                              __global const uint *byte_pairs, const uint listed,
+                              __global const uint2 *index, const uint index_mask, __global const uchar *bytes,
+                              __global const uint *offsets, __global const uint *powers,
+                              __global const uint2 *table, const uint shift, __global const uint *merged_of,
+                              __global uint *out, __global uint *result, __global uint *longs)
+{
+    __local uint n_chunks;
+    const uint lid = get_local_id(0);
+    if (lid == 0) n_chunks = bpe_split(text, n, classes, starts);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    const uint count = n_chunks;
+    for (uint c = lid; c < count; c += get_local_size(0))
+        bpe_merge_one(text, starts, count, c, byte_ids, byte_pairs, listed, index, index_mask, bytes, offsets,
+                      powers, table, shift, merged_of, out);
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (lid == 0) bpe_gather(starts, count, out, result, longs);
 }

@@ -53,6 +53,9 @@ MAX_ID = (1 << 21) - 2
 #: The largest priority (a merge list's position) a slot holds: 22 bits.
 MAX_PRIORITY = (1 << 22) - 1
 LOCAL_SIZE = 64     # work-items per group (explicit: PoCL picks huge groups otherwise)
+#: A text of up to this many bytes is split, merged and gathered in one launch of one work-group
+#: (``DeviceMerger.merge_text``); a longer one spreads its merges over many work-groups.
+ONE_GROUP_BYTES = 1 << 16
 _ID_STRUCTS = [Struct(f"={k}I") for k in range(MAX_CHUNK + 1)]   # k native uint32: a chunk of k ids
 
 
@@ -246,7 +249,9 @@ class DeviceMerger:
 
         ``data``: the UTF-8 bytes of a ``str``. Returns the ids (uint32) and the byte ranges of
         the chunks longer than :data:`MAX_CHUNK`, each of which holds one ``EMPTY`` in the ids,
-        in order, for the caller's Python loop.
+        in order, for the caller's Python loop. A text of up to :data:`ONE_GROUP_BYTES` takes one
+        launch (``bpe_encode_text``, one work-group); a longer one three, whose merges spread
+        over many work-groups.
 
         >>> tokens = [bytes([b]) for b in range(256)] + [b"ab", b" ab", b"abc"]
         >>> ids, longs = DeviceMerger(range(256), tokens=tokens).merge_text(b"abc abab!")
@@ -255,39 +260,55 @@ class DeviceMerger:
         """
         if self._listed:
             raise ValueError("merge_text follows tiktoken's rule; a merge list's merger has only merge()")
-        cl, queue, context = self._cl, self.device.queue, self.device.context
+        cl, queue = self._cl, self.device.queue
         n = len(data)
         if n == 0:
             return np.zeros(0, np.uint32), []
         if self._split_kernels is None:
             self._split_kernels = self._build_split()
-        split, merge, gather, classes = self._split_kernels
-        mf = cl.mem_flags
-        text_buf = cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=data)
-        starts_buf = cl.Buffer(context, mf.READ_WRITE, 4 * (n + 1))
-        count_buf = cl.Buffer(context, mf.READ_WRITE, 4)
-        out_buf = cl.Buffer(context, mf.READ_WRITE, 4 * 2 * n)      # ids at each chunk's bytes, then counts
-        ids_buf = cl.Buffer(context, mf.READ_WRITE, 4 * n)
-        longs_buf = cl.Buffer(context, mf.READ_WRITE, 8 * (n // (MAX_CHUNK + 1) + 1))
-        head_buf = cl.Buffer(context, mf.READ_WRITE, 8)
-        split.set_args(text_buf, n, classes, starts_buf, count_buf)
-        cl.enqueue_nd_range_kernel(queue, split, (1,), (1,))
-        groups = min(-(-n // (8 * LOCAL_SIZE)), 256)                 # ~8 bytes a work-item, at least
-        merge.set_args(text_buf, starts_buf, count_buf, *self._tables, out_buf)
-        cl.enqueue_nd_range_kernel(queue, merge, (groups * LOCAL_SIZE,), (LOCAL_SIZE,))
-        gather.set_args(starts_buf, count_buf, out_buf, ids_buf, longs_buf, head_buf)
-        cl.enqueue_nd_range_kernel(queue, gather, (1,), (1,))
-        head = np.empty(2, np.uint32)
-        cl.enqueue_copy(queue, head, head_buf, is_blocking=True)
-        n_ids, n_long = int(head[0]), int(head[1])
-        ids = np.empty(n_ids, np.uint32)
-        cl.enqueue_copy(queue, ids, ids_buf, is_blocking=not n_long)
+        one, merge, gather, classes = self._split_kernels
+        # the text in a buffer of its own: made from host memory it costs ~1 µs, where a copy into
+        # a kept buffer is a command for PoCL's worker threads (~25 µs)
+        text_buf = cl.Buffer(self.device.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=data)
+        starts_buf = self._scratch("starts", 4 * (n + 1))
+        out_buf = self._scratch("out", 8 * n)                    # ids at each chunk's bytes, then counts
+        result_buf = self._scratch("result", 4 * (n + 2))         # the number of ids and of long chunks, ids
+        longs_buf = self._scratch("longs", 8 * (n // (MAX_CHUNK + 1) + 1))
+        if n <= ONE_GROUP_BYTES:
+            one.set_args(text_buf, n, classes, starts_buf, *self._tables, out_buf, result_buf, longs_buf)
+            cl.enqueue_nd_range_kernel(queue, one, (LOCAL_SIZE,), (LOCAL_SIZE,))
+            result = np.empty(n + 2, np.uint32)                   # one read brings the count and the ids
+            cl.enqueue_copy(queue, result, result_buf, is_blocking=True)
+            n_ids, n_long = int(result[0]), int(result[1])
+            ids = result[2:2 + n_ids]
+        else:
+            split, count_buf = self._split_one, self._scratch("count", 4)
+            split.set_args(text_buf, n, classes, starts_buf, count_buf)
+            cl.enqueue_nd_range_kernel(queue, split, (1,), (1,))
+            groups = min(-(-n // (8 * LOCAL_SIZE)), 256)         # ~8 bytes a work-item, at least
+            merge.set_args(text_buf, starts_buf, count_buf, *self._tables, out_buf)
+            cl.enqueue_nd_range_kernel(queue, merge, (groups * LOCAL_SIZE,), (LOCAL_SIZE,))
+            gather.set_args(starts_buf, count_buf, out_buf, result_buf, longs_buf)
+            cl.enqueue_nd_range_kernel(queue, gather, (1,), (1,))
+            head = np.empty(2, np.uint32)
+            cl.enqueue_copy(queue, head, result_buf, is_blocking=True)
+            n_ids, n_long = int(head[0]), int(head[1])
+            ids = np.empty(n_ids, np.uint32)
+            cl.enqueue_copy(queue, ids, result_buf, src_offset=8, is_blocking=True)
         longs = []
         if n_long:
             ranges = np.empty(2 * n_long, np.uint32)
             cl.enqueue_copy(queue, ranges, longs_buf, is_blocking=True)
             longs = list(zip(ranges[0::2].tolist(), ranges[1::2].tolist()))
         return ids, longs
+
+    def _scratch(self, name: str, nbytes: int):
+        """A device buffer of at least ``nbytes`` kept between calls (reallocated, doubling, when short)."""
+        found = self._buffers.get(name)
+        if found is None or found.size < nbytes:
+            size = max(nbytes, 2 * found.size if found is not None else 4096)
+            found = self._buffers[name] = self._cl.Buffer(self.device.context, self._cl.mem_flags.READ_WRITE, size)
+        return found
 
     def split_text(self, data: bytes) -> np.ndarray:
         """Where GPT-4's pattern cuts ``data`` (UTF-8 of a ``str``), by the device's splitter alone:
@@ -300,7 +321,7 @@ class DeviceMerger:
         n = len(data)
         if self._split_kernels is None:
             self._split_kernels = self._build_split()
-        split, classes = self._split_kernels[0], self._split_kernels[3]
+        split, classes = self._split_one, self._split_kernels[3]
         starts = np.empty(n + 1, np.uint32)
         if n == 0:
             return starts[:1] * 0
@@ -320,14 +341,16 @@ class DeviceMerger:
 
         cl = self._cl
         program = get_program(self.device.context, "bpe.cl", (f"-DBPE_MAX_CHUNK={MAX_CHUNK}",))
-        split, merge, gather = (cl.Kernel(program, name) for name in ("bpe_split_cl100k", "bpe_merge_split",
-                                                                      "bpe_gather_ids"))
+        one, split, merge, gather = (cl.Kernel(program, name) for name in (
+            "bpe_encode_text", "bpe_split_cl100k", "bpe_merge_split", "bpe_gather_ids"))
+        tables = [None, None, np.uint32, None, np.uint32, None, None, None, None, np.uint32, None]  # self._tables
+        one.set_scalar_arg_dtypes([None, np.uint32, None, None, *tables, None, None, None])
         split.set_scalar_arg_dtypes([None, np.uint32, None, None, None])
-        merge.set_scalar_arg_dtypes([None, None, None, None, None, np.uint32, None, np.uint32, None,
-                                     None, None, None, np.uint32, None, None])
+        merge.set_scalar_arg_dtypes([None, None, None, *tables, None])
+        self._split_one, self._buffers = split, {}
         classes = cl.Buffer(self.device.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                             hostbuf=code_point_classes())
-        return split, merge, gather, classes
+        return one, merge, gather, classes
 
     def index(self) -> np.ndarray:
         """tiktoken's rule: the device's index of the tokens, ``(2^k, 2)`` uint32 slots ``(id, hash)``."""
