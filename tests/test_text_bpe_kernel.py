@@ -162,10 +162,10 @@ def test_device_index_holds_every_token_once_and_every_probe_finds_it(small):
         merger.table()
 
 
-def colliding_pair(length: int, seed: int) -> tuple[bytes, bytes]:
+def colliding_pair(length: int, seed: int, low: int = 97, high: int = 123) -> tuple[bytes, bytes]:
     """Two different byte strings of one length whose polynomial hashes (the index's) are equal."""
     rng = np.random.default_rng(seed)
-    strings = rng.integers(97, 123, (400_000, length), dtype=np.uint64)   # a..z
+    strings = rng.integers(low, high, (400_000, length), dtype=np.uint64)   # a..z by default
     h = np.zeros(len(strings), np.uint64)
     for column in strings.T:
         h = (h * np.uint64(device_merge.P) + column) & np.uint64(0xFFFFFFFF)
@@ -178,20 +178,23 @@ def colliding_pair(length: int, seed: int) -> tuple[bytes, bytes]:
     raise AssertionError("no collision among the strings drawn; draw more")
 
 
-def test_a_hash_collision_never_merges_into_the_wrong_token():
+@pytest.mark.parametrize("length", [4, 8])
+def test_a_hash_collision_never_merges_into_the_wrong_token(length):
     # `made` is a token and `twin` (same length, same hash) is not, though both halves of each are:
-    # joining twin's halves finds made's slot (same hash, same length), and only the bytes differ
-    made, twin = colliding_pair(8, seed=0)
+    # joining twin's halves finds made's slot (same hash, same length), and only the bytes differ.
+    # Four bytes is the shortest length at which the hash has collisions (three bytes: none).
+    made, twin = colliding_pair(length, seed=0) if length == 8 else colliding_pair(4, seed=0, low=0, high=256)
     assert int(token_hashes([made])[0]) == int(token_hashes([twin])[0]) and made != twin
     tokens = [bytes([b]) for b in range(256)]
     for word in (made, twin):
-        for size in (2, 4):
-            tokens += [word[i:i + size] for i in range(0, 8, size) if word[i:i + size] not in tokens]
+        for size in (2, 4)[:length // 4]:
+            tokens += [word[i:i + size] for i in range(0, length, size) if word[i:i + size] not in tokens]
     tokens.append(made)
     encode = chunk_encoder(range(256), rank_pair_table(tokens))
     merger = DeviceMerger(range(256), tokens=tokens)
+    half = length // 2
     assert merger.merge([made, twin]) == [tuple(encode(made)), tuple(encode(twin))]
-    assert merger.merge([twin]) == [(tokens.index(twin[:4]), tokens.index(twin[4:]))]
+    assert merger.merge([twin]) == [(tokens.index(twin[:half]), tokens.index(twin[half:]))]
 
 
 def test_ids_past_the_packed_range_are_refused_and_stay_in_python():
