@@ -1,18 +1,26 @@
-"""Where the merge kernel starts to pay: one ``encode_ordinary`` call, Python loop against kernel,
-as a function of the new bytes the call brings (``BPETokenizer.kernel_min_bytes``).
+"""Where the BPE kernels start to pay: one ``encode_ordinary`` call, host against device, by size.
 
-    python benchmarks/bpe_threshold.py          # ~1 min; cl100k_base on the held-out texts
+    python benchmarks/bpe_threshold.py          # ~2 min; cl100k_base on the held-out texts
 
-Two copies of cl100k_base encode the same windows of held-out text (English prose, code,
-multilingual) in turn, one with ``kernel_min_bytes=None`` (the Python loop), one with ``0``
-(every call's new chunks to the kernel). Both have seen the same earlier windows, so each
-call finds the same chunks new. Windows grow from a few characters to 128 kilobytes;
-each call is timed (CPU time, the kernel's worker threads included, and wall), the order
-of the two alternating. Calls are grouped by their new bytes (powers of two); the table
-gives each group's median time per call and the ratio. The threshold is the smallest group
-from which the kernel's median CPU time is at most ``MARGIN`` (95 %) of the loop's in every group
-above it, for every kind (CPU time, as ``bench_tokenizer.py`` compares; wall time on a shared machine adds the wait
-for PoCL's worker threads to be scheduled, and is shown beside it).
+Two thresholds of ``BPETokenizer``, each measured by two copies of cl100k_base encoding the
+same windows of held-out text (English prose, code, multilingual) in turn, the order of the
+two alternating. Windows grow from a few characters to 128 kilobytes; each call is timed (CPU
+time, the kernel's worker threads included, and wall). Both copies have seen the same earlier
+windows, so the host's chunk cache is as warm as a tokenizer's that has encoded them: the
+situation of a tokenizer working through a dataset.
+
+* ``text`` (``kernel_text_min_bytes``): the whole call on the device (split, merges, gather;
+  ``0``) against the host path (the regex split, the chunk cache, new chunks merged by the
+  Python loop or the merge kernel; ``None``). Calls are grouped by their UTF-8 bytes.
+* ``chunks`` (``kernel_min_bytes``, with the whole-call path off in both copies): a call's new
+  chunks merged by the kernel (``0``) against the Python loop (``None``). Calls are grouped by
+  the new bytes they bring.
+
+Groups are powers of two; the table gives each group's median time per call and the ratio.
+A threshold is the smallest group from which the device's median CPU time is at most
+``MARGIN`` (95 %) of the host's in every group above it, for every kind (CPU time, as
+``bench_tokenizer.py`` compares; wall time on a shared machine adds the wait for PoCL's worker
+threads to be scheduled, and is shown beside it).
 """
 
 from __future__ import annotations
@@ -60,62 +68,77 @@ def timed(fn):
     return time.process_time() - cpu, time.perf_counter() - wall, out
 
 
+def measure(kind: str, docs: list[str], which: str, rng, calls: int, path: Path) -> dict[int, dict]:
+    """Median CPU and wall seconds per call of the host and the device copy, by size group."""
+    host = BPETokenizer.from_tiktoken_file(path, GPT4_PATTERN)
+    device = BPETokenizer.from_tiktoken_file(path, GPT4_PATTERN)
+    if which == "text":
+        host.kernel_text_min_bytes, device.kernel_text_min_bytes = None, 0
+    else:
+        host.kernel_text_min_bytes = device.kernel_text_min_bytes = None
+        host.kernel_min_bytes, device.kernel_min_bytes = None, 0
+    device.encode_ordinary(" zqxqzjkv vkqvkqwz")      # the tables and the programs, outside the timing
+    host.encode_ordinary(" zqxqzjkv vkqvkqwz")
+    groups: dict[int, dict[str, list[float]]] = {}
+    for i, text in enumerate(windows(docs, rng, calls)):
+        n = len(text.encode()) if which == "text" else new_bytes(host, text)
+        if n == 0:
+            continue
+        runs = {}
+        for name, tok in ((("host", host), ("device", device)) if i % 2 else (("device", device), ("host", host))):
+            cpu, wall, ids = timed(lambda t=tok: t.encode_ordinary(text))
+            runs[name] = (cpu, wall, ids)
+        assert runs["host"][2] == runs["device"][2], f"{kind}: the two paths disagree"
+        group = groups.setdefault(1 << (n.bit_length() - 1),
+                                  {k: [] for k in ("host_cpu", "device_cpu", "host_wall", "device_wall")})
+        for name in ("host", "device"):
+            group[f"{name}_cpu"].append(runs[name][0])
+            group[f"{name}_wall"].append(runs[name][1])
+    return {g: {k: statistics.median(v) for k, v in d.items()} | {"calls": len(d["host_cpu"])}
+            for g, d in sorted(groups.items())}
+
+
+def report(which: str, rows: dict[str, dict[int, dict]]) -> int:
+    """Print one table; return its threshold."""
+    unit = "bytes" if which == "text" else "new bytes"
+    print(f"\n{which}: one encode_ordinary call, median µs per call by {unit} (CPU time; wall in parentheses)")
+    print(f"{'kind':<13} {unit:>10} {'calls':>5} {'host':>16} {'device':>16} {'device/host':>14}")
+    threshold = 0
+    for kind, groups in rows.items():   # CPU time, as bench_tokenizer.py's ratios; wall is shown
+        losing = [g for g, r in groups.items() if r["device_cpu"] > MARGIN * r["host_cpu"]]
+        threshold = max(threshold, 2 * max(losing) if losing else 0)
+        for g, r in groups.items():
+            print(f"{kind:<13} {g:>10} {r['calls']:>5} {r['host_cpu'] * 1e6:>7.0f} ({r['host_wall'] * 1e6:>6.0f}) "
+                  f"{r['device_cpu'] * 1e6:>7.0f} ({r['device_wall'] * 1e6:>6.0f}) "
+                  f"{r['device_cpu'] / r['host_cpu']:>6.2f} ({r['device_wall'] / r['host_wall']:.2f})")
+    print(f"{which}: the device takes at most {MARGIN:.0%} of the host's CPU time in every group from "
+          f"{threshold} {unit} up, for every kind")
+    return threshold
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=400, help="windows per kind")
+    parser.add_argument("--which", choices=("text", "chunks", "both"), default="both")
     parser.add_argument("--out", type=Path, default=corpus.DATA / "bpe_threshold.json")
     args = parser.parse_args()
     path = cl100k_path()
-    base = BPETokenizer.from_tiktoken_file(path, GPT4_PATTERN, expected_sha256=CL100K_SHA256)
+    BPETokenizer.from_tiktoken_file(path, GPT4_PATTERN, expected_sha256=CL100K_SHA256)   # the file checks out
     dev = nl.device()
     env = {"cpu": cpu_name(), "device": dev.name, "compiler_cpu": dev.compiler_cpu, "loadavg_start": load_average(),
            "date": time.strftime("%Y-%m-%d %H:%M")}
     print(f"CPU: {env['cpu']}; device {env['device']} (PoCL target {env['compiler_cpu']}); "
           f"load average {env['loadavg_start']}")
-    rng = np.random.default_rng(0)
-    rows = {}
-    for kind in KINDS:
-        docs = corpus.load("heldout", kind)
-        python = BPETokenizer.from_tiktoken_file(path, GPT4_PATTERN)
-        kernel = BPETokenizer.from_tiktoken_file(path, GPT4_PATTERN)
-        python.kernel_min_bytes, kernel.kernel_min_bytes = None, 0
-        kernel.encode_ordinary(" zqxqzjkv vkqvkqwz")      # the tables and the program, outside the timing
-        groups: dict[int, dict[str, list[float]]] = {}
-        for i, text in enumerate(windows(docs, rng, args.calls)):
-            n = new_bytes(python, text)
-            if n == 0:
-                continue
-            runs = {}
-            for name, tok in ((("python", python), ("kernel", kernel)) if i % 2 else
-                              (("kernel", kernel), ("python", python))):
-                cpu, wall, ids = timed(lambda t=tok: t.encode_ordinary(text))
-                runs[name] = (cpu, wall, ids)
-            assert runs["python"][2] == runs["kernel"][2], "the two paths disagree"
-            group = groups.setdefault(1 << (n.bit_length() - 1), {k: [] for k in
-                                                                   ("python_cpu", "kernel_cpu", "python_wall", "kernel_wall")})
-            for name in ("python", "kernel"):
-                group[f"{name}_cpu"].append(runs[name][0])
-                group[f"{name}_wall"].append(runs[name][1])
-        rows[kind] = {g: {k: statistics.median(v) for k, v in d.items()} | {"calls": len(d["python_cpu"])}
-                      for g, d in sorted(groups.items())}
-    print("\nOne encode_ordinary call, median µs per call by new bytes (CPU time; wall in parentheses)")
-    print(f"{'kind':<13} {'new bytes':>10} {'calls':>5} {'python':>16} {'kernel':>16} {'kernel/python':>14}")
-    threshold = 0
-    for kind, groups in rows.items():   # CPU time, as bench_tokenizer.py's ratios; wall is shown
-        losing = [g for g, r in groups.items() if r["kernel_cpu"] > MARGIN * r["python_cpu"]]
-        threshold = max(threshold, 2 * max(losing) if losing else 0)
-        for g, r in groups.items():
-            print(f"{kind:<13} {g:>10} {r['calls']:>5} {r['python_cpu'] * 1e6:>7.0f} ({r['python_wall'] * 1e6:>6.0f}) "
-                  f"{r['kernel_cpu'] * 1e6:>7.0f} ({r['kernel_wall'] * 1e6:>6.0f}) "
-                  f"{r['kernel_cpu'] / r['python_cpu']:>6.2f} ({r['kernel_wall'] / r['python_wall']:.2f})")
+    out = {"environment": env}
+    for which in ("text", "chunks") if args.which == "both" else (args.which,):
+        rng = np.random.default_rng(0)
+        rows = {kind: measure(kind, corpus.load("heldout", kind), which, rng, args.calls, path) for kind in KINDS}
+        out[which] = {"threshold": report(which, rows),
+                      "groups": {k: {str(g): r for g, r in v.items()} for k, v in rows.items()}}
     env["loadavg_end"] = load_average()
-    print(f"\nthe kernel takes at most {MARGIN:.0%} of the loop's CPU time in every group from {threshold} new "
-          f"bytes up, for every kind; "
-          f"load average at the end {env['loadavg_end']}")
+    print(f"\nload average at the end {env['loadavg_end']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"environment": env, "threshold": threshold,
-                                    "groups": {k: {str(g): r for g, r in v.items()} for k, v in rows.items()}},
-                                   indent=2) + "\n")
+    args.out.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {args.out}")
 
 

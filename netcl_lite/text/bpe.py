@@ -73,7 +73,7 @@ KERNEL_MIN_BYTES = 1024
 #: A call whose text holds at least this many UTF-8 bytes is split and merged on the device in
 #: one pass (``DeviceMerger.merge_text``) when the tokenizer follows tiktoken's rule with
 #: :data:`GPT4_PATTERN`; measured by ``benchmarks/bpe_threshold.py`` like the one above.
-KERNEL_TEXT_MIN_BYTES = 4096
+KERNEL_TEXT_MIN_BYTES = 2048
 
 
 class _LoneSurrogate(Exception):
