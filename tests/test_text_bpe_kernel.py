@@ -397,20 +397,34 @@ def small_twins(small):
     return on_device(small), twins(small)[1]
 
 
+@pytest.fixture(params=["one launch", "three launches"])
+def launches(request, monkeypatch):
+    """Both ways merge_text runs: one work-group for a short text, three kernels for a long one."""
+    if request.param == "three launches":
+        monkeypatch.setattr(device_merge, "ONE_GROUP_BYTES", 0)
+    return request.param
+
+
 @settings(max_examples=300, deadline=None)
 @given(text=TRICKY_TEXT)
 def test_whole_call_path_equals_the_python_path(small_twins, text):
     device, python = small_twins
-    assert device.encode_ordinary(text) == python.encode_ordinary(text)
+    expected = python.encode_ordinary(text)
+    assert device.encode_ordinary(text) == expected
+    one_group, device_merge.ONE_GROUP_BYTES = device_merge.ONE_GROUP_BYTES, 0   # the three-launch path too
+    try:
+        assert device.encode_ordinary(text) == expected
+    finally:
+        device_merge.ONE_GROUP_BYTES = one_group
 
 
 @pytest.mark.parametrize("text", HARD_STRINGS + EDGE_CASES)
-def test_whole_call_path_on_the_stress_strings(small_twins, text):
+def test_whole_call_path_on_the_stress_strings(small_twins, text, launches):
     device, python = small_twins
     assert device.encode_ordinary(text) == python.encode_ordinary(text)
 
 
-def test_whole_call_path_splices_long_chunks_from_the_python_loop(small):
+def test_whole_call_path_splices_long_chunks_from_the_python_loop(small, launches):
     _, python = twins(small)
     tok = on_device(small)
     seen = []
@@ -491,7 +505,7 @@ def cl100k_on_device(cl100k):
 
 
 @pytest.mark.parametrize("kind", ["english", "code", "multilingual", "edge"])
-def test_cl100k_whole_call_path_identical_to_tiktoken(cl100k, cl100k_on_device, texts, kind):  # noqa: F811
+def test_cl100k_whole_call_path_identical_to_tiktoken(cl100k, cl100k_on_device, texts, kind, launches):  # noqa: F811
     _, enc = cl100k
     fresh = cl100k_on_device
     differ = [doc for doc in texts[kind] if fresh.encode_ordinary(doc) != enc.encode_ordinary(doc)]
@@ -505,7 +519,7 @@ def test_cl100k_whole_call_path_identical_to_tiktoken_on_random_text(cl100k, cl1
     assert cl100k_on_device.encode_ordinary(text) == cl100k[1].encode_ordinary(text)
 
 
-def test_a_chunk_that_is_a_token_is_that_token_on_the_device():
+def test_a_chunk_that_is_a_token_is_that_token_on_the_device(launches):
     import tiktoken
     # merging "abcd" by rank stops at [ab, c, d] (ab first, then nothing joins), yet it is a token
     ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"bc": 257, b"bcd": 258, b"abcd": 259}

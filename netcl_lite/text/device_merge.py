@@ -303,10 +303,11 @@ class DeviceMerger:
         return ids, longs
 
     def _scratch(self, name: str, nbytes: int):
-        """A device buffer of at least ``nbytes`` kept between calls (reallocated, doubling, when short)."""
+        """A device buffer of at least ``nbytes`` kept between calls: the first of the exact size (so
+        that Oclgrind sees a kernel that writes past it), then doubling when short."""
         found = self._buffers.get(name)
         if found is None or found.size < nbytes:
-            size = max(nbytes, 2 * found.size if found is not None else 4096)
+            size = max(nbytes, 2 * found.size) if found is not None else nbytes
             found = self._buffers[name] = self._cl.Buffer(self.device.context, self._cl.mem_flags.READ_WRITE, size)
         return found
 

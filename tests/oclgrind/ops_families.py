@@ -16,7 +16,7 @@ import numpy as np
 import netcl_lite as nl
 from netcl_lite import autograd as ag
 from netcl_lite import reference as ref
-from netcl_lite.text import BPETokenizer
+from netcl_lite.text import BPETokenizer, device_merge
 from netcl_lite.text.device_merge import DeviceMerger
 
 # the modules, not the functions of the same names that netcl_lite.ops exports
@@ -120,9 +120,12 @@ if kernel_ids != python_ids:
 text_tok = pickle.loads(pickle.dumps(bpe_tok))
 text_tok.kernel_text_min_bytes = 0
 whole_text = bpe_text + "x" * 300 + " it's THEY'LL\r\n  \t12345 ..!\n\n 𝐀𝟎 " + "é" * 129 + " end  "
-text_ids = text_tok.encode_ordinary(whole_text)
+text_ids = text_tok.encode_ordinary(whole_text)                    # one launch, one work-group
 if text_ids != bpe_tok.encode_ordinary(whole_text):
     misses.append(f"bpe (whole call): ids {text_ids} differ from the Python loop's")
+device_merge.ONE_GROUP_BYTES = 0                                     # three launches, many work-groups
+if text_tok.encode_ordinary(whole_text) != text_ids:
+    misses.append("bpe (whole call): three launches and one disagree")
 listed = DeviceMerger(range(256), merges=[(97, 98, 256), (256, 99, 257), (98, 98, 258)])
 listed_ids = listed.merge([b"abc", b"xab", b"abbb", b"a"])
 if listed_ids != [(257,), (120, 256), (256, 258), (97,)]:
