@@ -97,6 +97,7 @@ inline uint bpe_lookup(__global const uint2 *table, const uint shift, const uint
 }
 
 
+// --8<-- [start:bpe_merge_chunks]
 // One chunk's merges (for bpe_merge_chunks and bpe_merge_split). Under tiktoken's rule a chunk
 // whose bytes are a token is that token, before any merge (tiktoken's rule says so: merging by
 // rank need not reach it in every vocabulary).
@@ -159,7 +160,6 @@ inline void bpe_merge_one(__global const uchar *text, __global const uint *start
     *count = len;
 }
 
-// --8<-- [start:bpe_merge_chunks]
 __kernel void bpe_merge_chunks(__global const uchar *text, __global const uint *starts, const uint n_chunks,
                                __global const uint *byte_ids, __global const uint *byte_pairs, const uint listed,
                                __global const uint2 *index, const uint index_mask,       // tiktoken's rule
@@ -267,6 +267,7 @@ inline uint bpe_run(__global const uchar *t, uint p, const uint n, __global cons
     return p;
 }
 
+// --8<-- [start:bpe_split]
 // GPT-4's pattern, alternative by alternative, first match wins:
 //   '(?i:[sdmt]|ll|ve|re) | [^\r\n\p{L}\p{N}]?+\p{L}++ | \p{N}{1,3}+ | ' '?[^\s\p{L}\p{N}]++[\r\n]*+
 //   | \s++$ | \s*[\r\n] | \s+(?!\S) | \s
@@ -328,6 +329,7 @@ inline uint bpe_split(__global const uchar *t, const uint n, __global const ucha
     starts[count] = n;
     return count;
 }
+// --8<-- [end:bpe_split]
 
 // The splitter alone: starts[0 .. n_chunks] (DeviceMerger.split_text).
 __kernel void bpe_split_cl100k(__global const uchar *t, const uint n, __global const uchar *classes,
@@ -382,6 +384,7 @@ __kernel void bpe_gather_ids(__global const uint *starts, __global const uint *n
     if (get_global_id(0) == 0) bpe_gather(starts, *n_chunks_buf, out, result, longs);
 }
 
+// --8<-- [start:bpe_encode_text]
 // All three in one work-group, one launch: a short text, where a launch costs more than its merges.
 __kernel void bpe_encode_text(__global const uchar *text, const uint n, __global const uchar *classes,
                               __global uint *starts, __global const uint *byte_ids,
@@ -402,3 +405,4 @@ __kernel void bpe_encode_text(__global const uchar *text, const uint n, __global
     barrier(CLK_GLOBAL_MEM_FENCE);
     if (lid == 0) bpe_gather(starts, count, out, result, longs);
 }
+// --8<-- [end:bpe_encode_text]

@@ -19,7 +19,7 @@ import pytest
 
 import doc_blocks
 from netcl_lite import budget, reference, sampling, scaling
-from netcl_lite.text import bpe
+from netcl_lite.text import bpe, device_merge
 
 WORDS = {2: "two", 3: "three", 8: "eight"}
 
@@ -100,6 +100,10 @@ PROSE = [
     ("chapter-7.md", "where the 42 tokens come from", lambda: f"where the {_chapter7_text_counts()[2]} tokens come from"),
     ("chapter-7.md", "(1,024 by default, measured in `benchmarks/bpe_threshold.py`)",
      lambda: f"({bpe.KERNEL_MIN_BYTES:,} by default, measured in `benchmarks/bpe_threshold.py`)"),
+    ("chapter-7.md", "`kernel_text_min_bytes` UTF-8 bytes (2,048 by default",
+     lambda: f"`kernel_text_min_bytes` UTF-8 bytes ({bpe.KERNEL_TEXT_MIN_BYTES:,} by default"),
+    ("chapter-7.md", "A text of up to 64 KiB takes one",
+     lambda: f"A text of up to {device_merge.ONE_GROUP_BYTES // 1024} KiB takes one"),
     ("chapter-7.md", r"leaves \(\sigma^4\) (16 at \(\sigma = 2\))", lambda: rf"leaves \(\sigma^4\) ({2 ** 4} at \(\sigma = 2\))"),
     ("chapter-7.md", r"\(\mathrm{CE} = -\ln(1/8) = \ln 8 \approx 2.079\)",
      lambda: rf"\(\mathrm{{CE}} = -\ln(1/8) = \ln 8 \approx {math.log(8):.3f}\)"),

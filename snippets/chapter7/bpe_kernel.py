@@ -25,25 +25,32 @@ tok.train_from_iterator([text(0, 4000)], vocab_size=256 + 512)
 document = text(1, 8000)  # held out: other words of the same scripts
 
 
-def cold_encode(kernel_min_bytes):
+PATHS = {  # (kernel_min_bytes, kernel_text_min_bytes); None: never that kernel, 0: always
+    "Python loop": (None, None),
+    "merge kernel": (0, None),  # the call's new chunks, merged on the device
+    "whole call": (None, 0),  # split, merges and ids, all on the device
+}
+
+
+def cold_encode(path):
     fresh = pickle.loads(pickle.dumps(tok))  # a fresh copy: an empty chunk cache
-    fresh.kernel_min_bytes = kernel_min_bytes  # None: the Python loop only; 0: the kernel
+    fresh.kernel_min_bytes, fresh.kernel_text_min_bytes = PATHS[path]
     start = time.process_time()  # CPU time, the kernel's threads included
     ids = fresh.encode_ordinary(document)
     return time.process_time() - start, ids
 
 
-times = {"python": [], "kernel": []}
+times = {path: [] for path in PATHS}
 for _ in range(3):  # interleaved rounds; medians below
-    t_python, ids_python = cold_encode(None)
-    t_kernel, ids_kernel = cold_encode(0)
-    assert ids_kernel == ids_python  # the kernel is exact: the same ids
-    times["python"].append(t_python)
-    times["kernel"].append(t_kernel)
-python_s = statistics.median(times["python"])
-kernel_s = statistics.median(times["kernel"])
+    ids = {}
+    for path in PATHS:
+        seconds, ids[path] = cold_encode(path)
+        times[path].append(seconds)
+    assert ids["merge kernel"] == ids["whole call"] == ids["Python loop"]  # exact: the same ids
+loop_s = statistics.median(times["Python loop"])
 n_bytes = len(document.encode("utf-8"))
-print(f"{n_bytes:,} bytes of new words -> {len(ids_kernel):,} tokens, identical on both paths")
-print(f"Python loop: {python_s * 1e3:5.1f} ms CPU")
-print(f"kernel:      {kernel_s * 1e3:5.1f} ms CPU (its table built once, on the first call, inside)")
-print(f"speedup:     {python_s / kernel_s:.1f}x")
+print(f"{n_bytes:,} bytes of new words -> {len(ids['Python loop']):,} tokens, identical on all three paths")
+for path in PATHS:
+    seconds = statistics.median(times[path])
+    print(f"{path + ':':<14}{seconds * 1e3:6.1f} ms CPU, {loop_s / seconds:4.1f}x the loop's speed")
+print("(each kernel path builds its table on the device once, in its first call, inside the time)")
