@@ -331,26 +331,81 @@ inline uint bpe_split(__global const uchar *t, const uint n, __global const ucha
 }
 // --8<-- [end:bpe_split]
 
-// The splitter alone: starts[0 .. n_chunks] (DeviceMerger.split_text).
-__kernel void bpe_split_cl100k(__global const uchar *t, const uint n, __global const uchar *classes,
-                               __global uint *starts, __global uint *n_chunks)
+// The slots of `seen` for `count` chunks: the smallest power of two at least twice the count.
+inline uint bpe_seen_mask(const uint count)
 {
-    if (get_global_id(0) == 0) *n_chunks = bpe_split(t, n, classes, starts);
+    uint size = 2;
+    while (size < 2 * count) size <<= 1;
+    return size - 1;
 }
 
-// The chunks that bpe_split_cl100k found, work-item g taking chunks g, g + G, ... (G work-items).
-__kernel void bpe_merge_split(__global const uchar *text, __global const uint *starts,
-                              __global const uint *n_chunks_buf, __global const uint *byte_ids,
-                              __global const uint *byte_pairs, const uint listed,
-                              __global const uint2 *index, const uint index_mask, __global const uchar *bytes,
-                              __global const uint *offsets, __global const uint *powers,
-                              __global const uint2 *table, const uint shift, __global const uint *merged_of,
-                              __global uint *out)
+// The splitter alone: starts[0 .. n_chunks] (DeviceMerger.split_text).
+__kernel void bpe_split_cl100k(__global const uchar *t, const uint n, __global const uchar *classes,
+                               __global uint *starts, __global uint *head)
 {
-    const uint n_chunks = *n_chunks_buf;
+    if (get_global_id(0) != 0) return;
+    head[0] = bpe_split(t, n, classes, starts);     // the chunks, and the mask of `seen` for them
+    head[1] = bpe_seen_mask(head[0]);
+}
+
+// A call repeats its chunks (a text of 165,459 chunks held 26,599 different ones), so each
+// chunk first claims its bytes in `seen`, an open-addressed table of chunk numbers (2^k slots,
+// at least twice the chunks, all ones when empty, keyed by the chunk's hash). The first chunk
+// to claim a slot merges; a chunk that finds the same bytes there leaves BPE_SAME | that
+// chunk's number as its count, and the gather copies that chunk's ids. Equal chunks probe the
+// same slots in the same order, so exactly one of them claims one.
+#define BPE_SAME 0x80000000u
+
+inline uint bpe_claim(__global const uchar *text, __global const uint *starts, const uint c,
+                      volatile __global uint *seen, const uint mask)
+{
+    const uint start = starts[c], n = starts[c + 1] - start;
+    uint h = 0;
+    for (uint i = 0; i < n; ++i) h = h * BPE_P + text[start + i];
+    uint slot = bpe_mix(h, n) & mask;
+    for (uint probe = 0; probe <= mask; ++probe, slot = (slot + 1) & mask) {
+        const uint other = atomic_cmpxchg(&seen[slot], BPE_EMPTY, c);
+        if (other == BPE_EMPTY) return c;                       // the first: it merges
+        const uint at = starts[other];
+        if (starts[other + 1] - at != n) continue;
+        uint same = 1;
+        for (uint i = 0; i < n && same; ++i) same = text[at + i] == text[start + i];
+        if (same) return other;
+    }
+    return c;                                                   // a full table (never: 2x the chunks)
+}
+
+// One chunk of a whole call: claimed, then merged, or pointed at the chunk that merges its bytes.
+inline void bpe_dedup_merge(__global const uchar *text, __global const uint *starts, const uint n_chunks,
+                            const uint c, volatile __global uint *seen, const uint mask,
+                            __global const uint *byte_ids, __global const uint *byte_pairs,
+                            __global const uint2 *index, const uint index_mask, __global const uchar *bytes,
+                            __global const uint *offsets, __global const uint *powers, __global uint *out)
+{
+    const uint first = bpe_claim(text, starts, c, seen, mask);
+    if (first != c) { out[starts[n_chunks] + c] = BPE_SAME | first; return; }
+    bpe_merge_one(text, starts, n_chunks, c, byte_ids, byte_pairs, 0, index, index_mask, bytes, offsets,
+                  powers, index, 0, byte_ids, out);   // tiktoken's rule: a merge list's tables are not read
+}
+
+// The long-text path, after bpe_split_cl100k: `head` = (the chunks, the mask of `seen`).
+__kernel void bpe_clear_seen(__global const uint *head, __global uint *seen)
+{
+    const uint mask = head[1];
+    for (uint i = get_global_id(0); i <= mask; i += get_global_size(0)) seen[i] = BPE_EMPTY;
+}
+
+// Work-item g takes chunks g, g + G, ... (G work-items).
+__kernel void bpe_merge_split(__global const uchar *text, __global const uint *starts,
+                              __global const uint *head, volatile __global uint *seen,
+                              __global const uint *byte_ids, __global const uint *byte_pairs,
+                              __global const uint2 *index, const uint index_mask, __global const uchar *bytes,
+                              __global const uint *offsets, __global const uint *powers, __global uint *out)
+{
+    const uint n_chunks = head[0], mask = head[1];
     for (uint c = get_global_id(0); c < n_chunks; c += get_global_size(0))
-        bpe_merge_one(text, starts, n_chunks, c, byte_ids, byte_pairs, listed, index, index_mask, bytes,
-                      offsets, powers, table, shift, merged_of, out);
+        bpe_dedup_merge(text, starts, n_chunks, c, seen, mask, byte_ids, byte_pairs, index, index_mask, bytes,
+                        offsets, powers, out);
 }
 
 // Every chunk's ids, in order, into result[2 ..]; a chunk too long for the kernel (count 0) leaves
@@ -363,10 +418,11 @@ inline void bpe_gather(__global const uint *starts, const uint n_chunks, __globa
     __global uint *ids = result + 2;
     uint k = 0, n_long = 0;
     for (uint c = 0; c < n_chunks; ++c) {
-        const uint start = starts[c], count = counts[c];
+        const uint own = counts[c], from = own & BPE_SAME ? own & ~BPE_SAME : c;   // who merged its bytes
+        const uint start = starts[from], count = counts[from];
         if (count == 0) {
             ids[k++] = BPE_EMPTY;
-            longs[2 * n_long] = start;
+            longs[2 * n_long] = starts[c];
             longs[2 * n_long + 1] = starts[c + 1];
             ++n_long;
         }
@@ -378,31 +434,32 @@ inline void bpe_gather(__global const uint *starts, const uint n_chunks, __globa
 
 // The steps after the split as kernels of their own: a long text, whose merges fill many work-groups.
 
-__kernel void bpe_gather_ids(__global const uint *starts, __global const uint *n_chunks_buf,
+__kernel void bpe_gather_ids(__global const uint *starts, __global const uint *head,
                              __global const uint *out, __global uint *result, __global uint *longs)
 {
-    if (get_global_id(0) == 0) bpe_gather(starts, *n_chunks_buf, out, result, longs);
+    if (get_global_id(0) == 0) bpe_gather(starts, head[0], out, result, longs);
 }
 
 // --8<-- [start:bpe_encode_text]
 // All three in one work-group, one launch: a short text, where a launch costs more than its merges.
 __kernel void bpe_encode_text(__global const uchar *text, const uint n, __global const uchar *classes,
-                              __global uint *starts, __global const uint *byte_ids,
-                              __global const uint *byte_pairs, const uint listed,
+                              __global uint *starts, volatile __global uint *seen,
+                              __global const uint *byte_ids, __global const uint *byte_pairs,
                               __global const uint2 *index, const uint index_mask, __global const uchar *bytes,
                               __global const uint *offsets, __global const uint *powers,
-                              __global const uint2 *table, const uint shift, __global const uint *merged_of,
                               __global uint *out, __global uint *result, __global uint *longs)
 {
     __local uint n_chunks;
-    const uint lid = get_local_id(0);
-    if (lid == 0) n_chunks = bpe_split(text, n, classes, starts);
+    const uint lid = get_local_id(0), size = get_local_size(0);
+    if (lid == 0) n_chunks = bpe_split(text, n, classes, starts);     // 1. split
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    const uint count = n_chunks;
-    for (uint c = lid; c < count; c += get_local_size(0))
-        bpe_merge_one(text, starts, count, c, byte_ids, byte_pairs, listed, index, index_mask, bytes, offsets,
-                      powers, table, shift, merged_of, out);
+    const uint count = n_chunks, mask = bpe_seen_mask(count);
+    for (uint i = lid; i <= mask; i += size) seen[i] = BPE_EMPTY;
     barrier(CLK_GLOBAL_MEM_FENCE);
-    if (lid == 0) bpe_gather(starts, count, out, result, longs);
+    for (uint c = lid; c < count; c += size)                          // 2. merge, each chunk's bytes once
+        bpe_dedup_merge(text, starts, count, c, seen, mask, byte_ids, byte_pairs, index, index_mask, bytes,
+                        offsets, powers, out);
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (lid == 0) bpe_gather(starts, count, out, result, longs);     // 3. gather the ids in order
 }
 // --8<-- [end:bpe_encode_text]

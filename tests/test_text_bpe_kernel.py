@@ -513,8 +513,10 @@ def test_cl100k_whole_call_path_identical_to_tiktoken(cl100k, cl100k_on_device, 
     assert len(fresh._cache) == len(fresh._seed)           # nothing went through the cache
 
 
+# unassigned code points (category Cn) are left out: the regex package's Unicode is newer than
+# tiktoken's, and some of them are letters to one and not the other (U+3D000, for one)
 @settings(max_examples=300, deadline=None)
-@given(text=RANDOM_TEXT | TRICKY_TEXT)
+@given(text=RANDOM_TEXT | st.text(alphabet=TRICKY, max_size=80))
 def test_cl100k_whole_call_path_identical_to_tiktoken_on_random_text(cl100k, cl100k_on_device, text):
     assert cl100k_on_device.encode_ordinary(text) == cl100k[1].encode_ordinary(text)
 

@@ -266,29 +266,35 @@ class DeviceMerger:
             return np.zeros(0, np.uint32), []
         if self._split_kernels is None:
             self._split_kernels = self._build_split()
-        one, merge, gather, classes = self._split_kernels
+        one, clear, merge, gather, classes = self._split_kernels
         # the text in a buffer of its own: made from host memory it costs ~1 µs, where a copy into
         # a kept buffer is a command for PoCL's worker threads (~25 µs)
         text_buf = cl.Buffer(self.device.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=data)
         starts_buf = self._scratch("starts", 4 * (n + 1))
+        seen_slots = 1 << (2 * n - 1).bit_length()                  # twice the most chunks n bytes can hold
+        seen_buf = self._scratch("seen", 4 * seen_slots)
         out_buf = self._scratch("out", 8 * n)                    # ids at each chunk's bytes, then counts
         result_buf = self._scratch("result", 4 * (n + 2))         # the number of ids and of long chunks, ids
         longs_buf = self._scratch("longs", 8 * (n // (MAX_CHUNK + 1) + 1))
+        tables = self._tables_tiktoken
         if n <= ONE_GROUP_BYTES:
-            one.set_args(text_buf, n, classes, starts_buf, *self._tables, out_buf, result_buf, longs_buf)
+            one.set_args(text_buf, n, classes, starts_buf, seen_buf, *tables, out_buf, result_buf, longs_buf)
             cl.enqueue_nd_range_kernel(queue, one, (LOCAL_SIZE,), (LOCAL_SIZE,))
             result = np.empty(n + 2, np.uint32)                   # one read brings the count and the ids
             cl.enqueue_copy(queue, result, result_buf, is_blocking=True)
             n_ids, n_long = int(result[0]), int(result[1])
             ids = result[2:2 + n_ids]
         else:
-            split, count_buf = self._split_one, self._scratch("count", 4)
-            split.set_args(text_buf, n, classes, starts_buf, count_buf)
+            split, head_buf = self._split_one, self._scratch("head", 8)
+            split.set_args(text_buf, n, classes, starts_buf, head_buf)
             cl.enqueue_nd_range_kernel(queue, split, (1,), (1,))
+            clear.set_args(head_buf, seen_buf)
+            cl.enqueue_nd_range_kernel(queue, clear, (min(-(-seen_slots // (8 * LOCAL_SIZE)), 256) * LOCAL_SIZE,),
+                                       (LOCAL_SIZE,))
             groups = min(-(-n // (8 * LOCAL_SIZE)), 256)         # ~8 bytes a work-item, at least
-            merge.set_args(text_buf, starts_buf, count_buf, *self._tables, out_buf)
+            merge.set_args(text_buf, starts_buf, head_buf, seen_buf, *tables, out_buf)
             cl.enqueue_nd_range_kernel(queue, merge, (groups * LOCAL_SIZE,), (LOCAL_SIZE,))
-            gather.set_args(starts_buf, count_buf, out_buf, result_buf, longs_buf)
+            gather.set_args(starts_buf, head_buf, out_buf, result_buf, longs_buf)
             cl.enqueue_nd_range_kernel(queue, gather, (1,), (1,))
             head = np.empty(2, np.uint32)
             cl.enqueue_copy(queue, head, result_buf, is_blocking=True)
@@ -322,13 +328,13 @@ class DeviceMerger:
         n = len(data)
         if self._split_kernels is None:
             self._split_kernels = self._build_split()
-        split, classes = self._split_one, self._split_kernels[3]
+        split, classes = self._split_one, self._split_kernels[-1]
         starts = np.empty(n + 1, np.uint32)
         if n == 0:
             return starts[:1] * 0
         starts_buf = cl.Buffer(context, cl.mem_flags.READ_WRITE, starts.nbytes)
-        count = np.empty(1, np.uint32)
-        count_buf = cl.Buffer(context, cl.mem_flags.READ_WRITE, 4)
+        count = np.empty(2, np.uint32)
+        count_buf = cl.Buffer(context, cl.mem_flags.READ_WRITE, 8)
         text_buf = cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=data)
         split.set_args(text_buf, n, classes, starts_buf, count_buf)
         cl.enqueue_nd_range_kernel(queue, split, (1,), (1,))
@@ -342,16 +348,18 @@ class DeviceMerger:
 
         cl = self._cl
         program = get_program(self.device.context, "bpe.cl", (f"-DBPE_MAX_CHUNK={MAX_CHUNK}",))
-        one, split, merge, gather = (cl.Kernel(program, name) for name in (
-            "bpe_encode_text", "bpe_split_cl100k", "bpe_merge_split", "bpe_gather_ids"))
-        tables = [None, None, np.uint32, None, np.uint32, None, None, None, None, np.uint32, None]  # self._tables
-        one.set_scalar_arg_dtypes([None, np.uint32, None, None, *tables, None, None, None])
+        one, split, clear, merge, gather = (cl.Kernel(program, name) for name in (
+            "bpe_encode_text", "bpe_split_cl100k", "bpe_clear_seen", "bpe_merge_split", "bpe_gather_ids"))
+        tables = [None, None, None, np.uint32, None, None, None]   # self._tables_tiktoken
+        one.set_scalar_arg_dtypes([None, np.uint32, None, None, None, *tables, None, None, None])
         split.set_scalar_arg_dtypes([None, np.uint32, None, None, None])
-        merge.set_scalar_arg_dtypes([None, None, None, *tables, None])
+        merge.set_scalar_arg_dtypes([None, None, None, None, *tables, None])
         self._split_one, self._buffers = split, {}
+        self._tables_tiktoken = (self._byte_ids, self._byte_pairs, self._index, self._index_mask, self._bytes,
+                                 self._offsets, self._powers)
         classes = cl.Buffer(self.device.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                             hostbuf=code_point_classes())
-        return one, merge, gather, classes
+        return one, clear, merge, gather, classes
 
     def index(self) -> np.ndarray:
         """tiktoken's rule: the device's index of the tokens, ``(2^k, 2)`` uint32 slots ``(id, hash)``."""
