@@ -530,3 +530,17 @@ def test_a_chunk_that_is_a_token_is_that_token_on_the_device(launches):
     text = "abcd abcd xabcd abcde"
     assert tok.encode_ordinary(text) == enc.encode_ordinary(text)
     assert tok.encode_ordinary("abcd") == [259] and tok._device_merger().merge([b"abcd"]) == [(259,)]
+
+
+def test_a_text_longer_than_the_device_takes_is_encoded_on_the_host(small, merger, monkeypatch):
+    _, python = twins(small)
+    tok = on_device(small)
+    calls = []
+    merge_text = tok._device_merger().merge_text
+    tok._merger.merge_text = lambda data: (calls.append(len(data)), merge_text(data))[1]
+    monkeypatch.setattr(device_merge, "MAX_TEXT_BYTES", 100)
+    text = "the river and the road " * 10                    # 230 bytes
+    assert tok.encode_ordinary(text) == python.encode_ordinary(text) and calls == []
+    assert tok.encode_ordinary(text[:100]) == python.encode_ordinary(text[:100]) and calls == [100]
+    with pytest.raises(ValueError, match="merge_text takes at most 100 bytes"):
+        merger.merge_text(text.encode())

@@ -372,12 +372,14 @@ class BPETokenizer:
         return ids
 
     def _encode_on_device(self, text: str) -> list[int] | None:
-        """The whole call on the device (:attr:`kernel_text_min_bytes`); ``None``: too short, or no device table."""
+        """The whole call on the device (:attr:`kernel_text_min_bytes`); ``None``: too short or too long
+        (:data:`~netcl_lite.text.device_merge.MAX_TEXT_BYTES`), or no device table."""
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:
             _lone_surrogate(text)
-        if len(data) < self._kernel_text_min_bytes or (merger := self._device_merger()) is None:
+        if not self._kernel_text_min_bytes <= len(data) <= device_merge.MAX_TEXT_BYTES or (
+                merger := self._device_merger()) is None:
             return None
         ids, longs = merger.merge_text(data)
         if not longs:

@@ -53,6 +53,9 @@ MAX_ID = (1 << 21) - 2
 #: The largest priority (a merge list's position) a slot holds: 22 bits.
 MAX_PRIORITY = (1 << 22) - 1
 LOCAL_SIZE = 64     # work-items per group (explicit: PoCL picks huge groups otherwise)
+#: The longest text ``merge_text`` takes: its buffers need ~33 bytes of device memory a byte of
+#: text. The tokenizer encodes a longer call on the host.
+MAX_TEXT_BYTES = 1 << 24
 #: A text of up to this many bytes is split, merged and gathered in one launch of one work-group
 #: (``DeviceMerger.merge_text``); a longer one spreads its merges over many work-groups.
 ONE_GROUP_BYTES = 1 << 16
@@ -262,6 +265,9 @@ class DeviceMerger:
             raise ValueError("merge_text follows tiktoken's rule; a merge list's merger has only merge()")
         cl, queue = self._cl, self.device.queue
         n = len(data)
+        if n > MAX_TEXT_BYTES:
+            raise ValueError(f"merge_text takes at most {MAX_TEXT_BYTES:,} bytes (MAX_TEXT_BYTES), got {n:,}; "
+                             f"encode a longer text in pieces, or on the host")
         if n == 0:
             return np.zeros(0, np.uint32), []
         if self._split_kernels is None:
