@@ -19,10 +19,13 @@ Prints four tables and writes ``benchmarks/data/bench_tokenizer.json``:
 5. one sentence: ``encode`` of single sentences (first seen, then again), µs per call,
    against tiktoken, so a short call is seen not to pay for the merge kernel.
 
-Encoding merges a call's new chunks with the OpenCL kernel of ``kernels/bpe.cl`` when they
-hold at least ``BPETokenizer.kernel_min_bytes`` (see ``bpe_threshold.py``); the cold pass
-therefore includes building the kernel's table on the device, once per loaded tokenizer.
-The device and the CPU PoCL compiles for are printed with the CPU.
+A document of at least ``BPETokenizer.kernel_text_min_bytes`` UTF-8 bytes is split, merged and
+gathered on the device by ``kernels/bpe.cl`` (cl100k_base has GPT-4's pattern), without the
+chunk cache, so its warm pass repeats that work; a shorter one takes the host path (the regex
+split, the cache, its new chunks merged by the Python loop, or by the merge kernel when they
+hold ``kernel_min_bytes``). See ``bpe_threshold.py``. The cold pass therefore includes building
+the kernels' table on the device, once per loaded tokenizer. The device and the CPU PoCL
+compiles for are printed with the CPU.
 
 Every contender runs in the same process, round after round in turn; the tables give
 medians. Ratios are of CPU time (``time.process_time``), which other processes on a

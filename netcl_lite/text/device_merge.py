@@ -8,6 +8,13 @@ work-item merges each chunk by the same rule, and the ids come back in chunk ord
 fill the chunk cache. The results are identical to the Python loop's; the tests compare
 them on every tokenizer test text, cl100k_base's held-out checks and random Unicode.
 
+For GPT-4's pattern under tiktoken's rule, :meth:`DeviceMerger.merge_text` takes a whole call
+instead: one work-item splits the UTF-8 text as the pattern does (:meth:`DeviceMerger.split_text`
+alone; each code point's class from :func:`~netcl_lite.text.patterns.code_point_classes`), each
+different chunk is merged once (the call's chunks claim their bytes in a table on the device),
+and one work-item gathers the ids; the tokenizer sends a call there from
+``kernel_text_min_bytes`` bytes, skipping its chunk cache.
+
 The tables live on the device, built there once per tokenizer and kept with it, plus a
 256 x 256 table of the byte pairs every chunk starts from:
 
