@@ -19,7 +19,12 @@ Text goes through three steps:
    becomes that token directly, as in tiktoken.
 
 Encoding keeps a bounded cache chunk -> ids, seeded with every token that
-is valid UTF-8, so a repeated chunk costs one dict lookup.
+is valid UTF-8, so a repeated chunk costs one dict lookup. Chunks new to the
+cache are merged by the Python loop, or, when a call brings many, by an OpenCL
+kernel (:attr:`BPETokenizer.kernel_min_bytes`). With :data:`GPT4_PATTERN` under
+tiktoken's rule, a long call (:attr:`BPETokenizer.kernel_text_min_bytes`) goes
+to the device whole instead: split, merged and gathered there, without the cache
+(:mod:`~netcl_lite.text.device_merge`).
 
 Files: :meth:`BPETokenizer.save`/:meth:`~BPETokenizer.load` (netcl_lite's own
 model file), tiktoken's ``.tiktoken`` (:meth:`~BPETokenizer.from_tiktoken_file`)
@@ -181,7 +186,8 @@ class BPETokenizer:
         costs more than the Python loop saves. ``0``: always the kernel; ``None``: never.
         The first launch also builds the kernel's tables on the device (an index of the tokens,
         or of a merge list's pairs: one pass over the vocabulary), once per tokenizer. Chunks longer than :data:`~netcl_lite.text.device_merge.MAX_CHUNK` bytes
-        always take the Python loop.
+        always take the Python loop. A call that :attr:`kernel_text_min_bytes` sends to the device
+        whole never gets here.
 
         >>> tok = BPETokenizer(); tok.kernel_min_bytes = None; tok.encode("hi")
         [104, 105]
