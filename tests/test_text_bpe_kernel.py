@@ -544,3 +544,16 @@ def test_a_text_longer_than_the_device_takes_is_encoded_on_the_host(small, merge
     assert tok.encode_ordinary(text[:100]) == python.encode_ordinary(text[:100]) and calls == [100]
     with pytest.raises(ValueError, match="merge_text takes at most 100 bytes"):
         merger.merge_text(text.encode())
+
+
+def test_threads_sharing_a_tokenizer_get_their_own_ids(small):
+    # the merger's kernels hold their arguments and its buffers are kept between calls: one call at a time
+    from concurrent.futures import ThreadPoolExecutor
+    _, python = twins(small)
+    tok = on_device(small)
+    texts = [" ".join(f"{word}{i}" for word in ("river", "road", "fox", "日本", "café")) * (40 + 7 * i)
+             for i in range(6)]
+    expected = [python.encode_ordinary(t) for t in texts]
+    with ThreadPoolExecutor(6) as pool:
+        for _ in range(5):
+            assert list(pool.map(tok.encode_ordinary, texts)) == expected

@@ -211,8 +211,8 @@ class BPETokenizer:
 
         For a tokenizer that follows tiktoken's rule with :data:`GPT4_PATTERN` (cl100k_base's
         pattern), a call whose text holds at least this many bytes goes to the device in one
-        pass: ``kernels/bpe.cl`` splits the text as the pattern does, merges every chunk (one
-        work-item each) and gathers the ids; the chunk cache is neither read nor filled. The ids
+        pass: ``kernels/bpe.cl`` splits the text as the pattern does, merges each different chunk
+        once (a work-item each) and gathers the ids; the chunk cache is neither read nor filled. The ids
         are identical to the Python path's. The default, :data:`KERNEL_TEXT_MIN_BYTES`, is
         measured (``benchmarks/bpe_threshold.py``). ``0``: every call; ``None``: never (then
         :attr:`kernel_min_bytes` decides, chunk by chunk). Other patterns and merge lists never

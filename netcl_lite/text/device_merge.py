@@ -37,6 +37,7 @@ The tables live on the device, built there once per tokenizer and kept with it, 
 
 from __future__ import annotations
 
+import threading
 from array import array
 from collections.abc import Sequence
 from itertools import accumulate, repeat
@@ -253,6 +254,8 @@ class DeviceMerger:
         self._tables = (self._byte_ids, self._byte_pairs, int(self._listed), self._index, self._index_mask,
                         self._bytes, self._offsets, self._powers, self._table, self._shift, self._merged_of)
         self._split_kernels = None   # the whole-call kernels and the class table, on first use
+        # one call at a time: the kernel objects hold their arguments, and merge_text's buffers are kept
+        self._lock = threading.Lock()
 
     def merge_text(self, data: bytes) -> tuple[np.ndarray, list[tuple[int, int]]]:
         """A whole text's ids: split by GPT-4's pattern and merged, both on the device.
@@ -268,6 +271,10 @@ class DeviceMerger:
         >>> ids.tolist(), longs
         ([258, 257, 256, 33], [])
         """
+        with self._lock:
+            return self._merge_text_locked(data)
+
+    def _merge_text_locked(self, data: bytes) -> tuple[np.ndarray, list[tuple[int, int]]]:
         if self._listed:
             raise ValueError("merge_text follows tiktoken's rule; a merge list's merger has only merge()")
         cl, queue = self._cl, self.device.queue
@@ -337,6 +344,10 @@ class DeviceMerger:
         >>> DeviceMerger(range(256), tokens=[bytes([b]) for b in range(256)]).split_text(b"Hi, it's 2024!").tolist()
         [0, 2, 3, 6, 8, 9, 12, 13, 14]
         """
+        with self._lock:
+            return self._split_text_locked(data)
+
+    def _split_text_locked(self, data: bytes) -> np.ndarray:
         cl, queue, context = self._cl, self.device.queue, self.device.context
         n = len(data)
         if self._split_kernels is None:
@@ -401,6 +412,10 @@ class DeviceMerger:
 
     def merge(self, pieces: Sequence[bytes]) -> list[tuple[int, ...]]:
         """The ids of each piece (UTF-8 bytes of a chunk, 1..``MAX_CHUNK`` bytes), in order."""
+        with self._lock:
+            return self._merge_locked(pieces)
+
+    def _merge_locked(self, pieces: Sequence[bytes]) -> list[tuple[int, ...]]:
         if not pieces:
             return []
         cl, queue, context = self._cl, self.device.queue, self.device.context
