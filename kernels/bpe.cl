@@ -6,6 +6,8 @@
 // adjacent pairs that merge, the one of lowest priority merges first, the leftmost among
 // equals, until no adjacent pair merges. Its ids go to out[starts[c] ..] (a chunk never has
 // more ids than bytes) and their number to out[starts[n_chunks] + c], so one read brings both.
+// A whole call can also come as its UTF-8 text (GPT-4's pattern, tiktoken's rule): the device
+// splits it, merges each different chunk once and gathers the ids (the end of this file).
 //
 // Two rules say which pairs merge, and the tables for them are built on the device, once per
 // tokenizer, and kept there (the kernels at the end of this file):
@@ -26,14 +28,19 @@
 // Empty slots are all ones in their first word. byte_pairs[256 * a + b] is the priority of the
 // pair of bytes a, b (every chunk's first pairs come from this small table). Priority BPE_EMPTY:
 // the pair never merges. Chunks longer than BPE_MAX_CHUNK bytes stay in Python (the host never
-// sends them; a longer one here gets count 0, which the host rejects). BPE_MAX_CHUNK is a
-// build option.
+// sends them to bpe_merge_chunks; a longer one gets count 0, which merge() rejects and the
+// whole-call gather hands back to the host). BPE_MAX_CHUNK is a build option.
 //
 // Kernels:
 //   bpe_merge_chunks   one work-item per chunk: the merges, lowest priority first
 //   bpe_index_tokens   (table build, tiktoken's rule) each token into the index by its bytes
 //   bpe_listed_pairs   (table build, a merge list) the listed pairs, priority = position
 //   bpe_byte_pairs     (table build) the priorities of the 65,536 byte pairs
+//   bpe_encode_text    a whole call in one work-group: split, merges, gather (up to 64 KiB)
+//   bpe_split_cl100k   the split alone, one work-item; it also sizes the table of the call's chunks
+//   bpe_clear_seen,    a longer call's merges over many work-groups, between bpe_split_cl100k
+//   bpe_merge_split,   and the gather
+//   bpe_gather_ids
 
 #ifndef BPE_MAX_CHUNK
 #define BPE_MAX_CHUNK 256
