@@ -105,12 +105,13 @@ inline uint bpe_lookup(__global const uint2 *table, const uint shift, const uint
 
 
 // --8<-- [start:bpe_merge_chunks]
-// One chunk's merges (for bpe_merge_chunks and bpe_merge_split). Under tiktoken's rule a chunk
-// whose bytes are a token is that token, before any merge (tiktoken's rule says so: merging by
-// rank need not reach it in every vocabulary).
+// One chunk's merges (for bpe_merge_chunks and the whole call). `whole` (tiktoken's rule): a
+// chunk whose bytes are a token is that token, before any merge, as tiktoken encodes; merging by
+// rank need not reach it in every vocabulary. bpe_merge_chunks leaves that to the host, whose
+// cache holds every such chunk, and merges exactly as the Python loop does.
 inline void bpe_merge_one(__global const uchar *text, __global const uint *starts, const uint n_chunks,
                           const uint c, __global const uint *byte_ids, __global const uint *byte_pairs,
-                          const uint listed, __global const uint2 *index, const uint index_mask,
+                          const uint listed, const uint whole, __global const uint2 *index, const uint index_mask,
                           __global const uchar *bytes, __global const uint *offsets, __global const uint *powers,
                           __global const uint2 *table, const uint shift, __global const uint *merged_of,
                           __global uint *out)
@@ -119,11 +120,11 @@ inline void bpe_merge_one(__global const uchar *text, __global const uint *start
     __global uint *count = out + starts[n_chunks] + c;
     if (n == 0 || n > BPE_MAX_CHUNK) { *count = 0; return; }
     __global const uchar *chunk = text + start;
-    if (!listed) {
+    if (whole && !listed) {
         uint h = 0;
         for (uint i = 0; i < n; ++i) h = h * BPE_P + chunk[i];
-        const uint whole = bpe_find_token(index, index_mask, bytes, offsets, h, n, chunk);
-        if (whole != BPE_EMPTY) { out[start] = whole; *count = 1; return; }
+        const uint id = bpe_find_token(index, index_mask, bytes, offsets, h, n, chunk);
+        if (id != BPE_EMPTY) { out[start] = id; *count = 1; return; }
     }
     // Token slots are indexed by the byte they start at: the token at slot i covers bytes
     // i .. i + size[i), the next token is at slot i + size[i], and prev[i] is the one before. A
@@ -177,7 +178,7 @@ __kernel void bpe_merge_chunks(__global const uchar *text, __global const uint *
 {
     const uint c = get_global_id(0);
     if (c >= n_chunks) return;
-    bpe_merge_one(text, starts, n_chunks, c, byte_ids, byte_pairs, listed, index, index_mask, bytes, offsets,
+    bpe_merge_one(text, starts, n_chunks, c, byte_ids, byte_pairs, listed, 0, index, index_mask, bytes, offsets,
                   powers, table, shift, merged_of, out);
 }
 // --8<-- [end:bpe_merge_chunks]
@@ -391,7 +392,7 @@ inline void bpe_dedup_merge(__global const uchar *text, __global const uint *sta
 {
     const uint first = bpe_claim(text, starts, c, seen, mask);
     if (first != c) { out[starts[n_chunks] + c] = BPE_SAME | first; return; }
-    bpe_merge_one(text, starts, n_chunks, c, byte_ids, byte_pairs, 0, index, index_mask, bytes, offsets,
+    bpe_merge_one(text, starts, n_chunks, c, byte_ids, byte_pairs, 0, 1, index, index_mask, bytes, offsets,
                   powers, index, 0, byte_ids, out);   // tiktoken's rule: a merge list's tables are not read
 }
 

@@ -529,7 +529,9 @@ def test_a_chunk_that_is_a_token_is_that_token_on_the_device(launches):
     enc = tiktoken.Encoding("whole_chunk_test", pat_str=GPT4_PATTERN, mergeable_ranks=ranks, special_tokens={})
     text = "abcd abcd xabcd abcde"
     assert tok.encode_ordinary(text) == enc.encode_ordinary(text)
-    assert tok.encode_ordinary("abcd") == [259] and tok._device_merger().merge([b"abcd"]) == [(259,)]
+    assert tok.encode_ordinary("abcd") == [259]
+    # merge() follows the Python loop, which merges by rank: the tokenizer's cache holds such chunks
+    assert tok._device_merger().merge([b"abcd"]) == [tuple(tok._encode_piece(b"abcd"))] == [(256, 99, 100)]
 
 
 def test_a_text_longer_than_the_device_takes_is_encoded_on_the_host(small, merger, monkeypatch):
@@ -557,3 +559,14 @@ def test_threads_sharing_a_tokenizer_get_their_own_ids(small):
     with ThreadPoolExecutor(6) as pool:
         for _ in range(5):
             assert list(pool.map(tok.encode_ordinary, texts)) == expected
+
+
+def test_a_long_call_does_not_keep_its_device_memory(small, merger):
+    text = ("the river and the road " * 6000).encode()          # 138 kB: three launches, buffers of its own
+    short = b"the river and the road " * 100
+    merger.merge_text(short)
+    kept = {name: buf.size for name, buf in merger._buffers.items()}
+    ids, _ = merger.merge_text(text)
+    assert len(ids) > 0 and max(buf.size for buf in merger._buffers.values()) <= device_merge._KEPT_BYTES
+    big = ("starts", "seen", "out", "result")                       # each over _KEPT_BYTES for this text
+    assert {name: merger._buffers[name].size for name in big} == {name: kept[name] for name in big}

@@ -67,6 +67,7 @@ MAX_TEXT_BYTES = 1 << 24
 #: A text of up to this many bytes is split, merged and gathered in one launch of one work-group
 #: (``DeviceMerger.merge_text``); a longer one spreads its merges over many work-groups.
 ONE_GROUP_BYTES = 1 << 16
+_KEPT_BYTES = 1 << 19   # the largest scratch buffer kept between calls (`seen` and `out` for 64 KiB of text)
 _ID_STRUCTS = [Struct(f"={k}I") for k in range(MAX_CHUNK + 1)]   # k native uint32: a chunk of k ids
 
 
@@ -329,11 +330,15 @@ class DeviceMerger:
         return ids, longs
 
     def _scratch(self, name: str, nbytes: int):
-        """A device buffer of at least ``nbytes`` kept between calls: the first of the exact size (so
-        that Oclgrind sees a kernel that writes past it), then doubling when short."""
+        """A device buffer of at least ``nbytes``. For a short text (up to :data:`ONE_GROUP_BYTES`,
+        ~1.5 MiB of buffers at most) it is kept between calls: the first of the exact size (so that
+        Oclgrind sees a kernel that writes past it), then doubling when short. A longer text's
+        buffers are its own, freed with it, so that one long call does not hold its memory."""
+        if nbytes > _KEPT_BYTES:
+            return self._cl.Buffer(self.device.context, self._cl.mem_flags.READ_WRITE, nbytes)
         found = self._buffers.get(name)
         if found is None or found.size < nbytes:
-            size = max(nbytes, 2 * found.size) if found is not None else nbytes
+            size = min(max(nbytes, 2 * found.size), _KEPT_BYTES) if found is not None else nbytes
             found = self._buffers[name] = self._cl.Buffer(self.device.context, self._cl.mem_flags.READ_WRITE, size)
         return found
 
