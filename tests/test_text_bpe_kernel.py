@@ -397,10 +397,10 @@ def small_twins(small):
     return on_device(small), twins(small)[1]
 
 
-@pytest.fixture(params=["one launch", "three launches"])
+@pytest.fixture(params=["one launch", "four launches"])
 def launches(request, monkeypatch):
-    """Both ways merge_text runs: one work-group for a short text, three kernels for a long one."""
-    if request.param == "three launches":
+    """Both ways merge_text runs: one work-group for a short text, four kernels for a long one."""
+    if request.param == "four launches":
         monkeypatch.setattr(device_merge, "ONE_GROUP_BYTES", 0)
     return request.param
 
@@ -411,7 +411,7 @@ def test_whole_call_path_equals_the_python_path(small_twins, text):
     device, python = small_twins
     expected = python.encode_ordinary(text)
     assert device.encode_ordinary(text) == expected
-    one_group, device_merge.ONE_GROUP_BYTES = device_merge.ONE_GROUP_BYTES, 0   # the three-launch path too
+    one_group, device_merge.ONE_GROUP_BYTES = device_merge.ONE_GROUP_BYTES, 0   # the four-launch path too
     try:
         assert device.encode_ordinary(text) == expected
     finally:
@@ -562,7 +562,7 @@ def test_threads_sharing_a_tokenizer_get_their_own_ids(small):
 
 
 def test_a_long_call_does_not_keep_its_device_memory(small, merger):
-    text = ("the river and the road " * 6000).encode()          # 138 kB: three launches, buffers of its own
+    text = ("the river and the road " * 6000).encode()          # 138 kB: four launches, buffers of its own
     short = b"the river and the road " * 100
     merger.merge_text(short)
     kept = {name: buf.size for name, buf in merger._buffers.items()}

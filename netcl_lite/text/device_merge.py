@@ -264,7 +264,7 @@ class DeviceMerger:
         ``data``: the UTF-8 bytes of a ``str``. Returns the ids (uint32) and the byte ranges of
         the chunks longer than :data:`MAX_CHUNK`, each of which holds one ``EMPTY`` in the ids,
         in order, for the caller's Python loop. A text of up to :data:`ONE_GROUP_BYTES` takes one
-        launch (``bpe_encode_text``, one work-group); a longer one three, whose merges spread
+        launch (``bpe_encode_text``, one work-group); a longer one four, whose merges spread
         over many work-groups.
 
         >>> tokens = [bytes([b]) for b in range(256)] + [b"ab", b" ab", b"abc"]
