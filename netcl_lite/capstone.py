@@ -18,13 +18,14 @@ from __future__ import annotations
 import bz2
 import fcntl
 import hashlib
+import io
 import json
 import lzma
 import math
 import numbers
-import os
 import shutil
 import time
+import warnings
 import zlib
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -32,9 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import corpus
+from . import corpus, execution_cache
 from .core.device import manager
-from .execution_cache import cache_root, device_description, library_sources
+from .execution_cache import cache_root
+from .files import atomic_write
 from .nn import DecoderLM, LMConfig
 from .text import BPETokenizer
 from .train import TrainConfig, eval_windows, evaluate, train
@@ -130,21 +132,26 @@ class Run:
 
 
 def run_key(queue, text: str) -> str:
-    """A hash of everything the run depends on (see the module docstring)."""
-    import pyopencl as cl
+    """A hash of everything the run depends on: the recipe and ``text`` as the executed source,
+    with the context of :func:`netcl_lite.execution_cache.key` for the device of ``queue`` (the
+    library, the package versions, the device with its compute units, local memory and compiler
+    target, and the variables that change results): one key function for the build and the run."""
+    recipe = {"vocab": VOCAB_SIZE, "held_out": HELD_OUT_FRACTION, "dedup": DEDUP_MIN_CHARS, "model": MODEL,
+              "training": asdict(TRAINING)}
+    source = "capstone training run\n" + json.dumps(recipe, sort_keys=True) + "\n" + text
+    return execution_cache.key(source, shared=execution_cache.context(queue.device))
 
-    h = hashlib.sha256()
-    recipe = {"vocab": VOCAB_SIZE, "held_out": HELD_OUT_FRACTION, "dedup": DEDUP_MIN_CHARS, "model": MODEL, "training": asdict(TRAINING)}
-    h.update(json.dumps(recipe, sort_keys=True).encode())
-    h.update(hashlib.sha256(text.encode()).digest())
-    for path in library_sources():
-        h.update(path.name.encode() + path.read_bytes())
-    h.update(f"{np.__version__} {cl.VERSION_TEXT} {device_description(queue.device)}".encode())
-    return h.hexdigest()[:16]
+
+#: the files of a run folder that :func:`run` loads; ``done.json`` holds the SHA-256 of each
+RUN_FILES = ("config.json", "model.safetensors", "tokenizer.json", "log.json")
 
 
 def run(queue=None, progress: bool | None = None) -> Run:
-    """Train the recipe once (about five minutes on two CPU cores) or load the identical earlier run."""
+    """Train the recipe once (about five minutes on two CPU cores) or load the identical earlier run.
+
+    A stored run is loaded only when each of :data:`RUN_FILES` matches the digest its
+    ``done.json`` recorded; a missing, emptied or edited file (or a folder without ``done.json``)
+    trains the run again, with a warning naming the file."""
     queue = manager.default().queue if queue is None else queue
     d = data()
     key = run_key(queue, d.train_text + "\0" + d.held_out_text)
@@ -153,27 +160,83 @@ def run(queue=None, progress: bool | None = None) -> Run:
     folder = root / key
     with open(root / f"{key}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)     # a second process waits for the first to finish training
-        if not (folder / "done.json").is_file():
+        problem = _check_run_folder(folder)
+        if problem is not None:
+            if (folder / "done.json").exists():
+                warnings.warn(f"capstone: {problem}; training the run again", stacklevel=2)
             _train_into(folder, d, queue, progress)
-    tok = BPETokenizer.load(folder / "tokenizer.json")
-    model = DecoderLM.from_pretrained(folder, queue=queue)
-    log = json.loads((folder / "log.json").read_text(encoding="utf-8"))
-    train_ids, held_out_ids = _stored_ids(folder, tok, d)
+            problem = _check_run_folder(folder)
+            if problem is not None:
+                raise RuntimeError(f"capstone: the run just trained fails its own check: {problem}")
+        tok = BPETokenizer.load(folder / "tokenizer.json")
+        model = DecoderLM.from_pretrained(folder, queue=queue)
+        log = json.loads((folder / "log.json").read_text(encoding="utf-8"))
+        train_ids, held_out_ids = _stored_ids(folder, tok, d)
     return Run(model, tok, d, train_ids, held_out_ids, log, folder)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _check_run_folder(folder: Path) -> str | None:
+    """None when ``folder`` holds a finished run whose files match ``done.json``'s digests, else
+    what is wrong, naming the file."""
+    done = folder / "done.json"
+    if not done.is_file():
+        return f"{done} is missing (the run never finished)"
+    try:
+        recorded = json.loads(done.read_text(encoding="utf-8"))["files"]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return f"{done} is not a run's record (no digests of its files)"
+    for name in RUN_FILES:
+        path = folder / name
+        if not path.is_file():
+            return f"{path} is missing"
+        if not isinstance(recorded, dict) or recorded.get(name) != _sha256(path):
+            return f"{path} does not match the digest in {done} (emptied, truncated or edited)"
+    return None
+
+
+def run_digest(run: Run) -> str:
+    """The SHA-256 of the run folder's ``done.json``, which holds the digests of the weights,
+    tokenizer, config and log: what a result derived from the trained model is tied to."""
+    return _sha256(run.directory / "done.json")
 
 
 def _stored_ids(folder: Path, tok: BPETokenizer, d: Data) -> tuple[np.ndarray, np.ndarray]:
     """The training and evaluation token ids, encoded once per run and kept in its folder
-    (the folder's name already covers the text and the tokenizer's code)."""
+    (the folder's name already covers the text and the tokenizer's code) with a digest of the
+    ids and of the run they belong to; a file that does not match is encoded again."""
     path = folder / "ids.npz"
+    tie = _sha256(folder / "done.json")
     if path.is_file():
-        with np.load(path) as stored:
-            return stored["train"], stored["held_out"]
+        try:
+            with np.load(path) as stored:
+                train_ids, held_out_ids, digest = stored["train"], stored["held_out"], str(stored["sha256"])
+            if digest == _ids_digest(tie, train_ids, held_out_ids):
+                return train_ids, held_out_ids
+        except (OSError, ValueError, KeyError, EOFError):
+            pass
+        warnings.warn(f"capstone: {path} does not match its digest; encoding the text again", stacklevel=3)
     train_ids, held_out_ids = _ids(tok, d.train_text), _ids(tok, d.evaluation_text)
-    tmp = folder / f"ids.tmp-{os.getpid()}.npz"
-    np.savez(tmp, train=train_ids, held_out=held_out_ids)
-    tmp.replace(path)
+    buffer = io.BytesIO()
+    np.savez(buffer, train=train_ids, held_out=held_out_ids,
+             sha256=np.array(_ids_digest(tie, train_ids, held_out_ids)))
+    atomic_write(path, buffer.getvalue())
     return train_ids, held_out_ids
+
+
+def _ids_digest(tie: str, *arrays: np.ndarray) -> str:
+    h = hashlib.sha256(tie.encode())
+    for a in arrays:
+        a = np.ascontiguousarray(a, np.int64)
+        h.update(len(a).to_bytes(8, "little") + a.tobytes())
+    return h.hexdigest()
 
 
 def _ids(tok: BPETokenizer, text: str) -> np.ndarray:
@@ -187,8 +250,10 @@ def _train_into(folder: Path, d: Data, queue, progress) -> None:
     model = DecoderLM(model_config(tok), queue=queue, seed=0)
     log = train(model, _ids(tok, d.train_text), _ids(tok, d.evaluation_text), TRAINING, folder, progress=progress)
     tok.save(folder / "tokenizer.json")
-    (folder / "done.json").write_text(json.dumps({"seconds": time.perf_counter() - began,
-                                                  "train_seconds": log["train"][-1]["seconds"]}) + "\n")
+    files = {name: _sha256(folder / name) for name in RUN_FILES}
+    atomic_write(folder / "done.json", (json.dumps({"seconds": time.perf_counter() - began,
+                                                    "train_seconds": log["train"][-1]["seconds"],
+                                                    "files": files}) + "\n").encode())
 
 
 def held_out_measures(run: Run) -> dict:
@@ -201,9 +266,9 @@ def held_out_measures(run: Run) -> dict:
     text. Kept as ``measures.json`` in the run's folder, which is named by everything the
     numbers depend on.
     """
-    path = run.directory / "measures.json"
-    if path.is_file():
-        return json.loads(path.read_text(encoding="utf-8"))
+    stored = _load_measures(run)
+    if stored is not None:
+        return stored
     d, block = run.data, TRAINING.block_size
     n_bytes = len(d.evaluation_text.encode("utf-8"))
     out = {"model": bits_per_byte(run.model, run.held_out_ids, run.tokenizer, block, stride=EVAL_STRIDE),
@@ -211,10 +276,39 @@ def held_out_measures(run: Run) -> dict:
            **ngram_bits_per_byte(run.train_ids, run.held_out_ids, run.model.config.vocab_size, n_bytes),
            "alone": compressor_bits_per_byte(d.evaluation_text),
            "primed": compressor_bits_per_byte(d.evaluation_text, primer=d.train_text)}
-    tmp = path.with_name(f"measures.json.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    _store_measures(run, out)
     return out
+
+
+def _measures_digest(run: Run, measures: dict) -> str:
+    text = json.dumps(measures, sort_keys=True)
+    return hashlib.sha256(f"{run_digest(run)}\n{text}".encode()).hexdigest()
+
+
+def _load_measures(run: Run) -> dict | None:
+    """``measures.json`` of the run's folder when it was computed from this run's trained model
+    (its ``run`` is :func:`run_digest`) and its numbers match the digest stored with them; else None
+    (with a warning naming the file when one was there), so the measures are computed again."""
+    path = run.directory / "measures.json"
+    if not path.is_file():
+        return None
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        measures = stored["measures"]
+        ok = (stored["run"] == run_digest(run) and isinstance(measures, dict)
+              and stored["sha256"] == _measures_digest(run, measures))
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        ok = False
+    if not ok:
+        warnings.warn(f"capstone: {path} was not computed from this run's model, or was edited; "
+                      f"computing the measures again", stacklevel=3)
+        return None
+    return measures
+
+
+def _store_measures(run: Run, measures: dict) -> None:
+    record = {"run": run_digest(run), "sha256": _measures_digest(run, measures), "measures": measures}
+    atomic_write(run.directory / "measures.json", (json.dumps(record, indent=1) + "\n").encode())
 
 
 # -- measures ---------------------------------------------------------------------------------------

@@ -91,6 +91,7 @@ def _read(sources: list[tuple[Path, str]]) -> list[tuple[str, str]]:
 @lru_cache(maxsize=1)
 def _documents(root: str) -> tuple[tuple[str, str], ...]:
     from .execution_cache import cache_root, rerun_forced
+    from .files import atomic_write
 
     base = Path(root)
     sources = _sources(base)
@@ -104,9 +105,7 @@ def _documents(root: str) -> tuple[tuple[str, str], ...]:
         return tuple((name, text) for name, text in json.loads(stored.read_text(encoding="utf-8")))
     out = _read(sources)
     stored.parent.mkdir(parents=True, exist_ok=True)
-    tmp = stored.with_name(f"{stored.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(out, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(stored)
+    atomic_write(stored, json.dumps(out, ensure_ascii=False).encode("utf-8"))
     return tuple(out)
 
 

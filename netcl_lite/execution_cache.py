@@ -2,37 +2,59 @@
 
 What the site build runs (figures, build-output snippets, drill notebooks) and the
 capstone's training run (:mod:`netcl_lite.capstone`) are deterministic given their
-inputs, so an output is stored under a key made of:
+inputs, so an output is stored under a key (:func:`key`, the one key function of both)
+made of:
 
 * the executed source itself, and any file it reads (the caller names them);
 * every source file of ``netcl_lite`` and every kernel (all of them: simpler and
   safer than tracing what a script reaches);
 * the Python version and the versions of the packages the code runs on;
-* every OpenCL device present, with its driver, and the ``NETCL_LITE_*``
-  variables that choose one or its compiler target.
+* every OpenCL device present, with its driver; and of the device the code runs on
+  (:func:`device_facts`): its compute-unit count and local memory size, which choose
+  how ``ops.matmul`` splits its work, and the CPU its compiler targets with the float
+  lanes that follows (``NETCL_LITE_POCL_CPU``, or the target this library chose);
+* every ``NETCL_LITE_*`` variable but the two that only say where outputs live and
+  whether to reuse them, and every ``POCL_*`` variable but those that change no result
+  (:data:`POCL_NOT_A_CHOICE`: logging, PoCL's own cache, thread pinning).
 
 A hit returns exactly the bytes a fresh run stored, so a shown output is never
 stale: any edit to any of those inputs is a miss and runs again. The store is
 ``<cache root>/executed/<kind>/<key>`` (:func:`cache_root`: ``.cache/netcl_lite`` in
-a source checkout, so a fresh clone runs everything). ``NETCL_LITE_RERUN=1`` makes
-every lookup a miss, so everything runs again and the store is refreshed.
+a source checkout, so a fresh clone runs everything). Each entry starts with a line
+holding the SHA-256 and length of what follows; an entry that no longer matches them
+(emptied, truncated, edited by hand) is a miss, removed and run again. Entries are
+written whole (:func:`netcl_lite.files.atomic_write`). ``NETCL_LITE_RERUN=1`` (or
+``true``, ``yes``, ``on``) makes every lookup a miss, so everything runs again and the
+store is refreshed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import sys
 from importlib import metadata
 from pathlib import Path
+
+from .files import atomic_write, env_flag
 
 RERUN = "NETCL_LITE_RERUN"           # set to 1: ignore every stored output (and the capstone run)
 PACKAGE = Path(__file__).resolve().parent
 # What executed code runs on: netcl_lite's dependencies, the OpenCL driver, the plotting
 # library of the figures and the Jupyter kernel of the notebooks.
 PACKAGES = ("numpy", "pyopencl", "pocl-binary-distribution", "regex", "safetensors", "tqdm",
-            "matplotlib", "ipykernel", "nbclient")
+            "matplotlib", "ipykernel", "nbclient", "constriction")
 _NOT_A_CHOICE = {"NETCL_LITE_CACHE", RERUN}     # where outputs live, not what they are
+#: PoCL variables that change no computed value: logging, PoCL's kernel cache, thread pinning
+#: (which sets the affinity of the same workers). Every other ``POCL_*`` variable is in the key:
+#: ``POCL_MAX_PTHREAD_COUNT`` changes the compute-unit count, ``POCL_EXTRA_BUILD_FLAGS`` the code.
+POCL_NOT_A_CHOICE = frozenset({"POCL_AFFINITY", "POCL_DEBUG", "POCL_DEBUG_LLVM_PASSES", "POCL_KERNEL_CACHE",
+                               "POCL_CACHE_DIR", "POCL_LEAVE_KERNEL_COMPILER_TEMP_FILES",
+                               "POCL_VECTORIZER_REMARKS", "POCL_TRACING", "POCL_TRACING_OPT",
+                               "POCL_TRACING_FILTER", "POCL_MEMORY_LIMIT"})
+_ENTRY_MAGIC = b"netcl-lite-cache-entry 1 sha256="
+log = logging.getLogger(__name__)
 
 
 def cache_root() -> Path:
@@ -46,8 +68,10 @@ def cache_root() -> Path:
 
 
 def rerun_forced() -> bool:
-    """True when ``NETCL_LITE_RERUN`` asks for every output to be made again."""
-    return os.environ.get(RERUN, "").strip() not in ("", "0")
+    """True when ``NETCL_LITE_RERUN`` asks for every output to be made again (``1``, ``true``,
+    ``yes``, ``on``; ``0``, ``false``, ``no``, ``off`` or unset: reuse). Any other value raises
+    ``ValueError`` naming the variable: a mistyped "no" must not discard stored work."""
+    return env_flag(RERUN)
 
 
 def library_sources() -> list[Path]:
@@ -62,11 +86,43 @@ def device_description(device) -> str:
     return f"{device.name} {device.driver_version} {device.platform.name} {device.platform.version}"
 
 
-def environment() -> str:
-    """Python, the package versions in ``PACKAGES``, the OpenCL devices and the choices made by
-    ``NETCL_LITE_*`` variables: what executed code could depend on besides its source."""
+def result_variables() -> list[str]:
+    """``NAME=value`` of every set environment variable that can change what executed code
+    computes: ``NETCL_LITE_*`` (but ``NETCL_LITE_CACHE`` and ``NETCL_LITE_RERUN``) and
+    ``POCL_*`` (but :data:`POCL_NOT_A_CHOICE`), sorted."""
+    return sorted(f"{k}={v}" for k, v in os.environ.items()
+                  if (k.startswith("NETCL_LITE_") and k not in _NOT_A_CHOICE)
+                  or (k.startswith("POCL_") and k not in POCL_NOT_A_CHOICE))
+
+
+def device_facts(device=None) -> str:
+    """What results depend on in the device code runs on: its description, compute units and
+    local memory (``ops.matmul`` plans its tiles and splits by them), the CPU PoCL's compiler
+    targets after this library's choice (``compiler_cpu``) and the float lanes the kernels use.
+    ``device``: a ``pyopencl.Device``, or None for the default device (``nl.device()``, which
+    is made if it does not exist yet)."""
+    from .core import compiler_target
+    from .core.kernels import vector_lanes
+
+    if device is None:
+        from .core.device import NoDeviceError, manager
+
+        try:
+            device = manager.default().cl_device
+        except NoDeviceError as exc:
+            return f"no device: {exc}"
+    return (f"runs on: {device_description(device)}; compute units {device.max_compute_units}; "
+            f"local memory {device.local_mem_size}; compiler target {compiler_target.target_of(device)}; "
+            f"float lanes {vector_lanes(device)}")
+
+
+def environment(device=None) -> str:
+    """Python, the package versions in ``PACKAGES``, the OpenCL devices present, the device code
+    runs on (:func:`device_facts`; ``device`` as there) and :func:`result_variables`: what executed
+    code could depend on besides its source."""
     import pyopencl as cl
 
+    variables = result_variables()            # before the device is made: it may set POCL_AFFINITY
     lines = [sys.version]
     for name in PACKAGES:
         try:
@@ -78,8 +134,9 @@ def environment() -> str:
         lines += [device_description(d) for p in cl.get_platforms() for d in p.get_devices()]
     except cl.Error as exc:                      # no platform: outputs made that way differ too
         lines.append(f"no OpenCL platform: {exc}")
-    lines += sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("NETCL_LITE_") and k not in _NOT_A_CHOICE)
-    return "\n".join(lines)
+    else:
+        lines.append(device_facts(device))
+    return "\n".join(lines + variables)
 
 
 def _file_digest(paths) -> str:
@@ -92,15 +149,20 @@ def _file_digest(paths) -> str:
     return h.hexdigest()
 
 
-def context() -> str:
-    """What every key shares: a digest of the library's sources and kernels, and :func:`environment`.
-    A build computes it once and passes it to :func:`key` for each item."""
-    return f"library {_file_digest(library_sources())}\n{environment()}"
+def context(device=None) -> str:
+    """What every key shares: a digest of the library's sources and kernels, and :func:`environment`
+    (of ``device``, a ``pyopencl.Device``, or of the default device when None). A build computes it
+    once and passes it to :func:`key` for each item."""
+    return f"library {_file_digest(library_sources())}\n{environment(device)}"
 
 
 def key(source: str | bytes, reads=(), shared: str | None = None) -> str:
     """The key of one executed item: its ``source``, the files it ``reads`` and the :func:`context`
-    (``shared``: one computed earlier in the same build)."""
+    (``shared``: one computed earlier in the same build, or for the device the item runs on)."""
+    if not isinstance(source, (str, bytes)):
+        raise TypeError(f"source must be str or bytes (what runs), got {type(source).__name__}")
+    if shared is not None and not isinstance(shared, str):
+        raise TypeError(f"shared must be a str from context(), got {type(shared).__name__}")
     h = hashlib.sha256()
     for part in (source, context() if shared is None else shared, _file_digest(sorted(reads))):
         data = part.encode() if isinstance(part, str) else part
@@ -109,23 +171,48 @@ def key(source: str | bytes, reads=(), shared: str | None = None) -> str:
 
 
 def _path(kind: str, item_key: str) -> Path:
-    if not kind.isidentifier():
+    if not isinstance(kind, str) or not kind.isidentifier():
         raise ValueError(f"kind must be a plain name such as 'figure', got {kind!r}")
+    if not isinstance(item_key, str) or not item_key.isalnum():
+        raise ValueError(f"item_key must be a key from key() (letters and digits), got {item_key!r}")
     return cache_root() / "executed" / kind / item_key
 
 
+def _entry(data: bytes) -> bytes:
+    return _ENTRY_MAGIC + hashlib.sha256(data).hexdigest().encode() + b" %d\n" % len(data) + data
+
+
+def _payload(raw: bytes) -> bytes | None:
+    """What an entry stored, or None when the entry does not match its own digest and length."""
+    head, newline, data = raw.partition(b"\n")
+    if not newline or not head.startswith(_ENTRY_MAGIC):
+        return None
+    digest, _, length = head[len(_ENTRY_MAGIC):].partition(b" ")
+    if length != str(len(data)).encode() or digest != hashlib.sha256(data).hexdigest().encode():
+        return None
+    return data
+
+
 def lookup(kind: str, item_key: str) -> bytes | None:
-    """The stored output of ``kind`` under ``item_key``, or None (not stored, or a rerun is forced)."""
+    """The stored output of ``kind`` under ``item_key``, or None: not stored, a rerun is forced, or the
+    entry does not match the digest written with it (emptied, truncated or edited), in which case
+    it is removed (and logged) so that the item runs again."""
     path = _path(kind, item_key)
     if rerun_forced() or not path.is_file():
         return None
-    return path.read_bytes()
+    data = _payload(path.read_bytes())
+    if data is None:
+        log.warning(f"execution cache: {path} does not match its digest (emptied, truncated or edited); "
+                    f"running it again")
+        path.unlink(missing_ok=True)
+    return data
 
 
 def store(kind: str, item_key: str, data: bytes) -> None:
-    """Keep ``data`` as the output of ``kind`` under ``item_key`` (atomically: a reader sees all or nothing)."""
+    """Keep ``data`` as the output of ``kind`` under ``item_key``, with its digest, atomically: a
+    reader sees all or nothing, and two writers (processes or threads) never share a file."""
+    if not isinstance(data, bytes):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
     path = _path(kind, item_key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    atomic_write(path, _entry(data))

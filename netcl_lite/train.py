@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import numbers
-import os
 import shutil
 import signal
 import threading
@@ -31,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from . import autograd as ag
+from .files import flush_to_disk, temporary_name
 from .optim import SCHEDULES, AdamW, clip_grad_norm
 
 TRAINER_STATE, OPTIMIZER_FILE, LOG_FILE = "trainer_state.json", "optimizer.safetensors", "log.json"
@@ -183,8 +183,7 @@ def save_checkpoint(directory, model, optimizer: AdamW, trainer_state: dict) -> 
 
     final = Path(directory)
     check_out_dir(final)
-    tmp = final.with_name(final.name + f".tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = temporary_name(final)              # unique per process and thread
     model.save_pretrained(tmp)
     opt = optimizer.state_dict()
     tensors = {f"exp_avg.{n}": a for n, a in opt["exp_avg"].items()}
@@ -192,7 +191,8 @@ def save_checkpoint(directory, model, optimizer: AdamW, trainer_state: dict) -> 
     save_file(tensors, str(tmp / OPTIMIZER_FILE), metadata={"step": str(opt["step"])})
     (tmp / TRAINER_STATE).write_text(json.dumps(trainer_state) + "\n", encoding="utf-8")
     (tmp / LOG_FILE).write_text(json.dumps(trainer_state["log"], indent=1) + "\n", encoding="utf-8")
-    old = final.with_name(final.name + f".old-{os.getpid()}")
+    flush_to_disk(tmp)                       # on disk before the swap publishes it
+    old = temporary_name(final.with_name(final.name + ".old"))
     if final.exists():
         final.rename(old)
     tmp.rename(final)

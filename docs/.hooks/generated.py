@@ -15,7 +15,7 @@
 Both are executed under :mod:`netcl_lite.execution_cache`: a figure or notebook
 whose script, library, packages and device are unchanged is taken from the
 store instead of run again (``NETCL_LITE_RERUN=1`` runs everything). Both
-outputs are git-ignored and rewritten only when their content changes, so
+outputs are git-ignored and rewritten, whole, only when their content changes, so
 ``mkdocs serve`` does not rebuild in a loop.
 """
 
@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 from netcl_lite import execution_cache as cache
+from netcl_lite.files import atomic_write
 
 ROOT = Path(__file__).resolve().parents[2]
 SNIPPETS = ROOT / "snippets"
@@ -55,9 +56,11 @@ for script, out in zip(sys.argv[1::2], sys.argv[2::2]):
 
 
 def _write_if_changed(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole (temporary file, fsync, rename), only when it differs: an
+    interrupted build never leaves half a figure or notebook for the next build to publish."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists() or path.read_bytes() != data:
-        path.write_bytes(data)
+    if not path.is_file() or path.read_bytes() != data:
+        atomic_write(path, data)
 
 
 def _figure_scripts() -> list[Path]:

@@ -37,6 +37,7 @@ import ctypes
 import os
 import re
 import sys
+import threading
 
 import pyopencl as cl
 
@@ -71,6 +72,9 @@ _AVX512_REST = frozenset({"avx512cd", "avx512bw", "avx512dq", "avx512vl", "avx2"
 
 #: the name PoCL was given, kept alive for the life of the process (PoCL holds a raw pointer to it)
 _installed: dict[int, ctypes.Array] = {}
+#: held while a device is retargeted: a second thread waits, then finds the device in ``_installed``
+#: (it would otherwise look for PoCL's own name in a field that the first has already replaced)
+_retarget_lock = threading.Lock()
 
 
 class CompilerTargetError(RuntimeError):
@@ -238,7 +242,13 @@ def retarget(device: cl.Device) -> str | None:
     device, PoCL named the CPU itself and ``NETCL_LITE_POCL_CPU`` is unset, or already done).
     Raises :class:`CompilerTargetError` when PoCL names no usable CPU and none can be set, and
     ``ValueError`` when ``NETCL_LITE_POCL_CPU`` names a CPU that is not allowed on this host.
+    Threads may call it together: one retargets, the others wait and return None.
     """
+    with _retarget_lock:
+        return _retarget(device)
+
+
+def _retarget(device: cl.Device) -> str | None:
     if device.int_ptr in _installed:
         return None
     hstr = _hstr(device)

@@ -15,6 +15,7 @@ runs on another device without edits.
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 
 import pyopencl as cl
@@ -182,10 +183,15 @@ def resolve_kind(kind: str) -> str:
 
 
 class DeviceManager:
-    """Creates each device's context and queue once and hands out the same one."""
+    """Creates each device's context and queue once and hands out the same one.
+
+    Creation holds a lock: threads that ask for a device together for the first time all get
+    the one device the first of them made (PoCL's compiler target is retargeted once, and
+    no thread looks for the target after another has replaced it)."""
 
     def __init__(self) -> None:
         self._cache: dict[str, Device] = {}
+        self._lock = threading.Lock()
 
     def default(self, kind: str = "auto") -> Device:
         """The device for ``kind`` (``"auto"``, ``"cpu"`` or ``"gpu"``).
@@ -194,9 +200,13 @@ class DeviceManager:
         PoCL when no device of that kind exists.
         """
         kind = resolve_kind(kind)
-        if kind not in self._cache:
-            self._cache[kind] = self._create(kind)
-        return self._cache[kind]
+        found = self._cache.get(kind)
+        if found is not None:                 # made already: no lock on the common path
+            return found
+        with self._lock:
+            if kind not in self._cache:
+                self._cache[kind] = self._create(kind)
+            return self._cache[kind]
 
     def _create(self, kind: str) -> Device:
         threads_before = _thread_ids()

@@ -27,6 +27,7 @@ finite inputs. Not thread-safe: one host thread per queue.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -223,9 +224,9 @@ def set_pending_limit(nbytes: int) -> int:
     queue (default :data:`PENDING_BYTES`, 64 MiB); returns the previous limit. A larger limit lets
     the host run further ahead at the cost of memory; 0 makes every op wait for the one before."""
     global PENDING_BYTES
-    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
-        raise ValueError(f"nbytes must be an int >= 0 (bytes), got {nbytes!r}")
-    previous, PENDING_BYTES = PENDING_BYTES, nbytes
+    if isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, numbers.Integral) or nbytes < 0:
+        raise ValueError(f"nbytes must be an int >= 0 (bytes; NumPy integers too), got {nbytes!r}")
+    previous, PENDING_BYTES = PENDING_BYTES, int(nbytes)
     return previous
 
 

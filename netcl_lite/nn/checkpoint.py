@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pyopencl as cl
 
 from .. import autograd as ag
+from .. import files
 from .config import LMConfig
 
 CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
@@ -246,15 +246,13 @@ def save_pretrained(model, directory) -> Path:
 
     path = Path(directory)
     path.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path / CONFIG_FILE, (json.dumps(config_to_json(model.config), indent=2) + "\n").encode())
-    with tempfile.NamedTemporaryFile(dir=path, suffix=".tmp", delete=False) as tmp:
-        pass
+    files.atomic_write(path / CONFIG_FILE, (json.dumps(config_to_json(model.config), indent=2) + "\n").encode())
+    tmp = files.temporary_name(path / WEIGHTS_FILE)
     try:
-        save_file(model.state_dict(), tmp.name, metadata={"format": "pt"})
-        os.replace(tmp.name, path / WEIGHTS_FILE)
+        save_file(model.state_dict(), str(tmp), metadata={"format": "pt"})
+        files.replace(tmp, path / WEIGHTS_FILE)          # flushed to disk, then renamed
     finally:
-        if os.path.exists(tmp.name):
-            os.unlink(tmp.name)
+        tmp.unlink(missing_ok=True)
     return path
 
 
@@ -268,7 +266,7 @@ def read_config(directory) -> LMConfig:
     if not file.exists():
         raise FileNotFoundError(f"{file}: no {CONFIG_FILE}; is {directory} a checkpoint directory?")
     if not file.is_file():           # a directory or a FIFO (reading one would block): say what it is
-        raise ValueError(f"{file} is not a regular file ({_kind_of_path(file)}); {CONFIG_FILE} must be a JSON file")
+        raise ValueError(f"{file} is not a regular file ({files.kind_of(file)}); {CONFIG_FILE} must be a JSON file")
     if file.stat().st_size > MAX_CONFIG_BYTES:
         raise ValueError(f"{file} is {file.stat().st_size} bytes; a {CONFIG_FILE} is a few hundred bytes "
                          f"(at most {MAX_CONFIG_BYTES} read): is it the right file?")
@@ -285,8 +283,19 @@ def read_config(directory) -> LMConfig:
 MAX_CONFIG_BYTES = 1 << 20
 
 
-def _kind_of_path(path: Path) -> str:
-    return "a directory" if path.is_dir() else "a FIFO" if path.is_fifo() else "not a regular file"
+def _require_weights_file(file: Path) -> None:
+    """Refuse a weights path that is missing (``FileNotFoundError``) or is not a regular file, such as
+    a symlink to a device or a named pipe (``ValueError`` saying what it is), before it is opened."""
+    if file.is_file():
+        return
+    if file.exists():
+        raise ValueError(f"{file} is {files.kind_of(file)}, not a regular file; the weights must be a "
+                         f"safetensors file")
+    index = file.with_name(file.name + ".index.json")
+    hint = " (sharded checkpoints are not supported)" if index.is_file() else ""
+    if file.is_symlink():
+        hint += f" (a symlink to the missing {os.path.realpath(file)})"
+    raise FileNotFoundError(f"{file}: no such file{hint}")
 
 
 def read_tensors(file) -> dict[str, np.ndarray]:
@@ -295,10 +304,7 @@ def read_tensors(file) -> dict[str, np.ndarray]:
     from safetensors.numpy import load_file
 
     file = Path(file)
-    if not file.is_file():
-        index = file.with_name(file.name + ".index.json")
-        hint = " (sharded checkpoints are not supported)" if index.is_file() else ""
-        raise FileNotFoundError(f"{file}: no such file{hint}")
+    _require_weights_file(file)
     try:
         return load_file(str(file))
     except (SafetensorError, ValueError, OSError, TypeError, AttributeError) as err:   # AttributeError: a dtype NumPy lacks
@@ -322,10 +328,7 @@ def read_header(file) -> dict[str, tuple[str, tuple[int, ...]]]:
     with the file's size, or holds a dtype other than F16, F32 or F64.
     """
     file = Path(file)
-    if not file.is_file():
-        index = file.with_name(file.name + ".index.json")
-        hint = " (sharded checkpoints are not supported)" if index.is_file() else ""
-        raise FileNotFoundError(f"{file}: no such file{hint}")
+    _require_weights_file(file)
     size = file.stat().st_size
     bad = f"{file}: not a readable safetensors file (truncated or corrupted?)"
     with open(file, "rb") as f:
@@ -399,12 +402,6 @@ def from_pretrained(cls, directory, queue=None):
     model = cls(config, queue=queue)
     from_llama(model, tensors, str(file))
     return model
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def write(node: ag.Node, array) -> None:

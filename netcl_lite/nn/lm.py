@@ -61,6 +61,42 @@ def check_ids(name: str, ids, vocab_size: int, max_len: int, start: int = 0) -> 
     return arr.astype(np.int64, copy=False)
 
 
+#: the most parameter tensors a model is built with (9 per layer: ~11,000 layers); models in use
+#: have at most a few hundred layers, and each tensor is its own device buffer and Python object
+MAX_TENSORS = 100_000
+
+
+def check_fits(config: LMConfig, device) -> None:
+    """Refuse, before anything is allocated, a ``config`` whose weights the OpenCL ``device`` cannot
+    hold: more than :data:`MAX_TENSORS` tensors, float32 weights larger than the device's global
+    memory, or one tensor larger than its largest allocation. ``from_pretrained`` refuses such a
+    config against the file's header; this does the same for a model built directly.
+
+    >>> import netcl_lite as nl
+    >>> check_fits(LMConfig(vocab_size=8, hidden_size=4, num_hidden_layers=10**6, num_attention_heads=2),
+    ...            nl.device().cl_device)
+    Traceback (most recent call last):
+    ValueError: config: num_hidden_layers=1000000 makes 9000002 weight tensors; at most 100000 are built (MAX_TENSORS)
+    """
+    c = config
+    d, kv, inner, vocab = c.hidden_size, c.num_key_value_heads * c.head_dim, c.intermediate_size, c.vocab_size
+    tensors = 2 + 9 * c.num_hidden_layers + (0 if c.tie_word_embeddings else 1)
+    if tensors > MAX_TENSORS:
+        raise ValueError(f"config: num_hidden_layers={c.num_hidden_layers} makes {tensors} weight tensors; "
+                         f"at most {MAX_TENSORS} are built (MAX_TENSORS)")
+    per_layer = 2 * d * d + 2 * kv * d + 3 * inner * d + 2 * d
+    weights = 4 * (vocab * d * (1 if c.tie_word_embeddings else 2) + d + c.num_hidden_layers * per_layer)
+    largest = 4 * max(vocab * d, inner * d, d * d, kv * d)
+    if weights > device.global_mem_size:
+        raise ValueError(f"config: the weights take {weights / 2**30:.3g} GiB in float32, more than the "
+                         f"{device.global_mem_size / 2**30:.3g} GiB of memory of {device.name.strip()}; "
+                         f"use a smaller config")
+    if largest > device.max_mem_alloc_size:
+        raise ValueError(f"config: one weight tensor takes {largest / 2**30:.3g} GiB, more than the largest "
+                         f"allocation of {device.name.strip()} ({device.max_mem_alloc_size / 2**30:.3g} GiB); "
+                         f"use a smaller vocab_size, hidden_size or intermediate_size")
+
+
 class DecoderLM(Module):
     """Llama's decoder-only language model on the tape. ``DecoderLM(config, queue=None, seed=0)``.
 
@@ -79,6 +115,7 @@ class DecoderLM(Module):
         self.config = c = config
         self.queue = check_queue(manager.default().queue if queue is None else queue)
         q = self.queue
+        check_fits(c, q.device)
         self.embed = Embedding(q, c.vocab_size, c.hidden_size, tie=c.tie_word_embeddings, seed=seed)
         self.layers = [
             DecoderBlock(q, c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.intermediate_size,

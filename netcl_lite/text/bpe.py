@@ -605,15 +605,21 @@ class BPETokenizer:
         >>> BPETokenizer.load(path).encode("hi<|endoftext|>", allowed_special="all")
         [104, 105, 256]
         """
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(dumps(self._parts()))
+        from netcl_lite.files import atomic_write
+
+        atomic_write(path, dumps(self._parts()).encode("utf-8"))   # whole or not at all
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> BPETokenizer:
-        """Read a file written by :meth:`save`; anything malformed raises ``ValueError`` naming the problem."""
+        """Read a file written by :meth:`save`; anything malformed raises ``ValueError`` naming the problem,
+        as does a path that is not a regular file (a device, a named pipe) or is larger than
+        :data:`~netcl_lite.text.model_file.MAX_FILE_BYTES`, checked before it is opened."""
+        from netcl_lite.files import read_regular
+        from netcl_lite.text.model_file import MAX_FILE_BYTES
+
+        raw = read_regular(path, MAX_FILE_BYTES, "a tokenizer file")
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ValueError(f"{path}: not UTF-8 text ({exc}); is this a tokenizer file?") from None
         return _from_parts(loads(text, str(path)))
@@ -669,9 +675,10 @@ class BPETokenizer:
         The pattern and the special tokens are not part of that format; keep them beside it.
         (Example: :meth:`from_tiktoken_file`.)
         """
+        from netcl_lite.files import atomic_write
+
         self._require_ranks("save_tiktoken_file")
-        with open(path, "wb") as f:
-            f.write(tiktoken_file_bytes([self._tokens[i] for i in range(len(self._tokens))]))
+        atomic_write(path, tiktoken_file_bytes([self._tokens[i] for i in range(len(self._tokens))]))
 
     @classmethod
     def from_tokenizer_json(cls, path: str | os.PathLike) -> BPETokenizer:
@@ -702,9 +709,9 @@ class BPETokenizer:
         if vocab.merge_list is None:
             merge_list = tuple((left, right, merged) for (left, right), merged in self.merges.items())
             vocab = replace(vocab, merge_list=merge_list)
-        text = tokenizer_json_text(vocab)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        from netcl_lite.files import atomic_write
+
+        atomic_write(path, tokenizer_json_text(vocab).encode("utf-8"))
 
     def _require_ranks(self, what: str) -> None:
         if self._merge_list is not None:

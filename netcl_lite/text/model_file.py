@@ -26,12 +26,16 @@ from netcl_lite.text.patterns import check_pattern_length, compile_splitter
 #: character and the common whitespace
 PATTERN_PROBE = "".join(map(chr, range(32, 127))) + " \t\n\r  x"
 
-__all__ = ["FORMAT", "VERSION", "ModelParts", "check_merges", "check_special_tokens", "dumps", "loads",
+__all__ = ["FORMAT", "MAX_FILE_BYTES", "VERSION", "ModelParts", "check_merges", "check_special_tokens", "dumps", "loads",
            "parse_json_object"]
 
 FORMAT = "netcl_lite.bpe"
 VERSION = 1
 MAX_ID = 2**32 - 1  # token ids are u32, as in tiktoken
+#: the largest tokenizer file read (a model file, a .tiktoken file or a tokenizer.json): the largest
+#: published ones are tens of MB; a bigger file is refused before it is read, as is anything that is
+#: not a regular file (a device such as /dev/zero, a named pipe)
+MAX_FILE_BYTES = 256 << 20
 _KEYS = ("format", "version", "pattern", "base_bytes", "special_tokens", "merges")
 
 

@@ -22,6 +22,9 @@ from base64 import b64encode
 from collections.abc import Sequence
 from functools import partial
 
+from netcl_lite.files import read_regular
+from netcl_lite.text.model_file import MAX_FILE_BYTES
+
 __all__ = ["check_sha256", "read_tiktoken_file", "tiktoken_file_bytes"]
 
 if sys.version_info >= (3, 11):  # strict_mode also rejects data after the padding
@@ -42,8 +45,7 @@ def read_tiktoken_file(path: str | os.PathLike, expected_sha256: str | None = No
     >>> by_rank, line_of = read_tiktoken_file(path); by_rank[256], line_of[256]
     (b'hi', 257)
     """
-    with open(path, "rb") as f:
-        data = f.read()
+    data = read_regular(path, MAX_FILE_BYTES, "a .tiktoken file")   # no device, pipe or huge file
     if expected_sha256 is not None:
         check_sha256(data, expected_sha256, path)
     lines = data.split(b"\n")

@@ -27,7 +27,8 @@ import json
 import os
 from collections.abc import Mapping
 
-from netcl_lite.text.model_file import MAX_ID, parse_json_object
+from netcl_lite.files import read_regular
+from netcl_lite.text.model_file import MAX_FILE_BYTES, MAX_ID, parse_json_object
 from netcl_lite.text.patterns import (
     GPT2_PATTERN,
     GPT4_PATTERN,
@@ -63,8 +64,7 @@ def read_tokenizer_json(path: str | os.PathLike) -> Vocabulary:
     >>> read_tokenizer_json(path).merge_list
     ((32, 116, 256),)
     """
-    with open(path, "rb") as f:
-        raw = f.read()
+    raw = read_regular(path, MAX_FILE_BYTES, "a tokenizer.json")   # no device, pipe or huge file
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -1,0 +1,177 @@
+"""Reading and writing a user's files safely: whole or not at all, and only regular files.
+
+* :func:`atomic_write` writes the bytes to a temporary file in the target's folder, flushes
+  them to disk (``fsync``) and renames the temporary file over the target. An interrupted
+  save (Ctrl-C, a kill, a full disk, an exception while serialising) leaves the previous file
+  as it was, never an empty or half-written one. Temporary names carry the process id, the
+  thread id and random characters, so two writers never share one.
+* :func:`read_regular` reads a file only after ``os.stat`` says it is a regular file of at
+  most ``max_bytes``: a device such as ``/dev/zero`` (endless), a named pipe (it would block)
+  or a directory is refused with a ``ValueError`` that says what the path is, before it is
+  opened.
+* :func:`env_flag` reads a yes/no environment variable strictly.
+
+    >>> import os, tempfile; path = os.path.join(tempfile.mkdtemp(), "a.txt")
+    >>> atomic_write(path, b"hello\\n"); read_regular(path, 100, "a text file")
+    b'hello\\n'
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import secrets
+import stat
+import threading
+from pathlib import Path
+
+__all__ = ["atomic_write", "env_flag", "flush_to_disk", "kind_of", "read_regular", "regular_size", "replace",
+           "temporary_name"]
+
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+
+
+def env_flag(name: str, default: bool = False) -> bool:
+    """The yes/no environment variable ``name``: ``1``, ``true``, ``yes``, ``on`` are True and
+    ``0``, ``false``, ``no``, ``off`` False (any case, spaces around ignored); unset or empty
+    gives ``default``. Anything else raises ``ValueError`` naming the variable, so that a
+    typo never means the opposite of what was meant."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty str (an environment variable), got {name!r}")
+    raw = os.environ.get(name, "")
+    value = raw.strip().lower()
+    if not value:
+        return bool(default)
+    if value in TRUE_WORDS:
+        return True
+    if value in FALSE_WORDS:
+        return False
+    raise ValueError(f"{name}={raw!r} is not a yes/no value: use one of {', '.join(TRUE_WORDS)} "
+                     f"or {', '.join(FALSE_WORDS)}, or unset it")
+
+
+def temporary_name(path: str | os.PathLike) -> Path:
+    """A name beside ``path`` for a temporary file that no other process or thread uses:
+    ``.<name>.<pid>.<thread id>.<random>.tmp``."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{secrets.token_hex(4)}.tmp")
+
+
+def _fsync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:                      # a platform without directory handles: the rename stands
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def flush_to_disk(path: str | os.PathLike) -> None:
+    """``fsync`` the file at ``path`` (or every file in the folder ``path``, then the folder), so
+    that a rename that follows never publishes data still only in memory."""
+    path = Path(path)
+    if path.is_dir():
+        for child in path.iterdir():
+            if child.is_file():
+                flush_to_disk(child)
+        _fsync_folder(path)
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def replace(written: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Flush the finished temporary file ``written`` to disk and rename it over ``path`` (for a
+    file that a library writes itself, such as safetensors' ``save_file``)."""
+    flush_to_disk(written)
+    os.replace(written, path)
+    _fsync_folder(Path(path).parent)
+
+
+def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> None:
+    """Replace ``path`` by ``data`` all at once: written to a temporary file in the same folder,
+    flushed to disk, then renamed over ``path`` (readers see the old file or the new one, never
+    part of one). A folder or a non-regular file at ``path`` is refused; on any failure the
+    temporary file is removed and ``path`` is left as it was."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"data must be bytes (encode text first), got {type(data).__name__}")
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise ValueError(f"{path} is {kind_of(path)}, not a regular file; give the path of a file to write")
+    tmp = temporary_name(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_folder(path.parent)
+
+
+def kind_of(path: str | os.PathLike) -> str:
+    """What ``path`` is, in words, following symlinks: ``'a regular file'``, ``'a directory'``,
+    ``'a named pipe (FIFO)'``, ``'a character device'`` ... or ``'missing'``."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "missing" if not os.path.islink(path) else "a symlink to a missing file"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+    for test, words in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"),
+                        (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return words if not os.path.islink(path) else f"a symlink to {words} ({os.path.realpath(path)})"
+    return "not a regular file"
+
+
+def regular_size(path: str | os.PathLike, max_bytes: int, what: str) -> int:
+    """The size of ``path`` after checking, without opening it, that it is a regular file of at
+    most ``max_bytes``: ``FileNotFoundError`` when missing, ``ValueError`` naming ``what`` the file
+    should be otherwise."""
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, numbers.Integral) or max_bytes < 0:
+        raise ValueError(f"max_bytes must be an int >= 0, got {max_bytes!r}")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        extra = f" ({kind_of(path)})" if os.path.islink(path) else ""
+        raise FileNotFoundError(f"{path}: no such file{extra}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{path} is {kind_of(path)}, not a regular file; {what} must be a regular file")
+    if st.st_size > max_bytes:
+        raise ValueError(f"{path} is {st.st_size:,} bytes; {what} is read only up to {max_bytes:,} bytes: "
+                         f"is it the right file?")
+    return st.st_size
+
+
+def read_regular(path: str | os.PathLike, max_bytes: int, what: str) -> bytes:
+    """The bytes of ``path``, read only if it is a regular file of at most ``max_bytes``
+    (:func:`regular_size`). It is opened without blocking and checked again once open, so a
+    file swapped for a pipe or a device in between is refused too."""
+    regular_size(path, max_bytes, what)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{path} is not a regular file; {what} must be a regular file")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"{path} grew past {max_bytes:,} bytes while being read; {what} is read only up to "
+                         f"{max_bytes:,} bytes")
+    return data
