@@ -663,3 +663,27 @@ def test_the_pending_limit_takes_numpy_integers_but_not_bools():
                 set_pending_limit(bad)
     finally:
         set_pending_limit(previous)
+
+
+def test_every_page_of_the_site_renders_with_the_contained_extension():
+    """The site's own includes all lie under snippets/, netcl_lite/ and kernels/: the pages render with
+    the extension the build puts in place (the strict build runs them all again)."""
+    import markdown
+    from mkdocs.config import load_config
+
+    config = load_config(str(ROOT / "mkdocs.yml"))
+    hook = _hook("build_output")
+    hook.on_config(config)
+    pages = sorted((ROOT / "docs").rglob("*.md"))
+    assert len(pages) >= 8
+    cwd = os.getcwd()
+    os.chdir(ROOT)                                  # the site's base path "." is the repository root
+    try:
+        for page in pages:
+            hook._state["page"] = str(page.relative_to(ROOT))
+            md = markdown.Markdown(extensions=config.markdown_extensions, extension_configs=config.mdx_configs)
+            text = page.read_text(encoding="utf-8")
+            html = md.convert(text)
+            assert text.count('--8<-- "') == 0 or "&quot;snippets/" not in html, page
+    finally:
+        os.chdir(cwd)
