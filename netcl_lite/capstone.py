@@ -36,7 +36,7 @@ import numpy as np
 from . import corpus, execution_cache
 from .core.device import manager
 from .execution_cache import cache_root
-from .files import atomic_write
+from .files import atomic_write, read_regular
 from .nn import DecoderLM, LMConfig
 from .text import BPETokenizer
 from .train import TrainConfig, eval_windows, evaluate, train
@@ -190,7 +190,7 @@ def _check_run_folder(folder: Path) -> str | None:
     if not done.is_file():
         return f"{done} is missing (the run never finished)"
     try:
-        recorded = json.loads(done.read_text(encoding="utf-8"))["files"]
+        recorded = json.loads(read_regular(done, 1 << 20, "a run's done.json"))["files"]
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
         return f"{done} is not a run's record (no digests of its files)"
     for name in RUN_FILES:
@@ -293,7 +293,7 @@ def _load_measures(run: Run) -> dict | None:
     if not path.is_file():
         return None
     try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
+        stored = json.loads(read_regular(path, 16 << 20, "measures.json"))
         measures = stored["measures"]
         ok = (stored["run"] == run_digest(run) and isinstance(measures, dict)
               and stored["sha256"] == _measures_digest(run, measures))

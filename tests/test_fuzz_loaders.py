@@ -201,3 +201,240 @@ def test_fuzzed_files_give_a_clear_error_or_a_valid_load(surface, seeds, tmp_pat
     assert not bad, f"{len(bad)} of {CASES} cases went wrong ({dict(counts)}); the first:\n" + "\n".join(
         f"case {r['case']}: {r['outcome']}: {r['detail']}" for r in bad[:8])
     assert counts["error"] > CASES // 2           # the mutations do reach the checks
+
+
+# -- the stores and paths the build and the capstone read ------------------------------------------
+# Seeded, in-process: stored cache entries, the capstone's run folder and measures, snippet and
+# marker paths, and first use of the device from threads (in fresh processes).
+
+ROOT = Path(__file__).resolve().parent.parent
+STORE_CASES = 300
+
+
+def _hook(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"{name}_hook_fuzz", ROOT / "docs" / ".hooks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fuzzed_cache_entries_give_the_stored_bytes_or_a_miss(tmp_path, monkeypatch):
+    from netcl_lite import execution_cache as cache
+
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path))
+    monkeypatch.delenv(cache.RERUN, raising=False)
+    rng = random.Random("fuzz-cache-entries")
+    outcomes = Counter()
+    for n in range(STORE_CASES):
+        payload = os.urandom(rng.choice([0, 1, 50, 4000])) if rng.random() < 0.5 else \
+            f"model: {rng.random():.4f} bits per byte\n".encode()
+        cache.store("build_output", f"k{n}", payload)
+        path = tmp_path / "executed" / "build_output" / f"k{n}"
+        raw = path.read_bytes()
+        damaged = _mutate_bytes(raw, rng) if raw else b"x"
+        path.write_bytes(damaged)
+        got = cache.lookup("build_output", f"k{n}")
+        if damaged == raw:
+            assert got == payload, n
+        else:
+            assert got is None and not path.exists(), f"case {n}: a damaged entry was served: {got[:80]!r}"
+        outcomes["served" if got is not None else "miss"] += 1
+    assert outcomes["miss"] > STORE_CASES // 2
+
+
+@pytest.fixture
+def run_folder(tmp_path):
+    """A finished run's folder as capstone.run() checks it: the files it loads, and done.json with
+    their digests."""
+    from netcl_lite import capstone
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    rng = random.Random("run-folder")
+    for name in capstone.RUN_FILES:
+        (folder / name).write_bytes(bytes(rng.randrange(256) for _ in range(rng.choice([40, 400]))))
+    files = {name: capstone._sha256(folder / name) for name in capstone.RUN_FILES}
+    (folder / "done.json").write_text(json.dumps({"seconds": 1.0, "train_seconds": 0.5, "files": files}) + "\n")
+    assert capstone._check_run_folder(folder) is None
+    return folder
+
+
+def test_fuzzed_run_folders_load_only_as_recorded(run_folder):
+    import shutil
+
+    from netcl_lite import capstone
+
+    rng = random.Random("fuzz-run-folders")
+    original = {p.name: p.read_bytes() for p in run_folder.iterdir()}
+    refused = 0
+    for n in range(STORE_CASES):
+        name = rng.choice([*capstone.RUN_FILES, "done.json"])
+        path = run_folder / name
+        action = rng.random()
+        if action < 0.1:
+            path.unlink()
+        elif action < 0.15:
+            path.unlink()
+            path.symlink_to("/dev/zero")                           # reading it would never end
+        elif action < 0.2:
+            path.unlink()
+            os.mkfifo(path)                                        # reading it would block
+        elif name == "done.json":
+            path.write_bytes(_mutate_text_file(original[name], rng))
+        else:
+            path.write_bytes(_mutate_bytes(original[name], rng))
+        unchanged = path.is_file() and not path.is_symlink() and path.read_bytes() == original[name]
+        if name == "done.json" and path.is_file() and not path.is_symlink():
+            try:                            # its timings and other entries may change; the digests may not
+                recorded, kept = json.loads(path.read_bytes())["files"], json.loads(original[name])["files"]
+                unchanged = all(recorded[k] == kept[k] for k in capstone.RUN_FILES)
+            except (ValueError, KeyError, TypeError):
+                unchanged = False
+        problem = capstone._check_run_folder(run_folder)
+        if unchanged:
+            assert problem is None, f"case {n}: {problem}"
+        else:
+            assert problem is not None and str(run_folder) in problem, f"case {n}: a damaged {name} was accepted"
+            refused += 1
+        path.unlink(missing_ok=True)
+        path.write_bytes(original[name])
+    assert refused > STORE_CASES // 2
+    shutil.rmtree(run_folder)
+
+
+def test_fuzzed_measures_are_the_stored_ones_or_computed_again(run_folder):
+    import warnings
+
+    from netcl_lite import capstone
+
+    run = capstone.Run(None, None, None, None, None, {}, run_folder)
+    measures = {"model": 2.25, "unigram": 4.5, "primed": {"lzma": 2.9, "ppmd order": 5}}
+    capstone._store_measures(run, measures)
+    path = run_folder / "measures.json"
+    original = path.read_bytes()
+    rng = random.Random("fuzz-measures")
+    for n in range(STORE_CASES):
+        path.write_bytes(_mutate_text_file(original, rng))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = capstone._load_measures(run)
+        assert got is None or got == measures, f"case {n}: {got}"
+    path.write_bytes(original)
+    assert capstone._load_measures(run) == measures
+
+
+def test_fuzzed_snippet_and_marker_paths_stay_inside_or_fail_naming_the_page(tmp_path):
+    import markdown
+
+    root = tmp_path / "project"
+    for folder in ("snippets/page", "netcl_lite", "kernels", "elsewhere"):
+        (root / folder).mkdir(parents=True)
+    (root / "snippets/page/ok.py").write_text("print('fine')\n")
+    (root / "netcl_lite/lib.py").write_text("x = 'library'\n")
+    (root / "kernels/k.cl").write_text("// kernel\n")
+    (root / "elsewhere/x.py").write_text("print('SECRET elsewhere')\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("print('SECRET outside')\n")
+    (root / "snippets/page/leak.py").symlink_to(outside / "secret.py")
+    (root / "snippets/linked").symlink_to(outside)
+    (root / "snippets/inner").symlink_to(root / "snippets/page")   # a link that stays inside: allowed
+    parts = ["snippets", "page", "..", ".", "ok.py", "leak.py", "secret.py", "linked", "inner", "netcl_lite",
+             "lib.py", "kernels", "k.cl", "elsewhere", "x.py", "", "missing.py", "~", "%2e%2e"]
+    hook = _hook("build_output")
+    rng = random.Random("fuzz-snippet-paths")
+    outcomes = Counter()
+    for n in range(STORE_CASES):
+        if rng.random() < 0.4:                 # a valid path with one part changed, added or dropped
+            pieces = rng.choice(["snippets/page/ok.py", "snippets/inner/ok.py", "netcl_lite/lib.py"]).split("/")
+            at = rng.randrange(len(pieces))
+            choice = rng.random()
+            if choice < 0.4:
+                pieces[at] = rng.choice(parts)
+            elif choice < 0.8:
+                pieces.insert(at, rng.choice(parts))
+            elif choice < 0.9:
+                del pieces[at]
+            path = "/".join(pieces)
+        else:
+            path = "/".join(rng.choice(parts) for _ in range(rng.randint(1, 5)))
+        if rng.random() < 0.1:
+            path = "/" + path
+        page = f"docs/page-{n}.md"
+        try:
+            found = hook.marker_path(path, page, root=root)
+        except (hook.PathError, FileNotFoundError) as exc:
+            assert str(exc).startswith(f"{page}: <!-- build-output: {path} -->"), str(exc)
+            outcomes["marker refused"] += 1
+        else:
+            assert found.resolve().is_relative_to(root / "snippets") and found.is_file(), (path, found)
+            outcomes["marker ran"] += 1
+        hook._state["page"] = page
+        extension = hook.contained_snippets(base_path=[str(root)], check_paths=True)
+        try:
+            html = markdown.markdown(f'```python\n--8<-- "{path}"\n```\n',
+                                     extensions=["pymdownx.superfences", extension])
+        except (hook.PathError, FileNotFoundError) as exc:
+            assert str(exc).startswith(f"{page}: --8<-- "), str(exc)
+            outcomes["include refused"] += 1
+        except Exception as exc:               # pymdownx's own: an empty path, a path with only a section
+            assert "could not be found" in str(exc) or not path.strip("/"), (path, exc)
+            outcomes["include refused"] += 1
+        else:
+            assert "SECRET" not in html, (path, html)
+            outcomes["include shown"] += 1
+    print(f"\nsnippet paths: {dict(outcomes)}")
+    assert outcomes["marker refused"] > STORE_CASES // 2 and outcomes["include refused"] > STORE_CASES // 2
+
+
+_FIRST_USE = """
+import random, sys, threading
+import numpy as np
+import netcl_lite as nl
+from netcl_lite import ops
+rng = random.Random(sys.argv[1])
+count = rng.randint(2, 12)
+uses = [rng.choice(["device", "tensor", "op"]) for _ in range(count)]
+barrier, errors, queues = threading.Barrier(count), [], []
+def first_use(kind):
+    barrier.wait()
+    try:
+        if kind == "device":
+            queues.append(nl.device().queue)
+        elif kind == "tensor":
+            queues.append(nl.tensor(np.ones(3, np.float32)).queue)
+        else:
+            assert ops.add(np.ones(4, np.float32), np.ones(4, np.float32)).tolist() == [2.0] * 4
+    except Exception as exc:
+        errors.append(f"{kind}: {exc!r}")
+threads = [threading.Thread(target=first_use, args=(k,)) for k in uses]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(len(errors), len({id(q) for q in queues}), uses, errors[:1])
+"""
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fuzzed_first_use_from_threads(seed):
+    """2 to 12 threads make the device at once through different doors (nl.device, a tensor, an op),
+    each in a fresh process, the compiler target retargeted where the host allows it."""
+    from netcl_lite.core import compiler_target
+    import netcl_lite as nl
+
+    env = dict(os.environ)
+    own = compiler_target.pocl_cpu_name(nl.device().cl_device)
+    others = [c for c in compiler_target.allowed_cpus(compiler_target.host_flags()) if c != own]
+    env.pop("NETCL_LITE_POCL_CPU", None)
+    if others and seed % 2:
+        env["NETCL_LITE_POCL_CPU"] = others[-1]
+    env.pop("NETCL_LITE_DEVICE", None)
+    proc = subprocess.run([sys.executable, "-c", _FIRST_USE, f"first-use-{seed}"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    errors, queues = proc.stdout.split(maxsplit=2)[:2]
+    assert errors == "0", proc.stdout
+    assert int(queues) <= 1, f"threads were given different devices: {proc.stdout}"
