@@ -8,9 +8,13 @@ split by module), a byte-level BPE trained on the training split, a small Llama-
 it has changed: the run lives in a folder named by a hash of the recipe, the text, every
 source file of ``netcl_lite`` and its kernels, the library versions and the OpenCL
 device. The training is deterministic (no atomics, seeded windows), so the folder holds
-exactly what running the recipe again would produce; any edit trains anew. In a source
-checkout the folder is under ``.cache/`` in the checkout (a fresh clone trains), elsewhere
-under the user's cache; ``NETCL_LITE_CACHE`` overrides both.
+exactly what running the recipe again would produce; any edit trains anew. The hash is
+:func:`netcl_lite.execution_cache.key`, the build's own, so it covers the device's compute
+units and compiler target and the variables that change results just as the build does.
+The folder's ``done.json`` records a SHA-256 of each file that is loaded from it; a file
+that no longer matches trains the run again. In a source checkout the folder is under
+``.cache/`` in the checkout (a fresh clone trains), elsewhere under the user's cache;
+``NETCL_LITE_CACHE`` overrides both.
 """
 
 from __future__ import annotations

@@ -99,11 +99,13 @@ def replace(written: str | os.PathLike, path: str | os.PathLike) -> None:
 def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> None:
     """Replace ``path`` by ``data`` all at once: written to a temporary file in the same folder,
     flushed to disk, then renamed over ``path`` (readers see the old file or the new one, never
-    part of one). A folder or a non-regular file at ``path`` is refused; on any failure the
+    part of one). A symlink keeps pointing at the file, which is replaced. A folder or a non-regular file at ``path`` is refused; on any failure the
     temporary file is removed and ``path`` is left as it was."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"data must be bytes (encode text first), got {type(data).__name__}")
     path = Path(path)
+    if path.is_symlink():                # replace the file the link names, and keep the link
+        path = Path(os.path.realpath(path))
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:

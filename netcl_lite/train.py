@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from . import autograd as ag
-from .files import flush_to_disk, temporary_name
+from .files import flush_to_disk, read_regular, temporary_name
 from .optim import SCHEDULES, AdamW, clip_grad_norm
 
 TRAINER_STATE, OPTIMIZER_FILE, LOG_FILE = "trainer_state.json", "optimizer.safetensors", "log.json"
@@ -200,6 +200,9 @@ def save_checkpoint(directory, model, optimizer: AdamW, trainer_state: dict) -> 
     return final
 
 
+#: the largest trainer_state.json read when resuming (it holds the log: ~100 bytes a step)
+MAX_STATE_BYTES = 256 << 20
+
 #: the files a checkpoint folder holds; a folder with anything else is the user's, not ours to replace
 CHECKPOINT_FILES = frozenset({"config.json", "model.safetensors", OPTIMIZER_FILE, TRAINER_STATE, LOG_FILE})
 
@@ -227,7 +230,7 @@ def load_checkpoint(directory, model, optimizer: AdamW) -> dict:
     config = read_config(path)
     if config != model.config:
         raise ValueError(f"{path}: the checkpoint's config {config} differs from the model's {model.config}")
-    state = json.loads((path / TRAINER_STATE).read_text(encoding="utf-8"))
+    state = json.loads(read_regular(path / TRAINER_STATE, MAX_STATE_BYTES, TRAINER_STATE))   # no pipe or device
     tensors = read_tensors(path / OPTIMIZER_FILE)
     with safe_open(str(path / OPTIMIZER_FILE), framework="np") as f:
         step = int(f.metadata()["step"])

@@ -687,3 +687,23 @@ def test_every_page_of_the_site_renders_with_the_contained_extension():
             assert text.count('--8<-- "') == 0 or "&quot;snippets/" not in html, page
     finally:
         os.chdir(cwd)
+
+
+def test_a_save_through_a_symlink_replaces_the_file_and_keeps_the_link(tmp_path):
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    _tokenizer().save(link)
+    assert link.is_symlink() and BPETokenizer.load(real).n_vocab == 262
+
+
+def test_resuming_from_a_trainer_state_that_is_a_named_pipe_fails_without_blocking(tmp_path):
+    from netcl_lite.optim import AdamW
+    from netcl_lite.train import TRAINER_STATE, load_checkpoint, parameter_groups
+
+    model = DecoderLM(_TINY)
+    model.save_pretrained(tmp_path)
+    os.mkfifo(tmp_path / TRAINER_STATE)
+    with pytest.raises(ValueError, match="is a named pipe"):
+        load_checkpoint(tmp_path, model, AdamW(parameter_groups(model, 0.1), lr=1e-3))
