@@ -128,7 +128,7 @@ def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
 
 def kind_of(path: str | os.PathLike) -> str:
     """What ``path`` is, in words, following symlinks: ``'a regular file'``, ``'a directory'``,
-    ``'a named pipe (FIFO)'``, ``'a character device'`` ... or ``'missing'``."""
+    ``'a FIFO'`` (a named pipe), ``'a character device'`` ... or ``'missing'``."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -136,7 +136,7 @@ def kind_of(path: str | os.PathLike) -> str:
     except OSError as exc:
         return f"unreadable ({exc.strerror})"
     for test, words in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"),
-                        (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+                        (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                         (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
         if test(mode):
             return words if not os.path.islink(path) else f"a symlink to {words} ({os.path.realpath(path)})"
