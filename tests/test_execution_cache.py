@@ -3,23 +3,16 @@ output changes its key, and a changed key runs the item again."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
+from build_hooks import load_hook
 from netcl_lite import execution_cache as cache
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _hook(name: str):
-    spec = importlib.util.spec_from_file_location(f"{name}_hook", ROOT / "docs" / ".hooks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture
@@ -80,12 +73,12 @@ def test_the_source_the_files_it_reads_the_packages_and_the_device_choice_change
 def test_a_snippet_a_figure_and_a_drill_change_their_keys(tmp_path):
     snippet = tmp_path / "bits.py"
     snippet.write_text("print(1)\n")
-    build_output = _hook("build_output")
+    build_output = load_hook("build_output")
     key = build_output.snippet_key(str(snippet))
     snippet.write_text("print(2)\n")
     assert build_output.snippet_key(str(snippet)) != key
 
-    generated = _hook("generated")
+    generated = load_hook("generated")
     figure = ROOT / "snippets" / "chapter8" / "figure_gemm.py"
     reads = generated.figure_reads(figure)
     assert ROOT / "benchmarks" / "results" / "kernels.json" in reads, "a Chapter 8 figure is drawn from kernels.json"
@@ -105,7 +98,7 @@ def test_a_build_output_runs_once_per_key_and_again_after_an_edit_or_a_forced_re
     snippet = tmp_path / "counted.py"
     source = f"open({str(runs)!r}, 'a').write('x')\nprint('value', {{}})\n"
     snippet.write_text(source.format(1))
-    hook = _hook("build_output")
+    hook = load_hook("build_output")
     hook.on_pre_build(None)
     assert hook.cached_output(str(snippet)) == "value 1\n"
     assert hook.cached_output(str(snippet)) == "value 1\n" and runs.read_text() == "x", "a hit must not run"

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from build_hooks import load_hook
 from netcl_lite.nn.lm import DecoderLM, LMConfig
 from netcl_lite.text.bpe import BPETokenizer
 from netcl_lite.text.patterns import GPT4_PATTERN
@@ -211,15 +212,6 @@ ROOT = Path(__file__).resolve().parent.parent
 STORE_CASES = 300
 
 
-def _hook(name: str):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"{name}_hook_fuzz", ROOT / "docs" / ".hooks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_fuzzed_cache_entries_give_the_stored_bytes_or_a_miss(tmp_path, monkeypatch):
     from netcl_lite import execution_cache as cache
 
@@ -343,7 +335,7 @@ def test_fuzzed_snippet_and_marker_paths_stay_inside_or_fail_naming_the_page(tmp
     (root / "snippets/inner").symlink_to(root / "snippets/page")   # a link that stays inside: allowed
     parts = ["snippets", "page", "..", ".", "ok.py", "leak.py", "secret.py", "linked", "inner", "netcl_lite",
              "lib.py", "kernels", "k.cl", "elsewhere", "x.py", "", "missing.py", "~", "%2e%2e"]
-    hook = _hook("build_output")
+    hook = load_hook("build_output")
     rng = random.Random("fuzz-snippet-paths")
     outcomes = Counter()
     for n in range(STORE_CASES):

@@ -5,7 +5,6 @@ gives the fresh result or an error that names the variable, the file, the page o
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -19,6 +18,7 @@ import numpy as np
 import pytest
 
 import netcl_lite as nl
+from build_hooks import load_hook
 from netcl_lite import capstone, files
 from netcl_lite import execution_cache as cache
 from netcl_lite.core import compiler_target
@@ -28,13 +28,6 @@ from netcl_lite.text import bpe as bpe_module
 from netcl_lite.text.bpe import BPETokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _hook(name: str):
-    spec = importlib.util.spec_from_file_location(f"{name}_hook_state", ROOT / "docs" / ".hooks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _python(code: str, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
@@ -221,7 +214,7 @@ def test_a_damaged_entry_runs_the_build_output_again(store, tmp_path, monkeypatc
     runs = tmp_path / "runs.txt"
     snippet = tmp_path / "counted.py"
     snippet.write_text(f"open({str(runs)!r}, 'a').write('x')\nprint('model: 1.234')\n")
-    hook = _hook("build_output")
+    hook = load_hook("build_output")
     hook.on_pre_build(None)
     assert hook.cached_output(str(snippet)) == "model: 1.234\n"
     (entry,) = (store / "build_output").iterdir()
@@ -397,7 +390,7 @@ def test_rerun_false_keeps_the_stored_training_runs(tmp_path, monkeypatch, value
     stored = tmp_path / "capstone" / "somekey"
     stored.mkdir(parents=True)
     (stored / "done.json").write_text("{}")
-    hook = _hook("capstone")
+    hook = load_hook("capstone")
     monkeypatch.setattr(hook.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0))
     hook.on_pre_build(None)
     assert stored.exists() is not wiped
@@ -408,7 +401,7 @@ def test_a_mistyped_rerun_fails_the_build_before_deleting_anything(tmp_path, mon
     monkeypatch.setenv(cache.RERUN, "flase")
     (tmp_path / "capstone" / "somekey").mkdir(parents=True)
     with pytest.raises(ValueError, match="NETCL_LITE_RERUN"):
-        _hook("capstone").on_pre_build(None)
+        load_hook("capstone").on_pre_build(None)
     assert (tmp_path / "capstone" / "somekey").exists()
 
 
@@ -435,7 +428,7 @@ def docs_tree(tmp_path):
 def _render(root: Path, text: str, page: str = "docs/page.md") -> str:
     import markdown
 
-    hook = _hook("build_output")
+    hook = load_hook("build_output")
     hook._state["page"] = page
     extension = hook.contained_snippets(base_path=[str(root)], check_paths=True, dedent_subsections=True)
     return markdown.markdown(text, extensions=["pymdownx.superfences", extension])
@@ -469,7 +462,7 @@ def test_the_build_uses_the_contained_extension_with_the_sites_options():
     from mkdocs.config import load_config
 
     config = load_config(str(ROOT / "mkdocs.yml"))
-    hook = _hook("build_output")
+    hook = load_hook("build_output")
     options = dict(config.mdx_configs["pymdownx.snippets"])
     hook.on_config(config)
     assert "pymdownx.snippets" not in config.markdown_extensions
@@ -486,7 +479,7 @@ def test_the_build_uses_the_contained_extension_with_the_sites_options():
 ])
 def test_a_build_output_marker_outside_snippets_or_missing_fails_naming_page_and_marker(docs_tree, marker, error,
                                                                                         says):
-    hook = _hook("build_output")
+    hook = load_hook("build_output")
     with pytest.raises(Exception) as caught:
         hook.marker_path(marker, "docs/chapter-x.md", root=docs_tree)
     assert type(caught.value).__name__ == error
@@ -496,7 +489,7 @@ def test_a_build_output_marker_outside_snippets_or_missing_fails_naming_page_and
 
 
 def test_a_dotdot_marker_on_a_page_runs_nothing(monkeypatch):
-    hook = _hook("build_output")
+    hook = load_hook("build_output")
     ran = []
     monkeypatch.setattr(hook, "cached_output", lambda path: ran.append(path) or "")
 
@@ -552,7 +545,7 @@ def test_a_save_that_fails_on_a_full_disk_leaves_the_previous_file(tmp_path, mon
 
 
 def test_generated_figures_and_notebooks_are_written_whole(tmp_path, monkeypatch):
-    generated = _hook("generated")
+    generated = load_hook("generated")
     path = tmp_path / "figures" / "page" / "x.svg"
     generated._write_if_changed(path, b"<svg>first</svg>")
     monkeypatch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(28, "No space left on device")))
@@ -672,7 +665,7 @@ def test_every_page_of_the_site_renders_with_the_contained_extension():
     from mkdocs.config import load_config
 
     config = load_config(str(ROOT / "mkdocs.yml"))
-    hook = _hook("build_output")
+    hook = load_hook("build_output")
     hook.on_config(config)
     pages = sorted((ROOT / "docs").rglob("*.md"))
     assert len(pages) >= 8
