@@ -6,7 +6,9 @@ first build after a change waits for it (at most 300 s of training on two CPU co
 this hook makes that wait visible: it trains in a child process whose progress bar
 goes to the terminal, before the figures and pages that read the run are made. A run
 that is already there loads in a second or two; ``NETCL_LITE_RERUN=1`` deletes the
-stored runs first, so the model trains anew (as in a fresh clone).
+stored runs first, so the model trains anew (as in a fresh clone). The variable is read
+strictly (:func:`netcl_lite.files.env_flag`): ``0``, ``false``, ``no`` or ``off`` keep the
+runs, and a value that is neither yes nor no stops the build before anything is deleted.
 """
 
 from __future__ import annotations
