@@ -99,8 +99,9 @@ def replace(written: str | os.PathLike, path: str | os.PathLike) -> None:
 def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> None:
     """Replace ``path`` by ``data`` all at once: written to a temporary file in the same folder,
     flushed to disk, then renamed over ``path`` (readers see the old file or the new one, never
-    part of one). A symlink keeps pointing at the file, which is replaced. A folder or a non-regular file at ``path`` is refused; on any failure the
-    temporary file is removed and ``path`` is left as it was."""
+    part of one). A symlink keeps pointing at the file, which is replaced. A folder or a
+    non-regular file at ``path`` is refused; on any failure the temporary file is removed and
+    ``path`` is left as it was."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"data must be bytes (encode text first), got {type(data).__name__}")
     path = Path(path)

@@ -149,7 +149,7 @@ def test_where_outputs_live_and_logging_leave_the_key_alone(monkeypatch, name, v
     assert cache.context() == shared
 
 
-def test_the_run_key_is_the_builds_key_function():
+def test_the_run_key_is_the_builds_key_function(monkeypatch):
     """One key for both: the run key is execution_cache.key of the recipe and text with the context of
     the run's device (so whatever the build's key covers, the run's covers)."""
     queue = nl.device().queue
@@ -160,11 +160,8 @@ def test_the_run_key_is_the_builds_key_function():
         calls.append(shared)
         return real_key(source, reads, shared)
 
-    cache.key, saved = recording, cache.key
-    try:
-        key = capstone.run_key(queue, "text")
-    finally:
-        cache.key = saved
+    monkeypatch.setattr(cache, "key", recording)
+    key = capstone.run_key(queue, "text")
     assert calls == [cache.context(queue.device)] and len(key) == 24
 
 
