@@ -36,7 +36,7 @@ __all__ = ["GROUP_BYTES", "decode_batch", "encode_batch", "encode_ordinary_batch
 GROUP_BYTES = 1 << 22
 
 
-def check_texts(texts, name: str = "texts") -> list[str]:
+def check_texts(texts, name: str = "text") -> list[str]:
     """``texts`` as a list of ``str``, or a ``TypeError`` naming what is wrong and where."""
     if isinstance(texts, (str, bytes, bytearray)) or not isinstance(texts, Iterable):
         raise TypeError(f"{name} must be a list of str (one per document), got {type(texts).__name__}; "
@@ -76,7 +76,7 @@ def ordinary_one(tok):
         try:
             return encode(text)
         except ValueError as exc:   # a lone surrogate: say which document
-            raise ValueError(f"texts[{i}]: {exc}") from None
+            raise ValueError(f"text[{i}]: {exc}") from None
 
     return encode_one
 
@@ -89,7 +89,7 @@ def utf8(texts: list[str]) -> list[bytes]:
             try:
                 text.encode("utf-8")
             except UnicodeEncodeError as exc:
-                raise ValueError(f"texts[{i}] has a lone surrogate {text[exc.start]!r} at index {exc.start}, "
+                raise ValueError(f"text[{i}] has a lone surrogate {text[exc.start]!r} at index {exc.start}, "
                                  f"which UTF-8 cannot encode; repair the string (it often comes from "
                                  f"decoding bytes with errors='surrogateescape')") from None
         raise
@@ -155,7 +155,7 @@ def encode_batch(tok, texts, num_threads: int = 8, allowed_special=frozenset(),
         for i, text in enumerate(texts):
             if found := search(text):
                 raise ValueError(
-                    f"texts[{i}] contains the special token {found.group()!r} at index {found.start()}, "
+                    f"text[{i}] contains the special token {found.group()!r} at index {found.start()}, "
                     f"which this call does not allow; pass allowed_special={{{found.group()!r}}} (or \"all\") "
                     f"if the text is trusted, or use encode_ordinary_batch() to encode it as plain text")
     if not allowed:
@@ -172,7 +172,11 @@ def encode_batch(tok, texts, num_threads: int = 8, allowed_special=frozenset(),
         parts.append(len(pieces))
         pieces.append(text[start:])
         layout.append(parts)
-    encoded = encode_ordinary_batch(tok, pieces)
+    try:
+        encoded = encode_ordinary_batch(tok, pieces)
+    except ValueError:
+        utf8(texts)      # a lone surrogate: name its document, not its piece
+        raise
     out = []
     for parts in layout:
         ids = []

@@ -164,7 +164,7 @@ class BPETokenizer:
                 except UnicodeDecodeError:
                     pass  # not a whole character: never a chunk on its own
         self._seed = seed
-        self._encode_piece = chunk_encoder(self._byte_ids, self._pairs)
+        self._encode_piece = chunk_encoder(self._byte_ids, self._pairs, ranked=vocab.merge_list is None)
         self._merger: device_merge.DeviceMerger | None = None  # the kernel's tables, built on first use
         if not hasattr(self, "_kernel_min_bytes"):  # a retrained tokenizer keeps its settings
             self.kernel_min_bytes = KERNEL_MIN_BYTES
@@ -514,8 +514,8 @@ class BPETokenizer:
             found = self._special_res[names] = re.compile("|".join(map(re.escape, alternatives)))
         return found
 
-    def encode_ordinary_batch(self, texts: list[str], *, num_threads: int = 8) -> list[list[int]]:
-        """:meth:`encode_ordinary` of each document, as tiktoken's method of this name.
+    def encode_ordinary_batch(self, text: list[str], *, num_threads: int = 8) -> list[list[int]]:
+        """:meth:`encode_ordinary` of each document in ``text`` (a list of str, tiktoken's name for it).
 
         The ids equal a loop of single calls; a batch that reaches :attr:`kernel_text_min_bytes`
         goes to the device as one text, split document by document (see
@@ -524,19 +524,19 @@ class BPETokenizer:
         >>> BPETokenizer().encode_ordinary_batch(["hi", "", "!"])
         [[104, 105], [], [33]]
         """
-        return _batch.encode_ordinary_batch(self, texts, num_threads)
+        return _batch.encode_ordinary_batch(self, text, num_threads)
 
-    def encode_batch(self, texts: list[str], *, num_threads: int = 8,
+    def encode_batch(self, text: list[str], *, num_threads: int = 8,
                      allowed_special: str | Iterable[str] = frozenset(),
                      disallowed_special: str | Iterable[str] = "all") -> list[list[int]]:
-        """:meth:`encode` of each document, as tiktoken's method of this name; a disallowed special
-        token in any document raises ``ValueError`` naming the document and the token.
+        """:meth:`encode` of each document in ``text``, as tiktoken's method of this name; a disallowed
+        special token in any document raises ``ValueError`` naming the document and the token.
 
         >>> tok = BPETokenizer(special_tokens={"<|endoftext|>": 300})
         >>> tok.encode_batch(["hi<|endoftext|>", "!"], allowed_special="all")
         [[104, 105, 300], [33]]
         """
-        return _batch.encode_batch(self, texts, num_threads, allowed_special, disallowed_special)
+        return _batch.encode_batch(self, text, num_threads, allowed_special, disallowed_special)
 
     def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace",
                      num_threads: int = 8) -> list[str]:

@@ -289,7 +289,7 @@ class DeviceMerger:
         ([256, 32, 256], [0, 2, 3])
         """
         doc_starts = np.asarray(doc_starts)
-        if (doc_starts.ndim != 1 or len(doc_starts) < 2 or doc_starts[0] != 0 or doc_starts[-1] != len(data)
+        if (doc_starts.ndim != 1 or len(doc_starts) < 1 or doc_starts[0] != 0 or doc_starts[-1] != len(data)
                 or (np.diff(doc_starts.astype(np.int64)) < 0).any()):
             raise ValueError(f"doc_starts must run from 0 to len(data)={len(data)} without going down, "
                              f"one more than the documents; got {doc_starts.tolist()[:10]}")
