@@ -443,7 +443,9 @@ class BPETokenizer:
     def _device_merger(self) -> device_merge.DeviceMerger | None:
         """The kernel's tables, built on first use; ``None`` when this vocabulary's ids do not fit them."""
         if self._merger is None:
-            if max(self._tokens) > device_merge.MAX_ID or (  # more ids or merges than the tables pack
+            # tiktoken's rule numbers its tokens 0..N-1: no pass over 100k ids to find the largest
+            largest = len(self._tokens) - 1 if self._merge_list is None else max(self._tokens)
+            if largest > device_merge.MAX_ID or (  # more ids or merges than the tables pack
                     self._merge_list is not None and len(self._merge_list) > device_merge.MAX_PRIORITY + 1):
                 self.kernel_min_bytes = self.kernel_text_min_bytes = None
                 return None
