@@ -164,7 +164,7 @@ class BPETokenizer:
                 except UnicodeDecodeError:
                     pass  # not a whole character: never a chunk on its own
         self._seed = seed
-        self._encode_piece = chunk_encoder(self._byte_ids, self._pairs, ranked=vocab.merge_list is None)
+        self._encode_piece = chunk_encoder(self._byte_ids, self._pairs)
         self._merger: device_merge.DeviceMerger | None = None  # the kernel's tables, built on first use
         if not hasattr(self, "_kernel_min_bytes"):  # a retrained tokenizer keeps its settings
             self.kernel_min_bytes = KERNEL_MIN_BYTES
