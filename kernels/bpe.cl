@@ -7,7 +7,9 @@
 // equals, until no adjacent pair merges. Its ids go to out[starts[c] ..] (a chunk never has
 // more ids than bytes) and their number to out[starts[n_chunks] + c], so one read brings both.
 // A whole call can also come as its UTF-8 text (GPT-4's pattern, tiktoken's rule): the device
-// splits it, merges each different chunk once and gathers the ids (the end of this file).
+// splits it, merges each different chunk once and gathers the ids (the end of this file). A
+// batch of documents comes as one text with the documents' byte offsets: the split restarts at
+// each document's start, so no chunk, and hence no merge, crosses from one document into the next.
 //
 // Two rules say which pairs merge, and the tables for them are built on the device, once per
 // tokenizer, and kept there (the kernels at the end of this file):
@@ -38,6 +40,7 @@
 //   bpe_byte_pairs     (table build) the priorities of the 65,536 byte pairs
 //   bpe_encode_text    a whole call in one work-group: split, merges, gather (up to 64 KiB)
 //   bpe_split_cl100k   the split alone, one work-item; it also sizes the table of the call's chunks
+//                      (both split document by document: doc_starts[d] .. doc_starts[d + 1])
 //   bpe_clear_seen,    a longer call's merges over many work-groups, between bpe_split_cl100k
 //   bpe_merge_split,   and the gather
 //   bpe_gather_ids
@@ -279,10 +282,13 @@ inline uint bpe_run(__global const uchar *t, uint p, const uint n, __global cons
 // GPT-4's pattern, alternative by alternative, first match wins:
 //   '(?i:[sdmt]|ll|ve|re) | [^\r\n\p{L}\p{N}]?+\p{L}++ | \p{N}{1,3}+ | ' '?[^\s\p{L}\p{N}]++[\r\n]*+
 //   | \s++$ | \s*[\r\n] | \s+(?!\S) | \s
-// Some alternative matches at every position, so the chunks cover the text.
-inline uint bpe_split(__global const uchar *t, const uint n, __global const uchar *classes, __global uint *starts)
+// Some alternative matches at every position, so the chunks cover the text. One document:
+// t[begin .. n), its end the text's end for the pattern ($, lookahead); the chunks' starts go
+// to starts[count ..], and the new count comes back.
+inline uint bpe_split(__global const uchar *t, const uint begin, const uint n, __global const uchar *classes,
+                      __global uint *starts, uint count)
 {
-    uint count = 0, i = 0;
+    uint i = begin;
     while (i < n) {
         starts[count++] = i;
         uint l0, l1, l2;
@@ -334,10 +340,24 @@ inline uint bpe_split(__global const uchar *t, const uint n, __global const ucha
         else if (last > i) i = last;                               // \s+(?!\S)
         else i += l0;                                              // \s
     }
-    starts[count] = n;
     return count;
 }
 // --8<-- [end:bpe_split]
+
+// Every document in turn: docs[d] is the number of document d's first chunk, docs[n_docs] the
+// number of chunks, which comes back; starts[count] is the end of the text.
+inline uint bpe_split_docs(__global const uchar *t, __global const uint *doc_starts, const uint n_docs,
+                           __global const uchar *classes, __global uint *starts, __global uint *docs)
+{
+    uint count = 0;
+    for (uint d = 0; d < n_docs; ++d) {
+        docs[d] = count;
+        count = bpe_split(t, doc_starts[d], doc_starts[d + 1], classes, starts, count);
+    }
+    docs[n_docs] = count;
+    starts[count] = doc_starts[n_docs];
+    return count;
+}
 
 // The slots of `seen` for `count` chunks: the smallest power of two at least twice the count.
 inline uint bpe_seen_mask(const uint count)
@@ -347,12 +367,13 @@ inline uint bpe_seen_mask(const uint count)
     return size - 1;
 }
 
-// The splitter alone: starts[0 .. n_chunks] (DeviceMerger.split_text).
-__kernel void bpe_split_cl100k(__global const uchar *t, const uint n, __global const uchar *classes,
-                               __global uint *starts, __global uint *head)
+// The splitter alone: starts[0 .. n_chunks] (DeviceMerger.split_text), docs as bpe_split_docs.
+__kernel void bpe_split_cl100k(__global const uchar *t, __global const uint *doc_starts, const uint n_docs,
+                               __global const uchar *classes, __global uint *starts, __global uint *docs,
+                               __global uint *head)
 {
     if (get_global_id(0) != 0) return;
-    head[0] = bpe_split(t, n, classes, starts);     // the chunks, and the mask of `seen` for them
+    head[0] = bpe_split_docs(t, doc_starts, n_docs, classes, starts, docs);   // the chunks, and the mask of `seen`
     head[1] = bpe_seen_mask(head[0]);
 }
 
@@ -418,24 +439,31 @@ __kernel void bpe_merge_split(__global const uchar *text, __global const uint *s
 
 // Every chunk's ids, in order, into result[2 ..]; a chunk too long for the kernel (count 0) leaves
 // one BPE_EMPTY in its place and its byte range in longs[2 k], longs[2 k + 1]. result[0]: the
-// number of ids, result[1]: of long chunks.
+// number of ids, result[1]: of long chunks. docs (each document's first chunk, from the split)
+// becomes each document's first id, docs[n_docs] the number of ids: docs[d + 1] is read before
+// docs[d] is written.
 inline void bpe_gather(__global const uint *starts, const uint n_chunks, __global const uint *out,
-                       __global uint *result, __global uint *longs)
+                       __global uint *result, __global uint *longs, const uint n_docs, __global uint *docs)
 {
     __global const uint *counts = out + starts[n_chunks];
     __global uint *ids = result + 2;
-    uint k = 0, n_long = 0;
-    for (uint c = 0; c < n_chunks; ++c) {
-        const uint own = counts[c], from = own & BPE_SAME ? own & ~BPE_SAME : c;   // who merged its bytes
-        const uint start = starts[from], count = counts[from];
-        if (count == 0) {
-            ids[k++] = BPE_EMPTY;
-            longs[2 * n_long] = starts[c];
-            longs[2 * n_long + 1] = starts[c + 1];
-            ++n_long;
+    uint k = 0, n_long = 0, c = 0;
+    for (uint d = 0; d < n_docs; ++d) {
+        const uint end = docs[d + 1];
+        docs[d] = k;
+        for (; c < end; ++c) {
+            const uint own = counts[c], from = own & BPE_SAME ? own & ~BPE_SAME : c;   // who merged its bytes
+            const uint start = starts[from], count = counts[from];
+            if (count == 0) {
+                ids[k++] = BPE_EMPTY;
+                longs[2 * n_long] = starts[c];
+                longs[2 * n_long + 1] = starts[c + 1];
+                ++n_long;
+            }
+            for (uint j = 0; j < count; ++j) ids[k++] = out[start + j];
         }
-        for (uint j = 0; j < count; ++j) ids[k++] = out[start + j];
     }
+    docs[n_docs] = k;
     result[0] = k;
     result[1] = n_long;
 }
@@ -443,15 +471,17 @@ inline void bpe_gather(__global const uint *starts, const uint n_chunks, __globa
 // The steps after the split as kernels of their own: a long text, whose merges fill many work-groups.
 
 __kernel void bpe_gather_ids(__global const uint *starts, __global const uint *head,
-                             __global const uint *out, __global uint *result, __global uint *longs)
+                             __global const uint *out, __global uint *result, __global uint *longs,
+                             const uint n_docs, __global uint *docs)
 {
-    if (get_global_id(0) == 0) bpe_gather(starts, head[0], out, result, longs);
+    if (get_global_id(0) == 0) bpe_gather(starts, head[0], out, result, longs, n_docs, docs);
 }
 
 // --8<-- [start:bpe_encode_text]
 // All three in one work-group, one launch: a short text, where a launch costs more than its merges.
-__kernel void bpe_encode_text(__global const uchar *text, const uint n, __global const uchar *classes,
-                              __global uint *starts, volatile __global uint *seen,
+__kernel void bpe_encode_text(__global const uchar *text, __global const uint *doc_starts, const uint n_docs,
+                              __global const uchar *classes, __global uint *starts, __global uint *docs,
+                              volatile __global uint *seen,
                               __global const uint *byte_ids, __global const uint *byte_pairs,
                               __global const uint2 *index, const uint index_mask, __global const uchar *bytes,
                               __global const uint *offsets, __global const uint *powers,
@@ -459,7 +489,7 @@ __kernel void bpe_encode_text(__global const uchar *text, const uint n, __global
 {
     __local uint n_chunks;
     const uint lid = get_local_id(0), size = get_local_size(0);
-    if (lid == 0) n_chunks = bpe_split(text, n, classes, starts);     // 1. split
+    if (lid == 0) n_chunks = bpe_split_docs(text, doc_starts, n_docs, classes, starts, docs);   // 1. split
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     const uint count = n_chunks, mask = bpe_seen_mask(count);
     for (uint i = lid; i <= mask; i += size) seen[i] = BPE_EMPTY;
@@ -468,6 +498,6 @@ __kernel void bpe_encode_text(__global const uchar *text, const uint n, __global
         bpe_dedup_merge(text, starts, count, c, seen, mask, byte_ids, byte_pairs, index, index_mask, bytes,
                         offsets, powers, out);
     barrier(CLK_GLOBAL_MEM_FENCE);
-    if (lid == 0) bpe_gather(starts, count, out, result, longs);     // 3. gather the ids in order
+    if (lid == 0) bpe_gather(starts, count, out, result, longs, n_docs, docs);   // 3. gather the ids in order
 }
 // --8<-- [end:bpe_encode_text]

@@ -49,6 +49,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from netcl_lite.text import batch as _batch
 from netcl_lite.text import device_merge
 from netcl_lite.text.bpe_training import learn_merges
 from netcl_lite.text.byte_pair import UnmadeTokenError, chunk_encoder, listed_pair_table, rank_pair_table
@@ -442,7 +443,9 @@ class BPETokenizer:
     def _device_merger(self) -> device_merge.DeviceMerger | None:
         """The kernel's tables, built on first use; ``None`` when this vocabulary's ids do not fit them."""
         if self._merger is None:
-            if max(self._tokens) > device_merge.MAX_ID or (  # more ids or merges than the tables pack
+            # tiktoken's rule numbers its tokens 0..N-1: no pass over 100k ids to find the largest
+            largest = len(self._tokens) - 1 if self._merge_list is None else max(self._tokens)
+            if largest > device_merge.MAX_ID or (  # more ids or merges than the tables pack
                     self._merge_list is not None and len(self._merge_list) > device_merge.MAX_PRIORITY + 1):
                 self.kernel_min_bytes = self.kernel_text_min_bytes = None
                 return None
@@ -512,6 +515,39 @@ class BPETokenizer:
             alternatives = sorted(names, key=lambda s: (-len(s), s))
             found = self._special_res[names] = re.compile("|".join(map(re.escape, alternatives)))
         return found
+
+    def encode_ordinary_batch(self, text: list[str], *, num_threads: int = 8) -> list[list[int]]:
+        """:meth:`encode_ordinary` of each document in ``text`` (a list of str, tiktoken's name for it).
+
+        The ids equal a loop of single calls; a batch that reaches :attr:`kernel_text_min_bytes`
+        goes to the device as one text, split document by document (see
+        :mod:`~netcl_lite.text.batch`; ``num_threads`` is checked, as tiktoken's, and unused).
+
+        >>> BPETokenizer().encode_ordinary_batch(["hi", "", "!"])
+        [[104, 105], [], [33]]
+        """
+        return _batch.encode_ordinary_batch(self, text, num_threads)
+
+    def encode_batch(self, text: list[str], *, num_threads: int = 8,
+                     allowed_special: str | Iterable[str] = frozenset(),
+                     disallowed_special: str | Iterable[str] = "all") -> list[list[int]]:
+        """:meth:`encode` of each document in ``text``, as tiktoken's method of this name; a disallowed
+        special token in any document raises ``ValueError`` naming the document and the token.
+
+        >>> tok = BPETokenizer(special_tokens={"<|endoftext|>": 300})
+        >>> tok.encode_batch(["hi<|endoftext|>", "!"], allowed_special="all")
+        [[104, 105, 300], [33]]
+        """
+        return _batch.encode_batch(self, text, num_threads, allowed_special, disallowed_special)
+
+    def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace",
+                     num_threads: int = 8) -> list[str]:
+        """:meth:`decode` of each list of ids, as tiktoken's method of this name.
+
+        >>> BPETokenizer().decode_batch([[104, 105], []])
+        ['hi', '']
+        """
+        return _batch.decode_batch(self, batch, errors, num_threads)
 
     # -- decoding ------------------------------------------------------------------------------
 

@@ -162,13 +162,15 @@ def chunk_encoder(byte_ids: Sequence[int], pairs: PairTable) -> Callable[[bytes]
         ids = list(piece.translate(to_ids)) if to_ids else list(map(byte_id, piece))
         values = list(map(getitem, map(byte_row, piece), piece[1:]))  # byte_rows[b1][b2]
         values.append(no_merge)  # len(values) == len(ids) from here on
+        last = len(piece) - 1    # the index of the last id, counted down (no len() a step)
         while (best := min(values)) != no_merge:
             i = values.index(best)  # leftmost of the lowest value
             ids[i] = merged = best & id_bits
             del ids[i + 1], values[i]
+            last -= 1
             if i:
                 values[i - 1] = pairs[ids[i - 1]].get(merged, no_merge)
-            if i < len(ids) - 1:
+            if i < last:
                 values[i] = pairs[merged].get(ids[i + 1], no_merge)
         return ids
 

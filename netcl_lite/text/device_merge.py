@@ -272,10 +272,32 @@ class DeviceMerger:
         >>> ids.tolist(), longs
         ([258, 257, 256, 33], [])
         """
-        with self._lock:
-            return self._merge_text_locked(data)
+        ids, _, longs = self.merge_documents(data, np.array([0, len(data)], np.uint32))
+        return ids, longs
 
-    def _merge_text_locked(self, data: bytes) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    def merge_documents(self, data: bytes, doc_starts) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
+        """:meth:`merge_text` of many documents in one call: ``data`` holds them one after another,
+        document ``d`` is ``data[doc_starts[d]:doc_starts[d + 1]]`` (``doc_starts`` runs from 0 to
+        ``len(data)``, never down). The device's split restarts at each document's start, so no
+        chunk crosses from one document into the next; equal chunks are merged once for all.
+        Returns the ids, each document's first id (then the number of ids), and the long chunks
+        as :meth:`merge_text` does.
+
+        >>> tokens = [bytes([b]) for b in range(256)] + [b"ab", b" ab"]
+        >>> ids, firsts, _ = DeviceMerger(range(256), tokens=tokens).merge_documents(b"ab ab", [0, 3, 5])
+        >>> ids.tolist(), firsts.tolist()
+        ([256, 32, 256], [0, 2, 3])
+        """
+        doc_starts = np.asarray(doc_starts)
+        if (doc_starts.ndim != 1 or len(doc_starts) < 1 or doc_starts[0] != 0 or doc_starts[-1] != len(data)
+                or (np.diff(doc_starts.astype(np.int64)) < 0).any()):
+            raise ValueError(f"doc_starts must run from 0 to len(data)={len(data)} without going down, "
+                             f"one more than the documents; got {doc_starts.tolist()[:10]}")
+        with self._lock:
+            return self._merge_text_locked(data, np.ascontiguousarray(doc_starts, np.uint32))
+
+    def _merge_text_locked(self, data: bytes, doc_starts: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
         if self._listed:
             raise ValueError("merge_text follows tiktoken's rule; a merge list's merger has only merge()")
         cl, queue = self._cl, self.device.queue
@@ -283,14 +305,18 @@ class DeviceMerger:
         if n > MAX_TEXT_BYTES:
             raise ValueError(f"merge_text takes at most {MAX_TEXT_BYTES:,} bytes (MAX_TEXT_BYTES), got {n:,}; "
                              f"encode a longer text in pieces, or on the host")
+        n_docs = len(doc_starts) - 1
         if n == 0:
-            return np.zeros(0, np.uint32), []
+            return np.zeros(0, np.uint32), np.zeros(n_docs + 1, np.uint32), []
         if self._split_kernels is None:
             self._split_kernels = self._build_split()
         one, clear, merge, gather, classes = self._split_kernels
+        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
         # the text in a buffer of its own: made from host memory it costs ~1 µs, where a copy into
         # a kept buffer is a command for PoCL's worker threads (~25 µs)
-        text_buf = cl.Buffer(self.device.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=data)
+        text_buf = cl.Buffer(self.device.context, flags, hostbuf=data)
+        doc_starts_buf = cl.Buffer(self.device.context, flags, hostbuf=doc_starts)
+        docs_buf = self._scratch("docs", 4 * (n_docs + 1))            # each document's first chunk, then id
         starts_buf = self._scratch("starts", 4 * (n + 1))
         seen_slots = 1 << (2 * n - 1).bit_length()                  # twice the most chunks n bytes can hold
         seen_buf = self._scratch("seen", 4 * seen_slots)
@@ -299,15 +325,17 @@ class DeviceMerger:
         longs_buf = self._scratch("longs", 8 * (n // (MAX_CHUNK + 1) + 1))
         tables = self._tables_tiktoken
         if n <= ONE_GROUP_BYTES:
-            one.set_args(text_buf, n, classes, starts_buf, seen_buf, *tables, out_buf, result_buf, longs_buf)
+            one.set_args(text_buf, doc_starts_buf, n_docs, classes, starts_buf, docs_buf, seen_buf, *tables,
+                         out_buf, result_buf, longs_buf)
             cl.enqueue_nd_range_kernel(queue, one, (LOCAL_SIZE,), (LOCAL_SIZE,))
+            firsts = self._read_firsts(docs_buf, n_docs)
             result = np.empty(n + 2, np.uint32)                   # one read brings the count and the ids
             cl.enqueue_copy(queue, result, result_buf, is_blocking=True)
             n_ids, n_long = int(result[0]), int(result[1])
             ids = result[2:2 + n_ids]
         else:
             split, head_buf = self._split_one, self._scratch("head", 8)
-            split.set_args(text_buf, n, classes, starts_buf, head_buf)
+            split.set_args(text_buf, doc_starts_buf, n_docs, classes, starts_buf, docs_buf, head_buf)
             cl.enqueue_nd_range_kernel(queue, split, (1,), (1,))
             clear.set_args(head_buf, seen_buf)
             cl.enqueue_nd_range_kernel(queue, clear, (min(-(-seen_slots // (8 * LOCAL_SIZE)), 256) * LOCAL_SIZE,),
@@ -315,8 +343,9 @@ class DeviceMerger:
             groups = min(-(-n // (8 * LOCAL_SIZE)), 256)         # ~8 bytes a work-item, at least
             merge.set_args(text_buf, starts_buf, head_buf, seen_buf, *tables, out_buf)
             cl.enqueue_nd_range_kernel(queue, merge, (groups * LOCAL_SIZE,), (LOCAL_SIZE,))
-            gather.set_args(starts_buf, head_buf, out_buf, result_buf, longs_buf)
+            gather.set_args(starts_buf, head_buf, out_buf, result_buf, longs_buf, n_docs, docs_buf)
             cl.enqueue_nd_range_kernel(queue, gather, (1,), (1,))
+            firsts = self._read_firsts(docs_buf, n_docs)
             head = np.empty(2, np.uint32)
             cl.enqueue_copy(queue, head, result_buf, is_blocking=True)
             n_ids, n_long = int(head[0]), int(head[1])
@@ -327,7 +356,18 @@ class DeviceMerger:
             ranges = np.empty(2 * n_long, np.uint32)
             cl.enqueue_copy(queue, ranges, longs_buf, is_blocking=True)
             longs = list(zip(ranges[0::2].tolist(), ranges[1::2].tolist()))
-        return ids, longs
+        if firsts is None:                                        # one document: its ids are all of them
+            firsts = np.array([0, len(ids)], np.uint32)
+        return ids, firsts, longs
+
+    def _read_firsts(self, docs_buf, n_docs: int) -> np.ndarray | None:
+        """Each document's first id (read after the gather, before the blocking read of the ids that
+        follows it in the queue); ``None`` for one document, whose first id is 0."""
+        if n_docs == 1:
+            return None
+        firsts = np.empty(n_docs + 1, np.uint32)
+        self._cl.enqueue_copy(self.device.queue, firsts, docs_buf, is_blocking=False)
+        return firsts
 
     def _scratch(self, name: str, nbytes: int):
         """A device buffer of at least ``nbytes``. For a short text (up to :data:`ONE_GROUP_BYTES`,
@@ -364,8 +404,11 @@ class DeviceMerger:
         starts_buf = cl.Buffer(context, cl.mem_flags.READ_WRITE, starts.nbytes)
         count = np.empty(2, np.uint32)
         count_buf = cl.Buffer(context, cl.mem_flags.READ_WRITE, 8)
-        text_buf = cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=data)
-        split.set_args(text_buf, n, classes, starts_buf, count_buf)
+        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
+        text_buf = cl.Buffer(context, flags, hostbuf=data)
+        doc_starts_buf = cl.Buffer(context, flags, hostbuf=np.array([0, n], np.uint32))
+        docs_buf = cl.Buffer(context, cl.mem_flags.READ_WRITE, 8)
+        split.set_args(text_buf, doc_starts_buf, 1, classes, starts_buf, docs_buf, count_buf)
         cl.enqueue_nd_range_kernel(queue, split, (1,), (1,))
         cl.enqueue_copy(queue, count, count_buf)
         cl.enqueue_copy(queue, starts, starts_buf, is_blocking=True)
@@ -380,9 +423,10 @@ class DeviceMerger:
         one, split, clear, merge, gather = (cl.Kernel(program, name) for name in (
             "bpe_encode_text", "bpe_split_cl100k", "bpe_clear_seen", "bpe_merge_split", "bpe_gather_ids"))
         tables = [None, None, None, np.uint32, None, None, None]   # self._tables_tiktoken
-        one.set_scalar_arg_dtypes([None, np.uint32, None, None, None, *tables, None, None, None])
-        split.set_scalar_arg_dtypes([None, np.uint32, None, None, None])
+        one.set_scalar_arg_dtypes([None, None, np.uint32, None, None, None, None, *tables, None, None, None])
+        split.set_scalar_arg_dtypes([None, None, np.uint32, None, None, None, None])
         merge.set_scalar_arg_dtypes([None, None, None, None, *tables, None])
+        gather.set_scalar_arg_dtypes([None, None, None, None, None, np.uint32, None])
         self._split_one, self._buffers = split, {}
         self._tables_tiktoken = (self._byte_ids, self._byte_pairs, self._index, self._index_mask, self._bytes,
                                  self._offsets, self._powers)

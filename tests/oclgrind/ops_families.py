@@ -126,12 +126,20 @@ if text_ids != bpe_tok.encode_ordinary(whole_text):
 device_merge.ONE_GROUP_BYTES = 0                                     # four launches, many work-groups
 if text_tok.encode_ordinary(whole_text) != text_ids:
     misses.append("bpe (whole call): four launches and one disagree")
+# a batch in one call: the split restarts at each document's start (four launches, then one)
+batch_docs = ["hel", "lo", "", whole_text[:200], "12", "34", "é" * 129 + "x", " end  "]
+batch_expected = [bpe_tok.encode_ordinary(doc) for doc in batch_docs]
+batch_ids = text_tok.encode_ordinary_batch(batch_docs)
+device_merge.ONE_GROUP_BYTES = 1 << 16
+if batch_ids != batch_expected or text_tok.encode_ordinary_batch(batch_docs) != batch_expected:
+    misses.append(f"bpe (batch): ids {batch_ids} differ from the Python loop's {batch_expected}")
 listed = DeviceMerger(range(256), merges=[(97, 98, 256), (256, 99, 257), (98, 98, 258)])
 listed_ids = listed.merge([b"abc", b"xab", b"abbb", b"a"])
 if listed_ids != [(257,), (120, 256), (256, 258), (97,)]:
     misses.append(f"bpe (merge list): got {listed_ids}")
 results["bpe_ids"] = np.array(kernel_ids)
 results["bpe_text_ids"] = np.array(text_ids)
+results["bpe_batch_ids"] = np.array([i for ids in batch_ids for i in ids])
 results["bpe_listed_ids"] = np.array([i for ids in listed_ids for i in ids])
 
 np.savez(out_file, **results)
