@@ -110,6 +110,23 @@ PROSE = [
     ("chapter-7.md", r"Bits per token are \(\log_2 8 = 3\), and 3 bits on each of 12 tokens spread over 48 bytes is 0.75",
      lambda: rf"Bits per token are \(\log_2 8 = {math.log2(8):g}\), and {math.log2(8):g} bits on each of 12 tokens "
              f"spread over 48 bytes is {math.log2(8) * 12 / 48:g}"),
+    ("chapter-7.md", "(twelve at count 8 alone)",
+     lambda: "({} at count 8 alone)".format({12: "twelve"}[_scratch_bpe()[1][8]])),
+    ("chapter-7.md", "at 36 merges of the 40 asked for", lambda: f"at {_scratch_bpe()[0]} merges of the 40 asked for"),
+    ("chapter-7.md", "is the most frequent pair (160 times), but the space occurs 200 times and `t` 280",
+     lambda: "is the most frequent pair ({}), but the space occurs {} times and `t` {}".format(
+         f"{_wordpiece()['pairs'][b' ', b't']} times", *(_wordpiece()["units"][c] for c in (b" ", b"t")))),
+    ("chapter-7.md", r"\(160/(200 \cdot 280) \approx 0.00286\)",
+     lambda: r"\(160/(200 \cdot 280) \approx {:.5f}\)".format(float(_wordpiece()["score"]((b" ", b"t"))))),
+    ("chapter-7.md", r"every one of the 60 `m`s follows an `r`",
+     lambda: "every one of the {} `m`s follows an `r`".format(
+         _wordpiece()["units"][b"m"] if _wordpiece()["units"][b"m"] == _wordpiece()["pairs"][b"r", b"m"] else "?")),
+    ("chapter-7.md", r"\(60/(160 \cdot 60) = 0.00625\)",
+     lambda: r"\(60/(160 \cdot 60) = {:g}\)".format(float(_wordpiece()["score"]((b"r", b"m"))))),
+    ("chapter-7.md", r"between `fo` and `he` (both \(1/180\))",
+     lambda: r"between `fo` and `he` (both \({}\))".format(
+         _wordpiece()["score"]((b"f", b"o")) if _wordpiece()["score"]((b"f", b"o")) == _wordpiece()["score"]((b"h", b"e"))
+         else "?")),
     # Chapter 8
     ("chapter-8.md", r"The dense answer is \((1\cdot 2 + 3\cdot 10)/4 = 8\)",
      lambda: rf"The dense answer is \((1\cdot 2 + 3\cdot 10)/4 = {(1 * 2 + 3 * 10) / 4:g}\)"),
@@ -124,9 +141,23 @@ PROSE = [
     ("chapter-8.md", "256 MiB per head and sequence at",
      lambda: f"{budget.score_matrix_bytes(8192) // 2**20} MiB per head and sequence at"),
     ("chapter-8.md", "32 KiB for", lambda: f"{8192 * 4 // 2**10} KiB for"),
+    ("chapter-8.md", r"The saving is the ratio \(M_{\text{fast}}/(3d^2)\), 4 here",
+     lambda: r"The saving is the ratio \(M_{{\text{{fast}}}}/(3d^2)\), {:g} here".format(48 * 1024 / (3 * 64**2))),
+    ("chapter-8.md", r"(at \(d = 128\) and the same memory it is 1)",
+     lambda: r"(at \(d = 128\) and the same memory it is {:g})".format(48 * 1024 / (3 * 128**2))),
+    ("chapter-8.md", "Flash attention, at 33 times the intensity",
+     lambda: f"Flash attention, at {(4 * 4 * 8 * 2048 * 64 + 16 * 8 * 2048**2) / (4 * 4 * 8 * 2048 * 64):.0f} times the intensity"),
+    # Concepts
+    ("concepts/transformer.md", r"Sums of up to \(F = 96\) products",
+     lambda: r"Sums of up to \(F = {}\) products".format(_numpy_gpt_config()["intermediate_size"])),
+    ("concepts/transformer.md", "(2 layers, 4 query heads sharing 2 K/V heads)",
+     lambda: "({num_hidden_layers} layers, {num_attention_heads} query heads sharing {num_key_value_heads} K/V heads)".format(
+         **_numpy_gpt_config())),
+    ("concepts/transformer.md", r"(\(2^{-24} \approx 6 \times 10^{-8}\) per rounding)",
+     lambda: r"(\(2^{{-24}} \approx {:.0f} \times 10^{{-8}}\) per rounding)".format(2.0**-24 / 1e-8)),
     # Week 22
-    ("week-22.md", r"At \(D = 12\), \(h = 3\), \(g = 1\) that is 384 weights against 576 for MHA",
-     lambda: rf"At \(D = 12\), \(h = 3\), \(g = 1\) that is {_gqa()[1]} weights against {_gqa()[0]} for MHA"),
+    ("week-22.md", r"At \(D = 12\), \(H = 3\), \(G = 1\) that is 384 weights against 576 for MHA",
+     lambda: rf"At \(D = 12\), \(H = 3\), \(G = 1\) that is {_gqa()[1]} weights against {_gqa()[0]} for MHA"),
     ("week-22.md", "the cache shrinks three times, the weights only by a third",
      lambda: f"the cache shrinks {WORDS[3 // 1]} times, the weights only by "
              f"{ {Fraction(1, 3): 'a third'}[Fraction(_gqa()[0] - _gqa()[1], _gqa()[0])] }"),
@@ -157,6 +188,36 @@ PROSE = [
     ("week-23.md", "fp16 score matrix is 2 GiB",
      lambda: f"fp16 score matrix is {budget.to_gib(budget.score_matrix_bytes(32768, bytes_per_element=2)):g} GiB"),
 ]
+
+
+def _scratch_bpe():
+    """(merges learned, {count: merges learned at it}) for Chapter 7's from-scratch BPE corpus."""
+    from collections import Counter
+
+    from netcl_lite.text import GPT4_PATTERN, BPETokenizer
+    source = (doc_blocks.ROOT / "snippets/chapter7/bpe_from_scratch.py").read_text(encoding="utf-8")
+    keep = [n for n in ast.parse(source).body if isinstance(n, ast.Assign) and
+            {getattr(t, "id", None) for t in n.targets} == {"corpus"}]
+    scope: dict = {}
+    exec(compile(ast.Module(body=keep, type_ignores=[]), "bpe_from_scratch.py", "exec"), scope)
+    trace = BPETokenizer(pattern=GPT4_PATTERN).train_from_iterator([scope["corpus"]], 256 + 40)
+    return len(trace), Counter(count for _, count in trace)
+
+
+def _wordpiece():
+    """The counts and score function of Chapter 7's WordPiece block, run without its prints."""
+    import contextlib
+    import io
+    import runpy
+    with contextlib.redirect_stdout(io.StringIO()):
+        return runpy.run_path(str(doc_blocks.ROOT / "snippets/chapter7/wordpiece_score.py"))
+
+
+def _numpy_gpt_config():
+    """The LMConfig keywords of the Concepts page's NumPy-model check, read from its source."""
+    tree = ast.parse((doc_blocks.ROOT / "snippets/concepts/numpy_gpt.py").read_text(encoding="utf-8"))
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "LMConfig")
+    return {k.arg: ast.literal_eval(k.value) for k in call.keywords}
 
 
 def _retest_merges():

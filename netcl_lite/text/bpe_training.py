@@ -90,6 +90,7 @@ def learn_merges(chunk_counts: Mapping[bytes, int], num_merges: int, *, min_freq
     return trace
 
 
+# --8<-- [start:merge_everywhere]
 def _merge_everywhere(words, freqs, counts, where, a: int, b: int, new_id: int, min_frequency: int):
     """Replace ``a b`` by ``new_id`` in every word that has it; return the new pairs that may merge.
 
@@ -186,3 +187,4 @@ def _merge_sites(word: list[int], a: int, b: int) -> list[int]:
         else:
             k += 1
     return sites
+# --8<-- [end:merge_everywhere]

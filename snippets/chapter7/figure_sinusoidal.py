@@ -11,7 +11,7 @@ pe = sinusoidal_positions(T, D)
 fig, (heat, lines) = plt.subplots(1, 2, figsize=(12, 3.8), facecolor="white",
                                   gridspec_kw={"width_ratios": [1.2, 1], "wspace": 0.35})
 im = heat.imshow(pe.T, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
-heat.set_xlabel("position p")
+heat.set_xlabel("position i")
 heat.set_ylabel("coordinate (sin at even, cos at odd)")
 heat.set_title(f"sinusoidal_positions({T}, {D})", fontsize=10)
 fig.colorbar(im, ax=heat, fraction=0.04)
@@ -19,7 +19,7 @@ shown = [0, 6, 14]  # sin coordinates of pairs 0, 3 and 7
 for c in shown:
     period = 2 * np.pi * 10000.0 ** (c / D)
     lines.plot(np.arange(T), pe[:, c], label=f"coordinate {c}: period {period:,.1f}")
-lines.set_xlabel("position p")
+lines.set_xlabel("position i")
 lines.set_ylim(-1.15, 1.6)
 lines.legend(fontsize=8, loc="upper right")
 lines.set_title("lower pairs turn fast, higher pairs slowly", fontsize=10)

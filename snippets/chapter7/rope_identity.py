@@ -8,12 +8,12 @@ q = rng.standard_normal((1, d)).astype(np.float32)
 k = rng.standard_normal((1, d)).astype(np.float32)
 
 
-def score(m, n):
-    """Dot product of q rotated to position m and k rotated to position n."""
-    return (ops.rope(q, offset=m) @ ops.rope(k, offset=n).T).item()
+def score(i, j):
+    """Dot product of q rotated to position i and k rotated to position j."""
+    return (ops.rope(q, offset=i) @ ops.rope(k, offset=j).T).item()
 
 
-for m, n in [(0, 3), (4, 7), (100, 103), (4000, 4003), (5, 2), (1005, 1002)]:
+for i, j in [(0, 3), (4, 7), (100, 103), (4000, 4003), (5, 2), (1005, 1002)]:
     print(
-        f"positions ({m:4d}, {n:4d})  offset n-m = {n - m:+d}  score = {score(m, n):+.3f}"
+        f"positions ({i:4d}, {j:4d})  offset j-i = {j - i:+d}  score = {score(i, j):+.3f}"
     )

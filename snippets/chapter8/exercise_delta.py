@@ -8,5 +8,5 @@ p /= p.sum(1, keepdims=True)
 v, dout = rng.standard_normal((T, d)), rng.standard_normal((T, d))
 o = p @ v
 dp = dout @ v.T
-print("sum_j P_ij dP_ij == dO_i . O_i for every row:",
+print("sum_j A_ij dA_ij == dO_i . O_i for every row:",
       np.allclose((p * dp).sum(1), (dout * o).sum(1)))

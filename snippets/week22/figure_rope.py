@@ -1,4 +1,4 @@
-"""RoPE on one 2-D pair: q and k rotated by position; their score depends on n - m only."""
+"""RoPE on one 2-D pair: q and k rotated by position; their score depends on j - i only."""
 import sys
 
 import matplotlib.pyplot as plt
@@ -27,7 +27,7 @@ for (m, n), color in zip(pairs, ["tab:blue", "tab:orange"]):
     left.annotate("", xy=qs[m], xytext=(0, 0), arrowprops=dict(arrowstyle="-|>", color=color, lw=2.2))
     left.annotate("", xy=ks[n], xytext=(0, 0), arrowprops=dict(arrowstyle="-|>", color=color, lw=2.2, ls="--"))
     left.text(*(ks[n] * 1.12), f"k@{n}", color=color, ha="center", va="center", fontsize=9)
-    left.plot([], [], color=color, lw=2.2, label=f"q at {m}, k at {n} (dashed): score {scores[m, n]:.3f}")
+    left.plot([], [], color=color, lw=2.2, label=f"q at i={m}, k at j={n} (dashed): score {scores[m, n]:.3f}")
 left.set_aspect("equal")
 left.set_xlim(-1.25, 1.25)
 left.set_ylim(-0.45, 1.25)
@@ -39,14 +39,14 @@ left.legend(loc="lower left", fontsize=8)
 image = right.imshow(scores, cmap="coolwarm")
 right.set_xticks(positions)
 right.set_yticks(positions)
-right.set_xlabel("key position n")
-right.set_ylabel("query position m")
-right.set_title("score of q at m with k at n:\nconstant along each diagonal n - m")
+right.set_xlabel("key position j")
+right.set_ylabel("query position i")
+right.set_title("score of q at i with k at j:\nconstant along each diagonal j - i")
 fig.colorbar(image, ax=right, shrink=0.8)
 last = positions[-1]
 alt = (f"Left: one coordinate pair of a query, rotated by ops.rope {step:.2f} radian per position, "
        f"drawn at positions 0 to {last}; "
        + " and ".join(f"q at {m} with k at {n} scores {scores[m, n]:.3f}" for m, n in pairs)
        + f": the same offset, the same angle. Right: the {last + 1} by {last + 1} matrix of scores of "
-       f"q at m with k at n, constant along each diagonal.")
+       f"q at i with k at j, constant along each diagonal.")
 plt.savefig(sys.argv[1], format="svg", metadata={"Date": None, "Description": alt}, bbox_inches="tight")

@@ -4,8 +4,8 @@ import numpy as np
 
 from netcl_lite import budget, ops
 
-B, T, D, h = 2, 4, 12, 3
-d = D // h  # head width: d_k = d_v = 4
+B, T, D, H = 2, 4, 12, 3
+d = D // H  # head width: d_k = d_v = 4
 rng = np.random.default_rng(0)
 x = rng.normal(size=(B, T, D))
 Wq, Wk, Wv, Wo = (rng.normal(size=(D, D)) / np.sqrt(D) for _ in range(4))
@@ -22,17 +22,17 @@ y = merged @ Wo
 print("x", x.shape, "-> q, k, v", q.shape, "-> scores", weights.shape, "-> heads", heads.shape)
 print("concatenated", merged.shape, "-> after Wo", Wo.shape, ":", y.shape)
 
-# GQA with one K/V group (g = 1): K and V project to g*d = 4 columns; all query heads share them.
-g = 1
-k1, v1 = (split_heads(x @ W[:, : g * d]) for W in (Wk, Wv))
-print("GQA g=1: q", q.shape, "k, v", k1.shape, "-> heads", ops.attention(q, k1, v1).shape)
+# GQA with one K/V group (G = 1): K and V project to G*d = 4 columns; all query heads share them.
+G = 1
+k1, v1 = (split_heads(x @ W[:, : G * d]) for W in (Wk, Wv))
+print("GQA G=1: q", q.shape, "k, v", k1.shape, "-> heads", ops.attention(q, k1, v1).shape)
 
-mha = budget.attention_parameters(D, h)
-gqa = budget.attention_parameters(D, h, n_kv_heads=g)
+mha = budget.attention_parameters(D, H)
+gqa = budget.attention_parameters(D, H, n_kv_heads=G)
 print("MHA weights 4*D^2:", mha, "=", 4 * D * D)
-print("GQA weights 2*D^2 + 2*D*g*d:", gqa, "=", 2 * D * D + 2 * D * g * d)
-# Cached K/V values per token and layer (one byte per element): 2*h*d for MHA, 2*g*d for GQA.
-mha_cache = budget.kv_cache_bytes(1, kv_heads=h, head_dim=d, seq_len=1, bytes_per_element=1)
-gqa_cache = budget.kv_cache_bytes(1, kv_heads=g, head_dim=d, seq_len=1, bytes_per_element=1)
+print("GQA weights 2*D^2 + 2*D*G*d:", gqa, "=", 2 * D * D + 2 * D * G * d)
+# Cached K/V values per token and layer (one byte per element): 2*H*d for MHA, 2*G*d for GQA.
+mha_cache = budget.kv_cache_bytes(1, kv_heads=H, head_dim=d, seq_len=1, bytes_per_element=1)
+gqa_cache = budget.kv_cache_bytes(1, kv_heads=G, head_dim=d, seq_len=1, bytes_per_element=1)
 print(f"cached values per token: {mha_cache} -> {gqa_cache} (/{mha_cache // gqa_cache});",
       f"projection weights: x{Fraction(gqa, mha)}")

@@ -16,8 +16,8 @@ def entropy(p):
 
 settings = {
     "baseline": {},
-    "cold T=0.5": {"temperature": 0.5},
-    "hot T=2": {"temperature": 2.0},
+    "cold τ=0.5": {"temperature": 0.5},
+    "hot τ=2": {"temperature": 2.0},
     "k=2": {"top_k": 2},
     "p=0.6": {"top_p": 0.6},
     "k=2 then p=0.6": {"top_k": 2, "top_p": 0.6},

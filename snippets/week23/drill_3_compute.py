@@ -1,4 +1,4 @@
-# Step 3 — a compute budget under C ≈ 6ND
+# Step 3 — a compute budget under C ≈ 6 N N_tok (N parameters, N_tok tokens)
 import math
 
 from netcl_lite import scaling
@@ -6,22 +6,22 @@ from netcl_lite import scaling
 RATIO = 20  # tokens per parameter: a heuristic from one study's regime
 
 print(f"{'compute C (FLOPs)':>17} {'N (billions)':>12}", end=" ")
-print(f"{'D (billions)':>12}  D/N")
+print(f"{'N_tok (billions)':>16}  N_tok/N")
 for compute in [1e21, 1e23, 1e24, 1e25]:
     n, d = scaling.allocation(compute, tokens_per_parameter=RATIO)
-    recomputed = scaling.training_compute(n, d)  # 6 N D
+    recomputed = scaling.training_compute(n, d)  # 6 N N_tok
     assert math.isclose(recomputed, compute, rel_tol=1e-12)
-    print(f"{compute:17.0e} {n / 1e9:12.1f} {d / 1e9:12.0f} {d / n:4.0f}")
+    print(f"{compute:17.0e} {n / 1e9:12.1f} {d / 1e9:16.0f} {d / n:8.0f}")
 
 n1, d1 = scaling.allocation(1e21, tokens_per_parameter=RATIO)
 n2, d2 = scaling.allocation(1e23, tokens_per_parameter=RATIO)
-print(f"x100 compute -> N x{n2 / n1:.0f}, D x{d2 / d1:.0f}")
+print(f"x100 compute -> N x{n2 / n1:.0f}, N_tok x{d2 / d1:.0f}")
 assert math.isclose(n2 / n1, 10) and math.isclose(d2 / d1, 10)
 
 # Descriptive arithmetic on published sizes: a ratio is not a verdict.
 for n, d in [(175e9, 300e9), (70e9, 1.4e12), (8e9, 15e12)]:
     ratio, compute = d / n, scaling.training_compute(n, d)
-    print(f"N {n / 1e9:>3.0f}B, D {d / 1e12:>4.1f}T: "
+    print(f"N {n / 1e9:>3.0f}B, N_tok {d / 1e12:>4.1f}T: "
           f"{ratio:6.1f} tokens/parameter, C ~ {compute:.2e} FLOPs")
 
 # Invented costs, one currency, per million output units served. Both
