@@ -15,5 +15,6 @@ def score(m, n):
 
 for m, n in [(0, 3), (4, 7), (100, 103), (4000, 4003), (5, 2), (1005, 1002)]:
     print(
-        f"positions ({m:4d}, {n:4d})  offset n-m = {n - m:+d}  score = {score(m, n):+.3f}"
+        f"positions ({m:4d}, {n:4d})  offset n-m = {n - m:+d}"
+        f"  score = {score(m, n):+.3f}"
     )
