@@ -251,9 +251,21 @@ _UNCAPTIONED = """() => [...document.querySelectorAll('.md-content img')].filter
 }).map(img => img.getAttribute('src'))"""
 
 
+# The blocks that may have a copy button: runnable python (not an excerpt), shell commands, and
+# >>> sessions whose copy is the code alone (data-copy, docs/.hooks/copyable.py).
+_COPY_BUTTONS = """() => [...document.querySelectorAll('.md-content div.highlight')].filter(div =>
+  div.querySelector('button[data-md-type="copy"], .md-clipboard')).filter(div => !(
+    (div.matches('.language-python') && !div.matches('.excerpt, .doc-signature'))
+    || div.matches('.language-bash') || (div.matches('.language-pycon') && div.hasAttribute('data-copy'))
+  )).map(div => `${[...div.classList].join('.')}: ${div.textContent.trim().slice(0, 60)}`)"""
+
+
 def _check_page_fits_and_figures_are_captioned(page, url: str) -> None:
-    """Nothing scrolls sideways at 1280 px, and every image is a <figure> with a caption."""
+    """Only programs have copy buttons; nothing scrolls sideways at 1280 px; every image is a
+    <figure> with a caption."""
     assert page.viewport_size["width"] == 1280
+    copyable = page.evaluate(_COPY_BUTTONS)
+    assert not copyable, f"{url}: copy buttons on blocks that are not programs:\n" + "\n".join(copyable)
     wide = page.evaluate(_WIDE_BOXES)
     assert not wide, f"{url}: {len(wide)} boxes do not fit the column at 1280 px:\n" + "\n".join(wide)
     uncaptioned = page.evaluate(_UNCAPTIONED)

@@ -10,6 +10,9 @@
   (``netcl_lite.extras.EXTRAS``) becomes a note saying so, with the ``pip`` command; the block
   itself calls ``netcl_lite.extras.require(NAME)`` first, so it fails at once when the extra
   is missing (tests/test_reader.py checks both).
+* Printed text (verified outputs, what the build printed) and API signatures are read, not run:
+  they get ``no-copy`` too, so every copy button on a page belongs to a program (a runnable
+  python block), a command (bash) or a ``>>>`` session.
 * A ``>>>`` session (the reference pages' docstring examples) copies as code: its copy button
   takes the lines after the ``>>>`` and ``...`` prompts and leaves out the printed results
   (Material copies an ancestor's ``data-copy`` attribute when there is one).
@@ -31,6 +34,7 @@ _TITLE = re.compile(r'title="([^"]*)"')
 NEEDS_EXTRA = re.compile(r"^(?P<indent>[ \t]*)<!-- needs-extra: (?P<extra>[\w-]+) -->[ \t]*$", re.M)
 _PYCON = re.compile(r'(<div class="language-pycon highlight")(>.*?<code>)(.*?)(</code>)', re.S)
 _TAG = re.compile(r"<[^>]+>")
+_NOT_A_PROGRAM = re.compile(r'<div class="((?:language-text|language-python doc-signature) highlight[^"]*)"')
 
 
 def section_lines(path: str, section: str | None) -> tuple[int, int]:
@@ -88,7 +92,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
             command = f"{extras.TORCH_CPU}\n{command}"
         torch = " (PyTorch's CPU-only wheel first)" if extra == "interop" else ""
         body = [f'!!! note "This block needs the `{extra}` extra"', "",
-                f"    It imports {modules}, which the wheel alone does not install{torch}. It checks",
+                f"    It needs {modules}, which the wheel alone does not install{torch}. It checks",
                 "    for them first and stops at once, printing this command, when one is missing:", "",
                 "    ```bash", *(f"    {line}" for line in command.split("\n")), "    ```", ""]
         return "\n".join(indent + line if line else line for line in body)
@@ -108,6 +112,7 @@ def on_page_content(content: str, page, config, files) -> str:
     def copy_code(m: re.Match) -> str:
         return f'{m.group(1)} data-copy="{html.escape(pycon_code(m.group(3)), quote=True)}"{m.group(2)}{m.group(3)}{m.group(4)}'
 
+    content = _NOT_A_PROGRAM.sub(lambda m: f'<div class="{m.group(1)} no-copy"', content)
     return _PYCON.sub(copy_code, content)
 
 
