@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from importlib import metadata
+from pathlib import Path
 
 # extra -> the modules its blocks import (the extra's packages are in pyproject.toml)
 EXTRAS: dict[str, tuple[str, ...]] = {
@@ -28,20 +29,22 @@ TORCH_CPU = "pip install torch==2.13.0 --index-url https://download.pytorch.org/
 
 
 def _source() -> str:
-    """What ``pip install`` was given for this netcl_lite: the wheel's URL, a clone's folder, or the
-    wheel's file name (the site's home page offers it) when pip recorded nothing."""
+    """What ``pip install`` was given for this netcl_lite: the wheel's URL or a clone's folder, as pip
+    recorded it; a source tree's folder when it runs uninstalled."""
     try:
         record = json.loads(metadata.distribution("netcl_lite").read_text("direct_url.json") or "{}")
+        version = metadata.version("netcl_lite")
     except (metadata.PackageNotFoundError, ValueError):
-        record = {}
+        record, version = {}, None
     url = record.get("url", "")
     if record.get("dir_info", {}).get("editable") and url.startswith("file://"):
         return url.removeprefix("file://")
     if url:
         return url
-    from . import __version__
-
-    return f"netcl_lite-{__version__}-py3-none-any.whl"
+    tree = Path(__file__).resolve().parents[1]
+    if version is None and (tree / "pyproject.toml").is_file():
+        return str(tree)
+    return f"netcl_lite-{version}-py3-none-any.whl"      # the file the site's home page offers
 
 
 def install_command(extra: str) -> str:
