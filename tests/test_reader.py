@@ -319,3 +319,50 @@ def test_downloaded_drill_notebook_installs_the_wheel_and_runs(week, built_site,
     install = next(c for c in ran["cells"] if c["cell_type"] == "code")
     first = "".join("".join(o.get("text", "")) for o in install["outputs"])   # nbformat splits text into lines
     assert first.strip() == f"netcl_lite {_version()}", f"{name}: the install cell printed {first!r}"
+
+
+# ---- the hook's markup, on a page of its own --------------------------------------------------------
+
+def _copyable_hook():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("copyable_hook", doc_blocks.DOCS / ".hooks" / "copyable.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Page:
+    class file:
+        src_uri = "concepts/example.md"
+
+
+class _Config:
+    site_url = "http://127.0.0.1:8000/"
+
+
+def test_needs_extra_marker_becomes_a_note_with_the_pip_command():
+    page = "Text.\n\n<!-- needs-extra: interop -->\n```python\nimport torch\n```\n"
+    out = _copyable_hook().on_page_markdown(page, _Page, _Config, None)
+    assert '!!! note "This block needs the `interop` extra"' in out
+    assert extras.TORCH_CPU in out
+    assert f'pip install "netcl_lite[interop] @ http://127.0.0.1:8000/{WHEEL}"' in out
+    assert out.index("!!! note") < out.index("```python\nimport torch")
+    with pytest.raises(ValueError, match="no such extra"):
+        _copyable_hook().on_page_markdown("<!-- needs-extra: gpu -->\n", _Page, _Config, None)
+
+
+def test_an_excerpt_is_titled_uncopyable_and_linked_to_its_lines():
+    page = '=== "tab"\n\n    ```{.c .excerpt title="kernels/bpe.cl"}\n    --8<-- "kernels/bpe.cl:bpe_split"\n    ```\n'
+    out = _copyable_hook().on_page_markdown(page, _Page, _Config, None)
+    first, last = _copyable_hook().section_lines("kernels/bpe.cl", "bpe_split")
+    lines = (ROOT / "kernels/bpe.cl").read_text(encoding="utf-8").splitlines()
+    assert "[start:bpe_split]" in lines[first - 2] and "[end:bpe_split]" in lines[last]
+    assert '    ```{.c .excerpt .no-copy title="Excerpt · kernels/bpe.cl"}' in out
+    assert f"(../source/kernels/bpe.cl.html#L{first})" in out and f"lines {first}–{last}" in out
+
+
+def test_a_session_copies_its_code_without_prompts_or_results():
+    code = ('<span class="gp">&gt;&gt;&gt; </span>x = [1,\n<span class="gp">... </span>     2]\n'
+            '<span class="gp">&gt;&gt;&gt; </span>x\n<span class="go">[1, 2]</span>\n')
+    assert _copyable_hook().pycon_code(code) == "x = [1,\n     2]\nx\n"
