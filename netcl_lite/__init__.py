@@ -19,7 +19,7 @@ everything the pages use:
            [1., 1.]], dtype=float32)
 """
 
-from . import autograd, budget, masks, nn, ops, optim, reference, sampling, scaling, text, train
+from . import autograd, budget, extras, masks, nn, ops, optim, reference, sampling, scaling, text, train
 from .autograd import Node, Tape, constant, tensor
 from .core import BadInputError, NonFiniteError, Tensor, synchronize
 from .core.device import device
@@ -27,6 +27,6 @@ from .core.device import device
 __version__ = "0.1.0"
 
 __all__ = [
-    "BadInputError", "Node", "NonFiniteError", "Tape", "Tensor", "autograd", "budget", "constant", "device", "masks",
+    "BadInputError", "Node", "NonFiniteError", "Tape", "Tensor", "autograd", "budget", "constant", "device", "extras", "masks",
     "nn", "ops", "optim", "reference", "sampling", "scaling", "synchronize", "tensor", "text", "train",
 ]

@@ -95,7 +95,7 @@ def _site_pages():
 
 @pytest.mark.parametrize("source, path", _site_pages(), ids=[p for _, p in _site_pages()])
 def test_page_renders_offline_in_chromium(browser, site_url, source, path):
-    page = browser.new_page(viewport={"width": 1280, "height": 900}, color_scheme="light")
+    page = browser.new_page(viewport={"width": 1280, "height": 800}, color_scheme="light")
     errors, foreign = [], []
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -137,7 +137,9 @@ def test_page_renders_offline_in_chromium(browser, site_url, source, path):
         _check_blocks_are_the_tested_ones(page, url, source)
         if "recall-questions" in text:
             _check_answers_wait_for_a_click(page, url)
+        _check_page_fits_and_figures_are_captioned(page, url)
     else:
+        _check_page_fits_and_figures_are_captioned(page, url)
         cells = page.eval_on_selector_all(
             ".jp-CodeCell", "els => els.map(c => c.querySelector('.jp-OutputArea-output')?.textContent.trim().length || 0)"
         )
@@ -216,3 +218,121 @@ def _check_answers_wait_for_a_click(page, url: str) -> None:
         assert lst["answers"] == lst["questions"], f"{url}: question list {i} has {lst['questions']} questions, {lst['answers']} answers"
     assert not state["open"], f"{url}: answers open before a click: {state['open']}"
     assert not state["shown"], f"{url}: answer text visible before a click: {state['shown']}"
+
+
+# ---- the page fits a 1280 px window; figures are captioned and legible -------------------------------
+
+# Every box of code or printed text on a page: code and output blocks, >>> sessions, API signatures,
+# and the notebooks' input and output cells. Hidden tab panels and closed <details> are shown first,
+# so that every box is measured, not only the one open.
+_WIDE_BOXES = """() => {
+  document.querySelectorAll('.tabbed-block').forEach(b => b.style.display = 'block');
+  document.querySelectorAll('details').forEach(d => d.open = true);
+  const column = document.querySelector('.md-content__inner').getBoundingClientRect();
+  const boxes = [...document.querySelectorAll(
+    '.md-content pre > code, .md-content .doc-signature pre, .md-content .jp-InputArea-editor pre,'
+    + ' .md-content .jp-OutputArea-output pre')];
+  return boxes.filter(e => e.checkVisibility()).flatMap(e => {
+    const r = e.getBoundingClientRect();
+    const hidden = e.scrollWidth - e.clientWidth;
+    const past = Math.round(r.right - column.right);
+    if (hidden <= 1 && past <= 1) return [];
+    const block = e.closest('.highlight, .jp-Cell, .doc-signature') || e;
+    const line = (e.textContent.split('\\n').reduce((a, b) => b.length > a.length ? b : a, '')).slice(0, 70);
+    return [`${block.tagName.toLowerCase()}.${[...block.classList].slice(0, 3).join('.')}: ${hidden > 1 ? hidden
+      + ' px scroll sideways' : past + ' px past the column'} (longest line: ${JSON.stringify(line)})`];
+  });
+}"""
+
+_UNCAPTIONED = """() => [...document.querySelectorAll('.md-content img')].filter(img => {
+  const figure = img.closest('figure');
+  const caption = figure && figure.querySelector(':scope > figcaption');
+  return !(caption && caption.textContent.trim().length > 20);
+}).map(img => img.getAttribute('src'))"""
+
+
+# The blocks that may have a copy button: runnable python (not an excerpt), shell commands, and
+# >>> sessions whose copy is the code alone (data-copy, docs/.hooks/copyable.py).
+_COPY_BUTTONS = """() => [...document.querySelectorAll('.md-content div.highlight')].filter(div =>
+  div.querySelector('button[data-md-type="copy"], .md-clipboard')).filter(div => !(
+    (div.matches('.language-python') && !div.matches('.excerpt, .doc-signature'))
+    || div.matches('.language-bash') || (div.matches('.language-pycon') && div.hasAttribute('data-copy'))
+  )).map(div => `${[...div.classList].join('.')}: ${div.textContent.trim().slice(0, 60)}`)"""
+
+
+def _check_page_fits_and_figures_are_captioned(page, url: str) -> None:
+    """Only programs have copy buttons; nothing scrolls sideways at 1280 px; every image is a
+    <figure> with a caption."""
+    assert page.viewport_size["width"] == 1280
+    copyable = page.evaluate(_COPY_BUTTONS)
+    assert not copyable, f"{url}: copy buttons on blocks that are not programs:\n" + "\n".join(copyable)
+    wide = page.evaluate(_WIDE_BOXES)
+    assert not wide, f"{url}: {len(wide)} boxes do not fit the column at 1280 px:\n" + "\n".join(wide)
+    uncaptioned = page.evaluate(_UNCAPTIONED)
+    assert not uncaptioned, f"{url}: images outside a <figure> with a <figcaption>: {uncaptioned}"
+
+
+FIGURES = sorted(f"figures/{p.parent.name}/{p.stem.removeprefix('figure_')}.svg"
+                 for p in doc_blocks.ROOT.glob("snippets/*/figure_*.py"))
+
+# Inside a figure as matplotlib writes it (text as paths): each piece of text is a <g id="text_N">
+# whose first child is a comment holding the text. Two texts whose boxes overlap collide. A legend
+# lies on data when its box covers a bar or a point of a curve drawn in the same axes.
+_FIGURE_PROBLEMS = """() => {
+  const label = g => { const c = [...g.childNodes].find(n => n.nodeType === 8); return c ? c.data.trim() : g.id; };
+  const box = e => e.getBoundingClientRect();
+  const overlap = (a, b) => Math.max(0, Math.min(a.right, b.right) - Math.max(a.left, b.left))
+                          * Math.max(0, Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top));
+  const problems = [];
+  const texts = [...document.querySelectorAll('g[id^="text_"]')].filter(g => box(g).width > 0);
+  for (let i = 0; i < texts.length; i++) {
+    for (let j = i + 1; j < texts.length; j++) {
+      if (texts[i].contains(texts[j]) || texts[j].contains(texts[i])) continue;
+      const area = overlap(box(texts[i]), box(texts[j]));
+      if (area > 1) problems.push(`text ${JSON.stringify(label(texts[i]))} (${texts[i].id}) overlaps `
+                                  + `${JSON.stringify(label(texts[j]))} (${texts[j].id}) by ${area.toFixed(0)} px²`);
+    }
+  }
+  const axesList = [...document.querySelectorAll('g[id^="axes_"]')];
+  for (const legend of document.querySelectorAll('g[id^="legend_"]')) for (const axes of axesList) {
+    const L = box(legend);
+    const inside = p => p.x > L.left && p.x < L.right && p.y > L.top && p.y < L.bottom;
+    const children = [...axes.children].filter(g => g.tagName === 'g' && !/^(text_|legend_|matplotlib\\.axis)/.test(g.id));
+    const frame = children.filter(g => g.id.startsWith('patch_')).map(g => box(g)).reduce((a, b) =>
+      (!a || b.width * b.height > a.width * a.height) ? b : a, null);
+    for (const g of children) {
+      const r = box(g);
+      if (r.width < 2 || r.height < 2) continue;                                   // a spine
+      if (frame && r.width === frame.width && r.height === frame.height) continue; // the axes' background
+      for (const path of g.querySelectorAll('path')) {
+        const matrix = path.getScreenCTM(), length = path.getTotalLength();
+        const line = g.id.startsWith('line2d_');
+        const n = line ? 400 : 0;
+        let hit = false;
+        if (line) {
+          for (let k = 0; k <= n && !hit; k++) {
+            const q = path.getPointAtLength(length * k / n).matrixTransform(matrix);
+            hit = inside(q);
+          }
+        } else {
+          hit = overlap(box(path), L) > 4;
+        }
+        if (hit) { problems.push(`legend ${legend.id} covers data ${g.id} of ${axes.id}`); break; }
+      }
+    }
+  }
+  return problems;
+}"""
+
+
+@pytest.mark.parametrize("figure", FIGURES)
+def test_figure_has_no_colliding_text_and_no_legend_on_data(browser, site_url, figure):
+    """Each generated SVG, opened on its own: no two texts overlap, no legend covers a bar or a curve."""
+    shown_on = [p.relative_to(doc_blocks.DOCS).as_posix() for p in doc_blocks.pages()
+                if figure in p.read_text(encoding="utf-8")]
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    response = page.goto(f"{site_url}/{figure}")
+    assert response is not None and response.status == 200, f"{figure}: HTTP {response and response.status}"
+    problems = page.evaluate(_FIGURE_PROBLEMS)
+    page.close()
+    assert not problems, f"{figure} (on {', '.join(shown_on) or 'no page'}):\n" + "\n".join(problems)

@@ -36,7 +36,8 @@ def test_drill_notebook_is_the_snippets_and_runs_top_to_bottom(week, tmp_path):
     nbformat.validate(nb)
     code = [c.source for c in nb.cells if c.cell_type == "code"]
     steps = [p.read_text(encoding="utf-8").strip("\n") for p in sorted(week.glob("drill_*.py"))]
-    assert code == steps, "the notebook's code cells differ from snippets/…/drill_*.py"
+    assert code[0] == _hook().install_cell().strip("\n"), "the first code cell does not install the wheel"
+    assert code[1:] == steps, "the notebook's code cells after the install differ from snippets/…/drill_*.py"
     for step in steps:  # every step is also on the week's page
         assert any(step.strip() in b.code for b in doc_blocks.runnable(doc_blocks.DOCS / f"{week.name.replace('week', 'week-')}.md")), "a drill step is not on its page"
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
@@ -54,6 +55,8 @@ def test_the_build_ran_the_drill_and_offers_it_with_its_outputs(week, built_site
     assert all(c["execution_count"] for c in code), "a drill cell was not executed by the build"
     assert all(o["output_type"] != "error" for c in code for o in c["outputs"])
     assert any(c["outputs"] for c in code), "the built drill shows no output"
+    split = [i for i, c in enumerate(code) if sum(o["output_type"] == "stream" for o in c["outputs"]) > 1]
+    assert not split, f"code cells {split} show their printed text in several boxes"
     page = built_site / "drills" / name.removesuffix(".ipynb")
     rendered = (page / "index.html").read_text(encoding="utf-8")
     assert rendered.count("jp-CodeCell") >= len(code)

@@ -134,11 +134,49 @@ def _cell(kind: str, text: str, cell_id: str) -> dict:
     return cell
 
 
+def install_cell() -> str:
+    """The notebook's first code cell: install this site's wheel into the kernel's environment, unless
+    that version is already there (as in a clone's venv, where the build runs the notebook)."""
+    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M).group(1)
+    site_url = re.search(r"^site_url:\s*(\S+)", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M).group(1)
+    return f"""import subprocess
+import sys
+from importlib import metadata
+
+# This site's wheel; put the site's address here if it is served elsewhere.
+WHEEL = "{site_url}netcl_lite-{version}-py3-none-any.whl"
+try:
+    installed = metadata.version("netcl_lite")
+except metadata.PackageNotFoundError:
+    installed = None
+if installed != "{version}":  # pip installs into this kernel's environment
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", WHEEL], check=True)
+print("netcl_lite", metadata.version("netcl_lite"))
+"""
+
+
+def _merged_streams(outputs: list) -> list:
+    """A cell's outputs with consecutive pieces of one stream joined: how many pieces the kernel sent
+    depends on timing, so the same cell would otherwise show as one box or several from run to run."""
+    merged = []
+    for out in outputs:
+        if merged and out.get("output_type") == "stream" and merged[-1].get("output_type") == "stream" \
+                and merged[-1]["name"] == out["name"]:
+            merged[-1]["text"] += out["text"]
+        else:
+            merged.append(out)
+    return merged
+
+
 def drill_notebook(week_dir: Path) -> dict:
     """The notebook for one week's drill: a title cell, then a heading and a code cell per step."""
     steps = sorted(week_dir.glob("drill_*.py"))
-    title = f"# {week_dir.name.replace('week', 'Week ')} drill\n\nEach step runs on its own; run them top to bottom. Needs `netcl_lite`, which is not on PyPI: install it from a clone of the project's repository, with `pip install -e .` run in the clone's root (inside a virtual environment)."
-    cells = [_cell("markdown", title, "title")]
+    title = (f"# {week_dir.name.replace('week', 'Week ')} drill\n\nEach step runs on its own; run them top to "
+             "bottom. The notebook runs in a Jupyter kernel (`ipykernel`, or JupyterLab, which brings it) "
+             "of a Python environment; the first cell installs `netcl_lite` into that environment from "
+             "this site's wheel when it is not there yet.")
+    cells = [_cell("markdown", title, "title"), _cell("markdown", "## Install", "install-heading"),
+             _cell("code", install_cell(), "install")]
     for n, step in enumerate(steps, 1):
         code = step.read_text(encoding="utf-8")
         first = code.splitlines()[0] if code else ""
@@ -163,6 +201,9 @@ def execute_notebook(source: str) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         NotebookClient(node, timeout=600, kernel_name="python3", allow_errors=False, record_timing=False,
                        resources={"metadata": {"path": tmp}}).execute()
+    for cell in node.cells:
+        if cell.cell_type == "code":
+            cell.outputs = _merged_streams(cell.outputs)
     return nbformat.writes(node) + "\n"
 
 

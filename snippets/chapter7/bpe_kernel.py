@@ -5,10 +5,14 @@ import time
 
 from netcl_lite.text import BPETokenizer
 
-# Words made of random letters of five scripts: nearly every chunk is new to the tokenizer.
-SCRIPTS = ["абвгдежзиклмнопрстуфхцчшыюя", "αβγδεζηθικλμνξοπρστυφχψω",
-           "कखगचजटडतदनपबमयरलवसह", "あいうえおかきくけこさしすせそたちつてとなにぬねの",
-           "ÀÉÎÕÜàéîõüçñßøåæ"]
+# Words of random letters of five scripts: nearly every chunk is new to the tokenizer.
+SCRIPTS = [
+    "абвгдежзиклмнопрстуфхцчшыюя",
+    "αβγδεζηθικλμνξοπρστυφχψω",
+    "कखगचजटडतदनपबमयरलवसह",
+    "あいうえおかきくけこさしすせそたちつてとなにぬねの",
+    "ÀÉÎÕÜàéîõüçñßøåæ",
+]
 
 
 def text(seed, n_words):
@@ -25,11 +29,13 @@ tok.train_from_iterator([text(0, 4000)], vocab_size=256 + 512)
 document = text(1, 8000)  # held out: other words of the same scripts
 
 
-PATHS = {  # (kernel_min_bytes, kernel_text_min_bytes); None: never that kernel, 0: always
-    "Python loop": (None, None),
-    "merge kernel": (0, None),  # the call's new chunks, merged on the device
-    "whole call": (None, 0),  # split, merges and ids, all on the device
-}
+PATHS = (
+    {  # (kernel_min_bytes, kernel_text_min_bytes); None: never that kernel, 0: always
+        "Python loop": (None, None),
+        "merge kernel": (0, None),  # the call's new chunks, merged on the device
+        "whole call": (None, 0),  # split, merges and ids, all on the device
+    }
+)
 
 
 def cold_encode(path):
@@ -46,11 +52,22 @@ for _ in range(3):  # interleaved rounds; medians below
     for path in PATHS:
         seconds, ids[path] = cold_encode(path)
         times[path].append(seconds)
-    assert ids["merge kernel"] == ids["whole call"] == ids["Python loop"]  # exact: the same ids
+    assert (
+        ids["merge kernel"] == ids["whole call"] == ids["Python loop"]
+    )  # exact: the same ids
 loop_s = statistics.median(times["Python loop"])
 n_bytes = len(document.encode("utf-8"))
-print(f"{n_bytes:,} bytes of new words -> {len(ids['Python loop']):,} tokens, identical on all three paths")
+print(
+    f"{n_bytes:,} bytes of new words -> {len(ids['Python loop']):,} tokens,"
+    " identical on all three paths"
+)
 for path in PATHS:
     seconds = statistics.median(times[path])
-    print(f"{path + ':':<14}{seconds * 1e3:6.1f} ms CPU, {loop_s / seconds:4.1f}x the loop's speed")
-print("(each kernel path builds its table on the device once, in its first call, inside the time)")
+    print(
+        f"{path + ':':<14}{seconds * 1e3:6.1f} ms CPU,"
+        f" {loop_s / seconds:4.1f}x the loop's speed"
+    )
+print(
+    "(each kernel path builds its table on the device once, in its first call,"
+    " inside the time)"
+)

@@ -24,5 +24,7 @@ print(
 # chunk's UTF-8 bytes are merged on their own.
 for chunk in compile_splitter(GPT4_PATTERN)(text):
     n_bytes, n_ids = len(chunk.encode("utf-8")), len(tok.encode(chunk))
-    print(f"  chunk {chunk!r:14} {len(chunk)} chars {n_bytes:2d} bytes {n_ids:2d} tokens")
+    print(
+        f"  chunk {chunk!r:14} {len(chunk)} chars {n_bytes:2d} bytes {n_ids:2d} tokens"
+    )
 assert tok.decode(ids) == text  # exact round trip: every byte has an id

@@ -16,9 +16,15 @@ heat.set_ylabel("coordinate (sin at even, cos at odd)")
 heat.set_title(f"sinusoidal_positions({T}, {D})", fontsize=10)
 fig.colorbar(im, ax=heat, fraction=0.04)
 shown = [0, 6, 14]  # sin coordinates of pairs 0, 3 and 7
+fine = np.linspace(0, T - 1, 40 * T)  # 40 samples per position: a smooth curve
 for c in shown:
     period = 2 * np.pi * 10000.0 ** (c / D)
-    lines.plot(np.arange(T), pe[:, c], label=f"coordinate {c}: period {period:,.1f}")
+    # the curve is sin(2 pi i / period) between positions; the dots are the library's table,
+    # which must lie on it
+    assert np.allclose(pe[:, c], np.sin(2 * np.pi * np.arange(T) / period), atol=1e-4)  # float32 table
+    (curve,) = lines.plot(fine, np.sin(2 * np.pi * fine / period), lw=1.2,
+                          label=f"coordinate {c}: period {period:,.1f}")
+    lines.plot(np.arange(T), pe[:, c], "o", ms=2, color=curve.get_color())
 lines.set_xlabel("position i")
 lines.set_ylim(-1.15, 1.6)
 lines.legend(fontsize=8, loc="upper right")

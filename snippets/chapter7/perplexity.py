@@ -28,7 +28,10 @@ print(f"{n_tokens} tokens, {n_bytes} bytes, vocabulary {V}")
 print(f"cross-entropy  {ce:.3f} nats per token")
 print(f"perplexity     exp(CE) = {math.exp(ce):.1f}")
 print(f"bits per token CE / ln 2 = {ce / math.log(2):.3f}")
-print(f"bits per byte  CE / ln 2 x tokens / bytes = {ce / math.log(2) * n_tokens / n_bytes:.3f}")
+print(
+    "bits per byte  CE / ln 2 x tokens / bytes ="
+    f" {ce / math.log(2) * n_tokens / n_bytes:.3f}"
+)
 
 # A model that knows nothing: uniform over V ids, so CE = ln V, perplexity = V.
 uniform = ops.cross_entropy(np.zeros((n_tokens, V), np.float32), np.array(ids))

@@ -15,5 +15,6 @@ def score(i, j):
 
 for i, j in [(0, 3), (4, 7), (100, 103), (4000, 4003), (5, 2), (1005, 1002)]:
     print(
-        f"positions ({i:4d}, {j:4d})  offset j-i = {j - i:+d}  score = {score(i, j):+.3f}"
+        f"positions ({i:4d}, {j:4d})  offset j-i = {j - i:+d}"
+        f"  score = {score(i, j):+.3f}"
     )

@@ -33,7 +33,10 @@ for ax, causal in zip(axes, (False, True)):
 axes[0].set_ylabel("forward time (ms, median)")
 r0 = rows[0]
 fig.suptitle(f"attention forward, B={r0['B']}, H={r0['H']}, d={r0['d']}")
-axes[0].legend(fontsize=8)
+# One legend for both panels, under them: inside either it would cover curves.
+handles, labels = axes[0].get_legend_handles_labels()
+fig.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+           ncol=min(len(labels), 4), frameon=False)
 alt = ("Attention forward time against sequence length, log-log, from benchmarks/results/kernels.json: "
        + "; ".join(described) + ".")
 fig.savefig(sys.argv[1], format="svg", metadata={"Date": None, "Description": alt}, bbox_inches="tight")

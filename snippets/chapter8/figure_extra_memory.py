@@ -35,7 +35,7 @@ ax.set_xticks(ts, [str(t) for t in ts])
 ax.set_xlabel("sequence length T")
 ax.set_ylabel("extra memory beyond inputs and output (MiB)")
 ax.grid(True, which="major", alpha=0.3)
-ax.legend(fontsize=8)
+ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the data
 alt = ("Extra memory of each attention method against sequence length, log-log, from "
        "benchmarks/results/kernels.json: " + "; ".join(described) + ".")
 fig.savefig(sys.argv[1], format="svg", metadata={"Date": None, "Description": alt}, bbox_inches="tight")

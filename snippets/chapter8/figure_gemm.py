@@ -23,6 +23,6 @@ for i, m in enumerate(methods):
 ax.set_xticks(range(len(rows)), [f"{r['n']}³" for r in rows])
 ax.set_xlabel("float32 matrix product, n x n times n x n")
 ax.set_ylabel("GFLOP/s (median)")
-ax.legend(fontsize=8, loc="lower right")
+ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the bars
 alt = "GEMM throughput from benchmarks/results/kernels.json: " + "; ".join(described) + "."
 fig.savefig(sys.argv[1], format="svg", metadata={"Date": None, "Description": alt}, bbox_inches="tight")

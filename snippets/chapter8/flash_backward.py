@@ -40,5 +40,8 @@ out.backward(dout)
 for name, leaf, exact in zip("QKV", leaves, dense_gradients(q, k, v, dout)):
     err = float(np.abs(leaf.grad.numpy() - exact).max())
     rel = err / float(np.abs(exact).max())
-    print(f"d{name}: max |flash - dense float64| = {err:.1e} ({rel:.1e} of the largest entry)")
+    print(
+        f"d{name}: max |flash - dense float64| = {err:.1e}"
+        f" ({rel:.1e} of the largest entry)"
+    )
     assert rel < 1e-5, (name, rel)  # float32 rounding over sums of up to 150 terms

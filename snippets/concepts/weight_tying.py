@@ -14,6 +14,7 @@ def count(module):
 
 print(f"untied: {count(untied):,} weights   tied: {count(tied):,} weights")
 print(
-    f"tying saves {count(untied) - count(tied):,} = V x D = {tied_embedding_savings(vocab, dim):,}"
+    f"tying saves {count(untied) - count(tied):,}"
+    f" = V x D = {tied_embedding_savings(vocab, dim):,}"
 )
 assert count(untied) - count(tied) == vocab * dim

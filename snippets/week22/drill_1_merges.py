@@ -35,5 +35,10 @@ for word in ["lowest", "slow", "wider"]:
 # Merges join adjacent *symbols*, never a substring inside a symbol already merged.
 small = WordBPE()
 print("merges learned from 'ab ab ab bc bc':", small.train("ab ab ab bc bc", 3))
-print("'bc' is a substring of 'abc':", "bc" in "abc", "| segment('abc') ->", small.segment("abc"))
+print(
+    "'bc' is a substring of 'abc':",
+    "bc" in "abc",
+    "| segment('abc') ->",
+    small.segment("abc"),
+)
 print("segment('abcab') ->", small.segment("abcab"))

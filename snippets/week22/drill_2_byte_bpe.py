@@ -12,11 +12,15 @@ print([tok.vocab[left] + tok.vocab[right] for (left, right), _ in trace])
 # The library's default, min_frequency=2, stops where every remaining pair occurs once.
 strict = BPETokenizer(pattern=None)
 stopped = strict.train_from_iterator(training, vocab_size=256 + 12)
-assert stopped == trace[: len(stopped)]  # the same merges, in the same order, up to the stop
-assert all(n == 1 for _, n in trace[len(stopped):])
-once = [strict.vocab[a] + strict.vocab[b] for (a, b), _ in trace[len(stopped):]]
-print(f"min_frequency=2: {len(stopped)} merges; it leaves out {once}, each seen once;",
-      f"prose then takes {len(strict.encode(training[0]))} tokens")
+assert (
+    stopped == trace[: len(stopped)]
+)  # the same merges, in the same order, up to the stop
+assert all(n == 1 for _, n in trace[len(stopped) :])
+once = [strict.vocab[a] + strict.vocab[b] for (a, b), _ in trace[len(stopped) :]]
+print(
+    f"min_frequency=2: {len(stopped)} merges; it leaves out {once}, each seen once;",
+    f"prose then takes {len(strict.encode(training[0]))} tokens",
+)
 # The same data pre-split with the GPT-4 pattern: merges stay inside word-like chunks.
 split = BPETokenizer(pattern=GPT4_PATTERN)
 split.train_from_iterator(training, vocab_size=256 + 12, min_frequency=1)
@@ -37,8 +41,10 @@ for label, text in samples.items():
     assert split.decode(split.encode(text)) == text
     words = len(text.split())
     ratio = len(ids) / words
-    print(f"{label:<7} {words:>5} {len(ids):>6} {ratio:>11.2f} {int(8192 / ratio):>21}",
-          f"{len(split.encode(text)):>18}")
+    print(
+        f"{label:<7} {words:>5} {len(ids):>6} {ratio:>11.2f} {int(8192 / ratio):>21}",
+        f"{len(split.encode(text)):>18}",
+    )
 
 # No merge was learned for Telugu, so every UTF-8 byte is one token,
 # and the text still round-trips.

@@ -10,21 +10,29 @@ from netcl_lite import ops
 #     dividing by sqrt(d) brings it back to 1.
 rng = np.random.default_rng(0)
 for d in [8, 64, 512]:
-    q = rng.normal(size=(100, 1, d))   # 100 queries
+    q = rng.normal(size=(100, 1, d))  # 100 queries
     k = rng.normal(size=(100, 20, d))  # 20 keys each
-    dots = (q * k).sum(-1)             # (100, 20) raw scores
+    dots = (q * k).sum(-1)  # (100, 20) raw scores
     raw = ops.softmax(dots).max(-1).mean()
     scaled = ops.softmax(dots / math.sqrt(d)).max(-1).mean()
-    print(f"d {d:>3}: variance/d {dots.var() / d:.2f},",
-          f"mean max weight raw {raw:.2f}, scaled {scaled:.2f}")
+    print(
+        f"d {d:>3}: variance/d {dots.var() / d:.2f},",
+        f"mean max weight raw {raw:.2f}, scaled {scaled:.2f}",
+    )
 
 # (b) Exact, no sampling: every q, k in {-1, +1}^2 (independent, mean 0, variance 1).
 signs = list(product([-1, 1], repeat=2))
 dots = np.array([np.dot(q, k) for q in signs for k in signs])
 assert dots.mean() == 0 and dots.var() == 2
 assert dots.var() / 2 == 1  # Var(x / sqrt 2) = Var(x) / 2
-print("d 2, all 16 sign pairs: mean", dots.mean(), "variance", dots.var(),
-      "scaled variance", dots.var() / 2)
+print(
+    "d 2, all 16 sign pairs: mean",
+    dots.mean(),
+    "variance",
+    dots.var(),
+    "scaled variance",
+    dots.var() / 2,
+)
 
 # (c) How often does |q.k| exceed 35 at d = 128 (standard deviation sqrt(128) = 11.3)?
 d, n = 128, 200_000
@@ -32,7 +40,10 @@ q, k = rng.normal(size=(n, d)), rng.normal(size=(n, d))
 measured = np.mean(np.abs(np.einsum("ij,ij->i", q, k)) > 35)
 normal = math.erfc(35 / math.sqrt(d) / math.sqrt(2))  # two-sided normal tail
 print(f"d 128: 35 is {35 / math.sqrt(d):.2f} standard deviations")
-print(f"  P(|q.k| > 35): measured {measured:.2%} of {n:,} pairs, normal approximation {normal:.2%}")
+print(
+    f"  P(|q.k| > 35): measured {measured:.2%} of {n:,} pairs,"
+    f" normal approximation {normal:.2%}"
+)
 assert measured < 0.01  # a fraction of a percent: rare, not routine
 
 # (d) Causal attention on the OpenCL device.
@@ -42,11 +53,15 @@ V = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
 out, weights = ops.attention(Q, K, V, causal=True, return_weights=True)
 assert np.allclose(weights.sum(axis=1), 1.0)
 assert np.all(np.triu(weights, k=1) == 0.0)  # nothing from the future
-assert np.array_equal(out[0], V[0])          # query 0 sees only key 0
+assert np.array_equal(out[0], V[0])  # query 0 sees only key 0
 weights = weights.astype(float)
 print("causal weights:", np.round(weights, 3).tolist())
-print("row sums:", np.round(weights.sum(axis=1), 6).tolist(),
-      " first output:", out[0].astype(float).tolist())
+print(
+    "row sums:",
+    np.round(weights.sum(axis=1), 6).tolist(),
+    " first output:",
+    out[0].astype(float).tolist(),
+)
 
 # (e) A query that may see no key has no defined softmax: rejected, not turned into NaN.
 mask = np.tril(np.ones((3, 3), dtype=bool))
@@ -60,27 +75,37 @@ except ValueError as err:
 perm = np.array([2, 0, 1])
 plain = ops.attention(Q, K, V)
 assert np.allclose(ops.attention(Q[perm], K[perm], V[perm]), plain[perm], atol=1e-6)
-print("no mask: outputs follow the permutation:", True,
-      "| outputs unchanged:", bool(np.allclose(plain[perm], plain)))
+print(
+    "no mask: outputs follow the permutation:",
+    True,
+    "| outputs unchanged:",
+    bool(np.allclose(plain[perm], plain)),
+)
 # ... but a causal mask is tied to positions, so it breaks the symmetry.
 permuted_causal = ops.attention(Q[perm], K[perm], V[perm], causal=True)
-print("causal mask: outputs follow the permutation:",
-      bool(np.allclose(permuted_causal, out[perm], atol=1e-6)))
+print(
+    "causal mask: outputs follow the permutation:",
+    bool(np.allclose(permuted_causal, out[perm], atol=1e-6)),
+)
 
 # (g) RoPE on the device: q rotated to position m, k to position n;
 #     their score depends on n - m only.
 rng = np.random.default_rng(1)
 q, k = rng.normal(size=8), rng.normal(size=8)  # one query and one key, head width 8
-qs = ops.rope(np.tile(q, (8, 1)))                # (8, 8): row m is q rotated to position m
-ks = ops.rope(np.tile(k, (8, 1)))                # row n is k rotated to position n
-scores = qs @ ks.T                               # scores[m, n]
-for shift in range(-7, 8):                       # constant along every diagonal n - m
+qs = ops.rope(np.tile(q, (8, 1)))  # (8, 8): row m is q rotated to position m
+ks = ops.rope(np.tile(k, (8, 1)))  # row n is k rotated to position n
+scores = qs @ ks.T  # scores[m, n]
+for shift in range(-7, 8):  # constant along every diagonal n - m
     diagonal = np.diagonal(scores, shift)
     assert np.allclose(diagonal, diagonal[0], atol=1e-5)
 print("scores[m, n] for positions 0..7 (constant along each diagonal):")
 print(np.round(scores.astype(float), 2))
 print(f"without rotation every entry is q.k = {q @ k:.2f}")
-far = ops.rope(q[None], offset=100) @ ops.rope(k[None], offset=103).T  # m = 100, n = 103
+far = (
+    ops.rope(q[None], offset=100) @ ops.rope(k[None], offset=103).T
+)  # m = 100, n = 103
 assert np.isclose(far[0, 0], scores[0, 3], atol=1e-4)
-print(f"(m, n) = (0, 3): {scores[0, 3]:.3f}   (100, 103): {far[0, 0]:.3f}",
-      f"  (3, 0): {scores[3, 0]:.3f}")
+print(
+    f"(m, n) = (0, 3): {scores[0, 3]:.3f}   (100, 103): {far[0, 0]:.3f}",
+    f"  (3, 0): {scores[3, 0]:.3f}",
+)

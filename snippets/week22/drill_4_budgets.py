@@ -21,12 +21,17 @@ for seq_len in [2048, 32768]:
     print(f"  64 KV heads: {budget.format_bytes(mha)}")
     print(f"   8 KV heads: {budget.format_bytes(gqa)}")
 
-# The formula is the size of the array it describes: (K/V, layers, heads, length, width).
+# The formula is the size of the array it describes:
+# (K/V, layers, heads, length, width).
 cache = np.zeros((2, 3, 4, 5, 6), dtype=np.float32)
-small = budget.kv_cache_bytes(layers=3, kv_heads=4, head_dim=6, seq_len=5, bytes_per_element=4)
+small = budget.kv_cache_bytes(
+    layers=3, kv_heads=4, head_dim=6, seq_len=5, bytes_per_element=4
+)
 assert small == cache.nbytes
 print("3 layers, 4 heads, length 5, width 6, fp32:", small, "bytes")
-empty = budget.kv_cache_bytes(layers=3, kv_heads=4, head_dim=6, seq_len=0, bytes_per_element=4)
+empty = budget.kv_cache_bytes(
+    layers=3, kv_heads=4, head_dim=6, seq_len=0, bytes_per_element=4
+)
 assert empty == 0
 print("length 0:", empty, "bytes")
 # A negative shape is a bug upstream, not a size: refused with a ValueError.

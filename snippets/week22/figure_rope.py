@@ -26,11 +26,14 @@ pairs = [(1, 4), (4, 7)]  # the same offset n - m
 for (m, n), color in zip(pairs, ["tab:blue", "tab:orange"]):
     left.annotate("", xy=qs[m], xytext=(0, 0), arrowprops=dict(arrowstyle="-|>", color=color, lw=2.2))
     left.annotate("", xy=ks[n], xytext=(0, 0), arrowprops=dict(arrowstyle="-|>", color=color, lw=2.2, ls="--"))
-    left.text(*(ks[n] * 1.12), f"k@{n}", color=color, ha="center", va="center", fontsize=9)
+    # k's labels sit further out than q's (radius 1.1): k at j and q at j + 1 point almost the
+    # same way, and at one radius their labels would touch
+    left.text(*(ks[n] / np.linalg.norm(ks[n]) * 1.34), f"k@{n}", color=color, ha="center",
+              va="center", fontsize=9)
     left.plot([], [], color=color, lw=2.2, label=f"q at i={m}, k at j={n} (dashed): score {scores[m, n]:.3f}")
 left.set_aspect("equal")
-left.set_xlim(-1.25, 1.25)
-left.set_ylim(-0.45, 1.25)
+left.set_xlim(-1.45, 1.45)
+left.set_ylim(-0.45, 1.45)
 left.axhline(0, color="0.9", lw=0.8, zorder=0)
 left.axvline(0, color="0.9", lw=0.8, zorder=0)
 left.set_title(f"one pair, rotated {step:.2f} rad per position")

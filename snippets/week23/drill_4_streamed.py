@@ -63,14 +63,18 @@ for block in [1, 2, 4, 9, 12]:  # 12 > 9 keys: one partial tile
     assert delta < 1e-12, delta
     flash32 = ops.flash_attention(Q32, K32, V32, block_size=block)  # never 7 x 9
     gap32 = float(np.abs(flash32 - dense32).max())
-    assert gap32 < 1e-6, gap32  # float32 rounding; a wrong rescale costs tens of percent
+    assert (
+        gap32 < 1e-6
+    ), gap32  # float32 rounding; a wrong rescale costs tens of percent
     print(f"key block {block:>2}: float64 max |streamed - dense| = {delta:.1e}")
     print(f"              float32 kernel max |flash - dense| = {gap32:.1e}")
 
 # (b) One fp16 score matrix vs Q, K, V and O, at head width 128.
 d, fp16 = 128, 2
-print(f"{'T':>6} {'score matrix (B)':>16} {'Q,K,V,O (B)':>12}"
-      f" {'avoided write+read (B)':>23}")
+print(
+    f"{'T':>6} {'score matrix (B)':>16} {'Q,K,V,O (B)':>12}"
+    f" {'avoided write+read (B)':>23}"
+)
 for T in [512, 2048, 8192, 32768]:
     scores = budget.score_matrix_bytes(T, bytes_per_element=fp16)
     qkvo = 4 * T * d * fp16
@@ -92,6 +96,8 @@ print(f"streamed output {out:.4f}, dense output {dense_out:.4f}")
 assert math.isclose(out, 8) and math.isclose(dense_out, 8)
 (only_l,), _ = stream(scores, values, rescale_a=False)
 (only_a,), _ = stream(scores, values, rescale_l=False)
-print(f"rescale only the normalizer l: {only_l:.4f};",
-      f"only the accumulator a: {only_a:.4f}")
+print(
+    f"rescale only the normalizer l: {only_l:.4f};",
+    f"only the accumulator a: {only_a:.4f}",
+)
 assert math.isclose(only_l, 9) and math.isclose(only_a, 16 / 3)

@@ -19,7 +19,7 @@ def grid(ax, color_of, title):
         for j in range(TK):
             ax.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=color_of(j), edgecolor="white", linewidth=1.5))
     ax.set_xlim(-0.2, TK + 3.2)
-    ax.set_ylim(TQ + 2.2, -0.3)
+    ax.set_ylim(TQ + 3.0, -0.3)
     ax.set_aspect("equal")
     ax.axis("off")
     ax.set_title(title, fontsize=10)
@@ -38,7 +38,9 @@ for t, keys in enumerate(tiles):
 for i in range(TQ):
     flash_ax.add_patch(plt.Rectangle((TK + 0.4, i + 0.1), 2.6, 0.8, facecolor=STATE, edgecolor="#ef6c00", linewidth=0.8))
     flash_ax.text(TK + 1.7, i + 0.5, "m, l, a", ha="center", va="center", fontsize=8)
-flash_ax.text(TK + 1.7, TQ + 0.15, "per-row state,\nrescaled by\nexp(m_old - m_new)", ha="center", va="top", fontsize=8)
+# under the tile labels, so that "tile 3" and this note never share a line
+flash_ax.text(TK + 1.7, TQ + 0.9, "per-row state,\nrescaled by\nexp(m_old - m_new)",
+              ha="center", va="top", fontsize=8)
 sizes = [len(keys) for keys in tiles]
 alt = (f"Left: dense attention stores all {TQ} x {TK} scores. Right: streamed attention with block_size {BLOCK} "
        f"visits {len(tiles)} key tiles of {', '.join(map(str, sizes[:-1]))} and {sizes[-1]} keys, "

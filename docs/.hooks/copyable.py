@@ -1,0 +1,125 @@
+"""MkDocs hook: what a reader copies from a page runs; what would not run says so and has no copy button.
+
+* A library excerpt (```` ```{.python .excerpt title="…"} ```` or ```` ```{.c .excerpt …} ````
+  holding one ``--8<-- "path:section"``) is a piece of a file, not a program. Its title starts
+  with "Excerpt", it gets Material's ``no-copy`` class (no copy button), and a line under it
+  says which lines of which file it shows, linked to that file on the site
+  (``source/<path>.html#L<n>``, written by ``docs/.hooks/shipped_wheel.py``), a file that the
+  site's wheel carries.
+* ``<!-- needs-extra: NAME -->`` right above a block that needs an extra of netcl_lite
+  (``netcl_lite.extras.EXTRAS``) becomes a note saying so, with the ``pip`` command; the block
+  itself calls ``netcl_lite.extras.require(NAME)`` first, so it fails at once when the extra
+  is missing (tests/test_reader.py checks both).
+* Printed text (verified outputs, what the build printed) and API signatures are read, not run:
+  they get ``no-copy`` too, so every copy button on a page belongs to a program (a runnable
+  python block), a command (bash) or a ``>>>`` session.
+* A ``>>>`` session (the reference pages' docstring examples) copies as code: its copy button
+  takes the lines after the ``>>>`` and ``...`` prompts and leaves out the printed results
+  (Material copies an ancestor's ``data-copy`` attribute when there is one).
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import importlib.util
+import posixpath
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+_EXCERPT_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})\{(?P<attrs>[^}\n]*\.excerpt\b[^}\n]*)\}[ \t]*$")
+_INCLUDE = re.compile(r'^\s*--8<--\s+"(?P<path>[^":]+)(?::(?P<section>[\w-]+))?"\s*$')
+_TITLE = re.compile(r'title="([^"]*)"')
+NEEDS_EXTRA = re.compile(r"^(?P<indent>[ \t]*)<!-- needs-extra: (?P<extra>[\w-]+) -->[ \t]*$", re.M)
+_PYCON = re.compile(r'(<div class="language-pycon highlight")(>.*?<code>)(.*?)(</code>)', re.S)
+_TAG = re.compile(r"<[^>]+>")
+_NOT_A_PROGRAM = re.compile(r'<div class="((?:language-text|language-python doc-signature) highlight[^"]*)"')
+
+
+def section_lines(path: str, section: str | None) -> tuple[int, int]:
+    """The first and last line (1-based) of ``section`` in ``path``, or of the whole file."""
+    lines = (ROOT / path).read_text(encoding="utf-8").splitlines()
+    if section is None:
+        return 1, len(lines)
+    start = next(i for i, line in enumerate(lines) if f"[start:{section}]" in line)
+    end = next(i for i, line in enumerate(lines) if f"[end:{section}]" in line)
+    return start + 2, end           # the lines between the two markers
+
+
+def excerpt_note(path: str, section: str | None, page_uri: str) -> str:
+    first, last = section_lines(path, section)
+    link = posixpath.relpath(f"source/{path}.html", posixpath.dirname(page_uri) or ".")
+    return (f"Excerpt, shown and not run: lines {first}–{last} of [`{path}`]({link}#L{first}), "
+            f"a file inside the wheel.\n{{: .excerpt-source }}")
+
+
+def label_excerpts(markdown: str, page_uri: str) -> str:
+    lines, out, i = markdown.split("\n"), [], 0
+    while i < len(lines):
+        m = _EXCERPT_OPEN.match(lines[i])
+        inc = _INCLUDE.match(lines[i + 1]) if m and i + 1 < len(lines) else None
+        if not inc:
+            out.append(lines[i])
+            i += 1
+            continue
+        attrs = m["attrs"]
+        title = _TITLE.search(attrs)
+        name = title.group(1) if title else inc["path"]
+        attrs = _TITLE.sub("", attrs).strip() + f' .no-copy title="Excerpt · {name}"'
+        out.append(f"{m['indent']}{m['ticks']}{{{attrs}}}")
+        close = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == m["ticks"])
+        out += lines[i + 1:close + 1]
+        note = excerpt_note(inc["path"], inc["section"], page_uri)
+        out += ["", *(m["indent"] + line for line in note.split("\n"))]
+        i = close + 1
+    return "\n".join(out)
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    from netcl_lite import extras
+
+    wheel = f"{config.site_url or '/'}{_wheel_name()}"
+
+    def note(m: re.Match) -> str:
+        extra, indent = m["extra"], m["indent"]
+        if extra not in extras.EXTRAS:
+            raise ValueError(f"{page.file.src_uri}: <!-- needs-extra: {extra} -->: no such extra; they are "
+                             f"{sorted(extras.EXTRAS)}")
+        modules = ", ".join(f"`{name}`" for name in extras.EXTRAS[extra])
+        command = f'pip install "netcl_lite[{extra}] @ {wheel}"'
+        if extra == "interop":
+            command = f"{extras.TORCH_CPU}\n{command}"
+        torch = " (PyTorch's CPU-only wheel first)" if extra == "interop" else ""
+        body = [f'!!! note "This block needs the `{extra}` extra"', "",
+                f"    It needs {modules}, which the wheel alone does not install{torch}. It checks",
+                "    for them first and stops at once, printing this command, when one is missing:", "",
+                "    ```bash", *(f"    {line}" for line in command.split("\n")), "    ```", ""]
+        return "\n".join(indent + line if line else line for line in body)
+
+    markdown = NEEDS_EXTRA.sub(note, markdown)
+    return label_excerpts(markdown, page.file.src_uri)
+
+
+def pycon_code(code_html: str) -> str:
+    """What a ``>>>`` session's copy button copies: the code after the prompts, no printed results."""
+    text = html.unescape(_TAG.sub("", code_html))
+    keep = [line[4:] for line in text.split("\n") if line.startswith((">>> ", "... ")) or line in (">>>", "...")]
+    return "\n".join(keep).rstrip() + "\n"
+
+
+def on_page_content(content: str, page, config, files) -> str:
+    def copy_code(m: re.Match) -> str:
+        return f'{m.group(1)} data-copy="{html.escape(pycon_code(m.group(3)), quote=True)}"{m.group(2)}{m.group(3)}{m.group(4)}'
+
+    content = _NOT_A_PROGRAM.sub(lambda m: f'<div class="{m.group(1)} no-copy"', content)
+    return _PYCON.sub(copy_code, content)
+
+
+@functools.lru_cache(maxsize=1)
+def _wheel_name() -> str:
+
+    spec = importlib.util.spec_from_file_location("shipped_wheel_for_copyable", ROOT / "docs" / ".hooks" / "shipped_wheel.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.wheel_name()

@@ -1,0 +1,107 @@
+"""MkDocs hook: the site ships the wheel it was built from, and the library's source files.
+
+A reader outside a clone installs ``netcl_lite`` from the site itself:
+
+    pip install http://127.0.0.1:8000/netcl_lite-0.1.0-py3-none-any.whl
+
+so the build makes the wheel (``pip wheel --no-deps`` with the installed hatchling, no
+download) and puts it at the site's root as ``netcl_lite-<version>-py3-none-any.whl``. The
+wheel is kept in the execution cache's folder under a digest of what goes into it
+(``pyproject.toml``, ``README.md``, ``netcl_lite/`` and ``kernels/``), so a rebuild whose
+sources are unchanged reuses it.
+
+Every file of the wheel is also on the site as a plain page, ``source/<path>.html`` (its text,
+one anchor ``L<n>`` per line), so a library excerpt can link to the whole file it is cut from
+(``docs/.hooks/copyable.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import logging
+import shutil
+import subprocess
+import sys
+import tempfile
+import re
+from pathlib import Path
+
+from mkdocs.structure.files import File
+
+from netcl_lite import execution_cache as cache
+
+ROOT = Path(__file__).resolve().parents[2]
+log = logging.getLogger("mkdocs.hooks.wheel")
+
+
+def version() -> str:
+    """The project's version, as pyproject.toml's [project] table gives it."""
+    m = re.search(r'^\[project\][^\[]*?^version\s*=\s*"([^"]+)"', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M | re.S)
+    if not m:
+        raise ValueError("pyproject.toml: no version in [project]")
+    return m.group(1)
+
+
+def wheel_name() -> str:
+    return f"netcl_lite-{version()}-py3-none-any.whl"
+
+
+def library_files() -> list[Path]:
+    """The files the wheel carries: the package's Python and the kernel sources."""
+    return sorted(ROOT.glob("netcl_lite/**/*.py")) + sorted(p for p in (ROOT / "kernels").glob("*.[ch]*"))
+
+
+def wheel_sources() -> list[Path]:
+    return [ROOT / "pyproject.toml", ROOT / "README.md", *library_files()]
+
+
+def sources_digest() -> str:
+    h = hashlib.sha256()
+    for path in wheel_sources():
+        data = path.read_bytes()
+        h.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+    return h.hexdigest()[:24]
+
+
+def build_wheel() -> Path:
+    """The project's wheel, from the cache when its sources are unchanged, else built now."""
+    stored = cache.cache_root() / "wheel" / sources_digest() / wheel_name()
+    if stored.is_file():
+        return stored
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                               "-w", tmp, str(ROOT)], capture_output=True, text=True, timeout=600)
+        built = Path(tmp) / wheel_name()
+        if proc.returncode or not built.is_file():
+            raise RuntimeError(f"building {wheel_name()} failed (is hatchling installed? it is in the docs "
+                               f"extra):\n{proc.stderr[-3000:]}")
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(built, stored)
+    log.info(f"built {wheel_name()}")
+    return stored
+
+
+def source_page(path: Path) -> str:
+    """A file of the wheel as a small standalone HTML page: its text, wrapped, an anchor per line."""
+    rel = path.relative_to(ROOT).as_posix()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    body = "\n".join(f'<span id="L{n}">{html.escape(line)}</span>' for n, line in enumerate(lines, 1))
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{rel}</title>\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            "<style>body{font:14px/1.45 monospace;margin:1em}pre{white-space:pre-wrap;"
+            "overflow-wrap:anywhere}:target{background:#fff3b0}</style></head>\n"
+            f"<body><main><h1>{rel}</h1><p>A file of <code>{wheel_name()}</code>, shown as text.</p>\n"
+            f"<pre>{body}</pre></main></body></html>\n")
+
+
+def source_uri(rel: str) -> str:
+    """Where the site shows a file of the wheel (``rel`` as in the repository: ``kernels/bpe.cl``)."""
+    return f"source/{rel}.html"
+
+
+def on_files(files, config):
+    files.append(File.generated(config, wheel_name(), abs_src_path=str(build_wheel())))
+    for path in library_files():
+        files.append(File.generated(config, source_uri(path.relative_to(ROOT).as_posix()), content=source_page(path)))
+    return files
