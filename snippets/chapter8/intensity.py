@@ -15,5 +15,7 @@ for name, (flops, nbytes) in kernels.items():
     print(f"{name:<16} {flops:.3e} FLOPs / {nbytes / 2**20:7.1f} MiB"
           f" = {flops / nbytes:6.1f} FLOP/byte")
 print(f"GEMM n/6 = {n / 6:.1f}; dense ~ d/4 = {d / 4:.1f}; flash T/4 = {T / 4:.1f}")
-dense, flash = (f / b for f, b in (kernels["dense attention"], kernels["flash attention"]))
+dense, flash = (
+    f / b for f, b in (kernels["dense attention"], kernels["flash attention"])
+)
 print(f"flash / dense: {flash / dense:.1f} times the intensity")
