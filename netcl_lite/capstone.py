@@ -171,7 +171,8 @@ def run_key(queue, text: str) -> str:
     recipe = {"vocab": VOCAB_SIZE, "held_out": HELD_OUT_FRACTION, "dedup": DEDUP_MIN_CHARS, "model": MODEL,
               "training": asdict(TRAINING)}
     source = "capstone training run\n" + json.dumps(recipe, sort_keys=True) + "\n" + text
-    return execution_cache.key(source, shared=execution_cache.context(queue.device))
+    return execution_cache.key(source, shared=execution_cache.context(queue.device,
+                                                                     execution_cache.RUN_PACKAGES))
 
 
 #: the files of a run folder that :func:`run` loads; ``done.json`` holds the SHA-256 of each

@@ -43,8 +43,11 @@ RERUN = "NETCL_LITE_RERUN"           # set to 1: ignore every stored output (and
 PACKAGE = Path(__file__).resolve().parent
 # What executed code runs on: netcl_lite's dependencies, the OpenCL driver, the plotting
 # library of the figures and the Jupyter kernel of the notebooks.
-PACKAGES = ("numpy", "pyopencl", "pocl-binary-distribution", "regex", "safetensors", "tqdm",
-            "matplotlib", "ipykernel", "nbclient", "constriction")
+RUN_PACKAGES = ("numpy", "pyopencl", "pocl-binary-distribution", "regex", "safetensors", "tqdm",
+                "constriction")
+PACKAGES = RUN_PACKAGES + ("matplotlib", "ipykernel", "nbclient")
+#: ``RUN_PACKAGES`` is what the library itself computes with (the capstone's training run keys on
+#: it alone, so a reader's install without the build's plotting and Jupyter packages finds it).
 _NOT_A_CHOICE = {"NETCL_LITE_CACHE", RERUN}     # where outputs live, not what they are
 #: PoCL variables that change no computed value: logging, PoCL's kernel cache, thread pinning
 #: (which sets the affinity of the same workers). Every other ``POCL_*`` variable is in the key:
@@ -78,7 +81,9 @@ def library_sources() -> list[Path]:
     """Every ``netcl_lite`` source file, then every kernel source and header, each sorted."""
     from .core.kernels import kernel_dir
 
-    return sorted(PACKAGE.rglob("*.py")) + sorted(kernel_dir().glob("*.[ch]*"))
+    kernels = kernel_dir().resolve()
+    return (sorted(p for p in PACKAGE.rglob("*.py") if not p.resolve().is_relative_to(kernels))
+            + sorted(kernels.glob("*.[ch]*")))
 
 
 def device_description(device) -> str:
@@ -116,15 +121,15 @@ def device_facts(device=None) -> str:
             f"float lanes {vector_lanes(device)}")
 
 
-def environment(device=None) -> str:
-    """Python, the package versions in ``PACKAGES``, the OpenCL devices present, the device code
-    runs on (:func:`device_facts`; ``device`` as there) and :func:`result_variables`: what executed
-    code could depend on besides its source."""
+def environment(device=None, packages=None) -> str:
+    """Python, the versions of ``packages`` (None: :data:`PACKAGES`), the OpenCL devices present, the
+    device code runs on (:func:`device_facts`; ``device`` as there) and :func:`result_variables`:
+    what executed code could depend on besides its source."""
     import pyopencl as cl
 
     variables = result_variables()            # before the device is made: it may set POCL_AFFINITY
     lines = [sys.version]
-    for name in PACKAGES:
+    for name in PACKAGES if packages is None else packages:
         try:
             lines.append(f"{name}=={metadata.version(name)}")
         except metadata.PackageNotFoundError:
@@ -139,21 +144,36 @@ def environment(device=None) -> str:
     return "\n".join(lines + variables)
 
 
+def _file_name(path: Path) -> str:
+    """The name a file has in a key: kernels as ``kernels/<file>`` and library files as
+    ``netcl_lite/<path>`` whether they come from a checkout or an installed wheel (which keeps the
+    kernels inside the package), other files relative to the checkout, else absolute."""
+    from .core.kernels import kernel_dir
+
+    kernels = kernel_dir().resolve()
+    if path.is_relative_to(kernels):
+        return f"kernels/{path.relative_to(kernels)}"
+    if path.is_relative_to(PACKAGE):
+        return f"netcl_lite/{path.relative_to(PACKAGE)}"
+    return str(path.relative_to(PACKAGE.parent)) if path.is_relative_to(PACKAGE.parent) else str(path)
+
+
 def _file_digest(paths) -> str:
     h = hashlib.sha256()
     for path in paths:
         path = Path(path).resolve()
-        name = str(path.relative_to(PACKAGE.parent)) if path.is_relative_to(PACKAGE.parent) else str(path)
+        name = _file_name(path)
         data = path.read_bytes()
         h.update(name.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
     return h.hexdigest()
 
 
-def context(device=None) -> str:
+def context(device=None, packages=None) -> str:
     """What every key shares: a digest of the library's sources and kernels, and :func:`environment`
-    (of ``device``, a ``pyopencl.Device``, or of the default device when None). A build computes it
-    once and passes it to :func:`key` for each item."""
-    return f"library {_file_digest(library_sources())}\n{environment(device)}"
+    (of ``device``, a ``pyopencl.Device``, or of the default device when None; of ``packages``, None
+    for :data:`PACKAGES`). A
+    build computes it once and passes it to :func:`key` for each item."""
+    return f"library {_file_digest(library_sources())}\n{environment(device, packages)}"
 
 
 def key(source: str | bytes, reads=(), shared: str | None = None) -> str:

@@ -128,3 +128,24 @@ def test_a_source_checkout_keeps_the_store_in_its_own_cache_folder(monkeypatch):
     assert cache.cache_root() == ROOT / ".cache" / "netcl_lite"      # git-ignored: a fresh clone runs everything
     ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").split()
     assert "/.cache/" in ignored
+
+
+def test_keys_name_files_the_same_in_a_checkout_and_an_installed_wheel():
+    """A wheel keeps the kernels inside the package; a key names them ``kernels/<file>`` either
+    way, so an install of the same files finds what a checkout stored (and the reverse)."""
+    from netcl_lite.core.kernels import kernel_dir
+
+    assert cache._file_name(kernel_dir() / "matmul.cl") == "kernels/matmul.cl"
+    assert cache._file_name(cache.PACKAGE / "ops" / "matmul.py") == "netcl_lite/ops/matmul.py"
+    names = [cache._file_name(p) for p in cache.library_sources()]
+    assert len(names) == len(set(names)) and "kernels/matmul.cl" in names
+
+
+def test_the_training_run_keys_on_the_packages_the_library_computes_with_only():
+    """The build's plotting and Jupyter packages change figures and notebooks, not a training run:
+    the capstone's key leaves them out (a reader's install without them finds the run), the
+    build's keeps them."""
+    run = cache.environment(packages=cache.RUN_PACKAGES)
+    build = cache.environment()
+    assert "matplotlib" not in run and "ipykernel" not in run
+    assert "matplotlib" in build and "numpy==" in run and "pyopencl==" in run

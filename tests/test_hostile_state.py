@@ -151,7 +151,8 @@ def test_where_outputs_live_and_logging_leave_the_key_alone(monkeypatch, name, v
 
 def test_the_run_key_is_the_builds_key_function(monkeypatch):
     """One key for both: the run key is execution_cache.key of the recipe and text with the context of
-    the run's device (so whatever the build's key covers, the run's covers)."""
+    the run's device (so whatever the build's key covers, the run's covers, less the build's plotting
+    and Jupyter packages, which no training run imports)."""
     queue = nl.device().queue
     calls = []
     real_key = cache.key
@@ -162,7 +163,7 @@ def test_the_run_key_is_the_builds_key_function(monkeypatch):
 
     monkeypatch.setattr(cache, "key", recording)
     key = capstone.run_key(queue, "text")
-    assert calls == [cache.context(queue.device)] and len(key) == 24
+    assert calls == [cache.context(queue.device, cache.RUN_PACKAGES)] and len(key) == 24
 
 
 _FACTS = "from netcl_lite import execution_cache as c, capstone; import netcl_lite as nl; " \

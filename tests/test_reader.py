@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import doc_blocks
-from netcl_lite import extras
+from netcl_lite import execution_cache, extras
 
 ROOT = doc_blocks.ROOT
 
@@ -262,7 +262,10 @@ def test_every_copyable_block_runs_from_the_wheel_outside_the_repository(page, r
         folder = tmp_path / f"block{i}"
         folder.mkdir()
         (folder / "block.py").write_text(block.code, encoding="utf-8")
-        env = dict(_reader_env(), NETCL_LITE_CACHE=str(tmp_path.parent / "reader-cache"))
+        # the build's cache: Chapter 9's training run is keyed on the library's files, the packages
+        # it computes with and the device, not on where it is installed, so the reader's install
+        # finds the run the build trained when (and only when) those are the same
+        env = dict(_reader_env(), NETCL_LITE_CACHE=str(execution_cache.cache_root()))
         proc = subprocess.run([str(reader_python), "block.py"], cwd=folder, env=env, capture_output=True,
                               text=True, timeout=900)
         if proc.returncode:
