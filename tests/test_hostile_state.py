@@ -272,7 +272,9 @@ def tiny_capstone(tmp_path, monkeypatch):
     monkeypatch.delenv(cache.RERUN, raising=False)
     text = "def f(x):\n    return x + 1  # adds one\n" * 20
     held = "class A:\n    '''A class.'''\n    value = 2\n" * 6
-    d = capstone.Data({"a.py": text}, {"b.py": held}, text, held, held, ())
+    d = capstone.Data(train_documents={"a.py": text}, validation_documents={"b.py": held},
+                      test_documents={"c.py": held}, train_text=text, validation_text=held,
+                      test_text=held, validation_dropped=(), test_dropped=())
     monkeypatch.setattr(capstone, "data", lambda: d)
     monkeypatch.setattr(capstone, "train_tokenizer", lambda text: BPETokenizer())
     monkeypatch.setattr(capstone, "model_config", lambda tok: _TINY)
