@@ -68,8 +68,8 @@ MIN_SEGMENT = 512
 KEEP = 32
 
 _COMMON = struct.Struct("<4sBBQ8s")          # magic, version, mode, length, SHA-256[:8] of the original
-_CODED = struct.Struct("<QHH8s8s8s8sQ")      # tokens, streams, keep, fingerprints of the weights, the
-                                             # tokenizer, the primer and the arithmetic, payload bytes
+_CODED = struct.Struct("<QHH8s8s8s8sQI")     # tokens, streams, keep, fingerprints of the weights, the
+                                             # tokenizer, the primer and the arithmetic, payload bytes and CRC-32
 _CRC = struct.Struct("<I")
 #: a stored blob's overhead over its input, in bytes
 STORED_HEADER_BYTES = _COMMON.size + _CRC.size
@@ -471,7 +471,7 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
             bar.update(p.shape[0])
     payload = encoder.get_compressed().astype("<u4").tobytes()
     coded = _header(MIXED if mix else MODEL, data, ids.size, streams, keep, model, tokenizer, primer_ids,
-                    len(payload)) + payload
+                    payload) + payload
     return coded if len(coded) < len(stored) else stored
 
 
@@ -482,12 +482,12 @@ def _predictor(model, tokenizer, lengths, keep, mix, primer_ids) -> _Predictor:
 
 
 def _header(mode, data, n_tokens=0, streams=0, keep=0, model=None, tokenizer=None, primer_ids=None,
-            payload_bytes=0) -> bytes:
+            payload=b"") -> bytes:
     head = _COMMON.pack(MAGIC, FORMAT_VERSION, mode, len(data), _digest(data))
     if mode != STORED:
         primer_fp = _digest(primer_ids.astype(np.int32).tobytes()) if mode == MIXED else bytes(8)
         head += _CODED.pack(n_tokens, streams, keep, model_fingerprint(model), tokenizer_fingerprint(tokenizer),
-                            primer_fp, _digest(arithmetic(model).encode()), payload_bytes)
+                            primer_fp, _digest(arithmetic(model).encode()), len(payload), zlib.crc32(payload))
     return head + _CRC.pack(zlib.crc32(head))
 
 
@@ -535,10 +535,12 @@ def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer
 
 
 def _decode(body, mode, length, fields, model, tokenizer, primer, progress) -> bytes:
-    n_tokens, streams, keep, weights_fp, tok_fp, primer_fp, arith_fp, payload_bytes = fields
+    n_tokens, streams, keep, weights_fp, tok_fp, primer_fp, arith_fp, payload_bytes, payload_crc = fields
     if len(body) != payload_bytes:
         raise ValueError(f"blob is {'truncated' if len(body) < payload_bytes else 'corrupted'}: its payload "
                          f"holds {len(body)} bytes, the header says {payload_bytes}")
+    if zlib.crc32(body) != payload_crc:
+        raise ValueError("blob is corrupted: its payload's CRC-32 does not match the header's")
     if not 0 < n_tokens <= length or not 0 < streams <= min(n_tokens, 65535) or payload_bytes % 4:
         raise ValueError("blob is corrupted: its header's token count, streams or payload size are impossible")
     if weights_fp != model_fingerprint(model):
@@ -581,3 +583,82 @@ def _decode(body, mode, length, fields, model, tokenizer, primer, progress) -> b
     if len(data) != length:
         raise ValueError(f"blob is corrupted: it decodes to {len(data)} bytes, the header says {length}")
     return data
+
+
+# -- command line ---------------------------------------------------------------------------------------
+
+def _load(model_dir):
+    """(model, tokenizer): a folder holding ``config.json``, ``model.safetensors`` and
+    ``tokenizer.json`` (a Chapter 9 run's folder is one), or Chapter 9's trained model."""
+    from pathlib import Path
+
+    if model_dir is None:
+        from . import capstone
+
+        run = capstone.run()
+        return run.model, run.tokenizer
+    folder = Path(model_dir)
+    if not (folder / "tokenizer.json").is_file():
+        raise ValueError(f"--model {folder}: no tokenizer.json there (a Chapter 9 run's folder has one)")
+    return DecoderLM.from_pretrained(folder), BPETokenizer.load(folder / "tokenizer.json")
+
+
+def _write_new(path, data: bytes) -> None:
+    """Write ``path`` whole or not at all, never over an existing file: a temporary file in the
+    same folder is linked to the name (which fails if the name exists), then removed."""
+    import os
+    from pathlib import Path
+
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def main(argv=None) -> int:
+    """``python -m netcl_lite.compression compress|decompress IN OUT [--model DIR] [--model-only]``."""
+    import argparse
+    import sys
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(prog="python -m netcl_lite.compression",
+                                     description="Compress or decompress a file with a language model's predictions.")
+    parser.add_argument("command", choices=("compress", "decompress"))
+    parser.add_argument("input", type=Path, help="the file to read")
+    parser.add_argument("output", type=Path, help="the file to write (never overwritten)")
+    parser.add_argument("--model", metavar="DIR", help="a folder with config.json, model.safetensors and "
+                        "tokenizer.json (default: Chapter 9's trained model, trained once if needed)")
+    parser.add_argument("--model-only", action="store_true", help="compress with the model alone, no n-gram mixed in")
+    args = parser.parse_args(argv)
+    if args.output.exists():
+        print(f"{parser.prog}: {args.output}: file exists; remove it or choose another name", file=sys.stderr)
+        return 1
+    try:
+        data = args.input.read_bytes()
+    except OSError as exc:
+        print(f"{parser.prog}: {args.input}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    try:
+        model, tokenizer = _load(args.model)
+        if args.command == "compress":
+            out = compress(data, model, tokenizer, mix=not args.model_only, progress=None)
+        else:
+            out = decompress(data, model, tokenizer, progress=None)
+        _write_new(args.output, out)
+    except FileExistsError:
+        print(f"{parser.prog}: {args.output}: file exists; remove it or choose another name", file=sys.stderr)
+        return 1
+    except (ValueError, OSError) as exc:
+        print(f"{parser.prog}: {args.input}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
