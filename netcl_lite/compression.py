@@ -163,10 +163,12 @@ def tokenize(data: bytes, tokenizer: BPETokenizer) -> np.ndarray | None:
 # -- the n-gram model ------------------------------------------------------------------------------
 
 ORDERS = 8                     # longest context the n-gram counts, in tokens
-DISCOUNT = (0.6, 0.7, 0.8, 0.85, 0.9, 0.9, 0.9, 0.9, 0.9)    # absolute discount per order 0..ORDERS
-LOG2_BUCKETS = 12              # mixing weights per order reached and log2 of its count (capped)
-MIX_RATE = 0.02                # step of the online mixing weights
-MIX_INIT = 0.7                 # the model's initial share
+DISCOUNT = (0.5, 0.5, 0.7, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8)    # absolute discount per order 0..ORDERS
+ADDED_WEIGHT = 8               # what a coded token adds to its counts (a training token adds 1)
+MIX_ORDERS = (1, 2, 4)         # the n-gram's distributions after these orders are mixed in too
+LOG2_BUCKETS = 12              # weight sets per order reached and log2 of its count (capped)
+MIX_RATE = 0.02                # step of the online weights (exponentiated gradient)
+MIX_INIT = 0.6                 # the model's initial weight (the full n-gram 0.3, the rest share 0.1)
 
 
 def _extend(h: np.ndarray, tokens: np.ndarray, vocab: int) -> np.ndarray:
@@ -213,10 +215,12 @@ class NGram:
 
     P_k(w) = (max(c_k(w) − D_k, 0) + D_k · u_k · P_{k−1}(w)) / n_k, where c_k counts w after the
     last k tokens, n_k = Σ c_k and u_k the distinct tokens seen there; an unseen context falls
-    back to P_{k−1}; P_0 discounts the unigram counts against 1/vocab. :meth:`predict` gives
-    every stream's distribution and the order its context reached; :meth:`update` adds the coded
-    tokens. Counts only grow by whole numbers, so both sides of a coder hold the same state
-    after the same tokens, whatever the order of the streams.
+    back to P_{k−1}; P_0 discounts the unigram counts against 1/vocab. A coded token counts
+    :data:`ADDED_WEIGHT` times a training token: the text being coded predicts itself better
+    than the training text does. :meth:`predict` gives every stream's distribution, those after
+    the orders in :data:`MIX_ORDERS` (``snapshots``), and the order its context reached;
+    :meth:`update` adds the coded tokens. Counts only grow by whole numbers, so both sides of a
+    coder hold the same state after the same tokens, whatever the order of the streams.
     """
 
     def __init__(self, primer: np.ndarray, vocab: int, streams: int, orders: int = ORDERS):
@@ -245,6 +249,7 @@ class NGram:
         p = np.broadcast_to(p0, (b, v)).copy()
         reached = np.zeros(b, np.int64)
         total = np.full(b, n0)
+        snapshots = {}
         for k, (h, table, added) in enumerate(zip(self._contexts(), self.tables, self.added), start=1):
             live = np.flatnonzero(self.seen >= k)
             if not live.size:
@@ -274,18 +279,21 @@ class NGram:
             u = np.count_nonzero(c, axis=1)
             p[rows] = (np.maximum(c - d, 0) + (d * u)[:, None] * p[rows]) / n[:, None]
             reached[rows], total[rows] = k, n
+            if k in MIX_ORDERS:
+                snapshots[k] = p.copy()
+        self.snapshots = [snapshots.get(k, p) for k in MIX_ORDERS]     # unreached orders: the final p
         return p, reached, total
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         """Count ``tokens`` (B,) after each stream's context, for the ``active`` streams (bool (B,))."""
         rows = np.flatnonzero(active)
-        np.add.at(self.unigram, tokens[rows], 1.0)
+        np.add.at(self.unigram, tokens[rows], float(ADDED_WEIGHT))
         for k, h in enumerate(self._contexts(), start=1):
             added = self.added[k - 1]
             for r in rows[self.seen[rows] >= k].tolist():
                 succ = added.setdefault(int(h[r]), {})
                 t = int(tokens[r])
-                succ[t] = succ.get(t, 0) + 1
+                succ[t] = succ.get(t, 0) + ADDED_WEIGHT
         self.history[rows] = np.concatenate([self.history[rows, 1:], tokens[rows, None]], axis=1)
         self.seen[rows] += 1
 
@@ -304,26 +312,35 @@ def _primed_counts(primer: np.ndarray, vocab: int, orders: int):
 
 
 class _Mixer:
-    """p = w · p_model + (1 − w) · p_ngram, one weight per (order reached, ⌊log2 count⌋), each
-    moved online along the gradient of log p of the coded token."""
+    """p = Σ w_i · p_i over the model's distribution, the n-gram's after each order of
+    :data:`MIX_ORDERS` and its final one: a linear mixture with one set of weights per (order
+    reached, ⌊log2 count⌋), moved online by the exponentiated gradient of log p of the coded
+    token (w_i ← w_i · exp(η (p_i(x) / p(x) − 1)), then normalized), so they stay a distribution."""
 
     def __init__(self, orders: int):
-        self.w = np.full((orders + 1, LOG2_BUCKETS), MIX_INIT)
+        parts = len(MIX_ORDERS) + 2
+        self.w = np.full((orders + 1, LOG2_BUCKETS, parts), 0.1 / max(parts - 2, 1))
+        self.w[..., 0], self.w[..., -1] = MIX_INIT, 0.9 - MIX_INIT
+        self.w /= self.w.sum(axis=2, keepdims=True)
 
-    def mix(self, p_model, p_ngram, reached, total):
+    def mix(self, parts, reached, total):
         self.bucket = (reached, np.minimum(np.floor(np.log2(np.maximum(total, 1))).astype(np.int64),
                                            LOG2_BUCKETS - 1))
-        w = self.w[self.bucket][:, None]
-        self.parts = (p_model, p_ngram)
-        return w * p_model + (1 - w) * p_ngram
+        w = self.w[self.bucket]
+        self.parts = parts
+        p = w[:, :1] * parts[0]
+        for i in range(1, len(parts)):
+            p += w[:, i:i + 1] * parts[i]
+        return p
 
     def update(self, tokens, p_mix, active):
         rows = np.flatnonzero(active)
-        pm, pn = (p[rows, tokens[rows]] for p in self.parts)
-        grad = (pm - pn) / p_mix[rows, tokens[rows]]
+        px = p_mix[rows, tokens[rows]]
+        ratio = np.stack([part[rows, tokens[rows]] / px for part in self.parts], axis=1)
         step = np.zeros_like(self.w)
-        np.add.at(step, (self.bucket[0][rows], self.bucket[1][rows]), grad)
-        self.w = np.clip(self.w + MIX_RATE * step, 0.02, 0.98)
+        np.add.at(step, (self.bucket[0][rows], self.bucket[1][rows]), ratio - 1)
+        w = self.w * np.exp(MIX_RATE * step)
+        self.w = w / w.sum(axis=2, keepdims=True)
 
 
 # -- the shared computation ------------------------------------------------------------------------
@@ -368,7 +385,7 @@ class _Predictor:
         p = _softmax(self.model.decode_step(self.next_input, cache))
         if self.mixer is not None:
             q, reached, total = self.ngram.predict()
-            p = self.mixer.mix(p[:, :q.shape[1]], q, reached, total)
+            p = self.mixer.mix([p, *self.ngram.snapshots, q], reached, total)
         self.p = p
         self.active = self.lengths > self.step
         return p[:int(self.active.sum())]

@@ -101,12 +101,14 @@ def test_the_ngram_adds_every_coded_token_and_its_distributions_are_normalized()
     ngram.update(np.array([1, 5]), np.array([True, True]))
     ngram.update(np.array([2, 5]), np.array([True, True]))
     p, reached, total = ngram.predict()
-    # stream 0 saw "1 2": twice followed by 3 and once by 4 in the primer; stream 1 saw "5 5", new
-    assert reached.tolist() == [2, 1] and total.tolist() == [3, 1]
+    # stream 0 saw "1 2": twice followed by 3 and once by 4 in the primer; stream 1 saw "5 5",
+    # whose "5" was followed once by a coded 5 (a coded token counts ADDED_WEIGHT)
+    assert reached.tolist() == [2, 1] and total.tolist() == [3, cz.ADDED_WEIGHT]
     assert p[0].argmax() == 3 and p[1].argmax() == 5
     assert np.allclose(p.sum(axis=1), 1) and (p > 0).all()
     d2 = cz.DISCOUNT[2]
     assert p[0, 3] > (2 - d2) / 3 and p[0, 4] > (1 - d2) / 3
+    assert len(ngram.snapshots) == len(cz.MIX_ORDERS) and np.allclose(ngram.snapshots[0].sum(axis=1), 1)
 
 
 def _flip(blob: bytes, at: int) -> bytes:
