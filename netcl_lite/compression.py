@@ -168,6 +168,7 @@ ADDED_WEIGHT = 8               # what a coded token adds to its counts (a traini
 MIX_ORDERS = (1, 2, 4)         # the n-gram's distributions after these orders are mixed in too
 LOG2_BUCKETS = 12              # weight sets per order reached and log2 of its count (capped)
 MIX_RATE = 0.02                # step of the online weights (exponentiated gradient)
+CACHE_DISCOUNT = 0.5           # the cache model's discount, in coded tokens
 MIX_INIT = 0.6                 # the model's initial weight (the full n-gram 0.3, the rest share 0.1)
 
 
@@ -218,7 +219,8 @@ class NGram:
     back to P_{k−1}; P_0 discounts the unigram counts against 1/vocab. A coded token counts
     :data:`ADDED_WEIGHT` times a training token: the text being coded predicts itself better
     than the training text does. :meth:`predict` gives every stream's distribution, those after
-    the orders in :data:`MIX_ORDERS` (``snapshots``), and the order its context reached;
+    the orders in :data:`MIX_ORDERS` and a cache model (the same chain over the coded tokens'
+    counts alone) as ``snapshots``, and the order its context reached;
     :meth:`update` adds the coded tokens. Counts only grow by whole numbers, so both sides of a
     coder hold the same state after the same tokens, whatever the order of the streams.
     """
@@ -240,48 +242,32 @@ class NGram:
         return out
 
     def predict(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(probabilities (B, vocab) float64, order reached (B,), count there (B,))."""
+        """(probabilities (B, vocab) float64, order reached (B,), count there (B,)); also sets
+        ``snapshots``: the distributions after each order of :data:`MIX_ORDERS`, then the chain
+        over the coded tokens' counts alone (a cache model)."""
         b, v = self.history.shape[0], self.vocab
         n0 = self.unigram.sum()
-        d0 = DISCOUNT[0]
-        u0 = np.count_nonzero(self.unigram)
-        p0 = (np.maximum(self.unigram - d0, 0) + d0 * u0 / v) / n0 if n0 else np.full(v, 1.0 / v)
+        p0 = _discounted(np.full(v, 1.0 / v), self.unigram, DISCOUNT[0]) if n0 else np.full(v, 1.0 / v)
         p = np.broadcast_to(p0, (b, v)).copy()
-        reached = np.zeros(b, np.int64)
-        total = np.full(b, n0)
+        cached = p.copy()
+        reached, total = np.zeros(b, np.int64), np.full(b, n0)
         snapshots = {}
         for k, (h, table, added) in enumerate(zip(self._contexts(), self.tables, self.added), start=1):
             live = np.flatnonzero(self.seen >= k)
             if not live.size:
                 break
-            counts = np.zeros((live.size, v))
-            hl = h[live]
-            at = np.minimum(np.searchsorted(table.contexts, hl), max(table.contexts.size - 1, 0))
-            found = table.contexts[at] == hl if table.contexts.size else np.zeros(live.size, bool)
-            lo = np.where(found, table.starts[at], 0)
-            hi = np.where(found, table.starts[np.minimum(at + 1, table.starts.size - 1)], 0)
-            lengths = hi - lo
-            if lengths.sum():
-                rows = np.repeat(np.arange(live.size), lengths)
-                idx = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(lo, lengths)
-                counts[rows, table.tokens[idx]] = table.counts[idx]
-            for r, key in enumerate(hl.tolist()):
-                extra = added.get(key)
-                if extra:
-                    counts[r, list(extra)] += list(extra.values())
+            coded = _coded_counts(added, h[live], v)
+            counts = _table_counts(table, h[live], v) + coded
+            for chain, c, d in ((p, counts, DISCOUNT[k]), (cached, coded, CACHE_DISCOUNT * ADDED_WEIGHT)):
+                seen = c.sum(axis=1) > 0
+                chain[live[seen]] = _discounted(chain[live[seen]], c[seen], d)
             n = counts.sum(axis=1)
-            ok = n > 0
-            if not ok.any():
+            if not n.any():
                 break
-            rows = live[ok]
-            c, n = counts[ok], n[ok]
-            d = DISCOUNT[k]
-            u = np.count_nonzero(c, axis=1)
-            p[rows] = (np.maximum(c - d, 0) + (d * u)[:, None] * p[rows]) / n[:, None]
-            reached[rows], total[rows] = k, n
+            reached[live[n > 0]], total[live[n > 0]] = k, n[n > 0]
             if k in MIX_ORDERS:
                 snapshots[k] = p.copy()
-        self.snapshots = [snapshots.get(k, p) for k in MIX_ORDERS]     # unreached orders: the final p
+        self.snapshots = [snapshots.get(k, p) for k in MIX_ORDERS] + [cached]   # unreached orders: the final p
         return p, reached, total
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
@@ -296,6 +282,40 @@ class NGram:
                 succ[t] = succ.get(t, 0) + ADDED_WEIGHT
         self.history[rows] = np.concatenate([self.history[rows, 1:], tokens[rows, None]], axis=1)
         self.seen[rows] += 1
+
+
+def _discounted(lower: np.ndarray, counts: np.ndarray, d: float) -> np.ndarray:
+    """(max(c − d, 0) + d · u · lower) / n per row: counts (R, vocab) with n = Σ c > 0, u the
+    tokens with c > 0, ``lower`` the next shorter context's distribution (R, vocab) or (vocab,)."""
+    n = counts.sum(axis=-1, keepdims=True)
+    u = np.count_nonzero(counts, axis=-1)[..., None]
+    return (np.maximum(counts - d, 0) + d * u * lower) / n
+
+
+def _table_counts(table: _Table, contexts: np.ndarray, vocab: int) -> np.ndarray:
+    """(R, vocab) counts of the tokens that followed each of ``contexts`` (R,) in ``table``."""
+    counts = np.zeros((contexts.size, vocab))
+    if not table.contexts.size:
+        return counts
+    at = np.minimum(np.searchsorted(table.contexts, contexts), table.contexts.size - 1)
+    found = table.contexts[at] == contexts
+    lo = np.where(found, table.starts[at], 0)
+    lengths = np.where(found, table.starts[at + 1], 0) - lo
+    if lengths.sum():
+        rows = np.repeat(np.arange(contexts.size), lengths)
+        idx = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(lo, lengths)
+        counts[rows, table.tokens[idx]] = table.counts[idx]
+    return counts
+
+
+def _coded_counts(added: dict, contexts: np.ndarray, vocab: int) -> np.ndarray:
+    """(R, vocab) counts of the coded tokens that followed each of ``contexts`` (R,)."""
+    counts = np.zeros((contexts.size, vocab))
+    for r, key in enumerate(contexts.tolist()):
+        seen = added.get(key)
+        if seen:
+            counts[r, list(seen)] = list(seen.values())
+    return counts
 
 
 _COUNTED: dict[tuple, tuple] = {}
@@ -313,12 +333,12 @@ def _primed_counts(primer: np.ndarray, vocab: int, orders: int):
 
 class _Mixer:
     """p = Σ w_i · p_i over the model's distribution, the n-gram's after each order of
-    :data:`MIX_ORDERS` and its final one: a linear mixture with one set of weights per (order
+    :data:`MIX_ORDERS`, the cache model's and the n-gram's final one: a linear mixture with one set of weights per (order
     reached, ⌊log2 count⌋), moved online by the exponentiated gradient of log p of the coded
     token (w_i ← w_i · exp(η (p_i(x) / p(x) − 1)), then normalized), so they stay a distribution."""
 
     def __init__(self, orders: int):
-        parts = len(MIX_ORDERS) + 2
+        parts = len(MIX_ORDERS) + 3               # the model, the snapshots, the cache, the n-gram
         self.w = np.full((orders + 1, LOG2_BUCKETS, parts), 0.1 / max(parts - 2, 1))
         self.w[..., 0], self.w[..., -1] = MIX_INIT, 0.9 - MIX_INIT
         self.w /= self.w.sum(axis=2, keepdims=True)
