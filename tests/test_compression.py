@@ -108,7 +108,10 @@ def test_the_ngram_adds_every_coded_token_and_its_distributions_are_normalized()
     assert np.allclose(p.sum(axis=1), 1) and (p > 0).all()
     d2 = cz.DISCOUNT[2]
     assert p[0, 3] > (2 - d2) / 3 and p[0, 4] > (1 - d2) / 3
-    assert len(ngram.snapshots) == len(cz.MIX_ORDERS) and np.allclose(ngram.snapshots[0].sum(axis=1), 1)
+    assert len(ngram.snapshots) == len(cz.MIX_ORDERS) + 1
+    assert all(np.allclose(s.sum(axis=1), 1) and (s > 0).all() for s in ngram.snapshots)
+    cache = ngram.snapshots[-1]        # the coded tokens alone: stream 1's "5" was followed by 5
+    assert cache[1, 5] > 0.5 and cache[0, 3] < p[0, 3]
 
 
 def _flip(blob: bytes, at: int) -> bytes:
