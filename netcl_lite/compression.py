@@ -513,7 +513,8 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
 
 
 def _predictor(model, tokenizer, lengths, keep, mix, primer_ids) -> _Predictor:
-    start = int(_byte_ids(tokenizer)[ord("\n")]) if _byte_ids(tokenizer) is not None else 0
+    byte_ids = _byte_ids(tokenizer)
+    start = int(byte_ids[ord("\n")]) if byte_ids is not None else 0      # each stream starts after a newline
     ngram = NGram(primer_ids, model.config.vocab_size, lengths.size) if mix else None
     return _Predictor(model, lengths, keep, start, ngram)
 

@@ -118,7 +118,7 @@ def _flip(blob: bytes, at: int) -> bytes:
     return blob[:at] + bytes([blob[at] ^ 0x10]) + blob[at + 1:]
 
 
-def test_truncated_corrupted_and_foreign_blobs_raise_value_error_saying_which(tiny, queue):
+def test_truncated_corrupted_and_foreign_blobs_raise_value_error_saying_which(tiny, queue, monkeypatch):
     model, tok, primer = tiny
     data = (TEXT * 2).encode()
     blob = cz.compress(data, model, tok, primer=primer)
@@ -142,6 +142,10 @@ def test_truncated_corrupted_and_foreign_blobs_raise_value_error_saying_which(ti
         cz.decompress(blob, model, other_tok, primer=primer)
     with pytest.raises(ValueError, match="primer"):
         cz.decompress(blob, model, tok, primer=primer[:-1])
+    with monkeypatch.context() as m:           # another compiler target, vector width, PoCL, ...
+        m.setattr(cz, "arithmetic", lambda model: "gpu another-target 8 lanes")
+        with pytest.raises(ValueError, match="arithmetic differs"):
+            cz.decompress(blob, model, tok, primer=primer)
     stored = cz.compress(b"\xff\xfe", model, tok, primer=primer)
     with pytest.raises(ValueError, match="truncated"):
         cz.decompress(stored[:-1], model, tok)
