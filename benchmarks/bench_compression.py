@@ -25,28 +25,18 @@ from __future__ import annotations
 import argparse
 import json
 import lzma
-import platform
 import time
 from pathlib import Path
 
-import numpy as np
 
 from netcl_lite import capstone
 from netcl_lite import compression as cz
 from netcl_lite.nn import DecoderLM
 from netcl_lite.text import BPETokenizer
 
+from bench_kernels import cpu_name  # noqa: E402  (benchmarks/ is the script's folder)
+
 PPMD_ORDERS = (2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64)
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _primed(compress, text: bytes, primer: bytes) -> float:
@@ -70,7 +60,7 @@ def main() -> None:
     text = getattr(d, f"{a.split}_text").encode("utf-8")
     train = d.train_text.encode("utf-8")
     n = len(text)
-    out = {"split": a.split, "bytes": n, "device": {"cpu": _cpu(), "arithmetic": cz.arithmetic(model)},
+    out = {"split": a.split, "bytes": n, "device": {"cpu": cpu_name(), "arithmetic": cz.arithmetic(model)},
            "note": "seconds on a shared 2-core machine, other jobs running"}
     cz.default_primer(tok)                                   # the training ids, encoded once per process
     for mix in (False, True):

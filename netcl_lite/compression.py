@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import numbers
 import re
 import struct
 import zlib
@@ -333,9 +332,10 @@ def _primed_counts(primer: np.ndarray, vocab: int, orders: int):
 
 class _Mixer:
     """p = Σ w_i · p_i over the model's distribution, the n-gram's after each order of
-    :data:`MIX_ORDERS`, the cache model's and the n-gram's final one: a linear mixture with one set of weights per (order
-    reached, ⌊log2 count⌋), moved online by the exponentiated gradient of log p of the coded
-    token (w_i ← w_i · exp(η (p_i(x) / p(x) − 1)), then normalized), so they stay a distribution."""
+    :data:`MIX_ORDERS`, the cache model's and the n-gram's final one: a linear mixture with one
+    set of weights per (order reached, ⌊log2 count⌋), moved online by the exponentiated gradient
+    of log p of the coded token (w_i ← w_i · exp(η (p_i(x) / p(x) − 1)), then normalized), so
+    they stay a distribution."""
 
     def __init__(self, orders: int):
         parts = len(MIX_ORDERS) + 3               # the model, the snapshots, the cache, the n-gram
@@ -439,7 +439,8 @@ def _check_primer(primer, tokenizer: BPETokenizer) -> np.ndarray:
     if primer is None:
         return default_primer(tokenizer)
     arr = np.asarray(primer)
-    if arr.ndim != 1 or arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0 or arr.max() > max(tokenizer.vocab))):
+    top = max(tokenizer.vocab)
+    if arr.ndim != 1 or arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0 or arr.max() > top)):
         raise ValueError("primer must be a 1-D array of token ids of the tokenizer (or None for Chapter 9's "
                          "training text)")
     return arr.astype(np.int64)

@@ -5,7 +5,6 @@ size check against the cross-entropy uses Chapter 9's trained model."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -126,7 +125,8 @@ def test_truncated_corrupted_and_foreign_blobs_raise_value_error_saying_which(ti
     header = cz._COMMON.size + cz._CODED.size + cz._CRC.size
     cases = [
         (blob[:-4], "truncated"), (blob[:header + 2], "truncated"), (blob[:30], "truncated"), (blob[:3], "truncated"),
-        (blob + b"\0\0\0\0", "corrupted"), (_flip(blob, header + 5), "corrupted"), (_flip(blob, len(blob) - 1), "corrupted"),
+        (blob + b"\0\0\0\0", "corrupted"), (_flip(blob, header + 5), "corrupted"),
+        (_flip(blob, len(blob) - 1), "corrupted"),
         (_flip(blob, 8), "header's CRC-32"), (_flip(blob, cz._COMMON.size + 1), "header's CRC-32"),
         (b"XXXX" + blob[4:], "not netcl_lite.compression output"), (blob[:4] + b"\x09" + blob[5:], "format version 9"),
     ]
@@ -198,7 +198,8 @@ cache = KVCache(model.queue, c.num_hidden_layers, 5, c.num_key_value_heads, c.he
 model.hidden(np.arange(60).reshape(5, 12) % c.vocab_size, cache).numpy()
 logits = [model.decode_step(np.arange(5) * (i + 7) % c.vocab_size, cache) for i in range(6)]
 data = open(inp, "rb").read()
-result = cz.compress(data, model, tok, primer=primer) if mode == "compress" else cz.decompress(data, model, tok, primer=primer)
+code = cz.compress if mode == "compress" else cz.decompress
+result = code(data, model, tok, primer=primer)
 open(out, "wb").write(result)
 print(json.dumps({"units": model.queue.device.max_compute_units,
                   "logits": hashlib.sha256(np.stack(logits).tobytes()).hexdigest()}))
@@ -233,7 +234,8 @@ def test_a_file_compressed_with_one_compute_unit_decompresses_with_two_and_the_r
     np.save(folder / "primer.npy", np.asarray(tok.encode_ordinary(TEXT), np.int64))
     data = tmp_path / "data"
     data.write_bytes((TEXT * 30).encode() + bytes(range(256)))
-    one, two = _child(1, folder, "compress", data, tmp_path / "c1"), _child(2, folder, "compress", data, tmp_path / "c2")
+    one = _child(1, folder, "compress", data, tmp_path / "c1")
+    two = _child(2, folder, "compress", data, tmp_path / "c2")
     assert (one["units"], two["units"]) == (1, 2) and one["logits"] == two["logits"]
     assert (tmp_path / "c1").read_bytes() == (tmp_path / "c2").read_bytes()
     assert (tmp_path / "c1").read_bytes()[5] == cz.MIXED
