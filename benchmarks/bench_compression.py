@@ -61,6 +61,8 @@ def main() -> None:
     train = d.train_text.encode("utf-8")
     n = len(text)
     out = {"split": a.split, "bytes": n, "device": {"cpu": cpu_name(), "arithmetic": cz.arithmetic(model)},
+           "model": {"folder": Path(a.model).name if a.model else "capstone.run()",
+                     "fingerprint": cz.model_fingerprint(model).hex()},
            "note": "seconds on a shared 2-core machine, other jobs running"}
     cz.default_primer(tok)                                   # the training ids, encoded once per process
     for mix in (False, True):
