@@ -65,6 +65,9 @@ STREAMS = 64
 MIN_SEGMENT = 512
 #: positions the window keeps when it is refilled (at most half the model's window)
 KEEP = 32
+#: compression stops and stores the input once the coded bits exceed 8 per byte coded so far by
+#: this many (checked every 32 steps), so that random bytes do not run the whole model first
+GIVE_UP_BITS = 8 * 1024
 
 _COMMON = struct.Struct("<4sBBQ8s")          # magic, version, mode, length, SHA-256[:8] of the original
 _CODED = struct.Struct("<QHH8s8s8s8sQI")     # tokens, streams, keep, fingerprints of the weights, the
@@ -500,13 +503,19 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     family = constriction.stream.model.Categorical(perfect=False)
     encoder = constriction.stream.queue.RangeEncoder()
     predictor = _predictor(model, tokenizer, lengths, keep, mix, primer_ids)
+    sizes = np.fromiter((len(tokenizer.vocab[i]) for i in ids.tolist()), np.int64, ids.size)
+    coded_bytes = 0
     with _progress(ids.size, progress, "compress") as bar:
         for step in range(int(lengths[0])):
             p = predictor.probabilities()
-            tokens = ids[offsets[:p.shape[0]] + step]
+            at = offsets[:p.shape[0]] + step
+            tokens = ids[at]
             encoder.encode(tokens.astype(np.int32), family, p)
             predictor.advance(tokens)
             bar.update(p.shape[0])
+            coded_bytes += int(sizes[at].sum())
+            if step % 32 == 31 and encoder.num_bits() > 8 * coded_bytes + GIVE_UP_BITS:
+                return stored            # coding has cost more than storing for a while: store
     payload = encoder.get_compressed().astype("<u4").tobytes()
     coded = _header(MIXED if mix else MODEL, data, ids.size, streams, keep, model, tokenizer, primer_ids,
                     payload) + payload

@@ -293,3 +293,18 @@ def test_the_model_only_coding_costs_within_1_percent_of_the_models_cross_entrop
                                 stride=run.model.config.max_position_embeddings - cz.KEEP)
     assert abs(8 * payload / len(data) / ce - 1) < 0.01
     assert 8 * len(blob) / len(data) < 1.02 * ce      # with the header
+
+
+def test_random_bytes_stop_coding_early_and_are_stored(tiny, monkeypatch):
+    """Once coding has cost more than storing (by GIVE_UP_BITS), compress stores the input
+    instead of running the model over all of it."""
+    model, tok, primer = tiny
+    data = bytes(np.random.default_rng(4).integers(0, 256, 200_000, dtype=np.uint8))
+    steps = []
+    probabilities = cz._Predictor.probabilities
+    monkeypatch.setattr(cz._Predictor, "probabilities", lambda self: steps.append(1) or probabilities(self))
+    blob = cz.compress(data, model, tok, primer=primer)
+    assert blob[5] == cz.STORED and len(blob) == len(data) + cz.STORED_HEADER_BYTES
+    # the untrained model costs ~8.2 bits a byte here, so the excess passes GIVE_UP_BITS after ~600 steps
+    assert len(steps) < cz.tokenize(data, tok).size // cz.STREAMS // 4
+    assert cz.decompress(blob, model, tok) == data
