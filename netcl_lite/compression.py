@@ -171,6 +171,8 @@ MIX_ORDERS = (1, 2, 4)         # the n-gram's distributions after these orders a
 LOG2_BUCKETS = 12              # weight sets per order reached and log2 of its count (capped)
 MIX_RATE = 0.02                # step of the online weights (exponentiated gradient)
 CACHE_DISCOUNT = 0.5           # the cache model's discount, in coded tokens
+MIN_WEIGHT = 1e-4              # no weight falls below this, so p_i(x) / p(x) <= 1 / MIN_WEIGHT
+MAX_EXPONENT = 30.0            # nor does one update move a weight by more than e^30
 MIX_INIT = 0.6                 # the model's initial weight (the full n-gram 0.3, the rest share 0.1)
 
 
@@ -362,7 +364,8 @@ class _Mixer:
         ratio = np.stack([part[rows, tokens[rows]] / px for part in self.parts], axis=1)
         step = np.zeros_like(self.w)
         np.add.at(step, (self.bucket[0][rows], self.bucket[1][rows]), ratio - 1)
-        w = self.w * np.exp(MIX_RATE * step)
+        w = self.w * np.exp(np.clip(MIX_RATE * step, -MAX_EXPONENT, MAX_EXPONENT))
+        w = np.maximum(w / w.sum(axis=2, keepdims=True), MIN_WEIGHT)    # every part keeps a say
         self.w = w / w.sum(axis=2, keepdims=True)
 
 

@@ -308,3 +308,22 @@ def test_random_bytes_stop_coding_early_and_are_stored(tiny, monkeypatch):
     # the untrained model costs ~8.2 bits a byte here, so the excess passes GIVE_UP_BITS after ~600 steps
     assert len(steps) < cz.tokenize(data, tok).size // cz.STREAMS // 4
     assert cz.decompress(blob, model, tok) == data
+
+
+def test_the_mixer_weights_stay_finite_when_a_part_keeps_missing():
+    """A part that gives the coded tokens almost nothing, step after step, in one bucket: its
+    weight falls to MIN_WEIGHT and no further, the others stay finite, the mixture a distribution."""
+    mixer = cz._Mixer(cz.ORDERS)
+    rng = np.random.default_rng(0)
+    b, v, parts = 64, 50, len(cz.MIX_ORDERS) + 3
+    for step in range(300):
+        good = rng.dirichlet(np.ones(v), size=b)
+        bad = np.full((b, v), 1e-300)
+        bad[:, 0] = 1.0                                      # all its mass on a token never coded
+        tokens = rng.integers(1, v, b)
+        mixed = mixer.mix([bad] + [good] * (parts - 1), np.zeros(b, np.int64), np.full(b, 2.0 ** 40))
+        with np.errstate(all="raise"):
+            mixer.update(tokens, mixed, np.ones(b, bool))
+    assert np.isfinite(mixer.w).all() and (mixer.w >= cz.MIN_WEIGHT * 0.99).all()
+    assert np.allclose(mixer.w.sum(axis=2), 1) and mixer.w[0, -1, 0] < 2 * cz.MIN_WEIGHT
+    assert np.allclose(mixed.sum(axis=1), 1)
