@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from netcl_lite import compression as cz
+from netcl_lite import ngram as ng
 from netcl_lite.nn import DecoderLM, LMConfig
 from netcl_lite.text import BPETokenizer
 
@@ -94,7 +95,7 @@ def test_many_streams_and_window_refills_round_trip(tiny, monkeypatch):
 
 def test_the_ngram_adds_every_coded_token_and_its_distributions_are_normalized():
     ids = np.array([1, 2, 3, 1, 2, 3, 1, 2, 4])
-    ngram = cz.NGram(ids, vocab=6, streams=2, orders=3)
+    ngram = ng.NGram(ids, vocab=6, streams=2, orders=3)
     p, reached, total = ngram.predict()
     assert np.allclose(p.sum(axis=1), 1) and (p > 0).all() and reached.tolist() == [0, 0]
     ngram.update(np.array([1, 5]), np.array([True, True]))
@@ -102,12 +103,12 @@ def test_the_ngram_adds_every_coded_token_and_its_distributions_are_normalized()
     p, reached, total = ngram.predict()
     # stream 0 saw "1 2": twice followed by 3 and once by 4 in the primer; stream 1 saw "5 5",
     # whose "5" was followed once by a coded 5 (a coded token counts ADDED_WEIGHT)
-    assert reached.tolist() == [2, 1] and total.tolist() == [3, cz.ADDED_WEIGHT]
+    assert reached.tolist() == [2, 1] and total.tolist() == [3, ng.ADDED_WEIGHT]
     assert p[0].argmax() == 3 and p[1].argmax() == 5
     assert np.allclose(p.sum(axis=1), 1) and (p > 0).all()
-    d2 = cz.DISCOUNT[2]
+    d2 = ng.DISCOUNT[2]
     assert p[0, 3] > (2 - d2) / 3 and p[0, 4] > (1 - d2) / 3
-    assert len(ngram.snapshots) == len(cz.MIX_ORDERS) + 1
+    assert len(ngram.snapshots) == len(ng.MIX_ORDERS) + 1
     assert all(np.allclose(s.sum(axis=1), 1) and (s > 0).all() for s in ngram.snapshots)
     cache = ngram.snapshots[-1]        # the coded tokens alone: stream 1's "5" was followed by 5
     assert cache[1, 5] > 0.5 and cache[0, 3] < p[0, 3]
@@ -313,9 +314,9 @@ def test_random_bytes_stop_coding_early_and_are_stored(tiny, monkeypatch):
 def test_the_mixer_weights_stay_finite_when_a_part_keeps_missing():
     """A part that gives the coded tokens almost nothing, step after step, in one bucket: its
     weight falls to MIN_WEIGHT and no further, the others stay finite, the mixture a distribution."""
-    mixer = cz._Mixer(cz.ORDERS)
+    mixer = ng.Mixer(ng.ORDERS)
     rng = np.random.default_rng(0)
-    b, v, parts = 64, 50, len(cz.MIX_ORDERS) + 3
+    b, v, parts = 64, 50, len(ng.MIX_ORDERS) + 3
     for step in range(300):
         good = rng.dirichlet(np.ones(v), size=b)
         bad = np.full((b, v), 1e-300)
@@ -324,6 +325,6 @@ def test_the_mixer_weights_stay_finite_when_a_part_keeps_missing():
         mixed = mixer.mix([bad] + [good] * (parts - 1), np.zeros(b, np.int64), np.full(b, 2.0 ** 40))
         with np.errstate(all="raise"):
             mixer.update(tokens, mixed, np.ones(b, bool))
-    assert np.isfinite(mixer.w).all() and (mixer.w >= cz.MIN_WEIGHT * 0.99).all()
-    assert np.allclose(mixer.w.sum(axis=2), 1) and mixer.w[0, -1, 0] < 2 * cz.MIN_WEIGHT
+    assert np.isfinite(mixer.w).all() and (mixer.w >= ng.MIN_WEIGHT * 0.99).all()
+    assert np.allclose(mixer.w.sum(axis=2), 1) and mixer.w[0, -1, 0] < 2 * ng.MIN_WEIGHT
     assert np.allclose(mixed.sum(axis=1), 1)
