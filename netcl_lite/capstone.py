@@ -43,7 +43,7 @@ from .train import TrainConfig, eval_windows, evaluate, train
 
 # --8<-- [start:recipe]
 VOCAB_SIZE = 1024              # 256 bytes + 768 merges learned on the training split
-HELD_OUT_FRACTION = 0.1        # of the modules, by a hash of their names
+HELD_OUT_FRACTION = 0.1        # of the modules for validation, and as many for test (by name hash)
 DEDUP_MIN_CHARS = 20           # held-out lines this long that occur in training are dropped
 EVAL_STRIDE = 32               # scored windows start every 32 tokens: after the first window,
                                # each prediction sees at least block_size - 32 tokens of context
@@ -95,30 +95,58 @@ def recipe_hash() -> str:
 
 @dataclass(frozen=True)
 class Data:
-    """The text, split by module: training and held-out documents, each joined into one string.
+    """The text, split by whole module into training, validation and test documents.
 
-    ``evaluation_text`` is the held-out text without the lines it shares with the training
-    text (:func:`netcl_lite.corpus.drop_repeated_lines`, ``DEDUP_MIN_CHARS``); every
-    measure on the held-out side uses it. ``dropped_lines`` are the lines taken out.
+    ``validation_text`` and ``test_text`` are their documents joined, without the lines
+    they share with the training text (:func:`netcl_lite.corpus.drop_repeated_lines`,
+    ``DEDUP_MIN_CHARS``); ``validation_dropped``/``test_dropped`` are the lines taken out.
+    Every choice of the recipe (and of a coder's settings) is made on validation, and
+    the test split is measured once, for the result. Validation holds the modules that
+    earlier versions of the recipe were tuned on; the test modules had been training text.
+
+    ``held_out_documents``, ``held_out_text`` (joined, not de-duplicated),
+    ``evaluation_text`` and ``dropped_lines`` are the validation split under the names
+    it had when it was the only held-out side.
     """
 
     train_documents: dict
-    held_out_documents: dict
+    validation_documents: dict
+    test_documents: dict
     train_text: str
-    held_out_text: str
-    evaluation_text: str
-    dropped_lines: tuple
+    validation_text: str
+    test_text: str
+    validation_dropped: tuple
+    test_dropped: tuple
+
+    @property
+    def held_out_documents(self) -> dict:
+        return self.validation_documents
+
+    @property
+    def held_out_text(self) -> str:
+        return corpus.join(self.validation_documents)
+
+    @property
+    def evaluation_text(self) -> str:
+        return self.validation_text
+
+    @property
+    def dropped_lines(self) -> tuple:
+        return self.validation_dropped
 
 
 @lru_cache(maxsize=1)
 def data() -> Data:
-    """The standard library's docstrings (:mod:`netcl_lite.corpus`), split by module into training
-    and held-out documents, and the held-out text de-duplicated against training; computed once
-    per process."""
-    train_docs, held_docs = corpus.split_documents(corpus.stdlib_documents(), HELD_OUT_FRACTION)
-    train_text, held_text = corpus.join(train_docs), corpus.join(held_docs)
-    kept, dropped = corpus.drop_repeated_lines(held_text, train_text, DEDUP_MIN_CHARS)
-    return Data(train_docs, held_docs, train_text, held_text, kept, tuple(dropped))
+    """The standard library's docstrings (:mod:`netcl_lite.corpus`), split by module name hash
+    into training, validation and test documents (``HELD_OUT_FRACTION`` of the modules each),
+    validation and test de-duplicated against training; computed once per process."""
+    train_docs, valid_docs, test_docs = corpus.split_by_hash(corpus.stdlib_documents(),
+                                                             (HELD_OUT_FRACTION, HELD_OUT_FRACTION))
+    train_text = corpus.join(train_docs)
+    valid, valid_dropped = corpus.drop_repeated_lines(corpus.join(valid_docs), train_text, DEDUP_MIN_CHARS)
+    test, test_dropped = corpus.drop_repeated_lines(corpus.join(test_docs), train_text, DEDUP_MIN_CHARS)
+    return Data(train_docs, valid_docs, test_docs, train_text, valid, test,
+                tuple(valid_dropped), tuple(test_dropped))
 
 
 def train_tokenizer(text: str) -> BPETokenizer:
@@ -179,13 +207,13 @@ def run(queue=None, progress: bool | None = None) -> Run:
 
 
 def _stored_ids(folder: Path, tok: BPETokenizer, d: Data) -> tuple[np.ndarray, np.ndarray]:
-    """The training and evaluation token ids, encoded once per run and kept in its folder
+    """The training and validation token ids, encoded once per run and kept in its folder
     (the folder's name already covers the text and the tokenizer's code)."""
     path = folder / "ids.npz"
     if path.is_file():
         with np.load(path) as stored:
             return stored["train"], stored["held_out"]
-    train_ids, held_out_ids = _ids(tok, d.train_text), _ids(tok, d.evaluation_text)
+    train_ids, held_out_ids = _ids(tok, d.train_text), _ids(tok, d.validation_text)
     tmp = folder / f"ids.tmp-{os.getpid()}.npz"
     np.savez(tmp, train=train_ids, held_out=held_out_ids)
     tmp.replace(path)

@@ -127,15 +127,37 @@ def split_documents(documents: dict[str, str], held_out_fraction: float = 0.1) -
     if isinstance(held_out_fraction, bool) or not isinstance(held_out_fraction, numbers.Real) \
             or not 0 < held_out_fraction < 1:
         raise ValueError(f"held_out_fraction must be in (0, 1), got {held_out_fraction!r}")
+    return split_by_hash(documents, (held_out_fraction,))
+
+
+def split_by_hash(documents: dict[str, str], fractions) -> tuple[dict[str, str], ...]:
+    """(training, held-out part 1, part 2, ...) by whole document, each part a ``fractions[i]`` of the names.
+
+    A name's position in [0, 1) is the first 8 bytes of its SHA-256; part i takes the
+    names whose position falls in its slice of [0, sum(fractions)), training the rest.
+    So a part never depends on the order or on which other documents exist, and the
+    first part of ``(f, g)`` is the held-out side of ``split_documents(docs, f)``.
+
+    >>> train, validation, test = split_by_hash({"a": "x", "b": "y", "d": "z"}, (0.2, 0.2))
+    >>> list(train), list(validation), list(test)     # positions: a 0.79, b 0.24, d 0.10
+    (['a'], ['d'], ['b'])
+    """
+    fractions = tuple(fractions) if isinstance(fractions, (tuple, list)) else fractions
+    if not isinstance(fractions, tuple) or not fractions or any(
+            isinstance(f, bool) or not isinstance(f, numbers.Real) or not f > 0 for f in fractions) \
+            or not sum(fractions) < 1:
+        raise ValueError(f"fractions must be a tuple of positive numbers summing below 1, got {fractions!r}")
     if not isinstance(documents, dict) or not documents:
         raise ValueError("documents must be a non-empty dict {name: text}")
-    train, held = {}, {}
+    bounds = [sum(fractions[:i + 1]) for i in range(len(fractions))]
+    parts = [{} for _ in range(len(fractions) + 1)]
     for name, text in documents.items():
         h = int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "big") / 2**64
-        (held if h < held_out_fraction else train)[name] = text
-    if not train or not held:
-        raise ValueError(f"held_out_fraction={held_out_fraction} leaves one side empty for {len(documents)} documents")
-    return train, held
+        part = next((i + 1 for i, bound in enumerate(bounds) if h < bound), 0)
+        parts[part][name] = text
+    if any(not part for part in parts):
+        raise ValueError(f"fractions={fractions} leave a part empty for {len(documents)} documents")
+    return tuple(parts)
 
 
 def join(documents: dict[str, str]) -> str:

@@ -154,20 +154,53 @@ def test_primed_ppmd_is_charged_what_it_writes_after_the_primer():
     assert streamed < 0.9 * size(raw)
 
 
-def test_held_out_lines_shared_with_training_are_dropped():
+def test_validation_and_test_are_whole_modules_of_at_least_100_kb_apart_from_training():
+    d, docs = capstone.data(), corpus.stdlib_documents()
+    train, valid, test = set(d.train_documents), set(d.validation_documents), set(d.test_documents)
+    assert not train & valid and not train & test and not valid & test
+    assert train | valid | test == set(docs)
+    for name, text, documents in (("validation", d.validation_text, valid), ("test", d.test_text, test)):
+        assert len(text.encode("utf-8")) >= 100_000, name
+        assert 0.05 < len(documents) / len(docs) < 0.15, name
+    # the validation modules are the held-out side of the one-fraction split
+    _, held = corpus.split_documents(docs, capstone.HELD_OUT_FRACTION)
+    assert set(held) == valid
+    assert d.held_out_documents is d.validation_documents and d.evaluation_text == d.validation_text
+    assert d.held_out_text == corpus.join(d.validation_documents) and d.dropped_lines == d.validation_dropped
+
+
+def test_validation_and_test_lines_shared_with_training_are_dropped():
     d = capstone.data()
     train_lines = {line.strip() for line in d.train_text.splitlines()}
-    assert d.dropped_lines and all(len(line.strip()) >= capstone.DEDUP_MIN_CHARS and line.strip() in train_lines
-                                   for line in d.dropped_lines)
-    assert not [line for line in d.evaluation_text.splitlines()
-                if len(line.strip()) >= capstone.DEDUP_MIN_CHARS and line.strip() in train_lines]
-    assert len(d.evaluation_text) + sum(map(len, d.dropped_lines)) == len(d.held_out_text)
+    for text, documents, dropped in ((d.validation_text, d.validation_documents, d.validation_dropped),
+                                     (d.test_text, d.test_documents, d.test_dropped)):
+        assert dropped and all(len(line.strip()) >= capstone.DEDUP_MIN_CHARS and line.strip() in train_lines
+                               for line in dropped)
+        assert not [line for line in text.splitlines()
+                    if len(line.strip()) >= capstone.DEDUP_MIN_CHARS and line.strip() in train_lines]
+        assert len(text) + sum(map(len, dropped)) == len(corpus.join(documents))
     kept, dropped = corpus.drop_repeated_lines("  a line of twenty chars\nshort\n", "a line of twenty chars\nshort")
     assert (kept, dropped) == ("short\n", ["  a line of twenty chars\n"])
     with pytest.raises(ValueError, match="min_chars must be an int >= 1"):
         corpus.drop_repeated_lines("a", "b", 0)
     with pytest.raises(TypeError, match="reference must be a str"):
         corpus.drop_repeated_lines("a", None)
+
+
+def test_split_by_hash_cuts_consecutive_slices_of_the_name_hash():
+    docs = {f"m{i}.py": str(i) for i in range(400)}
+    train, first, second = corpus.split_by_hash(docs, (0.1, 0.2))
+    assert len(train) + len(first) + len(second) == 400 and not set(first) & set(second)
+    assert 20 < len(first) < 60 and 50 < len(second) < 110
+    again = corpus.split_by_hash(dict(reversed(list(docs.items()))), (0.1, 0.2))
+    assert [set(p) for p in again] == [set(train), set(first), set(second)]
+    assert set(corpus.split_documents(docs, 0.1)[1]) == set(first)
+    assert set(corpus.split_by_hash(docs, (0.3,))[1]) == set(first) | set(second)
+    for bad in ((), (0.5, 0.5), (0.1, -0.1), (True,), "0.1", 0.1):
+        with pytest.raises(ValueError, match="fractions must be"):
+            corpus.split_by_hash(docs, bad)
+    with pytest.raises(ValueError, match="leave a part empty"):
+        corpus.split_by_hash({"a": "x"}, (0.1, 0.1))
 
 
 @pytest.mark.parametrize("n, block, stride", [(9, 4, 2), (100, 16, 5), (17, 16, 16), (50, 8, 8), (33, 8, 3), (9, 8, 1)])
