@@ -11,7 +11,8 @@ for name, docs in splits.items():
     print(f"{name:10s} {len(docs):4d} modules {sizes[name]:>11,} bytes")
 assert sum(sizes.values()) >= 1_000_000
 assert not set(d.train_documents) & set(d.validation_documents)
-assert not set(d.test_documents) & (set(d.train_documents) | set(d.validation_documents))
+assert not set(d.test_documents) & set(d.train_documents)
+assert not set(d.test_documents) & set(d.validation_documents)
 
 # Lines of a held-out split that also occur in the training text are dropped
 # before anything is measured on it.

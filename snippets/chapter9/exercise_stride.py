@@ -5,7 +5,8 @@ ids = capstone.split_ids(run, "validation")
 T = capstone.TRAINING.block_size
 bpb = {}
 for stride in (T, capstone.EVAL_STRIDE, capstone.EVAL_STRIDE // 2):
-    bpb[stride] = capstone.bits_per_byte(run.model, ids, run.tokenizer, T, stride=stride)
+    bpb[stride] = capstone.bits_per_byte(run.model, ids, run.tokenizer, T,
+                                         stride=stride)
     print(f"windows every {stride:2d} tokens (context >= {T - stride:2d} after the"
           f" first): {bpb[stride]:.4f} bits per byte on validation")
 step_1 = bpb[T] - bpb[capstone.EVAL_STRIDE]

@@ -11,7 +11,9 @@ for split in ("validation", "test"):
     values = ", ".join(f"{r[split]:.4f}" for r in runs.values())
     print(f"  {split:10s} {seeds[split]['mean']:.4f} ± {seeds[split]['sd']:.4f}"
           f" bits per byte ({values})")
-ours = capstone.measures(capstone.run())["test"]["model"]
+run = capstone.run()
+ours = capstone.bits_per_byte(run.model, capstone.split_ids(run, "test"), run.tokenizer,
+                              capstone.TRAINING.block_size, stride=capstone.EVAL_STRIDE)
 seed = str(capstone.TRAINING.seed)
 if math.isclose(ours, runs[seed]["test"], rel_tol=1e-9):
     print(f"this build's run is seed {seed} above: {ours:.4f} on test")
