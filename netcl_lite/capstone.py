@@ -224,12 +224,15 @@ def _ids(tok: BPETokenizer, text: str) -> np.ndarray:
     return np.asarray(tok.encode_ordinary(text), np.int64)
 
 
-def _train_into(folder: Path, d: Data, queue, progress, seed: int = 0) -> None:
+def _train_into(folder: Path, d: Data, queue, progress, seed: int = 0, training: TrainConfig | None = None) -> None:
+    """Train into ``folder``: the recipe, or with another ``seed`` (the initial weights and the
+    windows' order) or ``training`` config (the benchmarks' seeds and recipe table)."""
     shutil.rmtree(folder, ignore_errors=True)
     began = time.perf_counter()
     tok = train_tokenizer(d.train_text)
     model = DecoderLM(model_config(tok), queue=queue, seed=seed)
-    config = TRAINING if seed == TRAINING.seed else replace(TRAINING, seed=seed)
+    base = TRAINING if training is None else training
+    config = base if seed == base.seed else replace(base, seed=seed)
     validation = _ids(tok, d.validation_text)
     curve = []
 

@@ -161,7 +161,7 @@ PROSE = [
      lambda: f"drops held-out lines of at least {_capstone().DEDUP_MIN_CHARS} characters that occur in"),
     ("chapter-9.md", "The bound of 20 characters keeps them",
      lambda: f"The bound of {_capstone().DEDUP_MIN_CHARS} characters keeps them"),
-    ("chapter-9.md", "The block asserts that the model needs at least 5% fewer bits than primed xz",
+    ("chapter-9.md", "The block asserts that the model needs at least 4% fewer bits than primed xz",
      lambda: f"The block asserts that the model needs at least {_snippet_constant('snippets/chapter9/coders.py', 'MARGIN'):.0%}"
              " fewer bits than primed xz"),
     ("chapter-9.md", "The recipe is sized for at most 300 seconds",
