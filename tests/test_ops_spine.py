@@ -331,6 +331,42 @@ def test_products_with_k_split_into_slices_match_the_reference(monkeypatch, queu
     assert not cpu or "-DKSPLIT=1" in built_options("matmul.cl", "matmul_packed", having="-DC_TRANS=1")
 
 
+_THREADS_CHILD = """
+import hashlib, json, numpy as np
+import netcl_lite as nl
+rng = np.random.default_rng(5)
+out = {"units": nl.device().queue.device.max_compute_units}
+for m, n, k, ta in [(128, 320, 2048, True), (320, 128, 2048, True), (61, 130, 1537, False), (200, 48, 2048, True),
+                    (96, 200, 3000, False), (256, 256, 4096, False), (33, 1000, 100, False)]:
+    a = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    out[f"{m}x{n}x{k}"] = hashlib.sha256(nl.ops.matmul(a, b, transpose_a=ta).tobytes()).hexdigest()
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_products_have_the_same_bits_on_one_and_two_compute_units(queue):
+    """Where K is split (and so the order of each sum) is decided for a fixed worker count, not the
+    device's: a product computed with one PoCL thread equals, bit for bit, the one computed with two.
+    The shapes include products that split K with two workers and would not with one."""
+    import json
+    import os
+    import subprocess
+
+    if queue.device.platform.name != "Portable Computing Language" or not queue.device.type & cl.device_type.CPU:
+        pytest.skip("POCL_MAX_PTHREAD_COUNT sets the compute units of PoCL's CPU driver only")
+    runs = []
+    for threads in ("1", "2"):
+        env = dict(os.environ, POCL_MAX_PTHREAD_COUNT=threads)
+        proc = subprocess.run([sys.executable, "-c", _THREADS_CHILD], env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert (runs[0].pop("units"), runs[1].pop("units")) == (1, 2)
+    assert runs[0] == runs[1]
+
+
 def test_transposed_b_copied_a_cache_line_at_a_time_matches_the_reference(monkeypatch, queue):
     """A @ Bᵀ copies B's panels 16 k at a time, one line from each column: a column stride of
     256 floats (where the old k-row walk thrashed four L1 sets), ragged last chunks (K = 37,

@@ -263,7 +263,7 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
                  bool(device.type & cl.device_type.CPU), m, n, k, n_batch,
                  tuple(a_strides), a_div, tuple(b_strides), b_div, float(alpha), c_trans, d_buf is not None,
                  (PANEL_BYTES, GROUP_PANEL_BYTES, MAX_GROUP_PANELS, A_LINES, LAYOUT_EFFICIENCY,
-                  (SPLIT_MAX_TILES, SPLIT_MIN_K, SPLIT_SLICE, MAX_SPLITS)))
+                  (SPLIT_UNITS, (SPLIT_MAX_TILES, SPLIT_MIN_K, SPLIT_SLICE, MAX_SPLITS))))
     if plan.pack_floats:
         ap = call.scratch("matmul.ap", plan.pack_floats)
         call.launch("matmul.cl", "matmul_pack_a", plan.pack_global, (8, 1, 1), a_buf, ap, *plan.pack_args,
@@ -299,8 +299,11 @@ def _plan(tile, local_mem, units, cpu, m, n, k, n_batch, a_strides, a_div, b_str
     A pure function of its arguments, so each shape's plan is worked out once (the call's own
     Python is most of a small product's time). ``tuning`` carries the module's limits
     (:data:`PANEL_BYTES`, :data:`GROUP_PANEL_BYTES`, :data:`MAX_GROUP_PANELS`, :data:`A_LINES`,
-    :data:`LAYOUT_EFFICIENCY` and :func:`k_splits`'s limits), so a changed limit makes a new plan."""
-    panel_bytes, group_panel_bytes, max_group_panels, a_lines, layout_efficiency, splitting = tuning
+    :data:`LAYOUT_EFFICIENCY`, :data:`SPLIT_UNITS` and :func:`k_splits`'s limits), so a changed limit
+    makes a new plan. ``units`` shapes the launch only: where K is split, and so the order in which
+    a C element's products are summed, is decided for :data:`SPLIT_UNITS` workers, so the bits of C
+    are the same on every compute-unit count of a device."""
+    panel_bytes, group_panel_bytes, max_group_panels, a_lines, layout_efficiency, (split_units, splitting) = tuning
     vw, mr, nv = tile
     nr = vw * nv
     pm, pn = -(-m // mr), -(-n // nr)
@@ -312,7 +315,9 @@ def _plan(tile, local_mem, units, cpu, m, n, k, n_batch, a_strides, a_div, b_str
         gp, tiles = 1, GROUP_ITEMS                 # sliced: one tile of one panel per item
     else:
         gp, tiles = _layout(units, pm, pn, cap(kc), n_batch, layout_efficiency, chunked=cpu)
-        splits = k_splits(pm, pn, k, n_batch, tiles < pm, *splitting) if cpu else 1
+        if cpu:   # decided for split_units workers, not this device's count: the sums' order stays put
+            _, reference_tiles = _layout(split_units, pm, pn, cap(kc), n_batch, layout_efficiency)
+            splits = k_splits(pm, pn, k, n_batch, reference_tiles < pm, *splitting)
         if splits > 1:                             # K slices instead of row splits
             kc = -(-k // splits)
             splits = -(-k // kc)
@@ -342,6 +347,10 @@ def _plan(tile, local_mem, units, cpu, m, n, k, n_batch, a_strides, a_div, b_str
                  splits)
 
 
+#: the worker count :func:`k_splits` is decided for, whatever the device has: a split changes the
+#: order of a sum, so deciding it by the device's own count would change C's bits with the number of
+#: threads (the limits were measured with 2 workers)
+SPLIT_UNITS = 2
 #: a product splits K (:func:`k_splits`) when it has at most this many C tiles, K at least
 #: :data:`SPLIT_MIN_K`, and slices of at least :data:`SPLIT_SLICE` k (at most :data:`MAX_SPLITS`)
 SPLIT_MAX_TILES = 256
@@ -353,7 +362,7 @@ MAX_SPLITS = 4
 def k_splits(pm: int, pn: int, k: int, n_batch: int, rows_split: bool, max_tiles: int = SPLIT_MAX_TILES,
              min_k: int = SPLIT_MIN_K, slice_k: int = SPLIT_SLICE, max_splits: int = MAX_SPLITS) -> int:
     """K slices for one product of ``pm`` row tiles and ``pn`` panels (1: no split), given
-    whether its unsplit layout splits the rows (``rows_split``).
+    whether its unsplit layout for :data:`SPLIT_UNITS` workers splits the rows (``rows_split``).
 
     A weight gradient ``xᵀ g`` has a small C and a long K (the tokens). Unsplit, its few
     panels of B leave the two workers short of work-groups unless the rows are split, and
