@@ -3,7 +3,7 @@
 Some outputs cannot be typed into a page: a training loss, a timing, sampled text
 depend on the machine and the run. For those a page puts a marker under the block,
 
-    <!-- build-output: snippets/chapter9/bits_per_byte.py -->
+    <!-- build-output: snippets/chapter9/training.py -->
 
 and this hook runs that snippet at build time, in a fresh interpreter and a scratch
 folder (as the doc tests run every block), and puts its stdout in the marker's place
