@@ -7,6 +7,7 @@ began = time.perf_counter()
 tok = capstone.train_tokenizer(d.train_text)  # on the training split only
 print(f"trained {len(tok.merges)} merges in {time.perf_counter() - began:.1f} s;"
       f" vocabulary {tok.n_vocab} tokens")
+print(f"  on {capstone.machine()}")
 splits = (("training", d.train_text), ("validation", d.validation_text),
           ("test", d.test_text))
 for name, text in splits:
