@@ -188,7 +188,8 @@ def run_key(queue, text: str) -> str:
 
 
 def run(queue=None, progress: bool | None = None) -> Run:
-    """Train the recipe once (about five minutes on two CPU cores) or load the identical earlier run."""
+    """Train the recipe once (sized for at most ``TRAINING_BUDGET_SECONDS`` of training steps on the
+    slowest test machine) or load the identical earlier run."""
     queue = manager.default().queue if queue is None else queue
     d = data()
     key = run_key(queue, d.train_text + "\0" + d.held_out_text)

@@ -180,6 +180,10 @@ PROSE = [
      lambda: "A model reaches {:.2f} bits per byte on text that averages {:.1f} bytes per token.".format(
          _snippet_constant("snippets/chapter9/exercise_perplexity.py", "bits_per_byte"),
          _snippet_constant("snippets/chapter9/exercise_perplexity.py", "bytes_per_token"))),
+    ("chapter-9.md", "about one in ten goes to the *validation* split",
+     lambda: f"about one in { {10: 'ten'}[round(1 / _capstone().HELD_OUT_FRACTION)]} goes to the *validation* split"),
+    ("chapter-9.md", "counts of every context of up to 8 tokens in the",
+     lambda: f"counts of every context of up to {__import__('netcl_lite.compression').compression.ORDERS} tokens in the"),
     ("week-23.md", "fp16 score matrix is 2 GiB",
      lambda: f"fp16 score matrix is {budget.to_gib(budget.score_matrix_bytes(32768, bytes_per_element=2)):g} GiB"),
 ]
