@@ -6,8 +6,8 @@ steps = len(log["train"])
 tokens = steps * log["tokens_per_step"]
 per_step = capstone.step_flops(run.model.config, cfg.batch_size, cfg.block_size)
 window = (per_step["matmul forward"] + per_step["attention forward"]) // cfg.batch_size
-# Forward only: the validation loss on eval_windows windows every eval_interval steps,
-# and the whole validation text, in sliding windows, at each point of section 7's figure.
+# Forward only: the validation loss on eval_windows windows every eval_interval
+# steps, and the whole validation text, in sliding windows, for section 7's figure.
 x, _ = capstone.sliding_windows(capstone.split_ids(run, "validation"), cfg.block_size,
                                 capstone.EVAL_STRIDE)
 measures = {"validation loss": len(log["eval"]) * cfg.eval_windows * window,
