@@ -67,4 +67,4 @@ assert test["model"] <= (1 - MARGIN) * test["primed"]["xz"]
 weaker = (test["primed"]["bz2"], test["primed"]["zlib"], test["bigram"])
 assert test["model"] < min(weaker)
 assert test["model, windows side by side"] > test["model"]  # context beyond the stride
-assert abs(alone / test["model"] - 1) < 0.02  # the coder adds little to the entropy
+assert abs(alone / test["model"] - 1) < 0.01  # coding costs under 1% here
