@@ -14,11 +14,10 @@ t = [c["seconds"] for c in curve]
 bpb = [c["bits_per_byte"] for c in curve]
 assert math.isclose(bpb[-1], valid["model"], rel_tol=1e-9)   # the last point is the reported number
 
-coders = {"xz": "xz -9e", "brotli": "brotli q11", "ppmd": f"PPMd order {valid['primed']['ppmd order']}",
-          "zpaq": "zpaq -m5"}
+coders = {"xz": "xz -9e", "ppmd": f"PPMd order {valid['primed']['ppmd order']}", "zpaq": "zpaq -m5"}
 fig, ax = plt.subplots(figsize=(7.2, 4.0), facecolor="white")
 ax.plot(t, bpb, "o-", color="#303f9f", markersize=3, label="DecoderLM")
-colors = {"xz": "#e65100", "brotli": "#8d6e63", "ppmd": "#6a1b9a", "zpaq": "#00796b"}
+colors = {"xz": "#e65100", "ppmd": "#6a1b9a", "zpaq": "#00796b"}
 for name, label in coders.items():
     ax.axhline(valid["primed"][name], color=colors[name], linestyle="--", linewidth=1.1,
                label=f"{label}, primed ({valid['primed'][name]:.3f})")
