@@ -27,11 +27,14 @@ import json
 import lzma
 import math
 import numbers
+import os
+import platform
 import shutil
+import statistics
 import time
 import warnings
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -49,7 +52,9 @@ from .train import TrainConfig, eval_windows, evaluate, train
 VOCAB_SIZE = 1024              # 256 bytes + 768 merges learned on the training split
 HELD_OUT_FRACTION = 0.1        # of the modules for validation, and as many for test (by name hash)
 DEDUP_MIN_CHARS = 20           # held-out lines this long that occur in training are dropped
-EVAL_STRIDE = 32               # held-out windows start every 32 tokens (each prediction: >= 32 of context)
+EVAL_STRIDE = 32               # scored windows start every 32 tokens: after the first window,
+                               # each prediction sees at least block_size - 32 tokens of context
+CURVE_INTERVAL = 40            # steps between measures of the whole validation text in training
 
 MODEL = dict(                  # LMConfig fields (transformers' LlamaConfig names)
     hidden_size=128,
@@ -59,13 +64,13 @@ MODEL = dict(                  # LMConfig fields (transformers' LlamaConfig name
     num_key_value_heads=2,     # grouped-query attention: 2 K/V heads serve 4 query heads
     max_position_embeddings=64,  # the context it trains on (RoPE could run longer, on distances never trained)
     tie_word_embeddings=True,
-    initializer_range=0.05,    # std of the initial weights (measured: 0.02 learns far slower here)
+    initializer_range=0.05,    # std of the initial weights (0.02 learns far slower: benchmarks/README.md)
 )
 
 TRAINING = TrainConfig(
     batch_size=32,
     block_size=64,             # 32 windows x 64 tokens = 2,048 tokens per step
-    max_steps=960,             # 245-275 s of training steps on two Zen 1 cores (0.26-0.29 s a step)
+    max_steps=960,             # sized to fit TRAINING_BUDGET_SECONDS on the slowest test machine
     learning_rate=6e-3,
     min_lr=0.0,
     decay="linear",            # warmup, then the peak held, then a straight line to min_lr ...
@@ -79,7 +84,20 @@ TRAINING = TrainConfig(
     eval_windows=64,           # 64 x 64 held-out tokens for the curve
     seed=0,
 )
+TRAINING_BUDGET_SECONDS = 300  # training steps' time allowed on the slowest test machine
 # --8<-- [end:recipe]
+
+
+def recipe() -> dict:
+    """Every constant of the recipe above, as plain data (JSON-ready)."""
+    return {"vocab": VOCAB_SIZE, "held_out": HELD_OUT_FRACTION, "dedup": DEDUP_MIN_CHARS,
+            "eval_stride": EVAL_STRIDE, "curve_interval": CURVE_INTERVAL, "model": MODEL,
+            "training": asdict(TRAINING)}
+
+
+def recipe_hash() -> str:
+    """A short hash of :func:`recipe`: what ``benchmarks/results/capstone_seeds.json`` is keyed by."""
+    return hashlib.sha256(json.dumps(recipe(), sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -168,19 +186,18 @@ def run_key(queue, text: str) -> str:
     with the context of :func:`netcl_lite.execution_cache.key` for the device of ``queue`` (the
     library, the package versions, the device with its compute units, local memory and compiler
     target, and the variables that change results): one key function for the build and the run."""
-    recipe = {"vocab": VOCAB_SIZE, "held_out": HELD_OUT_FRACTION, "dedup": DEDUP_MIN_CHARS, "model": MODEL,
-              "training": asdict(TRAINING)}
-    source = "capstone training run\n" + json.dumps(recipe, sort_keys=True) + "\n" + text
+    source = "capstone training run\n" + json.dumps(recipe(), sort_keys=True) + "\n" + text
     return execution_cache.key(source, shared=execution_cache.context(queue.device,
                                                                      execution_cache.RUN_PACKAGES))
 
 
 #: the files of a run folder that :func:`run` loads; ``done.json`` holds the SHA-256 of each
-RUN_FILES = ("config.json", "model.safetensors", "tokenizer.json", "log.json")
+RUN_FILES = ("config.json", "model.safetensors", "tokenizer.json", "log.json", "curve.json")
 
 
 def run(queue=None, progress: bool | None = None) -> Run:
-    """Train the recipe once (about five minutes on two CPU cores) or load the identical earlier run.
+    """Train the recipe once (sized for at most ``TRAINING_BUDGET_SECONDS`` of training steps on the
+    slowest test machine) or load the identical earlier run.
 
     A stored run is loaded only when each of :data:`RUN_FILES` matches the digest its
     ``done.json`` recorded; a missing, emptied or edited file (or a folder without ``done.json``)
@@ -276,39 +293,90 @@ def _ids(tok: BPETokenizer, text: str) -> np.ndarray:
     return np.asarray(tok.encode_ordinary(text), np.int64)
 
 
-def _train_into(folder: Path, d: Data, queue, progress) -> None:
+def _train_into(folder: Path, d: Data, queue, progress, seed: int = 0, training: TrainConfig | None = None) -> None:
+    """Train into ``folder``: the recipe, or with another ``seed`` (the initial weights and the
+    windows' order) or ``training`` config (the benchmarks' seeds and recipe table)."""
     shutil.rmtree(folder, ignore_errors=True)
     began = time.perf_counter()
     tok = train_tokenizer(d.train_text)
-    model = DecoderLM(model_config(tok), queue=queue, seed=0)
-    log = train(model, _ids(tok, d.train_text), _ids(tok, d.validation_text), TRAINING, folder, progress=progress)
+    model = DecoderLM(model_config(tok), queue=queue, seed=seed)
+    base = TRAINING if training is None else training
+    config = base if seed == base.seed else replace(base, seed=seed)
+    validation = _ids(tok, d.validation_text)
+    curve = []
+
+    def measure(step: int, seconds: float) -> None:
+        bpb = bits_per_byte(model, validation, tok, TRAINING.block_size, stride=EVAL_STRIDE)
+        curve.append({"step": step, "seconds": seconds, "bits_per_byte": bpb})
+
+    def after_step(step: int, record: dict) -> None:     # outside the timed part of a step
+        if step % CURVE_INTERVAL == 0 or step == config.max_steps:
+            measure(step, record["seconds"])
+
+    train_ids = _ids(tok, d.train_text)
+    # Two steps of a throwaway model first: the kernels compile here, not in the timed steps.
+    warm = replace(config, max_steps=2, warmup_steps=1, decay_steps=0, eval_interval=0)
+    train(DecoderLM(model_config(tok), queue=queue, seed=seed + 1), train_ids, validation, warm,
+          progress=False)
+    measure(0, 0.0)
+    log = train(model, train_ids, validation, config, folder, progress=progress, callback=after_step)
     tok.save(folder / "tokenizer.json")
+    atomic_write(folder / "curve.json", (json.dumps(curve, indent=1) + "\n").encode())
     files = {name: _sha256(folder / name) for name in RUN_FILES}
     atomic_write(folder / "done.json", (json.dumps({"seconds": time.perf_counter() - began,
                                                     "train_seconds": log["train"][-1]["seconds"],
                                                     "files": files}) + "\n").encode())
 
 
-def held_out_measures(run: Run) -> dict:
-    """Every coder of the held-out evaluation text, in bits per byte, computed once per run.
+def training_curve(run: Run) -> list[dict]:
+    """The whole validation text's bits per byte (as :func:`measures` computes them) at step 0,
+    every ``CURVE_INTERVAL`` steps and at the end, with the seconds of training steps so far
+    (the time of these measures, and of everything before the first step, left out)."""
+    return json.loads((run.directory / "curve.json").read_text(encoding="utf-8"))
 
-    ``model``: the trained model with windows of ``TRAINING.block_size`` every
-    ``EVAL_STRIDE`` tokens (:func:`bits_per_byte`); ``model, windows side by side``: the
-    same without overlap. ``unigram``/``bigram``: counted on the training tokens.
-    ``alone``/``primed``: :func:`compressor_bits_per_byte` without and with the training
-    text. Kept as ``measures.json`` in the run's folder, which is named by everything the
-    numbers depend on.
+
+def split_ids(run: Run, split: str) -> np.ndarray:
+    """The token ids of ``run.data``'s ``"validation"`` or ``"test"`` text, kept in the run's folder."""
+    if split not in ("validation", "test"):
+        raise ValueError(f"split must be 'validation' or 'test', got {split!r}")
+    path = run.directory / f"ids-{split}.npy"
+    if path.is_file():
+        return np.load(path)
+    ids = _ids(run.tokenizer, getattr(run.data, f"{split}_text"))
+    tmp = run.directory / f"ids-{split}.tmp-{os.getpid()}.npy"
+    np.save(tmp, ids)
+    tmp.replace(path)
+    return ids
+
+
+def measures(run: Run) -> dict:
+    """Every coder of the validation and test texts, in bits per byte, computed once per run.
+
+    Choices are made on ``"validation"`` (PPMd's order, alone and primed); ``"test"``
+    reports each coder once with those choices. Per split: ``model``, the trained model
+    with windows of ``TRAINING.block_size`` every ``EVAL_STRIDE`` tokens
+    (:func:`bits_per_byte`); ``model, windows side by side``, the same without overlap;
+    ``unigram``/``bigram``, counted on the training tokens; ``alone``/``primed``,
+    :func:`compressor_bits_per_byte` without and with the training text; ``bytes``, the
+    text's length. Kept as ``measures.json`` in the run's folder, which is named by
+    everything the numbers depend on.
     """
     stored = _load_measures(run)
     if stored is not None:
         return stored
-    d, block = run.data, TRAINING.block_size
-    n_bytes = len(d.evaluation_text.encode("utf-8"))
-    out = {"model": bits_per_byte(run.model, run.held_out_ids, run.tokenizer, block, stride=EVAL_STRIDE),
-           "model, windows side by side": bits_per_byte(run.model, run.held_out_ids, run.tokenizer, block),
-           **ngram_bits_per_byte(run.train_ids, run.held_out_ids, run.model.config.vocab_size, n_bytes),
-           "alone": compressor_bits_per_byte(d.evaluation_text),
-           "primed": compressor_bits_per_byte(d.evaluation_text, primer=d.train_text)}
+    d, block, out, orders = run.data, TRAINING.block_size, {}, {}
+    for split in ("validation", "test"):
+        text, ids = getattr(d, f"{split}_text"), split_ids(run, split)
+        n_bytes = len(text.encode("utf-8"))
+        coders = {}
+        for given, primer in (("alone", ""), ("primed", d.train_text)):
+            coders[given] = compressor_bits_per_byte(text, primer, orders.get(given, PPMD_ORDERS))
+            orders.setdefault(given, [coders[given]["ppmd order"]])   # chosen on validation
+        out[split] = {"bytes": n_bytes,
+                      "model": bits_per_byte(run.model, ids, run.tokenizer, block, stride=EVAL_STRIDE),
+                      "model, windows side by side": bits_per_byte(run.model, ids, run.tokenizer, block),
+                      **ngram_bits_per_byte(run.train_ids, ids, run.model.config.vocab_size, n_bytes),
+                      **coders}
     _store_measures(run, out)
     return out
 
@@ -342,6 +410,109 @@ def _load_measures(run: Run) -> dict | None:
 def _store_measures(run: Run, measures: dict) -> None:
     record = {"run": run_digest(run), "sha256": _measures_digest(run, measures), "measures": measures}
     atomic_write(run.directory / "measures.json", (json.dumps(record, indent=1) + "\n").encode())
+
+
+MIXES = {                           # name: (n-gram order K, counts grow as the text is coded, mixed)
+    "the model alone": (None, False, False),
+    "n-gram from the training counts only (K = 4)": (4, False, False),
+    "the same, mixed with the model": (4, False, True),
+    "adaptive n-gram alone (K = 4)": (4, True, False),
+    "adaptive, mixed, K = 4": (4, True, True),
+    "adaptive, mixed, K = 8": (8, True, True),
+}
+
+
+def mixing_measures(run: Run, split: str = "test") -> dict:
+    """Bits per byte of ``split`` under each of :data:`MIXES`: the model's predictions exactly as
+    :func:`netcl_lite.compression.compress` computes them (parallel streams of cached decode
+    steps), an n-gram of order K counted on the training ids (:class:`~netcl_lite.compression.NGram`),
+    adaptive or not (counting every coded token, as the compressor does), and the two mixed by
+    the compressor's online mixer. These are cross-entropies; the compressor's file adds the
+    coder's overhead. Kept as ``mixing-<split>.json`` in the run's folder."""
+    from . import compression as cz
+
+    if split not in ("validation", "test"):
+        raise ValueError(f"split must be 'validation' or 'test', got {split!r}")
+    path = run.directory / f"mixing-{split}.json"
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    ids = split_ids(run, split)
+    vocab, primer = run.model.config.vocab_size, run.train_ids
+    lengths = cz.segments(ids.size, int(max(1, min(cz.STREAMS, ids.size // cz.MIN_SEGMENT))))
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    model = cz._predictor(run.model, run.tokenizer, lengths, cz._keep(run.model), False, primer)
+    ngrams = {k: cz.NGram(primer, vocab, lengths.size, orders=k[0]) for k in {v[:2] for v in MIXES.values() if v[0]}}
+    mixers = {name: cz._Mixer(k) for name, (k, _, mixed) in MIXES.items() if mixed}
+    bits = dict.fromkeys(MIXES, 0.0)
+    for step in range(int(lengths[0])):
+        p_model = model.probabilities()
+        rows = p_model.shape[0]
+        tokens = ids[offsets[:rows] + step]
+        active = model.active
+        full = np.zeros(lengths.size, np.int64)
+        full[:rows] = tokens
+        predicted = {key: ng.predict() for key, ng in ngrams.items()}
+        for name, (k, adaptive, mixed) in MIXES.items():
+            if k is None:
+                p = p_model
+            else:
+                q, reached, total = predicted[(k, adaptive)]
+                p = q[:rows]
+                if mixed:
+                    pm = np.zeros_like(q)
+                    pm[:rows] = p_model
+                    p_all = mixers[name].mix(pm, q, reached, total)
+                    mixers[name].update(full, p_all, active)
+                    p = p_all[:rows]
+            bits[name] -= float(np.log2(p[np.arange(rows), tokens]).sum())
+        for (k, adaptive), ng in ngrams.items():
+            if adaptive:
+                ng.update(full, active)
+            else:                       # the context moves on; the counts stay the training text's
+                r = np.flatnonzero(active)
+                ng.history[r] = np.concatenate([ng.history[r, 1:], full[r, None]], axis=1)
+                ng.seen[r] += 1
+        model.advance(tokens)
+    n_bytes = len(getattr(run.data, f"{split}_text").encode("utf-8"))
+    out = {name: b / n_bytes for name, b in bits.items()}
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return out
+
+
+def seed_results() -> dict:
+    """What ``benchmarks/capstone_seeds.py`` measured: the recipe trained with several seeds, each
+    scored on validation and test as :func:`measures` scores the page's run, with their mean and
+    standard deviation, the machine, and the :func:`recipe_hash` they were made with. The wheel
+    carries the file beside this module; a source checkout reads it from ``benchmarks/results/``."""
+    here = Path(__file__).resolve()
+    for path in (here.with_name("capstone_seeds.json"),
+                 here.parents[1] / "benchmarks" / "results" / "capstone_seeds.json"):
+        if path.is_file():
+            return json.loads(path.read_text(encoding="utf-8"))
+    raise FileNotFoundError("capstone_seeds.json is missing: run python benchmarks/capstone_seeds.py")
+
+
+def machine(queue=None) -> str:
+    """The CPU and the OpenCL device that timings ran on, for every printed timing: the CPU's
+    model, the device, and the CPU PoCL compiles the kernels for."""
+    queue = manager.default().queue if queue is None else queue
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    from .core import compiler_target
+
+    dev = queue.device
+    target = compiler_target.target_of(dev)
+    compiled = f", kernels compiled for {target}" if target else ""
+    return (f"{cpu} ({os.cpu_count()} logical CPUs); OpenCL: {dev.name.strip()} on "
+            f"{dev.platform.name.strip()}{compiled}")
 
 
 # -- measures ---------------------------------------------------------------------------------------
@@ -436,58 +607,128 @@ def ngram_bits_per_byte(train_ids, held_ids, vocab_size: int, n_bytes: int) -> d
             "bigram": float((first - np.log2(bigram).sum()) / n_bytes)}
 
 
-COMPRESSORS = ("zlib", "bz2", "lzma", "ppmd")
-PPMD_ORDERS = range(2, 17)          # PPMd's context orders tried; the best on the coded text is kept
+COMPRESSORS = ("zlib", "bz2", "xz", "zstd", "brotli", "ppmd", "zpaq")
+PPMD_ORDERS = range(2, 65)          # PPMd's context orders tried on the validation text
 PPMD_MEMORY = 256 << 20             # bytes of model memory PPMd may use
+COMPARE_EXTRA = "pip install 'netcl_lite[compare]'"   # pyppmd, zstandard, brotli, zpaq
 
 
-def _compressed_size(name: str, data: bytes) -> int:
+def _import(name: str):
+    """One of the ``[compare]`` extra's packages, or an ImportError that says how to install it."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        raise ImportError(f"the {name} package is missing: {COMPARE_EXTRA}") from e
+
+
+def _compress(name: str, data: bytes, ppmd_order: int = 6) -> bytes:
+    """``data`` coded by the classical coder ``name`` at its strongest settings."""
     if name == "zlib":
-        return len(zlib.compress(data, 9))
+        return zlib.compress(data, 9)
     if name == "bz2":
-        return len(bz2.compress(data, 9))
-    return len(lzma.compress(data, preset=9 | lzma.PRESET_EXTREME))
+        return bz2.compress(data, 9)
+    if name == "xz":
+        return lzma.compress(data, preset=9 | lzma.PRESET_EXTREME)
+    if name == "zstd":           # level 22 with a 128 MiB window and long-distance matching
+        zstd = _import("zstandard")
+        params = zstd.ZstdCompressionParameters.from_level(22, window_log=27, enable_ldm=True)
+        return zstd.ZstdCompressor(compression_params=params).compress(data)
+    if name == "brotli":         # quality 11, a 16 MiB window
+        return _import("brotli").compress(data, quality=11, lgwin=24)
+    if name == "zpaq":           # -m5, one thread: one block, so the model sees all of the input
+        return _import("zpaq").compress(data, level=5, threads=1)
+    if name == "ppmd":
+        return _import("pyppmd").compress(data, max_order=ppmd_order, mem_size=PPMD_MEMORY)
+    raise ValueError(f"unknown coder {name!r}; choose one of {COMPRESSORS}")
+
+
+def _decompress(name: str, blob: bytes, ppmd_order: int = 6) -> bytes:
+    """The inverse of :func:`_compress`."""
+    if name == "zlib":
+        return zlib.decompress(blob)
+    if name == "bz2":
+        return bz2.decompress(blob)
+    if name == "xz":
+        return lzma.decompress(blob)
+    if name == "zstd":
+        return _import("zstandard").ZstdDecompressor().decompress(blob)
+    if name == "brotli":
+        return _import("brotli").decompress(blob)
+    if name == "zpaq":
+        return _import("zpaq").decompress(blob)
+    if name == "ppmd":
+        return _import("pyppmd").decompress(blob, max_order=ppmd_order, mem_size=PPMD_MEMORY)
+    raise ValueError(f"unknown coder {name!r}; choose one of {COMPRESSORS}")
 
 
 def _ppmd_bytes(data: bytes, primer: bytes, order: int) -> int:
     """Bytes PPMd writes while coding ``data`` right after ``primer`` (its end marker included)."""
-    import pyppmd
-
-    coder = pyppmd.PpmdCompressor(max_order=order, mem_size=PPMD_MEMORY)
+    coder = _import("pyppmd").PpmdCompressor(max_order=order, mem_size=PPMD_MEMORY)
     if primer:
         coder.compress(primer)           # builds the statistics; its output is not charged
     return len(coder.compress(data)) + len(coder.flush())
 
 
-def compressor_bits_per_byte(text: str, primer: str = "") -> dict[str, float]:
+def compressor_bits_per_byte(text: str, primer: str = "", ppmd_orders=PPMD_ORDERS) -> dict:
     """Bits per byte of ``text`` that each of :data:`COMPRESSORS` reaches at its strongest settings.
 
     With a ``primer`` (the training split), a coder is charged only for ``text`` after it
     has coded the primer: bits = 8 · (|C(primer + text)| − |C(primer)|), so it may copy
     from, and keep statistics of, the same text the model trained on. Alone, it learns
-    from ``text`` as it goes. zlib sees only the last 32 KiB before each position and bz2
-    blocks of 900 kB, so priming helps them little; lzma's window (64 MiB at its
-    strongest preset) holds all of a primer of a few MB, and PPMd keeps statistics of
-    every context up to its order. PPMd codes one stream, so it is charged the bytes it
-    writes for ``text`` after coding the primer (the same count up to its few bytes of
-    pending state). PPMd's order is the best of :data:`PPMD_ORDERS` on
-    ``text`` itself (``"ppmd order"`` in the result), a choice that favours PPMd.
+    from ``text`` as it goes. A coder remembers the primer only as far as its window
+    reaches: zlib's 32 KiB, bz2's blocks of 900 kB; xz (64 MiB), zstd (128 MiB), brotli
+    (16 MiB) and zpaq hold all of a primer of a few MB, and PPMd keeps statistics of every
+    context up to its order. PPMd codes one stream, so it is charged the bytes it writes
+    for ``text`` after coding the primer (the same count up to its few bytes of pending
+    state). PPMd's order is the best of ``ppmd_orders`` on ``text`` (``"ppmd order"`` in
+    the result, the smallest order on a tie): pass the order chosen on the validation
+    text when ``text`` is the test text.
     """
     if not isinstance(text, str) or not text:
         raise ValueError("text must be a non-empty str")
     if not isinstance(primer, str):
         raise TypeError(f"primer must be a str (the training text, or '' for none), got {type(primer).__name__}")
+    orders = list(ppmd_orders)
+    if not orders or any(isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 2 <= k <= 64
+                         for k in orders):
+        raise ValueError(f"ppmd_orders must be a non-empty list of ints in 2..64, got {ppmd_orders!r}")
     raw, head = text.encode("utf-8"), primer.encode("utf-8")
 
     def bits(name: str) -> float:
-        base = _compressed_size(name, head) if head else 0
-        return 8 * (_compressed_size(name, head + raw) - base) / len(raw)
+        base = len(_compress(name, head)) if head else 0
+        return 8 * (len(_compress(name, head + raw)) - base) / len(raw)
 
-    out = {name: bits(name) for name in COMPRESSORS[:3]}
-    ppmd = {k: 8 * _ppmd_bytes(raw, head, k) / len(raw) for k in PPMD_ORDERS}
-    out["ppmd order"] = min(ppmd, key=ppmd.get)
+    out = {name: bits(name) for name in COMPRESSORS if name != "ppmd"}
+    ppmd = {k: 8 * _ppmd_bytes(raw, head, k) / len(raw) for k in orders}
+    out["ppmd order"] = min(ppmd, key=lambda k: (ppmd[k], k))
     out["ppmd"] = ppmd[out["ppmd order"]]
     return out
+
+
+def coder_speeds(text: str, names=COMPRESSORS, repeats: int = 3, ppmd_order: int = 6) -> dict:
+    """Each coder's compress and decompress speed on ``text`` alone, in bytes of ``text`` per
+    second (the median of ``repeats`` interleaved rounds, the machine may be shared); each
+    decompressed output is checked against ``text``."""
+    if not isinstance(text, str) or not text:
+        raise ValueError("text must be a non-empty str")
+    if isinstance(repeats, bool) or not isinstance(repeats, numbers.Integral) or repeats < 1:
+        raise ValueError(f"repeats must be an int >= 1, got {repeats!r}")
+    raw = text.encode("utf-8")
+    times = {name: ([], []) for name in names}
+    for _ in range(repeats):
+        for name in names:
+            began = time.perf_counter()
+            blob = _compress(name, raw, ppmd_order)
+            middle = time.perf_counter()
+            back = _decompress(name, blob, ppmd_order)
+            times[name][0].append(middle - began)
+            times[name][1].append(time.perf_counter() - middle)
+            if back != raw:
+                raise RuntimeError(f"{name} did not round-trip the text")
+    return {name: {"compress": len(raw) / statistics.median(c), "decompress": len(raw) / statistics.median(d)}
+            for name, (c, d) in times.items()}
 
 
 def step_flops(config: LMConfig, batch: int, block: int) -> dict[str, int]:

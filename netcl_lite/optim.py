@@ -275,6 +275,7 @@ SCHEDULES = {"cosine": cosine_schedule, "linear": linear_schedule}
 
 # -- float64 references --------------------------------------------------------------------------
 
+# --8<-- [start:adamw_reference]
 def adamw_reference(p, g, m, v, *, step: int, lr: float, betas, eps: float, weight_decay: float):
     """One AdamW step in float64 from torch's definition → (p, m, v). Arrays of one shape."""
     p, g, m, v = (np.asarray(x, np.float64) for x in (p, g, m, v))
@@ -284,6 +285,7 @@ def adamw_reference(p, g, m, v, *, step: int, lr: float, betas, eps: float, weig
     v = beta2 * v + (1 - beta2) * g * g
     m_hat, v_hat = m / (1 - beta1 ** step), v / (1 - beta2 ** step)
     return p - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
+# --8<-- [end:adamw_reference]
 
 
 def global_norm_reference(grads) -> float:

@@ -20,3 +20,4 @@ def test_wheel_ships_every_kernel_source(tmp_path):
     sources = {p.name for p in (doc_blocks.ROOT / "kernels").iterdir() if p.suffix in (".cl", ".h")}
     shipped = {n.rsplit("/", 1)[1] for n in names if n.startswith("netcl_lite/kernels/")}
     assert sources and sources <= shipped, f"missing from the wheel: {sorted(sources - shipped)}"
+    assert "netcl_lite/capstone_seeds.json" in names, "capstone.seed_results() reads it beside the module"

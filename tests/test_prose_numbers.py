@@ -185,6 +185,36 @@ PROSE = [
     ("week-23.md", r"Rescaling only the normalizer gives 9; rescaling only the accumulator gives \(16/3\)",
      lambda: r"Rescaling only the normalizer gives {:g}; rescaling only the accumulator gives \({}\)".format(
          round(_streamed(rescale_a=False)[0][0], 9), _frac(_streamed(rescale_l=False)[0][0]))),
+    # Chapter 9: the recipe and the result
+    ("chapter-9.md", "every line of at least 20 characters (after stripping",
+     lambda: f"every line of at least {_capstone().DEDUP_MIN_CHARS} characters (after stripping"),
+    ("chapter-9.md", "drops held-out lines of at least 20 characters that occur in",
+     lambda: f"drops held-out lines of at least {_capstone().DEDUP_MIN_CHARS} characters that occur in"),
+    ("chapter-9.md", "The bound of 20 characters keeps them",
+     lambda: f"The bound of {_capstone().DEDUP_MIN_CHARS} characters keeps them"),
+    ("chapter-9.md", "The block asserts that the model needs at least 4% fewer bits than primed xz",
+     lambda: f"The block asserts that the model needs at least {_snippet_constant('snippets/chapter9/coders.py', 'MARGIN'):.0%}"
+             " fewer bits than primed xz"),
+    ("chapter-9.md", "The recipe is sized for at most 300 seconds",
+     lambda: f"The recipe is sized for at most {_capstone().TRAINING_BUDGET_SECONDS} seconds"),
+    ("chapter-9.md", r"\(\epsilon = 10^{-8}\)",
+     lambda: rf"\(\epsilon = 10^{{{math.log10(_capstone().TRAINING.eps):.0f}}}\)"),
+    ("chapter-9.md", r"\min\!\left(1,\ \frac{c}{\lVert g \rVert_2 + 10^{-6}}\right)",
+     lambda: rf"\min\!\left(1,\ \frac{{c}}{{\lVert g \rVert_2 + 10^{{{_clip_epsilon_exponent()}}}}}\right)"),
+    ("chapter-9.md", "with 256 MiB of model memory, at the context order from 2\nto 64",
+     lambda: f"with {_capstone().PPMD_MEMORY >> 20} MiB of model memory, at the context order from "
+             f"{min(_capstone().PPMD_ORDERS)}\nto {max(_capstone().PPMD_ORDERS)}"),
+    ("chapter-9.md", "The\n    peak rate is 12% of `initializer_range`",
+     lambda: f"The\n    peak rate is {_capstone().TRAINING.learning_rate / _capstone().MODEL['initializer_range']:.0%}"
+             " of `initializer_range`"),
+    ("chapter-9.md", "A model reaches 1.80 bits per byte on text that averages 3.3 bytes per token.",
+     lambda: "A model reaches {:.2f} bits per byte on text that averages {:.1f} bytes per token.".format(
+         _snippet_constant("snippets/chapter9/exercise_perplexity.py", "bits_per_byte"),
+         _snippet_constant("snippets/chapter9/exercise_perplexity.py", "bytes_per_token"))),
+    ("chapter-9.md", "about one in ten goes to the *validation* split",
+     lambda: f"about one in { {10: 'ten'}[round(1 / _capstone().HELD_OUT_FRACTION)]} goes to the *validation* split"),
+    ("chapter-9.md", "counts of every context of up to 8 tokens in the",
+     lambda: f"counts of every context of up to {__import__('netcl_lite.compression').compression.ORDERS} tokens in the"),
     ("week-23.md", "fp16 score matrix is 2 GiB",
      lambda: f"fp16 score matrix is {budget.to_gib(budget.score_matrix_bytes(32768, bytes_per_element=2)):g} GiB"),
 ]
@@ -218,6 +248,32 @@ def _numpy_gpt_config():
     tree = ast.parse((doc_blocks.ROOT / "snippets/concepts/numpy_gpt.py").read_text(encoding="utf-8"))
     call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "LMConfig")
     return {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+
+
+def _capstone():
+    from netcl_lite import capstone
+    return capstone
+
+
+def _snippet_constant(path: str, name: str):
+    """The value a snippet assigns to ``name`` at its top level (a literal, or a tuple of them)."""
+    tree = ast.parse((doc_blocks.ROOT / path).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id == name:
+                    return ast.literal_eval(node.value)
+                if isinstance(target, ast.Tuple) and name in [t.id for t in target.elts]:
+                    i = [t.id for t in target.elts].index(name)
+                    return ast.literal_eval(node.value)[i]
+    raise LookupError(f"{path} assigns no {name}")
+
+
+def _clip_epsilon_exponent() -> int:
+    """The exponent of the epsilon in the clip coefficient that kernels/adamw.cl computes."""
+    source = (doc_blocks.ROOT / "kernels/adamw.cl").read_text(encoding="utf-8")
+    body = source.split("__kernel void clip_coefficient", 1)[1].split("}", 1)[0]
+    return int(re.search(r"norm \+ 1e(-\d+)f", body).group(1))
 
 
 def _retest_merges():

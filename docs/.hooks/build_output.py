@@ -3,11 +3,14 @@
 Some outputs cannot be typed into a page: a training loss, a timing, sampled text
 depend on the machine and the run. For those a page puts a marker under the block,
 
-    <!-- build-output: snippets/chapter9/bits_per_byte.py -->
+    <!-- build-output: snippets/chapter9/training.py -->
 
 and this hook runs that snippet at build time, in a fresh interpreter and a scratch
 folder (as the doc tests run every block), and puts its stdout in the marker's place
-as a text block titled "printed when this site was built". It is not an ``output``
+as a text block titled "printed when this site was built". A snippet that prints a
+Markdown table (its last lines) takes the marker ``<!-- build-output: PATH as markdown -->``:
+its stdout goes into the page as Markdown, and the table gets the caption "printed as
+Markdown when this site was built, by the block above". It is not an ``output``
 block: those are the outputs the doc tests compare, and the browser test counts them. The shown numbers are therefore this build's; what must hold on any
 machine is asserted inside the snippet, so a run that misses it fails the build (and
 the doc test that runs the same block). tests/test_capstone.py checks that each
@@ -38,7 +41,7 @@ from pathlib import Path
 from netcl_lite import execution_cache as cache
 
 ROOT = Path(__file__).resolve().parents[2]
-MARKER = re.compile(r"^<!-- build-output: (?P<path>\S+) -->$", re.M)
+MARKER = re.compile(r"^<!-- build-output: (?P<path>\S+)(?P<markdown> as markdown)? -->$", re.M)
 #: where an include may lead (resolved, symlinks followed), relative to the base of the includes
 INCLUDE_ROOTS = ("snippets", "netcl_lite", "kernels")
 _state: dict = {"page": "(no page)"}
@@ -165,6 +168,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     def output(m: re.Match) -> str:
         marker_path(m.group("path"), _state["page"])
         text = cached_output(m.group("path")).rstrip("\n")
+        if m.group("markdown"):
+            return f"{text}\n\n/// table-caption\nPrinted as Markdown when this site was built, by the block above.\n///"
         return f'```text title="printed when this site was built"\n{text}\n```'
 
     return MARKER.sub(output, markdown)

@@ -5,17 +5,23 @@ cfg, log = capstone.TRAINING, run.log
 steps = len(log["train"])
 tokens = steps * log["tokens_per_step"]
 per_step = capstone.step_flops(run.model.config, cfg.batch_size, cfg.block_size)
-# Held-out evaluations run the forward only, on eval_windows windows each.
-fwd = per_step["matmul forward"] + per_step["attention forward"]
-evaluation = len(log["eval"]) * fwd * cfg.eval_windows // cfg.batch_size
-executed = steps * sum(per_step.values()) + evaluation
+window = (per_step["matmul forward"] + per_step["attention forward"]) // cfg.batch_size
+# Forward only: the validation loss on eval_windows windows every eval_interval
+# steps, and the whole validation text, in sliding windows, for section 7's figure.
+x, _ = capstone.sliding_windows(capstone.split_ids(run, "validation"), cfg.block_size,
+                                capstone.EVAL_STRIDE)
+measures = {"validation loss": len(log["eval"]) * cfg.eval_windows * window,
+            "figure's measures": len(capstone.training_curve(run)) * len(x) * window}
+executed = steps * sum(per_step.values()) + sum(measures.values())
 estimate = scaling.training_compute(log["parameters"], tokens)
 print(f"6ND = 6 x {log['parameters']:,} x {tokens:,} = {estimate:.3e} FLOPs")
 for part, flops in per_step.items():
     print(f"  {part:19s} {steps * flops:.3e}")
-print(f"  {'held-out forwards':19s} {evaluation:.3e}")
+for part, flops in measures.items():
+    print(f"  {part:19s} {flops:.3e}")
 print(f"executed {executed:.3e} FLOPs = {executed / estimate:.2f} x 6ND")
-assert executed > estimate  # attention and evaluation are not in 6ND
+assert executed > estimate  # attention and the forward-only measures are not in 6ND
 seconds = log["train"][-1]["seconds"]
 rate = steps * sum(per_step.values()) / seconds
-print(f"training steps ran at {rate / 1e9:.1f} GFLOP/s ({seconds:.0f} s)")
+print(f"training steps ran at {rate / 1e9:.1f} GFLOP/s ({seconds:.0f} s) on")
+print(f"  {capstone.machine()}")

@@ -19,7 +19,8 @@ x, y = WindowLoader(ids, cfg.batch_size, cfg.block_size, seed=cfg.seed).next_bat
 with ag.Tape() as tape:
     logits = model(x)
     loss = ag.cross_entropy(ag.reshape(logits, (-1, V)), y.ravel())
-print(f"logits {logits.shape}; loss {float(loss.numpy()):.4f} nats, ln V = {math.log(V):.4f}")
+print(f"logits {logits.shape}; loss {float(loss.numpy()):.4f} nats,"
+      f" ln V = {math.log(V):.4f}")
 
 # Backward fills .grad of every parameter; the largest gradients first.
 tape.backward(loss)
@@ -49,7 +50,8 @@ assert np.abs(after - expected).max() < 1e-6
 # lr where |g| >> eps, less where the gradient is as small as eps.
 move = np.abs(after - before * (1 - lr * cfg.weight_decay)) / lr
 predicted = np.abs(g) / (np.abs(g) + cfg.eps)
-print(f"lr {lr:.1e}: {np.mean(move > 0.99):.1%} of the weights move by more than 0.99 lr")
+print(f"lr {lr:.1e}: {np.mean(move > 0.99):.1%} of the weights move by more"
+      " than 0.99 lr")
 i = int(move.argmin())
 print(f"the smallest move is {move.flat[i]:.2f} lr, where |g| = {abs(g.flat[i]):.1e}"
       f" and |g| / (|g| + eps) = {predicted.flat[i]:.2f} (eps = {cfg.eps:.0e})")

@@ -1,17 +1,21 @@
 from netcl_lite import capstone
 
-# Trains the recipe (about five minutes on two cores), or loads the identical
-# run if this exact code already trained it on this device.
+# Trains the recipe (a few minutes on two cores), or loads the identical run if
+# this exact code already trained it on this device.
 run = capstone.run()
 train, evals = run.log["train"], run.log["eval"]
 tokens = len(train) * run.log["tokens_per_step"]
 seconds = train[-1]["seconds"]
 print(f"{len(train)} steps, {tokens:,} tokens, {run.log['parameters']:,} parameters")
-print(f"{seconds:.0f} s of training steps: {tokens / seconds:,.0f} tokens/s")
-print(f"{tokens / len(run.train_ids):.1f} passes over the {len(run.train_ids):,} training tokens")
-print(" step  train loss (mean of 10)  held-out loss")
+print(f"{seconds:.0f} s of training steps: {tokens / seconds:,.0f} tokens/s on")
+print(f"  {capstone.machine()}")
+print(f"  (the recipe is sized for {capstone.TRAINING_BUDGET_SECONDS} s on the slowest"
+      " machine the tests run on)")
+print(f"{tokens / len(run.train_ids):.1f} passes over the {len(run.train_ids):,}"
+      " training tokens")
+print(" step  train loss (mean of 10)  validation loss")
 for e in evals:
     recent = [r["loss"] for r in train if e["step"] - 10 < r["step"] <= e["step"]]
     shown = f"{sum(recent) / len(recent):.3f}" if recent else "  -  "
-    print(f"{e['step']:5d}  {shown:>23s}  {e['loss']:13.3f}")
+    print(f"{e['step']:5d}  {shown:>23s}  {e['loss']:15.3f}")
 assert evals[-1]["loss"] < evals[0]["loss"] - 2.0  # it learned

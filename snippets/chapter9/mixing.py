@@ -1,0 +1,27 @@
+# needs `pip install 'netcl_lite[compare]'` (pyppmd, zpaq for the last two rows)
+import importlib.util
+
+for package in ("pyppmd", "zpaq"):
+    if importlib.util.find_spec(package) is None:
+        raise SystemExit(f"{package} is missing: pip install 'netcl_lite[compare]'")
+
+from netcl_lite import capstone
+
+run = capstone.run()
+mixes = capstone.mixing_measures(run, "test")  # cross-entropies, bits per byte
+primed = capstone.measures(run)["test"]["primed"]
+rows = [*mixes.items(), (f"primed PPMd (order {primed['ppmd order']})", primed["ppmd"]),
+        ("primed zpaq -m5", primed["zpaq"])]
+best = "adaptive, mixed, K = 8"
+print(f"On the test split; the mix at K = 8 is {mixes[best] / primed['ppmd']:.2f}x"
+      f" primed PPMd's bits and {mixes[best] / primed['zpaq']:.2f}x primed zpaq's.")
+print()
+print("| coder | bits per byte |")
+print("|---|---:|")
+for name, bpb in rows:
+    print(f"| {name} | {bpb:.3f} |")
+
+adaptive = "adaptive n-gram alone (K = 4)"
+counted = mixes["n-gram from the training counts only (K = 4)"]
+assert mixes[adaptive] < counted  # counting the coded text helps
+assert mixes["adaptive, mixed, K = 4"] < min(mixes[adaptive], mixes["the model alone"])
