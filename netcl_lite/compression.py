@@ -2,8 +2,8 @@
 
 :func:`compress` turns the bytes into token ids (byte-level BPE; bytes that are not UTF-8
 become single-byte tokens), predicts each token with the model, optionally mixed with an
-adaptive n-gram model (:class:`netcl_lite.ngram.NGram`), and range-codes the ids with those probabilities
-(``constriction``'s range coder). :func:`decompress` runs the identical sequence of
+adaptive n-gram model (:class:`netcl_lite.ngram.NGram`), and range-codes the ids with those
+probabilities (``constriction``'s range coder). :func:`decompress` runs the identical sequence of
 computations and decodes each id from the same probabilities.
 
 Both sides see bit-identical probabilities because they compute them the same way: the
@@ -20,9 +20,10 @@ A blob starts with a header: magic, format version, mode (stored, model, mixed),
 original's length and a truncated SHA-256 of it, and, for the coded modes, the token count,
 the stream layout, fingerprints of the model's weights, the tokenizer, the n-gram primer
 and the arithmetic (compiler target, vector lanes, OpenCL platform, kernel sources, NumPy
-and constriction versions), the payload's length and a CRC-32 of the header. Input that
-the model codes no smaller is stored as is, so a blob is never more than
-:data:`STORED_HEADER_BYTES` over its input. A truncated, corrupted or foreign blob raises
+and constriction versions), the payload's length and CRC-32, and a CRC-32 of the header.
+Input that the model codes no smaller (or whose code runs :data:`GIVE_UP_BITS` over storing
+it, part way) is stored as is, so a blob is never more than :data:`STORED_HEADER_BYTES` over
+its input. A truncated, corrupted or foreign blob raises
 ``ValueError`` saying which; decoding is bounded by the header's token count and ends by
 checking the length and checksum of what it decoded.
 
@@ -59,8 +60,8 @@ STORED, MODEL, MIXED = 0, 1, 2
 MODES = {STORED: "stored", MODEL: "model", MIXED: "mixed"}
 
 #: streams coded side by side, at most: every decoding step serves one token of each, and
-#: each stream's first tokens are predicted from little context (on Chapter 9's validation
-#: split 64 streams cost 0.24 % more than 32, and took as long)
+#: each stream's first tokens are predicted from little context (benchmarks/README.md compares
+#: 16, 32 and 64 on Chapter 9's validation split)
 STREAMS = 32
 #: tokens per stream, at least (a shorter input gets fewer streams): a stream's first
 #: tokens are predicted from little context, so streams are kept long
