@@ -2,8 +2,8 @@
 
 :func:`compress` turns the bytes into token ids (byte-level BPE; bytes that are not UTF-8
 become single-byte tokens), predicts each token with the model, optionally mixed with an
-adaptive n-gram model (:class:`NGram`), and range-codes the ids with those probabilities
-(``constriction``'s range coder). :func:`decompress` runs the identical sequence of
+adaptive n-gram model (:class:`netcl_lite.ngram.NGram`), and range-codes the ids with those
+probabilities (``constriction``'s range coder). :func:`decompress` runs the identical sequence of
 computations and decodes each id from the same probabilities.
 
 Both sides see bit-identical probabilities because they compute them the same way: the
@@ -20,9 +20,10 @@ A blob starts with a header: magic, format version, mode (stored, model, mixed),
 original's length and a truncated SHA-256 of it, and, for the coded modes, the token count,
 the stream layout, fingerprints of the model's weights, the tokenizer, the n-gram primer
 and the arithmetic (compiler target, vector lanes, OpenCL platform, kernel sources, NumPy
-and constriction versions), the payload's length and a CRC-32 of the header. Input that
-the model codes no smaller is stored as is, so a blob is never more than
-:data:`STORED_HEADER_BYTES` over its input. A truncated, corrupted or foreign blob raises
+and constriction versions), the payload's length and CRC-32, and a CRC-32 of the header.
+Input that the model codes no smaller (or whose code runs :data:`GIVE_UP_BITS` over storing
+it, part way) is stored as is, so a blob is never more than :data:`STORED_HEADER_BYTES` over
+its input. A truncated, corrupted or foreign blob raises
 ``ValueError`` saying which; decoding is bounded by the header's token count and ends by
 checking the length and checksum of what it decoded.
 
@@ -42,15 +43,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import numbers
 import re
 import struct
 import zlib
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
+from .ngram import Mixer, NGram
 from .nn import DecoderLM, KVCache
 from .text import BPETokenizer
 
@@ -59,17 +59,22 @@ FORMAT_VERSION = 1
 STORED, MODEL, MIXED = 0, 1, 2
 MODES = {STORED: "stored", MODEL: "model", MIXED: "mixed"}
 
-#: streams coded side by side, at most: every decoding step serves one token of each
-STREAMS = 64
+#: streams coded side by side, at most: every decoding step serves one token of each, and
+#: each stream's first tokens are predicted from little context (benchmarks/README.md compares
+#: 16, 32 and 64 on Chapter 9's validation split)
+STREAMS = 32
 #: tokens per stream, at least (a shorter input gets fewer streams): a stream's first
 #: tokens are predicted from little context, so streams are kept long
 MIN_SEGMENT = 512
 #: positions the window keeps when it is refilled (at most half the model's window)
 KEEP = 32
+#: compression stops and stores the input once the coded bits exceed 8 per byte coded so far by
+#: this many (checked every 32 steps), so that random bytes do not run the whole model first
+GIVE_UP_BITS = 8 * 1024
 
 _COMMON = struct.Struct("<4sBBQ8s")          # magic, version, mode, length, SHA-256[:8] of the original
-_CODED = struct.Struct("<QHH8s8s8s8sQ")      # tokens, streams, keep, fingerprints of the weights, the
-                                             # tokenizer, the primer and the arithmetic, payload bytes
+_CODED = struct.Struct("<QHH8s8s8s8sQI")     # tokens, streams, keep, fingerprints of the weights, the
+                                             # tokenizer, the primer and the arithmetic, payload bytes and CRC-32
 _CRC = struct.Struct("<I")
 #: a stored blob's overhead over its input, in bytes
 STORED_HEADER_BYTES = _COMMON.size + _CRC.size
@@ -160,172 +165,6 @@ def tokenize(data: bytes, tokenizer: BPETokenizer) -> np.ndarray | None:
     return ids if tokenizer.decode_bytes(ids.tolist()) == data else None
 
 
-# -- the n-gram model ------------------------------------------------------------------------------
-
-ORDERS = 8                     # longest context the n-gram counts, in tokens
-DISCOUNT = (0.6, 0.7, 0.8, 0.85, 0.9, 0.9, 0.9, 0.9, 0.9)    # absolute discount per order 0..ORDERS
-LOG2_BUCKETS = 12              # mixing weights per order reached and log2 of its count (capped)
-MIX_RATE = 0.02                # step of the online mixing weights
-MIX_INIT = 0.7                 # the model's initial share
-
-
-def _extend(h: np.ndarray, tokens: np.ndarray, vocab: int) -> np.ndarray:
-    """Context hashes one token longer (to the left): exact while (vocab + 1)^order < 2^64."""
-    with np.errstate(over="ignore"):
-        return h * np.uint64(vocab + 1) + (tokens.astype(np.uint64) + np.uint64(1))
-
-
-@dataclass(frozen=True)
-class _Table:
-    """Counts of one order: sorted distinct context hashes, each with a run of (token, count)."""
-    contexts: np.ndarray       # (U,) uint64, sorted
-    starts: np.ndarray         # (U + 1,) offsets into tokens/counts
-    tokens: np.ndarray         # (E,) int64
-    counts: np.ndarray         # (E,) float64
-
-
-def _count(ids: np.ndarray, vocab: int, orders: int) -> tuple[np.ndarray, list[_Table]]:
-    """Unigram counts (vocab,) and one :class:`_Table` per order 1..orders over ``ids``."""
-    unigram = np.bincount(ids, minlength=vocab).astype(np.float64)
-    tables = []
-    h = np.zeros(ids.size, np.uint64)
-    for k in range(1, orders + 1):
-        # h[i]: the hash of ids[i - k : i], the context of ids[i] (positions i >= k)
-        h = _extend(h[1:], ids[:ids.size - k], vocab)
-        nxt = ids[k:]
-        order = np.lexsort((nxt, h))
-        hs, ns = h[order], nxt[order]
-        new_pair = np.ones(hs.size, bool)
-        new_pair[1:] = (hs[1:] != hs[:-1]) | (ns[1:] != ns[:-1])
-        at = np.flatnonzero(new_pair)
-        counts = np.diff(np.append(at, hs.size)).astype(np.float64)
-        pair_h, pair_t = hs[at], ns[at]
-        new_ctx = np.ones(pair_h.size, bool)
-        new_ctx[1:] = pair_h[1:] != pair_h[:-1]
-        starts = np.append(np.flatnonzero(new_ctx), pair_h.size)
-        tables.append(_Table(pair_h[new_ctx], starts, pair_t.astype(np.int64), counts))
-    return unigram, tables
-
-
-class NGram:
-    """An adaptive token n-gram: counts of contexts up to ``orders`` tokens, from ``primer`` ids
-    and then from every token coded, with interpolated absolute discounting.
-
-    P_k(w) = (max(c_k(w) − D_k, 0) + D_k · u_k · P_{k−1}(w)) / n_k, where c_k counts w after the
-    last k tokens, n_k = Σ c_k and u_k the distinct tokens seen there; an unseen context falls
-    back to P_{k−1}; P_0 discounts the unigram counts against 1/vocab. :meth:`predict` gives
-    every stream's distribution and the order its context reached; :meth:`update` adds the coded
-    tokens. Counts only grow by whole numbers, so both sides of a coder hold the same state
-    after the same tokens, whatever the order of the streams.
-    """
-
-    def __init__(self, primer: np.ndarray, vocab: int, streams: int, orders: int = ORDERS):
-        self.vocab, self.orders = vocab, orders
-        self.unigram, self.tables = _primed_counts(primer, vocab, orders)
-        self.unigram = self.unigram.copy()
-        self.added: list[dict] = [{} for _ in range(orders)]    # per order: {context hash: {token: count}}
-        self.history = np.full((streams, orders), -1, np.int64)  # last tokens, newest last; -1: none yet
-        self.seen = np.zeros(streams, np.int64)
-
-    def _contexts(self) -> list[np.ndarray]:
-        """Per order k, each stream's context hash (uint64; meaningless where seen < k)."""
-        out, h = [], np.zeros(self.history.shape[0], np.uint64)
-        for k in range(1, self.orders + 1):
-            h = _extend(h, np.maximum(self.history[:, -k], 0), self.vocab)
-            out.append(h)
-        return out
-
-    def predict(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(probabilities (B, vocab) float64, order reached (B,), count there (B,))."""
-        b, v = self.history.shape[0], self.vocab
-        n0 = self.unigram.sum()
-        d0 = DISCOUNT[0]
-        u0 = np.count_nonzero(self.unigram)
-        p0 = (np.maximum(self.unigram - d0, 0) + d0 * u0 / v) / n0 if n0 else np.full(v, 1.0 / v)
-        p = np.broadcast_to(p0, (b, v)).copy()
-        reached = np.zeros(b, np.int64)
-        total = np.full(b, n0)
-        for k, (h, table, added) in enumerate(zip(self._contexts(), self.tables, self.added), start=1):
-            live = np.flatnonzero(self.seen >= k)
-            if not live.size:
-                break
-            counts = np.zeros((live.size, v))
-            hl = h[live]
-            at = np.minimum(np.searchsorted(table.contexts, hl), max(table.contexts.size - 1, 0))
-            found = table.contexts[at] == hl if table.contexts.size else np.zeros(live.size, bool)
-            lo = np.where(found, table.starts[at], 0)
-            hi = np.where(found, table.starts[np.minimum(at + 1, table.starts.size - 1)], 0)
-            lengths = hi - lo
-            if lengths.sum():
-                rows = np.repeat(np.arange(live.size), lengths)
-                idx = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(lo, lengths)
-                counts[rows, table.tokens[idx]] = table.counts[idx]
-            for r, key in enumerate(hl.tolist()):
-                extra = added.get(key)
-                if extra:
-                    counts[r, list(extra)] += list(extra.values())
-            n = counts.sum(axis=1)
-            ok = n > 0
-            if not ok.any():
-                break
-            rows = live[ok]
-            c, n = counts[ok], n[ok]
-            d = DISCOUNT[k]
-            u = np.count_nonzero(c, axis=1)
-            p[rows] = (np.maximum(c - d, 0) + (d * u)[:, None] * p[rows]) / n[:, None]
-            reached[rows], total[rows] = k, n
-        return p, reached, total
-
-    def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
-        """Count ``tokens`` (B,) after each stream's context, for the ``active`` streams (bool (B,))."""
-        rows = np.flatnonzero(active)
-        np.add.at(self.unigram, tokens[rows], 1.0)
-        for k, h in enumerate(self._contexts(), start=1):
-            added = self.added[k - 1]
-            for r in rows[self.seen[rows] >= k].tolist():
-                succ = added.setdefault(int(h[r]), {})
-                t = int(tokens[r])
-                succ[t] = succ.get(t, 0) + 1
-        self.history[rows] = np.concatenate([self.history[rows, 1:], tokens[rows, None]], axis=1)
-        self.seen[rows] += 1
-
-
-_COUNTED: dict[tuple, tuple] = {}
-
-
-def _primed_counts(primer: np.ndarray, vocab: int, orders: int):
-    """:func:`_count` of ``primer``, kept for the last two primers (counting takes a second or two)."""
-    key = (_digest(primer.astype(np.int32).tobytes()), primer.size, vocab, orders)
-    if key not in _COUNTED:
-        while len(_COUNTED) >= 2:
-            _COUNTED.pop(next(iter(_COUNTED)))
-        _COUNTED[key] = _count(primer, vocab, orders)
-    return _COUNTED[key]
-
-
-class _Mixer:
-    """p = w · p_model + (1 − w) · p_ngram, one weight per (order reached, ⌊log2 count⌋), each
-    moved online along the gradient of log p of the coded token."""
-
-    def __init__(self, orders: int):
-        self.w = np.full((orders + 1, LOG2_BUCKETS), MIX_INIT)
-
-    def mix(self, p_model, p_ngram, reached, total):
-        self.bucket = (reached, np.minimum(np.floor(np.log2(np.maximum(total, 1))).astype(np.int64),
-                                           LOG2_BUCKETS - 1))
-        w = self.w[self.bucket][:, None]
-        self.parts = (p_model, p_ngram)
-        return w * p_model + (1 - w) * p_ngram
-
-    def update(self, tokens, p_mix, active):
-        rows = np.flatnonzero(active)
-        pm, pn = (p[rows, tokens[rows]] for p in self.parts)
-        grad = (pm - pn) / p_mix[rows, tokens[rows]]
-        step = np.zeros_like(self.w)
-        np.add.at(step, (self.bucket[0][rows], self.bucket[1][rows]), grad)
-        self.w = np.clip(self.w + MIX_RATE * step, 0.02, 0.98)
-
-
 # -- the shared computation ------------------------------------------------------------------------
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
@@ -353,7 +192,7 @@ class _Predictor:
                              c.max_position_embeddings)
         self.window = np.full((self.streams, c.max_position_embeddings), start, np.int64)   # inputs in the cache
         self.next_input = np.full(self.streams, start, np.int64)
-        self.mixer = _Mixer(ngram.orders) if ngram is not None else None
+        self.mixer = Mixer(ngram.orders) if ngram is not None else None
         self.step = 0
 
     def probabilities(self) -> np.ndarray:
@@ -368,7 +207,7 @@ class _Predictor:
         p = _softmax(self.model.decode_step(self.next_input, cache))
         if self.mixer is not None:
             q, reached, total = self.ngram.predict()
-            p = self.mixer.mix(p[:, :q.shape[1]], q, reached, total)
+            p = self.mixer.mix([p, *self.ngram.snapshots, q], reached, total)
         self.p = p
         self.active = self.lengths > self.step
         return p[:int(self.active.sum())]
@@ -402,7 +241,8 @@ def _check_primer(primer, tokenizer: BPETokenizer) -> np.ndarray:
     if primer is None:
         return default_primer(tokenizer)
     arr = np.asarray(primer)
-    if arr.ndim != 1 or arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0 or arr.max() > max(tokenizer.vocab))):
+    top = max(tokenizer.vocab)
+    if arr.ndim != 1 or arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0 or arr.max() > top)):
         raise ValueError("primer must be a 1-D array of token ids of the tokenizer (or None for Chapter 9's "
                          "training text)")
     return arr.astype(np.int64)
@@ -462,32 +302,39 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     family = constriction.stream.model.Categorical(perfect=False)
     encoder = constriction.stream.queue.RangeEncoder()
     predictor = _predictor(model, tokenizer, lengths, keep, mix, primer_ids)
+    sizes = np.fromiter((len(tokenizer.vocab[i]) for i in ids.tolist()), np.int64, ids.size)
+    coded_bytes = 0
     with _progress(ids.size, progress, "compress") as bar:
         for step in range(int(lengths[0])):
             p = predictor.probabilities()
-            tokens = ids[offsets[:p.shape[0]] + step]
+            at = offsets[:p.shape[0]] + step
+            tokens = ids[at]
             encoder.encode(tokens.astype(np.int32), family, p)
             predictor.advance(tokens)
             bar.update(p.shape[0])
+            coded_bytes += int(sizes[at].sum())
+            if step % 32 == 31 and encoder.num_bits() > 8 * coded_bytes + GIVE_UP_BITS:
+                return stored            # coding has cost more than storing for a while: store
     payload = encoder.get_compressed().astype("<u4").tobytes()
     coded = _header(MIXED if mix else MODEL, data, ids.size, streams, keep, model, tokenizer, primer_ids,
-                    len(payload)) + payload
+                    payload) + payload
     return coded if len(coded) < len(stored) else stored
 
 
 def _predictor(model, tokenizer, lengths, keep, mix, primer_ids) -> _Predictor:
-    start = int(_byte_ids(tokenizer)[ord("\n")]) if _byte_ids(tokenizer) is not None else 0
+    byte_ids = _byte_ids(tokenizer)
+    start = int(byte_ids[ord("\n")]) if byte_ids is not None else 0      # each stream starts after a newline
     ngram = NGram(primer_ids, model.config.vocab_size, lengths.size) if mix else None
     return _Predictor(model, lengths, keep, start, ngram)
 
 
 def _header(mode, data, n_tokens=0, streams=0, keep=0, model=None, tokenizer=None, primer_ids=None,
-            payload_bytes=0) -> bytes:
+            payload=b"") -> bytes:
     head = _COMMON.pack(MAGIC, FORMAT_VERSION, mode, len(data), _digest(data))
     if mode != STORED:
         primer_fp = _digest(primer_ids.astype(np.int32).tobytes()) if mode == MIXED else bytes(8)
         head += _CODED.pack(n_tokens, streams, keep, model_fingerprint(model), tokenizer_fingerprint(tokenizer),
-                            primer_fp, _digest(arithmetic(model).encode()), payload_bytes)
+                            primer_fp, _digest(arithmetic(model).encode()), len(payload), zlib.crc32(payload))
     return head + _CRC.pack(zlib.crc32(head))
 
 
@@ -535,10 +382,12 @@ def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer
 
 
 def _decode(body, mode, length, fields, model, tokenizer, primer, progress) -> bytes:
-    n_tokens, streams, keep, weights_fp, tok_fp, primer_fp, arith_fp, payload_bytes = fields
+    n_tokens, streams, keep, weights_fp, tok_fp, primer_fp, arith_fp, payload_bytes, payload_crc = fields
     if len(body) != payload_bytes:
         raise ValueError(f"blob is {'truncated' if len(body) < payload_bytes else 'corrupted'}: its payload "
                          f"holds {len(body)} bytes, the header says {payload_bytes}")
+    if zlib.crc32(body) != payload_crc:
+        raise ValueError("blob is corrupted: its payload's CRC-32 does not match the header's")
     if not 0 < n_tokens <= length or not 0 < streams <= min(n_tokens, 65535) or payload_bytes % 4:
         raise ValueError("blob is corrupted: its header's token count, streams or payload size are impossible")
     if weights_fp != model_fingerprint(model):
@@ -581,3 +430,82 @@ def _decode(body, mode, length, fields, model, tokenizer, primer, progress) -> b
     if len(data) != length:
         raise ValueError(f"blob is corrupted: it decodes to {len(data)} bytes, the header says {length}")
     return data
+
+
+# -- command line ---------------------------------------------------------------------------------------
+
+def _load(model_dir):
+    """(model, tokenizer): a folder holding ``config.json``, ``model.safetensors`` and
+    ``tokenizer.json`` (a Chapter 9 run's folder is one), or Chapter 9's trained model."""
+    from pathlib import Path
+
+    if model_dir is None:
+        from . import capstone
+
+        run = capstone.run()
+        return run.model, run.tokenizer
+    folder = Path(model_dir)
+    if not (folder / "tokenizer.json").is_file():
+        raise ValueError(f"--model {folder}: no tokenizer.json there (a Chapter 9 run's folder has one)")
+    return DecoderLM.from_pretrained(folder), BPETokenizer.load(folder / "tokenizer.json")
+
+
+def _write_new(path, data: bytes) -> None:
+    """Write ``path`` whole or not at all, never over an existing file: a temporary file in the
+    same folder is linked to the name (which fails if the name exists), then removed."""
+    import os
+    from pathlib import Path
+
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def main(argv=None) -> int:
+    """``python -m netcl_lite.compression compress|decompress IN OUT [--model DIR] [--model-only]``."""
+    import argparse
+    import sys
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(prog="python -m netcl_lite.compression",
+                                     description="Compress or decompress a file with a language model's predictions.")
+    parser.add_argument("command", choices=("compress", "decompress"))
+    parser.add_argument("input", type=Path, help="the file to read")
+    parser.add_argument("output", type=Path, help="the file to write (never overwritten)")
+    parser.add_argument("--model", metavar="DIR", help="a folder with config.json, model.safetensors and "
+                        "tokenizer.json (default: Chapter 9's trained model, trained once if needed)")
+    parser.add_argument("--model-only", action="store_true", help="compress with the model alone, no n-gram mixed in")
+    args = parser.parse_args(argv)
+    if args.output.exists():
+        print(f"{parser.prog}: {args.output}: file exists; remove it or choose another name", file=sys.stderr)
+        return 1
+    try:
+        data = args.input.read_bytes()
+    except OSError as exc:
+        print(f"{parser.prog}: {args.input}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    try:
+        model, tokenizer = _load(args.model)
+        if args.command == "compress":
+            out = compress(data, model, tokenizer, mix=not args.model_only, progress=None)
+        else:
+            out = decompress(data, model, tokenizer, progress=None)
+        _write_new(args.output, out)
+    except FileExistsError:
+        print(f"{parser.prog}: {args.output}: file exists; remove it or choose another name", file=sys.stderr)
+        return 1
+    except (ValueError, OSError) as exc:
+        print(f"{parser.prog}: {args.input}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
