@@ -16,6 +16,7 @@ import numpy as np
 
 from . import capstone
 from . import compression as cz
+from .ngram import Mixer, NGram
 
 MIXES = {                           # name: (n-gram order K, counts grow as the text is coded, mixed)
     "the model alone": (None, False, False),
@@ -30,9 +31,11 @@ MIXES = {                           # name: (n-gram order K, counts grow as the 
 def mixing_measures(run: capstone.Run, split: str = "test") -> dict:
     """Bits per byte of ``split`` under each of :data:`MIXES`: the model's predictions exactly as
     :func:`netcl_lite.compression.compress` computes them (parallel streams of cached decode
-    steps), an n-gram of order K counted on the training ids (:class:`~netcl_lite.compression.NGram`),
+    steps), an n-gram of order K counted on the training ids (:class:`~netcl_lite.ngram.NGram`),
     adaptive or not (counting every coded token, as the compressor does), and the two mixed by
-    the compressor's online mixer. These are cross-entropies; the compressor's file adds the
+    the compressor's online mixer (:class:`~netcl_lite.ngram.Mixer`: the model, the n-gram's
+    distributions after several orders, a cache model and its final one). The mixed K = 8 row is
+    the compressor's own mix. These are cross-entropies; the compressor's file adds the
     coder's overhead. Kept as ``mixing-<split>.json`` in the run's folder."""
     if split not in ("validation", "test"):
         raise ValueError(f"split must be 'validation' or 'test', got {split!r}")
@@ -44,8 +47,8 @@ def mixing_measures(run: capstone.Run, split: str = "test") -> dict:
     lengths = cz.segments(ids.size, int(max(1, min(cz.STREAMS, ids.size // cz.MIN_SEGMENT))))
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     model = cz._predictor(run.model, run.tokenizer, lengths, cz._keep(run.model), False, primer)
-    ngrams = {k: cz.NGram(primer, vocab, lengths.size, orders=k[0]) for k in {v[:2] for v in MIXES.values() if v[0]}}
-    mixers = {name: cz._Mixer(k) for name, (k, _, mixed) in MIXES.items() if mixed}
+    ngrams = {k: NGram(primer, vocab, lengths.size, orders=k[0]) for k in {v[:2] for v in MIXES.values() if v[0]}}
+    mixers = {name: Mixer(k) for name, (k, _, mixed) in MIXES.items() if mixed}
     bits = dict.fromkeys(MIXES, 0.0)
     for step in range(int(lengths[0])):
         p_model = model.probabilities()
@@ -54,17 +57,17 @@ def mixing_measures(run: capstone.Run, split: str = "test") -> dict:
         active = model.active
         full = np.zeros(lengths.size, np.int64)
         full[:rows] = tokens
-        predicted = {key: ng.predict() for key, ng in ngrams.items()}
+        predicted = {key: (*ng.predict(), list(ng.snapshots)) for key, ng in ngrams.items()}
         for name, (k, adaptive, mixed) in MIXES.items():
             if k is None:
                 p = p_model
             else:
-                q, reached, total = predicted[(k, adaptive)]
+                q, reached, total, snapshots = predicted[(k, adaptive)]
                 p = q[:rows]
                 if mixed:
                     pm = np.zeros_like(q)
                     pm[:rows] = p_model
-                    p_all = mixers[name].mix(pm, q, reached, total)
+                    p_all = mixers[name].mix([pm, *snapshots, q], reached, total)
                     mixers[name].update(full, p_all, active)
                     p = p_all[:rows]
             bits[name] -= float(np.log2(p[np.arange(rows), tokens]).sum())
