@@ -361,7 +361,7 @@ def measures(run: Run) -> dict:
     text's length. Kept as ``measures.json`` in the run's folder, which is named by
     everything the numbers depend on.
     """
-    stored = _load_measures(run)
+    stored = load_result(run, "measures.json")
     if stored is not None:
         return stored
     d, block, out, orders = run.data, TRAINING.block_size, {}, {}
@@ -377,108 +377,41 @@ def measures(run: Run) -> dict:
                       "model, windows side by side": bits_per_byte(run.model, ids, run.tokenizer, block),
                       **ngram_bits_per_byte(run.train_ids, ids, run.model.config.vocab_size, n_bytes),
                       **coders}
-    _store_measures(run, out)
+    store_result(run, "measures.json", out)
     return out
 
 
-def _measures_digest(run: Run, measures: dict) -> str:
-    text = json.dumps(measures, sort_keys=True)
+def _result_digest(run: Run, result: dict) -> str:
+    text = json.dumps(result, sort_keys=True)
     return hashlib.sha256(f"{run_digest(run)}\n{text}".encode()).hexdigest()
 
 
-def _load_measures(run: Run) -> dict | None:
-    """``measures.json`` of the run's folder when it was computed from this run's trained model
-    (its ``run`` is :func:`run_digest`) and its numbers match the digest stored with them; else None
-    (with a warning naming the file when one was there), so the measures are computed again."""
-    path = run.directory / "measures.json"
+def load_result(run: Run, name: str) -> dict | None:
+    """The result kept as ``name`` (a JSON file) in the run's folder when it was computed from this
+    run's trained model (its ``run`` is :func:`run_digest`) and its numbers match the digest stored
+    with them; else None (with a warning naming the file when one was there), so the caller
+    computes it again. ``measures.json`` and the mixing measures are kept this way."""
+    path = run.directory / name
     if not path.is_file():
         return None
     try:
-        stored = json.loads(read_regular(path, 16 << 20, "measures.json"))
-        measures = stored["measures"]
-        ok = (stored["run"] == run_digest(run) and isinstance(measures, dict)
-              and stored["sha256"] == _measures_digest(run, measures))
+        stored = json.loads(read_regular(path, 16 << 20, name))
+        result = stored["measures"]
+        ok = (stored["run"] == run_digest(run) and isinstance(result, dict)
+              and stored["sha256"] == _result_digest(run, result))
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
         ok = False
     if not ok:
         warnings.warn(f"capstone: {path} was not computed from this run's model, or was edited; "
                       f"computing the measures again", stacklevel=3)
         return None
-    return measures
+    return result
 
 
-def _store_measures(run: Run, measures: dict) -> None:
-    record = {"run": run_digest(run), "sha256": _measures_digest(run, measures), "measures": measures}
-    atomic_write(run.directory / "measures.json", (json.dumps(record, indent=1) + "\n").encode())
-
-
-MIXES = {                           # name: (n-gram order K, counts grow as the text is coded, mixed)
-    "the model alone": (None, False, False),
-    "n-gram from the training counts only (K = 4)": (4, False, False),
-    "the same, mixed with the model": (4, False, True),
-    "adaptive n-gram alone (K = 4)": (4, True, False),
-    "adaptive, mixed, K = 4": (4, True, True),
-    "adaptive, mixed, K = 8": (8, True, True),
-}
-
-
-def mixing_measures(run: Run, split: str = "test") -> dict:
-    """Bits per byte of ``split`` under each of :data:`MIXES`: the model's predictions exactly as
-    :func:`netcl_lite.compression.compress` computes them (parallel streams of cached decode
-    steps), an n-gram of order K counted on the training ids (:class:`~netcl_lite.compression.NGram`),
-    adaptive or not (counting every coded token, as the compressor does), and the two mixed by
-    the compressor's online mixer. These are cross-entropies; the compressor's file adds the
-    coder's overhead. Kept as ``mixing-<split>.json`` in the run's folder."""
-    from . import compression as cz
-
-    if split not in ("validation", "test"):
-        raise ValueError(f"split must be 'validation' or 'test', got {split!r}")
-    path = run.directory / f"mixing-{split}.json"
-    if path.is_file():
-        return json.loads(path.read_text(encoding="utf-8"))
-    ids = split_ids(run, split)
-    vocab, primer = run.model.config.vocab_size, run.train_ids
-    lengths = cz.segments(ids.size, int(max(1, min(cz.STREAMS, ids.size // cz.MIN_SEGMENT))))
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    model = cz._predictor(run.model, run.tokenizer, lengths, cz._keep(run.model), False, primer)
-    ngrams = {k: cz.NGram(primer, vocab, lengths.size, orders=k[0]) for k in {v[:2] for v in MIXES.values() if v[0]}}
-    mixers = {name: cz._Mixer(k) for name, (k, _, mixed) in MIXES.items() if mixed}
-    bits = dict.fromkeys(MIXES, 0.0)
-    for step in range(int(lengths[0])):
-        p_model = model.probabilities()
-        rows = p_model.shape[0]
-        tokens = ids[offsets[:rows] + step]
-        active = model.active
-        full = np.zeros(lengths.size, np.int64)
-        full[:rows] = tokens
-        predicted = {key: ng.predict() for key, ng in ngrams.items()}
-        for name, (k, adaptive, mixed) in MIXES.items():
-            if k is None:
-                p = p_model
-            else:
-                q, reached, total = predicted[(k, adaptive)]
-                p = q[:rows]
-                if mixed:
-                    pm = np.zeros_like(q)
-                    pm[:rows] = p_model
-                    p_all = mixers[name].mix(pm, q, reached, total)
-                    mixers[name].update(full, p_all, active)
-                    p = p_all[:rows]
-            bits[name] -= float(np.log2(p[np.arange(rows), tokens]).sum())
-        for (k, adaptive), ng in ngrams.items():
-            if adaptive:
-                ng.update(full, active)
-            else:                       # the context moves on; the counts stay the training text's
-                r = np.flatnonzero(active)
-                ng.history[r] = np.concatenate([ng.history[r, 1:], full[r, None]], axis=1)
-                ng.seen[r] += 1
-        model.advance(tokens)
-    n_bytes = len(getattr(run.data, f"{split}_text").encode("utf-8"))
-    out = {name: b / n_bytes for name, b in bits.items()}
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return out
+def store_result(run: Run, name: str, result: dict) -> None:
+    """Keep ``result`` as ``name`` in the run's folder, tied to the run's weights (:func:`load_result`)."""
+    record = {"run": run_digest(run), "sha256": _result_digest(run, result), "measures": result}
+    atomic_write(run.directory / name, (json.dumps(record, indent=1) + "\n").encode())
 
 
 def seed_results() -> dict:

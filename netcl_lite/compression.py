@@ -261,7 +261,8 @@ def default_primer(tokenizer: BPETokenizer) -> np.ndarray:
     return _training_ids(tokenizer_fingerprint(tokenizer), tokenizer)
 
 
-def _keep(model: DecoderLM) -> int:
+def kept_positions(model: DecoderLM) -> int:
+    """Positions of context a stream keeps when its window fills and it is prefilled again."""
     return max(1, min(KEEP, model.config.max_position_embeddings // 2))
 
 
@@ -293,7 +294,7 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     if ids is None or not ids.size:
         return stored
     primer_ids = _check_primer(primer, tokenizer) if mix else np.zeros(0, np.int64)
-    keep = _keep(model)
+    keep = kept_positions(model)
     streams = int(max(1, min(STREAMS, ids.size // MIN_SEGMENT)))
     lengths = segments(ids.size, streams)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
@@ -301,7 +302,7 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
 
     family = constriction.stream.model.Categorical(perfect=False)
     encoder = constriction.stream.queue.RangeEncoder()
-    predictor = _predictor(model, tokenizer, lengths, keep, mix, primer_ids)
+    predictor = make_predictor(model, tokenizer, lengths, keep, mix, primer_ids)
     sizes = np.fromiter((len(tokenizer.vocab[i]) for i in ids.tolist()), np.int64, ids.size)
     coded_bytes = 0
     with _progress(ids.size, progress, "compress") as bar:
@@ -321,7 +322,10 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     return coded if len(coded) < len(stored) else stored
 
 
-def _predictor(model, tokenizer, lengths, keep, mix, primer_ids) -> _Predictor:
+def make_predictor(model, tokenizer, lengths, keep, mix, primer_ids) -> _Predictor:
+    """The prediction both sides of the coder run: ``model`` over streams of ``lengths`` tokens,
+    each keeping ``keep`` positions on a refill, mixed with an n-gram primed with ``primer_ids``
+    when ``mix``. :mod:`netcl_lite.mixing` measures its parts."""
     byte_ids = _byte_ids(tokenizer)
     start = int(byte_ids[ord("\n")]) if byte_ids is not None else 0      # each stream starts after a newline
     ngram = NGram(primer_ids, model.config.vocab_size, lengths.size) if mix else None
@@ -400,8 +404,8 @@ def _decode(body, mode, length, fields, model, tokenizer, primer, progress) -> b
     if arith_fp != _digest(here.encode()):
         raise ValueError(f"blob was compressed where the arithmetic differs (fingerprint {arith_fp.hex()}); "
                          f"here it is {_digest(here.encode()).hex()} ({here}), which computes other probabilities")
-    if keep != _keep(model):
-        raise ValueError(f"blob is corrupted: its window keeps {keep} positions, this model keeps {_keep(model)}")
+    if keep != kept_positions(model):
+        raise ValueError(f"blob is corrupted: its window keeps {keep} positions, this model keeps {kept_positions(model)}")
     primer_ids = np.zeros(0, np.int64)
     if mode == MIXED:
         primer_ids = _check_primer(primer, tokenizer)
@@ -415,7 +419,7 @@ def _decode(body, mode, length, fields, model, tokenizer, primer, progress) -> b
     lengths = segments(n_tokens, streams)
     out = np.zeros(n_tokens, np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    predictor = _predictor(model, tokenizer, lengths, keep, mode == MIXED, primer_ids)
+    predictor = make_predictor(model, tokenizer, lengths, keep, mode == MIXED, primer_ids)
     vocab = max(tokenizer.vocab) + 1
     with _progress(n_tokens, progress, "decompress") as bar:
         for step in range(int(lengths[0])):

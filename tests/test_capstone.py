@@ -457,3 +457,30 @@ def test_the_built_page_shows_this_builds_outputs(built_site):
         assert phrase in html, phrase
     for figure in ("loss_curve", "lr_schedule", "bits_vs_time", "attention_map"):
         assert (built_site / "figures" / "chapter9" / f"{figure}.svg").is_file(), figure
+
+
+def test_the_mixing_rows_are_what_the_compressor_codes(queue, tmp_path):
+    """The model-alone and the K = 8 mixed rows are the cross-entropies the compressor's files
+    reach, up to the header and the range coder's few bytes."""
+    import types
+
+    from netcl_lite import compression, mixing
+    from netcl_lite.text import BPETokenizer
+
+    d = capstone.data()
+    tok = BPETokenizer()
+    model = DecoderLM(LMConfig(vocab_size=256, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                               num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32),
+                      queue=queue)
+    texts = types.SimpleNamespace(test_text=d.test_text[:6000], validation_text=d.validation_text[:600])
+    primer = np.asarray(tok.encode_ordinary(d.train_text[:20000]), np.int64)
+    run = capstone.Run(model, tok, texts, primer, None, {}, tmp_path)
+    rows = mixing.mixing_measures(run, "test")
+    assert list(rows) == list(mixing.MIXES)
+    raw = texts.test_text.encode()
+    for name, mix in (("the model alone", False), ("adaptive, mixed, K = 8", True)):
+        file_bits = 8 * len(compression.compress(raw, model, tok, mix=mix, primer=primer))
+        assert rows[name] * len(raw) <= file_bits <= rows[name] * len(raw) + 8 * 160, name
+    assert mixing.mixing_measures(run, "test") == rows                 # kept in the run's folder
+    with pytest.raises(ValueError, match="split must be 'validation' or 'test'"):
+        mixing.mixing_measures(run, "train")

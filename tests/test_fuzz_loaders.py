@@ -303,7 +303,7 @@ def test_fuzzed_measures_are_the_stored_ones_or_computed_again(run_folder):
 
     run = capstone.Run(None, None, None, None, None, {}, run_folder)
     measures = {"model": 2.25, "unigram": 4.5, "primed": {"lzma": 2.9, "ppmd order": 5}}
-    capstone._store_measures(run, measures)
+    capstone.store_result(run, "measures.json", measures)
     path = run_folder / "measures.json"
     original = path.read_bytes()
     rng = random.Random("fuzz-measures")
@@ -311,10 +311,10 @@ def test_fuzzed_measures_are_the_stored_ones_or_computed_again(run_folder):
         path.write_bytes(_mutate_text_file(original, rng))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            got = capstone._load_measures(run)
+            got = capstone.load_result(run, "measures.json")
         assert got is None or got == measures, f"case {n}: {got}"
     path.write_bytes(original)
-    assert capstone._load_measures(run) == measures
+    assert capstone.load_result(run, "measures.json") == measures
 
 
 def test_fuzzed_snippet_and_marker_paths_stay_inside_or_fail_naming_the_page(tmp_path):

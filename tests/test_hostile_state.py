@@ -348,21 +348,21 @@ def test_a_planted_measures_json_does_not_come_back(tiny_capstone):
 
 def test_measures_are_tied_to_the_trained_weights_and_to_their_own_digest(tiny_capstone):
     run = capstone.run()
-    capstone._store_measures(run, {"model": 2.5, "unigram": 4.0})
-    assert capstone._load_measures(run) == {"model": 2.5, "unigram": 4.0}
+    capstone.store_result(run, "measures.json", {"model": 2.5, "unigram": 4.0})
+    assert capstone.load_result(run, "measures.json") == {"model": 2.5, "unigram": 4.0}
     path = run.directory / "measures.json"
     record = json.loads(path.read_text())
     record["measures"]["model"] = 0.42                       # an edited number
     path.write_text(json.dumps(record))
     with pytest.warns(UserWarning):
-        assert capstone._load_measures(run) is None
-    capstone._store_measures(run, {"model": 2.5})
+        assert capstone.load_result(run, "measures.json") is None
+    capstone.store_result(run, "measures.json", {"model": 2.5})
     done = run.directory / "done.json"                      # another model trained into the folder
     record = json.loads(done.read_text())
     record["files"]["model.safetensors"] = hashlib.sha256(b"other weights").hexdigest()
     done.write_text(json.dumps(record))
     with pytest.warns(UserWarning):
-        assert capstone._load_measures(run) is None
+        assert capstone.load_result(run, "measures.json") is None
 
 
 # -- 10. yes/no variables ---------------------------------------------------------------------------

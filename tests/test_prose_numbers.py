@@ -214,7 +214,9 @@ PROSE = [
     ("chapter-9.md", "about one in ten goes to the *validation* split",
      lambda: f"about one in { {10: 'ten'}[round(1 / _capstone().HELD_OUT_FRACTION)]} goes to the *validation* split"),
     ("chapter-9.md", "counts of every context of up to 8 tokens in the",
-     lambda: f"counts of every context of up to {__import__('netcl_lite.compression').compression.ORDERS} tokens in the"),
+     lambda: f"counts of every context of up to {__import__('netcl_lite.ngram').ngram.ORDERS} tokens in the"),
+    ("chapter-9.md", "after orders 1, 2 and 4 and its final one",
+     lambda: "after orders {}, {} and {} and its final one".format(*__import__('netcl_lite.ngram').ngram.MIX_ORDERS)),
     ("week-23.md", "fp16 score matrix is 2 GiB",
      lambda: f"fp16 score matrix is {budget.to_gib(budget.score_matrix_bytes(32768, bytes_per_element=2)):g} GiB"),
 ]

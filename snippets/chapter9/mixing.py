@@ -5,10 +5,10 @@ for package in ("pyppmd", "zpaq"):
     if importlib.util.find_spec(package) is None:
         raise SystemExit(f"{package} is missing: pip install 'netcl_lite[compare]'")
 
-from netcl_lite import capstone
+from netcl_lite import capstone, mixing
 
 run = capstone.run()
-mixes = capstone.mixing_measures(run, "test")  # cross-entropies, bits per byte
+mixes = mixing.mixing_measures(run, "test")  # cross-entropies, bits per byte
 primed = capstone.measures(run)["test"]["primed"]
 rows = [*mixes.items(), (f"primed PPMd (order {primed['ppmd order']})", primed["ppmd"]),
         ("primed zpaq -m5", primed["zpaq"])]
