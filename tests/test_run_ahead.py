@@ -15,21 +15,26 @@ from netcl_lite.core import stream
 PROBE = Path(__file__).resolve().parent / "run_ahead_probe.py"
 
 
+SMALL = 4 << 20       # a bound the unbounded loop passes on every machine tried (39-1100 MiB of growth)
+
+
 def test_a_loop_without_read_back_stays_within_the_pending_bound():
     env = dict(os.environ, POCL_MAX_PTHREAD_COUNT="1")
     runs = {limit: subprocess.Popen([sys.executable, str(PROBE), *([] if limit is None else [str(limit)])],
                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for limit in (None, 1 << 40)}
+            for limit in (None, SMALL, 1 << 40)}
     growth = {}
     for limit, proc in runs.items():
         out, err = proc.communicate(timeout=900)
         assert proc.returncode == 0, err[-3000:]
         growth[limit] = float(out.strip().splitlines()[-1])
     assert growth[None] <= stream.PENDING_BYTES / 2**20, growth
-    # the same loop with the bound lifted grows past it: the probe can see what the bound stops.
-    # How far depends on how far the host gets ahead (181 MiB on an idle 2-core machine, 1.1 GiB
-    # on a loaded one), so the check is only that it passes the bound.
-    assert growth[1 << 40] > stream.PENDING_BYTES / 2**20, growth
+    assert growth[SMALL] <= SMALL / 2**20, growth
+    # the same loop with the bound lifted grows past the small bound: the probe can see what a bound
+    # stops. How far it grows depends on how far the host gets ahead of the device (39 MiB on a
+    # 2-core Xeon, 181 MiB on an idle 2-core EPYC, 1.1 GiB on a loaded one), so the check is only
+    # that it passes the small one.
+    assert growth[1 << 40] > SMALL / 2**20, growth
 
 
 def test_the_pending_bound_is_configurable_and_checked():
