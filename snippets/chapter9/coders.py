@@ -1,9 +1,6 @@
-# needs `pip install 'netcl_lite[compare]'` (pyppmd, zstandard, brotli, zpaq)
-import importlib.util
+import netcl_lite as nl
 
-for package in ("pyppmd", "zstandard", "brotli", "zpaq"):
-    if importlib.util.find_spec(package) is None:
-        raise SystemExit(f"{package} is missing: pip install 'netcl_lite[compare]'")
+nl.extras.require("compare")  # stops here with the pip command if it is missing
 
 import time
 

@@ -1,9 +1,6 @@
-# needs `pip install 'netcl_lite[compare]'` (pyppmd, zpaq for the last two rows)
-import importlib.util
+import netcl_lite as nl
 
-for package in ("pyppmd", "zpaq"):
-    if importlib.util.find_spec(package) is None:
-        raise SystemExit(f"{package} is missing: pip install 'netcl_lite[compare]'")
+nl.extras.require("compare")  # stops here with the pip command if it is missing
 
 from netcl_lite import capstone, mixing
 

@@ -1,9 +1,6 @@
-# needs `pip install 'netcl_lite[interop]'` (transformers, torch)
-import importlib.util
+import netcl_lite as nl
 
-for package in ("torch", "transformers"):
-    if importlib.util.find_spec(package) is None:
-        raise SystemExit(f"{package} is missing: pip install 'netcl_lite[interop]'")
+nl.extras.require("interop")  # stops here with the pip command if it is missing
 
 import numpy as np
 import torch
