@@ -369,12 +369,15 @@ def test_a_block_that_needs_an_extra_says_so_above_itself():
     text = PAGE.read_text(encoding="utf-8")
     for path in sorted(set(re.findall(r'--8<-- "(snippets/chapter9/[\w.]+\.py)"', text))):
         source = (doc_blocks.ROOT / path).read_text(encoding="utf-8")
-        above = text[:text.index(f'--8<-- "{path}"')].rsplit("```python", 1)[0][-700:]
+        above = text[:text.index(f'--8<-- "{path}"')].rsplit("```python", 1)[0][-200:]
         for extra, needs in EXTRAS.items():
-            if any(name in source for name in needs):
-                assert f"'netcl_lite[{extra}]'" in above, f"{path}: say `pip install 'netcl_lite[{extra}]'` above it"
+            if any(name in source for name in needs) or f'require("{extra}")' in source:
+                assert f"<!-- needs-extra: {extra} -->" in above, f"{path}: put <!-- needs-extra: {extra} --> above it"
+                first = min(i for i in (source.find("capstone.run()"), source.find("import torch")) if i >= 0)
+                assert -1 < source.find(f'nl.extras.require("{extra}")') < first, (
+                    f"{path}: call nl.extras.require({extra!r}) before any work")
     coders = (doc_blocks.ROOT / "snippets/chapter9/coders.py").read_text(encoding="utf-8")
-    assert coders.index("pip install 'netcl_lite[compare]'") < coders.index("capstone.run()")
+    assert 'require("compare")' in coders
     assert "https://download.pytorch.org/whl/cpu" in text
 
 
