@@ -14,13 +14,13 @@ measures = {"validation loss": len(log["eval"]) * cfg.eval_windows * window,
             "figure's measures": len(capstone.training_curve(run)) * len(x) * window}
 executed = steps * sum(per_step.values()) + sum(measures.values())
 estimate = scaling.training_compute(log["parameters"], tokens)
-print(f"6ND = 6 x {log['parameters']:,} x {tokens:,} = {estimate:.3e} FLOPs")
+print(f"6 N N_tok = 6 x {log['parameters']:,} x {tokens:,} = {estimate:.3e} FLOPs")
 for part, flops in per_step.items():
     print(f"  {part:19s} {steps * flops:.3e}")
 for part, flops in measures.items():
     print(f"  {part:19s} {flops:.3e}")
-print(f"executed {executed:.3e} FLOPs = {executed / estimate:.2f} x 6ND")
-assert executed > estimate  # attention and the forward-only measures are not in 6ND
+print(f"executed {executed:.3e} FLOPs = {executed / estimate:.2f} x 6 N N_tok")
+assert executed > estimate  # attention and the forward-only measures are not in it
 seconds = log["train"][-1]["seconds"]
 rate = steps * sum(per_step.values()) / seconds
 print(f"training steps ran at {rate / 1e9:.1f} GFLOP/s ({seconds:.0f} s) on")
