@@ -37,8 +37,8 @@ def mixing_measures(run: capstone.Run, split: str = "test") -> dict:
     coder's overhead. Kept as ``mixing-<split>.json`` in the run's folder."""
     if split not in ("validation", "test"):
         raise ValueError(f"split must be 'validation' or 'test', got {split!r}")
-    name = f"mixing-{split}.json"
-    stored = capstone.load_result(run, name)
+    kept_as = f"mixing-{split}.json"
+    stored = capstone.load_result(run, kept_as)
     if stored is not None:
         return stored
     ids = capstone.split_ids(run, split)
@@ -80,5 +80,5 @@ def mixing_measures(run: capstone.Run, split: str = "test") -> dict:
         model.advance(tokens)
     n_bytes = len(getattr(run.data, f"{split}_text").encode("utf-8"))
     out = {name: b / n_bytes for name, b in bits.items()}
-    capstone.store_result(run, name, out)
+    capstone.store_result(run, kept_as, out)
     return out

@@ -486,5 +486,6 @@ def test_the_mixing_rows_are_what_the_compressor_codes(queue, tmp_path):
         file_bits = 8 * len(compression.compress(raw, model, tok, mix=mix, primer=primer))
         assert rows[name] * len(raw) <= file_bits <= rows[name] * len(raw) + 8 * 160, name
     assert mixing.mixing_measures(run, "test") == rows                 # kept in the run's folder
+    assert (tmp_path / "mixing-test.json").is_file()
     with pytest.raises(ValueError, match="split must be 'validation' or 'test'"):
         mixing.mixing_measures(run, "train")
