@@ -32,7 +32,7 @@ import numpy as np
 from . import autograd as ag
 from .core.stream import stream_of
 from .core.tensor import Tensor
-from .ops import adamw as _kernels
+from .ops import adamw as adamw_ops
 
 #: elements per work-item of the gradient-norm pass (partial sums stay short: ~256·u relative error each).
 NORM_CHUNK = 256
@@ -128,7 +128,7 @@ class AdamW:
                 if p.value.size:
                     seq = stream_of(p.queue).begin(f"AdamW.step ({name})", {"gradient": p.grad})
                     # inf/NaN reported at the next read-back
-                    _kernels.adamw_step(p.value, p.grad, self.exp_avg[name], self.exp_avg_sq[name],
+                    adamw_ops.adamw_step(p.value, p.grad, self.exp_avg[name], self.exp_avg_sq[name],
                                         decay, scalars, seq)
 
     def state_dict(self) -> dict:
@@ -183,15 +183,15 @@ def clip_grad_norm(params, max_norm: float) -> float:
     partials = Tensor.zeros(queue, (max(sum(chunks), 1),))
     offset = 0
     for g, c in zip(grads, chunks):
-        _kernels.sum_squares_chunks(g, NORM_CHUNK, partials, offset)
+        adamw_ops.sum_squares_chunks(g, NORM_CHUNK, partials, offset)
         offset += c
     out = Tensor.empty(queue, (2,))
-    _kernels.clip_coefficient(partials, offset, max_norm, out)
+    adamw_ops.clip_coefficient(partials, offset, max_norm, out)
     scaled = set()
     for g in grads:   # a buffer two parameters share is scaled once
         if id(g.buffer) not in scaled and g.size:
             scaled.add(id(g.buffer))
-            _kernels.scale_by(g, out)
+            adamw_ops.scale_by(g, out)
     norm = float(out.numpy()[0])   # syncs the queue: raises here if an earlier op failed
     if not math.isfinite(norm):
         raise ValueError("clip_grad_norm: the gradients' norm is not finite (a gradient overflowed or is NaN)")
