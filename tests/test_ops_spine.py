@@ -204,6 +204,7 @@ def test_matmul_layout_keeps_every_worker_busy_when_the_last_column_group_is_sho
     assert handout_efficiency([4, 1], 2) == 0.625                # GP = 4 over 5 panels, unsplit rows
     assert handout_efficiency([3, 3, 3, 1, 1, 1], 2) == 12 / 18  # the heavy half goes to one worker
     assert handout_efficiency([], 2) == 1.0
+
     def layout_efficiency(units, pm, pn, batch, gp, tiles):
         panels = [min(gp, pn - g * gp) for g in range(-(-pn // gp))]
         rows = [min(tiles, pm - r * tiles) for r in range(-(-pm // tiles))]
