@@ -40,8 +40,6 @@ DRILL_SAMPLES = {
 }
 
 
-
-
 @pytest.mark.parametrize("module", [text_package, bpe, bpe_training, byte_pair, patterns, progress, ranks],
                          ids=lambda m: m.__name__)
 def test_docstring_examples(module):
@@ -156,7 +154,6 @@ def test_bytes_that_are_not_utf8_stay_exact_in_decode_bytes(small):
 
 
 # -- the two merge loops and the incremental trainer against simple references -------------------
-
 
 
 @settings(max_examples=300, deadline=None)

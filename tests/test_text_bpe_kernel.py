@@ -15,14 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from text_cases import EDGE_CASES, HARD_STRINGS, MULTILINGUAL, random_ranks, RANDOM_TEXT, read, text_without_surrogates, TRICKY, TRICKY_TEXT, twins
+from text_cases import (EDGE_CASES, HARD_STRINGS, MULTILINGUAL, RANDOM_TEXT, TRICKY, TRICKY_TEXT, random_ranks,
+                        text_without_surrogates, twins)
 
 from netcl_lite.text import GPT2_PATTERN, GPT4_PATTERN, BPETokenizer, bpe, device_merge
 from netcl_lite.text.byte_pair import chunk_encoder, listed_pair_table, rank_pair_table
 from netcl_lite.text.device_merge import (MAX_CHUNK, DeviceMerger, home_slots, pair_entries, token_hashes,
                                           token_slots)
-
-
 
 
 class Spy:
@@ -37,8 +36,6 @@ class Spy:
         assert self.merger is not None, "the kernel path did not run"
         merge = self.merger.merge
         self.merger.merge = lambda pieces: (self.calls.append(list(pieces)), merge(pieces))[1]
-
-
 
 
 # -- the kernel alone, against the Python loop ---------------------------------------------------
@@ -329,7 +326,6 @@ def test_cl100k_kernel_path_identical_to_tiktoken_on_random_text(cl100k, text):
 #
 # A tokenizer with ``kernel_text_min_bytes = 0`` sends every call to DeviceMerger.merge_text; the
 # Python path (both thresholds None) and tiktoken are the references.
-
 
 
 def on_device(tok: BPETokenizer) -> BPETokenizer:

@@ -13,8 +13,6 @@ from netcl_lite.text import GPT2_PATTERN, BPETokenizer, model_file
 PROBE = "the river café 日本 <|endoftext|> aaaa!"
 
 
-
-
 @pytest.fixture(scope="module")
 def saved_text(trained, tmp_path_factory):
     path = tmp_path_factory.mktemp("tok") / "tok.json"

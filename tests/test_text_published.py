@@ -9,11 +9,8 @@ multilingual text the translated messages of the gettext catalogs on this machin
 """
 
 import hashlib
-import importlib.util
 import inspect
 import re
-import sys
-from pathlib import Path
 
 import pytest
 import tiktoken
@@ -21,15 +18,9 @@ import tiktoken.load
 import tiktoken_ext.openai_public
 from hypothesis import given, settings
 
-from text_cases import cl100k_path, CL100K_SHA256, CL100K_SPECIALS, RANDOM_TEXT
+from text_cases import CL100K_SHA256, CL100K_SPECIALS, RANDOM_TEXT, cl100k_path
 
 from netcl_lite.text import GPT4_PATTERN, BPETokenizer
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import corpus  # noqa: E402
-
-
-
 
 
 def test_the_expected_hash_is_the_one_tiktoken_publishes():
@@ -46,8 +37,6 @@ def cl100k():
     enc = tiktoken.Encoding("cl100k_base_test", pat_str=GPT4_PATTERN, mergeable_ranks=ranks,
                             special_tokens=CL100K_SPECIALS)
     return tok, enc
-
-
 
 
 def test_published_vocabulary_loads_whole(cl100k):

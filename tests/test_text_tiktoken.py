@@ -13,16 +13,12 @@ from pathlib import Path
 import pytest
 import tiktoken
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from text_cases import budget, EDGE_CASES, MULTILINGUAL, RANDOM_TEXT, read
 
 from netcl_lite.text import GPT2_PATTERN, GPT4_PATTERN, BPETokenizer
 
 SPECIALS = {"<|endoftext|>": 5000, "<|fim_prefix|>": 5001}
-
-
-
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +37,6 @@ def corpus():
     held = {"code": budget(code_held, 300_000), "prose": budget(prose[1::2], 200_000),
             "multilingual": MULTILINGUAL, "edge": EDGE_CASES}
     return train, held
-
-
 
 
 @pytest.fixture(scope="module", params=[GPT4_PATTERN, GPT2_PATTERN], ids=["gpt4", "gpt2"])
