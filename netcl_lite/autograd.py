@@ -112,7 +112,7 @@ class Node:
     __neg__ = lambda self: neg(self)
 
     def __rtruediv__(self, other):
-        (me,) = _nodes(self)
+        (me,) = as_nodes(self)
         return div(constant(np.broadcast_to(np.float32(other), me.shape), me.queue), me)
 
     def __repr__(self) -> str:
@@ -232,8 +232,13 @@ def constant(x, queue=None) -> Node:
 
 # -- plumbing ------------------------------------------------------------------
 
-def _nodes(*xs) -> list[Node]:
-    """Inputs as Nodes: Tensors, arrays and numbers become constants on the first Node/Tensor's device."""
+def as_nodes(*xs) -> list[Node]:
+    """The inputs as Nodes, in order: Nodes pass through, anything else becomes a constant.
+
+    Tensors, arrays and numbers become constants (no gradient) on the device of the
+    first Node or Tensor among ``xs``, or the default device when there is none. Layers
+    call it so they accept what the ops accept.
+    """
     queue = next((x.queue for x in xs if isinstance(x, (Node, Tensor))), None)
     return [x if isinstance(x, Node) else constant(x, queue) for x in xs]
 
@@ -272,7 +277,7 @@ def _accumulating(rule):
 
 def matmul(a, b, *, transpose_a: bool = False, transpose_b: bool = False) -> Node:
     """``op(a) @ op(b)`` (see :func:`netcl_lite.ops.matmul`)."""
-    a, b = _nodes(a, b)
+    a, b = as_nodes(a, b)
     out = ops.matmul(a.value, b.value, transpose_a=transpose_a, transpose_b=transpose_b)
     return _record(out, (a, b), _accumulating(lambda g, acc=(None, None): ops.matmul_backward(
         g, a.value, b.value, transpose_a, transpose_b, _needs(a, b), acc)), "matmul")
@@ -283,7 +288,7 @@ def linear(x, weight, residual=None) -> Node:
     ``residual`` (of the output's shape), ``residual + x @ weight``, the sum formed as the product
     is stored. One node with x itself as parent, so that layers reading one x (q, k and v; W1
     and W3) add their shares of x's gradient in their products' epilogues."""
-    x, w = _nodes(x, weight)
+    x, w = as_nodes(x, weight)
     if w.ndim != 2:
         raise ValueError(f"weight must be 2-D (n, m), got shape {w.shape}")
     n, m = w.shape
@@ -293,7 +298,7 @@ def linear(x, weight, residual=None) -> Node:
     if residual is None:
         parents, out = (x, w), ops.matmul(rows, w.value)
     else:
-        (residual,) = _nodes(residual)
+        (residual,) = as_nodes(residual)
         if residual.shape != shape:
             raise ValueError(f"residual must have the output's shape {shape}, got {residual.shape}")
         parents, out = (x, w, residual), ops.matmul_add(rows, w.value, residual.value.reshape((-1, m)))
@@ -307,7 +312,7 @@ def linear(x, weight, residual=None) -> Node:
 
 
 def _binary(name: str, forward, a, b) -> Node:
-    a, b = _nodes(a, b)
+    a, b = as_nodes(a, b)
     out = forward(a.value, b.value)
     return _record(out, (a, b), lambda g: ops.binary_backward(name, g, a.value, b.value, out, _needs(a, b)), name)
 
@@ -334,27 +339,27 @@ def div(a, b) -> Node:
 
 def neg(x) -> Node:
     """``-x``."""
-    (x,) = _nodes(x)
+    (x,) = as_nodes(x)
     return _record(ops.scale(x.value, -1.0), (x,), lambda g: (ops.scale(g, -1.0),), "neg")
 
 
 def exp(x) -> Node:
     """``e**x``; d/dx = the output itself."""
-    (x,) = _nodes(x)
+    (x,) = as_nodes(x)
     out = ops.exp(x.value)
     return _record(out, (x,), lambda g: (ops.mul(g, out),), "exp")
 
 
 def softmax(x, *, mask=None, causal: bool = False) -> Node:
     """Row softmax over the last axis (mask as in :func:`netcl_lite.ops.softmax`)."""
-    (x,) = _nodes(x)
+    (x,) = as_nodes(x)
     y, _ = ops.softmax_with_mask(x.value, mask=mask, causal=causal)
     return _record(y, (x,), lambda g: (ops.softmax_backward(y, g),), "softmax")
 
 
 def attention(q, k, v, *, mask=None, causal: bool = False, scale=None, kv_length=None) -> Node:
     """Dense attention (:func:`netcl_lite.ops.attention`); the weights P are kept for the backward."""
-    q, k, v = _nodes(q, k, v)
+    q, k, v = as_nodes(q, k, v)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     out, p, _ = ops.attention_with_mask(q.value, k.value, v.value, mask=mask, causal=causal, scale=scale,
                                         kv_length=kv_length)
@@ -366,7 +371,7 @@ def flash_attention(q, k, v, *, mask=None, causal: bool = False, scale=None, blo
                     kernel: str = "auto", kv_length=None) -> Node:
     """Streamed attention (:func:`netcl_lite.ops.flash_attention`): keeps only O and the row log-sum-exp;
     the backward recomputes the weights (``kernel`` picks the kernels, forward and backward alike)."""
-    q, k, v = _nodes(q, k, v)
+    q, k, v = as_nodes(q, k, v)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     if kv_length is None:
         ops.backward_uses_tiles(kernel, q.shape[-1], v.shape[-1])   # refuse a backward it cannot run, now
@@ -380,7 +385,7 @@ def flash_attention(q, k, v, *, mask=None, causal: bool = False, scale=None, blo
 
 def rope(x, *, offset: int = 0, base: float = 10000.0, pairing: str = "interleaved") -> Node:
     """Rotary position embedding (:func:`netcl_lite.ops.rope`); the backward rotates by −θ."""
-    (x,) = _nodes(x)
+    (x,) = as_nodes(x)
     out = ops.rope(x.value, offset=offset, base=base, pairing=pairing)
     return _record(out, (x,), lambda g: (ops.rope_backward(g, offset=offset, base=base, pairing=pairing),), "rope")
 
@@ -388,7 +393,7 @@ def rope(x, *, offset: int = 0, base: float = 10000.0, pairing: str = "interleav
 def rope_heads(x, heads: int, *, offset: int = 0, base: float = 10000.0, pairing: str = "interleaved") -> Node:
     """(B, T, heads·d) → (B, heads, T, d), each head rotated (:func:`netcl_lite.ops.rope_heads`):
     :func:`split_heads` then :func:`rope` in one pass; the backward rotates by −θ and merges back."""
-    (x,) = _nodes(x)
+    (x,) = as_nodes(x)
     out = ops.rope_heads(x.value, heads, offset=offset, base=base, pairing=pairing)
     return _record(out, (x,), lambda g: (ops.rope_heads_backward(g, offset=offset, base=base, pairing=pairing),),
                    "rope_heads")
@@ -396,7 +401,7 @@ def rope_heads(x, heads: int, *, offset: int = 0, base: float = 10000.0, pairing
 
 def rms_norm(x, weight, *, eps: float = 1e-6) -> Node:
     """x / sqrt(mean(x²) + eps) · weight over the last axis."""
-    x, w = _nodes(x, weight)
+    x, w = as_nodes(x, weight)
     out = ops.rms_norm(x.value, w.value, eps=eps)
 
     def rule(g, acc=(None, None)):
@@ -407,20 +412,20 @@ def rms_norm(x, weight, *, eps: float = 1e-6) -> Node:
 
 def layer_norm(x, weight, bias, *, eps: float = 1e-5) -> Node:
     """(x − mean) / sqrt(var + eps) · weight + bias over the last axis."""
-    x, w, b = _nodes(x, weight, bias)
+    x, w, b = as_nodes(x, weight, bias)
     out = ops.layer_norm(x.value, w.value, b.value, eps=eps)
     return _record(out, (x, w, b), lambda g: ops.layer_norm_backward(g, x.value, w.value, eps=eps), "layer_norm")
 
 
 def silu(x) -> Node:
     """x · sigmoid(x)."""
-    (x,) = _nodes(x)
+    (x,) = as_nodes(x)
     return _record(ops.silu(x.value), (x,), lambda g: (ops.silu_backward(x.value, g),), "silu")
 
 
 def swiglu(gate, up) -> Node:
     """silu(gate) · up (same shapes); both gradients in one kernel pass."""
-    gate, up = _nodes(gate, up)
+    gate, up = as_nodes(gate, up)
     out = ops.swiglu(gate.value, up.value)
     return _record(out, (gate, up), lambda g: ops.swiglu_backward(gate.value, up.value, g), "swiglu")
 
@@ -428,7 +433,7 @@ def swiglu(gate, up) -> Node:
 def embedding(table, ids) -> Node:
     """Rows of ``table`` (V, D) at integer ``ids`` (any shape) → (*ids.shape, D); the ids go to
     the device once, for the forward and the backward."""
-    (table,) = _nodes(table)
+    (table,) = as_nodes(table)
     vocab = table.shape[0] if table.ndim == 2 else 0
     ids_t = ops.embedding_ids(ids, vocab, table.queue) if table.ndim == 2 else ids
     out = ops.embedding(table.value, ids_t)
@@ -438,34 +443,34 @@ def embedding(table, ids) -> Node:
 def cross_entropy(logits, targets, *, ignore_index: int = -100) -> Node:
     """Mean softmax cross-entropy of logits (..., V) against integer targets (...) → a 0-d node;
     rows whose target is ``ignore_index`` are left out."""
-    (z,) = _nodes(logits)
+    (z,) = as_nodes(logits)
     loss, saved = ops.cross_entropy_with_stats(z.value, targets, ignore_index=ignore_index)
     return _record(loss, (z,), lambda g: (ops.cross_entropy_backward(g, saved),), "cross_entropy")
 
 
 def sum(x, axis=None) -> Node:  # noqa: A001 (the op's name)
     """Σ of every element (a 0-d node), or over the last axis (``axis=-1``)."""
-    (x,) = _nodes(x)
+    (x,) = as_nodes(x)
     out = ops.sum(x.value, axis=axis)
     return _record(out, (x,), lambda g: (ops.sum_backward(g, x.shape, axis, mean=False),), "sum")
 
 
 def mean(x, axis=None) -> Node:
     """Mean of every element (a 0-d node), or over the last axis (``axis=-1``)."""
-    (x,) = _nodes(x)
+    (x,) = as_nodes(x)
     out = ops.mean(x.value, axis=axis)
     return _record(out, (x,), lambda g: (ops.sum_backward(g, x.shape, axis, mean=True),), "mean")
 
 
 def reshape(x, shape) -> Node:
     """The same elements in a new shape (a view); the gradient is reshaped back."""
-    (x,) = _nodes(x)
+    (x,) = as_nodes(x)
     return _record(x.value.reshape(shape), (x,), lambda g: (g.reshape(x.shape),), "reshape")
 
 
 def swap_axes(x, axis1: int, axis2: int) -> Node:
     """Exchange two axes (a copy into the new layout); its own backward."""
-    (x,) = _nodes(x)
+    (x,) = as_nodes(x)
     if x.ndim and axis1 % x.ndim == axis2 % x.ndim:
         return x
     out = ops.swap_axes(x.value, axis1, axis2)
@@ -476,13 +481,13 @@ def swap_axes(x, axis1: int, axis2: int) -> Node:
 
 def split_heads(x, heads: int) -> Node:
     """(B, T, heads·d) → (B, heads, T, d)."""
-    (x,) = _nodes(x)
+    (x,) = as_nodes(x)
     b, t, width = x.shape
     return swap_axes(reshape(x, (b, t, heads, width // heads)), 1, 2)
 
 
 def merge_heads(x) -> Node:
     """(B, heads, T, d) → (B, T, heads·d): the inverse of :func:`split_heads`."""
-    (x,) = _nodes(x)
+    (x,) = as_nodes(x)
     b, h, t, d = x.shape
     return reshape(swap_axes(x, 1, 2), (b, t, h * d))

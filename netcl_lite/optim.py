@@ -32,16 +32,10 @@ import numpy as np
 from . import autograd as ag
 from .core.stream import stream_of
 from .core.tensor import Tensor
-from .ops.operands import round_up
+from .ops import adamw as adamw_ops
 
-_LOCAL = 64
 #: elements per work-item of the gradient-norm pass (partial sums stay short: ~256·u relative error each).
 NORM_CHUNK = 256
-
-
-def _run(queue, name, n, *args, local=_LOCAL):
-    """Enqueue one kernel of adamw.cl; the queue's stream keeps its buffers alive until they have run."""
-    stream_of(queue).launch("adamw.cl", name, (round_up(n, local),), (local,), *args)
 
 
 def _real(name: str, value, low: float, high: float = math.inf, *, low_open=False, high_open=False) -> float:
@@ -131,13 +125,11 @@ class AdamW:
                     continue
                 if p.grad.shape != p.shape:
                     raise ValueError(f"gradient of {name!r} has shape {p.grad.shape}, the parameter {p.shape}")
-                n = p.value.size
-                if n:
-                    stream = stream_of(p.queue)
-                    seq = stream.begin(f"AdamW.step ({name})", {"gradient": p.grad})
-                    _run(p.queue, "adamw_step", n, p.value.buffer, p.grad.buffer, self.exp_avg[name].buffer,
-                         self.exp_avg_sq[name].buffer, np.int32(n), decay, *scalars,
-                         stream.status, np.int32(seq))    # inf/NaN reported at the next read-back
+                if p.value.size:
+                    seq = stream_of(p.queue).begin(f"AdamW.step ({name})", {"gradient": p.grad})
+                    # inf/NaN reported at the next read-back
+                    adamw_ops.adamw_step(p.value, p.grad, self.exp_avg[name], self.exp_avg_sq[name],
+                                        decay, scalars, seq)
 
     def state_dict(self) -> dict:
         """{"step": t, "exp_avg": {name: array}, "exp_avg_sq": {name: array}}: what resuming needs exactly."""
@@ -191,17 +183,15 @@ def clip_grad_norm(params, max_norm: float) -> float:
     partials = Tensor.zeros(queue, (max(sum(chunks), 1),))
     offset = 0
     for g, c in zip(grads, chunks):
-        if c:
-            _run(queue, "sum_squares_chunks", c, g.buffer, np.int32(g.size), np.int32(NORM_CHUNK),
-                 partials.buffer, np.int32(offset))
+        adamw_ops.sum_squares_chunks(g, NORM_CHUNK, partials, offset)
         offset += c
     out = Tensor.empty(queue, (2,))
-    _run(queue, "clip_coefficient", 1, partials.buffer, np.int32(offset), np.float32(max_norm), out.buffer, local=1)
+    adamw_ops.clip_coefficient(partials, offset, max_norm, out)
     scaled = set()
     for g in grads:   # a buffer two parameters share is scaled once
         if id(g.buffer) not in scaled and g.size:
             scaled.add(id(g.buffer))
-            _run(queue, "scale_by", g.size, g.buffer, np.int32(g.size), out.buffer)
+            adamw_ops.scale_by(g, out)
     norm = float(out.numpy()[0])   # syncs the queue: raises here if an earlier op failed
     if not math.isfinite(norm):
         raise ValueError("clip_grad_norm: the gradients' norm is not finite (a gradient overflowed or is NaN)")

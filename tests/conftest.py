@@ -102,3 +102,6 @@ def built_site(tmp_path_factory) -> Path:
     warnings = [line for line in log.splitlines() if line.startswith("WARNING")]
     assert not warnings, "\n".join(warnings)
     return out
+
+
+from text_cases import cl100k, small, texts, trained  # noqa: E402, F401 (fixtures several modules share)

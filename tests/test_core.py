@@ -29,8 +29,13 @@ def test_default_device_is_a_cpu_or_gpu_with_context_and_queue(device):
     assert manager.default() is device  # created once, then reused
 
 
-def test_cpu_device_exists_here():
-    assert manager.default("cpu").kind == "cpu"
+def test_cpu_request_gets_an_opencl_cpu_device_once():
+    """Asking for "cpu" yields a device whose OpenCL type is CPU, its queue on that device, reused."""
+    dev = manager.default("cpu")
+    assert dev.kind == "cpu"
+    assert dev.context.devices[0].type & cl.device_type.CPU
+    assert dev.queue.device == dev.context.devices[0]
+    assert manager.default("cpu") is dev
 
 
 @pytest.mark.parametrize("kind", ["tpu", "", "CPU"])

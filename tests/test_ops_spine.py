@@ -204,14 +204,35 @@ def test_matmul_layout_keeps_every_worker_busy_when_the_last_column_group_is_sho
     assert handout_efficiency([4, 1], 2) == 0.625                # GP = 4 over 5 panels, unsplit rows
     assert handout_efficiency([3, 3, 3, 1, 1, 1], 2) == 12 / 18  # the heavy half goes to one worker
     assert handout_efficiency([], 2) == 1.0
-    # 2048 rows (342 tiles) x 320 columns (5 panels): GP = 4 would give one worker 4/5 of the work
-    assert _layout(2, 342, 5, 4, 1, LAYOUT_EFFICIENCY) == (1, 171)
-    assert _layout(2, 171, 16, 2, 1, LAYOUT_EFFICIENCY) == (2, 171)     # 1024³: 8 equal groups, unsplit
-    assert _layout(2, 43, 4, 4, 1, LAYOUT_EFFICIENCY) == (4, 22)        # 256³: one group, rows split in two
-    assert _layout(2, 11, 6, 4, 1, LAYOUT_EFFICIENCY) == (3, 11)        # 6 panels: two groups of three
+
+    def layout_efficiency(units, pm, pn, batch, gp, tiles):
+        panels = [min(gp, pn - g * gp) for g in range(-(-pn // gp))]
+        rows = [min(tiles, pm - r * tiles) for r in range(-(-pm // tiles))]
+        return handout_efficiency([t * p for p in panels for t in rows] * batch, units)
+
+    # 2048 rows (342 tiles) x 320 columns (5 panels): GP = 4 unsplit would give one worker 4/5
+    # of the work; the layout chosen instead reaches the target
+    assert layout_efficiency(2, 342, 5, 1, 4, 342) < LAYOUT_EFFICIENCY
+    gp, tiles = _layout(2, 342, 5, 4, 1, LAYOUT_EFFICIENCY)
+    assert layout_efficiency(2, 342, 5, 1, gp, tiles) >= LAYOUT_EFFICIENCY
+    # panels that divide into full groups, as many as a multiple of the workers: the largest
+    # GP that divides them, rows unsplit
+    for pm, pn, cap in ((171, 16, 2), (11, 6, 4)):      # 1024³: 8 groups; 6 panels: 2 groups
+        largest = max(g for g in range(1, cap + 1) if pn % g == 0)
+        assert _layout(2, pm, pn, cap, 1, LAYOUT_EFFICIENCY) == (largest, pm), (pm, pn, cap)
+    # 256³: one column group for two workers, so its rows split in two
+    assert _layout(2, 43, 4, 4, 1, LAYOUT_EFFICIENCY) == (4, -(-43 // 2))
     # a GPU hands work-groups out one by one: all the panels that fit, rows split until the last
-    # round of 132 units is 85 % full (2 groups x 57 splits = 114 work-groups)
-    assert _layout(132, 342, 5, 4, 1, LAYOUT_EFFICIENCY, chunked=False) == (4, 6)
+    # round of the units is 85 % full (or 8 work-groups per unit), and not one split further
+    units, groups = 132, -(-5 // 4)
+    gp, tiles = _layout(units, 342, 5, 4, 1, LAYOUT_EFFICIENCY, chunked=False)
+    splits = -(-342 // tiles)
+
+    def full_enough(s):
+        total = s * groups
+        return total >= 8 * units or total / (-(-total // units) * units) >= 0.85
+
+    assert gp == 4 and full_enough(splits) and not any(full_enough(s) for s in range(1, splits))
     rng = np.random.default_rng(14)
     for _ in range(300):
         units, pm, pn = int(rng.integers(1, 9)), int(rng.integers(1, 400)), int(rng.integers(1, 40))

@@ -79,6 +79,23 @@ def _top_k_two():
     return _frac(float(p[0])), _frac(float(p[1])), float(p[0])
 
 
+def _uniform_ce() -> float:
+    """The library's cross-entropy of 12 tokens under equal logits over 8 classes (ln 8)."""
+    rng = np.random.default_rng(0)
+    return reference.cross_entropy(np.full((12, 8), 0.25), rng.integers(0, 8, 12))
+
+
+def _dense_answer() -> float:
+    """The library's attention of one query over keys weighted 1 : 3, values 2 and 10."""
+    q, k, v = np.ones((1, 1)), np.array([[0.0], [math.log(3)]]), np.array([[2.0], [10.0]])
+    return float(reference.attention(q, k, v, scale=1.0)[0, 0])
+
+
+def _scores_over_qkvo(t: int, d: int, bytes_per_element: int = 2) -> float:
+    """A head's materialized score bytes (from the library's budget) over its Q, K, V and O bytes."""
+    return budget.score_matrix_bytes(t, bytes_per_element) / (4 * t * d * bytes_per_element)
+
+
 def _state_after(tile):
     _, states = _streamed()
     m, l, (a,) = states[tile]
@@ -106,10 +123,11 @@ PROSE = [
      lambda: f"A text of up to {device_merge.ONE_GROUP_BYTES // 1024} KiB takes one"),
     ("chapter-7.md", r"leaves \(\sigma^4\) (16 at \(\sigma = 2\))", lambda: rf"leaves \(\sigma^4\) ({2 ** 4} at \(\sigma = 2\))"),
     ("chapter-7.md", r"\(\mathrm{CE} = -\ln(1/8) = \ln 8 \approx 2.079\)",
-     lambda: rf"\(\mathrm{{CE}} = -\ln(1/8) = \ln 8 \approx {math.log(8):.3f}\)"),
+     lambda: rf"\(\mathrm{{CE}} = -\ln(1/8) = \ln 8 \approx {_uniform_ce():.3f}\)"),
     ("chapter-7.md", r"Bits per token are \(\log_2 8 = 3\), and 3 bits on each of 12 tokens spread over 48 bytes is 0.75",
-     lambda: rf"Bits per token are \(\log_2 8 = {math.log2(8):g}\), and {math.log2(8):g} bits on each of 12 tokens "
-             f"spread over 48 bytes is {math.log2(8) * 12 / 48:g}"),
+     lambda: rf"Bits per token are \(\log_2 8 = {_uniform_ce() / math.log(2):.6g}\), and "
+             f"{_uniform_ce() / math.log(2):.6g} bits on each of 12 tokens "
+             f"spread over 48 bytes is {_uniform_ce() * 12 / (48 * math.log(2)):.6g}"),
     ("chapter-7.md", "(twelve at count 8 alone)",
      lambda: "({} at count 8 alone)".format({12: "twelve"}[_scratch_bpe()[1][8]])),
     ("chapter-7.md", "at 36 merges of the 40 asked for", lambda: f"at {_scratch_bpe()[0]} merges of the 40 asked for"),
@@ -129,7 +147,7 @@ PROSE = [
          else "?")),
     # Chapter 8
     ("chapter-8.md", r"The dense answer is \((1\cdot 2 + 3\cdot 10)/4 = 8\)",
-     lambda: rf"The dense answer is \((1\cdot 2 + 3\cdot 10)/4 = {(1 * 2 + 3 * 10) / 4:g}\)"),
+     lambda: rf"The dense answer is \((1\cdot 2 + 3\cdot 10)/4 = {_dense_answer():.6g}\)"),
     ("chapter-8.md", r"the state is \((\log 3,\ 4/3,\ 32/3)\) and the output \(32/3 \div 4/3 = 8\). "
                      r"Rescaling only the normalizer gives 9; only the accumulator, \(16/3\).",
      lambda: r"the state is \((\log 3,\ {1},\ {2})\) and the output \({2} \div {1} = {3:g}\). ".format(
@@ -137,10 +155,10 @@ PROSE = [
              + "Rescaling only the normalizer gives {:g}; only the accumulator, \\({}\\).".format(
          round(_streamed(rescale_a=False)[0][0], 9), _frac(_streamed(rescale_l=False)[0][0]))),
     ("chapter-8.md", r"Their ratio is \(T/(4d) = 32\) here",
-     lambda: rf"Their ratio is \(T/(4d) = {16384 // (4 * 128)}\) here"),
+     lambda: rf"Their ratio is \(T/(4d) = {_scores_over_qkvo(16384, 128):g}\) here"),
     ("chapter-8.md", "256 MiB per head and sequence at",
      lambda: f"{budget.score_matrix_bytes(8192) // 2**20} MiB per head and sequence at"),
-    ("chapter-8.md", "32 KiB for", lambda: f"{8192 * 4 // 2**10} KiB for"),
+    ("chapter-8.md", "32 KiB for", lambda: f"{budget.score_matrix_bytes(1, query_len=8192) // 2**10} KiB for"),
     ("chapter-8.md", r"The saving is the ratio \(M_{\text{fast}}/(3d^2)\), 4 here",
      lambda: r"The saving is the ratio \(M_{{\text{{fast}}}}/(3d^2)\), {:g} here".format(48 * 1024 / (3 * 64**2))),
     ("chapter-8.md", r"(at \(d = 128\) and the same memory it is 1)",

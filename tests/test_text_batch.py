@@ -15,10 +15,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_text_bpe import HARD_STRINGS, small  # noqa: F401 (small: a fixture)
-from test_text_bpe_kernel import TRICKY_TEXT, cl100k, twins  # noqa: F401 (cl100k: a fixture)
-from test_text_published import texts  # noqa: F401 (a fixture)
-from test_text_tiktoken import EDGE_CASES, MULTILINGUAL, RANDOM_TEXT
+
+from text_cases import EDGE_CASES, HARD_STRINGS, MULTILINGUAL, RANDOM_TEXT, TRICKY_TEXT
 
 from netcl_lite.text import GPT2_PATTERN, BPETokenizer, batch, device_merge
 from netcl_lite.text.device_merge import MAX_CHUNK

@@ -12,6 +12,8 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from text_cases import HARD_STRINGS, random_ranks, text_without_surrogates
+
 from netcl_lite import text as text_package
 from netcl_lite.text import (
     GPT2_PATTERN,
@@ -36,18 +38,6 @@ DRILL_SAMPLES = {
     "identifier": "550e8400-e29b-41d4-a716-446655440000",
     "non-Latin": "నమస్కారం ప్రపంచం",
 }
-HARD_STRINGS = ["", "a", " ", "\n", "\r\n\r\n", "   x   ", "héllo wörld", "日本語のテキスト", "👍🏽👨‍👩‍👧",
-                "e\u0301", "\x00\x01\x7f", "\ufeffBOM", "𝐀𝐁𝐂 𝟎𝟏𝟐", "<|endoftext|>", "x" * 600,
-                " " * 300 + "y", "don't I'LL 'ſ", "12345678901234567890"]
-text_without_surrogates = st.text(st.characters(exclude_categories=("Cs",)), max_size=200)
-
-
-@pytest.fixture(scope="module")
-def small():
-    tok = BPETokenizer()
-    tok.train_from_iterator(["the river and the road", "the quick brown fox jumps", "naïve café 日本 👍🏽"] * 3
-                            + [Path(bpe.__file__).read_text(encoding="utf-8")], 600)
-    return tok
 
 
 @pytest.mark.parametrize("module", [text_package, bpe, bpe_training, byte_pair, patterns, progress, ranks],
@@ -164,17 +154,6 @@ def test_bytes_that_are_not_utf8_stay_exact_in_decode_bytes(small):
 
 
 # -- the two merge loops and the incremental trainer against simple references -------------------
-
-def random_ranks(draws):
-    """Byte ranks plus merges drawn among tokens over the letters a-d (so many of them apply)."""
-    ranks = {bytes([b]): b for b in range(256)}
-    letters = [b"a", b"b", b"c", b"d"]
-    for i, j in draws:
-        merged = letters[i % len(letters)] + letters[j % len(letters)]
-        if merged not in ranks:
-            ranks[merged] = len(ranks)
-            letters.append(merged)
-    return ranks
 
 
 @settings(max_examples=300, deadline=None)

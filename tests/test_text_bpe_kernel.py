@@ -14,23 +14,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_text_bpe import HARD_STRINGS, random_ranks, small, text_without_surrogates  # noqa: F401 (small: a fixture)
-from test_text_published import CL100K_SHA256, CL100K_SPECIALS, cl100k_path, texts  # noqa: F401 (fixture)
-from test_text_tiktoken import EDGE_CASES, MULTILINGUAL, RANDOM_TEXT
+
+from text_cases import (EDGE_CASES, HARD_STRINGS, MULTILINGUAL, RANDOM_TEXT, TRICKY, TRICKY_TEXT, random_ranks,
+                        text_without_surrogates, twins)
 
 from netcl_lite.text import GPT2_PATTERN, GPT4_PATTERN, BPETokenizer, bpe, device_merge
 from netcl_lite.text.byte_pair import chunk_encoder, listed_pair_table, rank_pair_table
 from netcl_lite.text.device_merge import (MAX_CHUNK, DeviceMerger, home_slots, pair_entries, token_hashes,
                                           token_slots)
-
-
-def twins(tok: BPETokenizer) -> tuple[BPETokenizer, BPETokenizer]:
-    """Two fresh copies of ``tok``: one that merges every call's new chunks on the device, one that
-    never uses the device (neither takes the whole-call path, tested below)."""
-    kernel, python = pickle.loads(pickle.dumps(tok)), pickle.loads(pickle.dumps(tok))
-    kernel.kernel_min_bytes, python.kernel_min_bytes = 0, None
-    kernel.kernel_text_min_bytes = python.kernel_text_min_bytes = None
-    return kernel, python
 
 
 class Spy:
@@ -45,19 +36,6 @@ class Spy:
         assert self.merger is not None, "the kernel path did not run"
         merge = self.merger.merge
         self.merger.merge = lambda pieces: (self.calls.append(list(pieces)), merge(pieces))[1]
-
-
-@pytest.fixture(scope="module")
-def cl100k():
-    import tiktoken
-    import tiktoken.load
-    path = cl100k_path()
-    tok = BPETokenizer.from_tiktoken_file(path, GPT4_PATTERN, CL100K_SPECIALS, expected_sha256=CL100K_SHA256)
-    tok.kernel_min_bytes, tok.kernel_text_min_bytes = 0, None
-    ranks = tiktoken.load.load_tiktoken_bpe(str(path), expected_hash=CL100K_SHA256)
-    enc = tiktoken.Encoding("cl100k_kernel_test", pat_str=GPT4_PATTERN, mergeable_ranks=ranks,
-                            special_tokens=CL100K_SPECIALS)
-    return tok, enc
 
 
 # -- the kernel alone, against the Python loop ---------------------------------------------------
@@ -348,15 +326,6 @@ def test_cl100k_kernel_path_identical_to_tiktoken_on_random_text(cl100k, text):
 #
 # A tokenizer with ``kernel_text_min_bytes = 0`` sends every call to DeviceMerger.merge_text; the
 # Python path (both thresholds None) and tiktoken are the references.
-
-# characters where GPT-4's pattern is subtle: contractions (with the long s that matches 's'
-# case-insensitively), CR/LF among other whitespace, numbers of other scripts, astral letters,
-# digits and symbols, combining marks, separators that are not \s
-TRICKY = ("'", "s", "S", "\u017f", "l", "L", "v", "V", "e", "E", "r", "R", "t", "d", "m", "k", "\u212a",
-          " ", " ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u00a0", "\u2028", "\u3000",
-          "1", "2", "\u0663", "\u00b2", "\u2163", "a", "\u00e9", "\u0301", "\u4e2d", "\u0e01", "!", "-", ".",
-          "\U0001f600", "\U0001d400", "\U0001d7ce", "\x00", "_")
-TRICKY_TEXT = st.text(alphabet=TRICKY, max_size=80) | st.text(st.characters(exclude_categories=("Cs",)), max_size=120)
 
 
 def on_device(tok: BPETokenizer) -> BPETokenizer:

@@ -10,15 +10,7 @@ from hypothesis import strategies as st
 
 from netcl_lite.text import GPT2_PATTERN, BPETokenizer, model_file
 
-TEXTS = ["the river and the road", "the quick brown fox", "naïve café <|endoftext|> 日本語", "aaaa bbbb"] * 4
 PROBE = "the river café 日本 <|endoftext|> aaaa!"
-
-
-@pytest.fixture(scope="module")
-def trained():
-    tok = BPETokenizer(pattern=GPT2_PATTERN, special_tokens={"<|endoftext|>": 400})
-    tok.train_from_iterator(TEXTS, 300)
-    return tok
 
 
 @pytest.fixture(scope="module")

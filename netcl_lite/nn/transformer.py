@@ -353,7 +353,7 @@ class Embedding(Module):
     # --8<-- [start:head]
     def output_logits(self, h) -> ag.Node:
         """h (..., dim) → logits (..., vocab)."""
-        (h,) = ag._nodes(h)
+        (h,) = ag.as_nodes(h)
         if h.shape[-1:] != (self.dim,):
             raise ValueError(f"h must have last axis dim={self.dim}, got shape {h.shape}")
         rows = ag.reshape(h, (-1, self.dim))

@@ -12,7 +12,7 @@ from ..core.kernels import vector_lanes
 from ..core.tensor import Tensor
 from .embedding import host_ids
 from .operands import OpCall, elements, i32, int32_range, round_up, shape_of
-from .reduce import _columns
+from .reduce import sum_columns
 
 
 def _options(call: OpCall) -> tuple[str, ...]:
@@ -79,7 +79,7 @@ def cross_entropy_with_stats(logits, targets, *, ignore_index: int = -100, queue
     call.launch("cross_entropy.cl", "cross_entropy_rows", (round_up(rows, 16),), (16,),
                 tz.buffer, tt.buffer, pairs.buffer, lse.buffer, i32(rows), i32(vocab), i32(ignore_index), *status,
                 options=options)
-    _columns(call, pairs, sums, rows, 2, 1.0)
+    sum_columns(call, pairs, sums, rows, 2, 1.0)
     call.launch("cross_entropy.cl", "cross_entropy_finish", (1,), (1,), sums.buffer, loss.buffer, *status,
                 options=options)
     return call.result(loss, check=[False]), (tz, tt, lse, sums, ignore_index)

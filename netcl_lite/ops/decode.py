@@ -28,7 +28,7 @@ from ..core.stream import stream_of
 from ..core.tensor import DeviceMemory, Tensor
 from .embedding import ids_out_of_range
 from .operands import OpCall, f32, i32, int32_range, round_up
-from .rope import _device_tables
+from .rope import device_tables
 
 #: the weights one layer reads, by name: RMSNorm gains, attention and SwiGLU projections
 LAYER_WEIGHTS = ("norm1", "wq", "wk", "wv", "wo", "norm2", "w1", "w3", "w2")
@@ -158,7 +158,7 @@ def decode_layer(x, weights, k_cache, v_cache, position: int, *, n_heads: int, e
         buffers["ids"] = call.int_input("ids", ids if isinstance(ids, Tensor) else _ids_int32(id_arr, layer.vocab)).buffer
     else:
         buffers["emb"] = buffers["ids"] = x.buffer                # unread: embed = 0
-    cos_t, sin_t = _device_tables(call.queue, position + 1, layer.head_dim, layer.rope_base)
+    cos_t, sin_t = device_tables(call.queue, position + 1, layer.head_dim, layer.rope_base)
     buffers.update(x=x.buffer, k_cache=k_cache.buffer, v_cache=v_cache.buffer, cos=cos_t.buffer, sin=sin_t.buffer,
                    work=call.scratch("decode.work", layer.batch * layer.per_seq), status=call.stream.status)
     ls = _local_size(call.queue)
@@ -251,7 +251,7 @@ class LayerLaunch:
         self.kernel = cl.Kernel(get_program(context, "decode.cl"), "decode_layer")   # its own: the arguments stay set
         self._work = DeviceMemory(context, 4 * layer.batch * layer.per_seq)
         self._ids = DeviceMemory(context, 4 * layer.batch) if layer.vocab else None
-        self._tables = _device_tables(self.queue, 1, layer.head_dim, layer.rope_base)
+        self._tables = device_tables(self.queue, 1, layer.head_dim, layer.rope_base)
         self._status = stream_of(self.queue).status
         buffers = {name: weights[name].buffer for name in LAYER_WEIGHTS}
         buffers.update(x=x.buffer, k_cache=k_cache.buffer, v_cache=v_cache.buffer, work=self._work.buffer,
@@ -283,7 +283,7 @@ class LayerLaunch:
             self._status = stream.status
             kernel.set_arg(_AT["status"], self._status)
         seq = stream.begin("decode_layer", self.operands, _bad_ids(layer.vocab, host) if layer.vocab else "")
-        tables = _device_tables(self.queue, position + 1, layer.head_dim, layer.rope_base)
+        tables = device_tables(self.queue, position + 1, layer.head_dim, layer.rope_base)
         if tables[0] is not self._tables[0]:                  # the cached tables grew
             stream.keep(self._tables)                         # queued steps may still read the old ones
             self._tables = tables

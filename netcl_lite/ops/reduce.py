@@ -18,8 +18,13 @@ CHUNK = 256
 JOIN_LOCAL = 64
 
 
-def _columns(call: OpCall, x, out, rows: int, cols: int, alpha: float) -> None:
-    """out (cols,) = alpha · x (rows, cols) summed over rows, two passes when rows is tall."""
+def sum_columns(call: OpCall, x, out, rows: int, cols: int, alpha: float) -> None:
+    """out (cols,) = alpha · x (rows, cols) summed over rows, enqueued on ``call``.
+
+    A sum of at most ``CHUNK`` rows is one pass; a taller one writes the sums of
+    ``CHUNK``-row slices to scratch and joins them with :func:`join_rows`, so no
+    float32 partial sum runs over more than ``CHUNK`` terms.
+    """
     parts = -(-rows // CHUNK)
     if parts == 1:
         join_rows(call, x.buffer, out.buffer, rows, cols, alpha)
@@ -74,7 +79,7 @@ def _sum(name, x, axis, queue, mean: bool):
         if mean and n == 0:
             raise ValueError("mean of an empty tensor is undefined; pass at least one element")
         out = call.output(())
-        _columns(call, tx, out, n, 1, 1.0 / n if mean else 1.0)
+        sum_columns(call, tx, out, n, 1, 1.0 / n if mean else 1.0)
     else:
         cols = shape[-1]
         if mean and cols == 0:
@@ -104,7 +109,7 @@ def sum_to(t, shape):
     cols = elements(core)
     out = call.output(core)
     if out.size:
-        _columns(call, t, out, t.size // max(cols, 1), cols, 1.0)
+        sum_columns(call, t, out, t.size // max(cols, 1), cols, 1.0)
     return call.result(out, check=[False]).reshape(shape)
 
 

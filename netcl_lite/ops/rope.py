@@ -33,8 +33,13 @@ def rope_tables(t_len: int, dim: int, offset: int, base: float) -> tuple[np.ndar
 _tables: dict[tuple, tuple[int, Tensor, Tensor]] = {}
 
 
-def _device_tables(queue, positions: int, dim: int, base: float) -> tuple[Tensor, Tensor]:
-    """cos/sin for at least ``positions`` positions, cached on the device (capacity doubles)."""
+def device_tables(queue, positions: int, dim: int, base: float) -> tuple[Tensor, Tensor]:
+    """The cos and sin tables for at least ``positions`` positions, as Tensors on ``queue``'s device.
+
+    They are cached per context, dimension and base, and regrown to the next power of two
+    (at least 64) when a longer sequence asks, so a decoding loop uploads them O(log T) times.
+    ``rope`` and the decoder's fused layer both read them.
+    """
     key = (queue.context.int_ptr, dim, base)
     have = _tables.get(key)
     if have is None or have[0] < positions:
@@ -144,7 +149,7 @@ def _rotate_layout(name, x, out_shape, t_len, dim, heads, batch, offset, base, p
     tx = call.float_input("x")
     out = call.output(out_shape)
     if out.size:
-        cos_t, sin_t = _device_tables(call.queue, int(offset) + t_len, dim, float(base))
+        cos_t, sin_t = device_tables(call.queue, int(offset) + t_len, dim, float(base))
         call.launch("rope.cl", "rope_rotate", (round_up(t_len, 16), heads, batch), (16, 1, 1),
                     tx.buffer, out.buffer, cos_t.buffer, sin_t.buffer, i32(t_len), i32(dim), i32(offset),
                     i32(PAIRINGS.index(pairing)), f32(sign), *map(np.int64, x_strides), *map(np.int64, y_strides),
