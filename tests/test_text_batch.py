@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from text_cases import EDGE_CASES, HARD_STRINGS, MULTILINGUAL, RANDOM_TEXT, TRICKY_TEXT
 
-from netcl_lite.text import GPT2_PATTERN, BPETokenizer, batch, device_merge
+from netcl_lite.text import GPT2_PATTERN, BPETokenizer, device_merge, dispatch
 from netcl_lite.text.device_merge import MAX_CHUNK
 
 #: Pairs of documents that, joined, would split or merge across the boundary.
@@ -54,7 +54,7 @@ class Calls:
     """Counts the device calls of a tokenizer's merger (its batches' groups)."""
 
     def __init__(self, tok: BPETokenizer):
-        merger = tok._device_merger()
+        merger = tok._dispatch.merger()
         self.sizes, merge_documents = [], merger.merge_documents
         merger.merge_documents = lambda data, starts: (self.sizes.append(len(starts) - 1),
                                                        merge_documents(data, starts))[1]
@@ -144,7 +144,7 @@ def test_a_short_batch_stays_on_the_cache(cl100k):
 def test_a_large_batch_takes_a_few_device_calls(cl100k, monkeypatch):
     tok, enc = pickle.loads(pickle.dumps(cl100k[0])), cl100k[1]
     calls = Calls(tok)
-    monkeypatch.setattr(batch, "GROUP_BYTES", 1000)
+    monkeypatch.setattr(dispatch, "GROUP_BYTES", 1000)
     monkeypatch.setattr(device_merge, "MAX_TEXT_BYTES", 3000)
     docs = ["the river " * 30, "x", "", "road and fox " * 100, "日本語 " * 400, "café " * 100, "end"]
     sizes = [len(doc.encode()) for doc in docs]            # 300, 1, 0, 1300, 4000 (over the device's), 600, 3
@@ -170,7 +170,7 @@ def test_other_patterns_and_merge_lists_loop_on_the_host(small, tmp_path):
     for tok in (gpt2, BPETokenizer.from_tokenizer_json(path)):
         tok.kernel_text_min_bytes = 0
         assert tok.encode_ordinary_batch(docs) == [tok.encode_ordinary(doc) for doc in docs]
-        assert tok._merger is None
+        assert tok._dispatch.built is None
 
 
 # -- edge cases ------------------------------------------------------------------------------------
@@ -211,9 +211,9 @@ def test_a_lone_surrogate_names_its_document(cl100k_paths, path):
 @pytest.mark.parametrize("path", [0, 1], ids=["host", "device"])
 def test_items_that_are_not_str_are_named(cl100k_paths, path):
     tok = cl100k_paths[path]
-    with pytest.raises(TypeError, match=r"text\[1\] is bytes, expected str"):
+    with pytest.raises(TypeError, match=r"text\[1\] must be a str, got bytes"):
         tok.encode_ordinary_batch(["ok", b"bytes"])
-    with pytest.raises(TypeError, match=r"text\[2\] is NoneType"):
+    with pytest.raises(TypeError, match=r"text\[2\] must be a str, got NoneType"):
         tok.encode_batch(["a", "b", None])
     with pytest.raises(TypeError, match="text must be a list of str .* got str; wrap a single text"):
         tok.encode_ordinary_batch("one text")
@@ -222,7 +222,7 @@ def test_items_that_are_not_str_are_named(cl100k_paths, path):
 
 
 @pytest.mark.parametrize("value, err, match", [
-    (0, ValueError, "num_threads=0 must be at least 1"),
+    (0, ValueError, "num_threads must be an int >= 1 .*, got 0"),
     (2.0, TypeError, "num_threads must be an int, got float"),
     (True, TypeError, "num_threads must be an int, got bool"),
 ])
@@ -236,7 +236,7 @@ def test_bad_num_threads_is_named(cl100k_paths, value, err, match):
 
 
 def test_merge_documents_checks_its_offsets(small):
-    merger = host_and_device(small)[1]._device_merger()
+    merger = host_and_device(small)[1]._dispatch.merger()
     for starts in ([0, 2], [1, 3], [0, 2, 1, 3], [0], np.zeros((2, 2))):
         with pytest.raises(ValueError, match="doc_starts must run from 0 to len"):
             merger.merge_documents(b"abc", starts)
@@ -245,7 +245,7 @@ def test_merge_documents_checks_its_offsets(small):
 @settings(max_examples=100, deadline=None)
 @given(docs=st.lists(TRICKY_TEXT, max_size=8))
 def test_merge_documents_equals_merge_text_of_each(small, docs):
-    merger = host_and_device(small)[1]._device_merger()
+    merger = host_and_device(small)[1]._dispatch.merger()
     datas = [doc.encode() for doc in docs]
     ids, firsts, longs = merger.merge_documents(b"".join(datas), np.cumsum([0] + list(map(len, datas))))
     each = [merger.merge_text(data) for data in datas]

@@ -32,7 +32,7 @@ class Spy:
         limit, tok.kernel_min_bytes = tok.kernel_min_bytes, 0
         tok.encode_ordinary(" zqxqzjkv vkqvkqwz")           # chunks no vocabulary here holds whole
         tok.kernel_min_bytes = limit
-        self.merger, self.calls = tok._merger, []
+        self.merger, self.calls = tok._dispatch.built, []
         assert self.merger is not None, "the kernel path did not run"
         merge = self.merger.merge
         self.merger.merge = lambda pieces: (self.calls.append(list(pieces)), merge(pieces))[1]
@@ -191,7 +191,7 @@ def test_more_merges_than_a_slot_packs_are_refused_and_stay_in_python(small, tmp
     kernel, python = twins(BPETokenizer.from_tokenizer_json(tmp_path / "tokenizer.json"))
     text = Path(bpe.__file__).read_text(encoding="utf-8")
     assert kernel.encode_ordinary(text) == python.encode_ordinary(text)
-    assert kernel._merger is None and kernel.kernel_min_bytes is None
+    assert kernel._dispatch.built is None and kernel.kernel_min_bytes is None
 
 
 def test_merger_refuses_pieces_it_cannot_take():
@@ -252,7 +252,7 @@ def test_threshold_keeps_small_calls_in_python(small):
     tok, python = twins(small)
     tok.kernel_min_bytes = 10_000
     tok.encode_ordinary("a short sentence stays on the host.")
-    assert tok._merger is None
+    assert tok._dispatch.built is None
     spy = Spy(tok)                                         # builds the merger with the limit at 0
     tok.kernel_min_bytes = 1_000
     rng = np.random.default_rng(2)
@@ -286,7 +286,7 @@ def test_kernel_fills_the_cache_with_the_python_ids(small):
 
 
 @pytest.mark.parametrize("value, err, match", [
-    (-1, ValueError, "kernel_min_bytes=-1 is too small"),
+    (-1, ValueError, "kernel_min_bytes must be an int >= 0 .*, got -1"),
     (1.5, TypeError, "kernel_min_bytes must be an int"),
     (True, TypeError, "kernel_min_bytes must be an int"),
     ("4096", TypeError, "kernel_min_bytes must be an int"),
@@ -341,7 +341,7 @@ def byte_cuts(split, text: str) -> list[int]:
 
 @pytest.fixture(scope="module")
 def merger(small):
-    return on_device(small)._device_merger()
+    return on_device(small)._dispatch.merger()
 
 
 @settings(max_examples=400, deadline=None)
@@ -397,8 +397,8 @@ def test_whole_call_path_splices_long_chunks_from_the_python_loop(small, launche
     _, python = twins(small)
     tok = on_device(small)
     seen = []
-    merge_text = tok._device_merger().merge_text
-    tok._merger.merge_text = lambda data: (seen.append(merge_text(data)), seen[-1])[1]
+    merge_text = tok._dispatch.merger().merge_text
+    tok._dispatch.built.merge_text = lambda data: (seen.append(merge_text(data)), seen[-1])[1]
     edge = "é" * (MAX_CHUNK // 2)                          # exactly MAX_CHUNK bytes: the kernel's
     over = "ü" * (MAX_CHUNK // 2) + "x"                    # MAX_CHUNK + 1: Python's
     for text in ("ab" * 300, f"{'ab' * 300} river\n{edge}\n{over} fox", f"{over}!{over}", f"x {over}"):
@@ -412,8 +412,8 @@ def test_whole_call_threshold_keeps_short_calls_on_the_cache(small):
     tok = pickle.loads(pickle.dumps(small))
     assert tok.kernel_text_min_bytes == bpe.KERNEL_TEXT_MIN_BYTES
     calls = []
-    merge_text = tok._device_merger().merge_text
-    tok._merger.merge_text = lambda data: (calls.append(len(data)), merge_text(data))[1]
+    merge_text = tok._dispatch.merger().merge_text
+    tok._dispatch.built.merge_text = lambda data: (calls.append(len(data)), merge_text(data))[1]
     short, long = "a short sentence.", "the river and the road " * 400
     tok.encode_ordinary(short)
     assert calls == [] and " sentence" in tok._cache
@@ -430,9 +430,9 @@ def test_other_patterns_never_take_the_whole_call_path(pattern):
     tok.train_from_iterator(["the river and the road"] * 3, 270)
     tok.kernel_min_bytes, tok.kernel_text_min_bytes = None, 0
     text = "the road and the river " * 300
-    assert not tok._text_on_device
+    assert not tok._dispatch.whole_text
     assert tok.decode(tok.encode_ordinary(text)) == text
-    assert tok._merger is None                             # the whole-call path would have built it
+    assert tok._dispatch.built is None                             # the whole-call path would have built it
 
 
 def test_merge_lists_never_take_the_whole_call_path(small, tmp_path):
@@ -440,15 +440,15 @@ def test_merge_lists_never_take_the_whole_call_path(small, tmp_path):
     small.save_tokenizer_json(path)
     listed = BPETokenizer.from_tokenizer_json(path)
     listed.kernel_text_min_bytes = 0
-    assert not listed._text_on_device
+    assert not listed._dispatch.whole_text
     text = "the river and the road " * 200
     assert listed.encode_ordinary(text) == small.encode_ordinary(text)
     with pytest.raises(ValueError, match="tiktoken's rule"):
-        listed._device_merger().merge_text(b"x")
+        listed._dispatch.merger().merge_text(b"x")
 
 
 @pytest.mark.parametrize("value, err, match", [
-    (-1, ValueError, "kernel_text_min_bytes=-1 is too small"),
+    (-1, ValueError, "kernel_text_min_bytes must be an int >= 0 .*, got -1"),
     (2.0, TypeError, "kernel_text_min_bytes must be an int"),
     (False, TypeError, "kernel_text_min_bytes must be an int"),
 ])
@@ -500,15 +500,15 @@ def test_a_chunk_that_is_a_token_is_that_token_on_the_device(launches):
     assert tok.encode_ordinary(text) == enc.encode_ordinary(text)
     assert tok.encode_ordinary("abcd") == [259]
     # merge() follows the Python loop, which merges by rank: the tokenizer's cache holds such chunks
-    assert tok._device_merger().merge([b"abcd"]) == [tuple(tok._encode_piece(b"abcd"))] == [(256, 99, 100)]
+    assert tok._dispatch.merger().merge([b"abcd"]) == [tuple(tok._encode_piece(b"abcd"))] == [(256, 99, 100)]
 
 
 def test_a_text_longer_than_the_device_takes_is_encoded_on_the_host(small, merger, monkeypatch):
     _, python = twins(small)
     tok = on_device(small)
     calls = []
-    merge_text = tok._device_merger().merge_text
-    tok._merger.merge_text = lambda data: (calls.append(len(data)), merge_text(data))[1]
+    merge_text = tok._dispatch.merger().merge_text
+    tok._dispatch.built.merge_text = lambda data: (calls.append(len(data)), merge_text(data))[1]
     monkeypatch.setattr(device_merge, "MAX_TEXT_BYTES", 100)
     text = "the river and the road " * 10                    # 230 bytes
     assert tok.encode_ordinary(text) == python.encode_ordinary(text) and calls == []

@@ -23,8 +23,9 @@ is valid UTF-8, so a repeated chunk costs one dict lookup. Chunks new to the
 cache are merged by the Python loop, or, when a call brings many, by an OpenCL
 kernel (:attr:`BPETokenizer.kernel_min_bytes`). With :data:`GPT4_PATTERN` under
 tiktoken's rule, a long call (:attr:`BPETokenizer.kernel_text_min_bytes`) goes
-to the device whole instead: split, merged and gathered there, without the cache
-(:mod:`~netcl_lite.text.device_merge`).
+to the device whole instead: split, merged and gathered there, without the cache.
+:mod:`~netcl_lite.text.dispatch` decides and launches;
+:mod:`~netcl_lite.text.device_merge` holds the device's tables.
 
 Files: :meth:`BPETokenizer.save`/:meth:`~BPETokenizer.load` (netcl_lite's own
 model file), tiktoken's ``.tiktoken`` (:meth:`~BPETokenizer.from_tiktoken_file`)
@@ -38,20 +39,16 @@ from __future__ import annotations
 
 import numbers
 import os
-import re
-import sys
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from itertools import chain, compress
 from operator import not_
 from types import MappingProxyType
 
-import numpy as np
-
-from netcl_lite.text import batch as _batch
+from netcl_lite.checks import int_at_least
+from netcl_lite.text import batch as batch_api
 from netcl_lite.text import device_merge
-from netcl_lite.text.bpe_training import learn_merges
+from netcl_lite.text.bpe_training import count_chunks, learn_merges
 from netcl_lite.text.byte_pair import UnmadeTokenError, chunk_encoder, listed_pair_table, rank_pair_table
 from netcl_lite.text.model_file import (
     ModelParts,
@@ -61,25 +58,18 @@ from netcl_lite.text.model_file import (
     loads,
 )
 from netcl_lite.text.patterns import GPT4_PATTERN, compile_splitter
-from netcl_lite.text.progress import Progress
 from netcl_lite.text.ranks import check_ranks, derive_merges
 from netcl_lite.text.tiktoken_file import read_tiktoken_file, tiktoken_file_bytes
+from netcl_lite.text.dispatch import KERNEL_MIN_BYTES, KERNEL_TEXT_MIN_BYTES, Dispatcher, utf8
+from netcl_lite.text.specials import SpecialTokens
 from netcl_lite.text.tokenizer_json import read_tokenizer_json, tokenizer_json_text
 from netcl_lite.text.vocabulary import Vocabulary
 
-__all__ = ["BPETokenizer"]
+__all__ = ["KERNEL_MIN_BYTES", "KERNEL_TEXT_MIN_BYTES", "BPETokenizer"]
 
 _BYTES = {i: bytes([i]) for i in range(256)}
 _CACHE_LIMIT = 1 << 17  # chunks kept beyond the seed before the cache starts over
 _MAX_CACHED_CHARS = 256  # longer chunks (pattern=None) are encoded but not kept
-#: A call whose new chunks hold at least this many UTF-8 bytes merges them with the kernel
-#: (``kernels/bpe.cl``); below it the Python loop is faster than a launch. Measured by
-#: ``benchmarks/bpe_threshold.py`` (benchmarks/README.md, "Tokenizer: the merge kernel").
-KERNEL_MIN_BYTES = 1024
-#: A call whose text holds at least this many UTF-8 bytes is split and merged on the device in
-#: one pass (``DeviceMerger.merge_text``) when the tokenizer follows tiktoken's rule with
-#: :data:`GPT4_PATTERN`; measured by ``benchmarks/bpe_threshold.py`` like the one above.
-KERNEL_TEXT_MIN_BYTES = 2048
 
 
 class _LoneSurrogate(Exception):
@@ -144,18 +134,15 @@ class BPETokenizer:
         self._byte_ids = [self._ids[bytes([b])] for b in range(256)]  # byte value -> id
         self._merge_list = vocab.merge_list  # None: tiktoken's rule (ids are ranks)
         if vocab.merge_list is None:
-            self._by_rank = [self._tokens[i] for i in range(len(self._tokens))]
-            self._packed = device_merge.pack_tokens(self._by_rank)  # the kernel's index is built from it
-            self._pairs = rank_pair_table(self._by_rank)
+            by_rank = [self._tokens[i] for i in range(len(self._tokens))]
+            self._pairs = rank_pair_table(by_rank)
         else:
-            self._by_rank = self._packed = None
             self._pairs = listed_pair_table(vocab.merge_list, max(self._tokens) + 1)
         self._derived = vocab.merges  # tiktoken's rule: (left, right) of ids 256.., or None until asked
         self._merges: dict[tuple[int, int], int] | None = None  # built on first use of .merges
         self._whole_chunks = vocab.whole_chunks
-        self._special: dict[str, int] = {}
+        self._specials = SpecialTokens()
         self._vocab = dict(self._tokens)  # id -> bytes, special tokens included
-        self._special_res: dict[frozenset, re.Pattern] = {}
         seed = {}
         if vocab.whole_chunks:  # otherwise a chunk equal to a token may still merge differently
             for i, t in self._tokens.items():
@@ -165,12 +152,16 @@ class BPETokenizer:
                     pass  # not a whole character: never a chunk on its own
         self._seed = seed
         self._encode_piece = chunk_encoder(self._byte_ids, self._pairs)
-        self._merger: device_merge.DeviceMerger | None = None  # the kernel's tables, built on first use
-        if not hasattr(self, "_kernel_min_bytes"):  # a retrained tokenizer keeps its settings
-            self.kernel_min_bytes = KERNEL_MIN_BYTES
-            self.kernel_text_min_bytes = KERNEL_TEXT_MIN_BYTES
-        # the whole-call path: GPT-4's pattern (the device splits it), tiktoken's rule (its index)
-        self._text_on_device = vocab.pattern == GPT4_PATTERN and vocab.merge_list is None and vocab.whole_chunks
+        old = getattr(self, "_dispatch", None)
+        if vocab.merge_list is None:  # the whole-call path: GPT-4's pattern, which the device splits
+            # the kernel's index is built from the packed tokens, packed while they are in the caches
+            self._dispatch = Dispatcher(self._byte_ids, self._encode_piece, tokens=device_merge.pack_tokens(by_rank),
+                                        whole_text=vocab.pattern == GPT4_PATTERN and vocab.whole_chunks)
+        else:
+            self._dispatch = Dispatcher(self._byte_ids, self._encode_piece, merges=vocab.merge_list,
+                                        largest_id=max(self._tokens))
+        if old is not None:  # a retrained tokenizer keeps its settings
+            self.kernel_min_bytes, self.kernel_text_min_bytes = old.kernel_min_bytes, old.kernel_text_min_bytes
         self._cache = _ChunkCache(seed, self._encode_piece)
         if vocab.special_tokens:
             self.register_special_tokens(vocab.special_tokens)
@@ -185,26 +176,19 @@ class BPETokenizer:
         ``netcl_lite.device()``) instead of one by one in Python; the ids are identical
         either way. The default, :data:`KERNEL_MIN_BYTES`, is measured: below it a launch
         costs more than the Python loop saves. ``0``: always the kernel; ``None``: never.
-        The first launch also builds the kernel's tables on the device (an index of the tokens,
-        or of a merge list's pairs: one pass over the vocabulary), once per tokenizer. Chunks longer than :data:`~netcl_lite.text.device_merge.MAX_CHUNK` bytes
-        always take the Python loop. A call that :attr:`kernel_text_min_bytes` sends to the device
-        whole never gets here.
+        The first launch also builds the kernel's tables on the device, once per tokenizer.
+        Chunks longer than :data:`~netcl_lite.text.device_merge.MAX_CHUNK` bytes always take
+        the Python loop. A call that :attr:`kernel_text_min_bytes` sends to the device whole
+        never gets here (see :mod:`~netcl_lite.text.dispatch`).
 
         >>> tok = BPETokenizer(); tok.kernel_min_bytes = None; tok.encode("hi")
         [104, 105]
         """
-        return self._kernel_min_bytes
+        return self._dispatch.kernel_min_bytes
 
     @kernel_min_bytes.setter
     def kernel_min_bytes(self, value: int | None) -> None:
-        if value is not None:
-            value = _check_int("kernel_min_bytes", value, 0, "use 0 to merge every call's new chunks "
-                               "on the device, or None to never use the kernel")
-        self._kernel_min_bytes = value
-        # a text of fewer characters has fewer UTF-8 bytes (4 at most per character, 1 in ASCII
-        # text): a compare or two keep a short call on the Python path
-        self._kernel_min_chars = sys.maxsize if value is None else -(-value // 4)
-        self._kernel_min_ascii = sys.maxsize if value is None else value
+        self._dispatch.kernel_min_bytes = value
 
     @property
     def kernel_text_min_bytes(self) -> int | None:
@@ -213,25 +197,20 @@ class BPETokenizer:
         For a tokenizer that follows tiktoken's rule with :data:`GPT4_PATTERN` (cl100k_base's
         pattern), a call whose text holds at least this many bytes goes to the device in one
         pass: ``kernels/bpe.cl`` splits the text as the pattern does, merges each different chunk
-        once (a work-item each) and gathers the ids; the chunk cache is neither read nor filled. The ids
-        are identical to the Python path's. The default, :data:`KERNEL_TEXT_MIN_BYTES`, is
-        measured (``benchmarks/bpe_threshold.py``). ``0``: every call; ``None``: never (then
+        once (a work-item each) and gathers the ids; the chunk cache is neither read nor filled.
+        The ids are identical to the Python path's. The default, :data:`KERNEL_TEXT_MIN_BYTES`,
+        is measured (``benchmarks/bpe_threshold.py``). ``0``: every call; ``None``: never (then
         :attr:`kernel_min_bytes` decides, chunk by chunk). Other patterns and merge lists never
         take this path.
 
         >>> tok = BPETokenizer(); tok.kernel_text_min_bytes = 0; tok.encode("hi there")
         [104, 105, 32, 116, 104, 101, 114, 101]
         """
-        return self._kernel_text_min_bytes
+        return self._dispatch.kernel_text_min_bytes
 
     @kernel_text_min_bytes.setter
     def kernel_text_min_bytes(self, value: int | None) -> None:
-        if value is not None:
-            value = _check_int("kernel_text_min_bytes", value, 0, "use 0 to split and merge every call on "
-                               "the device, or None to never do so")
-        self._kernel_text_min_bytes = value
-        # at most 4 bytes a character: a shorter text never gets there
-        self._text_min_chars = sys.maxsize if value is None else -(-value // 4)
+        self._dispatch.kernel_text_min_bytes = value
 
     @property
     def pattern(self) -> str | None:
@@ -265,7 +244,7 @@ class BPETokenizer:
     @property
     def special_tokens(self) -> Mapping[str, int]:
         """``string -> id`` of the special (added) tokens (read-only view)."""
-        return MappingProxyType(self._special)
+        return MappingProxyType(self._specials.ids)
 
     @property
     def n_vocab(self) -> int:
@@ -274,13 +253,13 @@ class BPETokenizer:
 
     def __repr__(self) -> str:
         return (f"BPETokenizer(pattern={self._pattern!r}, tokens={len(self._tokens)}, "
-                f"special_tokens={dict(self._special)!r})")
+                f"special_tokens={dict(self._specials.ids)!r})")
 
     def __reduce__(self):  # pickles as its vocabulary (the splitter, tables and cache are rebuilt)
         return (_from_vocabulary, (self._vocabulary(),))
 
     def _vocabulary(self) -> Vocabulary:
-        return Vocabulary(self._pattern, self._tokens, dict(self._special), self._merge_list,
+        return Vocabulary(self._pattern, self._tokens, dict(self._specials.ids), self._merge_list,
                           self._whole_chunks, self._derived)
 
     def _parts(self) -> ModelParts:
@@ -289,7 +268,7 @@ class BPETokenizer:
             raise ValueError("this tokenizer follows a tokenizer.json's merge list, which netcl_lite's "
                              "model file cannot hold; save it with save_tokenizer_json()")
         base = tuple(self._tokens[i][0] for i in range(256))
-        return ModelParts(self._pattern, base, self._ranked_merges(), dict(self._special))
+        return ModelParts(self._pattern, base, self._ranked_merges(), dict(self._specials.ids))
 
     # -- training ------------------------------------------------------------------------------
 
@@ -308,39 +287,17 @@ class BPETokenizer:
         >>> BPETokenizer(pattern=None).train_from_iterator(["aaabdaaabac"], 259)
         [((97, 97), 4), ((97, 98), 2), ((256, 257), 2)]
         """
-        if isinstance(iterator, (str, bytes)) or not isinstance(iterator, Iterable):
-            raise TypeError(f"train_from_iterator: iterator must yield texts (e.g. a list of str), "
-                            f"got {type(iterator).__name__}; wrap a single text as [text]")
-        vocab_size = _check_int("vocab_size", vocab_size, 256,
-                                "the 256 byte values are always in the vocabulary")
-        min_frequency = _check_int("min_frequency", min_frequency, 1, "use 1 to merge pairs seen once")
-        clash = {name: i for name, i in self._special.items() if i < vocab_size}
+        vocab_size = int_at_least("vocab_size", vocab_size, 256, " (the 256 byte values are always in the vocabulary)")
+        min_frequency = int_at_least("min_frequency", min_frequency, 1, " (1: merge pairs seen once)")
+        clash = {name: i for name, i in self._specials.ids.items() if i < vocab_size}
         if clash:
             raise ValueError(f"train_from_iterator: special tokens {clash} have ids below vocab_size="
                              f"{vocab_size}, which merges would take; give them ids >= {vocab_size} "
                              f"or train a smaller vocabulary")
-        bar = Progress(progress)
-        counts: Counter[str] = Counter()
-        read = 0
-        for index, text in enumerate(iterator):
-            if not isinstance(text, str):
-                raise TypeError(f"train_from_iterator: item {index} is {type(text).__name__}, "
-                                f"expected str")
-            counts.update(self._split(text))
-            read += len(text)
-            bar.update(f"BPE training: counted {index + 1} texts, {read / 1e6:.1f} M characters")
-        bar.close()
-        chunk_counts = {}
-        for chunk, n in counts.items():
-            try:
-                chunk_counts[chunk.encode("utf-8")] = n
-            except UnicodeEncodeError:
-                raise ValueError(f"train_from_iterator: the texts contain a lone surrogate in "
-                                 f"{chunk!r}, which UTF-8 cannot encode; clean the text first") from None
-        del counts
+        chunk_counts = count_chunks(iterator, self._split, progress)
         trace = learn_merges(chunk_counts, vocab_size - 256, min_frequency=min_frequency,
                              progress=progress)
-        self._set_model(_trained(self._pattern, tuple(p for p, _ in trace), dict(self._special)))
+        self._set_model(_trained(self._pattern, tuple(p for p, _ in trace), dict(self._specials.ids)))
         return trace
 
     # -- encoding ------------------------------------------------------------------------------
@@ -356,15 +313,13 @@ class BPETokenizer:
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}; decode bytes first "
                             f"(text = data.decode('utf-8'))")
-        n = len(text)
-        if n >= self._text_min_chars and self._text_on_device:
-            ids = self._encode_on_device(text)
-            if ids is not None:
-                return ids
+        n, dispatch = len(text), self._dispatch
+        if n >= dispatch.text_min_chars and (ids := dispatch.encode_text(text)) is not None:
+            return ids
         cache = self._cache
         chunks = self._split(text)
         try:
-            if n < self._kernel_min_chars or (n < self._kernel_min_ascii and text.isascii()):
+            if n < dispatch.min_chars or (n < dispatch.min_ascii and text.isascii()):
                 # fewer new bytes than kernel_min_bytes: the Python loop
                 ids = list(chain.from_iterable(map(cache.__getitem__, chunks)))
             else:  # one lookup pass; the new chunks, if any, are merged together (the kernel's
@@ -373,87 +328,30 @@ class BPETokenizer:
                     self._fill_new(chunks, values)
                 ids = list(chain.from_iterable(values))
         except _LoneSurrogate:
-            _lone_surrogate(text)
+            utf8(text)
         if len(cache) > len(self._seed) + _CACHE_LIMIT:
             self._cache = _ChunkCache(self._seed, self._encode_piece)
         return ids
 
-    def _encode_on_device(self, text: str) -> list[int] | None:
-        """The whole call on the device (:attr:`kernel_text_min_bytes`); ``None``: too short or too long
-        (:data:`~netcl_lite.text.device_merge.MAX_TEXT_BYTES`), or no device table."""
-        try:
-            data = text.encode("utf-8")
-        except UnicodeEncodeError:
-            _lone_surrogate(text)
-        if not self._kernel_text_min_bytes <= len(data) <= device_merge.MAX_TEXT_BYTES or (
-                merger := self._device_merger()) is None:
-            return None
-        ids, longs = merger.merge_text(data)
-        if not longs:
-            return ids.tolist()
-        # chunks longer than the kernel takes: the Python loop, each in its placeholder's place
-        places = np.flatnonzero(ids == device_merge.EMPTY).tolist()
-        ids, out, done = ids.tolist(), [], 0
-        for place, (start, end) in zip(places, longs):
-            out += ids[done:place]
-            out += self._encode_piece(data[start:end])
-            done = place + 1
-        out += ids[done:]
-        return out
-
     def _fill_new(self, chunks: list[str], values: list) -> None:
         """Fill in ``values`` (``cache.get`` of each chunk, ``None`` for a new chunk) with the ids of
-        the new chunks, merged together (:meth:`_merge_new`) and cached."""
-        got = self._merge_new(set(compress(chunks, map(not_, values))))
+        the new chunks, merged together (:meth:`~netcl_lite.text.dispatch.Dispatcher.merge_new`) and
+        cached (up to ``_MAX_CACHED_CHARS`` characters)."""
+        new = list(set(compress(chunks, map(not_, values))))
+        try:
+            pieces = list(map(str.encode, new))
+        except UnicodeEncodeError:
+            raise _LoneSurrogate from None
+        got = dict(zip(new, self._dispatch.merge_new(pieces)))
+        if max(map(len, new)) <= _MAX_CACHED_CHARS:
+            self._cache.update(got)
+        else:
+            self._cache.update((c, ids) for c, ids in got.items() if len(c) <= _MAX_CACHED_CHARS)
         if 4 * len(got) < len(values):  # few: patch their places (each read before it is set)
             for i in compress(range(len(values)), map(not_, values)):
                 values[i] = got[chunks[i]]
         else:                            # many: one more pass at C speed (got holds no old chunk)
             values[:] = map(got.get, chunks, values)
-
-    def _merge_new(self, new: set[str]) -> dict[str, tuple[int, ...]]:
-        """The ids of a call's new chunks (each once): with the kernel when they hold at least
-        the call's limit of bytes (chunks longer than it takes stay on the Python loop), else
-        the Python loop; kept in the cache (up to ``_MAX_CACHED_CHARS`` characters)."""
-        new = list(new)
-        try:
-            pieces = list(map(str.encode, new))
-        except UnicodeEncodeError:
-            raise _LoneSurrogate from None
-        lengths = list(map(len, pieces))
-        got = {}
-        limit = self._kernel_min_bytes
-        if limit is not None and sum(lengths) >= limit and (merger := self._device_merger()) is not None:
-            if max(lengths) <= device_merge.MAX_CHUNK:
-                got = dict(zip(new, merger.merge(pieces)))
-            else:  # long chunks: the Python loop's heap
-                fits = [i for i, n in enumerate(lengths) if n <= device_merge.MAX_CHUNK]
-                got = dict(zip(map(new.__getitem__, fits), merger.merge(list(map(pieces.__getitem__, fits)))))
-        if len(got) < len(new):  # the Python loop, the reference
-            encode = self._encode_piece
-            for chunk, piece in zip(new, pieces):
-                if chunk not in got:
-                    got[chunk] = tuple(encode(piece))
-        if max(map(len, new)) <= _MAX_CACHED_CHARS:
-            self._cache.update(got)
-        else:
-            self._cache.update((c, ids) for c, ids in got.items() if len(c) <= _MAX_CACHED_CHARS)
-        return got
-
-    def _device_merger(self) -> device_merge.DeviceMerger | None:
-        """The kernel's tables, built on first use; ``None`` when this vocabulary's ids do not fit them."""
-        if self._merger is None:
-            # tiktoken's rule numbers its tokens 0..N-1: no pass over 100k ids to find the largest
-            largest = len(self._tokens) - 1 if self._merge_list is None else max(self._tokens)
-            if largest > device_merge.MAX_ID or (  # more ids or merges than the tables pack
-                    self._merge_list is not None and len(self._merge_list) > device_merge.MAX_PRIORITY + 1):
-                self.kernel_min_bytes = self.kernel_text_min_bytes = None
-                return None
-            if self._merge_list is None:  # tiktoken's rule: an index of the tokens by their bytes
-                self._merger = device_merge.DeviceMerger(self._byte_ids, tokens=self._packed)
-            else:
-                self._merger = device_merge.DeviceMerger(self._byte_ids, merges=self._merge_list)
-        return self._merger
 
     def encode(self, text: str, *, allowed_special: str | Iterable[str] = frozenset(),
                disallowed_special: str | Iterable[str] = "all") -> list[int]:
@@ -476,45 +374,16 @@ class BPETokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
-        allowed = self._special_set("allowed_special", allowed_special)
-        if disallowed_special == "all":
-            disallowed = frozenset(self._special) - allowed
-        else:
-            disallowed = self._special_set("disallowed_special", disallowed_special)
-        if disallowed and (found := self._special_re(disallowed).search(text)):
-            raise ValueError(
-                f"text contains the special token {found.group()!r} at index {found.start()}, which "
-                f"this call does not allow; pass allowed_special={{{found.group()!r}}} (or \"all\") if "
-                f"the text is trusted, or use encode_ordinary() to encode it as plain text")
+        allowed = self._specials.allowed(allowed_special, disallowed_special, [text])
         if not allowed:
             return self.encode_ordinary(text)
-        ids, start = [], 0
-        for found in self._special_re(allowed).finditer(text):
-            ids += self.encode_ordinary(text[start:found.start()])
-            ids.append(self._special[found.group()])
-            start = found.end()
-        return ids + self.encode_ordinary(text[start:])
-
-    def _special_set(self, name: str, value) -> frozenset:
-        if not value and not isinstance(value, str):
-            return frozenset()
-        if value == "all":
-            return frozenset(self._special)
-        if isinstance(value, str) or not isinstance(value, Iterable):
-            raise TypeError(f'{name} must be "all" or a set of special-token strings, got {value!r}')
-        chosen = frozenset(value)
-        unknown = sorted(map(str, chosen - set(self._special)))
-        if unknown:
-            raise ValueError(f"{name}: {unknown} are not special tokens of this tokenizer "
-                             f"(it has {sorted(self._special)}); register them first")
-        return chosen
-
-    def _special_re(self, names: frozenset) -> re.Pattern:
-        found = self._special_res.get(names)
-        if found is None:  # longest first, so a token that extends another one wins
-            alternatives = sorted(names, key=lambda s: (-len(s), s))
-            found = self._special_res[names] = re.compile("|".join(map(re.escape, alternatives)))
-        return found
+        ids = []
+        for part in self._specials.split(text, allowed):
+            if isinstance(part, str):
+                ids += self.encode_ordinary(part)
+            else:
+                ids.append(part)
+        return ids
 
     def encode_ordinary_batch(self, text: list[str], *, num_threads: int = 8) -> list[list[int]]:
         """:meth:`encode_ordinary` of each document in ``text`` (a list of str, tiktoken's name for it).
@@ -526,7 +395,7 @@ class BPETokenizer:
         >>> BPETokenizer().encode_ordinary_batch(["hi", "", "!"])
         [[104, 105], [], [33]]
         """
-        return _batch.encode_ordinary_batch(self, text, num_threads)
+        return batch_api.encode_ordinary_batch(self.encode_ordinary, self._dispatch, text, num_threads)
 
     def encode_batch(self, text: list[str], *, num_threads: int = 8,
                      allowed_special: str | Iterable[str] = frozenset(),
@@ -538,7 +407,8 @@ class BPETokenizer:
         >>> tok.encode_batch(["hi<|endoftext|>", "!"], allowed_special="all")
         [[104, 105, 300], [33]]
         """
-        return _batch.encode_batch(self, text, num_threads, allowed_special, disallowed_special)
+        return batch_api.encode_batch(self.encode_ordinary, self._dispatch, self._specials, text, num_threads,
+                                  allowed_special, disallowed_special)
 
     def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace",
                      num_threads: int = 8) -> list[str]:
@@ -547,7 +417,7 @@ class BPETokenizer:
         >>> BPETokenizer().decode_batch([[104, 105], []])
         ['hi', '']
         """
-        return _batch.decode_batch(self, batch, errors, num_threads)
+        return batch_api.decode_batch(self.decode, batch, errors, num_threads)
 
     # -- decoding ------------------------------------------------------------------------------
 
@@ -563,7 +433,7 @@ class BPETokenizer:
             return b"".join(map(vocab.__getitem__, ids))
         except KeyError:
             unknown = sorted({i for i in ids if i not in vocab})
-            specials = sorted(self._special.values())
+            specials = sorted(self._specials.ids.values())
             raise ValueError(f"decode: unknown token ids {_some(unknown)}; this tokenizer has ids "
                              f"{min(self._tokens)}..{max(self._tokens)} and special ids {_some(specials)}") from None
 
@@ -586,19 +456,18 @@ class BPETokenizer:
         if not isinstance(special_tokens, Mapping):
             raise TypeError(f"special_tokens must be a mapping {{string: id}}, got "
                             f"{type(special_tokens).__name__}")
-        new = {}
+        new, known = {}, self._specials.ids
         for name, token_id in special_tokens.items():
             if isinstance(token_id, numbers.Integral) and not isinstance(token_id, bool):
                 token_id = int(token_id)
-            if name in self._special and self._special[name] != token_id:
-                raise ValueError(f"special token {name!r} already has id {self._special[name]}")
+            if name in known and known[name] != token_id:
+                raise ValueError(f"special token {name!r} already has id {known[name]}")
             new[name] = token_id
-        merged = {**self._special, **new}
+        merged = {**known, **new}
         check_special_tokens(merged, self._tokens, "special_tokens")
-        self._special = merged
+        self._specials.update(merged)
         for name, token_id in new.items():
             self._vocab[token_id] = name.encode("utf-8")
-        self._special_res.clear()
 
     def add_token(self, token: str | bytes) -> int:
         """Add ``token`` as a special (added) token and return its id (the next free id).
@@ -625,8 +494,8 @@ class BPETokenizer:
             raise TypeError(f"add_token: token must be str or bytes, got {type(token).__name__}")
         if not token:
             raise ValueError("add_token: token must not be empty")
-        if token in self._special:
-            return self._special[token]
+        if token in self._specials.ids:
+            return self._specials.ids[token]
         token_id = self.n_vocab
         self.register_special_tokens({token: token_id})
         return token_id
@@ -785,23 +654,8 @@ def _trained(pattern: str | None, merges: tuple[tuple[int, int], ...], special_t
     return Vocabulary(pattern, dict(enumerate(tokens)), special_tokens, merges=merges)
 
 
-def _lone_surrogate(text: str):
-    at = next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
-    raise ValueError(f"text has a lone surrogate {text[at]!r} at index {at}, which UTF-8 "
-                     f"cannot encode; repair the string (it often comes from decoding "
-                     f"bytes with errors='surrogateescape')") from None
-
-
 def _some(values: list) -> str:
     return f"{values[:10]}" + (f" and {len(values) - 10} more" if len(values) > 10 else "")
-
-
-def _check_int(name: str, value, minimum: int, why: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name}={value} is too small: it must be >= {minimum} ({why})")
-    return int(value)
 
 
 def _check_ids(ids) -> list[int]:

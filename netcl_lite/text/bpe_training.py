@@ -22,14 +22,14 @@ seen once only renames a single occurrence).
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Mapping
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping
 from heapq import heapify, heappop, heappush
 from itertools import pairwise
 
 from netcl_lite.text.progress import Progress
 
-__all__ = ["learn_merges"]
+__all__ = ["count_chunks", "learn_merges"]
 
 Pair = tuple[int, int]
 
@@ -188,3 +188,34 @@ def _merge_sites(word: list[int], a: int, b: int) -> list[int]:
             k += 1
     return sites
 # --8<-- [end:merge_everywhere]
+
+
+def count_chunks(texts: Iterable[str], split: Callable[[str], list[str]], progress: bool | None = None
+                 ) -> dict[bytes, int]:
+    """How often each chunk occurs in ``texts`` (``split``: the pre-split), keyed by its UTF-8 bytes.
+    The texts are streamed: a generator of many megabytes is never held as one string.
+
+    >>> count_chunks(["ab ab", "ab"], str.split)
+    {b'ab': 3}
+    """
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
+        raise TypeError(f"train_from_iterator: iterator must yield texts (e.g. a list of str), "
+                        f"got {type(texts).__name__}; wrap a single text as [text]")
+    bar = Progress(progress)
+    counts: Counter[str] = Counter()
+    read = 0
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"train_from_iterator: item {index} must be a str, got {type(text).__name__}")
+        counts.update(split(text))
+        read += len(text)
+        bar.update(f"BPE training: counted {index + 1} texts, {read / 1e6:.1f} M characters")
+    bar.close()
+    chunk_counts = {}
+    for chunk, n in counts.items():
+        try:
+            chunk_counts[chunk.encode("utf-8")] = n
+        except UnicodeEncodeError:
+            raise ValueError(f"train_from_iterator: the texts contain a lone surrogate in "
+                             f"{chunk!r}, which UTF-8 cannot encode; clean the text first") from None
+    return chunk_counts

@@ -1,0 +1,88 @@
+"""Special tokens: the strings a tokenizer maps to ids of their own, and which of them a call allows.
+
+tiktoken's policy: a call lists the special tokens it allows (``allowed_special``); the text of
+any other one (``disallowed_special``, by default all the rest) is an error, because encoding it
+silently would either hide text that looks like control tokens or let whoever wrote the text
+forge them. :class:`SpecialTokens` holds the ``{string: id}`` map of one tokenizer, checks a
+call's choice (:meth:`~SpecialTokens.allowed`) and cuts a text at the allowed ones
+(:meth:`~SpecialTokens.split`).
+
+    >>> specials = SpecialTokens({"<|endoftext|>": 300})
+    >>> allowed = specials.allowed("all", "all", ["hi<|endoftext|>"])
+    >>> specials.split("hi<|endoftext|>!", allowed)
+    ['hi', 300, '!']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+__all__ = ["SpecialTokens"]
+
+
+class SpecialTokens:
+    """``ids``: ``{string: id}``; :meth:`update` replaces it (the compiled searches start over)."""
+
+    def __init__(self, ids: Mapping[str, int] | None = None):
+        self.ids: dict[str, int] = {}
+        self._res: dict[frozenset, re.Pattern] = {}
+        self.update(dict(ids or {}))
+
+    def update(self, ids: dict[str, int]) -> None:
+        self.ids = ids
+        self._res.clear()
+
+    def chosen(self, name: str, value) -> frozenset:
+        """``value`` (``"all"`` or an iterable of special-token strings) as a set; ``name`` names the
+        parameter in an error."""
+        if not value and not isinstance(value, str):
+            return frozenset()
+        if value == "all":
+            return frozenset(self.ids)
+        if isinstance(value, str) or not isinstance(value, Iterable):
+            raise TypeError(f'{name} must be "all" or a set of special-token strings, got {value!r}')
+        chosen = frozenset(value)
+        unknown = sorted(map(str, chosen - set(self.ids)))
+        if unknown:
+            raise ValueError(f"{name}: {unknown} are not special tokens of this tokenizer "
+                             f"(it has {sorted(self.ids)}); register them first")
+        return chosen
+
+    def allowed(self, allowed_special, disallowed_special, texts: list[str], batch: bool = False) -> frozenset:
+        """The tokens a call allows, after checking that no text holds a disallowed one; the error
+        names the token, where it is (``text[i]`` for a ``batch``) and what to pass instead."""
+        allowed = self.chosen("allowed_special", allowed_special)
+        if disallowed_special == "all":
+            disallowed = frozenset(self.ids) - allowed
+        else:
+            disallowed = self.chosen("disallowed_special", disallowed_special)
+        if disallowed:
+            search = self.regex(disallowed).search
+            for i, text in enumerate(texts):
+                if found := search(text):
+                    where, plain = (f"text[{i}]", "encode_ordinary_batch()") if batch else ("text", "encode_ordinary()")
+                    raise ValueError(
+                        f"{where} contains the special token {found.group()!r} at index {found.start()}, which "
+                        f"this call does not allow; pass allowed_special={{{found.group()!r}}} (or \"all\") if "
+                        f"the text is trusted, or use {plain} to encode it as plain text")
+        return allowed
+
+    def regex(self, names: frozenset) -> re.Pattern:
+        """A search for any of ``names``, longest first (a token that extends another one wins)."""
+        found = self._res.get(names)
+        if found is None:
+            alternatives = sorted(names, key=lambda s: (-len(s), s))
+            found = self._res[names] = re.compile("|".join(map(re.escape, alternatives)))
+        return found
+
+    def split(self, text: str, allowed: frozenset) -> list[str | int]:
+        """``text`` as plain pieces (``str``, the first and last ones possibly empty) with the id of
+        each allowed special token between them."""
+        out: list[str | int] = []
+        start = 0
+        for found in self.regex(allowed).finditer(text):
+            out += (text[start:found.start()], self.ids[found.group()])
+            start = found.end()
+        out.append(text[start:])
+        return out
