@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable
 
 
 def positive_int(name: str, value) -> int:
@@ -75,3 +76,29 @@ def int_at_least(name: str, value, minimum: int, why: str = "") -> int:
     if value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}{why}, got {value!r}")
     return int(value)
+
+
+def token_ids(ids, name: str = "ids") -> list[int]:
+    """Token ids as a list of ``int``, from any iterable of integers (a NumPy array included).
+
+    >>> token_ids(np.array([3, 1]))
+    [3, 1]
+    >>> token_ids([1.0])
+    Traceback (most recent call last):
+    ...
+    TypeError: ids must be ints, got an element of type float
+    """
+    if isinstance(ids, (str, bytes, bytearray)) or not isinstance(ids, Iterable):
+        raise TypeError(f"{name} must be a sequence of int token ids, got {type(ids).__name__}")
+    if hasattr(ids, "dtype") and hasattr(ids, "tolist"):  # NumPy array
+        if ids.dtype.kind not in "iu":
+            raise TypeError(f"{name} must be integers, got an array of {ids.dtype}")
+        return ids.tolist()
+    ids = ids if isinstance(ids, list) else list(ids)
+    kinds = set(map(type, ids))
+    if kinds <= {int}:
+        return ids
+    bad = next((k for k in kinds if k is bool or not issubclass(k, numbers.Integral)), None)
+    if bad is not None:
+        raise TypeError(f"{name} must be ints, got an element of type {bad.__name__}")
+    return list(map(int, ids))  # e.g. NumPy integer scalars

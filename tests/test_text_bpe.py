@@ -22,6 +22,7 @@ from netcl_lite.text import (
     bpe,
     bpe_training,
     byte_pair,
+    chunk_cache,
     patterns,
     progress,
     ranks,
@@ -139,7 +140,7 @@ def test_cache_hits_equal_cold_encoding_and_cache_stays_bounded(small, monkeypat
     text = Path(bpe.__file__).read_text(encoding="utf-8")
     fresh = pickle.loads(pickle.dumps(small))
     assert fresh.encode_ordinary(text) == small.encode_ordinary(text) == small.encode_ordinary(text)
-    monkeypatch.setattr(bpe, "_CACHE_LIMIT", 10)
+    monkeypatch.setattr(chunk_cache, "CACHE_LIMIT", 10)
     fresh.encode_ordinary(text)
     assert len(fresh._cache) == len(fresh._seed)  # over the cap: the cache started over
     assert fresh.encode_ordinary(text) == small.encode_ordinary(text)

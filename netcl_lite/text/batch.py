@@ -9,9 +9,9 @@ tiktoken's rule, :attr:`~netcl_lite.text.BPETokenizer.kernel_text_min_bytes`), a
 documents together hold that many UTF-8 bytes goes there too, as one text with each
 document's byte offset (:meth:`~netcl_lite.text.dispatch.Dispatcher.encode_documents`):
 the device's split restarts at each document's start, so no chunk, and no merge, crosses from
-one document into the next, and a chunk that many documents share is merged once. Batches
-of more than :data:`~netcl_lite.text.dispatch.GROUP_BYTES` take a few such calls. Every other batch is a loop of single
-calls in this thread, sharing the tokenizer's chunk cache.
+one document into the next, and a chunk that many documents share is merged once. Batches of
+more than :data:`~netcl_lite.text.dispatch.GROUP_BYTES` take a few such calls. Every other batch
+is a loop of single calls in this thread, sharing the tokenizer's chunk cache.
 
 ``num_threads`` is accepted and checked as tiktoken's is, and changes nothing: the device
 call already spreads the merges over the device's threads, and Python's loop would hold the
@@ -45,7 +45,8 @@ def check_texts(texts, name: str = "text") -> list[str]:
     return texts
 
 
-def encode_ordinary_batch(encode: Encode, dispatch: Dispatcher, texts, num_threads: int = 8) -> list[list[int]]:
+def encode_ordinary_batch(encode: Encode, dispatch: Dispatcher, texts, num_threads: int = 8
+                          ) -> list[list[int]]:
     """``[encode(t) for t in texts]`` (``encode``: a tokenizer's ``encode_ordinary``), on the device
     in one call where ``dispatch`` sends it."""
     texts = check_texts(texts)
@@ -101,7 +102,8 @@ def decode_batch(decode: Callable[[Iterable[int], str], str], batch, errors: str
                  num_threads: int = 8) -> list[str]:
     """``[decode(ids, errors) for ids in batch]``; an error names the document."""
     if isinstance(batch, (str, bytes, bytearray)) or not isinstance(batch, Iterable):
-        raise TypeError(f"batch must be a list of token-id lists (one per document), got {type(batch).__name__}")
+        raise TypeError(f"batch must be a list of token-id lists (one per document), got "
+                        f"{type(batch).__name__}")
     if not isinstance(errors, str):
         raise TypeError(f"errors must be a str such as 'replace' or 'strict', got {type(errors).__name__}")
     int_at_least("num_threads", num_threads, 1, " (tiktoken's default is 8)")

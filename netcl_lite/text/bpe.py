@@ -1,105 +1,51 @@
 """Byte-level BPE: train, encode, decode, save and load; ids compatible with tiktoken.
 
-The base alphabet is the 256 byte values (ids 0..255 are bytes 0..255 for a
-trained tokenizer), so every string UTF-8 can encode round-trips exactly.
-That is why byte-level BPE has no out-of-vocabulary failures: the *byte
-alphabet* (or, in other tokenizers, a configured byte fallback) guarantees
-it, not subwords as such; a word-level or character-level subword vocabulary
-without byte fallback still needs an unknown token. A normalizer (lower-
-casing, NFKC) in front of a tokenizer can still alter the text; this one has
-none.
-
+The base alphabet is the 256 byte values, so every string UTF-8 can encode round-trips
+exactly: the *byte alphabet* (or, elsewhere, a configured byte fallback) is what rules out
+unknown tokens, not subwords as such. This tokenizer has no normalizer (lower-casing, NFKC).
 Text goes through three steps:
 
-1. special tokens (only those the caller allows) are cut out of the text;
-2. the pre-split pattern (:data:`GPT4_PATTERN` by default) cuts the rest
-   into chunks, and merges never cross a chunk boundary;
-3. each chunk's UTF-8 bytes are merged, lowest rank first (see
-   :mod:`~netcl_lite.text.byte_pair`). A chunk that is itself a token
-   becomes that token directly, as in tiktoken.
+1. special tokens (only those the caller allows) are cut out (:mod:`~netcl_lite.text.specials`);
+2. the pre-split pattern (:data:`GPT4_PATTERN` by default) cuts the rest into chunks, and
+   merges never cross a chunk boundary;
+3. each chunk's UTF-8 bytes are merged, lowest rank first (:mod:`~netcl_lite.text.byte_pair`);
+   a chunk that is itself a token becomes that token directly, as in tiktoken.
 
-Encoding keeps a bounded cache chunk -> ids, seeded with every token that
-is valid UTF-8, so a repeated chunk costs one dict lookup. Chunks new to the
-cache are merged by the Python loop, or, when a call brings many, by an OpenCL
-kernel (:attr:`BPETokenizer.kernel_min_bytes`). With :data:`GPT4_PATTERN` under
-tiktoken's rule, a long call (:attr:`BPETokenizer.kernel_text_min_bytes`) goes
-to the device whole instead: split, merged and gathered there, without the cache.
-:mod:`~netcl_lite.text.dispatch` decides and launches;
-:mod:`~netcl_lite.text.device_merge` holds the device's tables.
-
-Files: :meth:`BPETokenizer.save`/:meth:`~BPETokenizer.load` (netcl_lite's own
-model file), tiktoken's ``.tiktoken`` (:meth:`~BPETokenizer.from_tiktoken_file`)
-and Hugging Face's byte-level ``tokenizer.json``
-(:meth:`~BPETokenizer.from_tokenizer_json`). A tokenizer keeps the merge rule of
-the file it came from (see :mod:`~netcl_lite.text.byte_pair`), so its ids match
-the library that owns the format.
+A bounded cache (:mod:`~netcl_lite.text.chunk_cache`) makes a repeated chunk one dict lookup;
+new chunks are merged by the Python loop or, when a call brings many, by an OpenCL kernel, and
+a long call may go to the device whole (:mod:`~netcl_lite.text.dispatch` decides).
+Files: netcl_lite's own model file
+(:meth:`BPETokenizer.save`), tiktoken's ``.tiktoken`` and Hugging Face's ``tokenizer.json``;
+a tokenizer keeps the merge rule of the file it came from, so its ids match that library's.
 """
 
 from __future__ import annotations
 
-import numbers
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from itertools import chain, compress
-from operator import not_
 from types import MappingProxyType
 
-from netcl_lite.checks import int_at_least
+from netcl_lite.checks import int_at_least, token_ids
 from netcl_lite.text import batch as batch_api
 from netcl_lite.text import device_merge
 from netcl_lite.text.bpe_training import count_chunks, learn_merges
 from netcl_lite.text.byte_pair import UnmadeTokenError, chunk_encoder, listed_pair_table, rank_pair_table
-from netcl_lite.text.model_file import (
-    ModelParts,
-    check_merges,
-    check_special_tokens,
-    dumps,
-    loads,
-)
+from netcl_lite.text.chunk_cache import ChunkCache
+from netcl_lite.text.dispatch import KERNEL_MIN_BYTES, KERNEL_TEXT_MIN_BYTES, Dispatcher
+from netcl_lite.text.model_file import ModelParts, read_model_file, vocabulary_of, write_model_file
 from netcl_lite.text.patterns import GPT4_PATTERN, compile_splitter
 from netcl_lite.text.ranks import check_ranks, derive_merges
-from netcl_lite.text.tiktoken_file import read_tiktoken_file, tiktoken_file_bytes
-from netcl_lite.text.dispatch import KERNEL_MIN_BYTES, KERNEL_TEXT_MIN_BYTES, Dispatcher, utf8
 from netcl_lite.text.specials import SpecialTokens
+from netcl_lite.text.tiktoken_file import read_tiktoken_file, tiktoken_file_bytes
 from netcl_lite.text.tokenizer_json import read_tokenizer_json, tokenizer_json_text
 from netcl_lite.text.vocabulary import Vocabulary
 
 __all__ = ["KERNEL_MIN_BYTES", "KERNEL_TEXT_MIN_BYTES", "BPETokenizer"]
 
 _BYTES = {i: bytes([i]) for i in range(256)}
-_CACHE_LIMIT = 1 << 17  # chunks kept beyond the seed before the cache starts over
-_MAX_CACHED_CHARS = 256  # longer chunks (pattern=None) are encoded but not kept
-
-
-class _LoneSurrogate(Exception):
-    pass
-
-
-class _ChunkCache(dict):
-    """chunk -> token ids; a miss encodes the chunk (``__missing__``), so hits stay in C.
-
-    The ids are kept as tuples: the copy costs the cold pass ~1 %, and warm passes chain
-    tuples ~5-8 % faster than the encoder's lists.
-    """
-
-    __slots__ = ("_encode",)
-
-    def __init__(self, seed, encode):
-        super().__init__(seed)
-        self._encode = encode
-
-    def __missing__(self, chunk: str) -> tuple[int, ...]:
-        # subtle: a chunk that is one token never gets here when whole_chunks holds: the cache
-        # is seeded with every token that is text.
-        try:
-            piece = chunk.encode("utf-8")
-        except UnicodeEncodeError:
-            raise _LoneSurrogate from None
-        ids = tuple(self._encode(piece))
-        if len(chunk) <= _MAX_CACHED_CHARS:
-            self[chunk] = ids
-        return ids
+#: a fresh cache (``benchmarks/bpe_threshold.py`` times calls on one)
+_ChunkCache = ChunkCache
 
 
 class BPETokenizer:
@@ -111,11 +57,10 @@ class BPETokenizer:
     >>> tok.decode(tok.encode("Hello world!"))
     'Hello world!'
 
-    ``pattern``: pre-split regex (default :data:`GPT4_PATTERN`, tiktoken's
-    cl100k pattern; :data:`GPT2_PATTERN`; any ``regex`` pattern; ``None`` for
-    no splitting). ``special_tokens``: ``{string: id}`` with ids above the
-    byte-level ids; user text never becomes a special id unless the caller
-    allows it (see :meth:`encode`).
+    ``pattern``: pre-split regex (default :data:`GPT4_PATTERN`, tiktoken's cl100k pattern;
+    :data:`GPT2_PATTERN`; any ``regex`` pattern; ``None`` for no splitting). ``special_tokens``:
+    ``{string: id}`` with ids above the byte-level ids; user text never becomes a special id
+    unless the caller allows it (see :meth:`encode`).
     """
 
     def __init__(self, pattern: str | None = GPT4_PATTERN,
@@ -123,8 +68,6 @@ class BPETokenizer:
         self._set_model(Vocabulary(pattern, _BYTES))
         if special_tokens is not None:
             self.register_special_tokens(special_tokens)
-
-    # -- state ---------------------------------------------------------------------------------
 
     def _set_model(self, vocab: Vocabulary) -> None:
         self._split = compile_splitter(vocab.pattern)  # validates the pattern
@@ -143,26 +86,18 @@ class BPETokenizer:
         self._whole_chunks = vocab.whole_chunks
         self._specials = SpecialTokens()
         self._vocab = dict(self._tokens)  # id -> bytes, special tokens included
-        seed = {}
-        if vocab.whole_chunks:  # otherwise a chunk equal to a token may still merge differently
-            for i, t in self._tokens.items():
-                try:
-                    seed[t.decode("utf-8")] = (i,)
-                except UnicodeDecodeError:
-                    pass  # not a whole character: never a chunk on its own
-        self._seed = seed
+        self._seed = seed = vocab.text_tokens() if vocab.whole_chunks else {}  # else a chunk that is a token
         self._encode_piece = chunk_encoder(self._byte_ids, self._pairs)
-        old = getattr(self, "_dispatch", None)
-        if vocab.merge_list is None:  # the whole-call path: GPT-4's pattern, which the device splits
-            # the kernel's index is built from the packed tokens, packed while they are in the caches
-            self._dispatch = Dispatcher(self._byte_ids, self._encode_piece, tokens=device_merge.pack_tokens(by_rank),
-                                        whole_text=vocab.pattern == GPT4_PATTERN and vocab.whole_chunks)
-        else:
-            self._dispatch = Dispatcher(self._byte_ids, self._encode_piece, merges=vocab.merge_list,
-                                        largest_id=max(self._tokens))
+        # the device's index is built from the tokens packed here, while they are in the CPU's caches
+        packed = device_merge.pack_tokens(by_rank) if vocab.merge_list is None else None
+        old, self._dispatch = getattr(self, "_dispatch", None), Dispatcher(
+            self._byte_ids, self._encode_piece, tokens=packed, merges=vocab.merge_list,
+            largest_id=len(self._tokens) - 1 if packed else max(self._tokens),
+            whole_text=vocab.pattern == GPT4_PATTERN and vocab.whole_chunks)  # which the device splits
         if old is not None:  # a retrained tokenizer keeps its settings
-            self.kernel_min_bytes, self.kernel_text_min_bytes = old.kernel_min_bytes, old.kernel_text_min_bytes
-        self._cache = _ChunkCache(seed, self._encode_piece)
+            self._dispatch.kernel_min_bytes = old.kernel_min_bytes
+            self._dispatch.kernel_text_min_bytes = old.kernel_text_min_bytes
+        self._cache = ChunkCache(seed, self._encode_piece)
         if vocab.special_tokens:
             self.register_special_tokens(vocab.special_tokens)
 
@@ -170,16 +105,10 @@ class BPETokenizer:
     def kernel_min_bytes(self) -> int | None:
         """New bytes one call must bring before its new chunks are merged by the OpenCL kernel.
 
-        Encoding caches every chunk it has merged; the chunks a call has not seen before
-        are its *new* chunks. When their UTF-8 bytes add up to at least this number, they are
-        merged together in one launch of ``kernels/bpe.cl`` (one work-item per chunk, on
-        ``netcl_lite.device()``) instead of one by one in Python; the ids are identical
-        either way. The default, :data:`KERNEL_MIN_BYTES`, is measured: below it a launch
-        costs more than the Python loop saves. ``0``: always the kernel; ``None``: never.
-        The first launch also builds the kernel's tables on the device, once per tokenizer.
-        Chunks longer than :data:`~netcl_lite.text.device_merge.MAX_CHUNK` bytes always take
-        the Python loop. A call that :attr:`kernel_text_min_bytes` sends to the device whole
-        never gets here (see :mod:`~netcl_lite.text.dispatch`).
+        When the UTF-8 bytes of a call's *new* chunks (not in the cache) add up to this, one launch
+        of ``kernels/bpe.cl`` merges them all, with the Python loop's ids. The default,
+        :data:`KERNEL_MIN_BYTES`, is measured; ``0``: always; ``None``: never. The first launch
+        builds the device's tables, once per tokenizer (see :mod:`~netcl_lite.text.dispatch`).
 
         >>> tok = BPETokenizer(); tok.kernel_min_bytes = None; tok.encode("hi")
         [104, 105]
@@ -194,14 +123,11 @@ class BPETokenizer:
     def kernel_text_min_bytes(self) -> int | None:
         """UTF-8 bytes from which a whole call is split and merged on the device, skipping the cache.
 
-        For a tokenizer that follows tiktoken's rule with :data:`GPT4_PATTERN` (cl100k_base's
-        pattern), a call whose text holds at least this many bytes goes to the device in one
-        pass: ``kernels/bpe.cl`` splits the text as the pattern does, merges each different chunk
-        once (a work-item each) and gathers the ids; the chunk cache is neither read nor filled.
-        The ids are identical to the Python path's. The default, :data:`KERNEL_TEXT_MIN_BYTES`,
-        is measured (``benchmarks/bpe_threshold.py``). ``0``: every call; ``None``: never (then
-        :attr:`kernel_min_bytes` decides, chunk by chunk). Other patterns and merge lists never
-        take this path.
+        Only under tiktoken's rule with :data:`GPT4_PATTERN` (cl100k_base's): ``kernels/bpe.cl``
+        splits the text as the pattern does, merges each different chunk once and gathers the ids,
+        identical to the Python path's. The default, :data:`KERNEL_TEXT_MIN_BYTES`, is measured
+        (``benchmarks/bpe_threshold.py``). ``0``: every call; ``None``: never (then
+        :attr:`kernel_min_bytes` decides).
 
         >>> tok = BPETokenizer(); tok.kernel_text_min_bytes = 0; tok.encode("hi there")
         [104, 105, 32, 116, 104, 101, 114, 101]
@@ -219,11 +145,8 @@ class BPETokenizer:
 
     @property
     def merges(self) -> Mapping[tuple[int, int], int]:
-        """``(left_id, right_id) -> new id`` in merge order (read-only view).
-
-        For a tokenizer loaded from tiktoken's ranks these are derived on first use (about half
-        a second for 100k tokens): tiktoken's files hold no merge list.
-        """
+        """``(left_id, right_id) -> new id`` in merge order (read-only view). From tiktoken's ranks,
+        which hold no merge list, they are derived on first use (about half a second for 100k tokens)."""
         if self._merges is None:
             if self._merge_list is not None:
                 self._merges = {(left, right): merged for left, right, merged in self._merge_list}
@@ -258,7 +181,7 @@ class BPETokenizer:
     def __reduce__(self):  # pickles as its vocabulary (the splitter, tables and cache are rebuilt)
         return (_from_vocabulary, (self._vocabulary(),))
 
-    def _vocabulary(self) -> Vocabulary:
+    def _vocabulary(self) -> Vocabulary:  # the model, as every file format describes it
         return Vocabulary(self._pattern, self._tokens, dict(self._specials.ids), self._merge_list,
                           self._whole_chunks, self._derived)
 
@@ -277,17 +200,16 @@ class BPETokenizer:
                             ) -> list[tuple[tuple[int, int], int]]:
         """Learn merges from texts, replacing any earlier merges; return the merge trace.
 
-        ``vocab_size`` counts byte-level tokens: 256 bytes + merges (special tokens are extra,
-        with their own ids). Training stops early, without error, when no pair occurs
-        ``min_frequency`` times. The texts are streamed: each is pre-split and its chunks
-        counted, so a generator of many megabytes is never held as one string. Ties between
-        equally frequent pairs go to the lexically smallest pair of byte strings. ``progress``:
-        a stderr progress line (``None``: only on a terminal, once training runs over a second).
+        ``vocab_size`` counts byte-level tokens: 256 bytes + merges (special tokens have their own
+        ids). Training stops early, without error, when no pair occurs ``min_frequency`` times.
+        The texts are streamed (each pre-split and its chunks counted). Ties go to the lexically
+        smallest pair of byte strings. ``progress``: a stderr progress line (``None``: only on a
+        terminal, once training runs over a second).
 
         >>> BPETokenizer(pattern=None).train_from_iterator(["aaabdaaabac"], 259)
         [((97, 97), 4), ((97, 98), 2), ((256, 257), 2)]
         """
-        vocab_size = int_at_least("vocab_size", vocab_size, 256, " (the 256 byte values are always in the vocabulary)")
+        vocab_size = int_at_least("vocab_size", vocab_size, 256, " (the 256 bytes are always in it)")
         min_frequency = int_at_least("min_frequency", min_frequency, 1, " (1: merge pairs seen once)")
         clash = {name: i for name, i in self._specials.ids.items() if i < vocab_size}
         if clash:
@@ -297,7 +219,9 @@ class BPETokenizer:
         chunk_counts = count_chunks(iterator, self._split, progress)
         trace = learn_merges(chunk_counts, vocab_size - 256, min_frequency=min_frequency,
                              progress=progress)
-        self._set_model(_trained(self._pattern, tuple(p for p, _ in trace), dict(self._specials.ids)))
+        merges = tuple(p for p, _ in trace)
+        parts = ModelParts(self._pattern, tuple(range(256)), merges, dict(self._specials.ids))
+        self._set_model(vocabulary_of(parts))
         return trace
 
     # -- encoding ------------------------------------------------------------------------------
@@ -313,45 +237,10 @@ class BPETokenizer:
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}; decode bytes first "
                             f"(text = data.decode('utf-8'))")
-        n, dispatch = len(text), self._dispatch
-        if n >= dispatch.text_min_chars and (ids := dispatch.encode_text(text)) is not None:
+        dispatch = self._dispatch
+        if len(text) >= dispatch.text_min_chars and (ids := dispatch.encode_text(text)) is not None:
             return ids
-        cache = self._cache
-        chunks = self._split(text)
-        try:
-            if n < dispatch.min_chars or (n < dispatch.min_ascii and text.isascii()):
-                # fewer new bytes than kernel_min_bytes: the Python loop
-                ids = list(chain.from_iterable(map(cache.__getitem__, chunks)))
-            else:  # one lookup pass; the new chunks, if any, are merged together (the kernel's
-                values = list(map(cache.get, chunks))  # job when they hold enough bytes)
-                if not all(values):                     # None: a new chunk (ids are never empty)
-                    self._fill_new(chunks, values)
-                ids = list(chain.from_iterable(values))
-        except _LoneSurrogate:
-            utf8(text)
-        if len(cache) > len(self._seed) + _CACHE_LIMIT:
-            self._cache = _ChunkCache(self._seed, self._encode_piece)
-        return ids
-
-    def _fill_new(self, chunks: list[str], values: list) -> None:
-        """Fill in ``values`` (``cache.get`` of each chunk, ``None`` for a new chunk) with the ids of
-        the new chunks, merged together (:meth:`~netcl_lite.text.dispatch.Dispatcher.merge_new`) and
-        cached (up to ``_MAX_CACHED_CHARS`` characters)."""
-        new = list(set(compress(chunks, map(not_, values))))
-        try:
-            pieces = list(map(str.encode, new))
-        except UnicodeEncodeError:
-            raise _LoneSurrogate from None
-        got = dict(zip(new, self._dispatch.merge_new(pieces)))
-        if max(map(len, new)) <= _MAX_CACHED_CHARS:
-            self._cache.update(got)
-        else:
-            self._cache.update((c, ids) for c, ids in got.items() if len(c) <= _MAX_CACHED_CHARS)
-        if 4 * len(got) < len(values):  # few: patch their places (each read before it is set)
-            for i in compress(range(len(values)), map(not_, values)):
-                values[i] = got[chunks[i]]
-        else:                            # many: one more pass at C speed (got holds no old chunk)
-            values[:] = map(got.get, chunks, values)
+        return self._cache.ids_of(self._split(text), text, dispatch)
 
     def encode(self, text: str, *, allowed_special: str | Iterable[str] = frozenset(),
                disallowed_special: str | Iterable[str] = "all") -> list[int]:
@@ -388,9 +277,8 @@ class BPETokenizer:
     def encode_ordinary_batch(self, text: list[str], *, num_threads: int = 8) -> list[list[int]]:
         """:meth:`encode_ordinary` of each document in ``text`` (a list of str, tiktoken's name for it).
 
-        The ids equal a loop of single calls; a batch that reaches :attr:`kernel_text_min_bytes`
-        goes to the device as one text, split document by document (see
-        :mod:`~netcl_lite.text.batch`; ``num_threads`` is checked, as tiktoken's, and unused).
+        The ids equal a loop of single calls; a batch that reaches :attr:`kernel_text_min_bytes` goes to
+        the device as one text, split by document (:mod:`~netcl_lite.text.batch`; ``num_threads``: unused).
 
         >>> BPETokenizer().encode_ordinary_batch(["hi", "", "!"])
         [[104, 105], [], [33]]
@@ -407,8 +295,8 @@ class BPETokenizer:
         >>> tok.encode_batch(["hi<|endoftext|>", "!"], allowed_special="all")
         [[104, 105, 300], [33]]
         """
-        return batch_api.encode_batch(self.encode_ordinary, self._dispatch, self._specials, text, num_threads,
-                                  allowed_special, disallowed_special)
+        return batch_api.encode_batch(self.encode_ordinary, self._dispatch, self._specials, text,
+                                      num_threads, allowed_special, disallowed_special)
 
     def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace",
                      num_threads: int = 8) -> list[str]:
@@ -427,7 +315,7 @@ class BPETokenizer:
         >>> BPETokenizer().decode_bytes([226, 130])
         b'\\xe2\\x82'
         """
-        ids = _check_ids(ids)
+        ids = token_ids(ids)
         vocab = self._vocab
         try:
             return b"".join(map(vocab.__getitem__, ids))
@@ -435,7 +323,8 @@ class BPETokenizer:
             unknown = sorted({i for i in ids if i not in vocab})
             specials = sorted(self._specials.ids.values())
             raise ValueError(f"decode: unknown token ids {_some(unknown)}; this tokenizer has ids "
-                             f"{min(self._tokens)}..{max(self._tokens)} and special ids {_some(specials)}") from None
+                             f"{min(self._tokens)}..{max(self._tokens)} and special ids {_some(specials)}"
+                             ) from None
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """Decode ids to text; bytes that are not valid UTF-8 become U+FFFD (``errors="strict"`` raises).
@@ -453,33 +342,18 @@ class BPETokenizer:
         >>> tok = BPETokenizer(); tok.register_special_tokens({"<|endoftext|>": 256}); tok.n_vocab
         257
         """
-        if not isinstance(special_tokens, Mapping):
-            raise TypeError(f"special_tokens must be a mapping {{string: id}}, got "
-                            f"{type(special_tokens).__name__}")
-        new, known = {}, self._specials.ids
-        for name, token_id in special_tokens.items():
-            if isinstance(token_id, numbers.Integral) and not isinstance(token_id, bool):
-                token_id = int(token_id)
-            if name in known and known[name] != token_id:
-                raise ValueError(f"special token {name!r} already has id {known[name]}")
-            new[name] = token_id
-        merged = {**known, **new}
-        check_special_tokens(merged, self._tokens, "special_tokens")
-        self._specials.update(merged)
-        for name, token_id in new.items():
+        for name, token_id in self._specials.register(special_tokens, self._tokens).items():
             self._vocab[token_id] = name.encode("utf-8")
 
     def add_token(self, token: str | bytes) -> int:
         """Add ``token`` as a special (added) token and return its id (the next free id).
 
-        Adding a token is a vocabulary edit, not just a tokenizer edit: the model needs a new
-        row in its embedding matrix (``n_vocab x d_model``) and in its output projection (and
-        output bias) for the new id, or the id indexes past the end of both. How those rows are
-        initialized is implementation-specific (random, the mean of existing rows, the
-        embedding of the pieces the text used to split into), and the model has not learned what
-        the token means just because the row exists: fine-tune and evaluate before relying on it.
-        The token also changes segmentation: where the caller allows it, its text is cut out
-        before pre-splitting. Adding a string that already is a special token returns its id.
+        A vocabulary edit, not just a tokenizer edit: the model needs a new row in its embedding
+        (``n_vocab x d_model``) and output projection for the new id, or the id indexes past both.
+        How those rows start is a choice (random, the mean of the others, the pieces the text used
+        to split into), and a row is not a learned meaning: fine-tune and evaluate first. Where a
+        call allows it, its text is cut out before pre-splitting. A string that already is a
+        special token keeps its id.
 
         >>> tok = BPETokenizer(); tok.add_token("<|tool|>"), tok.add_token("<|tool|>")
         (256, 256)
@@ -488,17 +362,14 @@ class BPETokenizer:
             try:
                 token = bytes(token).decode("utf-8")
             except UnicodeDecodeError:
-                raise ValueError(f"add_token: {bytes(token)!r} is not valid UTF-8; added tokens are "
-                                 f"text") from None
+                raise ValueError(f"add_token: {bytes(token)!r} is not UTF-8; added tokens are text") from None
         if not isinstance(token, str):
             raise TypeError(f"add_token: token must be str or bytes, got {type(token).__name__}")
         if not token:
             raise ValueError("add_token: token must not be empty")
-        if token in self._specials.ids:
-            return self._specials.ids[token]
-        token_id = self.n_vocab
-        self.register_special_tokens({token: token_id})
-        return token_id
+        if token not in self._specials.ids:
+            self.register_special_tokens({token: self.n_vocab})
+        return self._specials.ids[token]
 
     # -- files and interop ---------------------------------------------------------------------
 
@@ -510,24 +381,14 @@ class BPETokenizer:
         >>> BPETokenizer.load(path).encode("hi<|endoftext|>", allowed_special="all")
         [104, 105, 256]
         """
-        from netcl_lite.files import atomic_write
-
-        atomic_write(path, dumps(self._parts()).encode("utf-8"))   # whole or not at all
+        write_model_file(path, self._parts())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> BPETokenizer:
         """Read a file written by :meth:`save`; anything malformed raises ``ValueError`` naming the problem,
-        as does a path that is not a regular file (a device, a named pipe) or is larger than
-        :data:`~netcl_lite.text.model_file.MAX_FILE_BYTES`, checked before it is opened."""
-        from netcl_lite.files import read_regular
-        from netcl_lite.text.model_file import MAX_FILE_BYTES
-
-        raw = read_regular(path, MAX_FILE_BYTES, "a tokenizer file")
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{path}: not UTF-8 text ({exc}); is this a tokenizer file?") from None
-        return _from_parts(loads(text, str(path)))
+        as does a path that is not a regular file or too large
+        (:func:`~netcl_lite.text.model_file.read_model_file`)."""
+        return _from_vocabulary(read_model_file(path))
 
     def mergeable_ranks(self) -> dict[bytes, int]:
         """``bytes -> rank`` of the byte-level tokens, in tiktoken's format (rank = id).
@@ -543,14 +404,14 @@ class BPETokenizer:
                              special_tokens: Mapping[str, int] | None = None) -> BPETokenizer:
         """Rebuild a tokenizer from tiktoken-style ranks (for example an ``Encoding``'s ``_mergeable_ranks``).
 
-        Ranks 0..255 must be the 256 single bytes (in any order), ranks must run 0..N-1, and
-        each longer token must be made of two lower-ranked tokens, whose merge it then is.
+        Ranks 0..255 must be the 256 single bytes (in any order), ranks run 0..N-1, and each longer
+        token must be two lower-ranked tokens joined, whose merge it then is.
 
         >>> ranks = {bytes([b]): b for b in range(256)} | {b"hi": 256, b"hi!": 257}
         >>> dict(BPETokenizer.from_mergeable_ranks(ranks).merges)
         {(104, 105): 256, (256, 33): 257}
         """
-        return _from_ranks(check_ranks(mergeable_ranks), pattern, special_tokens, lambda rank: "mergeable_ranks")
+        return _from_ranks(check_ranks(mergeable_ranks), pattern, special_tokens, lambda _: "mergeable_ranks")
 
     @classmethod
     def from_tiktoken_file(cls, path: str | os.PathLike, pattern: str | None,
@@ -558,12 +419,11 @@ class BPETokenizer:
                            expected_sha256: str | None = None) -> BPETokenizer:
         """Load a tiktoken ``.tiktoken`` file (one ``<base64 bytes> <rank>`` line per token).
 
-        The file holds neither the pre-split pattern nor the special tokens: pass them
-        (for cl100k_base: :data:`GPT4_PATTERN` and ``{"<|endoftext|>": 100257, ...}``).
-        ``expected_sha256``: the file's published hash; a file that does not match raises
-        (the only way to tell a file cut exactly at a line break from a smaller vocabulary).
-        Every problem is a ``ValueError`` naming the file and line
-        (see :mod:`~netcl_lite.text.tiktoken_file`).
+        The file holds neither the pattern nor the special tokens: pass them (cl100k_base:
+        :data:`GPT4_PATTERN`, ``{"<|endoftext|>": 100257, ...}``). ``expected_sha256``: the
+        published hash, the only way to tell a file cut at a line break from a smaller
+        vocabulary. Problems raise ``ValueError`` naming file and line (see
+        :mod:`~netcl_lite.text.tiktoken_file`).
 
         >>> import os, tempfile; path = os.path.join(tempfile.mkdtemp(), "tiny.tiktoken")
         >>> tok = BPETokenizer.from_mergeable_ranks({bytes([b]): b for b in range(256)} | {b"hi": 256})
@@ -575,11 +435,8 @@ class BPETokenizer:
         return _from_ranks(tokens, pattern, special_tokens, lambda rank: f"{path}: line {line_of[rank]}")
 
     def save_tiktoken_file(self, path: str | os.PathLike) -> None:
-        """Write the byte-level tokens as a ``.tiktoken`` file, byte for byte as tiktoken writes it.
-
-        The pattern and the special tokens are not part of that format; keep them beside it.
-        (Example: :meth:`from_tiktoken_file`.)
-        """
+        """Write the byte-level tokens as a ``.tiktoken`` file, byte for byte as tiktoken writes it
+        (without the pattern and special tokens: keep them beside it; example: :meth:`from_tiktoken_file`)."""
         from netcl_lite.files import atomic_write
 
         self._require_ranks("save_tiktoken_file")
@@ -589,10 +446,9 @@ class BPETokenizer:
     def from_tokenizer_json(cls, path: str | os.PathLike) -> BPETokenizer:
         """Load a Hugging Face byte-level BPE ``tokenizer.json`` (GPT-2 style), ids as the file has them.
 
-        Its merges apply as ``tokenizers`` applies them (only the listed pairs, earliest
-        first); its added tokens become special tokens. Components this tokenizer cannot
-        reproduce exactly raise ``ValueError`` naming the key
-        (see :mod:`~netcl_lite.text.tokenizer_json`).
+        Its merges apply as ``tokenizers`` applies them (only the listed pairs, earliest first);
+        added tokens become special tokens; a component this tokenizer cannot reproduce exactly
+        raises ``ValueError`` naming the key (:mod:`~netcl_lite.text.tokenizer_json`).
 
         >>> import os, tempfile; path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
         >>> tok = BPETokenizer(special_tokens={"<|endoftext|>": 258})
@@ -606,10 +462,8 @@ class BPETokenizer:
     def save_tokenizer_json(self, path: str | os.PathLike) -> None:
         """Write a ``tokenizer.json`` that Hugging Face ``tokenizers`` loads and encodes with the same ids.
 
-        A tokenizer that follows tiktoken's rule is written with ``ignore_merges: true`` (a
-        chunk that is a token stays whole, as in tiktoken) and the merges of :attr:`merges`.
-        (Example: :meth:`from_tokenizer_json`.)
-        """
+        Under tiktoken's rule: ``ignore_merges: true`` (a chunk that is a token stays whole) and the
+        merges of :attr:`merges`. (Example: :meth:`from_tokenizer_json`.)"""
         vocab = self._vocabulary()
         if vocab.merge_list is None:
             merge_list = tuple((left, right, merged) for (left, right), merged in self.merges.items())
@@ -642,34 +496,5 @@ def _from_ranks(tokens: list[bytes], pattern: str | None, special_tokens: Mappin
     return tok
 
 
-def _from_parts(parts: ModelParts) -> BPETokenizer:
-    """From netcl_lite's own model file: ids 0..255 are ``parts.base_bytes``, merge k makes id 256 + k."""
-    tokens = check_merges(parts.base_bytes, parts.merges)
-    return _from_vocabulary(Vocabulary(parts.pattern, dict(enumerate(tokens)), dict(parts.special_tokens),
-                                       merges=tuple(parts.merges)))
-
-
-def _trained(pattern: str | None, merges: tuple[tuple[int, int], ...], special_tokens: dict) -> Vocabulary:
-    tokens = check_merges(range(256), merges)
-    return Vocabulary(pattern, dict(enumerate(tokens)), special_tokens, merges=merges)
-
-
-def _some(values: list) -> str:
+def _some(values: list) -> str:  # the first ten of many values
     return f"{values[:10]}" + (f" and {len(values) - 10} more" if len(values) > 10 else "")
-
-
-def _check_ids(ids) -> list[int]:
-    if isinstance(ids, (str, bytes, bytearray)) or not isinstance(ids, Iterable):
-        raise TypeError(f"ids must be a sequence of int token ids, got {type(ids).__name__}")
-    if hasattr(ids, "dtype") and hasattr(ids, "tolist"):  # NumPy array
-        if ids.dtype.kind not in "iu":
-            raise TypeError(f"ids must be integers, got an array of {ids.dtype}")
-        return ids.tolist()
-    ids = ids if isinstance(ids, list) else list(ids)
-    kinds = set(map(type, ids))
-    if kinds <= {int}:
-        return ids
-    bad = next((k for k in kinds if k is bool or not issubclass(k, numbers.Integral)), None)
-    if bad is not None:
-        raise TypeError(f"ids must be ints, got an element of type {bad.__name__}")
-    return list(map(int, ids))  # e.g. NumPy integer scalars

@@ -73,15 +73,15 @@ class Dispatcher:
     ``byte_ids[b]``: the id of byte ``b``; ``encode_piece(bytes) -> ids``: the Python loop
     (:func:`~netcl_lite.text.byte_pair.chunk_encoder`). Then exactly one of ``tokens``
     (tiktoken's rule: every token's bytes by id, or :func:`~netcl_lite.text.device_merge.pack_tokens`
-    of them) or ``merges`` (a merge list, with ``largest_id`` the vocabulary's largest id). ``whole_text``: the device may split a whole text (GPT-4's
-    pattern under tiktoken's rule, whole chunks kept as tokens).
+    of them) or ``merges`` (a merge list; ``largest_id``: the vocabulary's largest id).
+    ``whole_text``: the device may split a whole text (GPT-4's pattern under tiktoken's rule).
     """
 
     def __init__(self, byte_ids: Sequence[int], encode_piece: Callable[[bytes], list[int]], *,
                  tokens=None, merges: Sequence[tuple[int, int, int]] | None = None, largest_id: int = 0,
                  whole_text: bool = False):
         if (tokens is None) == (merges is None):
-            raise TypeError("Dispatcher: pass exactly one of tokens (tiktoken's rule) or merges (a merge list)")
+            raise TypeError("Dispatcher: pass exactly one of tokens (tiktoken's rule) or merges (a list)")
         self.encode_piece = encode_piece
         self._byte_ids = byte_ids
         self._tokens = tokens if tokens is None or isinstance(tokens, device_merge.PackedTokens) \
@@ -168,7 +168,9 @@ class Dispatcher:
         if not self._whole_text or self._text_min_bytes is None:
             return None
         data = utf8(text)
-        if not self._text_min_bytes <= len(data) <= device_merge.MAX_TEXT_BYTES or (merger := self.merger()) is None:
+        if not self._text_min_bytes <= len(data) <= device_merge.MAX_TEXT_BYTES:
+            return None
+        if (merger := self.merger()) is None:
             return None
         ids, longs = merger.merge_text(data)
         if not longs:
@@ -209,12 +211,12 @@ class Dispatcher:
             ids, firsts = ids.tolist(), firsts.tolist()
         return list(map(ids.__getitem__, map(slice, firsts[:-1], firsts[1:])))
 
-    def _spliced(self, data: bytes, ids: np.ndarray, firsts: np.ndarray, longs) -> tuple[list[int], list[int]]:
+    def _spliced(self, data: bytes, ids: np.ndarray, firsts, longs) -> tuple[list[int], list[int]]:
         """The Python loop's ids of each long chunk in its placeholder's place (an ``EMPTY`` id), and
         each document's first id moved by the ids added before it."""
         places = np.flatnonzero(ids == device_merge.EMPTY)
         pieces = [self.encode_piece(data[start:end]) for start, end in longs]
-        grown = np.array([0, *accumulate(len(p) - 1 for p in pieces)], np.int64)   # ids added before each place
+        grown = np.array([0, *accumulate(len(p) - 1 for p in pieces)], np.int64)   # ids added before a place
         firsts = (np.asarray(firsts, np.int64) + grown[np.searchsorted(places, firsts, side="left")]).tolist()
         flat, out, done = ids.tolist(), [], 0
         for place, piece in zip(places.tolist(), pieces):

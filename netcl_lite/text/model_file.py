@@ -21,13 +21,14 @@ import json
 from dataclasses import dataclass
 
 from netcl_lite.text.patterns import check_pattern_length, compile_splitter
+from netcl_lite.text.vocabulary import Vocabulary
 
 #: text a model file's pattern must split without losing a character: every printable ASCII
 #: character and the common whitespace
 PATTERN_PROBE = "".join(map(chr, range(32, 127))) + " \t\n\r  x"
 
 __all__ = ["FORMAT", "MAX_FILE_BYTES", "VERSION", "ModelParts", "check_merges", "check_special_tokens", "dumps", "loads",
-           "parse_json_object"]
+           "parse_json_object", "read_model_file", "vocabulary_of", "write_model_file"]
 
 FORMAT = "netcl_lite.bpe"
 VERSION = 1
@@ -240,3 +241,35 @@ def _path_to(doc, target) -> str:
         elif isinstance(node, list):
             stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node))
     return "(unknown)"
+
+
+def vocabulary_of(parts: ModelParts) -> Vocabulary:
+    """The vocabulary a model file describes: ids 0..255 are ``parts.base_bytes``, merge k makes id 256 + k.
+
+    >>> vocabulary_of(ModelParts(None, tuple(range(256)), ((104, 105),), {})).tokens[256]
+    b'hi'
+    """
+    tokens = check_merges(parts.base_bytes, parts.merges)
+    return Vocabulary(parts.pattern, dict(enumerate(tokens)), dict(parts.special_tokens),
+                      merges=tuple(parts.merges))
+
+
+def read_model_file(path) -> Vocabulary:
+    """The vocabulary of a file written by :func:`write_model_file`; anything malformed raises
+    ``ValueError`` naming the problem, as does a path that is not a regular file (a device, a named
+    pipe) or is larger than :data:`MAX_FILE_BYTES`, checked before it is opened."""
+    from netcl_lite.files import read_regular
+
+    raw = read_regular(path, MAX_FILE_BYTES, "a tokenizer file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc}); is this a tokenizer file?") from None
+    return vocabulary_of(loads(text, str(path)))
+
+
+def write_model_file(path, parts: ModelParts) -> None:
+    """Write ``parts`` to ``path``, whole or not at all (a crash leaves the old file or none)."""
+    from netcl_lite.files import atomic_write
+
+    atomic_write(path, dumps(parts).encode("utf-8"))

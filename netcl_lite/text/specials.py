@@ -15,8 +15,11 @@ call's choice (:meth:`~SpecialTokens.allowed`) and cuts a text at the allowed on
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Iterable, Mapping
+
+from netcl_lite.text.model_file import check_special_tokens
 
 __all__ = ["SpecialTokens"]
 
@@ -32,6 +35,24 @@ class SpecialTokens:
     def update(self, ids: dict[str, int]) -> None:
         self.ids = ids
         self._res.clear()
+
+    def register(self, special_tokens: Mapping[str, int], byte_level_ids) -> dict[str, int]:
+        """Add ``{string: id}`` (ids unused by ``byte_level_ids`` and by each other); return the new ones.
+        A string that is already a special token keeps its id (another id is an error)."""
+        if not isinstance(special_tokens, Mapping):
+            raise TypeError(f"special_tokens must be a mapping {{string: id}}, got "
+                            f"{type(special_tokens).__name__}")
+        new = {}
+        for name, token_id in special_tokens.items():
+            if isinstance(token_id, numbers.Integral) and not isinstance(token_id, bool):
+                token_id = int(token_id)
+            if name in self.ids and self.ids[name] != token_id:
+                raise ValueError(f"special token {name!r} already has id {self.ids[name]}")
+            new[name] = token_id
+        merged = {**self.ids, **new}
+        check_special_tokens(merged, byte_level_ids, "special_tokens")
+        self.update(merged)
+        return new
 
     def chosen(self, name: str, value) -> frozenset:
         """``value`` (``"all"`` or an iterable of special-token strings) as a set; ``name`` names the
@@ -49,7 +70,8 @@ class SpecialTokens:
                              f"(it has {sorted(self.ids)}); register them first")
         return chosen
 
-    def allowed(self, allowed_special, disallowed_special, texts: list[str], batch: bool = False) -> frozenset:
+    def allowed(self, allowed_special, disallowed_special, texts: list[str], batch: bool = False
+                ) -> frozenset:
         """The tokens a call allows, after checking that no text holds a disallowed one; the error
         names the token, where it is (``text[i]`` for a ``batch``) and what to pass instead."""
         allowed = self.chosen("allowed_special", allowed_special)
@@ -61,11 +83,13 @@ class SpecialTokens:
             search = self.regex(disallowed).search
             for i, text in enumerate(texts):
                 if found := search(text):
-                    where, plain = (f"text[{i}]", "encode_ordinary_batch()") if batch else ("text", "encode_ordinary()")
+                    where, plain = ((f"text[{i}]", "encode_ordinary_batch()") if batch
+                                    else ("text", "encode_ordinary()"))
+                    token = found.group()
                     raise ValueError(
-                        f"{where} contains the special token {found.group()!r} at index {found.start()}, which "
-                        f"this call does not allow; pass allowed_special={{{found.group()!r}}} (or \"all\") if "
-                        f"the text is trusted, or use {plain} to encode it as plain text")
+                        f"{where} contains the special token {token!r} at index {found.start()}, which this "
+                        f"call does not allow; pass allowed_special={{{token!r}}} (or \"all\") if the text "
+                        f"is trusted, or use {plain} to encode it as plain text")
         return allowed
 
     def regex(self, names: frozenset) -> re.Pattern:

@@ -37,3 +37,18 @@ class Vocabulary:
     #: tiktoken's rule only: the ``(left, right)`` that made ids 256, 257, ... when known
     #: (training, netcl_lite model files); ``None``: derived on first use
     merges: tuple[tuple[int, int], ...] | None = None
+
+    def text_tokens(self) -> dict[str, tuple[int]]:
+        """``{text: (id,)}`` of every byte-level token that is whole UTF-8 text (a token that ends
+        inside a character is never a chunk on its own): the seed of a tokenizer's chunk cache.
+
+        >>> Vocabulary(None, {0: b"a", 1: b"\\xe2", 2: b"\\xe2\\x82\\xac"}).text_tokens()
+        {'a': (0,), '€': (2,)}
+        """
+        seed = {}
+        for i, token in self.tokens.items():
+            try:
+                seed[token.decode("utf-8")] = (i,)
+            except UnicodeDecodeError:
+                pass
+        return seed
