@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from netcl_lite.checks import flag
+
 __all__ = ["DEFAULT_ROLES", "ChatFormat"]
 
 DEFAULT_ROLES = ("system", "user", "assistant", "tool")
@@ -80,8 +82,7 @@ class ChatFormat:
         if isinstance(messages, (str, Mapping)) or not isinstance(messages, Sequence):
             raise TypeError(f"messages must be a list of {{'role': ..., 'content': ...}} dicts, got "
                             f"{type(messages).__name__}")
-        if not isinstance(add_generation_prompt, bool):
-            raise TypeError("add_generation_prompt must be True or False")
+        flag("add_generation_prompt", add_generation_prompt)
         turns = []
         for i, msg in enumerate(messages):
             if not isinstance(msg, Mapping) or set(msg) != {"role", "content"}:
