@@ -184,7 +184,10 @@ class Dispatcher:
         host. ``encode_one(i, text)`` encodes on the host a document the device cannot take."""
         if not texts or not self._whole_text or self._text_min_bytes is None:
             return None
-        datas = [utf8(text, f"text[{i}]") for i, text in enumerate(texts)]
+        try:
+            datas = list(map(str.encode, texts))
+        except UnicodeEncodeError:     # a lone surrogate: name its document
+            datas = [utf8(text, f"text[{i}]") for i, text in enumerate(texts)]
         if sum(map(len, datas)) < self._text_min_bytes or (merger := self.merger()) is None:
             return None
         out: list[list[int]] = []

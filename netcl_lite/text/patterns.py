@@ -119,7 +119,7 @@ def _fast_splitter(pattern: str) -> Callable[[str], list[str]]:
     find = re.compile(_RE_TEMPLATES[pattern].format(**_bmp_classes())).findall
 
     def split(text: str) -> list[str]:
-        if _ASTRAL.search(text) is None:
+        if text.isascii() or _ASTRAL.search(text) is None:   # isascii() reads a flag: no scan
             return find(text)
         # subtle: stand-ins keep every offset (one code point each), so cut the original there.
         ends = list(accumulate(map(len, find(_ASTRAL.sub(_stand_in, text)))))
