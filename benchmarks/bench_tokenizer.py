@@ -205,7 +205,7 @@ def bench_one_sentence(load, ranks, held, rounds, count=300):
     return {"sentences": len(lines), "mean_chars": statistics.mean(map(len, lines)),
             **{f"{k}_us": runs.cpu_median(k) * 1e6 for k in ("first", "again", "tiktoken")},
             **{f"{k}_wall_us": runs.wall_median(k) * 1e6 for k in ("first", "again", "tiktoken")},
-            "kernel_launched": fresh._merger is not None}
+            "kernel_launched": fresh._dispatch.built is not None}
 
 
 def bench_loading(path: Path, rounds: int, tmp: Path) -> dict:

@@ -27,13 +27,14 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from netcl_lite.checks import int_at_least, token_ids
+from netcl_lite.files import atomic_write
 from netcl_lite.text import batch as batch_api
 from netcl_lite.text import device_merge
 from netcl_lite.text.bpe_training import count_chunks, learn_merges
 from netcl_lite.text.byte_pair import UnmadeTokenError, chunk_encoder, listed_pair_table, rank_pair_table
 from netcl_lite.text.chunk_cache import ChunkCache
 from netcl_lite.text.dispatch import KERNEL_MIN_BYTES, KERNEL_TEXT_MIN_BYTES, Dispatcher
-from netcl_lite.text.model_file import ModelParts, read_model_file, vocabulary_of, write_model_file
+from netcl_lite.text.model_file import ModelParts, dumps, read_model_file, vocabulary_of
 from netcl_lite.text.patterns import GPT4_PATTERN, compile_splitter
 from netcl_lite.text.ranks import check_ranks, derive_merges
 from netcl_lite.text.specials import SpecialTokens
@@ -381,7 +382,7 @@ class BPETokenizer:
         >>> BPETokenizer.load(path).encode("hi<|endoftext|>", allowed_special="all")
         [104, 105, 256]
         """
-        write_model_file(path, self._parts())
+        atomic_write(path, dumps(self._parts()).encode("utf-8"))   # whole or not at all
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> BPETokenizer:
@@ -437,8 +438,6 @@ class BPETokenizer:
     def save_tiktoken_file(self, path: str | os.PathLike) -> None:
         """Write the byte-level tokens as a ``.tiktoken`` file, byte for byte as tiktoken writes it
         (without the pattern and special tokens: keep them beside it; example: :meth:`from_tiktoken_file`)."""
-        from netcl_lite.files import atomic_write
-
         self._require_ranks("save_tiktoken_file")
         atomic_write(path, tiktoken_file_bytes([self._tokens[i] for i in range(len(self._tokens))]))
 
@@ -468,8 +467,6 @@ class BPETokenizer:
         if vocab.merge_list is None:
             merge_list = tuple((left, right, merged) for (left, right), merged in self.merges.items())
             vocab = replace(vocab, merge_list=merge_list)
-        from netcl_lite.files import atomic_write
-
         atomic_write(path, tokenizer_json_text(vocab).encode("utf-8"))
 
     def _require_ranks(self, what: str) -> None:

@@ -28,7 +28,7 @@ from netcl_lite.text.vocabulary import Vocabulary
 PATTERN_PROBE = "".join(map(chr, range(32, 127))) + " \t\n\r  x"
 
 __all__ = ["FORMAT", "MAX_FILE_BYTES", "VERSION", "ModelParts", "check_merges", "check_special_tokens", "dumps", "loads",
-           "parse_json_object", "read_model_file", "vocabulary_of", "write_model_file"]
+           "parse_json_object", "read_model_file", "vocabulary_of"]
 
 FORMAT = "netcl_lite.bpe"
 VERSION = 1
@@ -255,7 +255,7 @@ def vocabulary_of(parts: ModelParts) -> Vocabulary:
 
 
 def read_model_file(path) -> Vocabulary:
-    """The vocabulary of a file written by :func:`write_model_file`; anything malformed raises
+    """The vocabulary of a model file (:func:`dumps` writes one); anything malformed raises
     ``ValueError`` naming the problem, as does a path that is not a regular file (a device, a named
     pipe) or is larger than :data:`MAX_FILE_BYTES`, checked before it is opened."""
     from netcl_lite.files import read_regular
@@ -267,9 +267,3 @@ def read_model_file(path) -> Vocabulary:
         raise ValueError(f"{path}: not UTF-8 text ({exc}); is this a tokenizer file?") from None
     return vocabulary_of(loads(text, str(path)))
 
-
-def write_model_file(path, parts: ModelParts) -> None:
-    """Write ``parts`` to ``path``, whole or not at all (a crash leaves the old file or none)."""
-    from netcl_lite.files import atomic_write
-
-    atomic_write(path, dumps(parts).encode("utf-8"))
