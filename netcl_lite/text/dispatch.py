@@ -59,6 +59,8 @@ def utf8(text: str, name: str = "text") -> bytes:
     ...
     ValueError: text[3] has a lone surrogate '\\udc80' at index 1, which UTF-8 cannot encode; repair the string (it often comes from decoding bytes with errors='surrogateescape')
     """
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a str, got {type(text).__name__}")
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -186,7 +188,7 @@ class Dispatcher:
             return None
         try:
             datas = list(map(str.encode, texts))
-        except UnicodeEncodeError:     # a lone surrogate: name its document
+        except (UnicodeEncodeError, TypeError):     # a lone surrogate, or no str: name the document
             datas = [utf8(text, f"text[{i}]") for i, text in enumerate(texts)]
         if sum(map(len, datas)) < self._text_min_bytes or (merger := self.merger()) is None:
             return None
