@@ -432,7 +432,7 @@ def test_other_patterns_never_take_the_whole_call_path(pattern):
     text = "the road and the river " * 300
     assert not tok._dispatch.whole_text
     assert tok.decode(tok.encode_ordinary(text)) == text
-    assert tok._dispatch.built is None                             # the whole-call path would have built it
+    assert tok._dispatch.built is None                     # the whole-call path would have built it
 
 
 def test_merge_lists_never_take_the_whole_call_path(small, tmp_path):
