@@ -3,10 +3,8 @@ training loop's device memory stays flat."""
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -83,24 +81,3 @@ def test_optim_train_and_the_language_model_are_reachable_from_a_fresh_import():
             "assert nl.nn.DecoderLM is nl.nn.lm.DecoderLM and nl.nn.LMConfig is nl.nn.config.LMConfig\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-
-
-def _relative_imports(path: Path, module: str, modules: set[str]) -> set[str]:
-    """The netcl_lite modules that ``module`` imports, anywhere in the file (function bodies too)."""
-    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [node.module or ""]).rstrip(".")
-            for alias in node.names:
-                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
-    return found & modules
-
-
-def test_no_two_library_modules_import_each_other():
-    root = Path(nl.__file__).resolve().parent
-    paths = {".".join(p.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__"): p
-             for p in root.rglob("*.py")}
-    imports = {m: _relative_imports(p, m, set(paths)) for m, p in paths.items()}
-    loops = sorted(f"{a} <-> {b}" for a in imports for b in imports[a] if a < b and a in imports[b])
-    assert not loops, f"modules that import each other: {loops}"
