@@ -45,6 +45,7 @@ from bench_tokenizer import CL100K_SHA256, cl100k_path, cpu_name, load_average  
 
 import netcl_lite as nl
 from netcl_lite.text import GPT4_PATTERN, BPETokenizer, bpe
+from netcl_lite.text.chunk_cache import ChunkCache
 
 KINDS = ("prose", "code", "multilingual")
 #: The kernel must take at most this fraction of the loop's CPU time to count as a win: a tie is
@@ -91,7 +92,7 @@ def measure(kind: str, docs: list[str], which: str, rng, calls: int, path: Path,
         if n == 0:
             continue
         if fresh:   # outside the timing: a cache that has seen nothing
-            host._cache = bpe._ChunkCache(host._seed, host._encode_piece)
+            host._cache = ChunkCache(host._seed, host._encode_piece)
         runs = {}
         for name, tok in ((("host", host), ("device", device)) if i % 2 else (("device", device), ("host", host))):
             cpu, wall, ids = timed(lambda t=tok: t.encode_ordinary(text))

@@ -45,8 +45,6 @@ from netcl_lite.text.vocabulary import Vocabulary
 __all__ = ["KERNEL_MIN_BYTES", "KERNEL_TEXT_MIN_BYTES", "BPETokenizer"]
 
 _BYTES = {i: bytes([i]) for i in range(256)}
-#: a fresh cache (``benchmarks/bpe_threshold.py`` times calls on one)
-_ChunkCache = ChunkCache
 
 
 class BPETokenizer:
