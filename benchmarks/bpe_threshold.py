@@ -44,7 +44,7 @@ import corpus
 from bench_tokenizer import CL100K_SHA256, cl100k_path, cpu_name, load_average  # noqa: E402
 
 import netcl_lite as nl
-from netcl_lite.text import GPT4_PATTERN, BPETokenizer, bpe
+from netcl_lite.text import GPT4_PATTERN, BPETokenizer
 from netcl_lite.text.chunk_cache import ChunkCache
 
 KINDS = ("prose", "code", "multilingual")
