@@ -161,7 +161,7 @@ def test_the_run_key_is_the_builds_key_function(monkeypatch):
         calls.append(shared)
         return real_key(source, reads, shared)
 
-    monkeypatch.setattr(cache, "key", recording)
+    monkeypatch.setattr(fingerprint, "key", recording)
     key = capstone.run_key(queue, "text")
     assert calls == [fingerprint.context(queue.device, fingerprint.RUN_PACKAGES)] and len(key) == 24
 
