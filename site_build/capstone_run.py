@@ -30,7 +30,8 @@ def train() -> None:
     """Make Chapter 9's training run, or load the one this code already made, in a child process."""
     if fingerprint.rerun_forced():
         shutil.rmtree(fingerprint.cache_root() / "capstone", ignore_errors=True)
-    print("Chapter 9: training its language model, or loading the run this code already made", file=sys.stderr)
+    print("Chapter 9: training its language model, or loading the run this code already made",
+          file=sys.stderr)
     proc = subprocess.run([sys.executable, "-c", _TRAIN], cwd=ROOT, stdout=subprocess.DEVNULL)
     if proc.returncode:
         raise RuntimeError("Chapter 9's training run failed; its error is printed above")

@@ -106,14 +106,17 @@ def render_markdown(markdown: str, page_uri: str, site_url: str | None) -> str:
 def pycon_code(code_html: str) -> str:
     """What a ``>>>`` session's copy button copies: the code after the prompts, no printed results."""
     text = html.unescape(_TAG.sub("", code_html))
-    keep = [line[4:] for line in text.split("\n") if line.startswith((">>> ", "... ")) or line in (">>>", "...")]
+    keep = [line[4:] for line in text.split("\n")
+            if line.startswith((">>> ", "... ")) or line in (">>>", "...")]
     return "\n".join(keep).rstrip() + "\n"
 
 
 def render_content(content: str) -> str:
-    """A page's HTML with ``no-copy`` on what is read, not run, and a ``data-copy`` on each ``>>>`` session."""
+    """A page's HTML with ``no-copy`` on what is read, not run, and a ``data-copy`` on each ``>>>``
+    session."""
     def copy_code(m: re.Match) -> str:
-        return f'{m.group(1)} data-copy="{html.escape(pycon_code(m.group(3)), quote=True)}"{m.group(2)}{m.group(3)}{m.group(4)}'
+        copied = html.escape(pycon_code(m.group(3)), quote=True)
+        return f'{m.group(1)} data-copy="{copied}"{m.group(2)}{m.group(3)}{m.group(4)}'
 
     content = _NOT_A_PROGRAM.sub(lambda m: f'<div class="{m.group(1)} no-copy"', content)
     return _PYCON.sub(copy_code, content)

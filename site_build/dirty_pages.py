@@ -28,7 +28,7 @@ def page_inputs(text: str) -> list[Path]:
     if "<!-- kernels.json:" in text:
         paths += [RESULTS, REPORT]
     if "<!-- build-output:" in text or markers.API.search(text):
-        paths += fingerprint.library_sources()   # what a build output prints; the docstrings an API page shows
+        paths += fingerprint.library_sources()   # what a build output prints; an API page's docstrings
     return paths
 
 
@@ -56,5 +56,5 @@ class DirtyPages:
         for file in files.documentation_pages():
             now = digest(Path(file.abs_src_path))
             if self.digests.get(file.src_uri, now) != now:
-                Path(file.abs_dest_path).unlink(missing_ok=True)    # MkDocs renders a page whose HTML is missing
+                Path(file.abs_dest_path).unlink(missing_ok=True)   # MkDocs renders a page without HTML
             self.digests[file.src_uri] = now

@@ -44,7 +44,7 @@ _RUN_FIGURES = r"""
 import runpy, sys
 import matplotlib
 matplotlib.use("Agg")
-matplotlib.rcParams["svg.hashsalt"] = "netcl-lite"      # stable element ids: unchanged figures stay byte-identical
+matplotlib.rcParams["svg.hashsalt"] = "netcl-lite"      # stable ids: unchanged figures stay byte-identical
 matplotlib.rcParams["svg.fonttype"] = "path"           # text as paths: no font request from the page
 for script, out in zip(sys.argv[1::2], sys.argv[2::2]):
     sys.argv = [script, out]
@@ -125,7 +125,8 @@ def _with_alt(m: re.Match) -> str:
 
 
 def _cell(kind: str, text: str, cell_id: str) -> dict:
-    cell = {"cell_type": kind, "id": cell_id, "metadata": {}, "source": text.strip("\n").splitlines(keepends=True)}
+    cell = {"cell_type": kind, "id": cell_id, "metadata": {},
+            "source": text.strip("\n").splitlines(keepends=True)}
     if kind == "code":
         cell.update(execution_count=None, outputs=[])
     return cell
@@ -134,8 +135,10 @@ def _cell(kind: str, text: str, cell_id: str) -> dict:
 def install_cell() -> str:
     """The notebook's first code cell: install this site's wheel into the kernel's environment, unless
     that version is already there (as in a clone's venv, where the build runs the notebook)."""
-    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M).group(1)
-    site_url = re.search(r"^site_url:\s*(\S+)", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M).group(1)
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    version = re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1)
+    mkdocs_yml = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    site_url = re.search(r"^site_url:\s*(\S+)", mkdocs_yml, re.M).group(1)
     return f"""import subprocess
 import sys
 from importlib import metadata
@@ -168,7 +171,8 @@ def _merged_streams(outputs: list) -> list:
 def drill_notebook(week_dir: Path) -> dict:
     """The notebook for one week's drill: a title cell, then a heading and a code cell per step."""
     steps = sorted(week_dir.glob("drill_*.py"))
-    title = (f"# {week_dir.name.replace('week', 'Week ')} drill\n\nEach step runs on its own; run them top to "
+    week = week_dir.name.replace("week", "Week ")
+    title = (f"# {week} drill\n\nEach step runs on its own; run them top to "
              "bottom. The notebook runs in a Jupyter kernel (`ipykernel`, or JupyterLab, which brings it) "
              "of a Python environment; the first cell installs `netcl_lite` into that environment from "
              "this site's wheel when it is not there yet.")

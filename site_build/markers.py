@@ -32,7 +32,8 @@ INCLUDE_LINE = re.compile(r'^\s*--8<--\s+"(?P<path>[^":]+)(?::(?P<section>[\w-]+
 #: the path of every include in a text, wherever it stands
 INCLUDE = re.compile(r'--8<--\s+"(?P<path>[^":]+)')
 #: the opening line of an excerpt fence: ```` ```{.python .excerpt title="…"} ````
-EXCERPT_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})\{(?P<attrs>[^}\n]*\.excerpt\b[^}\n]*)\}[ \t]*$")
+EXCERPT_OPEN = re.compile(
+    r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})\{(?P<attrs>[^}\n]*\.excerpt\b[^}\n]*)\}[ \t]*$")
 #: a whole excerpt fence in a page's text: indent, ticks, ``{attributes}``, body
 EXCERPT_FENCE = re.compile(r"^(\s*)(`{3,})(\{[^}\n]*\.excerpt[^}\n]*\})\s*\n((?:.*\n)*?)\1\2\s*$", re.M)
 #: what precedes a block's verified output (pytest-codeblocks' own marker)

@@ -26,5 +26,6 @@ def _convert(latex: str, display: bool, page: str) -> str:
 
 def render(content: str, page: str) -> str:
     """A page's HTML with its formulas as MathML (``page``, its source path, names a failing one)."""
-    content = _BLOCK.sub(lambda m: f'<div class="math-display">{_convert(m.group(1), True, page)}</div>', content)
+    content = _BLOCK.sub(lambda m: f'<div class="math-display">{_convert(m.group(1), True, page)}</div>',
+                         content)
     return _INLINE.sub(lambda m: _convert(m.group(1), False, page), content)

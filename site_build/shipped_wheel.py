@@ -6,9 +6,9 @@ A reader outside a clone installs ``netcl_lite`` from the site itself:
 
 so the build makes the wheel (``pip wheel --no-deps`` with the installed hatchling, no
 download) and puts it at the site's root as ``netcl_lite-<version>-py3-none-any.whl``. The
-wheel is kept under the cache root (:func:`netcl_lite.fingerprint.cache_root`) by a digest of what goes into it
-(``pyproject.toml``, ``README.md``, ``netcl_lite/`` and ``kernels/``), so a rebuild whose
-sources are unchanged reuses it.
+wheel is kept under the cache root (:func:`netcl_lite.fingerprint.cache_root`) by a digest
+of what goes into it (``pyproject.toml``, ``README.md``, ``netcl_lite/`` and ``kernels/``), so
+a rebuild whose sources are unchanged reuses it.
 
 Every file of the wheel is also on the site as a plain page, ``source/<path>.html`` (its text,
 one anchor ``L<n>`` per line), so a library excerpt can link to the whole file it is cut from
@@ -80,8 +80,8 @@ def build_wheel() -> Path:
     if stored.is_file():
         return stored
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                               "-w", tmp, str(ROOT)], capture_output=True, text=True, timeout=600)
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                               "-q", "-w", tmp, str(ROOT)], capture_output=True, text=True, timeout=600)
         built = Path(tmp) / wheel_name()
         if proc.returncode or not built.is_file():
             raise RuntimeError(f"building {wheel_name()} failed (is hatchling installed? it is in the docs "
@@ -114,4 +114,5 @@ def add_files(files, config) -> None:
     """Add the wheel, at the site's root, and a page per file it carries to ``files``."""
     files.append(File.generated(config, wheel_name(), abs_src_path=str(build_wheel())))
     for path in library_files():
-        files.append(File.generated(config, source_uri(path.relative_to(ROOT).as_posix()), content=source_page(path)))
+        uri = source_uri(path.relative_to(ROOT).as_posix())
+        files.append(File.generated(config, uri, content=source_page(path)))

@@ -44,7 +44,8 @@ def _path(kind: str, item_key: str) -> Path:
     if not isinstance(kind, str) or not kind.isidentifier():
         raise ValueError(f"kind must be a plain name such as 'figure', got {kind!r}")
     if not isinstance(item_key, str) or not item_key.isalnum():
-        raise ValueError(f"item_key must be a key from fingerprint.key() (letters and digits), got {item_key!r}")
+        raise ValueError(f"item_key must be a key from fingerprint.key() (letters and digits), "
+                         f"got {item_key!r}")
     return fingerprint.cache_root() / "executed" / kind / item_key
 
 
