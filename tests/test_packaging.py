@@ -21,3 +21,5 @@ def test_wheel_ships_every_kernel_source(tmp_path):
     shipped = {n.rsplit("/", 1)[1] for n in names if n.startswith("netcl_lite/kernels/")}
     assert sources and sources <= shipped, f"missing from the wheel: {sorted(sources - shipped)}"
     assert "netcl_lite/capstone_seeds.json" in names, "capstone.seed_results() reads it beside the module"
+    tops = {n.split("/", 1)[0] for n in names if not n.split("/", 1)[0].endswith(".dist-info")}
+    assert tops == {"netcl_lite"}, f"the wheel carries the library alone, not the site's build: {sorted(tops)}"
