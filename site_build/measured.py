@@ -21,8 +21,8 @@ RESULTS = ROOT / "benchmarks" / "results" / "kernels.json"
 
 
 class MeasuredSections:
-    """The report module and its loaded results, read fresh for each build (``mkdocs serve`` picks up
-    edits of either)."""
+    """The report module and its loaded results (the plugin reads them again when either file changed,
+    so ``mkdocs serve`` picks up edits of both)."""
 
     def __init__(self, report: Path = REPORT):
         spec = importlib.util.spec_from_file_location("report_kernels", report)

@@ -7,8 +7,9 @@ event                       stages, in this order
 ``on_config``               includes confined to the project (:mod:`.includes`)
 ``on_pre_build``            1. Chapter 9's training run (:mod:`.capstone_run`), when its inputs
                             changed; 2. figures and drill notebooks (:mod:`.generated`), when
-                            theirs changed; 3. Chapter 8's measured report (:mod:`.measured`);
-                            4. a fresh set of build outputs (:mod:`.build_output`)
+                            theirs changed; 3. Chapter 8's measured report (:mod:`.measured`),
+                            read again when it or its results changed; 4. a fresh set of build
+                            outputs (:mod:`.build_output`)
 ``on_files``                1. pages whose shown inputs changed are rendered again under
                             ``--dirty`` (:mod:`.dirty_pages`); 2. the wheel and its files as
                             pages (:mod:`.shipped_wheel`)
@@ -98,8 +99,9 @@ class SiteBuild(BasePlugin):
                 self.inputs.forget("generated")
                 raise
             self.inputs.changed("generated", library + _generated_inputs())   # with the files it wrote
-        self.state = BuildState(outputs=build_output.BuildOutputs(self.context),
-                                measured=measured.MeasuredSections())
+        sections = self.inputs.value("measured", [measured.REPORT, measured.RESULTS],
+                                     measured.MeasuredSections)
+        self.state = BuildState(outputs=build_output.BuildOutputs(self.context), measured=sections)
 
     def on_files(self, files, *, config):
         self.dirty_pages.invalidate(files)
