@@ -26,30 +26,31 @@ def reader_env(drop: tuple[str, ...] = ()) -> dict[str, str]:
 
 
 def run_python(script: str | Path, cwd: str | Path | None = None, timeout: float = 900,
-               python: str | Path = sys.executable) -> subprocess.CompletedProcess:
-    """``python <script>`` with :func:`reader_env`, in ``cwd`` (None: a new empty scratch folder,
-    removed afterwards), its output captured as text."""
+               python: str | Path = sys.executable, env: dict[str, str] | None = None
+               ) -> subprocess.CompletedProcess:
+    """``python <script>`` in ``cwd`` (None: a new empty scratch folder, removed afterwards), its
+    output captured as text; ``python`` is this interpreter unless another install is named, and
+    ``env`` is :func:`reader_env` unless given."""
     if not isinstance(script, (str, Path)):
         raise TypeError(f"script must be a path, got {type(script).__name__}")
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     command = [str(python), str(Path(script).resolve())]
+    env = reader_env() if env is None else env
     if cwd is not None:
-        return subprocess.run(command, cwd=cwd, env=reader_env(), capture_output=True, text=True,
-                              timeout=timeout)
+        return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     with tempfile.TemporaryDirectory() as tmp:
-        return subprocess.run(command, cwd=tmp, env=reader_env(), capture_output=True, text=True,
-                              timeout=timeout)
+        return subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def run_code(code: str, folder: str | Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    """``code`` written to ``folder/block.py`` and run there by :func:`run_python`: a page block as a
-    reader who pasted it into a file runs it."""
+def run_code(code: str, folder: str | Path, timeout: float = 600, **how) -> subprocess.CompletedProcess:
+    """``code`` written to ``folder/block.py`` and run there by :func:`run_python` (``how``: its
+    ``python`` and ``env``): a page block as a reader who pasted it into a file runs it."""
     if not isinstance(code, str):
         raise TypeError(f"code must be str, got {type(code).__name__}")
     script = Path(folder) / "block.py"
     script.write_text(code, encoding="utf-8")
-    return run_python(script, cwd=folder, timeout=timeout)
+    return run_python(script, cwd=folder, timeout=timeout, **how)
 
 
 def run_snippet(path: str | Path) -> str:

@@ -262,13 +262,11 @@ def test_every_copyable_block_runs_from_the_wheel_outside_the_repository(page, r
     for i, block in enumerate(doc_blocks.runnable(page)):
         folder = tmp_path / f"block{i}"
         folder.mkdir()
-        (folder / "block.py").write_text(block.code, encoding="utf-8")
         # the build's cache: Chapter 9's training run is keyed on the library's files, the packages
         # it computes with and the device, not on where it is installed, so the reader's install
         # finds the run the build trained when (and only when) those are the same
         env = dict(_reader_env(), NETCL_LITE_CACHE=str(fingerprint.cache_root()))
-        proc = subprocess.run([str(reader_python), "block.py"], cwd=folder, env=env, capture_output=True,
-                              text=True, timeout=900)
+        proc = runner.run_code(block.code, folder, timeout=900, python=reader_python, env=env)
         if proc.returncode:
             failures.append(f"{page.name}:{block.lineno} failed:\n{proc.stderr[-1500:]}")
         elif block.expected_output is not None and _clean(proc.stdout) != _clean(block.expected_output):
