@@ -222,3 +222,36 @@ def test_the_corpus_is_stored_under_the_one_key_of_its_content(tmp_path, monkeyp
     assert corpus.stdlib_documents(lib) == {"mod.py": "Second text."}
     assert len(list((tmp_path / "cache" / "corpus").iterdir())) == 2
     corpus._documents.cache_clear()
+
+
+def test_under_serve_a_save_reruns_only_the_stages_whose_inputs_changed(library_copy, monkeypatch, tmp_path):
+    """The plugin lives across the builds of one ``mkdocs serve``: a build after a prose edit runs
+    neither the training stage nor the figures; a library edit runs both again, and a figure
+    snippet's edit the figures alone."""
+    import os
+
+    from site_build import capstone_run
+    from site_build.plugin import SiteBuild
+
+    ran = []
+    monkeypatch.setattr(capstone_run, "train", lambda: ran.append("capstone"))
+    monkeypatch.setattr(generated, "build", lambda shared: ran.append("figures"))
+    snippet = tmp_path / "figure_x.py"
+    snippet.write_text("print(1)\n")
+    monkeypatch.setattr(generated, "inputs", lambda: [snippet])
+    plugin = SiteBuild()
+    plugin.on_pre_build(config=None)
+    assert ran == ["capstone", "figures"]
+    plugin.on_pre_build(config=None)                       # a prose edit: no input of theirs changed
+    assert ran == ["capstone", "figures"]
+    snippet.write_text("print(2)\n")
+    os.utime(snippet, ns=(0, 10**18))
+    plugin.on_pre_build(config=None)
+    assert ran == ["capstone", "figures", "figures"]
+    matmul = library_copy["kernels/matmul.cl"]
+    matmul.write_bytes(matmul.read_bytes() + b"\n")
+    plugin.on_pre_build(config=None)
+    assert ran == ["capstone", "figures", "figures", "capstone", "figures"]
+    monkeypatch.setenv(fingerprint.RERUN, "1")             # a forced rerun runs everything, every build
+    plugin.on_pre_build(config=None)
+    assert ran[-2:] == ["capstone", "figures"]
