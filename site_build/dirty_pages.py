@@ -32,12 +32,20 @@ def page_inputs(text: str) -> list[Path]:
     return paths
 
 
-def digest(src: Path) -> str:
-    """A digest of a page's Markdown and of every file in its :func:`page_inputs`."""
+def _file_digest(path: Path) -> bytes:
+    return hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"(missing)"
+
+
+def digest(src: Path, seen: dict[Path, bytes] | None = None) -> str:
+    """A digest of a page's Markdown and of every file in its :func:`page_inputs` (``seen``: the
+    digests of files already read in this pass, so the library is read once for all API pages)."""
+    seen = {} if seen is None else seen
     text = src.read_text(encoding="utf-8")
     h = hashlib.sha256(text.encode())
     for path in page_inputs(text):
-        h.update(str(path).encode() + b"\0" + (path.read_bytes() if path.is_file() else b"(missing)"))
+        if path not in seen:
+            seen[path] = _file_digest(path)
+        h.update(str(path).encode() + b"\0" + seen[path])
     return h.hexdigest()
 
 
@@ -53,8 +61,9 @@ class DirtyPages:
         so that MkDocs renders it again."""
         if not self.dirty:
             return
+        seen: dict[Path, bytes] = {}
         for file in files.documentation_pages():
-            now = digest(Path(file.abs_src_path))
+            now = digest(Path(file.abs_src_path), seen)
             if self.digests.get(file.src_uri, now) != now:
                 Path(file.abs_dest_path).unlink(missing_ok=True)   # MkDocs renders a page without HTML
             self.digests[file.src_uri] = now

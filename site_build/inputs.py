@@ -49,8 +49,10 @@ class InputWatch:
         return False
 
     def forget(self, stage: str) -> None:
-        """Make ``stage`` run on the next build (after it failed half way)."""
+        """Make ``stage`` run on the next build (after it failed half way), and compute the value of
+        that name again on its next use."""
         self._seen.pop(stage, None)
+        self._values.pop(stage, None)
 
     def value(self, name: str, paths: Iterable[Path], compute: Callable[[], object]) -> object:
         """``compute()``, reused while ``paths`` and the result variables are unchanged."""

@@ -12,7 +12,7 @@ event                       stages, in this order
                             outputs (:mod:`.build_output`)
 ``on_files``                1. pages whose shown inputs changed are rendered again under
                             ``--dirty`` (:mod:`.dirty_pages`); 2. the wheel and its files as
-                            pages (:mod:`.shipped_wheel`)
+                            pages (:mod:`.shipped_wheel`), made again when its sources changed
 ``on_page_markdown``        1. measured sections; 2. build outputs; 3. needs-extra notes and
                             excerpt labels (:mod:`.copyable`)
 ``on_page_content``         1. figure alt texts (:mod:`.generated`); 2. LaTeX to MathML
@@ -105,7 +105,11 @@ class SiteBuild(BasePlugin):
 
     def on_files(self, files, *, config):
         self.dirty_pages.invalidate(files)
-        shipped_wheel.add_files(files, config)
+        made = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
+        if not made[0].is_file():                      # the cache was emptied during this session
+            self.inputs.forget("wheel")
+            made = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
+        shipped_wheel.add_files(files, config, made)
         return files
 
     def on_page_markdown(self, markdown, *, page, config, files):

@@ -110,9 +110,16 @@ def source_uri(rel: str) -> str:
     return f"source/{rel}.html"
 
 
-def add_files(files, config) -> None:
-    """Add the wheel, at the site's root, and a page per file it carries to ``files``."""
-    files.append(File.generated(config, wheel_name(), abs_src_path=str(build_wheel())))
-    for path in library_files():
-        uri = source_uri(path.relative_to(ROOT).as_posix())
-        files.append(File.generated(config, uri, content=source_page(path)))
+def site_files() -> tuple[Path, list[tuple[str, str]]]:
+    """The wheel (built or from the cache) and, for each file it carries, its page's address and text."""
+    pages = [(source_uri(path.relative_to(ROOT).as_posix()), source_page(path)) for path in library_files()]
+    return build_wheel(), pages
+
+
+def add_files(files, config, made: tuple[Path, list[tuple[str, str]]] | None = None) -> None:
+    """Add the wheel, at the site's root, and a page per file it carries to ``files`` (``made``: what
+    :func:`site_files` returned, None to make it now)."""
+    wheel, pages = site_files() if made is None else made
+    files.append(File.generated(config, wheel_name(), abs_src_path=str(wheel)))
+    for uri, page in pages:
+        files.append(File.generated(config, uri, content=page))
