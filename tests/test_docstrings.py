@@ -11,6 +11,7 @@ import pytest
 
 import netcl_lite
 from site_build import docstrings
+from site_build.paths import ROOT
 
 MODULES = sorted(
     m.name for m in pkgutil.walk_packages(netcl_lite.__path__, "netcl_lite.")
@@ -67,7 +68,7 @@ def test_the_griffe_extension_rewrites_the_loaded_docstrings_and_resolves_names_
     import griffe
 
     module = griffe.load("netcl_lite.ops.rope", extensions=griffe.load_extensions("site_build.docstrings"),
-                         search_paths=[str(docstrings.__file__).rsplit("/site_build/", 1)[0]])
+                         search_paths=[str(ROOT)])
     heads = module["rope_heads"].docstring.value
     assert ":func:`rope`" not in heads
     assert '<autoref identifier="netcl_lite.ops.rope.rope" optional>`rope`</autoref>' in heads
