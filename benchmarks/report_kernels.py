@@ -2,7 +2,7 @@
 
 ``python benchmarks/report_kernels.py`` rewrites ``results/kernels.md`` (the
 tables); the kernel benchmark does the same after each run. The page itself is
-rendered from the JSON at build time (``docs/.hooks/measured.py`` asks for the
+rendered from the JSON at build time (``site_build/measured.py`` asks for the
 sections in ``SECTIONS`` by name), so its tables, its figures and the sentences
 under them all come from the same file, and a rerun cannot leave any of them
 stale. Rows are read by their keys (``op``, ``n``, ``T``, ``causal``,

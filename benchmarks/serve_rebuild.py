@@ -9,12 +9,18 @@ restored at the end, also on failure.
     python benchmarks/serve_rebuild.py                      # mkdocs serve --dirty --no-strict: 5 prose edits of docs/index.md, one figure edit
     python benchmarks/serve_rebuild.py --clean              # plain mkdocs serve (every page rendered on each save)
     python benchmarks/serve_rebuild.py --page chapter-7.md --snippet snippets/chapter7/figure_attention_weights.py
+    python benchmarks/serve_rebuild.py --out benchmarks/results/serve_rebuild.json   # also keep the figures
+
+The timings depend on the machine and its load: ``--out`` records both (the CPU's name and the
+load average before and after) beside the seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -45,6 +51,17 @@ def wait_for(predicate, timeout: float, step: float = 0.05) -> float:
     return time.perf_counter() - began
 
 
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), or what ``platform`` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--page", default="index.md", help="the page under docs/ to edit")
@@ -54,6 +71,7 @@ def main() -> None:
     parser.add_argument("--first-build-timeout", type=float, default=1800)
     parser.add_argument("--clean", action="store_true", help="plain mkdocs serve (every page rendered on every save) "
                         "instead of the README's mkdocs serve --dirty")
+    parser.add_argument("--out", type=Path, help="also write the timings, the CPU and the load as JSON here")
     args = parser.parse_args()
     if args.edits < 1:
         parser.error("--edits must be at least 1")
@@ -65,6 +83,7 @@ def main() -> None:
     url = f"http://127.0.0.1:{args.port}/" + ("" if rel.name == "index" else f"{rel.as_posix()}/")
     originals = {page: page.read_bytes(), snippet: snippet.read_bytes()}
     log: list[str] = []
+    load_before = os.getloadavg()
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
     command = [sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{args.port}"] + ([] if args.clean else ["--dirty", "--no-strict"])   # a dirty build warns about navigation
     print(" ".join(command[2:]))
@@ -93,10 +112,19 @@ def main() -> None:
             return bool(ran) and any("Documentation built" in line for line in log[seen + ran[0]:])
 
         wait_for(rebuilt, 900)
-        print(f"snippet edit ({args.snippet}): rebuilt in {time.perf_counter() - began:.2f} s; the build logged:")
+        snippet_seconds = time.perf_counter() - began
+        print(f"snippet edit ({args.snippet}): rebuilt in {snippet_seconds:.2f} s; the build logged:")
         for line in log[seen:]:
             if "execution cache" in line or "Documentation built" in line or "Building documentation" in line:
                 print("   ", line.strip())
+        if args.out:
+            report = {"command": " ".join(command[2:]), "page": args.page, "snippet": args.snippet,
+                      "first_build_s": round(first, 2), "prose_edit_s": [round(t, 3) for t in times],
+                      "prose_edit_median_s": round(statistics.median(times), 3),
+                      "snippet_edit_s": round(snippet_seconds, 2), "cpu": cpu_name(), "cores": os.cpu_count(),
+                      "loadavg_1min_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)]}
+            args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+            print(f"wrote {args.out}")
     finally:
         for path, data in originals.items():
             path.write_bytes(data)

@@ -9,8 +9,8 @@ it has changed: the run lives in a folder named by a hash of the recipe, the tex
 source file of ``netcl_lite`` and its kernels, the library versions and the OpenCL
 device. The training is deterministic (no atomics, seeded windows), so the folder holds
 exactly what running the recipe again would produce; any edit trains anew. The hash is
-:func:`netcl_lite.execution_cache.key`, the build's own, so it covers the device's compute
-units and compiler target and the variables that change results just as the build does.
+:func:`netcl_lite.fingerprint.key`, the key the site build uses too, so it covers the device's
+compute units and compiler target and the variables that change results just as the build does.
 The folder's ``done.json`` records a SHA-256 of each file that is loaded from it; a file
 that no longer matches trains the run again. In a source checkout the folder is under
 ``.cache/`` in the checkout (a fresh clone trains), elsewhere under the user's cache;
@@ -40,9 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import corpus, execution_cache
+from . import corpus, fingerprint
 from .core.device import manager
-from .execution_cache import cache_root
+from .fingerprint import cache_root
 from .files import atomic_write, read_regular
 from .nn import DecoderLM, LMConfig
 from .text import BPETokenizer
@@ -183,12 +183,11 @@ class Run:
 
 def run_key(queue, text: str) -> str:
     """A hash of everything the run depends on: the recipe and ``text`` as the executed source,
-    with the context of :func:`netcl_lite.execution_cache.key` for the device of ``queue`` (the
+    with the context of :func:`netcl_lite.fingerprint.key` for the device of ``queue`` (the
     library, the package versions, the device with its compute units, local memory and compiler
     target, and the variables that change results): one key function for the build and the run."""
     source = "capstone training run\n" + json.dumps(recipe(), sort_keys=True) + "\n" + text
-    return execution_cache.key(source, shared=execution_cache.context(queue.device,
-                                                                     execution_cache.RUN_PACKAGES))
+    return fingerprint.key(source, shared=fingerprint.context(queue.device, fingerprint.RUN_PACKAGES))
 
 
 #: the files of a run folder that :func:`run` loads; ``done.json`` holds the SHA-256 of each

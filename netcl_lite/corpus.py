@@ -7,11 +7,10 @@ module, classes and functions in source order. Test suites, ``idlelib`` and inst
 third-party packages are left out. The text depends on the Python version (3.11's
 library gives about 1.5 MB of English, with code examples).
 
-Parsing some 650 modules takes seconds, so the result is kept on disk under the
-execution cache's root (:func:`netcl_lite.execution_cache.cache_root`), named by a hash
-of this file, the interpreter's version, the library's folder and every source file's
-path, size and modification time: an edit to any of them reads the library again, and
-``NETCL_LITE_RERUN=1`` always does.
+Parsing some 650 modules takes seconds, so the result is kept on disk under
+:func:`netcl_lite.fingerprint.cache_root`, named by :func:`netcl_lite.fingerprint.key` of
+this file, the interpreter's version, the library's folder and the content of every source
+file: an edit to any of them reads the library again, and ``NETCL_LITE_RERUN=1`` always does.
 
     >>> docs = stdlib_documents()
     >>> len(docs) > 400 and sum(len(t.encode()) for t in docs.values()) > 1_000_000
@@ -90,17 +89,15 @@ def _read(sources: list[tuple[Path, str]]) -> list[tuple[str, str]]:
 
 @lru_cache(maxsize=1)
 def _documents(root: str) -> tuple[tuple[str, str], ...]:
-    from .execution_cache import cache_root, rerun_forced
     from .files import atomic_write
+    from .fingerprint import cache_root, key, rerun_forced
 
     base = Path(root)
     sources = _sources(base)
-    h = hashlib.sha256(Path(__file__).read_bytes())
-    h.update(f"{sys.version}\0{base.resolve()}\0".encode())
-    for path, rel in sources:
-        st = path.stat()
-        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    stored = cache_root() / "corpus" / f"{h.hexdigest()}.json"
+    # what the text depends on: this parser, the interpreter, and the files it parses (no device)
+    item = key(Path(__file__).read_bytes(), [path for path, _ in sources],
+               shared=f"standard library docstrings of {sys.version} at {base.resolve()}")
+    stored = cache_root() / "corpus" / f"{item}.json"
     if stored.is_file() and not rerun_forced():
         return tuple((name, text) for name, text in json.loads(stored.read_text(encoding="utf-8")))
     out = _read(sources)

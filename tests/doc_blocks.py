@@ -22,6 +22,8 @@ import markdown
 from mkdocs.config import load_config
 from pytest_codeblocks import extract_from_buffer
 
+from site_build import markers
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PYTHON_NAMES = {"python", "py", "python3"}
@@ -103,8 +105,7 @@ def excerpts(page: Path, python_only: bool = False) -> list[tuple[str, str]]:
     """(include target, fence opener) for each excerpt fence in the *unexpanded* page."""
     text = page.read_text(encoding="utf-8")
     found = []
-    pattern = re.compile(r"^(\s*)(`{3,})(\{[^}\n]*\.excerpt[^}\n]*\})\s*\n((?:.*\n)*?)\1\2\s*$", re.M)
-    for m in pattern.finditer(text):
+    for m in markers.EXCERPT_FENCE.finditer(text):
         if python_only and fence_language(m.group(3))[0] not in PYTHON_NAMES:
             continue
         found.append((m.group(4).strip(), m.group(3)))

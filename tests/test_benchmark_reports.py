@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import doc_blocks
+from site_build import markers
 
 RESULTS = doc_blocks.ROOT / "benchmarks" / "results"
 REPORT = json.loads((RESULTS / "kernels.json").read_text())
@@ -60,7 +61,7 @@ def test_kernels_markdown_matches_json():
 
 def test_chapter_8_renders_every_measured_section():
     page = (doc_blocks.DOCS / "chapter-8.md").read_text()
-    asked = re.findall(r"^<!-- kernels\.json: ([\w-]+) -->$", page, re.M)
+    asked = [m["section"] for m in markers.KERNELS_JSON.finditer(page)]
     assert sorted(asked) == sorted(_report_module().SECTIONS), asked
     for name in ("attention_time", "extra_memory", "gemm"):
         assert f"](figures/chapter8/{name}.svg)" in page

@@ -252,7 +252,7 @@ _UNCAPTIONED = """() => [...document.querySelectorAll('.md-content img')].filter
 
 
 # The blocks that may have a copy button: runnable python (not an excerpt), shell commands, and
-# >>> sessions whose copy is the code alone (data-copy, docs/.hooks/copyable.py).
+# >>> sessions whose copy is the code alone (data-copy, site_build/copyable.py).
 _COPY_BUTTONS = """() => [...document.querySelectorAll('.md-content div.highlight')].filter(div =>
   div.querySelector('button[data-md-type="copy"], .md-clipboard')).filter(div => !(
     (div.matches('.language-python') && !div.matches('.excerpt, .doc-signature'))

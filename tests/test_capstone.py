@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import doc_blocks
+from site_build import markers
 from netcl_lite import capstone, corpus
 from netcl_lite import ops as ops_package
 from netcl_lite.nn import DecoderLM, LMConfig
@@ -341,13 +342,13 @@ def test_the_run_key_covers_the_recipe_and_the_cache_folder_can_be_moved(queue, 
 
 def test_each_build_output_sits_under_the_block_that_includes_its_snippet():
     text = PAGE.read_text(encoding="utf-8")
-    markers = list(re.finditer(r"<!-- build-output: (\S+)(?: as markdown)? -->", text))
-    assert len(markers) >= 10
-    for m in markers:
+    found = list(markers.BUILD_OUTPUT.finditer(text))
+    assert len(found) >= 10
+    for m in found:
         before = text[: m.start()].rstrip().rsplit("```python", 1)[-1]
         assert before.strip() == f'--8<-- "{m.group(1)}"\n```'.strip(), f"{m.group(1)}: marker not under its block"
-    shown = {m.group(1) for m in markers}
-    included = set(re.findall(r'--8<-- "(snippets/chapter9/[\w.]+\.py)"', text))
+    shown = {m.group(1) for m in found}
+    included = {m["path"] for m in markers.INCLUDE.finditer(text) if m["path"].startswith("snippets/chapter9/")}
     snippets = {f"snippets/chapter9/{p.name}" for p in (doc_blocks.ROOT / "snippets/chapter9").glob("*.py")
                 if not p.name.startswith("figure_")}
     assert included == snippets, "every chapter 9 snippet is on the page"
@@ -358,7 +359,7 @@ def test_each_build_output_sits_under_the_block_that_includes_its_snippet():
                                 "snippets/chapter9/arithmetic_coding.py"}
     for path in snippets - shown:
         after = text.split(f'--8<-- "{path}"', 1)[1]
-        assert after.lstrip(" `\n").startswith("<!--pytest-codeblocks:expected-output-->"), path
+        assert after.lstrip(" `\n").startswith(markers.EXPECTED_OUTPUT), path
 
 
 EXTRAS = {"compare": ("pyppmd", "zstandard", "brotli", "zpaq", "capstone.measures", "compressor_bits_per_byte"),
@@ -367,12 +368,12 @@ EXTRAS = {"compare": ("pyppmd", "zstandard", "brotli", "zpaq", "capstone.measure
 
 def test_a_block_that_needs_an_extra_says_so_above_itself():
     text = PAGE.read_text(encoding="utf-8")
-    for path in sorted(set(re.findall(r'--8<-- "(snippets/chapter9/[\w.]+\.py)"', text))):
+    for path in sorted({m["path"] for m in markers.INCLUDE.finditer(text) if m["path"].startswith("snippets/chapter9/")}):
         source = (doc_blocks.ROOT / path).read_text(encoding="utf-8")
         above = text[:text.index(f'--8<-- "{path}"')].rsplit("```python", 1)[0][-200:]
         for extra, needs in EXTRAS.items():
             if any(name in source for name in needs) or f'require("{extra}")' in source:
-                assert f"<!-- needs-extra: {extra} -->" in above, f"{path}: put <!-- needs-extra: {extra} --> above it"
+                assert markers.needs_extra(extra) in above, f"{path}: put {markers.needs_extra(extra)} above it"
                 first = min(i for i in (source.find("capstone.run()"), source.find("import torch")) if i >= 0)
                 assert -1 < source.find(f'nl.extras.require("{extra}")') < first, (
                     f"{path}: call nl.extras.require({extra!r}) before any work")

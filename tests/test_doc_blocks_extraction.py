@@ -1,9 +1,12 @@
-"""The page-block extraction itself: fence attributes never make a python block disappear."""
+"""The page-block extraction itself: fence attributes never make a python block disappear; and the
+runner that runs each block as a reader would."""
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
+import pytest
 from pytest_codeblocks import extract_from_buffer
 
 import doc_blocks
@@ -47,3 +50,25 @@ def test_plain_extraction_would_have_skipped_them():
     """Why normalize exists: pytest-codeblocks alone keeps only the bare `python` fence info."""
     found = extract_from_buffer(io.StringIO(PAGE))
     assert sum(b.syntax == "python" for b in found) == 0
+
+
+def test_the_runner_runs_a_snippet_as_a_reader_does(tmp_path, monkeypatch):
+    """site_build.runner, shared by the build and the doc tests: a fresh interpreter in a scratch
+    folder, without PYTHONPATH or pytest's variables; a failing snippet raises with its stderr."""
+    from site_build import runner
+
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "planted"))
+    monkeypatch.setenv("PYTEST_PLANTED", "1")
+    snippet = tmp_path / "where.py"
+    snippet.write_text("import os, sys\nprint(os.getcwd())\nprint(os.environ.get('PYTHONPATH'))\n"
+                       "print(os.environ.get('PYTEST_PLANTED'))\nprint(sys.executable)\n")
+    cwd, pythonpath, planted, python = runner.run_snippet(snippet).splitlines()
+    assert cwd != str(tmp_path) and not Path(cwd).exists(), "the scratch folder is new and removed after"
+    assert pythonpath == "None" and planted == "None"
+    proc = runner.run_code("print(1 + 1)\n", tmp_path)
+    assert proc.returncode == 0 and proc.stdout == "2\n" and (tmp_path / "block.py").is_file()
+    (tmp_path / "fails.py").write_text("raise SystemExit('no such model')\n")
+    with pytest.raises(RuntimeError, match="no such model"):
+        runner.run_snippet(tmp_path / "fails.py")
+    with pytest.raises(TypeError, match="drop must be"):
+        runner.reader_env(drop="PYTEST")

@@ -5,15 +5,11 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-import os
-import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 import doc_blocks
+from site_build import markers, runner
 
 CASES = [
     pytest.param(page, i, block, id=f"{page.relative_to(doc_blocks.DOCS)}:{block.lineno}")
@@ -26,21 +22,13 @@ def _clean(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip("\n").split("\n"))
 
 
-def run_block(code: str, workdir: Path) -> subprocess.CompletedProcess:
-    script = workdir / "block.py"
-    script.write_text(code, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    env.pop("PYTHONPATH", None)  # the reader has netcl_lite installed, nothing else on the path
-    return subprocess.run([sys.executable, str(script)], cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
-
-
 def test_pages_have_runnable_blocks():
     assert CASES, "no runnable python block found on any page: the doc tests would test nothing"
 
 
 @pytest.mark.parametrize("page, index, block", CASES)
 def test_block_runs_and_prints_what_the_page_shows(page, index, block, tmp_path):
-    proc = run_block(block.code, tmp_path)
+    proc = runner.run_code(block.code, tmp_path)   # as a reader runs it: netcl_lite installed, nothing else
     assert proc.returncode == 0, f"block at {page.name}:{block.lineno} failed:\n{proc.stderr[-4000:]}"
     if block.expected_output is not None:
         assert _clean(proc.stdout) == _clean(block.expected_output), (
@@ -87,13 +75,13 @@ def test_excerpts_are_real_sections_of_tested_files(page):
     """An excerpt is only a `--8<--` include of a section of the library, never retyped code."""
     tested = imported_by_tests()
     for body, opener in doc_blocks.excerpts(page):
-        m = re.fullmatch(r'--8<--\s+"([^":]+)(?::([\w-]+))?"', body)
+        m = markers.INCLUDE_LINE.fullmatch(body)
         assert m, f"{page.name}: excerpt {opener} must be a single --8<-- include, got:\n{body}"
-        path, section = m.groups()
+        path, section = m["path"], m["section"]
         assert path.startswith(("netcl_lite/", "kernels/")), f"{page.name}: excerpt of {path} is not library code"
         source = (doc_blocks.ROOT / path).read_text(encoding="utf-8")
         if section:
-            assert f"[start:{section}]" in source and f"[end:{section}]" in source, f"{path} has no section {section}"
+            assert all(bound in source for bound in markers.section_bounds(section)), f"{path} has no section {section}"
         module = path[:-3].replace("/", ".") if path.endswith(".py") else None
         if module:
             assert module in tested, f"{path}: no test module imports {module}"

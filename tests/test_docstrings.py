@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import doctest
 import importlib
-import importlib.util
 import pkgutil
 
 import numpy
 import pytest
 
-import doc_blocks
 import netcl_lite
+from site_build import docstrings
+from site_build.paths import ROOT
 
 MODULES = sorted(
     m.name for m in pkgutil.walk_packages(netcl_lite.__path__, "netcl_lite.")
@@ -34,20 +34,42 @@ def test_no_docstring_example_is_skipped():
     assert not skipped, f"docstring examples marked +SKIP in {skipped}"
 
 
-def _docstring_markup():
-    spec = importlib.util.spec_from_file_location("docstring_markup", doc_blocks.DOCS / ".hooks" / "docstring_markup.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("indent", ["", "    "])
 def test_examples_render_as_code_at_any_indent(indent):
     """A module docstring indents its >>> example under a paragraph; it must still be a fence, not text."""
     import markdown
 
     text = f"A paragraph about the module.\n\n{indent}>>> 1 + 1\n{indent}2\n\nMore prose.\n"
-    extensions = ["pymdownx.superfences", "pymdownx.highlight", _docstring_markup().DoctestFences()]
-    html = markdown.markdown(text, extensions=extensions)
+    html = markdown.markdown(docstrings.markup(text), extensions=["pymdownx.superfences", "pymdownx.highlight"])
     assert "```" not in html, html
     assert '<span class="gp">&gt;&gt;&gt; </span>' in html, "the example is not highlighted as a console session"
+
+
+def test_an_example_inside_a_fence_is_left_alone():
+    text = "Prose.\n\n```python\n>>> 1 + 1\n```\n"
+    assert docstrings.markup(text) == text
+
+
+@pytest.mark.parametrize("role, identifier, shown", [
+    (":func:`~netcl_lite.text.bpe.train_bpe`", "netcl_lite.text.bpe.train_bpe", "train_bpe"),
+    (":mod:`netcl_lite.text`", "netcl_lite.text", "netcl_lite.text"),
+    (":meth:`~netcl_lite.core.tensor.Tensor.reshape`", "netcl_lite.core.tensor.Tensor.reshape", "reshape"),
+    (":exc:`ValueError`", "ValueError", "ValueError"),
+])
+def test_a_sphinx_role_becomes_an_optional_cross_reference_showing_the_same_name(role, identifier, shown):
+    """The text a reader sees is the name in code (its last part after ``~``); the reference links it
+    when a page renders the object and leaves it plain code otherwise (autorefs' ``optional``)."""
+    out = docstrings.markup(f"See {role} here.")
+    assert out == f'See <autoref identifier="{identifier}" optional>`{shown}`</autoref> here.'
+    assert ":func:" not in out and ":mod:" not in out
+
+
+def test_the_griffe_extension_rewrites_the_loaded_docstrings_and_resolves_names_in_their_scope():
+    import griffe
+
+    module = griffe.load("netcl_lite.ops.rope", extensions=griffe.load_extensions("site_build.docstrings"),
+                         search_paths=[str(ROOT)])
+    heads = module["rope_heads"].docstring.value
+    assert ":func:`rope`" not in heads
+    assert '<autoref identifier="netcl_lite.ops.rope.rope" optional>`rope`</autoref>' in heads
+    assert "```pycon\n>>> x = np.arange(8.0)" in heads

@@ -3,7 +3,6 @@ build executed it and shows its outputs."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import nbformat
@@ -11,15 +10,9 @@ import pytest
 from nbclient import NotebookClient
 
 import doc_blocks
+from site_build import generated
 
 WEEKS = sorted({p.parent for p in doc_blocks.ROOT.glob("snippets/week*/drill_*.py")})
-
-
-def _hook():
-    spec = importlib.util.spec_from_file_location("generated_hook", doc_blocks.DOCS / ".hooks" / "generated.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _notebook_name(week) -> str:
@@ -32,11 +25,11 @@ def test_there_are_drills():
 
 @pytest.mark.parametrize("week", WEEKS, ids=[w.name for w in WEEKS])
 def test_drill_notebook_is_the_snippets_and_runs_top_to_bottom(week, tmp_path):
-    nb = nbformat.reads(json.dumps(_hook().drill_notebook(week)), as_version=4)   # sources joined, as a reader's Jupyter does
+    nb = nbformat.reads(json.dumps(generated.drill_notebook(week)), as_version=4)   # sources joined, as a reader's Jupyter does
     nbformat.validate(nb)
     code = [c.source for c in nb.cells if c.cell_type == "code"]
     steps = [p.read_text(encoding="utf-8").strip("\n") for p in sorted(week.glob("drill_*.py"))]
-    assert code[0] == _hook().install_cell().strip("\n"), "the first code cell does not install the wheel"
+    assert code[0] == generated.install_cell().strip("\n"), "the first code cell does not install the wheel"
     assert code[1:] == steps, "the notebook's code cells after the install differ from snippets/…/drill_*.py"
     for step in steps:  # every step is also on the week's page
         assert any(step.strip() in b.code for b in doc_blocks.runnable(doc_blocks.DOCS / f"{week.name.replace('week', 'week-')}.md")), "a drill step is not on its page"
@@ -50,7 +43,7 @@ def test_the_build_ran_the_drill_and_offers_it_with_its_outputs(week, built_site
     name = _notebook_name(week)
     built = json.loads((doc_blocks.DOCS / "drills" / name).read_text(encoding="utf-8"))
     text = lambda cells: ["".join(c["source"]) for c in cells]  # noqa: E731 (a list or a str, per nbformat)
-    assert text(built["cells"]) == text(_hook().drill_notebook(week)["cells"]), "the built notebook is not this week's drill"
+    assert text(built["cells"]) == text(generated.drill_notebook(week)["cells"]), "the built notebook is not this week's drill"
     code = [c for c in built["cells"] if c["cell_type"] == "code"]
     assert all(c["execution_count"] for c in code), "a drill cell was not executed by the build"
     assert all(o["output_type"] != "error" for c in code for o in c["outputs"])

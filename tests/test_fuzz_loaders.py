@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from build_hooks import load_hook
 from netcl_lite.nn.lm import DecoderLM, LMConfig
 from netcl_lite.text.bpe import BPETokenizer
 from netcl_lite.text.patterns import GPT4_PATTERN
@@ -213,10 +212,11 @@ STORE_CASES = 300
 
 
 def test_fuzzed_cache_entries_give_the_stored_bytes_or_a_miss(tmp_path, monkeypatch):
-    from netcl_lite import execution_cache as cache
+    from netcl_lite import fingerprint
+    from site_build import store as cache
 
     monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path))
-    monkeypatch.delenv(cache.RERUN, raising=False)
+    monkeypatch.delenv(fingerprint.RERUN, raising=False)
     rng = random.Random("fuzz-cache-entries")
     outcomes = Counter()
     for n in range(STORE_CASES):
@@ -335,7 +335,8 @@ def test_fuzzed_snippet_and_marker_paths_stay_inside_or_fail_naming_the_page(tmp
     (root / "snippets/inner").symlink_to(root / "snippets/page")   # a link that stays inside: allowed
     parts = ["snippets", "page", "..", ".", "ok.py", "leak.py", "secret.py", "linked", "inner", "netcl_lite",
              "lib.py", "kernels", "k.cl", "elsewhere", "x.py", "", "missing.py", "~", "%2e%2e"]
-    hook = load_hook("build_output")
+    from site_build import includes
+
     rng = random.Random("fuzz-snippet-paths")
     outcomes = Counter()
     for n in range(STORE_CASES):
@@ -356,19 +357,18 @@ def test_fuzzed_snippet_and_marker_paths_stay_inside_or_fail_naming_the_page(tmp
             path = "/" + path
         page = f"docs/page-{n}.md"
         try:
-            found = hook.marker_path(path, page, root=root)
-        except (hook.PathError, FileNotFoundError) as exc:
+            found = includes.marker_path(path, page, root=root)
+        except (includes.PathError, FileNotFoundError) as exc:
             assert str(exc).startswith(f"{page}: <!-- build-output: {path} -->"), str(exc)
             outcomes["marker refused"] += 1
         else:
             assert found.resolve().is_relative_to(root / "snippets") and found.is_file(), (path, found)
             outcomes["marker ran"] += 1
-        hook._state["page"] = page
-        extension = hook.contained_snippets(base_path=[str(root)], check_paths=True)
+        extension = includes.contained_snippets(includes.CurrentPage(page), base_path=[str(root)], check_paths=True)
         try:
             html = markdown.markdown(f'```python\n--8<-- "{path}"\n```\n',
                                      extensions=["pymdownx.superfences", extension])
-        except (hook.PathError, FileNotFoundError) as exc:
+        except (includes.PathError, FileNotFoundError) as exc:
             assert str(exc).startswith(f"{page}: --8<-- "), str(exc)
             outcomes["include refused"] += 1
         except Exception as exc:               # pymdownx's own: an empty path, a path with only a section

@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 
 import netcl_lite as nl
-from build_hooks import load_hook
-from netcl_lite import capstone, files
-from netcl_lite import execution_cache as cache
+from netcl_lite import capstone, files, fingerprint
 from netcl_lite.core import compiler_target
 from netcl_lite.nn.lm import DecoderLM, LMConfig
 from netcl_lite.text import model_file
 from netcl_lite.text import bpe as bpe_module
 from netcl_lite.text.bpe import BPETokenizer
+from site_build import build_output, capstone_run, generated, includes
+from site_build import store as executed
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -110,20 +110,20 @@ def test_the_key_changes_with_the_devices_compute_units_local_memory_target_and_
     target = {"cpu": "haswell"}
     monkeypatch.setattr(compiler_target, "target_of", lambda device: target["cpu"])
     base = _Device(real)
-    shared = cache.context(base)
+    shared = fingerprint.context(base)
     run = capstone.run_key(_Queue(base), "text")
-    assert cache.context(base) == shared and capstone.run_key(_Queue(base), "text") == run
+    assert fingerprint.context(base) == shared and capstone.run_key(_Queue(base), "text") == run
     changed = {
         "compute units": _Device(real, max_compute_units=real.max_compute_units + 1),
         "local memory": _Device(real, local_mem_size=real.local_mem_size // 2),
     }
     for what, device in changed.items():
-        assert cache.context(device) != shared, what
+        assert fingerprint.context(device) != shared, what
         assert capstone.run_key(_Queue(device), "text") != run, what
     target["cpu"] = "skylake-avx512"
-    assert cache.context(base) != shared and capstone.run_key(_Queue(base), "text") != run, "compiler target"
+    assert fingerprint.context(base) != shared and capstone.run_key(_Queue(base), "text") != run, "compiler target"
     target["cpu"], lanes["n"] = "haswell", 16
-    assert cache.context(base) != shared and capstone.run_key(_Queue(base), "text") != run, "float lanes"
+    assert fingerprint.context(base) != shared and capstone.run_key(_Queue(base), "text") != run, "float lanes"
 
 
 @pytest.mark.parametrize("name, value", [
@@ -134,9 +134,9 @@ def test_the_key_changes_with_the_devices_compute_units_local_memory_target_and_
 def test_each_variable_that_changes_results_changes_both_keys(monkeypatch, name, value):
     queue = nl.device().queue
     monkeypatch.delenv(name, raising=False)
-    shared, run = cache.context(), capstone.run_key(queue, "text")
+    shared, run = fingerprint.context(), capstone.run_key(queue, "text")
     monkeypatch.setenv(name, value)
-    assert cache.context() != shared, f"{name} is not in the build's key"
+    assert fingerprint.context() != shared, f"{name} is not in the build's key"
     assert capstone.run_key(queue, "text") != run, f"{name} is not in the run key"
 
 
@@ -144,29 +144,29 @@ def test_each_variable_that_changes_results_changes_both_keys(monkeypatch, name,
                                          ("POCL_AFFINITY", "0"), ("POCL_DEBUG", "1")])
 def test_where_outputs_live_and_logging_leave_the_key_alone(monkeypatch, name, value):
     monkeypatch.delenv(name, raising=False)
-    shared = cache.context()
+    shared = fingerprint.context()
     monkeypatch.setenv(name, value)
-    assert cache.context() == shared
+    assert fingerprint.context() == shared
 
 
 def test_the_run_key_is_the_builds_key_function(monkeypatch):
-    """One key for both: the run key is execution_cache.key of the recipe and text with the context of
+    """One key for both: the run key is execution_fingerprint.key of the recipe and text with the context of
     the run's device (so whatever the build's key covers, the run's covers, less the build's plotting
     and Jupyter packages, which no training run imports)."""
     queue = nl.device().queue
     calls = []
-    real_key = cache.key
+    real_key = fingerprint.key
 
     def recording(source, reads=(), shared=None):
         calls.append(shared)
         return real_key(source, reads, shared)
 
-    monkeypatch.setattr(cache, "key", recording)
+    monkeypatch.setattr(fingerprint, "key", recording)
     key = capstone.run_key(queue, "text")
-    assert calls == [cache.context(queue.device, cache.RUN_PACKAGES)] and len(key) == 24
+    assert calls == [fingerprint.context(queue.device, fingerprint.RUN_PACKAGES)] and len(key) == 24
 
 
-_FACTS = "from netcl_lite import execution_cache as c, capstone; import netcl_lite as nl; " \
+_FACTS = "from netcl_lite import fingerprint as c, capstone; import netcl_lite as nl; " \
          "print(c.device_facts()); print(capstone.run_key(nl.device().queue, 'text'))"
 
 
@@ -192,19 +192,19 @@ def test_one_compute_unit_and_another_compiler_target_give_other_keys_in_a_fresh
 @pytest.fixture
 def store(tmp_path, monkeypatch):
     monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path))
-    monkeypatch.delenv(cache.RERUN, raising=False)
+    monkeypatch.delenv(fingerprint.RERUN, raising=False)
     return tmp_path / "executed"
 
 
 @pytest.mark.parametrize("damage", ["emptied", "truncated", "edited", "digest line gone"])
 def test_a_damaged_cache_entry_is_a_miss_and_is_removed(store, damage):
-    cache.store("build_output", "abc123", b"model: 1.234 bits per byte\n")
+    executed.store("build_output", "abc123", b"model: 1.234 bits per byte\n")
     path = store / "build_output" / "abc123"
     raw = path.read_bytes()
     damaged = {"emptied": b"", "truncated": raw[:-14], "edited": raw.replace(b"1.234", b"0.420"),
                "digest line gone": b"model: 1.234 bits per byte\n"}[damage]
     path.write_bytes(damaged)
-    assert cache.lookup("build_output", "abc123") is None
+    assert executed.lookup("build_output", "abc123") is None
     assert not path.exists(), "a damaged entry is removed, so the item runs again and is stored afresh"
 
 
@@ -212,12 +212,11 @@ def test_a_damaged_entry_runs_the_build_output_again(store, tmp_path, monkeypatc
     runs = tmp_path / "runs.txt"
     snippet = tmp_path / "counted.py"
     snippet.write_text(f"open({str(runs)!r}, 'a').write('x')\nprint('model: 1.234')\n")
-    hook = load_hook("build_output")
-    hook.on_pre_build(None)
-    assert hook.cached_output(str(snippet)) == "model: 1.234\n"
+    outputs = build_output.BuildOutputs()
+    assert outputs.cached_output(str(snippet)) == "model: 1.234\n"
     (entry,) = (store / "build_output").iterdir()
     entry.write_bytes(entry.read_bytes().replace(b"1.234", b"1."))
-    assert hook.cached_output(str(snippet)) == "model: 1.234\n" and runs.read_text() == "xx"
+    assert outputs.cached_output(str(snippet)) == "model: 1.234\n" and runs.read_text() == "xx"
 
 
 def test_an_entry_is_flushed_to_disk_before_it_is_renamed_into_place(store, monkeypatch):
@@ -225,9 +224,9 @@ def test_an_entry_is_flushed_to_disk_before_it_is_renamed_into_place(store, monk
     real_fsync, real_replace = os.fsync, os.replace
     monkeypatch.setattr(os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1])
     monkeypatch.setattr(os, "replace", lambda a, b: (events.append("replace"), real_replace(a, b))[1])
-    cache.store("figure", "k1", b"<svg/>")
+    executed.store("figure", "k1", b"<svg/>")
     assert events.index("fsync") < events.index("replace")
-    assert cache.lookup("figure", "k1") == b"<svg/>"
+    assert executed.lookup("figure", "k1") == b"<svg/>"
 
 
 def test_threads_storing_the_same_entry_never_share_a_temporary_file(store):
@@ -238,7 +237,7 @@ def test_threads_storing_the_same_entry_never_share_a_temporary_file(store):
         barrier.wait()
         try:
             for _ in range(20):
-                cache.store("figure", "same", bytes([i]) * 100_000)
+                executed.store("figure", "same", bytes([i]) * 100_000)
         except Exception as exc:           # two writers of one temporary file: one finds it gone
             errors.append(repr(exc))
 
@@ -248,14 +247,14 @@ def test_threads_storing_the_same_entry_never_share_a_temporary_file(store):
     for t in threads:
         t.join()
     assert not errors, errors[:2]
-    got = cache.lookup("figure", "same")
+    got = executed.lookup("figure", "same")
     assert got is not None and len(set(got)) == 1 and len(got) == 100_000
     assert [p.name for p in (store / "figure").iterdir()] == ["same"], "no temporary file is left"
 
 
 def test_a_key_that_is_not_a_key_is_refused(store):
     with pytest.raises(ValueError, match="item_key must be a key"):
-        cache.store("figure", "../../x", b"")
+        executed.store("figure", "../../x", b"")
 
 
 # -- 5. the capstone's run folder and measures.json ----------------------------------------------
@@ -269,7 +268,7 @@ def tiny_capstone(tmp_path, monkeypatch):
     """capstone.run() with a tiny text, a byte-level tokenizer and a tiny model whose "training" saves
     it: the run folder's bookkeeping, exercised in a second instead of five minutes."""
     monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv(cache.RERUN, raising=False)
+    monkeypatch.delenv(fingerprint.RERUN, raising=False)
     text = "def f(x):\n    return x + 1  # adds one\n" * 20
     held = "class A:\n    '''A class.'''\n    value = 2\n" * 6
     d = capstone.Data(train_documents={"a.py": text}, validation_documents={"b.py": held},
@@ -371,15 +370,15 @@ def test_measures_are_tied_to_the_trained_weights_and_to_their_own_digest(tiny_c
                                              ("0", False), ("false", False), ("No", False), ("OFF", False),
                                              ("False", False), ("", False)])
 def test_yes_and_no_are_read_strictly(monkeypatch, value, expected):
-    monkeypatch.setenv(cache.RERUN, value)
-    assert cache.rerun_forced() is expected
+    monkeypatch.setenv(fingerprint.RERUN, value)
+    assert fingerprint.rerun_forced() is expected
 
 
 @pytest.mark.parametrize("value", ["2", "nope", "y", "enable", "-1", "tru"])
 def test_a_value_that_is_neither_yes_nor_no_is_an_error_naming_the_variable(monkeypatch, value):
-    monkeypatch.setenv(cache.RERUN, value)
+    monkeypatch.setenv(fingerprint.RERUN, value)
     with pytest.raises(ValueError, match=f"NETCL_LITE_RERUN={value!r} is not a yes/no value"):
-        cache.rerun_forced()
+        fingerprint.rerun_forced()
     with pytest.raises(TypeError, match="name must be"):
         files.env_flag("")
 
@@ -388,22 +387,21 @@ def test_a_value_that_is_neither_yes_nor_no_is_an_error_naming_the_variable(monk
                                           ("0", False), ("1", True), ("yes", True)])
 def test_rerun_false_keeps_the_stored_training_runs(tmp_path, monkeypatch, value, wiped):
     monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path))
-    monkeypatch.setenv(cache.RERUN, value)
+    monkeypatch.setenv(fingerprint.RERUN, value)
     stored = tmp_path / "capstone" / "somekey"
     stored.mkdir(parents=True)
     (stored / "done.json").write_text("{}")
-    hook = load_hook("capstone")
-    monkeypatch.setattr(hook.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0))
-    hook.on_pre_build(None)
+    monkeypatch.setattr(capstone_run.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0))
+    capstone_run.train()
     assert stored.exists() is not wiped
 
 
 def test_a_mistyped_rerun_fails_the_build_before_deleting_anything(tmp_path, monkeypatch):
     monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path))
-    monkeypatch.setenv(cache.RERUN, "flase")
+    monkeypatch.setenv(fingerprint.RERUN, "flase")
     (tmp_path / "capstone" / "somekey").mkdir(parents=True)
     with pytest.raises(ValueError, match="NETCL_LITE_RERUN"):
-        load_hook("capstone").on_pre_build(None)
+        capstone_run.train()
     assert (tmp_path / "capstone" / "somekey").exists()
 
 
@@ -430,9 +428,8 @@ def docs_tree(tmp_path):
 def _render(root: Path, text: str, page: str = "docs/page.md") -> str:
     import markdown
 
-    hook = load_hook("build_output")
-    hook._state["page"] = page
-    extension = hook.contained_snippets(base_path=[str(root)], check_paths=True, dedent_subsections=True)
+    extension = includes.contained_snippets(includes.CurrentPage(page), base_path=[str(root)], check_paths=True,
+                                            dedent_subsections=True)
     return markdown.markdown(text, extensions=["pymdownx.superfences", extension])
 
 
@@ -464,9 +461,8 @@ def test_the_build_uses_the_contained_extension_with_the_sites_options():
     from mkdocs.config import load_config
 
     config = load_config(str(ROOT / "mkdocs.yml"))
-    hook = load_hook("build_output")
     options = dict(config.mdx_configs["pymdownx.snippets"])
-    hook.on_config(config)
+    includes.contain(config, includes.CurrentPage())
     assert "pymdownx.snippets" not in config.markdown_extensions
     (ours,) = [e for e in config.markdown_extensions if type(e).__name__ == "ContainedSnippets"]
     assert {k: ours.getConfig(k) for k in options} == options
@@ -481,26 +477,20 @@ def test_the_build_uses_the_contained_extension_with_the_sites_options():
 ])
 def test_a_build_output_marker_outside_snippets_or_missing_fails_naming_page_and_marker(docs_tree, marker, error,
                                                                                         says):
-    hook = load_hook("build_output")
     with pytest.raises(Exception) as caught:
-        hook.marker_path(marker, "docs/chapter-x.md", root=docs_tree)
+        includes.marker_path(marker, "docs/chapter-x.md", root=docs_tree)
     assert type(caught.value).__name__ == error
     assert str(caught.value).startswith(f"docs/chapter-x.md: <!-- build-output: {marker} -->")
     assert says in str(caught.value)
-    assert hook.marker_path("snippets/page/ok.py", "docs/p.md", root=docs_tree) == docs_tree / "snippets/page/ok.py"
+    assert includes.marker_path("snippets/page/ok.py", "docs/p.md", root=docs_tree) == docs_tree / "snippets/page/ok.py"
 
 
 def test_a_dotdot_marker_on_a_page_runs_nothing(monkeypatch):
-    hook = load_hook("build_output")
+    outputs = build_output.BuildOutputs()
     ran = []
-    monkeypatch.setattr(hook, "cached_output", lambda path: ran.append(path) or "")
-
-    class Page:
-        class file:
-            src_uri = "chapter-x.md"
-
-    with pytest.raises(hook.PathError, match=r"^docs/chapter-x.md: <!-- build-output: snippets/\.\./\.\./x\.py -->"):
-        hook.on_page_markdown("text\n<!-- build-output: snippets/../../x.py -->\n", Page, None, None)
+    monkeypatch.setattr(outputs, "cached_output", lambda path: ran.append(path) or "")
+    with pytest.raises(includes.PathError, match=r"^docs/chapter-x.md: <!-- build-output: snippets/\.\./\.\./x\.py -->"):
+        outputs.render("text\n<!-- build-output: snippets/../../x.py -->\n", "docs/chapter-x.md")
     assert ran == []
 
 
@@ -547,12 +537,11 @@ def test_a_save_that_fails_on_a_full_disk_leaves_the_previous_file(tmp_path, mon
 
 
 def test_generated_figures_and_notebooks_are_written_whole(tmp_path, monkeypatch):
-    generated = load_hook("generated")
     path = tmp_path / "figures" / "page" / "x.svg"
-    generated._write_if_changed(path, b"<svg>first</svg>")
+    generated.write_if_changed(path, b"<svg>first</svg>")
     monkeypatch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(28, "No space left on device")))
     with pytest.raises(OSError):
-        generated._write_if_changed(path, b"<svg>second, cut short</svg>")
+        generated.write_if_changed(path, b"<svg>second, cut short</svg>")
     assert path.read_bytes() == b"<svg>first</svg>"
 
 
@@ -667,15 +656,15 @@ def test_every_page_of_the_site_renders_with_the_contained_extension():
     from mkdocs.config import load_config
 
     config = load_config(str(ROOT / "mkdocs.yml"))
-    hook = load_hook("build_output")
-    hook.on_config(config)
+    page_name = includes.CurrentPage()
+    includes.contain(config, page_name)
     pages = sorted((ROOT / "docs").rglob("*.md"))
     assert len(pages) >= 8
     cwd = os.getcwd()
     os.chdir(ROOT)                                  # the site's base path "." is the repository root
     try:
         for page in pages:
-            hook._state["page"] = str(page.relative_to(ROOT))
+            page_name.name = str(page.relative_to(ROOT))
             md = markdown.Markdown(extensions=config.markdown_extensions, extension_configs=config.mdx_configs)
             text = page.read_text(encoding="utf-8")
             html = md.convert(text)

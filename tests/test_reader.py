@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 
 import doc_blocks
-from netcl_lite import execution_cache, extras
+from netcl_lite import extras, fingerprint
+from site_build import copyable, markers, runner
 
 ROOT = doc_blocks.ROOT
 
@@ -125,8 +126,8 @@ def test_a_block_that_needs_an_extra_says_so_and_checks_first(page, block):
         text = doc_blocks.expand(page).split("\n")
         fence = block.lineno - 1 if block.lineno > 0 else 0
         above = "\n".join(text[max(0, fence - 6):fence + 1])
-        assert f"<!-- needs-extra: {extra} -->" in above, (
-            f"{page.name}:{block.lineno} needs the {extra!r} extra: put <!-- needs-extra: {extra} --> right above it")
+        assert markers.needs_extra(extra) in above, (
+            f"{page.name}:{block.lineno} needs the {extra!r} extra: put {markers.needs_extra(extra)} right above it")
 
 
 # ---- the install text ----------------------------------------------------------------------------
@@ -223,9 +224,8 @@ def served_site(built_site):
 
 
 def _reader_env() -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "VIRTUAL_ENV", "NETCL_LITE_CACHE"))}
-    env.pop("PYTHONPATH", None)
-    return env
+    """A reader's environment (site_build.runner's), outside this checkout's venv and cache."""
+    return runner.reader_env(drop=("VIRTUAL_ENV", "NETCL_LITE_CACHE"))
 
 
 @pytest.fixture(scope="module")
@@ -237,7 +237,8 @@ def reader_python(served_site, tmp_path_factory) -> Path:
     venv = home / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
-    named = sorted({e for p in doc_blocks.pages() for e in re.findall(r"<!-- needs-extra: ([\w-]+) -->", p.read_text(encoding="utf-8"))})
+    named = sorted({m["extra"] for p in doc_blocks.pages()
+                    for m in markers.NEEDS_EXTRA.finditer(p.read_text(encoding="utf-8"))})
     spec = f"netcl_lite[{','.join(named)}] @ {served_site}{WHEEL}" if named else f"{served_site}{WHEEL}"
     proc = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", spec, "ipykernel",
                            "nbclient", "nbformat"], cwd=home, env=_reader_env(), capture_output=True, text=True, timeout=1200)
@@ -261,13 +262,11 @@ def test_every_copyable_block_runs_from_the_wheel_outside_the_repository(page, r
     for i, block in enumerate(doc_blocks.runnable(page)):
         folder = tmp_path / f"block{i}"
         folder.mkdir()
-        (folder / "block.py").write_text(block.code, encoding="utf-8")
         # the build's cache: Chapter 9's training run is keyed on the library's files, the packages
         # it computes with and the device, not on where it is installed, so the reader's install
         # finds the run the build trained when (and only when) those are the same
-        env = dict(_reader_env(), NETCL_LITE_CACHE=str(execution_cache.cache_root()))
-        proc = subprocess.run([str(reader_python), "block.py"], cwd=folder, env=env, capture_output=True,
-                              text=True, timeout=900)
+        env = dict(_reader_env(), NETCL_LITE_CACHE=str(fingerprint.cache_root()))
+        proc = runner.run_code(block.code, folder, timeout=900, python=reader_python, env=env)
         if proc.returncode:
             failures.append(f"{page.name}:{block.lineno} failed:\n{proc.stderr[-1500:]}")
         elif block.expected_output is not None and _clean(proc.stdout) != _clean(block.expected_output):
@@ -325,16 +324,7 @@ def test_downloaded_drill_notebook_installs_the_wheel_and_runs(week, built_site,
     assert first.strip() == f"netcl_lite {_version()}", f"{name}: the install cell printed {first!r}"
 
 
-# ---- the hook's markup, on a page of its own --------------------------------------------------------
-
-def _copyable_hook():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("copyable_hook", doc_blocks.DOCS / ".hooks" / "copyable.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+# ---- the build's markup, on a page of its own --------------------------------------------------------
 
 class _Page:
     class file:
@@ -347,19 +337,19 @@ class _Config:
 
 def test_needs_extra_marker_becomes_a_note_with_the_pip_command():
     page = "Text.\n\n<!-- needs-extra: interop -->\n```python\nimport torch\n```\n"
-    out = _copyable_hook().on_page_markdown(page, _Page, _Config, None)
+    out = copyable.render_markdown(page, _Page.file.src_uri, _Config.site_url)
     assert '!!! note "This block needs the `interop` extra"' in out
     assert extras.TORCH_CPU in out
     assert f'pip install "netcl_lite[interop] @ http://127.0.0.1:8000/{WHEEL}"' in out
     assert out.index("!!! note") < out.index("```python\nimport torch")
     with pytest.raises(ValueError, match="no such extra"):
-        _copyable_hook().on_page_markdown("<!-- needs-extra: gpu -->\n", _Page, _Config, None)
+        copyable.render_markdown("<!-- needs-extra: gpu -->\n", _Page.file.src_uri, _Config.site_url)
 
 
 def test_an_excerpt_is_titled_uncopyable_and_linked_to_its_lines():
     page = '=== "tab"\n\n    ```{.c .excerpt title="kernels/bpe.cl"}\n    --8<-- "kernels/bpe.cl:bpe_split"\n    ```\n'
-    out = _copyable_hook().on_page_markdown(page, _Page, _Config, None)
-    first, last = _copyable_hook().section_lines("kernels/bpe.cl", "bpe_split")
+    out = copyable.render_markdown(page, _Page.file.src_uri, _Config.site_url)
+    first, last = copyable.section_lines("kernels/bpe.cl", "bpe_split")
     lines = (ROOT / "kernels/bpe.cl").read_text(encoding="utf-8").splitlines()
     assert "[start:bpe_split]" in lines[first - 2] and "[end:bpe_split]" in lines[last]
     assert '    ```{.c .excerpt .no-copy title="Excerpt · kernels/bpe.cl"}' in out
@@ -369,4 +359,4 @@ def test_an_excerpt_is_titled_uncopyable_and_linked_to_its_lines():
 def test_a_session_copies_its_code_without_prompts_or_results():
     code = ('<span class="gp">&gt;&gt;&gt; </span>x = [1,\n<span class="gp">... </span>     2]\n'
             '<span class="gp">&gt;&gt;&gt; </span>x\n<span class="go">[1, 2]</span>\n')
-    assert _copyable_hook().pycon_code(code) == "x = [1,\n     2]\nx\n"
+    assert copyable.pycon_code(code) == "x = [1,\n     2]\nx\n"

@@ -1,9 +1,9 @@
-"""Outputs of executed code, kept by a hash of everything that could change them.
+"""The key of a run's inputs: a hash of everything that could change what executed code computes.
 
-What the site build runs (figures, build-output snippets, drill notebooks) and the
-capstone's training run (:mod:`netcl_lite.capstone`) are deterministic given their
-inputs, so an output is stored under a key (:func:`key`, the one key function of both)
-made of:
+What the capstone's training run (:mod:`netcl_lite.capstone`), the standard-library corpus
+(:mod:`netcl_lite.corpus`) and the site build's executed pages compute is deterministic
+given their inputs, so each result is stored under a key (:func:`key`, the one key function
+of all of them) made of:
 
 * the executed source itself, and any file it reads (the caller names them);
 * every source file of ``netcl_lite`` and every kernel (all of them: simpler and
@@ -13,42 +13,35 @@ made of:
   (:func:`device_facts`): its compute-unit count and local memory size, which choose
   how ``ops.matmul`` splits its work, and the CPU its compiler targets with the float
   lanes that follows (``NETCL_LITE_POCL_CPU``, or the target this library chose);
-* every ``NETCL_LITE_*`` variable but the two that only say where outputs live and
-  whether to reuse them, and every ``POCL_*`` variable but those that change no result
-  (:data:`POCL_NOT_A_CHOICE`: logging, PoCL's own cache, thread pinning).
+* every ``NETCL_LITE_*`` variable but the two that only say where results live and
+  whether to reuse them (:data:`NOT_A_CHOICE`), and every ``POCL_*`` variable but those
+  that change no result (:data:`POCL_NOT_A_CHOICE`: logging, PoCL's own cache, thread pinning).
 
-A hit returns exactly the bytes a fresh run stored, so a shown output is never
-stale: any edit to any of those inputs is a miss and runs again. The store is
-``<cache root>/executed/<kind>/<key>`` (:func:`cache_root`: ``.cache/netcl_lite`` in
-a source checkout, so a fresh clone runs everything). Each entry starts with a line
-holding the SHA-256 and length of what follows; an entry that no longer matches them
-(emptied, truncated, edited by hand) is a miss, removed and run again. Entries are
-written whole (:func:`netcl_lite.files.atomic_write`). ``NETCL_LITE_RERUN=1`` (or
-``true``, ``yes``, ``on``) makes every lookup a miss, so everything runs again and the
-store is refreshed.
+Any edit to any of those inputs gives a new key. Results live under :func:`cache_root`
+(``.cache/netcl_lite`` in a source checkout, so a fresh clone computes everything);
+``NETCL_LITE_RERUN=1`` (or ``true``, ``yes``, ``on``) asks every user of the keys to
+compute again (:func:`rerun_forced`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import sys
 from importlib import metadata
 from pathlib import Path
 
-from .files import atomic_write, env_flag
+from .files import env_flag
 
-RERUN = "NETCL_LITE_RERUN"           # set to 1: ignore every stored output (and the capstone run)
+RERUN = "NETCL_LITE_RERUN"           # set to 1: ignore every stored result (and the capstone run)
 PACKAGE = Path(__file__).resolve().parent
-# What executed code runs on: netcl_lite's dependencies, the OpenCL driver, the plotting
-# library of the figures and the Jupyter kernel of the notebooks.
+#: What the library computes with: its dependencies and the OpenCL driver. A caller whose code
+#: also runs on other packages (the site build's plotting and Jupyter packages) names them too.
 RUN_PACKAGES = ("numpy", "pyopencl", "pocl-binary-distribution", "regex", "safetensors", "tqdm",
                 "constriction")
-PACKAGES = RUN_PACKAGES + ("matplotlib", "ipykernel", "nbclient")
-#: ``RUN_PACKAGES`` is what the library itself computes with (the capstone's training run keys on
-#: it alone, so a reader's install without the build's plotting and Jupyter packages finds it).
-_NOT_A_CHOICE = {"NETCL_LITE_CACHE", RERUN}     # where outputs live, not what they are
+#: the ``NETCL_LITE_*`` variables that say where results live and whether to reuse them, not what
+#: they are: the only ones left out of the key
+NOT_A_CHOICE = frozenset({"NETCL_LITE_CACHE", RERUN})
 #: PoCL variables that change no computed value: logging, PoCL's kernel cache, thread pinning
 #: (which sets the affinity of the same workers). Every other ``POCL_*`` variable is in the key:
 #: ``POCL_MAX_PTHREAD_COUNT`` changes the compute-unit count, ``POCL_EXTRA_BUILD_FLAGS`` the code.
@@ -56,8 +49,6 @@ POCL_NOT_A_CHOICE = frozenset({"POCL_AFFINITY", "POCL_DEBUG", "POCL_DEBUG_LLVM_P
                                "POCL_CACHE_DIR", "POCL_LEAVE_KERNEL_COMPILER_TEMP_FILES",
                                "POCL_VECTORIZER_REMARKS", "POCL_TRACING", "POCL_TRACING_OPT",
                                "POCL_TRACING_FILTER", "POCL_MEMORY_LIMIT"})
-_ENTRY_MAGIC = b"netcl-lite-cache-entry 1 sha256="
-log = logging.getLogger(__name__)
 
 
 def cache_root() -> Path:
@@ -96,7 +87,7 @@ def result_variables() -> list[str]:
     computes: ``NETCL_LITE_*`` (but ``NETCL_LITE_CACHE`` and ``NETCL_LITE_RERUN``) and
     ``POCL_*`` (but :data:`POCL_NOT_A_CHOICE`), sorted."""
     return sorted(f"{k}={v}" for k, v in os.environ.items()
-                  if (k.startswith("NETCL_LITE_") and k not in _NOT_A_CHOICE)
+                  if (k.startswith("NETCL_LITE_") and k not in NOT_A_CHOICE)
                   or (k.startswith("POCL_") and k not in POCL_NOT_A_CHOICE))
 
 
@@ -122,14 +113,14 @@ def device_facts(device=None) -> str:
 
 
 def environment(device=None, packages=None) -> str:
-    """Python, the versions of ``packages`` (None: :data:`PACKAGES`), the OpenCL devices present, the
+    """Python, the versions of ``packages`` (None: :data:`RUN_PACKAGES`), the OpenCL devices present, the
     device code runs on (:func:`device_facts`; ``device`` as there) and :func:`result_variables`:
     what executed code could depend on besides its source."""
     import pyopencl as cl
 
     variables = result_variables()            # before the device is made: it may set POCL_AFFINITY
     lines = [sys.version]
-    for name in PACKAGES if packages is None else packages:
+    for name in RUN_PACKAGES if packages is None else packages:
         try:
             lines.append(f"{name}=={metadata.version(name)}")
         except metadata.PackageNotFoundError:
@@ -144,7 +135,7 @@ def environment(device=None, packages=None) -> str:
     return "\n".join(lines + variables)
 
 
-def _file_name(path: Path) -> str:
+def file_name(path: Path) -> str:
     """The name a file has in a key: kernels as ``kernels/<file>`` and library files as
     ``netcl_lite/<path>`` whether they come from a checkout or an installed wheel (which keeps the
     kernels inside the package), other files relative to the checkout, else absolute."""
@@ -158,11 +149,12 @@ def _file_name(path: Path) -> str:
     return str(path.relative_to(PACKAGE.parent)) if path.is_relative_to(PACKAGE.parent) else str(path)
 
 
-def _file_digest(paths) -> str:
+def files_digest(paths) -> str:
+    """A SHA-256 of the files ``paths``, each as its name in a key (:func:`file_name`) and its bytes."""
     h = hashlib.sha256()
     for path in paths:
         path = Path(path).resolve()
-        name = _file_name(path)
+        name = file_name(path)
         data = path.read_bytes()
         h.update(name.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
     return h.hexdigest()
@@ -171,68 +163,21 @@ def _file_digest(paths) -> str:
 def context(device=None, packages=None) -> str:
     """What every key shares: a digest of the library's sources and kernels, and :func:`environment`
     (of ``device``, a ``pyopencl.Device``, or of the default device when None; of ``packages``, None
-    for :data:`PACKAGES`). A
-    build computes it once and passes it to :func:`key` for each item."""
-    return f"library {_file_digest(library_sources())}\n{environment(device, packages)}"
+    for :data:`RUN_PACKAGES`). A caller that keys many items computes it once and passes it to
+    :func:`key` for each."""
+    return f"library {files_digest(library_sources())}\n{environment(device, packages)}"
 
 
 def key(source: str | bytes, reads=(), shared: str | None = None) -> str:
     """The key of one executed item: its ``source``, the files it ``reads`` and the :func:`context`
-    (``shared``: one computed earlier in the same build, or for the device the item runs on)."""
+    (``shared``: one computed earlier, for the device and the packages the item runs on; None: the
+    default device's with :data:`RUN_PACKAGES`)."""
     if not isinstance(source, (str, bytes)):
         raise TypeError(f"source must be str or bytes (what runs), got {type(source).__name__}")
     if shared is not None and not isinstance(shared, str):
         raise TypeError(f"shared must be a str from context(), got {type(shared).__name__}")
     h = hashlib.sha256()
-    for part in (source, context() if shared is None else shared, _file_digest(sorted(reads))):
+    for part in (source, context() if shared is None else shared, files_digest(sorted(reads))):
         data = part.encode() if isinstance(part, str) else part
         h.update(len(data).to_bytes(8, "little") + data)
     return h.hexdigest()[:24]
-
-
-def _path(kind: str, item_key: str) -> Path:
-    if not isinstance(kind, str) or not kind.isidentifier():
-        raise ValueError(f"kind must be a plain name such as 'figure', got {kind!r}")
-    if not isinstance(item_key, str) or not item_key.isalnum():
-        raise ValueError(f"item_key must be a key from key() (letters and digits), got {item_key!r}")
-    return cache_root() / "executed" / kind / item_key
-
-
-def _entry(data: bytes) -> bytes:
-    return _ENTRY_MAGIC + hashlib.sha256(data).hexdigest().encode() + b" %d\n" % len(data) + data
-
-
-def _payload(raw: bytes) -> bytes | None:
-    """What an entry stored, or None when the entry does not match its own digest and length."""
-    head, newline, data = raw.partition(b"\n")
-    if not newline or not head.startswith(_ENTRY_MAGIC):
-        return None
-    digest, _, length = head[len(_ENTRY_MAGIC):].partition(b" ")
-    if length != str(len(data)).encode() or digest != hashlib.sha256(data).hexdigest().encode():
-        return None
-    return data
-
-
-def lookup(kind: str, item_key: str) -> bytes | None:
-    """The stored output of ``kind`` under ``item_key``, or None: not stored, a rerun is forced, or the
-    entry does not match the digest written with it (emptied, truncated or edited), in which case
-    it is removed (and logged) so that the item runs again."""
-    path = _path(kind, item_key)
-    if rerun_forced() or not path.is_file():
-        return None
-    data = _payload(path.read_bytes())
-    if data is None:
-        log.warning(f"execution cache: {path} does not match its digest (emptied, truncated or edited); "
-                    f"running it again")
-        path.unlink(missing_ok=True)
-    return data
-
-
-def store(kind: str, item_key: str, data: bytes) -> None:
-    """Keep ``data`` as the output of ``kind`` under ``item_key``, with its digest, atomically: a
-    reader sees all or nothing, and two writers (processes or threads) never share a file."""
-    if not isinstance(data, bytes):
-        raise TypeError(f"data must be bytes, got {type(data).__name__}")
-    path = _path(kind, item_key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, _entry(data))

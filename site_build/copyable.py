@@ -1,10 +1,10 @@
-"""MkDocs hook: what a reader copies from a page runs; what would not run says so and has no copy button.
+"""What a reader copies from a page runs; what would not run says so and has no copy button.
 
 * A library excerpt (```` ```{.python .excerpt title="…"} ```` or ```` ```{.c .excerpt …} ````
   holding one ``--8<-- "path:section"``) is a piece of a file, not a program. Its title starts
   with "Excerpt", it gets Material's ``no-copy`` class (no copy button), and a line under it
   says which lines of which file it shows, linked to that file on the site
-  (``source/<path>.html#L<n>``, written by ``docs/.hooks/shipped_wheel.py``), a file that the
+  (``source/<path>.html#L<n>``, written by :mod:`site_build.shipped_wheel`), a file that the
   site's wheel carries.
 * ``<!-- needs-extra: NAME -->`` right above a block that needs an extra of netcl_lite
   (``netcl_lite.extras.EXTRAS``) becomes a note saying so, with the ``pip`` command; the block
@@ -20,18 +20,15 @@
 
 from __future__ import annotations
 
-import functools
 import html
-import importlib.util
 import posixpath
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-_EXCERPT_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})\{(?P<attrs>[^}\n]*\.excerpt\b[^}\n]*)\}[ \t]*$")
-_INCLUDE = re.compile(r'^\s*--8<--\s+"(?P<path>[^":]+)(?::(?P<section>[\w-]+))?"\s*$')
+from . import markers
+from .paths import ROOT
+from .shipped_wheel import wheel_name
+
 _TITLE = re.compile(r'title="([^"]*)"')
-NEEDS_EXTRA = re.compile(r"^(?P<indent>[ \t]*)<!-- needs-extra: (?P<extra>[\w-]+) -->[ \t]*$", re.M)
 _PYCON = re.compile(r'(<div class="language-pycon highlight")(>.*?<code>)(.*?)(</code>)', re.S)
 _TAG = re.compile(r"<[^>]+>")
 _NOT_A_PROGRAM = re.compile(r'<div class="((?:language-text|language-python doc-signature) highlight[^"]*)"')
@@ -42,12 +39,14 @@ def section_lines(path: str, section: str | None) -> tuple[int, int]:
     lines = (ROOT / path).read_text(encoding="utf-8").splitlines()
     if section is None:
         return 1, len(lines)
-    start = next(i for i, line in enumerate(lines) if f"[start:{section}]" in line)
-    end = next(i for i, line in enumerate(lines) if f"[end:{section}]" in line)
+    opens, closes = markers.section_bounds(section)
+    start = next(i for i, line in enumerate(lines) if opens in line)
+    end = next(i for i, line in enumerate(lines) if closes in line)
     return start + 2, end           # the lines between the two markers
 
 
 def excerpt_note(path: str, section: str | None, page_uri: str) -> str:
+    """The line under an excerpt: which lines of which file it shows, linked to that file on the site."""
     first, last = section_lines(path, section)
     link = posixpath.relpath(f"source/{path}.html", posixpath.dirname(page_uri) or ".")
     return (f"Excerpt, shown and not run: lines {first}–{last} of [`{path}`]({link}#L{first}), "
@@ -55,10 +54,11 @@ def excerpt_note(path: str, section: str | None, page_uri: str) -> str:
 
 
 def label_excerpts(markdown: str, page_uri: str) -> str:
+    """Each excerpt fence of ``markdown`` titled "Excerpt", without a copy button, with its note under it."""
     lines, out, i = markdown.split("\n"), [], 0
     while i < len(lines):
-        m = _EXCERPT_OPEN.match(lines[i])
-        inc = _INCLUDE.match(lines[i + 1]) if m and i + 1 < len(lines) else None
+        m = markers.EXCERPT_OPEN.match(lines[i])
+        inc = markers.INCLUDE_LINE.match(lines[i + 1]) if m and i + 1 < len(lines) else None
         if not inc:
             out.append(lines[i])
             i += 1
@@ -76,15 +76,17 @@ def label_excerpts(markdown: str, page_uri: str) -> str:
     return "\n".join(out)
 
 
-def on_page_markdown(markdown: str, page, config, files) -> str:
+def render_markdown(markdown: str, page_uri: str, site_url: str | None) -> str:
+    """``markdown`` of the page ``page_uri`` with each needs-extra marker as a note (the wheel's address
+    under ``site_url``) and its excerpts labelled."""
     from netcl_lite import extras
 
-    wheel = f"{config.site_url or '/'}{_wheel_name()}"
+    wheel = f"{site_url or '/'}{wheel_name()}"
 
     def note(m: re.Match) -> str:
         extra, indent = m["extra"], m["indent"]
         if extra not in extras.EXTRAS:
-            raise ValueError(f"{page.file.src_uri}: <!-- needs-extra: {extra} -->: no such extra; they are "
+            raise ValueError(f"{page_uri}: {markers.needs_extra(extra)}: no such extra; they are "
                              f"{sorted(extras.EXTRAS)}")
         modules = ", ".join(f"`{name}`" for name in extras.EXTRAS[extra])
         command = f'pip install "netcl_lite[{extra}] @ {wheel}"'
@@ -97,29 +99,24 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
                 "    ```bash", *(f"    {line}" for line in command.split("\n")), "    ```", ""]
         return "\n".join(indent + line if line else line for line in body)
 
-    markdown = NEEDS_EXTRA.sub(note, markdown)
-    return label_excerpts(markdown, page.file.src_uri)
+    markdown = markers.NEEDS_EXTRA.sub(note, markdown)
+    return label_excerpts(markdown, page_uri)
 
 
 def pycon_code(code_html: str) -> str:
     """What a ``>>>`` session's copy button copies: the code after the prompts, no printed results."""
     text = html.unescape(_TAG.sub("", code_html))
-    keep = [line[4:] for line in text.split("\n") if line.startswith((">>> ", "... ")) or line in (">>>", "...")]
+    keep = [line[4:] for line in text.split("\n")
+            if line.startswith((">>> ", "... ")) or line in (">>>", "...")]
     return "\n".join(keep).rstrip() + "\n"
 
 
-def on_page_content(content: str, page, config, files) -> str:
+def render_content(content: str) -> str:
+    """A page's HTML with ``no-copy`` on what is read, not run, and a ``data-copy`` on each ``>>>``
+    session."""
     def copy_code(m: re.Match) -> str:
-        return f'{m.group(1)} data-copy="{html.escape(pycon_code(m.group(3)), quote=True)}"{m.group(2)}{m.group(3)}{m.group(4)}'
+        copied = html.escape(pycon_code(m.group(3)), quote=True)
+        return f'{m.group(1)} data-copy="{copied}"{m.group(2)}{m.group(3)}{m.group(4)}'
 
     content = _NOT_A_PROGRAM.sub(lambda m: f'<div class="{m.group(1)} no-copy"', content)
     return _PYCON.sub(copy_code, content)
-
-
-@functools.lru_cache(maxsize=1)
-def _wheel_name() -> str:
-
-    spec = importlib.util.spec_from_file_location("shipped_wheel_for_copyable", ROOT / "docs" / ".hooks" / "shipped_wheel.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.wheel_name()

@@ -1,4 +1,4 @@
-"""MkDocs hook: the site ships the wheel it was built from, and the library's source files.
+"""The site ships the wheel it was built from, and the library's source files.
 
 A reader outside a clone installs ``netcl_lite`` from the site itself:
 
@@ -6,44 +6,52 @@ A reader outside a clone installs ``netcl_lite`` from the site itself:
 
 so the build makes the wheel (``pip wheel --no-deps`` with the installed hatchling, no
 download) and puts it at the site's root as ``netcl_lite-<version>-py3-none-any.whl``. The
-wheel is kept in the execution cache's folder under a digest of what goes into it
-(``pyproject.toml``, ``README.md``, ``netcl_lite/`` and ``kernels/``), so a rebuild whose
-sources are unchanged reuses it.
+wheel is kept under the cache root (:func:`netcl_lite.fingerprint.cache_root`) by a digest
+of what goes into it (``pyproject.toml``, ``README.md``, ``netcl_lite/`` and ``kernels/``), so
+a rebuild whose sources are unchanged reuses it.
 
 Every file of the wheel is also on the site as a plain page, ``source/<path>.html`` (its text,
 one anchor ``L<n>`` per line), so a library excerpt can link to the whole file it is cut from
-(``docs/.hooks/copyable.py``).
+(:mod:`site_build.copyable`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import logging
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import re
 from pathlib import Path
 
 from mkdocs.structure.files import File
 
-from netcl_lite import execution_cache as cache
+from netcl_lite import fingerprint
 
-ROOT = Path(__file__).resolve().parents[2]
-log = logging.getLogger("mkdocs.hooks.wheel")
+from .paths import ROOT
+
+log = logging.getLogger("mkdocs.plugins.site_build.wheel")
 
 
-def version() -> str:
-    """The project's version, as pyproject.toml's [project] table gives it."""
-    m = re.search(r'^\[project\][^\[]*?^version\s*=\s*"([^"]+)"', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M | re.S)
+@functools.lru_cache(maxsize=1)
+def _pyproject_version(text: str) -> str:
+    m = re.search(r'^\[project\][^\[]*?^version\s*=\s*"([^"]+)"', text, re.M | re.S)
     if not m:
         raise ValueError("pyproject.toml: no version in [project]")
     return m.group(1)
 
 
+def version() -> str:
+    """The project's version, as pyproject.toml's [project] table gives it."""
+    return _pyproject_version((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
 def wheel_name() -> str:
+    """The file name of the project's wheel."""
     return f"netcl_lite-{version()}-py3-none-any.whl"
 
 
@@ -53,10 +61,12 @@ def library_files() -> list[Path]:
 
 
 def wheel_sources() -> list[Path]:
+    """What goes into the wheel: the project's metadata, its README and :func:`library_files`."""
     return [ROOT / "pyproject.toml", ROOT / "README.md", *library_files()]
 
 
 def sources_digest() -> str:
+    """A digest of :func:`wheel_sources`: the name of the folder that keeps the wheel built from them."""
     h = hashlib.sha256()
     for path in wheel_sources():
         data = path.read_bytes()
@@ -66,12 +76,12 @@ def sources_digest() -> str:
 
 def build_wheel() -> Path:
     """The project's wheel, from the cache when its sources are unchanged, else built now."""
-    stored = cache.cache_root() / "wheel" / sources_digest() / wheel_name()
+    stored = fingerprint.cache_root() / "wheel" / sources_digest() / wheel_name()
     if stored.is_file():
         return stored
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                               "-w", tmp, str(ROOT)], capture_output=True, text=True, timeout=600)
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                               "-q", "-w", tmp, str(ROOT)], capture_output=True, text=True, timeout=600)
         built = Path(tmp) / wheel_name()
         if proc.returncode or not built.is_file():
             raise RuntimeError(f"building {wheel_name()} failed (is hatchling installed? it is in the docs "
@@ -100,8 +110,16 @@ def source_uri(rel: str) -> str:
     return f"source/{rel}.html"
 
 
-def on_files(files, config):
-    files.append(File.generated(config, wheel_name(), abs_src_path=str(build_wheel())))
-    for path in library_files():
-        files.append(File.generated(config, source_uri(path.relative_to(ROOT).as_posix()), content=source_page(path)))
-    return files
+def site_files() -> tuple[Path, list[tuple[str, str]]]:
+    """The wheel (built or from the cache) and, for each file it carries, its page's address and text."""
+    pages = [(source_uri(path.relative_to(ROOT).as_posix()), source_page(path)) for path in library_files()]
+    return build_wheel(), pages
+
+
+def add_files(files, config, made: tuple[Path, list[tuple[str, str]]] | None = None) -> None:
+    """Add the wheel, at the site's root, and a page per file it carries to ``files`` (``made``: what
+    :func:`site_files` returned, None to make it now)."""
+    wheel, pages = site_files() if made is None else made
+    files.append(File.generated(config, wheel_name(), abs_src_path=str(wheel)))
+    for uri, page in pages:
+        files.append(File.generated(config, uri, content=page))

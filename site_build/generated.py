@@ -1,4 +1,4 @@
-"""MkDocs hook: make the files that are drawn or assembled from code, before MkDocs collects the pages.
+"""Make the files that are drawn or assembled from code, before MkDocs collects the pages.
 
 * Figures: every ``snippets/<page>/figure_<name>.py`` is run with an output
   path and writes ``docs/figures/<page>/<name>.svg`` from netcl_lite's own
@@ -7,12 +7,12 @@
   what it drew, numbers included, in the SVG's description; that text becomes
   the ``alt`` of the figure's ``<img>``, so no alt text is typed by hand.
 * Drill notebooks: ``snippets/<week>/drill_<n>_<topic>.py`` are the one source
-  of each drill. The page includes them one by one; this hook assembles them,
+  of each drill. The page includes them one by one; this stage assembles them,
   in order, and runs the notebook top to bottom (nbclient, failing on any error)
   into ``docs/drills/<week>-drill.ipynb``, which mkdocs-jupyter renders and
   offers for download, outputs included.
 
-Both are executed under :mod:`netcl_lite.execution_cache`: a figure or notebook
+Both are executed under the execution cache (:mod:`site_build.store`): a figure or notebook
 whose script, library, packages and device are unchanged is taken from the
 store instead of run again (``NETCL_LITE_RERUN=1`` runs everything). Both
 outputs are git-ignored and rewritten, whole, only when their content changes, so
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import html
 import json
-import logging
 import os
 import re
 import subprocess
@@ -31,15 +30,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from netcl_lite import execution_cache as cache
+from netcl_lite import fingerprint
 from netcl_lite.files import atomic_write
 
-ROOT = Path(__file__).resolve().parents[2]
-SNIPPETS = ROOT / "snippets"
-DOCS = ROOT / "docs"
-FIGURES = DOCS / "figures"
+from . import store
+from .paths import DOCS, FIGURES, ROOT, SNIPPETS
+
 _DESCRIPTION = re.compile(r"<dc:description>(.*?)</dc:description>", re.S)
-log = logging.getLogger("mkdocs.hooks.execution_cache")     # INFO lines show under mkdocs serve/build
 _FIGURE_IMG = re.compile(r'<img\b[^>]*\bsrc="(?:[^"]*/)?figures/([\w-]+/[\w-]+)\.svg"[^>]*>')
 _ALT = re.compile(r'\balt="[^"]*"')
 
@@ -47,7 +44,7 @@ _RUN_FIGURES = r"""
 import runpy, sys
 import matplotlib
 matplotlib.use("Agg")
-matplotlib.rcParams["svg.hashsalt"] = "netcl-lite"      # stable element ids: unchanged figures stay byte-identical
+matplotlib.rcParams["svg.hashsalt"] = "netcl-lite"      # stable ids: unchanged figures stay byte-identical
 matplotlib.rcParams["svg.fonttype"] = "path"           # text as paths: no font request from the page
 for script, out in zip(sys.argv[1::2], sys.argv[2::2]):
     sys.argv = [script, out]
@@ -55,7 +52,7 @@ for script, out in zip(sys.argv[1::2], sys.argv[2::2]):
 """
 
 
-def _write_if_changed(path: Path, data: bytes) -> None:
+def write_if_changed(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` whole (temporary file, fsync, rename), only when it differs: an
     interrupted build never leaves half a figure or notebook for the next build to publish."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -63,11 +60,11 @@ def _write_if_changed(path: Path, data: bytes) -> None:
         atomic_write(path, data)
 
 
-def _figure_scripts() -> list[Path]:
+def figure_scripts() -> list[Path]:
     return sorted(SNIPPETS.glob("*/figure_*.py"))
 
 
-def _drill_weeks() -> list[Path]:
+def drill_weeks() -> list[Path]:
     return sorted(p for p in SNIPPETS.glob("week*") if any(p.glob("drill_*.py")))
 
 
@@ -82,15 +79,15 @@ def figure_reads(script: Path) -> list[Path]:
 
 def figure_key(script: Path, shared: str | None = None) -> str:
     """The execution-cache key of one figure: its script, what it reads, and how it is run."""
-    return cache.key(_RUN_FIGURES + script.read_text(encoding="utf-8"), figure_reads(script), shared)
+    return fingerprint.key(_RUN_FIGURES + script.read_text(encoding="utf-8"), figure_reads(script), shared)
 
 
 def build_figures(shared: str | None = None) -> list[Path]:
     """Draw every figure whose key is not stored (in one interpreter), store it, write them all; return
     the scripts that ran."""
-    scripts = _figure_scripts()
+    scripts = figure_scripts()
     keys = {script: figure_key(script, shared) for script in scripts}
-    svgs = {script: cache.lookup("figure", keys[script]) for script in scripts}
+    svgs = {script: store.lookup("figure", keys[script]) for script in scripts}
     missing = [script for script, svg in svgs.items() if svg is None]
     if missing:
         with tempfile.TemporaryDirectory() as tmp:
@@ -106,9 +103,9 @@ def build_figures(shared: str | None = None) -> list[Path]:
                 svg = Path(out).read_text(encoding="utf-8")
                 svg = "\n".join(line for line in svg.splitlines() if "<dc:date>" not in line)  # no build date
                 svgs[script] = svg.encode("utf-8")
-                cache.store("figure", keys[script], svgs[script])
+                store.store("figure", keys[script], svgs[script])
     for script, svg in svgs.items():
-        _write_if_changed(FIGURES / script.parent.name / f"{script.stem[len('figure_'):]}.svg", svg)
+        write_if_changed(FIGURES / script.parent.name / f"{script.stem[len('figure_'):]}.svg", svg)
     return missing
 
 
@@ -128,7 +125,8 @@ def _with_alt(m: re.Match) -> str:
 
 
 def _cell(kind: str, text: str, cell_id: str) -> dict:
-    cell = {"cell_type": kind, "id": cell_id, "metadata": {}, "source": text.strip("\n").splitlines(keepends=True)}
+    cell = {"cell_type": kind, "id": cell_id, "metadata": {},
+            "source": text.strip("\n").splitlines(keepends=True)}
     if kind == "code":
         cell.update(execution_count=None, outputs=[])
     return cell
@@ -137,8 +135,10 @@ def _cell(kind: str, text: str, cell_id: str) -> dict:
 def install_cell() -> str:
     """The notebook's first code cell: install this site's wheel into the kernel's environment, unless
     that version is already there (as in a clone's venv, where the build runs the notebook)."""
-    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M).group(1)
-    site_url = re.search(r"^site_url:\s*(\S+)", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M).group(1)
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    version = re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1)
+    mkdocs_yml = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    site_url = re.search(r"^site_url:\s*(\S+)", mkdocs_yml, re.M).group(1)
     return f"""import subprocess
 import sys
 from importlib import metadata
@@ -171,7 +171,8 @@ def _merged_streams(outputs: list) -> list:
 def drill_notebook(week_dir: Path) -> dict:
     """The notebook for one week's drill: a title cell, then a heading and a code cell per step."""
     steps = sorted(week_dir.glob("drill_*.py"))
-    title = (f"# {week_dir.name.replace('week', 'Week ')} drill\n\nEach step runs on its own; run them top to "
+    week = week_dir.name.replace("week", "Week ")
+    title = (f"# {week} drill\n\nEach step runs on its own; run them top to "
              "bottom. The notebook runs in a Jupyter kernel (`ipykernel`, or JupyterLab, which brings it) "
              "of a Python environment; the first cell installs `netcl_lite` into that environment from "
              "this site's wheel when it is not there yet.")
@@ -211,26 +212,38 @@ def build_drills(shared: str | None = None) -> list[str]:
     """Assemble and execute each week's drill notebook (from the store when its key is); return the
     names of the notebooks that ran."""
     ran = []
-    for week_dir in _drill_weeks():
+    for week_dir in drill_weeks():
         name = f"{week_dir.name.replace('week', 'week-')}-drill.ipynb"
         source = json.dumps(drill_notebook(week_dir), indent=1, ensure_ascii=False) + "\n"
-        key = cache.key(source, shared=shared)
-        data = cache.lookup("notebook", key)
+        key = fingerprint.key(source, shared=shared)
+        data = store.lookup("notebook", key)
         if data is None:
             data = execute_notebook(source).encode("utf-8")
-            cache.store("notebook", key, data)
+            store.store("notebook", key, data)
             ran.append(name)
-        _write_if_changed(DOCS / "drills" / name, data)
+        write_if_changed(DOCS / "drills" / name, data)
     return ran
 
 
-def on_pre_build(config) -> None:
-    shared = cache.context()
+def inputs() -> list[Path]:
+    """The files the figures and notebooks are made from besides the library: every snippet and the
+    benchmark reports with their results (what :func:`figure_reads` may name), and the files
+    :func:`install_cell` reads."""
+    bench = ROOT / "benchmarks"
+    return (sorted(SNIPPETS.rglob("*.py")) + sorted(bench.glob("*.py"))
+            + sorted(p for p in (bench / "results").rglob("*") if p.is_file())
+            + [ROOT / "pyproject.toml", ROOT / "mkdocs.yml"])
+
+
+def build(shared: str) -> None:
+    """Make every figure and drill notebook (from the store when its key is), logging what ran."""
     figures, drills = build_figures(shared), build_drills(shared)
-    for kind, ran, total in (("figures", [str(f.relative_to(ROOT)) for f in figures], len(_figure_scripts())),
-                             ("drill notebooks", drills, len(_drill_weeks()))):
-        log.info(f"execution cache: {total - len(ran)} of {total} {kind} reused" + (f"; ran {', '.join(ran)}" if ran else ""))
+    for kind, ran, total in (("figures", [str(f.relative_to(ROOT)) for f in figures], len(figure_scripts())),
+                             ("drill notebooks", drills, len(drill_weeks()))):
+        store.log.info(f"execution cache: {total - len(ran)} of {total} {kind} reused"
+                       + (f"; ran {', '.join(ran)}" if ran else ""))
 
 
-def on_page_content(content: str, page, config, files) -> str:
+def with_alt(content: str) -> str:
+    """A page's HTML with each generated figure's ``alt`` set to the description its script gave."""
     return _FIGURE_IMG.sub(_with_alt, content)

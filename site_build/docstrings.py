@@ -1,0 +1,105 @@
+"""A Griffe extension that renders docstring conventions Markdown does not know.
+
+mkdocstrings loads the docstrings of ``netcl_lite`` with Griffe; ``mkdocs.yml`` names this
+extension (``extensions: [site_build.docstrings]``), so every docstring is rewritten once, when its
+package has been loaded and before mkdocstrings parses it:
+
+* Sphinx cross-reference roles (``:func:`~netcl_lite.text.bpe.train```) become mkdocstrings
+  cross-references: the name in code, linked to the object's entry on the reference pages when
+  that object is rendered there (autorefs' ``optional`` references: one that no page renders
+  stays plain code, with no warning). ``~`` shows the last part of the name only, as in Sphinx;
+  a name without its module is resolved in the scope of the docstring's object.
+* Python-Markdown reads a line starting with ``>`` as a blockquote, so an interactive example
+  would render as three levels of quotes. Each run of ``>>>`` lines and their printed results
+  becomes a ``pycon`` fence. The doctest test runs those examples, not the page tests.
+* A module docstring indents its example under the paragraph it follows (doctest's habit).
+  Four more spaces than that paragraph would make Markdown read the fence as an indented code
+  block and show the backticks as text, so the fence goes at the paragraph's own indentation.
+
+Lines inside an existing fence are left as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import griffe
+
+_PROMPT = re.compile(r"^(\s*)>>> ")
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+_LIST_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d+\.)\s")
+ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|exc|obj):`(~?)([\w.]+)`")
+
+
+def _content_indent(line: str) -> int:
+    """Where a continuation of this line's block starts: its indentation, or a list item's body."""
+    m = _LIST_ITEM.match(line)
+    return len(m.group(1)) + 4 if m else len(line) - len(line.lstrip())
+
+
+def cross_reference(m: re.Match, resolve: Callable[[str], str] = str) -> str:
+    """The mkdocstrings cross-reference of one role: the name (its last part after ``~``) in code,
+    linked to the identifier ``resolve`` gives for it when a page renders that object."""
+    name = m.group(2)
+    shown = name.rsplit(".", 1)[-1] if m.group(1) else name
+    return f'<autoref identifier="{resolve(name)}" optional>`{shown}`</autoref>'
+
+
+def markup(text: str, resolve: Callable[[str], str] = str) -> str:
+    """A docstring's text with its roles as cross-references and its ``>>>`` examples fenced."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a docstring (str), got {type(text).__name__}")
+    lines = text.split("\n")
+    out, fence, i = [], None, 0
+    while i < len(lines):
+        line = lines[i]
+        m = _FENCE.match(line)
+        if m and fence is None:
+            fence = m.group(1)
+        elif m and fence is not None and m.group(1).startswith(fence[0]) and len(m.group(1)) >= len(fence):
+            fence = None
+        p = _PROMPT.match(line) if fence is None else None
+        if not p:
+            out.append(ROLE.sub(lambda r: cross_reference(r, resolve), line) if fence is None else line)
+            i += 1
+            continue
+        indent, block = p.group(1), []
+        while i < len(lines) and lines[i].strip() and lines[i].startswith(indent):
+            block.append(lines[i][len(indent):])
+            i += 1
+        before = next((prev for prev in reversed(out) if prev.strip()), "")
+        at = " " * min(len(indent), _content_indent(before))
+        out += ["", at + "```pycon", *(at + b for b in block), at + "```", ""]
+    return "\n".join(out)
+
+
+def _resolver(obj) -> Callable[[str], str]:
+    """Names as Griffe resolves them in the scope of ``obj``: ``rope`` in ``netcl_lite.ops.rope`` is
+    ``netcl_lite.ops.rope.rope``; a name it cannot resolve (``ValueError``) stays as written."""
+    def resolve(name: str) -> str:
+        head, _, rest = name.partition(".")
+        try:
+            full = obj.resolve(head)
+        except (griffe.NameResolutionError, AttributeError, KeyError):
+            return name
+        return f"{full}.{rest}" if rest else full
+
+    return resolve
+
+
+def _objects(obj):
+    """``obj`` and every object defined under it (aliases, which point elsewhere, left out)."""
+    yield obj
+    for member in obj.members.values():
+        if not member.is_alias:
+            yield from _objects(member)
+
+
+class DocstringMarkup(griffe.Extension):
+    """Rewrites every docstring of a loaded package with :func:`markup`."""
+
+    def on_package(self, *, pkg, **kwargs) -> None:
+        for obj in _objects(pkg):
+            if obj.docstring is not None:
+                obj.docstring.value = markup(obj.docstring.value, _resolver(obj))

@@ -1,0 +1,91 @@
+"""Includes stay inside the project: every ``--8<--`` include that ``pymdownx.snippets`` resolves,
+nested ones too, must lead (symlinks resolved) to a file under ``snippets/`` or, for an excerpt,
+``netcl_lite/`` or ``kernels/`` of its base path, without ``..``; a build-output marker must name a
+``.py`` file under ``snippets/``. Anything else, and a missing file, fails the build with an error
+naming the page and the include or marker.
+
+:func:`contain` puts :func:`contained_snippets` in place of the ``pymdownx.snippets`` extension,
+with the same options. The page named in errors is read from a :class:`CurrentPage`, which the
+plugin sets before each page is rendered.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import markers
+from .paths import ROOT
+
+#: where an include may lead (resolved, symlinks followed), relative to the base of the includes
+INCLUDE_ROOTS = ("snippets", "netcl_lite", "kernels")
+
+
+class PathError(ValueError):
+    """A marker or an include names a file outside the folders a page may show or run."""
+
+
+class CurrentPage:
+    """The page being rendered, as errors name it (``docs/<page>``); one per build plugin."""
+
+    def __init__(self, name: str = "(no page)"):
+        self.name = name
+
+
+def inside(path: str, allowed: tuple[Path, ...], base: Path, what: str, page: str) -> Path:
+    """``base / path`` resolved, symlinks followed, if it lies under one of ``allowed`` (resolved);
+    raises :class:`PathError` or ``FileNotFoundError`` naming ``page`` and ``what`` otherwise."""
+    parts = Path(path).parts
+    if Path(path).is_absolute() or ".." in parts:
+        raise PathError(f"{page}: {what}: the path must be relative to the repository root and "
+                        f"must not contain '..'")
+    target = (base / path).resolve()
+    if not any(target.is_relative_to(root.resolve()) for root in allowed):
+        names = ", ".join(f"{root.name}/" for root in allowed)
+        raise PathError(f"{page}: {what}: leads to {target}, outside {names} (a symlink out of the "
+                        f"project?); a page shows and runs only files under {names}")
+    if not target.is_file():
+        raise FileNotFoundError(f"{page}: {what}: no such file ({target})")
+    return target
+
+
+def marker_path(path: str, page: str, root: Path = ROOT) -> Path:
+    """The snippet a ``build-output`` marker on ``page`` names, checked: relative, no ``..``, a
+    ``.py`` file that lies under ``root/snippets`` once symlinks are resolved."""
+    what = markers.build_output(path)
+    if not path.endswith(".py"):
+        raise PathError(f"{page}: {what}: a build output runs a snippet, snippets/<page>/<name>.py")
+    return inside(path, (root / "snippets",), root, what, page)
+
+
+def contained_snippets(page: CurrentPage, **options):
+    """``pymdownx.snippets`` with ``options``, whose every include (nested ones too) must lead, symlinks
+    resolved, to a file under ``snippets/``, ``netcl_lite/`` or ``kernels/`` of its base path, without
+    ``..``; a missing file or any other path raises an error naming ``page.name`` and the include."""
+    if not isinstance(page, CurrentPage):
+        raise TypeError(f"page must be a CurrentPage, got {type(page).__name__}")
+    from pymdownx.snippets import SnippetExtension, SnippetPreprocessor
+
+    class ContainedPreprocessor(SnippetPreprocessor):
+        def get_snippet_path(self, path):
+            bases = [Path(base) for base, is_dir in self.get_bases() if is_dir]
+            base = bases[0].resolve() if bases else ROOT
+            what = markers.include(path)
+            found = inside(path, tuple(base / name for name in INCLUDE_ROOTS), base, what, page.name)
+            return str(found)
+
+    class ContainedSnippets(SnippetExtension):
+        def extendMarkdown(self, md):
+            self.md = md
+            md.registerExtension(self)
+            md.preprocessors.register(ContainedPreprocessor(self.getConfigs(), md), "snippet", 32)
+
+    return ContainedSnippets(**options)
+
+
+def contain(config, page: CurrentPage):
+    """Put :func:`contained_snippets` in place of ``pymdownx.snippets`` in ``config``, same options."""
+    extensions = config.markdown_extensions
+    if "pymdownx.snippets" in extensions:
+        options = config.mdx_configs.pop("pymdownx.snippets", {})
+        extensions[extensions.index("pymdownx.snippets")] = contained_snippets(page, **options)
+    return config

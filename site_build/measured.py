@@ -1,0 +1,44 @@
+"""Render the measured sections of a page from ``benchmarks/results/kernels.json``.
+
+A line ``<!-- kernels.json: NAME -->`` in a page becomes the section NAME of
+``benchmarks/report_kernels.py`` (``SECTIONS``: the setup line, the tables, the
+findings), rendered from the JSON at build time. The figures beside them are
+drawn from the same file by ``snippets/chapter8/figure_*.py``. An unknown NAME
+fails the build.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+from . import markers
+from .paths import ROOT
+
+REPORT = ROOT / "benchmarks" / "report_kernels.py"
+RESULTS = ROOT / "benchmarks" / "results" / "kernels.json"
+
+
+class MeasuredSections:
+    """The report module and its loaded results (the plugin reads them again when either file changed,
+    so ``mkdocs serve`` picks up edits of both)."""
+
+    def __init__(self, report: Path = REPORT):
+        spec = importlib.util.spec_from_file_location("report_kernels", report)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        self.sections = module.SECTIONS
+        self.report = module.load()
+
+    def _section(self, m: re.Match, page: str) -> str:
+        name = m.group("section")
+        if name not in self.sections:
+            raise ValueError(f"{page}: no measured section {name!r}; known: {sorted(self.sections)}")
+        return self.sections[name](self.report).rstrip("\n")
+
+    def render(self, markdown: str, page: str) -> str:
+        """``markdown`` with each ``kernels.json`` marker replaced by its section (``page`` names errors)."""
+        if "<!-- kernels.json:" not in markdown:
+            return markdown
+        return markers.KERNELS_JSON.sub(lambda m: self._section(m, page), markdown)

@@ -1,0 +1,134 @@
+"""The site's build as one MkDocs plugin: its stages, in order, and the state they share.
+
+==========================  ====================================================================
+event                       stages, in this order
+==========================  ====================================================================
+``on_startup``              remember whether ``mkdocs serve --dirty`` runs (:mod:`.dirty_pages`)
+``on_config``               includes confined to the project (:mod:`.includes`)
+``on_pre_build``            1. Chapter 9's training run (:mod:`.capstone_run`), when its inputs
+                            changed; 2. figures and drill notebooks (:mod:`.generated`), when
+                            theirs changed; 3. Chapter 8's measured report (:mod:`.measured`),
+                            read again when it or its results changed; 4. a fresh set of build
+                            outputs (:mod:`.build_output`)
+``on_files``                1. pages whose shown inputs changed are rendered again under
+                            ``--dirty`` (:mod:`.dirty_pages`); 2. the wheel and its files as
+                            pages (:mod:`.shipped_wheel`), made again when its sources changed
+``on_page_markdown``        1. measured sections; 2. build outputs; 3. needs-extra notes and
+                            excerpt labels (:mod:`.copyable`)
+``on_page_content``         1. figure alt texts (:mod:`.generated`); 2. LaTeX to MathML
+                            (:mod:`.mathml`); 3. the ``output`` class (:mod:`.outputs`);
+                            4. ``no-copy`` and ``>>>`` copies (:mod:`.copyable`)
+``on_post_page``            notebook pages without CDN loaders (:mod:`.offline`)
+``on_post_build``           the execution cache's reuse count
+==========================  ====================================================================
+
+Docstrings are rewritten by a Griffe extension (:mod:`.docstrings`), which ``mkdocs.yml`` gives
+to mkdocstrings. Nothing is kept in module globals between stages: a :class:`SiteBuild` holds what
+lives across the builds of one ``mkdocs serve`` session (the inputs each stage last ran with, the
+key context, the page digests) and a :class:`BuildState` what one build shares. Under ``mkdocs
+serve`` a save reruns only the stages whose inputs changed: a prose edit reruns neither the
+training run nor the figures, and with ``--dirty`` only the edited page is rendered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mkdocs.plugins import BasePlugin
+
+from netcl_lite import fingerprint
+
+from . import build_output, capstone_run, copyable, generated, includes, mathml, measured, offline, outputs
+from . import shipped_wheel, store
+from .dirty_pages import DirtyPages
+from .inputs import InputWatch
+from .paths import DOCS, FIGURES
+
+
+def _generated_inputs() -> list:
+    """What the figures and notebooks are made from besides the library, and the files made: a
+    deleted or edited figure is made again."""
+    return generated.inputs() + sorted(FIGURES.rglob("*.svg")) + sorted((DOCS / "drills").glob("*.ipynb"))
+
+
+@dataclass
+class BuildState:
+    """What the stages of one build share."""
+
+    outputs: build_output.BuildOutputs
+    measured: measured.MeasuredSections
+
+
+class SiteBuild(BasePlugin):
+    """The build's stages (see the module's table for their order)."""
+
+    def __init__(self):
+        super().__init__()
+        self.page = includes.CurrentPage()
+        self.inputs = InputWatch()
+        self.dirty_pages = DirtyPages()
+        self.state: BuildState | None = None
+
+    # -- across builds ---------------------------------------------------------------------------
+
+    def context(self) -> str:
+        """The execution cache's key context, computed again only when the library or the result
+        variables changed since (the packages and the device do not change within a process)."""
+        return self.inputs.value("context", fingerprint.library_sources(), store.context)
+
+    def on_startup(self, *, command, dirty) -> None:
+        self.dirty_pages.dirty = dirty
+
+    def on_config(self, config):
+        return includes.contain(config, self.page)
+
+    # -- one build -------------------------------------------------------------------------------
+
+    def on_pre_build(self, *, config) -> None:
+        library = fingerprint.library_sources()
+        if self.inputs.changed("capstone", library):
+            try:
+                capstone_run.train()
+            except BaseException:
+                self.inputs.forget("capstone")
+                raise
+        if self.inputs.changed("generated", library + _generated_inputs()):
+            try:
+                generated.build(self.context())
+            except BaseException:
+                self.inputs.forget("generated")
+                raise
+            self.inputs.changed("generated", library + _generated_inputs())   # with the files it wrote
+        sections = self.inputs.value("measured", [measured.REPORT, measured.RESULTS],
+                                     measured.MeasuredSections)
+        self.state = BuildState(outputs=build_output.BuildOutputs(self.context), measured=sections)
+
+    def on_files(self, files, *, config):
+        self.dirty_pages.invalidate(files)
+        made = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
+        if not made[0].is_file():                      # the cache was emptied during this session
+            self.inputs.forget("wheel")
+            made = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
+        shipped_wheel.add_files(files, config, made)
+        return files
+
+    def on_page_markdown(self, markdown, *, page, config, files):
+        self.page.name = f"docs/{page.file.src_uri}"
+        markdown = self.state.measured.render(markdown, page.file.src_uri)
+        markdown = self.state.outputs.render(markdown, self.page.name)
+        return copyable.render_markdown(markdown, page.file.src_uri, config.site_url)
+
+    def on_page_content(self, html, *, page, config, files):
+        html = generated.with_alt(html)
+        html = mathml.render(html, page.file.src_uri)
+        html = outputs.label(html)
+        return copyable.render_content(html)
+
+    def on_post_page(self, output, *, page, config):
+        return offline.strip_loaders(output, page.file.src_uri)
+
+    def on_post_build(self, *, config) -> None:
+        if self.state is not None and self.state.outputs.reused:
+            store.log.info(f"execution cache: {self.state.outputs.reused} build outputs reused")
+        self.state = None
+

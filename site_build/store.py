@@ -1,0 +1,90 @@
+"""The build's execution cache: what it ran, kept by the key of everything that could change it.
+
+What the site build runs (figures, build-output snippets, drill notebooks) is deterministic given
+its inputs, so each output is stored under :func:`netcl_lite.fingerprint.key` of its source, the
+files it reads and the build's :func:`context` (the library's sources and kernels, the versions of
+:data:`PACKAGES`, the device and the variables that change results). A hit returns exactly the
+bytes a fresh run stored, so a shown output is never stale: any edit to any of those inputs is a
+miss and runs again.
+
+The store is ``<cache root>/executed/<kind>/<key>`` (:func:`netcl_lite.fingerprint.cache_root`:
+``.cache/netcl_lite`` in a source checkout, so a fresh clone runs everything), one folder per kind
+of :data:`KINDS`. Each entry starts with a line holding the SHA-256 and length of what follows;
+an entry that no longer matches them (emptied, truncated, edited by hand) is a miss, removed and
+run again. Entries are written whole (:func:`netcl_lite.files.atomic_write`).
+``NETCL_LITE_RERUN=1`` (or ``true``, ``yes``, ``on``) makes every lookup a miss, so everything
+runs again and the store is refreshed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+from netcl_lite import fingerprint
+from netcl_lite.files import atomic_write
+
+#: what the build's executed code runs on: the library's packages, the plotting library of the
+#: figures and the Jupyter kernel of the notebooks
+PACKAGES = fingerprint.RUN_PACKAGES + ("matplotlib", "ipykernel", "nbclient")
+#: the kinds of output the build stores, one folder each
+KINDS = ("build_output", "figure", "notebook")
+_ENTRY_MAGIC = b"netcl-lite-cache-entry 1 sha256="
+log = logging.getLogger("mkdocs.plugins.site_build.execution_cache")
+
+
+def context() -> str:
+    """What every key of one build shares (:func:`netcl_lite.fingerprint.context` with
+    :data:`PACKAGES`, on the default device)."""
+    return fingerprint.context(packages=PACKAGES)
+
+
+def _path(kind: str, item_key: str) -> Path:
+    if not isinstance(kind, str) or not kind.isidentifier():
+        raise ValueError(f"kind must be a plain name such as 'figure', got {kind!r}")
+    if not isinstance(item_key, str) or not item_key.isalnum():
+        raise ValueError(f"item_key must be a key from fingerprint.key() (letters and digits), "
+                         f"got {item_key!r}")
+    return fingerprint.cache_root() / "executed" / kind / item_key
+
+
+def entry(data: bytes) -> bytes:
+    """``data`` as stored: a line with its SHA-256 and length, then ``data``."""
+    return _ENTRY_MAGIC + hashlib.sha256(data).hexdigest().encode() + b" %d\n" % len(data) + data
+
+
+def payload(raw: bytes) -> bytes | None:
+    """What an entry stored, or None when the entry does not match its own digest and length."""
+    head, newline, data = raw.partition(b"\n")
+    if not newline or not head.startswith(_ENTRY_MAGIC):
+        return None
+    digest, _, length = head[len(_ENTRY_MAGIC):].partition(b" ")
+    if length != str(len(data)).encode() or digest != hashlib.sha256(data).hexdigest().encode():
+        return None
+    return data
+
+
+def lookup(kind: str, item_key: str) -> bytes | None:
+    """The stored output of ``kind`` under ``item_key``, or None: not stored, a rerun is forced, or the
+    entry does not match the digest written with it (emptied, truncated or edited), in which case
+    it is removed (and logged) so that the item runs again."""
+    path = _path(kind, item_key)
+    if fingerprint.rerun_forced() or not path.is_file():
+        return None
+    data = payload(path.read_bytes())
+    if data is None:
+        log.warning(f"execution cache: {path} does not match its digest (emptied, truncated or edited); "
+                    f"running it again")
+        path.unlink(missing_ok=True)
+    return data
+
+
+def store(kind: str, item_key: str, data: bytes) -> None:
+    """Keep ``data`` as the output of ``kind`` under ``item_key``, with its digest, atomically: a
+    reader sees all or nothing, and two writers (processes or threads) never share a file."""
+    if not isinstance(data, bytes):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
+    path = _path(kind, item_key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, entry(data))
