@@ -354,7 +354,7 @@ def test_each_build_output_sits_under_the_block_that_includes_its_snippet():
     # The rest show an output the doc tests compare: the transformers check (transformers is a
     # test dependency, not one of the build's), the arithmetic-coding example and an exercise
     # whose answer is exact.
-    assert snippets - shown == {"snippets/chapter9/transformers_check.py", "snippets/chapter9/exercise_perplexity.py",
+    assert snippets - shown == {"snippets/chapter9/load_in_transformers.py", "snippets/chapter9/exercise_perplexity.py",
                                 "snippets/chapter9/arithmetic_coding.py"}
     for path in snippets - shown:
         after = text.split(f'--8<-- "{path}"', 1)[1]

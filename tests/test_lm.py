@@ -3,14 +3,14 @@ ignore_index, the parameter budget, greedy and sampled generation, and every doc
 
 Tolerances: float32 against float64, stages whose longest inner sum has n terms
 (n = max(hidden_size, intermediate_size)); ``tol_for(n)`` of the largest logit, as
-the block tests use (see tests/checking.py).
+the block tests use (see tests/kernel_cases.py).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from checking import tol_for
+from kernel_cases import tol_for
 
 from netcl_lite import autograd as ag
 from netcl_lite import budget

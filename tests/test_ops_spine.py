@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pyopencl as cl
 import pytest
-from checking import (
+from kernel_cases import (
     built_options,
     check_matmul_transposes,
     f32,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from checking import fd_grad, rand, tol_for
+from kernel_cases import fd_grad, rand, tol_for
 
 from netcl_lite import autograd as ag
 from netcl_lite import budget

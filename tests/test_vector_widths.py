@@ -6,7 +6,7 @@ A machine runs only its own width in the other test files; here each op is force
 each width in turn (the kernel cache is keyed by the build options, so the two builds
 live side by side) and checked against the float64 references. The tolerances are the
 ones the other files justify: ``matmul_atol`` and ``attention_atol``
-(netcl_lite.testing), and gradcheck's finite-difference bound (checking.py); the vector
+(netcl_lite.testing), and gradcheck's finite-difference bound (kernel_cases.py); the vector
 width changes only the order of the float32 sums, which those bounds already cover.
 """
 
@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 import pytest
-from checking import built_options, check_matmul_transposes, f32, gradcheck, qkv, rand
+from kernel_cases import built_options, check_matmul_transposes, f32, gradcheck, qkv, rand
 
 from netcl_lite import autograd as ag
 from netcl_lite import ops, reference

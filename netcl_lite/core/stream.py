@@ -123,7 +123,7 @@ class Stream:
         """Report op ``seq`` if any of the ``n`` floats in ``buffer`` is inf or NaN (one pass on the device)."""
         if n:
             items = -(-n // CHECK_CHUNK)
-            self.launch("checks.cl", "check_finite", (-(-items // 8) * 8,), (8,),
+            self.launch("nonfinite.cl", "check_finite", (-(-items // 8) * 8,), (8,),
                         buffer, np.int32(n), np.int32(CHECK_CHUNK), self.status, np.int32(seq))
 
     # -- checking part of the queue without waiting for the rest ---------------------------------

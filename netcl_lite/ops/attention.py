@@ -14,7 +14,7 @@ import numbers
 
 from ..checks import flag
 from ..core.tensor import Tensor
-from .masking import AttentionMask
+from .attention_mask import AttentionMask
 from .matmul import gemm, matmul, packed_pays
 from .operands import OpCall, elements, i32, int32_range, round_up, shape_of, f32
 from .softmax import launch_softmax_rows, softmax_backward

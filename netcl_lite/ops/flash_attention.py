@@ -17,7 +17,7 @@ import pyopencl as cl
 
 from ..core.kernels import vector_lanes
 from .attention import attention_shapes, check_attention_args
-from .masking import AttentionMask
+from .attention_mask import AttentionMask
 from .operands import OpCall, elements, f32, i32, round_up
 
 #: keys per tile when ``block_size`` is None (tuned on the PoCL CPU driver).
