@@ -60,8 +60,8 @@ STORED, MODEL, MIXED = 0, 1, 2
 MODES = {STORED: "stored", MODEL: "model", MIXED: "mixed"}
 
 #: streams coded side by side, at most: every decoding step serves one token of each, and
-#: each stream's first tokens are predicted from little context (benchmarks/README.md compares
-#: 16, 32 and 64 on Chapter 9's validation split)
+#: each stream's first tokens are predicted from little context (benchmarks/results/capstone.md
+#: compares 16, 32 and 64 on Chapter 9's validation split)
 STREAMS = 32
 #: tokens per stream, at least (a shorter input gets fewer streams): a stream's first
 #: tokens are predicted from little context, so streams are kept long

@@ -202,7 +202,7 @@ def test_large_tensors_live_in_huge_page_blocks_on_a_host_memory_device(queue):
 
 def test_kernels_read_and_write_subnormal_floats_as_zero(queue):
     """Every kernel is built with -cl-denorms-are-zero: on a CPU a multiply-add meeting a
-    subnormal takes a microcode assist (a product with 1 % of A subnormal ran 3x slower), so
+    subnormal takes a microcode assist (benchmarks/results/tried.md, "Subnormal floats"), so
     they are flushed. OpenCL lets a device flush or not; PoCL's CPU driver does when asked."""
     tiny = np.finfo(np.float32).tiny                      # 2^-126, the smallest normal float32
     x = np.array([tiny / 4, -tiny / 8, tiny, 1.0], np.float32)

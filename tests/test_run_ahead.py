@@ -31,9 +31,9 @@ def test_a_loop_without_read_back_stays_within_the_pending_bound():
     assert growth[None] <= stream.PENDING_BYTES / 2**20, growth
     assert growth[SMALL] <= SMALL / 2**20, growth
     # the same loop with the bound lifted grows past the small bound: the probe can see what a bound
-    # stops. How far it grows depends on how far the host gets ahead of the device (39 MiB on a
-    # 2-core Xeon, 181 MiB on an idle 2-core EPYC, 1.1 GiB on a loaded one), so the check is only
-    # that it passes the small one.
+    # stops. How far it grows depends on how far the host gets ahead of the device, which varies
+    # with the machine and its load by more than an order of magnitude, so the check is only that
+    # it passes the small one.
     assert growth[1 << 40] > SMALL / 2**20, growth
 
 

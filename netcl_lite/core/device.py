@@ -81,14 +81,11 @@ def pin_pocl_workers() -> bool:
     """Ask PoCL's CPU driver to pin its worker threads, one per CPU, unless the caller chose.
 
     Pinned, each worker keeps its work-groups' data in its own core's caches between
-    launches, and two workers never share a core. Measured on a 2-core AVX-512 VM, process
-    pairs with and without: ``ops.matmul`` on device tensors 0.36-0.45x → 0.45-0.49x NumPy at
-    256³ and 1.07-1.12x → 1.12-1.16x at 1024³; the decoder block 1.06-1.08x → 1.00-1.02x
-    torch's time; a training step of the capstone model ~5 % faster. The cost fell on work
-    the host thread paces, many small launches each waited for: a worker woken on the host
-    thread's core preempted it. The capstone model's uncached forward (87 launches, ~2.6 ms
-    of kernels) went 6.0 → 7.4 ms per generated token, cached decoding 0.84 → 0.89 ms, and a
-    loop of tiny NumPy-in-and-out ops ~5 % slower; :func:`let_host_thread_lead`, which the
+    launches, and two workers never share a core: products, the decoder block and a training
+    step run faster (benchmarks/results/tried.md, "PoCL's workers pinned to cores"). The cost
+    falls on work the host thread paces, many small launches each waited for: a worker woken on
+    the host thread's core preempts it, so an uncached forward, cached decoding and loops of
+    tiny NumPy-in-and-out ops run slower; :func:`let_host_thread_lead`, which the
     device lookup runs on the workers this pinned, takes that cost back. PoCL pins worker i to CPU
     i, so this is set only when the process may run on every CPU (``taskset`` or a cgroup
     cpuset that leaves some out would make that call fail), and only when ``POCL_AFFINITY``

@@ -132,8 +132,8 @@ class Stream:
 
         Pass the result to :meth:`check` later: it raises if an op enqueued before the mark
         failed, while what was enqueued after the mark keeps the device busy (a sync drains the
-        queue, and the next kernel then starts on sleeping workers: the first backward product
-        of a decoder block took 1.5-1.9 ms after a sync and 1.3-1.4 ms without one)."""
+        queue, and the next kernel then starts on sleeping workers; benchmarks/results/tried.md,
+        "`backward()` checks the forward's status behind the queue")."""
         host = np.empty(2, np.int32)
         return cl.enqueue_copy(self.queue, host, self.status, is_blocking=False), host
 

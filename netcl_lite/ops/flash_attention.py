@@ -25,13 +25,10 @@ DEFAULT_BLOCK = 64
 #: Forward tiling by the device's vector lanes: (rows per register block, blocks of rows per work-item,
 #: vectors per row in one pass of the tile products). AVX-512 (32 registers of 16 floats): 6 rows x 4
 #: float16 = 24 accumulators, each pass a 6 x 64 block over all of d (the matmul micro-kernel's shape);
-#: AVX2 (16 registers of 8): 6 x 2 float8. Blocks of rows share each tile of K and V while it is in L1
-#: (at T = 4096, d = 64, one core with 8 x 2 float16 blocks: 0.64x torch's SDPA with 1 block, 0.87x with
-#: 2, 0.98x with 4, 1.04x with 8). 6 x 4 against 8 x 2 at T = 4096, two cores: 131 vs 140 ms without a
-#: mask, 68 vs 73 ms causal (medians of 5 interleaved rounds). 16 blocks (96 rows) against 8 on AVX-512,
-#: two cores, H = 8: 3-4 % faster without a mask at T = 4096 and 8192 (134 vs 139, 133 vs 137, 513 vs
-#: 534 ms), where one head's K and V (2 MiB and more) no longer stay in L2 between passes; within 1-2 %
-#: either way at T = 1024, 2048 and causal at 4096.
+#: AVX2 (16 registers of 8): 6 x 2 float8. Blocks of rows share each tile of K and V while it is in L1,
+#: so more blocks per item read K and V from memory fewer times; 16 blocks (96 rows) on AVX-512 pay
+#: where one head's K and V (2 MiB and more) no longer stay in L2 between passes, and cost nothing
+#: at shorter T (benchmarks/results/tried.md, "Flash forward" and "Flash: 16 blocks").
 TILING = {16: (6, 16, 4), 8: (6, 4, 2)}
 #: Tiles or value widths that are not a multiple of 4 x 16 floats (block_size 32, dv = 20) take 2-vector passes.
 TILING_NARROW = {16: (8, 8, 2), 8: (6, 4, 2)}
