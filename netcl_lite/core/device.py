@@ -126,11 +126,8 @@ def let_host_thread_lead(new_threads: set[int]) -> int:
     the worker on the host thread's core, which took the core at once, and the host's Python
     waited for the kernel before it could queue the next. A batch thread runs as soon as a core
     is free but does not preempt on wake-up; while the host runs Python, the other worker takes
-    the work-groups. Same-process comparisons on a 2-core AVX-512 VM, 7 interleaved rounds,
-    batch / normal: the capstone model's uncached forward per generated token 0.75-0.78x, the
-    decoder block's forward and backward 0.95-0.96x, a training step 0.97x, ``ops.matmul`` at
-    1024³ 0.96-0.98x (at 256³ on device tensors, waited for at once, 1.06-1.10x); a tiny
-    ``ops.add`` 37 → 27 µs a call. Done only when this library pinned the workers
+    the work-groups (benchmarks/results/tried.md, "Pinned workers under `SCHED_BATCH`"). Done
+    only when this library pinned the workers
     (:func:`pin_pocl_workers`): a caller who set ``POCL_AFFINITY`` keeps the threads as they
     are. Unprivileged processes may switch their own threads between the normal and batch
     policies. Returns how many threads it changed.

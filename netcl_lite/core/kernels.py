@@ -149,9 +149,8 @@ _SCALARS = {"int": np.int32, "uint": np.uint32, "float": np.float32, "long": np.
 def _scalar_dtypes(kernel: cl.Kernel) -> list:
     """Each argument's NumPy dtype (None for a buffer), read from the built kernel.
 
-    Telling PyOpenCL the scalar types once turns a launch from ~40 µs of argument
-    guessing into ~2 µs on PoCL: at the sizes of a transformer block that is most
-    of an op's cost.
+    Telling PyOpenCL the scalar types once spares each launch PyOpenCL's argument
+    guessing, which at the sizes of a transformer block is most of an op's cost on PoCL.
     """
     dtypes = []
     for i in range(kernel.num_args):

@@ -1,8 +1,7 @@
 """What a command queue has in flight, and the one place its errors surface.
 
 Ops enqueue their kernels and return at once, so the queue runs ahead of
-Python (a PoCL launch costs ~1.5 µs this way and ~43 µs with a ``finish()``
-after it). Three duties follow, and :class:`Stream` carries them:
+Python (a ``finish()`` after each launch would cost far more than the launch). Three duties follow, and :class:`Stream` carries them:
 
 * **Buffers stay alive until their kernels have run.** PyOpenCL's
   ``Kernel.set_args`` keeps no reference to its buffers, and a buffer freed

@@ -437,8 +437,8 @@ def _layout(units: int, pm: int, pn: int, gp_cap: int, n_batch: int, target: flo
     also keep every worker busy to the end. On a CPU (``chunked``: PoCL's hand-out,
     :func:`handout_efficiency`, their work counted as tiles × panels) the last column group
     holds ``pn mod GP`` panels, and with few groups the worker that takes the full ones
-    finishes last (GP = 4 at 5 panels gave one worker four fifths of a 2048 × 128 × 320
-    product: 225 GFLOP/s, against 350 with one panel per group). So the largest GP whose rows,
+    finishes last (GP = 4 at 5 panels gives one worker four fifths of a 2048 × 128 × 320
+    product). So the largest GP whose rows,
     split into the fewest work-groups, reach ``target`` (:data:`LAYOUT_EFFICIENCY`) wins; rows
     are split until then, or until there are 8 work-groups per unit. If no GP reaches it, the
     most efficient layout seen wins. Elsewhere (a GPU hands out work-groups one by one) GP is
