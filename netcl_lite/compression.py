@@ -50,6 +50,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .checks import flag
 from .ngram import Mixer, NGram
 from .nn import DecoderLM, KVCache
 from .text import BPETokenizer
@@ -286,8 +287,7 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
         raise TypeError(f"data must be bytes (or bytearray, memoryview), got {type(data).__name__}; "
                         "encode text first (text.encode('utf-8'))")
     _check_model(model, tokenizer)
-    if not isinstance(mix, bool):
-        raise TypeError(f"mix must be a bool, got {type(mix).__name__}")
+    flag("mix", mix)
     data = bytes(data)
     stored = _header(STORED, data) + data
     ids = tokenize(data, tokenizer) if data else None

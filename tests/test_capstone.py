@@ -110,7 +110,7 @@ def test_measures_refuse_bad_inputs(queue):
     for bad in ([], [1], [65], [True], "6"):
         with pytest.raises(ValueError, match="ppmd_orders must be a non-empty list of ints in 2..64"):
             capstone.compressor_bits_per_byte("x", ppmd_orders=bad)
-    with pytest.raises(ValueError, match="repeats must be an int >= 1"):
+    with pytest.raises(ValueError, match="repeats must be a positive int"):
         capstone.coder_speeds("x", repeats=0)
     with pytest.raises(ValueError, match="unknown coder 'lz4'"):
         capstone.coder_speeds("x", names=("lz4",))
@@ -118,13 +118,13 @@ def test_measures_refuse_bad_inputs(queue):
         capstone.split_ids(None, "held-out")
     with pytest.raises(ValueError, match="held_ids must be a 1-D array"):
         capstone.ngram_bits_per_byte([1, 2, 3], [7], 4, 1)
-    with pytest.raises(ValueError, match="n_bytes must be an int >= 1"):
+    with pytest.raises(ValueError, match="n_bytes must be a positive int"):
         capstone.ngram_bits_per_byte([1, 2, 3], [1, 2], 4, 0)
     from netcl_lite.train import evaluate
 
     model = DecoderLM(LMConfig(vocab_size=8, hidden_size=8, intermediate_size=8, num_hidden_layers=1,
                                num_attention_heads=2), queue=queue)
-    with pytest.raises(ValueError, match="batch_size must be an int >= 1"):
+    with pytest.raises(ValueError, match="batch_size must be a positive int"):
         evaluate(model, np.arange(20) % 8, 4, 0)
     with pytest.raises(TypeError, match="tokenizer must be a BPETokenizer"):
         capstone.bits_per_byte(model, np.arange(20) % 8, None, 4)
@@ -237,7 +237,7 @@ def test_validation_and_test_lines_shared_with_training_are_dropped():
         assert len(text) + sum(map(len, dropped)) == len(corpus.join(documents))
     kept, dropped = corpus.drop_repeated_lines("  a line of twenty chars\nshort\n", "a line of twenty chars\nshort")
     assert (kept, dropped) == ("short\n", ["  a line of twenty chars\n"])
-    with pytest.raises(ValueError, match="min_chars must be an int >= 1"):
+    with pytest.raises(ValueError, match="min_chars must be a positive int"):
         corpus.drop_repeated_lines("a", "b", 0)
     with pytest.raises(TypeError, match="reference must be a str"):
         corpus.drop_repeated_lines("a", None)
@@ -277,7 +277,7 @@ def test_sliding_windows_refuse_bad_arguments():
         capstone.sliding_windows(np.arange(10), 4, 5)
     with pytest.raises(ValueError, match="at least block_size"):
         capstone.sliding_windows(np.arange(4), 4, 2)
-    with pytest.raises(ValueError, match="stride must be an int >= 1"):
+    with pytest.raises(ValueError, match="stride must be a positive int"):
         capstone.sliding_windows(np.arange(10), 4, 0)
 
 

@@ -85,22 +85,40 @@ def test_optim_train_and_the_language_model_are_reachable_from_a_fresh_import():
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
-def _relative_imports(path: Path, module: str, modules: set[str]) -> set[str]:
-    """The netcl_lite modules that ``module`` imports, anywhere in the file (function bodies too)."""
+def _library_imports(path: Path, module: str, modules: set[str]) -> set[str]:
+    """The netcl_lite modules that ``module`` imports, anywhere in the file (function bodies too):
+    relative (``from .x import y``) and absolute (``from netcl_lite.x import y``, ``import netcl_lite.x``)."""
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [node.module or ""]).rstrip(".")
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1] + [node.module or ""]
+                base = ".".join(parts).rstrip(".")
+            elif node.module and node.module.split(".")[0] == "netcl_lite":
+                base = node.module
+            else:
+                continue
             for alias in node.names:
                 found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "netcl_lite")
     return found & modules
+
+
+def test_the_import_parser_sees_relative_and_absolute_imports(tmp_path):
+    path = tmp_path / "mod.py"
+    path.write_text("from .ops import matmul\nfrom netcl_lite.core.tensor import Tensor\n"
+                    "import netcl_lite.masks\nimport numpy\n\ndef f():\n    from netcl_lite import sampling\n")
+    modules = {"netcl_lite.ops", "netcl_lite.ops.matmul", "netcl_lite.core.tensor", "netcl_lite.masks",
+               "netcl_lite.sampling", "netcl_lite.budget"}
+    assert _library_imports(path, "netcl_lite.mod", modules) == modules - {"netcl_lite.ops", "netcl_lite.budget"}
 
 
 def test_no_two_library_modules_import_each_other():
     root = Path(nl.__file__).resolve().parent
     paths = {".".join(p.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__"): p
              for p in root.rglob("*.py")}
-    imports = {m: _relative_imports(p, m, set(paths)) for m, p in paths.items()}
+    imports = {m: _library_imports(p, m, set(paths)) for m, p in paths.items()}
     loops = sorted(f"{a} <-> {b}" for a in imports for b in imports[a] if a < b and a in imports[b])
     assert not loops, f"modules that import each other: {loops}"

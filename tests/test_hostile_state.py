@@ -654,7 +654,7 @@ def test_the_pending_limit_takes_numpy_integers_but_not_bools():
     try:
         assert set_pending_limit(np.uint32(7)) == 5
         for bad in (True, np.bool_(True), 2.0, -1, np.int64(-1)):
-            with pytest.raises(ValueError, match="nbytes must be an int >= 0"):
+            with pytest.raises(ValueError, match="nbytes must be a non-negative int"):
                 set_pending_limit(bad)
     finally:
         set_pending_limit(previous)

@@ -167,7 +167,7 @@ def test_no_repeat_ngram_size_never_repeats_an_ngram(model):
         model.generate(prompt, 6, temperature=0).tolist()
     assert repeated_ngram_bans([5, 6, 7, 5, 6], 3) == {7} and repeated_ngram_bans([1, 2], 4) == set()
     assert repeated_ngram_bans([4, 4, 9], 1) == {4, 9}
-    with pytest.raises(ValueError, match="n must be an int >= 1"):
+    with pytest.raises(ValueError, match="n must be a positive int"):
         repeated_ngram_bans([1, 2], 0)
     with pytest.raises(ValueError, match="no_repeat_ngram_size must be >= 0"):
         model.generate(prompt, 2, no_repeat_ngram_size=-1)

@@ -44,5 +44,5 @@ def test_the_pending_bound_is_configurable_and_checked():
     finally:
         stream.set_pending_limit(previous)
     for bad in (-1, 1.5, True, "64"):
-        with pytest.raises(ValueError, match="nbytes must be an int >= 0"):
+        with pytest.raises(ValueError, match="nbytes must be a non-negative int"):
             stream.set_pending_limit(bad)

@@ -160,7 +160,7 @@ def test_the_loop_sets_the_rate_its_config_names(queue):
 
 
 def test_bad_training_configs_are_named(queue):
-    with pytest.raises(ValueError, match="max_steps must be an int >= 1"):
+    with pytest.raises(ValueError, match="max_steps must be a positive int"):
         TrainConfig(max_steps=0)
     with pytest.raises(ValueError, match="min_lr"):
         TrainConfig(learning_rate=1e-3, min_lr=1e-2)

@@ -26,13 +26,13 @@ finite inputs. Not thread-safe: one host thread per queue.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyopencl as cl
 
+from ..checks import nonnegative_int
 from .kernels import get_kernel
 
 INT_MAX = 2**31 - 1
@@ -223,9 +223,8 @@ def set_pending_limit(nbytes: int) -> int:
     queue (default :data:`PENDING_BYTES`, 64 MiB); returns the previous limit. A larger limit lets
     the host run further ahead at the cost of memory; 0 makes every op wait for the one before."""
     global PENDING_BYTES
-    if isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, numbers.Integral) or nbytes < 0:
-        raise ValueError(f"nbytes must be an int >= 0 (bytes; NumPy integers too), got {nbytes!r}")
-    previous, PENDING_BYTES = PENDING_BYTES, int(nbytes)
+    nbytes = nonnegative_int("nbytes", nbytes, "bytes; NumPy integers too")
+    previous, PENDING_BYTES = PENDING_BYTES, nbytes
     return previous
 
 

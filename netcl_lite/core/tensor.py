@@ -25,6 +25,7 @@ from typing import Iterable
 import numpy as np
 import pyopencl as cl
 
+from ..checks import positive_int
 from .stream import stream_of
 
 #: dtypes a Tensor can hold: float32 for values, int32 for token ids / positions.
@@ -103,9 +104,7 @@ def huge_page_block(nbytes: int) -> np.ndarray:
     The memory lives as long as the returned array (an OpenCL buffer made over it with
     ``USE_HOST_PTR`` keeps it).
     """
-    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral) or nbytes < 1:
-        raise ValueError(f"nbytes must be a positive int, got {nbytes!r}")
-    nbytes, start = int(nbytes), _START + next(_blocks) % 32 * _STAGGER
+    nbytes, start = positive_int("nbytes", nbytes), _START + next(_blocks) % 32 * _STAGGER
     if not hasattr(mmap, "MAP_PRIVATE"):                   # not a POSIX system: plain aligned memory
         raw = np.empty(nbytes + start, np.uint8)
         return raw[-raw.ctypes.data % _START:][:nbytes]

@@ -6,9 +6,9 @@ Its own module so that the model (:mod:`netcl_lite.nn.lm`) and its checkpoints
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import asdict, dataclass, fields
+
+from ..checks import count, flag, positive_real
 
 
 @dataclass(frozen=True)
@@ -52,10 +52,8 @@ class LMConfig:
                              "be even: RoPE rotates pairs of coordinates")
         for name in ("rms_norm_eps", "rope_theta", "initializer_range"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-        if not isinstance(self.tie_word_embeddings, bool):
-            raise TypeError(f"tie_word_embeddings must be a bool, got {type(self.tie_word_embeddings).__name__}")
+            positive_real(name, value)
+        flag("tie_word_embeddings", self.tie_word_embeddings)
 
     @property
     def head_dim(self) -> int:
@@ -74,9 +72,4 @@ class LMConfig:
         return cls(**values)
 
 
-def check_count(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+check_count = count

@@ -22,13 +22,12 @@ Cached decoding (:class:`KVCache`) is inference: call it outside a Tape.
 
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 import pyopencl as cl
 
 from .. import autograd as ag
-from ..checks import flag, one_of, positive_int, positive_real
+from ..checks import flag, int_in, nonnegative_int, one_of, positive_int, positive_real
 from ..core.stream import stream_of
 from ..core.tensor import Tensor, check_queue
 
@@ -39,9 +38,7 @@ ATTENTION_KERNELS = ("flash", "dense")
 
 def _rng(seed, tag: int) -> np.random.Generator:
     """An independent stream per (seed, parameter): changing one shape never shifts another's draws."""
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    return np.random.default_rng([int(seed), tag])
+    return np.random.default_rng([nonnegative_int("seed", seed), tag])
 
 
 class Module:
@@ -129,9 +126,7 @@ class KVCache:
         self.lengths = [0] * self.layers
 
     def _layer(self, layer) -> int:
-        if isinstance(layer, bool) or not isinstance(layer, numbers.Integral) or not 0 <= layer < self.layers:
-            raise ValueError(f"layer must be an int in [0, {self.layers}), got {layer!r}")
-        return int(layer)
+        return int_in("layer", layer, 0, self.layers)
 
     def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor, int]:
         """Append ``k``, ``v`` of shape ``(B, G, t, d)`` at the layer's length, in place.

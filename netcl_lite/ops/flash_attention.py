@@ -11,10 +11,10 @@ rounding, with O(T·d) extra memory instead of O(T²).
 
 from __future__ import annotations
 
-import numbers
 
 import pyopencl as cl
 
+from ..checks import one_of, positive_int
 from ..core.kernels import vector_lanes
 from .attention import attention_shapes, check_attention_args
 from .attention_mask import AttentionMask
@@ -43,14 +43,11 @@ BACKWARD_TILE = 64
 
 
 def _check_block(block_size, kernel):
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    one_of("kernel", kernel, KERNELS)
     if block_size is None:
         block = DEFAULT_BLOCK
-    elif isinstance(block_size, bool) or not isinstance(block_size, numbers.Integral) or block_size < 1:
-        raise ValueError(f"block_size must be a positive int (keys per tile) or None, got {block_size!r}")
     else:
-        block = int(block_size)
+        block = positive_int("block_size", block_size, "keys per tile, or None")
     tiled_ok = block % 16 == 0 and block <= MAX_TILED_BLOCK
     if kernel == "tiled" and not tiled_ok:
         raise ValueError(f"the tiled kernel needs block_size a multiple of 16 up to {MAX_TILED_BLOCK}, got {block}")
@@ -149,9 +146,7 @@ def _pack(call, x, xt, xp, n, t_len, x_rows, t_pad, w, w_pad, options) -> None:
 
 def backward_uses_tiles(kernel: str, d: int, dv: int) -> bool:
     """Whether the backward runs the tiled kernels (any head width) or the row kernels."""
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
-    return kernel != "rows"
+    return one_of("kernel", kernel, KERNELS) != "rows"
 
 
 def flash_attention_backward(g, q, k, v, out, lse, mask: AttentionMask, scale: float, kernel: str = "auto"):
