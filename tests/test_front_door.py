@@ -122,3 +122,16 @@ def test_no_two_library_modules_import_each_other():
     imports = {m: _library_imports(p, m, set(paths)) for m, p in paths.items()}
     loops = sorted(f"{a} <-> {b}" for a in imports for b in imports[a] if a < b and a in imports[b])
     assert not loops, f"modules that import each other: {loops}"
+
+
+def test_no_test_module_imports_another():
+    """Shared fixtures and data live in conftest.py or a helper module (kernel_cases, text_cases,
+    doc_blocks …), never in a test module that another one imports."""
+    tests = Path(__file__).resolve().parent
+    found = []
+    for path in sorted(tests.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{path.name} imports {n}" for n in names if n.split(".")[0].startswith("test_")]
+    assert not found, found
