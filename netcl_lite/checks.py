@@ -114,6 +114,15 @@ def one_of(name: str, value, choices, what: str = ""):
     return value
 
 
+def dtype_is(name: str, value, dtype: str, what: str = "Tensor"):
+    """``value`` when its ``dtype`` is ``dtype`` (a NumPy dtype name such as ``"float32"``);
+    TypeError naming the dtype found otherwise."""
+    if value.dtype != dtype:
+        article = "an" if dtype[0] in "aeiou" else "a"
+        raise TypeError(f"{name} must be {article} {dtype} {what}, got {value.dtype}")
+    return value
+
+
 #: largest element count or index the kernels' 32-bit ints address
 INT_MAX = 2**31 - 1
 

@@ -27,7 +27,7 @@ import numpy as np
 import pyopencl as cl
 
 from .. import autograd as ag
-from ..checks import flag, int_in, nonnegative_int, one_of, positive_int, positive_real
+from ..checks import dtype_is, flag, int_in, nonnegative_int, one_of, positive_int, positive_real
 from ..core.stream import stream_of
 from ..core.tensor import Tensor, check_queue
 
@@ -78,8 +78,7 @@ def _input(x, dim: int, max_seq_len: int | None = None, start: int = 0, queue=No
             raise TypeError(f"x must be a Node, a Tensor or an array of real numbers of shape (B, T, {dim}), "
                             f"got {type(x).__name__} of dtype {arr.dtype}")
         x = ag.constant(arr.astype(np.float32), queue)
-    if x.dtype != np.float32:
-        raise TypeError(f"x must be float32, got {x.dtype}")
+    dtype_is("x", x, "float32", "Node or Tensor")
     if len(x.shape) != 3 or x.shape[-1] != dim:
         raise ValueError(f"x must have shape (B, T, {dim}) (batch, sequence, dim), got {x.shape}")
     if max_seq_len is not None and start + x.shape[1] > max_seq_len:
