@@ -113,4 +113,4 @@ def format_bytes(n_bytes):
 
 
 def _count(name, value, minimum=0):
-    return count(name, value, minimum, "a whole number")
+    return count(name, value, minimum)

@@ -35,10 +35,6 @@ def _is_real(value) -> bool:
     return not isinstance(value, bool) and isinstance(value, numbers.Real)
 
 
-def _int_kind(minimum: int) -> str:
-    return {0: "a non-negative int", 1: "a positive int"}.get(minimum, f"an int >= {minimum}")
-
-
 def positive_int(name: str, value, what: str = "") -> int:
     """``value`` as an int >= 1 (ValueError otherwise, bools refused)."""
     if not _is_int(value) or value < 1:
@@ -71,7 +67,7 @@ def count(name: str, value, minimum: int = 1, what: str = "") -> int:
     """``value`` as an int >= ``minimum``: TypeError when it is no int, ValueError when too small."""
     integer(name, value, what)
     if value < minimum:
-        raise ValueError(f"{name} must be {_int_kind(minimum)}{_hint(what)}, got {value!r}")
+        raise ValueError(f"{name} must be >= {minimum}{_hint(what)}, got {value!r}")
     return int(value)
 
 

@@ -169,7 +169,7 @@ def test_no_repeat_ngram_size_never_repeats_an_ngram(model):
     assert repeated_ngram_bans([4, 4, 9], 1) == {4, 9}
     with pytest.raises(ValueError, match="n must be a positive int"):
         repeated_ngram_bans([1, 2], 0)
-    with pytest.raises(ValueError, match="no_repeat_ngram_size must be a non-negative int"):
+    with pytest.raises(ValueError, match="no_repeat_ngram_size must be >= 0"):
         model.generate(prompt, 2, no_repeat_ngram_size=-1)
     with pytest.raises(TypeError, match="no_repeat_ngram_size must be an int"):
         model.generate(prompt, 2, no_repeat_ngram_size=2.5)
@@ -200,12 +200,12 @@ def test_bad_model_inputs_are_named(model, kwargs, error, match):
     ({"ids": [1.5]}, TypeError, "integer token ids"),
     ({"ids": [[1, 2], [3, 4]]}, ValueError, "one prompt"),
     ({"max_new_tokens": 40}, ValueError, "exceeds max_position_embeddings=40"),
-    ({"max_new_tokens": -1}, ValueError, "max_new_tokens must be a non-negative int"),
+    ({"max_new_tokens": -1}, ValueError, "max_new_tokens must be >= 0"),
     ({"temperature": -0.5}, ValueError, "temperature must be a non-negative finite number"),
     ({"temperature": float("nan")}, ValueError, "temperature"),
     ({"top_p": 0.0}, ValueError, r"top_p must be in \(0, 1\]"),
     ({"top_p": 1.5}, ValueError, r"top_p must be in \(0, 1\]"),
-    ({"top_k": 0}, ValueError, "top_k must be a positive int"),
+    ({"top_k": 0}, ValueError, "top_k must be >= 1"),
     ({"top_k": 2.5}, TypeError, "top_k must be an int"),
     ({"seed": -1}, ValueError, "seed"),
     ({"stop": V}, ValueError, "stop ids"),
@@ -226,7 +226,7 @@ def test_generation_under_a_tape_is_refused(model):
     ({"num_attention_heads": 4, "num_key_value_heads": 3}, "divisible by num_key_value_heads=3"),
     ({"hidden_size": 30, "num_attention_heads": 4}, "hidden_size=30 must be divisible by num_attention_heads=4"),
     ({"hidden_size": 12, "num_attention_heads": 4}, "must be even"),
-    ({"vocab_size": 0}, "vocab_size must be a positive int"),
+    ({"vocab_size": 0}, "vocab_size must be >= 1"),
     ({"rms_norm_eps": 0.0}, "rms_norm_eps"),
     ({"rope_theta": float("inf")}, "rope_theta"),
 ])

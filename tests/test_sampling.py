@@ -247,9 +247,9 @@ def test_greedy_and_sample_reject_bad_input():
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"beam_width": 0}, ValueError, "beam_width must be a positive int"),
+        ({"beam_width": 0}, ValueError, "beam_width must be >= 1"),
         ({"beam_width": 2.0}, TypeError, "beam_width must be an int"),
-        ({"max_steps": 0}, ValueError, "max_steps must be a positive int"),
+        ({"max_steps": 0}, ValueError, "max_steps must be >= 1"),
         ({"max_steps": True}, TypeError, "max_steps must be an int"),
         ({"bos": "BOS"}, TypeError, "bos must be an int"),
         ({"eos": 1.0}, TypeError, "eos must be an int"),

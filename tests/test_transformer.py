@@ -290,7 +290,7 @@ def test_call_errors_name_the_input(queue):
         attn(Tensor.from_host(queue, np.zeros((1, 4, 12), np.float32)))
     with pytest.raises(ValueError, match=r"x must have shape"):
         attn(Tensor.from_host(queue, np.zeros((4, 16), np.float32)))
-    with pytest.raises(TypeError, match="x must be float32"):
+    with pytest.raises(TypeError, match="x must be a float32 Node or Tensor"):
         attn(Tensor.from_host(queue, np.zeros((1, 4, 16), np.int32), dtype=np.int32))
     with pytest.raises(TypeError, match="x must be a Node, a Tensor or an array of real numbers"):
         attn(np.full((1, 4, 16), "a"))
