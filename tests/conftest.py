@@ -57,9 +57,10 @@ SLOW_FIXTURES = frozenset({"built_site", "jupyter_python"})
 
 
 def is_slow(item) -> bool:
-    """Whether a collected test builds the site or a virtual environment, or runs a page block that
-    uses Chapter 9's capstone (which trains the model when its run is not stored yet)."""
-    if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+    """Whether a collected test builds the site or a virtual environment, runs the kernels under
+    Oclgrind's simulator, or runs a page block that uses Chapter 9's capstone (which trains the
+    model when its run is not stored yet)."""
+    if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("oclgrind"):
         return True
     block = getattr(getattr(item, "callspec", None), "params", {}).get("block")
     return "capstone" in getattr(block, "code", "")

@@ -485,6 +485,7 @@ def test_the_built_page_shows_this_builds_outputs(built_site):
         assert (built_site / "figures" / "chapter9" / f"{figure}.svg").is_file(), figure
 
 
+@pytest.mark.slow
 def test_the_mixing_rows_are_what_the_compressor_codes(queue, tmp_path):
     """The model-alone and the K = 8 mixed rows are the cross-entropies the compressor's files
     reach, up to the header and the range coder's few bytes."""

@@ -212,6 +212,7 @@ ROOT = Path(__file__).resolve().parent.parent
 STORE_CASES = 300
 
 
+@pytest.mark.slow
 def test_fuzzed_cache_entries_give_the_stored_bytes_or_a_miss(tmp_path, monkeypatch):
     from netcl_lite import execution_cache as cache
 
@@ -411,6 +412,7 @@ print(len(errors), len({id(q) for q in queues}), uses, errors[:1])
 
 
 @pytest.mark.parametrize("seed", range(4))
+@pytest.mark.slow
 def test_fuzzed_first_use_from_threads(seed):
     """2 to 12 threads make the device at once through different doors (nl.device, a tensor, an op),
     each in a fresh process, the compiler target retargeted where the host allows it."""

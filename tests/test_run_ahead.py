@@ -18,6 +18,7 @@ PROBE = Path(__file__).resolve().parent / "run_ahead_probe.py"
 SMALL = 4 << 20       # a bound the unbounded loop passes on every machine tried (39-1100 MiB of growth)
 
 
+@pytest.mark.slow
 def test_a_loop_without_read_back_stays_within_the_pending_bound():
     env = dict(os.environ, POCL_MAX_PTHREAD_COUNT="1")
     runs = {limit: subprocess.Popen([sys.executable, str(PROBE), *([] if limit is None else [str(limit)])],

@@ -82,6 +82,7 @@ def test_the_boundary_pairs_would_split_or_merge_differently_joined(cl100k):
 
 @settings(max_examples=300, deadline=None)
 @given(docs=DOCUMENTS)
+@pytest.mark.slow
 def test_batch_equals_single_calls_equals_tiktoken(cl100k, cl100k_paths, docs):
     _, enc = cl100k
     expected = enc.encode_ordinary_batch(docs)
@@ -190,6 +191,7 @@ def test_single_characters(cl100k, cl100k_paths):
         assert tok.encode_ordinary_batch(chars) == expected
 
 
+@pytest.mark.slow
 def test_a_ten_megabyte_document_among_small_ones(cl100k, cl100k_paths):
     _, enc = cl100k
     big = "The river runs past the road, 12 times a day; naïve café.\n" * 172_000
@@ -244,6 +246,7 @@ def test_merge_documents_checks_its_offsets(small):
 
 @settings(max_examples=100, deadline=None)
 @given(docs=st.lists(TRICKY_TEXT, max_size=8))
+@pytest.mark.slow
 def test_merge_documents_equals_merge_text_of_each(small, docs):
     merger = host_and_device(small)[1]._device_merger()
     datas = [doc.encode() for doc in docs]

@@ -49,6 +49,7 @@ def ragged_pieces(rng, n, alphabet=b"abcd"):
 @settings(max_examples=60, deadline=None)
 @given(draws=st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60)), max_size=60),
        seed=st.integers(0, 2**32 - 1))
+@pytest.mark.slow
 def test_kernel_equals_the_python_loop_on_random_ranks_and_ragged_chunks(draws, seed):
     ranks = random_ranks(draws)
     tokens = sorted(ranks, key=ranks.get)
@@ -211,6 +212,7 @@ def test_merger_refuses_pieces_it_cannot_take():
 
 @settings(max_examples=300, deadline=None)
 @given(text=text_without_surrogates)
+@pytest.mark.slow
 def test_kernel_path_equals_python_path_on_random_unicode(small, text):
     kernel, python = twins(small)
     assert kernel.encode_ordinary(text) == python.encode_ordinary(text)

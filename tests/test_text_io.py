@@ -146,6 +146,7 @@ field_edit = st.tuples(
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(edits=st.lists(field_edit, min_size=1, max_size=3))
+@pytest.mark.slow
 def test_fuzzed_fields_load_consistently_or_raise_value_error(saved_text, tmp_path, edits):
     doc = json.loads(saved_text)
     for where, at, value in edits:

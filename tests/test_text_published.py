@@ -70,6 +70,7 @@ def test_saved_file_is_byte_identical_to_the_published_one(cl100k, tmp_path):
     assert hashlib.sha256((tmp_path / "cl100k_base.tiktoken").read_bytes()).hexdigest() == CL100K_SHA256
 
 
+@pytest.mark.slow
 def test_published_vocabulary_as_tokenizer_json_gives_identical_ids_in_tokenizers(cl100k, texts, tmp_path):
     from tokenizers import Tokenizer
     tok, enc = cl100k

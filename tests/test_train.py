@@ -134,6 +134,7 @@ def _run_steps(queue, steps, keep=None):
     return marks, allocations
 
 
+@pytest.mark.slow
 def test_device_memory_is_flat_over_200_steps(queue):
     marks, allocations = _run_steps(queue, 200)
     (t20, rss20, dev20), (t200, rss200, dev200) = marks[20], marks[200]

@@ -43,6 +43,7 @@ def width(request, monkeypatch, queue):
     return vw
 
 
+@pytest.mark.slow
 def test_packed_matmul_at_each_width_on_ragged_sizes_transposes_and_batches(width, monkeypatch):
     rng = np.random.default_rng(40 + width)
     cases = [(97, 90, 70), (61, 300, 33), (130, 129, 97), (13, 1030, 70), (89, 131, 64)]   # K % 4 = 2, 0, 1, 2, 3
@@ -58,6 +59,7 @@ def test_packed_matmul_at_each_width_on_ragged_sizes_transposes_and_batches(widt
     assert_built(width, "matmul.cl", "matmul_packed", "matmul_pack_a")
 
 
+@pytest.mark.slow
 def test_tiled_flash_forward_at_each_width(width):
     rng = np.random.default_rng(50 + width)
     for tq, tk, d, dv, heads, groups in [(37, 53, 64, 64, 4, 2), (70, 70, 24, 20, 2, 1), (5, 130, 33, 31, 3, 3)]:
@@ -89,6 +91,7 @@ def test_tiled_flash_backward_at_each_width(width, d):
 
 
 
+@pytest.mark.slow
 def test_matmul_add_at_each_width_adds_d_in_the_epilogue(width):
     """The ADD_D epilogue, on a row-major store and on the transposed store (C = (Bᵀ A)ᵀ)."""
     rng = np.random.default_rng(60 + width)
