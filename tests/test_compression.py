@@ -82,6 +82,7 @@ def test_any_bytes_round_trip(tiny, data, mix):
     assert cz.decompress(blob, model, tok, primer=primer) == data
 
 
+@pytest.mark.slow
 def test_many_streams_and_window_refills_round_trip(tiny, monkeypatch):
     """Streams of unequal length (the last steps code fewer), each refilling its window many times."""
     model, tok, primer = tiny

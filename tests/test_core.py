@@ -103,6 +103,7 @@ def probe_pinning(before: str = "", **env) -> dict:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads thread affinities from /proc")
+@pytest.mark.slow
 def test_pocl_workers_are_pinned_and_batched_only_where_every_cpu_is_allowed():
     cpus = os.cpu_count() or 1
     everywhere = os.sched_getaffinity(0) == set(range(cpus))

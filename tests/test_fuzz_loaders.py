@@ -193,6 +193,7 @@ def _run_workers(surface: str, directory: Path) -> list[dict]:
 
 
 @pytest.mark.parametrize("surface", ["from_pretrained", "from_tokenizer_json", "from_tiktoken_file", "model_file"])
+@pytest.mark.slow
 def test_fuzzed_files_give_a_clear_error_or_a_valid_load(surface, seeds, tmp_path):
     _write_cases(surface, seeds, tmp_path)
     results = _run_workers(surface, tmp_path)

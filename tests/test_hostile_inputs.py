@@ -199,7 +199,7 @@ def test_window_loader_refuses_a_batch_size_that_is_not_an_int(batch_size):
 
 
 def test_evaluate_refuses_a_negative_window_count(model):
-    with pytest.raises(ValueError, match="max_windows must be a positive int"):
+    with pytest.raises(ValueError, match="max_windows must be >= 1"):
         evaluate(model, np.arange(40) % 24, block_size=4, batch_size=2, max_windows=-1)
 
 

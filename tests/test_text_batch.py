@@ -123,6 +123,7 @@ def test_a_trained_tokenizer_batch_equals_its_single_calls(small_paths, docs):
     assert device.encode_ordinary_batch(docs) == expected
 
 
+@pytest.mark.slow
 def test_one_device_call_for_a_whole_batch(cl100k):
     tok = pickle.loads(pickle.dumps(cl100k[0]))
     calls = Calls(tok)
@@ -142,6 +143,7 @@ def test_a_short_batch_stays_on_the_cache(cl100k):
     assert calls.sizes == []
 
 
+@pytest.mark.slow
 def test_a_large_batch_takes_a_few_device_calls(cl100k, monkeypatch):
     tok, enc = pickle.loads(pickle.dumps(cl100k[0])), cl100k[1]
     calls = Calls(tok)

@@ -141,6 +141,7 @@ def test_bytes_that_are_not_utf8_stay_exact_in_decode_bytes(small):
 @settings(max_examples=300, deadline=None)
 @given(piece=st.binary(min_size=1, max_size=400).map(lambda b: bytes(x % 4 + 97 for x in b)),
        draws=st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60)), max_size=60))
+@pytest.mark.slow
 def test_heap_merge_and_id_merge_equal_the_bytes_rule(piece, draws):
     ranks = random_ranks(draws)
     parts = merge_chunk(piece, ranks)

@@ -105,6 +105,7 @@ mutation = st.one_of(
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutations=st.lists(mutation, min_size=1, max_size=3))
+@pytest.mark.slow
 def test_fuzzed_files_load_consistently_or_raise_value_error(saved_text, tmp_path, mutations):
     text = saved_text
     for kind, at, arg in mutations:

@@ -59,6 +59,7 @@ def test_identical_ids_to_tiktoken(cl100k, texts, kind):
 
 @settings(max_examples=1000, deadline=None)
 @given(text=RANDOM_TEXT)
+@pytest.mark.slow
 def test_identical_ids_to_tiktoken_on_random_text(cl100k, text):
     tok, enc = cl100k
     assert tok.encode_ordinary(text) == enc.encode_ordinary(text)

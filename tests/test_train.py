@@ -144,6 +144,7 @@ def test_device_memory_is_flat_over_200_steps(queue):
     assert rss200 - rss20 < 16 * 2**20, f"resident memory grew by {(rss200 - rss20) / 2**20:.1f} MiB over 180 steps"
 
 
+@pytest.mark.slow
 def test_the_memory_check_catches_a_leak(queue):
     """The check above can fail: holding one small result per step shows up as growing live tensors."""
     marks, _ = _run_steps(queue, 40, keep=[])

@@ -138,6 +138,7 @@ def test_gqa_weights_at_d12(queue, groups, expected):
     assert attn.num_parameters() == expected == 2 * 12**2 + 2 * 12 * groups * 4 == budget.attention_parameters(12, 3, groups)
 
 
+@pytest.mark.slow
 def test_tying_saves_vocab_times_dim(queue):
     tied = Embedding(queue, vocab=32_000, dim=512, tie=True)
     untied = Embedding(queue, vocab=32_000, dim=512, tie=False)
