@@ -142,13 +142,13 @@ def beam_search(step_fn, *, beam_width, max_steps, bos, eos=None, length_penalty
     """
     if not callable(step_fn):
         raise TypeError(f"step_fn must be callable (prefix -> log-probabilities), got {type(step_fn).__name__}")
-    _check_count("beam_width", beam_width)
-    _check_count("max_steps", max_steps)
-    _check_int("bos", bos)
+    count("beam_width", beam_width)
+    count("max_steps", max_steps)
+    integer("bos", bos)
     if eos is not None:
-        _check_int("eos", eos)
+        integer("eos", eos)
     if length_penalty is not None:
-        _check_real("length_penalty", length_penalty)
+        real("length_penalty", length_penalty)
         nonnegative_real("length_penalty", length_penalty, "or None")
 
     beams, finished = [(0.0, ())], []
@@ -215,27 +215,20 @@ def _step_log_probs(values):
     return array
 
 
-_check_real = real
-
-
-_check_int = integer
-_check_count = count
-
-
 def _check_temperature(temperature):
-    _check_real("temperature", temperature)
+    real("temperature", temperature)
     if temperature == 0:
         raise ValueError("temperature 0 is not a division: call greedy(logits) for the deterministic argmax")
     positive_real("temperature", temperature)
 
 
 def _check_top_k(top_k, vocab_size):
-    _check_int("top_k", top_k)
+    integer("top_k", top_k)
     if not 1 <= top_k <= vocab_size:
         raise ValueError(f"top_k must be in [1, {vocab_size}] (the vocabulary size), got {top_k}; None means no limit")
 
 
 def _check_top_p(top_p):
-    _check_real("top_p", top_p)
+    real("top_p", top_p)
     if not 0 < top_p <= 1:
         raise ValueError(f"top_p must be in (0, 1], got {top_p}; use None (or 1) for no nucleus filter")

@@ -36,10 +36,10 @@ class LMConfig:
     def __post_init__(self):
         for name in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
                      "num_attention_heads", "max_position_embeddings"):
-            check_count(name, getattr(self, name))
+            count(name, getattr(self, name))
         if self.num_key_value_heads is None:
             object.__setattr__(self, "num_key_value_heads", self.num_attention_heads)
-        check_count("num_key_value_heads", self.num_key_value_heads)
+        count("num_key_value_heads", self.num_key_value_heads)
         heads, kv = self.num_attention_heads, self.num_key_value_heads
         if heads % kv:
             raise ValueError(f"num_attention_heads={heads} must be divisible by num_key_value_heads={kv} "
@@ -71,5 +71,3 @@ class LMConfig:
             raise ValueError(f"unknown LMConfig fields {unknown}; the fields are {sorted(known)}")
         return cls(**values)
 
-
-check_count = count

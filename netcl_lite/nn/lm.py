@@ -33,7 +33,7 @@ from ..core.device import manager
 from ..core.tensor import Tensor, check_queue
 from ..ops.decode import LayerLaunch
 from .checkpoint import from_llama, from_pretrained, save_pretrained, to_llama, write
-from .config import LMConfig, check_count
+from .config import LMConfig
 from .transformer import DecoderBlock, Embedding, KVCache, Module, RMSNorm
 
 
@@ -280,7 +280,7 @@ class DecoderLM(Module):
         if prompt.size == 0:
             raise ValueError("ids: the prompt is empty; give at least one token id")
         rows = check_ids("ids", prompt.reshape(1, -1), c.vocab_size, c.max_position_embeddings)
-        n_new = check_count("max_new_tokens", max_new_tokens, minimum=0)
+        n_new = count("max_new_tokens", max_new_tokens, minimum=0)
         if rows.shape[1] + n_new > c.max_position_embeddings:
             raise ValueError(f"max_new_tokens={n_new} after a prompt of {rows.shape[1]} exceeds "
                              f"max_position_embeddings={c.max_position_embeddings}; shorten one of them")
@@ -293,7 +293,7 @@ class DecoderLM(Module):
         flag("use_cache", use_cache)
         if ag.recording():
             raise ValueError("generate is inference: call it outside `with Tape()`")
-        no_repeat = check_count("no_repeat_ngram_size", no_repeat_ngram_size, minimum=0)
+        no_repeat = count("no_repeat_ngram_size", no_repeat_ngram_size, minimum=0)
 
         # --8<-- [start:generate]
         rng = np.random.default_rng(seed)
