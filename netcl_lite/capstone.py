@@ -64,7 +64,7 @@ MODEL = dict(                  # LMConfig fields (transformers' LlamaConfig name
     num_key_value_heads=2,     # grouped-query attention: 2 K/V heads serve 4 query heads
     max_position_embeddings=64,  # the context it trains on (RoPE could run longer, on distances never trained)
     tie_word_embeddings=True,
-    initializer_range=0.05,    # std of the initial weights (0.02: slower, benchmarks/results/capstone.md)
+    initializer_range=0.05,    # initial weights' std (0.02 learns slower: benchmarks/results/capstone.md)
 )
 
 TRAINING = TrainConfig(
