@@ -30,7 +30,7 @@ import numbers
 import numpy as np
 
 from . import autograd as ag
-from .checks import nonnegative_int
+from .checks import nonnegative_int, real
 from .core.stream import stream_of
 from .core.tensor import Tensor
 from .ops import adamw as adamw_ops
@@ -40,9 +40,7 @@ NORM_CHUNK = 256
 
 
 def _real(name: str, value, low: float, high: float = math.inf, *, low_open=False, high_open=False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
+    value = real(name, value)
     too_low = value <= low if low_open else value < low
     too_high = value >= high if high_open else value > high
     if not math.isfinite(value) or too_low or too_high:

@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import autograd as ag
 from .. import ops, sampling
-from ..checks import count, flag, integer, nonnegative_int, nonnegative_real, real
+from ..checks import count, flag, int_in, integer, nonnegative_int, nonnegative_real, real
 from ..core.device import manager
 from ..core.tensor import Tensor, check_queue
 from ..ops.decode import LayerLaunch
@@ -362,6 +362,5 @@ def _stop_ids(stop, vocab_size: int) -> frozenset:
     except TypeError:
         raise TypeError(f"stop must be a token id or a collection of ids, got {type(stop).__name__}") from None
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v < vocab_size:
-            raise ValueError(f"stop ids must be ints in [0, {vocab_size}), got {v!r}")
+        int_in("stop ids", v, 0, vocab_size, "token ids of the vocabulary")
     return frozenset(int(v) for v in values)
