@@ -6,7 +6,7 @@ Each variant changes only ``capstone.TRAINING`` (seed 0, the same data, tokenize
 shape) and is scored as the page scores its run on the validation split: the whole
 validation text, windows every ``EVAL_STRIDE`` tokens. The test split is not read. Runs are
 deterministic, so the bits per byte do not depend on the machine's load; the seconds do.
-Prints one Markdown row per variant for ``benchmarks/README.md``.
+Prints one Markdown row per variant for ``benchmarks/results/capstone.md``.
 """
 
 from __future__ import annotations

@@ -4,9 +4,8 @@
 // One work-item per row of logits z, walking it VW lanes at a time (the host passes the
 // device's vector width) with an inline 2^x (PoCL would call exp() out of line, once per
 // element). e^(z - c) is computed as 2^((z - c) log2 e) with z - c <= 0. Both kernels are
-// bound by that arithmetic, not by memory: on AVX-512, 16 lanes and exp2_neg's degree-6
-// polynomial took the forward from 1.40 to 0.71 ms and the backward from 1.70 to 0.81 ms at
-// 2,048 rows of 2,048 logits (kernel events; 8 lanes and a degree-7 e^x before).
+// bound by that arithmetic, not by memory, so the vector width and the polynomial's degree set
+// their time (benchmarks/results/tried.md, "Cross-entropy: 16 lanes and exp2_neg").
 //   cross_entropy_rows      lse = max + log sum exp(z - max), loss_r = lse - z[target], written
 //                           as the pair (loss_r, 1) so that one column sum gives the total and
 //                           the count of rows that count. lse is kept for the backward. A target

@@ -16,37 +16,35 @@
 //                    walks k with a stride of N floats, the same cache-set trap). The copy is
 //                    in the same launch as the product: a separate packing kernel cost a
 //                    launch, a worker wake-up and a round trip of the packed panel through
-//                    memory; on PoCL's CPU driver, removing it cut the call by 30 % at
-//                    n = 256 and 512 and by 6-7 % at 1024 and 2048. After one barrier (on
+//                    memory, which weighs most at small n (benchmarks/results/tried.md, "B's
+//                    panels copied inside the GEMM kernel"). After one barrier (on
 //                    PoCL's CPU driver a barrier sends every value live across it through
 //                    memory, so there is no other), the group's 16 items share its row tiles:
 //                    each computes MR x NR tiles over all of K, held in MR * NV vector
 //                    accumulators of VW lanes (per k, NV vector loads of B, MR broadcasts of A
 //                    and MR * NV multiply-adds), one tile's rows against each of the GP panels
-//                    in turn, so A comes from memory once per GP tiles (GP = 2-4 was 8-25 %
-//                    faster than 1 in 9 of 10 interleaved comparisons at n = 256..1024 and the
-//                    decoder block's shapes; the host keeps a group's panels within 512 KiB).
-//                    The local size is the same for every shape: PoCL compiles a kernel anew
-//                    for each local size it meets (~0.8 s here). When the panel would outgrow
-//                    the local memory the host allows (SLICED), it is copied one k-slice at a
-//                    time between two barriers and each item owns one tile; every tile still
+//                    in turn, so A comes from memory once per GP tiles (GP = 2-4; the host keeps
+//                    a group's panels within 512 KiB; benchmarks/results/tried.md, "Several B
+//                    panels per work-group"). The local size is the same for every shape: PoCL
+//                    compiles a kernel anew for each local size it meets. When the panel would
+//                    outgrow the local memory the host allows (SLICED), it is copied one k-slice
+//                    at a time between two barriers and each item owns one tile; every tile still
 //                    sums k in order, so the result is bitwise the same. The host picks the tile
 //                    from the device's vector width: VW = 16 (AVX-512: 6 x 64 in 24 of the 32
-//                    registers; measured on one core at n = 256..1024: 6 x 64 155-160
-//                    GFLOP/s, 12 x 32 130-160, 8 x 48 135-150, OpenBLAS 140) or VW = 8 (AVX2:
-//                    6 x 16 in 12 of 16). Six rows of A, each contiguous in k, are six streams;
-//                    twelve rows 4 KiB apart overflow an L1 set at n = 1024. Plain a * b + c
-//                    becomes an FMA (PoCL would call fma() out of line). The k loop is unrolled
-//                    by four: on AVX-512 at n = 512..2048 that measured 7-10 % faster than one k
-//                    per trip (two was in between, eight slower than four). Batch b reads A of
-//                    b / a_div and B of b / b_div: a broadcast operand (div = batch count) or
-//                    grouped K/V heads (div = H / G) are stored once. The epilogue scales by
-//                    alpha, adds D when built with ADD_D (a gradient gathered so far, which
-//                    this product's share joins without a separate add), and reports inf/NaN.
-//                    Built with KSPLIT (a small C over a long K, on a CPU), the third grid axis
-//                    splits K instead of counting batches: each work-group sums one slice of K
-//                    into its own partial C, so B's panels are copied once instead of once per
-//                    row split; reduce.cl's sum_columns joins the slices in order, with alpha and D.
+//                    registers, the fastest of the tiles tried; benchmarks/results/tried.md,
+//                    "GEMM tiles") or VW = 8 (AVX2: 6 x 16 in 12 of 16). Six rows of A, each
+//                    contiguous in k, are six streams; twelve rows 4 KiB apart overflow an L1 set
+//                    at n = 1024. Plain a * b + c becomes an FMA (PoCL would call fma() out of
+//                    line). The k loop is unrolled by four, the fastest of 1, 2, 4 and 8 on
+//                    AVX-512 (benchmarks/results/tried.md, "k loop unrolled by 4"). Batch b reads
+//                    A of b / a_div and B of b / b_div: a broadcast operand (div = batch count)
+//                    or grouped K/V heads (div = H / G) are stored once. The epilogue scales by
+//                    alpha, adds D when built with ADD_D (a gradient gathered so far, which this
+//                    product's share joins without a separate add), and reports inf/NaN. Built
+//                    with KSPLIT (a small C over a long K, on a CPU), the third grid axis splits
+//                    K instead of counting batches: each work-group sums one slice of K into its
+//                    own partial C, so B's panels are copied once instead of once per row split;
+//                    reduce.cl's sum_columns joins the slices in order, with alpha and D.
 #include "common.h"
 
 #define BM 4
@@ -233,7 +231,7 @@ ALWAYS_INLINE int store_tile(vecf acc[MR][NV], __global float *cb, __global cons
     // C is (N, M): tile row r is column m0 + r of C, so each value lands M floats after the last,
     // and each column of the tile is MR consecutive floats of one row of C. Every loop is
     // unrolled, so each lane is read at a constant index: with a runtime index (a loop bounded
-    // by N) the accumulators went through memory, which made two-panel work-groups 1.7x slower.
+    // by N) the accumulators would go through memory.
     #pragma unroll
     for (int v = 0; v < NV; ++v) {
         #pragma unroll
@@ -319,8 +317,8 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
     int bad = 0;
 #if SLICED
     // K is longer than a slice: each item owns one tile of one panel (tiles <= items, GP = 1),
-    // whose accumulators live across the slices. A separate build: with barriers in a loop,
-    // PoCL measured 4-30 % slower even for one slice.
+    // whose accumulators live across the slices. A separate build: PoCL compiles barriers in a
+    // loop into slower code even for one slice.
     const int t = t0 + lid;
     const bool live = t < t1;
     A_TILE(t * MR)

@@ -12,16 +12,15 @@
 #include "common.h"
 
 // 16 floats at any float address. A pointer, not vload16/vstore16: those are calls into PoCL's
-// builtin library, and where PoCL compiles for AVX2 while linking its AVX-512 library (AMD Zen 4
-// under LLVM 14), a 512-bit vector crosses that call under two different ABIs.
+// builtin library, and where PoCL compiles for AVX2 while linking its AVX-512 library (as LLVM 14
+// does on CPUs it names znver3), a 512-bit vector crosses that call under two different ABIs.
 typedef float16 float16u __attribute__((aligned(4)));
 
 // One work-item per row of d features: row t of head h of batch entry b, read at
 // x + b x_b + h x_h + t x_t and written at the same place under y's strides, so the rotation
 // can also move a row between layouts (e.g. (B, T, H d) to (B, H, T, d)) in the same pass.
-// (A work-item per pair made work-groups of 64 floats; PoCL's cost per work-group was most
-// of the time. Kernel events for a (16, 4, 128, 32) query, "half": 0.172 ms a pair per item,
-// 0.116 a row per item, 0.091 with eight pairs per step.)
+// A row per item, eight pairs per step, keeps work-groups large enough that PoCL's cost per
+// work-group stays small beside the work (benchmarks/results/tried.md, "RoPE: a row per item").
 __kernel void rope_rotate(__global const float *x, __global float *y,
                           __global const float *cos_t, __global const float *sin_t,
                           const int t_len, const int dim, const int offset, const int pairing, const float sign,

@@ -10,7 +10,8 @@ no metadata, allocator overhead, padding, quantization scales, activations or sh
 """
 
 import math
-import numbers
+
+from .checks import count
 
 _UNITS = [("kB", "KiB"), ("MB", "MiB"), ("GB", "GiB"), ("TB", "TiB"), ("PB", "PiB")]
 
@@ -112,8 +113,4 @@ def format_bytes(n_bytes):
 
 
 def _count(name, value, minimum=0):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}: pass a whole number")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+    return count(name, value, minimum)

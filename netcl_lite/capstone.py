@@ -64,7 +64,7 @@ MODEL = dict(                  # LMConfig fields (transformers' LlamaConfig name
     num_key_value_heads=2,     # grouped-query attention: 2 K/V heads serve 4 query heads
     max_position_embeddings=64,  # the context it trains on (RoPE could run longer, on distances never trained)
     tie_word_embeddings=True,
-    initializer_range=0.05,    # std of the initial weights (0.02 learns far slower: benchmarks/README.md)
+    initializer_range=0.05,    # initial weights' std (0.02 learns slower: benchmarks/results/capstone.md)
 )
 
 TRAINING = TrainConfig(
@@ -469,7 +469,7 @@ def sliding_windows(ids, block_size: int, stride: int) -> tuple[np.ndarray, np.n
     ids = np.asarray(ids)
     for name, value in (("block_size", block_size), ("stride", stride)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
     if stride > block_size:
         raise ValueError(f"stride={stride} exceeds block_size={block_size}: tokens between windows would go unscored")
     if ids.ndim != 1 or ids.size < block_size + 1:
@@ -498,7 +498,7 @@ def bits_per_byte(model: DecoderLM, ids, tokenizer: BPETokenizer, block_size: in
     if not isinstance(tokenizer, BPETokenizer):
         raise TypeError(f"tokenizer must be a BPETokenizer, got {type(tokenizer).__name__}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
-        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     if stride is None:
         nats, _ = evaluate(model, ids, block_size, batch_size)
         _, targets = eval_windows(ids, block_size)
@@ -522,7 +522,7 @@ def ngram_bits_per_byte(train_ids, held_ids, vocab_size: int, n_bytes: int) -> d
         if arr.ndim != 1 or arr.size < 2 or arr.dtype.kind not in "iu" or arr.min() < 0 or arr.max() >= vocab_size:
             raise ValueError(f"{name} must be a 1-D array of at least 2 token ids in [0, {vocab_size})")
     if isinstance(n_bytes, bool) or not isinstance(n_bytes, numbers.Integral) or n_bytes < 1:
-        raise ValueError(f"n_bytes must be an int >= 1 (the held-out text's length in bytes), got {n_bytes!r}")
+        raise ValueError(f"n_bytes must be a positive int (the held-out text's length in bytes), got {n_bytes!r}")
     uni = (np.bincount(train_ids, minlength=vocab_size) + 1.0) / (train_ids.size + vocab_size)
     pairs = train_ids[:-1] * vocab_size + train_ids[1:]
     codes, counts = np.unique(pairs, return_counts=True)
@@ -646,7 +646,7 @@ def coder_speeds(text: str, names=COMPRESSORS, repeats: int = 3, ppmd_order: int
     if not isinstance(text, str) or not text:
         raise ValueError("text must be a non-empty str")
     if isinstance(repeats, bool) or not isinstance(repeats, numbers.Integral) or repeats < 1:
-        raise ValueError(f"repeats must be an int >= 1, got {repeats!r}")
+        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
     raw = text.encode("utf-8")
     times = {name: ([], []) for name in names}
     for _ in range(repeats):

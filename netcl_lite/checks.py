@@ -1,11 +1,20 @@
 """The argument checks every public function shares: each names the parameter and what to pass.
 
+Every message reads "NAME must be WHAT[ (HINT)], got VALUE". A value of the wrong kind raises
+ValueError, except through :func:`integer`, :func:`count` and :func:`real`, which raise TypeError
+for a value of the wrong type (a float or a bool for an int, a str for a number) and ValueError
+for one out of range.
+
     >>> positive_int("n_heads", 4)
     4
     >>> positive_int("n_heads", 0)
     Traceback (most recent call last):
     ...
     ValueError: n_heads must be a positive int, got 0
+    >>> count("top_k", 2.5)
+    Traceback (most recent call last):
+    ...
+    TypeError: top_k must be an int, got float 2.5
 """
 
 from __future__ import annotations
@@ -15,27 +24,76 @@ import numbers
 from collections.abc import Iterable
 
 
-def positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
+def _hint(what: str) -> str:
+    return f" ({what})" if what else ""
+
+
+def _is_int(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, numbers.Integral)
+
+
+def _is_real(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, numbers.Real)
+
+
+def positive_int(name: str, value, what: str = "") -> int:
+    """``value`` as an int >= 1 (ValueError otherwise, bools refused)."""
+    if not _is_int(value) or value < 1:
+        raise ValueError(f"{name} must be a positive int{_hint(what)}, got {value!r}")
     return int(value)
 
 
-def nonnegative_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+def nonnegative_int(name: str, value, what: str = "") -> int:
+    """``value`` as an int >= 0 (ValueError otherwise, bools refused)."""
+    if not _is_int(value) or value < 0:
+        raise ValueError(f"{name} must be a non-negative int{_hint(what)}, got {value!r}")
     return int(value)
 
 
-def finite_real(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+def int_in(name: str, value, low: int, high: int, what: str = "") -> int:
+    """``value`` as an int in ``[low, high)`` (ValueError otherwise, bools refused)."""
+    if not _is_int(value) or not low <= value < high:
+        raise ValueError(f"{name} must be an int in [{low}, {high}){_hint(what)}, got {value!r}")
+    return int(value)
+
+
+def integer(name: str, value, what: str = "") -> int:
+    """``value`` as an int; TypeError for anything else (floats and bools included)."""
+    if not _is_int(value):
+        raise TypeError(f"{name} must be an int{_hint(what)}, got {type(value).__name__} {value!r}")
+    return int(value)
+
+
+def count(name: str, value, minimum: int = 1, what: str = "") -> int:
+    """``value`` as an int >= ``minimum``: TypeError when it is no int, ValueError when too small."""
+    integer(name, value, what)
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}{_hint(what)}, got {value!r}")
+    return int(value)
+
+
+def real(name: str, value, what: str = "") -> float:
+    """``value`` as a float; TypeError for anything that is not a real number (bools included)."""
+    if not _is_real(value):
+        raise TypeError(f"{name} must be a real number{_hint(what)}, got {type(value).__name__}")
     return float(value)
 
 
-def positive_real(name: str, value, why: str = "") -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number{why}, got {value!r}")
+def finite_real(name: str, value, what: str = "") -> float:
+    if not _is_real(value) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number{_hint(what)}, got {value!r}")
+    return float(value)
+
+
+def nonnegative_real(name: str, value, what: str = "") -> float:
+    if not _is_real(value) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a non-negative finite number{_hint(what)}, got {value!r}")
+    return float(value)
+
+
+def positive_real(name: str, value, what: str = "") -> float:
+    if not _is_real(value) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive finite number{_hint(what)}, got {value!r}")
     return float(value)
 
 
@@ -45,9 +103,20 @@ def flag(name: str, value) -> bool:
     return value
 
 
-def one_of(name: str, value, choices: tuple):
+def one_of(name: str, value, choices, what: str = ""):
+    """``value`` if it is one of ``choices`` (strings; a dict's keys, a set or a tuple)."""
+    listed = sorted(choices) if isinstance(choices, (set, frozenset, dict)) else choices
     if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+        raise ValueError(f"{name} must be one of {listed}{_hint(what)}, got {value!r}")
+    return value
+
+
+def dtype_is(name: str, value, dtype: str, what: str = "Tensor"):
+    """``value`` when its ``dtype`` is ``dtype`` (a NumPy dtype name such as ``"float32"``);
+    TypeError naming the dtype found otherwise."""
+    if value.dtype != dtype:
+        article = "an" if dtype[0] in "aeiou" else "a"
+        raise TypeError(f"{name} must be {article} {dtype} {what}, got {value.dtype}")
     return value
 
 

@@ -50,6 +50,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .checks import flag
 from .ngram import Mixer, NGram
 from .nn import DecoderLM, KVCache
 from .text import BPETokenizer
@@ -60,8 +61,8 @@ STORED, MODEL, MIXED = 0, 1, 2
 MODES = {STORED: "stored", MODEL: "model", MIXED: "mixed"}
 
 #: streams coded side by side, at most: every decoding step serves one token of each, and
-#: each stream's first tokens are predicted from little context (benchmarks/README.md compares
-#: 16, 32 and 64 on Chapter 9's validation split)
+#: each stream's first tokens are predicted from little context (benchmarks/results/capstone.md
+#: compares 16, 32 and 64 on Chapter 9's validation split)
 STREAMS = 32
 #: tokens per stream, at least (a shorter input gets fewer streams): a stream's first
 #: tokens are predicted from little context, so streams are kept long
@@ -286,8 +287,7 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
         raise TypeError(f"data must be bytes (or bytearray, memoryview), got {type(data).__name__}; "
                         "encode text first (text.encode('utf-8'))")
     _check_model(model, tokenizer)
-    if not isinstance(mix, bool):
-        raise TypeError(f"mix must be a bool, got {type(mix).__name__}")
+    flag("mix", mix)
     data = bytes(data)
     stored = _header(STORED, data) + data
     ids = tokenize(data, tokenizer) if data else None

@@ -176,7 +176,7 @@ def drop_repeated_lines(text: str, reference: str, min_chars: int = 20) -> tuple
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     if isinstance(min_chars, bool) or not isinstance(min_chars, numbers.Integral) or min_chars < 1:
-        raise ValueError(f"min_chars must be an int >= 1, got {min_chars!r}")
+        raise ValueError(f"min_chars must be a positive int, got {min_chars!r}")
     seen = {line.strip() for line in reference.splitlines()}
     kept, dropped = [], []
     for line in text.splitlines(keepends=True):

@@ -19,6 +19,8 @@ import json
 from importlib import metadata
 from pathlib import Path
 
+from .checks import one_of
+
 # extra -> the modules its blocks import (the extra's packages are in pyproject.toml)
 EXTRAS: dict[str, tuple[str, ...]] = {
     "compare": ("pyppmd", "zstandard", "brotli", "zpaq"),   # the classical coders Chapter 9 compares with
@@ -53,8 +55,7 @@ def install_command(extra: str) -> str:
     >>> install_command("interop").startswith("pip install torch==2.13.0")
     True
     """
-    if extra not in EXTRAS:
-        raise ValueError(f"extra must be one of {sorted(EXTRAS)}, got {extra!r}")
+    one_of("extra", extra, EXTRAS)
     source = _source()
     if "://" in source or source.endswith(".whl"):
         command = f'pip install "netcl_lite[{extra}] @ {source}"'
@@ -65,8 +66,7 @@ def install_command(extra: str) -> str:
 
 def missing(extra: str) -> list[str]:
     """The modules of ``extra`` that cannot be imported here (none when it is installed)."""
-    if not isinstance(extra, str) or extra not in EXTRAS:
-        raise ValueError(f"extra must be one of {sorted(EXTRAS)}, got {extra!r}")
+    one_of("extra", extra, EXTRAS)
     return [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
 
 

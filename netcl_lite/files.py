@@ -18,12 +18,13 @@
 
 from __future__ import annotations
 
-import numbers
 import os
 import secrets
 import stat
 import threading
 from pathlib import Path
+
+from .checks import nonnegative_int
 
 __all__ = ["atomic_write", "env_flag", "flush_to_disk", "kind_of", "read_regular", "regular_size", "replace",
            "temporary_name"]
@@ -148,8 +149,7 @@ def regular_size(path: str | os.PathLike, max_bytes: int, what: str) -> int:
     """The size of ``path`` after checking, without opening it, that it is a regular file of at
     most ``max_bytes``: ``FileNotFoundError`` when missing, ``ValueError`` naming ``what`` the file
     should be otherwise."""
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, numbers.Integral) or max_bytes < 0:
-        raise ValueError(f"max_bytes must be an int >= 0, got {max_bytes!r}")
+    nonnegative_int("max_bytes", max_bytes)
     try:
         st = os.stat(path)
     except FileNotFoundError:

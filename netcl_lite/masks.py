@@ -18,6 +18,8 @@ import numbers
 
 import numpy as np
 
+from .checks import count
+
 
 def encoder(valid):
     """Bidirectional self-attention: each real query sees every real key.
@@ -148,11 +150,7 @@ def _positions(name, valid):
 
 
 def _length(name, value):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    return int(value)
+    return count(name, value, 0)
 
 
 def _mask(name, mask):

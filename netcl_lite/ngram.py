@@ -7,7 +7,7 @@ absolute discounting; :class:`Mixer` mixes the model's distribution with the n-g
 online per context bucket. Both run on the host in float64 over all streams at once, and
 depend only on the tokens seen, so :mod:`netcl_lite.compression`'s two sides compute the same
 probabilities. The constants were chosen on Chapter 9's validation split
-(``benchmarks/README.md``).
+(``benchmarks/results/capstone.md``).
 
     >>> ngram = NGram(np.array([1, 2, 3, 1, 2, 3]), vocab=5, streams=1, orders=2)
     >>> ngram.update(np.array([1]), np.array([True])); ngram.update(np.array([2]), np.array([True]))

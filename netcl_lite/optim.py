@@ -30,6 +30,7 @@ import numbers
 import numpy as np
 
 from . import autograd as ag
+from .checks import nonnegative_int, real
 from .core.stream import stream_of
 from .core.tensor import Tensor
 from .ops import adamw as adamw_ops
@@ -39,9 +40,7 @@ NORM_CHUNK = 256
 
 
 def _real(name: str, value, low: float, high: float = math.inf, *, low_open=False, high_open=False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
+    value = real(name, value)
     too_low = value <= low if low_open else value < low
     too_high = value >= high if high_open else value > high
     if not math.isfinite(value) or too_low or too_high:
@@ -142,8 +141,7 @@ class AdamW:
         if not isinstance(state, dict) or set(state) != {"step", "exp_avg", "exp_avg_sq"}:
             raise ValueError("optimizer state must be a dict with keys 'step', 'exp_avg', 'exp_avg_sq'")
         step = state["step"]
-        if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0:
-            raise ValueError(f"optimizer state: step must be an int >= 0, got {step!r}")
+        nonnegative_int("optimizer state: step", step)
         for key in ("exp_avg", "exp_avg_sq"):
             got = state[key]
             missing, extra = sorted(set(self.params) - set(got)), sorted(set(got) - set(self.params))
@@ -202,8 +200,7 @@ def _decay_progress(step: int, max_lr, warmup_steps: int, total_steps: int, min_
     """Check a schedule's arguments; return (max_lr, min_lr, progress): None during warmup, else
     how far ``step`` is into the final ``decay_steps`` steps, from 0 (before them) to 1 (at their end)."""
     for name, value in (("step", step), ("warmup_steps", warmup_steps), ("total_steps", total_steps)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+        nonnegative_int(name, value)
     max_lr = _real("max_lr", max_lr, 0.0)
     min_lr = _real("min_lr", min_lr, 0.0, max_lr)
     if warmup_steps > total_steps:

@@ -22,10 +22,11 @@ Temperature 0 is a decoding policy, not a division: `distribution` refuses it an
 """
 
 import math
-import numbers
 from typing import NamedTuple
 
 import numpy as np
+
+from .checks import count, integer, nonnegative_real, positive_int, positive_real, real
 
 # subtle: a prefix whose mass equals p up to float rounding counts as reaching p; softmax of
 # log([.6, .3, .05, .05]) gives 0.5999999999999999 for the first token, which should satisfy top_p=0.6.
@@ -105,8 +106,7 @@ def repeated_ngram_bans(tokens, n):
     >>> sorted(repeated_ngram_bans([5, 6, 7, 5, 6], 3))
     [7]
     """
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-        raise ValueError(f"n must be an int >= 1 (the n-gram length; 0 in generate turns the rule off), got {n!r}")
+    positive_int("n", n, "the n-gram length; 0 in generate turns the rule off")
     seq = [int(t) for t in tokens]
     if len(seq) < n - 1 or (n == 1 and not seq):
         return set()
@@ -142,15 +142,14 @@ def beam_search(step_fn, *, beam_width, max_steps, bos, eos=None, length_penalty
     """
     if not callable(step_fn):
         raise TypeError(f"step_fn must be callable (prefix -> log-probabilities), got {type(step_fn).__name__}")
-    _check_count("beam_width", beam_width)
-    _check_count("max_steps", max_steps)
-    _check_int("bos", bos)
+    count("beam_width", beam_width)
+    count("max_steps", max_steps)
+    integer("bos", bos)
     if eos is not None:
-        _check_int("eos", eos)
+        integer("eos", eos)
     if length_penalty is not None:
-        _check_real("length_penalty", length_penalty)
-        if not (math.isfinite(length_penalty) and length_penalty >= 0):
-            raise ValueError(f"length_penalty must be finite and >= 0 (or None), got {length_penalty}")
+        real("length_penalty", length_penalty)
+        nonnegative_real("length_penalty", length_penalty, "or None")
 
     beams, finished = [(0.0, ())], []
     for _ in range(max_steps):
@@ -216,37 +215,20 @@ def _step_log_probs(values):
     return array
 
 
-def _check_real(name, value):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-
-
-def _check_int(name, value):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-
-
-def _check_count(name, value):
-    _check_int(name, value)
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-
-
 def _check_temperature(temperature):
-    _check_real("temperature", temperature)
+    real("temperature", temperature)
     if temperature == 0:
         raise ValueError("temperature 0 is not a division: call greedy(logits) for the deterministic argmax")
-    if not (math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be finite and > 0, got {temperature}")
+    positive_real("temperature", temperature)
 
 
 def _check_top_k(top_k, vocab_size):
-    _check_int("top_k", top_k)
+    integer("top_k", top_k)
     if not 1 <= top_k <= vocab_size:
         raise ValueError(f"top_k must be in [1, {vocab_size}] (the vocabulary size), got {top_k}; None means no limit")
 
 
 def _check_top_p(top_p):
-    _check_real("top_p", top_p)
+    real("top_p", top_p)
     if not 0 < top_p <= 1:
         raise ValueError(f"top_p must be in (0, 1], got {top_p}; use None (or 1) for no nucleus filter")

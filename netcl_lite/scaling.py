@@ -12,7 +12,8 @@ These are heuristics with stated assumptions, not laws:
 """
 
 import math
-import numbers
+
+from .checks import nonnegative_real, positive_real, real
 
 
 def training_compute(parameters, tokens):
@@ -67,21 +68,12 @@ def break_even(train_cost_a, train_cost_b, serve_cost_per_unit_a, serve_cost_per
 
 
 def _nonnegative(name, value):
-    _check_finite(name, value)
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
+    real(name, value)
+    nonnegative_real(name, value)
     return value
 
 
 def _positive(name, value):
-    _check_finite(name, value)
-    if value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
+    real(name, value)
+    positive_real(name, value)
     return value
-
-
-def _check_finite(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")

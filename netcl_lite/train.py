@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import numbers
 import shutil
 import signal
 import threading
@@ -30,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from . import autograd as ag
+from .checks import count, nonnegative_int, nonnegative_real, one_of, positive_int
 from .files import flush_to_disk, read_regular, temporary_name
 from .optim import SCHEDULES, AdamW, clip_grad_norm
 
@@ -59,18 +59,18 @@ class TrainConfig:
     seed: int = 0                 # the loader's windows
 
     def __post_init__(self):
-        if not isinstance(self.decay, str) or self.decay not in SCHEDULES:
-            raise ValueError(f"decay must be one of {sorted(SCHEDULES)}, got {self.decay!r}")
+        one_of("decay", self.decay, SCHEDULES)
         for f in fields(self):
             value = getattr(self, f.name)
             if f.type == "str":
                 continue
             if f.type == "int":
-                low = 0 if f.name in ("eval_interval", "checkpoint_interval", "warmup_steps", "seed", "decay_steps") else 1
-                if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-                    raise ValueError(f"{f.name} must be an int >= {low}, got {value!r}")
-            elif isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
-                raise ValueError(f"{f.name} must be a finite number >= 0, got {value!r}")
+                if f.name in ("eval_interval", "checkpoint_interval", "warmup_steps", "seed", "decay_steps"):
+                    nonnegative_int(f.name, value)
+                else:
+                    positive_int(f.name, value)
+            else:
+                nonnegative_real(f.name, value)
         if self.min_lr > self.learning_rate:
             raise ValueError(f"min_lr={self.min_lr} must not exceed learning_rate={self.learning_rate}")
         if self.warmup_steps > self.max_steps:
@@ -131,11 +131,7 @@ class WindowLoader:
 
 def _positive_int(name: str, value) -> int:
     """``value`` as an int >= 1; floats, strings and bools are refused rather than rounded."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int >= 1, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-    return int(value)
+    return count(name, value, 1)
 
 
 def eval_windows(ids, block_size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -153,8 +149,7 @@ def evaluate(model, ids, block_size: int, batch_size: int, max_windows: int | No
     if ag.recording():
         raise ValueError("evaluate runs without a tape; call it outside `with Tape()`")
     for name, value in (("batch_size", batch_size), ("block_size", block_size)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        positive_int(name, value)
     if max_windows is not None:
         _positive_int("max_windows", max_windows)       # None for every window; -1 would drop the last
     x, y = eval_windows(ids, block_size)

@@ -51,7 +51,25 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+#: fixtures that build the site (and everything it runs: Chapter 9's training, the coders, the
+#: notebooks) or a reader's virtual environment: a test that needs one is slow
+SLOW_FIXTURES = frozenset({"built_site", "jupyter_python"})
+
+
+def is_slow(item) -> bool:
+    """Whether a collected test builds the site or a virtual environment, runs the kernels under
+    Oclgrind's simulator, or runs a page block that uses Chapter 9's capstone (which trains the
+    model when its run is not stored yet)."""
+    if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("oclgrind"):
+        return True
+    block = getattr(getattr(item, "callspec", None), "params", {}).get("block")
+    return "capstone" in getattr(block, "code", "")
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if is_slow(item):
+            item.add_marker(pytest.mark.slow)
     pages = config.getoption("--page")
     if not pages:
         return

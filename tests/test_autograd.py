@@ -1,10 +1,10 @@
-"""Every backward rule against central differences of a float64 reference (``checking.gradcheck``)."""
+"""Every backward rule against central differences of a float64 reference (``kernel_cases.gradcheck``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from checking import gradcheck, rand
+from kernel_cases import gradcheck, rand
 
 from netcl_lite import autograd as ag
 from netcl_lite import ops

@@ -128,6 +128,7 @@ def test_choose_cpu_refuses_the_targets_whose_builds_crash(cpu):
         ct.choose_cpu("generic", "", frozenset({"sse2", "ssse3", "sse4_1", "cx16"}))
 
 
+@pytest.mark.slow
 def test_the_oldest_allowed_target_builds_and_passes_every_kernel_family(device, tmp_path):
     """The probe behind the allowed list: every ops family, forward against float64 and backward,
     compiled for the oldest CPU allowed here (the riskiest target)."""

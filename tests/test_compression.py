@@ -50,6 +50,7 @@ HARD = {
 
 @pytest.mark.parametrize("mix", [False, True])
 @pytest.mark.parametrize("name", list(HARD))
+@pytest.mark.slow
 def test_hard_inputs_round_trip_and_never_grow_beyond_the_stored_header(tiny, name, mix):
     model, tok, primer = tiny
     data = HARD[name]
@@ -81,6 +82,7 @@ def test_any_bytes_round_trip(tiny, data, mix):
     assert cz.decompress(blob, model, tok, primer=primer) == data
 
 
+@pytest.mark.slow
 def test_many_streams_and_window_refills_round_trip(tiny, monkeypatch):
     """Streams of unequal length (the last steps code fewer), each refilling its window many times."""
     model, tok, primer = tiny
@@ -118,6 +120,7 @@ def _flip(blob: bytes, at: int) -> bytes:
     return blob[:at] + bytes([blob[at] ^ 0x10]) + blob[at + 1:]
 
 
+@pytest.mark.slow
 def test_truncated_corrupted_and_foreign_blobs_raise_value_error_saying_which(tiny, queue, monkeypatch):
     model, tok, primer = tiny
     data = (TEXT * 2).encode()
@@ -252,6 +255,7 @@ def _cli(*args, cwd) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_the_command_line_round_trips_a_file_and_refuses_to_overwrite(tiny, tmp_path):
     model, tok, _ = tiny
     folder = tmp_path / "model"
@@ -296,6 +300,7 @@ def test_the_model_only_coding_costs_within_1_percent_of_the_models_cross_entrop
     assert 8 * len(blob) / len(data) < 1.02 * ce      # with the header
 
 
+@pytest.mark.slow
 def test_random_bytes_stop_coding_early_and_are_stored(tiny, monkeypatch):
     """Once coding has cost more than storing (by GIVE_UP_BITS), compress stores the input
     instead of running the model over all of it."""

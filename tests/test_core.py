@@ -103,6 +103,7 @@ def probe_pinning(before: str = "", **env) -> dict:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads thread affinities from /proc")
+@pytest.mark.slow
 def test_pocl_workers_are_pinned_and_batched_only_where_every_cpu_is_allowed():
     cpus = os.cpu_count() or 1
     everywhere = os.sched_getaffinity(0) == set(range(cpus))
@@ -202,7 +203,7 @@ def test_large_tensors_live_in_huge_page_blocks_on_a_host_memory_device(queue):
 
 def test_kernels_read_and_write_subnormal_floats_as_zero(queue):
     """Every kernel is built with -cl-denorms-are-zero: on a CPU a multiply-add meeting a
-    subnormal takes a microcode assist (a product with 1 % of A subnormal ran 3x slower), so
+    subnormal takes a microcode assist (benchmarks/results/tried.md, "Subnormal floats"), so
     they are flushed. OpenCL lets a device flush or not; PoCL's CPU driver does when asked."""
     tiny = np.finfo(np.float32).tiny                      # 2^-126, the smallest normal float32
     x = np.array([tiny / 4, -tiny / 8, tiny, 1.0], np.float32)

@@ -7,7 +7,6 @@ import json
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 import doc_blocks
 from site_build import generated
@@ -24,7 +23,10 @@ def test_there_are_drills():
 
 
 @pytest.mark.parametrize("week", WEEKS, ids=[w.name for w in WEEKS])
-def test_drill_notebook_is_the_snippets_and_runs_top_to_bottom(week, tmp_path):
+def test_drill_notebook_is_the_snippets_in_order(week):
+    """The notebook a reader downloads is the install cell, then the week's drill steps in order, each
+    also shown on the week's page. The build executes it top to bottom, once per run
+    (test_the_build_ran_the_drill_and_offers_it_with_its_outputs checks every cell ran without error)."""
     nb = nbformat.reads(json.dumps(generated.drill_notebook(week)), as_version=4)   # sources joined, as a reader's Jupyter does
     nbformat.validate(nb)
     code = [c.source for c in nb.cells if c.cell_type == "code"]
@@ -33,9 +35,6 @@ def test_drill_notebook_is_the_snippets_and_runs_top_to_bottom(week, tmp_path):
     assert code[1:] == steps, "the notebook's code cells after the install differ from snippets/…/drill_*.py"
     for step in steps:  # every step is also on the week's page
         assert any(step.strip() in b.code for b in doc_blocks.runnable(doc_blocks.DOCS / f"{week.name.replace('week', 'week-')}.md")), "a drill step is not on its page"
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
-    assert not errors
 
 
 @pytest.mark.parametrize("week", WEEKS, ids=[w.name for w in WEEKS])

@@ -47,6 +47,7 @@ def test_backward_shorthand_and_its_errors():
 
 
 @pytest.mark.parametrize("read_back", [True, False])
+@pytest.mark.slow
 def test_device_memory_stays_flat_over_a_200_step_training_loop(read_back):
     """Forward, backward and an SGD update, 200 times. With a read-back per step (the usual
     loop) the live device memory after step 200 equals that after step 20, buffer for buffer;

@@ -192,6 +192,7 @@ def _run_workers(surface: str, directory: Path) -> list[dict]:
 
 
 @pytest.mark.parametrize("surface", ["from_pretrained", "from_tokenizer_json", "from_tiktoken_file", "model_file"])
+@pytest.mark.slow
 def test_fuzzed_files_give_a_clear_error_or_a_valid_load(surface, seeds, tmp_path):
     _write_cases(surface, seeds, tmp_path)
     results = _run_workers(surface, tmp_path)
@@ -211,6 +212,7 @@ ROOT = Path(__file__).resolve().parent.parent
 STORE_CASES = 300
 
 
+@pytest.mark.slow
 def test_fuzzed_cache_entries_give_the_stored_bytes_or_a_miss(tmp_path, monkeypatch):
     from netcl_lite import fingerprint
     from site_build import store as cache
@@ -411,6 +413,7 @@ print(len(errors), len({id(q) for q in queues}), uses, errors[:1])
 
 
 @pytest.mark.parametrize("seed", range(4))
+@pytest.mark.slow
 def test_fuzzed_first_use_from_threads(seed):
     """2 to 12 threads make the device at once through different doors (nl.device, a tensor, an op),
     each in a fresh process, the compiler target retargeted where the host allows it."""

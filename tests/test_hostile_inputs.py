@@ -199,7 +199,7 @@ def test_window_loader_refuses_a_batch_size_that_is_not_an_int(batch_size):
 
 
 def test_evaluate_refuses_a_negative_window_count(model):
-    with pytest.raises(ValueError, match="max_windows must be an int >= 1"):
+    with pytest.raises(ValueError, match="max_windows must be >= 1"):
         evaluate(model, np.arange(40) % 24, block_size=4, batch_size=2, max_windows=-1)
 
 
@@ -233,7 +233,7 @@ def test_a_tiktoken_file_with_one_huge_token_is_refused_in_linear_time(tmp_path)
         with pytest.raises(ValueError, match=r"line 257: token b'abab.*\(640000 bytes\)|line 257: token b'abab.*bytes\)"):
             BPETokenizer.from_tiktoken_file(path, None)
         times.append(time.monotonic() - start)
-    assert max(times) < 2, times               # quadratic took 4.9 s and 76 s
+    assert max(times) < 2, times               # a check quadratic in the token's length takes far longer
 
 
 def test_a_model_file_with_a_huge_pattern_is_refused_at_once(tmp_path):

@@ -16,7 +16,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from checking import tol_for
+from kernel_cases import tol_for
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from netcl_lite.nn import DecoderLM, LMConfig

@@ -1,16 +1,10 @@
-import doctest
 
 import numpy as np
 import pytest
 
-from netcl_lite import masks
 from netcl_lite.masks import causal, combine, cross, encoder, render, teacher_forcing
 
 SOURCE_VALID = np.array([True, True, True, True, False, False])
-
-
-def test_docstring_examples():
-    assert doctest.testmod(masks).failed == 0
 
 
 def test_sheet_visibility_counts():

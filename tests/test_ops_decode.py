@@ -4,7 +4,7 @@ the model's decode_step against its full forward; and the bad inputs.
 
 Tolerance: the layer chains norms, projections, attention and SwiGLU, stages whose longest
 inner sum has n = max(D, F, positions) terms; ``tol_for(n)`` of the largest expected value,
-as the block tests use (tests/checking.py). The cache entries written are one projection and
+as the block tests use (tests/kernel_cases.py). The cache entries written are one projection and
 a rotation deep, checked the same way.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from checking import tol_for
+from kernel_cases import tol_for
 
 from netcl_lite import ops, reference
 from netcl_lite.core.stream import BadInputError, NonFiniteError, sync

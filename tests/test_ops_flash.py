@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from checking import f32, qkv, random_attention_case
+from kernel_cases import f32, qkv, random_attention_case
 
 from netcl_lite import ops, reference
 from netcl_lite.core.tensor import Tensor
@@ -22,7 +22,7 @@ BLOCKS = [None, 1, 2, 7, 16, 64, 128, 200]
 
 
 def random_case(rng, i):
-    """A random attention case (``checking.random_attention_case``) and a block size."""
+    """A random attention case (``kernel_cases.random_attention_case``) and a block size."""
     return (*random_attention_case(rng, i), BLOCKS[i % len(BLOCKS)])
 
 

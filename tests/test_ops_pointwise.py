@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from checking import f32
+from kernel_cases import f32
 
 from netcl_lite import autograd as ag
 from netcl_lite import ops, reference

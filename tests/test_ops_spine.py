@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pyopencl as cl
 import pytest
-from checking import (
+from kernel_cases import (
     built_options,
     check_matmul_transposes,
     f32,
@@ -172,6 +172,7 @@ def test_causal_with_more_keys_than_queries_aligns_queries_to_the_end():
     assert np.all(weights[1] > 0)                                      # the last query sees every key
 
 
+@pytest.mark.slow
 def test_packed_matmul_on_ragged_sizes_transposes_and_broadcast_batches(monkeypatch):
     """Sizes above the packing threshold, none a multiple of the 6 x 16 block or the k-block, and
     K of every remainder mod 4 (the micro-kernel's k loop is unrolled by four)."""
@@ -252,6 +253,7 @@ def test_matmul_layout_keeps_every_worker_busy_when_the_last_column_group_is_sho
             if -(-pn // g) * -(-pm // -(-pm // s)) * batch <= 8 * units), (units, pm, pn, cap, batch, gp, tiles)
 
 
+@pytest.mark.slow
 def test_packed_matmul_with_short_last_column_groups_matches_the_reference(queue):
     """Shapes whose column panels do not divide into groups of four, so the launch takes 1-3
     panels per work-group and splits rows to balance them; all four transposes, batches."""
@@ -272,6 +274,7 @@ def test_packed_matmul_with_short_last_column_groups_matches_the_reference(queue
         assert {"-DGP=1", "-DGP=2", "-DGP=3"} <= built_options("matmul.cl", "matmul_packed")
 
 
+@pytest.mark.slow
 def test_matmul_add_is_bitwise_the_product_then_the_add():
     """``matmul_add`` adds D as the product is stored (the packed kernel's epilogue, or one pass
     after a small product): one rounding of the same two float32 values as a separate add, so
@@ -295,6 +298,7 @@ def test_matmul_add_is_bitwise_the_product_then_the_add():
         ops.matmul_add(np.ones((3, 4)), np.ones((4, 5)), np.ones((5, 3)))
 
 
+@pytest.mark.slow
 def test_wide_transposed_products_run_swapped_and_match_the_reference():
     """``Aᵀ B`` with A wider than B and a long K (a weight gradient ``xᵀ g``) runs as ``(Bᵀ A)ᵀ``,
     each tile stored transposed: ragged M and N (a 7-column B leaves one row of a 6-row tile),
@@ -315,6 +319,7 @@ def test_wide_transposed_products_run_swapped_and_match_the_reference():
     assert "-DC_TRANS=1" in built_options("matmul.cl", "matmul_packed")
 
 
+@pytest.mark.slow
 def test_products_with_k_split_into_slices_match_the_reference(monkeypatch, queue):
     """A small C over a long K (a weight gradient) is split into K slices on a CPU, each
     work-group summing one slice into its own partial C, joined in slice order with alpha and
@@ -410,6 +415,7 @@ def test_transposed_b_copied_a_cache_line_at_a_time_matches_the_reference(monkey
     assert not cpu or any(name == "matmul_packed" and "-DKSPLIT=1" in options for name, options in launched)
 
 
+@pytest.mark.slow
 def test_packed_matmul_in_k_slices_is_bitwise_the_one_slice_product(monkeypatch, queue):
     """When B's panel outgrows the work-group's local memory, the kernel copies it one k-slice at a
     time. Each tile still sums k in order, so the result must be bitwise the one-slice result:

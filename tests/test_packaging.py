@@ -6,9 +6,12 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
+
 import doc_blocks
 
 
+@pytest.mark.slow
 def test_wheel_ships_every_kernel_source(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(doc_blocks.ROOT)],

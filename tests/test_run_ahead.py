@@ -18,6 +18,7 @@ PROBE = Path(__file__).resolve().parent / "run_ahead_probe.py"
 SMALL = 4 << 20       # a bound the unbounded loop passes on every machine tried (39-1100 MiB of growth)
 
 
+@pytest.mark.slow
 def test_a_loop_without_read_back_stays_within_the_pending_bound():
     env = dict(os.environ, POCL_MAX_PTHREAD_COUNT="1")
     runs = {limit: subprocess.Popen([sys.executable, str(PROBE), *([] if limit is None else [str(limit)])],
@@ -31,9 +32,9 @@ def test_a_loop_without_read_back_stays_within_the_pending_bound():
     assert growth[None] <= stream.PENDING_BYTES / 2**20, growth
     assert growth[SMALL] <= SMALL / 2**20, growth
     # the same loop with the bound lifted grows past the small bound: the probe can see what a bound
-    # stops. How far it grows depends on how far the host gets ahead of the device (39 MiB on a
-    # 2-core Xeon, 181 MiB on an idle 2-core EPYC, 1.1 GiB on a loaded one), so the check is only
-    # that it passes the small one.
+    # stops. How far it grows depends on how far the host gets ahead of the device, which varies
+    # with the machine and its load by more than an order of magnitude, so the check is only that
+    # it passes the small one.
     assert growth[1 << 40] > SMALL / 2**20, growth
 
 
@@ -44,5 +45,5 @@ def test_the_pending_bound_is_configurable_and_checked():
     finally:
         stream.set_pending_limit(previous)
     for bad in (-1, 1.5, True, "64"):
-        with pytest.raises(ValueError, match="nbytes must be an int >= 0"):
+        with pytest.raises(ValueError, match="nbytes must be a non-negative int"):
             stream.set_pending_limit(bad)

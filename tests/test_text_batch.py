@@ -82,6 +82,7 @@ def test_the_boundary_pairs_would_split_or_merge_differently_joined(cl100k):
 
 @settings(max_examples=300, deadline=None)
 @given(docs=DOCUMENTS)
+@pytest.mark.slow
 def test_batch_equals_single_calls_equals_tiktoken(cl100k, cl100k_paths, docs):
     _, enc = cl100k
     expected = enc.encode_ordinary_batch(docs)
@@ -122,6 +123,7 @@ def test_a_trained_tokenizer_batch_equals_its_single_calls(small_paths, docs):
     assert device.encode_ordinary_batch(docs) == expected
 
 
+@pytest.mark.slow
 def test_one_device_call_for_a_whole_batch(cl100k):
     tok = pickle.loads(pickle.dumps(cl100k[0]))
     calls = Calls(tok)
@@ -141,6 +143,7 @@ def test_a_short_batch_stays_on_the_cache(cl100k):
     assert calls.sizes == []
 
 
+@pytest.mark.slow
 def test_a_large_batch_takes_a_few_device_calls(cl100k, monkeypatch):
     tok, enc = pickle.loads(pickle.dumps(cl100k[0])), cl100k[1]
     calls = Calls(tok)
@@ -190,6 +193,7 @@ def test_single_characters(cl100k, cl100k_paths):
         assert tok.encode_ordinary_batch(chars) == expected
 
 
+@pytest.mark.slow
 def test_a_ten_megabyte_document_among_small_ones(cl100k, cl100k_paths):
     _, enc = cl100k
     big = "The river runs past the road, 12 times a day; naïve café.\n" * 172_000
@@ -244,6 +248,7 @@ def test_merge_documents_checks_its_offsets(small):
 
 @settings(max_examples=100, deadline=None)
 @given(docs=st.lists(TRICKY_TEXT, max_size=8))
+@pytest.mark.slow
 def test_merge_documents_equals_merge_text_of_each(small, docs):
     merger = host_and_device(small)[1]._dispatch.merger()
     datas = [doc.encode() for doc in docs]

@@ -49,6 +49,7 @@ def ragged_pieces(rng, n, alphabet=b"abcd"):
 @settings(max_examples=60, deadline=None)
 @given(draws=st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60)), max_size=60),
        seed=st.integers(0, 2**32 - 1))
+@pytest.mark.slow
 def test_kernel_equals_the_python_loop_on_random_ranks_and_ragged_chunks(draws, seed):
     ranks = random_ranks(draws)
     tokens = sorted(ranks, key=ranks.get)
@@ -62,6 +63,7 @@ def test_kernel_equals_the_python_loop_on_random_ranks_and_ragged_chunks(draws, 
 @settings(max_examples=40, deadline=None)
 @given(draws=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30), st.integers(0, 30)), max_size=40),
        seed=st.integers(0, 2**32 - 1))
+@pytest.mark.slow
 def test_kernel_follows_a_merge_list_and_byte_ids_that_are_not_the_bytes(draws, seed):
     # a tokenizer.json's rule: only listed pairs, earliest first; its own ids for the bytes
     byte_ids = [(b * 37 + 11) % 256 + 1000 for b in range(256)]
@@ -211,6 +213,7 @@ def test_merger_refuses_pieces_it_cannot_take():
 
 @settings(max_examples=300, deadline=None)
 @given(text=text_without_surrogates)
+@pytest.mark.slow
 def test_kernel_path_equals_python_path_on_random_unicode(small, text):
     kernel, python = twins(small)
     assert kernel.encode_ordinary(text) == python.encode_ordinary(text)

@@ -1,12 +1,11 @@
 """Chat templating: the rendered layout, the generation prompt, and that contents cannot forge markers."""
 
-import doctest
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netcl_lite.text import BPETokenizer, ChatFormat, chat
+from netcl_lite.text import BPETokenizer, ChatFormat
 
 MARKERS = {"<|start|>": 256, "<|message|>": 257, "<|end|>": 258}
 
@@ -14,10 +13,6 @@ MARKERS = {"<|start|>": 256, "<|message|>": 257, "<|end|>": 258}
 @pytest.fixture(scope="module")
 def fmt():
     return ChatFormat(BPETokenizer(special_tokens=MARKERS))
-
-
-def test_docstring_examples():
-    assert doctest.testmod(chat).failed == 0
 
 
 def test_layout_and_generation_prompt(fmt):

@@ -59,6 +59,7 @@ def test_identical_ids_to_tiktoken(cl100k, texts, kind):
 
 @settings(max_examples=1000, deadline=None)
 @given(text=RANDOM_TEXT)
+@pytest.mark.slow
 def test_identical_ids_to_tiktoken_on_random_text(cl100k, text):
     tok, enc = cl100k
     assert tok.encode_ordinary(text) == enc.encode_ordinary(text)
@@ -70,6 +71,7 @@ def test_saved_file_is_byte_identical_to_the_published_one(cl100k, tmp_path):
     assert hashlib.sha256((tmp_path / "cl100k_base.tiktoken").read_bytes()).hexdigest() == CL100K_SHA256
 
 
+@pytest.mark.slow
 def test_published_vocabulary_as_tokenizer_json_gives_identical_ids_in_tokenizers(cl100k, texts, tmp_path):
     from tokenizers import Tokenizer
     tok, enc = cl100k

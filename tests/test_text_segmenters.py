@@ -1,17 +1,12 @@
 """WordPiece and unigram segmentation: their rules, and that they disagree with BPE on the same words."""
 
-import doctest
 import math
 
 import pytest
 
-from netcl_lite.text import Unigram, WordBPE, WordPiece, segmenters
+from netcl_lite.text import Unigram, WordBPE, WordPiece
 
 WORDPIECE_VOCAB = {"low", "lo", "new", "wid", "##er", "##est", "##e", "##s", "##t", "##w"}
-
-
-def test_docstring_examples():
-    assert doctest.testmod(segmenters).failed == 0
 
 
 def test_wordpiece_takes_the_longest_prefix_then_continuation_pieces():

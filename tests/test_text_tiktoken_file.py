@@ -162,6 +162,7 @@ def damaged(original: bytes, damages) -> bytes:
 
 @fuzz_settings
 @given(damages=st.lists(damage, min_size=1, max_size=3))
+@pytest.mark.slow
 def test_fuzzed_files_raise_a_named_error_or_load_exactly_what_tiktoken_reads(original, tmp_path, damages):
     data = damaged(original, damages)
     path = write(tmp_path, data)

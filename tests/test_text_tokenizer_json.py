@@ -92,6 +92,7 @@ def test_a_loaded_file_saves_again_with_the_same_meaning(hf_file, texts, tmp_pat
 
 
 @pytest.mark.parametrize("pattern", [GPT4_PATTERN, GPT2_PATTERN, None], ids=["gpt4", "gpt2", "none"])
+@pytest.mark.slow
 def test_a_file_we_save_loads_in_tokenizers_with_identical_ids(texts, tmp_path, pattern):
     ours = BPETokenizer(pattern=pattern, special_tokens={"<|endoftext|>": 600, "<|im_start|>": 605})
     ours.train_from_iterator(texts[0], 600)
@@ -284,6 +285,7 @@ def apply_json_edits(text: str, edits) -> str:
 
 @fuzz_settings
 @given(edits=st.lists(json_edit, min_size=1, max_size=3))
+@pytest.mark.slow
 def test_fuzzed_files_raise_a_named_error_or_load_what_tokenizers_loads(small_doc, tmp_path, edits):
     text = apply_json_edits(small_doc, edits)
     try:

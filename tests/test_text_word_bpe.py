@@ -1,17 +1,12 @@
 """Word BPE (Sennrich): the Week 22 drill's numbers, the tie rule, inference without retraining."""
 
-import doctest
 
 import pytest
 
-from netcl_lite.text import WordBPE, word_bpe
+from netcl_lite.text import WordBPE
 from netcl_lite.text.word_bpe import _merge
 
 SHEET_CORPUS = "low low low low low lower lower newest newest newest widest widest"
-
-
-def test_docstring_examples():
-    assert doctest.testmod(word_bpe).failed == 0
 
 
 def test_sheet_trace_six_merges():

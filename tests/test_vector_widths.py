@@ -6,7 +6,7 @@ A machine runs only its own width in the other test files; here each op is force
 each width in turn (the kernel cache is keyed by the build options, so the two builds
 live side by side) and checked against the float64 references. The tolerances are the
 ones the other files justify: ``matmul_atol`` and ``attention_atol``
-(netcl_lite.testing), and gradcheck's finite-difference bound (checking.py); the vector
+(netcl_lite.testing), and gradcheck's finite-difference bound (kernel_cases.py); the vector
 width changes only the order of the float32 sums, which those bounds already cover.
 """
 
@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 import pytest
-from checking import built_options, check_matmul_transposes, f32, gradcheck, qkv, rand
+from kernel_cases import built_options, check_matmul_transposes, f32, gradcheck, qkv, rand
 
 from netcl_lite import autograd as ag
 from netcl_lite import ops, reference
@@ -43,6 +43,7 @@ def width(request, monkeypatch, queue):
     return vw
 
 
+@pytest.mark.slow
 def test_packed_matmul_at_each_width_on_ragged_sizes_transposes_and_batches(width, monkeypatch):
     rng = np.random.default_rng(40 + width)
     cases = [(97, 90, 70), (61, 300, 33), (130, 129, 97), (13, 1030, 70), (89, 131, 64)]   # K % 4 = 2, 0, 1, 2, 3
@@ -58,6 +59,7 @@ def test_packed_matmul_at_each_width_on_ragged_sizes_transposes_and_batches(widt
     assert_built(width, "matmul.cl", "matmul_packed", "matmul_pack_a")
 
 
+@pytest.mark.slow
 def test_tiled_flash_forward_at_each_width(width):
     rng = np.random.default_rng(50 + width)
     for tq, tk, d, dv, heads, groups in [(37, 53, 64, 64, 4, 2), (70, 70, 24, 20, 2, 1), (5, 130, 33, 31, 3, 3)]:
@@ -89,6 +91,7 @@ def test_tiled_flash_backward_at_each_width(width, d):
 
 
 
+@pytest.mark.slow
 def test_matmul_add_at_each_width_adds_d_in_the_epilogue(width):
     """The ADD_D epilogue, on a row-major store and on the transposed store (C = (Bᵀ A)ᵀ)."""
     rng = np.random.default_rng(60 + width)

@@ -60,9 +60,9 @@ _VARIANTS: tuple[tuple[str, frozenset[str]], ...] = (
 
 #: variants PoCL 3.0's LLVM 14 cannot build every kernel for: without AVX, building
 #: flash_attention.cl crashes the compiler (SIGSEGV, then a corrupted kernel cache) though a small
-#: probe and matmul.cl build. Measured on an AMD EPYC (Zen 1) with each variant forced: athlon64,
-#: core2 and penryn crash; sandybridge (the oldest with AVX) trains and generates. They are never
-#: chosen, and naming one in NETCL_LITE_POCL_CPU is refused.
+#: probe and matmul.cl build; sandybridge, the oldest variant with AVX, builds them all
+#: (benchmarks/results/tried.md, "Compiler variants without AVX"). They are never chosen, and
+#: naming one in NETCL_LITE_POCL_CPU is refused.
 _UNBUILDABLE = frozenset({"athlon64", "core2", "penryn"})
 
 #: what the extra CPU features of ``skylake-avx512`` need beyond ``avx512f`` to be safe to use

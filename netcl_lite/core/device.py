@@ -81,14 +81,11 @@ def pin_pocl_workers() -> bool:
     """Ask PoCL's CPU driver to pin its worker threads, one per CPU, unless the caller chose.
 
     Pinned, each worker keeps its work-groups' data in its own core's caches between
-    launches, and two workers never share a core. Measured on a 2-core AVX-512 VM, process
-    pairs with and without: ``ops.matmul`` on device tensors 0.36-0.45x → 0.45-0.49x NumPy at
-    256³ and 1.07-1.12x → 1.12-1.16x at 1024³; the decoder block 1.06-1.08x → 1.00-1.02x
-    torch's time; a training step of the capstone model ~5 % faster. The cost fell on work
-    the host thread paces, many small launches each waited for: a worker woken on the host
-    thread's core preempted it. The capstone model's uncached forward (87 launches, ~2.6 ms
-    of kernels) went 6.0 → 7.4 ms per generated token, cached decoding 0.84 → 0.89 ms, and a
-    loop of tiny NumPy-in-and-out ops ~5 % slower; :func:`let_host_thread_lead`, which the
+    launches, and two workers never share a core: products, the decoder block and a training
+    step run faster (benchmarks/results/tried.md, "PoCL's workers pinned to cores"). The cost
+    falls on work the host thread paces, many small launches each waited for: a worker woken on
+    the host thread's core preempts it, so an uncached forward, cached decoding and loops of
+    tiny NumPy-in-and-out ops run slower; :func:`let_host_thread_lead`, which the
     device lookup runs on the workers this pinned, takes that cost back. PoCL pins worker i to CPU
     i, so this is set only when the process may run on every CPU (``taskset`` or a cgroup
     cpuset that leaves some out would make that call fail), and only when ``POCL_AFFINITY``
@@ -129,11 +126,8 @@ def let_host_thread_lead(new_threads: set[int]) -> int:
     the worker on the host thread's core, which took the core at once, and the host's Python
     waited for the kernel before it could queue the next. A batch thread runs as soon as a core
     is free but does not preempt on wake-up; while the host runs Python, the other worker takes
-    the work-groups. Same-process comparisons on a 2-core AVX-512 VM, 7 interleaved rounds,
-    batch / normal: the capstone model's uncached forward per generated token 0.75-0.78x, the
-    decoder block's forward and backward 0.95-0.96x, a training step 0.97x, ``ops.matmul`` at
-    1024³ 0.96-0.98x (at 256³ on device tensors, waited for at once, 1.06-1.10x); a tiny
-    ``ops.add`` 37 → 27 µs a call. Done only when this library pinned the workers
+    the work-groups (benchmarks/results/tried.md, "Pinned workers under `SCHED_BATCH`"). Done
+    only when this library pinned the workers
     (:func:`pin_pocl_workers`): a caller who set ``POCL_AFFINITY`` keeps the threads as they
     are. Unprivileged processes may switch their own threads between the normal and batch
     policies. Returns how many threads it changed.

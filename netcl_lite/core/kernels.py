@@ -85,12 +85,11 @@ _kernels: dict[tuple, cl.Kernel] = {}
 
 
 #: build options of every kernel. ``-cl-denorms-are-zero``: subnormal floats (below 2^-126 ≈
-#: 1.2e-38) read and produced as zero. On the Intel Xeon of the benchmarks each multiply-add that
-#: meets one takes a microcode assist: a 1024 x 704 x 256 product with 1 % of A subnormal took
-#: 3.3 ms instead of 1.1, and with all of A subnormal 218 ms; flushed, 1.05 and 1.03
-#: (benchmarks/README.md, "Subnormal floats"). The AMD EPYC (Zen 4) takes no such penalty
-#: (1.86-1.90 ms with or without the flag), so there the flag costs nothing. An attention weight or a gradient can underflow into that range; the
-#: values lost are below 1.2e-38, far inside every float32 tolerance.
+#: 1.2e-38) read and produced as zero. On some CPUs each multiply-add that meets one takes a
+#: microcode assist, which can slow a product by orders of magnitude; where there is no such
+#: penalty the flag costs nothing (benchmarks/results/tried.md, "Subnormal floats"). An attention
+#: weight or a gradient can underflow into that range; the values lost are below 1.2e-38, far
+#: inside every float32 tolerance.
 COMMON_OPTIONS = ("-cl-denorms-are-zero",)
 
 
@@ -150,9 +149,8 @@ _SCALARS = {"int": np.int32, "uint": np.uint32, "float": np.float32, "long": np.
 def _scalar_dtypes(kernel: cl.Kernel) -> list:
     """Each argument's NumPy dtype (None for a buffer), read from the built kernel.
 
-    Telling PyOpenCL the scalar types once turns a launch from ~40 µs of argument
-    guessing into ~2 µs on PoCL: at the sizes of a transformer block that is most
-    of an op's cost.
+    Telling PyOpenCL the scalar types once spares each launch PyOpenCL's argument
+    guessing, which at the sizes of a transformer block is most of an op's cost on PoCL.
     """
     dtypes = []
     for i in range(kernel.num_args):

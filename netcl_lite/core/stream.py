@@ -1,8 +1,7 @@
 """What a command queue has in flight, and the one place its errors surface.
 
 Ops enqueue their kernels and return at once, so the queue runs ahead of
-Python (a PoCL launch costs ~1.5 µs this way and ~43 µs with a ``finish()``
-after it). Three duties follow, and :class:`Stream` carries them:
+Python (a ``finish()`` after each launch would cost far more than the launch). Three duties follow, and :class:`Stream` carries them:
 
 * **Buffers stay alive until their kernels have run.** PyOpenCL's
   ``Kernel.set_args`` keeps no reference to its buffers, and a buffer freed
@@ -27,13 +26,13 @@ finite inputs. Not thread-safe: one host thread per queue.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyopencl as cl
 
+from ..checks import nonnegative_int
 from .kernels import get_kernel
 
 INT_MAX = 2**31 - 1
@@ -123,7 +122,7 @@ class Stream:
         """Report op ``seq`` if any of the ``n`` floats in ``buffer`` is inf or NaN (one pass on the device)."""
         if n:
             items = -(-n // CHECK_CHUNK)
-            self.launch("checks.cl", "check_finite", (-(-items // 8) * 8,), (8,),
+            self.launch("nonfinite.cl", "check_finite", (-(-items // 8) * 8,), (8,),
                         buffer, np.int32(n), np.int32(CHECK_CHUNK), self.status, np.int32(seq))
 
     # -- checking part of the queue without waiting for the rest ---------------------------------
@@ -132,8 +131,8 @@ class Stream:
 
         Pass the result to :meth:`check` later: it raises if an op enqueued before the mark
         failed, while what was enqueued after the mark keeps the device busy (a sync drains the
-        queue, and the next kernel then starts on sleeping workers: the first backward product
-        of a decoder block took 1.5-1.9 ms after a sync and 1.3-1.4 ms without one)."""
+        queue, and the next kernel then starts on sleeping workers; benchmarks/results/tried.md,
+        "`backward()` checks the forward's status behind the queue")."""
         host = np.empty(2, np.int32)
         return cl.enqueue_copy(self.queue, host, self.status, is_blocking=False), host
 
@@ -224,9 +223,8 @@ def set_pending_limit(nbytes: int) -> int:
     queue (default :data:`PENDING_BYTES`, 64 MiB); returns the previous limit. A larger limit lets
     the host run further ahead at the cost of memory; 0 makes every op wait for the one before."""
     global PENDING_BYTES
-    if isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, numbers.Integral) or nbytes < 0:
-        raise ValueError(f"nbytes must be an int >= 0 (bytes; NumPy integers too), got {nbytes!r}")
-    previous, PENDING_BYTES = PENDING_BYTES, int(nbytes)
+    nbytes = nonnegative_int("nbytes", nbytes, "bytes; NumPy integers too")
+    previous, PENDING_BYTES = PENDING_BYTES, nbytes
     return previous
 
 

@@ -25,6 +25,7 @@ from typing import Iterable
 import numpy as np
 import pyopencl as cl
 
+from ..checks import positive_int
 from .stream import stream_of
 
 #: dtypes a Tensor can hold: float32 for values, int32 for token ids / positions.
@@ -94,19 +95,16 @@ def huge_page_block(nbytes: int) -> np.ndarray:
 
     It starts just past a 2 MiB boundary, so every 2 MiB page it spans can be a huge page when
     the kernel allows them (``/sys/kernel/mm/transparent_hugepage/enabled`` at ``always`` or
-    ``madvise``); elsewhere it is plain memory. With 4 KiB pages, a GEMM over 2048 x 2048
-    operands misses the TLB on each of the 2048 rows of B it copies per panel (8 KiB apart)
-    and on each new page of A's six row streams. On huge pages ``matmul_packed`` ran 1-6 %
-    faster at 1024³ and 2-4.5 % faster at 1536³, 2048³ and 3000³ (kernel events, processes
-    interleaved; ``benchmarks/README.md``, "Huge pages for large buffers"). Successive blocks
-    start 128 B + 0 .. 31 x 4 KiB past their boundary, so that the same element of A, B and C
-    does not fall in the same L2 set (operands starting on 2 MiB boundaries ran a 1024³ product
-    twice as slowly). The memory lives as long as the returned array (an OpenCL buffer made
-    over it with ``USE_HOST_PTR`` keeps it).
+    ``madvise``); elsewhere it is plain memory. With 4 KiB pages, a GEMM over 2048 x 2048 operands
+    misses the TLB on each of the 2048 rows of B it copies per panel (8 KiB apart) and on each new
+    page of A's six row streams, so huge pages make ``matmul_packed`` faster at 1024³ and beyond
+    (``benchmarks/results/tried.md``, "Huge pages for large buffers"). Successive blocks start 128 B
+    + 0 .. 31 x 4 KiB past their boundary, so that the same element of A, B and C does not fall in
+    the same L2 set (operands starting on 2 MiB boundaries would conflict in every set they share).
+    The memory lives as long as the returned array (an OpenCL buffer made over it with
+    ``USE_HOST_PTR`` keeps it).
     """
-    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral) or nbytes < 1:
-        raise ValueError(f"nbytes must be a positive int, got {nbytes!r}")
-    nbytes, start = int(nbytes), _START + next(_blocks) % 32 * _STAGGER
+    nbytes, start = positive_int("nbytes", nbytes), _START + next(_blocks) % 32 * _STAGGER
     if not hasattr(mmap, "MAP_PRIVATE"):                   # not a POSIX system: plain aligned memory
         raw = np.empty(nbytes + start, np.uint8)
         return raw[-raw.ctypes.data % _START:][:nbytes]

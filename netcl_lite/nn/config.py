@@ -6,9 +6,9 @@ Its own module so that the model (:mod:`netcl_lite.nn.lm`) and its checkpoints
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import asdict, dataclass, fields
+
+from ..checks import count, flag, positive_real
 
 
 @dataclass(frozen=True)
@@ -36,10 +36,10 @@ class LMConfig:
     def __post_init__(self):
         for name in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
                      "num_attention_heads", "max_position_embeddings"):
-            check_count(name, getattr(self, name))
+            count(name, getattr(self, name))
         if self.num_key_value_heads is None:
             object.__setattr__(self, "num_key_value_heads", self.num_attention_heads)
-        check_count("num_key_value_heads", self.num_key_value_heads)
+        count("num_key_value_heads", self.num_key_value_heads)
         heads, kv = self.num_attention_heads, self.num_key_value_heads
         if heads % kv:
             raise ValueError(f"num_attention_heads={heads} must be divisible by num_key_value_heads={kv} "
@@ -52,10 +52,8 @@ class LMConfig:
                              "be even: RoPE rotates pairs of coordinates")
         for name in ("rms_norm_eps", "rope_theta", "initializer_range"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-        if not isinstance(self.tie_word_embeddings, bool):
-            raise TypeError(f"tie_word_embeddings must be a bool, got {type(self.tie_word_embeddings).__name__}")
+            positive_real(name, value)
+        flag("tie_word_embeddings", self.tie_word_embeddings)
 
     @property
     def head_dim(self) -> int:
@@ -73,10 +71,3 @@ class LMConfig:
             raise ValueError(f"unknown LMConfig fields {unknown}; the fields are {sorted(known)}")
         return cls(**values)
 
-
-def check_count(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)

@@ -20,7 +20,6 @@ two with nothing but names and transposes (:mod:`netcl_lite.nn.checkpoint`).
 
 from __future__ import annotations
 
-import math
 import numbers
 import weakref
 from pathlib import Path
@@ -29,11 +28,12 @@ import numpy as np
 
 from .. import autograd as ag
 from .. import ops, sampling
+from ..checks import count, flag, int_in, integer, nonnegative_int, nonnegative_real, real
 from ..core.device import manager
 from ..core.tensor import Tensor, check_queue
 from ..ops.decode import LayerLaunch
 from .checkpoint import from_llama, from_pretrained, save_pretrained, to_llama, write
-from .config import LMConfig, check_count
+from .config import LMConfig
 from .transformer import DecoderBlock, Embedding, KVCache, Module, RMSNorm
 
 
@@ -110,8 +110,7 @@ class DecoderLM(Module):
         super().__init__()
         if not isinstance(config, LMConfig):
             raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        nonnegative_int("seed", seed)
         self.config = c = config
         self.queue = check_queue(manager.default().queue if queue is None else queue)
         q = self.queue
@@ -169,8 +168,7 @@ class DecoderLM(Module):
         c = self.config
         ids_arr = np.asarray(ids)
         t = np.asarray(targets)
-        if isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral):
-            raise TypeError(f"ignore_index must be an int, got {type(ignore_index).__name__}")
+        integer("ignore_index", ignore_index)
         if not -2**31 <= ignore_index < 2**31:          # the kernel compares it as a 32-bit int
             raise ValueError(f"ignore_index must lie in [-2**31, 2**31) (a 32-bit int), got {ignore_index}; "
                              "the usual value is -100")
@@ -282,21 +280,20 @@ class DecoderLM(Module):
         if prompt.size == 0:
             raise ValueError("ids: the prompt is empty; give at least one token id")
         rows = check_ids("ids", prompt.reshape(1, -1), c.vocab_size, c.max_position_embeddings)
-        n_new = check_count("max_new_tokens", max_new_tokens, minimum=0)
+        n_new = count("max_new_tokens", max_new_tokens, minimum=0)
         if rows.shape[1] + n_new > c.max_position_embeddings:
             raise ValueError(f"max_new_tokens={n_new} after a prompt of {rows.shape[1]} exceeds "
                              f"max_position_embeddings={c.max_position_embeddings}; shorten one of them")
         _check_sampling(temperature, top_k, top_p)
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
-            raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+        if seed is not None:
+            nonnegative_int("seed", seed, "or None")
         stops = _stop_ids(stop, c.vocab_size)
         if on_token is not None and not callable(on_token):
             raise TypeError(f"on_token must be callable (it receives each new token id), got {type(on_token).__name__}")
-        if not isinstance(use_cache, bool):
-            raise TypeError(f"use_cache must be a bool, got {type(use_cache).__name__}")
+        flag("use_cache", use_cache)
         if ag.recording():
             raise ValueError("generate is inference: call it outside `with Tape()`")
-        no_repeat = check_count("no_repeat_ngram_size", no_repeat_ngram_size, minimum=0)
+        no_repeat = count("no_repeat_ngram_size", no_repeat_ngram_size, minimum=0)
 
         # --8<-- [start:generate]
         rng = np.random.default_rng(seed)
@@ -346,18 +343,12 @@ class DecoderLM(Module):
 
 
 def _check_sampling(temperature, top_k, top_p) -> None:
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
-        raise TypeError(f"temperature must be a real number, got {type(temperature).__name__}")
-    if not math.isfinite(temperature) or temperature < 0:
-        raise ValueError(f"temperature must be finite and >= 0 (0 is greedy), got {temperature}")
+    real("temperature", temperature)
+    nonnegative_real("temperature", temperature, "0 is greedy")
     if top_k is not None:
-        if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral):
-            raise TypeError(f"top_k must be an int or None, got {type(top_k).__name__}")
-        if top_k < 1:
-            raise ValueError(f"top_k must be >= 1 (None keeps every token), got {top_k}")
+        count("top_k", top_k, 1, "None keeps every token")
     if top_p is not None:
-        if isinstance(top_p, bool) or not isinstance(top_p, numbers.Real):
-            raise TypeError(f"top_p must be a real number or None, got {type(top_p).__name__}")
+        real("top_p", top_p, "or None")
         if not 0 < top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {top_p}; None (or 1) keeps every token")
 
@@ -371,6 +362,5 @@ def _stop_ids(stop, vocab_size: int) -> frozenset:
     except TypeError:
         raise TypeError(f"stop must be a token id or a collection of ids, got {type(stop).__name__}") from None
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v < vocab_size:
-            raise ValueError(f"stop ids must be ints in [0, {vocab_size}), got {v!r}")
+        int_in("stop ids", v, 0, vocab_size, "token ids of the vocabulary")
     return frozenset(int(v) for v in values)

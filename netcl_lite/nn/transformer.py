@@ -22,13 +22,12 @@ Cached decoding (:class:`KVCache`) is inference: call it outside a Tape.
 
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 import pyopencl as cl
 
 from .. import autograd as ag
-from ..checks import flag, one_of, positive_int, positive_real
+from ..checks import dtype_is, flag, int_in, nonnegative_int, one_of, positive_int, positive_real
 from ..core.stream import stream_of
 from ..core.tensor import Tensor, check_queue
 
@@ -39,9 +38,7 @@ ATTENTION_KERNELS = ("flash", "dense")
 
 def _rng(seed, tag: int) -> np.random.Generator:
     """An independent stream per (seed, parameter): changing one shape never shifts another's draws."""
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    return np.random.default_rng([int(seed), tag])
+    return np.random.default_rng([nonnegative_int("seed", seed), tag])
 
 
 class Module:
@@ -81,8 +78,7 @@ def _input(x, dim: int, max_seq_len: int | None = None, start: int = 0, queue=No
             raise TypeError(f"x must be a Node, a Tensor or an array of real numbers of shape (B, T, {dim}), "
                             f"got {type(x).__name__} of dtype {arr.dtype}")
         x = ag.constant(arr.astype(np.float32), queue)
-    if x.dtype != np.float32:
-        raise TypeError(f"x must be float32, got {x.dtype}")
+    dtype_is("x", x, "float32", "Node or Tensor")
     if len(x.shape) != 3 or x.shape[-1] != dim:
         raise ValueError(f"x must have shape (B, T, {dim}) (batch, sequence, dim), got {x.shape}")
     if max_seq_len is not None and start + x.shape[1] > max_seq_len:
@@ -129,9 +125,7 @@ class KVCache:
         self.lengths = [0] * self.layers
 
     def _layer(self, layer) -> int:
-        if isinstance(layer, bool) or not isinstance(layer, numbers.Integral) or not 0 <= layer < self.layers:
-            raise ValueError(f"layer must be an int in [0, {self.layers}), got {layer!r}")
-        return int(layer)
+        return int_in("layer", layer, 0, self.layers)
 
     def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor, int]:
         """Append ``k``, ``v`` of shape ``(B, G, t, d)`` at the layer's length, in place.

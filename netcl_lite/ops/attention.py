@@ -9,12 +9,11 @@ that the pages explain. The softmax between them is ``softmax.cl``'s.
 from __future__ import annotations
 
 import math
-import numbers
 
 
-from ..checks import flag
+from ..checks import finite_real, flag, int_in
 from ..core.tensor import Tensor
-from .masking import AttentionMask
+from .attention_mask import AttentionMask
 from .matmul import gemm, matmul, packed_pays
 from .operands import OpCall, elements, i32, int32_range, round_up, shape_of, f32
 from .softmax import launch_softmax_rows, softmax_backward
@@ -56,13 +55,10 @@ def check_attention_args(q, k, v, causal, scale, kv_length=None):
     flag("causal", causal)
     if scale is None:
         scale = 1.0 / math.sqrt(d)
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale):
-        raise ValueError(f"scale must be a finite real number, got {scale!r}")
+    finite_real("scale", scale)
     tk = kv_rows
     if kv_length is not None:
-        if isinstance(kv_length, bool) or not isinstance(kv_length, numbers.Integral) or not 0 <= kv_length <= kv_rows:
-            raise ValueError(f"kv_length must be an int in [0, {kv_rows}] (keys used of those stored), got {kv_length!r}")
-        tk = int(kv_length)
+        tk = int_in("kv_length", kv_length, 0, kv_rows + 1, "keys used of those stored")
     n_batch = elements(lead)
     int32_range(q_elements=n_batch * tq * d, out_elements=n_batch * tq * dv, k_elements=n_batch * kv_rows * max(d, dv))
     if tk == 0 and n_batch * tq:

@@ -4,10 +4,10 @@
 
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 
+from ..checks import integer
 from ..core.kernels import vector_lanes
 from ..core.tensor import Tensor
 from .embedding import host_ids
@@ -27,8 +27,7 @@ def _check(logits, targets, ignore_index):
     st = shape_of(targets)
     if vocab == 0 or tuple(st) != tuple(sz[:-1]):
         raise ValueError(f"targets must have logits' shape without its last axis, {tuple(sz[:-1])}, got {tuple(st)}")
-    if isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral):
-        raise TypeError(f"ignore_index must be an int, got {type(ignore_index).__name__}")
+    integer("ignore_index", ignore_index)
     int32_range(elements=rows * vocab)
     return vocab, rows
 

@@ -16,13 +16,12 @@ The weights are the training path's, in its layout (projections ``(in, out)``): 
 from __future__ import annotations
 
 import math
-import numbers
 from typing import NamedTuple
 
 import numpy as np
 import pyopencl as cl
 
-from ..checks import positive_int, positive_real
+from ..checks import int_in, positive_int, positive_real
 from ..core.kernels import get_program
 from ..core.stream import stream_of
 from ..core.tensor import DeviceMemory, Tensor
@@ -110,9 +109,7 @@ def _check_layer(x: Tensor, weights, k_cache: Tensor, v_cache: Tensor, n_heads, 
 
 
 def _check_position(position, max_len: int) -> int:
-    if isinstance(position, bool) or not isinstance(position, numbers.Integral) or not 0 <= position < max_len:
-        raise ValueError(f"position must be an int in [0, {max_len}) (the cache's length), got {position!r}")
-    return int(position)
+    return int_in("position", position, 0, max_len, "the cache's length")
 
 
 def decode_layer(x, weights, k_cache, v_cache, position: int, *, n_heads: int, eps: float = 1e-6,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
+from ..checks import dtype_is
 from ..core.tensor import Tensor
 from .operands import OpCall, elements, i32, int32_range, round_up, shape_of
 
@@ -24,8 +25,7 @@ def host_ids(ids, vocab: int, name: str = "ids") -> np.ndarray | None:
     """NumPy ids validated on the host (integers in [0, vocab)); None for an int32 Tensor,
     whose values the kernels check on the device."""
     if isinstance(ids, Tensor):
-        if ids.dtype != np.int32:
-            raise TypeError(f"{name} must be an int32 Tensor, got {ids.dtype}")
+        dtype_is(name, ids, "int32")
         return None
     arr = np.asarray(ids)
     if arr.size == 0:

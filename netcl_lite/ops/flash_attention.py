@@ -11,13 +11,13 @@ rounding, with O(T·d) extra memory instead of O(T²).
 
 from __future__ import annotations
 
-import numbers
 
 import pyopencl as cl
 
+from ..checks import one_of, positive_int
 from ..core.kernels import vector_lanes
 from .attention import attention_shapes, check_attention_args
-from .masking import AttentionMask
+from .attention_mask import AttentionMask
 from .operands import OpCall, elements, f32, i32, round_up
 
 #: keys per tile when ``block_size`` is None (tuned on the PoCL CPU driver).
@@ -25,13 +25,10 @@ DEFAULT_BLOCK = 64
 #: Forward tiling by the device's vector lanes: (rows per register block, blocks of rows per work-item,
 #: vectors per row in one pass of the tile products). AVX-512 (32 registers of 16 floats): 6 rows x 4
 #: float16 = 24 accumulators, each pass a 6 x 64 block over all of d (the matmul micro-kernel's shape);
-#: AVX2 (16 registers of 8): 6 x 2 float8. Blocks of rows share each tile of K and V while it is in L1
-#: (at T = 4096, d = 64, one core with 8 x 2 float16 blocks: 0.64x torch's SDPA with 1 block, 0.87x with
-#: 2, 0.98x with 4, 1.04x with 8). 6 x 4 against 8 x 2 at T = 4096, two cores: 131 vs 140 ms without a
-#: mask, 68 vs 73 ms causal (medians of 5 interleaved rounds). 16 blocks (96 rows) against 8 on AVX-512,
-#: two cores, H = 8: 3-4 % faster without a mask at T = 4096 and 8192 (134 vs 139, 133 vs 137, 513 vs
-#: 534 ms), where one head's K and V (2 MiB and more) no longer stay in L2 between passes; within 1-2 %
-#: either way at T = 1024, 2048 and causal at 4096.
+#: AVX2 (16 registers of 8): 6 x 2 float8. Blocks of rows share each tile of K and V while it is in L1,
+#: so more blocks per item read K and V from memory fewer times; 16 blocks (96 rows) on AVX-512 pay
+#: where one head's K and V (2 MiB and more) no longer stay in L2 between passes, and cost nothing
+#: at shorter T (benchmarks/results/tried.md, "Flash forward" and "Flash: 16 blocks").
 TILING = {16: (6, 16, 4), 8: (6, 4, 2)}
 #: Tiles or value widths that are not a multiple of 4 x 16 floats (block_size 32, dv = 20) take 2-vector passes.
 TILING_NARROW = {16: (8, 8, 2), 8: (6, 4, 2)}
@@ -46,14 +43,11 @@ BACKWARD_TILE = 64
 
 
 def _check_block(block_size, kernel):
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    one_of("kernel", kernel, KERNELS)
     if block_size is None:
         block = DEFAULT_BLOCK
-    elif isinstance(block_size, bool) or not isinstance(block_size, numbers.Integral) or block_size < 1:
-        raise ValueError(f"block_size must be a positive int (keys per tile) or None, got {block_size!r}")
     else:
-        block = int(block_size)
+        block = positive_int("block_size", block_size, "keys per tile, or None")
     tiled_ok = block % 16 == 0 and block <= MAX_TILED_BLOCK
     if kernel == "tiled" and not tiled_ok:
         raise ValueError(f"the tiled kernel needs block_size a multiple of 16 up to {MAX_TILED_BLOCK}, got {block}")
@@ -152,9 +146,7 @@ def _pack(call, x, xt, xp, n, t_len, x_rows, t_pad, w, w_pad, options) -> None:
 
 def backward_uses_tiles(kernel: str, d: int, dv: int) -> bool:
     """Whether the backward runs the tiled kernels (any head width) or the row kernels."""
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
-    return kernel != "rows"
+    return one_of("kernel", kernel, KERNELS) != "rows"
 
 
 def flash_attention_backward(g, q, k, v, out, lse, mask: AttentionMask, scale: float, kernel: str = "auto"):

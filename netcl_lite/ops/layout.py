@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from ..checks import int_in
 from .operands import OpCall, elements, i32, round_up, shape_of
 
 
@@ -23,8 +24,7 @@ def swap_axes(x, axis1: int, axis2: int, *, queue=None):
     s = shape_of(x)
     nd = len(s)
     for name, axis in (("axis1", axis1), ("axis2", axis2)):
-        if isinstance(axis, bool) or not isinstance(axis, int) or not -nd <= axis < nd:
-            raise ValueError(f"{name} must be an axis of a {nd}-d tensor (in [{-nd}, {nd})), got {axis!r}")
+        int_in(name, axis, -nd, nd, f"an axis of a {nd}-d tensor")
     i, j = sorted((axis1 % nd, axis2 % nd))
     if i == j:
         raise ValueError(f"swap_axes: axis1 and axis2 name the same axis ({i}); nothing to swap")

@@ -23,9 +23,8 @@ _BLOCK = 4  # matmul_blocked computes a 4 x 4 block of C per work-item
 TILES = {16: (6, 4), 8: (6, 2)}
 PACK_K = 64     # k values per packing work-item
 PACK_PANELS = 8  # A panels per packing work-item
-#: below this many multiply-adds the unpacked kernel is faster than the micro-kernel (on the
-#: PoCL CPU driver, with B's panel copied in the same launch, the crossover measured between 48³
-#: and 64³ with a wait after each call, at 64³ back to back: launches dominate).
+#: below this many multiply-adds the unpacked kernel is faster than the micro-kernel: on the
+#: PoCL CPU driver launches dominate there (benchmarks/results/tried.md, "PACKED_MIN_WORK").
 PACKED_MIN_WORK = 64**3
 
 
@@ -187,16 +186,11 @@ def swap_pays(m: int, n: int, k: int) -> bool:
     """Whether ``Aᵀ B`` (A: K x M, B: K x N) runs faster as ``(Bᵀ A)ᵀ``: the wider A is then
     copied into the work-groups' panels a row of K at a time, where read as the transposed
     operand each k of a tile is one cache line M floats after the last (slow when A comes from
-    beyond L2, as a weight gradient's activations do). Measured on AVX-512, 2 threads, kernel
-    events, operands cold in L2 (rotating 16 copies): 4-34 % faster at K = 1024-2048 and
-    M = 2-4 N (320 x 128 x 2048: 1.05 -> 0.87 ms; 512 x 128 x 2048: 1.62 -> 1.21;
-    1024 x 256 x 1024: 2.55 -> 1.94; 704 x 256 x 1024: 1.60 -> 1.50); 13-19 % slower at
-    K = 100-256, where the transposed store weighs more, and when the swap pads far more of C
-    into panels (130 x 128 x 4096: the swap's 130-column C takes three 64-column panels,
-    0.80 -> 1.24 ms). With the operands hot in cache the gains shrink, and some turn into
-    losses (320 x 128 x 2048: 0.70 -> 0.77 ms; 1024 x 256 x 1024 still 1.99 -> 1.70). So:
-    always past M > 4 N, as before; from :data:`SWAP_MIN_K` on when M > N and the padded work
-    grows < 5 %."""
+    beyond L2, as a weight gradient's activations do). The swap pays at long K with M a few
+    times N, and loses at short K, where the transposed store weighs more, and where it pads
+    far more of C into panels; with the operands hot in cache the gains shrink
+    (benchmarks/results/tried.md, "swap_pays"). So: always past M > 4 N; from
+    :data:`SWAP_MIN_K` on when M > N and the padded work grows < 5 %."""
     if m > 4 * n:
         return True
     if m <= n or k < SWAP_MIN_K:
@@ -370,8 +364,8 @@ def k_splits(pm: int, pn: int, k: int, n_batch: int, rows_split: bool, max_tiles
     copying 512 KiB of B for 11 tiles). Split K instead: each work-group sums one slice of K
     into its own partial C, which :func:`~netcl_lite.ops.reduce.join_rows` adds in slice order (deterministic), with
     alpha and D. Where the rows were not split, the join's launch and pass only cost (up to
-    10 %), so those stay whole. Measured on AVX-512, 2 threads, kernel events with the join:
-    see benchmarks/README.md ("Weight gradients: the swap and the K split")."""
+    10 %), so those stay whole (benchmarks/results/tried.md, "Weight gradients: the swap and
+    the K split")."""
     if n_batch != 1 or not rows_split or k < min_k or pm * pn > max_tiles:
         return 1
     return max(1, min(max_splits, k // slice_k))
@@ -380,8 +374,8 @@ def k_splits(pm: int, pn: int, k: int, n_batch: int, rows_split: bool, max_tiles
 #: the most local memory one work-group's slice of B may take (bytes): a longer K is copied in slices
 PANEL_BYTES = 1 << 20
 #: a work-group takes up to this many panels of B while they fit in this many bytes: each row of A
-#: it reads then serves several panels (measured on AVX-512, 2 threads: 2 panels of K = 1024 and 4 of
-#: K = 256 faster than one; 4 of K = 2048, 2 MiB, slower)
+#: it reads then serves several panels; past 512 KiB they no longer stay in L2 together
+#: (benchmarks/results/tried.md, "Several B panels per work-group")
 MAX_GROUP_PANELS = 4
 GROUP_PANEL_BYTES = 1 << 19
 
@@ -399,17 +393,14 @@ def transposed_in_place(lda: int, k: int, col_groups: int = 1, a_lines: int | No
     multiple of 2ʲ · 64 bytes can use only 1 in 2ʲ cache sets, and each of the product's
     ``col_groups`` column groups (work-groups' sets of B panels) reads all of A again. So in place
     pays while K · 2ʲ · col_groups stays within :data:`A_LINES`; past it, one packing pass is
-    cheaper than the extra misses. Measured on AVX-512, 2 threads, kernel events (the table in
-    benchmarks/README.md): in place 3-23 % faster with two column groups; packing 5-33 % faster
-    with 3 to 32 groups at K = 1024 and 4096 and with 8 or 32 at K = 2048 (the tied head's
-    gradient among them), 5-8 % slower with 3 or 4 at K = 2048. Strides of 4 and 8 KiB (1024³,
-    2048³) always pack (in place was 1.1x and 2.7x slower)."""
+    cheaper than the extra misses. Strides of 4 and 8 KiB (1024³, 2048³) therefore always pack
+    (benchmarks/results/tried.md, "transposed_in_place")."""
     low = (lda * 4) & -(lda * 4)                 # the largest power of two dividing the stride in bytes
     return k * max(1, low // 64) * col_groups <= (A_LINES if a_lines is None else a_lines)
 
 
 #: work-items per matmul_packed work-group, whatever the shape: PoCL compiles a kernel anew for
-#: every local size it meets (~0.8 s each here), so the items loop over the group's row tiles
+#: every local size it meets, so the items loop over the group's row tiles
 GROUP_ITEMS = 16
 
 
@@ -421,8 +412,8 @@ LAYOUT_EFFICIENCY = 0.9
 def handout_efficiency(works, units: int) -> float:
     """The share of ``units`` workers' time spent working when work-groups of the given ``works``
     (in launch order) are handed out as PoCL's CPU driver does: a free worker takes the next
-    ⌈remaining / units⌉ work-groups at once (measured: with 10 groups on 2 workers, one runs
-    groups 0-4, the other 5-7, then 8, then 9). Groups of unequal work therefore load the
+    ⌈remaining / units⌉ work-groups at once (with 10 groups on 2 workers, one runs groups 0-4,
+    the other 5-7, then 8, then 9). Groups of unequal work therefore load the
     workers unevenly when the heavy ones come first, however many there are."""
     free, i, n = [(0, w) for w in range(units)], 0, len(works)
     while i < n:
@@ -446,8 +437,8 @@ def _layout(units: int, pm: int, pn: int, gp_cap: int, n_batch: int, target: flo
     also keep every worker busy to the end. On a CPU (``chunked``: PoCL's hand-out,
     :func:`handout_efficiency`, their work counted as tiles × panels) the last column group
     holds ``pn mod GP`` panels, and with few groups the worker that takes the full ones
-    finishes last (GP = 4 at 5 panels gave one worker four fifths of a 2048 × 128 × 320
-    product: 225 GFLOP/s, against 350 with one panel per group). So the largest GP whose rows,
+    finishes last (GP = 4 at 5 panels gives one worker four fifths of a 2048 × 128 × 320
+    product). So the largest GP whose rows,
     split into the fewest work-groups, reach ``target`` (:data:`LAYOUT_EFFICIENCY`) wins; rows
     are split until then, or until there are 8 work-groups per unit. If no GP reaches it, the
     most efficient layout seen wins. Elsewhere (a GPU hands out work-groups one by one) GP is

@@ -19,7 +19,7 @@ def _check(x, params, eps):
         sp = shape_of(p)
         if sp != shape[-1:]:
             raise ValueError(f"{name} must have shape {shape[-1:]} (x's last axis), got {sp}")
-    positive_real("eps", eps, " (it keeps a zero row finite)")
+    positive_real("eps", eps, "it keeps a zero row finite")
     rows = elements(shape[:-1])
     int32_range(elements=rows * shape[-1])
     return shape, rows

@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pyopencl as cl
 
-from ..checks import int32_range
+from ..checks import dtype_is, int32_range
 from ..core.device import manager
 from ..core.stream import stream_of
 from ..core.tensor import DeviceMemory, Tensor, check_shape, note_scratch, shares_host_memory
@@ -61,9 +61,7 @@ class OpCall:
         """Operand ``name`` as a float32 Tensor on this call's device."""
         x = self.operands[name]
         if isinstance(x, Tensor):
-            if x.dtype != np.float32:
-                raise TypeError(f"{self.name}: {name} must be a float32 Tensor, got {x.dtype}")
-            return x
+            return dtype_is(f"{self.name}: {name}", x, "float32")
         arr = np.asarray(x)
         if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
             raise TypeError(f"{self.name}: {name} must hold real numbers, got dtype {arr.dtype}")
@@ -73,9 +71,7 @@ class OpCall:
         """Operand ``name`` (or its validated ``host`` form) as an int32 Tensor."""
         x = self.operands[name] if host is None else host
         if isinstance(x, Tensor):
-            if x.dtype != np.int32:
-                raise TypeError(f"{self.name}: {name} must be an int32 Tensor, got {x.dtype}")
-            return x
+            return dtype_is(f"{self.name}: {name}", x, "int32")
         return self._upload(np.ascontiguousarray(x, dtype=np.int32))
 
     def _upload(self, arr: np.ndarray) -> Tensor:

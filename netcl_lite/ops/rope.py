@@ -8,11 +8,10 @@ the device and grown when a longer position is asked for: a call uploads nothing
 
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 
-from ..checks import one_of, positive_real
+from ..checks import nonnegative_int, one_of, positive_int, positive_real
 from ..core.tensor import Tensor
 from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
 
@@ -62,8 +61,7 @@ def _check_rotation(shape, t_len, dim, offset, base, pairing):
     if dim % 2:
         raise ValueError(f"rope needs an even feature width d to form pairs, got d={dim}")
     one_of("pairing", pairing, PAIRINGS)
-    if isinstance(offset, bool) or not isinstance(offset, numbers.Integral) or offset < 0:
-        raise ValueError(f"offset must be a non-negative int (the position of row 0), got {offset!r}")
+    nonnegative_int("offset", offset, "the position of row 0")
     positive_real("base", base)
     int32_range(elements=elements(shape), positions=int(offset) + t_len)
 
@@ -124,8 +122,7 @@ def _check_heads(x, heads, offset, base, pairing):
     shape = shape_of(x)
     if len(shape) != 3:
         raise ValueError(f"x must be (B, T, heads·d), got shape {shape}")
-    if isinstance(heads, bool) or not isinstance(heads, numbers.Integral) or heads < 1:
-        raise ValueError(f"heads must be a positive int, got {heads!r}")
+    positive_int("heads", heads)
     b, t_len, width = shape
     if width % heads:
         raise ValueError(f"x's width {width} must be divisible by heads={heads} (head width d = width / heads)")

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from ..checks import flag
-from .masking import AttentionMask
+from .attention_mask import AttentionMask
 from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
 
 

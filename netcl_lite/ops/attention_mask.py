@@ -1,4 +1,6 @@
-"""Attention masks on their way to a kernel: a boolean array (True = allowed) plus a causal flag.
+"""Attention masks on their way to a kernel: the device operand (a boolean array, True = allowed,
+plus a causal flag) that every attention kernel takes. The masks themselves are built on the host
+by :mod:`netcl_lite.masks`.
 
 Kernels read a mask as ``uchar`` through four element strides, (outer batch,
 head, query row, key column), and skip any axis the caller broadcast (stride 0),

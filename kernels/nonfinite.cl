@@ -1,4 +1,4 @@
-// checks.cl: device-side checks that report to a queue's status word instead of the host.
+// nonfinite.cl: device-side non-finite checks that report to a queue's status word instead of the host.
 //
 // Kernels:
 //   check_finite  each work-item scans `chunk` floats and, if one is inf or NaN, lowers
