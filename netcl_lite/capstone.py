@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from . import corpus, fingerprint
+from .checks import positive_int
 from .core.device import manager
 from .fingerprint import cache_root
 from .files import atomic_write, read_regular
@@ -467,9 +468,8 @@ def sliding_windows(ids, block_size: int, stride: int) -> tuple[np.ndarray, np.n
     ([[0, 1, 2, 3], [2, 3, 4, 5], [4, 5, 6, 7]], [[1, 2, 3, 4], [-100, -100, 5, 6], [-100, -100, 7, 8]])
     """
     ids = np.asarray(ids)
-    for name, value in (("block_size", block_size), ("stride", stride)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    positive_int("block_size", block_size)
+    positive_int("stride", stride)
     if stride > block_size:
         raise ValueError(f"stride={stride} exceeds block_size={block_size}: tokens between windows would go unscored")
     if ids.ndim != 1 or ids.size < block_size + 1:
@@ -497,8 +497,7 @@ def bits_per_byte(model: DecoderLM, ids, tokenizer: BPETokenizer, block_size: in
     """
     if not isinstance(tokenizer, BPETokenizer):
         raise TypeError(f"tokenizer must be a BPETokenizer, got {type(tokenizer).__name__}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    positive_int("batch_size", batch_size)
     if stride is None:
         nats, _ = evaluate(model, ids, block_size, batch_size)
         _, targets = eval_windows(ids, block_size)
@@ -521,8 +520,7 @@ def ngram_bits_per_byte(train_ids, held_ids, vocab_size: int, n_bytes: int) -> d
     for name, arr in (("train_ids", train_ids), ("held_ids", held)):
         if arr.ndim != 1 or arr.size < 2 or arr.dtype.kind not in "iu" or arr.min() < 0 or arr.max() >= vocab_size:
             raise ValueError(f"{name} must be a 1-D array of at least 2 token ids in [0, {vocab_size})")
-    if isinstance(n_bytes, bool) or not isinstance(n_bytes, numbers.Integral) or n_bytes < 1:
-        raise ValueError(f"n_bytes must be a positive int (the held-out text's length in bytes), got {n_bytes!r}")
+    positive_int("n_bytes", n_bytes, "the held-out text's length in bytes")
     uni = (np.bincount(train_ids, minlength=vocab_size) + 1.0) / (train_ids.size + vocab_size)
     pairs = train_ids[:-1] * vocab_size + train_ids[1:]
     codes, counts = np.unique(pairs, return_counts=True)
@@ -645,8 +643,7 @@ def coder_speeds(text: str, names=COMPRESSORS, repeats: int = 3, ppmd_order: int
     decompressed output is checked against ``text``."""
     if not isinstance(text, str) or not text:
         raise ValueError("text must be a non-empty str")
-    if isinstance(repeats, bool) or not isinstance(repeats, numbers.Integral) or repeats < 1:
-        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+    positive_int("repeats", repeats)
     raw = text.encode("utf-8")
     times = {name: ([], []) for name in names}
     for _ in range(repeats):

@@ -131,22 +131,6 @@ def int32_range(**sizes: int) -> None:
             raise ValueError(f"{name}={value} exceeds the 32-bit index range of the kernels")
 
 
-def int_at_least(name: str, value, minimum: int, why: str = "") -> int:
-    """An int of at least ``minimum``: a ``TypeError`` for anything not an int (a bool included),
-    a ``ValueError`` for one too small; ``why`` (``" (use 0 to ...)"``) follows the bound.
-
-    >>> int_at_least("vocab_size", 255, 256)
-    Traceback (most recent call last):
-    ...
-    ValueError: vocab_size must be an int >= 256, got 255
-    """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}{why}, got {value!r}")
-    return int(value)
-
-
 def token_ids(ids, name: str = "ids") -> list[int]:
     """Token ids as a list of ``int``, from any iterable of integers (a NumPy array included).
 

@@ -226,9 +226,9 @@ def test_items_that_are_not_str_are_named(cl100k_paths, path):
 
 
 @pytest.mark.parametrize("value, err, match", [
-    (0, ValueError, "num_threads must be an int >= 1 .*, got 0"),
-    (2.0, TypeError, "num_threads must be an int, got float"),
-    (True, TypeError, "num_threads must be an int, got bool"),
+    (0, ValueError, "num_threads must be >= 1 .*, got 0"),
+    (2.0, TypeError, "num_threads must be an int .*, got float"),
+    (True, TypeError, "num_threads must be an int .*, got bool"),
 ])
 def test_bad_num_threads_is_named(cl100k_paths, value, err, match):
     tok = cl100k_paths[0]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from netcl_lite.checks import int_at_least
+from netcl_lite.checks import count
 from netcl_lite.text.dispatch import Dispatcher, utf8
 from netcl_lite.text.specials import SpecialTokens
 
@@ -50,7 +50,7 @@ def encode_ordinary_batch(encode: Encode, dispatch: Dispatcher, texts, num_threa
     """``[encode(t) for t in texts]`` (``encode``: a tokenizer's ``encode_ordinary``), on the device
     in one call where ``dispatch`` sends it."""
     texts = check_texts(texts)
-    int_at_least("num_threads", num_threads, 1, " (tiktoken's default is 8)")
+    count("num_threads", num_threads, 1, "tiktoken's default is 8")
     encode_one = _naming(encode)
     done = dispatch.encode_documents(texts, encode_one)
     return done if done is not None else list(map(encode_one, range(len(texts)), texts))
@@ -74,7 +74,7 @@ def encode_batch(encode: Encode, dispatch: Dispatcher, specials: SpecialTokens, 
     tokens first (the error names the document and the token), then the text between the allowed
     ones encoded as one :func:`encode_ordinary_batch`."""
     texts = check_texts(texts)
-    int_at_least("num_threads", num_threads, 1, " (tiktoken's default is 8)")
+    count("num_threads", num_threads, 1, "tiktoken's default is 8")
     allowed = specials.allowed(allowed_special, disallowed_special, texts, batch=True)
     if not allowed:
         return encode_ordinary_batch(encode, dispatch, texts)
@@ -106,7 +106,7 @@ def decode_batch(decode: Callable[[Iterable[int], str], str], batch, errors: str
                         f"{type(batch).__name__}")
     if not isinstance(errors, str):
         raise TypeError(f"errors must be a str such as 'replace' or 'strict', got {type(errors).__name__}")
-    int_at_least("num_threads", num_threads, 1, " (tiktoken's default is 8)")
+    count("num_threads", num_threads, 1, "tiktoken's default is 8")
     out = []
     for i, ids in enumerate(batch):
         try:

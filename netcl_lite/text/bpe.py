@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 
-from netcl_lite.checks import int_at_least, token_ids
+from netcl_lite.checks import count, token_ids
 from netcl_lite.files import atomic_write
 from netcl_lite.text import batch as batch_api
 from netcl_lite.text import device_merge
@@ -208,8 +208,8 @@ class BPETokenizer:
         >>> BPETokenizer(pattern=None).train_from_iterator(["aaabdaaabac"], 259)
         [((97, 97), 4), ((97, 98), 2), ((256, 257), 2)]
         """
-        vocab_size = int_at_least("vocab_size", vocab_size, 256, " (the 256 bytes are always in it)")
-        min_frequency = int_at_least("min_frequency", min_frequency, 1, " (1: merge pairs seen once)")
+        vocab_size = count("vocab_size", vocab_size, 256, "the 256 bytes are always in it")
+        min_frequency = count("min_frequency", min_frequency, 1, "1: merge pairs seen once")
         clash = {name: i for name, i in self._specials.ids.items() if i < vocab_size}
         if clash:
             raise ValueError(f"train_from_iterator: special tokens {clash} have ids below vocab_size="

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from netcl_lite.checks import int_at_least
+from netcl_lite.checks import count
 
 __all__ = ["Unigram", "WordPiece"]
 
@@ -38,7 +38,7 @@ class WordPiece:
             raise TypeError(f"vocab pieces must be non-empty str, got {bad[:5]!r}")
         if not isinstance(unk_token, str) or not isinstance(continuation_prefix, str):
             raise TypeError("unk_token and continuation_prefix must be str")
-        max_chars_per_word = int_at_least("max_chars_per_word", max_chars_per_word, 1)
+        max_chars_per_word = count("max_chars_per_word", max_chars_per_word, 1)
         self.unk_token = unk_token
         self.max_chars_per_word = max_chars_per_word
         self.continuation_prefix = continuation_prefix
