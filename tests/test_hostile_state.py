@@ -11,7 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -582,10 +582,8 @@ _LOADERS = {
 
 @pytest.mark.parametrize("loader", sorted(_LOADERS))
 def test_a_tokenizer_loader_refuses_a_device_quickly(loader):
-    began = time.perf_counter()
     with pytest.raises(ValueError, match="/dev/zero is a character device, not a regular file"):
-        _LOADERS[loader]("/dev/zero")
-    assert time.perf_counter() - began < 5
+        _LOADERS[loader]("/dev/zero")    # refused from its stat, before a read that would never end
 
 
 @pytest.mark.parametrize("loader", sorted(_LOADERS))
@@ -629,10 +627,14 @@ def test_a_symlink_to_a_device_as_weights_is_named_for_what_it_is(tmp_path):
 def test_a_model_with_a_million_layers_is_refused_before_anything_is_allocated():
     config = LMConfig(vocab_size=24, hidden_size=16, intermediate_size=24, num_hidden_layers=10**6,
                       num_attention_heads=2, max_position_embeddings=16)
-    began = time.perf_counter()
-    with pytest.raises(ValueError, match="num_hidden_layers=1000000 makes 9000002 weight tensors"):
-        DecoderLM(config)
-    assert time.perf_counter() - began < 5
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="num_hidden_layers=1000000 makes 9000002 weight tensors"):
+            DecoderLM(config)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, f"{peak >> 20} MiB allocated before the refusal"
     wide = LMConfig(vocab_size=10**7, hidden_size=4096, num_hidden_layers=1, num_attention_heads=2)
     with pytest.raises(ValueError, match="GiB"):
         DecoderLM(wide)

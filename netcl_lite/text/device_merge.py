@@ -22,10 +22,9 @@ The tables live on the device, built there once per tokenizer and kept with it, 
   an open-addressed hash of the tokens by their bytes (:func:`token_slots` is its slot in
   NumPy). A work-item carries each of its tokens' hash, so asking whether two neighbours merge
   is one multiply-add and a probe, and a probe that matches compares the bytes. Building it
-  is one pass over the tokens: for cl100k_base 6.5 ms of CPU alone and 15-28 ms inside a cold
-  pass (2-core Zen 4), against 41-55 ms alone for a hash of its 233,000 pairs (every split of
-  every token) that this kernel used to build; the merges cost no more
-  (``benchmarks/README.md``);
+  is one pass over the tokens, several times cheaper than a hash of every pair that splits a
+  token (233,000 for cl100k_base), and the merges cost no more (figures:
+  ``benchmarks/results/tokenizer.md``);
 * under a merge list (a ``tokenizer.json``), an open-addressed hash from ``(left id, right
   id)`` to the merge's position, its priority (:func:`home_slots`; :func:`pair_entries` is
   the host's account of the same table, for the tests).
@@ -130,7 +129,7 @@ def pack_tokens(tokens: Sequence[bytes]) -> PackedTokens:
     """Pack the tokens (index = id) as the index build reads them. A tokenizer packs its tokens
     when it loads them, while they are in the CPU's caches: for cl100k_base that costs 8-12 ms
     of a ~0.6 s load, and packing them in the first call that launches the kernel, from
-    100,000 bytes objects out of the caches, cost more (``benchmarks/README.md``).
+    100,000 bytes objects out of the caches, cost more (``benchmarks/results/tokenizer.md``).
 
     >>> pack_tokens([b"a", b"bc"])
     PackedTokens(blob=b'abc', offsets=array([0, 1, 3], dtype=uint32))

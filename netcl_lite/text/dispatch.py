@@ -39,7 +39,7 @@ __all__ = ["GROUP_BYTES", "KERNEL_MIN_BYTES", "KERNEL_TEXT_MIN_BYTES", "Dispatch
 
 #: A call whose new chunks hold at least this many UTF-8 bytes merges them with the kernel
 #: (``kernels/bpe.cl``); below it the Python loop is faster than a launch. Measured by
-#: ``benchmarks/bpe_threshold.py`` (benchmarks/README.md, "Tokenizer: the merge kernel").
+#: ``benchmarks/bpe_threshold.py`` (its figures: ``benchmarks/results/tokenizer.md``).
 KERNEL_MIN_BYTES = 1024
 #: A call whose text holds at least this many UTF-8 bytes is split and merged on the device in
 #: one pass (``DeviceMerger.merge_text``) when the tokenizer follows tiktoken's rule with
