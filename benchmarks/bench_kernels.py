@@ -30,7 +30,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import statistics
 import time
 import tracemalloc
@@ -43,19 +42,10 @@ from netcl_lite.core.device import manager
 from netcl_lite.core.kernels import vector_lanes
 from netcl_lite.core.stream import sync
 from netcl_lite.core.tensor import Tensor, track_allocations
+from machine import cpu_name
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kernels.json"
 DENSE_LIMIT_BYTES = 3 * 2**30      # skip dense methods whose score matrices need more than this
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def pocl_target(device) -> str:

@@ -57,6 +57,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, train
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus
+from machine import cpu_name
 
 import netcl_lite as nl
 from netcl_lite.text import GPT4_PATTERN, BPETokenizer
@@ -65,16 +66,6 @@ from netcl_lite.text.patterns import to_oniguruma
 VOCAB_SIZES = (4096, 16384)
 KINDS = ("prose", "code", "multilingual")
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"  # tiktoken's own
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} logical CPUs)"
-    except OSError:
-        pass
-    return f"{platform.processor() or platform.machine()} ({os.cpu_count()} logical CPUs)"
 
 
 def load_average() -> list[float]:
@@ -291,7 +282,7 @@ def main():
     if hashlib.sha256(path.read_bytes()).hexdigest() != CL100K_SHA256:
         sys.exit(f"{path} does not have tiktoken's sha256 for cl100k_base")
     dev = nl.device()
-    env = {"cpu": cpu_name(), "device": dev.name, "pocl_target": dev.compiler_cpu,
+    env = {"cpu": f"{cpu_name()} ({os.cpu_count()} logical CPUs)", "device": dev.name, "pocl_target": dev.compiler_cpu,
            "python": platform.python_version(), "tiktoken": tiktoken.__version__,
            "tokenizers": tokenizers.__version__, "threads": "1 (RAYON_NUM_THREADS=1; tiktoken encode_ordinary)",
            "train_mb": train_mb, "loadavg_start": load_average(), "date": time.strftime("%Y-%m-%d %H:%M")}

@@ -23,25 +23,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import platform
 import statistics
-import subprocess
 import tempfile
 import time
 
 import numpy as np
+from machine import cpu_name
 
 #: idle time before each timed call, so one library's spinning worker threads are not still
 #: holding the cores when the other's call starts (as in bench_kernels.py).
 PAUSE_S = 0.3
-
-
-def cpu_name() -> str:
-    try:
-        out = subprocess.run(["lscpu"], check=False, capture_output=True, text=True).stdout
-        return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown CPU"
 
 
 def main() -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import time
 import urllib.request
 import uuid
 from pathlib import Path
+from machine import cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,17 +49,6 @@ def wait_for(predicate, timeout: float, step: float = 0.05) -> float:
             raise TimeoutError(f"not seen within {timeout:.0f} s")
         time.sleep(step)
     return time.perf_counter() - began
-
-
-def cpu_name() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), or what ``platform`` knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main() -> None:
