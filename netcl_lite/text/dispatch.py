@@ -103,8 +103,8 @@ class Dispatcher:
     @kernel_min_bytes.setter
     def kernel_min_bytes(self, value: int | None) -> None:
         if value is not None:
-            value = count("kernel_min_bytes", value, 0, "0: merge every call's new chunks on the device; "
-                                 "None: never use the kernel")
+            value = count("kernel_min_bytes", value, 0,
+                          "0: merge every call's new chunks on the device; None: never use the kernel")
         self._min_bytes = value
         # a text of fewer characters has fewer UTF-8 bytes (4 at most per character, 1 in ASCII
         # text): a compare or two keep a short call on the Python path
@@ -119,8 +119,8 @@ class Dispatcher:
     @kernel_text_min_bytes.setter
     def kernel_text_min_bytes(self, value: int | None) -> None:
         if value is not None:
-            value = count("kernel_text_min_bytes", value, 0, "0: split and merge every call on the device; "
-                                 "None: never")
+            value = count("kernel_text_min_bytes", value, 0,
+                          "0: split and merge every call on the device; None: never")
         self._text_min_bytes = value
         # at most 4 bytes a character: a shorter text never gets there
         self.text_min_chars = sys.maxsize if value is None or not self._whole_text else -(-value // 4)
