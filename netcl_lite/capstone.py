@@ -414,17 +414,23 @@ def store_result(run: Run, name: str, result: dict) -> None:
     atomic_write(run.directory / name, (json.dumps(record, indent=1) + "\n").encode())
 
 
-def seed_results() -> dict:
-    """What ``benchmarks/capstone_seeds.py`` measured: the recipe trained with several seeds, each
-    scored on validation and test as :func:`measures` scores the page's run, with their mean and
-    standard deviation, the machine, and the :func:`recipe_hash` they were made with. The wheel
-    carries the file beside this module; a source checkout reads it from ``benchmarks/results/``."""
+def seeds_file() -> Path:
+    """Where :func:`seed_results` reads from: the wheel carries the file beside this module; a source
+    checkout has it in ``benchmarks/results/``. Raises ``FileNotFoundError`` when neither has it."""
     here = Path(__file__).resolve()
     for path in (here.with_name("capstone_seeds.json"),
                  here.parents[1] / "benchmarks" / "results" / "capstone_seeds.json"):
         if path.is_file():
-            return json.loads(path.read_text(encoding="utf-8"))
+            return path
     raise FileNotFoundError("capstone_seeds.json is missing: run python benchmarks/capstone_seeds.py")
+
+
+def seed_results() -> dict:
+    """What ``benchmarks/capstone_seeds.py`` measured: the recipe trained with several seeds, each
+    scored on validation and test as :func:`measures` scores the page's run, with their mean and
+    standard deviation, the machine, and the :func:`recipe_hash` they were made with
+    (:func:`seeds_file`)."""
+    return json.loads(seeds_file().read_text(encoding="utf-8"))
 
 
 def machine(queue=None) -> str:

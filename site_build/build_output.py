@@ -16,16 +16,20 @@ numbers are therefore this build's; what must hold on any machine is asserted in
 so a run that misses it fails the build (and the doc test that runs the same block).
 tests/test_capstone.py checks that each marker sits right under the block that includes its snippet.
 
-A snippet's stdout is kept in the execution cache (:mod:`site_build.store`), keyed by the snippet,
-the library, the packages and the device: a rebuild runs only the snippets whose key changed
-(``NETCL_LITE_RERUN=1`` runs them all). A marker's path is checked by
+A snippet's stdout is kept in the execution cache (:mod:`site_build.store`), keyed by the code,
+the library, the packages and the device (:func:`code_key`): a rebuild runs only the snippets whose
+key changed (``NETCL_LITE_RERUN=1`` runs them all). The key is that of the code, not of the file,
+so the doc test of the page block that shows the same snippet (:func:`run_stored`) finds what the
+build printed, and the reverse: each runs once per set of inputs. A marker's path is checked by
 :func:`site_build.includes.marker_path`.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 from netcl_lite import fingerprint
 
@@ -34,9 +38,34 @@ from .includes import marker_path
 from .paths import ROOT
 
 
+def code_key(code: str, shared: str | None = None) -> str:
+    """The execution-cache key of ``code`` run as :mod:`site_build.runner` runs it (how it is run,
+    the code without its leading and trailing blank lines, which change nothing it does, and
+    ``shared``: the key context, :func:`site_build.store.context` when None)."""
+    if not isinstance(code, str):
+        raise TypeError(f"code must be str, got {type(code).__name__}")
+    return fingerprint.key(runner.HOW + "\n" + code.strip("\n") + "\n",
+                           shared=store.context() if shared is None else shared)
+
+
 def snippet_key(path: str, shared: str | None = None) -> str:
-    """The execution-cache key of a build-output snippet (its text and how it is run)."""
-    return fingerprint.key(runner.HOW + "\n" + (ROOT / path).read_text(encoding="utf-8"), shared=shared)
+    """The execution-cache key of a build-output snippet: :func:`code_key` of its text."""
+    return code_key((ROOT / path).read_text(encoding="utf-8"), shared)
+
+
+def run_stored(code: str, folder: str | Path, shared: str) -> subprocess.CompletedProcess:
+    """``code`` run by :func:`site_build.runner.run_code` in ``folder``, unless the store holds what it
+    printed under :func:`code_key` (``shared``: the key context of the interpreter and environment it
+    runs in, :func:`site_build.store.context`); a hit runs nothing and returns a completed process
+    with that stdout. A run that exits 0 is stored; a failing one is not, so it runs again."""
+    key = code_key(code, shared)
+    stored = store.lookup("build_output", key)
+    if stored is not None:
+        return subprocess.CompletedProcess(["python", "block.py"], 0, stored.decode("utf-8"), "")
+    proc = runner.run_code(code, folder)
+    if proc.returncode == 0:
+        store.store("build_output", key, proc.stdout.encode("utf-8"))
+    return proc
 
 
 class BuildOutputs:

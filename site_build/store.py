@@ -22,12 +22,14 @@ import hashlib
 import logging
 from pathlib import Path
 
-from netcl_lite import fingerprint
+from netcl_lite import extras, fingerprint
 from netcl_lite.files import atomic_write
 
-#: what the build's executed code runs on: the library's packages, the plotting library of the
-#: figures and the Jupyter kernel of the notebooks
-PACKAGES = fingerprint.RUN_PACKAGES + ("matplotlib", "ipykernel", "nbclient")
+#: what the build's executed code (and a page block the tests run) runs on: the library's packages,
+#: the plotting library of the figures, the Jupyter kernel of the notebooks and every package of the
+#: library's extras (the classical coders, transformers and torch), which blocks import
+PACKAGES = (fingerprint.RUN_PACKAGES + ("matplotlib", "ipykernel", "nbclient")
+            + tuple(sorted({name for names in extras.EXTRAS.values() for name in names})))
 #: the kinds of output the build stores, one folder each
 KINDS = ("build_output", "figure", "notebook")
 _ENTRY_MAGIC = b"netcl-lite-cache-entry 1 sha256="
@@ -35,9 +37,13 @@ log = logging.getLogger("mkdocs.plugins.site_build.execution_cache")
 
 
 def context() -> str:
-    """What every key of one build shares (:func:`netcl_lite.fingerprint.context` with
-    :data:`PACKAGES`, on the default device)."""
-    return fingerprint.context(packages=PACKAGES)
+    """What every key of one build shares: :func:`netcl_lite.fingerprint.context` with :data:`PACKAGES`
+    on the default device, and the data file the library reads for the pages
+    (:func:`netcl_lite.capstone.seeds_file`, the seeds' results Chapter 9 prints)."""
+    from netcl_lite import capstone
+
+    data = fingerprint.files_digest([capstone.seeds_file()])
+    return f"{fingerprint.context(packages=PACKAGES)}\nlibrary data {data}"
 
 
 def _path(kind: str, item_key: str) -> Path:

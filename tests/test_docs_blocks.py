@@ -9,7 +9,7 @@ import inspect
 import pytest
 
 import doc_blocks
-from site_build import markers, runner
+from site_build import build_output, markers, store
 
 CASES = [
     pytest.param(page, i, block, id=f"{page.relative_to(doc_blocks.DOCS)}:{block.lineno}")
@@ -26,9 +26,18 @@ def test_pages_have_runnable_blocks():
     assert CASES, "no runnable python block found on any page: the doc tests would test nothing"
 
 
+@pytest.fixture(scope="session")
+def build_context() -> str:
+    """The key context of the build's runs, which the blocks below run in too (this interpreter,
+    this environment): a block the build already ran with the same inputs is not run again."""
+    return store.context()
+
+
 @pytest.mark.parametrize("page, index, block", CASES)
-def test_block_runs_and_prints_what_the_page_shows(page, index, block, tmp_path):
-    proc = runner.run_code(block.code, tmp_path)   # as a reader runs it: netcl_lite installed, nothing else
+def test_block_runs_and_prints_what_the_page_shows(page, index, block, tmp_path, build_context):
+    # as a reader runs it (netcl_lite installed, nothing else), or what that run printed when the
+    # store holds it under the same code, library, packages, device and variables
+    proc = build_output.run_stored(block.code, tmp_path, build_context)
     assert proc.returncode == 0, f"block at {page.name}:{block.lineno} failed:\n{proc.stderr[-4000:]}"
     if block.expected_output is not None:
         assert _clean(proc.stdout) == _clean(block.expected_output), (

@@ -64,6 +64,15 @@ def test_the_source_the_files_it_reads_the_packages_and_the_device_choice_change
     monkeypatch.delenv("NETCL_LITE_POCL_CPU")
     monkeypatch.setattr(store, "PACKAGES", store.PACKAGES + ("pytest",))
     assert store.context() != shared
+    monkeypatch.undo()
+    from netcl_lite import capstone                                 # the seeds' results Chapter 9 prints
+
+    seeds = tmp_path / "capstone_seeds.json"
+    seeds.write_bytes(capstone.seeds_file().read_bytes())
+    monkeypatch.setattr(capstone, "seeds_file", lambda: seeds)
+    shared = store.context()
+    seeds.write_text(seeds.read_text() + " ")                      # any edit is another key
+    assert store.context() != shared
     env = fingerprint.environment(packages=store.PACKAGES)
     assert "numpy==" in env and "pyopencl==" in env and "matplotlib==" in env and sys.version in env
     import pyopencl as cl
@@ -146,6 +155,72 @@ def test_a_build_output_runs_once_per_key_and_again_after_an_edit_or_a_forced_re
     assert outputs.cached_output(str(snippet)) == "value 2\n" and runs.read_text() == "xxx"
     monkeypatch.setenv(fingerprint.RERUN, "1")
     assert outputs.cached_output(str(snippet)) == "value 2\n" and runs.read_text() == "xxxx"
+
+
+def test_a_page_block_and_the_build_output_of_the_same_snippet_run_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "store"))
+    runs = tmp_path / "runs.txt"
+    shared = store.context()
+    outputs = build_output.BuildOutputs(lambda: shared)
+
+    def run(code: str, name: str):
+        (tmp_path / name).mkdir()
+        return build_output.run_stored(code, tmp_path / name, shared)
+
+    snippet = tmp_path / "shown.py"
+    snippet.write_text(f"open({str(runs)!r}, 'a').write('x')\nprint('shown')\n")
+    assert outputs.cached_output(str(snippet)) == "shown\n" and runs.read_text() == "x"
+    page_block = "\n" + snippet.read_text() + "\n"      # the snippet as a page includes it
+    proc = run(page_block, "a")
+    assert (proc.returncode, proc.stdout) == (0, "shown\n") and runs.read_text() == "x", "the block ran again"
+    # the reverse order: what the doc test ran is what the build shows
+    first = f"open({str(runs)!r}, 'a').write('y')\nprint('block first')\n"
+    assert run(first, "b").stdout == "block first\n" and runs.read_text() == "xy"
+    snippet.write_text(first)
+    assert outputs.cached_output(str(snippet)) == "block first\n" and runs.read_text() == "xy"
+    # another interpreter, device or variable is another context, so the block runs there
+    proc = build_output.run_stored(page_block, tmp_path / "a", shared + "\nanother device")
+    assert proc.stdout == "shown\n" and runs.read_text() == "xyx"
+    # a failing run is not kept: it fails again, running each time
+    failing = f"open({str(runs)!r}, 'a').write('z')\nraise SystemExit(3)\n"
+    assert run(failing, "c").returncode == 3 and run(failing, "d").returncode == 3
+    assert runs.read_text() == "xyxzz"
+    with pytest.raises(TypeError, match="code must be str"):
+        build_output.code_key(b"print(1)", shared)
+
+
+def _imported_modules(code: str) -> set[str]:
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_the_build_key_names_the_version_of_every_package_a_block_or_snippet_imports():
+    """A stored output is reused only while every package its code imports is the same version."""
+    from importlib import metadata
+
+    import doc_blocks
+
+    codes = [b.code for page in doc_blocks.pages() for b in doc_blocks.runnable(page)]
+    snippets = sorted((ROOT / "snippets").rglob("*.py"))
+    # a snippet folder's own modules, and the benchmark reports Chapter 8's figures load (their files
+    # are in those figures' keys: generated.figure_reads)
+    local = {p.stem for p in snippets} | {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
+    imported = set().union(*(_imported_modules(c) for c in codes + [p.read_text(encoding="utf-8") for p in snippets]))
+    third_party = imported - set(sys.stdlib_module_names) - local - {"netcl_lite"}
+    assert {"numpy", "matplotlib", "torch"} <= third_party, f"the scan found only {sorted(third_party)}"
+    keyed = {name.lower() for name in store.PACKAGES}
+    unnamed = {m for m in third_party if m.lower() not in keyed}   # a module named unlike its distribution
+    distributions = metadata.packages_distributions() if unnamed else {}
+    missing = {m: distributions.get(m) for m in unnamed
+               if not {d.lower() for d in distributions.get(m, [m])} & keyed}
+    assert not missing, f"packages imported by page blocks or snippets but not in store.PACKAGES: {missing}"
 
 
 def test_store_and_lookup(tmp_path, monkeypatch):
