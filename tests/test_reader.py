@@ -224,8 +224,9 @@ def served_site(built_site):
 
 
 def _reader_env() -> dict:
-    """A reader's environment (site_build.runner's), outside this checkout's venv and cache."""
-    return runner.reader_env(drop=("VIRTUAL_ENV", "NETCL_LITE_CACHE"))
+    """A reader's environment (site_build.runner's), outside this checkout's venv and cache, and with
+    Python keeping the bytecode it compiles, as it does unless told otherwise."""
+    return runner.reader_env(drop=("VIRTUAL_ENV", "NETCL_LITE_CACHE", "PYTHONDONTWRITEBYTECODE"))
 
 
 #: pip's flags for the test's venvs: quiet, and without compiling every installed module to bytecode
