@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 
@@ -45,7 +46,8 @@ def test_block_runs_and_prints_what_the_page_shows(page, index, block, tmp_path,
         )
 
 
-def imported_by_tests() -> set[str]:
+@functools.lru_cache(maxsize=1)
+def imported_by_tests() -> frozenset[str]:
     """Dotted names of the library modules whose code tests/test_*.py import.
 
     ``import a.b`` gives a.b; ``from a.b import c`` gives a.b and the module that defines
@@ -68,7 +70,7 @@ def imported_by_tests() -> set[str]:
                         names.add(value.__name__)
                     elif getattr(value, "__module__", None):
                         names.add(value.__module__)
-    return names
+    return frozenset(names)
 
 
 def test_imported_by_tests_names_defining_modules_not_their_packages():
