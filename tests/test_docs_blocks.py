@@ -10,7 +10,7 @@ import inspect
 import pytest
 
 import doc_blocks
-from site_build import build_output, markers, store
+from site_build import build_output, markers, runner
 
 CASES = [
     pytest.param(page, i, block, id=f"{page.relative_to(doc_blocks.DOCS)}:{block.lineno}")
@@ -28,10 +28,14 @@ def test_pages_have_runnable_blocks():
 
 
 @pytest.fixture(scope="session")
-def build_context() -> str:
-    """The key context of the build's runs, which the blocks below run in too (this interpreter,
-    this environment): a block the build already ran with the same inputs is not run again."""
-    return store.context()
+def build_context(tmp_path_factory) -> str:
+    """The key context of the build's runs (:func:`site_build.store.context`), computed as the blocks
+    below run: by this interpreter, in a fresh process with the reader's environment, on the device
+    it chooses. A block the build already ran with the same inputs is not run again."""
+    proc = runner.run_code("from site_build import store\nprint(store.context(), end='')\n",
+                           tmp_path_factory.mktemp("context"))
+    assert proc.returncode == 0, f"the key context could not be computed:\n{proc.stderr[-3000:]}"
+    return proc.stdout
 
 
 @pytest.mark.parametrize("page, index, block", CASES)
