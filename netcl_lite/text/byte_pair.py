@@ -22,8 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from heapq import heapify, heappop, heappush
-from itertools import pairwise
+from itertools import islice, pairwise, repeat
 from operator import getitem
+
+import numpy as np
+
+from netcl_lite.text.token_splits import token_splits
 
 __all__ = ["LONG_CHUNK", "NO_MERGE", "PairTable", "UnmadeTokenError", "chunk_encoder", "listed_pair_table", "merge_chunk",
            "merge_ids", "merge_ids_long", "rank_pair_table", "split_points", "token_lengths"]
@@ -37,6 +41,7 @@ _BYTE = [bytes([b]) for b in range(256)]
 
 #: ``table[left_id][right_id] -> value``; every id that can occur has a row (often empty).
 PairTable = list[dict[int, int]]
+_NO_PAIRS: dict[int, int] = {}   # the row of every id that starts no pair (tables are never written after)
 
 
 class UnmadeTokenError(ValueError):
@@ -58,6 +63,9 @@ def rank_pair_table(token_bytes: Sequence[bytes]) -> PairTable:
     >>> rank_pair_table([b"a", b"b", b"ab"])
     [{1: 2}, {}, {}]
     """
+    found = token_splits(token_bytes)
+    if found is not None:
+        return _table_of(len(token_bytes), *found, token_bytes)
     ids = {t: i for i, t in enumerate(token_bytes)}
     get = ids.get
     table = [{} for _ in token_bytes]
@@ -71,6 +79,28 @@ def rank_pair_table(token_bytes: Sequence[bytes]) -> PairTable:
                 made = made or (left < token_id and right < token_id)
         if not made:
             raise UnmadeTokenError(token, token_id)
+    return table
+
+
+def _table_of(n: int, left: np.ndarray, right: np.ndarray, merged: np.ndarray,
+              token_bytes: Sequence[bytes]) -> PairTable:
+    """The pair table of :func:`~netcl_lite.text.token_splits.token_splits`' arrays; raises for the
+    lowest-ranked token past the 256 bytes that no split into two lower-ranked tokens makes."""
+    made = np.zeros(n, bool)
+    made[:256] = True
+    made[merged[(left < merged) & (right < merged)]] = True
+    if not made.all():
+        rank = int(np.argmin(made))
+        raise UnmadeTokenError(token_bytes[rank], rank)
+    table = [_NO_PAIRS] * n
+    if not len(left):
+        return table
+    order = np.argsort(left, kind="stable")
+    left = left[order]
+    firsts = np.flatnonzero(np.r_[True, left[1:] != left[:-1]])
+    rights, merges = iter(right[order].tolist()), iter(merged[order].tolist())
+    for row, count in zip(left[firsts].tolist(), np.diff(np.r_[firsts, len(left)]).tolist()):
+        table[row] = dict(zip(islice(rights, count), islice(merges, count)))   # one row, at its size
     return table
 
 
@@ -152,7 +182,7 @@ def chunk_encoder(byte_ids: Sequence[int], pairs: PairTable) -> Callable[[bytes]
     [256, 99]
     """
     byte_ids = list(byte_ids)
-    byte_rows = [[pairs[left].get(right, NO_MERGE) for right in byte_ids] for left in byte_ids]
+    byte_rows = [list(map(pairs[left].get, byte_ids, repeat(NO_MERGE))) for left in byte_ids]
     to_ids = bytes(byte_ids) if max(byte_ids) < 256 else None  # None: a tokenizer.json's own byte ids
     byte_id, byte_row, no_merge, id_bits = byte_ids.__getitem__, byte_rows.__getitem__, NO_MERGE, _ID
 
