@@ -233,10 +233,12 @@ class BPETokenizer:
         >>> BPETokenizer().encode_ordinary("hi!")
         [104, 105, 33]
         """
-        if not isinstance(text, str):
+        if type(text) is not str and not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}; decode bytes first "
                             f"(text = data.decode('utf-8'))")
         dispatch = self._dispatch
+        if len(text) < dispatch.short_chars:   # a paragraph: no device work, the fewest steps
+            return self._cache.short_ids(self._split(text), text)
         if len(text) >= dispatch.text_min_chars and (ids := dispatch.encode_text(text)) is not None:
             return ids
         return self._cache.ids_of(self._split(text), text, dispatch)
