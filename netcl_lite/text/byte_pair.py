@@ -30,7 +30,7 @@ import numpy as np
 from netcl_lite.text.token_splits import token_splits
 
 __all__ = ["LONG_CHUNK", "NO_MERGE", "PairTable", "UnmadeTokenError", "chunk_encoder", "listed_pair_table", "merge_chunk",
-           "merge_ids", "merge_ids_long", "rank_pair_table", "split_points", "token_lengths"]
+           "merge_ids", "merge_ids_long", "rank_pair_table", "split_loop_table", "split_points", "token_lengths"]
 
 #: Chunks at least this many bytes long take the heap path.
 LONG_CHUNK = 160
@@ -62,10 +62,22 @@ def rank_pair_table(token_bytes: Sequence[bytes]) -> PairTable:
 
     >>> rank_pair_table([b"a", b"b", b"ab"])
     [{1: 2}, {}, {}]
+
+    The splits come from :func:`~netcl_lite.text.token_splits.token_splits`; the dict loop
+    (:func:`split_loop_table`) is the plain statement, and takes the vocabularies it declines.
+
+    >>> tokens = [bytes([b]) for b in range(256)] + [b"ab", b"bc", b"abc", b"bcbc", b"abcbc", b"\\0a"]
+    >>> rank_pair_table(tokens) == split_loop_table(tokens)
+    True
     """
     found = token_splits(token_bytes)
     if found is not None:
         return _table_of(len(token_bytes), *found, token_bytes)
+    return split_loop_table(token_bytes)
+
+
+def split_loop_table(token_bytes: Sequence[bytes]) -> PairTable:
+    """:func:`rank_pair_table` by trying each split point of each token in a dict of the tokens."""
     ids = {t: i for i, t in enumerate(token_bytes)}
     get = ids.get
     table = [{} for _ in token_bytes]
