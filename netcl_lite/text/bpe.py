@@ -86,7 +86,7 @@ class BPETokenizer:
         self._specials = SpecialTokens()
         self._vocab = dict(self._tokens)  # id -> bytes, special tokens included
         self._seed = seed = vocab.text_tokens() if vocab.whole_chunks else {}  # else a chunk that is a token
-        self._encode_piece = chunk_encoder(self._byte_ids, self._pairs)
+        self._encode_piece = chunk_encoder(self._byte_ids, self._pairs, ranked=vocab.merge_list is None)
         # the device's index is built from the tokens packed here, while they are in the CPU's caches
         packed = device_merge.pack_tokens(by_rank) if vocab.merge_list is None else None
         old, self._dispatch = getattr(self, "_dispatch", None), Dispatcher(

@@ -179,15 +179,17 @@ def merge_ids(ids: list[int], pairs: PairTable, limit: int = NO_MERGE) -> list[i
     return ids
 
 
-def chunk_encoder(byte_ids: Sequence[int], pairs: PairTable) -> Callable[[bytes], list[int]]:
-    """``encode(piece) -> ids``: BPE on one chunk's bytes. ``byte_ids[b]`` is the id of byte ``b``.
+def chunk_encoder(byte_ids: Sequence[int], pairs: PairTable, ranked: bool = False) -> Callable[[bytes], list[int]]:
+    """``encode(piece) -> ids``: BPE on one chunk's bytes. ``byte_ids[b]`` is the id of byte ``b``;
+    ``ranked``: ``pairs`` is a :func:`rank_pair_table`, whose values are the merged ids themselves.
 
     This is the cold path of encoding (every chunk not seen before comes here), so the setup
     stays in C: a chunk's bytes become ids with one ``bytes.translate`` (when the byte ids
     are 0..255, as under tiktoken's rule), and its first pair values come from a table
     of all 65,536 byte pairs, one row per first byte (two C-level lookups per pair).
     The merge loop is :func:`merge_ids` without the limit, written out here to save a
-    call per chunk; a last value that never merges keeps ``min`` from an empty list.
+    call per chunk; a last value that never merges keeps ``min`` from an empty list. Under
+    tiktoken's rule the lowest value is the merged id: no mask, and no new int, a step.
 
     >>> encode = chunk_encoder(range(256), [{98: 256} if i == 97 else {} for i in range(257)])
     >>> encode(b"abc")
@@ -198,7 +200,7 @@ def chunk_encoder(byte_ids: Sequence[int], pairs: PairTable) -> Callable[[bytes]
     to_ids = bytes(byte_ids) if max(byte_ids) < 256 else None  # None: a tokenizer.json's own byte ids
     byte_id, byte_row, no_merge, id_bits = byte_ids.__getitem__, byte_rows.__getitem__, NO_MERGE, _ID
 
-    def encode(piece: bytes) -> list[int]:
+    def encode_ranked(piece: bytes) -> list[int]:
         if len(piece) >= LONG_CHUNK:
             return merge_ids_long(list(map(byte_id, piece)), pairs)
         ids = list(piece.translate(to_ids)) if to_ids else list(map(byte_id, piece))
@@ -207,6 +209,24 @@ def chunk_encoder(byte_ids: Sequence[int], pairs: PairTable) -> Callable[[bytes]
         last = len(piece) - 1    # the index of the last id, counted down (no len() a step)
         while (best := min(values)) != no_merge:
             i = values.index(best)  # leftmost of the lowest value
+            ids[i] = best
+            del ids[i + 1], values[i]
+            last -= 1
+            if i:
+                values[i - 1] = pairs[ids[i - 1]].get(best, no_merge)
+            if i < last:
+                values[i] = pairs[best].get(ids[i + 1], no_merge)
+        return ids
+
+    def encode(piece: bytes) -> list[int]:   # the same, for a merge list's values
+        if len(piece) >= LONG_CHUNK:
+            return merge_ids_long(list(map(byte_id, piece)), pairs)
+        ids = list(piece.translate(to_ids)) if to_ids else list(map(byte_id, piece))
+        values = list(map(getitem, map(byte_row, piece), piece[1:]))
+        values.append(no_merge)
+        last = len(piece) - 1
+        while (best := min(values)) != no_merge:
+            i = values.index(best)
             ids[i] = merged = best & id_bits
             del ids[i + 1], values[i]
             last -= 1
@@ -216,7 +236,7 @@ def chunk_encoder(byte_ids: Sequence[int], pairs: PairTable) -> Callable[[bytes]
                 values[i] = pairs[merged].get(ids[i + 1], no_merge)
         return ids
 
-    return encode
+    return encode_ranked if ranked else encode
 
 
 def merge_ids_long(ids: list[int], pairs: PairTable) -> list[int]:

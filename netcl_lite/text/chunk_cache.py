@@ -67,9 +67,8 @@ class ChunkCache(dict):
     def short_ids(self, chunks: list[str], text: str) -> list[int]:
         """The ids of ``chunks`` (``text`` split) of a text too short for the device: each chunk looked
         up, a new one merged on the spot (:meth:`__missing__`, which also keeps the cache bounded)."""
-        lookup = self.__getitem__
         try:
-            return [i for chunk in chunks for i in lookup(chunk)]
+            return list(chain.from_iterable(map(self.__getitem__, chunks)))
         except _LoneSurrogate:
             utf8(text)
             raise
