@@ -30,7 +30,8 @@ import numpy as np
 from netcl_lite.text.token_splits import token_splits
 
 __all__ = ["LONG_CHUNK", "NO_MERGE", "PairTable", "UnmadeTokenError", "chunk_encoder", "listed_pair_table", "merge_chunk",
-           "merge_ids", "merge_ids_long", "rank_pair_table", "split_loop_table", "split_points", "token_lengths"]
+           "merge_ids", "merge_ids_long", "rank_pair_table", "split_loop_table", "split_points",
+           "token_lengths"]
 
 #: Chunks at least this many bytes long take the heap path.
 LONG_CHUNK = 160
@@ -179,7 +180,8 @@ def merge_ids(ids: list[int], pairs: PairTable, limit: int = NO_MERGE) -> list[i
     return ids
 
 
-def chunk_encoder(byte_ids: Sequence[int], pairs: PairTable, ranked: bool = False) -> Callable[[bytes], list[int]]:
+def chunk_encoder(byte_ids: Sequence[int], pairs: PairTable,
+                  ranked: bool = False) -> Callable[[bytes], list[int]]:
     """``encode(piece) -> ids``: BPE on one chunk's bytes. ``byte_ids[b]`` is the id of byte ``b``;
     ``ranked``: ``pairs`` is a :func:`rank_pair_table`, whose values are the merged ids themselves.
 

@@ -3,11 +3,12 @@
 tiktoken's rule merges any two adjacent tokens whose bytes join into a token, so the pair table
 (:func:`~netcl_lite.text.byte_pair.rank_pair_table`) needs every split of every token whose two
 parts are tokens: for cl100k_base, 233,378 of 543,574 split points. Looking each part up in a
-dict of 100,000 byte strings is a cache miss or three per lookup, most of a tokenizer's load
-time; here each part is a 64-bit polynomial hash, and sorting the parts' hashes together with
-the tokens' own (binary searches that walk forward) matches them in passes over arrays. The bytes of every match are
-compared at the end, so a hash collision can cost a match, never forge one; a vocabulary in
-which two tokens hash alike (or one too large for the arrays) is left to the exact loop.
+dict of 100,000 byte strings costs a cache miss or three a lookup, enough for such a loop to be
+most of a tokenizer's load time. Here each part is a 64-bit polynomial hash, matched to the tokens'
+own hashes by binary searches over sorted arrays (the parts sorted too, so the searches walk
+forward). The bytes of every match are then compared, so a hash collision can cost a match,
+never forge one; a vocabulary in which two tokens hash alike (or one too large for the arrays)
+is left to the exact loop.
 
     >>> left, right, merged = token_splits([b"a", b"b", b"ab", b"abb"])
     >>> left.tolist(), right.tolist(), merged.tolist()
@@ -69,7 +70,7 @@ def _prefix_hashes(raw: np.ndarray, start: np.ndarray, size: np.ndarray) -> np.n
     prefix = raw.astype(np.uint64) + np.uint64(1)   # + 1: a leading zero byte changes the hash
     longest_first = np.argsort(-size, kind="stable")
     starts = start[longest_first]
-    at_least = np.cumsum(np.bincount(size, minlength=MAX_SPLIT_TOKEN + 2)[::-1])[::-1]   # tokens of >= s bytes
+    at_least = np.cumsum(np.bincount(size, minlength=MAX_SPLIT_TOKEN + 2)[::-1])[::-1]   # tokens of >= s B
     for j in range(1, int(size.max())):
         at = starts[:at_least[j + 1]] + j
         prefix[at] += prefix[at - 1] * _BASE
