@@ -86,7 +86,7 @@ class BPETokenizer:
         self._specials = SpecialTokens()
         self._vocab = dict(self._tokens)  # id -> bytes, special tokens included
         self._seed = seed = vocab.text_tokens() if vocab.whole_chunks else {}  # else a chunk that is a token
-        self._encode_piece = chunk_encoder(self._byte_ids, self._pairs)
+        self._encode_piece = chunk_encoder(self._byte_ids, self._pairs, ranked=vocab.merge_list is None)
         # the device's index is built from the tokens packed here, while they are in the CPU's caches
         packed = device_merge.pack_tokens(by_rank) if vocab.merge_list is None else None
         old, self._dispatch = getattr(self, "_dispatch", None), Dispatcher(
@@ -233,10 +233,12 @@ class BPETokenizer:
         >>> BPETokenizer().encode_ordinary("hi!")
         [104, 105, 33]
         """
-        if not isinstance(text, str):
+        if type(text) is not str and not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}; decode bytes first "
                             f"(text = data.decode('utf-8'))")
         dispatch = self._dispatch
+        if len(text) < dispatch.short_chars:   # a paragraph: no device work, the fewest steps
+            return self._cache.short_ids(self._split(text), text)
         if len(text) >= dispatch.text_min_chars and (ids := dispatch.encode_text(text)) is not None:
             return ids
         return self._cache.ids_of(self._split(text), text, dispatch)

@@ -22,11 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from heapq import heapify, heappop, heappush
-from itertools import pairwise
+from itertools import islice, pairwise, repeat
 from operator import getitem
 
+import numpy as np
+
+from netcl_lite.text.token_splits import token_splits
+
 __all__ = ["LONG_CHUNK", "NO_MERGE", "PairTable", "UnmadeTokenError", "chunk_encoder", "listed_pair_table", "merge_chunk",
-           "merge_ids", "merge_ids_long", "rank_pair_table", "split_points", "token_lengths"]
+           "merge_ids", "merge_ids_long", "rank_pair_table", "split_loop_table", "split_points",
+           "token_lengths"]
 
 #: Chunks at least this many bytes long take the heap path.
 LONG_CHUNK = 160
@@ -37,6 +42,7 @@ _BYTE = [bytes([b]) for b in range(256)]
 
 #: ``table[left_id][right_id] -> value``; every id that can occur has a row (often empty).
 PairTable = list[dict[int, int]]
+_NO_PAIRS: dict[int, int] = {}   # the row of every id that starts no pair (tables are never written after)
 
 
 class UnmadeTokenError(ValueError):
@@ -57,7 +63,22 @@ def rank_pair_table(token_bytes: Sequence[bytes]) -> PairTable:
 
     >>> rank_pair_table([b"a", b"b", b"ab"])
     [{1: 2}, {}, {}]
+
+    The splits come from :func:`~netcl_lite.text.token_splits.token_splits`; the dict loop
+    (:func:`split_loop_table`) is the plain statement, and takes the vocabularies it declines.
+
+    >>> tokens = [bytes([b]) for b in range(256)] + [b"ab", b"bc", b"abc", b"bcbc", b"abcbc", b"\\0a"]
+    >>> rank_pair_table(tokens) == split_loop_table(tokens)
+    True
     """
+    found = token_splits(token_bytes)
+    if found is not None:
+        return _table_of(len(token_bytes), *found, token_bytes)
+    return split_loop_table(token_bytes)
+
+
+def split_loop_table(token_bytes: Sequence[bytes]) -> PairTable:
+    """:func:`rank_pair_table` by trying each split point of each token in a dict of the tokens."""
     ids = {t: i for i, t in enumerate(token_bytes)}
     get = ids.get
     table = [{} for _ in token_bytes]
@@ -71,6 +92,28 @@ def rank_pair_table(token_bytes: Sequence[bytes]) -> PairTable:
                 made = made or (left < token_id and right < token_id)
         if not made:
             raise UnmadeTokenError(token, token_id)
+    return table
+
+
+def _table_of(n: int, left: np.ndarray, right: np.ndarray, merged: np.ndarray,
+              token_bytes: Sequence[bytes]) -> PairTable:
+    """The pair table of :func:`~netcl_lite.text.token_splits.token_splits`' arrays; raises for the
+    lowest-ranked token past the 256 bytes that no split into two lower-ranked tokens makes."""
+    made = np.zeros(n, bool)
+    made[:256] = True
+    made[merged[(left < merged) & (right < merged)]] = True
+    if not made.all():
+        rank = int(np.argmin(made))
+        raise UnmadeTokenError(token_bytes[rank], rank)
+    table = [_NO_PAIRS] * n
+    if not len(left):
+        return table
+    order = np.argsort(left, kind="stable")
+    left = left[order]
+    firsts = np.flatnonzero(np.r_[True, left[1:] != left[:-1]])
+    rights, merges = iter(right[order].tolist()), iter(merged[order].tolist())
+    for row, count in zip(left[firsts].tolist(), np.diff(np.r_[firsts, len(left)]).tolist()):
+        table[row] = dict(zip(islice(rights, count), islice(merges, count)))   # one row, at its size
     return table
 
 
@@ -137,26 +180,29 @@ def merge_ids(ids: list[int], pairs: PairTable, limit: int = NO_MERGE) -> list[i
     return ids
 
 
-def chunk_encoder(byte_ids: Sequence[int], pairs: PairTable) -> Callable[[bytes], list[int]]:
-    """``encode(piece) -> ids``: BPE on one chunk's bytes. ``byte_ids[b]`` is the id of byte ``b``.
+def chunk_encoder(byte_ids: Sequence[int], pairs: PairTable,
+                  ranked: bool = False) -> Callable[[bytes], list[int]]:
+    """``encode(piece) -> ids``: BPE on one chunk's bytes. ``byte_ids[b]`` is the id of byte ``b``;
+    ``ranked``: ``pairs`` is a :func:`rank_pair_table`, whose values are the merged ids themselves.
 
     This is the cold path of encoding (every chunk not seen before comes here), so the setup
     stays in C: a chunk's bytes become ids with one ``bytes.translate`` (when the byte ids
     are 0..255, as under tiktoken's rule), and its first pair values come from a table
     of all 65,536 byte pairs, one row per first byte (two C-level lookups per pair).
     The merge loop is :func:`merge_ids` without the limit, written out here to save a
-    call per chunk; a last value that never merges keeps ``min`` from an empty list.
+    call per chunk; a last value that never merges keeps ``min`` from an empty list. Under
+    tiktoken's rule the lowest value is the merged id: no mask, and no new int, a step.
 
     >>> encode = chunk_encoder(range(256), [{98: 256} if i == 97 else {} for i in range(257)])
     >>> encode(b"abc")
     [256, 99]
     """
     byte_ids = list(byte_ids)
-    byte_rows = [[pairs[left].get(right, NO_MERGE) for right in byte_ids] for left in byte_ids]
+    byte_rows = [list(map(pairs[left].get, byte_ids, repeat(NO_MERGE))) for left in byte_ids]
     to_ids = bytes(byte_ids) if max(byte_ids) < 256 else None  # None: a tokenizer.json's own byte ids
     byte_id, byte_row, no_merge, id_bits = byte_ids.__getitem__, byte_rows.__getitem__, NO_MERGE, _ID
 
-    def encode(piece: bytes) -> list[int]:
+    def encode_ranked(piece: bytes) -> list[int]:
         if len(piece) >= LONG_CHUNK:
             return merge_ids_long(list(map(byte_id, piece)), pairs)
         ids = list(piece.translate(to_ids)) if to_ids else list(map(byte_id, piece))
@@ -165,6 +211,24 @@ def chunk_encoder(byte_ids: Sequence[int], pairs: PairTable) -> Callable[[bytes]
         last = len(piece) - 1    # the index of the last id, counted down (no len() a step)
         while (best := min(values)) != no_merge:
             i = values.index(best)  # leftmost of the lowest value
+            ids[i] = best
+            del ids[i + 1], values[i]
+            last -= 1
+            if i:
+                values[i - 1] = pairs[ids[i - 1]].get(best, no_merge)
+            if i < last:
+                values[i] = pairs[best].get(ids[i + 1], no_merge)
+        return ids
+
+    def encode(piece: bytes) -> list[int]:   # the same, for a merge list's values
+        if len(piece) >= LONG_CHUNK:
+            return merge_ids_long(list(map(byte_id, piece)), pairs)
+        ids = list(piece.translate(to_ids)) if to_ids else list(map(byte_id, piece))
+        values = list(map(getitem, map(byte_row, piece), piece[1:]))
+        values.append(no_merge)
+        last = len(piece) - 1
+        while (best := min(values)) != no_merge:
+            i = values.index(best)
             ids[i] = merged = best & id_bits
             del ids[i + 1], values[i]
             last -= 1
@@ -174,7 +238,7 @@ def chunk_encoder(byte_ids: Sequence[int], pairs: PairTable) -> Callable[[bytes]
                 values[i] = pairs[merged].get(ids[i + 1], no_merge)
         return ids
 
-    return encode
+    return encode_ranked if ranked else encode
 
 
 def merge_ids_long(ids: list[int], pairs: PairTable) -> list[int]:

@@ -55,8 +55,23 @@ class ChunkCache(dict):
             raise _LoneSurrogate from None
         ids = tuple(self._encode(piece))
         if len(chunk) <= MAX_CACHED_CHARS:
+            if len(self) > len(self._seed) + CACHE_LIMIT:
+                self._start_over()
             self[chunk] = ids
         return ids
+
+    def _start_over(self) -> None:
+        self.clear()
+        self.update(self._seed)
+
+    def short_ids(self, chunks: list[str], text: str) -> list[int]:
+        """The ids of ``chunks`` (``text`` split) of a text too short for the device: each chunk looked
+        up, a new one merged on the spot (:meth:`__missing__`, which also keeps the cache bounded)."""
+        try:
+            return list(chain.from_iterable(map(self.__getitem__, chunks)))
+        except _LoneSurrogate:
+            utf8(text)
+            raise
 
     def ids_of(self, chunks: list[str], text: str, dispatch: Dispatcher) -> list[int]:
         """The ids of ``chunks`` (``text`` split), each new chunk merged and kept. A text too short to
@@ -75,8 +90,7 @@ class ChunkCache(dict):
             utf8(text)
             raise
         if len(self) > len(self._seed) + CACHE_LIMIT:
-            self.clear()
-            self.update(self._seed)
+            self._start_over()
         return ids
 
     def _fill_new(self, chunks: list[str], values: list, dispatch: Dispatcher) -> None:

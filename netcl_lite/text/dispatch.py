@@ -110,6 +110,7 @@ class Dispatcher:
         # text): a compare or two keep a short call on the Python path
         self.min_chars = sys.maxsize if value is None else -(-value // 4)
         self.min_ascii = sys.maxsize if value is None else value
+        self.short_chars = min(self.min_chars, getattr(self, "text_min_chars", sys.maxsize))
 
     @property
     def kernel_text_min_bytes(self) -> int | None:
@@ -124,6 +125,8 @@ class Dispatcher:
         self._text_min_bytes = value
         # at most 4 bytes a character: a shorter text never gets there
         self.text_min_chars = sys.maxsize if value is None or not self._whole_text else -(-value // 4)
+        #: a text of fewer characters reaches neither threshold: its chunks are looked up and merged here
+        self.short_chars = min(self.min_chars, self.text_min_chars)
 
     @property
     def whole_text(self) -> bool:
