@@ -127,9 +127,9 @@ class PackedTokens(NamedTuple):
 
 def pack_tokens(tokens: Sequence[bytes]) -> PackedTokens:
     """Pack the tokens (index = id) as the index build reads them. A tokenizer packs its tokens
-    when it loads them, while they are in the CPU's caches: for cl100k_base that costs 8-12 ms
-    of a ~0.6 s load, and packing them in the first call that launches the kernel, from
-    100,000 bytes objects out of the caches, cost more (``benchmarks/results/tokenizer.md``).
+    when it loads them, while they are in the CPU's caches: for cl100k_base that costs about
+    10 ms, a small part of the load, and packing them in the first call that launches the kernel,
+    from 100,000 bytes objects out of the caches, costs more (``benchmarks/results/tokenizer.md``).
 
     >>> pack_tokens([b"a", b"bc"])
     PackedTokens(blob=b'abc', offsets=array([0, 1, 3], dtype=uint32))
