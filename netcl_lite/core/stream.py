@@ -79,6 +79,10 @@ class Stream:
         self._alive: list = []
         self._held: set[int] = set()            # ids of the device memory the pending ops' operands hold
         self._held_bytes = 0
+        #: the most bytes the pending ops' operands have held alive at once, a count that the stream
+        #: only raises (a caller measuring a stretch of work sets it to 0 first). The bound is checked
+        #: as an op opens, so with :data:`PENDING_BYTES` at N it stays within N plus one op's operands.
+        self.peak_pending_bytes = 0
         self._kernels: dict[tuple, cl.Kernel] = {}   # this queue's context only: a shorter key than get_kernel's
         self.profile: list | None = None       # (kernel, event) per launch while a profiler listens
 
@@ -93,6 +97,8 @@ class Stream:
                 if memory is not None and id(memory) not in self._held:
                     self._held.add(id(memory))
                     self._held_bytes += memory.nbytes
+            if self._held_bytes > self.peak_pending_bytes:
+                self.peak_pending_bytes = self._held_bytes
         self._ops.append(OpRecord(name, operands or {}, bad_input))
         return np.int32(len(self._ops) - 1)
 
