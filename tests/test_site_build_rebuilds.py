@@ -58,9 +58,10 @@ def test_a_rebuild_loads_the_compiled_templates_and_an_edited_one_renders_anew(t
 
 
 def test_the_cache_folder_names_what_the_compiled_code_depends_on(tmp_path):
-    def key(**settings) -> str:
-        env = _env(tmp_path, **{k: v for k, v in settings.items() if k != "filters"})
-        env.filters.update(settings.get("filters", {}))
+    def key(filters=None, policies=None, **settings) -> str:
+        env = _env(tmp_path, **settings)
+        env.filters.update(filters or {})
+        env.policies.update(policies or {})
         return templates.environment_key(env)
 
     def shout(value):
@@ -73,7 +74,8 @@ def test_the_cache_folder_names_what_the_compiled_code_depends_on(tmp_path):
     plain = key()
     assert key() == plain                                          # the same environment, the same folder
     changed = [key(trim_blocks=True), key(block_start_string="<%"), key(extensions=["jinja2.ext.i18n"]),
-               key(filters={"shout": shout}), key(filters={"shout": shout_in_context})]
+               key(filters={"shout": shout}), key(filters={"shout": shout_in_context}),
+               key(policies={"ext.i18n.trimmed": True})]
     assert len({plain, *changed}) == 1 + len(changed)              # each change its own folder
     env = _env(tmp_path)
     assert templates.cache_folder(env, tmp_path) == tmp_path / "jinja" / templates.environment_key(env)
