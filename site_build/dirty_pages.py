@@ -6,12 +6,16 @@ not rendered again. But a page also shows what it includes (``--8<--`` snippets 
 sections), its build outputs and figures, Chapter 8's measured tables and, on the reference
 pages, the library's docstrings. :class:`DirtyPages` keeps a digest of those inputs per page and
 deletes the HTML of a page whose digest changed, so the dirty build renders that page too.
-Without ``--dirty`` every build renders every page and it does nothing.
+Without ``--dirty`` every build renders every page and it does nothing. A file's digest is
+computed again only when the file's status changed (:class:`FileDigests`), so a save does not
+read the whole library again for the pages that show it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from pathlib import Path
 
 from netcl_lite import fingerprint
@@ -21,31 +25,54 @@ from .measured import REPORT, RESULTS
 from .paths import FIGURES, ROOT
 
 
-def page_inputs(text: str) -> list[Path]:
-    """The files besides its Markdown that a page's HTML is made from."""
+def page_inputs(text: str, library: list[Path] | None = None) -> list[Path]:
+    """The files besides its Markdown that a page's HTML is made from (``library``: the library's
+    sources, :func:`netcl_lite.fingerprint.library_sources` when None)."""
     paths = [ROOT / m.group("path") for m in markers.INCLUDE.finditer(text)]
     paths += [FIGURES / f"{m.group('name')}.svg" for m in markers.FIGURE.finditer(text)]
     if "<!-- kernels.json:" in text:
         paths += [RESULTS, REPORT]
     if "<!-- build-output:" in text or markers.API.search(text):
-        paths += fingerprint.library_sources()   # what a build output prints; an API page's docstrings
+        # what a build output prints; an API page's docstrings
+        paths += fingerprint.library_sources() if library is None else library
     return paths
 
 
-def _file_digest(path: Path) -> bytes:
-    return hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"(missing)"
+class FileDigests:
+    """The SHA-256 of files, each read again only when its size, modification or status-change time
+    or inode changed since it was last read (any write changes the status-change time, which no
+    tool sets back; an editor's replace-by-rename changes the inode)."""
+
+    def __init__(self):
+        self._held: dict[Path, tuple[tuple[int, ...], bytes]] = {}
+
+    def __call__(self, path: Path) -> bytes:
+        """The digest of ``path``'s bytes, or ``b"(missing)"`` when it is not a file."""
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return b"(missing)"
+        if not stat.S_ISREG(st.st_mode):
+            return b"(missing)"
+        seen = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        held = self._held.get(path)
+        if held is None or held[0] != seen:
+            held = (seen, hashlib.sha256(Path(path).read_bytes()).digest())
+            self._held[path] = held
+        return held[1]
 
 
-def digest(src: Path, seen: dict[Path, bytes] | None = None) -> str:
-    """A digest of a page's Markdown and of every file in its :func:`page_inputs` (``seen``: the
-    digests of files already read in this pass, so the library is read once for all API pages)."""
-    seen = {} if seen is None else seen
-    text = src.read_text(encoding="utf-8")
+def digest(src: Path, files: FileDigests | None = None, library: list[Path] | None = None) -> str:
+    """A digest of a page's Markdown and of every file in its :func:`page_inputs` (``files``: the
+    digests of files already read, kept across builds, so the library is read once for all API
+    pages and again only where it changed; ``library``: as :func:`page_inputs` takes it)."""
+    files = FileDigests() if files is None else files
+    if not isinstance(files, FileDigests):
+        raise TypeError(f"files must be a FileDigests or None, got {type(files).__name__}")
+    text = Path(src).read_text(encoding="utf-8")
     h = hashlib.sha256(text.encode())
-    for path in page_inputs(text):
-        if path not in seen:
-            seen[path] = _file_digest(path)
-        h.update(str(path).encode() + b"\0" + seen[path])
+    for path in page_inputs(text, library):
+        h.update(str(path).encode() + b"\0" + files(path))
     return h.hexdigest()
 
 
@@ -55,15 +82,16 @@ class DirtyPages:
     def __init__(self, dirty: bool = False):
         self.dirty = dirty
         self.digests: dict[str, str] = {}
+        self.files = FileDigests()
 
     def invalidate(self, files) -> None:
         """Under ``--dirty``: delete the built HTML of each page whose inputs changed since the last build,
         so that MkDocs renders it again."""
         if not self.dirty:
             return
-        seen: dict[Path, bytes] = {}
+        library = fingerprint.library_sources()         # listed once for all the pages
         for file in files.documentation_pages():
-            now = digest(Path(file.abs_src_path), seen)
+            now = digest(Path(file.abs_src_path), self.files, library)
             if self.digests.get(file.src_uri, now) != now:
                 Path(file.abs_dest_path).unlink(missing_ok=True)   # MkDocs renders a page without HTML
             self.digests[file.src_uri] = now

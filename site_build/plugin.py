@@ -18,6 +18,8 @@ event                       stages, in this order
 ``on_page_content``         1. figure alt texts (:mod:`.generated`); 2. LaTeX to MathML
                             (:mod:`.mathml`); 3. the ``output`` class (:mod:`.outputs`);
                             4. ``no-copy`` and ``>>>`` copies (:mod:`.copyable`)
+``on_env``                  the theme's templates compiled once and kept, compiled, in a
+                            bytecode cache for the next builds (:mod:`.templates`)
 ``on_post_page``            notebook pages without CDN loaders (:mod:`.offline`)
 ``on_post_build``           the execution cache's reuse count
 ==========================  ====================================================================
@@ -39,7 +41,7 @@ from mkdocs.plugins import BasePlugin
 from netcl_lite import fingerprint
 
 from . import build_output, capstone_run, copyable, generated, includes, mathml, measured, offline, outputs
-from . import shipped_wheel, store
+from . import shipped_wheel, store, templates
 from .dirty_pages import DirtyPages
 from .inputs import InputWatch
 from .paths import DOCS, FIGURES
@@ -123,6 +125,9 @@ class SiteBuild(BasePlugin):
         html = mathml.render(html, page.file.src_uri)
         html = outputs.label(html)
         return copyable.render_content(html)
+
+    def on_env(self, env, *, config, files):
+        return templates.use_bytecode_cache(env)
 
     def on_post_page(self, output, *, page, config):
         return offline.strip_loaders(output, page.file.src_uri)

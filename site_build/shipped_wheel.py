@@ -12,7 +12,12 @@ a rebuild whose sources are unchanged reuses it.
 
 Every file of the wheel is also on the site as a plain page, ``source/<path>.html`` (its text,
 one anchor ``L<n>`` per line), so a library excerpt can link to the whole file it is cut from
-(:mod:`site_build.copyable`).
+(:mod:`site_build.copyable`). MkDocs writes a file made in memory on every build, also under
+``--dirty``, and under ``--dirty`` copies a file from disk only when it is newer than its copy
+in the site. The wheel and its pages are :class:`SiteCopy` files instead, which a dirty build
+writes exactly when the site's copy differs: a ``mkdocs serve --dirty`` save does not rewrite
+the library's eighty-odd pages, and a wheel taken back from the cache (its sources edited and
+then restored) replaces the newer one in the site.
 """
 
 from __future__ import annotations
@@ -116,10 +121,21 @@ def site_files() -> tuple[Path, list[tuple[str, str]]]:
     return build_wheel(), pages
 
 
+class SiteCopy(File):
+    """A file made by the build (in memory or on disk) that a dirty build writes exactly when its
+    copy in the site holds other bytes (a clean build writes every file, as MkDocs does)."""
+
+    def is_modified(self) -> bool:
+        try:
+            return Path(self.abs_dest_path).read_bytes() != self.content_bytes
+        except OSError:                     # not in the site yet, or not readable: write it
+            return True
+
+
 def add_files(files, config, made: tuple[Path, list[tuple[str, str]]] | None = None) -> None:
     """Add the wheel, at the site's root, and a page per file it carries to ``files`` (``made``: what
     :func:`site_files` returned, None to make it now)."""
     wheel, pages = site_files() if made is None else made
-    files.append(File.generated(config, wheel_name(), abs_src_path=str(wheel)))
+    files.append(SiteCopy.generated(config, wheel_name(), abs_src_path=str(wheel)))
     for uri, page in pages:
-        files.append(File.generated(config, uri, content=page))
+        files.append(SiteCopy.generated(config, uri, content=page))

@@ -1,0 +1,77 @@
+"""Compile the theme's Jinja templates once, not on every build.
+
+MkDocs makes a new Jinja environment for every build, ``mkdocs serve``'s rebuilds included, so
+every save would compile Material's forty-odd templates again. :func:`use_bytecode_cache` gives
+the environment a :class:`jinja2.FileSystemBytecodeCache` under the cache root
+(:func:`netcl_lite.fingerprint.cache_root`), so a build loads the compiled templates instead.
+
+A stored template is never stale: Jinja keys it by the template's name and file and reuses it
+only when the checksum of the template's source matches (an edited template is compiled again),
+and only under the Python version it was compiled by. What else the compiled code depends on,
+the Jinja version and the environment (its syntax settings, policies, extensions, and each
+filter's and test's name and the arguments Jinja passes it), names the cache's folder
+(:func:`environment_key`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import jinja2
+
+from netcl_lite import fingerprint
+
+#: the environment's settings that change the code Jinja compiles a template to
+_SETTINGS = ("block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
+             "comment_start_string", "comment_end_string", "line_statement_prefix",
+             "line_comment_prefix", "trim_blocks", "lstrip_blocks", "newline_sequence",
+             "keep_trailing_newline", "optimized", "is_async", "newstyle_gettext")
+
+
+def _plain(value) -> str:
+    """``value`` as text that is the same in every process (a function by its qualified name)."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return repr(value)
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(map(_plain, value)) + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_plain(k)}: {_plain(v)}" for k, v in sorted(value.items())) + "}"
+    return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', type(value).__qualname__)}"
+
+
+def _callables(table: dict) -> list[str]:
+    """Each filter's or test's name and what Jinja passes it (context, eval context, environment: the
+    ``jinja_pass_arg`` that ``jinja2.pass_context`` and its kin set)."""
+    return [f"{name}:{getattr(func, 'jinja_pass_arg', None)}" for name, func in sorted(table.items())]
+
+
+def environment_key(env: jinja2.Environment) -> str:
+    """A digest of what, besides a template's source, the code Jinja compiles it to depends on."""
+    if not isinstance(env, jinja2.Environment):
+        raise TypeError(f"env must be a jinja2.Environment, got {type(env).__name__}")
+    parts = [f"jinja2 {jinja2.__version__}", f"python {sys.implementation.name} {sys.version_info[:2]}",
+             *(f"{name}={_plain(getattr(env, name, None))}" for name in _SETTINGS),
+             f"autoescape={_plain(env.autoescape)}", f"policies={_plain(env.policies)}",
+             *sorted(f"extension {type(ext).__module__}.{type(ext).__qualname__}"
+                     for ext in env.extensions.values()),
+             *_callables(env.filters), *_callables(env.tests)]
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:24]
+
+
+def cache_folder(env: jinja2.Environment, root: Path | None = None) -> Path:
+    """Where the compiled templates of ``env`` are kept: ``jinja/<environment key>`` under ``root``
+    (the cache root when None)."""
+    root = fingerprint.cache_root() if root is None else root
+    if not isinstance(root, Path):
+        raise TypeError(f"root must be a pathlib.Path or None, got {type(root).__name__}")
+    return root / "jinja" / environment_key(env)
+
+
+def use_bytecode_cache(env: jinja2.Environment, root: Path | None = None) -> jinja2.Environment:
+    """``env`` with a bytecode cache in :func:`cache_folder`, before any template is loaded."""
+    folder = cache_folder(env, root)
+    folder.mkdir(parents=True, exist_ok=True)
+    env.bytecode_cache = jinja2.FileSystemBytecodeCache(str(folder))
+    return env
