@@ -13,13 +13,13 @@ event                       stages, in this order
 ``on_files``                1. pages whose shown inputs changed are rendered again under
                             ``--dirty`` (:mod:`.dirty_pages`); 2. the wheel and its files as
                             pages (:mod:`.shipped_wheel`), made again when its sources changed
+``on_env``                  the theme's templates compiled once and kept, compiled, in a
+                            bytecode cache for the next builds (:mod:`.templates`)
 ``on_page_markdown``        1. measured sections; 2. build outputs; 3. needs-extra notes and
                             excerpt labels (:mod:`.copyable`)
 ``on_page_content``         1. figure alt texts (:mod:`.generated`); 2. LaTeX to MathML
                             (:mod:`.mathml`); 3. the ``output`` class (:mod:`.outputs`);
                             4. ``no-copy`` and ``>>>`` copies (:mod:`.copyable`)
-``on_env``                  the theme's templates compiled once and kept, compiled, in a
-                            bytecode cache for the next builds (:mod:`.templates`)
 ``on_post_page``            notebook pages without CDN loaders (:mod:`.offline`)
 ``on_post_build``           the execution cache's reuse count
 ==========================  ====================================================================
