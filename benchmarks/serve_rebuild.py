@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -71,6 +72,7 @@ def main() -> None:
     rel = Path(args.page).with_suffix("")
     url = f"http://127.0.0.1:{args.port}/" + ("" if rel.name == "index" else f"{rel.as_posix()}/")
     originals = {page: page.read_bytes(), snippet: snippet.read_bytes()}
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # a kill still restores the files below
     log: list[str] = []
     load_before = os.getloadavg()
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
@@ -95,7 +97,8 @@ def main() -> None:
         time.sleep(3.0)
         seen = len(log)
         began = time.perf_counter()
-        snippet.write_bytes(originals[snippet] + b"\n# serve-rebuild probe\n")
+        # a new comment each run: the same one would be another run's stored figure, not a run
+        snippet.write_bytes(originals[snippet] + f"\n# serve-rebuild probe {uuid.uuid4().hex[:8]}\n".encode())
         def rebuilt() -> bool:
             ran = [i for i, line in enumerate(log[seen:]) if "execution cache" in line and "figures" in line]
             return bool(ran) and any("Documentation built" in line for line in log[seen + ran[0]:])
