@@ -9,6 +9,8 @@ says so at the end; the full ``pytest`` runs those.
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -87,10 +89,12 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_terminal_summary(terminalreporter, config):
     if config.getoption("--page"):
+        left = getattr(config, "_page_left_out", None)   # None: counted in -n workers, not here
+        count = "" if left is None else f" ({left} of this page's tests need the built site)"
         terminalreporter.write_line(
             f"--page {' '.join(config.getoption('--page'))}: ran this page's blocks, outputs, excerpts and "
-            f"notebook; NOT the site build, links or browser ({config._page_left_out} of this page's tests need "
-            "the built site). Run the full pytest before you push.", yellow=True, bold=True)
+            f"notebook; NOT the site build, links or browser{count}. Run the full pytest before you push.",
+            yellow=True, bold=True)
 
 
 @pytest.fixture(scope="session")
@@ -105,23 +109,54 @@ def queue(device):
     return device.queue
 
 
+def _shared_dir(tmp_path_factory) -> Path:
+    """A folder every process of this run shares: under ``pytest -n`` (pytest-xdist) the workers'
+    common parent of their temporary folders, else this process's own."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def _build_site(out: Path) -> dict:
+    """``mkdocs build --strict`` into ``out`` (without --quiet, which hides warnings from strict mode):
+    its exit code and log. A fresh clone's build trains Chapter 9's model and runs its coders: about
+    7 minutes on a quiet 2-core Zen 3, more on an older or busy machine, so the limit (there to stop
+    a hung build) is 40 minutes."""
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=2400)
+    except subprocess.TimeoutExpired as err:
+        return {"returncode": None, "log": f"mkdocs build --strict ran past {err.timeout} s"}
+    return {"returncode": proc.returncode, "log": proc.stdout + proc.stderr}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _site_built_before_any_test(request, tmp_path_factory):
+    """When a selected test needs the built site, the site is built before any test of the run starts,
+    once for all ``pytest -n`` workers (the first takes a lock and builds, the others wait on it):
+    the build measures what its pages print (training time, generation and coding speeds), so it
+    runs alone, never beside other tests."""
+    if not any("built_site" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        return
+    shared = _shared_dir(tmp_path_factory)
+    with open(shared / "site.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        outcome = shared / "site.json"
+        if not outcome.is_file():
+            outcome.write_text(json.dumps(_build_site(shared / "site")), encoding="utf-8")
+
+
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory) -> Path:
-    """``mkdocs build --strict`` (without --quiet, which hides warnings from strict mode). A fresh
-    clone's build trains Chapter 9's model and runs its coders: 10 minutes on a quiet 2-core Zen 3,
-    more on an older or busy machine, so the limit (there to stop a hung build) is 40 minutes."""
-    out = tmp_path_factory.mktemp("site")
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=2400,
-    )
-    log = proc.stdout + proc.stderr
-    if proc.returncode != 0:
+    """The site as ``mkdocs build --strict`` made it for this run (see ``_site_built_before_any_test``)."""
+    shared = _shared_dir(tmp_path_factory)
+    outcome = json.loads((shared / "site.json").read_text(encoding="utf-8"))
+    log = outcome["log"]
+    if outcome["returncode"] != 0:
         pytest.fail(f"mkdocs build --strict failed:\n{log[-6000:]}")
     warnings = [line for line in log.splitlines() if line.startswith("WARNING")]
     assert not warnings, "\n".join(warnings)
-    return out
+    return shared / "site"
 
 
 from text_cases import cl100k, small, texts, trained  # noqa: E402, F401 (fixtures several modules share)
