@@ -365,12 +365,15 @@ def measures(run: Run) -> dict:
     if stored is not None:
         return stored
     d, block, out, orders = run.data, TRAINING.block_size, {}, {}
+    primers = {"alone": b"", "primed": d.train_text.encode("utf-8")}
+    primer_sizes = {given: _compressed_sizes(head) for given, head in primers.items()}   # once, not per split
     for split in ("validation", "test"):
         text, ids = getattr(d, f"{split}_text"), split_ids(run, split)
         n_bytes = len(text.encode("utf-8"))
         coders = {}
-        for given, primer in (("alone", ""), ("primed", d.train_text)):
-            coders[given] = compressor_bits_per_byte(text, primer, orders.get(given, PPMD_ORDERS))
+        for given, head in primers.items():
+            coders[given] = _coder_bits(text.encode("utf-8"), head, primer_sizes[given],
+                                        orders.get(given, PPMD_ORDERS))
             orders.setdefault(given, [coders[given]["ppmd order"]])   # chosen on validation
         out[split] = {"bytes": n_bytes,
                       "model": bits_per_byte(run.model, ids, run.tokenizer, block, stride=EVAL_STRIDE),
@@ -630,13 +633,20 @@ def compressor_bits_per_byte(text: str, primer: str = "", ppmd_orders=PPMD_ORDER
     if not orders or any(isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 2 <= k <= 64
                          for k in orders):
         raise ValueError(f"ppmd_orders must be a non-empty list of ints in 2..64, got {ppmd_orders!r}")
-    raw, head = text.encode("utf-8"), primer.encode("utf-8")
+    head = primer.encode("utf-8")
+    return _coder_bits(text.encode("utf-8"), head, _compressed_sizes(head), orders)
 
-    def bits(name: str) -> float:
-        base = len(_compress(name, head)) if head else 0
-        return 8 * (len(_compress(name, head + raw)) - base) / len(raw)
 
-    out = {name: bits(name) for name in COMPRESSORS if name != "ppmd"}
+def _compressed_sizes(head: bytes) -> dict[str, int]:
+    """|C(head)| for each coder but PPMd (which is charged its own output after ``head``); 0 for
+    no primer."""
+    return {name: len(_compress(name, head)) if head else 0 for name in COMPRESSORS if name != "ppmd"}
+
+
+def _coder_bits(raw: bytes, head: bytes, head_sizes: dict[str, int], orders) -> dict:
+    """:func:`compressor_bits_per_byte` of ``raw`` after ``head``, given ``head``'s compressed
+    sizes (:func:`_compressed_sizes`), so that texts coded after the same primer compress it once."""
+    out = {name: 8 * (len(_compress(name, head + raw)) - size) / len(raw) for name, size in head_sizes.items()}
     ppmd = {k: 8 * _ppmd_bytes(raw, head, k) / len(raw) for k in orders}
     out["ppmd order"] = min(ppmd, key=lambda k: (ppmd[k], k))
     out["ppmd"] = ppmd[out["ppmd order"]]

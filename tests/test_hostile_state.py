@@ -347,6 +347,26 @@ def test_a_planted_measures_json_does_not_come_back(tiny_capstone):
     assert capstone.measures(run) == measures            # stored with its digest, read back
 
 
+def test_measures_code_the_primer_once_and_each_split_as_compressor_bits_per_byte(tiny_capstone, monkeypatch):
+    """measures() compresses the training text once for both splits, and each split's coders are
+    still compressor_bits_per_byte's, with PPMd's order chosen on validation and used on test."""
+    run = capstone.run()
+    primer = run.data.train_text.encode("utf-8")
+    coded, compress = [], capstone._compress
+
+    def counted(name, data, *args):
+        coded.append((name, data))
+        return compress(name, data, *args)
+
+    monkeypatch.setattr(capstone, "_compress", counted)
+    got = capstone.measures(run)
+    assert sorted(name for name, data in coded if data == primer) == sorted(set(capstone.COMPRESSORS) - {"ppmd"})
+    for given, head in (("alone", ""), ("primed", run.data.train_text)):
+        valid = capstone.compressor_bits_per_byte(run.data.validation_text, head)
+        assert got["validation"][given] == valid
+        assert got["test"][given] == capstone.compressor_bits_per_byte(run.data.test_text, head, [valid["ppmd order"]])
+
+
 def test_measures_are_tied_to_the_trained_weights_and_to_their_own_digest(tiny_capstone):
     run = capstone.run()
     capstone.store_result(run, "measures.json", {"model": 2.5, "unigram": 4.0})
