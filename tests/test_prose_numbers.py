@@ -5,6 +5,12 @@ function that builds that text from the library or from the page's own snippet).
 test checks both that the page still says it and that the code still computes it, so
 neither can drift alone. A number that a block prints right under it needs no row;
 a number the prose repeats or derives does: add it here.
+
+``CLAIMS`` does the same for reasoning: a sentence that compares, ranks or classifies a
+measurement ("is memory-bound", "grows with T", "beats", "did worst") is listed with the
+``assert`` that backs it, named by its message, in a snippet a page runs or in a test. The test
+checks that the page still says it, that the file still asserts it, and that the assertion runs
+(the snippet is on a page, or the assert sits in a test function).
 """
 
 from __future__ import annotations
@@ -303,6 +309,31 @@ def _retest_merges():
     return len(tok.train_from_iterator(training, vocab_size=256 + 12))
 
 
+#: (page, the sentence as the page has it, the file whose ``assert`` backs it, that assert's message)
+CLAIMS: list[tuple[str, str, str, str]] = [
+    ("chapter-9.md", "needs fewer bits than the same n-gram counting only the training text",
+     "snippets/chapter9/mixing.py", "the adaptive n-gram needs fewer bits than the static one"),
+    ("chapter-9.md", "so the mix needs fewer bits than either alone",
+     "snippets/chapter9/mixing.py", "the mix needs fewer bits than either part alone"),
+]
+
+
+def _assert_messages(path: str) -> dict[str, ast.Assert]:
+    """Every ``assert cond, "message"`` in a file whose message is a plain string, by message."""
+    tree = ast.parse((doc_blocks.ROOT / path).read_text(encoding="utf-8"))
+    return {node.msg.value: node for node in ast.walk(tree)
+            if isinstance(node, ast.Assert) and isinstance(node.msg, ast.Constant) and isinstance(node.msg.value, str)}
+
+
+def _runs(path: str, node: ast.Assert) -> bool:
+    """Whether the assert runs: a snippet that a page includes, or an assert inside a test function."""
+    if path.startswith("snippets/"):
+        return any(f'"{path}"' in page.read_text(encoding="utf-8") for page in doc_blocks.pages())
+    tree = ast.parse((doc_blocks.ROOT / path).read_text(encoding="utf-8"))
+    return any(isinstance(f, ast.FunctionDef) and f.name.startswith("test") and node in ast.walk(f)
+               for f in ast.walk(tree))
+
+
 def _flat(text: str) -> str:
     return re.sub(r"\s+", " ", text)
 
@@ -313,3 +344,12 @@ def test_number_in_prose_is_what_the_code_computes(page, prose, compute):
     text = _flat((doc_blocks.DOCS / page).read_text(encoding="utf-8"))
     # admonition bodies are indented: compare with whitespace collapsed
     assert _flat(prose) in text, f"{page} no longer says {prose!r}: update the page or this table"
+
+
+@pytest.mark.parametrize("page, sentence, path, message", CLAIMS, ids=[f"{p}:{t[:40]}" for p, t, _, _ in CLAIMS])
+def test_claim_in_prose_is_asserted_by_the_code_that_measures_it(page, sentence, path, message):
+    text = _flat((doc_blocks.DOCS / page).read_text(encoding="utf-8"))
+    assert _flat(sentence) in text, f"{page} no longer says {sentence!r}: update the page or CLAIMS"
+    asserts = _assert_messages(path)
+    assert message in asserts, f"{path} has no `assert ..., {message!r}` to back {page}'s {sentence!r}"
+    assert _runs(path, asserts[message]), f"{path}'s assert {message!r} never runs: no page includes it, no test calls it"
