@@ -7,8 +7,10 @@ A reader outside a clone installs ``netcl_lite`` from the site itself:
 so the build makes the wheel (``pip wheel --no-deps`` with the installed hatchling, no
 download) and puts it at the site's root as ``netcl_lite-<version>-py3-none-any.whl``. The
 wheel is kept under the cache root (:func:`netcl_lite.fingerprint.cache_root`) by a digest
-of what goes into it (``pyproject.toml``, ``README.md``, ``netcl_lite/`` and ``kernels/``), so
-a rebuild whose sources are unchanged reuses it.
+of what goes into it, as hatchling itself lists it from ``pyproject.toml`` (every file of the
+packages and of ``force-include``: ``kernels/``, ``benchmarks/results/capstone_seeds.json``),
+with ``pyproject.toml``, the README and license files its metadata is made from and hatchling's
+version, so a rebuild whose sources are unchanged reuses it and any other rebuild makes it anew.
 
 Every file of the wheel is also on the site as a plain page, ``source/<path>.html`` (its text,
 one anchor ``L<n>`` per line), so a library excerpt can link to the whole file it is cut from
@@ -65,17 +67,34 @@ def library_files() -> list[Path]:
     return sorted(ROOT.glob("netcl_lite/**/*.py")) + sorted(p for p in (ROOT / "kernels").glob("*.[ch]*"))
 
 
+def wheel_inputs() -> list[tuple[str, Path]]:
+    """(path in the wheel, file) for each file the wheel carries, as hatchling lists them from
+    pyproject.toml (its packages and its ``force-include``), and ("", file) for each file its metadata
+    is made from: ``pyproject.toml``, the README and the license files."""
+    from hatchling.builders.wheel import WheelBuilder
+
+    builder = WheelBuilder(str(ROOT))
+    core = builder.metadata.core
+    meta = ["pyproject.toml", *([core.readme_path] if core.readme_path else []), *core.license_files]
+    return ([("", ROOT / name) for name in meta]
+            + [(f.distribution_path, Path(f.path)) for f in builder.recurse_included_files()])
+
+
 def wheel_sources() -> list[Path]:
-    """What goes into the wheel: the project's metadata, its README and :func:`library_files`."""
-    return [ROOT / "pyproject.toml", ROOT / "README.md", *library_files()]
+    """Every file the wheel is made from (:func:`wheel_inputs`)."""
+    return [path for _, path in wheel_inputs()]
 
 
 def sources_digest() -> str:
-    """A digest of :func:`wheel_sources`: the name of the folder that keeps the wheel built from them."""
-    h = hashlib.sha256()
-    for path in wheel_sources():
+    """A digest of :func:`wheel_inputs` (each file's path in the wheel and its bytes) and of hatchling's
+    version: the name of the folder that keeps the wheel built from them."""
+    from hatchling import __about__
+
+    h = hashlib.sha256(f"hatchling {__about__.__version__}\n".encode())
+    for name, path in wheel_inputs():
         data = path.read_bytes()
-        h.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+        label = f"{path.relative_to(ROOT).as_posix()} -> {name}" if path.is_relative_to(ROOT) else f"{path} -> {name}"
+        h.update(label.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
     return h.hexdigest()[:24]
 
 
