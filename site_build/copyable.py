@@ -25,6 +25,7 @@ import posixpath
 import re
 
 from . import markers
+from .includes import INCLUDE_ROOTS, inside
 from .paths import ROOT
 from .shipped_wheel import wheel_name
 
@@ -34,20 +35,25 @@ _TAG = re.compile(r"<[^>]+>")
 _NOT_A_PROGRAM = re.compile(r'<div class="((?:language-text|language-python doc-signature) highlight[^"]*)"')
 
 
-def section_lines(path: str, section: str | None) -> tuple[int, int]:
-    """The first and last line (1-based) of ``section`` in ``path``, or of the whole file."""
-    lines = (ROOT / path).read_text(encoding="utf-8").splitlines()
+def section_lines(path: str, section: str | None, page: str = "(no page)") -> tuple[int, int]:
+    """The first and last line (1-based) of ``section`` in ``path``, or of the whole file; ``path``
+    must lie under ``netcl_lite/``, ``kernels/`` or ``snippets/``, and errors name ``page``."""
+    what = markers.include(path, section)
+    target = inside(path, tuple(ROOT / name for name in INCLUDE_ROOTS), ROOT, what, page)
+    lines = target.read_text(encoding="utf-8").splitlines()
     if section is None:
         return 1, len(lines)
     opens, closes = markers.section_bounds(section)
-    start = next(i for i, line in enumerate(lines) if opens in line)
-    end = next(i for i, line in enumerate(lines) if closes in line)
+    start = next((i for i, line in enumerate(lines) if opens in line), None)
+    end = next((i for i, line in enumerate(lines) if closes in line), None)
+    if start is None or end is None or end < start:
+        raise ValueError(f"{page}: {what}: {path} has no section {section!r} ({opens} … {closes})")
     return start + 2, end           # the lines between the two markers
 
 
 def excerpt_note(path: str, section: str | None, page_uri: str) -> str:
     """The line under an excerpt: which lines of which file it shows, linked to that file on the site."""
-    first, last = section_lines(path, section)
+    first, last = section_lines(path, section, f"docs/{page_uri}")
     link = posixpath.relpath(f"source/{path}.html", posixpath.dirname(page_uri) or ".")
     return (f"Excerpt, shown and not run: lines {first}–{last} of [`{path}`]({link}#L{first}), "
             f"a file inside the wheel.\n{{: .excerpt-source }}")
@@ -68,7 +74,9 @@ def label_excerpts(markdown: str, page_uri: str) -> str:
         name = title.group(1) if title else inc["path"]
         attrs = _TITLE.sub("", attrs).strip() + f' .no-copy title="Excerpt · {name}"'
         out.append(f"{m['indent']}{m['ticks']}{{{attrs}}}")
-        close = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == m["ticks"])
+        close = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == m["ticks"]), None)
+        if close is None:
+            raise ValueError(f"docs/{page_uri}: {lines[i + 1].strip()}: the excerpt's fence is never closed")
         out += lines[i + 1:close + 1]
         note = excerpt_note(inc["path"], inc["section"], page_uri)
         out += ["", *(m["indent"] + line for line in note.split("\n"))]
@@ -76,30 +84,32 @@ def label_excerpts(markdown: str, page_uri: str) -> str:
     return "\n".join(out)
 
 
+def needs_extra_note(marker: markers.Marker, site_url: str | None) -> str:
+    """The note that takes the place of a needs-extra ``marker``: the extra's modules and the ``pip``
+    command that installs it from the wheel at ``site_url``."""
+    from netcl_lite import extras
+
+    extra, indent = marker.match["extra"], marker.match["indent"]
+    if extra not in extras.EXTRAS:
+        raise ValueError(f"{marker.where}: no such extra; they are {sorted(extras.EXTRAS)}")
+    wheel = f"{site_url or '/'}{wheel_name()}"
+    modules = ", ".join(f"`{name}`" for name in extras.EXTRAS[extra])
+    command = f'pip install "netcl_lite[{extra}] @ {wheel}"'
+    if extra == "interop":
+        command = f"{extras.TORCH_CPU}\n{command}"
+    torch = " (PyTorch's CPU-only wheel first)" if extra == "interop" else ""
+    body = [f'!!! note "This block needs the `{extra}` extra"', "",
+            f"    It needs {modules}, which the wheel alone does not install{torch}. It checks",
+            "    for them first and stops at once, printing this command, when one is missing:", "",
+            "    ```bash", *(f"    {line}" for line in command.split("\n")), "    ```", ""]
+    return "\n".join(indent + line if line else line for line in body)
+
+
 def render_markdown(markdown: str, page_uri: str, site_url: str | None) -> str:
     """``markdown`` of the page ``page_uri`` with each needs-extra marker as a note (the wheel's address
     under ``site_url``) and its excerpts labelled."""
-    from netcl_lite import extras
-
-    wheel = f"{site_url or '/'}{wheel_name()}"
-
-    def note(m: re.Match) -> str:
-        extra, indent = m["extra"], m["indent"]
-        if extra not in extras.EXTRAS:
-            raise ValueError(f"{page_uri}: {markers.needs_extra(extra)}: no such extra; they are "
-                             f"{sorted(extras.EXTRAS)}")
-        modules = ", ".join(f"`{name}`" for name in extras.EXTRAS[extra])
-        command = f'pip install "netcl_lite[{extra}] @ {wheel}"'
-        if extra == "interop":
-            command = f"{extras.TORCH_CPU}\n{command}"
-        torch = " (PyTorch's CPU-only wheel first)" if extra == "interop" else ""
-        body = [f'!!! note "This block needs the `{extra}` extra"', "",
-                f"    It needs {modules}, which the wheel alone does not install{torch}. It checks",
-                "    for them first and stops at once, printing this command, when one is missing:", "",
-                "    ```bash", *(f"    {line}" for line in command.split("\n")), "    ```", ""]
-        return "\n".join(indent + line if line else line for line in body)
-
-    markdown = markers.NEEDS_EXTRA.sub(note, markdown)
+    page = f"docs/{page_uri}"
+    markdown = markers.replace(markdown, page, {"needs-extra": lambda m: needs_extra_note(m, site_url)})
     return label_excerpts(markdown, page_uri)
 
 

@@ -15,18 +15,30 @@ in a page                                                 what it is
 
 A section of a library file is marked ``# --8<-- [start:name]`` … ``# --8<-- [end:name]``
 (``//`` in OpenCL C).
+
+The four comment markers are checked strictly (:func:`find`). Outside fenced code blocks, an HTML
+comment whose text starts like a marker's name (any case, any spacing or punctuation, or a letter
+off: ``<!--Build_Output:…-->``, ``<!-- kernel.json: … -->``) must be that marker, whole and alone
+on its line (trailing spaces allowed), or the build fails naming the page and the line. A build
+output sits right under the block that includes its snippet, one per block; a needs-extra note
+right above its python block. Inside a fenced code block a marker is text, shown as written.
+pytest-codeblocks' other comments (``skip``, ``cont``, ``pytest.mark.…``) are refused: every
+block runs, on its own, and its output is compared exactly.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 #: ``<!-- build-output: PATH -->`` or ``<!-- build-output: PATH as markdown -->`` on a line of its own
-BUILD_OUTPUT = re.compile(r"^<!-- build-output: (?P<path>\S+)(?P<markdown> as markdown)? -->$", re.M)
+BUILD_OUTPUT = re.compile(r"^<!-- build-output: (?P<path>\S+)(?P<markdown> as markdown)? -->[ \t]*$", re.M)
 #: ``<!-- needs-extra: NAME -->`` on a line of its own, indented as the block under it
 NEEDS_EXTRA = re.compile(r"^(?P<indent>[ \t]*)<!-- needs-extra: (?P<extra>[\w-]+) -->[ \t]*$", re.M)
 #: ``<!-- kernels.json: NAME -->`` on a line of its own
-KERNELS_JSON = re.compile(r"^<!-- kernels\.json: (?P<section>[\w-]+) -->$", re.M)
+KERNELS_JSON = re.compile(r"^<!-- kernels\.json: (?P<section>[\w-]+) -->[ \t]*$", re.M)
 #: a line that is one include, ``--8<-- "path"`` or ``--8<-- "path:section"``
 INCLUDE_LINE = re.compile(r'^\s*--8<--\s+"(?P<path>[^":]+)(?::(?P<section>[\w-]+))?"\s*$')
 #: the path of every include in a text, wherever it stands
@@ -38,10 +50,44 @@ EXCERPT_OPEN = re.compile(
 EXCERPT_FENCE = re.compile(r"^(\s*)(`{3,})(\{[^}\n]*\.excerpt[^}\n]*\})\s*\n((?:.*\n)*?)\1\2\s*$", re.M)
 #: what precedes a block's verified output (pytest-codeblocks' own marker)
 EXPECTED_OUTPUT = "<!--pytest-codeblocks:expected-output-->"
+#: the line that holds :data:`EXPECTED_OUTPUT`
+EXPECTED_OUTPUT_LINE = re.compile(r"^[ \t]*" + re.escape(EXPECTED_OUTPUT) + r"[ \t]*$")
 #: a generated figure a page shows: ``figures/<page>/<name>.svg``
 FIGURE = re.compile(r"figures/(?P<name>[\w-]+/[\w-]+)\.svg")
 #: a line that asks mkdocstrings for an object's docstrings
 API = re.compile(r"^::: ", re.M)
+
+#: every comment marker: its name, the line it must be (None: refused), and that line in words
+KINDS: dict[str, tuple[re.Pattern | None, str]] = {
+    "build-output": (BUILD_OUTPUT, "<!-- build-output: snippets/<page>/<name>.py --> (or ending "
+                                   "' as markdown -->'), alone on its line from its first column"),
+    "needs-extra": (NEEDS_EXTRA, "<!-- needs-extra: NAME --> alone on its line"),
+    "kernels.json": (KERNELS_JSON, "<!-- kernels.json: NAME --> alone on its line from its first column"),
+    "pytest-codeblocks": (EXPECTED_OUTPUT_LINE, f"{EXPECTED_OUTPUT} alone on its line, the only "
+                                                "pytest-codeblocks marker a page may hold (every block "
+                                                "runs on its own and is compared exactly)"),
+    "pytest.mark": (None, "no pytest.mark comment: every block on a page runs"),
+}
+
+
+class MarkerError(ValueError):
+    """Something on a page looks like a marker but is not one, or a marker stands where it does not belong."""
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A marker found on a page: its kind, its line and the match of its line."""
+
+    kind: str
+    page: str        # as errors name it: docs/<page>
+    line: int        # 1-based, in the page's file
+    index: int       # 0-based, in the text it was found in
+    match: re.Match
+
+    @property
+    def where(self) -> str:
+        """``docs/<page>:<line>: <the marker>``, how an error about this marker starts."""
+        return f"{self.page}:{self.line}: {self.match.group(0).strip()}"
 
 
 def build_output(path: str, as_markdown: bool = False) -> str:
@@ -62,3 +108,138 @@ def include(path: str, section: str | None = None) -> str:
 def section_bounds(section: str) -> tuple[str, str]:
     """The texts that open and close ``section`` in a library file."""
     return f"[start:{section}]", f"[end:{section}]"
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", text.lower())
+
+
+_SQUASHED = {_squash(name): name for name in KINDS}
+
+
+def looks_like(comment: str) -> str | None:
+    """The kind of marker the text of an HTML comment starts like, or None. ``comment`` is what
+    stands between ``<!--`` and ``-->``; case, spacing and punctuation do not count, and a name one
+    letter off still counts (``kernel.json``, ``needs-extras``, ``buildoutput``)."""
+    text = _squash(comment)
+    for key, name in _SQUASHED.items():
+        if text.startswith(key):
+            return name
+    for key, name in _SQUASHED.items():
+        if max(difflib.SequenceMatcher(None, text[:len(key) + d], key).ratio() for d in (-1, 0, 1)) >= 0.8:
+            return name
+    return None
+
+
+_FENCE_OPEN = re.compile(r"^(?P<ws>[ \t>]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)")
+
+
+def fences(lines: list[str]) -> list[tuple[int, int]]:
+    """The fenced code blocks of a page's ``lines``, as (opening line, closing line) indices, read as
+    pymdownx.superfences reads them: the closing fence repeats the opening one exactly at the same
+    indent, a line indented less ends the attempt, and a fence never closed is no block."""
+    found, i = [], 0
+    while i < len(lines):
+        m = _FENCE_OPEN.match(lines[i])
+        close = None
+        if m and not (m["fence"][0] == "`" and "`" in m["info"]):
+            end = re.compile(re.escape(m["fence"]) + r"[ \t]*$")
+            for j in range(i + 1, len(lines)):
+                if not lines[j].strip():
+                    continue
+                if not lines[j].startswith(m["ws"]):
+                    break
+                if end.match(lines[j], len(m["ws"])):
+                    close = j
+                    break
+        if close is None:
+            i += 1
+        else:
+            found.append((i, close))
+            i = close + 1
+    return found
+
+
+def _misplaced(marker: Marker, lines: list[str], blocks: list[tuple[int, int]]) -> str | None:
+    """Why ``marker`` stands where it does not belong, or None."""
+    closing = {end: start for start, end in blocks}
+    opening = {start for start, _ in blocks}
+    if marker.kind == "build-output":
+        path = marker.match["path"]
+        above = next((j for j in range(marker.index - 1, -1, -1) if lines[j].strip()), None)
+        body = lines[closing[above] + 1:above] if above in closing else []
+        if not any((inc := INCLUDE_LINE.match(line)) and inc["path"] == path for line in body):
+            return (f"a build output goes right under the block that includes its snippet "
+                    f"({include(path)}), one marker per block")
+    if marker.kind == "needs-extra":
+        below = marker.index + 1
+        while below < len(lines) and (not lines[below].strip() or NEEDS_EXTRA.fullmatch(lines[below])):
+            if (other := NEEDS_EXTRA.fullmatch(lines[below])) and other["extra"] == marker.match["extra"]:
+                return "the same note twice above one block"
+            below += 1
+        if below not in opening or not re.match(r"[ \t]*`{3,}\s*(\{\s*\.)?(python|py)\b", lines[below]):
+            return "a needs-extra note goes right above the python block that needs the extra"
+    return None
+
+
+def find(markdown: str, page: str, first_line: int = 1) -> list[Marker]:
+    """Every comment marker of the page ``page`` (``docs/<page>``, for errors) whose text is
+    ``markdown`` (``first_line``: the file's line of its first line, after any front matter), in
+    order. Raises :class:`MarkerError`, naming the page and the line, for a comment that looks like
+    a marker and is not one, a marker that shares its line, and one that stands where it does not
+    belong. Fenced code blocks are skipped, and so are inline code spans."""
+    lines = markdown.split("\n")
+    blocks = fences(lines)
+    fenced = {i for start, end in blocks for i in range(start, end + 1)}
+    text = "\n".join("" if i in fenced else _CODE_SPAN.sub(lambda m: " " * len(m[0]), line)
+                     for i, line in enumerate(lines))
+    found, pos = [], 0
+    while (start := text.find("<!--", pos)) >= 0:
+        end = text.find("-->", start + 4)
+        pos = len(text) if end < 0 else end + 3
+        kind = looks_like(text[start + 4:pos])
+        if kind is None:
+            continue
+        index = text.count("\n", 0, start)
+        line, where = lines[index], f"{page}:{first_line + index}"
+        pattern, form = KINDS[kind]
+        m = pattern.fullmatch(line) if pattern is not None else None
+        if m is None:
+            raise MarkerError(f"{where}: {line.strip()!r} looks like a {kind} marker but is not one; "
+                              f"write {form}")
+        marker = Marker(kind, page, first_line + index, index, m)
+        why = _misplaced(marker, lines, blocks)
+        if why:
+            raise MarkerError(f"{marker.where}: {why}")
+        found.append(marker)
+    return found
+
+
+def replace(markdown: str, page: str, handlers: dict[str, Callable[[Marker], str]],
+            first_line: int = 1) -> str:
+    """``markdown`` of ``page`` with the line of each marker of a kind in ``handlers`` replaced by
+    what its handler returns for it, in one pass (a replacement is not searched for markers again).
+    Every marker of the page is checked first (:func:`find`)."""
+    unknown = set(handlers) - set(KINDS)
+    if unknown:
+        raise ValueError(f"handlers: no marker kind {sorted(unknown)}; the kinds are {sorted(KINDS)}")
+    lines = markdown.split("\n")
+    for marker in find(markdown, page, first_line):
+        if marker.kind in handlers:
+            lines[marker.index] = handlers[marker.kind](marker)
+    return "\n".join(lines)
+
+
+_COMMENT = re.compile(r"<!--(.*?)-->", re.S)
+
+
+def unreplaced(html: str, page: str) -> None:
+    """Raise :class:`MarkerError` naming ``page`` when its rendered ``html`` still holds a comment that
+    looks like a marker other than :data:`EXPECTED_OUTPUT` (which stays, for the output labels): a
+    marker that no stage replaced, such as one inside an HTML block or an included file."""
+    for m in _COMMENT.finditer(html):
+        if m.group(0) != EXPECTED_OUTPUT and looks_like(m.group(1)):
+            raise MarkerError(f"{page}: {m.group(0)[:200]!r} is left in the rendered page: a marker stands "
+                              f"where the build does not read it (inside an HTML block, a list or an "
+                              f"included file?), or it is not a marker; write markers alone on their line")

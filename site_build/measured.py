@@ -10,7 +10,6 @@ fails the build.
 from __future__ import annotations
 
 import importlib.util
-import re
 from pathlib import Path
 
 from . import markers
@@ -31,14 +30,13 @@ class MeasuredSections:
         self.sections = module.SECTIONS
         self.report = module.load()
 
-    def _section(self, m: re.Match, page: str) -> str:
-        name = m.group("section")
+    def section(self, marker: markers.Marker) -> str:
+        """The section a ``kernels.json`` marker names, rendered; an unknown name fails the build."""
+        name = marker.match["section"]
         if name not in self.sections:
-            raise ValueError(f"{page}: no measured section {name!r}; known: {sorted(self.sections)}")
+            raise ValueError(f"{marker.where}: no measured section {name!r}; known: {sorted(self.sections)}")
         return self.sections[name](self.report).rstrip("\n")
 
-    def render(self, markdown: str, page: str) -> str:
+    def render(self, markdown: str, page: str, first_line: int = 1) -> str:
         """``markdown`` with each ``kernels.json`` marker replaced by its section (``page`` names errors)."""
-        if "<!-- kernels.json:" not in markdown:
-            return markdown
-        return markers.KERNELS_JSON.sub(lambda m: self._section(m, page), markdown)
+        return markers.replace(markdown, page, {"kernels.json": self.section}, first_line)

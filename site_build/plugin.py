@@ -15,11 +15,13 @@ event                       stages, in this order
                             pages (:mod:`.shipped_wheel`), made again when its sources changed
 ``on_env``                  the theme's templates compiled once and kept, compiled, in a
                             bytecode cache for the next builds (:mod:`.templates`)
-``on_page_markdown``        1. measured sections; 2. build outputs; 3. needs-extra notes and
-                            excerpt labels (:mod:`.copyable`)
+``on_page_markdown``        1. every marker checked (:mod:`.markers`), then, in one pass, measured
+                            sections, build outputs' places and needs-extra notes; 2. excerpt
+                            labels (:mod:`.copyable`)
 ``on_page_content``         1. figure alt texts (:mod:`.generated`); 2. LaTeX to MathML
                             (:mod:`.mathml`); 3. the ``output`` class (:mod:`.outputs`);
-                            4. ``no-copy`` and ``>>>`` copies (:mod:`.copyable`)
+                            4. ``no-copy`` and ``>>>`` copies (:mod:`.copyable`); 5. no marker
+                            left unread; 6. what build outputs printed, escaped, in their places
 ``on_post_page``            notebook pages without CDN loaders (:mod:`.offline`)
 ``on_post_build``           the execution cache's reuse count
 ==========================  ====================================================================
@@ -35,16 +37,26 @@ training run nor the figures, and with ``--dirty`` only the edited page is rende
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from mkdocs.plugins import BasePlugin
 
 from netcl_lite import fingerprint
 
-from . import build_output, capstone_run, copyable, generated, includes, mathml, measured, offline, outputs
+from . import build_output, capstone_run, copyable, generated, includes, markers, mathml, measured, offline, outputs
 from . import shipped_wheel, store, templates
 from .dirty_pages import DirtyPages
 from .inputs import InputWatch
 from .paths import DOCS, FIGURES
+
+
+def _first_line(page, markdown: str) -> int:
+    """The line of the page's file that ``markdown``, its text after any front matter, starts on."""
+    try:
+        source = Path(page.file.abs_src_path).read_text(encoding="utf-8-sig")
+    except (TypeError, OSError):                  # a page made in memory has no file
+        return 1
+    return source.count("\n", 0, len(source) - len(markdown)) + 1 if source.endswith(markdown) else 1
 
 
 def _generated_inputs() -> list:
@@ -116,15 +128,21 @@ class SiteBuild(BasePlugin):
 
     def on_page_markdown(self, markdown, *, page, config, files):
         self.page.name = f"docs/{page.file.src_uri}"
-        markdown = self.state.measured.render(markdown, page.file.src_uri)
-        markdown = self.state.outputs.render(markdown, self.page.name)
-        return copyable.render_markdown(markdown, page.file.src_uri, config.site_url)
+        markdown = markers.replace(markdown, self.page.name, {
+            "kernels.json": self.state.measured.section,
+            "build-output": self.state.outputs.block,
+            "needs-extra": lambda marker: copyable.needs_extra_note(marker, config.site_url),
+        }, first_line=_first_line(page, markdown))
+        return copyable.label_excerpts(markdown, page.file.src_uri)
 
     def on_page_content(self, html, *, page, config, files):
-        html = generated.with_alt(html)
+        name = f"docs/{page.file.src_uri}"
+        html = generated.with_alt(html, name)
         html = mathml.render(html, page.file.src_uri)
         html = outputs.label(html)
-        return copyable.render_content(html)
+        html = copyable.render_content(html)
+        markers.unreplaced(html, name)
+        return self.state.outputs.insert(html, name)
 
     def on_env(self, env, *, config, files):
         return templates.use_bytecode_cache(env)

@@ -511,8 +511,9 @@ def test_a_dotdot_marker_on_a_page_runs_nothing(monkeypatch):
     outputs = build_output.BuildOutputs()
     ran = []
     monkeypatch.setattr(outputs, "cached_output", lambda path: ran.append(path) or "")
-    with pytest.raises(includes.PathError, match=r"^docs/chapter-x.md: <!-- build-output: snippets/\.\./\.\./x\.py -->"):
-        outputs.render("text\n<!-- build-output: snippets/../../x.py -->\n", "docs/chapter-x.md")
+    with pytest.raises(includes.PathError, match=r"^docs/chapter-x.md:5: <!-- build-output: snippets/\.\./\.\./x\.py -->"):
+        outputs.render('text\n```python\n--8<-- "snippets/../../x.py"\n```\n<!-- build-output: snippets/../../x.py -->\n',
+                       "docs/chapter-x.md")
     assert ran == []
 
 

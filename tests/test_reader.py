@@ -350,7 +350,8 @@ def test_needs_extra_marker_becomes_a_note_with_the_pip_command():
     assert f'pip install "netcl_lite[interop] @ http://127.0.0.1:8000/{WHEEL}"' in out
     assert out.index("!!! note") < out.index("```python\nimport torch")
     with pytest.raises(ValueError, match="no such extra"):
-        copyable.render_markdown("<!-- needs-extra: gpu -->\n", _Page.file.src_uri, _Config.site_url)
+        copyable.render_markdown("<!-- needs-extra: gpu -->\n```python\nx = 1\n```\n", _Page.file.src_uri,
+                                 _Config.site_url)
 
 
 def test_an_excerpt_is_titled_uncopyable_and_linked_to_its_lines():
