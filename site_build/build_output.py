@@ -9,12 +9,25 @@ and this stage runs that snippet at build time (:func:`site_build.runner.run_sni
 interpreter and a scratch folder, as the doc tests run every block), and puts its stdout in the
 marker's place as a text block titled "printed when this site was built". A snippet that prints a
 Markdown table (its last lines) takes the marker ``<!-- build-output: PATH as markdown -->``:
-its stdout goes into the page as Markdown, and the table gets the caption "printed as
+its stdout is rendered as Markdown, and the table gets the caption "printed as
 Markdown when this site was built, by the block above". It is not an ``output``
 block: those are the outputs the doc tests compare, and the browser test counts them. The shown
 numbers are therefore this build's; what must hold on any machine is asserted inside the snippet,
 so a run that misses it fails the build (and the doc test that runs the same block).
-tests/test_capstone.py checks that each marker sits right under the block that includes its snippet.
+:mod:`site_build.markers` checks that each marker sits right under the block that includes its
+snippet.
+
+Printed text never passes through the page's Markdown: the marker's place holds a placeholder, and
+the printed text, escaped, replaces it in the page's HTML (:meth:`BuildOutputs.insert`), so no line
+it prints can close its block, include a file (``--8<--``), become a marker, math or HTML. Control
+characters (other than tab and newline) and invisible bidirectional marks are shown as ``\\xNN`` or
+``\\uNNNN``. Output ``as markdown`` is rendered on its own by a Markdown with paragraphs, pipe tables,
+emphasis, code spans and character references only (:func:`markdown_html`): anything else it prints,
+raw HTML, links, images, headings, lists, fences, attribute lists or includes, shows as the text it
+is. A snippet fails the build, with an error that names the page, the marker's line and the snippet,
+when it exits with an error, runs longer than :data:`TIMEOUT_S`, prints more than
+:data:`OUTPUT_LIMIT` bytes (it is stopped there, unread), prints bytes that are not UTF-8 or prints
+nothing.
 
 A snippet's stdout is kept in the execution cache (:mod:`site_build.store`), keyed by the code,
 the library, the packages and the device (:func:`code_key`): a rebuild runs only the snippets whose
@@ -26,7 +39,10 @@ build printed, and the reverse: each runs once per set of inputs. A marker's pat
 
 from __future__ import annotations
 
+import html
+import itertools
 import re
+import secrets
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +52,50 @@ from netcl_lite import fingerprint
 from . import markers, runner, store
 from .includes import marker_path
 from .paths import ROOT
+
+#: the most a build output may print: bytes of UTF-8 on stdout (a page shows it whole)
+OUTPUT_LIMIT = 64 * 1024
+#: the longest a build-output snippet may run, in seconds
+TIMEOUT_S = 900
+#: the title of a build output's block
+TITLE = "printed when this site was built"
+#: the caption of a build output printed as Markdown
+CAPTION = "Printed as Markdown when this site was built, by the block above."
+
+_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
+                        "\u2066-\u2069\ufeff]")
+
+
+class BuildOutputError(RuntimeError):
+    """A build output cannot be shown: its snippet failed, ran too long, printed too much, nothing or
+    what is not text, or its place did not reach the page's HTML."""
+
+
+def visible(text: str) -> str:
+    """``text`` with each control character (but tab and newline) and each invisible bidirectional
+    mark written out as ``\\xNN`` or ``\\uNNNN``, so a page shows what was printed."""
+    return _INVISIBLE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}",
+                          text)
+
+
+def markdown_html(text: str) -> list[str]:
+    """``text``, printed Markdown, rendered on its own to HTML, as a list of its top-level elements.
+    Only paragraphs, pipe tables, ``*emphasis*``, ``**strong**``, ``\\`` escapes, code spans and
+    character references are read as Markdown; all else (raw HTML, links, images, headings, lists,
+    quotes, fences, indented code) stays text, escaped."""
+    import markdown
+
+    md = markdown.Markdown(extensions=["tables"])
+    for registry, names in ((md.preprocessors, ("html_block",)),
+                            (md.parser.blockprocessors, ("indent", "code", "hashheader", "setextheader", "hr",
+                                                         "olist", "ulist", "quote", "reference")),
+                            (md.inlinePatterns, ("reference", "link", "image_link", "image_reference",
+                                                 "short_reference", "short_image_ref", "autolink", "automail",
+                                                 "linebreak", "html"))):
+        for name in names:
+            registry.deregister(name, strict=False)
+    html = md.convert(visible(text))
+    return re.split(r"\n(?=<(?:p|table)>)", html) if html else []
 
 
 def code_key(code: str, shared: str | None = None) -> str:
@@ -63,14 +123,16 @@ def run_stored(code: str, folder: str | Path, shared: str) -> subprocess.Complet
     if stored is not None:
         return subprocess.CompletedProcess(["python", "block.py"], 0, stored.decode("utf-8"), "")
     proc = runner.run_code(code, folder)
-    if proc.returncode == 0:
-        store.store("build_output", key, proc.stdout.encode("utf-8"))
+    printed = proc.stdout.encode("utf-8")
+    if proc.returncode == 0 and len(printed) <= OUTPUT_LIMIT:       # the build would not show more
+        store.store("build_output", key, printed)
     return proc
 
 
 class BuildOutputs:
-    """The build outputs of one build: each snippet's stdout, from the store or run now.
-    ``context``: the build's shared key context, asked for once, on the first marker."""
+    """The build outputs of one build: each snippet's stdout, from the store or run now, and the
+    outputs of each page waiting for its HTML. ``context``: the build's shared key context, asked
+    for once, on the first marker."""
 
     def __init__(self, context: Callable[[], str] = store.context):
         if not callable(context):
@@ -78,30 +140,87 @@ class BuildOutputs:
         self._context = context
         self._shared: str | None = None
         self.reused = 0
+        self._token = f"buildoutput{secrets.token_hex(8)}n"        # no page or snippet can guess it
+        self._count = itertools.count()
+        self._pending: dict[str, dict[str, tuple[str, bool, str]]] = {}
 
-    def cached_output(self, path: str) -> str:
-        """What the snippet prints: from the store when its key is there, else run now and stored."""
+    def cached_output(self, path: str, where: str | None = None) -> str:
+        """What the snippet ``path`` prints: from the store when its key is there, else run now and
+        stored. Raises :class:`BuildOutputError` starting with ``where`` (the page, line and marker;
+        ``path`` when None) when it cannot be shown (see the module's docstring)."""
+        where = path if where is None else where
         if self._shared is None:
             self._shared = self._context()
         key = snippet_key(path, self._shared)
         stored = store.lookup("build_output", key)
         if stored is not None:
             self.reused += 1
-            return stored.decode("utf-8")
+            return self._checked(stored, path, where)
         store.log.info(f"execution cache: ran {path}")
-        text = runner.run_snippet(ROOT / path)
+        try:
+            text = runner.run_snippet(ROOT / path, limit=OUTPUT_LIMIT, timeout=TIMEOUT_S)
+        except runner.SnippetError as err:
+            raise BuildOutputError(f"{where}: {err}") from None
+        self._checked(text.encode("utf-8"), path, where)
         store.store("build_output", key, text.encode("utf-8"))
         return text
 
-    def render(self, markdown: str, page: str) -> str:
-        """``markdown`` of ``page`` (``docs/<page>``, for errors) with each marker replaced by what its
-        snippet printed."""
-        def output(m: re.Match) -> str:
-            marker_path(m.group("path"), page)
-            text = self.cached_output(m.group("path")).rstrip("\n")
-            if m.group("markdown"):
-                return (f"{text}\n\n/// table-caption\nPrinted as Markdown when this site was built, "
-                        f"by the block above.\n///")
-            return f'```text title="printed when this site was built"\n{text}\n```'
+    @staticmethod
+    def _checked(printed: bytes, path: str, where: str) -> str:
+        if len(printed) > OUTPUT_LIMIT:
+            raise BuildOutputError(f"{where}: {path} printed {len(printed):,} bytes; a build output shows "
+                                   f"at most {OUTPUT_LIMIT:,}")
+        try:
+            text = printed.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise BuildOutputError(f"{where}: {path} printed bytes that are not UTF-8 (at byte {err.start})") from None
+        if not text.strip():
+            raise BuildOutputError(f"{where}: {path} printed nothing on stdout, which is what a build output "
+                                   f"shows (stderr is not shown)")
+        return text
 
-        return markers.BUILD_OUTPUT.sub(output, markdown)
+    def _place(self, page: str, html: str, paragraph: bool, where: str) -> str:
+        token = f"{self._token}{next(self._count)}"
+        self._pending.setdefault(page, {})[token] = (html, paragraph, where)
+        return token
+
+    def block(self, marker: markers.Marker) -> str:
+        """The Markdown that takes the place of a build-output ``marker``: a text block, or for output
+        ``as markdown`` paragraphs and a captioned table, each holding a placeholder that
+        :meth:`insert` replaces with the printed text once the page is HTML."""
+        path, where = marker.match["path"], marker.where
+        marker_path(path, where)
+        text = self.cached_output(path, where)
+        if not marker.match["markdown"]:
+            token = self._place(marker.page, html.escape(visible(text).strip("\n"), quote=False), False, where)
+            return f'\n```text title="{TITLE}"\n{token}\n```\n'
+        *before, last = markdown_html(text)
+        tokens = [self._place(marker.page, part, True, where) for part in ("\n".join(before), last) if part]
+        return "\n" + "\n\n".join(tokens) + f"\n\n/// table-caption\n{CAPTION}\n///\n"
+
+    def render(self, markdown: str, page: str, first_line: int = 1) -> str:
+        """``markdown`` of ``page`` (``docs/<page>``, for errors) with each build-output marker replaced
+        by :meth:`block` (``first_line``: the file's line of the text's first line)."""
+        return markers.replace(markdown, page, {"build-output": self.block}, first_line)
+
+    def insert(self, html: str, page: str) -> str:
+        """``html``, the rendered ``page``, with what each of its build outputs printed in the place
+        :meth:`block` left. Raises :class:`BuildOutputError` when a place did not reach the HTML as it
+        was left (a marker inside an HTML block, or a place repeated)."""
+        pending = self._pending.pop(page, {})
+        token = re.escape(self._token) + r"\d+"
+
+        def put(m: re.Match) -> str:
+            found = m[1] or m[2]
+            if found not in pending or pending[found][1] != bool(m[1]):
+                where = pending[found][2] if found in pending else page
+                raise BuildOutputError(f"{where}: the output's place is not where the marker left it "
+                                       f"(the marker inside another block?)")
+            return pending.pop(found)[0]
+
+        html = re.sub(rf"<p>({token})</p>|({token})", put, html)
+        if pending:
+            where = next(iter(pending.values()))[2]
+            raise BuildOutputError(f"{where}: the output's place did not reach the page's HTML (the marker "
+                                   f"inside an HTML block or a comment?)")
+        return html

@@ -6,13 +6,19 @@ way (``tests/test_docs_blocks.py``)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 #: how a snippet runs; part of the execution-cache key of what it prints
 HOW = "stdout of: python <snippet>, fresh interpreter, scratch folder, PYTHONPATH unset"
+#: how much of a failing run's stderr an error shows (its end), in bytes
+STDERR_TAIL = 4000
 
 
 def reader_env(drop: tuple[str, ...] = ()) -> dict[str, str]:
@@ -53,10 +59,103 @@ def run_code(code: str, folder: str | Path, timeout: float = 600, **how) -> subp
     return run_python(script, cwd=folder, timeout=timeout, **how)
 
 
-def run_snippet(path: str | Path) -> str:
-    """The stdout of the snippet file ``path`` run by :func:`run_python` in a scratch folder; a
-    failing snippet raises ``RuntimeError`` with the end of its stderr."""
-    proc = run_python(path)
-    if proc.returncode:
-        raise RuntimeError(f"{path} failed at build time:\n{proc.stderr[-4000:]}")
-    return proc.stdout
+class SnippetError(RuntimeError):
+    """A snippet failed, ran too long, printed too much or printed what is not UTF-8."""
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """What :func:`run_bounded` saw: the exit status (None when it stopped the run), stdout, the
+    last :data:`STDERR_TAIL` bytes of stderr and why it stopped the run (``"limit"``, ``"timeout"``)."""
+
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    stopped: str | None
+
+
+def _exited(pid: int) -> bool:
+    """Whether the child ``pid`` has exited, leaving it unreaped (so its process group keeps its id)."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def run_bounded(command: list[str], cwd: str | Path, env: dict[str, str], timeout: float,
+                limit: int | None) -> Bounded:
+    """``command`` in its own process group, stdin empty, for at most ``timeout`` seconds, reading at
+    most ``limit`` bytes of stdout (None: stdout is discarded). A run past either limit is stopped at
+    once, without reading further. When the command ends, whatever it left running in its group is
+    killed too, so nothing it started outlives it or holds its output open."""
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise ValueError(f"limit must be a number of bytes (int >= 0) or None, got {limit!r}")
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL if limit is None else subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    out, err, over = bytearray(), bytearray(), threading.Event()
+
+    def read_stdout():
+        while chunk := proc.stdout.read1(1 << 16):
+            out.extend(chunk)
+            if len(out) > limit:
+                over.set()
+                return
+
+    def read_stderr():
+        while chunk := proc.stderr.read1(1 << 16):
+            err.extend(chunk)
+            del err[:-STDERR_TAIL]
+
+    readers = [threading.Thread(target=read_stderr, daemon=True)]
+    if limit is not None:
+        readers.append(threading.Thread(target=read_stdout, daemon=True))
+    for reader in readers:
+        reader.start()
+    deadline, stopped = time.monotonic() + timeout, None
+    try:
+        while not _exited(proc.pid):
+            if over.wait(0.02):
+                stopped = "limit"
+                break
+            if time.monotonic() > deadline:
+                stopped = "timeout"
+                break
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)      # the group id is the unreaped child's own pid
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+        for reader in readers:
+            reader.join(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    if stopped is None and over.is_set():           # it printed too much, then ended before we looked
+        stopped = "limit"
+    return Bounded(None if stopped else proc.returncode, bytes(out[:limit]), bytes(err), stopped)
+
+
+def run_snippet(path: str | Path, limit: int | None = None, timeout: float = 900) -> str:
+    """The stdout of the snippet file ``path``, run as :func:`run_python` runs it (a fresh interpreter,
+    a scratch folder, the reader's environment) through :func:`run_bounded`: at most ``timeout``
+    seconds and ``limit`` bytes of stdout (None: no limit). Raises :class:`SnippetError` when it fails
+    (with the end of its stderr), runs too long, prints too much or prints bytes that are not UTF-8."""
+    with tempfile.TemporaryDirectory() as tmp:
+        run = run_bounded([sys.executable, str(Path(path).resolve())], tmp, reader_env(), timeout,
+                          (1 << 62) if limit is None else limit)
+    if run.stopped == "limit":
+        raise SnippetError(f"{path} printed more than {limit:,} bytes, the most a build output may "
+                           f"show; stopped it there")
+    if run.stopped == "timeout":
+        raise SnippetError(f"{path} ran longer than {timeout:g} s, the most a snippet may run at build "
+                           f"time; stopped it")
+    if run.returncode:
+        how = f"exit status {run.returncode}" if run.returncode > 0 else f"signal {-run.returncode}"
+        raise SnippetError(f"{path} failed at build time ({how}):\n"
+                           f"{run.stderr.decode('utf-8', 'replace')}")
+    try:
+        return run.stdout.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SnippetError(f"{path} printed bytes that are not UTF-8 (at byte {err.start}: "
+                           f"{run.stdout[err.start:err.start + 8]!r}); print text") from None
