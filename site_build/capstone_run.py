@@ -34,4 +34,5 @@ def train() -> None:
           file=sys.stderr)
     proc = subprocess.run([sys.executable, "-c", _TRAIN], cwd=ROOT, stdout=subprocess.DEVNULL)
     if proc.returncode:
-        raise RuntimeError("Chapter 9's training run failed; its error is printed above")
+        raise RuntimeError("docs/chapter-9.md: Chapter 9's training run, which its blocks and figures read, "
+                           "failed; its error is printed above")

@@ -25,7 +25,6 @@ import html
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -33,9 +32,11 @@ from pathlib import Path
 from netcl_lite import fingerprint
 from netcl_lite.files import atomic_write
 
-from . import store
+from . import runner, store
 from .paths import DOCS, FIGURES, ROOT, SNIPPETS
 
+#: the longest the figure scripts that are not stored may run, all together, in seconds
+FIGURES_TIMEOUT_S = 900
 _DESCRIPTION = re.compile(r"<dc:description>(.*?)</dc:description>", re.S)
 _FIGURE_IMG = re.compile(r'<img\b[^>]*\bsrc="(?:[^"]*/)?figures/([\w-]+/[\w-]+)\.svg"[^>]*>')
 _ALT = re.compile(r'\balt="[^"]*"')
@@ -95,10 +96,10 @@ def build_figures(shared: str | None = None) -> list[Path]:
             for script in missing:
                 pairs += [str(script), str(Path(tmp) / f"{script.parent.name}--{script.stem}.svg")]
             env = dict(os.environ, MPLBACKEND="Agg")
-            proc = subprocess.run([sys.executable, "-c", _RUN_FIGURES, *pairs], cwd=ROOT, env=env,
-                                  capture_output=True, text=True)
-            if proc.returncode:
-                raise RuntimeError(f"a figure script failed:\n{proc.stderr[-4000:]}")
+            run = runner.run_bounded([sys.executable, "-c", _RUN_FIGURES, *pairs], ROOT, env, FIGURES_TIMEOUT_S,
+                                     limit=None)
+            if run.returncode or run.stopped:
+                raise RuntimeError(_figure_failure(missing, run))
             for script, out in zip(missing, pairs[1::2]):
                 svg = Path(out).read_text(encoding="utf-8")
                 svg = "\n".join(line for line in svg.splitlines() if "<dc:date>" not in line)  # no build date
@@ -109,18 +110,47 @@ def build_figures(shared: str | None = None) -> list[Path]:
     return missing
 
 
+def pages_showing(text: str) -> list[str]:
+    """The pages (``docs/<page>``) whose source holds ``text``: those that show a figure or include a
+    drill's steps."""
+    return [f"docs/{page.relative_to(DOCS).as_posix()}" for page in sorted(DOCS.rglob("*.md"))
+            if text in page.read_text(encoding="utf-8")]
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+
+
+def _figure_failure(scripts: list[Path], run: runner.Bounded) -> str:
+    """What a failed figure run says: the script that failed (the last one its traceback names), the
+    figure it draws and the pages that show it, and the end of its stderr."""
+    stderr = run.stderr.decode("utf-8", "replace")
+    failed = max(scripts, key=lambda script: stderr.rfind(f'File "{script}"'))
+    if f'File "{failed}"' not in stderr:
+        failed = None
+    names = [failed] if failed else scripts
+    figures = [f"figures/{script.parent.name}/{script.stem[len('figure_'):]}.svg" for script in names]
+    shown = sorted({page for figure in figures for page in pages_showing(figure)})
+    why = (f"ran longer than {FIGURES_TIMEOUT_S} s" if run.stopped == "timeout"
+           else f"failed (exit status {run.returncode})")
+    which = _rel(failed) if failed else "one of " + ", ".join(_rel(script) for script in scripts)
+    return (f"{', '.join(shown) or 'no page'}: the figure script {which} (drawing {', '.join(figures)}) "
+            f"{why}:\n{stderr}")
+
+
 def figure_description(svg: Path) -> str | None:
     """The text a figure script gave as its SVG description (its alt text), or None."""
     m = _DESCRIPTION.search(svg.read_text(encoding="utf-8"))
     return " ".join(html.unescape(m.group(1)).split()) if m else None
 
 
-def _with_alt(m: re.Match) -> str:
+def _with_alt(m: re.Match, page: str) -> str:
     svg = FIGURES / f"{m.group(1)}.svg"
     alt = figure_description(svg) if svg.is_file() else None
     if alt is None:
-        raise ValueError(f"{svg.relative_to(ROOT)}: a generated figure must describe itself "
-                         f"(savefig(..., metadata={{'Description': ...}})); it becomes the alt text")
+        made = "a generated figure must describe itself (savefig(..., metadata={'Description': ...}))"
+        raise ValueError(f"{page}: {svg.relative_to(ROOT)}: " + (made if svg.is_file() else "no such figure; a "
+                         f"figure is drawn by snippets/<page>/figure_<name>.py") + "; its description is the alt text")
     return _ALT.sub(lambda _: f'alt="{html.escape(alt)}"', m.group(0), count=1)
 
 
@@ -218,7 +248,12 @@ def build_drills(shared: str | None = None) -> list[str]:
         key = fingerprint.key(source, shared=shared)
         data = store.lookup("notebook", key)
         if data is None:
-            data = execute_notebook(source).encode("utf-8")
+            try:
+                data = execute_notebook(source).encode("utf-8")
+            except Exception as err:
+                shown = ", ".join(pages_showing(f"snippets/{week_dir.name}/drill_")) or "no page"
+                raise RuntimeError(f"{shown}: the drill notebook docs/drills/{name}, made from "
+                                   f"{_rel(week_dir)}/drill_*.py, failed: {err}") from err
             store.store("notebook", key, data)
             ran.append(name)
         write_if_changed(DOCS / "drills" / name, data)
@@ -244,6 +279,7 @@ def build(shared: str) -> None:
                        + (f"; ran {', '.join(ran)}" if ran else ""))
 
 
-def with_alt(content: str) -> str:
-    """A page's HTML with each generated figure's ``alt`` set to the description its script gave."""
-    return _FIGURE_IMG.sub(_with_alt, content)
+def with_alt(content: str, page: str = "(no page)") -> str:
+    """A page's HTML with each generated figure's ``alt`` set to the description its script gave
+    (``page``, ``docs/<page>``, names a figure that has none)."""
+    return _FIGURE_IMG.sub(lambda m: _with_alt(m, page), content)
