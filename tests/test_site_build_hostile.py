@@ -1,0 +1,480 @@
+"""The build plugin fed hostile snippets and markers: printed text stays inside its block, a marker
+that does not parse fails naming the page and the line, output and run time are bounded, every
+error names the page, and the shipped wheel is made again when any file it carries changes.
+
+Pages are rendered as the build renders them: the plugin's own ``on_page_markdown`` and
+``on_page_content`` around the site's Markdown (the extensions and options of ``mkdocs.yml``), in a
+scratch project whose ``snippets/`` holds the test's snippets.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import tomllib
+import zipfile
+from html.parser import HTMLParser
+from pathlib import Path
+from types import SimpleNamespace
+
+import markdown
+import pytest
+from mkdocs.config import load_config
+
+from netcl_lite import fingerprint
+from site_build import build_output, generated, includes, markers, measured, shipped_wheel, store
+from site_build.plugin import BuildState, SiteBuild
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = "docs/hostile.md"
+TITLE = "printed when this site was built"
+
+
+class Site:
+    """A scratch project (``root/snippets/hostile/``) and the plugin, rendering pages as the build does."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.snippets = root / "snippets" / "hostile"
+        self.snippets.mkdir(parents=True)
+
+    def snippet(self, name: str, code: str) -> str:
+        (self.snippets / name).write_text(code, encoding="utf-8")
+        return f"snippets/hostile/{name}"
+
+    def printing(self, name: str, text: str, as_markdown: bool = False) -> str:
+        """A page whose block runs a snippet that writes ``text`` to stdout, with its build output."""
+        path = self.snippet(name, f"import sys\nsys.stdout.write({text!r})\n")
+        return page_with(path, markers.build_output(path, as_markdown))
+
+    def render(self, text: str, page: str = "hostile.md") -> str:
+        config = load_config(str(ROOT / "mkdocs.yml"))
+        plugin = SiteBuild()
+        plugin.on_config(config)
+        plugin.state = BuildState(outputs=build_output.BuildOutputs(lambda: "hostile tests"),
+                                  measured=measured.MeasuredSections())
+        page_ = SimpleNamespace(file=SimpleNamespace(src_uri=page, abs_src_path=None))
+        text = plugin.on_page_markdown(text, page=page_, config=config, files=None)
+        md = markdown.Markdown(extensions=config.markdown_extensions, extension_configs=config.mdx_configs)
+        return plugin.on_page_content(md.convert(text), page=page_, config=config, files=None)
+
+
+def page_with(path: str, marker: str) -> str:
+    """A page with a block that includes ``path`` and ``marker`` right under it, on line 8."""
+    return (f'# Hostile\n\nThe block below.\n\n```python\n--8<-- "{path}"\n```\n\n{marker}\n\n'
+            f"After the output.\n")
+
+
+MARKER_LINE = 9
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    root = tmp_path / "project"
+    site = Site(root)
+    monkeypatch.chdir(root)                      # pymdownx.snippets reads includes from here
+    monkeypatch.setattr(build_output, "ROOT", root)
+    monkeypatch.setattr(build_output, "marker_path",
+                        lambda path, page, root=root: includes.marker_path(path, page, root=root))
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(fingerprint.RERUN, raising=False)
+    return site
+
+
+class Tags(HTMLParser):
+    """Every element of a page: its tag and attributes."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.found = []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.found.append((tag, dict(attrs)))
+
+
+def shown(page_html: str) -> list[str]:
+    """The text of each build-output block of a page, as a reader sees it."""
+    blocks = re.findall(rf'<span class="filename">{TITLE}</span><pre><span></span><code>(.*?)</code></pre>',
+                        page_html, re.S)
+    return [html.unescape(block).removesuffix("\n") for block in blocks]
+
+
+def assert_page_goes_on(page_html: str) -> None:
+    """Nothing printed ended the page early or added elements of its own: the page's last paragraph
+    is still its last, and it holds no script, heading other than its own, event handler or link."""
+    assert page_html.rstrip().endswith("<p>After the output.</p>"), page_html[-800:]
+    tags = Tags(page_html).found
+    assert [t for t, _ in tags if t in ("h1", "h2", "h3", "h4", "h5", "h6")] == ["h1"], tags
+    assert not [t for t, _ in tags if t in ("script", "img", "iframe", "style", "object", "math")], tags
+    assert [a for t, a in tags if t == "a"] == [{"class": "headerlink", "href": "#hostile", "title": "Permanent link"}]
+    assert not [(t, a) for t, a in tags for name in a if name.startswith("on")], tags
+
+
+# -- 1. printed text stays inside its block ---------------------------------------------------------
+
+HOSTILE_OUTPUTS = {
+    "three backticks, then HTML and a heading": "loss 1.2\n```\n<script>alert('out')</script>\n# Injected\n",
+    "a longer fence and tildes": "````\n~~~\n    ```\n````python\nprint('x')\n",
+    "the HTML around the block": "</code></pre></div><script>alert(1)</script><pre><code>\n",
+    "comments and markers": "<!--\n-->\n<!-- needs-extra: gpu -->\n<!-- build-output: snippets/hostile/x.py -->\n",
+    "includes": '--8<-- "snippets/hostile/secret.txt"\n--8<-- "/etc/passwd"\n--8<--\nsnippets/hostile/secret.txt\n--8<--\n',
+    "math": "\\[ x^2 \\]\n\\( y \\)\n$z$ and $$w$$\n",
+    "Jinja and attribute lists": "{% raw %}{{ config.site_name }}{% endraw %}\n{: onclick=\"alert(1)\" }\n",
+    "Markdown that means something elsewhere": "/// caption\nnot a caption\n///\n!!! note\n=== \"tab\"\n::: netcl_lite.ops\n",
+}
+
+
+@pytest.mark.parametrize("text", HOSTILE_OUTPUTS.values(), ids=HOSTILE_OUTPUTS.keys())
+def test_printed_text_is_shown_as_printed_inside_its_block(site, text):
+    (site.snippets / "secret.txt").write_text("the secret\n")
+    page_html = site.render(site.printing("prints.py", text))
+    assert shown(page_html) == [text.strip("\n")]
+    assert "the secret" not in page_html and "root:" not in page_html
+    assert_page_goes_on(page_html)
+
+
+def test_control_characters_and_invisible_marks_are_written_out():
+    """NUL, Python-Markdown's own placeholder characters (STX, ETX), an escape sequence and a
+    right-to-left override are shown as escapes, not passed to the page."""
+    printed = "nul \x00 stx \x02wzxhzdk:0\x03 esc \x1b[31m red rlo \u202e txt\ttab\n"
+    assert build_output.visible(printed) == "nul \\x00 stx \\x02wzxhzdk:0\\x03 esc \\x1b[31m red rlo \\u202e txt\ttab\n"
+
+
+def test_a_page_shows_control_characters_as_escapes(site):
+    page_html = site.render(site.printing("controls.py", "a\x00b \x02wzxhzdk:0\x03 \u202eevil\n"))
+    assert shown(page_html) == ["a\\x00b \\x02wzxhzdk:0\\x03 \\u202eevil"]
+    assert "\x00" not in page_html and "\u202e" not in page_html
+
+
+MARKDOWN_ATTACKS = {
+    "raw HTML": "<script>alert(1)</script>\n\n| a | b |\n|---|---|\n| <img src=x onerror=alert(1)> | 1 |\n",
+    "a fence that would swallow the page": "| a |\n|---|\n| 1 |\n\n```\n",
+    "a heading and a list": "# Injected\n\n- item\n\n1. one\n\n> quote\n\n| a |\n|---|\n| 1 |\n",
+    "links and images": "[x](javascript:alert(1)) ![y](https://example.com/y.png) <https://example.com>\n\n"
+                        "[ref]: https://example.com\n\n| a |\n|---|\n| [r][ref] |\n",
+    "attribute lists and abbreviations": "text\n{: onclick=\"alert(1)\" }\n\n*[HTML]: Hyper\n\n| a |\n|---|\n| 1 |\n",
+    "markers and includes": "<!-- needs-extra: gpu -->\n\n--8<-- \"snippets/hostile/secret.txt\"\n\n| a |\n|---|\n| 1 |\n",
+    "blocks and math": "/// admonition\n///\n\n!!! note\n\n\\[ x \\]\n\n| a |\n|---|\n| $y$ |\n",
+}
+
+
+@pytest.mark.parametrize("text", MARKDOWN_ATTACKS.values(), ids=MARKDOWN_ATTACKS.keys())
+def test_output_as_markdown_renders_tables_but_no_html_links_or_structure(site, text):
+    (site.snippets / "secret.txt").write_text("the secret\n")
+    page_html = site.render(site.printing("table.py", text, as_markdown=True))
+    assert "the secret" not in page_html
+    assert "Printed as Markdown when this site was built" in page_html, "the caption is still there"
+    assert_page_goes_on(page_html)
+    allowed = {"h1", "a", "p", "div", "span", "pre", "code", "table", "thead", "tbody", "tr", "th", "td", "strong",
+               "em", "figure", "figcaption"}
+    assert {t for t, _ in Tags(page_html).found} <= allowed
+    assert "<table>" in page_html
+
+
+def test_output_as_markdown_keeps_tables_emphasis_and_code(site):
+    text = ("On 3 seeds.\n\n| coder | bits per byte |\n|---|---:|\n| **model** | 1.234 |\n"
+            "| `zpaq -m5` | 2.000 |\n| a < b & c | 3.000 |\n")
+    page_html = site.render(site.printing("table.py", text, as_markdown=True))
+    assert "<p>On 3 seeds.</p>" in page_html
+    assert '<td><strong>model</strong></td>\n<td style="text-align: right;">1.234</td>' in page_html
+    assert "<td><code>zpaq -m5</code></td>" in page_html and "<td>a &lt; b &amp; c</td>" in page_html
+    figure = page_html[page_html.index("<figure"):page_html.index("</figure>")]
+    assert figure.count("<table>") == 1 and "On 3 seeds." not in figure, "the caption holds the table alone"
+
+
+# -- 2. markers: strict, and only outside code -----------------------------------------------------
+
+NEAR_MISSES = [
+    "<!-- build-output:snippets/hostile/ok.py-->",
+    "<!--build-output: snippets/hostile/ok.py -->",
+    "<!-- build-output: snippets/hostile/ok.py  -->",
+    "<!-- Build-Output: snippets/hostile/ok.py -->",
+    "<!-- build output: snippets/hostile/ok.py -->",
+    "<!-- build_output: snippets/hostile/ok.py -->",
+    "<!-- buildoutput: snippets/hostile/ok.py -->",
+    "<!-- build-ouput: snippets/hostile/ok.py -->",
+    "  <!-- build-output: snippets/hostile/ok.py -->",
+    "<!-- build-output: snippets/hostile/ok.py as Markdown -->",
+    "<!-- build-output: snippets/hostile/ok.py markdown -->",
+    "<!-- build-output: snippets/hostile/ok.py --> and text after it",
+    "Text before <!-- build-output: snippets/hostile/ok.py -->",
+    "<!--\nbuild-output: snippets/hostile/ok.py\n-->",
+    "<!-- build-output: snippets/hostile/ok.py ->",
+    "<!-- build-output: snippets/hostile/ok.py --!>",
+    "<!-- build-output: snippets/hostile/ok.txt -->",
+    "<!-- build-output: snippets\\hostile\\ok.py -->",
+    "<!-- build-output: ../hostile/ok.py -->",
+    "<!-- needs-extra:compare -->",
+    "<!-- needs-extras: compare -->",
+    "<!-- kernels.json:setup -->",
+    "<!-- kernel.json: setup -->",
+    "<!-- KERNELS.JSON: setup -->",
+    "<!-- pytest-codeblocks: expected-output -->",
+    "<!--pytest-codeblocks:skip-->",
+    "<!--pytest-codeblocks:cont-->",
+    "<!--pytest.mark.skip-->",
+]
+
+
+@pytest.mark.parametrize("marker", NEAR_MISSES)
+def test_a_near_miss_marker_fails_naming_page_and_line(site, marker):
+    ran = site.root / "ran.txt"
+    path = site.snippet("ok.py", f"open({str(ran)!r}, 'a').write('x')\nprint('shown')\n")
+    with pytest.raises(Exception) as caught:
+        site.render(page_with(path, marker))
+    assert f"{PAGE}:{MARKER_LINE}: " in str(caught.value), str(caught.value)
+    assert not ran.exists(), "nothing runs for a marker that does not parse"
+
+
+def test_trailing_spaces_after_a_marker_are_allowed(site):
+    path = site.snippet("ok.py", "print('shown')\n")
+    assert shown(site.render(page_with(path, markers.build_output(path) + "  "))) == ["shown"]
+
+
+def test_markers_inside_fenced_code_are_text(site):
+    ran = site.root / "ran.txt"
+    path = site.snippet("ok.py", f"open({str(ran)!r}, 'a').write('x')\nprint('shown')\n")
+    shown_as_code = (f"{markers.build_output(path)}\n<!--build-output: near miss-->\n<!-- needs-extra: gpu -->\n"
+                     f"<!-- kernels.json: nosuch -->\n<!--pytest.mark.skip-->")
+    text = (f"# Hostile\n\n````markdown\n```python\n--8<-- \"{path}\"\n```\n\n{shown_as_code}\n````\n\n"
+            f"~~~text\n{markers.build_output(path)}\n~~~\n\nThe marker `{markers.build_output(path)}` in prose.\n\n"
+            f"After the output.\n")
+    page_html = site.render(text)
+    assert not ran.exists(), "a marker inside a fence ran its snippet"
+    assert html.escape(markers.build_output(path), quote=False) in page_html
+    assert page_html.count("&lt;!-- build-output") == 3 and "near miss" in page_html
+    assert_page_goes_on(page_html)
+
+
+def test_two_markers_for_one_block_fail_naming_the_second(site):
+    path = site.snippet("ok.py", "print('shown')\n")
+    with pytest.raises(markers.MarkerError, match=rf"^{PAGE}:{MARKER_LINE + 2}: .*one marker per block"):
+        site.render(page_with(path, markers.build_output(path) + "\n\n" + markers.build_output(path)))
+    other = site.snippet("other.py", "print('other')\n")
+    with pytest.raises(markers.MarkerError, match=rf"^{PAGE}:{MARKER_LINE}: .*right under the block"):
+        site.render(page_with(path, markers.build_output(other)))
+
+
+def test_a_needs_extra_note_stands_right_above_a_python_block(site):
+    with pytest.raises(markers.MarkerError, match=rf"^{PAGE}:3: .*right above the python block"):
+        site.render("# Hostile\n\n<!-- needs-extra: compare -->\n\nText, not a block.\n")
+    with pytest.raises(markers.MarkerError, match=rf"^{PAGE}:3: .*the same note twice"):
+        site.render("# Hostile\n\n<!-- needs-extra: compare -->\n<!-- needs-extra: compare -->\n```python\nx\n```\n")
+
+
+def test_a_marker_that_reaches_the_page_unread_fails_naming_the_page(site):
+    """One that an include brings in after the markers were read stays a comment in the HTML."""
+    path = site.snippet("ok.py", "print('shown')\n")
+    (site.snippets / "part.md").write_text(markers.build_output(path) + "\n")
+    with pytest.raises(markers.MarkerError, match=rf"^{PAGE}: .*left in the rendered page"):
+        site.render('# Hostile\n\n--8<-- "snippets/hostile/part.md"\n\nAfter the output.\n')
+
+
+def test_every_page_of_the_site_passes_the_marker_check():
+    for path in sorted((ROOT / "docs").rglob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        lines = text.split("\n")
+        fenced = {i for start, end in markers.fences(lines) for i in range(start, end + 1)}
+        comments = sum(line.count("<!--") for i, line in enumerate(lines) if i not in fenced)
+        found = markers.find(text, f"docs/{path.relative_to(ROOT / 'docs').as_posix()}")
+        assert len(found) == comments, f"{path.name}: a comment that is not a marker"
+
+
+# -- 3. bounded output and run time ------------------------------------------------------------------
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+
+
+def test_too_much_output_stops_the_snippet_at_the_limit_and_fails_naming_page_and_snippet(site):
+    pid = site.root / "pid.txt"
+    path = site.snippet("flood.py", f"import os, sys, time\nopen({str(pid)!r}, 'w').write(str(os.getpid()))\n"
+                                    "sys.stdout.write('x' * (8 << 20))\nsys.stdout.flush()\ntime.sleep(30)\n")
+    started = time.monotonic()
+    with pytest.raises(Exception) as caught:
+        site.render(page_with(path, markers.build_output(path)))
+    assert time.monotonic() - started < 20, "it waited for the snippet instead of stopping it at the limit"
+    message = str(caught.value)
+    assert message.startswith(f"{PAGE}:{MARKER_LINE}: ") and path in message
+    assert f"{build_output.OUTPUT_LIMIT:,} bytes" in message
+    assert not _alive(int(pid.read_text()))
+
+
+def test_output_up_to_the_limit_is_shown_whole_and_one_byte_more_fails(site):
+    limit = build_output.OUTPUT_LIMIT
+    path = site.snippet("full.py", f"print('é' * {(limit - 1) // 2} + 'x' * {(limit - 1) % 2})\n")
+    (text,) = shown(site.render(page_with(path, markers.build_output(path))))
+    assert len(text.encode("utf-8")) + 1 == limit
+    path = site.snippet("over.py", f"print('x' * {limit})\n")
+    with pytest.raises(Exception, match=rf"^{PAGE}:{MARKER_LINE}: .*{path} printed more than {limit:,} bytes"):
+        site.render(page_with(path, markers.build_output(path)))
+
+
+def test_a_snippet_that_runs_too_long_is_stopped_and_fails_naming_page_and_snippet(site, monkeypatch):
+    monkeypatch.setattr(build_output, "TIMEOUT_S", 2, raising=False)
+    path = site.snippet("forever.py", "import time\ntime.sleep(30)\nprint('late')\n")
+    started = time.monotonic()
+    with pytest.raises(Exception, match=rf"^{PAGE}:{MARKER_LINE}: .*{path} ran longer than 2 s"):
+        site.render(page_with(path, markers.build_output(path)))
+    assert time.monotonic() - started < 20
+
+
+def test_a_process_the_snippet_leaves_behind_neither_holds_the_build_nor_outlives_it(site):
+    pid = site.root / "pid.txt"
+    path = site.snippet("leaves.py", "import subprocess, sys\n"
+                                     "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+                                     f"open({str(pid)!r}, 'w').write(str(child.pid))\nprint('done')\n")
+    started = time.monotonic()
+    assert shown(site.render(page_with(path, markers.build_output(path)))) == ["done"]
+    assert time.monotonic() - started < 20, "the build waited for a child that held the snippet's stdout"
+    assert not _alive(int(pid.read_text()))
+
+
+def test_a_snippet_reads_no_input(site):
+    path = site.snippet("stdin.py", "import os\nprint(os.path.samestat(os.fstat(0), os.stat(os.devnull)))\n")
+    assert shown(site.render(page_with(path, markers.build_output(path)))) == ["True"]
+
+
+@pytest.mark.parametrize("code, says", [
+    ("raise SystemExit('the model diverged')\n", "failed at build time (exit status 1):\nthe model diverged"),
+    ("import sys\nsys.stderr.write('only a warning\\n')\n", "printed nothing on stdout"),
+    ("import sys\nsys.stdout.buffer.write(b'ok \\xff\\xfe\\n')\n", "not UTF-8 (at byte 3"),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "signal 9"),
+])
+def test_a_snippet_that_fails_or_prints_no_text_fails_naming_page_line_and_snippet(site, code, says):
+    path = site.snippet("bad.py", code)
+    with pytest.raises(Exception) as caught:
+        site.render(page_with(path, markers.build_output(path)))
+    message = str(caught.value)
+    assert message.startswith(f"{PAGE}:{MARKER_LINE}: {markers.build_output(path)}: ") and path in message
+    assert says in message, message
+
+
+def test_a_page_block_that_prints_more_than_a_build_output_shows_is_not_stored(tmp_path, monkeypatch):
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    code = f"print('x' * {build_output.OUTPUT_LIMIT})\n"
+    assert build_output.run_stored(code, tmp_path, "shared").returncode == 0
+    assert store.lookup("build_output", build_output.code_key(code, "shared")) is None
+
+
+# -- 4. every error names the page -------------------------------------------------------------------
+
+def test_unknown_names_in_markers_fail_naming_page_and_line(site):
+    with pytest.raises(ValueError, match=rf"^{PAGE}:3: <!-- kernels.json: nosuch -->: no measured section"):
+        site.render("# Hostile\n\n<!-- kernels.json: nosuch -->\n")
+    with pytest.raises(ValueError, match=rf"^{PAGE}:3: <!-- needs-extra: gpu -->: no such extra"):
+        site.render("# Hostile\n\n<!-- needs-extra: gpu -->\n```python\nx = 1\n```\n")
+
+
+def test_a_broken_excerpt_fails_naming_the_page(site):
+    for include, says in (('"netcl_lite/nosuch.py:part"', "no such file"),
+                          ('"netcl_lite/__init__.py:nosuch"', "has no section 'nosuch'")):
+        with pytest.raises(Exception) as caught:
+            site.render(f'# Hostile\n\n```{{.python .excerpt}}\n--8<-- {include}\n```\n')
+        assert str(caught.value).startswith(f"{PAGE}: --8<-- {include}") and says in str(caught.value)
+
+
+def test_a_figure_without_its_svg_fails_naming_the_page(site):
+    with pytest.raises(ValueError, match=rf"^{PAGE}: docs/figures/nosuch/thing.svg: no such figure"):
+        site.render("# Hostile\n\n![A figure](figures/nosuch/thing.svg)\n")
+
+
+@pytest.fixture
+def generated_tree(tmp_path, monkeypatch):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    monkeypatch.setattr(generated, "DOCS", docs)
+    monkeypatch.setattr(generated, "FIGURES", docs / "figures")
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(fingerprint.RERUN, raising=False)
+    return tmp_path
+
+
+def test_a_failing_figure_script_fails_naming_the_script_and_the_page(generated_tree, monkeypatch):
+    folder = generated_tree / "snippets" / "chapter99"
+    folder.mkdir(parents=True)
+    good, bad = folder / "figure_good.py", folder / "figure_bad.py"
+    good.write_text("import sys\nopen(sys.argv[1], 'w').write('<svg/>')\n")
+    bad.write_text("raise ValueError('no data to draw')\n")
+    (generated_tree / "docs" / "chapter-99.md").write_text("![a figure](figures/chapter99/bad.svg)\n")
+    monkeypatch.setattr(generated, "figure_scripts", lambda: [bad, good])
+    with pytest.raises(RuntimeError) as caught:
+        generated.build_figures("shared")
+    message = str(caught.value)
+    assert message.startswith("docs/chapter-99.md: the figure script ") and "figure_bad.py" in message
+    assert "figure_good.py" not in message.splitlines()[0] and "no data to draw" in message
+
+
+def test_a_figure_script_that_runs_too_long_is_stopped(generated_tree, monkeypatch):
+    folder = generated_tree / "snippets" / "chapter99"
+    folder.mkdir(parents=True)
+    (folder / "figure_slow.py").write_text("import time\ntime.sleep(30)\n")
+    monkeypatch.setattr(generated, "figure_scripts", lambda: [folder / "figure_slow.py"])
+    monkeypatch.setattr(generated, "FIGURES_TIMEOUT_S", 2, raising=False)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="ran longer than 2 s"):
+        generated.build_figures("shared")
+    assert time.monotonic() - started < 20
+
+
+def test_a_failing_drill_notebook_fails_naming_its_page(generated_tree, monkeypatch):
+    week = generated_tree / "snippets" / "week99"
+    week.mkdir(parents=True)
+    (week / "drill_1_broken.py").write_text("# Step 1\nraise ValueError('the drill broke')\n")
+    (generated_tree / "docs" / "week-99.md").write_text('```python\n--8<-- "snippets/week99/drill_1_broken.py"\n```\n')
+    monkeypatch.setattr(generated, "drill_weeks", lambda: [week])
+    with pytest.raises(RuntimeError) as caught:
+        generated.build_drills("shared")
+    message = str(caught.value)
+    assert message.startswith("docs/week-99.md: the drill notebook docs/drills/week-99-drill.ipynb")
+    assert "the drill broke" in message
+
+
+# -- 5. the shipped wheel ------------------------------------------------------------------------------
+
+def _force_included() -> dict[str, str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return config["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+
+
+def test_the_wheels_key_changes_with_every_file_it_carries(tmp_path, monkeypatch):
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "netcl_lite", copy / "netcl_lite", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md", *_force_included()):
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, copy / name)
+    monkeypatch.setattr(shipped_wheel, "ROOT", copy)
+    first = shipped_wheel.sources_digest()
+    seeds = copy / "benchmarks" / "results" / "capstone_seeds.json"
+    seeds.write_text(json.dumps(json.loads(seeds.read_text(encoding="utf-8")), indent=2) + "\n", encoding="utf-8")
+    assert seeds.read_bytes() != (ROOT / "benchmarks/results/capstone_seeds.json").read_bytes()
+    second = shipped_wheel.sources_digest()
+    assert second != first, "the seeds file the wheel carries changed, the key did not"
+    assert seeds in shipped_wheel.wheel_sources(), "mkdocs serve would not notice the seeds file change"
+    kernel = sorted((copy / "kernels").glob("*.cl"))[0]
+    kernel.write_text(kernel.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert shipped_wheel.sources_digest() not in (first, second)
+
+
+def test_every_file_in_the_shipped_wheel_is_one_its_key_reads_with_the_same_bytes():
+    wheel = shipped_wheel.build_wheel()
+    sources = set(shipped_wheel.wheel_sources())
+    renamed = {target: source for source, target in _force_included().items()}
+    with zipfile.ZipFile(wheel) as archive:
+        names = [n for n in archive.namelist() if ".dist-info/" not in n]
+        assert names, "an empty wheel"
+        for name in names:
+            source = next((ROOT / src / name[len(target):].lstrip("/") for target, src in renamed.items()
+                           if name == target or name.startswith(target + "/")), ROOT / name)
+            assert source in sources, f"{name} (from {source.relative_to(ROOT)}) is in the wheel but not in its key"
+            assert archive.read(name) == source.read_bytes(), f"{name} is stale in the shipped wheel"
