@@ -151,7 +151,10 @@ class BuildOutputs:
         where = path if where is None else where
         if self._shared is None:
             self._shared = self._context()
-        key = snippet_key(path, self._shared)
+        try:
+            key = snippet_key(path, self._shared)
+        except (OSError, UnicodeDecodeError) as err:
+            raise BuildOutputError(f"{where}: cannot read {path} as UTF-8 text: {err}") from None
         stored = store.lookup("build_output", key)
         if stored is not None:
             self.reused += 1

@@ -38,7 +38,10 @@ def inside(path: str, allowed: tuple[Path, ...], base: Path, what: str, page: st
     if Path(path).is_absolute() or ".." in parts:
         raise PathError(f"{page}: {what}: the path must be relative to the repository root and "
                         f"must not contain '..'")
-    target = (base / path).resolve()
+    try:
+        target = (base / path).resolve()
+    except (RuntimeError, OSError) as err:          # a symlink loop, a name too long
+        raise PathError(f"{page}: {what}: cannot resolve the path: {err}") from None
     if not any(target.is_relative_to(root.resolve()) for root in allowed):
         names = ", ".join(f"{root.name}/" for root in allowed)
         raise PathError(f"{page}: {what}: leads to {target}, outside {names} (a symlink out of the "

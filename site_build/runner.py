@@ -127,10 +127,11 @@ def run_bounded(command: list[str], cwd: str | Path, env: dict[str, str], timeou
             pass
         proc.wait()
         for reader in readers:
-            reader.join(timeout=10)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+            reader.join(timeout=5)      # longer only if a process that left the group holds a pipe
+        if not any(reader.is_alive() for reader in readers):   # closing under a reader would wait on it
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
     if stopped is None and over.is_set():           # it printed too much, then ended before we looked
         stopped = "limit"
     return Bounded(None if stopped else proc.returncode, bytes(out[:limit]), bytes(err), stopped)

@@ -65,9 +65,10 @@ class Site:
 
 
 def page_with(path: str, marker: str) -> str:
-    """A page with a block that includes ``path`` and ``marker`` right under it, on line 8."""
+    """A page with a block that includes ``path``, ``marker`` right under it (on line 9), then a
+    text block whose closing fence an unclosed fence in the output would pair with."""
     return (f'# Hostile\n\nThe block below.\n\n```python\n--8<-- "{path}"\n```\n\n{marker}\n\n'
-            f"After the output.\n")
+            f"A later block:\n\n```\nlater\n```\n\nAfter the output.\n")
 
 
 MARKER_LINE = 9
@@ -109,6 +110,7 @@ def assert_page_goes_on(page_html: str) -> None:
     """Nothing printed ended the page early or added elements of its own: the page's last paragraph
     is still its last, and it holds no script, heading other than its own, event handler or link."""
     assert page_html.rstrip().endswith("<p>After the output.</p>"), page_html[-800:]
+    assert "<p>A later block:</p>" in page_html and "<code>later\n</code>" in page_html, "the output swallowed them"
     tags = Tags(page_html).found
     assert [t for t, _ in tags if t in ("h1", "h2", "h3", "h4", "h5", "h6")] == ["h1"], tags
     assert not [t for t, _ in tags if t in ("script", "img", "iframe", "style", "object", "math")], tags
@@ -169,7 +171,8 @@ def test_output_as_markdown_renders_tables_but_no_html_links_or_structure(site, 
     (site.snippets / "secret.txt").write_text("the secret\n")
     page_html = site.render(site.printing("table.py", text, as_markdown=True))
     assert "the secret" not in page_html
-    assert "Printed as Markdown when this site was built" in page_html, "the caption is still there"
+    caption = "Printed as Markdown when this site was built, by the block above."
+    assert f"</span> {caption}</p>\n</figcaption>" in page_html, "the caption is still there"
     assert_page_goes_on(page_html)
     allowed = {"h1", "a", "p", "div", "span", "pre", "code", "table", "thead", "tbody", "tr", "th", "td", "strong",
                "em", "figure", "figcaption"}
@@ -244,7 +247,7 @@ def test_markers_inside_fenced_code_are_text(site):
                      f"<!-- kernels.json: nosuch -->\n<!--pytest.mark.skip-->")
     text = (f"# Hostile\n\n````markdown\n```python\n--8<-- \"{path}\"\n```\n\n{shown_as_code}\n````\n\n"
             f"~~~text\n{markers.build_output(path)}\n~~~\n\nThe marker `{markers.build_output(path)}` in prose.\n\n"
-            f"After the output.\n")
+            f"A later block:\n\n```\nlater\n```\n\nAfter the output.\n")
     page_html = site.render(text)
     assert not ran.exists(), "a marker inside a fence ran its snippet"
     assert html.escape(markers.build_output(path), quote=False) in page_html
@@ -340,6 +343,20 @@ def test_a_process_the_snippet_leaves_behind_neither_holds_the_build_nor_outlive
     assert not _alive(int(pid.read_text()))
 
 
+def test_a_process_that_leaves_the_snippets_group_holds_the_build_a_few_seconds_at_most(site):
+    pid = site.root / "pid.txt"
+    path = site.snippet("escapes.py", "import subprocess, sys\n"
+                                      "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'],"
+                                      " start_new_session=True)\n"
+                                      f"open({str(pid)!r}, 'w').write(str(child.pid))\nprint('done')\n")
+    started = time.monotonic()
+    try:
+        assert shown(site.render(page_with(path, markers.build_output(path)))) == ["done"]
+        assert time.monotonic() - started < 20, "the build waited for a process that held the snippet's stdout"
+    finally:
+        os.kill(int(pid.read_text()), 9)
+
+
 def test_a_snippet_reads_no_input(site):
     path = site.snippet("stdin.py", "import os\nprint(os.path.samestat(os.fstat(0), os.stat(os.devnull)))\n")
     assert shown(site.render(page_with(path, markers.build_output(path)))) == ["True"]
@@ -358,6 +375,15 @@ def test_a_snippet_that_fails_or_prints_no_text_fails_naming_page_line_and_snipp
     message = str(caught.value)
     assert message.startswith(f"{PAGE}:{MARKER_LINE}: {markers.build_output(path)}: ") and path in message
     assert says in message, message
+
+
+def test_a_snippet_that_cannot_be_read_fails_naming_page_and_line(site):
+    (site.snippets / "binary.py").write_bytes(b"print('\xff')\n")
+    (site.snippets / "loop.py").symlink_to("loop.py")
+    for name in ("binary.py", "loop.py"):
+        path = f"snippets/hostile/{name}"
+        with pytest.raises(Exception, match=rf"^{PAGE}:{MARKER_LINE}: {re.escape(markers.build_output(path))}: "):
+            site.render(page_with(path, markers.build_output(path)))
 
 
 def test_a_page_block_that_prints_more_than_a_build_output_shows_is_not_stored(tmp_path, monkeypatch):
