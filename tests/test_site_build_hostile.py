@@ -132,13 +132,18 @@ HOSTILE_OUTPUTS = {
 }
 
 
-@pytest.mark.parametrize("text", HOSTILE_OUTPUTS.values(), ids=HOSTILE_OUTPUTS.keys())
-def test_printed_text_is_shown_as_printed_inside_its_block(site, text):
+def render_printed(site: Site, text: str, as_markdown: bool = False) -> str:
+    """The page whose build output prints ``text``, checked to include no file and to go on after it."""
     (site.snippets / "secret.txt").write_text("the secret\n")
-    page_html = site.render(site.printing("prints.py", text))
-    assert shown(page_html) == [text.strip("\n")]
+    page_html = site.render(site.printing("prints.py", text, as_markdown))
     assert "the secret" not in page_html and "root:" not in page_html
     assert_page_goes_on(page_html)
+    return page_html
+
+
+@pytest.mark.parametrize("text", HOSTILE_OUTPUTS.values(), ids=HOSTILE_OUTPUTS.keys())
+def test_printed_text_is_shown_as_printed_inside_its_block(site, text):
+    assert shown(render_printed(site, text)) == [text.strip("\n")]
 
 
 def test_control_characters_and_invisible_marks_are_written_out():
@@ -168,12 +173,9 @@ MARKDOWN_ATTACKS = {
 
 @pytest.mark.parametrize("text", MARKDOWN_ATTACKS.values(), ids=MARKDOWN_ATTACKS.keys())
 def test_output_as_markdown_renders_tables_but_no_html_links_or_structure(site, text):
-    (site.snippets / "secret.txt").write_text("the secret\n")
-    page_html = site.render(site.printing("table.py", text, as_markdown=True))
-    assert "the secret" not in page_html
+    page_html = render_printed(site, text, as_markdown=True)
     caption = "Printed as Markdown when this site was built, by the block above."
     assert f"</span> {caption}</p>\n</figcaption>" in page_html, "the caption is still there"
-    assert_page_goes_on(page_html)
     allowed = {"h1", "a", "p", "div", "span", "pre", "code", "table", "thead", "tbody", "tr", "th", "td", "strong",
                "em", "figure", "figcaption"}
     assert {t for t, _ in Tags(page_html).found} <= allowed
