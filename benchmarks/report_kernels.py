@@ -396,6 +396,16 @@ def dense_table(report: dict, roofline: dict) -> str:
     return _table(head, body)
 
 
+def _verdict(row: dict, bound: bool) -> str:
+    """Which roof, if either, bounds one pass of dense attention."""
+    if bound:
+        return f"moves its bytes at {row['of_bandwidth']:.0%} of the copy bandwidth: memory may bound it."
+    if row["flops"] and row["of_ceiling"] >= HALF:
+        return f"runs at {row['of_ceiling']:.0%} of the multiply-add ceiling: arithmetic bounds it."
+    work = "does none of the counted FLOPs" if not row["flops"] else f"runs at {row['of_ceiling']:.0%} of the ceiling"
+    return f"{work} and moves its bytes at under half of the copy bandwidth: neither roof bounds it."
+
+
 def dense_findings(report: dict, roofline: dict) -> str:
     """Why dense attention sits where it sits: which pass takes the time, and whether bandwidth limits it."""
     same_machine(report, roofline)
@@ -437,8 +447,13 @@ def dense_findings(report: dict, roofline: dict) -> str:
                  "GB/s of the 1 GiB copy: "
                  + ("at this size part of the traffic is served by cache, so fewer bytes reach memory than the model "
                     "counts, and the point belongs further right." if cached else
-                    "at this size the bytes come from memory, as the model counts them."))
+                    f"less than {CACHE_SPEEDUP:g} times, so this run shows no sign of a cache serving tensors of that "
+                    "size, and the model's count of memory traffic stands."))
         lines.append(text)
+    reading = point_reading(roofline, "dense_attention")
+    lines.append(f"- **So** dense attention sits {reading['side']} of the ridge by the model's count, and ran at "
+                 f"{reading['fraction']:.0%} of its roof, {reading['roof_name']}; most of its time goes to the "
+                 f"{top['phase']} pass, which " + _verdict(top, bound))
     return "\n".join(lines) + "\n"
 
 

@@ -285,14 +285,24 @@ def test_roofline_sentences_follow_the_numbers():
     top = max(roofline["dense_attention_passes"], key=lambda p: p["ms"])
     roofline["bandwidth_gbs"] = top["bytes"] / top["ms"] / 1e6 / 0.9
     assert "90% of the copy bandwidth: memory bandwidth may be what limits it" in said(roofline)
+    assert f"to the {top['phase']} pass, which moves its bytes at 90% of the copy bandwidth: memory may bound it" \
+        in said(roofline)
     roofline["bandwidth_gbs"] = top["bytes"] / top["ms"] / 1e6 / 0.1
     assert "10% of the copy bandwidth: memory bandwidth does not limit it" in said(roofline)
+    assert "bandwidth: neither roof bounds it" in said(roofline) or "arithmetic bounds it" in said(roofline)
+    # a product that takes most of the time near the ceiling: arithmetic bounds it
+    roofline = copy.deepcopy(ROOFLINE)
+    scores = next(p for p in roofline["dense_attention_passes"] if p["flops"])
+    for p in roofline["dense_attention_passes"]:
+        p["ms"] = 1.0 if p is not scores else scores["flops"] / (0.95 * roofline["ceiling_gflops"]) / 1e6
+    assert f"to the {scores['phase']} pass, which runs at 95% of the multiply-add ceiling: arithmetic bounds it" \
+        in said(roofline)
     # the score-sized copy twice as fast as the 1 GiB copy: cache serves part of the traffic
     roofline = copy.deepcopy(ROOFLINE)
     roofline["score_copy"]["gbs"] = 2 * roofline["opencl_copy_gbs"]
     assert "part of the traffic is served by cache" in said(roofline)
     roofline["score_copy"]["gbs"] = roofline["opencl_copy_gbs"]
-    assert "the bytes come from memory, as the model counts them" in said(roofline)
+    assert "shows no sign of a cache serving tensors of that size" in said(roofline)
     # an L2 too small for one head's K and V: the flash point's count is flagged
     roofline = copy.deepcopy(ROOFLINE)
     for c in roofline["caches"]:
