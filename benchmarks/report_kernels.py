@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -88,13 +89,31 @@ def setup(report: dict) -> str:
         report.get("pocl_affinity"), "")
     if pinned and report.get("sched_batch_threads"):
         pinned += " under `SCHED_BATCH`"
+    spreads = round_spreads(report)
+    spread = (f" A method's rounds spread (highest minus lowest round, over their median) by {_pct(spreads[len(spreads) // 2])} "
+              f"in the median row and method, {_pct(spreads[-1])} at most; every round is in the JSON."
+              if spreads else "")
     return (
         f"Measured on {report['date'][:10]} on `{report['device']}` ({report['platform']}{target}{pinned}), "
         f"{report['threads']} threads for every library, NumPy {report['numpy']} with OpenBLAS "
         f"{blas.get('version') or '?'} ({blas.get('architecture') or 'kernel not reported'} kernels), "
         f"torch {report.get('torch') or 'not installed'}; {report['statistic']}, {report['repeats']} rounds; "
-        f"1-minute load average {load[0]} before, {load[1]} after (a shared machine).\n"
+        f"1-minute load average {load[0]} before, {load[1]} after (a shared machine).{spread}\n"
     )
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def round_spreads(report: dict) -> list[float]:
+    """(highest - lowest) / median of every method's rounds in every row that records them, sorted."""
+    spreads = []
+    for r in report["rows"]:
+        for key, times in r.items():
+            if key.endswith("_ms_rounds") and len(times) > 1:
+                spreads.append((max(times) - min(times)) / statistics.median(times))
+    return sorted(spreads)
 
 
 def ratio_keys(rows: list[dict]) -> list[tuple[str, str, str]]:
@@ -208,8 +227,13 @@ def torch_finding(report: dict) -> str:
             f"faster) was {_span(ratios)} across the {len(rows)} rows; flash was faster in {count} of them.")
     close = [r for r in rows if abs(r["flash_speedup_vs_torch"] - 1) < 0.1]
     if close:
-        text += (f" In {len(close)} rows ({', '.join(_row_label(r) for r in close)}) the two are within 10% of "
-                 "each other, close enough that one noisy round on a shared machine can flip the order.")
+        text += f" In {len(close)} rows ({', '.join(_row_label(r) for r in close)}) the two are within 10% of each other"
+        paired = [r for r in close if r.get("flash_ms_rounds") and len(r.get("torch_ms_rounds", [])) == len(r["flash_ms_rounds"])]
+        if paired:   # round i of flash and of torch ran in the same interleaved round
+            text += "; flash was faster in " + "; ".join(
+                f"{sum(f < t for f, t in zip(r['flash_ms_rounds'], r['torch_ms_rounds']))} of "
+                f"{len(r['flash_ms_rounds'])} rounds at {_row_label(r)}" for r in paired)
+        text += "."
     return text + "\n"
 
 

@@ -309,3 +309,20 @@ def test_roofline_sentences_follow_the_numbers():
         if c["level"] == 2:
             c["bytes"] = 256 * 1024
     assert "which does not hold them" in said(roofline)
+
+
+def test_close_rows_count_their_rounds_and_setup_states_the_spread():
+    """A near tie is reported by how many interleaved rounds each side won, not ranked from medians."""
+    rk = _report_module()
+    report = copy.deepcopy(REPORT)
+    row = next(r for r in report["rows"] if r.get("op") == "attention" and "torch_ms" in r)
+    row["flash_speedup_vs_torch"] = 1.05
+    row["flash_ms_rounds"] = [10.0, 11.0, 9.0, 12.0, 10.5]
+    row["torch_ms_rounds"] = [10.5, 10.0, 9.5, 12.5, 10.0]
+    said = rk.torch_finding(report)
+    assert f"flash was faster in 3 of 5 rounds at {_label(row)}" in said
+    for r in report["rows"]:
+        for key in [k for k in r if k.endswith("_ms_rounds")]:
+            r[key] = [1.0, 1.0, 1.0]
+    row["flash_ms_rounds"] = [1.0, 2.0, 1.5]                 # spread (2 - 1) / 1.5
+    assert "at most; every round is in the JSON" in rk.setup(report) and "67% at most" in rk.setup(report)

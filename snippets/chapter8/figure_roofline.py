@@ -6,8 +6,14 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-path = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "roofline.json"
-report = json.loads(path.read_text())
+bench = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(bench))
+from roofline import traffic  # noqa: E402  (Chapter 8's traffic model, as the benchmark applies it)
+
+report = json.loads((bench / "results" / "roofline.json").read_text())
+for name, p in report["points"].items():   # a results file from an older model is refused, not drawn
+    if (p["flops"], p["bytes"]) != traffic(name, **p["shape"]):
+        raise ValueError(f"roofline.json's {name} point disagrees with the traffic model: rerun benchmarks/roofline.py")
 peak, bw = report["ceiling_gflops"], report["bandwidth_gbs"]
 ridge = peak / bw
 intensity = np.geomspace(0.5, 4000, 400)
