@@ -11,4 +11,5 @@ print(
 # The visited fraction (n + 1) / (2n) falls toward one half as the tiles per side grow.
 fractions = [(k + 1) / (2 * k) for k in (4, 16, 64, 256)]
 print(", ".join(f"n = {k}: {f:.1%}" for k, f in zip((4, 16, 64, 256), fractions)))
-assert all(a > b > 0.5 for a, b in zip(fractions, fractions[1:])), "the fraction falls toward one half"
+falling = all(a > b > 0.5 for a, b in zip(fractions, fractions[1:]))
+assert falling, "the fraction falls toward one half"

@@ -47,8 +47,8 @@ for name, leaf, exact in zip("QKV", leaves, dense_gradients(q, k, v, dout)):
     )
     assert rel < TOLERANCE, (name, rel)
 
-# The bound in float32 rounding units (2^-24), beside the longest sum: dK and dV of key 0
-# add over every query row of the H // G heads that share its group.
+# The bound in float32 rounding units (2^-24), beside the longest sum: dK and dV of
+# key 0 add over every query row of the H // G heads that share its group.
 longest = H // G * T
 print(f"{TOLERANCE:.0e} is {TOLERANCE / 2**-24:.0f} float32 rounding units; "
       f"the longest sum has {longest} terms")

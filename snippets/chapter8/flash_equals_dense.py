@@ -27,4 +27,5 @@ for block in (1, 7, 64, 128, 512):  # keys per tile; 512 > T
 
 # The threshold in float32's own unit: its rounding step at the largest output.
 step = np.finfo(np.float32).eps * np.abs(exact).max()
-print(f"{TOLERANCE:.0e} is {TOLERANCE / step:.0f} float32 rounding steps at the largest |output|")
+print(f"{TOLERANCE:.0e} is {TOLERANCE / step:.0f} float32 rounding steps"
+      " at the largest |output|")
