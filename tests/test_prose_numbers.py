@@ -233,8 +233,8 @@ PROSE = [
              r"{:.0f} times less.".format({2: "twice"}[_traffic()["BYTES"]["fp32"] // _traffic()["BYTES"]["fp16"]],
                                           _saving("algorithm 1", 128, "fp16"), _saving("flashattention-2", 128, "fp16"),
                                           _saving("K, V in cache", 128, "fp16"))),
-    ("chapter-8.md", "put the roofline's ridge (§5) at 200.6 FLOPs per byte",
-     lambda: f"put the roofline's ridge (§5) at {_a100_ridge():.1f} FLOPs per byte"),
+    ("chapter-8.md", "put the roofline's ridge ([§5](#the-roofline)) at 200.6 FLOPs per byte",
+     lambda: f"put the roofline's ridge ([§5](#the-roofline)) at {_a100_ridge():.1f} FLOPs per byte"),
     ("chapter-8.md", r"\(d/b\) FLOPs per byte saved, 64 at \(d = 128\) in fp16, left of an A100's ridge of 200.6 (§1)",
      lambda: r"\(d/b\) FLOPs per byte saved, {:g} at \(d = {}\) in fp16, left of an A100's ridge of {:.1f} (§1)".format(
          _traffic()["limit"]("standard", 128, "fp16"), 128, _a100_ridge())),
