@@ -303,6 +303,8 @@ def test_roofline_sentences_follow_the_numbers():
     assert "part of the traffic is served by cache" in said(roofline)
     roofline["score_copy"]["gbs"] = roofline["opencl_copy_gbs"]
     assert "shows no sign of a cache serving tensors of that size" in said(roofline)
+    roofline["score_copy"]["gbs"] = 1.3 * roofline["opencl_copy_gbs"]
+    assert "too little for this run to tell whether a cache serves part of that traffic" in said(roofline)
     # an L2 too small for one head's K and V: the flash point's count is flagged
     roofline = copy.deepcopy(ROOFLINE)
     for c in roofline["caches"]:
