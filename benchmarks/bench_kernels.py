@@ -100,11 +100,11 @@ def timed(fn, finish=None) -> float:
     return (time.perf_counter() - t) / calls
 
 
-def interleaved(methods: dict, repeats: int) -> dict[str, float]:
-    """Median seconds per call for each method over ``repeats`` rounds, methods alternating
-    within a round; each round times a warm burst (see :func:`timed`) after a short pause, so
-    that one library's spinning worker threads do not steal the cores from the next one's.
-    A method is a callable, or a pair (call, finish) timed with one ``finish()`` per burst."""
+def interleaved(methods: dict, repeats: int) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Median seconds per call for each method over ``repeats`` rounds, and every round's figure,
+    methods alternating within a round; each round times a warm burst (see :func:`timed`) after a
+    short pause, so that one library's spinning worker threads do not steal the cores from the next
+    one's. A method is a callable, or a pair (call, finish) timed with one ``finish()`` per burst."""
     methods = {name: m if isinstance(m, tuple) else (m, None) for name, m in methods.items()}
     for fn, finish in methods.values():
         fn()                                         # warm-up: kernel builds, caches, page faults
@@ -114,7 +114,7 @@ def interleaved(methods: dict, repeats: int) -> dict[str, float]:
     for _ in range(repeats):
         for name, (fn, finish) in methods.items():
             times[name].append(timed(fn, finish))
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    return {name: statistics.median(ts) for name, ts in times.items()}, times
 
 
 # -- GEMM ------------------------------------------------------------------------
@@ -125,13 +125,14 @@ def bench_gemm(queue, n: int, repeats: int) -> dict:
     ta, tb = Tensor.from_host(queue, a), Tensor.from_host(queue, b)
     ours = ops.matmul(ta, tb).numpy()
     err = max(float(np.abs(ours - a @ b).max()), float(np.abs(ops.matmul(a, b) - a @ b).max()))
-    med = interleaved({"ours": lambda: (ops.matmul(ta, tb), sync(queue)),
-                       "ours_queued": (lambda: ops.matmul(ta, tb), lambda: sync(queue)),
-                       "ours_numpy_io": lambda: ops.matmul(a, b), "numpy": lambda: a @ b}, repeats)
+    med, rounds = interleaved({"ours": lambda: (ops.matmul(ta, tb), sync(queue)),
+                               "ours_queued": (lambda: ops.matmul(ta, tb), lambda: sync(queue)),
+                               "ours_numpy_io": lambda: ops.matmul(a, b), "numpy": lambda: a @ b}, repeats)
     flops = 2.0 * n**3
     row = {"op": "gemm", "n": n, "max_abs_diff_vs_numpy": err}
     for name, sec in med.items():
         row[f"{name}_ms"], row[f"{name}_gflops"] = sec * 1e3, flops / sec / 1e9
+        row[f"{name}_ms_rounds"] = [t * 1e3 for t in rounds[name]]   # round i of every method: one round
     row["ratio_vs_numpy"] = med["numpy"] / med["ours"]
     row["ratio_ours_queued_vs_numpy"] = med["numpy"] / med["ours_queued"]
     row["ratio_ours_numpy_io_vs_numpy"] = med["numpy"] / med["ours_numpy_io"]
@@ -205,11 +206,12 @@ def bench_attention(queue, t: int, causal: bool, repeats: int, torch) -> dict:
         if diff > 1e-4:
             raise AssertionError(f"T={t} causal={causal}: {name} differs from flash by {diff}")
 
-    med = interleaved(methods, repeats)
+    med, rounds = interleaved(methods, repeats)
     flops = 4.0 * h * t * t * d * (0.5 if causal else 1.0)   # the useful half when causal
     for name, sec in med.items():
         row[f"{name}_ms"] = sec * 1e3
         row[f"{name}_gflops"] = flops / sec / 1e9
+        row[f"{name}_ms_rounds"] = [t * 1e3 for t in rounds[name]]   # round i of every method: one round
     for name in ("dense", "numpy", "torch"):
         if name in med:
             row[f"flash_speedup_vs_{name}"] = med[name] / med["flash"]

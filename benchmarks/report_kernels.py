@@ -1,4 +1,4 @@
-"""Render ``results/kernels.json``: the Markdown tables and findings of the Chapter 8 page.
+"""Render ``results/kernels.json`` and ``results/roofline.json``: the tables and findings of Chapter 8.
 
 ``python benchmarks/report_kernels.py`` rewrites ``results/kernels.md`` (the
 tables); the kernel benchmark does the same after each run. The page itself is
@@ -10,12 +10,19 @@ stale. Rows are read by their keys (``op``, ``n``, ``T``, ``causal``,
 ``flash_speedup_vs_<method>``, ``<method>_extra_bytes``, ``<method>_skipped``):
 rows of other ops and keys not listed here are ignored, and a method that
 appears in the JSON gets a column.
+
+The roofline sections (``roofline``, ``roofline-dense``) read ``results/roofline.json``
+beside it and refuse to render when the two files name different machines (CPU, PoCL
+target or thread count): the page calls both "this machine". Every classification they
+print ("right of the ridge", "under half of its roof", "bandwidth does not limit it") is
+computed from the numbers in the file and checked against them before it is printed.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -82,13 +89,31 @@ def setup(report: dict) -> str:
         report.get("pocl_affinity"), "")
     if pinned and report.get("sched_batch_threads"):
         pinned += " under `SCHED_BATCH`"
+    spreads = round_spreads(report)
+    spread = (f" A method's rounds spread (highest minus lowest round, over their median) by {_pct(spreads[len(spreads) // 2])} "
+              f"in the median row and method, {_pct(spreads[-1])} at most; every round is in the JSON."
+              if spreads else "")
     return (
         f"Measured on {report['date'][:10]} on `{report['device']}` ({report['platform']}{target}{pinned}), "
         f"{report['threads']} threads for every library, NumPy {report['numpy']} with OpenBLAS "
         f"{blas.get('version') or '?'} ({blas.get('architecture') or 'kernel not reported'} kernels), "
         f"torch {report.get('torch') or 'not installed'}; {report['statistic']}, {report['repeats']} rounds; "
-        f"1-minute load average {load[0]} before, {load[1]} after (a shared machine).\n"
+        f"1-minute load average {load[0]} before, {load[1]} after (a shared machine).{spread}\n"
     )
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def round_spreads(report: dict) -> list[float]:
+    """(highest - lowest) / median of every method's rounds in every row that records them, sorted."""
+    spreads = []
+    for r in report["rows"]:
+        for key, times in r.items():
+            if key.endswith("_ms_rounds") and len(times) > 1:
+                spreads.append((max(times) - min(times)) / statistics.median(times))
+    return sorted(spreads)
 
 
 def ratio_keys(rows: list[dict]) -> list[tuple[str, str, str]]:
@@ -202,8 +227,13 @@ def torch_finding(report: dict) -> str:
             f"faster) was {_span(ratios)} across the {len(rows)} rows; flash was faster in {count} of them.")
     close = [r for r in rows if abs(r["flash_speedup_vs_torch"] - 1) < 0.1]
     if close:
-        text += (f" In {len(close)} rows ({', '.join(_row_label(r) for r in close)}) the two are within 10% of "
-                 "each other, close enough that one noisy round on a shared machine can flip the order.")
+        text += f" In {len(close)} rows ({', '.join(_row_label(r) for r in close)}) the two are within 10% of each other"
+        paired = [r for r in close if r.get("flash_ms_rounds") and len(r.get("torch_ms_rounds", [])) == len(r["flash_ms_rounds"])]
+        if paired:   # round i of flash and of torch ran in the same interleaved round
+            text += "; flash was faster in " + "; ".join(
+                f"{sum(f < t for f, t in zip(r['flash_ms_rounds'], r['torch_ms_rounds']))} of "
+                f"{len(r['flash_ms_rounds'])} rounds at {_row_label(r)}" for r in paired)
+        text += "."
     return text + "\n"
 
 
@@ -253,12 +283,227 @@ def findings(report: dict) -> str:
     return "".join(f(report) for f in (torch_finding, numpy_finding, memory_finding, gemm_finding))
 
 
+# -- the roofline: roofline.json, from the same machine as kernels.json -----------------------------
+
+#: the fields that say which machine a results file comes from; kernels.json and roofline.json must agree
+MACHINE_FIELDS = ("cpu", "pocl_target", "threads")
+#: a kernel at or above this fraction of its roof is "close to" it; below HALF, "under half of" it
+CLOSE, HALF = 0.8, 0.5
+#: a copy of the score tensor this much faster than the 1 GiB copy is served (in part) by cache;
+#: one at most SAME_SPEED times as fast shows no sign of it; in between, a shared machine's noise
+#: could make the difference, and the page says it cannot tell
+CACHE_SPEEDUP, SAME_SPEED = 1.5, 1.1
+ROOFLINE_NAMES = {"gemm": "GEMM", "dense_attention": "dense attention", "flash_attention": "flash attention"}
+MODEL_ROWS = {"gemm": "read A and B, write C", "dense_attention": "§1's standard row",
+              "flash_attention": "§1's K, V in cache row"}
+
+
+def load_roofline(json_path: Path = RESULTS / "roofline.json") -> dict:
+    return json.loads(Path(json_path).read_text())
+
+
+def same_machine(report: dict, roofline: dict) -> None:
+    """Raise ValueError unless kernels.json (``report``) and roofline.json name the same machine."""
+    differ = [f"{k}: kernels.json {report.get(k)!r}, roofline.json {roofline.get(k)!r}"
+              for k in MACHINE_FIELDS if report.get(k) != roofline.get(k)]
+    if differ:
+        raise ValueError("benchmarks/results/kernels.json and roofline.json come from different machines ("
+                         + "; ".join(differ) + "): run benchmarks/bench_kernels.py and benchmarks/roofline.py "
+                         "one after the other on one machine")
+
+
+def _ridge(roofline: dict) -> float:
+    return roofline["ceiling_gflops"] / roofline["bandwidth_gbs"]
+
+
+def _shape(shape: dict) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in shape.items())
+
+
+def _closeness(fraction: float) -> str:
+    return ("close to it" if fraction >= CLOSE else "within a factor of two of it" if fraction >= HALF
+            else "under half of it")
+
+
+def point_reading(roofline: dict, name: str) -> dict:
+    """Where one point sits: its side of the ridge, its roof there, the fraction of that roof it ran at."""
+    p, ridge = roofline["points"][name], _ridge(roofline)
+    right = p["intensity"] > ridge
+    roof = roofline["ceiling_gflops"] if right else p["intensity"] * roofline["bandwidth_gbs"]
+    fraction = p["gflops"] / roof
+    reading = {"side": "right" if right else "left", "roof": roof, "fraction": fraction,
+               "roof_name": "the multiply-add ceiling" if right else "memory bandwidth times its intensity",
+               "closeness": _closeness(fraction)}
+    assert (reading["side"] == "right") == (p["intensity"] > ridge), "a point's side follows its intensity"
+    assert reading["roof"] == min(roofline["ceiling_gflops"], p["intensity"] * roofline["bandwidth_gbs"]), (
+        "a point's roof is the lower of the two")
+    return reading
+
+
+def _cache(roofline: dict, level: int) -> dict | None:
+    found = [c for c in roofline.get("caches") or [] if c["level"] == level and c["type"] in ("Unified", "Data")]
+    return found[0] if found else None
+
+
+def roofline_setup(report: dict, roofline: dict) -> str:
+    same_machine(report, roofline)
+    load = roofline["loadavg_1min_before_after"]
+    ridge = _ridge(roofline)
+    source = {"opencl_copy": "the OpenCL copy", "numpy_copy": "NumPy's copy"}[roofline["bandwidth_source"]]
+    return (
+        f"Measured on {roofline['date'][:10]} on `{roofline['device']}` ({roofline['cpu']}, PoCL target "
+        f"`{roofline['pocl_target']}`, {roofline['threads']} threads), the CPU, target and thread count of the "
+        f"tables above; {roofline['statistic']}, {roofline['repeats']} rounds; 1-minute load average {load[0]} "
+        f"before, {load[1]} after. The multiply-add ceiling was {roofline['ceiling_gflops']:.0f} GFLOP/s and the "
+        f"copy bandwidth {roofline['bandwidth_gbs']:.1f} GB/s ({source}, the better of the OpenCL copy's "
+        f"{roofline['opencl_copy_gbs']:.1f} and NumPy's {roofline['numpy_copy_gbs']:.1f}), so the ridge lies at "
+        f"{ridge:.1f} FLOP/byte.\n"
+    )
+
+
+def roofline_table(report: dict, roofline: dict) -> str:
+    same_machine(report, roofline)
+    body = []
+    for name, p in roofline["points"].items():
+        r = point_reading(roofline, name)
+        body.append([ROOFLINE_NAMES.get(name, name), _shape(p["shape"]), MODEL_ROWS.get(name, "—"),
+                     f"{p['bytes'] / 2**20:.1f}", f"{p['intensity']:.1f}", r["side"], f"{r['roof']:.0f}",
+                     f"{p['gflops']:.0f}", f"{r['fraction']:.0%}"])
+    head = ["kernel", "shape", "traffic counted", "MiB moved", "FLOP/byte", "side of the ridge",
+            "roof there (GFLOP/s)", "ran at (GFLOP/s)", "of its roof"]
+    return _table(head, body)
+
+
+def roofline_findings(report: dict, roofline: dict) -> str:
+    """One bullet per point: its side of the ridge and how close it came to its roof; the flash point's
+    cache assumption checked against the caches the OS reports."""
+    same_machine(report, roofline)
+    ridge, lines = _ridge(roofline), []
+    for name, p in roofline["points"].items():
+        r = point_reading(roofline, name)
+        label = ROOFLINE_NAMES.get(name, name)
+        lines.append(f"- **{label[:1].upper() + label[1:]}** ({p['intensity']:.1f} FLOP/byte) sits "
+                     f"{r['side']} of the ridge ({ridge:.1f}), so its roof is {r['roof_name']}, {r['roof']:.0f} "
+                     f"GFLOP/s; it ran at {p['gflops']:.0f} GFLOP/s, {r['fraction']:.0%} of that roof, "
+                     f"{r['closeness']}.")
+    flash = roofline["points"].get("flash_attention")
+    l2 = _cache(roofline, 2)
+    if flash and l2:
+        kv = 2 * flash["shape"]["T"] * flash["shape"]["d"] * 4
+        fits = kv <= l2["bytes"]
+        lines.append(f"- Flash attention's count assumes one head's K and V ({kv / 2**20:.1f} MiB) stay in cache "
+                     f"while its query rows stream past: the OS reports a {l2['bytes'] / 2**20:.1f} MiB L2 cache per "
+                     + ("core, which holds them." if fits else
+                        "core, which does not hold them, so more than the counted bytes may reach memory."))
+    return "\n".join(lines) + "\n"
+
+
+def dense_reading(roofline: dict) -> dict:
+    """Dense attention pass by pass: each pass's share of the time, GFLOP/s and GB/s against the roofs."""
+    passes = roofline["dense_attention_passes"]
+    total = sum(p["ms"] for p in passes)
+    rows = []
+    for p in passes:
+        gflops, gbs = p["flops"] / p["ms"] / 1e6, p["bytes"] / p["ms"] / 1e6
+        rows.append(dict(p, share=p["ms"] / total, gflops=gflops, gbs=gbs,
+                         of_ceiling=gflops / roofline["ceiling_gflops"], of_bandwidth=gbs / roofline["bandwidth_gbs"]))
+    top = max(rows, key=lambda r: r["ms"])
+    assert all(top["ms"] >= r["ms"] for r in rows), "the top pass takes the most time"
+    return {"rows": rows, "total_ms": total, "top": top}
+
+
+def dense_table(report: dict, roofline: dict) -> str:
+    same_machine(report, roofline)
+    body = [[r["phase"], ", ".join(f"`{k}`" for k in r["kernels"]), f"{r['ms']:.1f}", f"{r['share']:.0%}",
+             f"{r['gflops']:.0f}" if r["flops"] else "— (none counted)", f"{r['bytes'] / 2**20:.0f}",
+             f"{r['gbs']:.1f}", f"{r['of_bandwidth']:.0%}"] for r in dense_reading(roofline)["rows"]]
+    head = ["pass", "kernels", "device ms", "share of the time", "GFLOP/s", "MiB moved (model)", "GB/s (model bytes)",
+            "of the copy bandwidth"]
+    return _table(head, body)
+
+
+def _verdict(row: dict, bound: bool) -> str:
+    """Which roof, if either, bounds one pass of dense attention."""
+    if bound:
+        return f"moves its bytes at {row['of_bandwidth']:.0%} of the copy bandwidth: memory may bound it."
+    if row["flops"] and row["of_ceiling"] >= HALF:
+        return f"runs at {row['of_ceiling']:.0%} of the multiply-add ceiling: arithmetic bounds it."
+    work = "does none of the counted FLOPs" if not row["flops"] else f"runs at {row['of_ceiling']:.0%} of the ceiling"
+    return f"{work} and moves its bytes at under half of the copy bandwidth: neither roof bounds it."
+
+
+def dense_findings(report: dict, roofline: dict) -> str:
+    """Why dense attention sits where it sits: which pass takes the time, and whether bandwidth limits it."""
+    same_machine(report, roofline)
+    d = dense_reading(roofline)
+    top, point = d["top"], roofline["points"]["dense_attention"]
+    wall = point["flops"] / point["gflops"] / 1e6
+    bound = top["of_bandwidth"] >= HALF
+    assert bound == (top["gbs"] >= HALF * roofline["bandwidth_gbs"]), "bandwidth bounds the top pass or not"
+    text = (f"- **The {top['phase']} pass takes {top['share']:.0%} of the time.** The passes add up to "
+            f"{d['total_ms']:.0f} ms of device time (the timed call, {wall:.0f} ms of wall time). ")
+    if top["flops"]:
+        text += f"It runs at {top['gflops']:.0f} GFLOP/s, {top['of_ceiling']:.0%} of the multiply-add ceiling. "
+    else:
+        text += ("It does none of the counted FLOPs (only the products' multiply-adds count; its exponentials, "
+                 "maxima and sums do not). ")
+    text += (f"It moves the model's bytes for it, {top['bytes'] / 2**20:.0f} MiB, at {top['gbs']:.1f} GB/s, "
+             f"{top['of_bandwidth']:.0%} of the copy bandwidth: "
+             + ("memory bandwidth may be what limits it." if bound else
+                "memory bandwidth does not limit it; its time goes to the instructions it runs for each score."))
+    lines = [text]
+    products = [r for r in d["rows"] if r["flops"]]
+    if products:
+        lines.append("- **The products** run at " + _and([f"{r['gflops']:.0f} GFLOP/s ({r['phase']}, "
+                                                           f"{r['of_ceiling']:.0%} of the ceiling)" for r in products])
+                     + ".")
+    copy, llc = roofline.get("score_copy"), roofline.get("last_level_cache_bytes")
+    if copy:
+        speedup = copy["gbs"] / roofline["opencl_copy_gbs"]
+        cached, same = speedup >= CACHE_SPEEDUP, speedup <= SAME_SPEED
+        assert cached == (copy["gbs"] >= CACHE_SPEEDUP * roofline["opencl_copy_gbs"]), "cached or not follows the copy"
+        shape = point["shape"]
+        text = (f"- **Memory or cache?** The scores of the {shape['B'] * shape['H']} heads take "
+                f"{copy['bytes'] / 2**20:.0f} MiB, and the weights as much again.")
+        if llc:
+            text += (f" The OS reports a last-level cache of {llc / 2**20:.0f} MiB; in a virtual machine that is the "
+                     "hypervisor's figure, and how much of it this machine's cores get is not measured.")
+        text += (f" The OpenCL copy of a buffer the size of the scores into another (what the softmax pass reads and "
+                 f"writes) ran at {copy['gbs']:.1f} GB/s, {speedup:.2f} times the {roofline['opencl_copy_gbs']:.1f} "
+                 "GB/s of the 1 GiB copy: "
+                 + ("at this size part of the traffic is served by cache, so fewer bytes reach memory than the model "
+                    "counts, and the point belongs further right." if cached else
+                    "so this run shows no sign of a cache serving tensors of that size, and the model's count of "
+                    "memory traffic stands." if same else
+                    f"faster, but by less than {CACHE_SPEEDUP:g} times: too little for this run to tell whether a "
+                    "cache serves part of that traffic."))
+        lines.append(text)
+    reading = point_reading(roofline, "dense_attention")
+    lines.append(f"- **So** dense attention sits {reading['side']} of the ridge by the model's count, and ran at "
+                 f"{reading['fraction']:.0%} of its roof, {reading['roof_name']}; most of its time goes to the "
+                 f"{top['phase']} pass, which " + _verdict(top, bound))
+    return "\n".join(lines) + "\n"
+
+
+def roofline_section(report: dict, roofline: dict | None = None) -> str:
+    roofline = load_roofline() if roofline is None else roofline
+    return "\n".join([roofline_setup(report, roofline), roofline_table(report, roofline),
+                      roofline_findings(report, roofline)])
+
+
+def dense_section(report: dict, roofline: dict | None = None) -> str:
+    roofline = load_roofline() if roofline is None else roofline
+    return "\n".join([dense_table(report, roofline), dense_findings(report, roofline)])
+
+
 SECTIONS = {
     "setup": setup,
     "gemm": gemm_table,
     "attention-time": attention_time_table,
     "attention-memory": lambda report: attention_memory_table(report) + ("\n" + skipped_note(report) if skipped_note(report) else ""),
     "findings": findings,
+    "roofline": roofline_section,
+    "roofline-dense": dense_section,
 }
 
 

@@ -129,6 +129,20 @@ def test_findings_state_what_the_json_says(chapter_8):
     assert ("(slower)" in text) == (max(gemm) < 1)
 
 
+def _slope(method: str) -> float:
+    """The exponent p of extra memory ∝ T^p between the shortest and longest unmasked rows that have it."""
+    rows = sorted((r for r in ATTENTION if not r["causal"] and r.get(method + "_extra_bytes")), key=lambda r: r["T"])
+    first, last = rows[0], rows[-1]
+    return math.log(last[method + "_extra_bytes"] / first[method + "_extra_bytes"]) / math.log(last["T"] / first["T"])
+
+
+def test_extra_memory_caption_states_the_slopes():
+    """The caption under the extra-memory figure reads its slopes off the JSON: about 2 and about 1."""
+    dense = [_slope(m) for m in ("dense", "numpy")]
+    assert all(abs(p - 2) < 0.15 for p in dense), "the dense methods' extra memory grows about as T squared"
+    assert abs(_slope("flash") - 1) < 0.15, "flash's extra memory grows about in proportion to T"
+
+
 def _group_path(svg: str, gid: str) -> list[tuple[float, float]]:
     """The vertices of the first path inside <g id="gid">."""
     m = re.search(rf'<g id="{re.escape(gid)}">\s*<path d="([^"]+)"', svg)
@@ -222,3 +236,95 @@ def test_findings_follow_the_numbers():
     assert "within 10%" not in said
     assert "larger with the mask at no length measured" in said
     assert "1.50× the speed of NumPy" in said and "(faster)" in said
+
+
+# -- the roofline sections: rendered from roofline.json, same machine as kernels.json ---------------
+
+ROOFLINE = json.loads((RESULTS / "roofline.json").read_text())
+
+
+def _roofline_text(chapter_8: str) -> str:
+    start = chapter_8.index('id="the-roofline"')
+    return _text(chapter_8[start: chapter_8.index('id="what-the-numbers-say"', start)])
+
+
+def test_roofline_section_on_the_page_is_the_json(chapter_8):
+    text = _roofline_text(chapter_8)
+    ridge = ROOFLINE["ceiling_gflops"] / ROOFLINE["bandwidth_gbs"]
+    assert f"the ridge lies at {ridge:.1f} FLOP/byte" in text
+    assert ROOFLINE["date"][:10] in text and ROOFLINE["cpu"] in text and ROOFLINE["pocl_target"] in text
+    for name, p in ROOFLINE["points"].items():
+        side = "right" if p["intensity"] > ridge else "left"
+        roof = min(ROOFLINE["ceiling_gflops"], p["intensity"] * ROOFLINE["bandwidth_gbs"])
+        assert (f"({p['intensity']:.1f} FLOP/byte) sits {side} of the ridge ({ridge:.1f})") in text, name
+        assert f"it ran at {p['gflops']:.0f} GFLOP/s, {p['gflops'] / roof:.0%} of that roof" in text, name
+    passes = ROOFLINE["dense_attention_passes"]
+    total = sum(p["ms"] for p in passes)
+    top = max(passes, key=lambda p: p["ms"])
+    assert f"The {top['phase']} pass takes {top['ms'] / total:.0%} of the time." in text
+    for p in passes:
+        assert f"{p['bytes'] / p['ms'] / 1e6:.1f}" in text, p["phase"]
+    copy_gbs = ROOFLINE["score_copy"]["gbs"]
+    assert f"ran at {copy_gbs:.1f} GB/s, {copy_gbs / ROOFLINE['opencl_copy_gbs']:.2f} times" in text
+
+
+def test_roofline_sentences_follow_the_numbers():
+    """Move the points, the passes and the copies, and each classification moves with them."""
+    rk = _report_module()
+    said = lambda r: rk.roofline_section(REPORT, r) + rk.dense_section(REPORT, r)  # noqa: E731
+    roofline = copy.deepcopy(ROOFLINE)
+    dense = roofline["points"]["dense_attention"]
+    # dense attention left of the ridge: memory becomes its roof
+    roofline["ceiling_gflops"] = 2 * dense["intensity"] * roofline["bandwidth_gbs"]
+    dense["gflops"] = 0.9 * dense["intensity"] * roofline["bandwidth_gbs"]
+    text = said(roofline)
+    assert f"({dense['intensity']:.1f} FLOP/byte) sits left of the ridge" in text
+    assert "so its roof is memory bandwidth times its intensity" in text and "90% of that roof, close to it" in text
+    # the largest pass moves its bytes at 90% of the copy bandwidth (a slower memory): it may limit it
+    roofline = copy.deepcopy(ROOFLINE)
+    top = max(roofline["dense_attention_passes"], key=lambda p: p["ms"])
+    roofline["bandwidth_gbs"] = top["bytes"] / top["ms"] / 1e6 / 0.9
+    assert "90% of the copy bandwidth: memory bandwidth may be what limits it" in said(roofline)
+    assert f"to the {top['phase']} pass, which moves its bytes at 90% of the copy bandwidth: memory may bound it" \
+        in said(roofline)
+    roofline["bandwidth_gbs"] = top["bytes"] / top["ms"] / 1e6 / 0.1
+    assert "10% of the copy bandwidth: memory bandwidth does not limit it" in said(roofline)
+    assert "bandwidth: neither roof bounds it" in said(roofline) or "arithmetic bounds it" in said(roofline)
+    # a product that takes most of the time near the ceiling: arithmetic bounds it
+    roofline = copy.deepcopy(ROOFLINE)
+    scores = next(p for p in roofline["dense_attention_passes"] if p["flops"])
+    for p in roofline["dense_attention_passes"]:
+        p["ms"] = 1.0 if p is not scores else scores["flops"] / (0.95 * roofline["ceiling_gflops"]) / 1e6
+    assert f"to the {scores['phase']} pass, which runs at 95% of the multiply-add ceiling: arithmetic bounds it" \
+        in said(roofline)
+    # the score-sized copy twice as fast as the 1 GiB copy: cache serves part of the traffic
+    roofline = copy.deepcopy(ROOFLINE)
+    roofline["score_copy"]["gbs"] = 2 * roofline["opencl_copy_gbs"]
+    assert "part of the traffic is served by cache" in said(roofline)
+    roofline["score_copy"]["gbs"] = roofline["opencl_copy_gbs"]
+    assert "shows no sign of a cache serving tensors of that size" in said(roofline)
+    roofline["score_copy"]["gbs"] = 1.3 * roofline["opencl_copy_gbs"]
+    assert "too little for this run to tell whether a cache serves part of that traffic" in said(roofline)
+    # an L2 too small for one head's K and V: the flash point's count is flagged
+    roofline = copy.deepcopy(ROOFLINE)
+    for c in roofline["caches"]:
+        if c["level"] == 2:
+            c["bytes"] = 256 * 1024
+    assert "which does not hold them" in said(roofline)
+
+
+def test_close_rows_count_their_rounds_and_setup_states_the_spread():
+    """A near tie is reported by how many interleaved rounds each side won, not ranked from medians."""
+    rk = _report_module()
+    report = copy.deepcopy(REPORT)
+    row = next(r for r in report["rows"] if r.get("op") == "attention" and "torch_ms" in r)
+    row["flash_speedup_vs_torch"] = 1.05
+    row["flash_ms_rounds"] = [10.0, 11.0, 9.0, 12.0, 10.5]
+    row["torch_ms_rounds"] = [10.5, 10.0, 9.5, 12.5, 10.0]
+    said = rk.torch_finding(report)
+    assert f"flash was faster in 3 of 5 rounds at {_label(row)}" in said
+    for r in report["rows"]:
+        for key in [k for k in r if k.endswith("_ms_rounds")]:
+            r[key] = [1.0, 1.0, 1.0]
+    row["flash_ms_rounds"] = [1.0, 2.0, 1.5]                 # spread (2 - 1) / 1.5
+    assert "at most; every round is in the JSON" in rk.setup(report) and "67% at most" in rk.setup(report)

@@ -108,6 +108,41 @@ def _state_after(tile):
     return m, _frac(l), _frac(a)
 
 
+def _traffic():
+    """Chapter 8's traffic model, its functions and constants, without printing its tables."""
+    import runpy
+    return runpy.run_path(str(doc_blocks.ROOT / "snippets/chapter8/traffic_model.py"))
+
+
+def _comma(n: int) -> str:
+    """12,345 as the page's math writes it: 12{,}345."""
+    return f"{n:,}".replace(",", "{,}")
+
+
+def _saving(method: str, width: int, precision: str) -> float:
+    """Standard attention's traffic over ``method``'s at the model's longest length (its last table)."""
+    tm = _traffic()
+    t, M = tm["LENGTHS"][-1], tm["SRAM_BYTES"] // tm["BYTES"][precision]
+    return sum(tm["traffic"]("standard", t, width, M)) / sum(tm["traffic"](method, t, width, M))
+
+
+def _a100_ridge() -> float:
+    tm = _traffic()
+    return tm["A100_FP16_FLOPS"] / tm["A100_HBM_BYTES_PER_S"]
+
+
+def _backward_sizes():
+    """(T, heads, groups, tolerance) of Chapter 8's backward check."""
+    path = "snippets/chapter8/flash_backward.py"
+    return tuple(_snippet_constant(path, name) for name in ("T", "H", "G", "TOLERANCE"))
+
+
+def _power_of_ten(x: float) -> str:
+    exponent = round(math.log10(x))
+    assert x == 10.0**exponent, x
+    return rf"\(10^{{{exponent}}}\)"
+
+
 PROSE = [
     # Chapter 7
     ("chapter-7.md", r"\(\sqrt{128} \approx 11.3\)", lambda: rf"\(\sqrt{{128}} \approx {math.sqrt(128):.1f}\)"),
@@ -165,12 +200,70 @@ PROSE = [
     ("chapter-8.md", "256 MiB per head and sequence at",
      lambda: f"{budget.score_matrix_bytes(8192) // 2**20} MiB per head and sequence at"),
     ("chapter-8.md", "32 KiB for", lambda: f"{budget.score_matrix_bytes(1, query_len=8192) // 2**10} KiB for"),
-    ("chapter-8.md", r"The saving is the ratio \(M_{\text{fast}}/(3d^2)\), 4 here",
-     lambda: r"The saving is the ratio \(M_{{\text{{fast}}}}/(3d^2)\), {:g} here".format(48 * 1024 / (3 * 64**2))),
-    ("chapter-8.md", r"(at \(d = 128\) and the same memory it is 1)",
-     lambda: r"(at \(d = 128\) and the same memory it is {:g})".format(48 * 1024 / (3 * 128**2))),
-    ("chapter-8.md", "Flash attention, at 33 times the intensity",
-     lambda: f"Flash attention, at {(4 * 4 * 8 * 2048 * 64 + 16 * 8 * 2048**2) / (4 * 4 * 8 * 2048 * 64):.0f} times the intensity"),
+    ("chapter-8.md", r"give as 192 KiB, so \(M_{\text{fast}} = 49{,}152\) numbers in fp32 and \(98{,}304\) in fp16.",
+     lambda: "give as {} KiB, so "
+             r"\(M_{{\text{{fast}}}} = {}\) numbers in fp32 and \({}\) in fp16.".format(
+         _traffic()["SRAM_BYTES"] // 1024,
+         *(_comma(_traffic()["SRAM_BYTES"] // _traffic()["BYTES"][p]) for p in ("fp32", "fp16")))),
+    ("chapter-8.md", r"(10.7 FLOPs per byte in fp32 at \(T = 64\), a third of its limit)",
+     lambda: r"({:.1f} FLOPs per byte in fp32 at \(T = {}\), {} of its limit)".format(
+         _traffic()["intensity"]("standard", _traffic()["LENGTHS"][0], _traffic()["WIDTH"], "fp32"),
+         _traffic()["LENGTHS"][0],
+         {Fraction(1, 3): "a third"}[Fraction(_traffic()["intensity"]("standard", _traffic()["LENGTHS"][0],
+                                                                       _traffic()["WIDTH"], "fp32")
+                                              / _traffic()["limit"]("standard", _traffic()["WIDTH"], "fp32"))
+                                     .limit_denominator(100)])),
+    ("chapter-8.md", "same fast memory its limit is about 1.5 times Algorithm 1's.",
+     lambda: "same fast memory its limit is about {:.1f} times Algorithm 1's.".format(
+         _traffic()["limit"]("flashattention-2", _traffic()["WIDTH"], "fp32")
+         / _traffic()["limit"]("algorithm 1", _traffic()["WIDTH"], "fp32"))),
+    ("chapter-8.md", r"8 MiB in fp32 at \(T = 8{,}192\), \(d = 128\), far more than one SM's SRAM",
+     lambda: r"{:g} MiB in fp32 at \(T = {}\), \(d = {}\), far more than one SM's SRAM".format(
+         2 * _traffic()["LENGTH"] * _traffic()["WIDTH"] * 4 / 2**20, _comma(_traffic()["LENGTH"]),
+         _traffic()["WIDTH"]) if 2 * _traffic()["LENGTH"] * _traffic()["WIDTH"] * 4 > _traffic()["SRAM_BYTES"] else "?"),
+    ("chapter-8.md", r"(ratio 1.0): its blocks are only 96 key rows",
+     lambda: r"(ratio {:.1f}): its blocks are only {} key rows".format(
+         _saving("algorithm 1", 128, "fp32"),
+         _traffic()["block_sizes"]("algorithm 1", 128, _traffic()["SRAM_BYTES"] // 4)[1])),
+    ("chapter-8.md", r"the same SRAM holds twice the numbers and the ratio is 2.0; FlashAttention-2's order moves "
+                     r"3.0 times less than standard attention, and keeping \(\mathbf{K}\) and \(\mathbf{V}\) in cache "
+                     r"513 times less.",
+     lambda: r"the same SRAM holds {} the numbers and the ratio is {:.1f}; FlashAttention-2's order moves "
+             r"{:.1f} times less than standard attention, and keeping \(\mathbf{{K}}\) and \(\mathbf{{V}}\) in cache "
+             r"{:.0f} times less.".format({2: "twice"}[_traffic()["BYTES"]["fp32"] // _traffic()["BYTES"]["fp16"]],
+                                          _saving("algorithm 1", 128, "fp16"), _saving("flashattention-2", 128, "fp16"),
+                                          _saving("K, V in cache", 128, "fp16"))),
+    ("chapter-8.md", "put the roofline's ridge ([§5](#the-roofline)) at 200.6 FLOPs per byte",
+     lambda: f"put the roofline's ridge ([§5](#the-roofline)) at {_a100_ridge():.1f} FLOPs per byte"),
+    ("chapter-8.md", r"\(d/b\) FLOPs per byte saved, 64 at \(d = 128\) in fp16, left of an A100's ridge of 200.6 (§1)",
+     lambda: r"\(d/b\) FLOPs per byte saved, {:g} at \(d = {}\) in fp16, left of an A100's ridge of {:.1f} (§1)".format(
+         _traffic()["limit"]("standard", 128, "fp16"), 128, _a100_ridge())),
+    ("chapter-8.md", "HBM put the ridge at 200.6 FLOPs per byte (§1's block)",
+     lambda: f"HBM put the ridge at {_a100_ridge():.1f} FLOPs per byte (§1's block)"),
+    ("chapter-8.md", "what a wrong rescale costs: an eighth to a third of the output (the retest above)",
+     lambda: "what a wrong rescale costs: {} to {} of the output (the retest above)".format(
+         *sorted(({Fraction(1, 8): "an eighth", Fraction(1, 3): "a third"}[
+             Fraction(abs(_streamed(**{flag: False})[0][0] - _streamed()[0][0]) / _streamed()[0][0]).limit_denominator(100)]
+             for flag in ("rescale_a", "rescale_l")), key=lambda w: ("an eighth", "a third").index(w)))),
+    ("chapter-8.md", r"What holds on any device is asserted in the block: each error stays under \(10^{-5}\).",
+     lambda: "What holds on any device is asserted in the block: each error stays under {}.".format(
+         _power_of_ten(_snippet_constant("snippets/chapter8/flash_equals_dense.py", "TOLERANCE")))),
+    ("chapter-8.md", r"on a causal grouped-query case of 150 positions (4 query heads sharing 2 K/V groups):",
+     lambda: "on a causal grouped-query case of {} positions ({} query heads sharing {} K/V groups):".format(
+         *_backward_sizes()[:3])),
+    ("chapter-8.md", r"the block asserts each relative gap stays under \(10^{-5}\). Its last line",
+     lambda: f"the block asserts each relative gap stays under {_power_of_ten(_backward_sizes()[3])}. Its last line"),
+    ("chapter-8.md", "add over the 300 query rows of the two heads that share its group. Independent rounding errors "
+                     "grow like the square root of the number of terms, about 17 units for 300",
+     lambda: "add over the {0} query rows of the {1} heads that share its group. Independent rounding errors "
+             "grow like the square root of the number of terms, about {2:.0f} units for {0}".format(
+         _backward_sizes()[1] // _backward_sizes()[2] * _backward_sizes()[0],
+         WORDS[_backward_sizes()[1] // _backward_sizes()[2]],
+         math.sqrt(_backward_sizes()[1] // _backward_sizes()[2] * _backward_sizes()[0]))),
+    ("chapter-8.md", r"\(n^2\) with \(n = 64\), just over half",
+     lambda: r"\(n^2\) with \(n = {}\), just over half".format(
+         _snippet_constant("snippets/chapter8/exercise_causal_tiles.py", "T")
+         // _snippet_constant("snippets/chapter8/exercise_causal_tiles.py", "tile"))),
     # Concepts
     ("concepts/transformer.md", r"Sums of up to \(F = 96\) products",
      lambda: r"Sums of up to \(F = {}\) products".format(_numpy_gpt_config()["intermediate_size"])),
@@ -311,6 +404,42 @@ def _retest_merges():
 
 #: (page, the sentence as the page has it, the file whose ``assert`` backs it, that assert's message)
 CLAIMS: list[tuple[str, str, str, str]] = [
+    # Chapter 8: the traffic model's readings, asserted where it prints them
+    ("chapter-8.md", r"it rises with \(T\) toward \(d/b\)",
+     "snippets/chapter8/traffic_model.py", "dense intensity rises with T"),
+    ("chapter-8.md", r"it rises with \(T\) toward \(d/b\)",
+     "snippets/chapter8/traffic_model.py", "dense intensity stays below d / b"),
+    ("chapter-8.md", "and is lowest for short sequences",
+     "snippets/chapter8/traffic_model.py", "dense intensity is low at short T"),
+    ("chapter-8.md", "Short sequences do not make attention compute-bound; they make its intensity lower.",
+     "snippets/chapter8/traffic_model.py", "dense intensity is low at short T"),
+    ("chapter-8.md", "**Algorithm 1's order** levels off",
+     "snippets/chapter8/traffic_model.py", "the tiled orders level off at their limits"),
+    ("chapter-8.md", r"\approx M_{\text{fast}}/(3bd)\), which is \(M_{\text{fast}}/(12d)\) in fp32",
+     "snippets/chapter8/traffic_model.py", "algorithm 1 levels off near M / (3 b d)"),
+    ("chapter-8.md", r"**FlashAttention-2's order** levels off too, at \(2B_r/b \approx M_{\text{fast}}/(2bd)\)",
+     "snippets/chapter8/traffic_model.py", "flashattention-2 levels off near M / (2 b d)"),
+    ("chapter-8.md", r"has intensity \(T/b\), which grows without limit",
+     "snippets/chapter8/traffic_model.py", "K, V in cache is T / b"),
+    ("chapter-8.md", "That is a property of counting fp32 numbers in Algorithm 1's order, not of tiling",
+     "snippets/chapter8/traffic_model.py", "at fp16 both tiled orders level off above dense"),
+    ("chapter-8.md", "Traffic is the budget that, by the count below, sets the time of standard attention on a GPU.",
+     "snippets/chapter8/traffic_model.py", "dense stays left of the A100 ridge"),
+    ("chapter-8.md", r"stays left of the A100 ridge at every length, for \(d = 64\) and 128",
+     "snippets/chapter8/traffic_model.py", "dense stays left of the A100 ridge"),
+    ("chapter-8.md", "right of standard attention at every length",
+     "snippets/chapter8/traffic_model.py", "dense stays left of the A100 ridge"),
+    ("chapter-8.md", "On such a GPU the bytes saved would take longer to move than the arithmetic added takes to do",
+     "snippets/chapter8/traffic_model.py", "dense stays left of the A100 ridge"),
+    ("chapter-8.md", "puts standard attention left of the ridge at every length",
+     "snippets/chapter8/traffic_model.py", "dense stays left of the A100 ridge"),
+    ("chapter-8.md", r"falls toward one half as the tiles per side grow",
+     "snippets/chapter8/exercise_causal_tiles.py", "the fraction falls toward one half"),
+    ("chapter-8.md", "the dense methods' lines have slope about 2",
+     "tests/test_benchmark_reports.py", "the dense methods' extra memory grows about as T squared"),
+    ("chapter-8.md", "the streamed kernel's about 1",
+     "tests/test_benchmark_reports.py", "flash's extra memory grows about in proportion to T"),
+    # Chapter 9
     ("chapter-9.md", "needs fewer bits than the same n-gram counting only the training text",
      "snippets/chapter9/mixing.py", "the adaptive n-gram needs fewer bits than the static one"),
     ("chapter-9.md", "so the mix needs fewer bits than either alone",
@@ -330,8 +459,9 @@ def _runs(path: str, node: ast.Assert) -> bool:
     if path.startswith("snippets/"):
         return any(f'"{path}"' in page.read_text(encoding="utf-8") for page in doc_blocks.pages())
     tree = ast.parse((doc_blocks.ROOT / path).read_text(encoding="utf-8"))
-    return any(isinstance(f, ast.FunctionDef) and f.name.startswith("test") and node in ast.walk(f)
-               for f in ast.walk(tree))
+    return any(isinstance(f, ast.FunctionDef) and f.name.startswith("test")
+               and any(isinstance(n, ast.Assert) and n.lineno == node.lineno for n in ast.walk(f))
+               for f in ast.walk(tree))   # a fresh parse: the same assert is the one on the same line
 
 
 def _flat(text: str) -> str:

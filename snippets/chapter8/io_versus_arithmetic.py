@@ -2,7 +2,7 @@ from netcl_lite.budget import score_matrix_bytes
 
 d, fp16 = 128, 2
 print(
-    f"{'T':>6} {'score FLOPs':>14} {'scores (fp16)':>14} {'Q,K,V,O (fp16)':>15}"
+    f"{'T':>6} {'FLOPs':>14} {'scores (fp16)':>14} {'Q,K,V,O (fp16)':>15}"
 )
 for T in (512, 2048, 8192, 32768):
     flops = 4 * T * T * d  # QK^T and AV: 2 multiply-adds per (i, j, c)
