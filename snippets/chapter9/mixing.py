@@ -20,6 +20,8 @@ for name, bpb in rows:
 
 adaptive = "adaptive n-gram alone (K = 4)"
 counted = mixes["n-gram from the training counts only (K = 4)"]
-assert mixes[adaptive] < counted, "the adaptive n-gram needs fewer bits than the static one"
-assert mixes["adaptive, mixed, K = 4"] < min(mixes[adaptive], mixes["the model alone"]), \
+assert mixes[adaptive] < counted, \
+    "the adaptive n-gram needs fewer bits than the static one"
+alone = min(mixes[adaptive], mixes["the model alone"])
+assert mixes["adaptive, mixed, K = 4"] < alone, \
     "the mix needs fewer bits than either part alone"
