@@ -387,6 +387,16 @@ CLAIMS: list[tuple[str, str, str, str]] = [
      "snippets/chapter7/perplexity.py", "ops.cross_entropy is the mean over the predicted tokens"),
     ("chapter-7.md", r"a model that knows nothing, uniform over \(V\) ids, has perplexity exactly \(V\)",
      "snippets/chapter7/perplexity.py", "a uniform model's perplexity is V"),
+    # Concepts
+    ("concepts/transformer.md", "The post-norm block's output is normalized by construction (its RMS is 1, the block "
+                                "asserts it",
+     "snippets/concepts/pre_post_norm.py", "the post-norm output has RMS 1"),
+    ("concepts/transformer.md", "The saving is exactly one \\(V \\times D\\) matrix",
+     "snippets/concepts/weight_tying.py", "tying saves exactly one V x D matrix"),
+    ("concepts/transformer.md", "token-by-token decoding through the cache reproduces the full forward",
+     "snippets/concepts/kv_cache_decode.py", "cached decoding reproduces the full forward"),
+    ("concepts/transformer.md", "the block asserts that every gap stays under \\(10^{-4}\\)",
+     "snippets/concepts/numpy_gpt.py", "every gap stays under 1e-4"),
     ("chapter-9.md", "needs fewer bits than the same n-gram counting only the training text",
      "snippets/chapter9/mixing.py", "the adaptive n-gram needs fewer bits than the static one"),
     ("chapter-9.md", "so the mix needs fewer bits than either alone",
