@@ -48,6 +48,7 @@ print(
     f" normal approximation {normal:.2%}"
 )
 assert measured < 0.01, "a fraction of a percent: rare, not routine"
+assert abs(measured - normal) < 0.0005, "close to the normal approximation"
 
 # (d) Causal attention on the OpenCL device.
 Q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
