@@ -16,6 +16,7 @@ checks that the page still says it, that the file still asserts it, and that the
 from __future__ import annotations
 
 import ast
+import inspect
 import math
 import re
 from fractions import Fraction
@@ -172,20 +173,26 @@ PROSE = [
     ("chapter-7.md", "(twelve at count 8 alone)",
      lambda: "({} at count 8 alone)".format({12: "twelve"}[_scratch_bpe()[1][8]])),
     ("chapter-7.md", "at 36 merges of the 40 asked for", lambda: f"at {_scratch_bpe()[0]} merges of the 40 asked for"),
-    ("chapter-7.md", "is the most frequent pair (160 times), but the space occurs 200 times and `t` 280",
-     lambda: "is the most frequent pair ({}), but the space occurs {} times and `t` {}".format(
-         f"{_wordpiece()['pairs'][b' ', b't']} times", *(_wordpiece()["units"][c] for c in (b" ", b"t")))),
-    ("chapter-7.md", r"\(160/(200 \cdot 280) \approx 0.00286\)",
-     lambda: r"\(160/(200 \cdot 280) \approx {:.5f}\)".format(float(_wordpiece()["score"]((b" ", b"t"))))),
-    ("chapter-7.md", r"every one of the 60 `m`s follows an `r`",
-     lambda: "every one of the {} `m`s follows an `r`".format(
-         _wordpiece()["units"][b"m"] if _wordpiece()["units"][b"m"] == _wordpiece()["pairs"][b"r", b"m"] else "?")),
-    ("chapter-7.md", r"\(60/(160 \cdot 60) = 0.00625\)",
-     lambda: r"\(60/(160 \cdot 60) = {:g}\)".format(float(_wordpiece()["score"]((b"r", b"m"))))),
-    ("chapter-7.md", r"between `fo` and `he` (both \(1/180\))",
-     lambda: r"between `fo` and `he` (both \({}\))".format(
-         _wordpiece()["score"]((b"f", b"o")) if _wordpiece()["score"]((b"f", b"o")) == _wordpiece()["score"]((b"h", b"e"))
-         else "?")),
+    ("chapter-7.md", r"(A word longer than 100 characters is `[UNK]` too.)",
+     lambda: r"(A word longer than {} characters is `[UNK]` too.)".format(
+         inspect.signature(_snippet_function("snippets/chapter7/wordpiece.py", "wordpiece"))
+         .parameters["max_chars"].default)),
+    ("chapter-7.md", "The first line counts the predictions: six tokens, of which the last five are predicted",
+     lambda: "The first line counts the predictions: {} tokens, of which the last {} are predicted".format(
+         *({5: "five", 6: "six"}[n] for n in _perplexity_counts()))),
+    ("chapter-7.md", "(0.22% against 0.20%)",
+     lambda: "({:.2%} against {:.2%})".format(_sqrt_dk()["exact"], _sqrt_dk()["normal"])),
+    ("chapter-7.md", "(the standard error of a share of 100,000 pairs",
+     lambda: f"(the standard error of a share of {_snippet_constant('snippets/chapter7/sqrt_dk.py', 'n'):,} pairs"),
+    ("chapter-7.md", r"a full turn every \(2\pi \approx 6.3\) positions",
+     lambda: rf"a full turn every \(2\pi \approx {2 * math.pi:.1f}\) positions"),
+    ("chapter-7.md", "the first pair turns once every 6.3 positions, the last by 0.017 radians across all 96",
+     lambda: "the first pair turns once every {:.1f} positions, the last by {:.3f} radians across all {}".format(
+         2 * math.pi, _last_sinusoid_turn(), _snippet_constant("snippets/chapter7/figure_sinusoidal.py", "T"))),
+    ("chapter-7.md", "the last pair of this 32-wide table turns by only 0.017 radians over the 96 positions shown",
+     lambda: "the last pair of this {}-wide table turns by only {:.3f} radians over the {} positions shown".format(
+         _snippet_constant("snippets/chapter7/figure_sinusoidal.py", "D"), _last_sinusoid_turn(),
+         _snippet_constant("snippets/chapter7/figure_sinusoidal.py", "T"))),
     # Chapter 8
     ("chapter-8.md", r"The dense answer is \((1\cdot 2 + 3\cdot 10)/4 = 8\)",
      lambda: rf"The dense answer is \((1\cdot 2 + 3\cdot 10)/4 = {_dense_answer():.6g}\)"),
@@ -353,13 +360,32 @@ def _scratch_bpe():
     return len(trace), Counter(count for _, count in trace)
 
 
-def _wordpiece():
-    """The counts and score function of Chapter 7's WordPiece block, run without its prints."""
+def _run_quietly(path: str) -> dict:
+    """The globals a snippet leaves, run without its prints."""
     import contextlib
     import io
     import runpy
     with contextlib.redirect_stdout(io.StringIO()):
-        return runpy.run_path(str(doc_blocks.ROOT / "snippets/chapter7/wordpiece_score.py"))
+        return runpy.run_path(str(doc_blocks.ROOT / path))
+
+
+def _sqrt_dk() -> dict:
+    return _run_quietly("snippets/chapter7/sqrt_dk.py")
+
+
+def _perplexity_counts() -> tuple[int, int]:
+    """(tokens, predicted tokens) of Chapter 7's cross-entropy block."""
+    scope = _run_quietly("snippets/chapter7/perplexity.py")
+    return len(scope["ids"]), len(scope["predicted"])
+
+
+def _last_sinusoid_turn() -> float:
+    """The angle of the last pair of Chapter 7's sinusoid figure at its last position, from the library's table."""
+    from netcl_lite.nn import sinusoidal_positions
+    t = _snippet_constant("snippets/chapter7/figure_sinusoidal.py", "T")
+    d = _snippet_constant("snippets/chapter7/figure_sinusoidal.py", "D")
+    sin, cos = sinusoidal_positions(t, d)[-1, -2:]
+    return math.atan2(sin, cos)
 
 
 def _numpy_gpt_config():
@@ -439,6 +465,128 @@ CLAIMS: list[tuple[str, str, str, str]] = [
      "tests/test_benchmark_reports.py", "the dense methods' extra memory grows about as T squared"),
     ("chapter-8.md", "the streamed kernel's about 1",
      "tests/test_benchmark_reports.py", "flash's extra memory grows about in proportion to T"),
+    # Chapter 7
+    ("chapter-7.md", "No merge covers the emoji's or the Telugu's bytes, so each of those bytes stays a token of its own.",
+     "snippets/chapter7/bpe_training.py", "each byte of the emoji and Telugu is a token"),
+    ("chapter-7.md", "at least three times less for every kind of text in the recorded run",
+     "tests/test_page_claims.py",
+     "a whole file's batch call takes at least three times less CPU than tiktoken's batch call"),
+    ("chapter-7.md", "most merges here are learned at a count that other merges share",
+     "snippets/chapter7/bpe_from_scratch.py", "most merges share their count with another merge"),
+    ("chapter-7.md", "Without their `##`, the pieces of a segmented word spell it again.",
+     "snippets/chapter7/wordpiece.py", "without their ##, the pieces spell the word again"),
+    ("chapter-7.md", "`unable` is `[UNK]` although `un ##able` would cover it",
+     "snippets/chapter7/wordpiece.py", "unable is [UNK] although un ##able would cover it"),
+    ("chapter-7.md", "The function below is that rule, with nothing else around it; the block checks it against "
+                     "`netcl_lite.text.WordPiece`",
+     "snippets/chapter7/wordpiece.py", "netcl_lite.text.WordPiece follows the same rule"),
+    ("chapter-7.md", "The block checks its Viterbi function against a search over every segmentation, and against "
+                     "`netcl_lite.text.Unigram`",
+     "snippets/chapter7/three_segmenters.py", "Viterbi finds the best"),
+    ("chapter-7.md", "The block checks its Viterbi function against a search over every segmentation, and against "
+                     "`netcl_lite.text.Unigram`",
+     "snippets/chapter7/three_segmenters.py", "netcl_lite.text.Unigram agrees"),
+    ("chapter-7.md", "On `played` and `players` the three agree",
+     "snippets/chapter7/three_segmenters.py", "the three rules agree on played and players"),
+    ("chapter-7.md", "On `displays` and `disliked`, BPE alone differs.",
+     "snippets/chapter7/three_segmenters.py", "on displays and disliked BPE alone differs"),
+    ("chapter-7.md", "the merges that make `plays` and `ed` come before those that make `display`",
+     "snippets/chapter7/three_segmenters.py",
+     "the merges that make plays and ed come before those that make display and dislike"),
+    ("chapter-7.md", "On `redisplay`, Unigram alone differs",
+     "snippets/chapter7/three_segmenters.py", "on redisplay Unigram alone differs"),
+    ("chapter-7.md", "finds `r + e + display` more probable than `red + i + s + play`",
+     "snippets/chapter7/three_segmenters.py", "r + e + display is more probable than red + i + s + play"),
+    ("chapter-7.md", "A fraction of a percent (the block asserts it stays under 1%)",
+     "snippets/chapter7/sqrt_dk.py", "beyond 35 lies a fraction of a percent of pairs"),
+    ("chapter-7.md", "its tail is a little heavier than a normal distribution's",
+     "snippets/chapter7/sqrt_dk.py", "the exact tail is a little heavier than the normal one"),
+    ("chapter-7.md", "the measured share lies within four standard errors of the exact one",
+     "snippets/chapter7/sqrt_dk.py", "the measured share matches the exact one"),
+    ("chapter-7.md", "unscaled logits put on average more than 90% of a row's weight on one key (the block asserts it)",
+     "snippets/chapter7/softmax_saturation.py", "unscaled, one key takes over 90% of a row"),
+    ("chapter-7.md", "Self-attention without positions or masks is therefore permutation-**equivariant**",
+     "snippets/chapter7/permutation.py", "without a mask, the outputs follow the permutation"),
+    ("chapter-7.md", "A causal mask breaks the symmetry, because it is tied to positions",
+     "snippets/chapter7/permutation.py", "a causal mask breaks the symmetry"),
+    ("chapter-7.md", "the three dot products at offset 3 agree with each other and with the sum of cosines",
+     "snippets/chapter7/sinusoidal.py", "the dot products at offset 3 agree with the sum of cosines"),
+    ("chapter-7.md", r"The score depends on the positions only through the offset \(j - i\).",
+     "snippets/chapter7/rope_identity.py", "the score depends on the positions only through the offset"),
+    ("chapter-7.md", "`ops.cross_entropy` returns the mean of the definition, computed term by term",
+     "snippets/chapter7/perplexity.py", "ops.cross_entropy is the mean over the predicted tokens"),
+    ("chapter-7.md", r"a model that knows nothing, uniform over \(V\) ids, has perplexity exactly \(V\)",
+     "snippets/chapter7/perplexity.py", "a uniform model's perplexity is V"),
+    # Week 22
+    ("week-22.md", "on `displays` BPE alone differs (the merge that makes `plays` comes before the one that would "
+                   "make `display`)",
+     "snippets/chapter7/three_segmenters.py", "on displays and disliked BPE alone differs"),
+    ("week-22.md", "on `redisplay` Unigram alone differs",
+     "snippets/chapter7/three_segmenters.py", "on redisplay Unigram alone differs"),
+    ("week-22.md", "close to the normal approximation (Chapter 7 computes the exact share, a little larger)",
+     "snippets/chapter7/sqrt_dk.py", "the exact tail is a little heavier than the normal one"),
+    ("week-22.md", "close to the normal approximation (Chapter 7 computes the exact share, a little larger)",
+     "snippets/week22/drill_3_attention.py", "close to the normal approximation"),
+    ("week-22.md", "what does hold is that unscaled scores spread wider as \\(d_k\\) grows, which pushes the softmax "
+                   "toward one-hot",
+     "snippets/week22/drill_3_attention.py", "unscaled, the largest weight grows toward 1 with d"),
+    ("week-22.md", "close to the normal approximation for an event more than three standard deviations out",
+     "snippets/week22/drill_3_attention.py", "close to the normal approximation"),
+    ("week-22.md", "Unscaled scores push the largest softmax weight toward 1 as \\(d\\) grows",
+     "snippets/week22/drill_3_attention.py", "unscaled, the largest weight grows toward 1 with d"),
+    ("week-22.md", "while scaled ones stay put (the block asserts both)",
+     "snippets/week22/drill_3_attention.py", "scaled, the largest weight stays put"),
+    ("week-22.md", "lies a fraction of a percent of pairs (the block asserts under 1%)",
+     "snippets/week22/drill_3_attention.py", "a fraction of a percent: rare, not routine"),
+    ("week-22.md", "Without a mask the outputs follow the permutation (equivariance)",
+     "snippets/week22/drill_3_attention.py", "without a mask the outputs follow the permutation"),
+    ("week-22.md", "with a causal mask they do not",
+     "snippets/week22/drill_3_attention.py", "with a causal mask the outputs do not follow the permutation"),
+    ("week-22.md", "The RoPE scores are constant along each diagonal",
+     "snippets/week22/drill_3_attention.py", "constant along each diagonal"),
+    ("week-22.md", "the pair at positions (100, 103) scores the same as the pair at (0, 3)",
+     "snippets/week22/drill_3_attention.py", "(100, 103) scores as (0, 3)"),
+    ("week-22.md", "all 12 words survive", "snippets/week22/drill_1_merges.py", "all 12 words survive"),
+    ("week-22.md", "Every sample round-trips exactly", "snippets/week22/drill_2_byte_bpe.py",
+     "every sample round-trips exactly"),
+    ("week-22.md", "round-trips text it never saw", "snippets/week22/retest_unicode.py", "text it never saw round-trips"),
+    ("week-22.md", "Eight KV groups cut these counts by exactly eight (the block asserts it)",
+     "snippets/week22/drill_4_budgets.py", "eight KV groups cut the count by exactly eight"),
+    ("week-22.md", "each layout is a straight line of slope 1", "tests/test_page_claims.py",
+     "each layout is a straight line of slope 1: twice the length, twice the bytes"),
+    ("week-22.md", "GQA's 8 groups sit 8 times below MHA and MQA's single head 64 times below",
+     "tests/test_page_claims.py", "GQA's 8 groups sit 8 times below MHA and MQA's single head 64 times below"),
+    # Week 23
+    ("week-23.md", "Cooling lowers the entropy and heating raises it", "snippets/week23/drill_2_decoding.py",
+     "cooling lowers the entropy and heating raises it"),
+    ("week-23.md", "while the ranking stays the same (the block asserts both)", "snippets/week23/drill_2_decoding.py",
+     "temperature keeps the ranking"),
+    ("week-23.md", r"\(p = 0.55\) keeps only the first", "snippets/week23/drill_2_decoding.py",
+     "k=2 then p=0.55 keeps only the first token"),
+    ("week-23.md", "beam search can find a sequence with a higher joint probability than greedy",
+     "snippets/week23/drill_2_decoding.py", "the best joint sequence is not the greedy one"),
+    ("week-23.md", "beam search can find a sequence with a higher joint probability than greedy",
+     "snippets/week23/drill_2_decoding.py", "beam width 2 finds the best joint sequence"),
+    ("week-23.md", "At 10 million units the small model's extra training has not paid back yet",
+     "snippets/week23/drill_3_compute.py", "at 10 million units the small one has not paid back"),
+    ("week-23.md", "the small model costs about half as much over its life (the block asserts both)",
+     "snippets/week23/drill_3_compute.py", "at 100 million units the small model costs about half as much"),
+    ("week-23.md", "give ratios that span three orders of magnitude", "snippets/week23/drill_3_compute.py",
+     "the ratios span three orders of magnitude"),
+    ("week-23.md", r"in float64 the differences stay under the \(10^{-12}\) the block asserts",
+     "snippets/week23/drill_4_streamed.py", "float64: streamed equals dense to 1e-12 for every block size"),
+    ("week-23.md", "the kernel matches dense attention to float32 rounding", "snippets/week23/drill_4_streamed.py",
+     "the kernel matches dense attention to float32 rounding"),
+    # Concepts
+    ("concepts/transformer.md", "The post-norm block's output is normalized by construction (its RMS is 1, the block "
+                                "asserts it",
+     "snippets/concepts/pre_post_norm.py", "the post-norm output has RMS 1"),
+    ("concepts/transformer.md", "The saving is exactly one \\(V \\times D\\) matrix",
+     "snippets/concepts/weight_tying.py", "tying saves exactly one V x D matrix"),
+    ("concepts/transformer.md", "token-by-token decoding through the cache reproduces the full forward",
+     "snippets/concepts/kv_cache_decode.py", "cached decoding reproduces the full forward"),
+    ("concepts/transformer.md", "the block asserts that every gap stays under \\(10^{-4}\\)",
+     "snippets/concepts/numpy_gpt.py", "every gap stays under 1e-4"),
     # Chapter 9
     ("chapter-9.md", "needs fewer bits than the same n-gram counting only the training text",
      "snippets/chapter9/mixing.py", "the adaptive n-gram needs fewer bits than the static one"),
