@@ -108,6 +108,20 @@ class Stream:
             self.sync()
         elif self._held_bytes > PENDING_BYTES or self._open.bytes * 2 > PENDING_BYTES:
             self._bound()
+        return self._open_op(name, operands, bad_input)
+
+    def begin_all(self, calls) -> list[np.int32]:
+        """:meth:`begin` for several op calls that one launch serves, each named on its own
+        (``calls``: (name, operands) pairs): their sequence numbers, all valid together, since the
+        bound is kept once, before any of them is recorded."""
+        calls = list(calls)
+        if len(self._ops) + len(calls) > MAX_PENDING:
+            self.sync()
+        elif self._held_bytes > PENDING_BYTES or self._open.bytes * 2 > PENDING_BYTES:
+            self._bound()
+        return [self._open_op(name, operands, "") for name, operands in calls]
+
+    def _open_op(self, name, operands, bad_input) -> np.int32:
         if operands:
             window = self._open
             for value in operands.values():      # each buffer counted once per window

@@ -323,3 +323,19 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         host = self.numpy()
         return host if dtype is None else host.astype(dtype)
+
+
+def read(*tensors: Tensor) -> tuple[np.ndarray, ...]:
+    """NumPy copies of several tensors with one wait for the queue (what ``t.numpy()`` each
+    would do with one wait apiece); raises what the queue's kernels reported."""
+    hosts = []
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"read takes Tensors, got {type(t).__name__}")
+        host = np.empty(t.shape, t.dtype)
+        if host.size:
+            cl.enqueue_copy(t.queue, host, t.buffer, is_blocking=False)
+        hosts.append(host)
+    for queue in {id(t.queue): t.queue for t in tensors}.values():
+        stream_of(queue).sync()
+    return tuple(hosts)
