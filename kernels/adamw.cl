@@ -12,9 +12,9 @@
 //                       is if the norm clip_coefficient wrote (gate[0]) is not finite: the step
 //                       is dropped on the device, as a non-finite norm stops the host's loop,
 //                       without a read-back in between.
-//   sum_squares         partial sums of g² over fixed chunks, one work-item per chunk, written to
-//                       out[offset + chunk], tensor after tensor: no atomics, and the order of
-//                       every sum is fixed.
+//   sum_squares         partial sums of g² over fixed chunks, one work-item per chunk (VW lane sums,
+//                       then across the lanes), written to out[offset + chunk], tensor after
+//                       tensor: no atomics, and the order of every sum is fixed.
 //   clip_coefficient    one work-item: norm = sqrt(sum of the partials, in order) and the clip
 //                       coefficient min(1, max_norm / (norm + 1e-6)), as torch's clip_grad_norm_.
 //   scale_by            g *= coef[1]: applies the clip coefficient without reading it on the host.
@@ -22,8 +22,8 @@
 // A training step updates every parameter tensor, and a launch costs more than updating a small
 // one, so adamw_step, sum_squares and scale_by take up to MT tensors, each in its own buffers
 // (slot i: p_i, g_i, ...; n_i elements). Tensor i owns a run of the grid from gs_i: work-groups
-// (adamw_step, scale_by: one element per work-item, so a work-group's items share one tensor and
-// its buffers) or work-items (sum_squares: one chunk each). The host passes an unused slot the
+// (adamw_step, scale_by: a vector of VW elements per work-item, so a work-group's items share one
+// tensor and its buffers) or work-items (sum_squares: one chunk each). The host passes an unused slot the
 // first tensor's buffers and a run start past the grid.
 #include "common.h"
 
@@ -63,6 +63,9 @@
 #define PICK_SEQ(i) t == i ? seq##i :
 #define PICK_DECAY(i) t == i ? decay##i :
 
+// Element i0 .. i0 + VW - 1 of the launch's run for this work-item (one vector, VW = the device's lanes).
+#define ELEMENT0 ((at - (SLOTS(PICK_GS) 0)) * get_local_size(0) + get_local_id(0)) * VW
+
 __kernel void adamw_step(
     const int gated, __global const float *gate, const float one_minus_beta1, const float beta2,
     const float one_minus_beta2, const float step_size, const float bias2_sqrt, const float eps,
@@ -72,23 +75,38 @@ __kernel void adamw_step(
     const int at = get_group_id(0);
     const int t = -1 SLOTS(RUN);
     const int n = SLOTS(PICK_N) 0;
-    const int i = (at - (SLOTS(PICK_GS) 0)) * get_local_size(0) + get_local_id(0);
-    if (i >= n || (gated && nonfinite_bits(gate[0]))) return;
-    __global float *p = SLOTS(PICK_P) p0;
-    __global const float *g = SLOTS(PICK_G) g0;
-    __global float *m = SLOTS(PICK_M) m0;
-    __global float *v = SLOTS(PICK_V) v0;
+    const int i0 = ELEMENT0;
+    if (i0 >= n || (gated && nonfinite_bits(gate[0]))) return;
+    __global float *p = (SLOTS(PICK_P) p0) + i0;
+    __global const float *g = (SLOTS(PICK_G) g0) + i0;
+    __global float *m = (SLOTS(PICK_M) m0) + i0;
+    __global float *v = (SLOTS(PICK_V) v0) + i0;
     const float decay = SLOTS(PICK_DECAY) 1.0f;
-    const float gi = g[i];
-    const float mi = m[i] + one_minus_beta1 * (gi - m[i]);       // torch's lerp for a weight < 0.5
-    const float vi = v[i] * beta2 + one_minus_beta2 * gi * gi;
-    const float denom = sqrt(vi) / bias2_sqrt + eps;
-    const float p_new = p[i] * decay - step_size * (mi / denom);
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = p_new;
-    report(status, STATUS_NONFINITE, SLOTS(PICK_SEQ) 0,
-           nonfinite_bits(p_new) | nonfinite_bits(mi) | nonfinite_bits(vi));
+    int bad = 0;
+    if (i0 + VW <= n) {                                     // a whole vector: the common case
+        const vecf gi = *(__global const vecfu *)g, mo = *(__global vecfu *)m;
+        const vecf mi = mo + one_minus_beta1 * (gi - mo);   // torch's lerp for a weight < 0.5
+        const vecf vi = *(__global vecfu *)v * beta2 + one_minus_beta2 * gi * gi;
+        const vecf denom = sqrt(vi) / bias2_sqrt + eps;
+        const vecf p_new = *(__global vecfu *)p * decay - step_size * (mi / denom);
+        *(__global vecfu *)m = mi;
+        *(__global vecfu *)v = vi;
+        *(__global vecfu *)p = p_new;
+        bad = nonfinitev(p_new) | nonfinitev(mi) | nonfinitev(vi);
+    } else {
+        for (int e = 0; e < n - i0; ++e) {                  // the tensor's last, partial vector
+            const float gi = g[e];
+            const float mi = m[e] + one_minus_beta1 * (gi - m[e]);
+            const float vi = v[e] * beta2 + one_minus_beta2 * gi * gi;
+            const float denom = sqrt(vi) / bias2_sqrt + eps;
+            const float p_new = p[e] * decay - step_size * (mi / denom);
+            m[e] = mi;
+            v[e] = vi;
+            p[e] = p_new;
+            bad |= nonfinite_bits(p_new) | nonfinite_bits(mi) | nonfinite_bits(vi);
+        }
+    }
+    report(status, STATUS_NONFINITE, SLOTS(PICK_SEQ) 0, bad);
 }
 
 __kernel void sum_squares(const int chunk, __global float *out, const int offset
@@ -101,8 +119,14 @@ __kernel void sum_squares(const int chunk, __global float *out, const int offset
     if (start >= n) return;                     // the grid's padding, past the last run
     __global const float *g = SLOTS(PICK_G) g0;
     const long end = start + chunk < n ? start + chunk : n;
-    float acc = 0.0f;
-    for (long i = start; i < end; ++i) acc += g[i] * g[i];
+    vecf lanes = (vecf)(0.0f);                  // VW running sums, then one across them
+    long i = start;
+    for (; i + VW <= end; i += VW) {
+        const vecf x = *(__global const vecfu *)(g + i);
+        lanes = x * x + lanes;
+    }
+    float acc = hsumv(lanes);
+    for (; i < end; ++i) acc += g[i] * g[i];
     out[offset + at] = acc;
 }
 
@@ -123,8 +147,13 @@ __kernel void scale_by(__global const float *coef SLOTS(ARG_G) SLOTS(ARG_N) SLOT
     const int at = get_group_id(0);
     const int t = -1 SLOTS(RUN);
     const int n = SLOTS(PICK_N) 0;
-    const int i = (at - (SLOTS(PICK_GS) 0)) * get_local_size(0) + get_local_id(0);
-    if (i >= n) return;
-    __global float *g = SLOTS(PICK_G) g0;
-    g[i] = g[i] * coef[1];
+    const int i0 = ELEMENT0;
+    if (i0 >= n) return;
+    __global float *g = (SLOTS(PICK_G) g0) + i0;
+    const float c = coef[1];
+    if (i0 + VW <= n) {
+        *(__global vecfu *)g = *(__global vecfu *)g * c;
+    } else {
+        for (int e = 0; e < n - i0; ++e) g[e] = g[e] * c;
+    }
 }

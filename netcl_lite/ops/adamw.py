@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.kernels import vector_lanes
 from ..core.stream import stream_of
 from .operands import round_up
 
-#: work-group size of the element-wise launches.
-LOCAL = 64
+#: work-group size of the launches; adamw_step's and scale_by's items take a vector of the device's
+#: lanes each
+LOCAL = 16
 #: tensors per launch of ``adamw_step`` (the kernel's MT): a slot takes four buffers and four scalars,
 #: 48 bytes of arguments, so 16 slots stay within the 1024 bytes of arguments that every OpenCL device
 #: accepts (the least CL_DEVICE_MAX_PARAMETER_SIZE may be)
@@ -43,6 +45,10 @@ def _runs(counts, per: int) -> tuple[list[np.int32], int]:
     return starts + [_PAST] * (per - len(counts)), total
 
 
+def _options(queue, slots: int) -> tuple:
+    return (f"-DMT={slots}", f"-DVW={vector_lanes(queue.device)}")
+
+
 def _pad(values, per: int, fill) -> list:
     """One value per slot: ``values``, then ``fill`` for the unused slots."""
     return list(values) + [fill] * (per - len(values))
@@ -60,14 +66,14 @@ def adamw_step(queue, items, scalars, gate=None) -> None:
     stream = stream_of(queue)
     gated = (np.int32(1), gate.buffer) if gate is not None else (np.int32(0), stream.status)
     scalars = tuple(np.float32(s) for s in scalars)
-    per = STEP_SLOTS
+    per, span = STEP_SLOTS, LOCAL * vector_lanes(queue.device)
     for batch in _launches(per, items):
-        starts, groups = _runs([-(-x[0].size // LOCAL) for x in batch], per)
+        starts, groups = _runs([-(-x[0].size // span) for x in batch], per)
         p, g, m, v = (_pad([x[j].buffer for x in batch], per, batch[0][j].buffer) for j in range(4))
         stream.launch("adamw.cl", "adamw_step", (groups * LOCAL,), (LOCAL,), *gated, *scalars, stream.status,
                       *p, *g, *m, *v, *_pad([np.int32(x[0].size) for x in batch], per, np.int32(0)), *starts,
                       *_pad([np.int32(x[5]) for x in batch], per, np.int32(0)),
-                      *_pad([np.float32(x[4]) for x in batch], per, np.float32(1.0)), options=(f"-DMT={per}",))
+                      *_pad([np.float32(x[4]) for x in batch], per, np.float32(1.0)), options=_options(queue, per))
 
 
 def sum_squares(grads, chunk: int, partials) -> int:
@@ -81,7 +87,7 @@ def sum_squares(grads, chunk: int, partials) -> int:
         stream.launch("adamw.cl", "sum_squares", (round_up(total, LOCAL),), (LOCAL,), np.int32(chunk),
                       partials.buffer, np.int32(offset), *_pad([g.buffer for g in batch], per, batch[0].buffer),
                       *_pad([np.int32(g.size) for g in batch], per, np.int32(0)), *starts,
-                      options=(f"-DMT={per}",))
+                      options=_options(stream.queue, per))
         offset += total
     return offset
 
@@ -95,11 +101,12 @@ def clip_coefficient(partials, count: int, max_norm: float, out) -> None:
 def scale_by(grads, coefficient) -> None:
     """Multiply each of ``grads`` (every size > 0, one queue) in place by the coefficient that
     :func:`clip_coefficient` wrote (``coefficient[1]``), :data:`PASS_SLOTS` a launch."""
-    stream = stream_of(coefficient.queue)
-    per = PASS_SLOTS
+    queue = coefficient.queue
+    stream = stream_of(queue)
+    per, span = PASS_SLOTS, LOCAL * vector_lanes(queue.device)
     for batch in _launches(per, grads):
-        starts, groups = _runs([-(-g.size // LOCAL) for g in batch], per)
+        starts, groups = _runs([-(-g.size // span) for g in batch], per)
         stream.launch("adamw.cl", "scale_by", (groups * LOCAL,), (LOCAL,), coefficient.buffer,
                       *_pad([g.buffer for g in batch], per, batch[0].buffer),
                       *_pad([np.int32(g.size) for g in batch], per, np.int32(0)), *starts,
-                      options=(f"-DMT={per}",))
+                      options=_options(queue, per))
