@@ -101,25 +101,38 @@ ALWAYS_INLINE int store_row(__global float *dst, float src[DPAD], __global const
     return bad;
 }
 
-// s[r][v] = sum over c of q[r][c] kt[c][j0 + v VW ..]: ROWS rows against a chunk of KC keys.
-ALWAYS_INLINE void chunk_scores(vecf s[ROWS][NV], float q[ROWS][DPAD], float kt[D][TP], const int j0)
-{
-    #pragma unroll
-    for (int r = 0; r < ROWS; ++r)
-        #pragma unroll
-        for (int v = 0; v < NV; ++v) s[r][v] = (vecf)(0.0f);
-    for (int c = 0; c < D; ++c) {
-        vecf kv[NV];
-        #pragma unroll
-        for (int v = 0; v < NV; ++v) kv[v] = *(vecfu *)&kt[c][j0 + v * VW];
-        #pragma unroll
-        for (int r = 0; r < ROWS; ++r) {
-            const float x = q[r][c];
-            #pragma unroll
-            for (int v = 0; v < NV; ++v) s[r][v] = x * kv[v] + s[r][v];
-        }
-    }
+// s[r][v] = sum over c < W of x[r][c] yt[c][j0 + v VW ..] for the chunk's first N vectors of keys
+// (the rows' last visible key lies in them; causal rows see fewer keys than a whole chunk), and FILL
+// for the rest: ROWS rows against N vectors of keys, every loop unrolled, one copy per N.
+#define DEFINE_PRODUCTS(NAME, N, XW, W, FILL)                                                             \
+ALWAYS_INLINE void NAME##_##N(vecf s[ROWS][NV], float x[ROWS][XW], float yt[W][TP], const int j0)     \
+{                                                                                                   \
+    _Pragma("unroll") for (int r = 0; r < ROWS; ++r)                                                \
+        _Pragma("unroll") for (int v = 0; v < NV; ++v) s[r][v] = (vecf)(v < N ? 0.0f : FILL);        \
+    for (int c = 0; c < W; ++c) {                                                                   \
+        vecf kv[N];                                                                                 \
+        _Pragma("unroll") for (int v = 0; v < N; ++v) kv[v] = *(vecfu *)&yt[c][j0 + v * VW];       \
+        _Pragma("unroll") for (int r = 0; r < ROWS; ++r) {                                          \
+            const float a = x[r][c];                                                                \
+            _Pragma("unroll") for (int v = 0; v < N; ++v) s[r][v] = a * kv[v] + s[r][v];           \
+        }                                                                                           \
+    }                                                                                               \
 }
+#define DEFINE_ALL_PRODUCTS(NAME, XW, W, FILL) \
+    DEFINE_PRODUCTS(NAME, 1, XW, W, FILL) DEFINE_PRODUCTS(NAME, 2, XW, W, FILL) \
+    DEFINE_PRODUCTS(NAME, 3, XW, W, FILL) DEFINE_PRODUCTS(NAME, 4, XW, W, FILL)
+DEFINE_ALL_PRODUCTS(scores, DPAD, D, -INFINITY)       // q kt: the scores (hidden keys past them)
+DEFINE_ALL_PRODUCTS(value_products, DVPAD, DV, 0.0f)  // dO vt: the weights' gradient (backward)
+
+// NAME over the first n vectors of the chunk (1 <= n <= NV): the copy built for n.
+#if NV == 4
+#define PRODUCTS(NAME, n, s, x, yt, j0) \
+    switch (n) { case 1: NAME##_1(s, x, yt, j0); break; case 2: NAME##_2(s, x, yt, j0); break; \
+                 case 3: NAME##_3(s, x, yt, j0); break; default: NAME##_4(s, x, yt, j0); }
+#else
+#define PRODUCTS(NAME, n, s, x, yt, j0) \
+    switch (n) { case 1: NAME##_1(s, x, yt, j0); break; default: NAME##_2(s, x, yt, j0); }
+#endif
 
 // Scores of keys a row may not see (past its own position when causal, past T always) become -inf.
 ALWAYS_INLINE void hide_keys(vecf s[ROWS][NV], const int r0, const int j0, const int t_len, const int causal)
@@ -170,7 +183,8 @@ __kernel void rotary_attention_forward(
         }
         for (int j0 = 0; j0 < kend; j0 += KC) {
             vecf s[ROWS][NV];
-            chunk_scores(s, qs, kt, j0);
+            const int nv = min(NV, (kend - j0 + VW - 1) / VW);  // vectors holding a visible key
+            PRODUCTS(scores, nv, s, qs, kt, j0)
             if (j0 + KC > (causal ? r0 : t_len)) hide_keys(s, r0, j0, t_len, causal);
             #pragma unroll
             for (int r = 0; r < ROWS; ++r) {
@@ -276,52 +290,52 @@ __kernel void rotary_attention_backward(
             const int kend = causal ? min(t_len, r0 + ROWS) : t_len;
             for (int j0 = 0; j0 < kend; j0 += KC) {
                 vecf p[ROWS][NV], ds[ROWS][NV];
-                chunk_scores(p, qs, kt, j0);            // s in base-2 units
+                const int nv = min(NV, (kend - j0 + VW - 1) / VW);   // vectors holding a visible key
+                PRODUCTS(scores, nv, p, qs, kt, j0)     // s in base-2 units
                 if (j0 + KC > (causal ? r0 : t_len)) hide_keys(p, r0, j0, t_len, causal);
                 #pragma unroll
                 for (int r = 0; r < ROWS; ++r)
                     #pragma unroll
                     for (int w = 0; w < NV; ++w) p[r][w] = exp2_neg(p[r][w] - base[r]);   // the weights
-                #pragma unroll
-                for (int r = 0; r < ROWS; ++r)
-                    #pragma unroll
-                    for (int w = 0; w < NV; ++w) ds[r][w] = (vecf)(0.0f);
-                for (int c = 0; c < DV; ++c) {          // dP = dO V^T over the chunk
-                    vecf vv[NV];
-                    #pragma unroll
-                    for (int w = 0; w < NV; ++w) vv[w] = *(vecfu *)&vt[c][j0 + w * VW];
-                    #pragma unroll
-                    for (int r = 0; r < ROWS; ++r) {
-                        const float x = dos[r][c];
-                        #pragma unroll
-                        for (int w = 0; w < NV; ++w) ds[r][w] = x * vv[w] + ds[r][w];
-                    }
-                }
+                PRODUCTS(value_products, nv, ds, dos, vt, j0)   // dP = dO V^T over the chunk
                 #pragma unroll
                 for (int r = 0; r < ROWS; ++r)          // dS = P (dP - delta); rows past T add nothing
                     #pragma unroll
                     for (int w = 0; w < NV; ++w)
                         ds[r][w] = r0 + r < t_len ? p[r][w] * (ds[r][w] - delta[r]) : (vecf)(0.0f);
                 const int jn = min(KC, kend - j0);
-                for (int jj = 0; jj < jn; ++jj) {
+                for (int jj = 0; jj < jn; ++jj) {       // dQ += dS K and dK += dS^T Q, a key at a time
                     const int j = j0 + jj;
-                    vecf kv[DKV], dk_acc[DKV], dv_acc[DVV];
+                    vecf kv[DKV], dk_acc[DKV];
+                    #pragma unroll
                     for (int c = 0; c < DKV; ++c) {
                         kv[c] = *(vecfu *)&kr[j][c * VW];
                         dk_acc[c] = *(vecfu *)&dks[j][c * VW];
                     }
-                    for (int c = 0; c < DVV; ++c) dv_acc[c] = *(vecfu *)&dvs[j][c * VW];
                     #pragma unroll
                     for (int r = 0; r < ROWS; ++r) {
                         const float dsr = ((const float *)ds[r])[jj];
-                        const float pr = r0 + r < t_len ? ((const float *)p[r])[jj] : 0.0f;
+                        #pragma unroll
                         for (int c = 0; c < DKV; ++c) {
-                            dqa[r][c] = dsr * kv[c] + dqa[r][c];                    // dQ += dS K
-                            dk_acc[c] = dsr * *(vecfu *)&qs[r][c * VW] + dk_acc[c];  // dK += dS^T Q
+                            dqa[r][c] = dsr * kv[c] + dqa[r][c];
+                            dk_acc[c] = dsr * *(vecfu *)&qs[r][c * VW] + dk_acc[c];
                         }
+                    }
+                    #pragma unroll
+                    for (int c = 0; c < DKV; ++c) *(vecfu *)&dks[j][c * VW] = dk_acc[c];
+                }
+                for (int jj = 0; jj < jn; ++jj) {       // dV += P^T dO
+                    const int j = j0 + jj;
+                    vecf dv_acc[DVV];
+                    #pragma unroll
+                    for (int c = 0; c < DVV; ++c) dv_acc[c] = *(vecfu *)&dvs[j][c * VW];
+                    #pragma unroll
+                    for (int r = 0; r < ROWS; ++r) {
+                        const float pr = r0 + r < t_len ? ((const float *)p[r])[jj] : 0.0f;
+                        #pragma unroll
                         for (int c = 0; c < DVV; ++c) dv_acc[c] = pr * *(vecfu *)&dos[r][c * VW] + dv_acc[c];
                     }
-                    for (int c = 0; c < DKV; ++c) *(vecfu *)&dks[j][c * VW] = dk_acc[c];
+                    #pragma unroll
                     for (int c = 0; c < DVV; ++c) *(vecfu *)&dvs[j][c * VW] = dv_acc[c];
                 }
             }
