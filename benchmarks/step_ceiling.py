@@ -14,7 +14,10 @@ fraction of the ceiling is taken per round, from the two measured moments apart,
 as the median over rounds, with the launches per step and the machine: CPU (name, family, model),
 PoCL's compiler target, vector lanes, the load average before and after. On a machine shared with
 other work the times move with the load; the fraction moves less, since a loaded moment slows both.
-Writes ``benchmarks/results/step_ceiling.json``.
+Beside it, the same in CPU time (``fraction_per_cpu_s``: the step's products' FLOPs per CPU second of
+the process, PoCL's workers and the host thread, over the ceiling kernel's): what the step does
+with the cores it gets, which a loaded machine disturbs least; on a quiet machine the two agree
+but for the time the cores sit idle within a step. Writes ``benchmarks/results/step_ceiling.json``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_kernels import pocl_target, timed  # noqa: E402
 from fma_ceiling import Ceiling  # noqa: E402
 from machine import cpu_name  # noqa: E402
-from profile_step import build_step, matmul_flops_per_step  # noqa: E402
+from profile_step import build_step, cpu_seconds, matmul_flops_per_step  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "step_ceiling.json"
 
@@ -62,20 +65,27 @@ def main() -> None:
     flops = matmul_flops_per_step(model, tokens)
 
     load_before = os.getloadavg()[0]
-    rounds = {"ceiling_gflops": [], "step_ms": [], "step_gflops": [], "fraction": []}
+    rounds = {"ceiling_gflops": [], "step_ms": [], "step_gflops": [], "fraction": [],
+              "ceiling_gflop_per_cpu_s": [], "step_cpu_ms": [], "fraction_per_cpu_s": []}
     for _ in range(args.rounds):
+        cpu = time.process_time()
         peak = ceiling.flops() / timed(ceiling.run)
+        peak_cpu = ceiling.flops() / cpu_seconds(queue, ceiling.run, 3)
         time.sleep(0.3)
-        times = []
+        times, cpu = [], time.process_time()
         for _ in range(args.steps):
             began = time.perf_counter()
             step()
             times.append(time.perf_counter() - began)
+        step_cpu = (time.process_time() - cpu) / args.steps
         sec = statistics.median(times)
         rounds["ceiling_gflops"].append(peak / 1e9)
         rounds["step_ms"].append(sec * 1e3)
         rounds["step_gflops"].append(flops / sec / 1e9)
         rounds["fraction"].append(flops / sec / peak)
+        rounds["ceiling_gflop_per_cpu_s"].append(peak_cpu / 1e9)
+        rounds["step_cpu_ms"].append(step_cpu * 1e3)
+        rounds["fraction_per_cpu_s"].append(flops / step_cpu / peak_cpu)
     load_after = os.getloadavg()[0]
     med = {k: statistics.median(v) for k, v in rounds.items()}
     report = {
@@ -100,6 +110,8 @@ def main() -> None:
           f"{max(rounds['ceiling_gflops']):.0f}); step {med['step_ms']:.1f} ms, {med['step_gflops']:.0f} GFLOP/s; "
           f"fraction of the ceiling {med['fraction']:.1%} (rounds {min(rounds['fraction']):.1%}-"
           f"{max(rounds['fraction']):.1%})")
+    print(f"per CPU second: ceiling {med['ceiling_gflop_per_cpu_s']:.0f} GFLOP, step {med['step_cpu_ms']:.1f} ms of CPU, "
+          f"{med['fraction_per_cpu_s']:.1%} of the ceiling's work")
 
 
 if __name__ == "__main__":
