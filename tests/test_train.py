@@ -178,3 +178,42 @@ def test_bad_training_configs_are_named(queue):
         train(DecoderLM(TINY, queue=queue), IDS, IDS, TrainConfig(block_size=32))
     with pytest.raises(ValueError, match="resume=True needs out_dir"):
         train(DecoderLM(TINY, queue=queue), IDS, IDS, TrainConfig(block_size=8), resume=True)
+
+
+_THREADS_CHILD = """
+import hashlib, json, numpy as np
+import netcl_lite as nl
+from netcl_lite.nn import DecoderLM, LMConfig
+from netcl_lite.train import TrainConfig, train
+config = LMConfig(vocab_size=96, hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, max_position_embeddings=64, initializer_range=0.05)
+model = DecoderLM(config, seed=0)
+ids = np.random.default_rng(0).integers(0, 96, 20000)
+log = train(model, ids, ids[:2000], TrainConfig(batch_size=8, block_size=64, max_steps=3, warmup_steps=1,
+                                                eval_interval=0, eval_windows=2), progress=False)
+digest = hashlib.sha256(b"".join(p.numpy().tobytes() for _, p in sorted(model.parameters().items())))
+print(json.dumps({"units": nl.device().queue.device.max_compute_units, "weights": digest.hexdigest(),
+                  "losses": [r["loss"] for r in log["train"]], "norms": [r["grad_norm"] for r in log["train"]]}))
+"""
+
+
+@pytest.mark.slow
+def test_training_steps_have_the_same_bits_on_one_and_two_compute_units(queue):
+    """Three training steps of a small model (the fused attention, the products, the multi-tensor AdamW
+    and clipping, all of a step's kernels) give the same weights, losses and norms, bit for bit,
+    with one PoCL thread and with two: no kernel's result depends on how its work is handed out."""
+    import subprocess
+    import sys
+
+    import pyopencl as cl
+    if queue.device.platform.name != "Portable Computing Language" or not queue.device.type & cl.device_type.CPU:
+        pytest.skip("POCL_MAX_PTHREAD_COUNT sets the compute units of PoCL's CPU driver only")
+    runs = []
+    for threads in ("1", "2"):
+        env = dict(os.environ, POCL_MAX_PTHREAD_COUNT=threads)
+        proc = subprocess.run([sys.executable, "-c", _THREADS_CHILD], env=env, capture_output=True, text=True,
+                              timeout=900)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert (runs[0].pop("units"), runs[1].pop("units")) == (1, 2)
+    assert runs[0] == runs[1]
