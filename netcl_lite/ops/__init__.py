@@ -27,5 +27,5 @@ from .softmax import apply_mask, softmax, softmax_backward, softmax_with_mask
 
 __all__ = [
     "add", "apply_mask", "attention", "cross_entropy", "decode_layer", "decode_logits", "div", "embedding", "exp", "flash_attention", "layer_norm",
-    "matmul", "matmul_add", "mean", "mul", "rms_norm", "rope", "rope_heads", "rotary_attention", "scale", "silu", "softmax", "sub", "sum", "swap_axes", "swiglu",
+    "matmul", "matmul_add", "mean", "mul", "rms_norm", "rope", "rope_heads", "scale", "silu", "softmax", "sub", "sum", "swap_axes", "swiglu",
 ]
