@@ -66,21 +66,10 @@ __kernel void silu_forward(__global const float *x, __global float *y, const int
 
 // The SwiGLU kernels take vectors of the device's lanes (VW, from the host) rather than float8:
 // at the widths of a feed-forward layer they run on every step of training.
-ALWAYS_INLINE vecf expv(vecf x) {                   // exp8 (common.h) on VW lanes
-    const vecf magic = (vecf)(12582912.0f);
-    const vecf xc = x < (vecf)(-105.0f) ? (vecf)(-105.0f) : (x > (vecf)(89.0f) ? (vecf)(89.0f) : x);
-    const vecf n = (xc * 1.44269504088896341f + magic) - magic;
-    const vecf r = (xc - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
-    vecf p = r * (1.0f / 7.0f) + 1.0f;
-    p = p * r * (1.0f / 6.0f) + 1.0f;
-    p = p * r * (1.0f / 5.0f) + 1.0f;
-    p = p * r * (1.0f / 4.0f) + 1.0f;
-    p = p * r * (1.0f / 3.0f) + 1.0f;
-    p = p * r * 0.5f + 1.0f;
-    p = p * r + 1.0f;
-    const veci ni = as_veci(n + magic) - as_veci(magic), n1 = ni >> 1;   // n as an int (it is whole)
-    return p * as_vecf((n1 + 127) << 23) * as_vecf((ni - n1 + 127) << 23);
-}
+// exp8 (common.h) on VW lanes; n + 1.5 * 2^23's bits less 1.5 * 2^23's are the whole n as an int
+// (an inline conversion: PoCL calls convert_int16 out of line).
+#define WHOLE_TO_INT(n) (as_veci((n) + 12582912.0f) - as_veci((vecf)(12582912.0f)))
+DEFINE_EXP(expv, vecf, veci, as_vecf, WHOLE_TO_INT)
 
 // One vector of p from i0, lanes past n read as 0 / left unwritten.
 ALWAYS_INLINE vecf loadv(__global const float *p, long i0, long n) {

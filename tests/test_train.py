@@ -202,18 +202,7 @@ def test_training_steps_have_the_same_bits_on_one_and_two_compute_units(queue):
     """Three training steps of a small model (the fused attention, the products, the multi-tensor AdamW
     and clipping, all of a step's kernels) give the same weights, losses and norms, bit for bit,
     with one PoCL thread and with two: no kernel's result depends on how its work is handed out."""
-    import subprocess
-    import sys
+    from kernel_cases import runs_on_one_and_two_pocl_threads
 
-    import pyopencl as cl
-    if queue.device.platform.name != "Portable Computing Language" or not queue.device.type & cl.device_type.CPU:
-        pytest.skip("POCL_MAX_PTHREAD_COUNT sets the compute units of PoCL's CPU driver only")
-    runs = []
-    for threads in ("1", "2"):
-        env = dict(os.environ, POCL_MAX_PTHREAD_COUNT=threads)
-        proc = subprocess.run([sys.executable, "-c", _THREADS_CHILD], env=env, capture_output=True, text=True,
-                              timeout=900)
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    assert (runs[0].pop("units"), runs[1].pop("units")) == (1, 2)
+    runs = runs_on_one_and_two_pocl_threads(queue, _THREADS_CHILD)
     assert runs[0] == runs[1]
