@@ -31,7 +31,8 @@ import numpy as np
 from . import autograd as ag
 from .checks import count, nonnegative_int, nonnegative_real, one_of, positive_int
 from .files import flush_to_disk, read_regular, temporary_name
-from .optim import SCHEDULES, AdamW, clip_grad_norm
+from .core.tensor import read
+from .optim import SCHEDULES, AdamW, clip_grad_norm, finite_norm
 
 TRAINER_STATE, OPTIMIZER_FILE, LOG_FILE = "trainer_state.json", "optimizer.safetensors", "log.json"
 
@@ -326,10 +327,11 @@ def train(model, train_ids, val_ids, config: TrainConfig, out_dir=None, *, resum
             with ag.Tape() as tape:
                 loss = model.loss(x, y)
             tape.backward(loss)
-            norm = clip_grad_norm(params, config.grad_clip)
-            opt.step()
+            clip = clip_grad_norm(params, config.grad_clip, wait=False)   # the norm stays on the device
+            opt.step(norm=clip)                                           # skipped there if it is not finite
             opt.zero_grad()
-            value = float(loss.numpy())
+            loss_host, clip_host = read(loss.value, clip)                 # the step's one read-back
+            value, norm = float(loss_host), finite_norm(float(clip_host[0]))
             del tape, loss
             if not math.isfinite(value):
                 raise FloatingPointError(f"step {step}: the loss is {value}; lower learning_rate or check the data")
