@@ -11,16 +11,20 @@ event                       stages, in this order
                             read again when it or its results changed; 4. a fresh set of build
                             outputs (:mod:`.build_output`)
 ``on_files``                1. pages whose shown inputs changed are rendered again under
-                            ``--dirty`` (:mod:`.dirty_pages`); 2. the wheel and its files as
-                            pages (:mod:`.shipped_wheel`), made again when its sources changed
+                            ``--dirty`` (:mod:`.dirty_pages`); 2. the wheel (:mod:`.shipped_wheel`),
+                            made again when its sources changed; 3. its files as pages in the theme
+                            (:mod:`.source_pages`)
 ``on_env``                  the theme's templates compiled once and kept, compiled, in a
                             bytecode cache for the next builds (:mod:`.templates`)
 ``on_page_markdown``        1. measured sections; 2. build outputs; 3. needs-extra notes and
-                            excerpt labels (:mod:`.copyable`)
+                            excerpt labels (:mod:`.copyable`); 4. citations as links, and the
+                            Bibliography's and Glossary's entries (:mod:`.apparatus`)
 ``on_page_content``         1. figure alt texts (:mod:`.generated`); 2. LaTeX to MathML
                             (:mod:`.mathml`); 3. the ``output`` class (:mod:`.outputs`);
-                            4. ``no-copy`` and ``>>>`` copies (:mod:`.copyable`)
-``on_post_page``            notebook pages without CDN loaders (:mod:`.offline`)
+                            4. ``no-copy`` and ``>>>`` copies (:mod:`.copyable`); 5. tooltips on
+                            each glossary term's first use (:mod:`.apparatus`)
+``on_post_page``            which source pages were rendered (:mod:`.source_pages`); notebook pages
+                            without CDN loaders (:mod:`.offline`)
 ``on_post_build``           the execution cache's reuse count
 ==========================  ====================================================================
 
@@ -40,8 +44,9 @@ from mkdocs.plugins import BasePlugin
 
 from netcl_lite import fingerprint
 
-from . import build_output, capstone_run, copyable, generated, includes, mathml, measured, offline, outputs
-from . import shipped_wheel, store, templates
+from . import apparatus, build_output, capstone_run, copyable, generated, includes, mathml, measured, offline
+from . import outputs
+from . import shipped_wheel, source_pages, store, templates
 from .dirty_pages import DirtyPages
 from .inputs import InputWatch
 from .paths import DOCS, FIGURES
@@ -107,29 +112,33 @@ class SiteBuild(BasePlugin):
 
     def on_files(self, files, *, config):
         self.dirty_pages.invalidate(files)
-        made = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
-        if not made[0].is_file():                      # the cache was emptied during this session
+        wheel = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
+        if not wheel.is_file():                        # the cache was emptied during this session
             self.inputs.forget("wheel")
-            made = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
-        shipped_wheel.add_files(files, config, made)
+            wheel = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
+        shipped_wheel.add_files(files, config, wheel)
+        source_pages.add_pages(files, config, shipped_wheel.library_files(), shipped_wheel.wheel_name())
         return files
 
     def on_page_markdown(self, markdown, *, page, config, files):
         self.page.name = f"docs/{page.file.src_uri}"
         markdown = self.state.measured.render(markdown, page.file.src_uri)
         markdown = self.state.outputs.render(markdown, self.page.name)
-        return copyable.render_markdown(markdown, page.file.src_uri, config.site_url)
+        markdown = copyable.render_markdown(markdown, page.file.src_uri, config.site_url)
+        return apparatus.render_markdown(markdown, page.file.src_uri, files)
 
     def on_page_content(self, html, *, page, config, files):
         html = generated.with_alt(html)
         html = mathml.render(html, page.file.src_uri)
         html = outputs.label(html)
-        return copyable.render_content(html)
+        html = copyable.render_content(html)
+        return apparatus.render_content(html, page.file.src_uri)
 
     def on_env(self, env, *, config, files):
         return templates.use_bytecode_cache(env)
 
     def on_post_page(self, output, *, page, config):
+        source_pages.remember_rendered(page)
         return offline.strip_loaders(output, page.file.src_uri)
 
     def on_post_build(self, *, config) -> None:

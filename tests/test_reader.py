@@ -360,7 +360,7 @@ def test_an_excerpt_is_titled_uncopyable_and_linked_to_its_lines():
     lines = (ROOT / "kernels/bpe.cl").read_text(encoding="utf-8").splitlines()
     assert "[start:bpe_split]" in lines[first - 2] and "[end:bpe_split]" in lines[last]
     assert '    ```{.c .excerpt .no-copy title="Excerpt · kernels/bpe.cl"}' in out
-    assert f"(../source/kernels/bpe.cl.html#L{first})" in out and f"lines {first}–{last}" in out
+    assert f"(../source/kernels/bpe.cl.md#L{first}-L{last})" in out and f"lines {first}–{last}" in out
 
 
 def test_a_session_copies_its_code_without_prompts_or_results():

@@ -1,0 +1,25 @@
+"""The book's apparatus on each page: citations and the Bibliography (:mod:`.citations`), the
+Glossary and its tooltips (:mod:`.glossary`). The plugin calls :func:`render_markdown` after the
+other Markdown stages and :func:`render_content` last, once the page's math is MathML.
+"""
+
+from __future__ import annotations
+
+from . import citations, glossary
+
+
+def render_markdown(markdown: str, page_uri: str, files) -> str:
+    """The page ``page_uri``'s Markdown with its citations as links; on the Bibliography and
+    Glossary pages, their marker replaced by the entries."""
+    if page_uri == citations.PAGE:
+        markdown = markdown.replace(citations.MARKER, citations.bibliography(files))
+    elif page_uri == glossary.PAGE:
+        markdown = markdown.replace(glossary.MARKER, glossary.glossary(page_uri))
+    return citations.render(markdown, page_uri)
+
+
+def render_content(html: str, page_uri: str) -> str:
+    """The page's HTML with a tooltip on each glossary term's first use, on the pages that get them."""
+    if page_uri in glossary.TOOLTIP_PAGES:
+        html, _ = glossary.mark_first_uses(html)
+    return html
