@@ -23,3 +23,14 @@ def render_content(html: str, page_uri: str) -> str:
     if page_uri in glossary.TOOLTIP_PAGES:
         html, _ = glossary.mark_first_uses(html)
     return html
+
+
+def no_print_page(config) -> None:
+    """Leave out the printable book (the print-site plugin's page) from this session's builds.
+
+    Under ``mkdocs serve --dirty`` a save renders only the edited pages, but the print page is made
+    from every page's HTML (print-site renders none of its own), and making it takes seconds: the
+    quick loop goes without it. ``mkdocs build`` and a plain ``mkdocs serve`` make it."""
+    plugin = config.plugins.get("print-site")
+    if plugin is not None:
+        plugin.config["enabled"] = False

@@ -82,9 +82,10 @@ class Work:
 
 
 def _latex_text(value: str) -> str:
+    from pybtex.backends.plaintext import Backend   # by class: render_as("text") looks it up by entry point each call
     from pybtex.richtext import Text
 
-    return " ".join(Text.from_latex(value).render_as("text").split())
+    return " ".join(Text.from_latex(value).render(Backend()).split())
 
 
 def _names(authors: tuple[str, ...]) -> str:

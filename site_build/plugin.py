@@ -4,7 +4,8 @@
 event                       stages, in this order
 ==========================  ====================================================================
 ``on_startup``              remember whether ``mkdocs serve --dirty`` runs (:mod:`.dirty_pages`)
-``on_config``               includes confined to the project (:mod:`.includes`)
+``on_config``               includes confined to the project (:mod:`.includes`); under ``mkdocs
+                            serve --dirty``, no printable book (:func:`.apparatus.no_print_page`)
 ``on_pre_build``            1. Chapter 9's training run (:mod:`.capstone_run`), when its inputs
                             changed; 2. figures and drill notebooks (:mod:`.generated`), when
                             theirs changed; 3. Chapter 8's measured report (:mod:`.measured`),
@@ -22,7 +23,8 @@ event                       stages, in this order
 ``on_page_content``         1. figure alt texts (:mod:`.generated`); 2. LaTeX to MathML
                             (:mod:`.mathml`); 3. the ``output`` class (:mod:`.outputs`);
                             4. ``no-copy`` and ``>>>`` copies (:mod:`.copyable`); 5. tooltips on
-                            each glossary term's first use (:mod:`.apparatus`)
+                            each glossary term's first use (:mod:`.apparatus`); 6. a source page's
+                            listing (:mod:`.source_pages`)
 ``on_post_page``            which source pages were rendered (:mod:`.source_pages`); notebook pages
                             without CDN loaders (:mod:`.offline`)
 ``on_post_build``           the execution cache's reuse count
@@ -75,6 +77,7 @@ class SiteBuild(BasePlugin):
         self.inputs = InputWatch()
         self.dirty_pages = DirtyPages()
         self.state: BuildState | None = None
+        self.quick_loop = False          # mkdocs serve --dirty: the README's quick loop
 
     # -- across builds ---------------------------------------------------------------------------
 
@@ -85,8 +88,11 @@ class SiteBuild(BasePlugin):
 
     def on_startup(self, *, command, dirty) -> None:
         self.dirty_pages.dirty = dirty
+        self.quick_loop = command == "serve" and dirty
 
     def on_config(self, config):
+        if self.quick_loop:
+            apparatus.no_print_page(config)
         return includes.contain(config, self.page)
 
     # -- one build -------------------------------------------------------------------------------
@@ -132,7 +138,8 @@ class SiteBuild(BasePlugin):
         html = mathml.render(html, page.file.src_uri)
         html = outputs.label(html)
         html = copyable.render_content(html)
-        return apparatus.render_content(html, page.file.src_uri)
+        html = apparatus.render_content(html, page.file.src_uri)
+        return source_pages.fill(html, page)
 
     def on_env(self, env, *, config, files):
         return templates.use_bytecode_cache(env)

@@ -8,17 +8,19 @@ anchor ``#L<n>``; each excerpt's range is the anchor ``#L<first>-L<last>``, whic
 (``docs/assets/source-lines.js``) marks on arrival. The pages stay out of the search index (their
 code would crowd out the prose) and out of the navigation.
 
-MkDocs renders them from Markdown that holds the highlighted file as raw HTML, so the anchors are
-known to MkDocs' link check. A page's Markdown is made again only when its file or the excerpts that
-link to it changed (the highlighting is kept by the file's digest), and a ``mkdocs serve --dirty``
-save renders again only the pages whose Markdown changed (:class:`SourcePage`).
+MkDocs renders a page's Markdown (title, links back, a placeholder); :func:`fill` then puts the
+highlighted file in place of the placeholder and tells MkDocs its anchors, which its link check
+uses (parsing eighty files of raw HTML as Markdown would cost seconds a build). Pygments' output
+is kept under the cache root by the file's digest and Pygments' version, so a build highlights
+only the files that changed, and a ``mkdocs serve --dirty`` save renders again only the pages
+whose Markdown or listing changed (:class:`SourcePage`).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import html
+import os
 import posixpath
 import re
 from pathlib import Path
@@ -29,6 +31,9 @@ from . import markers
 from .paths import ROOT
 
 #: a whole excerpt's opening line and include: ```` ```{.python .excerpt …} ```` then ``--8<-- "path:section"``
+#: where a source page's Markdown takes its listing (:func:`fill`)
+PLACEHOLDER = "<!-- source-listing -->"
+_ANCHOR = re.compile(r' id="(L[0-9-L]+)"')
 _OPEN_THEN_INCLUDE = re.compile(r"^[ \t]*`{3,}\{[^}\n]*\.excerpt\b[^}\n]*\}[ \t]*\n(.*)$", re.M)
 
 
@@ -64,16 +69,27 @@ def excerpts(pages: dict[str, str]) -> dict[str, list[tuple[str, int, int]]]:
 
 @functools.lru_cache(maxsize=256)
 def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
-    """The file's lines as Pygments' HTML, one string per line (kept per content digest)."""
+    """The file's lines as Pygments' HTML, one string per line (kept per content digest, on disk too)."""
+    import pygments
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import CLexer, PythonLexer
 
-    text = (ROOT / rel).read_text(encoding="utf-8")
-    lexer = PythonLexer() if rel.endswith(".py") else CLexer()
-    out = highlight(text, lexer, HtmlFormatter(nowrap=True))
+    from netcl_lite import fingerprint
+
+    stored = fingerprint.cache_root() / "source-pages" / f"pygments-{pygments.__version__}" / f"{digest}.html"
+    try:
+        out = stored.read_text(encoding="utf-8")
+    except OSError:
+        text = (ROOT / rel).read_text(encoding="utf-8")
+        lexer = PythonLexer() if rel.endswith(".py") else CLexer()
+        out = highlight(text, lexer, HtmlFormatter(nowrap=True))
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        temporary = stored.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(out, encoding="utf-8")
+        os.replace(temporary, stored)                      # whole or not at all
     lines = out.split("\n")
-    count = len(text.splitlines())
+    count = len((ROOT / rel).read_text(encoding="utf-8").splitlines())
     return tuple(lines[:count] + [""] * (count - len(lines)))
 
 
@@ -118,18 +134,23 @@ def markdown(rel: str, shown: list[tuple[str, int, int]], wheel: str) -> str:
             f"# `{rel}`\n\n"
             f"A file of `{wheel}`, {count} lines, shown with its line numbers. {back}\n"
             "{: .source-intro }\n\n"
-            + listing(rel, [(a, b) for _, a, b in shown]) + "\n")
+            f"{PLACEHOLDER}\n")
 
 
 class SourcePage(File):
-    """A source page, rendered by a dirty build only when its Markdown changed since the last build
-    of this session or its HTML is missing (a clean build renders every page, as MkDocs does)."""
+    """A source page (its Markdown in memory, its listing in :attr:`listing`), rendered by a dirty
+    build only when either changed since the last build of this session or its HTML is missing (a
+    clean build renders every page, as MkDocs does)."""
 
-    rendered: dict[str, str] = {}   # destination → the Markdown it was last rendered from
+    rendered: dict[str, str] = {}   # destination → the Markdown and listing it was last rendered from
+    listing: str = ""
+
+    def _made_from(self) -> str:
+        return self.content_string + self.listing
 
     def is_modified(self) -> bool:
         return (not Path(self.abs_dest_path).is_file()
-                or SourcePage.rendered.get(self.abs_dest_path) != self.content_string)
+                or SourcePage.rendered.get(self.abs_dest_path) != self._made_from())
 
 
 def add_pages(files, config, sources: list[Path], wheel: str) -> None:
@@ -141,12 +162,23 @@ def add_pages(files, config, sources: list[Path], wheel: str) -> None:
     for path in sources:
         rel = path.relative_to(ROOT).as_posix()
         page = SourcePage.generated(config, uri(rel), content=markdown(rel, shown.get(rel, []), wheel))
+        page.listing = listing(rel, [(a, b) for _, a, b in shown.get(rel, [])])
         page.dest_uri = address(rel)
         page.url = address(rel)
         files.append(page)
 
 
+def fill(content: str, page) -> str:
+    """A source page's HTML with its listing in place of the placeholder, its anchors given to MkDocs'
+    link check (``page.present_anchor_ids``); any other page as it is."""
+    if not isinstance(page.file, SourcePage):
+        return content
+    if page.present_anchor_ids is not None:
+        page.present_anchor_ids |= set(_ANCHOR.findall(page.file.listing))
+    return content.replace(PLACEHOLDER, page.file.listing, 1)
+
+
 def remember_rendered(page) -> None:
-    """After ``page`` is written: remember the Markdown its source page was rendered from."""
+    """After ``page`` is written: remember what its source page was rendered from."""
     if isinstance(page.file, SourcePage):
-        SourcePage.rendered[page.file.abs_dest_path] = page.file.content_string
+        SourcePage.rendered[page.file.abs_dest_path] = page.file._made_from()
