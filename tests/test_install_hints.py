@@ -84,3 +84,17 @@ def test_install_hint_reads_this_machine_and_checks_its_arguments():
     assert "Linux x86_64 only" in install_hint("freebsd14", "amd64")
     with pytest.raises(TypeError, match="system and machine must be strings"):
         install_hint(3, "x86_64")
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/index.md"])
+def test_the_install_text_covers_every_platform_with_the_errors_commands(doc):
+    """The home page and the README give each platform the command its NoDeviceError gives."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / doc).read_text(encoding="utf-8")
+    for row in ("Linux x86_64", "Linux on ARM (aarch64)", "macOS", "Windows"):
+        assert f"| {row} |" in text, f"{doc}: no install row for {row}"
+    for system, machine in PLATFORMS:
+        commands = __import__("re").findall(r"`([^`]*(?:install|conda)[^`]*)`", install_hint(system, machine))
+        for command in commands:
+            assert command in text, f"{doc}: the {system}/{machine} error says `{command}`; the install text does not"
