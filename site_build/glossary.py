@@ -94,7 +94,7 @@ def glossary(page_uri: str = PAGE, entries: tuple[Term, ...] | None = None) -> s
     out = []
     for t in sorted(entries, key=lambda t: t.term.lower()):
         name = f"{t.term} ({t.expansion})" if t.expansion else t.term
-        text = html.escape(t.definition, quote=False)
+        text = re.sub(r"([\\`*_\[\]])", r"\\\1", html.escape(t.definition, quote=False))
         if t.see:
             link = posixpath.relpath(t.see, posixpath.dirname(page_uri) or ".")
             text += f" See [{_page_name(t.see)}]({link})."
