@@ -5,7 +5,15 @@ other Markdown stages and :func:`render_content` last, once the page's math is M
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from . import citations, glossary
+
+#: the printable book, as mkdocs-print-site-plugin writes it under the site
+PRINT_PAGE = Path("print_page") / "index.html"
+_ID = re.compile(r"""\bid=["']([^"']+)["']""")
+_LOCAL_LINK = re.compile(r'<a\b[^>]*\bhref="#([^"]+)"[^>]*>(.*?)</a>', re.S)
 
 
 def render_markdown(markdown: str, page_uri: str, files) -> str:
@@ -34,3 +42,30 @@ def no_print_page(config) -> None:
     plugin = config.plugins.get("print-site")
     if plugin is not None:
         plugin.config["enabled"] = False
+
+
+def repair_print_page(site_dir: Path) -> int:
+    """Unwrap each link of the printable book whose target is not in it, and say how many.
+
+    print-site turns every cross-reference into an anchor of the one page, also those whose
+    target has no anchor there: mkdocstrings' optional references to Python's own classes
+    (``RuntimeError``), which the pages themselves leave as plain text. The book shows them as
+    plain text too."""
+    path = Path(site_dir) / PRINT_PAGE
+    if not path.is_file():
+        return 0
+    text = path.read_text(encoding="utf-8")
+    ids = set(_ID.findall(text))
+    broken = 0
+
+    def unwrap(m: re.Match) -> str:
+        nonlocal broken
+        if m.group(1) in ids:
+            return m.group(0)
+        broken += 1
+        return m.group(2)
+
+    repaired = _LOCAL_LINK.sub(unwrap, text)
+    if broken:
+        path.write_text(repaired, encoding="utf-8")
+    return broken

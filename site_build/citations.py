@@ -246,5 +246,7 @@ def bibliography(files, known: dict[str, Work] | None = None) -> str:
             pages = ", ".join(f"[{_escape(_page_title(f))}]({posixpath.relpath(f.src_uri, posixpath.dirname(PAGE) or '.')})"
                               for f in where)
             parts.append(f"Cited in {pages}.")
-        entries.append(" ".join(parts) + f"\n{{: #{work.key} .reference }}")
-    return "\n\n".join(entries) + "\n"
+        entries.append(f'<li id="{work.key}" markdown="span">{" ".join(parts)}</li>')
+    # a list item per work (md_in_html renders the Markdown inside): the printable book keeps a list
+    # item's anchor apart from another page's by prefixing it, as it does for headings
+    return '<ul class="references" markdown="1">\n' + "\n".join(entries) + "\n</ul>\n"

@@ -27,7 +27,8 @@ event                       stages, in this order
                             listing (:mod:`.source_pages`)
 ``on_post_page``            which source pages were rendered (:mod:`.source_pages`); notebook pages
                             without CDN loaders (:mod:`.offline`)
-``on_post_build``           the execution cache's reuse count
+``on_post_build``           the execution cache's reuse count; last, after print-site: links of the
+                            printable book to no anchor of it, unwrapped (:mod:`.apparatus`)
 ==========================  ====================================================================
 
 Docstrings are rewritten by a Griffe extension (:mod:`.docstrings`), which ``mkdocs.yml`` gives
@@ -42,7 +43,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mkdocs.plugins import BasePlugin
+from pathlib import Path
+
+from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 
 from netcl_lite import fingerprint
 
@@ -148,8 +151,14 @@ class SiteBuild(BasePlugin):
         source_pages.remember_rendered(page)
         return offline.strip_loaders(output, page.file.src_uri)
 
-    def on_post_build(self, *, config) -> None:
+    def _report_reuse(self, *, config) -> None:
         if self.state is not None and self.state.outputs.reused:
             store.log.info(f"execution cache: {self.state.outputs.reused} build outputs reused")
         self.state = None
+
+    @event_priority(-100)           # after print-site has written the printable book
+    def _repair_print_page(self, *, config) -> None:
+        apparatus.repair_print_page(Path(config.site_dir))
+
+    on_post_build = CombinedEvent(_report_reuse, _repair_print_page)
 
