@@ -42,7 +42,6 @@ training run nor the figures, and with ``--dirty`` only the edited page is rende
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 from pathlib import Path
 
 from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
@@ -50,8 +49,7 @@ from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 from netcl_lite import fingerprint
 
 from . import apparatus, build_output, capstone_run, copyable, generated, includes, mathml, measured, offline
-from . import outputs
-from . import shipped_wheel, source_pages, store, templates
+from . import outputs, shipped_wheel, source_pages, store, templates
 from .dirty_pages import DirtyPages
 from .inputs import InputWatch
 from .paths import DOCS, FIGURES

@@ -8,7 +8,10 @@ and every answer is behind a closed <details>, one per question; on the drill
 notebooks every code cell shows its output. Every page passes axe-core's
 WCAG 2 A/AA rules in the light palette and again in the dark one (the reader's
 system asking for dark), and every image has alt text that says more than
-its file name. Screenshots of both palettes go to artifacts/screenshots/
+its file name. The printable book (print_page/) passes the same checks and is printed to PDF
+under print media, with every page, answer, figure and formula in it; each source page that an
+excerpt links to is themed, numbered, and marks the excerpt's lines on arrival. Screenshots of
+both palettes go to artifacts/screenshots/
 (look at them). Chromium comes from Debian: when
 it is missing and we are root, the test installs it with apt-get; otherwise it
 fails saying what to install. It is never skipped.
