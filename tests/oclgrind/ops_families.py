@@ -7,6 +7,8 @@ the matmul layout without CPU chunking). Saves every output and gradient to OUT.
 non-zero when a forward misses its reference.
 """
 
+import opencl12  # first: every kernel is built as OpenCL C 1.2
+
 import importlib
 import pickle
 import sys
@@ -151,4 +153,5 @@ results["bpe_listed_ids"] = np.array([i for ids in listed_ids for i in ids])
 np.savez(out_file, **results)
 if misses:
     raise SystemExit("forward results miss their float64 references:\n" + "\n".join(misses))
+print(opencl12.report())
 print(f"{nl.device().platform}: {len(results)} arrays, every forward within its reference's tolerance")

@@ -5,6 +5,8 @@ tests/test_oclgrind.py, and on the default device for comparison.
 usage: python tiny_lm.py OUT.npz
 """
 
+import opencl12  # first: every kernel is built as OpenCL C 1.2
+
 import sys
 
 import numpy as np
@@ -33,4 +35,5 @@ for step in range(2):
     results[f"clip{step}"] = clip.numpy()
 results["generated"] = model.generate([1, 2, 3], max_new_tokens=4, temperature=0)
 np.savez(sys.argv[1], **results)
+print(opencl12.report())
 print(f"{nl.device().platform}: losses {float(results['loss0']):.4f} {float(results['loss1']):.4f}, generated {results['generated']}")
