@@ -12,9 +12,13 @@ That machine is not this one, so the script measures here and projects:
    training seconds were recorded on the slowest kind (``SLOWEST["train_seconds"]``), also in a
    fresh process, with a fresh PoCL kernel cache (the recorded CI builds started without one).
 3. Projected seconds on the slowest kind = the slowest of its recorded seconds × (this code's
-   seconds here / that code's seconds here), medians over the rounds, the order alternating
-   round by round. This assumes the code's speed-up from that commit to this one is the same on
-   both kinds; both runs share this machine's load, which the ratio largely cancels.
+   step time here / that code's step time here). A run's step time is the 10th percentile of its
+   steps after the first: on a shared machine other work lengthens steps unevenly within a run
+   and between runs, and a low percentile is the least touched by it (the totals are recorded
+   too). Medians over the rounds, the order alternating round by round. This assumes the code's
+   speed-up from that commit to this one is the same on both kinds. The recorded seconds of the
+   slowest kind include the kernels' compilation in their first step, which this code does before
+   its timed steps, so the projection errs high.
 
 Appends the run (machine with its CPU family and model, PoCL target, load averages before and
 after, the recipe's hash, both timings, the projection) to
@@ -65,9 +69,11 @@ with tempfile.TemporaryDirectory() as tmp:
     log = json.loads((Path(tmp) / "run" / "log.json").read_text(encoding="utf-8"))
 steps = [r["seconds"] for r in log["train"]]
 each = [b - a for a, b in zip([0.0] + steps, steps)]
+later = sorted(each[1:])           # the first step may hold the kernels' compilation
 print(json.dumps({"package": str(Path(netcl_lite.__file__).parent), "steps": len(steps),
                   "train_seconds": steps[-1], "first_step_seconds": each[0],
-                  "median_step_seconds": sorted(each)[len(each) // 2]}))
+                  "fastest_step_seconds": later[0], "p10_step_seconds": later[len(later) // 10],
+                  "median_step_seconds": later[len(later) // 2]}))
 """
 
 
@@ -96,9 +102,11 @@ def _extract(commit: str, into: Path) -> Path:
 
 def projection(run: dict, slowest: dict = SLOWEST) -> float:
     """The slowest kind's projected training seconds for this code: its slowest recorded seconds
-    with ``slowest["commit"]``'s code, times this code's median seconds over that code's, here."""
-    ours = statistics.median(r["train_seconds"] for r in run["this_code"])
-    theirs = statistics.median(r["train_seconds"] for r in run["reference_code"])
+    with ``slowest["commit"]``'s code, times the ratio of a training step's time here, this code's
+    over that code's (each the 10th percentile of a run's steps after the first, the median over
+    rounds)."""
+    ours = statistics.median(r["p10_step_seconds"] for r in run["this_code"])
+    theirs = statistics.median(r["p10_step_seconds"] for r in run["reference_code"])
     return max(slowest["train_seconds"].values()) * ours / theirs
 
 

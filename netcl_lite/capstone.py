@@ -352,13 +352,23 @@ def _train_into(folder: Path, d: Data, queue, progress, seed: int = 0, training:
           progress=False)
     if curve:
         measure(0, 0.0)
+    load = os.getloadavg()[0]
     log = train(model, train_ids, validation, config, folder, progress=progress, callback=after_step)
+    load = [load, os.getloadavg()[0]]
     tok.save(folder / "tokenizer.json")
     atomic_write(folder / "curve.json", (json.dumps(points, indent=1) + "\n").encode())
     files = {name: _sha256(folder / name) for name in RUN_FILES}
     atomic_write(folder / "done.json", (json.dumps({"seconds": time.perf_counter() - began,
                                                     "train_seconds": log["train"][-1]["seconds"],
-                                                    "files": files}) + "\n").encode())
+                                                    "load_average": load, "files": files}) + "\n").encode())
+
+
+def training_load(run: Run) -> list | None:
+    """The 1-minute load average of the machine when the run's training began and when it ended
+    (``os.getloadavg``, as ``done.json`` recorded it; None for a run that did not record it): other
+    work on the machine slows the training steps, so their seconds are read beside it."""
+    done = json.loads(read_regular(run.directory / "done.json", 1 << 20, "a run's done.json"))
+    return done.get("load_average")
 
 
 def spread_windows(ids, n: int, block_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
