@@ -11,19 +11,21 @@ That machine is not this one, so the script measures here and projects:
 2. In the same round it trains the recipe with the code of ``SLOWEST["commit"]``, the code whose
    training seconds were recorded on the slowest kind (``SLOWEST["train_seconds"]``), also in a
    fresh process, with a fresh PoCL kernel cache (the recorded CI builds started without one).
-3. Projected seconds on the slowest kind = the slowest of its recorded seconds × (this code's
-   step time here / that code's step time here). A run's step time is the 10th percentile of its
-   steps after the first: on a shared machine other work lengthens steps unevenly within a run
-   and between runs, and a low percentile is the least touched by it (the totals are recorded
-   too). Medians over the rounds, the order alternating round by round. This assumes the code's
-   speed-up from that commit to this one is the same on both kinds. The recorded seconds of the
-   slowest kind include the kernels' compilation in their first step, which this code does before
-   its timed steps, so the projection errs high.
+3. In each round, the step ratio = this code's step time / that code's step time, a run's step
+   time being the 10th percentile of its steps after the first: on a shared machine other work
+   lengthens steps unevenly, and a low percentile is the least touched by it (the totals are
+   recorded too). The order alternates round by round.
+4. Projected seconds on the slowest kind = the slowest of its recorded seconds × the median of
+   the rounds' step ratios. This assumes the code's speed-up from that commit to this one is the
+   same on both kinds. The recorded seconds of the slowest kind include the kernels' compilation
+   in their first step, which this code does before its timed steps, so the projection errs high.
+5. The verdict: "within" or "above" the budget when at least two rounds ran and their step
+   ratios agree within ``AGREE``; otherwise "unsettled", the load having moved the rounds apart.
 
 Appends the run (machine with its CPU family and model, PoCL target, load averages before and
-after, the recipe's hash, both timings, the projection) to
-``benchmarks/results/training_budget.json``; a test checks the last run was made with the
-current recipe and that its projection is within the budget.
+after each run, the recipe's hash, both codes' timings, the step ratios, the projection and the
+verdict) to ``benchmarks/results/training_budget.json``; a test checks that the last run was made
+with the current recipe and recomputes its projection and verdict, which the page states.
 """
 
 from __future__ import annotations
@@ -100,22 +102,38 @@ def _extract(commit: str, into: Path) -> Path:
     return into
 
 
+#: the largest ratio between two rounds' step ratios for the run to give a verdict
+AGREE = 1.25
+
+
+def step_ratios(run: dict) -> list[float]:
+    """Per round, this code's step time over that code's (each the 10th percentile of a run's
+    steps after the first)."""
+    return [ours["p10_step_seconds"] / theirs["p10_step_seconds"]
+            for ours, theirs in zip(run["this_code"], run["reference_code"], strict=True)]
+
+
 def projection(run: dict, slowest: dict = SLOWEST) -> float:
     """The slowest kind's projected training seconds for this code: its slowest recorded seconds
-    with ``slowest["commit"]``'s code, times the ratio of a training step's time here, this code's
-    over that code's (each the 10th percentile of a run's steps after the first, the median over
-    rounds)."""
-    ours = statistics.median(r["p10_step_seconds"] for r in run["this_code"])
-    theirs = statistics.median(r["p10_step_seconds"] for r in run["reference_code"])
-    return max(slowest["train_seconds"].values()) * ours / theirs
+    with ``slowest["commit"]``'s code, times the median of the rounds' step ratios."""
+    return max(slowest["train_seconds"].values()) * statistics.median(step_ratios(run))
+
+
+def verdict(run: dict, budget: float, slowest: dict = SLOWEST) -> str:
+    """"within" or "above" the budget, or "unsettled" when fewer than two rounds ran or their step
+    ratios differ by more than ``AGREE`` times."""
+    ratios = step_ratios(run)
+    if len(ratios) < 2 or max(ratios) > AGREE * min(ratios):
+        return "unsettled"
+    return "within" if projection(run, slowest) <= budget else "above"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
-    if args.rounds < 1:
-        ap.error("--rounds must be at least 1")
+    if args.rounds < 2:
+        ap.error("--rounds must be at least 2: a verdict needs two rounds that agree")
     from machine import cpu_name          # benchmarks/ is the script's folder
     from netcl_lite import capstone
     from netcl_lite.core import compiler_target
@@ -141,9 +159,10 @@ def main() -> None:
                 run[name].append(result)
                 print(f"round {r + 1}, {name}: {result['train_seconds']:.1f} s of training steps "
                       f"(load {result['load_before']:.2f} -> {result['load_after']:.2f})", flush=True)
+    run["step_ratios"] = step_ratios(run)
     run["projected_slowest_seconds"] = projection(run)
     run["budget_seconds"] = capstone.TRAINING_BUDGET_SECONDS
-    run["within_budget"] = run["projected_slowest_seconds"] <= capstone.TRAINING_BUDGET_SECONDS
+    run["verdict"] = verdict(run, capstone.TRAINING_BUDGET_SECONDS)
     record = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.is_file() else {"runs": []}
     record["slowest_kind"] = SLOWEST
     record["method"] = __doc__.split("\n\n", 2)[2].split("\n\nAppends")[0]
@@ -152,7 +171,8 @@ def main() -> None:
     here = statistics.median(r["train_seconds"] for r in run["this_code"])
     print(f"{run['cpu']}, PoCL target {run['pocl_target']}: {here:.1f} s of training steps here; "
           f"projected on the slowest kind ({SLOWEST['cpu']}, {SLOWEST['pocl_target']}): "
-          f"{run['projected_slowest_seconds']:.0f} s against the budget of {run['budget_seconds']} s")
+          f"{run['projected_slowest_seconds']:.0f} s against the budget of {run['budget_seconds']} s "
+          f"(step ratios {', '.join(f'{r:.2f}' for r in run['step_ratios'])}: {run['verdict']})")
     print(f"wrote {RESULTS}")
 
 
