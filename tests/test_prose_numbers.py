@@ -465,6 +465,11 @@ CLAIMS: list[tuple[str, str, str, str]] = [
      "tests/test_capstone.py", "the other pairs are not told apart"),
     ("chapter-9.md", "At the first pass's last checkpoint the gap is less than half the final one",
      "snippets/chapter9/generalization_gap.py", "most of the final gap opens later"),
+    ("chapter-9.md", "even a model that had never seen a training window twice would code them worse than the training "
+                     "modules",
+     "snippets/chapter9/generalization_gap.py", "validation costs more than unseen training text"),
+    ("chapter-9.md", "while it improves faster on text it has seen",
+     "snippets/chapter9/generalization_gap.py", "most of the final gap opens later"),
     ("chapter-9.md", "and most of it is other text",
      "snippets/chapter9/generalization_gap.py", "in the first pass it is mostly other text"),
     ("chapter-9.md", "memorization accounts for more of it than other text does",
