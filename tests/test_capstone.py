@@ -250,6 +250,8 @@ def test_the_curve_holds_the_gap_measures_of_each_checkpoint(queue):
     drawn = [c["drawn"] for c in curve]
     assert drawn[0] == 0 and curve[0]["train_loss_drawn"] is None
     assert all(a <= b for a, b in zip(drawn, drawn[1:])) and drawn[-1] < 1
+    load = capstone.training_load(run)                  # what the page prints beside the seconds
+    assert len(load) == 2 and all(x >= 0 for x in load)
     for c in curve[1:]:
         share = c["drawn"]
         mixed = share * c["train_loss_drawn"] + (1 - share) * c["train_loss_undrawn"]
