@@ -372,13 +372,18 @@ def _snippet_constant(path: str, name: str):
     raise LookupError(f"{path} assigns no {name}")
 
 
-def _recipes_bench():
-    """benchmarks/capstone_recipes.py as a module: its t bound for three paired seeds."""
+def _benchmark(name: str):
+    """A script of benchmarks/ as a module, its constants and helpers, without running it."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location("capstone_recipes", doc_blocks.ROOT / "benchmarks/capstone_recipes.py")
+    spec = importlib.util.spec_from_file_location(name, doc_blocks.ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _recipes_bench():
+    """benchmarks/capstone_recipes.py: its t bound for three paired seeds."""
+    return _benchmark("capstone_recipes")
 
 
 def _recipes() -> dict:
@@ -400,12 +405,8 @@ def _decay_shares() -> tuple[float, float]:
 
 
 def _budget_bench():
-    """benchmarks/training_budget.py as a module: its SLOWEST record and its AGREE bound."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("training_budget", doc_blocks.ROOT / "benchmarks/training_budget.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """benchmarks/training_budget.py: its SLOWEST record and its AGREE bound."""
+    return _benchmark("training_budget")
 
 
 def _budget_run() -> dict:
