@@ -319,12 +319,13 @@ PROSE = [
     ("chapter-9.md", "The block asserts that the model needs at least 4% fewer bits than primed xz",
      lambda: f"The block asserts that the model needs at least {_snippet_constant('snippets/chapter9/coders.py', 'MARGIN'):.0%}"
              " fewer bits than primed xz"),
-    ("chapter-9.md", "The recipe is sized for at most 300 seconds",
-     lambda: f"The recipe is sized for at most {_capstone().TRAINING_BUDGET_SECONDS} seconds"),
+    ("chapter-9.md", "The recipe is sized for a target of 300 seconds",
+     lambda: f"The recipe is sized for a target of {_capstone().TRAINING_BUDGET_SECONDS} seconds"),
     ("chapter-9.md", r"\(\epsilon = 10^{-8}\)",
      lambda: rf"\(\epsilon = 10^{{{math.log10(_capstone().TRAINING.eps):.0f}}}\)"),
-    ("chapter-9.md", r"\min\!\left(1,\ \frac{c}{\lVert g \rVert_2 + 10^{-6}}\right)",
-     lambda: rf"\min\!\left(1,\ \frac{{c}}{{\lVert g \rVert_2 + 10^{{{_clip_epsilon_exponent()}}}}}\right)"),
+    ("chapter-9.md", r"\min\!\left(1,\ \frac{c_{\text{clip}}}{\lVert \mathbf{g} \rVert_2 + 10^{-6}}\right)",
+     lambda: rf"\min\!\left(1,\ \frac{{c_{{\text{{clip}}}}}}{{\lVert \mathbf{{g}} \rVert_2 + "
+             rf"10^{{{_clip_epsilon_exponent()}}}}}\right)"),
     ("chapter-9.md", "with 256 MiB of model memory, at the context order from 2\nto 64",
      lambda: f"with {_capstone().PPMD_MEMORY >> 20} MiB of model memory, at the context order from "
              f"{min(_capstone().PPMD_ORDERS)}\nto {max(_capstone().PPMD_ORDERS)}"),
@@ -341,6 +342,82 @@ PROSE = [
      lambda: f"counts of every context of up to {__import__('netcl_lite.ngram').ngram.ORDERS} tokens in the"),
     ("chapter-9.md", "after orders 1, 2 and 4 and its final one",
      lambda: "after orders {}, {} and {} and its final one".format(*__import__('netcl_lite.ngram').ngram.MIX_ORDERS)),
+    ("chapter-9.md", "where the code of 2026-12-02 trained it in\n245 to 274 s",
+     lambda: "where the code of {date} trained it in\n{low:.0f} to {high:.0f} s".format(
+         date=_budget_bench().SLOWEST["date"], low=min(_budget_bench().SLOWEST["train_seconds"].values()),
+         high=max(_budget_bench().SLOWEST["train_seconds"].values()))),
+    ("chapter-9.md", "with seeds 0, 1 and 2, the same three in every row",
+     lambda: "with seeds {}, {} and {}, the same {} in every row".format(
+         *_recipes()["seeds_in_summary"], {3: "three"}[len(_recipes()["seeds_in_summary"])])),
+    ("chapter-9.md", r"times \(4.30/\sqrt{3}\)," "\nabout 2.48",
+     lambda: r"times \({:.2f}/\sqrt{{3}}\),".format(_recipes_bench().T_CRITICAL_3_SEEDS)
+             + "\nabout {:.2f}".format(_recipes_bench().T_CRITICAL_3_SEEDS / math.sqrt(3))),
+    ("chapter-9.md", "The committed recipe codes validation in 1.8077 ± 0.0038 bits per\nbyte",
+     lambda: "The committed recipe codes validation in {mean:.4f} ± {sd:.4f} bits per\nbyte".format(
+         **_recipes()["rows"]["committed"])),
+    ("chapter-9.md", "Decaying over the last 20% of the steps after the warmup instead of 30%\n"
+                     "changes that by +0.0025 ± 0.0023",
+     lambda: "Decaying over the last {:.0%} of the steps after the warmup instead of {:.0%}\n"
+             "changes that by {}".format(*_decay_shares(), _pm(_recipes()["paired_with_committed"][
+                 "decay over the last 20 %"]))),
+    ("chapter-9.md", "a straight line to\nzero +0.0116 ± 0.0038, a cosine to a tenth of the peak +0.0249 ± 0.0085, a\n"
+                     "cosine to zero +0.0341 ± 0.0096",
+     lambda: "a straight line to\nzero {}, a cosine to a tenth of the peak {}, a\ncosine to zero {}".format(
+         *(_pm(_recipes()["paired_with_committed"][n]) for n in (
+             "a straight line to 0 from the end of warmup", "a cosine to a tenth of the peak", "a cosine to 0")))),
+    ("chapter-9.md", "the cosine to a tenth (+0.0093 ± 0.0017)",
+     lambda: "the cosine to a tenth ({})".format(
+         _pm(_recipes()["paired_between_rows"]["a cosine to 0 − a cosine to a tenth of the peak"]))),
+    ("chapter-9.md", "These\nare ten comparisons of five schedules",
+     lambda: "These\nare {} comparisons of {} schedules".format(
+         {10: "ten"}[len(_recipes()["paired_between_rows"])], {5: "five"}[len(_recipes()["rows"])])),
+    ("chapter-9.md", "a 2-core\nAMD EPYC Zen 1 (family 23, model 1)",
+     lambda: "a {}-core\nAMD EPYC Zen 1 {}".format(_budget_bench().SLOWEST["logical_cpus"],
+                                                  _budget_bench().SLOWEST["cpu"].removeprefix("AMD EPYC "))),
+    ("chapter-9.md", "ratios agree within a quarter",
+     lambda: "ratios agree within a {}".format({1.25: "quarter"}[_budget_bench().AGREE])),
+    ("chapter-9.md", "Its last run, on an Intel Xeon (family 6, model 167), PoCL target `rocketlake`, on 2026-12-05, "
+                     "gave ratios of 0.69 and 1.75: they differ by more than that, so it gives no verdict",
+     lambda: "Its last run, on an {cpu}, PoCL target `{target}`, on {date}, gave ratios of {ratios}: {verdict}".format(
+         cpu=re.sub(r"\(R\)|\(TM\)| Processor", "", _budget_run()["cpu"]), target=_budget_run()["pocl_target"],
+         date=_budget_run()["date"], ratios=" and ".join(f"{r:.2f}" for r in _budget_run()["step_ratios"]),
+         verdict="they differ by more than that, so it gives no verdict" if _budget_run()["verdict"] == "unsettled"
+         else f"they agree, and project {_budget_run()['projected_slowest_seconds']:.0f} s on the Zen 1, "
+              f"{_budget_run()['verdict']} the target")),
+    ("chapter-9.md", "1-minute load average of 6.7 to 8.0 on 2 cores",
+     lambda: "1-minute load average of {:.1f} to {:.1f} on {} cores".format(
+         min(_budget_loads()), max(_budget_loads()), _budget_run()["logical_cpus"])),
+    ("chapter-9.md", "moves each of them by about an eighth of that standard deviation",
+     lambda: "moves each of them by about an {} of that standard deviation".format(
+         {8: "eighth"}[round(_capstone().MODEL["initializer_range"] / _capstone().TRAINING.learning_rate)])),
+    ("chapter-9.md", "(the block asserts it is within half a nat of it)",
+     lambda: "(the block asserts it is within {} nat of it)".format(
+         {0.5: "half a"}[_snippet_constant("snippets/chapter9/one_step.py", "NEAR")])),
+    ("chapter-9.md", r"more than 99% of them, moves by more than \(0.99\,\eta\)",
+     lambda: rf"more than {_one_step_full():.0%} of them, moves by more than \({_one_step_full()}\,\eta\)"),
+    ("chapter-9.md", "section 4's block asserts that more than 99% of the weights move by more than 0.99 of the rate",
+     lambda: f"section 4's block asserts that more than {_one_step_full():.0%} of the weights move by more than "
+             f"{_one_step_full()} of the rate"),
+    ("chapter-9.md", "is more than ten times the step from",
+     lambda: "is more than {} times the step from".format(
+         {10: "ten"}[_snippet_constant("snippets/chapter9/exercise_stride.py", "TIMES")])),
+    ("chapter-9.md", "Generate 48 greedy tokens after \"Return the\" with\n`no_repeat_ngram_size` 0, 2, 3 and 4",
+     lambda: "Generate {} greedy tokens after \"Return the\" with\n`no_repeat_ngram_size` {}, {}, {} and {}".format(
+         _snippet_constant("snippets/chapter9/exercise_no_repeat.py", "NEW"),
+         *_snippet_constant("snippets/chapter9/exercise_no_repeat.py", "SIZES"))),
+    ("chapter-9.md", "This run sees fewer than a fifth of that",
+     lambda: "This run sees fewer than a {} of that".format(
+         {5: "fifth"}[_snippet_constant("snippets/chapter9/generalization_gap.py", "BELOW")])),
+    ("chapter-9.md", "wherever at least a tenth of the scored training tokens are still undrawn",
+     lambda: "wherever at least a {} of the scored training tokens are still undrawn".format(
+         {0.1: "tenth"}[_snippet_constant("snippets/chapter9/generalization_gap.py", "SPLIT")])),
+    ("chapter-9.md", "about 20 tokens\nper parameter is the heuristic",
+     lambda: f"about {_snippet_constant('snippets/chapter9/generalization_gap.py', 'HEURISTIC')} tokens\n"
+             "per parameter is the heuristic"),
+    ("chapter-9.md", "times the same comparison at 256 new\ntokens",
+     lambda: "times the same comparison at {} new\ntokens".format(
+         re.search(r'"--new-tokens", type=int, default=(\d+)',
+                   (doc_blocks.ROOT / "benchmarks/bench_train.py").read_text(encoding="utf-8")).group(1))),
     ("week-23.md", "fp16 score matrix is 2 GiB",
      lambda: f"fp16 score matrix is {budget.to_gib(budget.score_matrix_bytes(32768, bytes_per_element=2)):g} GiB"),
 ]
@@ -412,6 +489,60 @@ def _snippet_constant(path: str, name: str):
                     i = [t.id for t in target.elts].index(name)
                     return ast.literal_eval(node.value)[i]
     raise LookupError(f"{path} assigns no {name}")
+
+
+def _benchmark(name: str):
+    """A script of benchmarks/ as a module, its constants and helpers, without running it."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, doc_blocks.ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _recipes_bench():
+    """benchmarks/capstone_recipes.py: its t bound for three paired seeds."""
+    return _benchmark("capstone_recipes")
+
+
+def _recipes() -> dict:
+    """What benchmarks/results/capstone_recipes.json records."""
+    import json
+    return json.loads((doc_blocks.ROOT / "benchmarks/results/capstone_recipes.json").read_text(encoding="utf-8"))
+
+
+def _pm(difference: dict) -> str:
+    """A paired difference as the page writes it: signed mean ± sample sd."""
+    return f"{difference['mean']:+.4f} ± {difference['sd']:.4f}"
+
+
+def _decay_shares() -> tuple[float, float]:
+    """The 20 % variant's and the committed recipe's decay, as shares of the steps after the warmup."""
+    configs = _recipes()["configs"]
+    return tuple(c["decay_steps"] / (c["max_steps"] - c["warmup_steps"])
+                 for c in (configs["decay over the last 20 %"], configs["committed"]))
+
+
+def _budget_bench():
+    """benchmarks/training_budget.py: its SLOWEST record and its AGREE bound."""
+    return _benchmark("training_budget")
+
+
+def _budget_run() -> dict:
+    """The last run benchmarks/results/training_budget.json records."""
+    import json
+    path = doc_blocks.ROOT / "benchmarks/results/training_budget.json"
+    return json.loads(path.read_text(encoding="utf-8"))["runs"][-1]
+
+
+def _budget_loads() -> list[float]:
+    run = _budget_run()
+    return [r[k] for r in run["this_code"] + run["reference_code"] for k in ("load_before", "load_after")]
+
+
+def _one_step_full() -> float:
+    """The share Chapter 9's one-step block calls the full rate (``FULL``), also its bar for "nearly every"."""
+    return _snippet_constant("snippets/chapter9/one_step.py", "FULL")
 
 
 def _clip_epsilon_exponent() -> int:
@@ -592,6 +723,75 @@ CLAIMS: list[tuple[str, str, str, str]] = [
      "snippets/chapter9/mixing.py", "the adaptive n-gram needs fewer bits than the static one"),
     ("chapter-9.md", "so the mix needs fewer bits than either alone",
      "snippets/chapter9/mixing.py", "the mix needs fewer bits than either part alone"),
+    # Chapter 9 outside section 7
+    ("chapter-9.md", "these seeds do not tell the 20% decay from the committed one",
+     "tests/test_capstone.py", "these seeds do not tell the 20 % decay from the committed one"),
+    ("chapter-9.md", "Each schedule that decays from the end of the warmup needs more bits than the committed one, and "
+                     "the test tells each apart",
+     "tests/test_capstone.py", "each schedule that decays from the end of the warmup needs more bits than the committed one"),
+    ("chapter-9.md", "beats every schedule that decays from the end of the warmup",
+     "tests/test_capstone.py", "each schedule that decays from the end of the warmup needs more bits than the committed one"),
+    ("chapter-9.md", "the cosine to zero needs more bits than the cosine to a tenth",
+     "tests/test_capstone.py", "the cosine to zero needs more bits than the cosine to a tenth"),
+    ("chapter-9.md", "and a cosine to zero does worse than a cosine to a tenth",
+     "tests/test_capstone.py", "the cosine to zero needs more bits than the cosine to a tenth"),
+    ("chapter-9.md", "(+0.0093 ± 0.0017) and than the 20% decay",
+     "tests/test_capstone.py", "the cosine to zero needs more bits than the 20 % decay"),
+    ("chapter-9.md", "the other pairs are not told apart",
+     "tests/test_capstone.py", "the other pairs are not told apart"),
+    ("chapter-9.md", "three seeds do not establish",
+     "tests/test_capstone.py", "the other pairs are not told apart"),
+    ("chapter-9.md", "At the first pass's last checkpoint the gap is less than half the final one",
+     "snippets/chapter9/generalization_gap.py", "most of the final gap opens later"),
+    ("chapter-9.md", "even a model that had never seen a training window twice would code them worse than the training "
+                     "modules",
+     "snippets/chapter9/generalization_gap.py", "validation costs more than unseen training text"),
+    ("chapter-9.md", "while it improves faster on text it has seen",
+     "snippets/chapter9/generalization_gap.py", "most of the final gap opens later"),
+    ("chapter-9.md", "and most of it is other text",
+     "snippets/chapter9/generalization_gap.py", "in the first pass it is mostly other text"),
+    ("chapter-9.md", "memorization accounts for more of it than other text does",
+     "snippets/chapter9/generalization_gap.py", "later it is mostly memorized"),
+    ("chapter-9.md", "and the memorized part has grown since the first pass",
+     "snippets/chapter9/generalization_gap.py", "memorization grew in the later passes"),
+    ("chapter-9.md", "Meanwhile the validation loss falls at every evaluation to the end (section 5's block asserts it)",
+     "snippets/chapter9/training.py", "the validation loss fell at every evaluation"),
+    ("chapter-9.md", "Its parameter count, read from the module, equals the count from `budget`'s formulas",
+     "snippets/chapter9/model.py", "the module's count equals the formula's"),
+    ("chapter-9.md", "they differ by more than that, so it gives no verdict",
+     "tests/test_capstone.py", "the rounds disagree, so the run gives no verdict"),
+    ("chapter-9.md", "(the block asserts it is within half a nat of it)",
+     "snippets/chapter9/one_step.py", "the initial loss is near ln V"),
+    ("chapter-9.md", "asserts that nearly every weight of the model, more than 99% of them, moves by more than",
+     "snippets/chapter9/one_step.py", "nearly every weight moves by the full rate"),
+    ("chapter-9.md", "section 4's block asserts that more than 99% of the weights move by more than 0.99 of the rate",
+     "snippets/chapter9/one_step.py", "nearly every weight moves by the full rate"),
+    ("chapter-9.md", "falls at every evaluation (the block above asserts it)",
+     "snippets/chapter9/training.py", "the validation loss fell at every evaluation"),
+    ("chapter-9.md", "This run sees fewer than a fifth of that (the block asserts it)",
+     "snippets/chapter9/generalization_gap.py", "fewer than a fifth of 20 per parameter"),
+    ("chapter-9.md", "repeats a 3-gram (three tokens in a row) in at least one of its three outputs; the block counts "
+                     "them and asserts it",
+     "snippets/chapter9/samples.py", "greedy decoding repeats a 3-gram"),
+    ("chapter-9.md", "the block asserts that no output made with it repeats one",
+     "snippets/chapter9/samples.py", "with the rule no 3-gram repeats"),
+    ("chapter-9.md", "Both give the same tokens (the block asserts it)",
+     "snippets/chapter9/generation_speed.py", "the same tokens either way"),
+    ("chapter-9.md", "`generate` runs a cached step as one fused kernel per layer and one for the head",
+     "snippets/chapter9/generation_speed.py", "one fused kernel per layer and the head"),
+    ("chapter-9.md", "The run executed more (the block asserts it)",
+     "snippets/chapter9/flops.py", "the run executed more than 6 N N_tok"),
+    ("chapter-9.md", "and the block asserts that each ends in one or the other",
+     "snippets/chapter9/exercise_dedup.py", "the most common are headings or ends of sentences"),
+    ("chapter-9.md", "Side by side costs the most bits: the first tokens of each window are",
+     "snippets/chapter9/exercise_stride.py", "side by side costs the most bits"),
+    ("chapter-9.md", "is more than ten times the step from `EVAL_STRIDE` to half of it (the block asserts it)",
+     "snippets/chapter9/exercise_stride.py", "the first step is more than ten times the second"),
+    ("chapter-9.md", "fewer of the generated 3-grams are distinct than there are 3-grams; the block asserts that some "
+                     "3-gram repeats",
+     "snippets/chapter9/exercise_no_repeat.py", "without the rule some 3-gram repeats"),
+    ("chapter-9.md", "so in both every generated 3-gram is distinct: the block asserts it for both",
+     "snippets/chapter9/exercise_no_repeat.py", "with n = 2 or 3 every 3-gram is distinct"),
 ]
 
 
