@@ -310,6 +310,9 @@ PROSE = [
      lambda: r"Rescaling only the normalizer gives {:g}; rescaling only the accumulator gives \({}\)".format(
          round(_streamed(rescale_a=False)[0][0], 9), _frac(_streamed(rescale_l=False)[0][0]))),
     # Chapter 9: the recipe and the result
+    ("chapter-9.md", "one OpenCL kernel (`kernels/adamw.cl`) for up to 16 tensors a launch",
+     lambda: "one OpenCL kernel (`kernels/adamw.cl`) for up to "
+             f"{__import__('netcl_lite.ops.adamw').ops.adamw.STEP_SLOTS} tensors a launch"),
     ("chapter-9.md", "every line of at least 20 characters (after stripping",
      lambda: f"every line of at least {_capstone().DEDUP_MIN_CHARS} characters (after stripping"),
     ("chapter-9.md", "drops held-out lines of at least 20 characters that occur in",
