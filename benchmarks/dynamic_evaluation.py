@@ -41,8 +41,6 @@ from netcl_lite.dynamic_evaluation import coded_bits
 from netcl_lite.nn import KVCache
 from netcl_lite.train import read_optimizer_state
 
-from machine import cpu_name  # noqa: E402  (benchmarks/ is the script's folder)
-
 RESULTS = Path(__file__).parent / "results"
 OUT = RESULTS / "dynamic_evaluation.json"
 
@@ -74,6 +72,18 @@ GRID = {
     "adam, chunk 16, lr 1e-3": dict(optimizer="adam", chunk=16, lr=1e-3),
     "adam, chunk 16, lr 3e-4, run moments": dict(optimizer="adam", chunk=16, lr=3e-4, run_state=True),
     "sgd, chunk 16, lr 1": dict(optimizer="sgd", chunk=16, lr=1.0),
+    # a second round, around the best of the first (shorter windows, smaller chunks)
+    "rms, chunk 16, lr 5e-4, window 32": dict(optimizer="rms", chunk=16, lr=5e-4, window=32),
+    "rms, chunk 8, lr 2.5e-4, window 32": dict(optimizer="rms", chunk=8, lr=2.5e-4, window=32),
+    "rms, chunk 8, lr 5e-4, window 16": dict(optimizer="rms", chunk=8, lr=5e-4, window=16),
+    "rms, chunk 8, lr 5e-4, window 32, decay 0.01": dict(optimizer="rms", chunk=8, lr=5e-4, window=32, decay=0.01),
+    "rms, chunk 8, lr 5e-4, window 32, keep the cache": dict(optimizer="rms", chunk=8, lr=5e-4, window=32,
+                                                             refill=False),
+    "rms, chunk 8, lr 5e-4, window 32, floor 1": dict(optimizer="rms", chunk=8, lr=5e-4, window=32, rms_floor=1.0),
+    "rms, chunk 8, lr 5e-4, window 32, run moments": dict(optimizer="rms", chunk=8, lr=5e-4, window=32,
+                                                          run_state=True),
+    "rms, chunk 4, lr 1.25e-4, window 32": dict(optimizer="rms", chunk=4, lr=1.25e-4, window=32),
+    "rms, chunk 4, lr 2.5e-4, window 16": dict(optimizer="rms", chunk=4, lr=2.5e-4, window=16),
 }
 
 
@@ -99,37 +109,89 @@ def _row(run, ids, n_bytes: int, fields: dict | None, state) -> dict:
             "run moments": use_state, "bits per byte": float(bits.sum() / n_bytes), "tokens": int(ids.size), **info}
 
 
+def _run_from(folder: Path) -> capstone.Run:
+    """A finished run's folder as :func:`netcl_lite.capstone.run` returns it."""
+    from netcl_lite.nn import DecoderLM
+    from netcl_lite.text import BPETokenizer
+
+    if not (folder / "done.json").is_file():
+        raise SystemExit(f"{folder}: not a finished capstone run (no done.json)")
+    with np.load(folder / "ids.npz") as stored:
+        train_ids, held_out_ids = stored["train"], stored["held_out"]
+    log = json.loads((folder / "log.json").read_text(encoding="utf-8"))
+    return capstone.Run(DecoderLM.from_pretrained(folder), BPETokenizer.load(folder / "tokenizer.json"),
+                        capstone.data(), train_ids, held_out_ids, log, folder)
+
+
+WINDOWS = (64, 32, 16)
+#: rows within this fraction of the fewest bits count as tied: the cheapest of them is chosen
+TIE = 0.001
+RULE = (f"the fewest validation bits per byte; among the rows within {100 * TIE:g}% of them, the one with the "
+        "fewest estimated seconds (est. s, below)")
+
+
+def estimated_seconds(row: dict, per: dict, decoding_steps: int) -> float:
+    """A row's seconds at the ``--costs`` medians: the split's decoding steps, the row's gradient
+    steps and, for RMS with mean squares of its own, the ``ms_batches`` gradient passes that
+    measure them (each at its window's cost), and its refills."""
+    settings = row["settings"] or {}
+    window = settings.get("window") or WINDOWS[0]
+    passes = row["gradient_steps"]
+    if settings.get("optimizer") == "rms" and not row["run moments"]:
+        passes += settings["ms_batches"]
+    return (decoding_steps * per["decoding step"] + passes * per[f"gradient step, window {window}"]
+            + row["refills"] * per["refill (32 positions)"])
+
+
+def choose(out: dict) -> str | None:
+    """The row :data:`RULE` picks (None before ``--costs`` has run or while no row adapts)."""
+    rows, per = out.get("validation", {}).get("rows", {}), out.get("costs")
+    adapted = {name: row for name, row in rows.items() if name != "none"}
+    if not adapted or not per:
+        return None
+    best = min(row["bits per byte"] for row in adapted.values())
+    steps = -(-rows["none"]["tokens"] // cz.STREAMS)
+    tied = [name for name, row in adapted.items() if row["bits per byte"] <= best * (1 + TIE)]
+    return min(tied, key=lambda name: (estimated_seconds(adapted[name], per, steps), name))
+
+
 def costs(run, rounds: int) -> dict:
-    """Medians over ``rounds`` alternating rounds: one gradient step of an update (32 windows of 64
-    tokens: forward, backward, the host's RMS update, the weights written back), one refill of 32
-    positions per stream, and one decoding step of the 32 streams."""
+    """Medians over ``rounds`` alternating rounds: one gradient step of an update for each of
+    :data:`WINDOWS` (32 windows of that many tokens, the last 8 targets counted: forward,
+    backward, the host's RMS update, the weights written back), one refill of 32 positions per
+    stream, and one decoding step of the 32 streams."""
     model, c = run.model, run.model.config
     streams, full = cz.STREAMS, c.max_position_embeddings
-    adapter = Adapter(model, streams, 0, AdaptConfig(), train_ids=run.train_ids)
-    twin = adapter.model
-    ids = run.held_out_ids
-    rows = ids[:streams * (full + 1)].reshape(streams, full + 1)
-    adapter.history = rows.copy()                               # each stream a full window coded
-    adapter.seen[:] = full + 1
+    rows = run.held_out_ids[:streams * (full + 1)].reshape(streams, full + 1)
+    adapters = {}
+    for w in WINDOWS:
+        adapter = Adapter(model, streams, 0, AdaptConfig(chunk=8, lr=5e-4, window=w), train_ids=run.train_ids)
+        adapter.history = rows.copy()                           # each stream a full window coded
+        adapter.seen[:] = full + 1
+        adapters[w] = adapter
+    twin = adapters[WINDOWS[0]].model
     cache = KVCache(model.queue, c.num_hidden_layers, streams, c.num_key_value_heads, c.head_dim, full)
-    times = {"gradient step": [], "refill (32 positions)": [], "decoding step": []}
+    names = [f"gradient step, window {w}" for w in WINDOWS] + ["refill (32 positions)", "decoding step"]
+    times = {name: [] for name in names}
     for r in range(rounds + 1):                                 # round 0 compiles and warms up
-        adapter.trained_upto[:] = full + 1 - adapter.config.chunk   # the last chunk not yet trained on
-        began = time.perf_counter()
-        adapter.update()
-        step = time.perf_counter() - began
+        took = []
+        for adapter in adapters.values():
+            adapter.trained_upto[:] = full + 1 - adapter.config.chunk   # the last chunk not yet trained on
+            began = time.perf_counter()
+            adapter.update()
+            took.append(time.perf_counter() - began)
         cache.reset()
         twin.hidden(rows[:, :cz.KEEP], cache).numpy()
         began = time.perf_counter()
-        adapter.refill(cache, rows)
-        refill = time.perf_counter() - began
+        adapters[WINDOWS[0]].refill(cache, rows)
+        took.append(time.perf_counter() - began)
         began = time.perf_counter()
         twin.decode_step(rows[:, cz.KEEP], cache)
-        decode = time.perf_counter() - began
+        took.append(time.perf_counter() - began)
         if r:
-            for key, value in zip(times, (step, refill, decode)):
-                times[key].append(value)
-    return {key: statistics.median(v) for key, v in times.items()} | {"rounds": rounds}
+            for name, value in zip(names, took):
+                times[name].append(value)
+    return {name: statistics.median(v) for name, v in times.items()} | {"rounds": rounds}
 
 
 def report(out: dict) -> str:
@@ -139,16 +201,18 @@ def report(out: dict) -> str:
              "the model alone, predicted as `compression.compress(mix=False)` predicts (32 streams of "
              "cached decoding steps with refills), in bits per byte of the split's text.", "",
              f"- machine: {out.get('machine', {}).get('cpu', '?')}; {out.get('machine', {}).get('note', '')}",
-             f"- model: {out.get('model', {}).get('fingerprint', '?')} "
-             f"(`capstone.run()`, {out.get('model', {}).get('train seconds', 0):.0f} s of training steps)", ""]
+             f"- model: Chapter 9's run, weights fingerprint {out.get('model', {}).get('fingerprint', '?')} "
+             f"(its training steps took {out.get('model', {}).get('train seconds', 0):.0f} s when this copy "
+             "was trained, on the shared machine)", ""]
     val = out.get("validation", {})
     base = val.get("rows", {}).get("none")
     per = out.get("costs")
     if base is None:
         return "\n".join(lines) + "\n"
     if per:
+        steps_ms = ", ".join(f"window {w} {per[f'gradient step, window {w}'] * 1e3:.0f} ms" for w in WINDOWS)
         lines += [f"Per-step costs (`--costs`, medians of {per['rounds']} alternating rounds, same load): "
-                  f"one gradient step {per['gradient step'] * 1e3:.0f} ms, one refill "
+                  f"one gradient step of 32 windows ({steps_ms}), one refill "
                   f"{per['refill (32 positions)'] * 1e3:.0f} ms, one decoding step of the 32 streams "
                   f"{per['decoding step'] * 1e3:.1f} ms.", ""]
     n_bytes = val["bytes"]
@@ -162,14 +226,24 @@ def report(out: dict) -> str:
         cells = [name + (" **(chosen)**" if name == out.get("chosen") else ""), f"{row['bits per byte']:.4f}",
                  f"{100 * gain:+.2f}%", str(row["gradient_steps"]), str(row["refills"]), f"{row['coding_seconds']:.1f}"]
         if per:
-            est = steps * per["decoding step"] + row["gradient_steps"] * per["gradient step"] \
-                + row["refills"] * per["refill (32 positions)"]
+            est = estimated_seconds(row, per, steps)
             cells += [f"{est:.1f}", f"{n_bytes / 1e3 / est:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
+    if out.get("chosen"):
+        lines += ["", f"Chosen: {RULE}."]
+    if per:
+        cost = {name: estimated_seconds(row, per, steps) for name, row in val["rows"].items()}
+        frontier = [name for name, row in ranked
+                    if not any(other["bits per byte"] < row["bits per byte"] and cost[o] < cost[name]
+                               for o, other in val["rows"].items())]
+        lines += ["", "Rows no other row beats in both bits and est. s (the trade-off, cheapest first): "
+                  + "; ".join(f"{name} ({val['rows'][name]['bits per byte']:.4f}, {cost[name]:.1f} s)"
+                              for name in sorted(frontier, key=cost.get)) + "."]
     if per:
         lines += ["", "est. s: the split's decoding steps (one per token of the longest stream) plus the row's "
-                  "gradient steps and refills, at the medians above; the compressor's own window refills, "
-                  "the mean squares' setup and the range coder are left out."]
+                  "gradient steps, its refills and, for RMS with mean squares of its own, the 8 gradient "
+                  "passes that measure them, at the medians above; the compressor's own window refills and "
+                  "the range coder are left out. est. kB/s: the split's bytes over est. s."]
     test = out.get("test")
     if test:
         lines += ["", f"## Test split, read once ({test['date']})", "",
@@ -187,8 +261,12 @@ def main() -> int:
     ap.add_argument("--test", action="store_true", help="code the test split once with the chosen setting")
     ap.add_argument("--only", nargs="*", help="grid rows to run (default: all)")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--run", type=Path, help="a finished Chapter 9 run's folder (default: capstone.run(), which "
+                    "trains it when this checkout's key has none); rows are tied to the model's fingerprint")
     a = ap.parse_args()
-    run = capstone.run()
+    from machine import cpu_name      # benchmarks/ is the script's folder
+
+    run = capstone.run() if a.run is None else _run_from(a.run)
     fingerprint = cz.model_fingerprint(run.model).hex()
     out = _load(a.out)
     if out.get("model", {}).get("fingerprint") not in (None, fingerprint):
@@ -203,6 +281,7 @@ def main() -> int:
     state = read_optimizer_state(run.directory)
     if a.costs:
         out["costs"] = costs(run, a.rounds)
+        out["rule"], out["chosen"] = RULE, choose(out)
         print(out["costs"], flush=True)
         _save(out, a.out)
         return 0
@@ -219,9 +298,8 @@ def main() -> int:
             continue
         val["rows"][name] = _row(run, ids, n_bytes, fields, state)
         print(f"{name}: {val['rows'][name]['bits per byte']:.4f}", flush=True)
-        out["chosen"] = min((k for k in val["rows"] if k != "none"), key=lambda k: val["rows"][k]["bits per byte"],
-                            default=None)
         _save(out, a.out)
+    out["rule"], out["chosen"] = RULE, choose(out)
     _save(out, a.out)
     return 0
 

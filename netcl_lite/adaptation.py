@@ -7,8 +7,9 @@ Transformer Language Models", arXiv:1904.08378). Every ``chunk`` decoding steps,
 chunk's tokens have been scored with the current weights, :class:`Adapter` takes ``steps``
 gradient steps on the loss of those tokens, each predicted from the ``window`` tokens before
 it in its own stream, and the next chunk is predicted with the new weights. A token's
-probability therefore depends only on the tokens coded before its chunk ended, never on
-itself: the decoder, which learns each token only by decoding it, can follow.
+probability therefore depends on the tokens before it in its own stream and on the other
+streams' tokens of earlier chunks, never on itself: the decoder, which learns each token only
+by decoding it, can follow.
 
 The update of a weight θ with gradient g, from the trained weights θ₀:
 
@@ -32,8 +33,8 @@ order whatever the compute-unit count. Compressor and decompressor, on one PoCL 
 sixteen, hold the same weights after every update. A step whose gradient or new weights are
 not finite (in float32), or whose loss is not finite or exceeds twice a uniform guess's
 (2·ln V nats: the weights have diverged), puts the trained weights back (and Adam's moments
-to zero) instead, on both sides alike, and coding goes on (:attr:`Adapter.resets` counts
-them).
+where they started) instead, on both sides alike, and coding goes on (:attr:`Adapter.resets`
+counts them).
 
     >>> import numpy as np
     >>> from netcl_lite.nn import DecoderLM, LMConfig
@@ -80,8 +81,9 @@ class AdaptConfig:
     ``chunk``: decoding steps (tokens per stream) between updates. ``steps``: gradient steps
     per update, on the same tokens. ``lr``: η. ``optimizer``: one of :data:`OPTIMIZERS`.
     ``decay``: λ, the pull back toward the trained weights per step. ``adapted``: which
-    weights change, one of :data:`ADAPTED`. ``window``: positions of context each training
-    window holds (None: the model's ``max_position_embeddings``). ``targets``: ``"chunk"``
+    weights change, one of :data:`ADAPTED`. ``window``: positions each training window holds,
+    at most the model's ``max_position_embeddings`` (None, or a model with a shorter window:
+    all of them). ``targets``: ``"chunk"``
     trains on the tokens coded since the last update only, ``"window"`` on every target of
     the windows (earlier chunks' tokens again). ``refill``: recompute the cached keys and
     values with the new weights after an update (:meth:`Adapter.refill`) rather than keep
@@ -90,15 +92,15 @@ class AdaptConfig:
     its mean squares.
     """
 
-    chunk: int = 32
+    chunk: int = 8
     steps: int = 1
-    lr: float = 1e-3
+    lr: float = 5e-4
     optimizer: str = "rms"
     decay: float = 0.0
     adapted: str = "all"
-    window: int | None = None
+    window: int | None = 32
     targets: str = "chunk"
-    refill: bool = True
+    refill: bool = False
     beta1: float = 0.9
     beta2: float = 0.999
     eps: float = 1e-8
@@ -274,7 +276,12 @@ class Adapter:
     After each decoding step, :meth:`observe` takes the step's tokens (one per active stream,
     the active streams a prefix, as the compressor's ``advance`` does). Every ``chunk`` calls
     it runs the update and returns True; the caller then refills its KV cache with the new
-    weights (:meth:`refill`) when ``config.refill``. :attr:`seconds` is the time spent in
+    weights (:meth:`refill`) when ``config.refill``. In the compressor's predictor, both sides
+    alike: make the Adapter where the predictor is made, with its stream count and start
+    token, and decode with :attr:`model`; after ``advance(tokens)`` at every step but the last,
+    call ``observe(tokens)``, and when it returns True and ``config.refill``, call
+    ``refill(cache, window)`` with the predictor's cache and its inputs
+    (:func:`netcl_lite.dynamic_evaluation.coded_bits` is that loop). :attr:`seconds` is the time spent in
     updates and refills, :attr:`updates` and :attr:`refills` their numbers, :attr:`losses`
     each gradient step's training loss, :attr:`resets` the steps that put the trained
     weights back.
@@ -292,10 +299,8 @@ class Adapter:
             raise TypeError(f"config must be an AdaptConfig, got {type(config).__name__}")
         flag("copy", copy)
         self.config = config
-        self.window = c.max_position_embeddings if config.window is None else config.window
-        if self.window > c.max_position_embeddings:
-            raise ValueError(f"config.window={self.window} exceeds the model's max_position_embeddings="
-                             f"{c.max_position_embeddings}")
+        self.window = c.max_position_embeddings if config.window is None else min(config.window,
+                                                                                 c.max_position_embeddings)
         if config.optimizer == "rms" and train_ids is None and state is None:
             raise ValueError("optimizer='rms' needs train_ids (the training text's ids) or the run's optimizer "
                              "state for its mean squares")

@@ -132,11 +132,15 @@ for step in range(40):
     next_input = ids[step * 32:(step + 1) * 32]
     if adapter.observe(next_input):
         adapter.refill(cache, window)
-h = hashlib.sha256()
-for name, p in sorted(adapter.model.parameters().items()):
-    h.update(p.numpy().tobytes())
+def weights(m):
+    h = hashlib.sha256()
+    for name, p in sorted(m.parameters().items()):
+        h.update(p.numpy().tobytes())
+    return h.hexdigest()
+
 print(json.dumps({"units": model.queue.device.max_compute_units, "updates": adapter.updates,
-                  "weights": h.hexdigest(), "logits": hashlib.sha256(np.stack(logits).tobytes()).hexdigest()}))
+                  "moved": weights(adapter.model) != weights(model), "weights": weights(adapter.model),
+                  "logits": hashlib.sha256(np.stack(logits).tobytes()).hexdigest()}))
 """
 
 
@@ -158,7 +162,7 @@ def test_adapted_weights_and_logits_have_the_same_bits_on_one_and_two_compute_un
         assert proc.returncode == 0, proc.stderr[-3000:]
         runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     assert (runs[0].pop("units"), runs[1].pop("units")) == (1, 2)
-    assert runs[0]["updates"] == 2
+    assert runs[0]["updates"] == 2 and runs[0]["moved"]
     assert runs[0] == runs[1]
 
 
@@ -376,6 +380,43 @@ def test_a_bad_optimizer_state_is_refused(tiny):
         Adapter(model, 2, 0, AdaptConfig(optimizer="adam"), state=[1, 2])
 
 
+# -- the recorded choice -----------------------------------------------------------------------------
+
+def _benchmark():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "dynamic_evaluation.py"
+    spec = importlib.util.spec_from_file_location("dynamic_evaluation_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_defaults_are_the_setting_chosen_on_validation_and_the_tables_are_the_json():
+    """The chosen row has, within the stated tie, the fewest validation bits, and no tied row
+    costs fewer estimated seconds; AdaptConfig's defaults are its settings; the Markdown is the
+    JSON rendered; the test split holds the baseline and the chosen row only."""
+    bench = _benchmark()
+    out = json.loads(bench.OUT.read_text(encoding="utf-8"))
+    rows = out["validation"]["rows"]
+    assert set(rows) == {"none", *bench.GRID}, "the grid's rows are all measured"
+    assert all(rows[name]["config"] == fields for name, fields in bench.GRID.items())
+    adapted = {name: row for name, row in rows.items() if name != "none"}
+    best = min(row["bits per byte"] for row in adapted.values())
+    chosen = rows[out["chosen"]]
+    assert chosen["bits per byte"] <= best * (1 + bench.TIE) < rows["none"]["bits per byte"]
+    steps = -(-rows["none"]["tokens"] // cz.STREAMS)
+    cost = bench.estimated_seconds(chosen, out["costs"], steps)
+    assert all(bench.estimated_seconds(row, out["costs"], steps) >= cost
+               for row in adapted.values() if row["bits per byte"] <= best * (1 + bench.TIE))
+    assert chosen["settings"] == AdaptConfig().to_dict() and not chosen["run moments"], \
+        "AdaptConfig's defaults are the setting chosen on validation"
+    assert bench.OUT.with_suffix(".md").read_text(encoding="utf-8") == bench.report(out)
+    if "test" in out:
+        assert out["test"]["read"] == "once" and set(out["test"]["rows"]) == {"none", out["chosen"]}
+
+
 # -- bad input ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("field, value, error", [
@@ -401,8 +442,9 @@ def test_bad_arguments_are_refused_by_name(tiny):
         Adapter(model, 2, 300, sgd)
     with pytest.raises(TypeError, match="config"):
         Adapter(model, 2, 0, {"lr": 1e-3})
-    with pytest.raises(ValueError, match="window"):
-        Adapter(model, 2, 0, AdaptConfig(optimizer="sgd", window=17))
+    assert Adapter(model, 2, 0, AdaptConfig(optimizer="sgd", window=17)).window == 16   # the model's window
+    assert Adapter(model, 2, 0, AdaptConfig(optimizer="sgd", window=None)).window == 16
+    assert Adapter(model, 2, 0, AdaptConfig(optimizer="sgd", window=5)).window == 5
     with pytest.raises(ValueError, match="train_ids"):
         Adapter(model, 2, 0, AdaptConfig(optimizer="rms"))
     with pytest.raises(ValueError, match="ids"):
