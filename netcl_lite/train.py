@@ -216,10 +216,32 @@ def check_out_dir(directory: Path) -> None:
                              "give an empty or new directory, or one a previous run wrote")
 
 
-def load_checkpoint(directory, model, optimizer: AdamW) -> dict:
-    """Restore model weights and optimizer moments from ``directory``; return its trainer state."""
+def read_optimizer_state(directory) -> dict:
+    """The AdamW state a checkpoint folder (a Chapter 9 run's folder is one) holds, as
+    :meth:`~netcl_lite.optim.AdamW.state_dict` gives it: ``{"step", "exp_avg", "exp_avg_sq"}``,
+    the moments by parameter name. Checked against a model by ``AdamW.load_state_dict``."""
     from safetensors import safe_open
 
+    from .nn.checkpoint import read_tensors
+
+    file = Path(directory) / OPTIMIZER_FILE
+    tensors = read_tensors(file)
+    try:
+        with safe_open(str(file), framework="np") as f:
+            step = int(f.metadata()["step"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{file}: no optimizer step in its metadata (not a checkpoint's optimizer file?)") from err
+    state = {"step": step, "exp_avg": {}, "exp_avg_sq": {}}
+    for key, arr in tensors.items():
+        kind, _, name = key.partition(".")
+        if kind not in ("exp_avg", "exp_avg_sq") or not name:
+            raise ValueError(f"{file}: unexpected tensor {key!r} (an optimizer file holds exp_avg.* and exp_avg_sq.*)")
+        state[kind][name] = arr
+    return state
+
+
+def load_checkpoint(directory, model, optimizer: AdamW) -> dict:
+    """Restore model weights and optimizer moments from ``directory``; return its trainer state."""
     from .nn.checkpoint import WEIGHTS_FILE, read_config, read_tensors
 
     path = Path(directory)
@@ -227,14 +249,7 @@ def load_checkpoint(directory, model, optimizer: AdamW) -> dict:
     if config != model.config:
         raise ValueError(f"{path}: the checkpoint's config {config} differs from the model's {model.config}")
     state = json.loads(read_regular(path / TRAINER_STATE, MAX_STATE_BYTES, TRAINER_STATE))   # no pipe or device
-    tensors = read_tensors(path / OPTIMIZER_FILE)
-    with safe_open(str(path / OPTIMIZER_FILE), framework="np") as f:
-        step = int(f.metadata()["step"])
-    opt_state = {"step": step, "exp_avg": {}, "exp_avg_sq": {}}
-    for key, arr in tensors.items():
-        kind, name = key.split(".", 1)
-        opt_state[kind][name] = arr
-    optimizer.load_state_dict(opt_state)
+    optimizer.load_state_dict(read_optimizer_state(path))
     model.load_state_dict(read_tensors(path / WEIGHTS_FILE))
     return state
 
