@@ -1,7 +1,8 @@
 """Figure: the decoder-only model as netcl_lite builds it, with each tensor's shape (argv[1] = SVG path).
 
-The layers are drawn from one list (STEPS); the sizes named beside the shapes are Chapter 9's model
-(netcl_lite.capstone's MODEL and VOCAB_SIZE).
+The layers are drawn from one list (STEPS), in the symbols of the Concepts page's notation table (G K/V
+heads, head width d, SwiGLU's W1, W3 and W2 on a row vector x); the sizes named beside the shapes are
+Chapter 9's model (netcl_lite.capstone's MODEL and VOCAB_SIZE).
 """
 import sys
 
@@ -12,8 +13,8 @@ from netcl_lite import capstone
 
 m = capstone.MODEL
 D, F, L = m["hidden_size"], m["intermediate_size"], m["num_hidden_layers"]
-H, H_KV, T = m["num_attention_heads"], m["num_key_value_heads"], m["max_position_embeddings"]
-V, D_H = capstone.VOCAB_SIZE, m["hidden_size"] // m["num_attention_heads"]
+H, G, T = m["num_attention_heads"], m["num_key_value_heads"], m["max_position_embeddings"]
+V, d = capstone.VOCAB_SIZE, m["hidden_size"] // m["num_attention_heads"]
 
 # (label, shapes, kind): "io" the model's input and output, "layer" a step with weights, "add" a
 # residual addition; the steps between the two "repeat" marks run L times.
@@ -22,11 +23,11 @@ STEPS = [
     ("embedding: a row of E (V × D) per id", "(B, T, D)", "layer"),
     ("repeat", None, None),
     ("RMSNorm", "(B, T, D)", "layer"),
-    ("grouped-query attention, RoPE on Q and K\nQ: H heads, K and V: H_kv heads, causal",
-     "Q: (B, H, T, d_head)\nK, V: (B, H_kv, T, d_head)\nout: (B, T, D)", "layer"),
+    ("grouped-query attention, RoPE on Q and K\nQ: H heads, K and V: G heads, causal",
+     "Q: (B, H, T, d)\nK, V: (B, G, T, d)\nout: (B, T, D)", "layer"),
     ("add: x + attention", "(B, T, D)", "add"),
     ("RMSNorm", "(B, T, D)", "layer"),
-    ("SwiGLU: W_down(silu(W_gate x) ⊙ W_up x)\nhidden width F", "inside: (B, T, F)\nout: (B, T, D)", "layer"),
+    ("SwiGLU: (SiLU(x W₁) ⊙ x W₃) W₂\ninner width F", "u₁, u₃: (B, T, F)\nout: (B, T, D)", "layer"),
     ("add: x + feed-forward", "(B, T, D)", "add"),
     ("repeat", None, None),
     ("RMSNorm (final)", "(B, T, D)", "layer"),
@@ -76,13 +77,15 @@ ax.text(X0 + WIDTH + 3.05, (top + bottom) / 2, f"× L\ndecoder\nblocks\n(L = {L}
         ha="left", va="center", fontsize=8.5)
 
 ax.text(X0 + WIDTH + 3.05, y_of[len(boxes) - 1] - 0.9,
-        f"Chapter 9's model:\nD = {D}, H = {H}, H_kv = {H_KV},\nd_head = D / H = {D_H}, F = {F},\nV = {V}, T ≤ {T}",
+        f"Chapter 9's model:\nD = {D}, H = {H}, G = {G},\nd = D / H = {d}, F = {F},\nV = {V}, T ≤ {T}",
         ha="left", va="center", fontsize=8)
 
 alt = (f"The decoder-only model, top to bottom: token ids of shape (B, T) pass through the embedding to (B, T, D); "
        f"then L decoder blocks, each RMSNorm, grouped-query attention with RoPE, a residual addition, RMSNorm, "
-       f"SwiGLU and a second residual addition, all of shape (B, T, D); then a final RMSNorm and the tied head, "
-       f"the embedding transposed, giving logits of shape (B, T, V). In Chapter 9's model L = {L}, D = {D}, "
-       f"H = {H} query heads sharing H_kv = {H_KV} key and value heads, F = {F}, V = {V} and T up to {T}.")
+       f"the SwiGLU feed-forward network (SiLU(x W1) times x W3, elementwise, then W2; inner width F) and a "
+       f"second residual addition, all of shape (B, T, D); then a final RMSNorm and the tied head, the "
+       f"embedding transposed, giving logits of shape (B, T, V). In Chapter 9's model L = {L}, D = {D}, "
+       f"H = {H} query heads sharing G = {G} key and value heads of width d = {d}, F = {F}, V = {V} and "
+       f"T up to {T}.")
 fig.savefig(sys.argv[1], format="svg", metadata={"Date": None, "Description": alt}, bbox_inches="tight",
             facecolor="white")
