@@ -45,6 +45,7 @@ import hashlib
 import json
 import re
 import struct
+import threading
 import zlib
 from functools import lru_cache
 
@@ -81,12 +82,36 @@ _CRC = struct.Struct("<I")
 STORED_HEADER_BYTES = _COMMON.size + _CRC.size
 
 
+# -- one thread at a time on a device ----------------------------------------------------------------
+
+_LOCKS: dict[int, threading.RLock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def device_lock(model: DecoderLM) -> threading.RLock:
+    """The lock held around every use of ``model``'s device here: one per OpenCL context.
+
+    A context's command queue keeps one record of the ops in flight
+    (:class:`netcl_lite.core.stream.Stream`) and its kernels keep their arguments on shared
+    kernel objects (:func:`netcl_lite.core.kernels.get_kernel`), and a model's decoding step
+    advances one activation buffer per batch size, so two threads that step at once overwrite
+    each other's activations. Each thread of :func:`compress` and :func:`decompress` holds
+    this lock for a step's device work (a refill and a decoding step, ending with the logits
+    read back) and keeps its own cache, n-gram, mixer and coder, whose host work runs while
+    another thread holds the device."""
+    key = model.queue.context.int_ptr
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(key, threading.RLock())
+
+
 # -- fingerprints ------------------------------------------------------------------------------
 
 def model_fingerprint(model: DecoderLM) -> bytes:
     """8 bytes of SHA-256 over the model's config and every weight (transformers' names, sorted)."""
     h = hashlib.sha256(json.dumps(model.config.__dict__, sort_keys=True, default=str).encode())
-    for name, value in sorted(model.state_dict().items()):
+    with device_lock(model):
+        weights = model.state_dict()
+    for name, value in sorted(weights.items()):
         h.update(name.encode() + b"\0" + np.ascontiguousarray(value, np.float32).tobytes())
     return h.digest()[:8]
 
@@ -189,8 +214,10 @@ class _Predictor:
         c = model.config
         self.model, self.lengths, self.keep, self.ngram = model, lengths, keep, ngram
         self.streams = lengths.size
-        self.cache = KVCache(model.queue, c.num_hidden_layers, self.streams, c.num_key_value_heads, c.head_dim,
-                             c.max_position_embeddings)
+        self.lock = device_lock(model)
+        with self.lock:
+            self.cache = KVCache(model.queue, c.num_hidden_layers, self.streams, c.num_key_value_heads, c.head_dim,
+                                 c.max_position_embeddings)
         self.window = np.full((self.streams, c.max_position_embeddings), start, np.int64)   # inputs in the cache
         self.next_input = np.full(self.streams, start, np.int64)
         self.mixer = Mixer(ngram.orders) if ngram is not None else None
@@ -199,13 +226,15 @@ class _Predictor:
     def probabilities(self) -> np.ndarray:
         """(active streams, vocab) float64 for this step (the active streams are a prefix)."""
         cache, full = self.cache, self.model.config.max_position_embeddings
-        if cache.length(0) == full:                # refill: the last `keep` inputs, one forward pass
-            cache.reset()
-            self.model.hidden(self.window[:, full - self.keep:], cache).numpy()
-            self.window[:, :self.keep] = self.window[:, full - self.keep:]
-        at = cache.length(0)
-        self.window[:, at] = self.next_input
-        p = _softmax(self.model.decode_step(self.next_input, cache))
+        with self.lock:                            # the device: one thread at a time (device_lock)
+            if cache.length(0) == full:            # refill: the last `keep` inputs, one forward pass
+                cache.reset()
+                self.model.hidden(self.window[:, full - self.keep:], cache).numpy()
+                self.window[:, :self.keep] = self.window[:, full - self.keep:]
+            at = cache.length(0)
+            self.window[:, at] = self.next_input
+            logits = self.model.decode_step(self.next_input, cache)
+        p = _softmax(logits)
         if self.mixer is not None:
             q, reached, total = self.ngram.predict()
             p = self.mixer.mix([p, *self.ngram.snapshots, q], reached, total)
@@ -222,6 +251,11 @@ class _Predictor:
             self.ngram.update(full, self.active)
         self.next_input = full
         self.step += 1
+
+    def close(self) -> None:
+        """Free the cache on the device (under the device's lock: its buffers return to a shared pool)."""
+        with self.lock:
+            self.cache = None
 
 
 # -- the blob -----------------------------------------------------------------------------------------
@@ -305,17 +339,20 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     predictor = make_predictor(model, tokenizer, lengths, keep, mix, primer_ids)
     sizes = np.fromiter((len(tokenizer.vocab[i]) for i in ids.tolist()), np.int64, ids.size)
     coded_bytes = 0
-    with _progress(ids.size, progress, "compress") as bar:
-        for step in range(int(lengths[0])):
-            p = predictor.probabilities()
-            at = offsets[:p.shape[0]] + step
-            tokens = ids[at]
-            encoder.encode(tokens.astype(np.int32), family, p)
-            predictor.advance(tokens)
-            bar.update(p.shape[0])
-            coded_bytes += int(sizes[at].sum())
-            if step % 32 == 31 and encoder.num_bits() > 8 * coded_bytes + GIVE_UP_BITS:
-                return stored            # coding has cost more than storing for a while: store
+    try:
+        with _progress(ids.size, progress, "compress") as bar:
+            for step in range(int(lengths[0])):
+                p = predictor.probabilities()
+                at = offsets[:p.shape[0]] + step
+                tokens = ids[at]
+                encoder.encode(tokens.astype(np.int32), family, p)
+                predictor.advance(tokens)
+                bar.update(p.shape[0])
+                coded_bytes += int(sizes[at].sum())
+                if step % 32 == 31 and encoder.num_bits() > 8 * coded_bytes + GIVE_UP_BITS:
+                    return stored        # coding has cost more than storing for a while: store
+    finally:
+        predictor.close()
     payload = encoder.get_compressed().astype("<u4").tobytes()
     coded = _header(MIXED if mix else MODEL, data, ids.size, streams, keep, model, tokenizer, primer_ids,
                     payload) + payload
@@ -421,15 +458,18 @@ def _decode(body, mode, length, fields, model, tokenizer, primer, progress) -> b
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     predictor = make_predictor(model, tokenizer, lengths, keep, mode == MIXED, primer_ids)
     vocab = max(tokenizer.vocab) + 1
-    with _progress(n_tokens, progress, "decompress") as bar:
-        for step in range(int(lengths[0])):
-            p = predictor.probabilities()
-            tokens = np.asarray(decoder.decode(family, p), np.int64)
-            if (tokens >= vocab).any() or any(i not in tokenizer.vocab for i in set(tokens.tolist())):
-                raise ValueError("blob is corrupted: it decodes to a token id the tokenizer does not have")
-            out[offsets[:tokens.size] + step] = tokens
-            predictor.advance(tokens)
-            bar.update(tokens.size)
+    try:
+        with _progress(n_tokens, progress, "decompress") as bar:
+            for step in range(int(lengths[0])):
+                p = predictor.probabilities()
+                tokens = np.asarray(decoder.decode(family, p), np.int64)
+                if (tokens >= vocab).any() or any(i not in tokenizer.vocab for i in set(tokens.tolist())):
+                    raise ValueError("blob is corrupted: it decodes to a token id the tokenizer does not have")
+                out[offsets[:tokens.size] + step] = tokens
+                predictor.advance(tokens)
+                bar.update(tokens.size)
+    finally:
+        predictor.close()
     data = tokenizer.decode_bytes(out.tolist())
     if len(data) != length:
         raise ValueError(f"blob is corrupted: it decodes to {len(data)} bytes, the header says {length}")

@@ -19,6 +19,7 @@ probabilities. The constants were chosen on Chapter 9's validation split
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -182,16 +183,22 @@ def _coded_counts(added: dict, contexts: np.ndarray, vocab: int) -> np.ndarray:
 
 
 _COUNTED: dict[tuple, tuple] = {}
+_COUNTED_LOCK = threading.Lock()
 
 
 def _primed_counts(primer: np.ndarray, vocab: int, orders: int):
-    """:func:`_count` of ``primer``, kept for the last two primers (counting takes a second or two)."""
+    """:func:`_count` of ``primer``, kept for the last two primers (counting takes a second or two).
+    Threads share the kept counts (read only); the lock guards the keeping."""
     key = (hashlib.sha256(primer.astype(np.int32).tobytes()).digest(), primer.size, vocab, orders)
-    if key not in _COUNTED:
-        while len(_COUNTED) >= 2:
-            _COUNTED.pop(next(iter(_COUNTED)))
-        _COUNTED[key] = _count(primer, vocab, orders)
-    return _COUNTED[key]
+    with _COUNTED_LOCK:
+        counted = _COUNTED.get(key)
+    if counted is None:
+        counted = _count(primer, vocab, orders)
+        with _COUNTED_LOCK:
+            while len(_COUNTED) >= 2:
+                _COUNTED.pop(next(iter(_COUNTED)))
+            _COUNTED[key] = counted
+    return counted
 
 
 class Mixer:
