@@ -57,7 +57,9 @@ from .nn import DecoderLM, KVCache
 from .text import BPETokenizer
 
 MAGIC = b"NCLZ"
-FORMAT_VERSION = 1
+#: 2: the payload is padded to :data:`TOKENS_PER_WORD`, and the stream layout is the one the token
+#: count gives (:data:`MIN_SEGMENT`, :data:`STREAMS`); version 1 blobs are refused
+FORMAT_VERSION = 2
 STORED, MODEL, MIXED = 0, 1, 2
 MODES = {STORED: "stored", MODEL: "model", MIXED: "mixed"}
 
@@ -66,13 +68,26 @@ MODES = {STORED: "stored", MODEL: "model", MIXED: "mixed"}
 #: compares 16, 32 and 64 on Chapter 9's validation split)
 STREAMS = 32
 #: tokens per stream, at least (a shorter input gets fewer streams): a stream's first
-#: tokens are predicted from little context, so streams are kept long
+#: tokens are predicted from little context, so streams are kept long. With :data:`STREAMS`
+#: it fixes the layout a token count gets, which the decoder checks
 MIN_SEGMENT = 512
 #: positions the window keeps when it is refilled (at most half the model's window)
 KEEP = 32
 #: compression stops and stores the input once the coded bits exceed 8 per byte coded so far by
 #: this many (checked every 32 steps), so that random bytes do not run the whole model first
 GIVE_UP_BITS = 8 * 1024
+#: the longest input :func:`compress` codes, in bytes, and the longest original a blob may
+#: claim. The adaptive n-gram keeps every context it counts, so a call's memory grows with its
+#: input (benchmarks/results/compress_memory.json measures it); at this length a call stays
+#: within 1 GiB beyond the model and the primer's counts. Longer input is refused: split it.
+MAX_INPUT_BYTES = 1 << 20
+#: tokens one 32-bit word of payload codes, at most: :func:`compress` pads the range coder's
+#: words with zero words up to ⌈tokens / TOKENS_PER_WORD⌉ (words after the coder's own change
+#: nothing it decodes), so a header cannot claim more decoding work than the blob's length
+#: pays for. Half a bit a token; text costs several, so only near-constant input is padded.
+TOKENS_PER_WORD = 64
+#: primer ids the n-gram counts, at most: its tables keep about 0.3 KiB per id
+MAX_PRIMER_TOKENS = 1 << 21
 
 _COMMON = struct.Struct("<4sBBQ8s")          # magic, version, mode, length, SHA-256[:8] of the original
 _CODED = struct.Struct("<QHH8s8s8s8sQI")     # tokens, streams, keep, fingerprints of the weights, the
@@ -80,6 +95,10 @@ _CODED = struct.Struct("<QHH8s8s8s8sQI")     # tokens, streams, keep, fingerprin
 _CRC = struct.Struct("<I")
 #: a stored blob's overhead over its input, in bytes
 STORED_HEADER_BYTES = _COMMON.size + _CRC.size
+#: the longest blob :func:`compress` writes (a coded blob is shorter than the stored one)
+MAX_BLOB_BYTES = MAX_INPUT_BYTES + STORED_HEADER_BYTES
+#: token ids spelled per call of the tokenizer's decode (a bounded list at a time)
+_SPELL_CHUNK = 1 << 16
 
 
 # -- one thread at a time on a device ----------------------------------------------------------------
@@ -188,7 +207,13 @@ def tokenize(data: bytes, tokenizer: BPETokenizer) -> np.ndarray | None:
                 return None
             parts.append(byte_ids[[ord(c) - 0xDC00 for c in run]])
     ids = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-    return ids if tokenizer.decode_bytes(ids.tolist()) == data else None
+    return ids if _spell(ids, tokenizer) == data else None
+
+
+def _spell(ids: np.ndarray, tokenizer: BPETokenizer) -> bytes:
+    """The bytes of ``ids``, a bounded run of them at a time (no list of every id at once)."""
+    return b"".join(tokenizer.decode_bytes(ids[i:i + _SPELL_CHUNK].tolist())
+                    for i in range(0, ids.size, _SPELL_CHUNK))
 
 
 # -- the shared computation ------------------------------------------------------------------------
@@ -204,6 +229,17 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
 def segments(n_tokens: int, streams: int) -> np.ndarray:
     """Token counts of the ``streams`` contiguous segments (the first ``n_tokens % streams`` one longer)."""
     return np.full(streams, n_tokens // streams, np.int64) + (np.arange(streams) < n_tokens % streams)
+
+
+def stream_count(n_tokens: int) -> int:
+    """The streams :func:`compress` codes ``n_tokens`` tokens in: one per :data:`MIN_SEGMENT`
+    tokens, at least 1 and at most :data:`STREAMS`."""
+    return int(max(1, min(STREAMS, n_tokens // MIN_SEGMENT)))
+
+
+def _payload_words(n_tokens: int) -> int:
+    """The fewest 32-bit words a payload of ``n_tokens`` tokens holds (:data:`TOKENS_PER_WORD`)."""
+    return -(-n_tokens // TOKENS_PER_WORD)
 
 
 class _Predictor:
@@ -275,12 +311,33 @@ def _check_model(model, tokenizer) -> None:
 def _check_primer(primer, tokenizer: BPETokenizer) -> np.ndarray:
     if primer is None:
         return default_primer(tokenizer)
-    arr = np.asarray(primer)
+    what = "primer must be a 1-D array of token ids of the tokenizer (or None for Chapter 9's training text)"
+    try:
+        arr = np.asarray(primer)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{what}; NumPy cannot read it as one ({exc})") from None
     top = max(tokenizer.vocab)
-    if arr.ndim != 1 or arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0 or arr.max() > top)):
-        raise ValueError("primer must be a 1-D array of token ids of the tokenizer (or None for Chapter 9's "
-                         "training text)")
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise ValueError(f"{what}; got an array of shape {arr.shape} and dtype {arr.dtype}")
+    if arr.size > MAX_PRIMER_TOKENS:
+        raise ValueError(f"primer holds {arr.size:,} ids; the n-gram counts at most MAX_PRIMER_TOKENS = "
+                         f"{MAX_PRIMER_TOKENS:,} (its tables grow with the primer): pass a part of it")
+    if arr.size and (arr.min() < 0 or arr.max() > top):
+        raise ValueError(f"{what}; its ids run from {arr.min()} to {arr.max()}, outside 0..{top}")
     return arr.astype(np.int64)
+
+
+def _check_progress(progress) -> None:
+    if progress is not None and not isinstance(progress, bool):
+        raise TypeError(f"progress must be True, False or None (a bar for inputs over 20,000 tokens), "
+                        f"got {type(progress).__name__}")
+
+
+def _nbytes(data, name: str, what: str) -> int:
+    """The byte length of ``data`` (bytes, bytearray or memoryview), or TypeError naming ``name``."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"{name} must be bytes (or bytearray, memoryview), got {type(data).__name__}; {what}")
+    return memoryview(data).nbytes
 
 
 @lru_cache(maxsize=2)
@@ -317,19 +374,24 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     (None: only for inputs over 20,000 tokens). Returns the blob :func:`decompress` reads: the
     coded form, or ``data`` stored as is when coding does not make it smaller.
     """
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError(f"data must be bytes (or bytearray, memoryview), got {type(data).__name__}; "
-                        "encode text first (text.encode('utf-8'))")
+    size = _nbytes(data, "data", "encode text first (text.encode('utf-8'))")
     _check_model(model, tokenizer)
     flag("mix", mix)
+    _check_progress(progress)
+    if size > MAX_INPUT_BYTES:
+        raise ValueError(f"data is {size:,} bytes; compress codes at most MAX_INPUT_BYTES = {MAX_INPUT_BYTES:,} "
+                         "bytes (its n-gram's memory grows with the input): split it and compress each part")
+    given = _check_primer(primer, tokenizer) if primer is not None else None
     data = bytes(data)
-    stored = _header(STORED, data) + data
     ids = tokenize(data, tokenizer) if data else None
     if ids is None or not ids.size:
-        return stored
-    primer_ids = _check_primer(primer, tokenizer) if mix else np.zeros(0, np.int64)
+        return _stored(data)
+    if not mix:
+        primer_ids = np.zeros(0, np.int64)
+    else:
+        primer_ids = given if given is not None else default_primer(tokenizer)
     keep = kept_positions(model)
-    streams = int(max(1, min(STREAMS, ids.size // MIN_SEGMENT)))
+    streams = stream_count(ids.size)
     lengths = segments(ids.size, streams)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     import constriction
@@ -337,7 +399,8 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     family = constriction.stream.model.Categorical(perfect=False)
     encoder = constriction.stream.queue.RangeEncoder()
     predictor = make_predictor(model, tokenizer, lengths, keep, mix, primer_ids)
-    sizes = np.fromiter((len(tokenizer.vocab[i]) for i in ids.tolist()), np.int64, ids.size)
+    sizes = np.zeros(model.config.vocab_size, np.int64)             # each id's length in bytes
+    sizes[list(tokenizer.vocab)] = [len(piece) for piece in tokenizer.vocab.values()]
     coded_bytes = 0
     try:
         with _progress(ids.size, progress, "compress") as bar:
@@ -348,15 +411,22 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
                 encoder.encode(tokens.astype(np.int32), family, p)
                 predictor.advance(tokens)
                 bar.update(p.shape[0])
-                coded_bytes += int(sizes[at].sum())
+                coded_bytes += int(sizes[tokens].sum())
                 if step % 32 == 31 and encoder.num_bits() > 8 * coded_bytes + GIVE_UP_BITS:
-                    return stored        # coding has cost more than storing for a while: store
+                    return _stored(data)     # coding has cost more than storing for a while: store
     finally:
         predictor.close()
-    payload = encoder.get_compressed().astype("<u4").tobytes()
-    coded = _header(MIXED if mix else MODEL, data, ids.size, streams, keep, model, tokenizer, primer_ids,
-                    payload) + payload
-    return coded if len(coded) < len(stored) else stored
+    words = encoder.get_compressed()
+    padding = np.zeros(max(0, _payload_words(ids.size) - words.size), np.uint32)
+    payload = np.concatenate([words, padding]).astype("<u4").tobytes()
+    if len(payload) + _COMMON.size + _CODED.size + _CRC.size >= STORED_HEADER_BYTES + len(data):
+        return _stored(data)
+    return _header(MIXED if mix else MODEL, data, ids.size, streams, keep, model, tokenizer, primer_ids,
+                   payload) + payload
+
+
+def _stored(data: bytes) -> bytes:
+    return _header(STORED, data) + data
 
 
 def make_predictor(model, tokenizer, lengths, keep, mix, primer_ids) -> _Predictor:
@@ -383,10 +453,17 @@ def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer
                progress: bool | None = False) -> bytes:
     """The bytes :func:`compress` coded into ``blob``, with the same ``model``, ``tokenizer`` and
     ``primer``. Raises ``ValueError`` naming the problem when the blob is truncated, corrupted,
-    from another format, model, tokenizer, primer or arithmetic."""
-    if not isinstance(blob, (bytes, bytearray, memoryview)):
-        raise TypeError(f"blob must be bytes (what compress returned), got {type(blob).__name__}")
+    from another format, model, tokenizer, primer or arithmetic. Every field of the header is
+    checked before anything is allocated by it or looped over: the original's length against
+    :data:`MAX_INPUT_BYTES`, the token count against that length and against what the payload's
+    length can hold (:data:`TOKENS_PER_WORD`), the stream count against the token count."""
+    size = _nbytes(blob, "blob", "what compress returned")
     _check_model(model, tokenizer)
+    _check_progress(progress)
+    given = _check_primer(primer, tokenizer) if primer is not None else None
+    if size > MAX_BLOB_BYTES:
+        raise ValueError(f"blob is {size:,} bytes, longer than any compress writes (MAX_BLOB_BYTES = "
+                         f"{MAX_BLOB_BYTES:,}): it is not one of its blobs, or is corrupted")
     blob = bytes(blob)
     if len(blob) < _COMMON.size + _CRC.size:
         raise ValueError(f"blob is truncated: {len(blob)} bytes, shorter than any header "
@@ -408,6 +485,9 @@ def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer
         raise ValueError("blob is truncated inside its header")
     if _CRC.unpack_from(blob, end)[0] != zlib.crc32(blob[:end]):
         raise ValueError("blob is corrupted: its header's CRC-32 does not match")
+    if length > MAX_INPUT_BYTES:
+        raise ValueError(f"blob is corrupted: its header's original length, {length:,} bytes, is over "
+                         f"MAX_INPUT_BYTES = {MAX_INPUT_BYTES:,}, the most compress codes")
     body = blob[end + _CRC.size:]
     if mode == STORED:
         if len(body) != length:
@@ -415,22 +495,38 @@ def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer
                              f"holds {len(body)} bytes, the header says {length}")
         out = body
     else:
-        out = _decode(body, mode, length, fields, model, tokenizer, primer, progress)
+        _check_layout(body, length, fields)
+        out = _decode(body, mode, length, fields, model, tokenizer, given, progress)
     if _digest(out) != checksum:
         raise ValueError("blob is corrupted: the decoded bytes do not match the original's checksum "
                          "(or the model computes other probabilities than the compressing side's)")
     return out
 
 
-def _decode(body, mode, length, fields, model, tokenizer, primer, progress) -> bytes:
-    n_tokens, streams, keep, weights_fp, tok_fp, primer_fp, arith_fp, payload_bytes, payload_crc = fields
+def _check_layout(body: bytes, length: int, fields) -> None:
+    """The coded header's counts against each other and the payload, before any is used."""
+    n_tokens, streams, _, _, _, _, _, payload_bytes, payload_crc = fields
+    if not 1 <= n_tokens <= length:
+        raise ValueError(f"blob is corrupted: its header's token count, {n_tokens:,}, is impossible for an "
+                         f"original of {length:,} bytes (each token spells at least one byte)")
+    if streams != stream_count(n_tokens):
+        raise ValueError(f"blob is corrupted: its header's stream count, {streams:,}, is not the "
+                         f"{stream_count(n_tokens)} that compress codes {n_tokens:,} tokens in "
+                         f"(at most STREAMS = {STREAMS})")
+    least = 4 * _payload_words(n_tokens)
+    if payload_bytes % 4 or payload_bytes < least:
+        raise ValueError(f"blob is corrupted: its header's payload length, {payload_bytes:,} bytes, is not a "
+                         f"whole number of 4-byte words of at least the {least:,} bytes that {n_tokens:,} "
+                         f"tokens take (TOKENS_PER_WORD = {TOKENS_PER_WORD})")
     if len(body) != payload_bytes:
         raise ValueError(f"blob is {'truncated' if len(body) < payload_bytes else 'corrupted'}: its payload "
                          f"holds {len(body)} bytes, the header says {payload_bytes}")
     if zlib.crc32(body) != payload_crc:
         raise ValueError("blob is corrupted: its payload's CRC-32 does not match the header's")
-    if not 0 < n_tokens <= length or not 0 < streams <= min(n_tokens, 65535) or payload_bytes % 4:
-        raise ValueError("blob is corrupted: its header's token count, streams or payload size are impossible")
+
+
+def _decode(body, mode, length, fields, model, tokenizer, primer_ids, progress) -> bytes:
+    n_tokens, streams, keep, weights_fp, tok_fp, primer_fp, arith_fp, _, _ = fields
     if weights_fp != model_fingerprint(model):
         raise ValueError("blob was compressed with another model: its weights' fingerprint "
                          f"{weights_fp.hex()} differs from this model's {model_fingerprint(model).hex()}")
@@ -443,34 +539,49 @@ def _decode(body, mode, length, fields, model, tokenizer, primer, progress) -> b
                          f"here it is {_digest(here.encode()).hex()} ({here}), which computes other probabilities")
     if keep != kept_positions(model):
         raise ValueError(f"blob is corrupted: its window keeps {keep} positions, this model keeps {kept_positions(model)}")
-    primer_ids = np.zeros(0, np.int64)
+    longest = max(len(piece) for piece in tokenizer.vocab.values())
+    if length > n_tokens * longest:
+        raise ValueError(f"blob is corrupted: its header's original length, {length:,} bytes, is more than "
+                         f"its {n_tokens:,} tokens spell (at most {longest} bytes each)")
     if mode == MIXED:
-        primer_ids = _check_primer(primer, tokenizer)
+        if primer_ids is None:
+            primer_ids = default_primer(tokenizer)
         if primer_fp != _digest(primer_ids.astype(np.int32).tobytes()):
             raise ValueError("blob was compressed with other n-gram primer ids (fingerprint "
                              f"{primer_fp.hex()}); pass the primer the compressing side used")
+    else:
+        if primer_fp != bytes(8):
+            raise ValueError(f"blob is corrupted: it is coded with the model alone, yet its header names n-gram "
+                             f"primer ids (fingerprint {primer_fp.hex()}, not zeros)")
+        primer_ids = np.zeros(0, np.int64)
     import constriction
 
     family = constriction.stream.model.Categorical(perfect=False)
     decoder = constriction.stream.queue.RangeDecoder(np.frombuffer(body, "<u4").astype(np.uint32))
     lengths = segments(n_tokens, streams)
-    out = np.zeros(n_tokens, np.int64)
+    out = np.zeros(n_tokens, np.int32)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    known = np.zeros(model.config.vocab_size, bool)       # the ids the tokenizer spells
+    known[list(tokenizer.vocab)] = True
     predictor = make_predictor(model, tokenizer, lengths, keep, mode == MIXED, primer_ids)
-    vocab = max(tokenizer.vocab) + 1
     try:
         with _progress(n_tokens, progress, "decompress") as bar:
             for step in range(int(lengths[0])):
                 p = predictor.probabilities()
-                tokens = np.asarray(decoder.decode(family, p), np.int64)
-                if (tokens >= vocab).any() or any(i not in tokenizer.vocab for i in set(tokens.tolist())):
+                try:
+                    tokens = np.asarray(decoder.decode(family, p), np.int64)
+                except Exception as exc:      # the coder's own checks (assertions among them)
+                    raise ValueError(f"blob is corrupted: the range decoder fails on its payload "
+                                     f"({type(exc).__name__}: {exc})") from None
+                if (tokens.shape != (p.shape[0],) or (tokens < 0).any() or (tokens >= known.size).any()
+                        or not known[tokens].all()):
                     raise ValueError("blob is corrupted: it decodes to a token id the tokenizer does not have")
                 out[offsets[:tokens.size] + step] = tokens
                 predictor.advance(tokens)
                 bar.update(tokens.size)
     finally:
         predictor.close()
-    data = tokenizer.decode_bytes(out.tolist())
+    data = _spell(out, tokenizer)
     if len(data) != length:
         raise ValueError(f"blob is corrupted: it decodes to {len(data)} bytes, the header says {length}")
     return data
