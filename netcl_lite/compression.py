@@ -600,19 +600,27 @@ def _load(model_dir):
         run = capstone.run()
         return run.model, run.tokenizer
     folder = Path(model_dir)
+    if not folder.is_dir():
+        raise ValueError(f"--model {folder}: no such folder")
     if not (folder / "tokenizer.json").is_file():
         raise ValueError(f"--model {folder}: no tokenizer.json there (a Chapter 9 run's folder has one)")
-    return DecoderLM.from_pretrained(folder), BPETokenizer.load(folder / "tokenizer.json")
+    try:
+        return DecoderLM.from_pretrained(folder), BPETokenizer.load(folder / "tokenizer.json")
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"--model {folder}: cannot load the model there ({exc})") from None
 
 
 def _write_new(path, data: bytes) -> None:
     """Write ``path`` whole or not at all, never over an existing file: a temporary file in the
-    same folder is linked to the name (which fails if the name exists), then removed."""
+    same folder is written, flushed to disk and linked to the name (which fails if the name
+    exists), then removed, whatever happens (an error, Ctrl-C)."""
     import os
     from pathlib import Path
 
+    from .files import temporary_name
+
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp = temporary_name(path)
     try:
         with open(tmp, "xb") as f:
             f.write(data)
@@ -623,42 +631,110 @@ def _write_new(path, data: bytes) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def _read_input(name: str, limit: int, what: str) -> bytes:
+    """The bytes of the file ``name`` (only a regular file of at most ``limit`` bytes), or of
+    standard input for ``-`` (read up to ``limit`` bytes, refused past them)."""
+    import sys
+
+    from .files import read_regular
+
+    if name != "-":
+        return read_regular(name, limit, what)
+    data = sys.stdin.buffer.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"standard input holds more than {limit:,} bytes; {what} is read only up to "
+                         f"{limit:,} bytes")
+    return data
+
+
+_EPILOG = f"""\
+IN and OUT may be - for standard input and output (OUT is written whole, once the work is
+done). IN must be a regular file (not a device, a pipe or a folder) of at most
+{MAX_INPUT_BYTES:,} bytes to compress (MAX_INPUT_BYTES), {MAX_BLOB_BYTES:,} to decompress.
+
+exit status:
+  0    done: OUT holds the whole result
+  1    refused or failed: a message on standard error names the path at fault; OUT is not written
+  2    the command line is wrong (usage)
+  130  interrupted (Ctrl-C): no partial or temporary file is left
+"""
+
+
 def main(argv=None) -> int:
-    """``python -m netcl_lite.compression compress|decompress IN OUT [--model DIR] [--model-only]``."""
+    """``python -m netcl_lite.compression compress|decompress IN OUT [--model DIR] [--model-only]``;
+    the exit status is 0 (done), 1 (refused or failed), 2 (usage) or 130 (interrupted)."""
     import argparse
+    import contextlib
     import sys
     from pathlib import Path
 
-    parser = argparse.ArgumentParser(prog="python -m netcl_lite.compression",
+    parser = argparse.ArgumentParser(prog="python -m netcl_lite.compression", epilog=_EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
                                      description="Compress or decompress a file with a language model's predictions.")
     parser.add_argument("command", choices=("compress", "decompress"))
-    parser.add_argument("input", type=Path, help="the file to read")
-    parser.add_argument("output", type=Path, help="the file to write (never overwritten)")
+    parser.add_argument("input", metavar="IN", help="the file to read, or - for standard input")
+    parser.add_argument("output", metavar="OUT", help="the file to write (never overwritten), or - for standard output")
     parser.add_argument("--model", metavar="DIR", help="a folder with config.json, model.safetensors and "
                         "tokenizer.json (default: Chapter 9's trained model, trained once if needed)")
     parser.add_argument("--model-only", action="store_true", help="compress with the model alone, no n-gram mixed in")
     args = parser.parse_args(argv)
-    if args.output.exists():
-        print(f"{parser.prog}: {args.output}: file exists; remove it or choose another name", file=sys.stderr)
+
+    def fail(message: str) -> int:
+        print(f"{parser.prog}: {message}", file=sys.stderr)
         return 1
+
+    squeezing = args.command == "compress"
+    source = "standard input" if args.input == "-" else args.input
+    if args.output == "-":
+        if squeezing and sys.stdout.isatty():
+            return fail("standard output is a terminal; redirect it to a file or a pipe, or give OUT")
+    else:
+        out = Path(args.output)
+        if out.exists() or out.is_symlink():
+            return fail(f"{out}: file exists; remove it or choose another name")
+        if not out.parent.is_dir():
+            from .files import kind_of
+
+            kind = kind_of(out.parent)
+            return fail(f"{out}: cannot write there: its folder {out.parent} is "
+                        f"{'missing' if kind == 'missing' else kind + ', not a folder'}")
     try:
-        data = args.input.read_bytes()
-    except OSError as exc:
-        print(f"{parser.prog}: {args.input}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    try:
-        model, tokenizer = _load(args.model)
-        if args.command == "compress":
-            out = compress(data, model, tokenizer, mix=not args.model_only, progress=None)
-        else:
-            out = decompress(data, model, tokenizer, progress=None)
-        _write_new(args.output, out)
-    except FileExistsError:
-        print(f"{parser.prog}: {args.output}: file exists; remove it or choose another name", file=sys.stderr)
-        return 1
-    except (ValueError, OSError) as exc:
-        print(f"{parser.prog}: {args.input}: {exc}", file=sys.stderr)
-        return 1
+        limit, what = (MAX_INPUT_BYTES, "the input to compress") if squeezing else (MAX_BLOB_BYTES, "a blob to decompress")
+        try:
+            data = _read_input(args.input, limit, what)
+        except ValueError as exc:                       # names the path
+            return fail(str(exc))
+        except OSError as exc:
+            return fail(f"{source}: {exc.strerror or exc}")
+        # nothing but the result goes to standard output (a model trained on the way prints)
+        with contextlib.redirect_stdout(sys.stderr):
+            try:
+                model, tokenizer = _load(args.model)
+            except ValueError as exc:                   # names --model DIR
+                return fail(str(exc))
+            try:
+                if squeezing:
+                    result = compress(data, model, tokenizer, mix=not args.model_only, progress=None)
+                else:
+                    result = decompress(data, model, tokenizer, progress=None)
+            except ValueError as exc:
+                return fail(f"{source}: {exc}")
+        if args.output == "-":
+            try:
+                sys.stdout.buffer.write(result)
+                sys.stdout.buffer.flush()
+            except OSError as exc:
+                return fail(f"standard output: {exc.strerror or exc}")
+            return 0
+        try:
+            _write_new(out, result)
+        except FileExistsError:
+            return fail(f"{out}: file exists; remove it or choose another name")
+        except OSError as exc:
+            return fail(f"{out}: cannot write it: {exc.strerror or exc}")
+    except KeyboardInterrupt:
+        print(f"{parser.prog}: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

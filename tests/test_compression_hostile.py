@@ -7,7 +7,11 @@ these cases cares about."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import sys
 import threading
 import tracemalloc
 import zlib
@@ -300,3 +304,123 @@ def test_every_kind_of_buffer_codes_its_bytes(tiny):
     for name, data in cases.items():
         blob = cz.compress(data, model, tok, primer=primer)
         assert cz.decompress(memoryview(bytearray(blob)), model, tok, primer=primer) == bytes(data), name
+
+
+# -- the command line -------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def model_dir(tiny, tmp_path_factory):
+    model, tok, _ = tiny
+    folder = tmp_path_factory.mktemp("model")
+    model.save_pretrained(folder)
+    tok.save(folder / "tokenizer.json")
+    return folder
+
+
+def _cli(*args, cwd, stdin=None, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "netcl_lite.compression", *map(str, args)], cwd=cwd, input=stdin,
+                          stdin=None if stdin is not None else subprocess.DEVNULL, capture_output=True,
+                          timeout=timeout)
+
+
+def _listing(folder) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+@pytest.mark.slow
+def test_the_command_line_refuses_devices_pipes_folders_and_oversized_input_naming_them(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as f:
+        f.truncate(cz.MAX_BLOB_BYTES + 1)           # sparse: no disk used
+    (tmp_path / "folder").mkdir()
+    cases = {"/dev/zero": "character device", fifo: "FIFO", tmp_path / "folder": "directory",
+             big: f"{cz.MAX_BLOB_BYTES + 1:,} bytes"}
+    before = _listing(tmp_path)
+    for command in ("compress", "decompress"):
+        for path, kind in cases.items():
+            done = _cli(command, path, tmp_path / "out", cwd=tmp_path, timeout=120)
+            assert done.returncode == 1 and str(path) in done.stderr.decode() and kind in done.stderr.decode(), \
+                (command, path, done.stderr[-400:])
+        with open("/dev/zero", "rb") as zero:         # standard input that never ends is read up to the limit
+            done = subprocess.run([sys.executable, "-m", "netcl_lite.compression", command, "-", tmp_path / "out"],
+                                  stdin=zero, capture_output=True, cwd=tmp_path, timeout=120)
+        assert done.returncode == 1 and b"standard input holds more than" in done.stderr, done.stderr[-400:]
+    assert _listing(tmp_path) == before
+
+
+@pytest.mark.slow
+def test_dash_is_standard_input_and_output_and_never_a_file_name(model_dir, tmp_path):
+    data = TEXT.encode() + b"\xff\x00 tail"
+    done = _cli("compress", "-", "-", "--model", model_dir, cwd=tmp_path, stdin=data)
+    assert done.returncode == 0, done.stderr[-600:]
+    blob = done.stdout
+    assert blob[:4] == cz.MAGIC and blob[5] == cz.MIXED and len(blob) < len(data)
+    back = _cli("decompress", "-", "-", "--model", model_dir, cwd=tmp_path, stdin=blob)
+    assert back.returncode == 0 and back.stdout == data, back.stderr[-600:]
+    src = tmp_path / "in.txt"
+    src.write_bytes(data)
+    done = _cli("compress", src, "-", "--model", model_dir, "--model-only", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout[5] == cz.MODEL, done.stderr[-600:]
+    assert _listing(tmp_path) == ["in.txt"]
+
+
+@pytest.mark.slow
+def test_errors_name_the_path_at_fault(model_dir, tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    (tmp_path / "afile").write_bytes(b"")
+    cases = [
+        (("compress", src, tmp_path / "missing" / "out.nclz"), f"{tmp_path / 'missing' / 'out.nclz'}: cannot write "
+         f"there: its folder {tmp_path / 'missing'} is missing"),
+        (("compress", src, tmp_path / "afile" / "out.nclz"), "is a regular file, not a folder"),
+        (("compress", tmp_path / "nothere.txt", tmp_path / "out.nclz"), f"{tmp_path / 'nothere.txt'}: no such file"),
+        (("decompress", src, tmp_path / "out.txt"), f"{src}: blob is not netcl_lite.compression output"),
+        (("compress", src, tmp_path / "out.nclz", "--model", tmp_path / "nomodel"), f"--model {tmp_path / 'nomodel'}"),
+    ]
+    for args, message in cases:
+        model = () if "--model" in args else ("--model", model_dir)
+        done = _cli(*args, *model, cwd=tmp_path)
+        stderr = done.stderr.decode()
+        assert done.returncode == 1 and message in stderr and ".tmp" not in stderr, (args, stderr[-600:])
+        if "missing" in message:
+            assert str(src) not in stderr            # the input is not at fault
+    assert _listing(tmp_path) == ["afile", "in.txt"]
+
+
+@pytest.mark.slow
+def test_ctrl_c_leaves_no_partial_or_temporary_file(model_dir, tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_bytes((TEXT * 120).encode())           # enough tokens for a progress bar: coding has begun
+    proc = subprocess.Popen([sys.executable, "-m", "netcl_lite.compression", "compress", src, tmp_path / "out.nclz",
+                             "--model", model_dir], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = b""
+    while b"compress: " not in seen:                  # the bar's first line (its label)
+        chunk = proc.stderr.read1(4096)
+        assert chunk, f"the command ended before coding: {seen[-600:]!r}"
+        seen += chunk
+    proc.send_signal(signal.SIGINT)
+    rest = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 130 and b"interrupted" in seen + rest, (proc.returncode, (seen + rest)[-600:])
+    assert _listing(tmp_path) == ["in.txt"]
+
+
+def test_an_interrupted_write_leaves_neither_the_file_nor_a_temporary_one(tmp_path, monkeypatch):
+    def interrupted(fd):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cz._write_new(tmp_path / "out.nclz", b"x" * 1000)
+    assert _listing(tmp_path) == []
+
+
+def test_help_documents_the_exit_status(capsys):
+    with pytest.raises(SystemExit) as done:
+        cz.main(["--help"])
+    text = capsys.readouterr().out
+    assert done.value.code == 0
+    for words in ("exit status", "0 ", "1 ", "2 ", "130", "- for standard input", f"{cz.MAX_INPUT_BYTES:,}"):
+        assert words in text, words
