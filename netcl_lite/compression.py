@@ -24,8 +24,14 @@ and constriction versions), the payload's length and CRC-32, and a CRC-32 of the
 Input that the model codes no smaller (or whose code runs :data:`GIVE_UP_BITS` over storing
 it, part way) is stored as is, so a blob is never more than :data:`STORED_HEADER_BYTES` over
 its input. A truncated, corrupted or foreign blob raises
-``ValueError`` saying which; decoding is bounded by the header's token count and ends by
-checking the length and checksum of what it decoded.
+``ValueError`` saying which. Every header field is checked before it sizes or loops anything:
+the original's length against :data:`MAX_INPUT_BYTES` (the longest input :func:`compress`
+takes, so that a call's memory stays bounded), the token count against that length and
+against the payload (at least one 32-bit word per :data:`TOKENS_PER_WORD` tokens, which
+:func:`compress` pads to), the stream count against the token count; decoding ends by checking
+the length and checksum of what it decoded. Threads may share a model: each call keeps its own
+cache, n-gram and coder, and a lock per OpenCL context (:func:`device_lock`) takes the device
+one step at a time.
 
     >>> import netcl_lite as nl
     >>> from netcl_lite.compression import compress, decompress
@@ -690,6 +696,8 @@ def main(argv=None) -> int:
             return fail("standard output is a terminal; redirect it to a file or a pipe, or give OUT")
     else:
         out = Path(args.output)
+        if out.is_dir():
+            return fail(f"{out}: is a folder; give the name of a file to write")
         if out.exists() or out.is_symlink():
             return fail(f"{out}: file exists; remove it or choose another name")
         if not out.parent.is_dir():
@@ -724,6 +732,9 @@ def main(argv=None) -> int:
                 sys.stdout.buffer.write(result)
                 sys.stdout.buffer.flush()
             except OSError as exc:
+                import os
+
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
                 return fail(f"standard output: {exc.strerror or exc}")
             return 0
         try:

@@ -247,7 +247,7 @@ def test_near_constant_input_pads_its_payload_to_a_word_per_64_tokens_and_round_
     """The payload's floor (TOKENS_PER_WORD) is what bounds a header's claimed work; the
     padding words change nothing the range decoder reads."""
     model, tok, primer = tiny
-    data = b"a" * 60_000
+    data = b"a" * 8_000
     blob = cz.compress(data, model, tok, primer=primer)
     _, coded = _fields(blob)
     assert blob[5] == cz.MIXED and coded["tokens"] > 64 * 40
@@ -424,3 +424,23 @@ def test_help_documents_the_exit_status(capsys):
     assert done.value.code == 0
     for words in ("exit status", "0 ", "1 ", "2 ", "130", "- for standard input", f"{cz.MAX_INPUT_BYTES:,}"):
         assert words in text, words
+
+
+def test_a_payload_that_decodes_to_ids_the_tokenizer_lacks_is_refused(queue):
+    """A model whose vocabulary is wider than the tokenizer's: forged payloads (their CRC made
+    right) that decode to an id past the tokenizer's are corrupted blobs, not a KeyError."""
+    tok = BPETokenizer()
+    tok.train_from_iterator([TEXT], 270, progress=False)
+    model = DecoderLM(LMConfig(vocab_size=300, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                               num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16),
+                      queue=queue, seed=4)
+    blob = cz.compress(TEXT.encode(), model, tok, mix=False)
+    assert blob[5] == cz.MODEL and max(tok.vocab) < 299
+    rng = np.random.default_rng(7)
+    messages = []
+    for _ in range(40):
+        payload = rng.integers(0, 2**32, _fields(blob)[1]["payload_bytes"] // 4, dtype=np.uint64)
+        with pytest.raises(ValueError) as refused:
+            cz.decompress(_forge(blob, payload.astype("<u4").tobytes()), model, tok)
+        messages.append(str(refused.value))
+    assert any("token id the tokenizer does not have" in m for m in messages), messages[:5]
