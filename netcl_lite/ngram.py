@@ -93,7 +93,10 @@ class NGram:
         self.vocab, self.orders = vocab, orders
         self.unigram, self.tables = _primed_counts(primer, vocab, orders)
         self.unigram = self.unigram.copy()
-        self.added: list[dict] = [{} for _ in range(orders)]    # per order: {context hash: {token: count}}
+        # per order: {context hash: the coded tokens that followed it}, one token packed into an int
+        # (_packed) until a second distinct token follows, then {token: count}: most long contexts are
+        # seen once, and an int takes a fifth of a dict's memory
+        self.added: list[dict] = [{} for _ in range(orders)]
         self.history = np.full((streams, orders), -1, np.int64)  # last tokens, newest last; -1: none yet
         self.seen = np.zeros(streams, np.int64)
 
@@ -141,9 +144,17 @@ class NGram:
         for k, h in enumerate(self._contexts(), start=1):
             added = self.added[k - 1]
             for r in rows[self.seen[rows] >= k].tolist():
-                succ = added.setdefault(int(h[r]), {})
-                t = int(tokens[r])
-                succ[t] = succ.get(t, 0) + ADDED_WEIGHT
+                key, t = int(h[r]), int(tokens[r])
+                succ = added.get(key)
+                if succ is None:
+                    added[key] = t << _COUNT_BITS | ADDED_WEIGHT
+                elif isinstance(succ, int):
+                    if succ >> _COUNT_BITS == t:
+                        added[key] = succ + ADDED_WEIGHT
+                    else:
+                        added[key] = {succ >> _COUNT_BITS: succ & _COUNT_MASK, t: ADDED_WEIGHT}
+                else:
+                    succ[t] = succ.get(t, 0) + ADDED_WEIGHT
         self.history[rows] = np.concatenate([self.history[rows, 1:], tokens[rows, None]], axis=1)
         self.seen[rows] += 1
 
@@ -172,12 +183,21 @@ def _table_counts(table: _Table, contexts: np.ndarray, vocab: int) -> np.ndarray
     return counts
 
 
+#: a context's one coded successor so far is stored as ``token << _COUNT_BITS | count``
+_COUNT_BITS = 40
+_COUNT_MASK = (1 << _COUNT_BITS) - 1
+
+
 def _coded_counts(added: dict, contexts: np.ndarray, vocab: int) -> np.ndarray:
     """(R, vocab) counts of the coded tokens that followed each of ``contexts`` (R,)."""
     counts = np.zeros((contexts.size, vocab))
     for r, key in enumerate(contexts.tolist()):
         seen = added.get(key)
-        if seen:
+        if seen is None:
+            continue
+        if isinstance(seen, int):
+            counts[r, seen >> _COUNT_BITS] = seen & _COUNT_MASK
+        else:
             counts[r, list(seen)] = list(seen.values())
     return counts
 
