@@ -27,15 +27,23 @@ TEXT = ("Each stream is coded from the model's predictions; a header says how to
         "Counts of what followed each context sharpen the guesses as the text goes on.\r\n") * 6
 
 
+#: a one-layer model over a 16-token window, small enough for thousands of calls
+SMALL = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+             num_key_value_heads=1, max_position_embeddings=16)
+
+
+def _small(queue, vocab: int, tokens: int, seed: int) -> tuple[DecoderLM, BPETokenizer]:
+    """A model of ``vocab`` ids (SMALL) and a BPE of ``tokens`` tokens trained on TEXT."""
+    tok = BPETokenizer()
+    tok.train_from_iterator([TEXT], tokens, progress=False)
+    return DecoderLM(LMConfig(vocab_size=vocab, **SMALL), queue=queue, seed=seed), tok
+
+
 @pytest.fixture(scope="module")
 def tiny(queue):
-    """(model, tokenizer, primer ids): a 300-token BPE, a one-layer model over a 16-token window."""
-    tok = BPETokenizer()
-    tok.train_from_iterator([TEXT], 300, progress=False)
-    config = LMConfig(vocab_size=300, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16)
-    primer = np.asarray(tok.encode_ordinary(TEXT[:300]), np.int64)
-    return DecoderLM(config, queue=queue, seed=1), tok, primer
+    """(model, tokenizer, primer ids): a 300-token BPE and a model of as many ids."""
+    model, tok = _small(queue, 300, 300, seed=1)
+    return model, tok, np.asarray(tok.encode_ordinary(TEXT[:300]), np.int64)
 
 
 # -- threads -----------------------------------------------------------------------------------------------
@@ -429,11 +437,7 @@ def test_help_documents_the_exit_status(capsys):
 def test_a_payload_that_decodes_to_ids_the_tokenizer_lacks_is_refused(queue):
     """A model whose vocabulary is wider than the tokenizer's: forged payloads (their CRC made
     right) that decode to an id past the tokenizer's are corrupted blobs, not a KeyError."""
-    tok = BPETokenizer()
-    tok.train_from_iterator([TEXT], 270, progress=False)
-    model = DecoderLM(LMConfig(vocab_size=300, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                               num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16),
-                      queue=queue, seed=4)
+    model, tok = _small(queue, 300, 270, seed=4)
     blob = cz.compress(TEXT.encode(), model, tok, mix=False)
     assert blob[5] == cz.MODEL and max(tok.vocab) < 299
     rng = np.random.default_rng(7)
