@@ -315,8 +315,7 @@ def _check_model(model, tokenizer) -> None:
 
 
 def _check_primer(primer, tokenizer: BPETokenizer) -> np.ndarray:
-    if primer is None:
-        return default_primer(tokenizer)
+    """``primer`` (not None) as int64 ids of ``tokenizer``, or ValueError saying what is wrong."""
     what = "primer must be a 1-D array of token ids of the tokenizer (or None for Chapter 9's training text)"
     try:
         arr = np.asarray(primer)
