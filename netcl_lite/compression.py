@@ -404,8 +404,7 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     family = constriction.stream.model.Categorical(perfect=False)
     encoder = constriction.stream.queue.RangeEncoder()
     predictor = make_predictor(model, tokenizer, lengths, keep, mix, primer_ids)
-    sizes = np.zeros(model.config.vocab_size, np.int64)             # each id's length in bytes
-    sizes[list(tokenizer.vocab)] = [len(piece) for piece in tokenizer.vocab.values()]
+    sizes = _piece_lengths(model, tokenizer)
     coded_bytes = 0
     try:
         with _progress(ids.size, progress, "compress") as bar:
@@ -428,6 +427,13 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
         return _stored(data)
     return _header(MIXED if mix else MODEL, data, ids.size, streams, keep, model, tokenizer, primer_ids,
                    payload) + payload
+
+
+def _piece_lengths(model: DecoderLM, tokenizer: BPETokenizer) -> np.ndarray:
+    """Each of the model's ids' length in bytes (vocab_size,), 0 for ids the tokenizer lacks."""
+    sizes = np.zeros(model.config.vocab_size, np.int64)
+    sizes[list(tokenizer.vocab)] = [len(piece) for piece in tokenizer.vocab.values()]
+    return sizes
 
 
 def _stored(data: bytes) -> bytes:
@@ -568,6 +574,7 @@ def _decode(body, mode, length, fields, model, tokenizer, primer_ids, progress) 
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     known = np.zeros(model.config.vocab_size, bool)       # the ids the tokenizer spells
     known[list(tokenizer.vocab)] = True
+    sizes, spelled = _piece_lengths(model, tokenizer), 0
     predictor = make_predictor(model, tokenizer, lengths, keep, mode == MIXED, primer_ids)
     try:
         with _progress(n_tokens, progress, "decompress") as bar:
@@ -581,6 +588,10 @@ def _decode(body, mode, length, fields, model, tokenizer, primer_ids, progress) 
                 if (tokens.shape != (p.shape[0],) or (tokens < 0).any() or (tokens >= known.size).any()
                         or not known[tokens].all()):
                     raise ValueError("blob is corrupted: it decodes to a token id the tokenizer does not have")
+                spelled += int(sizes[tokens].sum())
+                if spelled > length:              # no need to decode the rest
+                    raise ValueError(f"blob is corrupted: it decodes to more than the {length:,} bytes its "
+                                     "header says")
                 out[offsets[:tokens.size] + step] = tokens
                 predictor.advance(tokens)
                 bar.update(tokens.size)

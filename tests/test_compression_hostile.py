@@ -448,3 +448,17 @@ def test_a_payload_that_decodes_to_ids_the_tokenizer_lacks_is_refused(queue):
             cz.decompress(_forge(blob, payload.astype("<u4").tobytes()), model, tok)
         messages.append(str(refused.value))
     assert any("token id the tokenizer does not have" in m for m in messages), messages[:5]
+
+
+def test_a_forged_payload_stops_decoding_once_it_spells_more_than_the_header_says(tiny, blobs, monkeypatch):
+    """A payload whose CRC was made right passes the header's checks; it decodes only until its
+    ids spell more bytes than the original's length, not to the header's token count."""
+    model, tok, primer = tiny
+    steps = []
+    probabilities = cz._Predictor.probabilities
+    monkeypatch.setattr(cz._Predictor, "probabilities", lambda self: steps.append(1) or probabilities(self))
+    payload = np.random.default_rng(9).integers(0, 2**32, 40, dtype=np.uint64).astype("<u4").tobytes()
+    bad = _forge(blobs["mixed"][1], payload, tokens=900, length=900, streams=1)
+    with pytest.raises(ValueError, match="decodes to more than the 900 bytes"):
+        cz.decompress(bad, model, tok, primer=primer)
+    assert 0 < len(steps) < 900
