@@ -58,7 +58,7 @@ def _count(ids: np.ndarray, vocab: int, orders: int) -> tuple[np.ndarray, list[_
     h = np.zeros(ids.size, np.uint64)
     for k in range(1, orders + 1):
         # h[i]: the hash of ids[i - k : i], the context of ids[i] (positions i >= k)
-        h = _extend(h[1:], ids[:ids.size - k], vocab)
+        h = _extend(h[1:], ids[:max(ids.size - k, 0)], vocab)     # none left once k reaches the size
         nxt = ids[k:]
         order = np.lexsort((nxt, h))
         hs, ns = h[order], nxt[order]

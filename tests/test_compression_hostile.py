@@ -303,6 +303,16 @@ def test_arguments_of_the_wrong_kind_are_refused_naming_them(tiny, monkeypatch):
             cz.decompress(blob, model, tok)
 
 
+def test_primers_shorter_than_the_ngram_s_orders_round_trip(tiny):
+    """0 to 9 primer ids (the n-gram counts contexts of up to 8): each codes and decodes."""
+    model, tok, _ = tiny
+    data = TEXT[:400].encode()
+    for n in range(10):
+        primer = np.arange(n, dtype=np.int64) + 40
+        blob = cz.compress(data, model, tok, primer=primer)
+        assert blob[5] == cz.MIXED and cz.decompress(blob, model, tok, primer=primer) == data, n
+
+
 def test_every_kind_of_buffer_codes_its_bytes(tiny):
     """bytes, bytearray, a strided memoryview and one of 4-byte items code the bytes they hold."""
     model, tok, primer = tiny
