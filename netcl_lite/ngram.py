@@ -19,6 +19,7 @@ probabilities. The constants were chosen on Chapter 9's validation split
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,7 +58,7 @@ def _count(ids: np.ndarray, vocab: int, orders: int) -> tuple[np.ndarray, list[_
     h = np.zeros(ids.size, np.uint64)
     for k in range(1, orders + 1):
         # h[i]: the hash of ids[i - k : i], the context of ids[i] (positions i >= k)
-        h = _extend(h[1:], ids[:ids.size - k], vocab)
+        h = _extend(h[1:], ids[:max(ids.size - k, 0)], vocab)     # none left once k reaches the size
         nxt = ids[k:]
         order = np.lexsort((nxt, h))
         hs, ns = h[order], nxt[order]
@@ -92,7 +93,10 @@ class NGram:
         self.vocab, self.orders = vocab, orders
         self.unigram, self.tables = _primed_counts(primer, vocab, orders)
         self.unigram = self.unigram.copy()
-        self.added: list[dict] = [{} for _ in range(orders)]    # per order: {context hash: {token: count}}
+        # per order: {context hash: the coded tokens that followed it}, one token packed into an int
+        # (_packed) until a second distinct token follows, then {token: count}: most long contexts are
+        # seen once, and an int takes a fifth of a dict's memory
+        self.added: list[dict] = [{} for _ in range(orders)]
         self.history = np.full((streams, orders), -1, np.int64)  # last tokens, newest last; -1: none yet
         self.seen = np.zeros(streams, np.int64)
 
@@ -140,9 +144,17 @@ class NGram:
         for k, h in enumerate(self._contexts(), start=1):
             added = self.added[k - 1]
             for r in rows[self.seen[rows] >= k].tolist():
-                succ = added.setdefault(int(h[r]), {})
-                t = int(tokens[r])
-                succ[t] = succ.get(t, 0) + ADDED_WEIGHT
+                key, t = int(h[r]), int(tokens[r])
+                succ = added.get(key)
+                if succ is None:
+                    added[key] = t << _COUNT_BITS | ADDED_WEIGHT
+                elif isinstance(succ, int):
+                    if succ >> _COUNT_BITS == t:
+                        added[key] = succ + ADDED_WEIGHT
+                    else:
+                        added[key] = {succ >> _COUNT_BITS: succ & _COUNT_MASK, t: ADDED_WEIGHT}
+                else:
+                    succ[t] = succ.get(t, 0) + ADDED_WEIGHT
         self.history[rows] = np.concatenate([self.history[rows, 1:], tokens[rows, None]], axis=1)
         self.seen[rows] += 1
 
@@ -171,27 +183,42 @@ def _table_counts(table: _Table, contexts: np.ndarray, vocab: int) -> np.ndarray
     return counts
 
 
+#: a context's one coded successor so far is stored as ``token << _COUNT_BITS | count``
+_COUNT_BITS = 40
+_COUNT_MASK = (1 << _COUNT_BITS) - 1
+
+
 def _coded_counts(added: dict, contexts: np.ndarray, vocab: int) -> np.ndarray:
     """(R, vocab) counts of the coded tokens that followed each of ``contexts`` (R,)."""
     counts = np.zeros((contexts.size, vocab))
     for r, key in enumerate(contexts.tolist()):
         seen = added.get(key)
-        if seen:
+        if seen is None:
+            continue
+        if isinstance(seen, int):
+            counts[r, seen >> _COUNT_BITS] = seen & _COUNT_MASK
+        else:
             counts[r, list(seen)] = list(seen.values())
     return counts
 
 
 _COUNTED: dict[tuple, tuple] = {}
+_COUNTED_LOCK = threading.Lock()
 
 
 def _primed_counts(primer: np.ndarray, vocab: int, orders: int):
-    """:func:`_count` of ``primer``, kept for the last two primers (counting takes a second or two)."""
+    """:func:`_count` of ``primer``, kept for the last two primers (counting takes a second or two).
+    Threads share the kept counts (read only); the lock guards the keeping."""
     key = (hashlib.sha256(primer.astype(np.int32).tobytes()).digest(), primer.size, vocab, orders)
-    if key not in _COUNTED:
-        while len(_COUNTED) >= 2:
-            _COUNTED.pop(next(iter(_COUNTED)))
-        _COUNTED[key] = _count(primer, vocab, orders)
-    return _COUNTED[key]
+    with _COUNTED_LOCK:
+        counted = _COUNTED.get(key)
+    if counted is None:
+        counted = _count(primer, vocab, orders)
+        with _COUNTED_LOCK:
+            while len(_COUNTED) >= 2:
+                _COUNTED.pop(next(iter(_COUNTED)))
+            _COUNTED[key] = counted
+    return counted
 
 
 class Mixer:
