@@ -29,6 +29,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..checks import int_in, positive_int, positive_real
+from ..core import compiler_target
 from ..core.kernels import get_kernel, vector_lanes
 from ..core.stream import stream_of
 from ..core.tensor import DeviceMemory, Tensor
@@ -65,9 +66,11 @@ def _tiles(device: cl.Device) -> tuple[int, int, int]:
 
 
 def _options(device: cl.Device) -> tuple[str, ...]:
+    """The kernel's build options: its tiles, and software prefetching of the weights on PoCL's CPU
+    driver (other compilers, Oclgrind's among them, may not know the prefetch intrinsic)."""
     vw, mr, hr = _tiles(device)
-    cpu = bool(device.type & cl.device_type.CPU)
-    return (f"-DVW={vw}", f"-DMR={mr}", f"-DHR={hr}", f"-DPREFETCH={int(cpu)}")
+    prefetch = compiler_target.pocl_cpu_name(device) is not None
+    return (f"-DVW={vw}", f"-DMR={mr}", f"-DHR={hr}", f"-DPREFETCH={int(prefetch)}")
 
 
 def _rows_per_group(queue: cl.CommandQueue, batch: int) -> int:
