@@ -97,6 +97,7 @@ ALWAYS_INLINE vecf expv(vecf x) {
         PREFETCH_ROW(W + (long)(k + PREFETCH_ROWS) * N + j0, C);                               \
         if (GATED) {                                                                           \
             _Pragma("unroll") for (int c = 0; c < C; ++c) w3[c] = LOAD(W3, c, k);              \
+            PREFETCH_ROW(W3 + (long)(k + PREFETCH_ROWS) * N + j0, C);                          \
         }                                                                                      \
         _Pragma("unroll") for (int r = 0; r < R; ++r) {                                        \
             const float xr = X[(long)r * ldx + k];                                             \
