@@ -12,12 +12,13 @@ n-gram's counting and the header included; the model's load and the training ids
 quoted as the median over the rounds with every round kept. Each decompressed file is checked
 against the original.
 
-One more model-only compression then runs instrumented, to say where a coding step (one token of
+Each of the four calls then runs once more instrumented, to say where a coding step (one token of
 every stream) goes: the decoding step (:meth:`DecoderLM.decode_step`, wall and host-thread CPU), its
 kernels' device time from OpenCL profiling events and its launches, the float64 softmax, the
-refills of the model's window (``model.hidden`` on the kept positions) and the rest of the loop
-(the range coder, the bookkeeping). The instrumented pass is slower than the timed ones by the
-timers' cost, so its parts are shares, not speeds.
+refills of the model's window (``model.hidden`` on the kept positions, waited for), the range
+coder (``constriction``), with ``mix`` the n-gram's and the mixer's predict and update, and the
+rest (the loop's bookkeeping, tokenizing, the header). The instrumented passes are slower than
+the timed ones by the timers' cost, so their parts are shares, not speeds.
 
 The JSON names the machine (CPU, OpenCL device, PoCL's compiler target) and the load average
 around the run: on a shared machine the figures move with what else runs.
@@ -70,15 +71,39 @@ def timed_rounds(text: bytes, model, tok, rounds: int, modes) -> dict:
     return {key: {"median kB/s": statistics.median(v), "rounds kB/s": v} for key, v in speeds.items()}, sizes
 
 
-def step_parts(text: bytes, model, tok) -> dict:
-    """One instrumented model-only compression: seconds per coding step of each part."""
+class _TimedCoder:
+    """A constriction range coder whose encode/decode calls add their seconds to ``totals``."""
+
+    def __init__(self, coder, totals, key):
+        self._coder, self._totals, self._key = coder, totals, key
+
+    def _timed(self, name):
+        method = getattr(self._coder, name)
+
+        def call(*args):
+            began = time.perf_counter()
+            try:
+                return method(*args)
+            finally:
+                self._totals[self._key] = self._totals.get(self._key, 0.0) + time.perf_counter() - began
+        return call
+
+    def __getattr__(self, name):
+        return self._timed(name) if name in ("encode", "decode") else getattr(self._coder, name)
+
+
+def step_parts(text: bytes, model, tok, mix: bool, direction: str, blob: bytes | None = None) -> dict:
+    """One instrumented compression or decompression: seconds per coding step of each part."""
+    import constriction
+
+    from netcl_lite.ngram import Mixer, NGram
+
     totals: dict[str, float] = {}
     counts: dict[str, int] = {}
-
     stream = stream_of(model.queue)
 
     def wrap(owner, attr, key, cpu=False, wait=False):
-        inner = getattr(owner, attr)
+        inner = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
 
         def timed(*args, **kwargs):
             t0, c0 = time.perf_counter(), time.thread_time()
@@ -94,35 +119,46 @@ def step_parts(text: bytes, model, tok) -> dict:
                     totals[key + " host CPU"] = totals.get(key + " host CPU", 0.0) + time.thread_time() - c0
 
         setattr(owner, attr, timed)
-        return inner
+        return owner, attr, inner
 
-    originals = [(model, "decode_step", wrap(model, "decode_step", "decode step", cpu=True)),
-                 (model, "hidden", wrap(model, "hidden", "refill (model.hidden, waited)", wait=True)),
-                 (cz, "_softmax", wrap(cz, "_softmax", "softmax (float64)"))]
+    queue_module = constriction.stream.queue
+    coders = (queue_module.RangeEncoder, queue_module.RangeDecoder)
+    key = "range coder (constriction)"
+    queue_module.RangeEncoder = lambda *a: _TimedCoder(coders[0](*a), totals, key)
+    queue_module.RangeDecoder = lambda *a: _TimedCoder(coders[1](*a), totals, key)
+    originals = [wrap(model, "decode_step", "decode step", cpu=True),
+                 wrap(model, "hidden", "refill (model.hidden, waited)", wait=True),
+                 wrap(cz, "_softmax", "softmax (float64)")]
+    if mix:
+        originals += [wrap(NGram, "predict", "n-gram predict"), wrap(NGram, "update", "n-gram update"),
+                      wrap(Mixer, "mix", "mixer mix"), wrap(Mixer, "update", "mixer update")]
     stream.sync()
     stream.profile = []
     try:
         began = time.perf_counter()
-        cz.compress(text, model, tok, mix=False)
+        if direction == "compress":
+            cz.compress(text, model, tok, mix=mix)
+        else:
+            assert cz.decompress(blob, model, tok) == text, "the round trip failed"
         total = time.perf_counter() - began
         stream.sync()
     finally:
         records, stream.profile = stream.profile, None
+        queue_module.RangeEncoder, queue_module.RangeDecoder = coders
         for owner, attr, inner in originals:
             if owner is model:
                 del model.__dict__[attr]                 # the bound method again
             else:
                 setattr(owner, attr, inner)
     steps = counts["decode step"]
-    kernels = [(label, (event.profile.end - event.profile.start) * 1e-9) for label, op, event in records
-               if op == "decode_step"]
-    refill_kernels = sum((event.profile.end - event.profile.start) * 1e-9 for label, op, event in records
+    kernels = [(event.profile.end - event.profile.start) * 1e-9 for _, op, event in records if op == "decode_step"]
+    refill_kernels = sum((event.profile.end - event.profile.start) * 1e-9 for _, op, event in records
                          if op != "decode_step")
     parts = {key: value / steps for key, value in totals.items()}
-    parts["decode step kernels (events)"] = sum(s for _, s in kernels) / steps
+    parts["decode step kernels (events)"] = sum(kernels) / steps
     parts["refill kernels (events)"] = refill_kernels / steps
-    parts["rest of the loop (coder, bookkeeping, waits)"] = (total - sum(totals[k] for k in totals
-                                                                         if not k.endswith("host CPU"))) / steps
+    parts["rest of the loop (bookkeeping, tokenizing, header)"] = (
+        total - sum(v for k, v in totals.items() if not k.endswith("host CPU"))) / steps
     return {"steps": steps, "refills": counts.get("refill (model.hidden, waited)", 0), "seconds": total,
             "launches per step": len(kernels) / steps,
             "ms per step": {key: round(1e3 * value, 4) for key, value in parts.items()}}
@@ -144,22 +180,27 @@ def main() -> None:
     cz.compress(text[:20_000], model, tok, mix=False)   # kernels built, buffers made
     load_before = os.getloadavg()
     speeds, sizes = timed_rounds(text, model, tok, a.rounds, modes)
-    parts = step_parts(text, model, tok)
+    parts = {}
+    for name, mix in modes:
+        blob = cz.compress(text, model, tok, mix=mix)
+        for direction in ("compress", "decompress"):
+            parts[f"{name} {direction}"] = step_parts(text, model, tok, mix, direction, blob)
     out = {"split": a.split, "bytes": len(text), "rounds": a.rounds,
            "machine": capstone.machine(model.queue), "cpu": cpu_name(), "arithmetic": cz.arithmetic(model),
            "model": a.model or "capstone.run()", "load average before": load_before,
            "load average after": os.getloadavg(), "speed": speeds,
            "bits per byte": {name: 8 * size / len(text) for name, size in sizes.items()},
-           "file bytes": sizes, "one model-only compression, per coding step": parts}
+           "file bytes": sizes, "one instrumented call each, per coding step": parts}
     for key, value in speeds.items():
         rounds = ", ".join(f"{v:.1f}" for v in value["rounds kB/s"])
         print(f"{key:26s} {value['median kB/s']:6.1f} kB/s (median of {rounds})")
     for name, size in sizes.items():
         print(f"{name}: {8 * size / len(text):.4f} bits per byte ({size} bytes)")
-    print(f"per coding step of {parts['steps']} ({parts['launches per step']:.0f} launch each, "
-          f"{parts['refills']} refills):")
-    for key, value in parts["ms per step"].items():
-        print(f"  {key:46s} {value:7.3f} ms")
+    for call, part in parts.items():
+        print(f"{call}, instrumented, per coding step of {part['steps']} ({part['launches per step']:.0f} "
+              f"launch each, {part['refills']} refills):")
+        for key, value in part["ms per step"].items():
+            print(f"  {key:50s} {value:7.3f} ms")
     print(f"{out['machine']}; load average {load_before[0]:.1f} before, {out['load average after'][0]:.1f} after")
     Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
 
