@@ -53,20 +53,26 @@ def _load(folder):
     return run.model, run.tokenizer
 
 
+def round_trip(text: bytes, model, tok, mix: bool) -> tuple[bytes, float, float]:
+    """(the file, seconds to compress, seconds to decompress), the decompressed bytes checked."""
+    began = time.perf_counter()
+    blob = cz.compress(text, model, tok, mix=mix)
+    mid = time.perf_counter()
+    back = cz.decompress(blob, model, tok)
+    end = time.perf_counter()
+    assert back == text, "the round trip failed"
+    return blob, mid - began, end - mid
+
+
 def timed_rounds(text: bytes, model, tok, rounds: int, modes) -> dict:
     """kB/s of each (mode, direction) over interleaved rounds; the files' sizes."""
     speeds = {f"{name} {way}": [] for name, _ in modes for way in ("compress", "decompress")}
     sizes = {}
     for _ in range(rounds):
         for name, mix in modes:
-            began = time.perf_counter()
-            blob = cz.compress(text, model, tok, mix=mix)
-            mid = time.perf_counter()
-            back = cz.decompress(blob, model, tok)
-            end = time.perf_counter()
-            assert back == text, "the round trip failed"
-            speeds[f"{name} compress"].append(len(text) / 1e3 / (mid - began))
-            speeds[f"{name} decompress"].append(len(text) / 1e3 / (end - mid))
+            blob, packing, unpacking = round_trip(text, model, tok, mix)
+            speeds[f"{name} compress"].append(len(text) / 1e3 / packing)
+            speeds[f"{name} decompress"].append(len(text) / 1e3 / unpacking)
             sizes[name] = len(blob)
     return {key: {"median kB/s": statistics.median(v), "rounds kB/s": v} for key, v in speeds.items()}, sizes
 
