@@ -21,8 +21,9 @@
 // (x[i], x[i + d/2]) with the float64-built cos/sin tables of rope.cl.
 //
 // Kernel:
-//   decode_step   for the rows of this group: with embed = 1, x <- table[ids[b]] (an id out of
-//                 range is reported as a bad input and row 0 is used); then for each of `layers`
+//   decode_step   for the rows of this group: with embed = 1, x <- table[id of b] (from ids_lo and
+//                 ids_hi with inline_ids, else from ids; an id out of range is reported as a
+//                 bad input and row 0 is used); then for each of `layers`
 //                 layers x <- x + Attn(RMSNorm1(x)); x <- x + SwiGLU(RMSNorm2(x)) at position
 //                 `pos` (appending K and V to that layer's cache, attending over 0..pos); then
 //                 with head = 1 (tied: head is the table (vocab, dim)) or 2 (untied: head is
@@ -369,11 +370,16 @@ ALWAYS_INLINE int group_head(__global const float *n, int ldn, __global const fl
     __global float *kc_##i, __global float *vc_##i
 #define PICK(name) (l == 0 ? name##_0 : l == 1 ? name##_1 : l == 2 ? name##_2 : name##_3)   // l < SLOTS
 
+// With inline_ids, a batch of up to 32 streams passes its token ids as two int16 arguments, so a
+// step needs no copy command before its launch; otherwise they are read from `ids`.
+typedef union { int16 v; int s[16]; } ids16;
+
 // Floats of a row's scratch segment of n values: whole 64-byte lines, so vectors start aligned.
 ALWAYS_INLINE int seg(int n) { return (n + 15) / 16 * 16; }
 
 __kernel void decode_step(
-    __global float *x_all, __global float *work, __global const int *ids, __global const float *table,
+    __global float *x_all, __global float *work, __global const int *ids, const int inline_ids, const int16 ids_lo,
+    const int16 ids_hi, __global const float *table,
     __global const float *norm_f, __global const float *head, __global float *logits,
     LAYER_ARGS(0), LAYER_ARGS(1), LAYER_ARGS(2), LAYER_ARGS(3),
     __global const float *cos_t, __global const float *sin_t,
@@ -407,7 +413,14 @@ __kernel void decode_step(
             for (int r = lid; r < rows; r += ls) {
                 __global float *xr = x + (long)r * dim;
                 if (kind == 0 && l == 0 && embed) {
-                    int id = ids[r0 + r];
+                    int id;
+                    if (inline_ids) {                         // the ids came as arguments
+                        ids16 u;
+                        u.v = r0 + r < 16 ? ids_lo : ids_hi;
+                        id = u.s[(r0 + r) % 16];
+                    } else {
+                        id = ids[r0 + r];
+                    }
                     if (id < 0 || id >= vocab) {
                         report(status, STATUS_BAD_INPUT, seq, 1);
                         id = 0;

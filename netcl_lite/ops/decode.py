@@ -27,10 +27,11 @@ from typing import NamedTuple
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.cltypes as cltypes
 
 from ..checks import int_in, positive_int, positive_real
 from ..core import compiler_target
-from ..core.kernels import get_kernel, vector_lanes
+from ..core.kernels import get_program, vector_lanes
 from ..core.stream import stream_of
 from ..core.tensor import DeviceMemory, Tensor
 from .embedding import ids_out_of_range
@@ -44,11 +45,20 @@ LAYER_WEIGHTS = ("norm1", "wq", "wk", "wv", "wo", "norm2", "w1", "w3", "w2")
 SLOTS = 4
 _CACHES = ("k_cache", "v_cache")
 #: the kernel's arguments, in order: one set of :data:`LAYER_WEIGHTS` and caches per slot
-_ARGS = ("x", "work", "ids", "table", "norm", "head", "logits",
+_ARGS = ("x", "work", "ids", "inline_ids", "ids_lo", "ids_hi", "table", "norm", "head", "logits",
          *(f"{name}.{slot}" for slot in range(SLOTS) for name in (*LAYER_WEIGHTS, *_CACHES)),
          "cos", "sin", "batch", "rows_per_group", "layers", "embed", "head_mode", "dim", "heads", "groups",
          "head_dim", "hidden", "max_len", "vocab", "position", "eps", "scale", "status", "seq")
 _AT = {name: i for i, name in enumerate(_ARGS)}
+#: the scalar arguments' types (buffers None), as PyOpenCL packs them
+_FLOATS = ("eps", "scale")
+_DTYPES = [cltypes.int16 if name in ("ids_lo", "ids_hi") else np.float32 if name in _FLOATS
+           else np.int32 if name in ("inline_ids", "batch", "rows_per_group", "layers", "embed", "head_mode", "dim",
+                                     "heads", "groups", "head_dim", "hidden", "max_len", "vocab", "position", "seq")
+           else None for name in _ARGS]
+#: streams whose token ids a step passes as kernel arguments (two int16), not through a copy
+INLINE_IDS = 32
+_NO_IDS = np.zeros(INLINE_IDS, np.int32).view(cltypes.int16)
 NO_HEAD, TIED, UNTIED = 0, 1, 2
 
 
@@ -166,11 +176,38 @@ def _check_position(position, max_len: int) -> int:
     return int_in("position", position, 0, max_len, "the cache's length")
 
 
+def _inline(host: np.ndarray | None):
+    """(inline_ids, ids_lo, ids_hi) for host int32 ids of up to :data:`INLINE_IDS` streams, else unused."""
+    if host is None or host.size > INLINE_IDS:
+        return 0, _NO_IDS[0], _NO_IDS[1]
+    packed = np.zeros(INLINE_IDS, np.int32)
+    packed[:host.size] = host
+    lo, hi = packed.view(cltypes.int16)
+    return 1, lo, hi
+
+
+_KERNELS: dict[tuple, cl.Kernel] = {}
+
+
+def _kernel(queue: cl.CommandQueue) -> cl.Kernel:
+    """``decode_step`` for this context and device, its scalar types declared (the library's loader
+    knows no vector-typed arguments), built once. Launches set every argument each time."""
+    options = _options(queue.device)
+    key = (queue.context.int_ptr, options)
+    kernel = _KERNELS.get(key)
+    if kernel is None:
+        kernel = _KERNELS[key] = cl.Kernel(get_program(queue.context, "decode.cl", options), "decode_step")
+        kernel.set_scalar_arg_dtypes(_DTYPES)
+    return kernel
+
+
 def _arguments(sizes: _Sizes, buffers: dict, layers: list[dict], *, rows_per_group: int, embed: bool,
-               head_mode: int, position: int, seq) -> tuple:
+               head_mode: int, position: int, seq, host_ids: np.ndarray | None = None) -> tuple:
     """The kernel's arguments in :data:`_ARGS` order. ``buffers`` names the step's buffers, ``layers``
     holds each layer's weight and cache buffers by name; slots past the layers get ``x`` (unread)."""
-    values = dict(buffers, batch=i32(sizes.batch), rows_per_group=i32(rows_per_group), layers=i32(len(layers)),
+    inline, lo, hi = _inline(host_ids)
+    values = dict(buffers, inline_ids=inline, ids_lo=lo, ids_hi=hi, batch=i32(sizes.batch),
+                  rows_per_group=i32(rows_per_group), layers=i32(len(layers)),
                   embed=i32(embed), head_mode=i32(head_mode), dim=i32(sizes.dim), heads=i32(sizes.heads),
                   groups=i32(sizes.groups), head_dim=i32(sizes.head_dim), hidden=i32(sizes.hidden),
                   max_len=i32(sizes.max_len), vocab=i32(sizes.vocab), position=i32(position), eps=f32(sizes.eps),
@@ -228,12 +265,17 @@ def decode_layer(x, weights, k_cache, v_cache, position: int, *, n_heads: int, e
     buffers.update(cos=cos_t.buffer, sin=sin_t.buffer, status=call.stream.status,
                    work=call.scratch("decode.work", sizes.batch * sizes.row_floats))
     rows = _rows_per_group(call.queue, sizes.batch)
-    ls = _local_size(call.queue)
-    call.launch("decode.cl", "decode_step", (-(-sizes.batch // rows) * ls,), (ls,),
-                *_arguments(sizes, buffers, [layer], rows_per_group=rows, embed=bool(sizes.vocab),
-                            head_mode=NO_HEAD, position=position, seq=call.seq),
-                options=_options(call.queue.device))
+    _launch(call, sizes.batch, _arguments(sizes, buffers, [layer], rows_per_group=rows, embed=bool(sizes.vocab),
+                                          head_mode=NO_HEAD, position=position, seq=call.seq))
     return x
+
+
+def _launch(call: OpCall, batch: int, args: tuple) -> None:
+    """One call's launch of ``decode_step`` with ``args`` (kept alive until the next sync)."""
+    kernel = _kernel(call.queue)
+    kernel.set_args(*args)
+    rows, ls = _rows_per_group(call.queue, batch), _local_size(call.queue)
+    call.stream.enqueue(kernel, "decode.cl:decode_step", (-(-batch // rows) * ls,), (ls,), keep=args)
 
 
 def _check_ids(ids, batch: int):
@@ -288,9 +330,9 @@ class StepLaunch:
     embeds its ids; with ``norm`` (D,) it ends with the final RMSNorm and the LM head, tied to
     ``table`` or ``output`` (D, V), and writes the logits into a (B, V) Tensor it owns
     (:attr:`logits`). A step is one launch per :data:`SLOTS` layers, whose arguments are worked
-    out once; a call changes only the position, the sequence number, the ids (one copy into a
-    buffer it owns) and, when the cached RoPE tables grow, the tables, and allocates nothing on
-    the device. The operands must be float32 Tensors on one device; they are held, not copied, so later
+    out once; a call changes only the position, the sequence number, the ids (kernel arguments
+    for up to :data:`INLINE_IDS` streams, else one copy into a buffer it owns) and, when the
+    cached RoPE tables grow, the tables, and allocates nothing on the device. The operands must be float32 Tensors on one device; they are held, not copied, so later
     writes into them (an updated cache, new weights loaded in place) are seen. ``uses`` tells
     whether a launch was built for given tensors.
 
@@ -349,20 +391,20 @@ class StepLaunch:
         self.embeds = table is not None
         self.logits = Tensor.empty(queue, (sizes.batch, sizes.vocab)) if self.head_mode else None
         self._work = DeviceMemory(context, 4 * sizes.batch * sizes.row_floats)
-        self._ids = DeviceMemory(context, 4 * sizes.batch) if self.embeds else None
+        self._ids = DeviceMemory(context, 4 * sizes.batch) if self.embeds and sizes.batch > INLINE_IDS else None
         self._tables = device_tables(queue, 1, sizes.head_dim, sizes.rope_base)
         rows = _rows_per_group(queue, sizes.batch)
         ls = _local_size(queue)
         self._sizes = ((-(-sizes.batch // rows) * ls,), (ls,))
         head = output if self.head_mode == UNTIED else table
-        buffers = dict(x=x.buffer, work=self._work.buffer, ids=self._ids.buffer if self.embeds else x.buffer,
+        buffers = dict(x=x.buffer, work=self._work.buffer, ids=self._ids.buffer if self._ids is not None else x.buffer,
                        table=table.buffer if self.embeds else x.buffer, norm=norm.buffer if norm is not None else x.buffer,
                        head=head.buffer if self.head_mode else x.buffer,
                        logits=self.logits.buffer if self.head_mode else x.buffer,
                        cos=self._tables[0].buffer, sin=self._tables[1].buffer, status=stream_of(queue).status)
         # per launch, its arguments: a step changes the position and the sequence number and sets
         # them all at once (with the scalar types declared, cheaper than two set_arg calls)
-        self._kernel = get_kernel(context, "decode.cl", "decode_step", _options(queue.device))
+        self._kernel = _kernel(queue)
         self._args = []
         for first in range(0, len(self.layers), SLOTS):
             chunk = [dict({n: w[n].buffer for n in LAYER_WEIGHTS}, k_cache=k.buffer, v_cache=v.buffer)
@@ -403,11 +445,13 @@ class StepLaunch:
         if tables[0] is not self._tables[0]:                  # the cached tables grew
             stream.keep(self._tables)                         # queued steps may still read the old ones
             self._tables = tables
-        if self.embeds:
+        inline = _inline(host if self.embeds else None)
+        if self.embeds and not inline[0]:                     # too many streams to pass as arguments
             cl.enqueue_copy(self.queue, self._ids.buffer, host, is_blocking=False)
         for args in self._args:
             args[_AT["status"]], args[_AT["cos"]], args[_AT["sin"]] = stream.status, tables[0].buffer, tables[1].buffer
             args[_AT["position"]], args[_AT["seq"]] = position, seq
+            args[_AT["inline_ids"]], args[_AT["ids_lo"]], args[_AT["ids_hi"]] = inline
             self._kernel.set_args(*args)
             stream.enqueue(self._kernel, "decode.cl:decode_step", *self._sizes, keep=(self, host if self.embeds else None))
         return self.logits if self.head_mode else self.operands["x"]
@@ -420,8 +464,7 @@ class LayerLaunch(StepLaunch):
 
     A :class:`StepLaunch` of one layer without a head: a decoding loop calls the layer with the
     same tensors at every step, and only the position and the token ids change, so a step is
-    one launch (and, for a layer that embeds, one copy of the ids into a buffer it owns) instead
-    of re-checking 13 operands. ``uses`` tells whether a launch was built for given tensors.
+    one launch instead of re-checking 13 operands. ``uses`` tells whether a launch was built for given tensors.
 
     >>> import numpy as np, netcl_lite as nl
     >>> q = nl.device().queue
@@ -498,9 +541,6 @@ def decode_logits(x, norm, *, table=None, output=None, eps: float = 1e-6, queue=
                        table=tx.buffer, norm=tn.buffer, head=th.buffer, logits=out.buffer, cos=tx.buffer,
                        sin=tx.buffer, status=call.stream.status)
         rows = _rows_per_group(call.queue, batch)
-        ls = _local_size(call.queue)
-        call.launch("decode.cl", "decode_step", (-(-batch // rows) * ls,), (ls,),
-                    *_arguments(sizes, buffers, [], rows_per_group=rows, embed=False, head_mode=mode, position=0,
-                                seq=call.seq),
-                    options=_options(call.queue.device))
+        _launch(call, batch, _arguments(sizes, buffers, [], rows_per_group=rows, embed=False, head_mode=mode,
+                                        position=0, seq=call.seq))
     return call.result(out, check=[False])
