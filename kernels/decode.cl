@@ -21,13 +21,16 @@
 // (x[i], x[i + d/2]) with the float64-built cos/sin tables of rope.cl.
 //
 // Kernel:
-//   decode_step   for the rows of this group: with embed = 1, x <- table[id of b] (from ids_lo and
-//                 ids_hi with inline_ids, else from ids; an id out of range is reported as a
-//                 bad input and row 0 is used); then for each of `layers`
-//                 layers x <- x + Attn(RMSNorm1(x)); x <- x + SwiGLU(RMSNorm2(x)) at position
-//                 `pos` (appending K and V to that layer's cache, attending over 0..pos); then
-//                 with head = 1 (tied: head is the table (vocab, dim)) or 2 (untied: head is
-//                 (dim, vocab)), logits[b] = RMSNorm(x_b) * norm_f @ head.
+//   decode_step   for the rows of this group, each a stream b at a position p (span positions
+//                 pos.. of each stream: 1 for a decoding step, more to fill the cache with a
+//                 prompt): with embed = 1, x <- table[id of the row] (from ids_lo and ids_hi with
+//                 inline_ids, else from ids; an id out of range is reported as a bad input and
+//                 row 0 is used); then for each of `layers` layers x <- x + Attn(RMSNorm1(x));
+//                 x <- x + SwiGLU(RMSNorm2(x)) at position p (every row's K and V appended to its
+//                 layer's cache first, then each attends over positions 0..p); then with head = 1
+//                 (tied: head is the table (vocab, dim)) or 2 (untied: head is (dim, vocab)),
+//                 logits[row] = RMSNorm(x_row) * norm_f @ head, or with head = 3 logits[row] =
+//                 RMSNorm(x_row) * norm_f itself (the hidden states a prompt leaves).
 #include "common.h"
 
 #ifndef MR
@@ -255,20 +258,24 @@ ALWAYS_INLINE vecf lane_sums(const vecf a[VW]) {
 #endif
 }
 
-// One row's K/V group g: RoPE on the group's query heads and its key at position pos, the key and
-// value appended to the cache, then each query head's softmax over positions 0..pos and its output
-// o = sum_t p_t v_t. q, k, v, p, o are this row's scratch; kc, vc this row's group-g cache rows.
-ALWAYS_INLINE void attend(int g, int per_group, int d, int max_len, int pos, float scale,
-                          __global float *q, __global const float *k, __global const float *v,
-                          __global float *p, __global float *o, __global float *kc, __global float *vc,
-                          __global const float *cs, __global const float *sn) {
-    const int len = pos + 1;
+// One row's K/V group g at position pos: its key, rotated (RoPE), and its value appended to the
+// cache rows kc, vc of its stream.
+ALWAYS_INLINE void append_kv(int g, int d, int pos, __global const float *k, __global const float *v,
+                             __global float *kc, __global float *vc, __global const float *cs, __global const float *sn) {
     __global float *knew = kc + (long)pos * d;
     for (int i = 0; i < d; ++i) {
         knew[i] = k[g * d + i];
         vc[(long)pos * d + i] = v[g * d + i];
     }
     rotate(knew, d, cs, sn);
+}
+
+// One row's query heads of K/V group g at position pos: RoPE, then each head's softmax over the
+// cached positions 0..pos and its output o = sum_t p_t v_t. q, p, o are this row's scratch.
+ALWAYS_INLINE void attend(int g, int per_group, int d, int max_len, int pos, float scale, __global float *q,
+                          __global float *p, __global float *o, __global const float *kc, __global const float *vc,
+                          __global const float *cs, __global const float *sn) {
+    const int len = pos + 1;
     for (int h = g * per_group; h < (g + 1) * per_group; ++h) {
         __global float *qh = q + h * d, *ph = p + (long)h * max_len;
         rotate(qh, d, cs, sn);
@@ -383,13 +390,15 @@ __kernel void decode_step(
     __global const float *norm_f, __global const float *head, __global float *logits,
     LAYER_ARGS(0), LAYER_ARGS(1), LAYER_ARGS(2), LAYER_ARGS(3),
     __global const float *cos_t, __global const float *sin_t,
-    const int batch, const int rows_per_group, const int layers, const int embed, const int head_mode,
+    const int batch, const int span, const int rows_per_group, const int layers, const int embed, const int head_mode,
     const int dim, const int heads, const int groups, const int head_dim, const int hidden, const int max_len,
     const int vocab, const int pos, const float eps, const float scale, __global int *status, const int seq)
 {
     const int lid = get_local_id(0), ls = get_local_size(0);
-    const int r0 = get_group_id(0) * rows_per_group;
-    const int rows = batch - r0 < rows_per_group ? batch - r0 : rows_per_group;
+    // Rows are (stream, position) pairs, stream-major: row i is stream i / span at pos + i % span.
+    // A group's rows are whole streams (rows_per_group is a multiple of span).
+    const int r0 = get_group_id(0) * rows_per_group, all_rows = batch * span;
+    const int rows = all_rows - r0 < rows_per_group ? all_rows - r0 : rows_per_group;
     const int kv = groups * head_dim, per_group = heads / groups, pairs = head_dim / 2;
     // This group's rows of scratch, row by row: n (dim), q (dim), k (kv), v (kv), p (heads * max_len),
     // o (dim), u (hidden).
@@ -397,19 +406,19 @@ __kernel void decode_step(
     const int oo = op + seg(heads * max_len), ou = oo + seg(dim), stride = ou + seg(hidden);
     __global float *s = work + (long)r0 * stride;
     __global float *x = x_all + (long)r0 * dim;
-    __global const float *cs = cos_t + (long)pos * pairs, *sn = sin_t + (long)pos * pairs;
     int bad = 0;
 
-    // The stages, each ended by a barrier: per layer RMSNorm1, q k v, attention, x += o Wo,
-    // RMSNorm2, u = SwiGLU, x += u W2; then the final RMSNorm and the head. Each kind of stage
-    // appears once in the code (a loop over the stages, not one copy per layer), which keeps the
-    // kernel small enough for the compiler.
-    const int stages = layers * 7 + (head_mode ? 2 : 0);
+    // The stages, each ended by a barrier: per layer RMSNorm1, q k v, the cache append, attention,
+    // x += o Wo, RMSNorm2, u = SwiGLU, x += u W2; then the final RMSNorm and the head (head mode 3:
+    // the final RMSNorm alone, written to `logits` as (rows, dim)). Each kind of stage appears once
+    // in the code (a loop over the stages, not one copy per layer), which keeps the kernel small
+    // enough for the compiler.
+    const int stages = layers * 8 + (head_mode == 3 ? 1 : head_mode ? 2 : 0);
     for (int st = 0; st < stages; ++st) {
-        const int l = st < layers * 7 ? st / 7 : SLOTS;
-        const int kind = st < layers * 7 ? st - l * 7 : 7 + st - layers * 7;
-        if (kind == 0 || kind == 4 || kind == 7) {           // RMSNorm of x into n (the embedding first)
-            __global const float *g = kind == 0 ? PICK(norm1) : kind == 4 ? PICK(norm2) : norm_f;
+        const int l = st < layers * 8 ? st / 8 : SLOTS;
+        const int kind = st < layers * 8 ? st - l * 8 : 8 + st - layers * 8;
+        if (kind == 0 || kind == 5 || kind == 8) {           // RMSNorm of x into n (the embedding first)
+            __global const float *g = kind == 0 ? PICK(norm1) : kind == 5 ? PICK(norm2) : norm_f;
             for (int r = lid; r < rows; r += ls) {
                 __global float *xr = x + (long)r * dim;
                 if (kind == 0 && l == 0 && embed) {
@@ -427,32 +436,37 @@ __kernel void decode_step(
                     }
                     for (int c = 0; c < dim; c += VW) storev(xr, c, dim, loadv(table + (long)id * dim, c, dim));
                 }
-                norm_row(xr, g, dim, eps, s + (long)r * stride + on);
+                norm_row(xr, g, dim, eps, kind == 8 && head_mode == 3 ? logits + (long)(r0 + r) * dim
+                                                                   : s + (long)r * stride + on);
             }
-        } else if (kind == 2) {                               // attention, one (row, K/V group) per task
+        } else if (kind == 2 || kind == 3) {                  // cache append, then attention: a (row, K/V group) per task
             __global float *kc = PICK(kc), *vc = PICK(vc);
             for (int t = lid; t < rows * groups; t += ls) {
-                const int r = t / groups, g = t - r * groups;
+                const int r = t / groups, g = t - r * groups, at = pos + (r0 + r) % span;
                 __global float *sr = s + (long)r * stride;
-                const long cache_row = ((long)(r0 + r) * groups + g) * max_len * head_dim;
-                attend(g, per_group, head_dim, max_len, pos, scale, sr + oq, sr + ok, sr + ov, sr + op, sr + oo,
-                       kc + cache_row, vc + cache_row, cs, sn);
+                const long cache_row = ((long)((r0 + r) / span) * groups + g) * max_len * head_dim;
+                __global const float *cs = cos_t + (long)at * pairs, *sn = sin_t + (long)at * pairs;
+                if (kind == 2)
+                    append_kv(g, head_dim, at, sr + ok, sr + ov, kc + cache_row, vc + cache_row, cs, sn);
+                else
+                    attend(g, per_group, head_dim, max_len, at, scale, sr + oq, sr + op, sr + oo, kc + cache_row,
+                           vc + cache_row, cs, sn);
             }
-        } else if (kind == 5) {                               // u = silu(n W1) * (n W3)
+        } else if (kind == 6) {                               // u = silu(n W1) * (n W3)
             group_proj(s + on, stride, PICK(w1), PICK(w3), 1, dim, hidden, s + ou, stride, 0, rows);
-        } else if (kind == 8 && head_mode == 1) {             // tied head: logits = n tableᵀ
+        } else if (kind == 9 && head_mode == 1) {             // tied head: logits = n tableᵀ
             bad |= group_head(s + on, stride, head, dim, vocab, logits + (long)r0 * vocab, rows);
         } else {                                              // products: q k v, x += o Wo, x += u W2, untied head
             const int jobs = kind == 1 ? 3 : 1;
             for (int j = 0; j < jobs; ++j) {
-                __global const float *X = kind == 3 ? s + oo : kind == 6 ? s + ou : s + on;
+                __global const float *X = kind == 4 ? s + oo : kind == 7 ? s + ou : s + on;
                 __global const float *W = kind == 1 ? (j == 0 ? PICK(wq) : j == 1 ? PICK(wk) : PICK(wv))
-                                        : kind == 3 ? PICK(wo) : kind == 6 ? PICK(w2) : head;
+                                        : kind == 4 ? PICK(wo) : kind == 7 ? PICK(w2) : head;
                 __global float *Y = kind == 1 ? s + (j == 0 ? oq : j == 1 ? ok : ov)
-                                  : kind == 8 ? logits + (long)r0 * vocab : x;
-                const int K = kind == 6 ? hidden : dim, N = kind == 1 ? (j == 0 ? dim : kv) : kind == 8 ? vocab : dim;
-                const int ldx = stride, ldy = kind == 1 ? stride : kind == 8 ? vocab : dim;
-                const int into_x = kind == 3 || kind == 6;
+                                  : kind == 9 ? logits + (long)r0 * vocab : x;
+                const int K = kind == 7 ? hidden : dim, N = kind == 1 ? (j == 0 ? dim : kv) : kind == 9 ? vocab : dim;
+                const int ldx = stride, ldy = kind == 1 ? stride : kind == 9 ? vocab : dim;
+                const int into_x = kind == 4 || kind == 7;
                 const int b = group_proj(X, ldx, W, 0, 0, K, N, Y, ldy, into_x, rows);
                 bad |= kind == 1 ? 0 : b;
             }

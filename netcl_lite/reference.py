@@ -290,3 +290,17 @@ def decode_step(x, layers, k_caches, v_caches, position, *, n_heads, eps=1e-6, r
     if norm is not None:
         x = decode_logits(x, norm, **(dict(output=output) if output is not None else dict(table=table)), eps=eps)
     return x, ks, vs
+
+
+def decode_prefill(ids, layers, k_caches, v_caches, position, *, n_heads, table, norm, eps=1e-6, rope_base=10000.0):
+    """The final-normed hidden states (B, T, D) of ``ids`` (B, T) at positions ``position..``, and the
+    caches with their K and V: :func:`decode_step` one position at a time (each attends over the
+    positions before it and itself), then the RMSNorm."""
+    ids = np.asarray(ids)
+    ks, vs = list(k_caches), list(v_caches)
+    rows = []
+    for t in range(ids.shape[1]):
+        x, ks, vs = decode_step(None, layers, ks, vs, position + t, n_heads=n_heads, eps=eps, rope_base=rope_base,
+                                ids=ids[:, t], table=table)
+        rows.append(rms_norm(x, norm, eps=eps))
+    return np.stack(rows, axis=1), ks, vs

@@ -180,6 +180,96 @@ def test_a_streams_values_do_not_depend_on_its_batch_or_on_the_grouping(queue, m
     assert all(np.array_equal(a[0], b[11]) for a, b in zip(alone_caches, base_caches))
 
 
+def test_a_prompt_filled_at_once_matches_the_reference(queue):
+    """decode_prefill (the B·T rows (stream, position) in one launch per SLOTS layers, every row's
+    K and V appended before any attends) against reference.decode_prefill, after positions already
+    in the cache or none, on ragged batches and prompt lengths, 1 to 5 layers.
+
+    Tolerance: as for a step (the same kernel): (layers + 1) · tol_for(n) of the largest value."""
+    rng = np.random.default_rng(83)
+    for i, (batch, span, start, layers, heads, groups, d, hidden, max_len) in enumerate(
+            [(1, 1, 0, 1, 2, 1, 4, 7, 3), (3, 5, 0, 2, 4, 2, 6, 20, 9), (17, 3, 4, 5, 6, 3, 2, 33, 9),
+             (33, 2, 1, 1, 2, 2, 16, 64, 4), (5, 9, 0, 4, 4, 1, 8, 40, 9)]):
+        vocab = 37
+        weights, ks, vs, table, norm, _ = step_case(rng, batch, layers, heads, groups, d, hidden, max_len, vocab, True)
+        for k, v in zip(ks, vs):                           # positions before start already cached
+            k[:, :, :start] = rng.standard_normal(k[:, :, :start].shape)
+            v[:, :, :start] = rng.standard_normal(v[:, :, :start].shape)
+        ids = rng.integers(0, vocab, (batch, span))
+        tk, tv = [Tensor.from_host(queue, k) for k in ks], [Tensor.from_host(queue, v) for v in vs]
+        tw = [{k: Tensor.from_host(queue, v) for k, v in w.items()} for w in weights]
+        got = ops.decode.decode_prefill(ids, tw, tk, tv, start, n_heads=heads, table=Tensor.from_host(queue, table),
+                                        norm=Tensor.from_host(queue, norm), eps=1e-5, rope_base=500.0).numpy()
+        expected, eks, evs = reference.decode_prefill(ids, weights, ks, vs, start, n_heads=heads, table=table,
+                                                      norm=norm, eps=1e-5, rope_base=500.0)
+        n = max(heads * d, hidden, start + span)
+        case = f"case {i}: B={batch} T={span} from {start} L={layers} H={heads} G={groups} d={d} F={hidden}"
+        assert_close(got, expected, rtol=0, atol=(layers + 1) * tol_for(n) * max(1.0, float(np.abs(expected).max())),
+                     what=f"{case}: hidden states")
+        for layer in range(layers):
+            for what, g, e in (("k", tk[layer], eks[layer]), ("v", tv[layer], evs[layer])):
+                filled = e[:, :, :start + span]
+                assert_close(g.numpy()[:, :, :start + span], filled, rtol=0,
+                             atol=(layer + 1) * tol_for(n) * max(1.0, float(np.abs(filled).max())),
+                             what=f"{case}: {what} cache of layer {layer}")
+
+
+def test_a_prompt_filled_at_once_does_not_depend_on_the_grouping(queue, monkeypatch):
+    """The prompt's rows are grouped by whole streams; its bits must not depend on how many."""
+    from netcl_lite.ops import decode as decode_module
+
+    rng = np.random.default_rng(84)
+    weights, ks, vs, table, norm, _ = step_case(rng, 9, 2, 4, 2, 6, 20, 8, 40, True)
+    ids = rng.integers(0, 40, (9, 5))
+
+    def fill():
+        tk, tv = [Tensor.from_host(queue, k) for k in ks], [Tensor.from_host(queue, v) for v in vs]
+        tw = [{k: Tensor.from_host(queue, v) for k, v in w.items()} for w in weights]
+        out = ops.decode.decode_prefill(ids, tw, tk, tv, 0, n_heads=4, table=Tensor.from_host(queue, table),
+                                        norm=Tensor.from_host(queue, norm)).numpy()
+        return out, [t.numpy() for t in tk + tv]
+
+    base, base_caches = fill()
+    for rows in (1, 4):
+        monkeypatch.setattr(decode_module, "_rows_per_group", lambda queue, b, rows=rows: min(rows, b))
+        out, caches = fill()
+        monkeypatch.undo()
+        assert np.array_equal(out, base), f"hidden states differ with {rows} streams per group"
+        assert all(np.array_equal(a, b) for a, b in zip(caches, base_caches))
+
+
+def test_a_prompt_fill_checks_its_inputs(queue):
+    rng = np.random.default_rng(85)
+    weights, ks, vs, table, norm, _ = step_case(rng, 2, 1, 2, 1, 4, 12, 5, 10, True)
+    tk, tv = [Tensor.from_host(queue, k) for k in ks], [Tensor.from_host(queue, v) for v in vs]
+    tw = [{k: Tensor.from_host(queue, v) for k, v in w.items()} for w in weights]
+    tt, tn = Tensor.from_host(queue, table), Tensor.from_host(queue, norm)
+
+    def fill(ids, position=0, **changes):
+        args = dict(layers=tw, k_caches=tk, v_caches=tv, n_heads=2, table=tt, norm=tn)
+        args.update(changes)
+        return ops.decode.decode_prefill(ids, args.pop("layers"), args.pop("k_caches"), args.pop("v_caches"),
+                                         position, **args)
+
+    with pytest.raises(ValueError, match=r"ids must be a \(batch, positions\) array"):
+        fill([1, 2])
+    with pytest.raises(TypeError, match="ids must hold integers"):
+        fill([[1.5], [2.0]])
+    with pytest.raises(ValueError, match=r"position must be an int in \[0, 2\)"):
+        fill([[1, 2, 3, 4], [1, 2, 3, 4]], position=2)
+    with pytest.raises(ValueError, match=r"ids has 3 rows \(streams\), the caches hold 2"):
+        fill([[1], [2], [3]])
+    with pytest.raises(ValueError, match=r"k_caches must be a list of one cache per layer \(1\)"):
+        fill([[1], [2]], k_caches=tk * 2)
+    with pytest.raises(ValueError, match=r"norm must have shape \(8,\)"):
+        fill([[1], [2]], norm=Tensor.zeros(queue, (7,)))
+    with pytest.raises(ValueError, match="ids must lie in"):
+        fill(np.array([[1], [2**33]]))
+    fill([[1, 9], [10, 2]])                               # out of range: found on the device
+    with pytest.raises(BadInputError, match=r"^decode_prefill: ids must lie in \[0, 10\)"):
+        sync(queue)
+
+
 def test_a_step_launch_checks_its_inputs(queue):
     rng = np.random.default_rng(82)
     weights, ks, vs, table, norm, output = step_case(rng, 2, 2, 2, 1, 4, 12, 5, 10, False)

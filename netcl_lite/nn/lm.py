@@ -31,7 +31,7 @@ from .. import ops, sampling
 from ..checks import count, flag, int_in, integer, nonnegative_int, nonnegative_real, real
 from ..core.device import manager
 from ..core.tensor import Tensor, check_queue
-from ..ops.decode import StepLaunch
+from ..ops.decode import StepLaunch, decode_prefill
 from .checkpoint import from_llama, from_pretrained, save_pretrained, to_llama, write
 from .config import LMConfig
 from .transformer import DecoderBlock, Embedding, KVCache, Module, RMSNorm
@@ -153,11 +153,31 @@ class DecoderLM(Module):
             self._check_cache(cache)
         start = 0 if cache is None else cache.length(0)
         ids = check_ids("ids", ids, c.vocab_size, c.max_position_embeddings, start)
+        if cache is not None and not ag.recording():
+            return self._prefill(ids, cache, start)   # inference with a cache: the fused decode kernel
         h = self.embed(ids)
         for i, block in enumerate(self.layers):
             h = block(h, cache, i)
         return self.norm(h)
     # --8<-- [end:forward]
+
+    def _prefill(self, ids: np.ndarray, cache: KVCache, start: int) -> ag.Node:
+        """``hidden(ids, cache)`` outside a tape: every layer at once for all streams and positions
+        (:func:`netcl_lite.ops.decode.decode_prefill`), the cache filled at ``start..``."""
+        c = self.config
+        if any(n != start for n in cache.lengths):
+            raise ValueError(f"cache: every layer must hold the same number of positions, got {cache.lengths}")
+        if ids.shape[0] != cache.batch:
+            raise ValueError(f"ids: one row per cached sequence ({cache.batch}), got {ids.shape[0]}")
+        out = decode_prefill(ids, self._decode_layers(), cache.keys, cache.values, start, n_heads=c.num_attention_heads,
+                             table=self.embed.table.value, norm=self.norm.weight.value, eps=c.rms_norm_eps,
+                             rope_base=c.rope_theta)
+        cache.lengths = [start + ids.shape[1]] * cache.layers
+        return ag.constant(out)
+
+    def _decode_layers(self) -> list[dict]:
+        """Each layer's weights by :data:`netcl_lite.ops.decode.LAYER_WEIGHTS` name, as Tensors."""
+        return [{name: node.value for name, node in block.decode_weights().items()} for block in self.layers]
 
     def loss(self, ids, targets, ignore_index: int = -100) -> ag.Node:
         """Mean cross-entropy (nats per token) of ``targets[b, t]``, the token after ``ids[b, t]``.
@@ -241,7 +261,7 @@ class DecoderLM(Module):
             x = self._decode_state[cache.batch] = Tensor.empty(self.queue, (cache.batch, c.hidden_size))
         # The step is checked and set up once per cache and reused while it sees the same tensors
         # (weights swapped for new ones make a new one).
-        layers = [{name: node.value for name, node in block.decode_weights().items()} for block in self.layers]
+        layers = self._decode_layers()
         operands = (x, layers, cache.keys, cache.values, self.embed.table.value, self.norm.weight.value,
                     None if c.tie_word_embeddings else self.embed.output.value)
         step = self._decode_launches.get(cache)

@@ -47,19 +47,19 @@ _CACHES = ("k_cache", "v_cache")
 #: the kernel's arguments, in order: one set of :data:`LAYER_WEIGHTS` and caches per slot
 _ARGS = ("x", "work", "ids", "inline_ids", "ids_lo", "ids_hi", "table", "norm", "head", "logits",
          *(f"{name}.{slot}" for slot in range(SLOTS) for name in (*LAYER_WEIGHTS, *_CACHES)),
-         "cos", "sin", "batch", "rows_per_group", "layers", "embed", "head_mode", "dim", "heads", "groups",
+         "cos", "sin", "batch", "span", "rows_per_group", "layers", "embed", "head_mode", "dim", "heads", "groups",
          "head_dim", "hidden", "max_len", "vocab", "position", "eps", "scale", "status", "seq")
 _AT = {name: i for i, name in enumerate(_ARGS)}
 #: the scalar arguments' types (buffers None), as PyOpenCL packs them
 _FLOATS = ("eps", "scale")
 _DTYPES = [cltypes.int16 if name in ("ids_lo", "ids_hi") else np.float32 if name in _FLOATS
-           else np.int32 if name in ("inline_ids", "batch", "rows_per_group", "layers", "embed", "head_mode", "dim",
+           else np.int32 if name in ("inline_ids", "batch", "span", "rows_per_group", "layers", "embed", "head_mode", "dim",
                                      "heads", "groups", "head_dim", "hidden", "max_len", "vocab", "position", "seq")
            else None for name in _ARGS]
 #: streams whose token ids a step passes as kernel arguments (two int16), not through a copy
 INLINE_IDS = 32
 _NO_IDS = np.zeros(INLINE_IDS, np.int32).view(cltypes.int16)
-NO_HEAD, TIED, UNTIED = 0, 1, 2
+NO_HEAD, TIED, UNTIED, NORMED = 0, 1, 2, 3
 
 
 def _local_size(queue: cl.CommandQueue) -> int:
@@ -101,6 +101,12 @@ def _tensor(name: str, x, ndim: int) -> Tensor:
 
 def _shape_of(x) -> tuple[int, ...]:
     return tuple(x.shape) if isinstance(x, (Tensor, np.ndarray)) else np.shape(x)
+
+
+class _Rows(NamedTuple):
+    """A (streams, dim) shape standing in for x where the rows are not a Tensor of their own."""
+
+    shape: tuple
 
 
 def _segment(n: int) -> int:
@@ -202,11 +208,11 @@ def _kernel(queue: cl.CommandQueue) -> cl.Kernel:
 
 
 def _arguments(sizes: _Sizes, buffers: dict, layers: list[dict], *, rows_per_group: int, embed: bool,
-               head_mode: int, position: int, seq, host_ids: np.ndarray | None = None) -> tuple:
+               head_mode: int, position: int, seq, host_ids: np.ndarray | None = None, span: int = 1) -> tuple:
     """The kernel's arguments in :data:`_ARGS` order. ``buffers`` names the step's buffers, ``layers``
     holds each layer's weight and cache buffers by name; slots past the layers get ``x`` (unread)."""
     inline, lo, hi = _inline(host_ids)
-    values = dict(buffers, inline_ids=inline, ids_lo=lo, ids_hi=hi, batch=i32(sizes.batch),
+    values = dict(buffers, inline_ids=inline, ids_lo=lo, ids_hi=hi, batch=i32(sizes.batch), span=i32(span),
                   rows_per_group=i32(rows_per_group), layers=i32(len(layers)),
                   embed=i32(embed), head_mode=i32(head_mode), dim=i32(sizes.dim), heads=i32(sizes.heads),
                   groups=i32(sizes.groups), head_dim=i32(sizes.head_dim), hidden=i32(sizes.hidden),
@@ -270,12 +276,85 @@ def decode_layer(x, weights, k_cache, v_cache, position: int, *, n_heads: int, e
     return x
 
 
-def _launch(call: OpCall, batch: int, args: tuple) -> None:
+def _launch(call: OpCall, batch: int, args: tuple, span: int = 1) -> None:
     """One call's launch of ``decode_step`` with ``args`` (kept alive until the next sync)."""
     kernel = _kernel(call.queue)
     kernel.set_args(*args)
     rows, ls = _rows_per_group(call.queue, batch), _local_size(call.queue)
     call.stream.enqueue(kernel, "decode.cl:decode_step", (-(-batch // rows) * ls,), (ls,), keep=args)
+
+
+def decode_prefill(ids, layers, k_caches, v_caches, position: int, *, n_heads: int, table, norm, eps: float = 1e-6,
+                   rope_base: float = 10000.0) -> Tensor:
+    """Run a prompt through the layers at once: the final-normed hidden states (B, T, D) of ``ids``.
+
+    ``ids`` (B, T) are each stream's tokens at positions ``position .. position + T - 1``; every
+    layer's K and V at those positions are written into its cache (B, G, S, d), which must hold
+    the earlier positions already. ``layers``, the caches and ``table`` (V, D) are as
+    :class:`StepLaunch` takes them; ``norm`` (D,) is the final RMSNorm's weight. The step kernel
+    runs the B·T rows (stream, position) with a work-group per tile of whole streams, each row
+    attending causally over its stream's cache, one launch per :data:`SLOTS` layers: the
+    arithmetic of T decoding steps, with each weight read once per tile of rows.
+
+    >>> import numpy as np, netcl_lite as nl
+    >>> q = nl.device().queue
+    >>> rng = np.random.default_rng(0)
+    >>> shapes = dict(norm1=(8,), wq=(8, 8), wk=(8, 4), wv=(8, 4), wo=(8, 8), norm2=(8,), w1=(8, 12), w3=(8, 12), w2=(12, 8))
+    >>> layers = [{k: nl.Tensor.from_host(q, rng.standard_normal(s) * 0.3) for k, s in shapes.items()}]
+    >>> table, norm = nl.Tensor.from_host(q, rng.standard_normal((10, 8))), nl.Tensor.from_host(q, np.ones(8))
+    >>> k, v = nl.Tensor.zeros(q, (2, 1, 6, 4)), nl.Tensor.zeros(q, (2, 1, 6, 4))
+    >>> decode_prefill([[3, 7, 1], [2, 2, 9]], layers, [k], [v], 0, n_heads=2, table=table, norm=norm).shape
+    (2, 3, 8)
+    """
+    if not isinstance(layers, (list, tuple)) or not layers:
+        raise ValueError("layers must be a non-empty list of weight dicts (one per layer)")
+    for name, caches in (("k_caches", k_caches), ("v_caches", v_caches)):
+        if not isinstance(caches, (list, tuple)) or len(caches) != len(layers):
+            raise ValueError(f"{name} must be a list of one cache per layer ({len(layers)})")
+    k_caches = [_tensor(f"k_caches[{i}]", t, 4) for i, t in enumerate(k_caches)]
+    v_caches = [_tensor(f"v_caches[{i}]", t, 4) for i, t in enumerate(v_caches)]
+    _tensor("table", table, 2)
+    _tensor("norm", norm, 1)
+    arr = np.asarray(ids) if not isinstance(ids, Tensor) else None
+    if arr is None or arr.ndim != 2 or not arr.size:
+        raise ValueError(f"ids must be a (batch, positions) array of token ids with at least one, got "
+                         f"{'a Tensor' if arr is None else arr.shape}")
+    if arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
+        raise TypeError(f"ids must hold integers, got dtype {arr.dtype}")
+    batch, span = arr.shape
+    if k_caches[0].shape[0] != batch:
+        raise ValueError(f"ids has {batch} rows (streams), the caches hold {k_caches[0].shape[0]}; they must agree")
+    streams = _Rows((batch, table.shape[1]))                  # x's shape as the layer checks want it
+    sizes = [_check_layer(streams, w, k, v, n_heads, eps, rope_base, table, f"layers[{i}]")
+             for i, (w, k, v) in enumerate(zip(layers, k_caches, v_caches))]
+    if any(s != sizes[0] for s in sizes[1:]):
+        raise ValueError("layers have other sizes than layers[0]; a step runs layers of one shape")
+    sizes = sizes[0]
+    position = int_in("position", position, 0, sizes.max_len - span + 1,
+                      f"the cache's length {sizes.max_len} less the {span} positions")
+    if norm.shape != (sizes.dim,):
+        raise ValueError(f"norm must have shape ({sizes.dim},), got {norm.shape}")
+    host = _ids_int32(arr.reshape(-1), sizes.vocab)
+    tensors = dict(table=table, norm=norm, **{f"k_caches[{i}]": k for i, k in enumerate(k_caches)},
+                   **{f"v_caches[{i}]": v for i, v in enumerate(v_caches)},
+                   **{f"layers[{i}][{n!r}]": w[n] for i, w in enumerate(layers) for n in LAYER_WEIGHTS})
+    call = OpCall("decode_prefill", bad_input=_bad_ids(sizes.vocab, arr), **tensors)
+    out = Tensor.empty(call.queue, (batch, span, sizes.dim))
+    cos_t, sin_t = device_tables(call.queue, position + span, sizes.head_dim, sizes.rope_base)
+    rows = _rows_per_group(call.queue, batch) * span
+    buffers = dict(x=call.scratch("decode.rows", batch * span * sizes.dim),
+                   work=call.scratch("decode.work", batch * span * sizes.row_floats),
+                   ids=call.int_input("ids", host).buffer, table=table.buffer, norm=norm.buffer, head=table.buffer,
+                   logits=out.buffer, cos=cos_t.buffer, sin=sin_t.buffer, status=call.stream.status)
+    for first in range(0, len(layers), SLOTS):
+        chunk = [dict({n: w[n].buffer for n in LAYER_WEIGHTS}, k_cache=k.buffer, v_cache=v.buffer)
+                 for w, k, v in zip(layers[first:first + SLOTS], k_caches[first:first + SLOTS],
+                                    v_caches[first:first + SLOTS])]
+        last = first + SLOTS >= len(layers)
+        _launch(call, batch, _arguments(sizes, buffers, chunk, rows_per_group=rows, embed=not first,
+                                        head_mode=NORMED if last else NO_HEAD, position=position, seq=call.seq,
+                                        span=span), span)
+    return out
 
 
 def _check_ids(ids, batch: int):
