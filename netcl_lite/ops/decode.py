@@ -1,7 +1,7 @@
 """Cached decoding steps of a Llama decoder for many streams at once (``kernels/decode.cl``).
 
 Float64 references: :func:`netcl_lite.reference.decode_layer`, :func:`netcl_lite.reference.decode_logits`,
-:func:`netcl_lite.reference.decode_step`.
+:func:`netcl_lite.reference.decode_step`, :func:`netcl_lite.reference.decode_prefill`.
 
 Generating a token runs the model on one position per sequence (stream). Per stream every weight
 matrix meets one vector, about one multiply-add per weight loaded, and the training path would
@@ -11,7 +11,8 @@ append, attention over the cached prefix, SwiGLU and both residuals) and the LM 
 is loaded once per register tile of streams, and a step of a model of up to :data:`SLOTS` layers
 is one launch. Inference only: nothing is recorded for a backward pass.
 
-:class:`StepLaunch` sets a model's step up once and launches it per token;
+:class:`StepLaunch` sets a model's step up once and launches it per token; :func:`decode_prefill`
+runs a prompt's positions through the same kernel at once (a row per stream and position);
 :func:`decode_layer`, :class:`LayerLaunch` and :func:`decode_logits` run one layer or the head
 alone. A stream's values do not depend on the batch it is decoded in, on the work-group sizes or
 on the device's compute-unit count: every value is summed by one work-item in a fixed order.
