@@ -126,6 +126,14 @@ def record_launches(queue, step) -> list[tuple]:
     return [(*entry, kernels[(entry[0], entry[1], entry[5])]) for entry in launches]
 
 
+def print_table(totals: dict, total: float, top: int, unit: str) -> None:
+    """A Markdown table of ``totals`` ((kernel, op) → each launch's ms), largest sum first."""
+    print(f"| kernel | op | launches | {unit} | share |\n|---|---|---|---|---|")
+    rows = sorted(((k, op, len(v), sum(v)) for (k, op), v in totals.items()), key=lambda r: -r[3])
+    for kernel, op, n, ms in rows[:top]:
+        print(f"| {kernel} | {op} | {n} | {ms:.2f} | {ms / total:.0%} |")
+
+
 def sequence(queue, step, model, tokens, repeats: int, top: int) -> None:
     """Print each kernel's time per step, all launches of one step replayed in order (``--sequence``)."""
     launches = record_launches(queue, step)
@@ -152,10 +160,7 @@ def sequence(queue, step, model, tokens, repeats: int, top: int) -> None:
           f"(each launch's fastest run, events; {flops / total / 1e6:.0f} GFLOP/s of 6·params·tokens); "
           f"a replay's process CPU {min(replay_cpu) * 1e3:.1f} ms fastest, {statistics.median(replay_cpu) * 1e3:.1f} "
           f"median; a real step's host thread {min(host) * 1e3:.1f} ms fastest, {statistics.median(host) * 1e3:.1f} median")
-    print("| kernel | op | launches | ms | share |\n|---|---|---|---|---|")
-    rows = sorted(((k, op, len(v), sum(v)) for (k, op), v in totals.items()), key=lambda r: -r[3])
-    for kernel, op, n, ms in rows[:top]:
-        print(f"| {kernel} | {op} | {n} | {ms:.2f} | {ms / total:.0%} |")
+    print_table(totals, total, top, "ms")
 
 
 def replay(queue, step, model, tokens, top: int) -> None:
@@ -177,10 +182,7 @@ def replay(queue, step, model, tokens, top: int) -> None:
     print(f"CPU ms per step: the step {whole * 1e3:.1f}, its {len(launches)} launches replayed alone "
           f"{total * 1e3:.1f}; the products' FLOPs at the ceiling ({peak / 1e9:.0f} GFLOP per CPU second) "
           f"{flops / peak * 1e3:.1f}, so the step does {flops / peak / whole:.1%} of the ceiling's work per CPU second")
-    print("| kernel | op | launches | CPU ms | share |\n|---|---|---|---|---|")
-    rows = sorted(((k, op, len(v), sum(v)) for (k, op), v in costs.items()), key=lambda r: -r[3])
-    for kernel, op, n, sec in rows[:top]:
-        print(f"| {kernel} | {op} | {n} | {sec * 1e3:.2f} | {sec / total:.0%} |")
+    print_table({key: [1e3 * sec for sec in v] for key, v in costs.items()}, total * 1e3, top, "CPU ms")
 
 
 def union_ms(intervals) -> float:

@@ -17,6 +17,7 @@ from kernel_cases import (
     f32,
     random_attention_case,
     random_dims,
+    record_launches,
     runs_on_one_and_two_pocl_threads,
 )
 
@@ -330,12 +331,8 @@ def test_products_with_k_split_into_slices_match_the_reference(monkeypatch, queu
     transposed and swapped (stored transposed) products. Checked against float64, with D
     bitwise the product then the add, and the same bits on a second call. (A CPU runs the
     narrowest transposed ones as matmul_tall: that path is left off here.)"""
-    from netcl_lite.core.stream import Stream
     monkeypatch.setattr(sys.modules["netcl_lite.ops.matmul"], "TALL_MAX_C", 0)
-    launched = []
-    launch = Stream.launch
-    monkeypatch.setattr(Stream, "launch", lambda self, f, name, *rest, **kw: (
-        launched.append((name, kw.get("options", ()))), launch(self, f, name, *rest, **kw)))
+    launched = record_launches(monkeypatch)
     cpu = bool(queue.device.type & cl.device_type.CPU)
     rng = np.random.default_rng(19)
     # (M, N, K, transpose_a) per panel width (16 columns on AVX2, 64 on AVX-512): whether the
@@ -369,12 +366,8 @@ def test_narrow_weight_gradients_read_in_place_match_the_reference(monkeypatch, 
     narrower than the tile, rows past M), K of every remainder mod 4, one chunk (C written
     directly, D in the epilogue) and several (D added by the join); against float64, D bitwise the
     product then the add, the same bits on a second call."""
-    from netcl_lite.core.stream import Stream
     mm = sys.modules["netcl_lite.ops.matmul"]
-    launched = []
-    launch = Stream.launch
-    monkeypatch.setattr(Stream, "launch", lambda self, f, name, *rest, **kw: (
-        launched.append((name, kw.get("options", ()))), launch(self, f, name, *rest, **kw)))
+    launched = record_launches(monkeypatch)
     cpu = bool(queue.device.type & cl.device_type.CPU)
     rng = np.random.default_rng(29)
     vw, mr, nv = tile_for(queue.device)
@@ -428,11 +421,7 @@ def test_transposed_b_copied_a_cache_line_at_a_time_matches_the_reference(monkey
     256 floats (where the old k-row walk thrashed four L1 sets), ragged last chunks (K = 37,
     1537), a ragged last panel (N = 70, 129) and groups whose last panel lies past N, a
     broadcast Bᵀ under a batch of A, and K split into slices (k0 > 0) on a CPU."""
-    from netcl_lite.core.stream import Stream
-    launched = []
-    launch = Stream.launch
-    monkeypatch.setattr(Stream, "launch", lambda self, f, name, *rest, **kw: (
-        launched.append((name, kw.get("options", ()))), launch(self, f, name, *rest, **kw)))
+    launched = record_launches(monkeypatch)
     rng = np.random.default_rng(23)
     for batch, m, n, k in [((), 100, 70, 256), ((), 61, 200, 37), ((), 130, 129, 1537), ((3,), 50, 90, 40),
                            ((), 64, 64, 4096), ((), 1024, 704, 256)]:
