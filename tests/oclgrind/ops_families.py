@@ -65,6 +65,13 @@ family("matmul", lambda a, b: ag.matmul(a, b), {"a": arr(2, 13, 37), "b": arr(2,
        lambda a, b: ref.matmul(a, b))
 family("matmul_tb", lambda a, b: ag.matmul(a, b, transpose_b=True), {"a": arr(11, 29), "b": arr(7, 29)},
        lambda a, b: ref.matmul(a, b, transpose_b=True))
+# a narrow weight gradient over a long K: matmul_tall, which the library runs on a CPU only (Oclgrind's
+# device is a GPU, so that choice is forced for this family): K in three chunks joined in order
+real_device = matmul._device
+matmul._device = lambda queue: real_device(queue)._replace(cpu=True)
+family("matmul_tall", lambda a, b: ag.matmul(a, b, transpose_a=True), {"a": arr(1030, 13), "b": arr(1030, 19)},
+       lambda a, b: ref.matmul(a, b, transpose_a=True))
+matmul._device = real_device
 family("softmax_causal", lambda x: ag.softmax(x, causal=True), {"x": arr(2, 11, 13)},
        lambda x: ref.softmax(x, causal=True))
 mask = rng.random((11, 13)) < 0.7
