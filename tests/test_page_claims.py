@@ -20,6 +20,11 @@ def test_a_whole_files_batch_call_uses_several_times_less_cpu_than_tiktokens():
     # ratio_cpu: tiktoken's CPU time over ours, for the same documents
     assert all(row["ratio_cpu"]["batch cold"] >= 3 for row in whole), \
         "a whole file's batch call takes at least three times less CPU than tiktoken's batch call"
+    assert all(row["ms"]["tiktoken batch"] >= 3 * row["ms"]["tiktoken single"] for row in whole), \
+        "tiktoken's threaded batch call costs it at least three times its loop's CPU"
+    # batch_vs_tiktoken_single_cpu: tiktoken's loop of single calls, CPU time, over our batch call
+    assert all(row["batch_vs_tiktoken_single_cpu"] >= 1.9 for row in whole), \
+        "a whole file's batch call takes about half the CPU of tiktoken's loop, or less"
 
 
 def test_kv_cache_lines_are_parallel_with_slope_one():

@@ -200,6 +200,9 @@ PROSE = [
      lambda: r"(A word longer than {} characters is `[UNK]` too.)".format(
          inspect.signature(_snippet_function("snippets/chapter7/wordpiece.py", "wordpiece"))
          .parameters["max_chars"].default)),
+    ("chapter-7.md", r"With 16 keys per query and \(d_k = 512\)",
+     lambda: r"With {} keys per query and \(d_k = {}\)".format(
+         *(_snippet_constant("snippets/chapter7/softmax_saturation.py", n) for n in ("n_keys", "d")))),
     ("chapter-7.md", "The first line counts the predictions: six tokens, of which the last five are predicted",
      lambda: "The first line counts the predictions: {} tokens, of which the last {} are predicted".format(
          *({5: "five", 6: "six"}[n] for n in _perplexity_counts()))),
@@ -627,6 +630,19 @@ CLAIMS: list[tuple[str, str, str, str]] = [
     ("chapter-7.md", "at least three times less for every kind of text in the recorded run",
      "tests/test_page_claims.py",
      "a whole file's batch call takes at least three times less CPU than tiktoken's batch call"),
+    ("chapter-7.md", "That comparison flatters the device path: tiktoken's batch call runs eight threads, which in "
+                     "that run cost it at least three times the CPU of its own loop of single calls.",
+     "tests/test_page_claims.py", "tiktoken's threaded batch call costs it at least three times its loop's CPU"),
+    ("chapter-7.md", "Against that loop, one batch call over a whole file used about half the CPU or less.",
+     "tests/test_page_claims.py", "a whole file's batch call takes about half the CPU of tiktoken's loop, or less"),
+    ("chapter-7.md", "which joined would be the one token `hello`",
+     "snippets/chapter7/bpe_batch.py", "joined, hel and lo would merge"),
+    ("chapter-7.md", "the block asserts that both return what single calls return",
+     "snippets/chapter7/bpe_batch.py", "the batch returns what single calls return"),
+    ("chapter-7.md", r"Reordering both \(\mathbf{q}\) and \(\mathbf{k}\) the same way leaves every score unchanged",
+     "snippets/chapter7/rope_pairings.py", "the same reorder of q and k leaves every score unchanged"),
+    ("chapter-7.md", "Without that reordering the same weights give different scores",
+     "snippets/chapter7/rope_pairings.py", "without the reorder the scores differ"),
     ("chapter-7.md", "most merges here are learned at a count that other merges share",
      "snippets/chapter7/bpe_from_scratch.py", "most merges share their count with another merge"),
     ("chapter-7.md", "Without their `##`, the pieces of a segmented word spell it again.",
