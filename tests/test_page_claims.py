@@ -6,6 +6,7 @@ names the claim.
 
 from __future__ import annotations
 
+import ast
 import json
 
 import doc_blocks
@@ -20,12 +21,28 @@ def test_a_whole_files_batch_call_uses_several_times_less_cpu_than_tiktokens():
     # ratio_cpu: tiktoken's CPU time over ours, for the same documents
     assert all(row["ratio_cpu"]["batch cold"] >= 3 for row in whole), \
         "a whole file's batch call takes at least three times less CPU than tiktoken's batch call"
+    assert all(row["ms"]["tiktoken batch"] >= 3 * row["ms"]["tiktoken single"] for row in whole), \
+        "tiktoken's threaded batch call costs it at least three times its loop's CPU"
+    # batch_vs_tiktoken_single_cpu: tiktoken's loop of single calls, CPU time, over our batch call
+    assert all(row["batch_vs_tiktoken_single_cpu"] >= 1.9 for row in whole), \
+        "a whole file's batch call takes about half the CPU of tiktoken's loop, or less"
+
+
+def _figure_values(path: str, *names: str) -> tuple:
+    """The values a figure script's top-level assignments give ``names``, run alone."""
+    tree = ast.parse((doc_blocks.ROOT / path).read_text(encoding="utf-8"))
+    keep = [n for n in tree.body if isinstance(n, ast.Assign)
+            and {getattr(t, "id", None) for t in n.targets} & set(names)]
+    scope: dict = {}
+    exec(compile(ast.Module(body=keep, type_ignores=[]), path, "exec"), scope)
+    return tuple(scope[name] for name in names)
 
 
 def test_kv_cache_lines_are_parallel_with_slope_one():
-    """Week 22's figure: bytes against length on log axes, for 64, 8 and 1 K/V heads."""
-    lengths = [2**p for p in range(9, 18)]
-    size = {kv: [budget.kv_cache_bytes(80, kv, 128, n) for n in lengths] for kv in (64, 8, 1)}
+    """Week 22's figure: bytes against length on log axes, for its 64, 8 and 1 K/V heads."""
+    lengths, layouts = _figure_values("snippets/week22/figure_kv_cache.py", "lengths", "layouts")
+    assert sorted(kv for _, kv in layouts) == [1, 8, 64]
+    size = {kv: [budget.kv_cache_bytes(80, kv, 128, n) for n in lengths] for _, kv in layouts}
     for sizes in size.values():
         assert all(b == 2 * a for a, b in zip(sizes, sizes[1:])), \
             "each layout is a straight line of slope 1: twice the length, twice the bytes"
