@@ -232,12 +232,12 @@ PROSE = [
      lambda: r"(ratio {:.1f}): its blocks are only {} key rows".format(
          _saving("algorithm 1", 128, "fp32"),
          _traffic()["block_sizes"]("algorithm 1", 128, _traffic()["SRAM_BYTES"] // 4)[1])),
-    ("chapter-8.md", r"the same SRAM holds twice the numbers and the ratio is 2.0; FlashAttention-2's order moves "
-                     r"3.0 times less than standard attention, and keeping \(\mathbf{K}\) and \(\mathbf{V}\) in cache "
-                     r"513 times less.",
-     lambda: r"the same SRAM holds {} the numbers and the ratio is {:.1f}; FlashAttention-2's order moves "
-             r"{:.1f} times less than standard attention, and keeping \(\mathbf{{K}}\) and \(\mathbf{{V}}\) in cache "
-             r"{:.0f} times less.".format({2: "twice"}[_traffic()["BYTES"]["fp32"] // _traffic()["BYTES"]["fp16"]],
+    ("chapter-8.md", r"the same SRAM holds twice the numbers and the ratio is 2.0; standard attention moves 3.0 times "
+                     r"as much as FlashAttention-2's order, and 513 times as much as keeping \(\mathbf{K}\) and "
+                     r"\(\mathbf{V}\) in cache.",
+     lambda: r"the same SRAM holds {} the numbers and the ratio is {:.1f}; standard attention moves {:.1f} times "
+             r"as much as FlashAttention-2's order, and {:.0f} times as much as keeping \(\mathbf{{K}}\) and "
+             r"\(\mathbf{{V}}\) in cache.".format({2: "twice"}[_traffic()["BYTES"]["fp32"] // _traffic()["BYTES"]["fp16"]],
                                           _saving("algorithm 1", 128, "fp16"), _saving("flashattention-2", 128, "fp16"),
                                           _saving("K, V in cache", 128, "fp16"))),
     ("chapter-8.md", "put the roofline's ridge ([§5](#the-roofline)) at 200.6 FLOPs per byte",
