@@ -247,8 +247,8 @@ PROSE = [
          _traffic()["limit"]("standard", 128, "fp16"), 128, _a100_ridge())),
     ("chapter-8.md", "HBM put the ridge at 200.6 FLOPs per byte (§1's block)",
      lambda: f"HBM put the ridge at {_a100_ridge():.1f} FLOPs per byte (§1's block)"),
-    ("chapter-8.md", "what a wrong rescale costs: an eighth to a third of the output (the retest above)",
-     lambda: "what a wrong rescale costs: {} to {} of the output (the retest above)".format(
+    ("chapter-8.md", "the errors a missed rescale made in the retest above: an eighth and a third of the output",
+     lambda: "the errors a missed rescale made in the retest above: {} and {} of the output".format(
          *sorted(({Fraction(1, 8): "an eighth", Fraction(1, 3): "a third"}[
              Fraction(abs(_streamed(**{flag: False})[0][0] - _streamed()[0][0]) / _streamed()[0][0]).limit_denominator(100)]
              for flag in ("rescale_a", "rescale_l")), key=lambda w: ("an eighth", "a third").index(w)))),
