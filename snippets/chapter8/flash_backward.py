@@ -13,12 +13,12 @@ TOLERANCE = 1e-5  # of the largest entry of each float64 gradient
 
 
 def dense_gradients(q, k, v, dout):
-    """dQ, dK, dV of causal attention in float64, from the stored weights A (the equations)."""
+    """dQ, dK, dV of causal attention in float64, from the stored weights A."""
     q, dout = q.astype(np.float64), dout.astype(np.float64)
     kk = np.repeat(k.astype(np.float64), H // G, axis=1)  # head h reads group h // 2
     vv = np.repeat(v.astype(np.float64), H // G, axis=1)
     z = q @ kk.swapaxes(-1, -2) * scale  # the logits Z = Q K^T / sqrt(d) ...
-    z = np.where(np.tril(np.ones((T, T), bool)), z, -np.inf)  # ... + M: key j <= query i
+    z = np.where(np.tril(np.ones((T, T), bool)), z, -np.inf)  # ... + M: j <= i
     A = np.exp(z - z.max(-1, keepdims=True))
     A /= A.sum(-1, keepdims=True)  # A: (B, H, T, T), what flash never stores
     o = A @ vv
