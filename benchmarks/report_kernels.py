@@ -321,6 +321,9 @@ def _shape(shape: dict) -> str:
 
 
 def _closeness(fraction: float) -> str:
+    if fraction > 1:
+        return ("above it, which a roof does not allow: the roof was measured lower than the machine sustained "
+                "here (a busy machine), or a cache served bytes that the model counts as memory traffic")
     return ("close to it" if fraction >= CLOSE else "within a factor of two of it" if fraction >= HALF
             else "under half of it")
 
@@ -497,8 +500,9 @@ def dense_findings(report: dict, roofline: dict) -> str:
                     "cache serves part of that traffic."))
         lines.append(text)
     reading = point_reading(roofline, "dense_attention")
+    most = "most of its time goes" if top["share"] > 0.5 else f"the largest share of its time, {top['share']:.0%}, goes"
     lines.append(f"- **So** dense attention sits {reading['side']} of the ridge by the model's count, and ran at "
-                 f"{reading['fraction']:.0%} of its roof, {reading['roof_name']}; most of its time goes to the "
+                 f"{reading['fraction']:.0%} of its roof, {reading['roof_name']}; {most} to the "
                  f"{top['phase']} pass, which " + _verdict(top, bound))
     return "\n".join(lines) + "\n"
 

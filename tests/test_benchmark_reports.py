@@ -297,6 +297,16 @@ def test_roofline_sentences_follow_the_numbers():
         p["ms"] = 1.0 if p is not scores else scores["flops"] / (0.95 * roofline["ceiling_gflops"]) / 1e6
     assert f"to the {scores['phase']} pass, which runs at 95% of the multiply-add ceiling: arithmetic limits it" \
         in said(roofline)
+    # no pass takes half the time: the largest share is named as such, not as "most"
+    roofline = copy.deepcopy(ROOFLINE)
+    for p in roofline["dense_attention_passes"]:
+        p["ms"] = 1.0
+    roofline["dense_attention_passes"][0]["ms"] = 1.4
+    assert "the largest share of its time, 41%, goes to the" in said(roofline) and "most of its time" not in said(roofline)
+    # a point above its roof is not called close to it
+    roofline = copy.deepcopy(ROOFLINE)
+    roofline["points"]["gemm"]["gflops"] = 1.2 * roofline["ceiling_gflops"]
+    assert "120% of that roof, above it, which a roof does not allow" in said(roofline)
     # the score-sized copy twice as fast as the 1 GiB copy: cache serves part of the traffic
     roofline = copy.deepcopy(ROOFLINE)
     roofline["score_copy"]["gbs"] = 2 * roofline["opencl_copy_gbs"]
