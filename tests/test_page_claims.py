@@ -1,4 +1,4 @@
-"""Claims on Chapter 7 and the recall pages that rest on a recorded benchmark or on what a figure draws.
+"""Claims on the pages that rest on a recorded benchmark or on what a figure draws.
 
 Each assert here backs a sentence listed in ``CLAIMS`` of ``test_prose_numbers.py``; the message
 names the claim.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 
 import doc_blocks
 from netcl_lite import budget
@@ -48,3 +49,38 @@ def test_kv_cache_lines_are_parallel_with_slope_one():
             "each layout is a straight line of slope 1: twice the length, twice the bytes"
     assert all(m == 8 * g == 64 * q for m, g, q in zip(size[64], size[8], size[1])), \
         "GQA's 8 groups sit 8 times below MHA and MQA's single head 64 times below"
+
+
+#: the family-wise level of Chapter 9's schedule comparisons
+FAMILY_LEVEL = 0.05
+
+
+def t_quantile_two_df(confidence: float) -> float:
+    """The two-sided ``confidence`` bound of Student's t with 2 degrees of freedom (three paired seeds),
+    in closed form: that distribution's CDF is 1/2 + t / (2 sqrt(2 + t²))."""
+    return confidence * math.sqrt(2 / (1 - confidence**2))
+
+
+def schedule_comparisons() -> tuple[int, int]:
+    """(seeds, paired comparisons) of benchmarks/results/capstone_recipes.json."""
+    record = json.loads((doc_blocks.ROOT / "benchmarks/results/capstone_recipes.json").read_text(encoding="utf-8"))
+    return len(record["seeds_in_summary"]), len(record["paired_between_rows"])
+
+
+def bonferroni_bound() -> tuple[float, float]:
+    """(t, t / sqrt(n)): how many standard deviations a paired difference's mean must exceed when each of
+    the file's comparisons is tested at FAMILY_LEVEL / their number."""
+    n, comparisons = schedule_comparisons()
+    t = t_quantile_two_df(1 - FAMILY_LEVEL / comparisons)
+    return t, t / math.sqrt(n)
+
+
+def test_no_schedule_difference_survives_a_correction_for_the_number_of_comparisons():
+    """Chapter 9's section 5: Bonferroni's correction over the ten paired differences of five schedules."""
+    record = json.loads((doc_blocks.ROOT / "benchmarks/results/capstone_recipes.json").read_text(encoding="utf-8"))
+    n, comparisons = schedule_comparisons()
+    assert n == 3 and comparisons == 10      # the closed form holds for three seeds (2 degrees of freedom)
+    assert abs(t_quantile_two_df(1 - FAMILY_LEVEL) - 4.3027) < 5e-5      # the tabulated 5 % value
+    _, bound = bonferroni_bound()
+    assert all(abs(d["mean"]) <= bound * d["sd"] for d in record["paired_between_rows"].values()), \
+        "corrected for the ten comparisons, none is told apart"

@@ -32,7 +32,8 @@ fused_launches = sum(n for _, _, n, _ in fused.table())
 print(f"one cached position: {per_layer} launches per layer through the training"
       f" path's ops; {fused_launches} for all {c.num_hidden_layers} layers and the"
       " head, fused")
-assert fused_launches == -(-c.num_hidden_layers // SLOTS), "one fused kernel per four layers"
+assert fused_launches == -(-c.num_hidden_layers // SLOTS), \
+    "one fused kernel per four layers"
 
 # as many new tokens as fit in the longest context the model takes
 new = c.max_position_embeddings - len(prompt)
