@@ -12,6 +12,7 @@ import math
 
 import doc_blocks
 from netcl_lite import budget
+from schedule_stats import FAMILY_LEVEL, bonferroni_bound, schedule_comparisons, t_quantile_two_df
 
 
 def test_a_whole_files_batch_call_uses_several_times_less_cpu_than_tiktokens():
@@ -49,30 +50,6 @@ def test_kv_cache_lines_are_parallel_with_slope_one():
             "each layout is a straight line of slope 1: twice the length, twice the bytes"
     assert all(m == 8 * g == 64 * q for m, g, q in zip(size[64], size[8], size[1])), \
         "GQA's 8 groups sit 8 times below MHA and MQA's single head 64 times below"
-
-
-#: the family-wise level of Chapter 9's schedule comparisons
-FAMILY_LEVEL = 0.05
-
-
-def t_quantile_two_df(confidence: float) -> float:
-    """The two-sided ``confidence`` bound of Student's t with 2 degrees of freedom (three paired seeds),
-    in closed form: that distribution's CDF is 1/2 + t / (2 sqrt(2 + t²))."""
-    return confidence * math.sqrt(2 / (1 - confidence**2))
-
-
-def schedule_comparisons() -> tuple[int, int]:
-    """(seeds, paired comparisons) of benchmarks/results/capstone_recipes.json."""
-    record = json.loads((doc_blocks.ROOT / "benchmarks/results/capstone_recipes.json").read_text(encoding="utf-8"))
-    return len(record["seeds_in_summary"]), len(record["paired_between_rows"])
-
-
-def bonferroni_bound() -> tuple[float, float]:
-    """(t, t / sqrt(n)): how many standard deviations a paired difference's mean must exceed when each of
-    the file's comparisons is tested at FAMILY_LEVEL / their number."""
-    n, comparisons = schedule_comparisons()
-    t = t_quantile_two_df(1 - FAMILY_LEVEL / comparisons)
-    return t, t / math.sqrt(n)
 
 
 def test_no_schedule_difference_survives_a_correction_for_the_number_of_comparisons():

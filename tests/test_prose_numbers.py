@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 import doc_blocks
-import test_page_claims
+import schedule_stats
 from netcl_lite import budget, reference, sampling, scaling
 from netcl_lite.text import bpe, device_merge
 
@@ -403,14 +403,14 @@ PROSE = [
     ("chapter-9.md", "These are ten comparisons of\nfive schedules, each tested at the 5% level on its own",
      lambda: "These are {} comparisons of\n{} schedules, each tested at the {:.0%} level on its own".format(
          {10: "ten"}[len(_recipes()["paired_between_rows"])], {5: "five"}[len(_recipes()["rows"])],
-         test_page_claims.FAMILY_LEVEL)),
+         schedule_stats.FAMILY_LEVEL)),
     ("chapter-9.md", "(Bonferroni's correction, each at 0.5%, so that a difference must exceed\nits standard deviation "
                      r"times \(14.09/\sqrt{3}\), about 8.13), none of the ten",
      lambda: "(Bonferroni's correction, each at {:.1%}, so that a difference must exceed\nits standard deviation "
              r"times \({:.2f}/\sqrt{{{}}}\), about {:.2f}), none of the {}".format(
-         test_page_claims.FAMILY_LEVEL / test_page_claims.schedule_comparisons()[1],
-         test_page_claims.bonferroni_bound()[0], test_page_claims.schedule_comparisons()[0],
-         test_page_claims.bonferroni_bound()[1], {10: "ten"}[test_page_claims.schedule_comparisons()[1]])),
+         schedule_stats.FAMILY_LEVEL / schedule_stats.schedule_comparisons()[1],
+         schedule_stats.bonferroni_bound()[0], schedule_stats.schedule_comparisons()[0],
+         schedule_stats.bonferroni_bound()[1], {10: "ten"}[schedule_stats.schedule_comparisons()[1]])),
     ("chapter-9.md", "a 2-core\nAMD EPYC Zen 1 (family 23, model 1)",
      lambda: "a {}-core\nAMD EPYC Zen 1 {}".format(_budget_bench().SLOWEST["logical_cpus"],
                                                   _budget_bench().SLOWEST["cpu"].removeprefix("AMD EPYC "))),
