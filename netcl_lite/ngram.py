@@ -1,13 +1,16 @@
-"""An adaptive token n-gram and the mixer that joins it to a language model's predictions.
+"""Adaptive count models of the tokens that follow a context, and the linear mixer that joins them
+to a language model's predictions.
 
-:class:`NGram` counts which token followed each context of up to :data:`ORDERS` tokens, first
-in primer ids (the training text), then in every token coded, and predicts with interpolated
-absolute discounting; :class:`Mixer` mixes the model's distribution with the n-gram's
-(several of its orders and a cache of the coded text alone), linearly, with weights learned
-online per context bucket. Both run on the host in float64 over all streams at once, and
-depend only on the tokens seen, so :mod:`netcl_lite.compression`'s two sides compute the same
-probabilities. The constants were chosen on Chapter 9's validation split
-(``benchmarks/results/capstone.md``).
+:class:`NGram` counts which token followed each context of up to :data:`ORDERS` tokens, first in
+primer ids (the training text), then in every token coded, and predicts with interpolated
+absolute discounting; it also keeps each context's most recent successor (what a match model of
+that order predicts). :class:`WordNGram` counts the same over word contexts (lower-cased,
+whitespace stripped, the separator kept) and interpolates with weights learned online.
+:class:`Mixer` mixes the model's distribution with the n-gram's (several of its orders and a
+cache of the coded text alone), linearly, with weights learned online per context bucket.
+All run on the host in float64 over all streams at once, and depend only on the tokens seen,
+so :mod:`netcl_lite.compression`'s two sides compute the same probabilities. The constants were
+chosen on Chapter 9's validation split (``benchmarks/results/capstone.md``).
 
     >>> ngram = NGram(np.array([1, 2, 3, 1, 2, 3]), vocab=5, streams=1, orders=2)
     >>> ngram.update(np.array([1]), np.array([True])); ngram.update(np.array([2]), np.array([True]))
@@ -27,50 +30,190 @@ ORDERS = 8                     # longest context the n-gram counts, in tokens
 DISCOUNT = (0.5, 0.5, 0.7, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8)    # absolute discount per order 0..ORDERS
 ADDED_WEIGHT = 8               # what a coded token adds to its counts (a training token adds 1)
 MIX_ORDERS = (1, 2, 4)         # the n-gram's distributions after these orders are mixed in too
+SUCCESSOR_ORDERS = 6           # contexts up to this order keep their most recent successor
 LOG2_BUCKETS = 12              # weight sets per order reached and log2 of its count (capped)
 MIX_RATE = 0.02                # step of the online weights (exponentiated gradient)
 CACHE_DISCOUNT = 0.5           # the cache model's discount, in coded tokens
 MIN_WEIGHT = 1e-4              # no weight falls below this, so p_i(x) / p(x) <= 1 / MIN_WEIGHT
 MAX_EXPONENT = 30.0            # nor does one update move a weight by more than e^30
 MIX_INIT = 0.6                 # the model's initial weight (the full n-gram 0.3, the rest share 0.1)
+WORD_ORDERS = 4                # words of context :class:`WordNGram` counts
+WORD_RATE = 0.05               # step of its learned interpolation weights
+WORD_INIT = 0.3                # their starting value
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)     # an odd multiplier that spreads a hash's bits upward
+_PACK = 40                                  # a coded context's one successor: token << _PACK | count
+_PACK_MASK = (1 << _PACK) - 1
 
 
 def _extend(h: np.ndarray, tokens: np.ndarray, vocab: int) -> np.ndarray:
-    """Context hashes one token longer (to the left): exact while (vocab + 1)^order < 2^64."""
-    with np.errstate(over="ignore"):
-        return h * np.uint64(vocab + 1) + (tokens.astype(np.uint64) + np.uint64(1))
+    """Context hashes one token longer (to the left): exact while (vocab + 1)^order < 2^64 (beyond,
+    they wrap, as unsigned array arithmetic does without a warning)."""
+    return h * np.uint64(vocab + 1) + (tokens.astype(np.uint64) + np.uint64(1))
+
+
+def _token_bits(vocab: int) -> int:
+    return max(1, int(vocab - 1).bit_length())
+
+
+def _context_keys(h: np.ndarray, token_bits: int) -> np.ndarray:
+    """A context's key: its hash mixed and cut to min(56, 64 − ``token_bits``) bits, so that a
+    pair's key, ``key << token_bits | token``, fits 64 bits, and so does ``order << 56 | key``."""
+    return (h * _GOLDEN) >> np.uint64(64 - min(56, 64 - token_bits))
 
 
 @dataclass(frozen=True)
-class _Table:
-    """Counts of one order: sorted distinct context hashes, each with a run of (token, count)."""
-    contexts: np.ndarray       # (U,) uint64, sorted
+class _Primed:
+    """One order's counts in the primer: the sorted context keys, each with a run of (token,
+    count) and the token that followed its last occurrence."""
+    contexts: np.ndarray       # (U,) uint64, sorted context keys
     starts: np.ndarray         # (U + 1,) offsets into tokens/counts
     tokens: np.ndarray         # (E,) int64
     counts: np.ndarray         # (E,) float64
+    last: np.ndarray           # (U,) int64 (-1 where the last successors were not asked for)
 
 
-def _count(ids: np.ndarray, vocab: int, orders: int) -> tuple[np.ndarray, list[_Table]]:
-    """Unigram counts (vocab,) and one :class:`_Table` per order 1..orders over ``ids``."""
-    unigram = np.bincount(ids, minlength=vocab).astype(np.float64)
-    tables = []
-    h = np.zeros(ids.size, np.uint64)
-    for k in range(1, orders + 1):
-        # h[i]: the hash of ids[i - k : i], the context of ids[i] (positions i >= k)
-        h = _extend(h[1:], ids[:ids.size - k], vocab)
-        nxt = ids[k:]
-        order = np.lexsort((nxt, h))
-        hs, ns = h[order], nxt[order]
-        new_pair = np.ones(hs.size, bool)
-        new_pair[1:] = (hs[1:] != hs[:-1]) | (ns[1:] != ns[:-1])
-        at = np.flatnonzero(new_pair)
-        counts = np.diff(np.append(at, hs.size)).astype(np.float64)
-        pair_h, pair_t = hs[at], ns[at]
-        new_ctx = np.ones(pair_h.size, bool)
-        new_ctx[1:] = pair_h[1:] != pair_h[:-1]
-        starts = np.append(np.flatnonzero(new_ctx), pair_h.size)
-        tables.append(_Table(pair_h[new_ctx], starts, pair_t.astype(np.int64), counts))
-    return unigram, tables
+def _prime(keys: np.ndarray, nxt: np.ndarray, token_bits: int, last: bool) -> _Primed:
+    """Count the pairs (``keys[i]``, ``nxt[i]``) (and each context's last successor, if ``last``)."""
+    tb = np.uint64(token_bits)
+    pairs = np.sort((keys << tb) | nxt.astype(np.uint64))
+    new_pair = np.flatnonzero(np.r_[True, pairs[1:] != pairs[:-1]]) if pairs.size else np.zeros(0, np.int64)
+    counts = np.diff(np.r_[new_pair, pairs.size]).astype(np.float64)
+    pairs = pairs[new_pair]
+    ctx = pairs >> tb
+    new_ctx = np.flatnonzero(np.r_[True, ctx[1:] != ctx[:-1]]) if ctx.size else np.zeros(0, np.int64)
+    tokens = (pairs & np.uint64((1 << token_bits) - 1)).astype(np.int64)
+    successor = np.full(new_ctx.size, -1, np.int64)
+    if last:
+        _, first_from_end = np.unique(keys[::-1], return_index=True)     # the same sorted contexts
+        successor = nxt[::-1][first_from_end].astype(np.int64)
+    return _Primed(ctx[new_ctx], np.r_[new_ctx, ctx.size], tokens, counts, successor)
+
+
+_ORDER_SHIFT = np.uint64(56)        # a context key tagged with its order: order << 56 | key
+
+
+class _Counts:
+    """The tokens that followed each context of orders 1..K, counted in the primer (the orders'
+    :class:`_Primed` tables joined into one, each context key tagged with its order, so one
+    search serves them all) and in the coded text (one dict: a context coded once holds its one
+    successor packed into an int, ``token << _PACK | count``; later ``{token: count}``, its last
+    successor then kept in ``last``)."""
+
+    def __init__(self, tables: list[_Primed]):
+        self.contexts = np.concatenate([np.zeros(0, np.uint64)] + [
+            (np.uint64(k) << _ORDER_SHIFT) | t.contexts for k, t in enumerate(tables, start=1)])
+        sizes = np.cumsum([0] + [t.tokens.size for t in tables])
+        self.starts = np.concatenate([t.starts[:-1] + sizes[i] for i, t in enumerate(tables)] + [sizes[-1:]])
+        self.tokens = np.concatenate([np.zeros(0, np.int64)] + [t.tokens for t in tables])
+        self.counts = np.concatenate([np.zeros(0)] + [t.counts for t in tables])
+        self.last_primed = np.concatenate([np.zeros(0, np.int64)] + [t.last for t in tables])
+        self.coded: dict = {}
+        self.last: dict = {}
+
+    def lookup(self, keys: np.ndarray):
+        """For tagged contexts ``keys`` (Q,): the primer's entries (query, token, count), the coded
+        entries (query, token, count) and each context's most recent successor (Q,) (-1: never
+        seen, or the primer's last successors were not kept)."""
+        last = np.full(keys.size, -1, np.int64)
+        lo = lengths = np.zeros(keys.size, np.int64)
+        if self.contexts.size:
+            ordered = np.argsort(keys)                 # searched in order: neighbours share their path
+            j = np.empty(keys.size, np.int64)
+            j[ordered] = np.searchsorted(self.contexts, keys[ordered])
+            j = np.minimum(j, self.contexts.size - 1)
+            found = self.contexts[j] == keys
+            lo = np.where(found, self.starts[j], 0)
+            lengths = np.where(found, self.starts[j + 1], 0) - lo
+            last[found] = self.last_primed[j[found]]
+        rows = np.repeat(np.arange(keys.size), lengths)
+        at = np.arange(rows.size) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(lo, lengths)
+        primed = (rows, self.tokens[at], self.counts[at])
+        c_rows, c_tokens, c_counts = [], [], []
+        coded, coded_last = self.coded, self.last
+        for r, key in enumerate(keys.tolist()):
+            seen = coded.get(key)
+            if seen is None:
+                continue
+            if isinstance(seen, int):
+                c_rows.append(r)
+                c_tokens.append(seen >> _PACK)
+                c_counts.append(seen & _PACK_MASK)
+                last[r] = seen >> _PACK
+            else:
+                last[r] = coded_last[key]
+                c_rows.extend([r] * len(seen))
+                c_tokens.extend(seen.keys())
+                c_counts.extend(seen.values())
+        return primed, (np.array(c_rows, np.int64), np.array(c_tokens, np.int64), np.array(c_counts)), last
+
+    def add(self, keys: np.ndarray, tokens: np.ndarray, weight: int) -> None:
+        """Count ``tokens`` (Q,) after tagged contexts ``keys`` (Q,), in order (a later one is the last)."""
+        coded, last = self.coded, self.last
+        for key, t in zip(keys.tolist(), tokens.tolist()):
+            seen = coded.get(key)
+            if seen is None:
+                coded[key] = t << _PACK | weight
+            elif isinstance(seen, int):
+                if seen >> _PACK == t:
+                    coded[key] = seen + weight
+                else:
+                    coded[key] = {seen >> _PACK: seen & _PACK_MASK, t: weight}
+                    last[key] = t
+            else:
+                seen[t] = seen.get(t, 0) + weight
+                last[key] = t
+
+
+def _tagged(keys: list[np.ndarray]) -> np.ndarray:
+    """(K, B) context keys of orders 1..K, each tagged with its order."""
+    return np.stack([(np.uint64(k) << _ORDER_SHIFT) | h for k, h in enumerate(keys, start=1)])
+
+
+class _Lookup:
+    """One step's counts for every (order, stream) whose context exists: ``order`` and ``row`` per
+    query; the merged entries (``slot`` = order index · B + row, ``token``, ``count``), each
+    (slot, token) once; the coded entries alone likewise (``coded``); ``n`` and ``u`` (K, B):
+    the total and the distinct tokens of each context (0 where unseen); ``last`` per query."""
+
+    def __init__(self, counts: _Counts, keys: np.ndarray, live: np.ndarray, scratch: np.ndarray):
+        k, b = live.shape
+        self.order, self.row = np.nonzero(live)
+        slot = self.order * b + self.row
+        primed, coded, self.last = counts.lookup(keys[self.order, self.row])
+        v = scratch.shape[1]
+        flat = scratch.reshape(-1)
+        i_primed = slot[primed[0]] * v + primed[1]
+        i_coded = slot[coded[0]] * v + coded[1]
+        flat[i_primed] = primed[2]
+        fresh = i_coded[flat[i_coded] == 0]               # coded tokens the primer never saw there
+        flat[i_coded] += coded[2]
+        i = np.concatenate([i_primed, fresh])
+        self.count = flat[i]
+        flat[i] = 0.0
+        self.slot, self.token = i // v, i % v
+        self.n = np.bincount(self.slot, self.count, minlength=k * b).reshape(k, b)
+        self.u = np.bincount(self.slot, minlength=k * b).reshape(k, b)
+        self.coded = (slot[coded[0]], coded[1], coded[2])
+
+
+def _chain(p0: np.ndarray, slot, token, a, beta: np.ndarray, targets) -> dict:
+    """Distributions P_m for m in ``targets`` of the chain P_k = a_k + β_k · P_{k−1} from ``p0``
+    (vocab,): order k has the entries (``slot`` = (k − 1) · B + row, ``token``, ``a``) and β_k =
+    ``beta[k − 1]`` (B,). From one target m' to the next m: P_m = (Π_{m'<k≤m} β_k) P_{m'} +
+    Σ_{m'<k≤m} (Π_{k<j≤m} β_j) a_k; dense (B, vocab) each."""
+    b, v = beta.shape[1], p0.size
+    order, flat = slot // b, (slot % b) * v + token
+    out, done, p = {}, 0, np.broadcast_to(p0, (b, v))
+    for m in sorted(targets):
+        after = np.ones((m + 1 - done, b))            # after[j - done] = Π_{j<i≤m} β_i (orders 1-based)
+        for j in range(m - 1, done - 1, -1):
+            after[j - done] = after[j + 1 - done] * beta[j]
+        p = after[0][:, None] * p
+        sel = np.flatnonzero((order >= done) & (order < m))
+        np.add.at(p.reshape(-1), flat[sel], a[sel] * after[order[sel] + 1 - done, slot[sel] % b])
+        out[m], done = p, m
+    return out
 
 
 class NGram:
@@ -83,114 +226,106 @@ class NGram:
     :data:`ADDED_WEIGHT` times a training token: the text being coded predicts itself better
     than the training text does. :meth:`predict` gives every stream's distribution, those after
     the orders in :data:`MIX_ORDERS` and a cache model (the same chain over the coded tokens'
-    counts alone) as ``snapshots``, and the order its context reached;
+    counts alone) as ``snapshots``, the order its context reached, and, as ``successors``, the
+    most recent successor of each stream's context of orders 1..:data:`SUCCESSOR_ORDERS`;
     :meth:`update` adds the coded tokens. Counts only grow by whole numbers, so both sides of a
     coder hold the same state after the same tokens, whatever the order of the streams.
+    Contexts are kept by a 64-bit hash (two contexts that collide share their counts, on both
+    sides alike).
     """
 
     def __init__(self, primer: np.ndarray, vocab: int, streams: int, orders: int = ORDERS):
         self.vocab, self.orders = vocab, orders
-        self.unigram, self.tables = _primed_counts(primer, vocab, orders)
-        self.unigram = self.unigram.copy()
-        self.added: list[dict] = [{} for _ in range(orders)]    # per order: {context hash: {token: count}}
+        self.token_bits = _token_bits(vocab)
+        unigram, tables = _primed_counts(primer, vocab, orders)
+        self.unigram = unigram.copy()
+        self.counts = _Counts(tables)
         self.history = np.full((streams, orders), -1, np.int64)  # last tokens, newest last; -1: none yet
         self.seen = np.zeros(streams, np.int64)
+        self._scratch = np.zeros((orders * streams, vocab))
+        self._step_keys = None             # the context keys :meth:`predict` used, until :meth:`update`
 
-    def _contexts(self) -> list[np.ndarray]:
-        """Per order k, each stream's context hash (uint64; meaningless where seen < k)."""
+    def _keys(self) -> np.ndarray:
+        """(orders, B) each stream's context key of each order, tagged (meaningless where seen < k)."""
         out, h = [], np.zeros(self.history.shape[0], np.uint64)
         for k in range(1, self.orders + 1):
             h = _extend(h, np.maximum(self.history[:, -k], 0), self.vocab)
-            out.append(h)
-        return out
+            out.append(_context_keys(h, self.token_bits))
+        return _tagged(out)
 
     def predict(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(probabilities (B, vocab) float64, order reached (B,), count there (B,)); also sets
         ``snapshots``: the distributions after each order of :data:`MIX_ORDERS`, then the chain
-        over the coded tokens' counts alone (a cache model)."""
-        b, v = self.history.shape[0], self.vocab
+        over the coded tokens' counts alone (a cache model); ``successors`` (orders, B): the
+        token that last followed each stream's context of each order (-1: none); ``p0``: the
+        order-0 distribution (vocab,)."""
+        b, v, k = self.history.shape[0], self.vocab, self.orders
         n0 = self.unigram.sum()
-        p0 = _discounted(np.full(v, 1.0 / v), self.unigram, DISCOUNT[0]) if n0 else np.full(v, 1.0 / v)
-        p = np.broadcast_to(p0, (b, v)).copy()
-        cached = p.copy()
-        reached, total = np.zeros(b, np.int64), np.full(b, n0)
-        snapshots = {}
-        for k, (h, table, added) in enumerate(zip(self._contexts(), self.tables, self.added), start=1):
-            live = np.flatnonzero(self.seen >= k)
-            if not live.size:
-                break
-            coded = _coded_counts(added, h[live], v)
-            counts = _table_counts(table, h[live], v) + coded
-            for chain, c, d in ((p, counts, DISCOUNT[k]), (cached, coded, CACHE_DISCOUNT * ADDED_WEIGHT)):
-                seen = c.sum(axis=1) > 0
-                chain[live[seen]] = _discounted(chain[live[seen]], c[seen], d)
-            n = counts.sum(axis=1)
-            if not n.any():
-                break
-            reached[live[n > 0]], total[live[n > 0]] = k, n[n > 0]
-            if k in MIX_ORDERS:
-                snapshots[k] = p.copy()
-        self.snapshots = [snapshots.get(k, p) for k in MIX_ORDERS] + [cached]   # unreached orders: the final p
+        self.p0 = p0 = (np.maximum(self.unigram - DISCOUNT[0], 0)
+                        + DISCOUNT[0] * np.count_nonzero(self.unigram) / v) / n0 if n0 else np.full(v, 1.0 / v)
+        if not k:
+            p = np.broadcast_to(p0, (b, v)).copy()
+            self.snapshots = [p] * len(MIX_ORDERS) + [p.copy()]
+            self.successors = np.zeros((0, b), np.int64)
+            return p, np.zeros(b, np.int64), np.full(b, n0)
+        self._step_keys = keys = self._keys()
+        live = self.seen[None, :] >= np.arange(1, k + 1)[:, None]
+        look = _Lookup(self.counts, keys, live, self._scratch)
+        d = np.asarray(DISCOUNT[1:k + 1])[:, None]
+        n, u = look.n, look.u
+        beta = np.where(n > 0, d * u / np.where(n > 0, n, 1.0), 1.0)
+        dk = d[look.slot // b, 0]
+        a = np.maximum(look.count - dk, 0.0) / n.reshape(-1)[look.slot]
+        reach = sorted({m for m in MIX_ORDERS if m <= k} | {k})
+        dist = _chain(p0, look.slot, look.token, a, beta, reach)
+        p = dist[k]
+        c_slot, c_token, c_count = look.coded
+        dc = CACHE_DISCOUNT * ADDED_WEIGHT
+        nc = np.bincount(c_slot, c_count, minlength=k * b).reshape(k, b)
+        uc = np.bincount(c_slot, minlength=k * b).reshape(k, b)
+        beta_c = np.where(nc > 0, dc * uc / np.where(nc > 0, nc, 1.0), 1.0)
+        a_c = np.maximum(c_count - dc, 0.0) / np.maximum(nc.reshape(-1)[c_slot], 1.0)
+        cached = _chain(p0, c_slot, c_token, a_c, beta_c, [k])[k]
+        self.snapshots = [dist.get(m, p) for m in MIX_ORDERS] + [cached]
+        has = n > 0
+        reached = np.where(has.any(axis=0), k - np.argmax(has[::-1], axis=0), 0)
+        total = np.where(reached > 0, n[np.maximum(reached - 1, 0), np.arange(b)], n0)
+        self.successors = np.full((min(SUCCESSOR_ORDERS, k), b), -1, np.int64)
+        kept = look.order < SUCCESSOR_ORDERS
+        self.successors[look.order[kept], look.row[kept]] = look.last[kept]
         return p, reached, total
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         """Count ``tokens`` (B,) after each stream's context, for the ``active`` streams (bool (B,))."""
         rows = np.flatnonzero(active)
         np.add.at(self.unigram, tokens[rows], float(ADDED_WEIGHT))
-        for k, h in enumerate(self._contexts(), start=1):
-            added = self.added[k - 1]
-            for r in rows[self.seen[rows] >= k].tolist():
-                succ = added.setdefault(int(h[r]), {})
-                t = int(tokens[r])
-                succ[t] = succ.get(t, 0) + ADDED_WEIGHT
+        if self.orders:
+            keys = self._step_keys if self._step_keys is not None else self._keys()
+            order, row = np.nonzero((self.seen[None, rows] >= np.arange(1, self.orders + 1)[:, None]))
+            self.counts.add(keys[order, rows[row]], tokens[rows[row]], ADDED_WEIGHT)
         self.history[rows] = np.concatenate([self.history[rows, 1:], tokens[rows, None]], axis=1)
         self.seen[rows] += 1
-
-
-def _discounted(lower: np.ndarray, counts: np.ndarray, d: float) -> np.ndarray:
-    """(max(c − d, 0) + d · u · lower) / n per row: counts (R, vocab) with n = Σ c > 0, u the
-    tokens with c > 0, ``lower`` the next shorter context's distribution (R, vocab) or (vocab,)."""
-    n = counts.sum(axis=-1, keepdims=True)
-    u = np.count_nonzero(counts, axis=-1)[..., None]
-    return (np.maximum(counts - d, 0) + d * u * lower) / n
-
-
-def _table_counts(table: _Table, contexts: np.ndarray, vocab: int) -> np.ndarray:
-    """(R, vocab) counts of the tokens that followed each of ``contexts`` (R,) in ``table``."""
-    counts = np.zeros((contexts.size, vocab))
-    if not table.contexts.size:
-        return counts
-    at = np.minimum(np.searchsorted(table.contexts, contexts), table.contexts.size - 1)
-    found = table.contexts[at] == contexts
-    lo = np.where(found, table.starts[at], 0)
-    lengths = np.where(found, table.starts[at + 1], 0) - lo
-    if lengths.sum():
-        rows = np.repeat(np.arange(contexts.size), lengths)
-        idx = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(lo, lengths)
-        counts[rows, table.tokens[idx]] = table.counts[idx]
-    return counts
-
-
-def _coded_counts(added: dict, contexts: np.ndarray, vocab: int) -> np.ndarray:
-    """(R, vocab) counts of the coded tokens that followed each of ``contexts`` (R,)."""
-    counts = np.zeros((contexts.size, vocab))
-    for r, key in enumerate(contexts.tolist()):
-        seen = added.get(key)
-        if seen:
-            counts[r, list(seen)] = list(seen.values())
-    return counts
+        self._step_keys = None
 
 
 _COUNTED: dict[tuple, tuple] = {}
 
 
 def _primed_counts(primer: np.ndarray, vocab: int, orders: int):
-    """:func:`_count` of ``primer``, kept for the last two primers (counting takes a second or two)."""
+    """The unigram counts (vocab,) and one :class:`_Primed` per order 1..orders of ``primer``,
+    kept for the last two primers (counting takes a second or so)."""
     key = (hashlib.sha256(primer.astype(np.int32).tobytes()).digest(), primer.size, vocab, orders)
     if key not in _COUNTED:
         while len(_COUNTED) >= 2:
             _COUNTED.pop(next(iter(_COUNTED)))
-        _COUNTED[key] = _count(primer, vocab, orders)
+        ids = np.asarray(primer, np.int64)
+        tb = _token_bits(vocab)
+        tables, h = [], np.zeros(ids.size, np.uint64)
+        for k in range(1, orders + 1):
+            # h[i]: the hash of ids[i - k : i], the context of ids[i] (positions i >= k)
+            h = _extend(h[1:], ids[:ids.size - k], vocab)
+            tables.append(_prime(_context_keys(h, tb), ids[k:], tb, k <= SUCCESSOR_ORDERS))
+        _COUNTED[key] = (np.bincount(ids, minlength=vocab).astype(np.float64), tables)
     return _COUNTED[key]
 
 
@@ -226,3 +361,168 @@ class Mixer:
         w = self.w * np.exp(np.clip(MIX_RATE * step, -MAX_EXPONENT, MAX_EXPONENT))
         w = np.maximum(w / w.sum(axis=2, keepdims=True), MIN_WEIGHT)    # every part keeps a say
         self.w = w / w.sum(axis=2, keepdims=True)
+
+
+
+
+# -- word contexts ------------------------------------------------------------------------------
+
+def word_classes(pieces: dict[int, bytes], vocab: int) -> tuple[np.ndarray, np.ndarray]:
+    """(class (vocab,), separator (vocab,)) of each token id, from its bytes ``pieces[id]``: the
+    class numbers the token's text lower-cased with its whitespace stripped (1, 2, ...; 0 for a
+    token of whitespace alone, or an id ``pieces`` lacks); the separator says what the token ends
+    with: 2 a newline (and maybe indentation), 1 other whitespace, 0 none.
+
+        >>> cls, sep = word_classes({0: b" The", 1: b"the", 2: b"\\n", 3: b"x "}, 4)
+        >>> cls.tolist(), sep.tolist()
+        ([1, 1, 0, 2], [0, 0, 2, 1])
+    """
+    cls, sep, names = np.zeros(vocab, np.int64), np.zeros(vocab, np.int64), {}
+    for i, piece in sorted(pieces.items()):
+        if not 0 <= i < vocab:
+            continue
+        word = piece.strip().lower()
+        cls[i] = names.setdefault(word, len(names) + 1) if word else 0
+        tail = piece[len(piece.rstrip()):]
+        sep[i] = 2 if b"\n" in tail else 1 if tail else 0
+    return cls, sep
+
+
+def _word_hash(h: np.ndarray, classes: np.ndarray, n_classes: int) -> np.ndarray:
+    return h * np.uint64(n_classes + 1) + (classes.astype(np.uint64) + np.uint64(1))
+
+
+def _with_separator(h: np.ndarray, sep: np.ndarray) -> np.ndarray:
+    return h * np.uint64(4) + sep.astype(np.uint64)
+
+
+def _qn(n: np.ndarray) -> np.ndarray:
+    """A weighted count's bucket: 0 for none, else 1 + ⌊log2 n⌋, at most 11."""
+    return np.where(n > 0, np.minimum(1 + np.floor(np.log2(np.maximum(n, 1.0))), 11), 0).astype(np.int64)
+
+
+_U_EDGES = np.array([1, 2, 3, 4, 6, 10])
+
+
+def _qu(u: np.ndarray) -> np.ndarray:
+    """A count of distinct tokens' bucket: 1, 2, 3, 4-5, 6-9, 10+ -> 0..5 (none -> 0)."""
+    return np.maximum(np.searchsorted(_U_EDGES, u, side="right") - 1, 0)
+
+
+class WordNGram:
+    """Counts of the tokens that follow each word context, primed and adaptive like :class:`NGram`:
+    a context is the last 1..``orders`` words (tokens lower-cased, whitespace stripped, tokens of
+    whitespace alone skipped; :func:`word_classes`) and the separator the last token ended with,
+    so a phrase wrapped over two lines, or capitalised at a sentence's start, meets its counts.
+
+    It interpolates P_k = (1 − λ) c_k / n_k + λ P_{k−1} from P_0 = (1 − λ) c_0 / n_0 + λ / vocab
+    (c_0: the unigram counts given to :meth:`predict`), with λ learned online per (order,
+    ⌊log2 n_k⌋, distinct tokens u_k) bucket: after each token, λ moves toward the posterior
+    probability that the token came from the shorter context, λ P_{k−1}(x) / P_k(x) (an online
+    EM step).
+    """
+
+    def __init__(self, primer: np.ndarray, vocab: int, streams: int, pieces: dict[int, bytes],
+                 orders: int = WORD_ORDERS):
+        if orders < 1:
+            raise ValueError(f"orders must be at least 1, got {orders}")
+        self.vocab, self.orders = vocab, orders
+        self.classes, self.separators = word_classes(pieces, vocab)
+        self.n_classes = int(self.classes.max())
+        self.token_bits = _token_bits(vocab)
+        self.counts = _Counts(_primed_words(primer, self))
+        self.words = np.full((streams, orders), -1, np.int64)     # last word classes, newest last
+        self.n_words = np.zeros(streams, np.int64)
+        self.sep = np.zeros(streams, np.int64)
+        self.lam = np.full((orders + 1, 12, _U_EDGES.size), WORD_INIT)
+        self._scratch = np.zeros((orders * streams, vocab))
+
+    def _keys(self) -> np.ndarray:
+        out, h = [], np.zeros(self.words.shape[0], np.uint64)
+        for k in range(1, self.orders + 1):
+            h = _word_hash(h, np.maximum(self.words[:, -k], 0), self.n_classes)
+            out.append(_context_keys(_with_separator(h, self.sep), self.token_bits))
+        return _tagged(out)
+
+    def predict(self, unigram: np.ndarray) -> np.ndarray:
+        """(B, vocab) float64: every stream's distribution, from the counts ``unigram`` (vocab,) up."""
+        b, v, k = self.words.shape[0], self.vocab, self.orders
+        n0 = float(unigram.sum())
+        self._bucket0 = (0, int(_qn(np.array([n0]))[0]), int(_qu(np.array([np.count_nonzero(unigram)]))[0]))
+        lam0 = self.lam[self._bucket0]
+        self._unigram = unigram / n0 if n0 else np.zeros(v)
+        self._p0 = (1 - lam0) * self._unigram + lam0 / v if n0 else np.full(v, 1.0 / v)
+        self._step_keys = keys = self._keys()
+        look = _Lookup(self.counts, keys, self.n_words[None, :] >= np.arange(1, k + 1)[:, None], self._scratch)
+        n = look.n
+        bucket = (np.arange(1, k + 1)[:, None], _qn(n), _qu(look.u))
+        lam = np.where(n > 0, self.lam[bucket], 1.0)
+        ml = look.count / n.reshape(-1)[look.slot]
+        self._look, self._lam_now, self._bucket = look, lam, bucket
+        return _chain(self._p0, look.slot, look.token, (1 - lam.reshape(-1)[look.slot]) * ml, lam, [k])[k]
+
+    def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
+        """Learn λ from the coded ``tokens`` (B,) of the ``active`` streams, then count them."""
+        rows = np.flatnonzero(active)
+        x = tokens[rows]
+        b, k = self.words.shape[0], self.orders
+        look, lam, bucket = self._look, self._lam_now, self._bucket
+        px = self._p0[x]
+        if self._unigram.any():                  # order 0: one bucket for every stream
+            self._learn(np.full(rows.size, np.ravel_multi_index(self._bucket0, self.lam.shape)),
+                        self._unigram[x], self.lam[self._bucket0], px)
+        hit = look.token == tokens[look.slot % b]
+        cx = np.bincount(look.slot[hit], look.count[hit], minlength=k * b).reshape(k, b)
+        flat_bucket = np.ravel_multi_index(np.broadcast_arrays(*bucket), self.lam.shape)
+        for j in range(k):
+            counted = look.n[j, rows] > 0
+            r = rows[counted]
+            px[counted] = self._learn(flat_bucket[j, r], cx[j, r] / look.n[j, r], lam[j, r], px[counted])
+        order, row = np.nonzero(self.n_words[None, rows] >= np.arange(1, k + 1)[:, None])
+        self.counts.add(self._step_keys[order, rows[row]], tokens[rows[row]], ADDED_WEIGHT)
+        cls = self.classes[x]
+        word = rows[cls > 0]
+        self.words[word] = np.concatenate([self.words[word, 1:], cls[cls > 0, None]], axis=1)
+        self.n_words[word] += 1
+        self.sep[rows] = self.separators[x]
+
+    def _learn(self, idx: np.ndarray, ml: np.ndarray, lam: np.ndarray, lower: np.ndarray) -> np.ndarray:
+        """One online EM step on the weights ``idx`` (flat indices into ``lam``) from the coded
+        tokens' probabilities under the counts (``ml``) and the shorter context (``lower``);
+        returns their probabilities under the interpolation, the next order's ``lower``."""
+        pk = (1 - lam) * ml + lam * lower
+        target = lam * lower / pk                     # posterior: the shorter context gave the token
+        flat = self.lam.reshape(-1)
+        cnt = np.bincount(idx, minlength=flat.size)
+        t = np.flatnonzero(cnt)
+        mean = np.bincount(idx, target, minlength=flat.size)[t] / cnt[t]
+        flat[t] = np.clip(flat[t] + np.minimum(WORD_RATE * cnt[t], 0.5) * (mean - flat[t]), 1e-3, 0.999)
+        return pk
+
+
+_WORDS_COUNTED: dict[tuple, list] = {}
+
+
+def _primed_words(primer: np.ndarray, model: WordNGram) -> list[_Primed]:
+    """One :class:`_Primed` per word order of ``primer``, kept for the last two primers."""
+    key = (hashlib.sha256(primer.astype(np.int32).tobytes()).digest(), model.classes.tobytes(),
+           model.separators.tobytes(), model.vocab, model.orders)
+    if key not in _WORDS_COUNTED:
+        while len(_WORDS_COUNTED) >= 2:
+            _WORDS_COUNTED.pop(next(iter(_WORDS_COUNTED)))
+        ids = np.asarray(primer, np.int64)
+        cls = model.classes[ids]
+        words = np.flatnonzero(cls > 0)
+        y = cls[words]
+        before = np.searchsorted(words, np.arange(ids.size))          # words before position i
+        sep = np.r_[0, model.separators[ids[:-1]]] if ids.size else np.zeros(0, np.int64)
+        tables, g = [], np.zeros(y.size + 1, np.uint64)
+        for k in range(1, model.orders + 1):
+            # g[j]: the hash of the j words before a position, newest first, once j >= k
+            g = np.r_[np.zeros(k, np.uint64), _word_hash(g[k:], y[:y.size + 1 - k], model.n_classes)] \
+                if y.size + 1 > k else np.zeros(y.size + 1, np.uint64)
+            at = np.flatnonzero(before >= k)
+            keys = _context_keys(_with_separator(g[before[at]], sep[at]), model.token_bits)
+            tables.append(_prime(keys, ids[at], model.token_bits, False))
+        _WORDS_COUNTED[key] = tables
+    return _WORDS_COUNTED[key]
