@@ -4,7 +4,8 @@
 
 (unsetting those two lets OpenBLAS pick its own kernel for this CPU; the JSON
 records which one threadpoolctl says it runs). Options: ``--no-8192`` drops the
-T = 8192 attention rows, ``--repeats N`` sets the interleaved rounds (default 5).
+T = 8192 attention rows, ``--repeats N`` sets the interleaved rounds (default 5); ``--gemm-only
+--out FILE`` runs only the GEMM rows (n = 1024 and 2048, or ``--sizes``) into FILE.
 
 What is timed, each as the median of interleaved rounds, each round a warm burst of calls:
   * GEMM float32 n³ for n in (256, 512, 1024, 2048): ``ops.matmul`` on device tensors
@@ -268,7 +269,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                         help="torch and OpenBLAS threads (PoCL's count comes from POCL_MAX_PTHREAD_COUNT)")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--gemm-only", action="store_true",
+                        help="only the GEMM rows (n = 1024 and 2048 unless --sizes), written to --out alone "
+                             "(results/kernels.md and Chapter 8's figures stay as they are)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None, help="GEMM sizes n (default 256 512 1024 2048)")
     args = parser.parse_args()
+    if args.gemm_only and args.out == RESULTS:
+        parser.error("--gemm-only writes a partial run: give --out another file (results/kernels.json is Chapter 8's)")
 
     device = manager.default()
     threads = args.threads
@@ -295,12 +302,13 @@ def main() -> None:
 
     load_before = os.getloadavg()
     rows = []
-    for n in (256, 512, 1024, 2048):
+    sizes = args.sizes or ((1024, 2048) if args.gemm_only else (256, 512, 1024, 2048))
+    for n in sizes:
         rows.append(bench_gemm(device.queue, n, args.repeats))
         print(f"gemm {n}: {rows[-1]['ratio_vs_numpy']:.2f}× numpy on device tensors "
               f"({rows[-1]['ratio_ours_queued_vs_numpy']:.2f}× queued), "
               f"{rows[-1]['ratio_ours_numpy_io_vs_numpy']:.2f}× with NumPy in and out", flush=True)
-    for t in (512, 2048, 4096) + (() if args.no_8192 else (8192,)):
+    for t in () if args.gemm_only else (512, 2048, 4096) + (() if args.no_8192 else (8192,)):
         for causal in (False, True):
             rows.append(bench_attention(device.queue, t, causal, args.repeats, torch))
             print(f"attention T={t} causal={causal}: {rows[-1].get('flash_speedup_vs_torch', float('nan')):.2f}× torch", flush=True)
@@ -319,6 +327,9 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
+    if args.gemm_only:
+        print(f"\nwrote {args.out}")
+        return
     print_table(report)
     from report_kernels import write  # the Markdown tables the Chapter 8 page includes
 

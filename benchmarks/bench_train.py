@@ -48,6 +48,7 @@ def main() -> None:
     from netcl_lite import autograd as ag
     from netcl_lite import capstone
     from netcl_lite.core.device import manager
+    from netcl_lite.core.tensor import read
     from netcl_lite.nn import DecoderLM, LMConfig
     from netcl_lite.optim import AdamW, clip_grad_norm
     from netcl_lite.train import WindowLoader, parameter_groups
@@ -75,14 +76,14 @@ def main() -> None:
                               {"params": plain, "weight_decay": 0.0}], lr=1e-4, betas=(cfg.beta1, cfg.beta2),
                              eps=cfg.eps)
 
-    def step_ours() -> float:
+    def step_ours() -> float:                       # as netcl_lite.train.train runs a step
         with ag.Tape() as tape:
             loss = ours.loss(x, y)
         tape.backward(loss)
-        clip_grad_norm(params, cfg.grad_clip)
-        opt.step()
+        clip = clip_grad_norm(params, cfg.grad_clip, wait=False)
+        opt.step(norm=clip)
         opt.zero_grad()
-        return float(loss.numpy())
+        return float(read(loss.value, clip)[0])
 
     def step_torch() -> float:
         logits = theirs(tx).logits

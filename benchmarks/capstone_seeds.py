@@ -6,16 +6,16 @@ Each seed sets both the initial weights and the order of the training windows; e
 else is the recipe in ``netcl_lite/capstone.py``. Seed 0 is the recipe's own seed, the run
 the page shows. Each run is scored as the page scores its run (``capstone.measures``: the
 whole validation and test texts, windows every ``EVAL_STRIDE`` tokens). The result goes to
-``benchmarks/results/capstone_seeds.json``, keyed by ``capstone.recipe_hash()``: a test
-fails when the recipe changes and the file was not made again. The seconds are those of
-the training steps on the machine named in the file.
+``benchmarks/results/capstone_seeds.json``, keyed by ``capstone.recipe_hash()`` and
+``capstone.text_digest()`` (the text depends on the Python version): a test and the page's
+block fail when either changes and the file was not made again. The seconds are those of
+the training steps on the machine named in the file, under the load it had then.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import json
 import statistics
 import tempfile
@@ -58,9 +58,8 @@ def main() -> None:
     summary = {split: {"mean": statistics.mean(r[split] for r in runs.values()),
                        "sd": statistics.stdev(r[split] for r in runs.values())}
                for split in ("validation", "test")}
-    text = d.train_text + "\0" + d.validation_text + "\0" + d.test_text
     out = {"recipe_hash": capstone.recipe_hash(),
-           "text_sha256": hashlib.sha256(text.encode()).hexdigest()[:16],
+           "text_sha256": capstone.text_digest(d),     # the three splits, as the page checks them
            "machine": capstone.machine(queue),
            "date": datetime.date.today().isoformat(),
            "seeds": runs, **summary}

@@ -110,21 +110,24 @@ ALWAYS_INLINE int nonfinitev(vecf v) { return anyv((as_veci(v) & 0x7f800000) == 
 // e^r from its degree-7 Taylor polynomial on |r| <= ln2/2 (truncation < 1e-8); then 2^n
 // goes into the exponent in two halves, so a large |n| neither overflows nor underflows
 // early. About 2 ulp. Below -105 the result is 0, above 89 it is inf; NaN stays NaN.
-ALWAYS_INLINE float8 exp8(float8 x) {
-    const float8 magic = (float8)(12582912.0f);                     // 1.5 * 2^23: rounds to integer
-    const float8 xc = x < (float8)(-105.0f) ? (float8)(-105.0f) : (x > (float8)(89.0f) ? (float8)(89.0f) : x);
-    const float8 n = (xc * 1.44269504088896341f + magic) - magic;
-    const float8 r = (xc - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
-    float8 p = r * (1.0f / 7.0f) + 1.0f;
-    p = p * r * (1.0f / 6.0f) + 1.0f;
-    p = p * r * (1.0f / 5.0f) + 1.0f;
-    p = p * r * (1.0f / 4.0f) + 1.0f;
-    p = p * r * (1.0f / 3.0f) + 1.0f;
-    p = p * r * 0.5f + 1.0f;
-    p = p * r + 1.0f;
-    const int8 ni = convert_int8(n), n1 = ni >> 1;
-    return p * as_float8((n1 + 127) << 23) * as_float8((ni - n1 + 127) << 23);
+// Defined once per vector type (DEFINE_EXP): exp8 here; TO_INT(n) turns the whole n into ints.
+#define DEFINE_EXP(NAME, F, I, AS_F, TO_INT)                                                      \
+ALWAYS_INLINE F NAME(F x) {                                                                       \
+    const F magic = (F)(12582912.0f);                     /* 1.5 * 2^23: rounds to integer */     \
+    const F xc = x < (F)(-105.0f) ? (F)(-105.0f) : (x > (F)(89.0f) ? (F)(89.0f) : x);            \
+    const F n = (xc * 1.44269504088896341f + magic) - magic;                                      \
+    const F r = (xc - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;                      \
+    F p = r * (1.0f / 7.0f) + 1.0f;                                                               \
+    p = p * r * (1.0f / 6.0f) + 1.0f;                                                             \
+    p = p * r * (1.0f / 5.0f) + 1.0f;                                                             \
+    p = p * r * (1.0f / 4.0f) + 1.0f;                                                             \
+    p = p * r * (1.0f / 3.0f) + 1.0f;                                                             \
+    p = p * r * 0.5f + 1.0f;                                                                      \
+    p = p * r + 1.0f;                                                                             \
+    const I ni = TO_INT(n), n1 = ni >> 1;                                                         \
+    return p * AS_F((n1 + 127) << 23) * AS_F((ni - n1 + 127) << 23);                              \
 }
+DEFINE_EXP(exp8, float8, int8, as_float8, convert_int8)
 
 // Vectors of 8 lanes over arrays that may start at any float address (a host array is only
 // 16-byte aligned), with the tail of a length-n array read as 0 and not written.

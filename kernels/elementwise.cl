@@ -1,6 +1,6 @@
 // elementwise.cl: the pointwise ops of a transformer block and their gradients. Each
-// work-item handles 8 consecutive elements as one float8 (PoCL would otherwise run one
-// scalar per work-item), with exp inline (exp8 in common.h: PoCL calls exp() out of line),
+// work-item handles 8 consecutive elements as one float8 (the SwiGLU kernels: one vector of the
+// device's lanes; PoCL would otherwise run one scalar per work-item), with exp inline (exp8 in common.h: PoCL calls exp() out of line),
 // and reports a non-finite result to the queue's status word itself, so no separate pass
 // re-reads its output.
 //
@@ -64,14 +64,44 @@ __kernel void silu_forward(__global const float *x, __global float *y, const int
     report(status, STATUS_NONFINITE, seq, store8(y, i0, n, silu8(load8(x, i0, n))));
 }
 
+// The SwiGLU kernels take vectors of the device's lanes (VW, from the host) rather than float8:
+// at the widths of a feed-forward layer they run on every step of training.
+// exp8 (common.h) on VW lanes; n + 1.5 * 2^23's bits less 1.5 * 2^23's are the whole n as an int
+// (an inline conversion: PoCL calls convert_int16 out of line).
+#define WHOLE_TO_INT(n) (as_veci((n) + 12582912.0f) - as_veci((vecf)(12582912.0f)))
+DEFINE_EXP(expv, vecf, veci, as_vecf, WHOLE_TO_INT)
+
+// One vector of p from i0, lanes past n read as 0 / left unwritten.
+ALWAYS_INLINE vecf loadv(__global const float *p, long i0, long n) {
+    if (i0 + VW <= n) return *(__global const vecfu *)(p + i0);
+    lanesf l;
+    for (int k = 0; k < VW; ++k) l.s[k] = i0 + k < n ? p[i0 + k] : 0.0f;
+    return l.v;
+}
+ALWAYS_INLINE int storev(__global float *p, long i0, long n, vecf v) {
+    if (i0 + VW <= n) {
+        *(__global vecfu *)(p + i0) = v;
+        return nonfinitev(v);
+    }
+    lanesf l;
+    l.v = v;
+    int bad = 0;
+    for (int k = 0; k < VW && i0 + k < n; ++k) {
+        p[i0 + k] = l.s[k];
+        bad |= nonfinite_bits(l.s[k]);
+    }
+    return bad;
+}
+
 // --8<-- [start:swiglu_forward]
 __kernel void swiglu_forward(__global const float *gate, __global const float *up, __global float *y,
                              const int n, __global int *status, const int seq)
 {
-    const long i0 = (long)get_global_id(0) * 8;
+    const long i0 = (long)get_global_id(0) * VW;
     if (i0 >= n) return;
-    const float8 v = silu8(load8(gate, i0, n)) * load8(up, i0, n);
-    report(status, STATUS_NONFINITE, seq, store8(y, i0, n, v));
+    const vecf a = loadv(gate, i0, n);
+    const vecf v = a / (1.0f + expv(-a)) * loadv(up, i0, n);         // silu(gate) * up
+    report(status, STATUS_NONFINITE, seq, storev(y, i0, n, v));
 }
 // --8<-- [end:swiglu_forward]
 
@@ -88,10 +118,10 @@ __kernel void swiglu_backward(__global const float *gate, __global const float *
                               __global float *dgate, __global float *dup, const int n,
                               __global int *status, const int seq)
 {
-    const long i0 = (long)get_global_id(0) * 8;
+    const long i0 = (long)get_global_id(0) * VW;
     if (i0 >= n) return;
-    const float8 a = load8(gate, i0, n), s = sigmoid8(a), gv = load8(g, i0, n);
-    const int bad = store8(dgate, i0, n, gv * load8(up, i0, n) * s * (1.0f + a * (1.0f - s)))
-                  | store8(dup, i0, n, gv * a * s);
+    const vecf a = loadv(gate, i0, n), s = 1.0f / (1.0f + expv(-a)), gv = loadv(g, i0, n);
+    const int bad = storev(dgate, i0, n, gv * loadv(up, i0, n) * s * (1.0f + a * (1.0f - s)))
+                  | storev(dup, i0, n, gv * a * s);
     report(status, STATUS_NONFINITE, seq, bad);
 }

@@ -383,6 +383,18 @@ def flash_attention(q, k, v, *, mask=None, causal: bool = False, scale=None, blo
                                                                           scale, kernel), "flash_attention")
 
 
+def rotary_attention(q, k, v, heads: int, kv_heads: int, *, causal: bool = True, rope: bool = True,
+                     base: float = 10000.0, pairing: str = "half", scale=None) -> Node:
+    """Self-attention straight from the projections (:func:`netcl_lite.ops.rotary_attention`):
+    q (B, T, heads·d), k (B, T, kv_heads·d), v (B, T, kv_heads·dv) → (B, T, heads·dv), RoPE
+    applied inside; the backward recomputes the weights from the saved log-sum-exp."""
+    q, k, v = as_nodes(q, k, v)
+    kw = dict(causal=causal, rope=rope, base=base, pairing=pairing, scale=scale)
+    out, lse = ops.rotary_attention(q.value, k.value, v.value, heads, kv_heads, return_stats=True, **kw)
+    return _record(out, (q, k, v), lambda g: ops.rotary_attention_backward(g, q.value, k.value, v.value, out, lse,
+                                                                           heads, kv_heads, **kw), "rotary_attention")
+
+
 def rope(x, *, offset: int = 0, base: float = 10000.0, pairing: str = "interleaved") -> Node:
     """Rotary position embedding (:func:`netcl_lite.ops.rope`); the backward rotates by −θ."""
     (x,) = as_nodes(x)

@@ -47,7 +47,7 @@ from .fingerprint import cache_root
 from .files import atomic_write, read_regular
 from .nn import DecoderLM, LMConfig
 from .text import BPETokenizer
-from .train import TrainConfig, eval_windows, evaluate, train
+from .train import TrainConfig, WindowLoader, eval_windows, evaluate, train
 
 # --8<-- [start:recipe]
 VOCAB_SIZE = 1024              # 256 bytes + 768 merges learned on the training split
@@ -65,13 +65,13 @@ MODEL = dict(                  # LMConfig fields (transformers' LlamaConfig name
     num_key_value_heads=2,     # grouped-query attention: 2 K/V heads serve 4 query heads
     max_position_embeddings=64,  # the context it trains on (RoPE could run longer, on distances never trained)
     tie_word_embeddings=True,
-    initializer_range=0.05,    # initial weights' std (0.02 learns slower: benchmarks/results/capstone.md)
+    initializer_range=0.05,    # initial weights' std (one comparison: benchmarks/results/capstone.md)
 )
 
 TRAINING = TrainConfig(
     batch_size=32,
     block_size=64,             # 32 windows x 64 tokens = 2,048 tokens per step
-    max_steps=960,             # sized to fit TRAINING_BUDGET_SECONDS on the slowest test machine
+    max_steps=960,             # sized for TRAINING_BUDGET_SECONDS (benchmarks/training_budget.py checks it)
     learning_rate=6e-3,
     min_lr=0.0,
     decay="linear",            # warmup, then the peak held, then a straight line to min_lr ...
@@ -85,7 +85,7 @@ TRAINING = TrainConfig(
     eval_windows=64,           # 64 x 64 held-out tokens for the curve
     seed=0,
 )
-TRAINING_BUDGET_SECONDS = 300  # training steps' time allowed on the slowest test machine
+TRAINING_BUDGET_SECONDS = 300  # sizing target: training steps' seconds on the slowest test machine
 # --8<-- [end:recipe]
 
 
@@ -157,6 +157,15 @@ def data() -> Data:
                 tuple(valid_dropped), tuple(test_dropped))
 
 
+def text_digest(d: Data | None = None) -> str:
+    """A short SHA-256 of the training, validation and test texts (of :func:`data` by default): what the
+    committed results in ``benchmarks/results/`` record, so a reader of one can check it was trained and
+    scored on the text this Python's library gives now (the text depends on the Python version)."""
+    d = data() if d is None else d
+    text = d.train_text + "\0" + d.validation_text + "\0" + d.test_text
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def train_tokenizer(text: str) -> BPETokenizer:
     """A byte-level BPE with ``VOCAB_SIZE`` tokens, trained on ``text`` (the training split)."""
     tok = BPETokenizer()
@@ -196,8 +205,8 @@ RUN_FILES = ("config.json", "model.safetensors", "tokenizer.json", "log.json", "
 
 
 def run(queue=None, progress: bool | None = None) -> Run:
-    """Train the recipe once (sized for at most ``TRAINING_BUDGET_SECONDS`` of training steps on the
-    slowest test machine) or load the identical earlier run.
+    """Train the recipe once (sized for a target of ``TRAINING_BUDGET_SECONDS`` of training steps on
+    the slowest test machine) or load the identical earlier run.
 
     A stored run is loaded only when each of :data:`RUN_FILES` matches the digest its
     ``done.json`` recorded; a missing, emptied or edited file (or a folder without ``done.json``)
@@ -293,9 +302,16 @@ def _ids(tok: BPETokenizer, text: str) -> np.ndarray:
     return np.asarray(tok.encode_ordinary(text), np.int64)
 
 
-def _train_into(folder: Path, d: Data, queue, progress, seed: int = 0, training: TrainConfig | None = None) -> None:
+#: evenly spread windows per text scored at each curve checkpoint for the generalization gap
+GAP_WINDOWS = 128
+
+
+def _train_into(folder: Path, d: Data, queue, progress, seed: int = 0, training: TrainConfig | None = None,
+                curve: bool = True) -> None:
     """Train into ``folder``: the recipe, or with another ``seed`` (the initial weights and the
-    windows' order) or ``training`` config (the benchmarks' seeds and recipe table)."""
+    windows' order) or ``training`` config (the benchmarks' seeds and recipe table). ``curve=False``
+    skips the measures between steps (``curve.json`` then holds only the final one), for a benchmark
+    that needs only the finished model: they train nothing, so the weights are the same."""
     shutil.rmtree(folder, ignore_errors=True)
     began = time.perf_counter()
     tok = train_tokenizer(d.train_text)
@@ -303,35 +319,103 @@ def _train_into(folder: Path, d: Data, queue, progress, seed: int = 0, training:
     base = TRAINING if training is None else training
     config = base if seed == base.seed else replace(base, seed=seed)
     validation = _ids(tok, d.validation_text)
-    curve = []
+    train_ids = _ids(tok, d.train_text)
+    points = []
+    # The generalization gap: the same evenly spread windows of each text at every checkpoint, and
+    # which training targets the loader has drawn so far (a loader over positions instead of ids
+    # draws the same windows as train's, from the same seed).
+    gap_train = spread_windows(train_ids, GAP_WINDOWS, config.block_size)
+    gap_validation = spread_windows(validation, GAP_WINDOWS, config.block_size)
+    drawn = np.zeros(len(train_ids), bool)
+    replay = WindowLoader(np.arange(len(train_ids)), config.batch_size, config.block_size, config.seed)
 
     def measure(step: int, seconds: float) -> None:
         bpb = bits_per_byte(model, validation, tok, TRAINING.block_size, stride=EVAL_STRIDE)
-        curve.append({"step": step, "seconds": seconds, "bits_per_byte": bpb})
+        nats = token_losses(model, *gap_train[:2])
+        seen = drawn[gap_train[2]]
+        points.append({"step": step, "seconds": seconds, "bits_per_byte": bpb,
+                       "validation_loss": float(token_losses(model, *gap_validation[:2]).mean()),
+                       "train_loss": float(nats.mean()),
+                       "train_loss_drawn": float(nats[seen].mean()) if seen.any() else None,
+                       "train_loss_undrawn": float(nats[~seen].mean()) if not seen.all() else None,
+                       "drawn": float(seen.mean())})
 
     def after_step(step: int, record: dict) -> None:     # outside the timed part of a step
-        if step % CURVE_INTERVAL == 0 or step == config.max_steps:
+        _, targets = replay.next_batch()
+        drawn[targets.ravel()] = True
+        if curve and step % CURVE_INTERVAL == 0 or step == config.max_steps:
             measure(step, record["seconds"])
 
-    train_ids = _ids(tok, d.train_text)
     # Two steps of a throwaway model first: the kernels compile here, not in the timed steps.
     warm = replace(config, max_steps=2, warmup_steps=1, decay_steps=0, eval_interval=0)
     train(DecoderLM(model_config(tok), queue=queue, seed=seed + 1), train_ids, validation, warm,
           progress=False)
-    measure(0, 0.0)
+    if curve:
+        measure(0, 0.0)
+    load = os.getloadavg()[0]
     log = train(model, train_ids, validation, config, folder, progress=progress, callback=after_step)
+    load = [load, os.getloadavg()[0]]
     tok.save(folder / "tokenizer.json")
-    atomic_write(folder / "curve.json", (json.dumps(curve, indent=1) + "\n").encode())
+    atomic_write(folder / "curve.json", (json.dumps(points, indent=1) + "\n").encode())
     files = {name: _sha256(folder / name) for name in RUN_FILES}
     atomic_write(folder / "done.json", (json.dumps({"seconds": time.perf_counter() - began,
                                                     "train_seconds": log["train"][-1]["seconds"],
-                                                    "files": files}) + "\n").encode())
+                                                    "load_average": load, "files": files}) + "\n").encode())
+
+
+def training_load(run: Run) -> list | None:
+    """The 1-minute load average of the machine when the run's training began and when it ended
+    (``os.getloadavg``, as ``done.json`` recorded it; None for a run that did not record it): other
+    work on the machine slows the training steps, so their seconds are read beside it."""
+    done = json.loads(read_regular(run.directory / "done.json", 1 << 20, "a run's done.json"))
+    return done.get("load_average")
+
+
+def spread_windows(ids, n: int, block_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``n`` windows of ``block_size`` tokens spread evenly over ``ids``, the first at its start and
+    the last at its end: (x, y, positions), y the targets (x shifted by one) and positions their
+    indices in ``ids``.
+
+    >>> x, y, at = spread_windows(np.arange(10, 20), n=3, block_size=4)
+    >>> x.tolist(), at[:, 0].tolist()
+    ([[10, 11, 12, 13], [12, 13, 14, 15], [15, 16, 17, 18]], [1, 3, 6])
+    """
+    ids = np.asarray(ids)
+    positive_int("n", n)
+    positive_int("block_size", block_size)
+    if ids.ndim != 1 or ids.size < block_size + 1:
+        raise ValueError(f"ids must be 1-D with at least block_size + 1 = {block_size + 1} tokens, got shape {ids.shape}")
+    starts = np.linspace(0, ids.size - block_size - 1, n).astype(int)
+    at = starts[:, None] + 1 + np.arange(block_size)
+    return ids[at - 1], ids[at], at
+
+
+def token_losses(model: DecoderLM, x, y, batch_size: int = 32) -> np.ndarray:
+    """The cross-entropy in nats of each target ``y[b, t]`` given ``x[b, :t+1]`` (float64, shape of
+    ``y``): the terms whose mean ``model.loss`` returns, kept apart so that any subset can be averaged."""
+    x, y = np.asarray(x), np.asarray(y)
+    positive_int("batch_size", batch_size)
+    if x.shape != y.shape or x.ndim != 2:
+        raise ValueError(f"x and y must be 2-D of one shape, got {x.shape} and {y.shape}")
+    out = np.empty(y.shape)
+    for i in range(0, len(x), batch_size):
+        logits = model(x[i:i + batch_size]).numpy().astype(np.float64)
+        logits -= logits.max(axis=-1, keepdims=True)
+        target = np.take_along_axis(logits, y[i:i + batch_size, :, None], axis=-1)[..., 0]
+        out[i:i + batch_size] = np.log(np.exp(logits).sum(axis=-1)) - target
+    return out
 
 
 def training_curve(run: Run) -> list[dict]:
     """The whole validation text's bits per byte (as :func:`measures` computes them) at step 0,
     every ``CURVE_INTERVAL`` steps and at the end, with the seconds of training steps so far
-    (the time of these measures, and of everything before the first step, left out)."""
+    (the time of these measures, and of everything before the first step, left out).
+
+    Each point also holds the generalization gap's measures: the mean cross-entropy (nats per
+    token) of ``GAP_WINDOWS`` windows spread evenly over the validation text
+    (``validation_loss``) and over the training text (``train_loss``), the latter also over
+    the targets some batch had drawn by then and over those none had (``train_loss_drawn``,
+    ``train_loss_undrawn``; None when there are none), and ``drawn``, their share."""
     return json.loads((run.directory / "curve.json").read_text(encoding="utf-8"))
 
 

@@ -2,9 +2,9 @@
 
 ``AdamW(params, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)`` follows
 ``torch.optim.AdamW``: decoupled weight decay (the weights shrink by ``lr·wd``
-before the Adam step, whatever the gradient) and bias-corrected moments. Each
-tensor's update is one fused kernel (``kernels/adamw.cl``), reading the
-gradient once and writing the weights and both moments in place.
+before the Adam step, whatever the gradient) and bias-corrected moments. The
+update is one fused kernel (``kernels/adamw.cl``) that takes up to 16 tensors a
+launch, reading each gradient once and writing the weights and both moments in place.
 
     >>> import numpy as np
     >>> from netcl_lite import autograd as ag
@@ -30,7 +30,7 @@ import numbers
 import numpy as np
 
 from . import autograd as ag
-from .checks import nonnegative_int, real
+from .checks import flag, nonnegative_int, real
 from .core.stream import stream_of
 from .core.tensor import Tensor
 from .ops import adamw as adamw_ops
@@ -62,7 +62,7 @@ def _named(params, where: str) -> dict[str, ag.Node]:
 
 
 class AdamW:
-    """torch.optim.AdamW's update as one OpenCL kernel per tensor; ``step()`` then ``zero_grad()``.
+    """torch.optim.AdamW's update as one OpenCL kernel for up to 16 tensors; ``step()`` then ``zero_grad()``.
 
     ``params``: ``model.parameters()`` (a dict), an iterable of Nodes, or a list
     of group dicts ``{"params": ..., "weight_decay": ...}``. ``lr`` may be
@@ -109,14 +109,22 @@ class AdamW:
         """Drop every parameter's gradient (the next backward starts from zero)."""
         ag.zero_grad(self.params)
 
-    def step(self) -> None:
-        """One AdamW update of every parameter that has a gradient."""
+    def step(self, norm=None) -> None:
+        """One AdamW update of every parameter that has a gradient.
+
+        ``norm``: what :func:`clip_grad_norm` returned with ``wait=False`` (the norm still on the
+        device); the update is then skipped on the device when that norm is not finite, so a
+        loop can leave the check to its one read-back after the step. The updates take a few
+        launches for all the tensors (``kernels/adamw.cl``)."""
+        if norm is not None and not (isinstance(norm, Tensor) and norm.shape == (2,) and norm.dtype == np.float32):
+            raise TypeError("norm must be the (2,) float32 Tensor that clip_grad_norm(..., wait=False) returns, "
+                            f"got {type(norm).__name__}")
         self.step_count += 1
         t = self.step_count
         beta1, beta2 = self.betas
         bias1, bias2 = 1.0 - beta1 ** t, 1.0 - beta2 ** t
-        scalars = (np.float32(1.0 - beta1), np.float32(beta2), np.float32(1.0 - beta2),
-                   np.float32(self.lr / bias1), np.float32(math.sqrt(bias2)), np.float32(self.eps))
+        scalars = (1.0 - beta1, beta2, 1.0 - beta2, self.lr / bias1, math.sqrt(bias2), self.eps)
+        updates: dict[int, tuple] = {}                    # per queue: (queue, [(name, p, decay)])
         for wd, named in self.groups:
             decay = np.float32(1.0 - self.lr * wd)
             for name, p in named.items():
@@ -125,10 +133,15 @@ class AdamW:
                 if p.grad.shape != p.shape:
                     raise ValueError(f"gradient of {name!r} has shape {p.grad.shape}, the parameter {p.shape}")
                 if p.value.size:
-                    seq = stream_of(p.queue).begin(f"AdamW.step ({name})", {"gradient": p.grad})
-                    # inf/NaN reported at the next read-back
-                    adamw_ops.adamw_step(p.value, p.grad, self.exp_avg[name], self.exp_avg_sq[name],
-                                        decay, scalars, seq)
+                    updates.setdefault(p.queue.int_ptr, (p.queue, []))[1].append((name, p, decay))
+        for queue, todo in updates.values():
+            for i in range(0, len(todo), adamw_ops.STEP_SLOTS):       # one launch; its sequence numbers
+                batch = todo[i:i + adamw_ops.STEP_SLOTS]               # name each tensor
+                seqs = stream_of(queue).begin_all((f"AdamW.step ({name})", {"gradient": p.grad})
+                                                  for name, p, _ in batch)
+                adamw_ops.adamw_step(queue, [(p.value, p.grad, self.exp_avg[name], self.exp_avg_sq[name], decay, seq)
+                                             for (name, p, decay), seq in zip(batch, seqs)],
+                                     scalars, norm)             # inf/NaN reported at the next read-back
 
     def state_dict(self) -> dict:
         """{"step": t, "exp_avg": {name: array}, "exp_avg_sq": {name: array}}: what resuming needs exactly."""
@@ -163,34 +176,45 @@ class AdamW:
         self.step_count = int(step)
 
 
-def clip_grad_norm(params, max_norm: float) -> float:
+def clip_grad_norm(params, max_norm: float, *, wait: bool = True):
     """Scale all gradients together so their global L2 norm is at most ``max_norm``; return the norm before.
 
     As ``torch.nn.utils.clip_grad_norm_``: coefficient min(1, max_norm / (norm + 1e-6)).
-    The norm and coefficient are computed on the device; only the norm is read back.
-    Parameters without a gradient are skipped.
+    The norm and coefficient are computed on the device, in a few launches for all the
+    tensors. By default the norm is read back (a float; a non-finite norm raises
+    ``ValueError``). With ``wait=False`` nothing is read: the result is a (2,) Tensor holding
+    the norm and the coefficient, which :meth:`AdamW.step` takes as ``norm=`` and a loop reads
+    with its loss at the end of the step. Parameters without a gradient are skipped.
     """
     max_norm = _real("max_norm", max_norm, 0.0, low_open=True)
+    flag("wait", wait)
     nodes = list(_named(params, "clip_grad_norm").values())
     grads = [p.grad for p in nodes if p.grad is not None]
     if not grads:
         raise ValueError("clip_grad_norm: no parameter has a gradient; call backward first")
     queue = grads[0].queue
+    if any(g.queue.context != queue.context for g in grads):
+        raise ValueError("clip_grad_norm: the gradients live on different OpenCL contexts; give one device's")
     stream_of(queue).begin("clip_grad_norm")
-    chunks = [-(-g.size // NORM_CHUNK) for g in grads]
-    partials = Tensor.zeros(queue, (max(sum(chunks), 1),))
-    offset = 0
-    for g, c in zip(grads, chunks):
-        adamw_ops.sum_squares_chunks(g, NORM_CHUNK, partials, offset)
-        offset += c
+    grads = [g for g in grads if g.size]
+    partials = Tensor.empty(queue, (max(1, sum(-(-g.size // NORM_CHUNK) for g in grads)),))
+    count = adamw_ops.sum_squares(grads, NORM_CHUNK, partials) if grads else 0
     out = Tensor.empty(queue, (2,))
-    adamw_ops.clip_coefficient(partials, offset, max_norm, out)
-    scaled = set()
-    for g in grads:   # a buffer two parameters share is scaled once
-        if id(g.buffer) not in scaled and g.size:
-            scaled.add(id(g.buffer))
-            adamw_ops.scale_by(g, out)
-    norm = float(out.numpy()[0])   # syncs the queue: raises here if an earlier op failed
+    adamw_ops.clip_coefficient(partials, count, max_norm, out)
+    unique, seen = [], set()
+    for g in grads:                     # a buffer two parameters share is scaled once
+        if id(g.buffer) not in seen:
+            seen.add(id(g.buffer))
+            unique.append(g)
+    if unique:
+        adamw_ops.scale_by(unique, out)
+    if not wait:
+        return out
+    return finite_norm(float(out.numpy()[0]))   # syncs the queue: raises here if an earlier op failed
+
+
+def finite_norm(norm: float) -> float:
+    """``norm`` (what :func:`clip_grad_norm` computed) if finite, else the ``ValueError`` it raises."""
     if not math.isfinite(norm):
         raise ValueError("clip_grad_norm: the gradients' norm is not finite (a gradient overflowed or is NaN)")
     return norm

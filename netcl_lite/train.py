@@ -31,7 +31,8 @@ import numpy as np
 from . import autograd as ag
 from .checks import count, nonnegative_int, nonnegative_real, one_of, positive_int
 from .files import flush_to_disk, read_regular, temporary_name
-from .optim import SCHEDULES, AdamW, clip_grad_norm
+from .core.tensor import read
+from .optim import SCHEDULES, AdamW, clip_grad_norm, finite_norm
 
 TRAINER_STATE, OPTIMIZER_FILE, LOG_FILE = "trainer_state.json", "optimizer.safetensors", "log.json"
 
@@ -215,10 +216,32 @@ def check_out_dir(directory: Path) -> None:
                              "give an empty or new directory, or one a previous run wrote")
 
 
-def load_checkpoint(directory, model, optimizer: AdamW) -> dict:
-    """Restore model weights and optimizer moments from ``directory``; return its trainer state."""
+def read_optimizer_state(directory) -> dict:
+    """The AdamW state a checkpoint folder (a Chapter 9 run's folder is one) holds, as
+    :meth:`~netcl_lite.optim.AdamW.state_dict` gives it: ``{"step", "exp_avg", "exp_avg_sq"}``,
+    the moments by parameter name. Checked against a model by ``AdamW.load_state_dict``."""
     from safetensors import safe_open
 
+    from .nn.checkpoint import read_tensors
+
+    file = Path(directory) / OPTIMIZER_FILE
+    tensors = read_tensors(file)
+    try:
+        with safe_open(str(file), framework="np") as f:
+            step = int(f.metadata()["step"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{file}: no optimizer step in its metadata (not a checkpoint's optimizer file?)") from err
+    state = {"step": step, "exp_avg": {}, "exp_avg_sq": {}}
+    for key, arr in tensors.items():
+        kind, _, name = key.partition(".")
+        if kind not in ("exp_avg", "exp_avg_sq") or not name:
+            raise ValueError(f"{file}: unexpected tensor {key!r} (an optimizer file holds exp_avg.* and exp_avg_sq.*)")
+        state[kind][name] = arr
+    return state
+
+
+def load_checkpoint(directory, model, optimizer: AdamW) -> dict:
+    """Restore model weights and optimizer moments from ``directory``; return its trainer state."""
     from .nn.checkpoint import WEIGHTS_FILE, read_config, read_tensors
 
     path = Path(directory)
@@ -226,14 +249,7 @@ def load_checkpoint(directory, model, optimizer: AdamW) -> dict:
     if config != model.config:
         raise ValueError(f"{path}: the checkpoint's config {config} differs from the model's {model.config}")
     state = json.loads(read_regular(path / TRAINER_STATE, MAX_STATE_BYTES, TRAINER_STATE))   # no pipe or device
-    tensors = read_tensors(path / OPTIMIZER_FILE)
-    with safe_open(str(path / OPTIMIZER_FILE), framework="np") as f:
-        step = int(f.metadata()["step"])
-    opt_state = {"step": step, "exp_avg": {}, "exp_avg_sq": {}}
-    for key, arr in tensors.items():
-        kind, name = key.split(".", 1)
-        opt_state[kind][name] = arr
-    optimizer.load_state_dict(opt_state)
+    optimizer.load_state_dict(read_optimizer_state(path))
     model.load_state_dict(read_tensors(path / WEIGHTS_FILE))
     return state
 
@@ -326,10 +342,11 @@ def train(model, train_ids, val_ids, config: TrainConfig, out_dir=None, *, resum
             with ag.Tape() as tape:
                 loss = model.loss(x, y)
             tape.backward(loss)
-            norm = clip_grad_norm(params, config.grad_clip)
-            opt.step()
+            clip = clip_grad_norm(params, config.grad_clip, wait=False)   # the norm stays on the device
+            opt.step(norm=clip)                                           # skipped there if it is not finite
             opt.zero_grad()
-            value = float(loss.numpy())
+            loss_host, clip_host = read(loss.value, clip)                 # the step's one read-back
+            value, norm = float(loss_host), finite_norm(float(clip_host[0]))
             del tape, loss
             if not math.isfinite(value):
                 raise FloatingPointError(f"step {step}: the loss is {value}; lower learning_rate or check the data")

@@ -4,8 +4,8 @@
   holding one ``--8<-- "path:section"``) is a piece of a file, not a program. Its title starts
   with "Excerpt", it gets Material's ``no-copy`` class (no copy button), and a line under it
   says which lines of which file it shows, linked to that file on the site
-  (``source/<path>.html#L<n>``, written by :mod:`site_build.shipped_wheel`), a file that the
-  site's wheel carries.
+  (``source/<path>.html#L<first>-L<last>``, a page of :mod:`site_build.source_pages`, which marks
+  those lines), a file that the site's wheel carries.
 * ``<!-- needs-extra: NAME -->`` right above a block that needs an extra of netcl_lite
   (``netcl_lite.extras.EXTRAS``) becomes a note saying so, with the ``pip`` command; the block
   itself calls ``netcl_lite.extras.require(NAME)`` first, so it fails at once when the extra
@@ -53,9 +53,11 @@ def section_lines(path: str, section: str | None, page: str = "(no page)") -> tu
 
 def excerpt_note(path: str, section: str | None, page_uri: str) -> str:
     """The line under an excerpt: which lines of which file it shows, linked to that file on the site."""
+    from .source_pages import line_range, uri
+
     first, last = section_lines(path, section, f"docs/{page_uri}")
-    link = posixpath.relpath(f"source/{path}.html", posixpath.dirname(page_uri) or ".")
-    return (f"Excerpt, shown and not run: lines {first}–{last} of [`{path}`]({link}#L{first}), "
+    link = posixpath.relpath(uri(path), posixpath.dirname(page_uri) or ".")
+    return (f"Excerpt, shown and not run: lines {first}–{last} of [`{path}`]({link}#{line_range(first, last)}), "
             f"a file inside the wheel.\n{{: .excerpt-source }}")
 
 

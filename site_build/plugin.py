@@ -4,26 +4,33 @@
 event                       stages, in this order
 ==========================  ====================================================================
 ``on_startup``              remember whether ``mkdocs serve --dirty`` runs (:mod:`.dirty_pages`)
-``on_config``               includes confined to the project (:mod:`.includes`)
+``on_config``               includes confined to the project (:mod:`.includes`); under ``mkdocs
+                            serve --dirty``, no printable book (:func:`.apparatus.no_print_page`)
 ``on_pre_build``            1. Chapter 9's training run (:mod:`.capstone_run`), when its inputs
                             changed; 2. figures and drill notebooks (:mod:`.generated`), when
                             theirs changed; 3. Chapter 8's measured report (:mod:`.measured`),
                             read again when it or its results changed; 4. a fresh set of build
                             outputs (:mod:`.build_output`)
 ``on_files``                1. pages whose shown inputs changed are rendered again under
-                            ``--dirty`` (:mod:`.dirty_pages`); 2. the wheel and its files as
-                            pages (:mod:`.shipped_wheel`), made again when its sources changed
+                            ``--dirty`` (:mod:`.dirty_pages`); 2. the wheel (:mod:`.shipped_wheel`),
+                            made again when its sources changed; 3. its files as pages in the theme
+                            (:mod:`.source_pages`)
 ``on_env``                  the theme's templates compiled once and kept, compiled, in a
                             bytecode cache for the next builds (:mod:`.templates`)
 ``on_page_markdown``        1. every marker checked (:mod:`.markers`), then, in one pass, measured
                             sections, build outputs' places and needs-extra notes; 2. excerpt
-                            labels (:mod:`.copyable`)
+                            labels (:mod:`.copyable`); 3. citations as links, and the
+                            Bibliography's and Glossary's entries (:mod:`.apparatus`)
 ``on_page_content``         1. figure alt texts (:mod:`.generated`); 2. LaTeX to MathML
                             (:mod:`.mathml`); 3. the ``output`` class (:mod:`.outputs`);
-                            4. ``no-copy`` and ``>>>`` copies (:mod:`.copyable`); 5. no marker
-                            left unread; 6. what build outputs printed, escaped, in their places
-``on_post_page``            notebook pages without CDN loaders (:mod:`.offline`)
-``on_post_build``           the execution cache's reuse count
+                            4. ``no-copy`` and ``>>>`` copies (:mod:`.copyable`); 5. tooltips on
+                            each glossary term's first use (:mod:`.apparatus`); 6. no marker
+                            left unread; 7. what build outputs printed, escaped, in their places;
+                            8. a source page's listing (:mod:`.source_pages`)
+``on_post_page``            which source pages were rendered (:mod:`.source_pages`); notebook pages
+                            without CDN loaders (:mod:`.offline`)
+``on_post_build``           the execution cache's reuse count; last, after print-site: links of the
+                            printable book to no anchor of it, unwrapped (:mod:`.apparatus`)
 ==========================  ====================================================================
 
 Docstrings are rewritten by a Griffe extension (:mod:`.docstrings`), which ``mkdocs.yml`` gives
@@ -39,12 +46,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mkdocs.plugins import BasePlugin
+from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 
 from netcl_lite import fingerprint
 
-from . import build_output, capstone_run, copyable, generated, includes, markers, mathml, measured, offline, outputs
-from . import shipped_wheel, store, templates
+from . import apparatus, build_output, capstone_run, copyable, generated, includes, markers, mathml, measured
+from . import offline, outputs, shipped_wheel, source_pages, store, templates
 from .dirty_pages import DirtyPages
 from .inputs import InputWatch
 from .paths import DOCS, FIGURES
@@ -82,6 +89,7 @@ class SiteBuild(BasePlugin):
         self.inputs = InputWatch()
         self.dirty_pages = DirtyPages()
         self.state: BuildState | None = None
+        self.quick_loop = False          # mkdocs serve --dirty: the README's quick loop
 
     # -- across builds ---------------------------------------------------------------------------
 
@@ -92,8 +100,11 @@ class SiteBuild(BasePlugin):
 
     def on_startup(self, *, command, dirty) -> None:
         self.dirty_pages.dirty = dirty
+        self.quick_loop = command == "serve" and dirty
 
     def on_config(self, config):
+        if self.quick_loop:
+            apparatus.no_print_page(config)
         return includes.contain(config, self.page)
 
     # -- one build -------------------------------------------------------------------------------
@@ -119,11 +130,12 @@ class SiteBuild(BasePlugin):
 
     def on_files(self, files, *, config):
         self.dirty_pages.invalidate(files)
-        made = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
-        if not made[0].is_file():                      # the cache was emptied during this session
+        wheel = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
+        if not wheel.is_file():                        # the cache was emptied during this session
             self.inputs.forget("wheel")
-            made = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
-        shipped_wheel.add_files(files, config, made)
+            wheel = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
+        shipped_wheel.add_files(files, config, wheel)
+        source_pages.add_pages(files, config, shipped_wheel.library_files(), shipped_wheel.wheel_name())
         return files
 
     def on_page_markdown(self, markdown, *, page, config, files):
@@ -133,7 +145,8 @@ class SiteBuild(BasePlugin):
             "build-output": self.state.outputs.block,
             "needs-extra": lambda marker: copyable.needs_extra_note(marker, config.site_url),
         }, first_line=_first_line(page, markdown))
-        return copyable.label_excerpts(markdown, page.file.src_uri)
+        markdown = copyable.label_excerpts(markdown, page.file.src_uri)
+        return apparatus.render_markdown(markdown, page.file.src_uri, files)
 
     def on_page_content(self, html, *, page, config, files):
         name = f"docs/{page.file.src_uri}"
@@ -141,17 +154,26 @@ class SiteBuild(BasePlugin):
         html = mathml.render(html, page.file.src_uri)
         html = outputs.label(html)
         html = copyable.render_content(html)
+        html = apparatus.render_content(html, page.file.src_uri)
         markers.unreplaced(html, name)
-        return self.state.outputs.insert(html, name)
+        html = self.state.outputs.insert(html, name)
+        return source_pages.fill(html, page)
 
     def on_env(self, env, *, config, files):
         return templates.use_bytecode_cache(env)
 
     def on_post_page(self, output, *, page, config):
+        source_pages.remember_rendered(page)
         return offline.strip_loaders(output, page.file.src_uri)
 
-    def on_post_build(self, *, config) -> None:
+    def _report_reuse(self, *, config) -> None:
         if self.state is not None and self.state.outputs.reused:
             store.log.info(f"execution cache: {self.state.outputs.reused} build outputs reused")
         self.state = None
+
+    @event_priority(-100)           # after print-site has written the printable book
+    def _repair_print_page(self, *, config) -> None:
+        apparatus.repair_print_page(Path(config.site_dir))
+
+    on_post_build = CombinedEvent(_report_reuse, _repair_print_page)
 

@@ -12,21 +12,18 @@ packages and of ``force-include``: ``kernels/``, ``benchmarks/results/capstone_s
 with ``pyproject.toml``, the README and license files its metadata is made from and hatchling's
 version, so a rebuild whose sources are unchanged reuses it and any other rebuild makes it anew.
 
-Every file of the wheel is also on the site as a plain page, ``source/<path>.html`` (its text,
-one anchor ``L<n>`` per line), so a library excerpt can link to the whole file it is cut from
-(:mod:`site_build.copyable`). MkDocs writes a file made in memory on every build, also under
-``--dirty``, and under ``--dirty`` copies a file from disk only when it is newer than its copy
-in the site. The wheel and its pages are :class:`SiteCopy` files instead, which a dirty build
-writes exactly when the site's copy differs: a ``mkdocs serve --dirty`` save does not rewrite
-the library's eighty-odd pages, and a wheel taken back from the cache (its sources edited and
-then restored) replaces the newer one in the site.
+Every file of the wheel is also a page of the site, ``source/<path>.html``
+(:mod:`site_build.source_pages`), so a library excerpt can link to the whole file it is cut from
+(:mod:`site_build.copyable`). MkDocs copies a file from disk, under ``--dirty``, only when it is
+newer than its copy in the site. The wheel is a :class:`SiteCopy` instead, which a dirty build
+writes exactly when the site's copy differs: a wheel taken back from the cache (its sources edited
+and then restored) replaces the newer one in the site.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import html
 import logging
 import re
 import shutil
@@ -116,28 +113,9 @@ def build_wheel() -> Path:
     return stored
 
 
-def source_page(path: Path) -> str:
-    """A file of the wheel as a small standalone HTML page: its text, wrapped, an anchor per line."""
-    rel = path.relative_to(ROOT).as_posix()
-    lines = path.read_text(encoding="utf-8").splitlines()
-    body = "\n".join(f'<span id="L{n}">{html.escape(line)}</span>' for n, line in enumerate(lines, 1))
-    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{rel}</title>\n'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            "<style>body{font:14px/1.45 monospace;margin:1em}pre{white-space:pre-wrap;"
-            "overflow-wrap:anywhere}:target{background:#fff3b0}</style></head>\n"
-            f"<body><main><h1>{rel}</h1><p>A file of <code>{wheel_name()}</code>, shown as text.</p>\n"
-            f"<pre>{body}</pre></main></body></html>\n")
-
-
-def source_uri(rel: str) -> str:
-    """Where the site shows a file of the wheel (``rel`` as in the repository: ``kernels/bpe.cl``)."""
-    return f"source/{rel}.html"
-
-
-def site_files() -> tuple[Path, list[tuple[str, str]]]:
-    """The wheel (built or from the cache) and, for each file it carries, its page's address and text."""
-    pages = [(source_uri(path.relative_to(ROOT).as_posix()), source_page(path)) for path in library_files()]
-    return build_wheel(), pages
+def site_files() -> Path:
+    """The wheel, built or from the cache."""
+    return build_wheel()
 
 
 class SiteCopy(File):
@@ -151,10 +129,8 @@ class SiteCopy(File):
             return True
 
 
-def add_files(files, config, made: tuple[Path, list[tuple[str, str]]] | None = None) -> None:
-    """Add the wheel, at the site's root, and a page per file it carries to ``files`` (``made``: what
-    :func:`site_files` returned, None to make it now)."""
-    wheel, pages = site_files() if made is None else made
+def add_files(files, config, wheel: Path | None = None) -> None:
+    """Add the wheel (``wheel``: what :func:`site_files` returned, None to make it now) to ``files``,
+    at the site's root."""
+    wheel = site_files() if wheel is None else wheel
     files.append(SiteCopy.generated(config, wheel_name(), abs_src_path=str(wheel)))
-    for uri, page in pages:
-        files.append(SiteCopy.generated(config, uri, content=page))

@@ -136,3 +136,30 @@ def gradcheck(f_ag, f64, *inputs, n: int, which=None, seed=0, what=""):
         got = nodes[i].grad.numpy()
         scale = np.abs(g64).max()
         assert_close(got, g64, rtol=0, atol=tol_for(n) * scale + 1e-30, what=f"{what} d/d input {i}")
+
+
+def runs_on_one_and_two_pocl_threads(queue, child_source: str, timeout: int = 900) -> list[dict]:
+    """The JSON the program ``child_source`` prints last, from two fresh processes: one PoCL thread
+    (compute unit) and two (``POCL_MAX_PTHREAD_COUNT``). The program reports the device's compute
+    units as "units"; this checks them (1, 2) and drops them, so the two dicts compare equal when
+    nothing else differs. Skips where the device is not PoCL's CPU driver."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import pyopencl as cl
+    import pytest
+
+    if queue.device.platform.name != "Portable Computing Language" or not queue.device.type & cl.device_type.CPU:
+        pytest.skip("POCL_MAX_PTHREAD_COUNT sets the compute units of PoCL's CPU driver only")
+    runs = []
+    for threads in ("1", "2"):
+        env = dict(os.environ, POCL_MAX_PTHREAD_COUNT=threads)
+        proc = subprocess.run([sys.executable, "-c", child_source], env=env, capture_output=True, text=True,
+                              timeout=timeout)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert (runs[0].pop("units"), runs[1].pop("units")) == (1, 2)
+    return runs
+

@@ -11,6 +11,7 @@ from netcl_lite import ops
 from netcl_lite import reference as ref
 from netcl_lite.core.stream import BadInputError, NonFiniteError, stream_of
 from netcl_lite.core.tensor import Tensor
+from netcl_lite.ops.rotary_attention import rotary_attention_reference
 from netcl_lite.testing import EPS32, assert_close
 
 
@@ -123,6 +124,26 @@ def test_flash_attention_gradients_tiled_and_row_kernels(kernel, case):
     f = lambda q, k, v: ag.flash_attention(q, k, v, mask=mask, causal=causal, kernel=kernel, block_size=block)
     f64 = lambda q, k, v: ref.attention(q, k, v, mask=mask, causal=causal)
     gradcheck(f, f64, q, k, v, n=case[4] * case[5], what=f"flash {kernel} {case}")
+
+
+ROTARY_CASES = [   # (B, T, H, G, d, dv, causal, rope, pairing): ragged T, GQA and MQA, both pairings, no rotation
+    (2, 13, 4, 2, 8, 6, True, True, "half"),
+    (1, 70, 2, 1, 6, 10, True, True, "interleaved"),
+    (3, 5, 3, 3, 4, 4, False, True, "half"),
+    (1, 9, 2, 2, 5, 7, True, False, "half"),
+    (1, 1, 1, 1, 2, 2, True, True, "interleaved"),
+]
+
+
+@pytest.mark.parametrize("case", ROTARY_CASES)
+def test_rotary_attention_gradients(case):
+    b, t, h, g, d, dv, causal, rope, pairing = case
+    rng = np.random.default_rng(sum(case[:6]))
+    q, k, v = rand(rng, b, t, h * d), rand(rng, b, t, g * d), rand(rng, b, t, g * dv)
+    kw = dict(causal=causal, rope=rope, pairing=pairing)
+    gradcheck(lambda q, k, v: ag.rotary_attention(q, k, v, h, g, **kw),
+              lambda q, k, v: rotary_attention_reference(q, k, v, h, g, **kw),
+              q, k, v, n=t * max(d, dv), what=f"rotary_attention {case}")
 
 
 @pytest.mark.parametrize("d", [64, 128])

@@ -8,7 +8,10 @@ and every answer is behind a closed <details>, one per question; on the drill
 notebooks every code cell shows its output. Every page passes axe-core's
 WCAG 2 A/AA rules in the light palette and again in the dark one (the reader's
 system asking for dark), and every image has alt text that says more than
-its file name. Screenshots of both palettes go to artifacts/screenshots/
+its file name. The printable book (print_page/) passes the same checks and is printed to PDF
+under print media, with every page, answer, figure and formula in it; each source page that an
+excerpt links to is themed, numbered, and marks the excerpt's lines on arrival. Screenshots of
+both palettes go to artifacts/screenshots/
 (look at them). Chromium comes from Debian: when
 it is missing and we are root, the test installs it with apt-get; otherwise it
 fails saying what to install. It is never skipped.
@@ -19,6 +22,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -84,12 +88,26 @@ def browser(chromium):
         b.close()
 
 
+#: the printable book: every page of the navigation on one page (mkdocs-print-site-plugin)
+PRINT_PAGE = "print_page/index.html"
+
+
+def _excerpted_source_pages() -> list[str]:
+    """The source pages (``source/<path>.html``) that an excerpt on some page links to."""
+    linked = set()
+    for page in doc_blocks.pages():
+        linked.update(re.findall(r'--8<--\s+"((?:netcl_lite|kernels)/[^":]+)', page.read_text(encoding="utf-8")))
+    return [f"source/{path}.html" for path in sorted(linked)]
+
+
 def _site_pages():
     pages = [(p, doc_blocks.rendered_page(Path(""), p).as_posix()) for p in doc_blocks.pages()]
     drills = sorted(doc_blocks.ROOT.glob("snippets/week*/drill_*.py"))
     for week in sorted({d.parent.name for d in drills}):
         name = week.replace("week", "week-") + "-drill"
         pages.append((None, f"drills/{name}/index.html"))
+    pages.append(("print", PRINT_PAGE))
+    pages += [("source", path) for path in _excerpted_source_pages()]
     return pages
 
 
@@ -114,7 +132,7 @@ def test_page_renders_offline_in_chromium(browser, site_url, source, path):
     assert response is not None and response.status == 200, f"{url}: HTTP {response and response.status}"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     shot = path.removesuffix("index.html").strip("/").replace("/", "_") or "home"
-    page.screenshot(path=str(SCREENSHOTS / f"{shot}.png"), full_page=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{shot}.png"), full_page=source != "print")   # the book: its first screen
     assert not foreign, f"{url} requested other hosts: {foreign}"
     assert not errors, f"{url} logged console errors: {errors}"
 
@@ -126,7 +144,12 @@ def test_page_renders_offline_in_chromium(browser, site_url, source, path):
     content = page.eval_on_selector(".md-content", "e => e.textContent")
     assert "```" not in content, f"{url}: a literal ``` in the page text (a fence that did not render)"
 
-    if source is not None:
+    if source == "print":
+        _check_page_fits_and_figures_are_captioned(page, url)
+        _check_the_book_prints_whole(page, url)
+    elif source == "source":
+        _check_source_page(page, url)
+    elif source is not None:
         text = source.read_text(encoding="utf-8")
         if "\\(" in text or "\\[" in text:
             # math in a closed tab or collapsed solution is not laid out; every visible formula must be
@@ -165,7 +188,7 @@ def test_page_meets_wcag_aa_in_dark_mode(dark_tab, site_url, path):
     assert response is not None and response.status == 200, f"{url}: HTTP {response and response.status}"
     shot = path.removesuffix("index.html").strip("/").replace("/", "_") or "home"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    dark_tab.screenshot(path=str(SCREENSHOTS / f"{shot}.dark.png"), full_page=True)
+    dark_tab.screenshot(path=str(SCREENSHOTS / f"{shot}.dark.png"), full_page=path != PRINT_PAGE)
     _check_wcag(dark_tab, url, "dark")
 
 
@@ -336,3 +359,66 @@ def test_figure_has_no_colliding_text_and_no_legend_on_data(browser, site_url, f
     problems = page.evaluate(_FIGURE_PROBLEMS)
     page.close()
     assert not problems, f"{figure} (on {', '.join(shown_on) or 'no page'}):\n" + "\n".join(problems)
+
+
+# ---- the printable book and the source pages -----------------------------------------------------------
+
+_BOOK = """() => ({
+  closed: [...document.querySelectorAll('.md-content details')].filter(d => !d.open).map(d => d.querySelector('summary')?.textContent.trim()),
+  sections: [...document.querySelectorAll('#print-site-page section.print-page')].map(s => s.id),
+  figures: [...document.querySelectorAll('#print-site-page img[src*="figures/"]')].map(i => ({
+    src: i.getAttribute('src'), loaded: i.complete && i.naturalWidth > 0, caption: !!i.closest('figure')?.querySelector('figcaption')})),
+  math: [...document.querySelectorAll('#print-site-page math')].filter(m => m.checkVisibility()).length,
+  laidOutMath: [...document.querySelectorAll('#print-site-page math')].filter(m => m.checkVisibility()
+                 && m.getBoundingClientRect().height > 0).length,
+})"""
+
+
+def _check_the_book_prints_whole(page, url: str) -> None:
+    """Printed (print media, as a PDF): every page of the site in the navigation's order, every collapsed
+    answer open, every figure loaded with its caption, the formulas laid out as MathML."""
+    figures = sorted({m for p in doc_blocks.pages() for m in re.findall(r"figures/[\w-]+/[\w-]+\.svg", p.read_text(encoding="utf-8"))})
+    site = url.removesuffix("print_page/")
+    formulas = sum(page.request.get(f"{site}/{doc_blocks.rendered_page(Path(''), p).as_posix()}").text().count("<math")
+                   for p in doc_blocks.pages())
+    page.emulate_media(media="print")
+    page.evaluate("() => window.dispatchEvent(new Event('beforeprint'))")
+    pdf = page.pdf(format="A4", print_background=True)
+    state = page.evaluate(_BOOK)
+    page.emulate_media(media="screen")
+    assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page") > 50, f"{url}: the printed book is {len(pdf)} bytes"
+    assert not state["closed"], f"{url}: collapsed answers left closed in the printed book: {state['closed'][:5]}"
+    assert len(state["sections"]) >= len(doc_blocks.pages()), f"{url}: {len(state['sections'])} pages in the book"
+    shown = {f["src"].split("figures/", 1)[1] for f in state["figures"]}
+    missing = [f for f in figures if f.split("figures/", 1)[1] not in shown]
+    assert not missing, f"{url}: figures missing from the book: {missing}"
+    broken = [f["src"] for f in state["figures"] if not (f["loaded"] and f["caption"])]
+    assert not broken, f"{url}: figures not loaded or without a caption: {broken}"
+    assert state["math"] == formulas and state["laidOutMath"] == formulas, \
+        f"{url}: {state['laidOutMath']} of {state['math']} formulas laid out; the pages have {formulas}"
+
+
+def _check_source_page(page, url: str) -> None:
+    """A source page: in the theme, its lines numbered and anchored, an excerpt's range marked on arrival,
+    and a link back to each page that shows an excerpt of it."""
+    state = page.evaluate("""() => ({
+      themed: !!document.querySelector('header.md-header') && !!document.querySelector('.md-content'),
+      lines: document.querySelectorAll('.source-listing .line[id^="L"]').length,
+      back: [...document.querySelectorAll('.source-intro a')].map(a => a.getAttribute('href')),
+      ranges: [...document.querySelectorAll('.source-listing .range-anchor')].map(a => a.id),
+      copy: !!document.querySelector('.source-listing .md-clipboard'),
+    })""")
+    assert state["themed"] and state["lines"] > 10, f"{url}: not a themed page with a numbered listing: {state}"
+    assert not state["copy"], f"{url}: the listing has a copy button"
+    assert state["ranges"] and any(not h.startswith("#") for h in state["back"]), f"{url}: no excerpt range or link back"
+    first, last = map(int, re.fullmatch(r"L(\d+)-L(\d+)", state["ranges"][0]).groups())
+    page.goto(f"{url.split('#')[0]}#{state['ranges'][0]}", wait_until="load")
+    marked = page.evaluate("() => [...document.querySelectorAll('.source-listing .line.marked')].map(l => l.id)")
+    assert marked == [f"L{n}" for n in range(first, last + 1)], f"{url}#{state['ranges'][0]}: marked {marked[:3]}…"
+    top, bottom, header, height = page.evaluate(f"""() => {{
+        const line = document.getElementById('L{first}').getBoundingClientRect();
+        return [line.top, line.bottom, document.querySelector('header.md-header').getBoundingClientRect().bottom,
+                window.innerHeight];
+    }}""")
+    assert header <= top and bottom <= height, \
+        f"{url}#{state['ranges'][0]}: line {first} spans {top}-{bottom}px, not in view below the header ({header}px)"

@@ -185,6 +185,9 @@ def test_the_seed_results_are_for_this_recipe():
     assert seeds["recipe_hash"] == capstone.recipe_hash(), (
         "the recipe changed since benchmarks/results/capstone_seeds.json was made: "
         "run python benchmarks/capstone_seeds.py and commit the new file")
+    assert seeds["text_sha256"] == capstone.text_digest(), (
+        "benchmarks/results/capstone_seeds.json was trained on other text (another Python's library): "
+        "run python benchmarks/capstone_seeds.py and commit the new file")
     runs = seeds["seeds"]
     assert len(runs) >= 3 and str(capstone.TRAINING.seed) in runs
     for split in ("validation", "test"):
@@ -192,6 +195,152 @@ def test_the_seed_results_are_for_this_recipe():
         assert math.isclose(seeds[split]["mean"], statistics.mean(values))
         assert math.isclose(seeds[split]["sd"], statistics.stdev(values))
     assert "OpenCL" in seeds["machine"]
+
+
+def test_the_text_digest_covers_every_split():
+    d = capstone.data()
+    digest = capstone.text_digest(d)
+    assert digest == capstone.text_digest() and len(digest) == 16
+    import dataclasses
+    for field in ("train_text", "validation_text", "test_text"):
+        other = dataclasses.replace(d, **{field: getattr(d, field) + " "})
+        assert capstone.text_digest(other) != digest, field
+
+
+def test_spread_windows_cover_the_text_evenly_and_refuse_bad_arguments():
+    ids = np.arange(1000)
+    x, y, at = capstone.spread_windows(ids, 7, 16)
+    assert x.shape == y.shape == at.shape == (7, 16)
+    assert (y == ids[at]).all() and (x == ids[at - 1]).all()
+    assert at[0, 0] == 1 and at[-1, -1] == ids.size - 1          # from the start to the end
+    with pytest.raises(ValueError, match="at least block_size"):
+        capstone.spread_windows(np.arange(16), 2, 16)
+    with pytest.raises(ValueError, match="n must be a positive int"):
+        capstone.spread_windows(ids, 0, 16)
+
+
+def test_token_losses_are_the_terms_of_the_models_mean_loss(queue):
+    model = DecoderLM(LMConfig(vocab_size=40, hidden_size=16, intermediate_size=16, num_hidden_layers=1,
+                               num_attention_heads=2, max_position_embeddings=8), queue=queue)
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, 40, (5, 8)), rng.integers(0, 40, (5, 8))
+    nats = capstone.token_losses(model, x, y, batch_size=2)
+    assert nats.shape == (5, 8) and (nats > 0).all()
+    assert math.isclose(nats.mean(), float(model.loss(x, y).numpy()), rel_tol=1e-5)
+    y_half = np.where(np.arange(8) < 4, y, capstone.IGNORE)
+    assert math.isclose(nats[:, :4].mean(), float(model.loss(x, y_half).numpy()), rel_tol=1e-5)
+    with pytest.raises(ValueError, match="x and y must be 2-D of one shape"):
+        capstone.token_losses(model, x, y[:, :4])
+
+
+def test_a_loader_over_positions_draws_the_windows_the_training_loader_draws():
+    """The generalization gap marks the training tokens drawn so far with a second loader over
+    positions, seeded as train's: it must draw the same windows."""
+    ids = np.random.default_rng(3).integers(0, 50, 700)
+    tokens, positions = WindowLoader(ids, 4, 9, seed=5), WindowLoader(np.arange(ids.size), 4, 9, seed=5)
+    for _ in range(20):
+        (x, y), (px, py) = tokens.next_batch(), positions.next_batch()
+        assert (x == ids[px]).all() and (y == ids[py]).all()
+
+
+@pytest.mark.slow
+def test_the_curve_holds_the_gap_measures_of_each_checkpoint(queue):
+    run = capstone.run(queue)
+    curve = capstone.training_curve(run)
+    drawn = [c["drawn"] for c in curve]
+    assert drawn[0] == 0 and curve[0]["train_loss_drawn"] is None
+    assert all(a <= b for a, b in zip(drawn, drawn[1:])) and drawn[-1] < 1
+    load = capstone.training_load(run)                  # what the page prints beside the seconds
+    assert len(load) == 2 and all(x >= 0 for x in load)
+    for c in curve[1:]:
+        share = c["drawn"]
+        mixed = share * c["train_loss_drawn"] + (1 - share) * c["train_loss_undrawn"]
+        assert math.isclose(mixed, c["train_loss"], rel_tol=1e-9)
+
+
+def _benchmark(name: str):
+    """A script of benchmarks/ as a module (its constants and helpers, without running it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, doc_blocks.ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _recipes() -> dict:
+    import json
+    return json.loads((doc_blocks.ROOT / "benchmarks/results/capstone_recipes.json").read_text(encoding="utf-8"))
+
+
+def test_the_schedule_table_is_this_recipe_trained_with_the_same_seeds_in_every_row():
+    """benchmarks/capstone_recipes.py made the file with this recipe and text, each row with the same
+    three or more seeds; its means, sample sds and paired differences are those of its runs."""
+    import dataclasses
+
+    bench, record = _benchmark("capstone_recipes"), _recipes()
+    assert record["recipe_hash"] == capstone.recipe_hash() and record["text_sha256"] == capstone.text_digest(), (
+        "the recipe or the text changed since benchmarks/results/capstone_recipes.json was made: "
+        "run python benchmarks/capstone_recipes.py and commit the new file")
+    assert record["configs"] == {name: dataclasses.asdict(c) for name, c in bench.variants(capstone.TRAINING).items()}
+    seeds = {name: set(row["validation"]) for name, row in record["runs"].items()}
+    assert set(seeds) == set(record["configs"])
+    assert len(set(map(frozenset, seeds.values()))) == 1 and len(seeds[bench.COMMITTED]) >= 3
+    summary = bench.summary(record["runs"])
+    for key in ("rows", "paired_with_committed", "paired_between_rows"):
+        assert summary[key] == record[key], key
+    assert abs(bench.T_CRITICAL_3_SEEDS - 4.3027) < 5e-5          # the tabulated value, 4.3027
+
+
+def test_the_schedule_sentences_say_what_the_paired_differences_support():
+    """Chapter 9's section 5, sentence by sentence: a schedule is ranked against another only where a
+    two-sided paired t-test over the 3 seeds tells their difference from seed noise at the 5 % level."""
+    bench, record = _benchmark("capstone_recipes"), _recipes()
+    vs_committed, between = record["paired_with_committed"], record["paired_between_rows"]
+    assert all(len(d["differences"]) == 3 for d in [*vs_committed.values(), *between.values()])
+    late, line = "decay over the last 20 %", "a straight line to 0 from the end of warmup"
+    tenth, zero = "a cosine to a tenth of the peak", "a cosine to 0"
+    assert not bench.separated(vs_committed[late]), "these seeds do not tell the 20 % decay from the committed one"
+    assert all(vs_committed[n]["mean"] > 0 and bench.separated(vs_committed[n]) for n in (line, tenth, zero)), \
+        "each schedule that decays from the end of the warmup needs more bits than the committed one"
+    assert between[f"{zero} − {tenth}"]["mean"] > 0 and bench.separated(between[f"{zero} − {tenth}"]), \
+        "the cosine to zero needs more bits than the cosine to a tenth"
+    assert between[f"{zero} − {late}"]["mean"] > 0 and bench.separated(between[f"{zero} − {late}"]), \
+        "the cosine to zero needs more bits than the 20 % decay"
+    assert not any(bench.separated(between[pair]) for pair in (
+        f"{tenth} − {line}", f"{zero} − {line}", f"{line} − {late}", f"{tenth} − {late}")), \
+        "the other pairs are not told apart"
+
+
+def _budget() -> dict:
+    import json
+    return json.loads((doc_blocks.ROOT / "benchmarks/results/training_budget.json").read_text(encoding="utf-8"))
+
+
+def test_the_training_budget_was_checked_for_this_recipe_and_its_verdict_is_the_data_s():
+    """benchmarks/training_budget.py trained this recipe with this code and with the code of the
+    slowest kind's recorded runs, round by round: change the recipe (or the budget), run it again.
+    The projection and the verdict the page states are recomputed from the recorded step times."""
+    bench, record = _benchmark("training_budget"), _budget()
+    run = record["runs"][-1]
+    assert run["recipe_hash"] == capstone.recipe_hash(), (
+        "the recipe changed since benchmarks/results/training_budget.json was made: "
+        "run python benchmarks/training_budget.py and commit the new file")
+    assert run["budget_seconds"] == capstone.TRAINING_BUDGET_SECONDS
+    assert record["slowest_kind"] == bench.SLOWEST
+    assert len(run["this_code"]) == len(run["reference_code"]) >= 2
+    assert all(r["steps"] == run["steps"] == capstone.TRAINING.max_steps for r in run["this_code"] + run["reference_code"])
+    assert "family" in run["cpu"] and run["pocl_target"]
+    assert run["step_ratios"] == bench.step_ratios(run)
+    assert math.isclose(run["projected_slowest_seconds"], bench.projection(run, record["slowest_kind"]))
+    assert run["verdict"] == bench.verdict(run, capstone.TRAINING_BUDGET_SECONDS, record["slowest_kind"])
+    ratios = run["step_ratios"]
+    if run["verdict"] == "unsettled":
+        assert max(ratios) > bench.AGREE * min(ratios), "the rounds disagree, so the run gives no verdict"
+    else:
+        assert max(ratios) <= bench.AGREE * min(ratios), "the rounds agree"
+        assert (run["projected_slowest_seconds"] <= capstone.TRAINING_BUDGET_SECONDS) == (run["verdict"] == "within"), \
+            "the projection is within the budget exactly when the verdict says so"
 
 
 def test_primed_ppmd_is_charged_what_it_writes_after_the_primer():

@@ -140,6 +140,26 @@ def test_tensor_round_trip_and_float32(queue):
     assert t.reshape(4, 3).numpy().shape == (4, 3)
 
 
+def test_an_upload_to_a_host_memory_device_is_its_own_buffer_and_queues_nothing(queue, monkeypatch):
+    """On a device that works in host memory, from_host makes the buffer over a private copy
+    (USE_HOST_PTR) instead of queueing a write, which PoCL's CPU driver makes wait for the whole
+    queue: the values arrive, the caller's array may change at once, nothing is enqueued."""
+    from netcl_lite.core.tensor import shares_host_memory
+    if not shares_host_memory(queue):
+        pytest.skip("a GPU's buffers are the driver's: the upload is a queued copy")
+    import pyopencl as cl
+    queued = []
+    monkeypatch.setattr(cl, "enqueue_copy", lambda *a, **k: queued.append(a))
+    source = np.arange(10, dtype=np.int64)
+    t = Tensor.from_host(queue, source, dtype=np.int32)
+    source[:] = -1
+    assert not queued and t.memory.host is not None and t.memory.host.ctypes.data % 128 == 0
+    monkeypatch.undo()
+    np.testing.assert_array_equal(t.numpy(), np.arange(10, dtype=np.int32))
+    x = Tensor.from_host(queue, np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(nl.ops.scale(x, 3.0).numpy(), np.array([3.0, 6.0], np.float32))   # a kernel reads it
+
+
 def _mapping_flags(address: int) -> set[str]:
     """The VmFlags of the mapping of this process that holds ``address`` (Linux)."""
     with open("/proc/self/smaps") as f:

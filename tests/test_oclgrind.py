@@ -2,6 +2,8 @@
 and generation, and every ops family at ragged shapes and two work-group sizes, and reports each
 out-of-bounds access (private arrays indexed past their declared bounds included), data race and
 barrier divergence. No GPU is lent to this project; this is how the kernels' portability is checked.
+Every program builds the kernels as OpenCL C 1.2 (``-cl-std=CL1.2``, ``oclgrind/opencl12.py``), the
+version Apple's OpenCL stops at, so a kernel that uses an OpenCL 2.0 feature fails to build here.
 
 The ``oclgrind`` wrapper preloads its OpenCL runtime into the child process, so the child sees one
 platform, "Oclgrind", whose device the library takes as a GPU; the parent keeps PoCL. Every program
@@ -13,6 +15,7 @@ output and gradient must agree between the two devices to float32 precision.
 from __future__ import annotations
 
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -95,6 +98,9 @@ def _check(runs, name: str, tolerance: float) -> None:
     assert native["rc"] == 0, native["output"][-3000:]
     assert sim["rc"] == 0, f"under Oclgrind:\n{sim['output'][-3000:]}\n{sim['log'][-3000:]}"
     assert sim["output"].splitlines()[-1].startswith("Oclgrind: "), "the child did not run on Oclgrind's device"
+    for run in (sim, native):
+        assert re.search(r"^OpenCL C 1\.2: [1-9]\d* programs built with -cl-std=CL1\.2$", run["output"], re.M), \
+            f"{name}: the kernels were not built as OpenCL C 1.2:\n{run['output'][-2000:]}"
     assert sim["log"].strip() == "", (f"Oclgrind reported {error_count(sim['log'])} errors; the first:\n"
                                       f"{sim['log'][:4000]}")
     with np.load(sim["file"]) as a, np.load(native["file"]) as b:

@@ -17,6 +17,7 @@ from kernel_cases import (
     f32,
     random_attention_case,
     random_dims,
+    runs_on_one_and_two_pocl_threads,
 )
 
 from netcl_lite import ops, reference
@@ -376,20 +377,7 @@ def test_products_have_the_same_bits_on_one_and_two_compute_units(queue):
     """Where K is split (and so the order of each sum) is decided for a fixed worker count, not the
     device's: a product computed with one PoCL thread equals, bit for bit, the one computed with two.
     The shapes include products that split K with two workers and would not with one."""
-    import json
-    import os
-    import subprocess
-
-    if queue.device.platform.name != "Portable Computing Language" or not queue.device.type & cl.device_type.CPU:
-        pytest.skip("POCL_MAX_PTHREAD_COUNT sets the compute units of PoCL's CPU driver only")
-    runs = []
-    for threads in ("1", "2"):
-        env = dict(os.environ, POCL_MAX_PTHREAD_COUNT=threads)
-        proc = subprocess.run([sys.executable, "-c", _THREADS_CHILD], env=env, capture_output=True, text=True,
-                              timeout=600)
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    assert (runs[0].pop("units"), runs[1].pop("units")) == (1, 2)
+    runs = runs_on_one_and_two_pocl_threads(queue, _THREADS_CHILD, timeout=600)
     assert runs[0] == runs[1]
 
 

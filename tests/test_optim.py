@@ -221,3 +221,67 @@ def test_bad_parameter_lists_are_refused(queue):
     opt = AdamW({"w": w})
     with pytest.raises(ValueError, match="exp_avg"):
         opt.load_state_dict({"step": 1, "exp_avg": {}, "exp_avg_sq": {}})
+
+
+def test_many_tensors_in_few_launches_match_the_float64_update_and_name_the_tensor_at_fault(queue):
+    """40 tensors (three launches of up to 16, ragged sizes): every one updated as its own formula
+    says, and an overflow in the third launch named by its tensor."""
+    from netcl_lite.core.stream import NonFiniteError, profile_kernels
+
+    rng = np.random.default_rng(5)
+    shapes = [(int(rng.integers(1, 200)),) for _ in range(40)]
+    params = {f"t{i}": ag.tensor(rng.standard_normal(s).astype(np.float32), queue=queue) for i, s in enumerate(shapes)}
+    names = list(params)
+    opt = AdamW([{"params": {n: params[n] for n in names[:25]}, "weight_decay": 0.1},
+                 {"params": {n: params[n] for n in names[25:]}, "weight_decay": 0.0}], lr=1e-2)
+    before = {n: p.numpy() for n, p in params.items()}
+    grads = {n: rng.standard_normal(p.shape).astype(np.float32) for n, p in params.items()}
+    _set_grads(params, grads, queue)
+    with profile_kernels(queue) as prof:
+        opt.step()
+    launches = sum(n for kernel, _, n, _ in prof.table() if kernel == "adamw.cl:adamw_step")
+    assert launches == 3, prof.table()
+    for i, n in enumerate(names):
+        want, _, _ = adamw_reference(before[n], grads[n], 0.0, 0.0, step=1, lr=1e-2, betas=(0.9, 0.999), eps=1e-8,
+                                     weight_decay=0.1 if i < 25 else 0.0)
+        assert_close(params[n].numpy(), want, rtol=0, atol=64 * EPS32, what=n)
+    grads["t37"] = np.full(shapes[37], 1e22, np.float32)
+    _set_grads(params, grads, queue)
+    opt.step()
+    with pytest.raises(NonFiniteError, match=r"AdamW\.step \(t37\) produced inf or NaN from finite inputs"):
+        params["t0"].numpy()
+
+
+def test_a_norm_left_on_the_device_gates_the_step_and_is_read_later(queue):
+    from netcl_lite.core.tensor import read
+
+    rng = np.random.default_rng(6)
+    params = _params(rng, queue)
+    opt = AdamW(params, lr=1e-2)
+    grads = {n: rng.standard_normal(p.shape).astype(np.float32) for n, p in params.items()}
+    _set_grads(params, grads, queue)
+    clip = clip_grad_norm(params, 1.0, wait=False)
+    assert isinstance(clip, Tensor) and clip.shape == (2,)
+    before = {n: p.numpy() for n, p in params.items()}
+    opt.step(norm=clip)
+    (host,) = read(clip)
+    expected = global_norm_reference(grads.values())
+    n_terms = 256 + sum(-(-g.size // 256) for g in grads.values())
+    assert abs(host[0] - expected) <= 2 * n_terms * EPS32 * expected
+    assert all(not np.array_equal(p.numpy(), before[n]) for n, p in params.items()), "a finite norm lets the step run"
+    # an infinite norm from finite gradients (their squares overflow): the step is skipped on the device
+    _set_grads(params, {n: np.full(p.shape, 3e38, np.float32) for n, p in params.items()}, queue)
+    before = {n: p.numpy() for n, p in params.items()}
+    moments = {n: opt.exp_avg[n].numpy() for n in params}
+    clip = clip_grad_norm(params, 1.0, wait=False)
+    opt.step(norm=clip)
+    assert not np.isfinite(read(clip)[0][0])
+    for n, p in params.items():
+        assert np.array_equal(p.numpy(), before[n]) and np.array_equal(opt.exp_avg[n].numpy(), moments[n]), n
+    _set_grads(params, {n: np.full(p.shape, 3e38, np.float32) for n, p in params.items()}, queue)
+    with pytest.raises(ValueError, match="norm is not finite"):
+        clip_grad_norm(params, 1.0)
+    with pytest.raises(TypeError, match="clip_grad_norm"):
+        opt.step(norm=1.0)
+    with pytest.raises(TypeError, match="wait must be a bool"):
+        clip_grad_norm(params, 1.0, wait=None)

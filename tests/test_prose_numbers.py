@@ -16,6 +16,7 @@ checks that the page still says it, that the file still asserts it, and that the
 from __future__ import annotations
 
 import ast
+import inspect
 import math
 import re
 from fractions import Fraction
@@ -172,20 +173,26 @@ PROSE = [
     ("chapter-7.md", "(twelve at count 8 alone)",
      lambda: "({} at count 8 alone)".format({12: "twelve"}[_scratch_bpe()[1][8]])),
     ("chapter-7.md", "at 36 merges of the 40 asked for", lambda: f"at {_scratch_bpe()[0]} merges of the 40 asked for"),
-    ("chapter-7.md", "is the most frequent pair (160 times), but the space occurs 200 times and `t` 280",
-     lambda: "is the most frequent pair ({}), but the space occurs {} times and `t` {}".format(
-         f"{_wordpiece()['pairs'][b' ', b't']} times", *(_wordpiece()["units"][c] for c in (b" ", b"t")))),
-    ("chapter-7.md", r"\(160/(200 \cdot 280) \approx 0.00286\)",
-     lambda: r"\(160/(200 \cdot 280) \approx {:.5f}\)".format(float(_wordpiece()["score"]((b" ", b"t"))))),
-    ("chapter-7.md", r"every one of the 60 `m`s follows an `r`",
-     lambda: "every one of the {} `m`s follows an `r`".format(
-         _wordpiece()["units"][b"m"] if _wordpiece()["units"][b"m"] == _wordpiece()["pairs"][b"r", b"m"] else "?")),
-    ("chapter-7.md", r"\(60/(160 \cdot 60) = 0.00625\)",
-     lambda: r"\(60/(160 \cdot 60) = {:g}\)".format(float(_wordpiece()["score"]((b"r", b"m"))))),
-    ("chapter-7.md", r"between `fo` and `he` (both \(1/180\))",
-     lambda: r"between `fo` and `he` (both \({}\))".format(
-         _wordpiece()["score"]((b"f", b"o")) if _wordpiece()["score"]((b"f", b"o")) == _wordpiece()["score"]((b"h", b"e"))
-         else "?")),
+    ("chapter-7.md", r"(A word longer than 100 characters is `[UNK]` too.)",
+     lambda: r"(A word longer than {} characters is `[UNK]` too.)".format(
+         inspect.signature(_snippet_function("snippets/chapter7/wordpiece.py", "wordpiece"))
+         .parameters["max_chars"].default)),
+    ("chapter-7.md", "The first line counts the predictions: six tokens, of which the last five are predicted",
+     lambda: "The first line counts the predictions: {} tokens, of which the last {} are predicted".format(
+         *({5: "five", 6: "six"}[n] for n in _perplexity_counts()))),
+    ("chapter-7.md", "(0.22% against 0.20%)",
+     lambda: "({:.2%} against {:.2%})".format(_sqrt_dk()["exact"], _sqrt_dk()["normal"])),
+    ("chapter-7.md", "(the standard error of a share of 100,000 pairs",
+     lambda: f"(the standard error of a share of {_snippet_constant('snippets/chapter7/sqrt_dk.py', 'n'):,} pairs"),
+    ("chapter-7.md", r"a full turn every \(2\pi \approx 6.3\) positions",
+     lambda: rf"a full turn every \(2\pi \approx {2 * math.pi:.1f}\) positions"),
+    ("chapter-7.md", "the first pair turns once every 6.3 positions, the last by 0.017 radians across all 96",
+     lambda: "the first pair turns once every {:.1f} positions, the last by {:.3f} radians across all {}".format(
+         2 * math.pi, _last_sinusoid_turn(), _snippet_constant("snippets/chapter7/figure_sinusoidal.py", "T"))),
+    ("chapter-7.md", "the last pair of this 32-wide table turns by only 0.017 radians over the 96 positions shown",
+     lambda: "the last pair of this {}-wide table turns by only {:.3f} radians over the {} positions shown".format(
+         _snippet_constant("snippets/chapter7/figure_sinusoidal.py", "D"), _last_sinusoid_turn(),
+         _snippet_constant("snippets/chapter7/figure_sinusoidal.py", "T"))),
     # Chapter 8
     ("chapter-8.md", r"The dense answer is \((1\cdot 2 + 3\cdot 10)/4 = 8\)",
      lambda: rf"The dense answer is \((1\cdot 2 + 3\cdot 10)/4 = {_dense_answer():.6g}\)"),
@@ -303,6 +310,9 @@ PROSE = [
      lambda: r"Rescaling only the normalizer gives {:g}; rescaling only the accumulator gives \({}\)".format(
          round(_streamed(rescale_a=False)[0][0], 9), _frac(_streamed(rescale_l=False)[0][0]))),
     # Chapter 9: the recipe and the result
+    ("chapter-9.md", "one OpenCL kernel (`kernels/adamw.cl`) for up to 16 tensors a launch",
+     lambda: "one OpenCL kernel (`kernels/adamw.cl`) for up to "
+             f"{__import__('netcl_lite.ops.adamw').ops.adamw.STEP_SLOTS} tensors a launch"),
     ("chapter-9.md", "every line of at least 20 characters (after stripping",
      lambda: f"every line of at least {_capstone().DEDUP_MIN_CHARS} characters (after stripping"),
     ("chapter-9.md", "drops held-out lines of at least 20 characters that occur in",
@@ -312,12 +322,13 @@ PROSE = [
     ("chapter-9.md", "The block asserts that the model needs at least 4% fewer bits than primed xz",
      lambda: f"The block asserts that the model needs at least {_snippet_constant('snippets/chapter9/coders.py', 'MARGIN'):.0%}"
              " fewer bits than primed xz"),
-    ("chapter-9.md", "The recipe is sized for at most 300 seconds",
-     lambda: f"The recipe is sized for at most {_capstone().TRAINING_BUDGET_SECONDS} seconds"),
+    ("chapter-9.md", "The recipe is sized for a target of 300 seconds",
+     lambda: f"The recipe is sized for a target of {_capstone().TRAINING_BUDGET_SECONDS} seconds"),
     ("chapter-9.md", r"\(\epsilon = 10^{-8}\)",
      lambda: rf"\(\epsilon = 10^{{{math.log10(_capstone().TRAINING.eps):.0f}}}\)"),
-    ("chapter-9.md", r"\min\!\left(1,\ \frac{c}{\lVert g \rVert_2 + 10^{-6}}\right)",
-     lambda: rf"\min\!\left(1,\ \frac{{c}}{{\lVert g \rVert_2 + 10^{{{_clip_epsilon_exponent()}}}}}\right)"),
+    ("chapter-9.md", r"\min\!\left(1,\ \frac{c_{\text{clip}}}{\lVert \mathbf{g} \rVert_2 + 10^{-6}}\right)",
+     lambda: rf"\min\!\left(1,\ \frac{{c_{{\text{{clip}}}}}}{{\lVert \mathbf{{g}} \rVert_2 + "
+             rf"10^{{{_clip_epsilon_exponent()}}}}}\right)"),
     ("chapter-9.md", "with 256 MiB of model memory, at the context order from 2\nto 64",
      lambda: f"with {_capstone().PPMD_MEMORY >> 20} MiB of model memory, at the context order from "
              f"{min(_capstone().PPMD_ORDERS)}\nto {max(_capstone().PPMD_ORDERS)}"),
@@ -334,6 +345,82 @@ PROSE = [
      lambda: f"counts of every context of up to {__import__('netcl_lite.ngram').ngram.ORDERS} tokens in the"),
     ("chapter-9.md", "after orders 1, 2 and 4 and its final one",
      lambda: "after orders {}, {} and {} and its final one".format(*__import__('netcl_lite.ngram').ngram.MIX_ORDERS)),
+    ("chapter-9.md", "where the code of 2026-12-02 trained it in\n245 to 274 s",
+     lambda: "where the code of {date} trained it in\n{low:.0f} to {high:.0f} s".format(
+         date=_budget_bench().SLOWEST["date"], low=min(_budget_bench().SLOWEST["train_seconds"].values()),
+         high=max(_budget_bench().SLOWEST["train_seconds"].values()))),
+    ("chapter-9.md", "with seeds 0, 1 and 2, the same three in every row",
+     lambda: "with seeds {}, {} and {}, the same {} in every row".format(
+         *_recipes()["seeds_in_summary"], {3: "three"}[len(_recipes()["seeds_in_summary"])])),
+    ("chapter-9.md", r"times \(4.30/\sqrt{3}\)," "\nabout 2.48",
+     lambda: r"times \({:.2f}/\sqrt{{3}}\),".format(_recipes_bench().T_CRITICAL_3_SEEDS)
+             + "\nabout {:.2f}".format(_recipes_bench().T_CRITICAL_3_SEEDS / math.sqrt(3))),
+    ("chapter-9.md", "The committed recipe codes validation in 1.8077 ± 0.0038 bits per\nbyte",
+     lambda: "The committed recipe codes validation in {mean:.4f} ± {sd:.4f} bits per\nbyte".format(
+         **_recipes()["rows"]["committed"])),
+    ("chapter-9.md", "Decaying over the last 20% of the steps after the warmup instead of 30%\n"
+                     "changes that by +0.0025 ± 0.0023",
+     lambda: "Decaying over the last {:.0%} of the steps after the warmup instead of {:.0%}\n"
+             "changes that by {}".format(*_decay_shares(), _pm(_recipes()["paired_with_committed"][
+                 "decay over the last 20 %"]))),
+    ("chapter-9.md", "a straight line to\nzero +0.0116 ± 0.0038, a cosine to a tenth of the peak +0.0249 ± 0.0085, a\n"
+                     "cosine to zero +0.0341 ± 0.0096",
+     lambda: "a straight line to\nzero {}, a cosine to a tenth of the peak {}, a\ncosine to zero {}".format(
+         *(_pm(_recipes()["paired_with_committed"][n]) for n in (
+             "a straight line to 0 from the end of warmup", "a cosine to a tenth of the peak", "a cosine to 0")))),
+    ("chapter-9.md", "the cosine to a tenth (+0.0093 ± 0.0017)",
+     lambda: "the cosine to a tenth ({})".format(
+         _pm(_recipes()["paired_between_rows"]["a cosine to 0 − a cosine to a tenth of the peak"]))),
+    ("chapter-9.md", "These\nare ten comparisons of five schedules",
+     lambda: "These\nare {} comparisons of {} schedules".format(
+         {10: "ten"}[len(_recipes()["paired_between_rows"])], {5: "five"}[len(_recipes()["rows"])])),
+    ("chapter-9.md", "a 2-core\nAMD EPYC Zen 1 (family 23, model 1)",
+     lambda: "a {}-core\nAMD EPYC Zen 1 {}".format(_budget_bench().SLOWEST["logical_cpus"],
+                                                  _budget_bench().SLOWEST["cpu"].removeprefix("AMD EPYC "))),
+    ("chapter-9.md", "ratios agree within a quarter",
+     lambda: "ratios agree within a {}".format({1.25: "quarter"}[_budget_bench().AGREE])),
+    ("chapter-9.md", "Its last run, on an Intel Xeon (family 6, model 167), PoCL target `rocketlake`, on 2026-12-05, "
+                     "gave ratios of 0.69 and 1.75: they differ by more than that, so it gives no verdict",
+     lambda: "Its last run, on an {cpu}, PoCL target `{target}`, on {date}, gave ratios of {ratios}: {verdict}".format(
+         cpu=re.sub(r"\(R\)|\(TM\)| Processor", "", _budget_run()["cpu"]), target=_budget_run()["pocl_target"],
+         date=_budget_run()["date"], ratios=" and ".join(f"{r:.2f}" for r in _budget_run()["step_ratios"]),
+         verdict="they differ by more than that, so it gives no verdict" if _budget_run()["verdict"] == "unsettled"
+         else f"they agree, and project {_budget_run()['projected_slowest_seconds']:.0f} s on the Zen 1, "
+              f"{_budget_run()['verdict']} the target")),
+    ("chapter-9.md", "1-minute load average of 6.7 to 8.0 on 2 cores",
+     lambda: "1-minute load average of {:.1f} to {:.1f} on {} cores".format(
+         min(_budget_loads()), max(_budget_loads()), _budget_run()["logical_cpus"])),
+    ("chapter-9.md", "moves each of them by about an eighth of that standard deviation",
+     lambda: "moves each of them by about an {} of that standard deviation".format(
+         {8: "eighth"}[round(_capstone().MODEL["initializer_range"] / _capstone().TRAINING.learning_rate)])),
+    ("chapter-9.md", "(the block asserts it is within half a nat of it)",
+     lambda: "(the block asserts it is within {} nat of it)".format(
+         {0.5: "half a"}[_snippet_constant("snippets/chapter9/one_step.py", "NEAR")])),
+    ("chapter-9.md", r"more than 99% of them, moves by more than \(0.99\,\eta\)",
+     lambda: rf"more than {_one_step_full():.0%} of them, moves by more than \({_one_step_full()}\,\eta\)"),
+    ("chapter-9.md", "section 4's block asserts that more than 99% of the weights move by more than 0.99 of the rate",
+     lambda: f"section 4's block asserts that more than {_one_step_full():.0%} of the weights move by more than "
+             f"{_one_step_full()} of the rate"),
+    ("chapter-9.md", "is more than ten times the step from",
+     lambda: "is more than {} times the step from".format(
+         {10: "ten"}[_snippet_constant("snippets/chapter9/exercise_stride.py", "TIMES")])),
+    ("chapter-9.md", "Generate 48 greedy tokens after \"Return the\" with\n`no_repeat_ngram_size` 0, 2, 3 and 4",
+     lambda: "Generate {} greedy tokens after \"Return the\" with\n`no_repeat_ngram_size` {}, {}, {} and {}".format(
+         _snippet_constant("snippets/chapter9/exercise_no_repeat.py", "NEW"),
+         *_snippet_constant("snippets/chapter9/exercise_no_repeat.py", "SIZES"))),
+    ("chapter-9.md", "This run sees fewer than a fifth of that",
+     lambda: "This run sees fewer than a {} of that".format(
+         {5: "fifth"}[_snippet_constant("snippets/chapter9/generalization_gap.py", "BELOW")])),
+    ("chapter-9.md", "wherever at least a tenth of the scored training tokens are still undrawn",
+     lambda: "wherever at least a {} of the scored training tokens are still undrawn".format(
+         {0.1: "tenth"}[_snippet_constant("snippets/chapter9/generalization_gap.py", "SPLIT")])),
+    ("chapter-9.md", "about 20 tokens\nper parameter is the heuristic",
+     lambda: f"about {_snippet_constant('snippets/chapter9/generalization_gap.py', 'HEURISTIC')} tokens\n"
+             "per parameter is the heuristic"),
+    ("chapter-9.md", "times the same comparison at 256 new\ntokens",
+     lambda: "times the same comparison at {} new\ntokens".format(
+         re.search(r'"--new-tokens", type=int, default=(\d+)',
+                   (doc_blocks.ROOT / "benchmarks/bench_train.py").read_text(encoding="utf-8")).group(1))),
     ("week-23.md", "fp16 score matrix is 2 GiB",
      lambda: f"fp16 score matrix is {budget.to_gib(budget.score_matrix_bytes(32768, bytes_per_element=2)):g} GiB"),
 ]
@@ -353,13 +440,32 @@ def _scratch_bpe():
     return len(trace), Counter(count for _, count in trace)
 
 
-def _wordpiece():
-    """The counts and score function of Chapter 7's WordPiece block, run without its prints."""
+def _run_quietly(path: str) -> dict:
+    """The globals a snippet leaves, run without its prints."""
     import contextlib
     import io
     import runpy
     with contextlib.redirect_stdout(io.StringIO()):
-        return runpy.run_path(str(doc_blocks.ROOT / "snippets/chapter7/wordpiece_score.py"))
+        return runpy.run_path(str(doc_blocks.ROOT / path))
+
+
+def _sqrt_dk() -> dict:
+    return _run_quietly("snippets/chapter7/sqrt_dk.py")
+
+
+def _perplexity_counts() -> tuple[int, int]:
+    """(tokens, predicted tokens) of Chapter 7's cross-entropy block."""
+    scope = _run_quietly("snippets/chapter7/perplexity.py")
+    return len(scope["ids"]), len(scope["predicted"])
+
+
+def _last_sinusoid_turn() -> float:
+    """The angle of the last pair of Chapter 7's sinusoid figure at its last position, from the library's table."""
+    from netcl_lite.nn import sinusoidal_positions
+    t = _snippet_constant("snippets/chapter7/figure_sinusoidal.py", "T")
+    d = _snippet_constant("snippets/chapter7/figure_sinusoidal.py", "D")
+    sin, cos = sinusoidal_positions(t, d)[-1, -2:]
+    return math.atan2(sin, cos)
 
 
 def _numpy_gpt_config():
@@ -386,6 +492,60 @@ def _snippet_constant(path: str, name: str):
                     i = [t.id for t in target.elts].index(name)
                     return ast.literal_eval(node.value)[i]
     raise LookupError(f"{path} assigns no {name}")
+
+
+def _benchmark(name: str):
+    """A script of benchmarks/ as a module, its constants and helpers, without running it."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, doc_blocks.ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _recipes_bench():
+    """benchmarks/capstone_recipes.py: its t bound for three paired seeds."""
+    return _benchmark("capstone_recipes")
+
+
+def _recipes() -> dict:
+    """What benchmarks/results/capstone_recipes.json records."""
+    import json
+    return json.loads((doc_blocks.ROOT / "benchmarks/results/capstone_recipes.json").read_text(encoding="utf-8"))
+
+
+def _pm(difference: dict) -> str:
+    """A paired difference as the page writes it: signed mean ± sample sd."""
+    return f"{difference['mean']:+.4f} ± {difference['sd']:.4f}"
+
+
+def _decay_shares() -> tuple[float, float]:
+    """The 20 % variant's and the committed recipe's decay, as shares of the steps after the warmup."""
+    configs = _recipes()["configs"]
+    return tuple(c["decay_steps"] / (c["max_steps"] - c["warmup_steps"])
+                 for c in (configs["decay over the last 20 %"], configs["committed"]))
+
+
+def _budget_bench():
+    """benchmarks/training_budget.py: its SLOWEST record and its AGREE bound."""
+    return _benchmark("training_budget")
+
+
+def _budget_run() -> dict:
+    """The last run benchmarks/results/training_budget.json records."""
+    import json
+    path = doc_blocks.ROOT / "benchmarks/results/training_budget.json"
+    return json.loads(path.read_text(encoding="utf-8"))["runs"][-1]
+
+
+def _budget_loads() -> list[float]:
+    run = _budget_run()
+    return [r[k] for r in run["this_code"] + run["reference_code"] for k in ("load_before", "load_after")]
+
+
+def _one_step_full() -> float:
+    """The share Chapter 9's one-step block calls the full rate (``FULL``), also its bar for "nearly every"."""
+    return _snippet_constant("snippets/chapter9/one_step.py", "FULL")
 
 
 def _clip_epsilon_exponent() -> int:
@@ -439,11 +599,202 @@ CLAIMS: list[tuple[str, str, str, str]] = [
      "tests/test_benchmark_reports.py", "the dense methods' extra memory grows about as T squared"),
     ("chapter-8.md", "the streamed kernel's about 1",
      "tests/test_benchmark_reports.py", "flash's extra memory grows about in proportion to T"),
+    # Chapter 7
+    ("chapter-7.md", "No merge covers the emoji's or the Telugu's bytes, so each of those bytes stays a token of its own.",
+     "snippets/chapter7/bpe_training.py", "each byte of the emoji and Telugu is a token"),
+    ("chapter-7.md", "at least three times less for every kind of text in the recorded run",
+     "tests/test_page_claims.py",
+     "a whole file's batch call takes at least three times less CPU than tiktoken's batch call"),
+    ("chapter-7.md", "most merges here are learned at a count that other merges share",
+     "snippets/chapter7/bpe_from_scratch.py", "most merges share their count with another merge"),
+    ("chapter-7.md", "Without their `##`, the pieces of a segmented word spell it again.",
+     "snippets/chapter7/wordpiece.py", "without their ##, the pieces spell the word again"),
+    ("chapter-7.md", "`unable` is `[UNK]` although `un ##able` would cover it",
+     "snippets/chapter7/wordpiece.py", "unable is [UNK] although un ##able would cover it"),
+    ("chapter-7.md", "The function below is that rule, with nothing else around it; the block checks it against "
+                     "`netcl_lite.text.WordPiece`",
+     "snippets/chapter7/wordpiece.py", "netcl_lite.text.WordPiece follows the same rule"),
+    ("chapter-7.md", "The block checks its Viterbi function against a search over every segmentation, and against "
+                     "`netcl_lite.text.Unigram`",
+     "snippets/chapter7/three_segmenters.py", "Viterbi finds the best"),
+    ("chapter-7.md", "The block checks its Viterbi function against a search over every segmentation, and against "
+                     "`netcl_lite.text.Unigram`",
+     "snippets/chapter7/three_segmenters.py", "netcl_lite.text.Unigram agrees"),
+    ("chapter-7.md", "On `played` and `players` the three agree",
+     "snippets/chapter7/three_segmenters.py", "the three rules agree on played and players"),
+    ("chapter-7.md", "On `displays` and `disliked`, BPE alone differs.",
+     "snippets/chapter7/three_segmenters.py", "on displays and disliked BPE alone differs"),
+    ("chapter-7.md", "the merges that make `plays` and `ed` come before those that make `display`",
+     "snippets/chapter7/three_segmenters.py",
+     "the merges that make plays and ed come before those that make display and dislike"),
+    ("chapter-7.md", "On `redisplay`, Unigram alone differs",
+     "snippets/chapter7/three_segmenters.py", "on redisplay Unigram alone differs"),
+    ("chapter-7.md", "finds `r + e + display` more probable than `red + i + s + play`",
+     "snippets/chapter7/three_segmenters.py", "r + e + display is more probable than red + i + s + play"),
+    ("chapter-7.md", "A fraction of a percent (the block asserts it stays under 1%)",
+     "snippets/chapter7/sqrt_dk.py", "beyond 35 lies a fraction of a percent of pairs"),
+    ("chapter-7.md", "its tail is a little heavier than a normal distribution's",
+     "snippets/chapter7/sqrt_dk.py", "the exact tail is a little heavier than the normal one"),
+    ("chapter-7.md", "the measured share lies within four standard errors of the exact one",
+     "snippets/chapter7/sqrt_dk.py", "the measured share matches the exact one"),
+    ("chapter-7.md", "unscaled logits put on average more than 90% of a row's weight on one key (the block asserts it)",
+     "snippets/chapter7/softmax_saturation.py", "unscaled, one key takes over 90% of a row"),
+    ("chapter-7.md", "Self-attention without positions or masks is therefore permutation-**equivariant**",
+     "snippets/chapter7/permutation.py", "without a mask, the outputs follow the permutation"),
+    ("chapter-7.md", "A causal mask breaks the symmetry, because it is tied to positions",
+     "snippets/chapter7/permutation.py", "a causal mask breaks the symmetry"),
+    ("chapter-7.md", "the three dot products at offset 3 agree with each other and with the sum of cosines",
+     "snippets/chapter7/sinusoidal.py", "the dot products at offset 3 agree with the sum of cosines"),
+    ("chapter-7.md", r"The score depends on the positions only through the offset \(j - i\).",
+     "snippets/chapter7/rope_identity.py", "the score depends on the positions only through the offset"),
+    ("chapter-7.md", "`ops.cross_entropy` returns the mean of the definition, computed term by term",
+     "snippets/chapter7/perplexity.py", "ops.cross_entropy is the mean over the predicted tokens"),
+    ("chapter-7.md", r"a model that knows nothing, uniform over \(V\) ids, has perplexity exactly \(V\)",
+     "snippets/chapter7/perplexity.py", "a uniform model's perplexity is V"),
+    # Week 22
+    ("week-22.md", "on `displays` BPE alone differs (the merge that makes `plays` comes before the one that would "
+                   "make `display`)",
+     "snippets/chapter7/three_segmenters.py", "on displays and disliked BPE alone differs"),
+    ("week-22.md", "on `redisplay` Unigram alone differs",
+     "snippets/chapter7/three_segmenters.py", "on redisplay Unigram alone differs"),
+    ("week-22.md", "close to the normal approximation (Chapter 7 computes the exact share, a little larger)",
+     "snippets/chapter7/sqrt_dk.py", "the exact tail is a little heavier than the normal one"),
+    ("week-22.md", "close to the normal approximation (Chapter 7 computes the exact share, a little larger)",
+     "snippets/week22/drill_3_attention.py", "close to the normal approximation"),
+    ("week-22.md", "what does hold is that unscaled scores spread wider as \\(d_k\\) grows, which pushes the softmax "
+                   "toward one-hot",
+     "snippets/week22/drill_3_attention.py", "unscaled, the largest weight grows toward 1 with d"),
+    ("week-22.md", "close to the normal approximation for an event more than three standard deviations out",
+     "snippets/week22/drill_3_attention.py", "close to the normal approximation"),
+    ("week-22.md", "Unscaled scores push the largest softmax weight toward 1 as \\(d\\) grows",
+     "snippets/week22/drill_3_attention.py", "unscaled, the largest weight grows toward 1 with d"),
+    ("week-22.md", "while scaled ones stay put (the block asserts both)",
+     "snippets/week22/drill_3_attention.py", "scaled, the largest weight stays put"),
+    ("week-22.md", "lies a fraction of a percent of pairs (the block asserts under 1%)",
+     "snippets/week22/drill_3_attention.py", "a fraction of a percent: rare, not routine"),
+    ("week-22.md", "Without a mask the outputs follow the permutation (equivariance)",
+     "snippets/week22/drill_3_attention.py", "without a mask the outputs follow the permutation"),
+    ("week-22.md", "with a causal mask they do not",
+     "snippets/week22/drill_3_attention.py", "with a causal mask the outputs do not follow the permutation"),
+    ("week-22.md", "The RoPE scores are constant along each diagonal",
+     "snippets/week22/drill_3_attention.py", "constant along each diagonal"),
+    ("week-22.md", "the pair at positions (100, 103) scores the same as the pair at (0, 3)",
+     "snippets/week22/drill_3_attention.py", "(100, 103) scores as (0, 3)"),
+    ("week-22.md", "all 12 words survive", "snippets/week22/drill_1_merges.py", "all 12 words survive"),
+    ("week-22.md", "Every sample round-trips exactly", "snippets/week22/drill_2_byte_bpe.py",
+     "every sample round-trips exactly"),
+    ("week-22.md", "round-trips text it never saw", "snippets/week22/retest_unicode.py", "text it never saw round-trips"),
+    ("week-22.md", "Eight KV groups cut these counts by exactly eight (the block asserts it)",
+     "snippets/week22/drill_4_budgets.py", "eight KV groups cut the count by exactly eight"),
+    ("week-22.md", "each layout is a straight line of slope 1", "tests/test_page_claims.py",
+     "each layout is a straight line of slope 1: twice the length, twice the bytes"),
+    ("week-22.md", "GQA's 8 groups sit 8 times below MHA and MQA's single head 64 times below",
+     "tests/test_page_claims.py", "GQA's 8 groups sit 8 times below MHA and MQA's single head 64 times below"),
+    # Week 23
+    ("week-23.md", "Cooling lowers the entropy and heating raises it", "snippets/week23/drill_2_decoding.py",
+     "cooling lowers the entropy and heating raises it"),
+    ("week-23.md", "while the ranking stays the same (the block asserts both)", "snippets/week23/drill_2_decoding.py",
+     "temperature keeps the ranking"),
+    ("week-23.md", r"\(p = 0.55\) keeps only the first", "snippets/week23/drill_2_decoding.py",
+     "k=2 then p=0.55 keeps only the first token"),
+    ("week-23.md", "beam search can find a sequence with a higher joint probability than greedy",
+     "snippets/week23/drill_2_decoding.py", "the best joint sequence is not the greedy one"),
+    ("week-23.md", "beam search can find a sequence with a higher joint probability than greedy",
+     "snippets/week23/drill_2_decoding.py", "beam width 2 finds the best joint sequence"),
+    ("week-23.md", "At 10 million units the small model's extra training has not paid back yet",
+     "snippets/week23/drill_3_compute.py", "at 10 million units the small one has not paid back"),
+    ("week-23.md", "the small model costs about half as much over its life (the block asserts both)",
+     "snippets/week23/drill_3_compute.py", "at 100 million units the small model costs about half as much"),
+    ("week-23.md", "give ratios that span three orders of magnitude", "snippets/week23/drill_3_compute.py",
+     "the ratios span three orders of magnitude"),
+    ("week-23.md", r"in float64 the differences stay under the \(10^{-12}\) the block asserts",
+     "snippets/week23/drill_4_streamed.py", "float64: streamed equals dense to 1e-12 for every block size"),
+    ("week-23.md", "the kernel matches dense attention to float32 rounding", "snippets/week23/drill_4_streamed.py",
+     "the kernel matches dense attention to float32 rounding"),
+    # Concepts
+    ("concepts/transformer.md", "The post-norm block's output is normalized by construction (its RMS is 1, the block "
+                                "asserts it",
+     "snippets/concepts/pre_post_norm.py", "the post-norm output has RMS 1"),
+    ("concepts/transformer.md", "The saving is exactly one \\(V \\times D\\) matrix",
+     "snippets/concepts/weight_tying.py", "tying saves exactly one V x D matrix"),
+    ("concepts/transformer.md", "token-by-token decoding through the cache reproduces the full forward",
+     "snippets/concepts/kv_cache_decode.py", "cached decoding reproduces the full forward"),
+    ("concepts/transformer.md", "the block asserts that every gap stays under \\(10^{-4}\\)",
+     "snippets/concepts/numpy_gpt.py", "every gap stays under 1e-4"),
     # Chapter 9
     ("chapter-9.md", "needs fewer bits than the same n-gram counting only the training text",
      "snippets/chapter9/mixing.py", "the adaptive n-gram needs fewer bits than the static one"),
     ("chapter-9.md", "so the mix needs fewer bits than either alone",
      "snippets/chapter9/mixing.py", "the mix needs fewer bits than either part alone"),
+    # Chapter 9 outside section 7
+    ("chapter-9.md", "these seeds do not tell the 20% decay from the committed one",
+     "tests/test_capstone.py", "these seeds do not tell the 20 % decay from the committed one"),
+    ("chapter-9.md", "Each schedule that decays from the end of the warmup needs more bits than the committed one, and "
+                     "the test tells each apart",
+     "tests/test_capstone.py", "each schedule that decays from the end of the warmup needs more bits than the committed one"),
+    ("chapter-9.md", "beats every schedule that decays from the end of the warmup",
+     "tests/test_capstone.py", "each schedule that decays from the end of the warmup needs more bits than the committed one"),
+    ("chapter-9.md", "the cosine to zero needs more bits than the cosine to a tenth",
+     "tests/test_capstone.py", "the cosine to zero needs more bits than the cosine to a tenth"),
+    ("chapter-9.md", "and a cosine to zero does worse than a cosine to a tenth",
+     "tests/test_capstone.py", "the cosine to zero needs more bits than the cosine to a tenth"),
+    ("chapter-9.md", "(+0.0093 ± 0.0017) and than the 20% decay",
+     "tests/test_capstone.py", "the cosine to zero needs more bits than the 20 % decay"),
+    ("chapter-9.md", "the other pairs are not told apart",
+     "tests/test_capstone.py", "the other pairs are not told apart"),
+    ("chapter-9.md", "three seeds do not establish",
+     "tests/test_capstone.py", "the other pairs are not told apart"),
+    ("chapter-9.md", "At the first pass's last checkpoint the gap is less than half the final one",
+     "snippets/chapter9/generalization_gap.py", "most of the final gap opens later"),
+    ("chapter-9.md", "even a model that had never seen a training window twice would code them worse than the training "
+                     "modules",
+     "snippets/chapter9/generalization_gap.py", "validation costs more than unseen training text"),
+    ("chapter-9.md", "while it improves faster on text it has seen",
+     "snippets/chapter9/generalization_gap.py", "most of the final gap opens later"),
+    ("chapter-9.md", "and most of it is other text",
+     "snippets/chapter9/generalization_gap.py", "in the first pass it is mostly other text"),
+    ("chapter-9.md", "memorization accounts for more of it than other text does",
+     "snippets/chapter9/generalization_gap.py", "later it is mostly memorized"),
+    ("chapter-9.md", "and the memorized part has grown since the first pass",
+     "snippets/chapter9/generalization_gap.py", "memorization grew in the later passes"),
+    ("chapter-9.md", "Meanwhile the validation loss falls at every evaluation to the end (section 5's block asserts it)",
+     "snippets/chapter9/training.py", "the validation loss fell at every evaluation"),
+    ("chapter-9.md", "Its parameter count, read from the module, equals the count from `budget`'s formulas",
+     "snippets/chapter9/model.py", "the module's count equals the formula's"),
+    ("chapter-9.md", "they differ by more than that, so it gives no verdict",
+     "tests/test_capstone.py", "the rounds disagree, so the run gives no verdict"),
+    ("chapter-9.md", "(the block asserts it is within half a nat of it)",
+     "snippets/chapter9/one_step.py", "the initial loss is near ln V"),
+    ("chapter-9.md", "asserts that nearly every weight of the model, more than 99% of them, moves by more than",
+     "snippets/chapter9/one_step.py", "nearly every weight moves by the full rate"),
+    ("chapter-9.md", "section 4's block asserts that more than 99% of the weights move by more than 0.99 of the rate",
+     "snippets/chapter9/one_step.py", "nearly every weight moves by the full rate"),
+    ("chapter-9.md", "falls at every evaluation (the block above asserts it)",
+     "snippets/chapter9/training.py", "the validation loss fell at every evaluation"),
+    ("chapter-9.md", "This run sees fewer than a fifth of that (the block asserts it)",
+     "snippets/chapter9/generalization_gap.py", "fewer than a fifth of 20 per parameter"),
+    ("chapter-9.md", "repeats a 3-gram (three tokens in a row) in at least one of its three outputs; the block counts "
+                     "them and asserts it",
+     "snippets/chapter9/samples.py", "greedy decoding repeats a 3-gram"),
+    ("chapter-9.md", "the block asserts that no output made with it repeats one",
+     "snippets/chapter9/samples.py", "with the rule no 3-gram repeats"),
+    ("chapter-9.md", "Both give the same tokens (the block asserts it)",
+     "snippets/chapter9/generation_speed.py", "the same tokens either way"),
+    ("chapter-9.md", "`generate` runs a cached step as one fused kernel per layer and one for the head",
+     "snippets/chapter9/generation_speed.py", "one fused kernel per layer and the head"),
+    ("chapter-9.md", "The run executed more (the block asserts it)",
+     "snippets/chapter9/flops.py", "the run executed more than 6 N N_tok"),
+    ("chapter-9.md", "and the block asserts that each ends in one or the other",
+     "snippets/chapter9/exercise_dedup.py", "the most common are headings or ends of sentences"),
+    ("chapter-9.md", "Side by side costs the most bits: the first tokens of each window are",
+     "snippets/chapter9/exercise_stride.py", "side by side costs the most bits"),
+    ("chapter-9.md", "is more than ten times the step from `EVAL_STRIDE` to half of it (the block asserts it)",
+     "snippets/chapter9/exercise_stride.py", "the first step is more than ten times the second"),
+    ("chapter-9.md", "fewer of the generated 3-grams are distinct than there are 3-grams; the block asserts that some "
+                     "3-gram repeats",
+     "snippets/chapter9/exercise_no_repeat.py", "without the rule some 3-gram repeats"),
+    ("chapter-9.md", "so in both every generated 3-gram is distinct: the block asserts it for both",
+     "snippets/chapter9/exercise_no_repeat.py", "with n = 2 or 3 every 3-gram is distinct"),
 ]
 
 

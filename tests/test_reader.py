@@ -183,13 +183,16 @@ def test_excerpts_are_labelled_link_their_file_and_have_no_copy_button(built_sit
             title = re.search(r'<span class="filename">([^<]*)</span>', after[:400])
             if not title or not html.unescape(title.group(1)).startswith("Excerpt"):
                 problems.append(f"{where}: excerpt title {title and title.group(1)!r} does not say Excerpt")
-            note = re.search(r'<p class="excerpt-source">.*?href="([^"#]+)#L(\d+)"', after[:after.find("</div>\n") + 3000], re.S)
+            note = re.search(r'<p class="excerpt-source">.*?href="([^"#]+)#L(\d+)-L(\d+)"',
+                             after[:after.find("</div>\n") + 3000], re.S)
             if not note:
-                problems.append(f"{where}: no line under the excerpt linking its file")
+                problems.append(f"{where}: no line under the excerpt linking its file's lines")
                 continue
+            first, last = note.group(2), note.group(3)
             target = (out.parent / html.unescape(note.group(1))).resolve()
-            if not target.is_file() or f'id="L{note.group(2)}"' not in target.read_text(encoding="utf-8"):
-                problems.append(f"{where}: its link {note.group(1)}#L{note.group(2)} leads nowhere")
+            shown = target.read_text(encoding="utf-8") if target.is_file() else ""
+            if not all(f'id="{anchor}"' in shown for anchor in (f"L{first}-L{last}", f"L{first}", f"L{last}")):
+                problems.append(f"{where}: its link {note.group(1)}#L{first}-L{last} leads nowhere")
     assert count, "no excerpt found on the built site"
     assert not problems, "\n".join(problems)
 
@@ -361,7 +364,7 @@ def test_an_excerpt_is_titled_uncopyable_and_linked_to_its_lines():
     lines = (ROOT / "kernels/bpe.cl").read_text(encoding="utf-8").splitlines()
     assert "[start:bpe_split]" in lines[first - 2] and "[end:bpe_split]" in lines[last]
     assert '    ```{.c .excerpt .no-copy title="Excerpt · kernels/bpe.cl"}' in out
-    assert f"(../source/kernels/bpe.cl.html#L{first})" in out and f"lines {first}–{last}" in out
+    assert f"(../source/kernels/bpe.cl.md#L{first}-L{last})" in out and f"lines {first}–{last}" in out
 
 
 def test_a_session_copies_its_code_without_prompts_or_results():

@@ -1,10 +1,11 @@
 """The host runs ahead of the device by a bounded amount: 100 training steps of a D = 128 block
 that never read a value back grow the process's peak RSS by at most the default bound, 64 MiB.
 
-What grows is what the ops queued since the last sync hold alive (their operands), and the
-stream releases it only at a sync, whether the device has run those ops yet or not. So the
-growth follows from the ops the host enqueues and the bound, not from how fast the device is
-or how loaded the machine is."""
+What grows is what the queued ops hold alive (their operands). The stream releases it at a sync,
+or, past the bound, the oldest half of it once the device has run those ops (it waits for them
+then, whether they ran long ago or not), so the growth follows from the ops the host enqueues and
+the bound, not from how fast the device is or how loaded the machine is. Past the bound the
+newer ops stay queued: the device is never left without work by it."""
 
 from __future__ import annotations
 
@@ -90,3 +91,40 @@ def test_the_peak_pending_bytes_stay_within_the_bound_plus_one_op(queue):
         s.sync()
     # held before each op: 0, 2, 4 KiB (past 3 KiB: the next op syncs first), 0, 2, 4
     assert s.peak_pending_bytes == 4 << 10
+
+
+def test_past_the_bound_the_oldest_ops_are_released_and_the_newest_stay_queued(queue):
+    from netcl_lite import ops
+
+    s = stream.stream_of(queue)
+    s.sync()
+    xs = [Tensor.from_host(queue, np.ones(1 << 16, np.float32)) for _ in range(12)]     # 256 KiB each
+    previous = stream.set_pending_limit(1 << 20)
+    try:
+        outs = [ops.scale(x, 2.0) for x in xs]                        # each op holds its input
+        assert s._ops, "the bound drained the queue"
+        assert s._held_bytes <= (1 << 20) + xs[0].nbytes
+        released = [r for r in s._ops if not r.operands]
+        assert released and len(released) < len(s._ops), "the oldest ops' operands go, the newest stay"
+    finally:
+        stream.set_pending_limit(previous)
+    assert all(np.array_equal(o.numpy(), np.full(1 << 16, 2.0, np.float32)) for o in outs)
+
+
+def test_a_failure_before_a_release_is_still_named(queue):
+    from netcl_lite import ops
+    from netcl_lite.core.stream import NonFiniteError
+
+    s = stream.stream_of(queue)
+    s.sync()
+    bigs = [Tensor.from_host(queue, np.full(1 << 16, 3e38, np.float32)) for _ in range(13)]
+    previous = stream.set_pending_limit(1 << 20)
+    try:
+        with pytest.raises(NonFiniteError, match="scale produced inf or NaN from finite inputs"):
+            ops.scale(bigs[0], 10.0)                                  # overflows: reported by its kernel
+            for big in bigs[1:]:                                      # past the bound: a release checks it
+                ops.scale(big, 0.5)
+            pytest.fail("no release checked the status word within 12 ops past the bound")
+        assert not s._ops
+    finally:
+        stream.set_pending_limit(previous)

@@ -178,3 +178,31 @@ def test_bad_training_configs_are_named(queue):
         train(DecoderLM(TINY, queue=queue), IDS, IDS, TrainConfig(block_size=32))
     with pytest.raises(ValueError, match="resume=True needs out_dir"):
         train(DecoderLM(TINY, queue=queue), IDS, IDS, TrainConfig(block_size=8), resume=True)
+
+
+_THREADS_CHILD = """
+import hashlib, json, numpy as np
+import netcl_lite as nl
+from netcl_lite.nn import DecoderLM, LMConfig
+from netcl_lite.train import TrainConfig, train
+config = LMConfig(vocab_size=96, hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, max_position_embeddings=64, initializer_range=0.05)
+model = DecoderLM(config, seed=0)
+ids = np.random.default_rng(0).integers(0, 96, 20000)
+log = train(model, ids, ids[:2000], TrainConfig(batch_size=8, block_size=64, max_steps=3, warmup_steps=1,
+                                                eval_interval=0, eval_windows=2), progress=False)
+digest = hashlib.sha256(b"".join(p.numpy().tobytes() for _, p in sorted(model.parameters().items())))
+print(json.dumps({"units": nl.device().queue.device.max_compute_units, "weights": digest.hexdigest(),
+                  "losses": [r["loss"] for r in log["train"]], "norms": [r["grad_norm"] for r in log["train"]]}))
+"""
+
+
+@pytest.mark.slow
+def test_training_steps_have_the_same_bits_on_one_and_two_compute_units(queue):
+    """Three training steps of a small model (the fused attention, the products, the multi-tensor AdamW
+    and clipping, all of a step's kernels) give the same weights, losses and norms, bit for bit,
+    with one PoCL thread and with two: no kernel's result depends on how its work is handed out."""
+    from kernel_cases import runs_on_one_and_two_pocl_threads
+
+    runs = runs_on_one_and_two_pocl_threads(queue, _THREADS_CHILD)
+    assert runs[0] == runs[1]

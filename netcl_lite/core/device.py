@@ -1,8 +1,9 @@
 """Pick an OpenCL device: ``manager.default("auto" | "cpu" | "gpu")``.
 
-``"auto"`` takes a GPU when one exists and otherwise the CPU; the PoCL CPU
-driver that ``pip install pyopencl[pocl]`` brings is the CPU most readers
-have. The environment variable ``NETCL_LITE_DEVICE`` (``auto``, ``cpu`` or
+``"auto"`` takes a GPU when one exists and otherwise the CPU. On Linux x86_64
+the PoCL CPU driver inside ``pip install pyopencl[pocl]`` is the device most
+readers have; elsewhere it is the system's OpenCL driver (:func:`install_hint`
+says what to install on each platform). The environment variable ``NETCL_LITE_DEVICE`` (``auto``, ``cpu`` or
 ``gpu``) decides what ``"auto"`` means, so a script written with the default
 runs on another device without edits.
 
@@ -15,6 +16,8 @@ runs on another device without edits.
 from __future__ import annotations
 
 import os
+import platform
+import sys
 import threading
 from dataclasses import dataclass
 
@@ -25,11 +28,39 @@ from . import compiler_target
 KINDS = ("auto", "cpu", "gpu")
 ENV_VAR = "NETCL_LITE_DEVICE"
 
-_INSTALL_HINT = (
-    "install the PoCL CPU driver with `pip install 'pyopencl[pocl]'` "
-    "(it runs every kernel on the CPU, no GPU needed), or install your GPU "
-    "vendor's OpenCL driver (ICD)"
-)
+#: what to install for an OpenCL device, by ``sys.platform`` (Linux also by ``platform.machine()``)
+_LINUX_X86_64 = ("on Linux x86_64, `pip install 'pyopencl[pocl]'` installs PoCL, an OpenCL driver for "
+                 "the CPU, inside pyopencl's wheel (no GPU needed); a GPU vendor's OpenCL driver (ICD) "
+                 "adds that GPU")
+_LINUX_OTHER = ("PoCL's pip wheel exists for Linux x86_64 only, so on Linux {machine} install your "
+                "distribution's PoCL, a CPU driver (Debian and Ubuntu: `sudo apt install "
+                "pocl-opencl-icd`), or a GPU vendor's OpenCL driver (ICD)")
+_MACOS = ("macOS has OpenCL built in (Apple's driver runs on the GPU); for a CPU device, or where "
+          "Apple's driver is missing, use a conda-forge environment: `conda install -c conda-forge "
+          "pyopencl pocl`, then pip install netcl_lite into it")
+_WINDOWS = ("on Windows, OpenCL comes with the GPU's driver: install NVIDIA's, AMD's or Intel's "
+            "graphics driver (for an Intel CPU alone, Intel's CPU Runtime for OpenCL Applications); "
+            "PoCL has no Windows wheel, and under WSL 2 the Linux x86_64 route, `pip install "
+            "'pyopencl[pocl]'`, works")
+
+
+def install_hint(system: str | None = None, machine: str | None = None) -> str:
+    """What to install for an OpenCL device on a platform: ``system`` as ``sys.platform`` names it,
+    ``machine`` as ``platform.machine()`` does (both those of this machine when None)."""
+    system = sys.platform if system is None else system
+    machine = platform.machine() if machine is None else machine
+    if not isinstance(system, str) or not isinstance(machine, str):
+        raise TypeError("system and machine must be strings (sys.platform, platform.machine())")
+    if system.startswith("linux"):
+        if machine.lower() in ("x86_64", "amd64"):
+            return _LINUX_X86_64
+        return _LINUX_OTHER.format(machine=machine or "(unknown machine)")
+    if system == "darwin":
+        return _MACOS
+    if system in ("win32", "cygwin"):
+        return _WINDOWS
+    return ("install an OpenCL driver for this system (PoCL for the CPU, or a GPU vendor's driver); "
+            "pyopencl's `pocl` extra brings one on Linux x86_64 only")
 
 
 class NoDeviceError(RuntimeError):
@@ -150,15 +181,18 @@ def _all_devices() -> list[cl.Device]:
     try:
         platforms = cl.get_platforms()
     except cl.LogicError as err:  # the ICD loader found no platform at all
-        raise NoDeviceError(f"no OpenCL platform found ({err}); {_INSTALL_HINT}") from None
+        raise NoDeviceError(f"no OpenCL platform found ({err}); {install_hint()}") from None
+    if not platforms:
+        raise NoDeviceError(f"no OpenCL platform found; {install_hint()}")
     devices = []
-    for platform in platforms:
+    for found in platforms:
         try:
-            devices.extend(platform.get_devices())
+            devices.extend(found.get_devices())
         except cl.Error:
             continue  # a platform with no usable device
     if not devices:
-        raise NoDeviceError(f"OpenCL platforms exist but none has a device; {_INSTALL_HINT}")
+        names = ", ".join(repr(p.name.strip()) for p in platforms)
+        raise NoDeviceError(f"OpenCL platforms found ({names}), but none offers a device; {install_hint()}")
     return devices
 
 
@@ -190,8 +224,8 @@ class DeviceManager:
     def default(self, kind: str = "auto") -> Device:
         """The device for ``kind`` (``"auto"``, ``"cpu"`` or ``"gpu"``).
 
-        Raises ``NoDeviceError`` saying what is missing and how to install
-        PoCL when no device of that kind exists.
+        Raises ``NoDeviceError`` saying what is missing and what to install on this
+        platform (:func:`install_hint`) when no device of that kind exists.
         """
         kind = resolve_kind(kind)
         found = self._cache.get(kind)
@@ -224,7 +258,7 @@ class DeviceManager:
         raise NoDeviceError(
             f"no OpenCL {kind.upper() if kind != 'auto' else 'CPU or GPU'} device found "
             f"(devices seen: {found}); "
-            + ("use kind='cpu' or 'auto', or install a GPU's OpenCL driver" if kind == "gpu" else _INSTALL_HINT)
+            + ("use kind='cpu' or 'auto', or install a GPU's OpenCL driver" if kind == "gpu" else install_hint())
         )
 
 

@@ -6,7 +6,9 @@ Python (a ``finish()`` after each launch would cost far more than the launch). T
 * **Buffers stay alive until their kernels have run.** PyOpenCL's
   ``Kernel.set_args`` keeps no reference to its buffers, and a buffer freed
   while a kernel that uses it is still queued crashes PoCL; every launch's
-  arguments are held here until the next :meth:`Stream.sync`.
+  arguments are held here until the kernel is known to have run: at the next
+  :meth:`Stream.sync`, or earlier when the held operands pass a bound
+  (:data:`PENDING_BYTES`) and the oldest of them are waited for.
 * **Errors are detected on the device.** Each op call gets a sequence number
   (:meth:`Stream.begin`); a kernel that sees a non-finite result, or an id out
   of range, lowers a status word to that number with ``atomic_min``, so the
@@ -26,6 +28,7 @@ finite inputs. Not thread-safe: one host thread per queue.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -38,10 +41,11 @@ from .kernels import get_kernel
 INT_MAX = 2**31 - 1
 #: op calls allowed between two syncs before one is forced (bounds what is kept alive)
 MAX_PENDING = 4096
-#: device bytes the ops queued since the last sync may hold alive (their operands: temporaries that
-#: would otherwise be recycled) before the next op waits for the queue first, as a GPU driver's queue
-#: depth bounds how far the host runs ahead. Without it a loop that never reads a value back kept
-#: ~0.5 GiB alive (100 training steps of a D = 128 block). Change it with :func:`set_pending_limit`.
+#: device bytes the queued ops may hold alive (their operands: temporaries that would otherwise be
+#: recycled) before the next op waits for the oldest of them first (:meth:`Stream._bound`), as a GPU
+#: driver's queue depth bounds how far the host runs ahead. Without it a loop that never reads a
+#: value back kept ~0.5 GiB alive (100 training steps of a D = 128 block). Change it with
+#: :func:`set_pending_limit`.
 PENDING_BYTES = 64 << 20
 #: floats one work-item of ``check_finite`` scans
 CHECK_CHUNK = 2048
@@ -67,6 +71,17 @@ class OpRecord:
     bad_input: str | Callable[[], str] = ""
 
 
+class _Window:
+    """Ops queued one after another whose operands are released together: what their launches
+    keep alive, the device memory their operands hold (each buffer counted once), and, once
+    closed, the mark (:meth:`Stream.mark`) queued behind them."""
+
+    __slots__ = ("first", "alive", "held", "bytes", "mark")
+
+    def __init__(self, first: int):
+        self.first, self.alive, self.held, self.bytes, self.mark = first, [], set(), 0, None
+
+
 class Stream:
     """The in-flight state of one command queue (see the module docstring)."""
 
@@ -76,9 +91,9 @@ class Stream:
         self.status = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                                 hostbuf=self._status_host)
         self._ops: list[OpRecord] = []
-        self._alive: list = []
-        self._held: set[int] = set()            # ids of the device memory the pending ops' operands hold
-        self._held_bytes = 0
+        self._open = _Window(0)                  # the ops queued since the last window closed
+        self._closed: deque[_Window] = deque()   # closed windows, oldest first, not yet released
+        self._held_bytes = 0                     # what the pending ops' operands hold, all windows together
         #: the most bytes the pending ops' operands have held alive at once, a count that the stream
         #: only raises (a caller measuring a stretch of work sets it to 0 first). The bound is checked
         #: as an op opens, so with :data:`PENDING_BYTES` at N it stays within N plus one op's operands.
@@ -89,18 +104,58 @@ class Stream:
     # -- recording ------------------------------------------------------------------------------
     def begin(self, name: str, operands: dict | None = None, bad_input: str | Callable[[], str] = "") -> np.int32:
         """Open an op call and return its sequence number (what its kernels report failures with)."""
-        if len(self._ops) >= MAX_PENDING or self._held_bytes > PENDING_BYTES:
+        if len(self._ops) >= MAX_PENDING:
             self.sync()
+        elif self._held_bytes > PENDING_BYTES or self._open.bytes * 2 > PENDING_BYTES:
+            self._bound()
+        return self._open_op(name, operands, bad_input)
+
+    def begin_all(self, calls) -> list[np.int32]:
+        """:meth:`begin` for several op calls that one launch serves, each named on its own
+        (``calls``: (name, operands) pairs): their sequence numbers, all valid together, since the
+        bound is kept once, before any of them is recorded."""
+        calls = list(calls)
+        if len(self._ops) + len(calls) > MAX_PENDING:
+            self.sync()
+        elif self._held_bytes > PENDING_BYTES or self._open.bytes * 2 > PENDING_BYTES:
+            self._bound()
+        return [self._open_op(name, operands, "") for name, operands in calls]
+
+    def _open_op(self, name, operands, bad_input) -> np.int32:
         if operands:
-            for value in operands.values():      # each buffer counted once per sync window
+            window = self._open
+            for value in operands.values():      # each buffer counted once per window
                 memory = getattr(value, "memory", None)
-                if memory is not None and id(memory) not in self._held:
-                    self._held.add(id(memory))
+                if memory is not None and id(memory) not in window.held:
+                    window.held.add(id(memory))
+                    window.bytes += memory.nbytes
                     self._held_bytes += memory.nbytes
             if self._held_bytes > self.peak_pending_bytes:
                 self.peak_pending_bytes = self._held_bytes
         self._ops.append(OpRecord(name, operands or {}, bad_input))
         return np.int32(len(self._ops) - 1)
+
+    def _bound(self) -> None:
+        """Keep what the queued ops hold within :data:`PENDING_BYTES` without draining the queue.
+
+        The ops are held in windows: one closes (a read of the status word is queued behind it)
+        once it holds half the bound, and while the windows together hold more than the bound,
+        the oldest closed one is waited for, checked and released. The device keeps the newer
+        windows' work queued meanwhile; a sync instead leaves it idle until the host queues the
+        next kernel, and the next kernel then starts on sleeping workers."""
+        if self._open.bytes and self._open.bytes * 2 >= PENDING_BYTES:
+            self._open.mark = self.mark()
+            self._closed.append(self._open)
+            self._open = _Window(len(self._ops))
+        while self._held_bytes > PENDING_BYTES and self._closed:
+            window = self._closed.popleft()
+            self.check(window.mark)              # raises (a sync) if an op up to here failed
+            end = self._closed[0].first if self._closed else self._open.first
+            for record in self._ops[window.first:end]:
+                record.operands = {}             # done and checked: nothing left to diagnose
+            self._held_bytes -= window.bytes
+        if self._held_bytes > PENDING_BYTES:     # the open window alone holds it all (bound 0)
+            self.sync()
 
     def launch(self, filename: str, name: str, global_size, local_size, *args, options: tuple = ()) -> None:
         """Enqueue one kernel of ``kernels/<filename>`` and keep its arguments alive until the next sync."""
@@ -116,13 +171,13 @@ class Stream:
         self._record(label, cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size), keep)
 
     def _record(self, label: str, event: cl.Event, keep) -> None:
-        self._alive.append(keep)
+        self._open.alive.append(keep)
         if self.profile is not None:
             self.profile.append((label, self._ops[-1].name if self._ops else "", event))
 
     def keep(self, *objects) -> None:
         """Hold ``objects`` (buffers a copy or kernel still reads) until the next sync."""
-        self._alive.append(objects)
+        self._open.alive.append(objects)
 
     def check_finite(self, buffer: cl.Buffer, n: int, seq) -> None:
         """Report op ``seq`` if any of the ``n`` floats in ``buffer`` is inf or NaN (one pass on the device)."""
@@ -154,8 +209,8 @@ class Stream:
     def sync(self) -> None:
         """Wait for every queued kernel, release what they used, and raise if one reported a failure."""
         cl.enqueue_copy(self.queue, self._status_host, self.status)    # blocking: in-order queue, so all done
-        ops, self._ops, self._alive = self._ops, [], []
-        self._held, self._held_bytes = set(), 0
+        ops, self._ops = self._ops, []
+        self._open, self._closed, self._held_bytes = _Window(0), deque(), 0
         nonfinite, bad = (int(s) for s in self._status_host)
         if nonfinite == INT_MAX and bad == INT_MAX:
             return
@@ -226,8 +281,8 @@ def stream_of(queue: cl.CommandQueue) -> Stream:
 
 def set_pending_limit(nbytes: int) -> int:
     """Set how many bytes of device memory queued work may hold alive before an op waits for the
-    queue (default :data:`PENDING_BYTES`, 64 MiB); returns the previous limit. A larger limit lets
-    the host run further ahead at the cost of memory; 0 makes every op wait for the one before."""
+    oldest of it (default :data:`PENDING_BYTES`, 64 MiB); returns the previous limit. A larger limit
+    lets the host run further ahead at the cost of memory; 0 makes every op wait for the one before."""
     global PENDING_BYTES
     nbytes = nonnegative_int("nbytes", nbytes, "bytes; NumPy integers too")
     previous, PENDING_BYTES = PENDING_BYTES, nbytes

@@ -117,6 +117,20 @@ def huge_page_block(nbytes: int) -> np.ndarray:
     return raw[start:start + nbytes]
 
 
+def host_array(shape, dtype) -> np.ndarray:
+    """An uninitialized C-contiguous host array that a buffer can be made over (``USE_HOST_PTR``):
+    its start on a :data:`_START` boundary, and from :data:`HUGE_PAGE_MIN_BYTES` on a
+    :func:`huge_page_block`."""
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes >= HUGE_PAGE_MIN_BYTES:
+        raw = huge_page_block(nbytes)
+    else:
+        raw = np.empty(nbytes + _START, np.uint8)
+        raw = raw[-raw.ctypes.data % _START:][:nbytes]
+    return raw.view(dtype).reshape(shape)
+
+
 def _works_in_host_memory(context: cl.Context) -> bool:
     """Whether every device of ``context`` runs its kernels in the host's own memory (a CPU)."""
     key = context.int_ptr
@@ -264,6 +278,13 @@ class Tensor:
             raise TypeError("an int32 tensor needs integer input, got floating point values")
         if dt == np.int32 and array.size and (array.min() < -(2**31) or array.max() >= 2**31):
             raise ValueError("values do not fit in int32")
+        if array.size and _works_in_host_memory(queue.context):
+            # The device reads host memory: the private copy becomes the buffer (USE_HOST_PTR), so no
+            # command is queued. PoCL's CPU driver makes a queued write wait for the whole queue
+            # (benchmarks/results/tried.md, "Uploads as host memory").
+            host = host_array(array.shape, dt)
+            np.copyto(host, array, casting="unsafe")
+            return cls._of(queue, DeviceMemory(queue.context, host.nbytes, host=host), host.shape, dt)
         host = np.array(array, dtype=dt, order="C", copy=True)   # private: the caller may reuse theirs
         t = cls.empty(queue, host.shape, dt)
         if host.size:
@@ -323,3 +344,19 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         host = self.numpy()
         return host if dtype is None else host.astype(dtype)
+
+
+def read(*tensors: Tensor) -> tuple[np.ndarray, ...]:
+    """NumPy copies of several tensors with one wait for the queue (what ``t.numpy()`` each
+    would do with one wait apiece); raises what the queue's kernels reported."""
+    hosts = []
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"read takes Tensors, got {type(t).__name__}")
+        host = np.empty(t.shape, t.dtype)
+        if host.size:
+            cl.enqueue_copy(t.queue, host, t.buffer, is_blocking=False)
+        hosts.append(host)
+    for queue in {id(t.queue): t.queue for t in tensors}.values():
+        stream_of(queue).sync()
+    return tuple(hosts)

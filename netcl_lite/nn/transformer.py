@@ -30,6 +30,7 @@ from .. import autograd as ag
 from ..checks import dtype_is, flag, int_in, nonnegative_int, one_of, positive_int, positive_real
 from ..core.stream import stream_of
 from ..core.tensor import Tensor, check_queue
+from ..ops.rotary_attention import fits as rotary_fits
 
 NORMS = ("pre", "post")
 NORM_KINDS = ("rms", "layer")
@@ -182,7 +183,10 @@ class RotaryAttention(Module):
     when ``causal=False``). ``kernel="flash"`` streams attention (never storing
     T × T, forward or backward); ``"dense"`` materializes the weights.
     ``rope_pairing`` picks which coordinates RoPE rotates together (see
-    :func:`netcl_lite.ops.rope`): ``"interleaved"`` or Llama's ``"half"``.
+    :func:`netcl_lite.ops.rope`): ``"interleaved"`` or Llama's ``"half"``. Without a cache,
+    ``"flash"`` runs sequences up to :data:`netcl_lite.ops.rotary_attention.MAX_LENGTH` as one
+    kernel from the projections to the merged heads (:func:`netcl_lite.ops.rotary_attention`),
+    longer ones as RoPE, the split into heads and the flash kernels.
     """
 
     def __init__(self, queue, dim: int, n_heads: int, n_kv_heads: int, max_seq_len: int, causal: bool = True,
@@ -216,6 +220,12 @@ class RotaryAttention(Module):
         With ``residual`` (B, T, dim), ``residual + attention(x)``, added in the output projection."""
         start = 0 if cache is None else cache.length(layer)
         x = _input(x, self.dim, self.max_seq_len, start, self.queue)
+        if cache is None and self.kernel == "flash" and rotary_fits(x.shape[1], self.head_dim, self.head_dim):
+            # one kernel from the projections to the merged heads, RoPE inside (ops.rotary_attention)
+            out = ag.rotary_attention(ag.linear(x, self.wq), ag.linear(x, self.wk), ag.linear(x, self.wv),
+                                      self.n_heads, self.n_kv_heads, causal=self.causal, rope=self.rope,
+                                      base=self.rope_base, pairing=self.rope_pairing)
+            return ag.linear(out, self.wo, residual)
         q, k = ag.linear(x, self.wq), ag.linear(x, self.wk)
         if self.rope:                                                   # split into heads and rotate, one pass
             q = ag.rope_heads(q, self.n_heads, offset=start, base=self.rope_base, pairing=self.rope_pairing)

@@ -9,6 +9,7 @@ or a suffix of it (a bias, a residual, a per-feature gain, a scalar).
 from __future__ import annotations
 
 
+from ..core.kernels import vector_lanes
 from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
 from .reduce import sum_to
 
@@ -20,6 +21,14 @@ def _each(call: OpCall, kernel: str, n: int, *buffers, extra=()) -> None:
     if n:
         call.launch("elementwise.cl", kernel, (round_up(-(-n // 8), 16),), (16,), *buffers, i32(n), *extra,
                     call.stream.status, call.seq)
+
+
+def _each_vector(call: OpCall, kernel: str, n: int, *buffers) -> None:
+    """One work-item per vector of the device's lanes of an n-element output."""
+    if n:
+        lanes = vector_lanes(call.queue.device)
+        call.launch("elementwise.cl", kernel, (round_up(-(-n // lanes), 16),), (16,), *buffers, i32(n),
+                    call.stream.status, call.seq, options=(f"-DVW={lanes}",))
 
 
 def _binary(name: str, a, b, queue):
@@ -129,7 +138,7 @@ def swiglu(gate, up, *, queue=None):
     call = OpCall("swiglu", queue=queue, gate=gate, up=up)
     tg, tu = call.float_input("gate"), call.float_input("up")
     out = call.output(sg)
-    _each(call, "swiglu_forward", out.size, tg.buffer, tu.buffer, out.buffer)
+    _each_vector(call, "swiglu_forward", out.size, tg.buffer, tu.buffer, out.buffer)
     return call.result(out, check=[False])
 
 
@@ -160,5 +169,5 @@ def swiglu_backward(gate, up, g):
     """(dgate, dup) of ``silu(gate) · up`` in one pass."""
     call = OpCall("swiglu backward", gate=gate, up=up, g=g)
     dgate, dup = call.output(gate.shape), call.output(up.shape)
-    _each(call, "swiglu_backward", dgate.size, gate.buffer, up.buffer, g.buffer, dgate.buffer, dup.buffer)
+    _each_vector(call, "swiglu_backward", dgate.size, gate.buffer, up.buffer, g.buffer, dgate.buffer, dup.buffer)
     return call.result(dgate, dup, check=[False, False])

@@ -57,6 +57,8 @@ print("same merges, same ids:", ranks == library)
 counts = Counter(count for _, count in tok.train_from_iterator([corpus], 256 + 40))
 print("merges learned at the same count (the tie rule orders them):",
       {c: n for c, n in sorted(counts.items()) if n > 1})
+assert sum(n for n in counts.values() if n > 1) > (len(ranks) - 256) / 2, \
+    "most merges share their count with another merge"
 
 sample = "the transformers attend to 1234567 unseen tokens 🙂"
 ids = encode(sample, ranks, GPT4_PATTERN)

@@ -27,4 +27,6 @@ for chunk in compile_splitter(GPT4_PATTERN)(text):
     print(
         f"  chunk {chunk!r:14} {len(chunk)} chars {n_bytes:2d} bytes {n_ids:2d} tokens"
     )
+    if not chunk.isascii():
+        assert n_ids == n_bytes, "each byte of the emoji and Telugu is a token"
 assert tok.decode(ids) == text  # exact round trip: every byte has an id

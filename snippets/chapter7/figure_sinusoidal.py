@@ -30,8 +30,11 @@ lines.set_ylim(-1.15, 1.6)
 lines.legend(fontsize=8, loc="upper right")
 lines.set_title("lower pairs turn fast, higher pairs slowly", fontsize=10)
 periods = ", ".join(f"{2 * np.pi * 10000.0 ** (c / D):,.1f}" for c in shown)
+last_turn = (T - 1) * 10000.0 ** (-(D - 2) / D)  # the last pair's angle at position T - 1
+assert np.allclose(pe[-1, -2:], [np.sin(last_turn), np.cos(last_turn)], atol=1e-5)
 alt = (f"Left: the {T} x {D} sinusoidal position table as a heatmap, positions across, coordinates down; "
-       "the first coordinates alternate quickly with position and the last ones barely change. "
+       f"the first pair turns once every {2 * np.pi:.1f} positions, the last by {last_turn:.3f} radians "
+       f"across all {T}. "
        f"Right: coordinates {', '.join(map(str, shown))} (sines of pairs 0, 3 and 7) against position, "
        f"with periods of {periods} positions.")
 plt.savefig(sys.argv[1], format="svg", metadata={"Date": None, "Description": alt}, bbox_inches="tight",

@@ -24,3 +24,7 @@ print(
     "with a causal mask, still permuted?  ",
     np.allclose(causal_perm, causal[perm], atol=1e-6),
 )
+assert np.allclose(out_perm, out[perm], atol=1e-6), \
+    "without a mask, the outputs follow the permutation"
+assert not np.allclose(causal_perm, causal[perm], atol=1e-6), \
+    "a causal mask breaks the symmetry"

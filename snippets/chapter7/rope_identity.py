@@ -18,3 +18,8 @@ for i, j in [(0, 3), (4, 7), (100, 103), (4000, 4003), (5, 2), (1005, 1002)]:
         f"positions ({i:4d}, {j:4d})  offset j-i = {j - i:+d}"
         f"  score = {score(i, j):+.3f}"
     )
+
+for pairs in ([(0, 3), (4, 7), (100, 103), (4000, 4003)], [(5, 2), (1005, 1002)]):
+    scores = [score(i, j) for i, j in pairs]  # one offset per list
+    assert max(scores) - min(scores) < 1e-3, \
+        "the score depends on the positions only through the offset"

@@ -11,3 +11,4 @@ raw = ops.softmax(q @ k.T)  # unscaled logits: std ~ sqrt(512) ~ 22.6
 scaled = ops.softmax(q @ k.T / np.sqrt(d))  # scaled logits: std ~ 1
 print(f"mean largest weight per row, raw:    {raw.max(axis=1).mean():.3f}")
 print(f"mean largest weight per row, scaled: {scaled.max(axis=1).mean():.3f}")
+assert raw.max(axis=1).mean() > 0.9, "unscaled, one key takes over 90% of a row"

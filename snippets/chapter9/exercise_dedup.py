@@ -12,4 +12,7 @@ for b in (bound, 8):
     print(f"lines of >= {b:2d} characters: {len(found[b]):4d} dropped, {size:,} bytes")
 lines = Counter(line.strip() for line in found[8])
 new = lines - Counter(line.strip() for line in found[bound])
-print("most common of the newly dropped:", [line for line, _ in new.most_common(5)])
+top = [line for line, _ in new.most_common(5)]
+print("most common of the newly dropped:", top)
+assert all(line.endswith((":", ".")) for line in top), \
+    "the most common are headings or ends of sentences"

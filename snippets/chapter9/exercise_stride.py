@@ -1,5 +1,6 @@
 from netcl_lite import capstone
 
+TIMES = 10  # the first step must be more than TIMES the second
 run = capstone.run()
 ids = capstone.split_ids(run, "validation")
 T = capstone.TRAINING.block_size
@@ -14,4 +15,5 @@ half = capstone.EVAL_STRIDE // 2
 step_2 = bpb[capstone.EVAL_STRIDE] - bpb[half]
 print(f"side by side -> every {capstone.EVAL_STRIDE}: {step_1:.4f};"
       f" every {capstone.EVAL_STRIDE} -> every {half}: {step_2:.4f}")
-assert abs(step_2) < step_1
+assert bpb[T] == max(bpb.values()), "side by side costs the most bits"
+assert TIMES * abs(step_2) < step_1, "the first step is more than ten times the second"

@@ -15,7 +15,7 @@ formula = config.num_hidden_layers * per_layer + V * D + D
 print(f"per layer: attention {attention:,} + SwiGLU {3 * D * F:,} + norms {2 * D}")
 print(f"formula {formula:,} = module {model.num_parameters():,}")
 print(f"the head reuses the embedding: saves {budget.tied_embedding_savings(V, D):,}")
-assert model.num_parameters() == formula
+assert model.num_parameters() == formula, "the module's count equals the formula's"
 
 for name, p in list(model.parameters().items())[:10]:
     print(f"  {name:22s} {str(p.shape):12s}")

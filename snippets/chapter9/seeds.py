@@ -2,11 +2,17 @@ import math
 
 from netcl_lite import capstone
 
-# benchmarks/capstone_seeds.py trained the recipe once per seed, as run() trains it.
+# benchmarks/capstone_seeds.py trained the recipe once per seed, as run() trains it,
+# and committed what it measured; this block reads that file, it trains nothing.
 seeds = capstone.seed_results()
 assert seeds["recipe_hash"] == capstone.recipe_hash(), "rerun capstone_seeds.py"
+# The text depends on the Python version: the file records a digest of the three
+# splits it trained and scored on, and this Python's library must give the same.
+assert seeds["text_sha256"] == capstone.text_digest(), "rerun capstone_seeds.py"
 runs = seeds["seeds"]
-print(f"{len(runs)} seeds ({', '.join(runs)}), trained on {seeds['machine']}:")
+print(f"{len(runs)} seeds ({', '.join(runs)}), trained {seeds['date']} on"
+      f" {seeds['machine']}; text {seeds['text_sha256']}, as here")
+print(f"mean ± sample standard deviation over the n = {len(runs)} seeds:")
 for split in ("validation", "test"):
     values = ", ".join(f"{r[split]:.4f}" for r in runs.values())
     print(f"  {split:10s} {seeds[split]['mean']:.4f} ± {seeds[split]['sd']:.4f}"

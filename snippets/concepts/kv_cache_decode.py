@@ -32,10 +32,9 @@ for t in range(T):
     steps.append(block(x_t, cache=cache).value.numpy())
 incremental = np.concatenate(steps, axis=1)
 
-print(
-    "cached decoding equals the full forward:",
-    np.allclose(incremental, full, atol=1e-4),
-)
+same = np.allclose(incremental, full, atol=1e-4)
+print("cached decoding equals the full forward:", same)
+assert same, "cached decoding reproduces the full forward"
 print(
     f"cache holds {cache.nbytes:,} bytes = kv_cache_bytes(...) = "
     f"{kv_cache_bytes(1, G, D // H, 16, batch=B, bytes_per_element=4):,}"

@@ -27,3 +27,5 @@ for norm in ("pre", "post"):
     all_grads = all(np.abs(p.grad.numpy()).max() > 0 for p in params)
     print(f"{norm}-norm: output RMS per position {rms:.2f};", end=" ")
     print(f"every parameter has a gradient: {all_grads}")
+    if norm == "post":
+        assert abs(rms - 1) < 1e-3, "the post-norm output has RMS 1"

@@ -22,6 +22,6 @@ def silu(z):
 expected = (silu(x @ W["w1"]) * (x @ W["w3"])) @ W["w2"]  # float64 on the host
 print("shapes:", {name: w.shape for name, w in W.items()})
 print(
-    "matches W2 (silu(x W1) * (x W3)) in float64:",
+    "matches (silu(x W1) * (x W3)) W2 in float64:",
     np.allclose(out, expected, atol=1e-4),
 )

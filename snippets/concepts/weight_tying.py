@@ -17,4 +17,4 @@ print(
     f"tying saves {count(untied) - count(tied):,}"
     f" = V x D = {tied_embedding_savings(vocab, dim):,}"
 )
-assert count(untied) - count(tied) == vocab * dim
+assert count(untied) - count(tied) == vocab * dim, "tying saves exactly one V x D matrix"

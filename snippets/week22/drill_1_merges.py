@@ -24,7 +24,7 @@ for step, (pair, count) in enumerate(trace, 1):
 assert trace[0] == (("l", "o"), 7)
 
 # Merges regroup symbols inside words; every word of the corpus is still there.
-assert sum(bpe.vocab.values()) == len(corpus.split()) == 12
+assert sum(bpe.vocab.values()) == len(corpus.split()) == 12, "all 12 words survive"
 for symbols, count in bpe.vocab.items():
     print(count, symbols)
 

@@ -36,7 +36,7 @@ print("prose ->", [tok.vocab[i] for i in tok.encode(samples["prose"])])
 print("sample  words tokens tokens/word words per 8192 tokens GPT-4 split tokens")
 for label, text in samples.items():
     ids = tok.encode(text)
-    assert tok.decode(ids) == text  # exact round trip
+    assert tok.decode(ids) == text, "every sample round-trips exactly"
     assert tok.decode_bytes(ids) == text.encode("utf-8")
     assert split.decode(split.encode(text)) == text
     words = len(text.split())

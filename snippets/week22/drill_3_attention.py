@@ -9,16 +9,19 @@ from netcl_lite import ops
 # (a) Dot products of independent unit-variance vectors have variance d;
 #     dividing by sqrt(d) brings it back to 1.
 rng = np.random.default_rng(0)
+raw, scaled = [], []  # the mean largest softmax weight per query, for each d
 for d in [8, 64, 512]:
     q = rng.normal(size=(100, 1, d))  # 100 queries
     k = rng.normal(size=(100, 20, d))  # 20 keys each
     dots = (q * k).sum(-1)  # (100, 20) raw scores
-    raw = ops.softmax(dots).max(-1).mean()
-    scaled = ops.softmax(dots / math.sqrt(d)).max(-1).mean()
+    raw.append(ops.softmax(dots).max(-1).mean())
+    scaled.append(ops.softmax(dots / math.sqrt(d)).max(-1).mean())
     print(
         f"d {d:>3}: variance/d {dots.var() / d:.2f},",
-        f"mean max weight raw {raw:.2f}, scaled {scaled:.2f}",
+        f"mean max weight raw {raw[-1]:.2f}, scaled {scaled[-1]:.2f}",
     )
+assert raw[0] < raw[1] < raw[2], "unscaled, the largest weight grows toward 1 with d"
+assert max(scaled) - min(scaled) < 0.05, "scaled, the largest weight stays put"
 
 # (b) Exact, no sampling: every q, k in {-1, +1}^2 (independent, mean 0, variance 1).
 signs = list(product([-1, 1], repeat=2))
@@ -44,7 +47,8 @@ print(
     f"  P(|q.k| > 35): measured {measured:.2%} of {n:,} pairs,"
     f" normal approximation {normal:.2%}"
 )
-assert measured < 0.01  # a fraction of a percent: rare, not routine
+assert measured < 0.01, "a fraction of a percent: rare, not routine"
+assert abs(measured - normal) < 0.0005, "close to the normal approximation"
 
 # (d) Causal attention on the OpenCL device.
 Q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
@@ -74,7 +78,8 @@ except ValueError as err:
 # (f) Permuting the inputs permutes the outputs (equivariance), without a mask...
 perm = np.array([2, 0, 1])
 plain = ops.attention(Q, K, V)
-assert np.allclose(ops.attention(Q[perm], K[perm], V[perm]), plain[perm], atol=1e-6)
+assert np.allclose(ops.attention(Q[perm], K[perm], V[perm]), plain[perm], atol=1e-6), \
+    "without a mask the outputs follow the permutation"
 print(
     "no mask: outputs follow the permutation:",
     True,
@@ -83,10 +88,9 @@ print(
 )
 # ... but a causal mask is tied to positions, so it breaks the symmetry.
 permuted_causal = ops.attention(Q[perm], K[perm], V[perm], causal=True)
-print(
-    "causal mask: outputs follow the permutation:",
-    bool(np.allclose(permuted_causal, out[perm], atol=1e-6)),
-)
+follows = bool(np.allclose(permuted_causal, out[perm], atol=1e-6))
+print("causal mask: outputs follow the permutation:", follows)
+assert not follows, "with a causal mask the outputs do not follow the permutation"
 
 # (g) RoPE on the device: q rotated to position m, k to position n;
 #     their score depends on n - m only.
@@ -97,14 +101,14 @@ ks = ops.rope(np.tile(k, (8, 1)))  # row n is k rotated to position n
 scores = qs @ ks.T  # scores[m, n]
 for shift in range(-7, 8):  # constant along every diagonal n - m
     diagonal = np.diagonal(scores, shift)
-    assert np.allclose(diagonal, diagonal[0], atol=1e-5)
+    assert np.allclose(diagonal, diagonal[0], atol=1e-5), "constant along each diagonal"
 print("scores[m, n] for positions 0..7 (constant along each diagonal):")
 print(np.round(scores.astype(float), 2))
 print(f"without rotation every entry is q.k = {q @ k:.2f}")
 far = (
     ops.rope(q[None], offset=100) @ ops.rope(k[None], offset=103).T
 )  # m = 100, n = 103
-assert np.isclose(far[0, 0], scores[0, 3], atol=1e-4)
+assert np.isclose(far[0, 0], scores[0, 3], atol=1e-4), "(100, 103) scores as (0, 3)"
 print(
     f"(m, n) = (0, 3): {scores[0, 3]:.3f}   (100, 103): {far[0, 0]:.3f}",
     f"  (3, 0): {scores[3, 0]:.3f}",

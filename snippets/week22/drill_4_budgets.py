@@ -16,7 +16,7 @@ for heads in [1, 2, 8, 32, 128]:
 for seq_len in [2048, 32768]:
     mha = budget.kv_cache_bytes(layers=80, kv_heads=64, head_dim=128, seq_len=seq_len)
     gqa = budget.kv_cache_bytes(layers=80, kv_heads=8, head_dim=128, seq_len=seq_len)
-    assert mha == 8 * gqa  # 64 KV heads -> 8 KV groups: exactly one eighth
+    assert mha == 8 * gqa, "eight KV groups cut the count by exactly eight"
     print(f"length {seq_len:>6,}")
     print(f"  64 KV heads: {budget.format_bytes(mha)}")
     print(f"   8 KV heads: {budget.format_bytes(gqa)}")

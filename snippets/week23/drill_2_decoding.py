@@ -24,16 +24,23 @@ settings = {
     "k=2 then p=0.55": {"top_k": 2, "top_p": 0.55},
 }
 print(f"{'setting':<16} {'distribution':<30} entropy (nats)")
+h, p = {}, {}
 for name, kwargs in settings.items():
-    p = sampling.distribution(logits, **kwargs)
-    assert math.isclose(p.sum(), 1.0)
-    print(f"{name:<16} {str(np.round(p, 3).tolist()):<30} {entropy(p):.3f}")
+    p[name] = sampling.distribution(logits, **kwargs)
+    h[name] = entropy(p[name])
+    assert math.isclose(p[name].sum(), 1.0)
+    print(f"{name:<16} {str(np.round(p[name], 3).tolist()):<30} {h[name]:.3f}")
+assert h["cold τ=0.5"] < h["baseline"] < h["hot τ=2"], \
+    "cooling lowers the entropy and heating raises it"
+for name in ("cold τ=0.5", "hot τ=2"):
+    assert list(np.argsort(-p[name])) == [0, 1, 2, 3], "temperature keeps the ranking"
 
 # The order: temperature -> top-k -> renormalize -> top-p -> renormalize.
 dist = sampling.distribution
 assert np.allclose(dist(logits, top_k=2), [4 / 7, 3 / 7, 0, 0])
 # 4/7 already reaches 0.55, so the nucleus keeps one token:
-assert np.allclose(dist(logits, top_k=2, top_p=0.55), [1, 0, 0, 0])
+assert np.allclose(dist(logits, top_k=2, top_p=0.55), [1, 0, 0, 0]), \
+    "k=2 then p=0.55 keeps only the first token"
 # Equal logits: exactly k tokens, lower index first.
 assert np.allclose(dist([0.0, 0.0, 0.0], top_k=2), [0.5, 0.5, 0])
 assert np.allclose(dist(logits, top_p=1.0), [0.4, 0.3, 0.2, 0.1])
@@ -58,11 +65,12 @@ greedy_path = "AB"[first] + "AB"[second]
 best = max(paths, key=paths.get)
 print(f"greedy {greedy_path} {paths[greedy_path]:.3f}", end=" ")
 print(f"vs best joint {best} {paths[best]:.3f}")
-assert (greedy_path, best) == ("AA", "BA") and paths["BA"] > paths["AA"]
+assert (greedy_path, best) == ("AA", "BA") and paths["BA"] > paths["AA"], \
+    "the best joint sequence is not the greedy one"
 
 beams = sampling.beam_search(lambda prefix: np.log(next_token[prefix]),
                              beam_width=2, max_steps=2, bos=BOS)
 top = beams[0]
 found = "".join("AB"[t] for t in top.tokens)
 print(f"beam width 2 finds {found} {math.exp(top.log_prob):.3f}")
-assert top.tokens == (1, 0)
+assert top.tokens == (1, 0), "beam width 2 finds the best joint sequence"

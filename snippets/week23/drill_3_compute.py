@@ -19,10 +19,15 @@ print(f"x100 compute -> N x{n2 / n1:.0f}, N_tok x{d2 / d1:.0f}")
 assert math.isclose(n2 / n1, 10) and math.isclose(d2 / d1, 10)
 
 # Descriptive arithmetic on published sizes: a ratio is not a verdict.
-for n, d in [(175e9, 300e9), (70e9, 1.4e12), (8e9, 15e12)]:
+# GPT-3 (Brown et al., 2020), Chinchilla (Hoffmann et al., 2022), Llama 3 8B (2024)
+published = [(175e9, 300e9), (70e9, 1.4e12), (8e9, 15e12)]
+for n, d in published:
     ratio, compute = d / n, scaling.training_compute(n, d)
     print(f"N {n / 1e9:>3.0f}B, N_tok {d / 1e12:>4.1f}T: "
           f"{ratio:6.1f} tokens/parameter, C ~ {compute:.2e} FLOPs")
+ratios = [d / n for n, d in published]
+assert 1e3 <= max(ratios) / min(ratios) < 1e4, \
+    "the ratios span three orders of magnitude"
 
 # Invented costs, one currency, per million output units served. Both
 # models are assumed good enough for the task.
@@ -32,7 +37,12 @@ units = scaling.break_even(large["train"], small["train"],
                            large["per_unit"], small["per_unit"])
 print(f"break-even at {units:g} million units")
 assert units == 20
+cost = {}
 for millions in [10, 20, 100]:
     a = scaling.lifetime_cost(**large, units=millions)
     b = scaling.lifetime_cost(**small, units=millions)
+    cost[millions] = a, b
     print(f"{millions:>3} million units: large {a:>3}, small {b:>3}")
+assert cost[10][1] > cost[10][0], "at 10 million units the small one has not paid back"
+assert abs(cost[100][1] / cost[100][0] - 0.5) < 0.05, \
+    "at 100 million units the small model costs about half as much"

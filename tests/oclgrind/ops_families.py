@@ -7,6 +7,8 @@ the matmul layout without CPU chunking). Saves every output and gradient to OUT.
 non-zero when a forward misses its reference.
 """
 
+import opencl12  # first: every kernel is built as OpenCL C 1.2
+
 import importlib
 import pickle
 import sys
@@ -78,6 +80,12 @@ for kernel, block in (("tiled", 32), ("rows", 16)):
 family("flash_mask", lambda q, k, v: ag.flash_attention(q, k, v, mask=mask, block_size=32),
        {"q": arr(2, 11, 16), "k": arr(2, 13, 16), "v": arr(2, 13, 16)},
        lambda q, k, v: ref.attention(q, k, v, mask=mask))
+from netcl_lite.ops.rotary_attention import rotary_attention_reference  # noqa: E402
+for rope, pairing, causal in ((True, "half", True), (True, "interleaved", False), (False, "half", True)):
+    family(f"rotary_attention_{pairing}_{rope}_{causal}",
+           lambda q, k, v: ag.rotary_attention(q, k, v, 4, 2, rope=rope, pairing=pairing, causal=causal),
+           {"q": arr(2, 19, 4 * 6), "k": arr(2, 19, 2 * 6), "v": arr(2, 19, 2 * 5)},
+           lambda q, k, v: rotary_attention_reference(q, k, v, 4, 2, rope=rope, pairing=pairing, causal=causal))
 family("rope_half", lambda x: ag.rope(x, offset=5, pairing="half"), {"x": arr(2, 3, 9, 12)},
        lambda x: ref.rope(x, offset=5, pairing="half"))
 family("rope_heads", lambda x: ag.rope_heads(x, 3, offset=2), {"x": arr(2, 7, 18)},
@@ -145,4 +153,5 @@ results["bpe_listed_ids"] = np.array([i for ids in listed_ids for i in ids])
 np.savez(out_file, **results)
 if misses:
     raise SystemExit("forward results miss their float64 references:\n" + "\n".join(misses))
+print(opencl12.report())
 print(f"{nl.device().platform}: {len(results)} arrays, every forward within its reference's tolerance")

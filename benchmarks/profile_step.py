@@ -1,0 +1,223 @@
+"""Where Chapter 9's training step goes: every kernel of one step on one timeline.
+
+    python benchmarks/profile_step.py [--steps 3] [--top 30]
+
+The step is the capstone's (``netcl_lite.capstone``: forward, loss, backward, global-norm
+clipping, AdamW, the loss and norm read back once), as ``netcl_lite.train.train`` runs it, on
+the recipe's model and batch.
+After two untimed steps (builds, codegen, pools), ``--steps`` steps run under
+``profile_kernels`` (OpenCL profiling events); per step it reports:
+
+* ``wall``: the step's time on the host clock;
+* ``kernels``: the sum of the kernels' own times (start to end), and ``launches``;
+* ``busy``: the time some kernel was running (the union of their intervals), and ``idle``,
+  the rest of the step: the device waiting for the host (Python, launches, read-backs);
+
+and a table of kernels by total time (all steps together, per step), largest first, with each
+kernel's share, and the longest stretches the device sat idle (after which op, before which).
+The events' stamps are PoCL's ``CLOCK_MONOTONIC_RAW``, the clock read here (as
+``call_timeline.py`` checks).
+
+``--replay`` measures instead what each launch costs in CPU time: every launch of one step is
+run again alone, many times over, and charged the process's CPU time (``process_time``: PoCL's
+workers and the host thread); beside it, the whole step's CPU time and the multiply-add ceiling's
+work per CPU second (``fma_ceiling.py``'s kernel). On a machine shared with other work, CPU time
+moves far less than wall time, so this is the view to compare changes with when it is loaded.
+A replayed kernel finds its data in cache, so the sum of the replays falls short of the step's
+CPU time by the misses, the host's Python and what the workers spend between kernels.
+Nothing here is a pass/fail test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import cpu_name  # noqa: E402
+
+CLOCK = time.CLOCK_MONOTONIC_RAW
+
+
+def build_step(queue, seed: int = 0):
+    """(step, model, tokens): a callable running one training step of the capstone's recipe on
+    random ids as ``netcl_lite.train.train`` runs it (the loss and the clipped norm read back
+    once, at the end), returning the loss; the model; tokens per step."""
+    from netcl_lite import autograd as ag
+    from netcl_lite import capstone
+    from netcl_lite.core.tensor import read
+    from netcl_lite.nn import DecoderLM, LMConfig
+    from netcl_lite.optim import AdamW, clip_grad_norm
+    from netcl_lite.train import WindowLoader, parameter_groups
+
+    cfg = capstone.TRAINING
+    model = DecoderLM(LMConfig(vocab_size=capstone.VOCAB_SIZE, **capstone.MODEL), queue=queue, seed=seed)
+    ids = np.random.default_rng(seed).integers(0, capstone.VOCAB_SIZE, 200_000)
+    loader = WindowLoader(ids, cfg.batch_size, cfg.block_size, seed=seed)
+    opt = AdamW(parameter_groups(model, cfg.weight_decay), lr=1e-4, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps)
+    params = model.parameters()
+
+    def step() -> float:
+        x, y = loader.next_batch()
+        with ag.Tape() as tape:
+            loss = model.loss(x, y)
+        tape.backward(loss)
+        clip = clip_grad_norm(params, cfg.grad_clip, wait=False)
+        opt.step(norm=clip)
+        opt.zero_grad()
+        value, _ = read(loss.value, clip)
+        return float(value)
+    return step, model, cfg.batch_size * cfg.block_size
+
+
+def matmul_flops_per_step(model, tokens: int) -> float:
+    """6 × (parameters in products) × tokens: forward 2, backward 4 multiply-add FLOPs per
+    weight per token (norm gains are not products; the tied table is the head's product)."""
+    params = sum(p.size for name, p in model.parameters().items() if len(p.shape) == 2)
+    return 6.0 * params * tokens
+
+
+def cpu_seconds(queue, fn, reps: int) -> float:
+    """Process CPU seconds per call of ``fn`` over ``reps`` calls after one untimed, waiting for the
+    queue every 16 calls (so that the queue never grows long)."""
+    fn()
+    queue.finish()
+    began = time.process_time()
+    for i in range(reps):
+        fn()
+        if i % 16 == 15:
+            queue.finish()
+    queue.finish()
+    return (time.process_time() - began) / reps
+
+
+def replay(queue, step, model, tokens, top: int) -> None:
+    """Print each kernel's CPU time per step, each launch of one step replayed alone (``--replay``)."""
+    from fma_ceiling import Ceiling
+
+    from netcl_lite.core import stream as stream_module
+    from netcl_lite.core.kernels import vector_lanes
+
+    launches = []
+    launch = stream_module.Stream.launch
+
+    def recording(self, filename, name, global_size, local_size, *args, options=()):
+        launches.append((filename, name, global_size, local_size, args, options, self._ops[-1].name if self._ops else ""))
+        return launch(self, filename, name, global_size, local_size, *args, options=options)
+    stream_module.Stream.launch = recording
+    try:
+        step()
+    finally:
+        stream_module.Stream.launch = launch
+    kernels = stream_module.stream_of(queue)._kernels
+    ceiling = Ceiling(queue, vector_lanes(queue.device), "fma_ceiling")
+    peak = ceiling.flops() / cpu_seconds(queue, ceiling.run, 10)
+    costs: dict[tuple[str, str], list[float]] = {}
+    for filename, name, global_size, local_size, args, options, op in launches:
+        kernel = kernels[(filename, name, options)]
+        seconds = cpu_seconds(queue, lambda: kernel(queue, global_size, local_size, *args), 40)
+        costs.setdefault((f"{filename}:{name}", op.split(" (")[0]), []).append(seconds)
+    whole = cpu_seconds(queue, step, 5)
+    total = sum(sum(v) for v in costs.values())
+    flops = matmul_flops_per_step(model, tokens)
+    print(f"CPU ms per step: the step {whole * 1e3:.1f}, its {len(launches)} launches replayed alone "
+          f"{total * 1e3:.1f}; the products' FLOPs at the ceiling ({peak / 1e9:.0f} GFLOP per CPU second) "
+          f"{flops / peak * 1e3:.1f}, so the step does {flops / peak / whole:.1%} of the ceiling's work per CPU second")
+    print("| kernel | op | launches | CPU ms | share |\n|---|---|---|---|---|")
+    rows = sorted(((k, op, len(v), sum(v)) for (k, op), v in costs.items()), key=lambda r: -r[3])
+    for kernel, op, n, sec in rows[:top]:
+        print(f"| {kernel} | {op} | {n} | {sec * 1e3:.2f} | {sec / total:.0%} |")
+
+
+def union_ms(intervals) -> float:
+    """Milliseconds covered by at least one (start, end) interval, in ns."""
+    total, end = 0, None
+    for s, e in sorted(intervals):
+        if end is None or s > end:
+            total += e - s
+            end = e
+        elif e > end:
+            total += e - end
+            end = e
+    return total * 1e-6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--replay", action="store_true", help="CPU time per kernel, each launch replayed alone")
+    args = ap.parse_args()
+
+    import netcl_lite as nl
+    from netcl_lite.core.stream import stream_of, sync
+
+    dev = nl.device()
+    queue = dev.queue
+    run, model, tokens = build_step(queue)
+    for _ in range(2):
+        run()
+    if args.replay:
+        print(f"{dev.name} ({cpu_name()}); load {os.getloadavg()[0]:.2f}")
+        replay(queue, run, model, tokens, args.top)
+        return
+    stream = stream_of(queue)
+    load_before = os.getloadavg()[0]
+    steps = []
+    totals: dict[tuple[str, str], list[float]] = {}
+    gap_totals: dict[tuple[str, str], list[float]] = {}
+    for _ in range(args.steps):
+        sync(queue)
+        time.sleep(0.2)
+        stream.profile = []
+        began = time.clock_gettime_ns(CLOCK)
+        run()
+        ended = time.clock_gettime_ns(CLOCK)
+        records, stream.profile = stream.profile, None
+        intervals = [(e.profile.start, e.profile.end) for _, _, e in records]
+        kernel_ms = sum(e - s for s, e in intervals) * 1e-6
+        wall = (ended - began) * 1e-6
+        busy = union_ms(intervals)
+        steps.append({"wall": wall, "kernels": kernel_ms, "busy": busy, "idle": wall - busy,
+                      "launches": len(records)})
+        stamps = [(e.profile.start, e.profile.end, op) for _, op, e in records]
+        gaps = [(b[0] - a[1], a[2], b[2]) for a, b in zip(stamps, stamps[1:])]
+        gaps.append((stamps[0][0] - began, "(step starts)", stamps[0][2]))
+        gaps.append((ended - stamps[-1][1], stamps[-1][2], "(step ends)"))
+        for ns, before, after in gaps:
+            gap_totals.setdefault((before, after), []).append(ns * 1e-6)
+        for kernel, op, e in records:
+            totals.setdefault((kernel, op), []).append((e.profile.end - e.profile.start) * 1e-6)
+    load_after = os.getloadavg()[0]
+    flops = matmul_flops_per_step(model, tokens)
+    med = {k: statistics.median(s[k] for s in steps) for k in steps[0]}
+    print(f"{dev.name} ({cpu_name()}); load {load_before:.2f} -> {load_after:.2f}; "
+          f"{model.num_parameters():,} parameters, {tokens} tokens a step; medians of {args.steps} steps")
+    print(f"wall {med['wall']:.1f} ms ({flops / med['wall'] / 1e6:.0f} GFLOP/s of 6·params·tokens), "
+          f"kernels {med['kernels']:.1f} ms in {med['launches']:.0f} launches, busy {med['busy']:.1f} ms, "
+          f"idle {med['idle']:.1f} ms")
+    rows = sorted(((k, op, len(v) / args.steps, sum(v) / args.steps) for (k, op), v in totals.items()),
+                  key=lambda r: -r[3])
+    total = sum(r[3] for r in rows)
+    print("| kernel | op | launches | ms | share |\n|---|---|---|---|---|")
+    for kernel, op, n, ms in rows[:args.top]:
+        print(f"| {kernel} | {op} | {n:.0f} | {ms:.2f} | {100 * ms / total:.0f}% |")
+    gap_rows = sorted(((a, b, sum(v) / args.steps, len(v) / args.steps) for (a, b), v in gap_totals.items()),
+                      key=lambda r: -r[2])
+    print("\n| idle after | before | ms | times |\n|---|---|---|---|")
+    for a, b, ms, n in gap_rows[:args.top]:
+        print(f"| {a} | {b} | {ms:.2f} | {n:.0f} |")
+    if len(rows) > args.top:
+        rest = rows[args.top:]
+        print(f"| ({len(rest)} more) | | {sum(r[2] for r in rest):.0f} | {sum(r[3] for r in rest):.2f} | "
+              f"{100 * sum(r[3] for r in rest) / total:.0f}% |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""The book's apparatus on each page: citations and the Bibliography (:mod:`.citations`), the
+Glossary and its tooltips (:mod:`.glossary`). The plugin calls :func:`render_markdown` after the
+other Markdown stages and :func:`render_content` last, once the page's math is MathML.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from . import citations, glossary
+
+#: the printable book, as mkdocs-print-site-plugin writes it under the site
+PRINT_PAGE = Path("print_page") / "index.html"
+_ID = re.compile(r"""\bid=["']([^"']+)["']""")
+_LOCAL_LINK = re.compile(r'<a\b[^>]*\bhref="#([^"]+)"[^>]*>(.*?)</a>', re.S)
+
+
+def render_markdown(markdown: str, page_uri: str, files) -> str:
+    """The page ``page_uri``'s Markdown with its citations as links; on the Bibliography and
+    Glossary pages, their marker replaced by the entries."""
+    if page_uri == citations.PAGE:
+        markdown = markdown.replace(citations.MARKER, citations.bibliography(files))
+    elif page_uri == glossary.PAGE:
+        markdown = markdown.replace(glossary.MARKER, glossary.glossary(page_uri))
+    return citations.render(markdown, page_uri)
+
+
+def render_content(html: str, page_uri: str) -> str:
+    """The page's HTML with a tooltip on each glossary term's first use, on the pages that get them."""
+    if page_uri in glossary.TOOLTIP_PAGES:
+        html, _ = glossary.mark_first_uses(html)
+    return html
+
+
+def no_print_page(config) -> None:
+    """Leave out the printable book (the print-site plugin's page) from this session's builds.
+
+    Under ``mkdocs serve --dirty`` a save renders only the edited pages, but the print page is made
+    from every page's HTML (print-site renders none of its own), and making it takes seconds: the
+    quick loop goes without it. ``mkdocs build`` and a plain ``mkdocs serve`` make it."""
+    plugin = config.plugins.get("print-site")
+    if plugin is not None:
+        plugin.config["enabled"] = False
+
+
+def repair_print_page(site_dir: Path) -> int:
+    """Unwrap each link of the printable book whose target is not in it, and say how many.
+
+    print-site turns every cross-reference into an anchor of the one page, also those whose
+    target has no anchor there: mkdocstrings' optional references to Python's own classes
+    (``RuntimeError``), which the pages themselves leave as plain text. The book shows them as
+    plain text too."""
+    path = Path(site_dir) / PRINT_PAGE
+    if not path.is_file():
+        return 0
+    text = path.read_text(encoding="utf-8")
+    ids = set(_ID.findall(text))
+    broken = 0
+
+    def unwrap(m: re.Match) -> str:
+        nonlocal broken
+        if m.group(1) in ids:
+            return m.group(0)
+        broken += 1
+        return m.group(2)
+
+    repaired = _LOCAL_LINK.sub(unwrap, text)
+    if broken:
+        path.write_text(repaired, encoding="utf-8")
+    return broken

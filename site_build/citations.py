@@ -1,0 +1,252 @@
+"""Citations by key, and the Bibliography page, from one BibTeX file (``docs/references.bib``).
+
+A page cites a work by its key (``authorYEARword``: ``vaswani2017attention``), Pandoc's way:
+
+==================================  =============================================  ==========================
+in a page                           shown as                                       for
+==================================  =============================================  ==========================
+``[@vaswani2017attention]``         (Vaswani et al., 2017)                         a parenthetical citation
+``[@dao2022flashattention, Thm 2]`` (Dao et al., 2022, Thm 2)                      with a locator
+``[@kuhn1990cache; @cleary1984data]`` (Kuhn & De Mori, 1990; Cleary & Witten, 1984) several works
+``@xiong2020layer``                 Xiong et al. (2020)                            the authors in the sentence
+``@dao2022flashattention [Thm 2]``  Dao et al. (2022, Thm 2)                       the same, with a locator
+``[-@burrows1994block]``            (1994)                                         the year alone
+==================================  =============================================  ==========================
+
+Each becomes a Markdown link to the work's entry on the Bibliography page (``bibliography.md#KEY``,
+which MkDocs checks under ``--strict``), titled with the full reference. Code (fences and inline
+code), math and HTML comments are left as they are. A key that is not in the source fails the
+build, naming the page. The Bibliography page holds ``<!-- bibliography -->``, which becomes every
+entry, sorted by first author and year, with the pages that cite it.
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .paths import DOCS
+
+SOURCE = DOCS / "references.bib"
+PAGE = "bibliography.md"
+#: where the Bibliography page puts the entries
+MARKER = "<!-- bibliography -->"
+#: a citation key: lower-case letters, the year, then letters or digits (``dao2024flashattention2``)
+KEY = r"[a-z][a-z-]*(?:19|20)\d\d[a-z0-9]*"
+#: ``[@key]``, ``[-@key, locator]``, ``[@a; @b]``: a bracketed citation of one or more works
+BRACKETED = re.compile(rf"\[(?P<items>-?@{KEY}[^\]\[;@]*(?:;\s*-?@{KEY}[^\]\[;@]*)*)\]")
+#: ``@key`` or ``@key [locator]``: a narrative citation (not an e-mail address, not a decorator in code)
+NARRATIVE = re.compile(rf"(?<![\w@./\\-])@(?P<key>{KEY})\b(?:\s\[(?P<locator>[^\]\[@]+)\])?")
+_ITEM = re.compile(rf"^\s*(?P<year_only>-)?@(?P<key>{KEY})\s*(?:,\s*(?P<locator>.*?))?\s*$", re.S)
+#: what is not prose: fenced code, inline code, math, HTML comments
+_NOT_PROSE = re.compile(r"^(?P<fi>[ \t]*)(?P<fence>`{3,}|~{3,})[^\n]*\n.*?^(?P=fi)(?P=fence)[ \t]*$"
+                        r"|(?P<ticks>`+).+?(?<!`)(?P=ticks)(?!`)|\\\(.*?\\\)|\\\[.*?\\\]|<!--.*?-->",
+                        re.S | re.M)
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|])")
+
+
+@dataclass(frozen=True)
+class Work:
+    """One entry of the source, as the pages show it."""
+
+    key: str
+    kind: str                 # the BibTeX entry type
+    authors: tuple[str, ...]  # full names, "others" last when the list is cut
+    surnames: tuple[str, ...]
+    year: str
+    title: str
+    venue: str
+    details: str              # volume, number, pages
+    identifiers: tuple[str, ...]
+    note: str
+
+    @property
+    def who(self) -> str:
+        """The authors as a citation names them: one, two joined by &, or the first et al."""
+        names = [s for s in self.surnames if s != "others"]
+        if len(names) == 1 and len(self.surnames) == 1:
+            return names[0]
+        if len(names) == 2 and len(self.surnames) == 2:
+            return f"{names[0]} & {names[1]}"
+        return f"{names[0]} et al."
+
+    def reference(self) -> str:
+        """The full reference as plain text (a link's title)."""
+        parts = [f"{_names(self.authors)} ({self.year}). {self.title}. {self.venue}"]
+        if self.details:
+            parts.append(self.details)
+        return ", ".join(parts) + ". " + " ".join(f"{i}." for i in self.identifiers)
+
+
+def _latex_text(value: str) -> str:
+    from pybtex.backends.plaintext import Backend   # by class: render_as("text") looks it up by entry point each call
+    from pybtex.richtext import Text
+
+    return " ".join(Text.from_latex(value).render(Backend()).split())
+
+
+def _names(authors: tuple[str, ...]) -> str:
+    if authors[-1] == "others":
+        return ", ".join(authors[:-1]) + " et al."
+    if len(authors) == 1:
+        return authors[0]
+    return ", ".join(authors[:-1]) + " and " + authors[-1]
+
+
+def _venue(entry, text) -> str:
+    fields = entry.fields
+    if "journal" in fields:
+        return text(fields["journal"])
+    if "booktitle" in fields:
+        return text(fields["booktitle"])
+    if "institution" in fields:
+        kind = text(fields.get("type", "Technical report"))
+        number = f" {text(fields['number'])}" if "number" in fields else ""
+        return f"{kind}{number}, {text(fields['institution'])}"
+    return text(fields.get("publisher") or fields.get("howpublished", ""))
+
+
+def _work(key: str, entry) -> Work:
+    fields, text = entry.fields, _latex_text
+    people = entry.persons.get("author", [])
+    authors, surnames = [], []
+    for person in people:
+        surname = text(" ".join(person.prelast_names + person.last_names))
+        first = text(" ".join(person.first_names + person.middle_names))
+        authors.append(" ".join(p for p in (first, surname) if p) if surname != "others" else "others")
+        surnames.append(text(" ".join(person.last_names)) if surname != "others" else "others")
+    details = []
+    if "volume" in fields and "journal" in fields:
+        details.append(f"vol. {text(fields['volume'])}" + (f"({text(fields['number'])})" if "number" in fields else ""))
+    if "pages" in fields:
+        pages = text(fields["pages"]).replace("--", "–")
+        details.append(f"{'pp.' if '–' in pages else 'article'} {pages}")
+    identifiers = []
+    if "doi" in fields:
+        identifiers.append(f"doi:{fields['doi']}")
+    if "eprint" in fields and fields.get("archiveprefix", "").lower() == "arxiv":
+        identifiers.append(f"arXiv:{fields['eprint']}")
+    if "isbn" in fields:
+        identifiers.append(f"ISBN {fields['isbn']}")
+    return Work(key=key, kind=entry.type, authors=tuple(authors), surnames=tuple(surnames),
+                year=text(fields.get("year", "")), title=text(fields.get("title", "")).rstrip("."),
+                venue=_venue(entry, text), details=", ".join(details), identifiers=tuple(identifiers),
+                note=text(fields.get("note", "")))
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: str, stamp: tuple[int, int]) -> dict[str, Work]:
+    from pybtex.database import parse_file
+
+    bib = parse_file(path, bib_format="bibtex")
+    return {key: _work(key, entry) for key, entry in bib.entries.items()}
+
+
+def works(path: Path = SOURCE) -> dict[str, Work]:
+    """Every entry of the BibTeX file ``path`` by key (read again only when the file changed)."""
+    st = Path(path).stat()
+    return _load(str(path), (st.st_mtime_ns, st.st_size))
+
+
+def prose_spans(markdown: str) -> list[tuple[int, int]]:
+    """The (start, end) spans of ``markdown`` that are prose: outside code, math and HTML comments."""
+    spans, at = [], 0
+    for m in _NOT_PROSE.finditer(markdown):
+        spans.append((at, m.start()))
+        at = m.end()
+    spans.append((at, len(markdown)))
+    return spans
+
+
+def cited_keys(markdown: str) -> list[str]:
+    """Every key the prose of ``markdown`` cites, in order, repeats included."""
+    keys = []
+    for start, end in prose_spans(markdown):
+        text = markdown[start:end]
+        for m in BRACKETED.finditer(text):
+            keys += [_ITEM.match(item)["key"] for item in m["items"].split(";")]
+        keys += [m["key"] for m in NARRATIVE.finditer(BRACKETED.sub("", text))]
+    return keys
+
+
+def _escape(text: str) -> str:
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def _link(text: str, work: Work, target: str) -> str:
+    title = work.reference().replace('"', "'")
+    return f'[{text}]({target}#{work.key} "{title}")'
+
+
+def render(markdown: str, page_uri: str, known: dict[str, Work] | None = None) -> str:
+    """``markdown`` of the page ``page_uri`` (its path under ``docs/``) with each citation a link to its
+    entry on the Bibliography page; a key not in the source raises ``ValueError`` naming the page."""
+    known = works() if known is None else known
+    target = posixpath.relpath(PAGE, posixpath.dirname(page_uri) or ".")
+
+    def find(key: str) -> Work:
+        if key not in known:
+            raise ValueError(f"docs/{page_uri}: cites @{key}, which is not in {SOURCE.relative_to(DOCS.parent)}; "
+                             f"add the entry there or correct the key")
+        return known[key]
+
+    def bracketed(m: re.Match) -> str:
+        cites = []
+        for item in m["items"].split(";"):
+            parts = _ITEM.match(item)
+            work = find(parts["key"])
+            text = work.year if parts["year_only"] else f"{_escape(work.who)}, {work.year}"
+            if parts["locator"]:
+                text += f", {parts['locator']}"
+            cites.append(_link(text, work, target))
+        return "(" + "; ".join(cites) + ")"
+
+    def narrative(m: re.Match) -> str:
+        work = find(m["key"])
+        inner = work.year + (f", {m['locator']}" if m["locator"] else "")
+        return _link(f"{_escape(work.who)} ({inner})", work, target)
+
+    out, at = [], 0
+    for start, end in prose_spans(markdown):
+        out.append(markdown[at:start])
+        out.append(NARRATIVE.sub(narrative, BRACKETED.sub(bracketed, markdown[start:end])))
+        at = end
+    return "".join(out)
+
+
+def _page_title(file) -> str:
+    page = getattr(file, "page", None)
+    title = getattr(page, "title", None) if page is not None else None
+    return title or file.src_uri.removesuffix(".md")
+
+
+def bibliography(files, known: dict[str, Work] | None = None) -> str:
+    """The Bibliography page's entries as Markdown: each work, sorted by first author and year,
+    anchored by its key, with links to the pages of ``files`` (MkDocs' files) that cite it."""
+    known = works() if known is None else known
+    cited_on: dict[str, list] = {key: [] for key in known}
+    for file in files.documentation_pages():
+        if file.src_uri == PAGE or file.abs_src_path is None:
+            continue
+        for key in dict.fromkeys(cited_keys(Path(file.abs_src_path).read_text(encoding="utf-8"))):
+            if key in cited_on:
+                cited_on[key].append(file)
+    entries = []
+    for work in sorted(known.values(), key=lambda w: ([s.lower() for s in w.surnames], w.year, w.key)):
+        parts = [f"{_escape(_names(work.authors))} ({work.year}). *{_escape(work.title)}.*",
+                 f"{_escape(work.venue)}{', ' + _escape(work.details) if work.details else ''}."]
+        if work.note:
+            parts.append(f"{_escape(work.note)}.")
+        parts += [f"`{i}`." for i in work.identifiers]
+        where = cited_on[work.key]
+        if where:
+            pages = ", ".join(f"[{_escape(_page_title(f))}]({posixpath.relpath(f.src_uri, posixpath.dirname(PAGE) or '.')})"
+                              for f in where)
+            parts.append(f"Cited in {pages}.")
+        entries.append(f'<li id="{work.key}" markdown="span">{" ".join(parts)}</li>')
+    # a list item per work (md_in_html renders the Markdown inside): the printable book keeps a list
+    # item's anchor apart from another page's by prefixing it, as it does for headings
+    return '<ul class="references" markdown="1">\n' + "\n".join(entries) + "\n</ul>\n"

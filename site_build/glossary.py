@@ -1,0 +1,160 @@
+"""The Glossary page and the tooltips on each term's first use, from one file (``docs/glossary.yml``).
+
+The Glossary page holds ``<!-- glossary -->``, which becomes every term, sorted, as a definition
+list (each term anchored ``#term-<slug>``). On Chapters 7–9 and the weeks (:data:`TOOLTIP_PAGES`),
+the first use of each term in the page's prose becomes ``<abbr title="definition">…</abbr>``,
+which the theme shows as a tooltip; later uses stay plain. A use counts only in running text:
+nothing is marked inside code, math, headings, links (citations included), figures, summaries,
+labels or another tooltip, so the marking runs on the page's HTML once its math is MathML.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .paths import DOCS
+
+SOURCE = DOCS / "glossary.yml"
+PAGE = "glossary.md"
+MARKER = "<!-- glossary -->"
+#: the pages whose first uses of each term get a tooltip
+TOOLTIP_PAGES = ("chapter-7.md", "chapter-8.md", "chapter-9.md", "week-22.md", "week-23.md")
+#: elements whose text is not running prose (a tooltip there would break code, math or a link)
+SKIP = frozenset({"a", "abbr", "code", "pre", "kbd", "samp", "math", "svg", "script", "style", "textarea",
+                  "button", "label", "summary", "figure", "figcaption", "h1", "h2", "h3", "h4", "h5", "h6",
+                  "dt", "select", "option", "title", "nav"})
+_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+                   "track", "wbr"})
+_TOKEN = re.compile(r"<!--.*?-->|<(/?)([A-Za-z][\w:-]*)(?:[^>\"']|\"[^\"]*\"|'[^']*')*?(/?)>", re.S)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One entry of the glossary."""
+
+    term: str
+    definition: str
+    forms: tuple[str, ...]
+    expansion: str = ""
+    see: str = ""
+
+    @property
+    def anchor(self) -> str:
+        return "term-" + re.sub(r"[^a-z0-9]+", "-", self.term.lower()).strip("-")
+
+
+def _term(entry: dict, index: int) -> Term:
+    if not isinstance(entry, dict):
+        raise ValueError(f"{SOURCE.name}: entry {index} must be a mapping with term and definition")
+    unknown = set(entry) - {"term", "definition", "forms", "expansion", "see"}
+    missing = {"term", "definition"} - set(entry)
+    if unknown or missing:
+        raise ValueError(f"{SOURCE.name}: entry {index} ({entry.get('term', '?')}): "
+                         f"{'unknown keys ' + str(sorted(unknown)) if unknown else ''}"
+                         f"{'missing ' + str(sorted(missing)) if missing else ''}")
+    forms = entry.get("forms") or [entry["term"]]
+    if not all(isinstance(f, str) and f.strip() for f in forms):
+        raise ValueError(f"{SOURCE.name}: {entry['term']}: forms must be non-empty strings")
+    return Term(term=str(entry["term"]), definition=" ".join(str(entry["definition"]).split()),
+                forms=tuple(forms), expansion=str(entry.get("expansion", "")), see=str(entry.get("see", "")))
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: str, stamp: tuple[int, int]) -> tuple[Term, ...]:
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or []
+    if not isinstance(data, list):
+        raise ValueError(f"{SOURCE.name}: must be a list of terms")
+    terms = tuple(_term(entry, i) for i, entry in enumerate(data))
+    seen: dict[str, str] = {}
+    for t in terms:
+        for form in t.forms:
+            if form in seen and seen[form] != t.term:
+                raise ValueError(f"{SOURCE.name}: the form {form!r} belongs to both {seen[form]!r} and {t.term!r}")
+            seen[form] = t.term
+    return terms
+
+
+def terms(path: Path = SOURCE) -> tuple[Term, ...]:
+    """The glossary's terms, in the file's order (read again only when the file changed)."""
+    st = Path(path).stat()
+    return _load(str(path), (st.st_mtime_ns, st.st_size))
+
+
+def glossary(page_uri: str = PAGE, entries: tuple[Term, ...] | None = None) -> str:
+    """The Glossary page's entries as a Markdown definition list, sorted case-insensitively."""
+    import posixpath
+
+    entries = terms() if entries is None else entries
+    out = []
+    for t in sorted(entries, key=lambda t: t.term.lower()):
+        name = f"{t.term} ({t.expansion})" if t.expansion else t.term
+        text = re.sub(r"([\\`*_\[\]])", r"\\\1", html.escape(t.definition, quote=False))
+        if t.see:
+            link = posixpath.relpath(t.see, posixpath.dirname(page_uri) or ".")
+            text += f" See [{_page_name(t.see)}]({link})."
+        out.append(f"{html.escape(name, quote=False)} {{ #{t.anchor} }}\n:   {text}")
+    return "\n\n".join(out) + "\n"
+
+
+def _page_name(uri: str) -> str:
+    stem = uri.removesuffix(".md").rsplit("/", 1)[-1]
+    if stem.startswith("chapter-"):
+        return f"Chapter {stem.removeprefix('chapter-')}"
+    if stem.startswith("week-"):
+        return f"Week {stem.removeprefix('week-')}"
+    return stem.replace("-", " ").capitalize()
+
+
+def _pattern(entries: tuple[Term, ...]) -> tuple[re.Pattern, dict[str, Term]]:
+    by_form: dict[str, Term] = {}
+    for t in entries:
+        for form in t.forms:
+            by_form.setdefault(form, t)
+            if form[0].islower():
+                by_form.setdefault(form[0].upper() + form[1:], t)
+    alternation = "|".join(re.escape(f) for f in sorted(by_form, key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(?:{alternation})(?![\w-])"), by_form
+
+
+def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tuple[str, int]:
+    """``content`` (a page's HTML) with the first use of each term in running text wrapped in an
+    ``<abbr>`` whose title is its definition, and how many were marked."""
+    entries = terms() if entries is None else entries
+    pattern, by_form = _pattern(entries)
+    used: set[str] = set()
+    out, at, skipping = [], 0, []
+
+    def mark(text: str) -> str:
+        pieces, last = [], 0
+        for m in pattern.finditer(text):
+            term = by_form[m.group(0)]
+            if term.term in used:
+                continue
+            used.add(term.term)
+            title = html.escape(term.definition, quote=True)
+            pieces += [text[last:m.start()], f'<abbr class="glossary" title="{title}">{m.group(0)}</abbr>']
+            last = m.end()
+        return "".join(pieces) + text[last:]
+
+    for m in _TOKEN.finditer(content):
+        text = content[at:m.start()]
+        out.append(mark(text) if text and not skipping else text)
+        out.append(m.group(0))
+        at = m.end()
+        closing, name, self_closing = m.group(1), (m.group(2) or "").lower(), m.group(3)
+        if not name or name in _VOID or self_closing:
+            continue
+        if closing:
+            if skipping and skipping[-1] == name:
+                skipping.pop()
+        elif name in SKIP or skipping and name == skipping[-1]:
+            skipping.append(name)
+    tail = content[at:]
+    out.append(mark(tail) if tail and not skipping else tail)
+    return "".join(out), len(used)

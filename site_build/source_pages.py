@@ -1,0 +1,184 @@
+"""Every file of the wheel as a page of the site, in the theme: ``source/<path>.html``.
+
+A library excerpt on a page links to the lines it shows in the whole file (:mod:`.copyable`); this
+module makes those files' pages. Each is a page like the others (the theme's header, palette and
+search box), titled by the file's path, with links back to the pages that show excerpts of it,
+then the file highlighted by Pygments with a line number before each line. Line ``n`` is the
+anchor ``#L<n>``; each excerpt's range is the anchor ``#L<first>-L<last>``, which the site's script
+(``docs/assets/source-lines.js``) marks on arrival. The pages stay out of the search index (their
+code would crowd out the prose) and out of the navigation.
+
+MkDocs renders a page's Markdown (title, links back, a placeholder); :func:`fill` then puts the
+highlighted file in place of the placeholder and tells MkDocs its anchors, which its link check
+uses (parsing eighty files of raw HTML as Markdown would cost seconds a build). Pygments' output
+is kept under the cache root by the file's digest and Pygments' version, so a build highlights
+only the files that changed, and a ``mkdocs serve --dirty`` save renders again only the pages
+whose Markdown or listing changed (:class:`SourcePage`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import posixpath
+import re
+from pathlib import Path
+
+from mkdocs.structure.files import File
+
+from . import markers
+from .paths import ROOT
+
+#: a whole excerpt's opening line and include: ```` ```{.python .excerpt …} ```` then ``--8<-- "path:section"``
+#: where a source page's Markdown takes its listing (:func:`fill`)
+PLACEHOLDER = "<!-- source-listing -->"
+_ANCHOR = re.compile(r' id="(L[0-9-L]+)"')
+_OPEN_THEN_INCLUDE = re.compile(r"^[ \t]*`{3,}\{[^}\n]*\.excerpt\b[^}\n]*\}[ \t]*\n(.*)$", re.M)
+
+
+def uri(rel: str) -> str:
+    """The Markdown page of the file ``rel`` (as in the repository: ``kernels/bpe.cl``)."""
+    return f"source/{rel}.md"
+
+
+def address(rel: str) -> str:
+    """Where the site shows the file ``rel``: ``source/<rel>.html``."""
+    return f"source/{rel}.html"
+
+
+def line_range(first: int, last: int) -> str:
+    """The anchor of lines ``first``…``last`` on a source page."""
+    return f"L{first}-L{last}"
+
+
+def excerpts(pages: dict[str, str]) -> dict[str, list[tuple[str, int, int]]]:
+    """For each file that excerpts show, ``(page, first line, last line)`` of each excerpt, from
+    ``pages`` (a page's path under ``docs/`` to its Markdown)."""
+    from .copyable import section_lines
+
+    found: dict[str, list[tuple[str, int, int]]] = {}
+    for page, text in pages.items():
+        for m in _OPEN_THEN_INCLUDE.finditer(text):
+            inc = markers.INCLUDE_LINE.match(m.group(1))
+            if inc:
+                first, last = section_lines(inc["path"], inc["section"])
+                found.setdefault(inc["path"], []).append((page, first, last))
+    return found
+
+
+@functools.lru_cache(maxsize=256)
+def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
+    """The file's lines as Pygments' HTML, one string per line (kept per content digest, on disk too)."""
+    import pygments
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import CLexer, PythonLexer
+
+    from netcl_lite import fingerprint
+
+    stored = fingerprint.cache_root() / "source-pages" / f"pygments-{pygments.__version__}" / f"{digest}.html"
+    try:
+        out = stored.read_text(encoding="utf-8")
+    except OSError:
+        text = (ROOT / rel).read_text(encoding="utf-8")
+        lexer = PythonLexer() if rel.endswith(".py") else CLexer()
+        out = highlight(text, lexer, HtmlFormatter(nowrap=True))
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        temporary = stored.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(out, encoding="utf-8")
+        os.replace(temporary, stored)                      # whole or not at all
+    lines = out.split("\n")
+    count = len((ROOT / rel).read_text(encoding="utf-8").splitlines())
+    return tuple(lines[:count] + [""] * (count - len(lines)))
+
+
+def listing(rel: str, ranges: list[tuple[int, int]]) -> str:
+    """The highlighted file as HTML: a line per block, ``id="L<n>"``, and an anchor per range at its
+    first line."""
+    digest = hashlib.sha256((ROOT / rel).read_bytes()).hexdigest()
+    starts: dict[int, list[str]] = {}
+    for first, last in sorted(set(ranges)):
+        starts.setdefault(first, []).append(f'<span class="range-anchor" id="{line_range(first, last)}"></span>')
+    rows = [f'<span class="line" id="L{n}" data-n="{n}">{"".join(starts.get(n, []))}{code}</span>'
+            for n, code in enumerate(_highlighted(rel, digest), 1)]
+    language = "python" if rel.endswith(".py") else "c"
+    return (f'<div class="highlight source-listing no-copy language-{language}"><pre><code>'
+            + "".join(rows) + "</code></pre></div>")
+
+
+def _page_title(page: str) -> str:
+    stem = page.removesuffix(".md")
+    if stem == "index":
+        return "the home page"
+    for prefix, name in (("chapter-", "Chapter "), ("week-", "Week ")):
+        if stem.startswith(prefix):
+            return name + stem.removeprefix(prefix)
+    return stem.rsplit("/", 1)[-1].replace("-", " ").capitalize()
+
+
+def markdown(rel: str, shown: list[tuple[str, int, int]], wheel: str) -> str:
+    """The Markdown of the page of ``rel``, whose excerpts ``shown`` (page, first, last) link to it."""
+    here = posixpath.dirname(uri(rel))
+    count = len((ROOT / rel).read_text(encoding="utf-8").splitlines())
+    if shown:
+        by_page: dict[str, list[str]] = {}
+        for page, first, last in shown:
+            by_page.setdefault(page, []).append(f"[lines {first}–{last}](#{line_range(first, last)})")
+        back = "; ".join(f"[{_page_title(page)}]({posixpath.relpath(page, here)}) shows "
+                         + ", ".join(links) for page, links in by_page.items())
+        back = f"Excerpts of it: {back}."
+    else:
+        back = f"No page shows an excerpt of it; [the home page]({posixpath.relpath('index.md', here)}) links them all."
+    return ("---\nsearch:\n  exclude: true\n---\n\n"
+            f"# `{rel}`\n\n"
+            f"A file of `{wheel}`, {count} lines, shown with its line numbers. {back}\n"
+            "{: .source-intro }\n\n"
+            f"{PLACEHOLDER}\n")
+
+
+class SourcePage(File):
+    """A source page (its Markdown in memory, its listing in :attr:`listing`), rendered by a dirty
+    build only when either changed since the last build of this session or its HTML is missing (a
+    clean build renders every page, as MkDocs does)."""
+
+    rendered: dict[str, str] = {}   # destination → the Markdown and listing it was last rendered from
+    listing: str = ""
+
+    def _made_from(self) -> str:
+        return self.content_string + self.listing
+
+    def is_modified(self) -> bool:
+        return (not Path(self.abs_dest_path).is_file()
+                or SourcePage.rendered.get(self.abs_dest_path) != self._made_from())
+
+
+def add_pages(files, config, sources: list[Path], wheel: str) -> None:
+    """Add a page to ``files`` for each of ``sources`` (the wheel's files), linked from the excerpts on
+    the documentation pages already in ``files``."""
+    pages = {f.src_uri: Path(f.abs_src_path).read_text(encoding="utf-8")
+             for f in files.documentation_pages() if f.abs_src_path}
+    shown = excerpts(pages)
+    for path in sources:
+        rel = path.relative_to(ROOT).as_posix()
+        page = SourcePage.generated(config, uri(rel), content=markdown(rel, shown.get(rel, []), wheel))
+        page.listing = listing(rel, [(a, b) for _, a, b in shown.get(rel, [])])
+        page.dest_uri = address(rel)
+        page.url = address(rel)
+        files.append(page)
+
+
+def fill(content: str, page) -> str:
+    """A source page's HTML with its listing in place of the placeholder, its anchors given to MkDocs'
+    link check (``page.present_anchor_ids``); any other page as it is."""
+    if not isinstance(page.file, SourcePage):
+        return content
+    if page.present_anchor_ids is not None:
+        page.present_anchor_ids |= set(_ANCHOR.findall(page.file.listing))
+    return content.replace(PLACEHOLDER, page.file.listing, 1)
+
+
+def remember_rendered(page) -> None:
+    """After ``page`` is written: remember what its source page was rendered from."""
+    if isinstance(page.file, SourcePage):
+        SourcePage.rendered[page.file.abs_dest_path] = page.file._made_from()

@@ -1,0 +1,154 @@
+"""Every work the site names is cited by key, every key is in ``docs/references.bib``, and every
+entry there is complete (authors, year, title, venue, an identifier) and cited somewhere.
+
+The pages are read as Markdown, outside code, math and comments. A work named in prose the old way,
+``Dao et al. (2022``, ``(Ziv & Lempel, 1977)``, ``Sennrich, Haddow and Birch, *Title*`` or a year
+alone in parentheses, is listed by :func:`uncited_mentions` with its page and line: convert each to
+a key (README, "Citations") until the list is empty.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import doc_blocks
+from site_build import citations
+
+NAME = r"[A-Z][A-Za-zÀ-ÿ'’-]+(?: (?:de|De|van|von|Van|Von|Le|La) [A-Z][A-Za-zÀ-ÿ'’-]+)?"
+#: (what it is, a pattern): a work named without its key
+OLD_STYLE = [
+    ("Author et al. (YYYY / Author et al., YYYY", rf"\b{NAME} et al\.(?:'s)?,? \(?(?:19|20)\d\d"),
+    ("(Author, YYYY) / (Author & Author, YYYY)", rf"\({NAME}(?:,? (?:&|and) {NAME})?(?: et al\.)?,? (?:19|20)\d\d"),
+    ("Author & Author (YYYY", rf"\b{NAME} (?:&|and) {NAME}(?:'s)?,? \((?:19|20)\d\d"),
+    ("a year alone in parentheses", r"\((?:19|20)\d\d[a-z]?(?:,[^)\n]*)?\)"),
+    ("Author et al., *Title*", rf"\b{NAME} et al\.,? \*"),
+    ("Author, Author and Author, *Title*", rf"\b{NAME}(?:, {NAME})* (?:&|and) {NAME}, \*"),
+]
+REQUIRED_VENUE = ("journal", "booktitle", "publisher", "institution", "howpublished")
+IDENTIFIERS = ("doi", "eprint", "isbn", "number")
+
+
+def _pages() -> dict[str, str]:
+    return {p.relative_to(doc_blocks.DOCS).as_posix(): p.read_text(encoding="utf-8") for p in doc_blocks.pages()}
+
+
+def uncited_mentions(pages: dict[str, str]) -> list[str]:
+    """``page:line: what: text`` for each work a page names in prose without a citation key."""
+    found = []
+    for page, text in pages.items():
+        for start, end in citations.prose_spans(text):
+            prose = citations.NARRATIVE.sub("", citations.BRACKETED.sub("", text[start:end]))
+            base = text.count("\n", 0, start) + 1
+            for what, pattern in OLD_STYLE:
+                for m in re.finditer(pattern, prose):
+                    line = base + prose.count("\n", 0, m.start())
+                    found.append(f"docs/{page}:{line}: {what}: {m.group(0)!r}")
+    return sorted(set(found))
+
+
+def test_the_mention_finder_finds_each_old_style_and_passes_keys():
+    text = ("Dao et al. (2022, *F*) and (Ziv & Lempel, 1977) and Kuhn & De Mori (1990) and the BWT (1994),\n"
+            "Vaswani et al., *Attention*, and Sennrich, Haddow and Birch, *NMT*, (Vaswani et al., 2017).\n"
+            "Keys: [@dao2022flashattention, Theorem 2], @xiong2020layer, [-@burrows1994block].\n"
+            "`Dao et al. (2022` in code, and \\(x (2020)\\) in math, stay.\n")
+    found = uncited_mentions({"x.md": text})
+    assert [f.split(": ", 1)[0] for f in found] == ["docs/x.md:1"] * 5 + ["docs/x.md:2"] * 4, found
+    assert not [f for f in found if ":3:" in f or ":4:" in f]
+
+
+def test_no_page_names_a_work_without_its_citation_key():
+    left = uncited_mentions(_pages())
+    assert not left, (f"{len(left)} works named without a citation key; cite each by key (README, "
+                      "'Citations'):\n" + "\n".join(left))
+
+
+def test_every_key_a_page_cites_is_in_the_bibliography():
+    known = citations.works()
+    missing = sorted({f"docs/{page}: @{key}" for page, text in _pages().items()
+                      for key in citations.cited_keys(text) if key not in known})
+    assert not missing, f"keys not in {citations.SOURCE.name}:\n" + "\n".join(missing)
+
+
+def test_every_entry_is_complete():
+    from pybtex.database import parse_file
+
+    bib = parse_file(str(citations.SOURCE))
+    problems = []
+    for key, entry in bib.entries.items():
+        fields = {k.lower(): v for k, v in entry.fields.items()}
+        if not re.fullmatch(citations.KEY, key):
+            problems.append(f"{key}: a key is authorYEARword, lower case ({citations.KEY})")
+        if not entry.persons.get("author"):
+            problems.append(f"{key}: no author")
+        if not re.fullmatch(r"(?:19|20)\d\d", fields.get("year", "")):
+            problems.append(f"{key}: no year")
+        elif fields["year"] not in key:
+            problems.append(f"{key}: the key's year is not the entry's year {fields['year']}")
+        if not fields.get("title", "").strip():
+            problems.append(f"{key}: no title")
+        if not any(fields.get(v, "").strip() for v in REQUIRED_VENUE):
+            problems.append(f"{key}: no venue ({', '.join(REQUIRED_VENUE)})")
+        if fields.get("eprint") and fields.get("archiveprefix", "").lower() != "arxiv":
+            problems.append(f"{key}: an eprint needs archiveprefix = {{arXiv}}")
+        if fields.get("eprint") and not re.fullmatch(r"\d{4}\.\d{4,5}", fields["eprint"]):
+            problems.append(f"{key}: {fields['eprint']!r} is not an arXiv id")
+        if fields.get("doi") and not re.fullmatch(r"10\.\d{4,9}/\S+", fields["doi"]):
+            problems.append(f"{key}: {fields['doi']!r} is not a DOI")
+        report_number = entry.type == "techreport" and fields.get("number")
+        if not (any(fields.get(i) for i in IDENTIFIERS if i != "number") or report_number
+                or (entry.type in ("techreport", "misc") and fields.get("noidentifier", "").strip())):
+            problems.append(f"{key}: no identifier (doi, eprint, isbn or a report's number; a report "
+                            "without one says why in noidentifier)")
+        if "url" in fields:
+            problems.append(f"{key}: a url (the site links to no other host; give a DOI or arXiv id)")
+    assert not problems, "incomplete entries in references.bib:\n" + "\n".join(problems)
+
+
+def test_every_entry_is_cited_on_some_page():
+    cited = {key for text in _pages().values() for key in citations.cited_keys(text)}
+    uncited = sorted(set(citations.works()) - cited)
+    assert not uncited, f"entries of {citations.SOURCE.name} that no page cites: {uncited}"
+
+
+def test_the_works_the_chapters_rely_on_are_in_the_bibliography():
+    known = citations.works()
+    wanted = {
+        "mahoney2005adaptive": "2005", "shkarin2002ppm": "2002", "schuster2012japanese": "2012",
+        "kudo2018subword": "2018", "kudo2018sentencepiece": "2018", "deletang2024language": "2024",
+        "krause2018dynamic": "2018", "krause2019dynamic": "2019", "holtzman2020curious": "2020",
+        "williams2009roofline": "2009", "milakov2018online": "2018", "rabe2021self": "2021",
+        "dao2024flashattention2": "2024", "dao2022flashattention": "2022", "rissanen1976generalized": "1976",
+        "witten1987arithmetic": "1987", "cleary1984data": "1984", "wu2016google": "2016",
+        "devlin2019bert": "2019", "loshchilov2019decoupled": "2019", "kaplan2020scaling": "2020",
+        "hoffmann2022training": "2022", "hu2024minicpm": "2024", "hagele2024scaling": "2024",
+        "su2024roformer": "2024", "shazeer2019fast": "2019", "ainslie2023gqa": "2023",
+        "vaswani2017attention": "2017", "sennrich2016neural": "2016", "radford2019language": "2019",
+        "zhang2019root": "2019", "shazeer2020glu": "2020", "press2017using": "2017",
+        "khandelwal2020generalization": "2020", "kuhn1990cache": "1990", "ziv1977universal": "1977",
+        "burrows1994block": "1994",
+    }
+    assert {k: known[k].year for k in wanted if k in known} == wanted
+
+
+@pytest.mark.parametrize("source, shown", [
+    ("[@vaswani2017attention]", "([Vaswani et al., 2017]("),
+    ("[@kuhn1990cache; @zhang2019root]", "([Kuhn & De Mori, 1990]("),
+    ("@xiong2020layer", "[Xiong et al. (2020)]("),
+    ("@dao2022flashattention [Theorem 2]", "[Dao et al. (2022, Theorem 2)]("),
+    ("[@dao2022flashattention, Theorem 2]", "([Dao et al., 2022, Theorem 2]("),
+    ("[-@burrows1994block]", "([1994]("),
+    ("[@shazeer2019fast]", "([Shazeer, 2019]("),
+])
+def test_a_citation_becomes_a_link_to_its_entry(source, shown):
+    out = citations.render(f"Text {source}.\n", "concepts/transformer.md")
+    assert shown in out, out
+    assert "(../bibliography.md#" in out
+
+
+def test_code_and_math_keep_their_at_signs_and_an_unknown_key_fails():
+    text = "```python\n@decorator2020x\n```\n`[@vaswani2017attention]` and \\([@a2020b]\\)\n"
+    assert citations.render(text, "chapter-7.md") == text
+    with pytest.raises(ValueError, match=r"docs/chapter-7.md: cites @nobody2020nothing"):
+        citations.render("As [@nobody2020nothing] showed.", "chapter-7.md")

@@ -1,0 +1,96 @@
+"""The glossary (one source for the page and the tooltips) and the source pages, without building the site."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import doc_blocks
+from site_build import glossary, source_pages
+from site_build.paths import ROOT
+
+
+def test_the_glossary_has_forty_terms_each_defined_and_each_form_belonging_to_one():
+    terms = glossary.terms()
+    assert len(terms) >= 40, f"{len(terms)} terms"
+    assert len({t.term.lower() for t in terms}) == len(terms), "a term is listed twice"
+    for t in terms:
+        assert len(t.definition) > 30 and t.definition[-1] in ".)", f"{t.term}: {t.definition!r}"
+        assert not re.search(r"[*`\[\]<>]", t.definition), f"{t.term}: a tooltip is plain text, no Markdown"
+        if t.see:
+            assert (doc_blocks.DOCS / t.see).is_file(), f"{t.term}: see {t.see}, no such page"
+
+
+def test_each_term_is_marked_once_at_its_first_use_in_running_text():
+    terms = (glossary.Term("softmax", "Normalized exponentials.", ("softmax",)),
+             glossary.Term("KV cache", "Keys and values kept.", ("KV cache",)))
+    html = ('<h2 id="s">The softmax</h2><p>Code <code>softmax(x)</code>, a <a href="#">softmax link</a>, '
+            '<math><mi>softmax</mi></math>, <figure><img alt="softmax"><figcaption>softmax</figcaption></figure>'
+            '</p><p>Softmax first, then softmax again; the KV cache, a KV-cache-like word.</p>')
+    out, marked = glossary.mark_first_uses(html, terms)
+    assert marked == 2
+    assert out.count("<abbr") == 2
+    assert '<abbr class="glossary" title="Normalized exponentials.">Softmax</abbr> first, then softmax again' in out
+    assert '<abbr class="glossary" title="Keys and values kept.">KV cache</abbr>, a KV-cache-like' in out
+    head = html.index("</figure></p>")
+    assert out[:head] == html[:head], "a tooltip went into a heading, code, a link, math or a figure"
+
+
+def test_a_form_in_two_terms_is_refused(tmp_path):
+    source = tmp_path / "glossary.yml"
+    source.write_text("- term: a\n  forms: [x]\n  definition: one thing.\n- term: b\n  forms: [x]\n  definition: another.\n")
+    with pytest.raises(ValueError, match="'x' belongs to both 'a' and 'b'"):
+        glossary.terms(source)
+    source.write_text("- term: a\n  meaning: no definition\n")
+    with pytest.raises(ValueError, match="unknown keys"):
+        glossary.terms(source)
+
+
+def test_the_glossary_page_lists_every_term_with_its_anchor():
+    text = glossary.glossary()
+    for t in glossary.terms():
+        assert f"{{ #{t.anchor} }}" in text and t.definition.split()[0] in text
+
+
+def test_each_glossary_page_gets_a_tooltip_for_most_of_its_terms():
+    """On the chapters, at least twenty tooltips in all (the pages' Markdown rendered as the site does it
+    is the browser tests' business; here the prose is searched for the forms)."""
+    pattern, _ = glossary._pattern(glossary.terms())
+    found = {page: {m.group(0) for m in pattern.finditer((doc_blocks.DOCS / page).read_text(encoding="utf-8"))}
+             for page in glossary.TOOLTIP_PAGES}
+    chapters = sum(len(v) for k, v in found.items() if k.startswith("chapter-"))
+    assert chapters >= 20, found
+
+
+def test_a_source_page_numbers_anchors_and_links_back_to_its_excerpts():
+    pages = {"chapter-x.md": '```{.c .excerpt title="kernels/bpe.cl"}\n--8<-- "kernels/bpe.cl:bpe_split"\n```\n'}
+    shown = source_pages.excerpts(pages)
+    (page, first, last), = shown["kernels/bpe.cl"]
+    assert page == "chapter-x.md" and 1 < first < last
+    listing = source_pages.listing("kernels/bpe.cl", [(first, last)])
+    lines = (ROOT / "kernels/bpe.cl").read_text(encoding="utf-8").splitlines()
+    assert listing.count('class="line"') == len(lines)
+    assert f'<span class="line" id="L{first}" data-n="{first}"><span class="range-anchor" id="L{first}-L{last}">' in listing
+    text = source_pages.markdown("kernels/bpe.cl", shown["kernels/bpe.cl"], "w.whl")
+    assert "search:\n  exclude: true" in text and "[Chapter x](../../chapter-x.md)" in text
+    assert f"(#L{first}-L{last})" in text and source_pages.PLACEHOLDER in text
+    plain = re.sub(r"<[^>]+>", "", listing)
+    import html
+    assert html.unescape(plain) == "".join(lines), "the listing's text is not the file's"
+
+
+def test_a_dirty_build_renders_a_source_page_again_only_when_it_changed(tmp_path):
+    page = source_pages.SourcePage("source/x.py.md", src_dir=None, dest_dir=str(tmp_path), use_directory_urls=True)
+    page.content_string, page.listing = "# x\n", "<pre>1</pre>"
+    page.dest_uri = "source/x.py.html"
+    assert page.is_modified()                                   # no HTML yet
+    dest = Path(page.abs_dest_path)
+    dest.parent.mkdir(parents=True)
+    dest.write_text("<html>")
+    assert page.is_modified()                                   # not rendered in this session
+    source_pages.SourcePage.rendered[page.abs_dest_path] = page._made_from()
+    assert not page.is_modified()
+    page.listing = "<pre>2</pre>"
+    assert page.is_modified()
