@@ -37,7 +37,7 @@ TECHNIQUES = ("geometric", "sse", "match", "words", "streams", "bias")
 
 GEOMETRIC_RATE = 0.001      # step of the log-linear weights
 BOOST_RATE = 0.02           # step of the weights of the match model's predicted tokens
-BIAS_RATE = 0.3             # step of the bias per previous token
+BIAS_RATE = 0.2             # step of the bias per previous token
 LOG_FLOOR = -30.0           # an input's log-probability is taken as at least this
 STREAM_DECAY = 0.99         # a stream's token seen k steps ago counts 0.99^k in its own caches
 STREAM_PRIOR = 5.0          # the unigram cache's prior weight (the n-gram's order-0 distribution)
@@ -45,7 +45,7 @@ STREAM_BIGRAM_PRIOR = 2.0   # the bigram cache's prior weight (the unigram cache
 MATCH_BUCKETS = 20          # match lengths 0..11 each, then every 4 up to 43+
 SSE_BINS = 33               # the APM's interpolation points over stretch(p) in [-8, 8]
 SSE_RATE = 0.02             # step of the APM's entries
-SSE_WEIGHT = 0.5            # the output is this much the APM's, the rest the input (stretch domain)
+SSE_WEIGHT = 0.7            # the output is this much the APM's, the rest the input (stretch domain)
 SSE_DEPTH = 4               # levels of the vocabulary's tree whose decisions it refines
 
 
@@ -120,9 +120,11 @@ class GeometricMixer:
         w = self.w[context]
         logs = []
         s = self.bias[prev] if self.bias is not None else np.zeros(parts[0].shape)
+        term = np.empty_like(s)
         for i, p in enumerate(parts):
-            lg = np.maximum(np.log(p), LOG_FLOOR)
-            s += w[:, i:i + 1] * lg
+            lg = np.log(p)
+            np.maximum(lg, LOG_FLOOR, out=lg)
+            s += np.multiply(lg, w[:, i:i + 1], out=term)
             logs.append(lg)
         rows_of = []
         for table, tokens, index in boosts:
@@ -145,12 +147,11 @@ class GeometricMixer:
         for (table, predicted, index), r in zip(boosts, rows_of):
             r = r[active[r]]
             np.add.at(self.v[table], index[r], BOOST_RATE * ((predicted[r] == tokens[r]) - p[r, predicted[r]]))
-        if self.bias is not None:          # b[prev] += η (onehot(x) − p), rows of one prev summed first
-            order = np.argsort(prev[rows], kind="stable")
-            grad = -pr[order]
-            grad[np.arange(rows.size), x[order]] += 1.0
-            first = np.flatnonzero(np.r_[True, np.diff(prev[rows][order]) != 0])
-            self.bias[prev[rows][order][first]] += BIAS_RATE * np.add.reduceat(grad, first, axis=0)
+        if self.bias is not None:          # b[prev] += η (onehot(x) − p), stream by stream
+            grad = pr * -BIAS_RATE
+            grad[np.arange(rows.size), x] += BIAS_RATE
+            for r, g in zip(prev[rows].tolist(), grad):
+                self.bias[r] += g
 
 
 class TreeSSE:
