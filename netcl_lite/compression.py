@@ -24,8 +24,14 @@ and constriction versions), the payload's length and CRC-32, and a CRC-32 of the
 Input that the model codes no smaller (or whose code runs :data:`GIVE_UP_BITS` over storing
 it, part way) is stored as is, so a blob is never more than :data:`STORED_HEADER_BYTES` over
 its input. A truncated, corrupted or foreign blob raises
-``ValueError`` saying which; decoding is bounded by the header's token count and ends by
-checking the length and checksum of what it decoded.
+``ValueError`` saying which. Every header field is checked before it sizes or loops anything:
+the original's length against :data:`MAX_INPUT_BYTES` (the longest input :func:`compress`
+takes, so that a call's memory stays bounded), the token count against that length and
+against the payload (at least one 32-bit word per :data:`TOKENS_PER_WORD` tokens, which
+:func:`compress` pads to), the stream count against the token count; decoding ends by checking
+the length and checksum of what it decoded. Threads may share a model: each call keeps its own
+cache, n-gram and coder, and a lock per OpenCL context (:func:`device_lock`) takes the device
+one step at a time.
 
     >>> import netcl_lite as nl
     >>> from netcl_lite.compression import compress, decompress
@@ -45,6 +51,7 @@ import hashlib
 import json
 import re
 import struct
+import threading
 import zlib
 from functools import lru_cache
 
@@ -56,7 +63,9 @@ from .nn import DecoderLM, KVCache
 from .text import BPETokenizer
 
 MAGIC = b"NCLZ"
-FORMAT_VERSION = 1
+#: 2: the payload is padded to :data:`TOKENS_PER_WORD`, and the stream layout is the one the token
+#: count gives (:data:`MIN_SEGMENT`, :data:`STREAMS`); version 1 blobs are refused
+FORMAT_VERSION = 2
 STORED, MODEL, MIXED = 0, 1, 2
 MODES = {STORED: "stored", MODEL: "model", MIXED: "mixed"}
 
@@ -65,13 +74,26 @@ MODES = {STORED: "stored", MODEL: "model", MIXED: "mixed"}
 #: compares 16, 32 and 64 on Chapter 9's validation split)
 STREAMS = 32
 #: tokens per stream, at least (a shorter input gets fewer streams): a stream's first
-#: tokens are predicted from little context, so streams are kept long
+#: tokens are predicted from little context, so streams are kept long. With :data:`STREAMS`
+#: it fixes the layout a token count gets, which the decoder checks
 MIN_SEGMENT = 512
 #: positions the window keeps when it is refilled (at most half the model's window)
 KEEP = 32
 #: compression stops and stores the input once the coded bits exceed 8 per byte coded so far by
 #: this many (checked every 32 steps), so that random bytes do not run the whole model first
 GIVE_UP_BITS = 8 * 1024
+#: the longest input :func:`compress` codes, in bytes, and the longest original a blob may
+#: claim. The adaptive n-gram keeps every context it counts, so a call's memory grows with its
+#: input (benchmarks/results/compress_memory.json measures it); at this length a call stays
+#: within 1 GiB beyond the model and the primer's counts. Longer input is refused: split it.
+MAX_INPUT_BYTES = 1 << 20
+#: tokens one 32-bit word of payload codes, at most: :func:`compress` pads the range coder's
+#: words with zero words up to ⌈tokens / TOKENS_PER_WORD⌉ (words after the coder's own change
+#: nothing it decodes), so a header cannot claim more decoding work than the blob's length
+#: pays for. Half a bit a token; text costs several, so only near-constant input is padded.
+TOKENS_PER_WORD = 64
+#: primer ids the n-gram counts, at most: its tables keep about 0.3 KiB per id
+MAX_PRIMER_TOKENS = 1 << 21
 
 _COMMON = struct.Struct("<4sBBQ8s")          # magic, version, mode, length, SHA-256[:8] of the original
 _CODED = struct.Struct("<QHH8s8s8s8sQI")     # tokens, streams, keep, fingerprints of the weights, the
@@ -79,6 +101,32 @@ _CODED = struct.Struct("<QHH8s8s8s8sQI")     # tokens, streams, keep, fingerprin
 _CRC = struct.Struct("<I")
 #: a stored blob's overhead over its input, in bytes
 STORED_HEADER_BYTES = _COMMON.size + _CRC.size
+#: the longest blob :func:`compress` writes (a coded blob is shorter than the stored one)
+MAX_BLOB_BYTES = MAX_INPUT_BYTES + STORED_HEADER_BYTES
+#: token ids spelled per call of the tokenizer's decode (a bounded list at a time)
+_SPELL_CHUNK = 1 << 16
+
+
+# -- one thread at a time on a device ----------------------------------------------------------------
+
+_LOCKS: dict[int, threading.RLock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def device_lock(model: DecoderLM) -> threading.RLock:
+    """The lock held around every use of ``model``'s device here: one per OpenCL context.
+
+    A context's command queue keeps one record of the ops in flight
+    (:class:`netcl_lite.core.stream.Stream`) and its kernels keep their arguments on shared
+    kernel objects (:func:`netcl_lite.core.kernels.get_kernel`), and a model's decoding step
+    advances one activation buffer per batch size, so two threads that step at once overwrite
+    each other's activations. Each thread of :func:`compress` and :func:`decompress` holds
+    this lock for a step's device work (a refill and a decoding step, ending with the logits
+    read back) and keeps its own cache, n-gram, mixer and coder, whose host work runs while
+    another thread holds the device."""
+    key = model.queue.context.int_ptr
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(key, threading.RLock())
 
 
 # -- fingerprints ------------------------------------------------------------------------------
@@ -86,7 +134,9 @@ STORED_HEADER_BYTES = _COMMON.size + _CRC.size
 def model_fingerprint(model: DecoderLM) -> bytes:
     """8 bytes of SHA-256 over the model's config and every weight (transformers' names, sorted)."""
     h = hashlib.sha256(json.dumps(model.config.__dict__, sort_keys=True, default=str).encode())
-    for name, value in sorted(model.state_dict().items()):
+    with device_lock(model):
+        weights = model.state_dict()
+    for name, value in sorted(weights.items()):
         h.update(name.encode() + b"\0" + np.ascontiguousarray(value, np.float32).tobytes())
     return h.digest()[:8]
 
@@ -163,7 +213,13 @@ def tokenize(data: bytes, tokenizer: BPETokenizer) -> np.ndarray | None:
                 return None
             parts.append(byte_ids[[ord(c) - 0xDC00 for c in run]])
     ids = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-    return ids if tokenizer.decode_bytes(ids.tolist()) == data else None
+    return ids if _spell(ids, tokenizer) == data else None
+
+
+def _spell(ids: np.ndarray, tokenizer: BPETokenizer) -> bytes:
+    """The bytes of ``ids``, a bounded run of them at a time (no list of every id at once)."""
+    return b"".join(tokenizer.decode_bytes(ids[i:i + _SPELL_CHUNK].tolist())
+                    for i in range(0, ids.size, _SPELL_CHUNK))
 
 
 # -- the shared computation ------------------------------------------------------------------------
@@ -181,6 +237,17 @@ def segments(n_tokens: int, streams: int) -> np.ndarray:
     return np.full(streams, n_tokens // streams, np.int64) + (np.arange(streams) < n_tokens % streams)
 
 
+def stream_count(n_tokens: int) -> int:
+    """The streams :func:`compress` codes ``n_tokens`` tokens in: one per :data:`MIN_SEGMENT`
+    tokens, at least 1 and at most :data:`STREAMS`."""
+    return int(max(1, min(STREAMS, n_tokens // MIN_SEGMENT)))
+
+
+def _payload_words(n_tokens: int) -> int:
+    """The fewest 32-bit words a payload of ``n_tokens`` tokens holds (:data:`TOKENS_PER_WORD`)."""
+    return -(-n_tokens // TOKENS_PER_WORD)
+
+
 class _Predictor:
     """The probabilities both sides compute, one step at a time: :meth:`probabilities` for the
     step's token of every stream, then :meth:`advance` with those tokens."""
@@ -189,8 +256,10 @@ class _Predictor:
         c = model.config
         self.model, self.lengths, self.keep, self.ngram = model, lengths, keep, ngram
         self.streams = lengths.size
-        self.cache = KVCache(model.queue, c.num_hidden_layers, self.streams, c.num_key_value_heads, c.head_dim,
-                             c.max_position_embeddings)
+        self.lock = device_lock(model)
+        with self.lock:
+            self.cache = KVCache(model.queue, c.num_hidden_layers, self.streams, c.num_key_value_heads, c.head_dim,
+                                 c.max_position_embeddings)
         self.window = np.full((self.streams, c.max_position_embeddings), start, np.int64)   # inputs in the cache
         self.next_input = np.full(self.streams, start, np.int64)
         self.mixer = Mixer(ngram.orders) if ngram is not None else None
@@ -199,13 +268,15 @@ class _Predictor:
     def probabilities(self) -> np.ndarray:
         """(active streams, vocab) float64 for this step (the active streams are a prefix)."""
         cache, full = self.cache, self.model.config.max_position_embeddings
-        if cache.length(0) == full:                # refill: the last `keep` inputs, one forward pass
-            cache.reset()
-            self.model.hidden(self.window[:, full - self.keep:], cache).numpy()
-            self.window[:, :self.keep] = self.window[:, full - self.keep:]
-        at = cache.length(0)
-        self.window[:, at] = self.next_input
-        p = _softmax(self.model.decode_step(self.next_input, cache))
+        with self.lock:                            # the device: one thread at a time (device_lock)
+            if cache.length(0) == full:            # refill: the last `keep` inputs, one forward pass
+                cache.reset()
+                self.model.hidden(self.window[:, full - self.keep:], cache).numpy()
+                self.window[:, :self.keep] = self.window[:, full - self.keep:]
+            at = cache.length(0)
+            self.window[:, at] = self.next_input
+            logits = self.model.decode_step(self.next_input, cache)
+        p = _softmax(logits)
         if self.mixer is not None:
             q, reached, total = self.ngram.predict()
             p = self.mixer.mix([p, *self.ngram.snapshots, q], reached, total)
@@ -223,6 +294,11 @@ class _Predictor:
         self.next_input = full
         self.step += 1
 
+    def close(self) -> None:
+        """Free the cache on the device (under the device's lock: its buffers return to a shared pool)."""
+        with self.lock:
+            self.cache = None
+
 
 # -- the blob -----------------------------------------------------------------------------------------
 
@@ -239,14 +315,34 @@ def _check_model(model, tokenizer) -> None:
 
 
 def _check_primer(primer, tokenizer: BPETokenizer) -> np.ndarray:
-    if primer is None:
-        return default_primer(tokenizer)
-    arr = np.asarray(primer)
+    """``primer`` (not None) as int64 ids of ``tokenizer``, or ValueError saying what is wrong."""
+    what = "primer must be a 1-D array of token ids of the tokenizer (or None for Chapter 9's training text)"
+    try:
+        arr = np.asarray(primer)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{what}; NumPy cannot read it as one ({exc})") from None
     top = max(tokenizer.vocab)
-    if arr.ndim != 1 or arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0 or arr.max() > top)):
-        raise ValueError("primer must be a 1-D array of token ids of the tokenizer (or None for Chapter 9's "
-                         "training text)")
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise ValueError(f"{what}; got an array of shape {arr.shape} and dtype {arr.dtype}")
+    if arr.size > MAX_PRIMER_TOKENS:
+        raise ValueError(f"primer holds {arr.size:,} ids; the n-gram counts at most MAX_PRIMER_TOKENS = "
+                         f"{MAX_PRIMER_TOKENS:,} (its tables grow with the primer): pass a part of it")
+    if arr.size and (arr.min() < 0 or arr.max() > top):
+        raise ValueError(f"{what}; its ids run from {arr.min()} to {arr.max()}, outside 0..{top}")
     return arr.astype(np.int64)
+
+
+def _check_progress(progress) -> None:
+    if progress is not None and not isinstance(progress, bool):
+        raise TypeError(f"progress must be True, False or None (a bar for inputs over 20,000 tokens), "
+                        f"got {type(progress).__name__}")
+
+
+def _nbytes(data, name: str, what: str) -> int:
+    """The byte length of ``data`` (bytes, bytearray or memoryview), or TypeError naming ``name``."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"{name} must be bytes (or bytearray, memoryview), got {type(data).__name__}; {what}")
+    return memoryview(data).nbytes
 
 
 @lru_cache(maxsize=2)
@@ -283,19 +379,24 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     (None: only for inputs over 20,000 tokens). Returns the blob :func:`decompress` reads: the
     coded form, or ``data`` stored as is when coding does not make it smaller.
     """
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError(f"data must be bytes (or bytearray, memoryview), got {type(data).__name__}; "
-                        "encode text first (text.encode('utf-8'))")
+    size = _nbytes(data, "data", "encode text first (text.encode('utf-8'))")
     _check_model(model, tokenizer)
     flag("mix", mix)
+    _check_progress(progress)
+    if size > MAX_INPUT_BYTES:
+        raise ValueError(f"data is {size:,} bytes; compress codes at most MAX_INPUT_BYTES = {MAX_INPUT_BYTES:,} "
+                         "bytes (its n-gram's memory grows with the input): split it and compress each part")
+    given = _check_primer(primer, tokenizer) if primer is not None else None
     data = bytes(data)
-    stored = _header(STORED, data) + data
     ids = tokenize(data, tokenizer) if data else None
     if ids is None or not ids.size:
-        return stored
-    primer_ids = _check_primer(primer, tokenizer) if mix else np.zeros(0, np.int64)
+        return _stored(data)
+    if not mix:
+        primer_ids = np.zeros(0, np.int64)
+    else:
+        primer_ids = given if given is not None else default_primer(tokenizer)
     keep = kept_positions(model)
-    streams = int(max(1, min(STREAMS, ids.size // MIN_SEGMENT)))
+    streams = stream_count(ids.size)
     lengths = segments(ids.size, streams)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     import constriction
@@ -303,23 +404,40 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     family = constriction.stream.model.Categorical(perfect=False)
     encoder = constriction.stream.queue.RangeEncoder()
     predictor = make_predictor(model, tokenizer, lengths, keep, mix, primer_ids)
-    sizes = np.fromiter((len(tokenizer.vocab[i]) for i in ids.tolist()), np.int64, ids.size)
+    sizes = _piece_lengths(model, tokenizer)
     coded_bytes = 0
-    with _progress(ids.size, progress, "compress") as bar:
-        for step in range(int(lengths[0])):
-            p = predictor.probabilities()
-            at = offsets[:p.shape[0]] + step
-            tokens = ids[at]
-            encoder.encode(tokens.astype(np.int32), family, p)
-            predictor.advance(tokens)
-            bar.update(p.shape[0])
-            coded_bytes += int(sizes[at].sum())
-            if step % 32 == 31 and encoder.num_bits() > 8 * coded_bytes + GIVE_UP_BITS:
-                return stored            # coding has cost more than storing for a while: store
-    payload = encoder.get_compressed().astype("<u4").tobytes()
-    coded = _header(MIXED if mix else MODEL, data, ids.size, streams, keep, model, tokenizer, primer_ids,
-                    payload) + payload
-    return coded if len(coded) < len(stored) else stored
+    try:
+        with _progress(ids.size, progress, "compress") as bar:
+            for step in range(int(lengths[0])):
+                p = predictor.probabilities()
+                at = offsets[:p.shape[0]] + step
+                tokens = ids[at]
+                encoder.encode(tokens.astype(np.int32), family, p)
+                predictor.advance(tokens)
+                bar.update(p.shape[0])
+                coded_bytes += int(sizes[tokens].sum())
+                if step % 32 == 31 and encoder.num_bits() > 8 * coded_bytes + GIVE_UP_BITS:
+                    return _stored(data)     # coding has cost more than storing for a while: store
+    finally:
+        predictor.close()
+    words = encoder.get_compressed()
+    padding = np.zeros(max(0, _payload_words(ids.size) - words.size), np.uint32)
+    payload = np.concatenate([words, padding]).astype("<u4").tobytes()
+    if len(payload) + _COMMON.size + _CODED.size + _CRC.size >= STORED_HEADER_BYTES + len(data):
+        return _stored(data)
+    return _header(MIXED if mix else MODEL, data, ids.size, streams, keep, model, tokenizer, primer_ids,
+                   payload) + payload
+
+
+def _piece_lengths(model: DecoderLM, tokenizer: BPETokenizer) -> np.ndarray:
+    """Each of the model's ids' length in bytes (vocab_size,), 0 for ids the tokenizer lacks."""
+    sizes = np.zeros(model.config.vocab_size, np.int64)
+    sizes[list(tokenizer.vocab)] = [len(piece) for piece in tokenizer.vocab.values()]
+    return sizes
+
+
+def _stored(data: bytes) -> bytes:
+    return _header(STORED, data) + data
 
 
 def make_predictor(model, tokenizer, lengths, keep, mix, primer_ids) -> _Predictor:
@@ -346,10 +464,17 @@ def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer
                progress: bool | None = False) -> bytes:
     """The bytes :func:`compress` coded into ``blob``, with the same ``model``, ``tokenizer`` and
     ``primer``. Raises ``ValueError`` naming the problem when the blob is truncated, corrupted,
-    from another format, model, tokenizer, primer or arithmetic."""
-    if not isinstance(blob, (bytes, bytearray, memoryview)):
-        raise TypeError(f"blob must be bytes (what compress returned), got {type(blob).__name__}")
+    from another format, model, tokenizer, primer or arithmetic. Every field of the header is
+    checked before anything is allocated by it or looped over: the original's length against
+    :data:`MAX_INPUT_BYTES`, the token count against that length and against what the payload's
+    length can hold (:data:`TOKENS_PER_WORD`), the stream count against the token count."""
+    size = _nbytes(blob, "blob", "what compress returned")
     _check_model(model, tokenizer)
+    _check_progress(progress)
+    given = _check_primer(primer, tokenizer) if primer is not None else None
+    if size > MAX_BLOB_BYTES:
+        raise ValueError(f"blob is {size:,} bytes, longer than any compress writes (MAX_BLOB_BYTES = "
+                         f"{MAX_BLOB_BYTES:,}): it is not one of its blobs, or is corrupted")
     blob = bytes(blob)
     if len(blob) < _COMMON.size + _CRC.size:
         raise ValueError(f"blob is truncated: {len(blob)} bytes, shorter than any header "
@@ -371,6 +496,9 @@ def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer
         raise ValueError("blob is truncated inside its header")
     if _CRC.unpack_from(blob, end)[0] != zlib.crc32(blob[:end]):
         raise ValueError("blob is corrupted: its header's CRC-32 does not match")
+    if length > MAX_INPUT_BYTES:
+        raise ValueError(f"blob is corrupted: its header's original length, {length:,} bytes, is over "
+                         f"MAX_INPUT_BYTES = {MAX_INPUT_BYTES:,}, the most compress codes")
     body = blob[end + _CRC.size:]
     if mode == STORED:
         if len(body) != length:
@@ -378,22 +506,38 @@ def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer
                              f"holds {len(body)} bytes, the header says {length}")
         out = body
     else:
-        out = _decode(body, mode, length, fields, model, tokenizer, primer, progress)
+        _check_layout(body, length, fields)
+        out = _decode(body, mode, length, fields, model, tokenizer, given, progress)
     if _digest(out) != checksum:
         raise ValueError("blob is corrupted: the decoded bytes do not match the original's checksum "
                          "(or the model computes other probabilities than the compressing side's)")
     return out
 
 
-def _decode(body, mode, length, fields, model, tokenizer, primer, progress) -> bytes:
-    n_tokens, streams, keep, weights_fp, tok_fp, primer_fp, arith_fp, payload_bytes, payload_crc = fields
+def _check_layout(body: bytes, length: int, fields) -> None:
+    """The coded header's counts against each other and the payload, before any is used."""
+    n_tokens, streams, _, _, _, _, _, payload_bytes, payload_crc = fields
+    if not 1 <= n_tokens <= length:
+        raise ValueError(f"blob is corrupted: its header's token count, {n_tokens:,}, is impossible for an "
+                         f"original of {length:,} bytes (each token spells at least one byte)")
+    if streams != stream_count(n_tokens):
+        raise ValueError(f"blob is corrupted: its header's stream count, {streams:,}, is not the "
+                         f"{stream_count(n_tokens)} that compress codes {n_tokens:,} tokens in "
+                         f"(at most STREAMS = {STREAMS})")
+    least = 4 * _payload_words(n_tokens)
+    if payload_bytes % 4 or payload_bytes < least:
+        raise ValueError(f"blob is corrupted: its header's payload length, {payload_bytes:,} bytes, is not a "
+                         f"whole number of 4-byte words of at least the {least:,} bytes that {n_tokens:,} "
+                         f"tokens take (TOKENS_PER_WORD = {TOKENS_PER_WORD})")
     if len(body) != payload_bytes:
         raise ValueError(f"blob is {'truncated' if len(body) < payload_bytes else 'corrupted'}: its payload "
                          f"holds {len(body)} bytes, the header says {payload_bytes}")
     if zlib.crc32(body) != payload_crc:
         raise ValueError("blob is corrupted: its payload's CRC-32 does not match the header's")
-    if not 0 < n_tokens <= length or not 0 < streams <= min(n_tokens, 65535) or payload_bytes % 4:
-        raise ValueError("blob is corrupted: its header's token count, streams or payload size are impossible")
+
+
+def _decode(body, mode, length, fields, model, tokenizer, primer_ids, progress) -> bytes:
+    n_tokens, streams, keep, weights_fp, tok_fp, primer_fp, arith_fp, _, _ = fields
     if weights_fp != model_fingerprint(model):
         raise ValueError("blob was compressed with another model: its weights' fingerprint "
                          f"{weights_fp.hex()} differs from this model's {model_fingerprint(model).hex()}")
@@ -406,31 +550,54 @@ def _decode(body, mode, length, fields, model, tokenizer, primer, progress) -> b
                          f"here it is {_digest(here.encode()).hex()} ({here}), which computes other probabilities")
     if keep != kept_positions(model):
         raise ValueError(f"blob is corrupted: its window keeps {keep} positions, this model keeps {kept_positions(model)}")
-    primer_ids = np.zeros(0, np.int64)
+    longest = max(len(piece) for piece in tokenizer.vocab.values())
+    if length > n_tokens * longest:
+        raise ValueError(f"blob is corrupted: its header's original length, {length:,} bytes, is more than "
+                         f"its {n_tokens:,} tokens spell (at most {longest} bytes each)")
     if mode == MIXED:
-        primer_ids = _check_primer(primer, tokenizer)
+        if primer_ids is None:
+            primer_ids = default_primer(tokenizer)
         if primer_fp != _digest(primer_ids.astype(np.int32).tobytes()):
             raise ValueError("blob was compressed with other n-gram primer ids (fingerprint "
                              f"{primer_fp.hex()}); pass the primer the compressing side used")
+    else:
+        if primer_fp != bytes(8):
+            raise ValueError(f"blob is corrupted: it is coded with the model alone, yet its header names n-gram "
+                             f"primer ids (fingerprint {primer_fp.hex()}, not zeros)")
+        primer_ids = np.zeros(0, np.int64)
     import constriction
 
     family = constriction.stream.model.Categorical(perfect=False)
     decoder = constriction.stream.queue.RangeDecoder(np.frombuffer(body, "<u4").astype(np.uint32))
     lengths = segments(n_tokens, streams)
-    out = np.zeros(n_tokens, np.int64)
+    out = np.zeros(n_tokens, np.int32)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    known = np.zeros(model.config.vocab_size, bool)       # the ids the tokenizer spells
+    known[list(tokenizer.vocab)] = True
+    sizes, spelled = _piece_lengths(model, tokenizer), 0
     predictor = make_predictor(model, tokenizer, lengths, keep, mode == MIXED, primer_ids)
-    vocab = max(tokenizer.vocab) + 1
-    with _progress(n_tokens, progress, "decompress") as bar:
-        for step in range(int(lengths[0])):
-            p = predictor.probabilities()
-            tokens = np.asarray(decoder.decode(family, p), np.int64)
-            if (tokens >= vocab).any() or any(i not in tokenizer.vocab for i in set(tokens.tolist())):
-                raise ValueError("blob is corrupted: it decodes to a token id the tokenizer does not have")
-            out[offsets[:tokens.size] + step] = tokens
-            predictor.advance(tokens)
-            bar.update(tokens.size)
-    data = tokenizer.decode_bytes(out.tolist())
+    try:
+        with _progress(n_tokens, progress, "decompress") as bar:
+            for step in range(int(lengths[0])):
+                p = predictor.probabilities()
+                try:
+                    tokens = np.asarray(decoder.decode(family, p), np.int64)
+                except Exception as exc:      # the coder's own checks (assertions among them)
+                    raise ValueError(f"blob is corrupted: the range decoder fails on its payload "
+                                     f"({type(exc).__name__}: {exc})") from None
+                if (tokens.shape != (p.shape[0],) or (tokens < 0).any() or (tokens >= known.size).any()
+                        or not known[tokens].all()):
+                    raise ValueError("blob is corrupted: it decodes to a token id the tokenizer does not have")
+                spelled += int(sizes[tokens].sum())
+                if spelled > length:              # no need to decode the rest
+                    raise ValueError(f"blob is corrupted: it decodes to more than the {length:,} bytes its "
+                                     "header says")
+                out[offsets[:tokens.size] + step] = tokens
+                predictor.advance(tokens)
+                bar.update(tokens.size)
+    finally:
+        predictor.close()
+    data = _spell(out, tokenizer)
     if len(data) != length:
         raise ValueError(f"blob is corrupted: it decodes to {len(data)} bytes, the header says {length}")
     return data
@@ -449,19 +616,27 @@ def _load(model_dir):
         run = capstone.run()
         return run.model, run.tokenizer
     folder = Path(model_dir)
+    if not folder.is_dir():
+        raise ValueError(f"--model {folder}: no such folder")
     if not (folder / "tokenizer.json").is_file():
         raise ValueError(f"--model {folder}: no tokenizer.json there (a Chapter 9 run's folder has one)")
-    return DecoderLM.from_pretrained(folder), BPETokenizer.load(folder / "tokenizer.json")
+    try:
+        return DecoderLM.from_pretrained(folder), BPETokenizer.load(folder / "tokenizer.json")
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"--model {folder}: cannot load the model there ({exc})") from None
 
 
 def _write_new(path, data: bytes) -> None:
     """Write ``path`` whole or not at all, never over an existing file: a temporary file in the
-    same folder is linked to the name (which fails if the name exists), then removed."""
+    same folder is written, flushed to disk and linked to the name (which fails if the name
+    exists), then removed, whatever happens (an error, Ctrl-C)."""
     import os
     from pathlib import Path
 
+    from .files import temporary_name
+
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp = temporary_name(path)
     try:
         with open(tmp, "xb") as f:
             f.write(data)
@@ -472,42 +647,115 @@ def _write_new(path, data: bytes) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def _read_input(name: str, limit: int, what: str) -> bytes:
+    """The bytes of the file ``name`` (only a regular file of at most ``limit`` bytes), or of
+    standard input for ``-`` (read up to ``limit`` bytes, refused past them)."""
+    import sys
+
+    from .files import read_regular
+
+    if name != "-":
+        return read_regular(name, limit, what)
+    data = sys.stdin.buffer.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"standard input holds more than {limit:,} bytes; {what} is read only up to "
+                         f"{limit:,} bytes")
+    return data
+
+
+_EPILOG = f"""\
+IN and OUT may be - for standard input and output (OUT is written whole, once the work is
+done). IN must be a regular file (not a device, a pipe or a folder) of at most
+{MAX_INPUT_BYTES:,} bytes to compress (MAX_INPUT_BYTES), {MAX_BLOB_BYTES:,} to decompress.
+
+exit status:
+  0    done: OUT holds the whole result
+  1    refused or failed: a message on standard error names the path at fault; OUT is not written
+  2    the command line is wrong (usage)
+  130  interrupted (Ctrl-C): no partial or temporary file is left
+"""
+
+
 def main(argv=None) -> int:
-    """``python -m netcl_lite.compression compress|decompress IN OUT [--model DIR] [--model-only]``."""
+    """``python -m netcl_lite.compression compress|decompress IN OUT [--model DIR] [--model-only]``;
+    the exit status is 0 (done), 1 (refused or failed), 2 (usage) or 130 (interrupted)."""
     import argparse
+    import contextlib
     import sys
     from pathlib import Path
 
-    parser = argparse.ArgumentParser(prog="python -m netcl_lite.compression",
+    parser = argparse.ArgumentParser(prog="python -m netcl_lite.compression", epilog=_EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
                                      description="Compress or decompress a file with a language model's predictions.")
     parser.add_argument("command", choices=("compress", "decompress"))
-    parser.add_argument("input", type=Path, help="the file to read")
-    parser.add_argument("output", type=Path, help="the file to write (never overwritten)")
+    parser.add_argument("input", metavar="IN", help="the file to read, or - for standard input")
+    parser.add_argument("output", metavar="OUT", help="the file to write (never overwritten), or - for standard output")
     parser.add_argument("--model", metavar="DIR", help="a folder with config.json, model.safetensors and "
                         "tokenizer.json (default: Chapter 9's trained model, trained once if needed)")
     parser.add_argument("--model-only", action="store_true", help="compress with the model alone, no n-gram mixed in")
     args = parser.parse_args(argv)
-    if args.output.exists():
-        print(f"{parser.prog}: {args.output}: file exists; remove it or choose another name", file=sys.stderr)
+
+    def fail(message: str) -> int:
+        print(f"{parser.prog}: {message}", file=sys.stderr)
         return 1
+
+    squeezing = args.command == "compress"
+    source = "standard input" if args.input == "-" else args.input
+    if args.output == "-":
+        if squeezing and sys.stdout.isatty():
+            return fail("standard output is a terminal; redirect it to a file or a pipe, or give OUT")
+    else:
+        out = Path(args.output)
+        if out.is_dir():
+            return fail(f"{out}: is a folder; give the name of a file to write")
+        if out.exists() or out.is_symlink():
+            return fail(f"{out}: file exists; remove it or choose another name")
+        if not out.parent.is_dir():
+            from .files import kind_of
+
+            kind = kind_of(out.parent)
+            return fail(f"{out}: cannot write there: its folder {out.parent} is "
+                        f"{'missing' if kind == 'missing' else kind + ', not a folder'}")
     try:
-        data = args.input.read_bytes()
-    except OSError as exc:
-        print(f"{parser.prog}: {args.input}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    try:
-        model, tokenizer = _load(args.model)
-        if args.command == "compress":
-            out = compress(data, model, tokenizer, mix=not args.model_only, progress=None)
-        else:
-            out = decompress(data, model, tokenizer, progress=None)
-        _write_new(args.output, out)
-    except FileExistsError:
-        print(f"{parser.prog}: {args.output}: file exists; remove it or choose another name", file=sys.stderr)
-        return 1
-    except (ValueError, OSError) as exc:
-        print(f"{parser.prog}: {args.input}: {exc}", file=sys.stderr)
-        return 1
+        limit, what = (MAX_INPUT_BYTES, "the input to compress") if squeezing else (MAX_BLOB_BYTES, "a blob to decompress")
+        try:
+            data = _read_input(args.input, limit, what)
+        except ValueError as exc:                       # names the path
+            return fail(str(exc))
+        except OSError as exc:
+            return fail(f"{source}: {exc.strerror or exc}")
+        # nothing but the result goes to standard output (a model trained on the way prints)
+        with contextlib.redirect_stdout(sys.stderr):
+            try:
+                model, tokenizer = _load(args.model)
+            except ValueError as exc:                   # names --model DIR
+                return fail(str(exc))
+            try:
+                if squeezing:
+                    result = compress(data, model, tokenizer, mix=not args.model_only, progress=None)
+                else:
+                    result = decompress(data, model, tokenizer, progress=None)
+            except ValueError as exc:
+                return fail(f"{source}: {exc}")
+        if args.output == "-":
+            try:
+                sys.stdout.buffer.write(result)
+                sys.stdout.buffer.flush()
+            except OSError as exc:
+                import os
+
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
+                return fail(f"standard output: {exc.strerror or exc}")
+            return 0
+        try:
+            _write_new(out, result)
+        except FileExistsError:
+            return fail(f"{out}: file exists; remove it or choose another name")
+        except OSError as exc:
+            return fail(f"{out}: cannot write it: {exc.strerror or exc}")
+    except KeyboardInterrupt:
+        print(f"{parser.prog}: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -22,6 +22,7 @@ chosen on Chapter 9's validation split (``benchmarks/results/capstone.md``).
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -309,24 +310,38 @@ class NGram:
 
 
 _COUNTED: dict[tuple, tuple] = {}
+_COUNTED_LOCK = threading.Lock()
+
+
+def _kept(store: dict, key, count):
+    """``store[key]``, counted by ``count()`` when it is not kept yet; the last two are kept.
+    Threads share what is kept (read only); the lock guards the keeping."""
+    with _COUNTED_LOCK:
+        counted = store.get(key)
+    if counted is None:
+        counted = count()
+        with _COUNTED_LOCK:
+            while len(store) >= 2:
+                store.pop(next(iter(store)))
+            store[key] = counted
+    return counted
 
 
 def _primed_counts(primer: np.ndarray, vocab: int, orders: int):
     """The unigram counts (vocab,) and one :class:`_Primed` per order 1..orders of ``primer``,
     kept for the last two primers (counting takes a second or so)."""
-    key = (hashlib.sha256(primer.astype(np.int32).tobytes()).digest(), primer.size, vocab, orders)
-    if key not in _COUNTED:
-        while len(_COUNTED) >= 2:
-            _COUNTED.pop(next(iter(_COUNTED)))
+    def count():
         ids = np.asarray(primer, np.int64)
         tb = _token_bits(vocab)
         tables, h = [], np.zeros(ids.size, np.uint64)
         for k in range(1, orders + 1):
             # h[i]: the hash of ids[i - k : i], the context of ids[i] (positions i >= k)
-            h = _extend(h[1:], ids[:ids.size - k], vocab)
+            h = _extend(h[1:], ids[:max(ids.size - k, 0)], vocab)     # none left once k reaches the size
             tables.append(_prime(_context_keys(h, tb), ids[k:], tb, k <= SUCCESSOR_ORDERS))
-        _COUNTED[key] = (np.bincount(ids, minlength=vocab).astype(np.float64), tables)
-    return _COUNTED[key]
+        return np.bincount(ids, minlength=vocab).astype(np.float64), tables
+
+    key = (hashlib.sha256(primer.astype(np.int32).tobytes()).digest(), primer.size, vocab, orders)
+    return _kept(_COUNTED, key, count)
 
 
 class Mixer:
@@ -505,11 +520,7 @@ _WORDS_COUNTED: dict[tuple, list] = {}
 
 def _primed_words(primer: np.ndarray, model: WordNGram) -> list[_Primed]:
     """One :class:`_Primed` per word order of ``primer``, kept for the last two primers."""
-    key = (hashlib.sha256(primer.astype(np.int32).tobytes()).digest(), model.classes.tobytes(),
-           model.separators.tobytes(), model.vocab, model.orders)
-    if key not in _WORDS_COUNTED:
-        while len(_WORDS_COUNTED) >= 2:
-            _WORDS_COUNTED.pop(next(iter(_WORDS_COUNTED)))
+    def count():
         ids = np.asarray(primer, np.int64)
         cls = model.classes[ids]
         words = np.flatnonzero(cls > 0)
@@ -524,5 +535,8 @@ def _primed_words(primer: np.ndarray, model: WordNGram) -> list[_Primed]:
             at = np.flatnonzero(before >= k)
             keys = _context_keys(_with_separator(g[before[at]], sep[at]), model.token_bits)
             tables.append(_prime(keys, ids[at], model.token_bits, False))
-        _WORDS_COUNTED[key] = tables
-    return _WORDS_COUNTED[key]
+        return tables
+
+    key = (hashlib.sha256(primer.astype(np.int32).tobytes()).digest(), model.classes.tobytes(),
+           model.separators.tobytes(), model.vocab, model.orders)
+    return _kept(_WORDS_COUNTED, key, count)

@@ -1,0 +1,474 @@
+"""netcl_lite.compression used as a hostile user would: threads sharing one model, blobs whose
+header fields lie, inputs past the stated limits, odd argument types, and the command line
+fed devices, pipes, ``-`` and missing folders. Each case gives the original bytes back or a
+clear ``ValueError``/``TypeError`` (a CLI message and exit status), quickly and with bounded
+memory. A small untrained model serves throughout: its predictions are poor, which none of
+these cases cares about."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import tracemalloc
+import zlib
+
+import numpy as np
+import pytest
+
+from netcl_lite import compression as cz
+from netcl_lite.nn import DecoderLM, LMConfig
+from netcl_lite.text import BPETokenizer
+
+TEXT = ("Each stream is coded from the model's predictions; a header says how to read it back.\n"
+        "Counts of what followed each context sharpen the guesses as the text goes on.\r\n") * 6
+
+
+#: a one-layer model over a 16-token window, small enough for thousands of calls
+SMALL = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+             num_key_value_heads=1, max_position_embeddings=16)
+
+
+def _small(queue, vocab: int, tokens: int, seed: int) -> tuple[DecoderLM, BPETokenizer]:
+    """A model of ``vocab`` ids (SMALL) and a BPE of ``tokens`` tokens trained on TEXT."""
+    tok = BPETokenizer()
+    tok.train_from_iterator([TEXT], tokens, progress=False)
+    return DecoderLM(LMConfig(vocab_size=vocab, **SMALL), queue=queue, seed=seed), tok
+
+
+@pytest.fixture(scope="module")
+def tiny(queue):
+    """(model, tokenizer, primer ids): a 300-token BPE and a model of as many ids."""
+    model, tok = _small(queue, 300, 300, seed=1)
+    return model, tok, np.asarray(tok.encode_ordinary(TEXT[:300]), np.int64)
+
+
+# -- threads -----------------------------------------------------------------------------------------------
+
+def _in_threads(work, jobs) -> dict:
+    """{key: work(key) or the exception it raised}, each job (a list of keys) in a thread of its
+    own, all started at once."""
+    results: dict = {}
+    start = threading.Barrier(len(jobs))
+
+    def run(keys):
+        start.wait()
+        for key in keys:
+            try:
+                results[key] = work(key)
+            except Exception as exc:         # kept, and reported by the caller
+                results[key] = exc
+
+    threads = [threading.Thread(target=run, args=(keys,)) for keys in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def _brief(result) -> str:
+    return repr(result) if isinstance(result, Exception) else f"{len(result)} bytes"
+
+
+@pytest.mark.slow
+def test_threads_sharing_one_model_write_the_blobs_one_thread_writes_and_read_them_back(tiny):
+    """4 threads x 2 rounds (model alone, then mixed) compress at once with one model; every blob
+    is the one a single thread writes, and 4 threads decompressing at once get every input back."""
+    model, tok, primer = tiny
+    inputs = [(TEXT[i * 7:] + TEXT[:i * 7]).encode() + bytes([200 + i]) * 9 for i in range(4)]
+    jobs = [[(i, False), (i, True)] for i in range(4)]
+    alone = {key: cz.compress(inputs[key[0]], model, tok, mix=key[1], primer=primer) for keys in jobs for key in keys}
+    assert {blob[5] for blob in alone.values()} == {cz.MODEL, cz.MIXED}
+    together = _in_threads(lambda key: cz.compress(inputs[key[0]], model, tok, mix=key[1], primer=primer), jobs)
+    wrong = sorted(k for k in alone if together[k] != alone[k])
+    assert not wrong, f"threads wrote other blobs for (input, mix) {wrong}: {[_brief(together[k]) for k in wrong]}"
+    back = _in_threads(lambda key: cz.decompress(alone[key], model, tok, primer=primer), jobs)
+    lost = sorted(k for k in alone if back[k] != inputs[k[0]])
+    assert not lost, f"threads decoded other bytes for (input, mix) {lost}: {[_brief(back[k]) for k in lost]}"
+
+
+# -- headers that lie ---------------------------------------------------------------------------------------
+
+COMMON_FIELDS = ("magic", "version", "mode", "length", "checksum")
+CODED_FIELDS = ("tokens", "streams", "keep", "weights", "tokenizer", "primer", "arithmetic", "payload_bytes",
+                "payload_crc")
+
+
+def _fields(blob: bytes) -> tuple[dict, dict]:
+    common = dict(zip(COMMON_FIELDS, cz._COMMON.unpack_from(blob)))
+    coded = dict(zip(CODED_FIELDS, cz._CODED.unpack_from(blob, cz._COMMON.size))) if common["mode"] else {}
+    return common, coded
+
+
+def _forge(blob: bytes, payload: bytes | None = None, **changes) -> bytes:
+    """``blob`` with header fields changed and, if given, another payload; the payload's length
+    and CRC follow a new payload, and the header's CRC is recomputed, so that the decoder meets
+    the fields themselves."""
+    common, coded = _fields(blob)
+    head = cz._COMMON.size + (cz._CODED.size if coded else 0) + cz._CRC.size
+    body = blob[head:] if payload is None else payload
+    if coded and payload is not None:
+        coded.update(payload_bytes=len(body), payload_crc=zlib.crc32(body))
+    for name, value in changes.items():
+        (common if name in COMMON_FIELDS else coded)[name] = value
+    packed = cz._COMMON.pack(*common.values()) + (cz._CODED.pack(*coded.values()) if coded else b"")
+    return packed + cz._CRC.pack(zlib.crc32(packed)) + body
+
+
+@pytest.fixture(scope="module")
+def blobs(tiny):
+    """{name: (original, blob)}: coded with the model alone, mixed, and stored."""
+    model, tok, primer = tiny
+    out = {"model": TEXT[:200].encode(), "mixed": TEXT[:200].encode(), "stored": b"\xff\xfe stored"}
+    out = {name: (data, cz.compress(data, model, tok, mix=name == "mixed", primer=primer))
+           for name, data in out.items()}
+    assert [blob[5] for _, blob in out.values()] == [cz.MODEL, cz.MIXED, cz.STORED]
+    return out
+
+
+LIES = {   # name: (blob, header changes, payload or None, the words the error must hold)
+    "65,535 streams": ("mixed", dict(streams=65535), None, "stream count, 65,535"),
+    "65,535 streams of one token": ("mixed", dict(streams=65535, tokens=65535, length=65535), b"\0" * 4096,
+                                    "stream count, 65,535"),
+    "no streams": ("model", dict(streams=0), None, "stream count, 0"),
+    "2 streams for a few tokens": ("model", dict(streams=2), None, "stream count, 2"),
+    "10^8 tokens over an empty payload": ("mixed", dict(tokens=10**8, length=10**8), b"", "original length"),
+    "as many tokens as the limit allows, empty payload": (
+        "mixed", dict(tokens=cz.MAX_INPUT_BYTES, length=cz.MAX_INPUT_BYTES, streams=cz.STREAMS), b"",
+        "payload length, 0 bytes"),
+    "as many tokens as the limit allows, one word": (
+        "model", dict(tokens=cz.MAX_INPUT_BYTES, length=cz.MAX_INPUT_BYTES, streams=cz.STREAMS), b"\0" * 4,
+        "payload length, 4 bytes"),
+    "2^40 tokens": ("model", dict(tokens=2**40, length=2**40), None, "original length"),
+    "2^64 - 1 tokens": ("model", dict(tokens=2**64 - 1), None, "token count"),
+    "no tokens": ("model", dict(tokens=0), None, "token count, 0"),
+    "more tokens than bytes": ("model", dict(length=5, tokens=6), None, "token count, 6"),
+    "a length its tokens cannot spell": ("model", dict(length=cz.MAX_INPUT_BYTES), None, "spell"),
+    "a stored length past the limit": ("stored", dict(length=2**64 - 1), None, "original length"),
+    "a stored length that lies": ("stored", dict(length=3), None, "stored data holds"),
+    "a payload length of 2^63": ("model", dict(payload_bytes=2**63), None, "truncated"),
+    "a payload length not in words": ("model", dict(payload_bytes=6), None, "payload length, 6 bytes"),
+    "a primer named in a blob of the model alone": ("model", dict(primer=b"\1" * 8), None, "primer ids"),
+    "a window that keeps 7 positions": ("mixed", dict(keep=7), None, "keeps 7 positions"),
+    "an unknown mode": ("model", dict(mode=7), None, "unknown mode 7"),
+    "version 1": ("model", dict(version=1), None, "format version 1"),
+}
+
+
+@pytest.mark.parametrize("lie", list(LIES))
+def test_a_header_that_claims_too_much_is_refused_naming_the_field_before_any_step(tiny, blobs, lie, monkeypatch):
+    """Each header field is checked before anything is sized by it or looped over: no decoding
+    step runs, and the call allocates little (NumPy's and Python's allocations, traced)."""
+    model, tok, primer = tiny
+    name, changes, payload, words = LIES[lie]
+    bad = _forge(blobs[name][1], payload, **changes)
+    steps = []
+    probabilities = cz._Predictor.probabilities
+    monkeypatch.setattr(cz._Predictor, "probabilities", lambda self: steps.append(1) or probabilities(self))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=re.escape(words)):
+            cz.decompress(bad, model, tok, primer=primer)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not steps and peak < 4 << 20, (len(steps), peak)
+
+
+def _mutate(blob: bytes, rng: np.random.Generator, others: list[bytes]) -> tuple[str, bytes]:
+    """(kind, a mutation of ``blob``): flipped bits, a cut, bytes added, a header field set to an
+    extreme or a neighbouring value, or another payload, with the CRCs recomputed where the
+    kind says so."""
+    kind = rng.choice(["flip", "cut", "extend", "field", "payload bits", "payload words", "splice"],
+                      p=[0.2, 0.1, 0.05, 0.35, 0.15, 0.1, 0.05])
+    if kind == "flip":
+        out = bytearray(blob)
+        for at in rng.integers(0, 8 * len(blob), int(rng.integers(1, 4))):
+            out[at // 8] ^= 1 << (at % 8)
+        return kind, bytes(out)
+    if kind == "cut":
+        return kind, blob[:int(rng.integers(0, len(blob)))]
+    if kind == "extend":
+        return kind, blob + rng.bytes(int(rng.integers(1, 9)))
+    common, coded = _fields(blob)
+    if kind == "field":
+        name = str(rng.choice(list(common) + list(coded)))
+        value = (common | coded)[name]
+        if isinstance(value, bytes):
+            return kind, _forge(blob, **{name: rng.bytes(len(value))})
+        bits = {"version": 8, "mode": 8, "streams": 16, "keep": 16, "payload_crc": 32}.get(name, 64)
+        choices = [0, 1, 2, value - 1, value + 1, 2 * value, value // 2, 2**bits - 1, 2**(bits - 1),
+                   int(rng.integers(0, 2**min(bits, 63))), cz.MAX_INPUT_BYTES, cz.MAX_INPUT_BYTES + 1,
+                   cz.STREAMS, cz.STREAMS + 1, 64 * value]
+        new = int(choices[int(rng.integers(len(choices)))]) % 2**bits
+        changes = {name: new}
+        if rng.random() < 0.3 and coded:                   # two fields at once, consistent with each other
+            changes.update(tokens=new % 2**64, length=new % 2**64) if name in ("tokens", "length") else None
+        return kind, _forge(blob, **changes)
+    head = cz._COMMON.size + (cz._CODED.size if coded else 0) + cz._CRC.size
+    payload = blob[head:]
+    if kind == "payload bits" and payload:
+        out = bytearray(payload)
+        for at in rng.integers(0, 8 * len(payload), int(rng.integers(1, 4))):
+            out[at // 8] ^= 1 << (at % 8)
+        return kind, _forge(blob, bytes(out))
+    if kind == "payload words":
+        return kind, _forge(blob, rng.bytes(4 * int(rng.integers(0, 2 * len(payload) // 4 + 2))))
+    other = others[int(rng.integers(len(others)))]
+    return "splice", blob[:head] + other[head:]
+
+
+@pytest.mark.slow
+def test_2400_mutated_blobs_decode_to_the_original_or_raise_value_error(tiny, monkeypatch):
+    """A seeded loop of mutations of valid blobs (several streams each, MIN_SEGMENT lowered on
+    both sides): every one decodes to its original or raises ValueError, nothing else."""
+    model, tok, primer = tiny
+    monkeypatch.setattr(cz, "MIN_SEGMENT", 24)
+    originals = [TEXT[:260].encode(), TEXT[40:130].encode() + b"\xff\x00", b"a" * 300, b"\xfe\xff" * 9]
+    valid = [(data, cz.compress(data, model, tok, mix=mix, primer=primer)) for data in originals
+             for mix in (False, True)]
+    assert {blob[5] for _, blob in valid} == {cz.STORED, cz.MODEL, cz.MIXED}
+    assert max(_fields(blob)[1].get("streams", 0) for _, blob in valid) > 1
+    rng = np.random.default_rng(58)
+    kinds, outcomes = {}, {"original": 0, "ValueError": 0}
+    for i in range(2400):
+        data, blob = valid[i % len(valid)]
+        kind, bad = _mutate(blob, rng, [b for _, b in valid])
+        kinds[kind] = kinds.get(kind, 0) + 1
+        try:
+            back = cz.decompress(bad, model, tok, primer=primer)
+        except ValueError:
+            outcomes["ValueError"] += 1
+            continue
+        assert back == data, (kind, i)
+        outcomes["original"] += 1
+    assert len(kinds) == 7 and min(kinds.values()) > 50, kinds
+    assert outcomes["ValueError"] > 1000 and outcomes["original"] > 0, outcomes
+
+
+@pytest.mark.slow
+def test_near_constant_input_pads_its_payload_to_a_word_per_64_tokens_and_round_trips(tiny):
+    """The payload's floor (TOKENS_PER_WORD) is what bounds a header's claimed work; the
+    padding words change nothing the range decoder reads."""
+    model, tok, primer = tiny
+    data = b"a" * 8_000
+    blob = cz.compress(data, model, tok, primer=primer)
+    _, coded = _fields(blob)
+    assert blob[5] == cz.MIXED and coded["tokens"] > 64 * 40
+    assert coded["payload_bytes"] == 4 * -(-coded["tokens"] // cz.TOKENS_PER_WORD)
+    assert cz.decompress(blob, model, tok, primer=primer) == data
+    with pytest.raises(ValueError, match="payload length"):       # one word short of the floor
+        cz.decompress(_forge(blob, blob[-(coded["payload_bytes"] - 4):]), model, tok, primer=primer)
+
+
+# -- limits and arguments ---------------------------------------------------------------------------------------
+
+def test_input_past_the_limit_is_refused_before_it_is_tokenized(tiny, monkeypatch):
+    model, tok, primer = tiny
+    seen = []
+    monkeypatch.setattr(cz, "tokenize", lambda data, tokenizer: seen.append(len(data)))
+    for data in (bytes(cz.MAX_INPUT_BYTES + 1), memoryview(np.zeros(cz.MAX_INPUT_BYTES // 4 + 1, np.int32))):
+        with pytest.raises(ValueError, match="MAX_INPUT_BYTES"):
+            cz.compress(data, model, tok, primer=primer)
+    with pytest.raises(ValueError, match="MAX_BLOB_BYTES"):
+        cz.decompress(bytes(cz.MAX_BLOB_BYTES + 1), model, tok, primer=primer)
+    assert not seen
+
+
+def test_arguments_of_the_wrong_kind_are_refused_naming_them(tiny, monkeypatch):
+    model, tok, primer = tiny
+    for progress in ("yes", 1, 0.5):
+        with pytest.raises(TypeError, match="progress must be"):
+            cz.compress(b"some text", model, tok, primer=primer, progress=progress)
+        with pytest.raises(TypeError, match="progress must be"):
+            cz.decompress(cz.compress(b"xy", model, tok, primer=primer), model, tok, progress=progress)
+    counted = []
+    monkeypatch.setattr(cz.NGram, "__init__", lambda *a, **k: counted.append(1))
+    bad_primers = {"floats": np.ones(5), "bools": np.ones(5, bool), "ragged": [[1, 2], [3]], "text": "1 2 3",
+                   "an id past the vocabulary": np.array([1, 300]), "negative": np.array([-1, 2]),
+                   "2-D": np.ones((2, 2), np.int64), "too long": np.zeros(cz.MAX_PRIMER_TOKENS + 1, np.int32)}
+    for name, bad in bad_primers.items():
+        for mix in (True, False):                      # checked even where the n-gram is not used
+            with pytest.raises(ValueError, match="primer"):
+                cz.compress(TEXT.encode(), model, tok, mix=mix, primer=bad)
+        with pytest.raises(ValueError, match="primer"):
+            cz.decompress(cz.STORED_HEADER_BYTES * b"\0", model, tok, primer=bad)
+    assert not counted
+    for blob in ("NCLZ...", None, 7, [1, 2]):
+        with pytest.raises(TypeError, match="blob must be bytes"):
+            cz.decompress(blob, model, tok)
+
+
+def test_primers_shorter_than_the_ngram_s_orders_round_trip(tiny):
+    """0 to 9 primer ids (the n-gram counts contexts of up to 8): each codes and decodes."""
+    model, tok, _ = tiny
+    data = TEXT[:400].encode()
+    for n in range(10):
+        primer = np.arange(n, dtype=np.int64) + 40
+        blob = cz.compress(data, model, tok, primer=primer)
+        assert blob[5] == cz.MIXED and cz.decompress(blob, model, tok, primer=primer) == data, n
+
+
+def test_every_kind_of_buffer_codes_its_bytes(tiny):
+    """bytes, bytearray, a strided memoryview and one of 4-byte items code the bytes they hold."""
+    model, tok, primer = tiny
+    raw = np.frombuffer(TEXT[:120].encode(), np.uint8)
+    cases = {"bytearray": bytearray(raw.tobytes()), "strided": memoryview(raw)[::2],
+             "int32 items": memoryview(raw[:120].view(np.int32)), "empty": memoryview(b""), "one byte": b"\x00"}
+    for name, data in cases.items():
+        blob = cz.compress(data, model, tok, primer=primer)
+        assert cz.decompress(memoryview(bytearray(blob)), model, tok, primer=primer) == bytes(data), name
+
+
+# -- the command line -------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def model_dir(tiny, tmp_path_factory):
+    model, tok, _ = tiny
+    folder = tmp_path_factory.mktemp("model")
+    model.save_pretrained(folder)
+    tok.save(folder / "tokenizer.json")
+    return folder
+
+
+def _cli(*args, cwd, stdin=None, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "netcl_lite.compression", *map(str, args)], cwd=cwd, input=stdin,
+                          stdin=None if stdin is not None else subprocess.DEVNULL, capture_output=True,
+                          timeout=timeout)
+
+
+def _listing(folder) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+@pytest.mark.slow
+def test_the_command_line_refuses_devices_pipes_folders_and_oversized_input_naming_them(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as f:
+        f.truncate(cz.MAX_BLOB_BYTES + 1)           # sparse: no disk used
+    (tmp_path / "folder").mkdir()
+    cases = {"/dev/zero": "character device", fifo: "FIFO", tmp_path / "folder": "directory",
+             big: f"{cz.MAX_BLOB_BYTES + 1:,} bytes"}
+    before = _listing(tmp_path)
+    for command in ("compress", "decompress"):
+        for path, kind in cases.items():
+            done = _cli(command, path, tmp_path / "out", cwd=tmp_path, timeout=120)
+            assert done.returncode == 1 and str(path) in done.stderr.decode() and kind in done.stderr.decode(), \
+                (command, path, done.stderr[-400:])
+        with open("/dev/zero", "rb") as zero:         # standard input that never ends is read up to the limit
+            done = subprocess.run([sys.executable, "-m", "netcl_lite.compression", command, "-", tmp_path / "out"],
+                                  stdin=zero, capture_output=True, cwd=tmp_path, timeout=120)
+        assert done.returncode == 1 and b"standard input holds more than" in done.stderr, done.stderr[-400:]
+    assert _listing(tmp_path) == before
+
+
+@pytest.mark.slow
+def test_dash_is_standard_input_and_output_and_never_a_file_name(model_dir, tmp_path):
+    data = TEXT.encode() + b"\xff\x00 tail"
+    done = _cli("compress", "-", "-", "--model", model_dir, cwd=tmp_path, stdin=data)
+    assert done.returncode == 0, done.stderr[-600:]
+    blob = done.stdout
+    assert blob[:4] == cz.MAGIC and blob[5] == cz.MIXED and len(blob) < len(data)
+    back = _cli("decompress", "-", "-", "--model", model_dir, cwd=tmp_path, stdin=blob)
+    assert back.returncode == 0 and back.stdout == data, back.stderr[-600:]
+    src = tmp_path / "in.txt"
+    src.write_bytes(data)
+    done = _cli("compress", src, "-", "--model", model_dir, "--model-only", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout[5] == cz.MODEL, done.stderr[-600:]
+    assert _listing(tmp_path) == ["in.txt"]
+
+
+@pytest.mark.slow
+def test_errors_name_the_path_at_fault(model_dir, tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    (tmp_path / "afile").write_bytes(b"")
+    cases = [
+        (("compress", src, tmp_path / "missing" / "out.nclz"), f"{tmp_path / 'missing' / 'out.nclz'}: cannot write "
+         f"there: its folder {tmp_path / 'missing'} is missing"),
+        (("compress", src, tmp_path / "afile" / "out.nclz"), "is a regular file, not a folder"),
+        (("compress", tmp_path / "nothere.txt", tmp_path / "out.nclz"), f"{tmp_path / 'nothere.txt'}: no such file"),
+        (("decompress", src, tmp_path / "out.txt"), f"{src}: blob is not netcl_lite.compression output"),
+        (("compress", src, tmp_path / "out.nclz", "--model", tmp_path / "nomodel"), f"--model {tmp_path / 'nomodel'}"),
+    ]
+    for args, message in cases:
+        model = () if "--model" in args else ("--model", model_dir)
+        done = _cli(*args, *model, cwd=tmp_path)
+        stderr = done.stderr.decode()
+        assert done.returncode == 1 and message in stderr and ".tmp" not in stderr, (args, stderr[-600:])
+        if "missing" in message:
+            assert str(src) not in stderr            # the input is not at fault
+    assert _listing(tmp_path) == ["afile", "in.txt"]
+
+
+@pytest.mark.slow
+def test_ctrl_c_leaves_no_partial_or_temporary_file(model_dir, tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_bytes((TEXT * 120).encode())           # enough tokens for a progress bar: coding has begun
+    proc = subprocess.Popen([sys.executable, "-m", "netcl_lite.compression", "compress", src, tmp_path / "out.nclz",
+                             "--model", model_dir], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = b""
+    while b"compress: " not in seen:                  # the bar's first line (its label)
+        chunk = proc.stderr.read1(4096)
+        assert chunk, f"the command ended before coding: {seen[-600:]!r}"
+        seen += chunk
+    proc.send_signal(signal.SIGINT)
+    rest = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 130 and b"interrupted" in seen + rest, (proc.returncode, (seen + rest)[-600:])
+    assert _listing(tmp_path) == ["in.txt"]
+
+
+def test_an_interrupted_write_leaves_neither_the_file_nor_a_temporary_one(tmp_path, monkeypatch):
+    def interrupted(fd):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cz._write_new(tmp_path / "out.nclz", b"x" * 1000)
+    assert _listing(tmp_path) == []
+
+
+def test_help_documents_the_exit_status(capsys):
+    with pytest.raises(SystemExit) as done:
+        cz.main(["--help"])
+    text = capsys.readouterr().out
+    assert done.value.code == 0
+    for words in ("exit status", "0 ", "1 ", "2 ", "130", "- for standard input", f"{cz.MAX_INPUT_BYTES:,}"):
+        assert words in text, words
+
+
+def test_a_payload_that_decodes_to_ids_the_tokenizer_lacks_is_refused(queue):
+    """A model whose vocabulary is wider than the tokenizer's: forged payloads (their CRC made
+    right) that decode to an id past the tokenizer's are corrupted blobs, not a KeyError."""
+    model, tok = _small(queue, 300, 270, seed=4)
+    blob = cz.compress(TEXT.encode(), model, tok, mix=False)
+    assert blob[5] == cz.MODEL and max(tok.vocab) < 299
+    rng = np.random.default_rng(7)
+    messages = []
+    for _ in range(40):
+        payload = rng.integers(0, 2**32, _fields(blob)[1]["payload_bytes"] // 4, dtype=np.uint64)
+        with pytest.raises(ValueError) as refused:
+            cz.decompress(_forge(blob, payload.astype("<u4").tobytes()), model, tok)
+        messages.append(str(refused.value))
+    assert any("token id the tokenizer does not have" in m for m in messages), messages[:5]
+
+
+def test_a_forged_payload_stops_decoding_once_it_spells_more_than_the_header_says(tiny, blobs, monkeypatch):
+    """A payload whose CRC was made right passes the header's checks; it decodes only until its
+    ids spell more bytes than the original's length, not to the header's token count."""
+    model, tok, primer = tiny
+    steps = []
+    probabilities = cz._Predictor.probabilities
+    monkeypatch.setattr(cz._Predictor, "probabilities", lambda self: steps.append(1) or probabilities(self))
+    payload = np.random.default_rng(9).integers(0, 2**32, 40, dtype=np.uint64).astype("<u4").tobytes()
+    bad = _forge(blobs["mixed"][1], payload, tokens=900, length=900, streams=1)
+    with pytest.raises(ValueError, match="decodes to more than the 900 bytes"):
+        cz.decompress(bad, model, tok, primer=primer)
+    assert 0 < len(steps) < 900
