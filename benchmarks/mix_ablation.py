@@ -169,6 +169,20 @@ def mixer_speed(run: capstone.Run, split: str, steps: int = 200, rounds: int = 5
     return {name: {"median ms per step": statistics.median(t), "rounds": t} for name, t in times.items()}
 
 
+def reference_of(name: str, names: list[str]) -> str | None:
+    """The row a row is measured against: the row above for each technique added, the whole mix
+    for dynamic evaluation added to it and for each technique left out of it, the model alone for
+    the model adapting and for the linear mix."""
+    whole = next(n for n in names if n.startswith("+ bias"))
+    if name == "the model alone":
+        return None
+    if name.startswith("linear") or name == "the model alone, with dynamic evaluation":
+        return "the model alone"
+    if name.startswith("the whole mix without") or name.startswith("+ dynamic evaluation"):
+        return whole
+    return names[names.index(name) - 1]
+
+
 def write_markdown(out: dict, path: Path) -> None:
     lines = [f"# The compressor's mix, technique by technique ({out['split']} split)", "",
              f"Written by `python benchmarks/mix_ablation.py` from `{path.with_suffix('.json').name}`: "
@@ -177,12 +191,11 @@ def write_markdown(out: dict, path: Path) -> None:
              f"- machine: {out['machine']}", f"- model: {out['model']}", ""]
     rows = out.get("rows", {})
     if rows:
-        lines += ["| mix | bits per byte | vs the row above |", "|---|---:|---:|"]
-        previous = None
+        lines += ["| mix | bits per byte | change | against |", "|---|---:|---:|---|"]
         for name, bpb in rows.items():
-            change = "" if previous is None or name.startswith("the model alone") else f"{bpb / previous - 1:+.2%}"
-            lines.append(f"| {name} | {bpb:.4f} | {change} |")
-            previous = bpb if not name.startswith("the model alone, with") else previous
+            ref = reference_of(name, list(rows))
+            change = f"{bpb / rows[ref] - 1:+.2%}" if ref else ""
+            lines.append(f"| {name} | {bpb:.4f} | {change} | {ref or ''} |")
         lines.append("")
     if out.get("designs"):
         lines += ["Designs compared with the one kept (binary decomposition, logistic mixing per node):", "",

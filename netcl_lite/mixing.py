@@ -14,9 +14,13 @@ import numpy as np
 
 from . import capstone
 from . import compression as cz
+from .adaptation import AdaptConfig
 from .context_mixing import ContextMixer
 
-#: the rows: (name, the mixer's techniques (None: the model alone), dynamic evaluation)
+_ALL = ("geometric", "sse", "match", "words", "streams", "bias")
+
+#: the rows: (name, the mixer's techniques (None: the model alone), dynamic evaluation); each
+#: "+" row adds one technique to the row above, each "without" row leaves one out of the whole mix
 ROWS = (
     ("the model alone", None, False),
     ("linear mix: the model, the n-gram after orders 1, 2, 4 and 8, the cache", (), False),
@@ -27,7 +31,10 @@ ROWS = (
     ("+ each stream's own recent tokens", ("geometric", "sse", "match", "words", "streams"), False),
     ("+ bias per previous token", ("geometric", "sse", "match", "words", "streams", "bias"), False),
     ("the model alone, with dynamic evaluation", None, True),
-    ("+ dynamic evaluation (the whole mix)", ("geometric", "sse", "match", "words", "streams", "bias"), True),
+    ("+ dynamic evaluation (the whole mix)", _ALL, True),
+    *((f"the whole mix without {name}", tuple(t for t in _ALL if t != left), False) for left, name in (
+        ("sse", "secondary estimation"), ("match", "the match model"), ("words", "the word n-gram"),
+        ("streams", "each stream's own recent tokens"), ("bias", "the bias per previous token"))),
 )
 
 
@@ -42,7 +49,7 @@ def ablation(run: capstone.Run, split: str = "validation") -> dict:
         raise ValueError(f"split must be 'validation' or 'test', got {split!r}")
     kept_as = f"ablation-{split}.json"
     stored = capstone.load_result(run, kept_as)
-    if stored is not None:
+    if stored is not None and list(stored) == [name for name, _, _ in ROWS]:
         return stored
     ids = capstone.split_ids(run, split)
     bits = {}
@@ -64,7 +71,7 @@ def _coded_bits(run: capstone.Run, ids: np.ndarray, rows, adapt: bool) -> dict:
     mixers = {name: ContextMixer(run.train_ids, vocab, lengths, pieces, techniques)
               for name, techniques in rows if techniques is not None}
     predictor = cz.make_predictor(run.model, run.tokenizer, lengths, cz.kept_positions(run.model), False,
-                                  np.zeros(0, np.int64), adapt=run.train_ids if adapt else None)
+                                  run.train_ids, adapt=AdaptConfig() if adapt else None)
     bits = dict.fromkeys((name for name, _ in rows), 0.0)
     try:
         for step in range(int(lengths[0])):

@@ -58,117 +58,173 @@ def _token_bits(vocab: int) -> int:
 
 
 def _context_keys(h: np.ndarray, token_bits: int) -> np.ndarray:
-    """A context's key: its hash mixed and cut to min(56, 64 − ``token_bits``) bits, so that a
-    pair's key, ``key << token_bits | token``, fits 64 bits, and so does ``order << 56 | key``."""
-    return (h * _GOLDEN) >> np.uint64(64 - min(56, 64 - token_bits))
+    """A context's key: its hash mixed and cut to 60 − ``token_bits`` bits, so that with its order
+    in the 4 bits above (:func:`_tagged`) and a token in the bits below, a (context, token) pair
+    fits 64 bits: ``(order << (60 − token_bits) | key) << token_bits | token``."""
+    return (h * _GOLDEN) >> np.uint64(token_bits + 4)
+
+
+def _tag(order: int, keys: np.ndarray, token_bits: int) -> np.ndarray:
+    """Context keys of one order tagged with it in their top 4 bits (orders 1..15)."""
+    return (np.uint64(order) << np.uint64(60 - token_bits)) | keys
+
+
+def _tagged(keys: list[np.ndarray], token_bits: int) -> np.ndarray:
+    """(K, B) context keys of orders 1..K, each tagged with its order (:func:`_tag`)."""
+    return np.stack([_tag(k, h, token_bits) for k, h in enumerate(keys, start=1)])
 
 
 @dataclass(frozen=True)
 class _Primed:
-    """One order's counts in the primer: the sorted context keys, each with a run of (token,
-    count) and the token that followed its last occurrence."""
-    contexts: np.ndarray       # (U,) uint64, sorted context keys
-    starts: np.ndarray         # (U + 1,) offsets into tokens/counts
+    """Counts in the primer, every order in one table: the sorted tagged contexts, each with a
+    run of (token, count) and the token that followed its last occurrence (-1 where not asked for)."""
+    contexts: np.ndarray       # (U,) uint64, sorted tagged contexts
+    starts: np.ndarray         # (U + 1,) offsets into tokens and counts
     tokens: np.ndarray         # (E,) int64
     counts: np.ndarray         # (E,) float64
-    last: np.ndarray           # (U,) int64 (-1 where the last successors were not asked for)
+    last: np.ndarray           # (U,) int64
 
 
-def _prime(keys: np.ndarray, nxt: np.ndarray, token_bits: int, last: bool) -> _Primed:
-    """Count the pairs (``keys[i]``, ``nxt[i]``) (and each context's last successor, if ``last``)."""
+def _prime(keys: list[np.ndarray], nxt: list[np.ndarray], token_bits: int, last_orders: int) -> _Primed:
+    """Count the pairs (``keys[k - 1][i]``, ``nxt[k - 1][i]``) of each order k, and the last
+    successor of each context of orders up to ``last_orders``."""
     tb = np.uint64(token_bits)
-    pairs = np.sort((keys << tb) | nxt.astype(np.uint64))
-    new_pair = np.flatnonzero(np.r_[True, pairs[1:] != pairs[:-1]]) if pairs.size else np.zeros(0, np.int64)
-    counts = np.diff(np.r_[new_pair, pairs.size]).astype(np.float64)
-    pairs = pairs[new_pair]
-    ctx = pairs >> tb
+    pairs, counts, lasts = [], [], []
+    for k, (ctx, follow) in enumerate(zip(keys, nxt), start=1):
+        ctx = _tag(k, ctx, token_bits)
+        pair = np.sort((ctx << tb) | follow.astype(np.uint64))
+        new = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]]) if pair.size else np.zeros(0, np.int64)
+        pairs.append(pair[new])
+        counts.append(np.diff(np.r_[new, pair.size]).astype(np.float64))
+        unique, first_from_end = np.unique(ctx[::-1], return_index=True)    # the contexts, sorted
+        lasts.append(follow[::-1][first_from_end].astype(np.int64) if k <= last_orders
+                     else np.full(unique.size, -1, np.int64))
+    pair = np.concatenate(pairs) if pairs else np.zeros(0, np.uint64)     # orders in order: sorted
+    ctx = pair >> tb
     new_ctx = np.flatnonzero(np.r_[True, ctx[1:] != ctx[:-1]]) if ctx.size else np.zeros(0, np.int64)
-    tokens = (pairs & np.uint64((1 << token_bits) - 1)).astype(np.int64)
-    successor = np.full(new_ctx.size, -1, np.int64)
-    if last:
-        _, first_from_end = np.unique(keys[::-1], return_index=True)     # the same sorted contexts
-        successor = nxt[::-1][first_from_end].astype(np.int64)
-    return _Primed(ctx[new_ctx], np.r_[new_ctx, ctx.size], tokens, counts, successor)
+    return _Primed(ctx[new_ctx], np.r_[new_ctx, ctx.size], (pair & np.uint64((1 << token_bits) - 1)).astype(np.int64),
+                   np.concatenate(counts) if counts else np.zeros(0),
+                   np.concatenate(lasts) if lasts else np.zeros(0, np.int64))
 
 
-_ORDER_SHIFT = np.uint64(56)        # a context key tagged with its order: order << 56 | key
+def _ranges(sorted_keys: np.ndarray, lo_keys: np.ndarray, hi_keys: np.ndarray):
+    """(query of each entry, index of each entry) of the entries of ``sorted_keys`` in
+    [lo_keys[q], hi_keys[q]) for every query q, in query order."""
+    lo = np.searchsorted(sorted_keys, lo_keys)
+    lengths = np.searchsorted(sorted_keys, hi_keys) - lo
+    q = np.repeat(np.arange(lo_keys.size), lengths)
+    return q, np.arange(q.size) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(lo, lengths)
+
+
+#: coding steps whose counts wait in a small sorted buffer before joining the coded table
+_MERGE_EVERY = 64
 
 
 class _Counts:
-    """The tokens that followed each context of orders 1..K, counted in the primer (the orders'
-    :class:`_Primed` tables joined into one, each context key tagged with its order, so one
-    search serves them all) and in the coded text (one dict: a context coded once holds its one
-    successor packed into an int, ``token << _PACK | count``; later ``{token: count}``, its last
-    successor then kept in ``last``)."""
+    """The tokens that followed each context of orders 1..K: counted in the primer
+    (:class:`_Primed`, shared and read only) and in the coded text, all in sorted arrays of
+    (tagged context, token) pair keys, so that one search serves every order and stream.
 
-    def __init__(self, tables: list[_Primed]):
-        self.contexts = np.concatenate([np.zeros(0, np.uint64)] + [
-            (np.uint64(k) << _ORDER_SHIFT) | t.contexts for k, t in enumerate(tables, start=1)])
-        sizes = np.cumsum([0] + [t.tokens.size for t in tables])
-        self.starts = np.concatenate([t.starts[:-1] + sizes[i] for i, t in enumerate(tables)] + [sizes[-1:]])
-        self.tokens = np.concatenate([np.zeros(0, np.int64)] + [t.tokens for t in tables])
-        self.counts = np.concatenate([np.zeros(0)] + [t.counts for t in tables])
-        self.last_primed = np.concatenate([np.zeros(0, np.int64)] + [t.last for t in tables])
-        self.coded: dict = {}
-        self.last: dict = {}
+    The coded counts live in a main table (unique pair keys, counts; unique contexts with their
+    last successor and the step it came) and a buffer of the latest steps' additions (pair keys
+    with duplicates, in the order they came), kept sorted by inserting each step's few; every
+    :data:`_MERGE_EVERY` steps the buffer joins the main table (a linear merge of sorted arrays)."""
+
+    def __init__(self, primed: _Primed, token_bits: int):
+        self.primed, self.tb = primed, np.uint64(token_bits)
+        self.mask = np.uint64((1 << token_bits) - 1)
+        self.pairs, self.counts = np.zeros(0, np.uint64), np.zeros(0)
+        self.contexts, self.last = np.zeros(0, np.uint64), np.zeros(0, np.int64)
+        self.recent, self.recent_weight = np.zeros(0, np.uint64), np.zeros(0)
+        self.recent_step = np.zeros(0, np.int64)
+        self.step = 0
 
     def lookup(self, keys: np.ndarray):
         """For tagged contexts ``keys`` (Q,): the primer's entries (query, token, count), the coded
-        entries (query, token, count) and each context's most recent successor (Q,) (-1: never
-        seen, or the primer's last successors were not kept)."""
+        entries (query, token, count), each (query, token) once in each, and each context's most
+        recent successor (Q,) (-1: never seen, or the primer's last successors were not kept)."""
+        p, tb = self.primed, self.tb
+        order = np.argsort(keys)                      # searched in order: each search starts where the last ended
+        keys = keys[order]
+        lo, hi = keys << tb, (keys + np.uint64(1)) << tb
         last = np.full(keys.size, -1, np.int64)
-        lo = lengths = np.zeros(keys.size, np.int64)
+        first = length = np.zeros(keys.size, np.int64)
+        if p.contexts.size:                           # one search: the context, its run, its last successor
+            j = np.minimum(np.searchsorted(p.contexts, keys), p.contexts.size - 1)
+            found = p.contexts[j] == keys
+            first = np.where(found, p.starts[j], 0)
+            length = np.where(found, p.starts[j + 1], 0) - first
+            last[found] = p.last[j[found]]
+        q = np.repeat(np.arange(keys.size), length)
+        at = np.arange(q.size) - np.repeat(np.cumsum(length) - length, length) + np.repeat(first, length)
+        primed = (order[q], p.tokens[at], p.counts[at])
         if self.contexts.size:
-            ordered = np.argsort(keys)                 # searched in order: neighbours share their path
-            j = np.empty(keys.size, np.int64)
-            j[ordered] = np.searchsorted(self.contexts, keys[ordered])
-            j = np.minimum(j, self.contexts.size - 1)
+            j = np.minimum(np.searchsorted(self.contexts, keys), self.contexts.size - 1)
             found = self.contexts[j] == keys
-            lo = np.where(found, self.starts[j], 0)
-            lengths = np.where(found, self.starts[j + 1], 0) - lo
-            last[found] = self.last_primed[j[found]]
-        rows = np.repeat(np.arange(keys.size), lengths)
-        at = np.arange(rows.size) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(lo, lengths)
-        primed = (rows, self.tokens[at], self.counts[at])
-        c_rows, c_tokens, c_counts = [], [], []
-        coded, coded_last = self.coded, self.last
-        for r, key in enumerate(keys.tolist()):
-            seen = coded.get(key)
-            if seen is None:
-                continue
-            if isinstance(seen, int):
-                c_rows.append(r)
-                c_tokens.append(seen >> _PACK)
-                c_counts.append(seen & _PACK_MASK)
-                last[r] = seen >> _PACK
-            else:
-                last[r] = coded_last[key]
-                c_rows.extend([r] * len(seen))
-                c_tokens.extend(seen.keys())
-                c_counts.extend(seen.values())
-        return primed, (np.array(c_rows, np.int64), np.array(c_tokens, np.int64), np.array(c_counts)), last
+            last[found] = self.last[j[found]]
+        qm, am = _ranges(self.pairs, lo, hi)
+        qr, ar = _ranges(self.recent, lo, hi)
+        if ar.size:                                 # the buffer's latest addition per context is the last
+            step_token = self.recent_step[ar] * (1 << int(tb)) + (self.recent[ar] & self.mask).astype(np.int64)
+            starts = np.flatnonzero(np.r_[True, qr[1:] != qr[:-1]])
+            latest = np.maximum.reduceat(step_token, starts)
+            last[qr[starts]] = latest & int(self.mask)
+        q_all = np.concatenate([qm, qr])
+        pair_all = np.concatenate([self.pairs[am], self.recent[ar]])
+        weight = np.concatenate([self.counts[am], self.recent_weight[ar]])
+        if qr.size:                                 # the same pair in the table and the buffer: one entry
+            by = np.lexsort((pair_all, q_all))
+            q_all, pair_all, weight = q_all[by], pair_all[by], weight[by]
+            new = np.flatnonzero(np.r_[True, (q_all[1:] != q_all[:-1]) | (pair_all[1:] != pair_all[:-1])])
+            weight = np.add.reduceat(weight, new) if new.size else weight
+            q_all, pair_all = q_all[new], pair_all[new]
+        coded = (order[q_all], (pair_all & self.mask).astype(np.int64), weight)
+        unsorted = np.empty_like(last)
+        unsorted[order] = last
+        return primed, coded, unsorted
 
     def add(self, keys: np.ndarray, tokens: np.ndarray, weight: int) -> None:
-        """Count ``tokens`` (Q,) after tagged contexts ``keys`` (Q,), in order (a later one is the last)."""
-        coded, last = self.coded, self.last
-        for key, t in zip(keys.tolist(), tokens.tolist()):
-            seen = coded.get(key)
-            if seen is None:
-                coded[key] = t << _PACK | weight
-            elif isinstance(seen, int):
-                if seen >> _PACK == t:
-                    coded[key] = seen + weight
-                else:
-                    coded[key] = {seen >> _PACK: seen & _PACK_MASK, t: weight}
-                    last[key] = t
-            else:
-                seen[t] = seen.get(t, 0) + weight
-                last[key] = t
+        """Count ``tokens`` (Q,) after tagged contexts ``keys`` (Q,), each weighing ``weight``;
+        within a call, a later one is the more recent."""
+        new = (keys << self.tb) | tokens.astype(np.uint64)
+        order = np.argsort(new, kind="stable")
+        at = np.searchsorted(self.recent, new[order], side="right")
+        self.recent = np.insert(self.recent, at, new[order])
+        self.recent_weight = np.insert(self.recent_weight, at, float(weight))
+        self.recent_step = np.insert(self.recent_step, at, (self.step << 20) + order)   # < 2^20 a call
+        self.step += 1
+        if self.step % _MERGE_EVERY == 0:
+            self._merge()
 
-
-def _tagged(keys: list[np.ndarray]) -> np.ndarray:
-    """(K, B) context keys of orders 1..K, each tagged with its order."""
-    return np.stack([(np.uint64(k) << _ORDER_SHIFT) | h for k, h in enumerate(keys, start=1)])
+    def _merge(self) -> None:
+        """The buffer joins the main table."""
+        if not self.recent.size:
+            return
+        starts = np.flatnonzero(np.r_[True, self.recent[1:] != self.recent[:-1]])
+        pairs = self.recent[starts]
+        counts = np.add.reduceat(self.recent_weight, starts)
+        at = np.searchsorted(self.pairs, pairs)
+        have = at < self.pairs.size
+        have[have] = self.pairs[at[have]] == pairs[have]
+        self.counts[at[have]] += counts[have]
+        at_new = at[~have]
+        self.pairs = np.insert(self.pairs, at_new, pairs[~have])
+        self.counts = np.insert(self.counts, at_new, counts[~have])
+        # each context's last successor: the buffer's latest addition to it
+        ctx = self.recent >> self.tb
+        step_token = self.recent_step * (1 << int(self.tb)) + (self.recent & self.mask).astype(np.int64)
+        c_starts = np.flatnonzero(np.r_[True, ctx[1:] != ctx[:-1]])
+        latest = np.maximum.reduceat(step_token, c_starts)
+        uctx = ctx[c_starts]
+        at = np.searchsorted(self.contexts, uctx)
+        have = at < self.contexts.size
+        have[have] = self.contexts[at[have]] == uctx[have]
+        self.last[at[have]] = latest[have] & int(self.mask)
+        at_new = at[~have]
+        self.contexts = np.insert(self.contexts, at_new, uctx[~have])
+        self.last = np.insert(self.last, at_new, latest[~have] & int(self.mask))
+        self.recent, self.recent_weight = np.zeros(0, np.uint64), np.zeros(0)
+        self.recent_step = np.zeros(0, np.int64)
 
 
 class _Lookup:
@@ -238,9 +294,9 @@ class NGram:
     def __init__(self, primer: np.ndarray, vocab: int, streams: int, orders: int = ORDERS):
         self.vocab, self.orders = vocab, orders
         self.token_bits = _token_bits(vocab)
-        unigram, tables = _primed_counts(primer, vocab, orders)
+        unigram, tables = _primed_counts(primer, vocab, orders)       # tables: a _Primed
         self.unigram = unigram.copy()
-        self.counts = _Counts(tables)
+        self.counts = _Counts(tables, self.token_bits)
         self.history = np.full((streams, orders), -1, np.int64)  # last tokens, newest last; -1: none yet
         self.seen = np.zeros(streams, np.int64)
         self._scratch = np.zeros((orders * streams, vocab))
@@ -252,7 +308,7 @@ class NGram:
         for k in range(1, self.orders + 1):
             h = _extend(h, np.maximum(self.history[:, -k], 0), self.vocab)
             out.append(_context_keys(h, self.token_bits))
-        return _tagged(out)
+        return _tagged(out, self.token_bits)
 
     def predict(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(probabilities (B, vocab) float64, order reached (B,), count there (B,)); also sets
@@ -328,17 +384,18 @@ def _kept(store: dict, key, count):
 
 
 def _primed_counts(primer: np.ndarray, vocab: int, orders: int):
-    """The unigram counts (vocab,) and one :class:`_Primed` per order 1..orders of ``primer``,
+    """The unigram counts (vocab,) and the :class:`_Primed` of orders 1..orders of ``primer``,
     kept for the last two primers (counting takes a second or so)."""
     def count():
         ids = np.asarray(primer, np.int64)
         tb = _token_bits(vocab)
-        tables, h = [], np.zeros(ids.size, np.uint64)
+        keys, h = [], np.zeros(ids.size, np.uint64)
         for k in range(1, orders + 1):
             # h[i]: the hash of ids[i - k : i], the context of ids[i] (positions i >= k)
             h = _extend(h[1:], ids[:max(ids.size - k, 0)], vocab)     # none left once k reaches the size
-            tables.append(_prime(_context_keys(h, tb), ids[k:], tb, k <= SUCCESSOR_ORDERS))
-        return np.bincount(ids, minlength=vocab).astype(np.float64), tables
+            keys.append(_context_keys(h, tb))
+        primed = _prime(keys, [ids[k:] for k in range(1, orders + 1)], tb, SUCCESSOR_ORDERS)
+        return np.bincount(ids, minlength=vocab).astype(np.float64), primed
 
     key = (hashlib.sha256(primer.astype(np.int32).tobytes()).digest(), primer.size, vocab, orders)
     return _kept(_COUNTED, key, count)
@@ -445,7 +502,7 @@ class WordNGram:
         self.classes, self.separators = word_classes(pieces, vocab)
         self.n_classes = int(self.classes.max())
         self.token_bits = _token_bits(vocab)
-        self.counts = _Counts(_primed_words(primer, self))
+        self.counts = _Counts(_primed_words(primer, self), self.token_bits)
         self.words = np.full((streams, orders), -1, np.int64)     # last word classes, newest last
         self.n_words = np.zeros(streams, np.int64)
         self.sep = np.zeros(streams, np.int64)
@@ -457,7 +514,7 @@ class WordNGram:
         for k in range(1, self.orders + 1):
             h = _word_hash(h, np.maximum(self.words[:, -k], 0), self.n_classes)
             out.append(_context_keys(_with_separator(h, self.sep), self.token_bits))
-        return _tagged(out)
+        return _tagged(out, self.token_bits)
 
     def predict(self, unigram: np.ndarray) -> np.ndarray:
         """(B, vocab) float64: every stream's distribution, from the counts ``unigram`` (vocab,) up."""
@@ -518,8 +575,8 @@ class WordNGram:
 _WORDS_COUNTED: dict[tuple, list] = {}
 
 
-def _primed_words(primer: np.ndarray, model: WordNGram) -> list[_Primed]:
-    """One :class:`_Primed` per word order of ``primer``, kept for the last two primers."""
+def _primed_words(primer: np.ndarray, model: WordNGram) -> _Primed:
+    """The word orders' :class:`_Primed` of ``primer``, kept for the last two primers."""
     def count():
         ids = np.asarray(primer, np.int64)
         cls = model.classes[ids]
@@ -527,15 +584,15 @@ def _primed_words(primer: np.ndarray, model: WordNGram) -> list[_Primed]:
         y = cls[words]
         before = np.searchsorted(words, np.arange(ids.size))          # words before position i
         sep = np.r_[0, model.separators[ids[:-1]]] if ids.size else np.zeros(0, np.int64)
-        tables, g = [], np.zeros(y.size + 1, np.uint64)
+        keys, follows, g = [], [], np.zeros(y.size + 1, np.uint64)
         for k in range(1, model.orders + 1):
             # g[j]: the hash of the j words before a position, newest first, once j >= k
             g = np.r_[np.zeros(k, np.uint64), _word_hash(g[k:], y[:y.size + 1 - k], model.n_classes)] \
                 if y.size + 1 > k else np.zeros(y.size + 1, np.uint64)
             at = np.flatnonzero(before >= k)
-            keys = _context_keys(_with_separator(g[before[at]], sep[at]), model.token_bits)
-            tables.append(_prime(keys, ids[at], model.token_bits, False))
-        return tables
+            keys.append(_context_keys(_with_separator(g[before[at]], sep[at]), model.token_bits))
+            follows.append(ids[at])
+        return _prime(keys, follows, model.token_bits, 0)
 
     key = (hashlib.sha256(primer.astype(np.int32).tobytes()).digest(), model.classes.tobytes(),
            model.separators.tobytes(), model.vocab, model.orders)

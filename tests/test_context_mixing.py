@@ -47,18 +47,31 @@ def _reference_ngram(primer, streams, vocab, orders):
 
 @pytest.mark.parametrize("vocab,orders", [(7, 3), (300, 4), (1024, 8)])
 def test_the_ngram_equals_the_plain_chain_on_every_stream(vocab, orders):
+    """Over 150 steps: the coded counts move from the buffer to the main table twice."""
     rng = np.random.default_rng(vocab)
     primer = rng.integers(0, min(vocab, 9), 400)          # few distinct tokens: long contexts repeat
-    streams = [rng.integers(0, min(vocab, 9), 37), rng.integers(0, min(vocab, 9), 29)]
+    streams = [rng.integers(0, min(vocab, 9), 150), rng.integers(0, min(vocab, 9), 131)]
     model = ng.NGram(primer, vocab, streams=2, orders=orders)
     expected = _reference_ngram(primer, streams, vocab, orders)
-    for step in range(37):
+    for step in range(150):
         p, _, _ = model.predict()
-        active = np.array([step < 37, step < 29])
+        active = np.array([step < 150, step < 131])
         for b in np.flatnonzero(active):
             np.testing.assert_allclose(p[b], expected[b][step], rtol=1e-12, atol=1e-15)
-        tokens = np.array([streams[0][step], streams[1][min(step, 28)]])
+        tokens = np.array([streams[0][step], streams[1][min(step, 130)]])
         model.update(tokens, active)
+
+
+def test_successors_after_the_coded_counts_are_merged_are_still_the_most_recent(monkeypatch):
+    monkeypatch.setattr(ng, "_MERGE_EVERY", 3)
+    primer = np.array([1, 2, 3, 1, 2, 4, 5])
+    model = ng.NGram(primer, 8, streams=2, orders=2)
+    for t in ([1, 1], [2, 2], [6, 7], [1, 1], [2, 2], [5, 3], [1, 1], [2, 2]):
+        model.predict()
+        model.update(np.array(t), np.array([True, True]))
+    model.predict()
+    # "1 2" was followed by 6 and 7 (step 3), then 5 and 3 (step 6): stream 1's 3 came last
+    assert model.successors[1].tolist() == [3, 3]
 
 
 def test_successors_are_the_most_recent_followers_of_each_context():
