@@ -155,6 +155,10 @@ def test_every_coder_round_trips_and_its_speed_is_measured():
     raw = text.encode()
     for name in capstone.COMPRESSORS:
         assert capstone._decompress(name, capstone._compress(name, raw, 8), 8) == raw, name
+    primed = capstone.coder_speeds(text, names=("zlib", "xz"), repeats=1, primer=text * 40)
+    assert all(s["compress"] > 0 and s["decompress"] > 0 for s in primed.values())
+    with pytest.raises(TypeError, match="primer must be a str"):
+        capstone.coder_speeds(text, primer=b"bytes")
 
 
 def test_a_missing_coder_package_names_the_extra_to_install(monkeypatch):
