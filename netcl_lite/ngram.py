@@ -369,6 +369,15 @@ _COUNTED: dict[tuple, tuple] = {}
 _COUNTED_LOCK = threading.Lock()
 
 
+def forget_primed_counts() -> None:
+    """Drop the primers' counts kept between calls (:class:`NGram`'s and :class:`WordNGram`'s),
+    so that the next call counts its primer again: a timing that compares with a primed
+    classical coder, which reads its primer on every call, wants this."""
+    with _COUNTED_LOCK:
+        _COUNTED.clear()
+        _WORDS_COUNTED.clear()
+
+
 def _kept(store: dict, key, count):
     """``store[key]``, counted by ``count()`` when it is not kept yet; the last two are kept.
     Threads share what is kept (read only); the lock guards the keeping."""
