@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import lzma
-import time
 from pathlib import Path
 
 
@@ -35,6 +34,7 @@ from netcl_lite.nn import DecoderLM
 from netcl_lite.text import BPETokenizer
 
 from bench_kernels import cpu_name  # noqa: E402  (benchmarks/ is the script's folder)
+from compress_speed import round_trip  # noqa: E402
 
 PPMD_ORDERS = (2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64)
 
@@ -66,16 +66,11 @@ def main() -> None:
            "note": "seconds on a shared 2-core machine, other jobs running"}
     cz.default_primer(tok)                                   # the training ids, encoded once per process
     for mix in (False, True):
-        began = time.perf_counter()
-        blob = cz.compress(text, model, tok, mix=mix)
-        mid = time.perf_counter()
-        back = cz.decompress(blob, model, tok)
-        end = time.perf_counter()
-        assert back == text, "the round trip failed"
+        blob, packing, unpacking = round_trip(text, model, tok, mix)
         key = "mixed" if mix else "model only"
         out[key] = {"file bytes": len(blob), "bits per byte": 8 * len(blob) / n,
-                    "compress s": mid - began, "decompress s": end - mid,
-                    "compress kB/s": n / 1e3 / (mid - began), "decompress kB/s": n / 1e3 / (end - mid)}
+                    "compress s": packing, "decompress s": unpacking,
+                    "compress kB/s": n / 1e3 / packing, "decompress kB/s": n / 1e3 / unpacking}
         print(key, out[key], flush=True)
     ids = cz.tokenize(text, tok)
     context = model.config.max_position_embeddings

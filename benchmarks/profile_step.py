@@ -25,6 +25,14 @@ work per CPU second (``fma_ceiling.py``'s kernel). On a machine shared with othe
 moves far less than wall time, so this is the view to compare changes with when it is loaded.
 A replayed kernel finds its data in cache, so the sum of the replays falls short of the step's
 CPU time by the misses, the host's Python and what the workers spend between kernels.
+
+``--sequence`` replays instead all of one step's launches in their order, back to back with one
+wait, ``--steps`` times (the Python of the step left out): per kernel, the sum over its launches of
+each launch's fastest run (profiling events), so each kernel meets its data as the step leaves it;
+beside it, the process CPU time of a whole replay (fastest and median) and the host thread's CPU
+time of a real step (fastest and median over as many steps). Run with ``POCL_MAX_PTHREAD_COUNT=1``,
+the fastest runs are the figure a loaded machine disturbs least: one worker, whose kernels' times
+add up.
 Nothing here is a pass/fail test.
 """
 
@@ -97,12 +105,10 @@ def cpu_seconds(queue, fn, reps: int) -> float:
     return (time.process_time() - began) / reps
 
 
-def replay(queue, step, model, tokens, top: int) -> None:
-    """Print each kernel's CPU time per step, each launch of one step replayed alone (``--replay``)."""
-    from fma_ceiling import Ceiling
-
+def record_launches(queue, step) -> list[tuple]:
+    """Run ``step`` once, recording each launch: (file, kernel name, global size, local size,
+    arguments, build options, op name, the kernel object)."""
     from netcl_lite.core import stream as stream_module
-    from netcl_lite.core.kernels import vector_lanes
 
     launches = []
     launch = stream_module.Stream.launch
@@ -115,12 +121,59 @@ def replay(queue, step, model, tokens, top: int) -> None:
         step()
     finally:
         stream_module.Stream.launch = launch
+    queue.finish()
     kernels = stream_module.stream_of(queue)._kernels
+    return [(*entry, kernels[(entry[0], entry[1], entry[5])]) for entry in launches]
+
+
+def print_table(totals: dict, total: float, top: int, unit: str) -> None:
+    """A Markdown table of ``totals`` ((kernel, op) → each launch's ms), largest sum first."""
+    print(f"| kernel | op | launches | {unit} | share |\n|---|---|---|---|---|")
+    rows = sorted(((k, op, len(v), sum(v)) for (k, op), v in totals.items()), key=lambda r: -r[3])
+    for kernel, op, n, ms in rows[:top]:
+        print(f"| {kernel} | {op} | {n} | {ms:.2f} | {ms / total:.0%} |")
+
+
+def sequence(queue, step, model, tokens, repeats: int, top: int) -> None:
+    """Print each kernel's time per step, all launches of one step replayed in order (``--sequence``)."""
+    launches = record_launches(queue, step)
+    fastest = [float("inf")] * len(launches)
+    replay_cpu = []
+    for _ in range(repeats):
+        began = time.process_time()
+        events = [kernel(queue, gs, ls, *args) for _, _, gs, ls, args, _, _, kernel in launches]
+        queue.finish()
+        replay_cpu.append(time.process_time() - began)
+        for i, e in enumerate(events):
+            fastest[i] = min(fastest[i], (e.profile.end - e.profile.start) * 1e-6)
+    host = []
+    for _ in range(repeats):
+        began = time.thread_time()
+        step()
+        host.append(time.thread_time() - began)
+    totals: dict[tuple[str, str], list[float]] = {}
+    for (filename, name, *_, op, _), ms in zip(launches, fastest):
+        totals.setdefault((f"{filename}:{name}", op.split(" (")[0]), []).append(ms)
+    total = sum(fastest)
+    flops = matmul_flops_per_step(model, tokens)
+    print(f"{len(launches)} launches, {repeats} replays of the step's launches in sequence: kernels {total:.1f} ms "
+          f"(each launch's fastest run, events; {flops / total / 1e6:.0f} GFLOP/s of 6·params·tokens); "
+          f"a replay's process CPU {min(replay_cpu) * 1e3:.1f} ms fastest, {statistics.median(replay_cpu) * 1e3:.1f} "
+          f"median; a real step's host thread {min(host) * 1e3:.1f} ms fastest, {statistics.median(host) * 1e3:.1f} median")
+    print_table(totals, total, top, "ms")
+
+
+def replay(queue, step, model, tokens, top: int) -> None:
+    """Print each kernel's CPU time per step, each launch of one step replayed alone (``--replay``)."""
+    from fma_ceiling import Ceiling
+
+    from netcl_lite.core.kernels import vector_lanes
+
+    launches = record_launches(queue, step)
     ceiling = Ceiling(queue, vector_lanes(queue.device), "fma_ceiling")
     peak = ceiling.flops() / cpu_seconds(queue, ceiling.run, 10)
     costs: dict[tuple[str, str], list[float]] = {}
-    for filename, name, global_size, local_size, args, options, op in launches:
-        kernel = kernels[(filename, name, options)]
+    for filename, name, global_size, local_size, args, _, op, kernel in launches:
         seconds = cpu_seconds(queue, lambda: kernel(queue, global_size, local_size, *args), 40)
         costs.setdefault((f"{filename}:{name}", op.split(" (")[0]), []).append(seconds)
     whole = cpu_seconds(queue, step, 5)
@@ -129,10 +182,7 @@ def replay(queue, step, model, tokens, top: int) -> None:
     print(f"CPU ms per step: the step {whole * 1e3:.1f}, its {len(launches)} launches replayed alone "
           f"{total * 1e3:.1f}; the products' FLOPs at the ceiling ({peak / 1e9:.0f} GFLOP per CPU second) "
           f"{flops / peak * 1e3:.1f}, so the step does {flops / peak / whole:.1%} of the ceiling's work per CPU second")
-    print("| kernel | op | launches | CPU ms | share |\n|---|---|---|---|---|")
-    rows = sorted(((k, op, len(v), sum(v)) for (k, op), v in costs.items()), key=lambda r: -r[3])
-    for kernel, op, n, sec in rows[:top]:
-        print(f"| {kernel} | {op} | {n} | {sec * 1e3:.2f} | {sec / total:.0%} |")
+    print_table({key: [1e3 * sec for sec in v] for key, v in costs.items()}, total * 1e3, top, "CPU ms")
 
 
 def union_ms(intervals) -> float:
@@ -153,6 +203,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--replay", action="store_true", help="CPU time per kernel, each launch replayed alone")
+    ap.add_argument("--sequence", action="store_true",
+                    help="time per kernel, the step's launches replayed in order --steps times (fastest runs)")
     args = ap.parse_args()
 
     import netcl_lite as nl
@@ -166,6 +218,11 @@ def main() -> None:
     if args.replay:
         print(f"{dev.name} ({cpu_name()}); load {os.getloadavg()[0]:.2f}")
         replay(queue, run, model, tokens, args.top)
+        return
+    if args.sequence:
+        print(f"{dev.name} ({cpu_name()}); load {os.getloadavg()[0]:.2f}; "
+              f"POCL_MAX_PTHREAD_COUNT={os.environ.get('POCL_MAX_PTHREAD_COUNT', 'unset')}")
+        sequence(queue, run, model, tokens, args.steps, args.top)
         return
     stream = stream_of(queue)
     load_before = os.getloadavg()[0]

@@ -321,6 +321,9 @@ def _shape(shape: dict) -> str:
 
 
 def _closeness(fraction: float) -> str:
+    if fraction > 1:
+        return ("above it, which a roof does not allow: the roof was measured lower than the machine sustained "
+                "here (a busy machine), or a cache served bytes that the model counts as memory traffic")
     return ("close to it" if fraction >= CLOSE else "within a factor of two of it" if fraction >= HALF
             else "under half of it")
 
@@ -343,6 +346,17 @@ def point_reading(roofline: dict, name: str) -> dict:
 def _cache(roofline: dict, level: int) -> dict | None:
     found = [c for c in roofline.get("caches") or [] if c["level"] == level and c["type"] in ("Unified", "Data")]
     return found[0] if found else None
+
+
+def _cpu_count(cpu_list: str | None) -> int | None:
+    """How many CPUs a Linux CPU list names ("0", "0-1", "0,2,4-5"), or None where it names none."""
+    if not cpu_list:
+        return None
+    count = 0
+    for part in cpu_list.split(","):
+        low, _, high = part.partition("-")
+        count += int(high or low) - int(low) + 1
+    return count
 
 
 def roofline_setup(report: dict, roofline: dict) -> str:
@@ -390,11 +404,17 @@ def roofline_findings(report: dict, roofline: dict) -> str:
     l2 = _cache(roofline, 2)
     if flash and l2:
         kv = 2 * flash["shape"]["T"] * flash["shape"]["d"] * 4
-        fits = kv <= l2["bytes"]
+        sharing = _cpu_count(l2.get("shared_cpu_list"))
+        # the CPUs that share the L2 may each work on another head at once: all their K and V must fit
+        at_once = min(sharing or 1, roofline["threads"])
+        fits = at_once * kv <= l2["bytes"]
+        where = ("per core" if sharing == 1 else f"shared by {sharing} logical CPUs" if sharing
+                 else "(the OS does not say which CPUs share it)")
+        them = "them" if at_once == 1 else f"the K and V of the {at_once} heads its CPUs may work on at once"
         lines.append(f"- Flash attention's count assumes one head's K and V ({kv / 2**20:.1f} MiB) stay in cache "
-                     f"while its query rows stream past: the OS reports a {l2['bytes'] / 2**20:.1f} MiB L2 cache per "
-                     + ("core, which holds them." if fits else
-                        "core, which does not hold them, so more than the counted bytes may reach memory."))
+                     f"while its query rows stream past: the OS reports a {l2['bytes'] / 2**20:.1f} MiB L2 cache "
+                     f"{where}, which " + (f"holds {them}." if fits else
+                                           f"does not hold {them}, so more than the counted bytes may reach memory."))
     return "\n".join(lines) + "\n"
 
 
@@ -423,13 +443,13 @@ def dense_table(report: dict, roofline: dict) -> str:
 
 
 def _verdict(row: dict, bound: bool) -> str:
-    """Which roof, if either, bounds one pass of dense attention."""
+    """Which roof, if either, limits one pass of dense attention (every roof bounds it from above)."""
     if bound:
-        return f"moves its bytes at {row['of_bandwidth']:.0%} of the copy bandwidth: memory may bound it."
+        return f"moves its bytes at {row['of_bandwidth']:.0%} of the copy bandwidth: memory may limit it."
     if row["flops"] and row["of_ceiling"] >= HALF:
-        return f"runs at {row['of_ceiling']:.0%} of the multiply-add ceiling: arithmetic bounds it."
+        return f"runs at {row['of_ceiling']:.0%} of the multiply-add ceiling: arithmetic limits it."
     work = "does none of the counted FLOPs" if not row["flops"] else f"runs at {row['of_ceiling']:.0%} of the ceiling"
-    return f"{work} and moves its bytes at under half of the copy bandwidth: neither roof bounds it."
+    return f"{work} and moves its bytes at under half of the copy bandwidth: neither roof is what limits it."
 
 
 def dense_findings(report: dict, roofline: dict) -> str:
@@ -450,7 +470,8 @@ def dense_findings(report: dict, roofline: dict) -> str:
     text += (f"It moves the model's bytes for it, {top['bytes'] / 2**20:.0f} MiB, at {top['gbs']:.1f} GB/s, "
              f"{top['of_bandwidth']:.0%} of the copy bandwidth: "
              + ("memory bandwidth may be what limits it." if bound else
-                "memory bandwidth does not limit it; its time goes to the instructions it runs for each score."))
+                "memory bandwidth does not limit it. The profile times each pass whole; it does not say what "
+                "within the pass takes the time."))
     lines = [text]
     products = [r for r in d["rows"] if r["flops"]]
     if products:
@@ -479,8 +500,9 @@ def dense_findings(report: dict, roofline: dict) -> str:
                     "cache serves part of that traffic."))
         lines.append(text)
     reading = point_reading(roofline, "dense_attention")
+    most = "most of its time goes" if top["share"] > 0.5 else f"the largest share of its time, {top['share']:.0%}, goes"
     lines.append(f"- **So** dense attention sits {reading['side']} of the ridge by the model's count, and ran at "
-                 f"{reading['fraction']:.0%} of its roof, {reading['roof_name']}; most of its time goes to the "
+                 f"{reading['fraction']:.0%} of its roof, {reading['roof_name']}; {most} to the "
                  f"{top['phase']} pass, which " + _verdict(top, bound))
     return "\n".join(lines) + "\n"
 

@@ -45,6 +45,11 @@
 //                    K instead of counting batches: each work-group sums one slice of K into its
 //                    own partial C, so B's panels are copied once instead of once per row split;
 //                    reduce.cl's sum_columns joins the slices in order, with alpha and D.
+//   matmul_tall      C = A^T B for a small C over a long K (a narrow layer's weight gradient): A (K, M)
+//                    and B (K, N) are both read in place, a row of each per k, no panels copied, no
+//                    local memory, no barrier; each work-item sums one chunk of K for one panel's
+//                    row tiles in the same MR x NV accumulators, and sum_columns joins the chunks'
+//                    partial Cs in order (see the kernel's comment).
 #include "common.h"
 
 #define BM 4
@@ -350,3 +355,70 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
     report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:matmul_packed]
+
+// --8<-- [start:matmul_tall]
+// C = alpha * A^T B (+ D) for a long K and a small C (a weight gradient x^T g over a batch's rows):
+// A is (K, M) and B is (K, N), both row-major with row strides lda and ldb and both read in place:
+// each k is one row of A (MR values of it per tile) and one row of B (NR values, whole vectors),
+// so the two are read as they lie, a row after the other, with no copy into panels. Work-item
+// (task, s) owns B's column panel task % pn, row tiles (task / pn) * tiles .. + tiles, and the
+// s-th chunk of `chunk` k; each of its tiles sums its chunk in MR x NV vector accumulators, k in
+// order, and is stored by store_tile (transposed with C_TRANS, alpha and D with ADD_D). With more
+// than one chunk each writes its own partial C (c + s M N) and reduce.cl's sum_columns joins them
+// in chunk order: the chunks are the host's, from the shape alone, so the sums do not depend on
+// the number of compute units. No local memory and no barrier: the items share nothing.
+__kernel void matmul_tall(__global const float *a, __global const float *b, __global float *c,
+                          __global const float *d, const int M, const int N, const int K,
+                          const int lda, const int ldb, const int chunk, const int tiles, const float alpha,
+                          __global int *status, const int seq)
+{
+    const int pn = (N + NR - 1) / NR, pm = (M + MR - 1) / MR;
+    const int task = get_global_id(0), s = get_global_id(1);
+    const int p = task % pn, t0 = task / pn * tiles, t1 = min(pm, t0 + tiles);
+    const int k0 = s * chunk, k1 = min(K, k0 + chunk);
+    if (t0 >= pm || k0 >= K) return;
+    const int n0 = p * NR, cols = min(NR, N - n0);
+    __global float *cs = c + (long)s * M * N;
+    int bad = 0;
+    for (int t = t0; t < t1; ++t) {
+        int at[MR];                                     // rows past M repeat the last one
+        #pragma unroll
+        for (int r = 0; r < MR; ++r) at[r] = min(t * MR + r, M - 1);
+        vecf acc[MR][NV];
+        ZERO(acc)
+        __global const float *ak = a + (long)k0 * lda, *bk = b + (long)k0 * ldb + n0;
+        if (cols == NR) {
+            #pragma unroll 4                            // as matmul_packed's k loop
+            for (int k = k0; k < k1; ++k, ak += lda, bk += ldb) {
+                vecf bv[NV];
+                #pragma unroll
+                for (int v = 0; v < NV; ++v) bv[v] = ((__global const vecfu *)bk)[v];
+                #pragma unroll
+                for (int r = 0; r < MR; ++r) {
+                    const float x = ak[at[r]];
+                    #pragma unroll
+                    for (int v = 0; v < NV; ++v) acc[r][v] = x * bv[v] + acc[r][v];
+                }
+            }
+        } else {                                        // the last panel, narrower than NR: zeros past N
+            for (int k = k0; k < k1; ++k, ak += lda, bk += ldb) {
+                vecf bv[NV];
+                #pragma unroll
+                for (int v = 0; v < NV; ++v) {
+                    lanesf l;
+                    for (int j = 0; j < VW; ++j) l.s[j] = v * VW + j < cols ? bk[v * VW + j] : 0.0f;
+                    bv[v] = l.v;
+                }
+                #pragma unroll
+                for (int r = 0; r < MR; ++r) {
+                    const float x = ak[at[r]];
+                    #pragma unroll
+                    for (int v = 0; v < NV; ++v) acc[r][v] = x * bv[v] + acc[r][v];
+                }
+            }
+        }
+        bad |= store_tile(acc, cs, d, t * MR, n0, M, N, alpha);
+    }
+    report(status, STATUS_NONFINITE, seq, bad);
+}
+// --8<-- [end:matmul_tall]

@@ -271,3 +271,36 @@ def decode_logits(x, norm, *, table=None, output=None, eps=1e-6):
     """RMSNorm(x) · norm times the LM head: ``table`` (V, D) transposed when tied, else ``output`` (D, V)."""
     n = rms_norm(x, norm, eps=eps)
     return n @ np.asarray(table, np.float64).T if table is not None else n @ np.asarray(output, np.float64)
+
+
+def decode_step(x, layers, k_caches, v_caches, position, *, n_heads, eps=1e-6, rope_base=10000.0, ids=None,
+                table=None, norm=None, output=None):
+    """A decoding step of a stack of layers: (logits, or x without a head, k_caches', v_caches').
+
+    With ``table`` and ``ids``, x is first the embedding of ``ids``; each layer is
+    :func:`decode_layer` with its weights and caches; with ``norm``, the result is
+    :func:`decode_logits` with the head tied to ``table`` or ``output`` (D, V).
+    """
+    x = embedding(table, ids) if ids is not None else np.asarray(x, np.float64)
+    ks, vs = [], []
+    for weights, k, v in zip(layers, k_caches, v_caches, strict=True):
+        x, k, v = decode_layer(x, weights, k, v, position, n_heads=n_heads, eps=eps, rope_base=rope_base)
+        ks.append(k)
+        vs.append(v)
+    if norm is not None:
+        x = decode_logits(x, norm, **(dict(output=output) if output is not None else dict(table=table)), eps=eps)
+    return x, ks, vs
+
+
+def decode_prefill(ids, layers, k_caches, v_caches, position, *, n_heads, table, norm, eps=1e-6, rope_base=10000.0):
+    """The final-normed hidden states (B, T, D) of ``ids`` (B, T) at positions ``position..``, and the
+    caches with their K and V: :func:`decode_step` one position at a time (each attends over the
+    positions before it and itself), then the RMSNorm."""
+    ids = np.asarray(ids)
+    ks, vs = list(k_caches), list(v_caches)
+    rows = []
+    for t in range(ids.shape[1]):
+        x, ks, vs = decode_step(None, layers, ks, vs, position + t, n_heads=n_heads, eps=eps, rope_base=rope_base,
+                                ids=ids[:, t], table=table)
+        rows.append(rms_norm(x, norm, eps=eps))
+    return np.stack(rows, axis=1), ks, vs

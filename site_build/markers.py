@@ -57,6 +57,11 @@ FIGURE = re.compile(r"figures/(?P<name>[\w-]+/[\w-]+)\.svg")
 #: a line that asks mkdocstrings for an object's docstrings
 API = re.compile(r"^::: ", re.M)
 
+BIBLIOGRAPHY = re.compile(r"^<!-- bibliography -->[ \t]*$", re.M)
+GLOSSARY = re.compile(r"^<!-- glossary -->[ \t]*$", re.M)
+#: the page that each apparatus marker belongs on (it becomes that page's list of entries)
+APPARATUS_PAGES = {"bibliography": "docs/bibliography.md", "glossary": "docs/glossary.md"}
+
 #: every comment marker: its name, the line it must be (None: refused), and that line in words
 KINDS: dict[str, tuple[re.Pattern | None, str]] = {
     "build-output": (BUILD_OUTPUT, "<!-- build-output: snippets/<page>/<name>.py --> (or ending "
@@ -67,6 +72,8 @@ KINDS: dict[str, tuple[re.Pattern | None, str]] = {
                                                 "pytest-codeblocks marker a page may hold (every block "
                                                 "runs on its own and is compared exactly)"),
     "pytest.mark": (None, "no pytest.mark comment: every block on a page runs"),
+    "bibliography": (BIBLIOGRAPHY, "<!-- bibliography --> alone on its line, on the Bibliography page"),
+    "glossary": (GLOSSARY, "<!-- glossary --> alone on its line, on the Glossary page"),
 }
 
 
@@ -172,6 +179,8 @@ def _misplaced(marker: Marker, lines: list[str], blocks: list[tuple[int, int]]) 
         if not any((inc := INCLUDE_LINE.match(line)) and inc["path"] == path for line in body):
             return (f"a build output goes right under the block that includes its snippet "
                     f"({include(path)}), one marker per block")
+    if marker.kind in APPARATUS_PAGES and marker.page != APPARATUS_PAGES[marker.kind]:
+        return f"the {marker.kind} marker belongs on {APPARATUS_PAGES[marker.kind]} alone"
     if marker.kind == "needs-extra":
         below = marker.index + 1
         while below < len(lines) and (not lines[below].strip() or NEEDS_EXTRA.fullmatch(lines[below])):

@@ -138,6 +138,18 @@ def gradcheck(f_ag, f64, *inputs, n: int, which=None, seed=0, what=""):
         assert_close(got, g64, rtol=0, atol=tol_for(n) * scale + 1e-30, what=f"{what} d/d input {i}")
 
 
+def record_launches(monkeypatch) -> list[tuple[str, tuple]]:
+    """(kernel name, build options) of every launch from here to the test's end, in order: the
+    list fills as ``Stream.launch`` runs (patched for the test)."""
+    from netcl_lite.core.stream import Stream
+
+    launched = []
+    launch = Stream.launch
+    monkeypatch.setattr(Stream, "launch", lambda self, f, name, *rest, **kw: (
+        launched.append((name, kw.get("options", ()))), launch(self, f, name, *rest, **kw)))
+    return launched
+
+
 def runs_on_one_and_two_pocl_threads(queue, child_source: str, timeout: int = 900) -> list[dict]:
     """The JSON the program ``child_source`` prints last, from two fresh processes: one PoCL thread
     (compute unit) and two (``POCL_MAX_PTHREAD_COUNT``). The program reports the device's compute

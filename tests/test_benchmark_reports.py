@@ -285,18 +285,28 @@ def test_roofline_sentences_follow_the_numbers():
     top = max(roofline["dense_attention_passes"], key=lambda p: p["ms"])
     roofline["bandwidth_gbs"] = top["bytes"] / top["ms"] / 1e6 / 0.9
     assert "90% of the copy bandwidth: memory bandwidth may be what limits it" in said(roofline)
-    assert f"to the {top['phase']} pass, which moves its bytes at 90% of the copy bandwidth: memory may bound it" \
+    assert f"to the {top['phase']} pass, which moves its bytes at 90% of the copy bandwidth: memory may limit it" \
         in said(roofline)
     roofline["bandwidth_gbs"] = top["bytes"] / top["ms"] / 1e6 / 0.1
     assert "10% of the copy bandwidth: memory bandwidth does not limit it" in said(roofline)
-    assert "bandwidth: neither roof bounds it" in said(roofline) or "arithmetic bounds it" in said(roofline)
-    # a product that takes most of the time near the ceiling: arithmetic bounds it
+    assert "bandwidth: neither roof is what limits it" in said(roofline) or "arithmetic limits it" in said(roofline)
+    # a product that takes most of the time near the ceiling: arithmetic limits it
     roofline = copy.deepcopy(ROOFLINE)
     scores = next(p for p in roofline["dense_attention_passes"] if p["flops"])
     for p in roofline["dense_attention_passes"]:
         p["ms"] = 1.0 if p is not scores else scores["flops"] / (0.95 * roofline["ceiling_gflops"]) / 1e6
-    assert f"to the {scores['phase']} pass, which runs at 95% of the multiply-add ceiling: arithmetic bounds it" \
+    assert f"to the {scores['phase']} pass, which runs at 95% of the multiply-add ceiling: arithmetic limits it" \
         in said(roofline)
+    # no pass takes half the time: the largest share is named as such, not as "most"
+    roofline = copy.deepcopy(ROOFLINE)
+    for p in roofline["dense_attention_passes"]:
+        p["ms"] = 1.0
+    roofline["dense_attention_passes"][0]["ms"] = 1.4
+    assert "the largest share of its time, 41%, goes to the" in said(roofline) and "most of its time" not in said(roofline)
+    # a point above its roof is not called close to it
+    roofline = copy.deepcopy(ROOFLINE)
+    roofline["points"]["gemm"]["gflops"] = 1.2 * roofline["ceiling_gflops"]
+    assert "120% of that roof, above it, which a roof does not allow" in said(roofline)
     # the score-sized copy twice as fast as the 1 GiB copy: cache serves part of the traffic
     roofline = copy.deepcopy(ROOFLINE)
     roofline["score_copy"]["gbs"] = 2 * roofline["opencl_copy_gbs"]
@@ -311,6 +321,18 @@ def test_roofline_sentences_follow_the_numbers():
         if c["level"] == 2:
             c["bytes"] = 256 * 1024
     assert "which does not hold them" in said(roofline)
+    # an L2 that two CPUs share, each working on a head: it must hold two heads' K and V
+    roofline = copy.deepcopy(ROOFLINE)
+    roofline["threads"] = 2
+    kv = 2 * roofline["points"]["flash_attention"]["shape"]["T"] * roofline["points"]["flash_attention"]["shape"]["d"] * 4
+    for c in roofline["caches"]:
+        if c["level"] == 2:
+            c["bytes"], c["shared_cpu_list"] = int(1.5 * kv), "0-1"
+    assert "L2 cache shared by 2 logical CPUs, which does not hold the K and V of the 2 heads" in said(roofline)
+    for c in roofline["caches"]:
+        if c["level"] == 2:
+            c["bytes"], c["shared_cpu_list"] = int(1.5 * kv), "0"
+    assert "L2 cache per core, which holds them." in said(roofline)
 
 
 def test_close_rows_count_their_rounds_and_setup_states_the_spread():

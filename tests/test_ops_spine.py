@@ -17,6 +17,7 @@ from kernel_cases import (
     f32,
     random_attention_case,
     random_dims,
+    record_launches,
     runs_on_one_and_two_pocl_threads,
 )
 
@@ -300,12 +301,14 @@ def test_matmul_add_is_bitwise_the_product_then_the_add():
 
 
 @pytest.mark.slow
-def test_wide_transposed_products_run_swapped_and_match_the_reference():
+def test_wide_transposed_products_run_swapped_and_match_the_reference(monkeypatch):
     """``Aᵀ B`` with A wider than B and a long K (a weight gradient ``xᵀ g``) runs as ``(Bᵀ A)ᵀ``,
     each tile stored transposed: ragged M and N (a 7-column B leaves one row of a 6-row tile),
     one or several panels per work-group, with and without D (bitwise the product, then the add).
-    Short K, a swap that would pad C into an extra panel, and B the wider stay unswapped."""
+    Short K, a swap that would pad C into an extra panel, and B the wider stay unswapped. (A CPU
+    runs the narrowest of these as matmul_tall: that path is left off here.)"""
     mm = sys.modules["netcl_lite.ops.matmul"]
+    monkeypatch.setattr(mm, "TALL_MAX_C", 0)
     rng = np.random.default_rng(18)
     for (m, n, k), swapped in [((133, 70, 1030), True), ((320, 128, 1024), True), ((200, 7, 1100), True),
                                ((1000, 250, 1024), True), ((130, 128, 4096), False), ((384, 128, 256), False),
@@ -326,12 +329,10 @@ def test_products_with_k_split_into_slices_match_the_reference(monkeypatch, queu
     work-group summing one slice into its own partial C, joined in slice order with alpha and
     D: ragged last slices (K = 1537 in 3, 2049 in 4), one to four panels per group, plain,
     transposed and swapped (stored transposed) products. Checked against float64, with D
-    bitwise the product then the add, and the same bits on a second call."""
-    from netcl_lite.core.stream import Stream
-    launched = []
-    launch = Stream.launch
-    monkeypatch.setattr(Stream, "launch", lambda self, f, name, *rest, **kw: (
-        launched.append((name, kw.get("options", ()))), launch(self, f, name, *rest, **kw)))
+    bitwise the product then the add, and the same bits on a second call. (A CPU runs the
+    narrowest transposed ones as matmul_tall: that path is left off here.)"""
+    monkeypatch.setattr(sys.modules["netcl_lite.ops.matmul"], "TALL_MAX_C", 0)
+    launched = record_launches(monkeypatch)
     cpu = bool(queue.device.type & cl.device_type.CPU)
     rng = np.random.default_rng(19)
     # (M, N, K, transpose_a) per panel width (16 columns on AVX2, 64 on AVX-512): whether the
@@ -358,13 +359,46 @@ def test_products_with_k_split_into_slices_match_the_reference(monkeypatch, queu
     assert not cpu or "-DKSPLIT=1" in built_options("matmul.cl", "matmul_packed", having="-DC_TRANS=1")
 
 
+@pytest.mark.slow
+def test_narrow_weight_gradients_read_in_place_match_the_reference(monkeypatch, queue):
+    """``Aᵀ B`` with a small C over a long K (a narrow layer's weight gradient) runs as matmul_tall on
+    a CPU: both operands read in place, K in chunks joined in order. Ragged M and N (a last panel
+    narrower than the tile, rows past M), K of every remainder mod 4, one chunk (C written
+    directly, D in the epilogue) and several (D added by the join); against float64, D bitwise the
+    product then the add, the same bits on a second call."""
+    mm = sys.modules["netcl_lite.ops.matmul"]
+    launched = record_launches(monkeypatch)
+    cpu = bool(queue.device.type & cl.device_type.CPU)
+    rng = np.random.default_rng(29)
+    vw, mr, nv = tile_for(queue.device)
+    for m, n, k in [(128, 64, 2048), (64, 128, 2048), (128, 128, 2049), (100, 70, 1500), (7, 130, 1031),
+                    (1, 1, 1024), (61, 33, 1537), (6, 3 * vw * nv + 5, 1026), (20, 8 * vw * nv - 3, 1024)]:
+        assert mm.tall_pays(m, n, k), (m, n, k)
+        chunks = mm._tall_plan(tile_for(queue.device), m, n, k, False,
+                               (mm.TALL_ROW_TILES, mm.TALL_TASKS, mm.TALL_MIN_CHUNK)).chunks
+        a, b, d = f32(rng.standard_normal((k, m))), f32(rng.standard_normal((k, n))), f32(rng.standard_normal((m, n)))
+        launched.clear()
+        got = ops.matmul(a, b, transpose_a=True)
+        names = [name for name, _ in launched]
+        assert names == (["matmul_tall"] + ["sum_columns"] * (chunks > 1) if cpu else ["matmul_packed"]) or not cpu, \
+            (m, n, k, names)
+        assert_close(got, reference.matmul(a, b, transpose_a=True), rtol=0, atol=matmul_atol(a.T, b),
+                     what=f"aᵀ b (narrow), a {a.shape}, b {b.shape}")
+        np.testing.assert_array_equal(ops.matmul(a, b, transpose_a=True), got)
+        np.testing.assert_array_equal(ops.matmul_add(a, b, d, transpose_a=True), ops.add(got, d))
+    if cpu:
+        assert {"-DADD_D=0", "-DADD_D=1"} <= built_options("matmul.cl", "matmul_tall")
+        assert not mm.tall_pays(128, 320, 2048) and not mm.tall_pays(128, 64, 1023)
+
+
 _THREADS_CHILD = """
 import hashlib, json, numpy as np
 import netcl_lite as nl
 rng = np.random.default_rng(5)
 out = {"units": nl.device().queue.device.max_compute_units}
 for m, n, k, ta in [(128, 320, 2048, True), (320, 128, 2048, True), (61, 130, 1537, False), (200, 48, 2048, True),
-                    (96, 200, 3000, False), (256, 256, 4096, False), (33, 1000, 100, False)]:
+                    (96, 200, 3000, False), (256, 256, 4096, False), (33, 1000, 100, False), (128, 64, 2048, True),
+                    (100, 70, 1500, True)]:
     a = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
     out[f"{m}x{n}x{k}"] = hashlib.sha256(nl.ops.matmul(a, b, transpose_a=ta).tobytes()).hexdigest()
@@ -376,7 +410,8 @@ print(json.dumps(out))
 def test_products_have_the_same_bits_on_one_and_two_compute_units(queue):
     """Where K is split (and so the order of each sum) is decided for a fixed worker count, not the
     device's: a product computed with one PoCL thread equals, bit for bit, the one computed with two.
-    The shapes include products that split K with two workers and would not with one."""
+    The shapes include products that split K with two workers and would not with one, and narrow
+    weight gradients (matmul_tall, K in chunks from the shape alone)."""
     runs = runs_on_one_and_two_pocl_threads(queue, _THREADS_CHILD, timeout=600)
     assert runs[0] == runs[1]
 
@@ -386,11 +421,7 @@ def test_transposed_b_copied_a_cache_line_at_a_time_matches_the_reference(monkey
     256 floats (where the old k-row walk thrashed four L1 sets), ragged last chunks (K = 37,
     1537), a ragged last panel (N = 70, 129) and groups whose last panel lies past N, a
     broadcast Bᵀ under a batch of A, and K split into slices (k0 > 0) on a CPU."""
-    from netcl_lite.core.stream import Stream
-    launched = []
-    launch = Stream.launch
-    monkeypatch.setattr(Stream, "launch", lambda self, f, name, *rest, **kw: (
-        launched.append((name, kw.get("options", ()))), launch(self, f, name, *rest, **kw)))
+    launched = record_launches(monkeypatch)
     rng = np.random.default_rng(23)
     for batch, m, n, k in [((), 100, 70, 256), ((), 61, 200, 37), ((), 130, 129, 1537), ((3,), 50, 90, 40),
                            ((), 64, 64, 4096), ((), 1024, 704, 256)]:

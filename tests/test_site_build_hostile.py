@@ -506,3 +506,13 @@ def test_every_file_in_the_shipped_wheel_is_one_its_key_reads_with_the_same_byte
                            if name == target or name.startswith(target + "/")), ROOT / name)
             assert source in sources, f"{name} (from {source.relative_to(ROOT)}) is in the wheel but not in its key"
             assert archive.read(name) == source.read_bytes(), f"{name} is stale in the shipped wheel"
+
+
+def test_an_apparatus_marker_belongs_on_its_own_page_alone():
+    """The bibliography and glossary markers become those pages' entries; anywhere else they are an error."""
+    assert [m.kind for m in markers.find("# B\n\n<!-- bibliography -->\n", "docs/bibliography.md")] == ["bibliography"]
+    assert [m.kind for m in markers.find("# G\n\n<!-- glossary -->\n", "docs/glossary.md")] == ["glossary"]
+    with pytest.raises(markers.MarkerError, match=r"^docs/chapter-7\.md:3: .*belongs on docs/glossary\.md"):
+        markers.find("# Ch\n\n<!-- glossary -->\n", "docs/chapter-7.md")
+    with pytest.raises(markers.MarkerError, match=r"^docs/bibliography\.md:3: .*looks like a bibliography marker"):
+        markers.find("# B\n\n<!-- bibliography: all -->\n", "docs/bibliography.md")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.cltypes as cltypes
 
 from . import compiler_target
 
@@ -142,6 +143,7 @@ def get_kernel(context: cl.Context, filename: str, name: str, options: tuple[str
     return kernel
 
 
+_VECTOR = re.compile(r"[a-z]+(2|3|4|8|16)")
 _SCALARS = {"int": np.int32, "uint": np.uint32, "float": np.float32, "long": np.int64, "ulong": np.uint64,
             "short": np.int16, "ushort": np.uint16, "char": np.int8, "uchar": np.uint8, "double": np.float64}
 
@@ -159,6 +161,9 @@ def _scalar_dtypes(kernel: cl.Kernel) -> list:
             dtypes.append(None)
             continue
         type_name = kernel.get_arg_info(i, cl.kernel_arg_info.TYPE_NAME).strip().rstrip("\x00")
+        if _VECTOR.fullmatch(type_name) and type_name.rstrip("0123456789") in _SCALARS:
+            dtypes.append(getattr(cltypes, type_name))      # a vector argument, e.g. int16: 16 ints
+            continue
         if type_name not in _SCALARS:
             raise KernelBuildError(f"kernel {kernel.function_name}: argument {i} has unsupported type {type_name!r}")
         dtypes.append(_SCALARS[type_name])

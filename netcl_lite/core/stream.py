@@ -124,10 +124,11 @@ class Stream:
     def _open_op(self, name, operands, bad_input) -> np.int32:
         if operands:
             window = self._open
+            held = window.held
             for value in operands.values():      # each buffer counted once per window
                 memory = getattr(value, "memory", None)
-                if memory is not None and id(memory) not in window.held:
-                    window.held.add(id(memory))
+                if memory is not None and id(memory) not in held:
+                    held.add(id(memory))
                     window.bytes += memory.nbytes
                     self._held_bytes += memory.nbytes
             if self._held_bytes > self.peak_pending_bytes:
@@ -163,7 +164,10 @@ class Stream:
         kernel = self._kernels.get(key)
         if kernel is None:
             kernel = self._kernels[key] = get_kernel(self.queue.context, filename, name, options)
-        self._record(f"{filename}:{name}", kernel(self.queue, global_size, local_size, *args), args)
+        event = kernel(self.queue, global_size, local_size, *args)
+        self._open.alive.append(args)
+        if self.profile is not None:
+            self.profile.append((f"{filename}:{name}", self._ops[-1].name if self._ops else "", event))
 
     def enqueue(self, kernel: cl.Kernel, label: str, global_size, local_size, keep) -> None:
         """Enqueue ``kernel`` with the arguments already set on it (a launch prepared once, e.g.

@@ -323,6 +323,10 @@ class Tensor:
 
     def reshape(self, *shape) -> "Tensor":
         """A view with a new shape over the same buffer (sizes must agree; one -1 allowed)."""
+        if len(shape) == 1 and type(shape[0]) is tuple:
+            fast = _reshaped(shape[0], self.size)         # the library's own calls: a tuple of ints
+            if fast is not None:
+                return Tensor._of(self.queue, self.memory, fast, self.dtype)
         if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
             shape = tuple(shape[0])
         shape = tuple(shape)
@@ -344,6 +348,26 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         host = self.numpy()
         return host if dtype is None else host.astype(dtype)
+
+
+def _reshaped(shape: tuple, size: int) -> tuple[int, ...] | None:
+    """``shape`` with its one -1 (if any) resolved for ``size`` elements, when it is a tuple of plain
+    ints that fits ``size``; None otherwise, for :meth:`Tensor.reshape`'s checks to name the fault."""
+    known, free = 1, -1
+    for i, s in enumerate(shape):
+        if type(s) is not int or s < -1:
+            return None
+        if s == -1:
+            if free >= 0:
+                return None
+            free = i
+        else:
+            known *= s
+    if free < 0:
+        return shape if known == size else None
+    if known == 0 or size % known:
+        return None
+    return shape[:free] + (size // known,) + shape[free + 1:]
 
 
 def read(*tensors: Tensor) -> tuple[np.ndarray, ...]:

@@ -31,7 +31,7 @@ from .. import ops, sampling
 from ..checks import count, flag, int_in, integer, nonnegative_int, nonnegative_real, real
 from ..core.device import manager
 from ..core.tensor import Tensor, check_queue
-from ..ops.decode import LayerLaunch
+from ..ops.decode import StepLaunch, decode_prefill
 from .checkpoint import from_llama, from_pretrained, save_pretrained, to_llama, write
 from .config import LMConfig
 from .transformer import DecoderBlock, Embedding, KVCache, Module, RMSNorm
@@ -127,8 +127,8 @@ class DecoderLM(Module):
                           "norm": self.norm}
         self._initialize(seed)
         self._decode_state: dict[int, Tensor] = {}   # x (batch, hidden) that decode_step advances in place
-        # per KVCache, each layer's LayerLaunch; an entry goes when its cache does (the launches
-        # hold the cache's tensors, which must not outlive a cache the caller has dropped)
+        # per KVCache, its StepLaunch; an entry goes when its cache does (the launch holds the
+        # cache's tensors, which must not outlive a cache the caller has dropped)
         self._decode_launches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def _initialize(self, seed: int) -> None:
@@ -153,11 +153,31 @@ class DecoderLM(Module):
             self._check_cache(cache)
         start = 0 if cache is None else cache.length(0)
         ids = check_ids("ids", ids, c.vocab_size, c.max_position_embeddings, start)
+        if cache is not None and not ag.recording():
+            return self._prefill(ids, cache, start)   # inference with a cache: the fused decode kernel
         h = self.embed(ids)
         for i, block in enumerate(self.layers):
             h = block(h, cache, i)
         return self.norm(h)
     # --8<-- [end:forward]
+
+    def _prefill(self, ids: np.ndarray, cache: KVCache, start: int) -> ag.Node:
+        """``hidden(ids, cache)`` outside a tape: every layer at once for all streams and positions
+        (:func:`netcl_lite.ops.decode.decode_prefill`), the cache filled at ``start..``."""
+        c = self.config
+        if any(n != start for n in cache.lengths):
+            raise ValueError(f"cache: every layer must hold the same number of positions, got {cache.lengths}")
+        if ids.shape[0] != cache.batch:
+            raise ValueError(f"ids: one row per cached sequence ({cache.batch}), got {ids.shape[0]}")
+        out = decode_prefill(ids, self._decode_layers(), cache.keys, cache.values, start, n_heads=c.num_attention_heads,
+                             table=self.embed.table.value, norm=self.norm.weight.value, eps=c.rms_norm_eps,
+                             rope_base=c.rope_theta)
+        cache.lengths = [start + ids.shape[1]] * cache.layers
+        return ag.constant(out)
+
+    def _decode_layers(self) -> list[dict]:
+        """Each layer's weights by :data:`netcl_lite.ops.decode.LAYER_WEIGHTS` name, as Tensors."""
+        return [{name: node.value for name, node in block.decode_weights().items()} for block in self.layers]
 
     def loss(self, ids, targets, ignore_index: int = -100) -> ag.Node:
         """Mean cross-entropy (nats per token) of ``targets[b, t]``, the token after ``ids[b, t]``.
@@ -207,8 +227,8 @@ class DecoderLM(Module):
     def next_logits(self, ids, cache: KVCache | None = None) -> np.ndarray:
         """Host logits (vocab_size,) for the position after the last of ``ids`` (1, T); inference only.
 
-        One new token with a cache is a decoding step: it runs as one fused kernel per
-        layer and one for the head (:func:`netcl_lite.ops.decode_layer`).
+        One new token with a cache is a decoding step: the embedding, every layer and the
+        head run as one fused kernel per four layers (:class:`netcl_lite.ops.decode.StepLaunch`).
         """
         if cache is not None and np.shape(ids) == (1, 1) and not ag.recording():
             return self.decode_step(np.asarray(ids).reshape(1), cache)[0]
@@ -223,8 +243,9 @@ class DecoderLM(Module):
 
         Inference only; the cache must hold the same number of positions in every layer
         (a prompt run through the model with it, or nothing yet). The first step with a cache
-        sets up each layer's launch (:class:`netcl_lite.ops.decode.LayerLaunch`); later steps
-        only change the position and the ids. The model keeps them while the cache lives.
+        sets up its launch (:class:`netcl_lite.ops.decode.StepLaunch`: the embedding, the layers
+        and the head, one kernel per four layers); later steps only change the position and the
+        ids. The model keeps it while the cache lives.
         """
         c = self.config
         self._check_cache(cache)
@@ -238,20 +259,17 @@ class DecoderLM(Module):
         x = self._decode_state.get(cache.batch)
         if x is None:
             x = self._decode_state[cache.batch] = Tensor.empty(self.queue, (cache.batch, c.hidden_size))
-        table = self.embed.table.value
-        launches = self._decode_launches.setdefault(cache, [None] * len(self.layers))
-        for i, block in enumerate(self.layers):
-            # Each layer's launch is checked and set up once per cache and reused while it sees the
-            # same tensors (weights swapped for new ones make a new one).
-            weights = {name: node.value for name, node in block.decode_weights().items()}
-            step = launches[i]
-            tensors = (x, weights, cache.keys[i], cache.values[i], table if i == 0 else None)
-            if step is None or not step.uses(*tensors):
-                step = launches[i] = LayerLaunch(*tensors[:4], n_heads=c.num_attention_heads, eps=c.rms_norm_eps,
-                                                 rope_base=c.rope_theta, table=tensors[4])
-            step(position, ids=rows[:, 0] if i == 0 else None)
-        head = dict(table=table) if c.tie_word_embeddings else dict(output=self.embed.output.value)
-        return ops.decode_logits(x, self.norm.weight.value, eps=c.rms_norm_eps, **head).numpy()
+        # The step is checked and set up once per cache and reused while it sees the same tensors
+        # (weights swapped for new ones make a new one).
+        layers = self._decode_layers()
+        operands = (x, layers, cache.keys, cache.values, self.embed.table.value, self.norm.weight.value,
+                    None if c.tie_word_embeddings else self.embed.output.value)
+        step = self._decode_launches.get(cache)
+        if step is None or not step.uses(*operands):
+            step = self._decode_launches[cache] = StepLaunch(
+                *operands[:4], n_heads=c.num_attention_heads, eps=c.rms_norm_eps, rope_base=c.rope_theta,
+                table=operands[4], norm=operands[5], output=operands[6])
+        return step(position, ids=rows[:, 0]).numpy()
 
     def generate(self, ids, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
                  top_p: float | None = None, seed: int | None = None, stop=None, on_token=None,

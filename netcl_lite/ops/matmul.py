@@ -91,7 +91,7 @@ def _product(a, b, d, transpose_a, transpose_b, queue):
     """:func:`matmul` (``d`` None) and :func:`matmul_add`: one body for both."""
     flag("transpose_a", transpose_a)
     flag("transpose_b", transpose_b)
-    how = _how(shape_of(a), shape_of(b), transpose_a, transpose_b, PACKED_MIN_WORK)
+    how = _how(shape_of(a), shape_of(b), transpose_a, transpose_b, PACKED_MIN_WORK, (TALL_MIN_K, TALL_MAX_C))
     if d is not None and tuple(shape_of(d)) != how.out_shape:
         raise ValueError(f"d must have the product's shape {how.out_shape}, got {tuple(shape_of(d))}")
     call = OpCall("matmul", queue=queue, a=a, b=b, **({} if d is None else {"d": d}))
@@ -104,6 +104,8 @@ def _product(a, b, d, transpose_a, transpose_b, queue):
     elif how.kind == _ZEROS:                                # K = 0: the product is zero, the sum is d
         cl.enqueue_copy(call.queue, out.buffer, d_buf, byte_count=out.nbytes)
         call.stream.keep(td)
+    elif how.tall and _device(call.queue).cpu:
+        _tall(call, ta.buffer, tb.buffer, out.buffer, *how.tall, d_buf=d_buf)
     elif how.kind == _SWAPPED:
         gemm(call, tb.buffer, ta.buffer, out.buffer, *how.args, c_trans=True, d_buf=d_buf)
     elif how.kind == _GEMM:
@@ -118,18 +120,20 @@ SWAP_MIN_K = 1024
 
 class _How(NamedTuple):
     """What :func:`matmul` does for one pair of shapes: the output's shape, which path, and
-    :func:`gemm`'s arguments after the three buffers."""
+    :func:`gemm`'s arguments after the three buffers; ``tall``: (M, N, K) where a CPU runs the
+    product as :func:`_tall` does, else ()."""
     out_shape: tuple
     kind: int
     args: tuple
+    tall: tuple = ()
 
 
 @functools.lru_cache(maxsize=1024)
-def _how(sa, sb, transpose_a: bool, transpose_b: bool, min_work: int) -> _How:
-    """The shape logic of :func:`matmul`, a pure function of the shapes, the flags and
-    :data:`PACKED_MIN_WORK` (passed in, so a changed limit is a new entry), so it runs once per
-    shape: a call's own Python is a good part of a small product's time (an exception is not
-    cached, so a bad pair of shapes raises on every call)."""
+def _how(sa, sb, transpose_a: bool, transpose_b: bool, min_work: int, tall_limits: tuple | None = None) -> _How:
+    """The shape logic of :func:`matmul`, a pure function of the shapes, the flags,
+    :data:`PACKED_MIN_WORK` and :func:`tall_pays`' limits (passed in, so a changed limit is a new
+    entry; None: the module's), so it runs once per shape: a call's own Python is a good part of a
+    small product's time (an exception is not cached, so a bad pair of shapes raises on every call)."""
     batch, m, n, k = matmul_shapes(sa, sb, transpose_a, transpose_b)
     n_batch = elements(batch)
     int32_range(M=m, N=n, K=k, a_elements=elements(sa), b_elements=elements(sb), out_elements=n_batch * m * n)
@@ -138,14 +142,98 @@ def _how(sa, sb, transpose_a: bool, transpose_b: bool, min_work: int) -> _How:
         return _How(out_shape, _EMPTY, ())
     if k == 0:
         return _How(out_shape, _ZEROS, ())
+    narrow = transpose_a and not transpose_b and n_batch == 1 and tall_pays(m, n, k, *(tall_limits or ()))
+    tall = (m, n, k) if narrow else ()
     if transpose_a and not transpose_b and n_batch == 1 and swap_pays(m, n, k) and packed_pays(m, n, k, min_work):
         # C = Aᵀ B computed as (Bᵀ A)ᵀ: a transposed operand is packed, so pack the smaller one
         # (B, K x N) and read the larger (A, K x M) as the row-major "B"; the tile is stored transposed.
-        return _How(out_shape, _SWAPPED, (n, m, k, 1, (0, 1, n), (0, m, 1)))
+        return _How(out_shape, _SWAPPED, (n, m, k, 1, (0, 1, n), (0, m, 1)), tall)
     a_strides = (_batch_stride("a", sa, batch, sa[-2] * sa[-1]),) + ((1, sa[-1]) if transpose_a else (sa[-1], 1))
     b_strides = (_batch_stride("b", sb, batch, sb[-2] * sb[-1]),) + ((1, sb[-1]) if transpose_b else (sb[-1], 1))
     return _How(out_shape, _GEMM, (m, n, k, n_batch, a_strides, b_strides,
-                                   1 if a_strides[0] else n_batch, 1 if b_strides[0] else n_batch))
+                                   1 if a_strides[0] else n_batch, 1 if b_strides[0] else n_batch), tall)
+
+
+
+#: a CPU runs Aᵀ B as matmul_tall (:func:`_tall`) from this K on, when C has at most
+#: :data:`TALL_MAX_C` elements (:func:`tall_pays`)
+TALL_MIN_K = 1024
+TALL_MAX_C = 128 * 128
+#: matmul_tall's work: row tiles per work-item at most, the work-items K is split until there are
+#: (``chunks × panels × row groups``), and the fewest k a chunk keeps
+TALL_ROW_TILES = 32
+TALL_TASKS = 8
+TALL_MIN_CHUNK = 256
+
+
+def tall_pays(m: int, n: int, k: int, min_k: int = TALL_MIN_K, max_c: int = TALL_MAX_C) -> bool:
+    """Whether ``Aᵀ B`` (A: K x M, B: K x N) runs as ``matmul_tall`` on a CPU: a weight gradient of a
+    narrow layer (C of at most ``max_c`` elements) over at least ``min_k`` rows.
+
+    ``matmul_packed`` copies B's K-long panels into local memory once per work-group and reads the
+    transposed A a cache line per k; with so small a C its few work-groups each copy a panel of
+    512 KiB or more, and the K split adds a partial C per slice. ``matmul_tall`` reads both
+    operands in place, a row of each per k, and splits K into as many chunks as keep every core
+    busy: 1.4-1.8 times faster per CPU second at 128 x 64, 64 x 128 and 128 x 128 over K = 2048
+    with the operands out of cache, and no faster at 128 x 320, 320 x 128 or 1024 x 128
+    (benchmarks/results/tried.md, "Weight gradients of narrow layers read in place")."""
+    return k >= min_k and m * n <= max_c
+
+
+class _Device(NamedTuple):
+    """What the products' plans read of a queue's device: the micro-kernel's tile (:func:`tile_for`),
+    bytes of local memory, compute units, and whether it is a CPU."""
+    tile: tuple
+    local_mem: int
+    units: int
+    cpu: bool
+
+
+@functools.lru_cache(maxsize=64)
+def _device(queue) -> _Device:
+    """:class:`_Device` of ``queue``'s device, asked once per queue (each query is a driver call)."""
+    device = queue.device
+    return _Device(tile_for(device), device.local_mem_size, device.max_compute_units,
+                   bool(device.type & cl.device_type.CPU))
+
+
+def _tall(call, a_buf, b_buf, c_buf, m, n, k, d_buf=None):
+    """C (m, n) = Aᵀ B (+ D) for A (k, m) and B (k, n) row-major, by ``matmul_tall``: both read in
+    place, K in chunks whose partial Cs are joined in order (:func:`~netcl_lite.ops.reduce.join_rows`)."""
+    plan = _tall_plan(_device(call.queue).tile, m, n, k, d_buf is not None,
+                      (TALL_ROW_TILES, TALL_TASKS, TALL_MIN_CHUNK))
+    out = c_buf if plan.chunks == 1 else call.scratch("matmul.partial", plan.chunks * m * n)
+    call.launch("matmul.cl", "matmul_tall", plan.global_size, (1, 1), a_buf, b_buf, out,
+                c_buf if d_buf is None else d_buf, *plan.args, call.stream.status, call.seq, options=plan.options)
+    if plan.chunks > 1:
+        join_rows(call, out, c_buf, plan.chunks, m * n, 1.0, d_buf)
+
+
+class _TallPlan(NamedTuple):
+    """How :func:`_tall` launches one shape."""
+    options: tuple
+    global_size: tuple
+    args: tuple                 # matmul_tall's scalar arguments, from M to alpha
+    chunks: int                 # K chunks (1: C is written directly)
+
+
+@functools.lru_cache(maxsize=256)
+def _tall_plan(tile, m, n, k, add_d, tuning) -> _TallPlan:
+    """The launch of ``matmul_tall`` for one shape with micro-kernel ``tile`` (VW, MR, NV). A work-item
+    takes one panel of B's columns, up to ``tuning[0]`` row tiles and one chunk of K; K is split until
+    there are ``tuning[1]`` work-items, in chunks of at least ``tuning[2]`` k. The chunks come from
+    the shape alone, so the order of every sum is the same on any number of compute units."""
+    row_tiles, tasks, min_chunk = tuning
+    vw, mr, nv = tile
+    pm, pn = -(-m // mr), -(-n // (vw * nv))
+    tiles = min(pm, row_tiles)
+    groups = -(-pm // tiles)
+    chunks = max(1, min(-(-tasks // (pn * groups)), k // min_chunk))
+    chunk = -(-k // chunks)
+    chunks = -(-k // chunk)
+    options = (f"-DVW={vw}", f"-DMR={mr}", f"-DNV={nv}", f"-DADD_D={int(add_d and chunks == 1)}")
+    args = (*map(i32, (m, n, k, m, n, chunk, tiles)), f32(1.0))
+    return _TallPlan(options, (pn * groups, chunks), args, chunks)
 
 
 def matmul_backward(g, a, b, transpose_a: bool = False, transpose_b: bool = False, needs=(True, True),
@@ -252,9 +340,7 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
     that would each re-read it crowd the caches (:func:`transposed_in_place`), when it is first
     packed into MR-row panels. The launch
     geometry comes from :func:`_plan`, worked out once per shape."""
-    device = call.queue.device
-    plan = _plan(tile_for(device), device.local_mem_size, device.max_compute_units,
-                 bool(device.type & cl.device_type.CPU), m, n, k, n_batch,
+    plan = _plan(*_device(call.queue), m, n, k, n_batch,
                  tuple(a_strides), a_div, tuple(b_strides), b_div, float(alpha), c_trans, d_buf is not None,
                  (PANEL_BYTES, GROUP_PANEL_BYTES, MAX_GROUP_PANELS, A_LINES, LAYOUT_EFFICIENCY,
                   (SPLIT_UNITS, (SPLIT_MAX_TILES, SPLIT_MIN_K, SPLIT_SLICE, MAX_SPLITS))))

@@ -19,7 +19,7 @@ import pyopencl as cl
 from ..checks import dtype_is, int32_range
 from ..core.device import manager
 from ..core.stream import stream_of
-from ..core.tensor import DeviceMemory, Tensor, check_shape, note_scratch, shares_host_memory
+from ..core.tensor import DTYPES, DeviceMemory, Tensor, check_shape, note_scratch, shares_host_memory
 
 _ALIGN = 64   # bytes: host arrays the kernels use in place start on a cache line
 
@@ -45,7 +45,7 @@ class OpCall:
         if tensors:
             first = tensors[0].queue
             for t in tensors[1:]:
-                if t.queue.context != first.context:
+                if t.queue is not first and t.queue.context != first.context:
                     raise ValueError(f"{name}: tensors live on different OpenCL contexts; copy them to one device first")
             self.queue = queue or first
         else:
@@ -87,7 +87,9 @@ class OpCall:
         dtype = np.dtype(dtype)
         nbytes = math.prod(shape) * dtype.itemsize
         if not self.in_place or not nbytes:
-            return Tensor.empty(self.queue, shape, dtype)
+            if dtype not in DTYPES:
+                raise TypeError(f"dtype must be float32 or int32, got {dtype}")
+            return Tensor._of(self.queue, DeviceMemory(self.queue.context, nbytes), check_shape(shape), dtype)
         raw = np.empty(nbytes + _ALIGN, np.uint8)
         start = -raw.ctypes.data % _ALIGN
         host = raw[start:start + nbytes].view(dtype).reshape(shape)

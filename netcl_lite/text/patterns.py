@@ -8,9 +8,9 @@ exactly like tiktoken. They use ``\\p{L}`` (letters), ``\\p{N}`` (numbers) and
 possessive quantifiers, which the standard :mod:`re` module cannot parse, so
 they are compiled with the ``regex`` package.
 
-Speed: for these two patterns :func:`compile_splitter` runs an equivalent
-pattern on :mod:`re` (about 2.5x faster here than ``regex`` on the same text).
-It spells ``\\p{L}``, ``\\p{N}`` and ``\\s`` out as explicit Basic Multilingual
+For these two patterns :func:`compile_splitter` runs an equivalent pattern on
+:mod:`re`, once faster than ``regex``; with the ``regex`` release installed now the two run
+at the same speed (``benchmarks/results/tried.md``, "Pre-split on re"). It spells ``\\p{L}``, ``\\p{N}`` and ``\\s`` out as explicit Basic Multilingual
 Plane ranges read from ``regex`` itself, and hands astral characters (emoji,
 math letters) a stand-in of the same class, then cuts the original text at
 the same offsets. The tests check it splits exactly like ``regex``.

@@ -47,14 +47,15 @@ from netcl_lite.text import GPT4_PATTERN, BPETokenizer  # noqa: E402
 
 corpus = ("the transformer transforms tokens. a transformer attends to tokens; "
           "tokens attend to tokens 12345 times. hahah ha! ") * 8
-ranks = train(corpus, 256 + 40, GPT4_PATTERN)
+vocab_size = 256 + 40  # the 256 bytes and up to 40 merges
+ranks = train(corpus, vocab_size, GPT4_PATTERN)
 tok = BPETokenizer(pattern=GPT4_PATTERN)
-tok.train_from_iterator([corpus], vocab_size=256 + 40)
+tok.train_from_iterator([corpus], vocab_size=vocab_size)
 library = {tok.vocab[i]: i for i in range(len(tok.vocab))}
 print(f"{len(ranks) - 256} merges; first five:",
       [t for t, i in sorted(ranks.items(), key=lambda kv: kv[1])][256:261])
 print("same merges, same ids:", ranks == library)
-counts = Counter(count for _, count in tok.train_from_iterator([corpus], 256 + 40))
+counts = Counter(count for _, count in tok.train_from_iterator([corpus], vocab_size))
 print("merges learned at the same count (the tie rule orders them):",
       {c: n for c, n in sorted(counts.items()) if n > 1})
 assert sum(n for n in counts.values() if n > 1) > (len(ranks) - 256) / 2, \

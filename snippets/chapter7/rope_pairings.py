@@ -26,3 +26,5 @@ print(
     "same q, k under the other convention agree:",
     np.allclose(s_inter, s_mixed, atol=1e-5),
 )
+assert np.allclose(s_inter, s_half, atol=1e-5), "the same reorder of q and k leaves every score unchanged"
+assert not np.allclose(s_inter, s_mixed, atol=1e-5), "without the reorder the scores differ"

@@ -3,9 +3,9 @@ import numpy as np
 from netcl_lite import ops
 
 rng = np.random.default_rng(1)
-d = 512
-q = rng.standard_normal((64, d))
-k = rng.standard_normal((16, d))  # 64 queries, 16 keys each
+d, n_queries, n_keys = 512, 64, 16
+q = rng.standard_normal((n_queries, d))
+k = rng.standard_normal((n_keys, d))  # each query scores the same 16 keys
 
 raw = ops.softmax(q @ k.T)  # unscaled logits: std ~ sqrt(512) ~ 22.6
 scaled = ops.softmax(q @ k.T / np.sqrt(d))  # scaled logits: std ~ 1

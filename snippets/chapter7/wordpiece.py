@@ -1,7 +1,7 @@
 from netcl_lite.text import WordPiece
 
 
-def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
+def wordpiece(word, vocab, unk="[UNK]", max_chars=200):  # BERT's limit
     """Greedy longest-match-first: the longest piece that fits, then the next one."""
     if len(word) > max_chars:
         return [unk]
@@ -31,5 +31,5 @@ for word in words[:4]:
 assert {"un", "##able"} <= vocab and wordpiece("unable", vocab) == ["[UNK]"], \
     "unable is [UNK] although un ##able would cover it"
 ours = [piece for word in words for piece in wordpiece(word, vocab)]
-assert WordPiece(vocab).tokenize(" ".join(words)) == ours, \
+assert WordPiece(vocab, max_chars_per_word=200).tokenize(" ".join(words)) == ours, \
     "netcl_lite.text.WordPiece follows the same rule"

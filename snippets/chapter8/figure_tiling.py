@@ -51,13 +51,13 @@ for x, text in ((1.4, "T rows\nd wide"), (15.2, "T rows\nd wide")):
     ax.text(x, -0.15, text, ha="center", va="top", fontsize=8, color="0.3")
 
 # Fast memory: what one query block keeps while the K/V blocks stream past.
-box(5.2, 11.4, "fast memory (M numbers)", FAST, EDGE)
+box(5.2, 11.4, "fast memory ($M_{\\mathrm{fast}}$ numbers)", FAST, EDGE)
 items = {  # name: (x, y, width, height, color, label under it)
     "Q": (5.7, 4.3, 0.8, 1.8, Q_COLOR, "$Q_i$: $B_r \\times d$"),
     "O": (5.7, 0.9, 0.8, 1.8, O_COLOR, "$O_i$: $B_r \\times d$"),
     "m": (7.1, 0.9, 0.3, 1.8, STAT, "$m_i$"),
     "l": (7.9, 0.9, 0.3, 1.8, STAT, "$\\ell_i$"),
-    "S": (7.6, 4.3, 1.9, 1.8, DONE, "$S_{ij}, P_{ij}$: $B_r \\times B_c$"),
+    "S": (7.6, 4.3, 1.9, 1.8, DONE, "$Z_{ij}, A_{ij}$: $B_r \\times B_c$"),
     "K": (10.2, 5.3, 0.8, 0.8, K_COLOR, "$K_j$: $B_c \\times d$"),
     "V": (10.2, 1.9, 0.8, 0.8, V_COLOR, "$V_j$: $B_c \\times d$"),
 }

@@ -13,21 +13,21 @@ TOLERANCE = 1e-5  # of the largest entry of each float64 gradient
 
 
 def dense_gradients(q, k, v, dout):
-    """dQ, dK, dV of causal attention in float64, from the stored P (the equations)."""
+    """dQ, dK, dV of causal attention in float64, from the stored weights A."""
     q, dout = q.astype(np.float64), dout.astype(np.float64)
     kk = np.repeat(k.astype(np.float64), H // G, axis=1)  # head h reads group h // 2
     vv = np.repeat(v.astype(np.float64), H // G, axis=1)
-    s = q @ kk.swapaxes(-1, -2) * scale
-    s = np.where(np.tril(np.ones((T, T), bool)), s, -np.inf)  # causal: key j <= query i
-    p = np.exp(s - s.max(-1, keepdims=True))
-    p /= p.sum(-1, keepdims=True)  # P: (B, H, T, T), what flash never stores
-    o = p @ vv
-    dv = p.swapaxes(-1, -2) @ dout  # dV = P^T dO
-    dp = dout @ vv.swapaxes(-1, -2)  # dP = dO V^T
-    D = (dout * o).sum(-1, keepdims=True)  # D = rowsum(dO * O)
-    ds = p * (dp - D)  # dS = P * (dP - D)
-    dq = ds @ kk * scale  # dQ = dS K / sqrt(d)
-    dk = ds.swapaxes(-1, -2) @ q * scale  # dK = dS^T Q / sqrt(d)
+    z = q @ kk.swapaxes(-1, -2) * scale  # the logits Z = Q K^T / sqrt(d) ...
+    z = np.where(np.tril(np.ones((T, T), bool)), z, -np.inf)  # ... + M: j <= i
+    A = np.exp(z - z.max(-1, keepdims=True))
+    A /= A.sum(-1, keepdims=True)  # A: (B, H, T, T), what flash never stores
+    o = A @ vv
+    dv = A.swapaxes(-1, -2) @ dout  # dV = A^T dO
+    dA = dout @ vv.swapaxes(-1, -2)  # dA = dO V^T
+    delta = (dout * o).sum(-1, keepdims=True)  # delta_i = rowsum(dO * O)
+    dZ = A * (dA - delta)  # dZ = A (dA - delta), elementwise
+    dq = dZ @ kk * scale  # dQ = dZ K / sqrt(d)
+    dk = dZ.swapaxes(-1, -2) @ q * scale  # dK = dZ^T Q / sqrt(d)
     per_group = lambda x: x.reshape(B, G, H // G, T, d).sum(2)  # heads of a group add
     return dq, per_group(dk), per_group(dv)
 

@@ -42,7 +42,8 @@ for c in curve:
     print(row)
 
 print(f"the first pass's last checkpoint is step {first['step']}; the split is"
-      f" measured up to step {later['step']}, where {1 - later['drawn']:.0%} was undrawn")
+      f" measured up to step {later['step']},"
+      f" where {1 - later['drawn']:.0%} was undrawn")
 assert gap(end) - gap(first) > gap(first), "most of the final gap opens later"
 assert split(first)[0] > 0, "validation costs more than unseen training text"
 assert split(first)[0] > split(first)[1], "in the first pass it is mostly other text"

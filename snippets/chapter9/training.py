@@ -12,7 +12,8 @@ print(f"  {capstone.machine()},")
 load = capstone.training_load(run)
 print("  1-minute load average {:.1f} when training began, {:.1f} when it ended"
       .format(*load))
-print(f"  (the recipe's sizing target: {capstone.TRAINING_BUDGET_SECONDS} s on the slowest"
+budget = capstone.TRAINING_BUDGET_SECONDS
+print(f"  (the recipe's sizing target: {budget} s on the slowest"
       " machine the tests run on)")
 print(f"{tokens / len(run.train_ids):.1f} passes over the {len(run.train_ids):,}"
       " training tokens")

@@ -92,24 +92,24 @@ follows = bool(np.allclose(permuted_causal, out[perm], atol=1e-6))
 print("causal mask: outputs follow the permutation:", follows)
 assert not follows, "with a causal mask the outputs do not follow the permutation"
 
-# (g) RoPE on the device: q rotated to position m, k to position n;
-#     their score depends on n - m only.
+# (g) RoPE on the device: q rotated to position i, k to position j;
+#     their score depends on j - i only.
 rng = np.random.default_rng(1)
 q, k = rng.normal(size=8), rng.normal(size=8)  # one query and one key, head width 8
-qs = ops.rope(np.tile(q, (8, 1)))  # (8, 8): row m is q rotated to position m
-ks = ops.rope(np.tile(k, (8, 1)))  # row n is k rotated to position n
-scores = qs @ ks.T  # scores[m, n]
-for shift in range(-7, 8):  # constant along every diagonal n - m
+qs = ops.rope(np.tile(q, (8, 1)))  # (8, 8): row i is q rotated to position i
+ks = ops.rope(np.tile(k, (8, 1)))  # row j is k rotated to position j
+scores = qs @ ks.T  # scores[i, j]
+for shift in range(-7, 8):  # constant along every diagonal j - i
     diagonal = np.diagonal(scores, shift)
     assert np.allclose(diagonal, diagonal[0], atol=1e-5), "constant along each diagonal"
-print("scores[m, n] for positions 0..7 (constant along each diagonal):")
+print("scores[i, j] for positions 0..7 (constant along each diagonal):")
 print(np.round(scores.astype(float), 2))
 print(f"without rotation every entry is q.k = {q @ k:.2f}")
 far = (
     ops.rope(q[None], offset=100) @ ops.rope(k[None], offset=103).T
-)  # m = 100, n = 103
+)  # i = 100, j = 103
 assert np.isclose(far[0, 0], scores[0, 3], atol=1e-4), "(100, 103) scores as (0, 3)"
 print(
-    f"(m, n) = (0, 3): {scores[0, 3]:.3f}   (100, 103): {far[0, 0]:.3f}",
+    f"(i, j) = (0, 3): {scores[0, 3]:.3f}   (100, 103): {far[0, 0]:.3f}",
     f"  (3, 0): {scores[3, 0]:.3f}",
 )

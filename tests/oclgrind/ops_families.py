@@ -65,6 +65,13 @@ family("matmul", lambda a, b: ag.matmul(a, b), {"a": arr(2, 13, 37), "b": arr(2,
        lambda a, b: ref.matmul(a, b))
 family("matmul_tb", lambda a, b: ag.matmul(a, b, transpose_b=True), {"a": arr(11, 29), "b": arr(7, 29)},
        lambda a, b: ref.matmul(a, b, transpose_b=True))
+# a narrow weight gradient over a long K: matmul_tall, which the library runs on a CPU only (Oclgrind's
+# device is a GPU, so that choice is forced for this family): K in three chunks joined in order
+real_device = matmul._device
+matmul._device = lambda queue: real_device(queue)._replace(cpu=True)
+family("matmul_tall", lambda a, b: ag.matmul(a, b, transpose_a=True), {"a": arr(1030, 13), "b": arr(1030, 19)},
+       lambda a, b: ref.matmul(a, b, transpose_a=True))
+matmul._device = real_device
 family("softmax_causal", lambda x: ag.softmax(x, causal=True), {"x": arr(2, 11, 13)},
        lambda x: ref.softmax(x, causal=True))
 mask = rng.random((11, 13)) < 0.7
@@ -110,6 +117,76 @@ targets = rng.integers(0, 23, 9)
 targets[4] = -100
 family("cross_entropy", lambda z: ag.cross_entropy(z, targets), {"z": arr(9, 23)},
        lambda z: ref.cross_entropy(z, targets))
+
+# the fused decoding step (kernels/decode.cl): 9 streams (tiles of rows and a row left over; in
+# "wide" mode three work-groups of 4 rows), head width 6 and hidden size 20 (ragged against the
+# lanes), two layers with a tied head over three positions (cache lengths 0, 1 and the last),
+# five layers with an untied head (two launches), and a prompt of 3 positions for 5 streams filled
+# at once after one cached position; against reference.decode_step and reference.decode_prefill
+if mode == "wide":
+    decode._rows_per_group = lambda queue, batch: min(4, batch)
+
+
+def decode_family(name, batch, layers, heads, groups, d, hidden, max_len, vocab, tied, tol=1e-4):
+    """A StepLaunch over max_len positions; logits and caches checked and saved. Float32 chains of
+    layers of sums of at most max(D, F, S) = 24 terms: relative errors ~1e-6, far inside tol."""
+    dim, kv = heads * d, groups * d
+    shapes = dict(norm1=(dim,), wq=(dim, dim), wk=(dim, kv), wv=(dim, kv), wo=(dim, dim), norm2=(dim,),
+                  w1=(dim, hidden), w3=(dim, hidden), w2=(hidden, dim))
+    weights = [{k: (1 + 0.2 * arr(*s)) if k.startswith("norm") else arr(*s) / np.sqrt(s[0]) for k, s in shapes.items()}
+               for _ in range(layers)]
+    table, norm, output = arr(vocab, dim), 1 + 0.2 * arr(dim), None if tied else arr(dim, vocab) / np.sqrt(dim)
+    ks = [np.zeros((batch, groups, max_len, d), np.float32) for _ in range(layers)]
+    vs = [np.zeros_like(k) for k in ks]
+    q = nl.device().queue
+    t = lambda a: nl.Tensor.from_host(q, a)
+    tk, tv = [t(k) for k in ks], [t(v) for v in vs]
+    step = decode.StepLaunch(nl.Tensor.zeros(q, (batch, dim)), [{k: t(v) for k, v in w.items()} for w in weights],
+                             tk, tv, n_heads=heads, table=t(table), norm=t(norm),
+                             output=None if tied else t(output))
+    for position in range(max_len):
+        ids = rng.integers(0, vocab, batch)
+        got = step(position, ids=ids).numpy()
+        want, ks, vs = ref.decode_step(None, weights, ks, vs, position, n_heads=heads, ids=ids, table=table,
+                                       norm=norm, output=output)
+        err = float(np.max(np.abs(got - want) / (1 + np.abs(want))))
+        if not err < tol:
+            misses.append(f"{name} at position {position}: max error {err:.3g} > {tol}")
+        results[f"{name}.logits{position}"] = got
+    for i in range(layers):
+        results[f"{name}.k{i}"], results[f"{name}.v{i}"] = tk[i].numpy(), tv[i].numpy()
+
+
+decode_family("decode_tied", 9, 2, 4, 2, 6, 20, 3, 13, True)
+decode_family("decode_untied", 3, 5, 2, 1, 4, 7, 2, 11, False)
+
+
+def prefill_family(name, batch, span, start, layers, heads, groups, d, hidden, max_len, vocab, tol=1e-4):
+    """decode_prefill of span positions from start (earlier positions random in the caches)."""
+    dim, kv = heads * d, groups * d
+    shapes = dict(norm1=(dim,), wq=(dim, dim), wk=(dim, kv), wv=(dim, kv), wo=(dim, dim), norm2=(dim,),
+                  w1=(dim, hidden), w3=(dim, hidden), w2=(hidden, dim))
+    weights = [{k: (1 + 0.2 * arr(*s)) if k.startswith("norm") else arr(*s) / np.sqrt(s[0]) for k, s in shapes.items()}
+               for _ in range(layers)]
+    table, norm = arr(vocab, dim), 1 + 0.2 * arr(dim)
+    ks = [arr(batch, groups, max_len, d) for _ in range(layers)]
+    vs = [arr(batch, groups, max_len, d) for _ in range(layers)]
+    ids = rng.integers(0, vocab, (batch, span))
+    q = nl.device().queue
+    t = lambda a: nl.Tensor.from_host(q, a)
+    tk, tv = [t(k) for k in ks], [t(v) for v in vs]
+    got = decode.decode_prefill(ids, [{k: t(v) for k, v in w.items()} for w in weights], tk, tv, start, n_heads=heads,
+                                table=t(table), norm=t(norm)).numpy()
+    want, _, _ = ref.decode_prefill(ids, weights, ks, vs, start, n_heads=heads, table=table, norm=norm)
+    err = float(np.max(np.abs(got - want) / (1 + np.abs(want))))
+    if not err < tol:
+        misses.append(f"{name}: max error {err:.3g} > {tol}")
+    results[f"{name}.hidden"] = got
+    for i in range(layers):
+        results[f"{name}.k{i}"], results[f"{name}.v{i}"] = tk[i].numpy(), tv[i].numpy()
+
+
+prefill_family("decode_prefill", 5, 3, 1, 2, 4, 2, 6, 20, 5, 13)
 
 # the BPE merge kernel (kernels/bpe.cl): a tiny tokenizer's tables built on the device (tiktoken's
 # rule, from its tokens; and a merge list), then one call's new chunks merged; the Python loop is
