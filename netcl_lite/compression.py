@@ -356,7 +356,10 @@ class _Predictor:
                 self.window[:, :self.keep] = self.window[:, full - self.keep:]
             at = cache.length(0)
             self.window[:, at] = self.next_input
-            logits = self.model.decode_step(self.next_input, cache)
+            logits = self.model.decode_step(self.next_input, cache, wait=False)
+            if self.mixer is not None:
+                self.mixer.prepare()               # host work while the step runs on the device
+            logits = logits.numpy()
         p = _softmax(logits)
         if self.mixer is not None:
             p = self.mixer.predict(p)

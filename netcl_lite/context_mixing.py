@@ -239,16 +239,15 @@ class ContextMixer:
             self.geometric = GeometricMixer(inputs, ORDERS + 1, boosts, vocab, "bias" in on)
         self.sse = TreeSSE(vocab) if "sse" in on else None
         self.prev = np.zeros(b, np.int64)
+        self._prepared = None
 
-    def predict(self, p_model: np.ndarray) -> np.ndarray:
-        """(B, vocab) float64: the distribution each stream's next token is coded with."""
+    def prepare(self) -> None:
+        """What the step's prediction needs besides the model's: the counts' distributions, the
+        streams' caches, the match model's predictions. :meth:`predict` calls it when the caller
+        has not (the compressor calls it while the model's step runs on the device)."""
         ng = self.ngram
         q, reached, total = ng.predict()
-        p = self.linear.mix([p_model, *ng.snapshots, q], reached, total)
-        self._linear = p
-        if not self.on:
-            return p
-        parts = [p, p_model, q, ng.snapshots[-1]]
+        parts = [q, ng.snapshots[-1]]
         if self.words is not None:
             parts.append(self.words.predict(ng.unigram))
         if self.streams is not None:
@@ -258,7 +257,20 @@ class ContextMixer:
             boosts = [(0, successor, k * (ORDERS + 1) + reached) for k, successor in enumerate(ng.successors)]
             token, length = self.match.predict()
             boosts.append((1, token, _match_bucket(length)))
-        p = self.geometric.mix(parts, reached, boosts, self.prev)
+        self._prepared = parts, boosts, reached, total
+
+    def predict(self, p_model: np.ndarray) -> np.ndarray:
+        """(B, vocab) float64: the distribution each stream's next token is coded with."""
+        if self._prepared is None:
+            self.prepare()
+        (q, cache, *others), boosts, reached, total = self._prepared
+        self._prepared = None
+        ng = self.ngram
+        p = self.linear.mix([p_model, *ng.snapshots[:-1], cache, q], reached, total)
+        self._linear = p
+        if not self.on:
+            return p
+        p = self.geometric.mix([p, p_model, q, cache, *others], reached, boosts, self.prev)
         return self.sse(p) if self.sse is not None else p
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
