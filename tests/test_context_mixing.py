@@ -225,3 +225,17 @@ def test_the_context_mixer_refuses_unknown_techniques():
         cm.ContextMixer(np.zeros(3, np.int64), 4, np.array([3]), {}, ("geometric", "magic"))
     with pytest.raises(ValueError, match="needs 'geometric'"):
         cm.ContextMixer(np.zeros(3, np.int64), 4, np.array([3]), {}, ("sse",))
+
+
+def test_the_recorded_ablation_backs_the_choices_chapter_9_states():
+    """benchmarks/results/mix_ablation.json (validation): the binary decomposition, either way,
+    needed more bits than the linear mix; geometric mixing needed fewer."""
+    import json
+    from pathlib import Path
+
+    out = json.loads((Path(__file__).parents[1] / "benchmarks/results/mix_ablation.json").read_text())
+    assert out["split"] == "validation"
+    rows, designs = out["rows"], out["designs"]
+    linear = next(bpb for name, bpb in rows.items() if name.startswith("linear"))
+    assert min(designs.values()) > linear, "the binary decomposition needs more bits than the linear mix"
+    assert rows["+ geometric mixing in the log domain"] < linear

@@ -37,4 +37,6 @@ assert min(costs.values()) > 0, "each technique left out of the whole mix costs 
 assert max(costs, key=costs.get) == names[6], "the streams' own tokens are worth most"
 assert rows[names[9]] < whole, "dynamic evaluation lowers the whole mix's bits"
 assert rows[names[8]] < rows[names[0]], "dynamic evaluation lowers the model's bits"
+assert rows[names[9]] / whole > rows[names[8]] / rows[names[0]], \
+    "dynamic evaluation gains less on the mix than on the model"
 assert file_bpb < zpaq, "the mixed file is smaller than primed zpaq's on validation"
