@@ -219,8 +219,10 @@ cache = KVCache(model.queue, c.num_hidden_layers, 5, c.num_key_value_heads, c.he
 model.hidden(np.arange(60).reshape(5, 12) % c.vocab_size, cache).numpy()
 logits = [model.decode_step(np.arange(5) * (i + 7) % c.vocab_size, cache) for i in range(6)]
 data = open(inp, "rb").read()
-code = cz.compress if mode == "compress" else cz.decompress
-result = code(data, model, tok, primer=primer)
+if mode == "decompress":
+    result = cz.decompress(data, model, tok, primer=primer)
+else:
+    result = cz.compress(data, model, tok, primer=primer, adapt=mode == "adapt")
 open(out, "wb").write(result)
 print(json.dumps({"units": model.queue.device.max_compute_units,
                   "logits": hashlib.sha256(np.stack(logits).tobytes()).hexdigest()}))
@@ -238,8 +240,8 @@ def _child(threads: int, *args) -> dict:
 @pytest.mark.slow
 def test_a_file_compressed_with_one_compute_unit_decompresses_with_two_and_the_reverse(queue, tmp_path):
     """Chapter 9's model shape (random weights): decode logits after a refill, and the whole
-    compressed file, are the same bits with one PoCL thread as with two, and each side decodes the
-    other's file."""
+    compressed file, mixed and mixed with dynamic evaluation, are the same bits with one PoCL
+    thread as with two, and each side decodes the other's file."""
     import pyopencl as cl
 
     from netcl_lite import capstone
@@ -255,14 +257,15 @@ def test_a_file_compressed_with_one_compute_unit_decompresses_with_two_and_the_r
     np.save(folder / "primer.npy", np.asarray(tok.encode_ordinary(TEXT), np.int64))
     data = tmp_path / "data"
     data.write_bytes((TEXT * 30).encode() + bytes(range(256)))
-    one = _child(1, folder, "compress", data, tmp_path / "c1")
-    two = _child(2, folder, "compress", data, tmp_path / "c2")
-    assert (one["units"], two["units"]) == (1, 2) and one["logits"] == two["logits"]
-    assert (tmp_path / "c1").read_bytes() == (tmp_path / "c2").read_bytes()
-    assert (tmp_path / "c1").read_bytes()[5] == cz.MIXED
-    _child(2, folder, "decompress", tmp_path / "c1", tmp_path / "d2")
-    _child(1, folder, "decompress", tmp_path / "c2", tmp_path / "d1")
-    assert (tmp_path / "d1").read_bytes() == (tmp_path / "d2").read_bytes() == data.read_bytes()
+    for mode, coded in (("compress", cz.MIXED), ("adapt", cz.MIXED | cz.ADAPTING)):
+        one = _child(1, folder, mode, data, tmp_path / f"{mode}1")
+        two = _child(2, folder, mode, data, tmp_path / f"{mode}2")
+        assert (one["units"], two["units"]) == (1, 2) and one["logits"] == two["logits"]
+        assert (tmp_path / f"{mode}1").read_bytes() == (tmp_path / f"{mode}2").read_bytes(), mode
+        assert (tmp_path / f"{mode}1").read_bytes()[5] == coded
+        _child(2, folder, "decompress", tmp_path / f"{mode}1", tmp_path / f"{mode}-d2")
+        _child(1, folder, "decompress", tmp_path / f"{mode}2", tmp_path / f"{mode}-d1")
+        assert (tmp_path / f"{mode}-d1").read_bytes() == (tmp_path / f"{mode}-d2").read_bytes() == data.read_bytes()
 
 
 # -- the command line -------------------------------------------------------------------------------------
