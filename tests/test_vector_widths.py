@@ -39,7 +39,13 @@ def width(request, monkeypatch, queue):
     vw = request.param
     for module in ("netcl_lite.ops.matmul", "netcl_lite.ops.flash_attention", "netcl_lite.ops.cross_entropy"):
         monkeypatch.setattr(sys.modules[module], "vector_lanes", lambda device, vw=vw: vw)
+    # matmul asks a queue's device facts (the tile among them) once per queue: forget them on the
+    # way in and out, so this width is the one planned and the next test plans with its own again
+    matmul_module = sys.modules["netcl_lite.ops.matmul"]
+    matmul_module._device.cache_clear()
+    request.addfinalizer(matmul_module._device.cache_clear)
     assert tile_for(queue.device)[0] == vw
+    assert matmul_module._device(queue).tile[0] == vw
     return vw
 
 
