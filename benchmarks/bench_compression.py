@@ -15,10 +15,14 @@ original, and every size is reported in bits per byte of the original, beside:
   ``zpaq`` package (``threads=1``, level 5) and through Debian's ``zpaq`` command (``a ... -m5
   -threads 1``, an archive of one file); each charged 8·(|C(train + text)| − |C(train)|).
 
-Seconds are wall-clock seconds of one ``compress`` and one ``decompress`` call, each counting
-the training ids afresh (``ngram.forget_primed_counts``), as a primed classical coder reads the
-training text on every call; the JSON names the CPU, PoCL's target, the vector lanes and the
-load average.
+Seconds are wall-clock seconds of a ``compress`` and a ``decompress`` call, each counting the
+training ids afresh (``ngram.forget_primed_counts``), as a primed classical coder reads the
+training text on every call; with ``--rounds N`` each mode is coded N times, the modes
+interleaved round by round, the blobs of every round must be the same bytes, and the speeds
+are medians (every round's seconds are kept). The JSON names the CPU, PoCL's target, the vector
+lanes and the load average. The speeds alone, on a quiet machine:
+
+    python benchmarks/bench_compression.py --adapt --rounds 3 --out benchmarks/results/compression_speed.json
 """
 
 from __future__ import annotations
@@ -82,8 +86,11 @@ def main() -> None:
     ap.add_argument("--split", choices=("test", "validation"), default="test")
     ap.add_argument("--zpaq", action="store_true", help="also primed zpaq -m5, package and command (minutes)")
     ap.add_argument("--adapt", action="store_true", help="also the mixed file with dynamic evaluation (minutes)")
+    ap.add_argument("--rounds", type=int, default=1, help="code each mode this many times (medians; same blob)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "compression.json"))
     a = ap.parse_args()
+    if a.rounds < 1:
+        ap.error(f"--rounds must be at least 1, got {a.rounds}")
     run = load_run(a.model)
     model, tok, d = run.model, run.tokenizer, run.data
     text = getattr(d, f"{a.split}_text").encode("utf-8")
@@ -93,22 +100,34 @@ def main() -> None:
            "model": {"folder": Path(a.model).name if a.model else "capstone.run()",
                      "fingerprint": cz.model_fingerprint(model).hex()},
            "load average before": list(os.getloadavg()),
-           "note": "seconds on a shared 2-core machine, other jobs running; each call counts the training ids"}
+           "note": "seconds on a shared 2-core machine, other jobs running; each call counts the training ids",
+           "rounds": a.rounds}
     modes = {"model only": dict(mix=False), "mixed": {}}
     if a.adapt:
         modes["mixed, adapting"] = dict(adapt=True)
-    for key, mode in modes.items():
-        ngram.forget_primed_counts()
-        began = time.perf_counter()
-        blob = cz.compress(text, model, tok, primer=run.train_ids, **mode)
-        mid = time.perf_counter()
-        ngram.forget_primed_counts()
-        back = cz.decompress(blob, model, tok, primer=run.train_ids)
-        end = time.perf_counter()
-        assert back == text, "the round trip failed"
+    blobs = {key: None for key in modes}
+    seconds = {key: {"compress": [], "decompress": []} for key in modes}
+    for _ in range(a.rounds):
+        for key, mode in modes.items():
+            ngram.forget_primed_counts()
+            began = time.perf_counter()
+            blob = cz.compress(text, model, tok, primer=run.train_ids, **mode)
+            mid = time.perf_counter()
+            ngram.forget_primed_counts()
+            back = cz.decompress(blob, model, tok, primer=run.train_ids)
+            end = time.perf_counter()
+            assert back == text, "the round trip failed"
+            assert blobs[key] in (None, blob), f"{key}: the same input gave another blob"
+            blobs[key] = blob
+            seconds[key]["compress"].append(mid - began)
+            seconds[key]["decompress"].append(end - mid)
+            print(key, f"{mid - began:.2f} s, {end - mid:.2f} s", flush=True)
+    for key, blob in blobs.items():
+        comp, dec = (float(np.median(seconds[key][w])) for w in ("compress", "decompress"))
         out[key] = {"file bytes": len(blob), "header bytes": cz.read_header(blob)["end"],
-                    "bits per byte": 8 * len(blob) / n, "compress s": mid - began, "decompress s": end - mid,
-                    "compress kB/s": n / 1e3 / (mid - began), "decompress kB/s": n / 1e3 / (end - mid)}
+                    "bits per byte": 8 * len(blob) / n, "compress s": comp, "decompress s": dec,
+                    "compress kB/s": n / 1e3 / comp, "decompress kB/s": n / 1e3 / dec,
+                    "rounds, s": seconds[key]}
         print(key, out[key], flush=True)
     ids = cz.tokenize(text, tok)
     bits = cross_entropy(run, ids)
