@@ -100,7 +100,7 @@ def _match_bucket(length: np.ndarray) -> np.ndarray:
 
 
 class GeometricMixer:
-    """p(x) ∝ exp(Σ_i w_i[c] log p_i(x) + boosts + b[prev](x)), the log-linear mixture of the
+    """p(x) ∝ exp(Σ_i w_i[c] log p_i(x) + boosts + b_prev(x)), the log-linear mixture of the
     input distributions p_i with weights per context c (the n-gram's order reached), plus, for
     each predicted token t_j (a match model's), a weight v_j[c_j] added to its score, and an
     online bias per previous token. Every weight moves by the gradient of log p(x) of the coded
