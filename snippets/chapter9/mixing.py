@@ -5,6 +5,8 @@ nl.extras.require("compare")  # stops here with the pip command if it is missing
 from netcl_lite import capstone, mixing
 from netcl_lite.compression import compress, decompress
 
+NEGLIGIBLE = 1e-4  # a change in bits smaller than this fraction counts as none
+
 run = capstone.run()
 rows = mixing.ablation(run, "validation")  # cross-entropies, as the compressor predicts
 names = list(rows)
@@ -35,6 +37,8 @@ assert rows[names[2]] < rows[names[1]], "geometric mixing needs fewer bits than 
 costs = {name: rows[out] / whole - 1 for name, out in left_out.items()}
 assert min(costs.values()) > 0, "each technique left out of the whole mix costs bits"
 assert max(costs, key=costs.get) == names[6], "the streams' own tokens are worth most"
+assert rows[names[3]] > (1 - NEGLIGIBLE) * rows[names[2]], \
+    "secondary estimation alone gains nothing"
 assert rows[names[9]] < whole, "dynamic evaluation lowers the whole mix's bits"
 assert rows[names[8]] < rows[names[0]], "dynamic evaluation lowers the model's bits"
 assert rows[names[9]] / whole > rows[names[8]] / rows[names[0]], \
