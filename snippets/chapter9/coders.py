@@ -89,6 +89,8 @@ assert test["model"] < min(weaker)
 assert test["model, windows side by side"] > test["model"]  # context beyond the stride
 assert abs(bpb["alone"] / test["model"] - 1) < 0.01  # coding costs under 1% here
 assert bpb["alone"] > max(ppmd, zpaq), "the model alone needs more bits than PPMd, zpaq"
+primed_or_not = [(test["primed"][c], test["alone"][c]) for c in capstone.COMPRESSORS]
+assert all(a != b for a, b in primed_or_not), "priming changes every coder's result"
 assert bpb["mixed"] <= BOUND * zpaq, \
     "the mixed file is at most BOUND times primed zpaq's"
 assert bpb["adapting"] < bpb["mixed"], "adapting makes the mixed file smaller"
