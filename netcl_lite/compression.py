@@ -1,9 +1,11 @@
 """A language model as a lossless compressor: any bytes in, a file out, the same bytes back.
 
 :func:`compress` turns the bytes into token ids (byte-level BPE; bytes that are not UTF-8
-become single-byte tokens), predicts each token with the model, optionally mixed with an
-adaptive n-gram model (:class:`netcl_lite.ngram.NGram`), and range-codes the ids with those
-probabilities (``constriction``'s range coder). :func:`decompress` runs the identical sequence of
+become single-byte tokens), predicts each token with the model, optionally mixed with counts
+of the training and the coded text (:class:`netcl_lite.context_mixing.ContextMixer`) and
+optionally learning from the coded text as it goes (dynamic evaluation,
+:class:`netcl_lite.adaptation.Adapter`), and range-codes the ids with those probabilities
+(``constriction``'s range coder, 24-bit probabilities). :func:`decompress` runs the identical sequence of
 computations and decodes each id from the same probabilities.
 
 Both sides see bit-identical probabilities because they compute them the same way: the
@@ -16,21 +18,25 @@ The matrix products sum in an order that does not depend on the device's compute
 (:data:`netcl_lite.ops.matmul.SPLIT_UNITS`), so a file compressed with one PoCL thread
 decompresses with two.
 
-A blob starts with a header: magic, format version, mode (stored, model, mixed), the
-original's length and a truncated SHA-256 of it, and, for the coded modes, the token count,
-the stream layout, fingerprints of the model's weights, the tokenizer, the n-gram primer
-and the arithmetic (compiler target, vector lanes, OpenCL platform, kernel sources, NumPy
-and constriction versions), the payload's length and CRC-32, and a CRC-32 of the header.
-Input that the model codes no smaller (or whose code runs :data:`GIVE_UP_BITS` over storing
-it, part way) is stored as is, so a blob is never more than :data:`STORED_HEADER_BYTES` over
+A blob starts with a header: magic, format version, mode (stored, the model alone, mixed,
+either of those two adapting as it codes), the original's length (a varint) and a 4-byte
+SHA-256 of it, and, for the coded modes, the token count (a varint), one 6-byte fingerprint of
+everything decoding depends on (the model's weights, the tokenizer, the primer ids, the
+arithmetic: compiler target, vector lanes, OpenCL platform, kernel sources, NumPy and
+constriction versions; and the coder: the host models' sources and settings), a 1-byte tag per
+part of it (which part differs, when the fingerprint does), and a CRC-32 of the header and the
+payload. The stream layout and the window's refills follow from the token count and the model,
+and the payload is the rest of the blob: 31 bytes of header for a coded input up to 2 MiB.
+Input that the model codes no smaller (or whose code runs :data:`GIVE_UP_BITS` over 95% of
+storing it, part way) is stored as is, so a blob is never more than :data:`STORED_HEADER_BYTES` over
 its input. A truncated, corrupted or foreign blob raises
 ``ValueError`` saying which. Every header field is checked before it sizes or loops anything:
 the original's length against :data:`MAX_INPUT_BYTES` (the longest input :func:`compress`
 takes, so that a call's memory stays bounded), the token count against that length and
 against the payload (at least one 32-bit word per :data:`TOKENS_PER_WORD` tokens, which
-:func:`compress` pads to), the stream count against the token count; decoding ends by checking
+:func:`compress` pads to); the CRC before any decoding step; decoding ends by checking
 the length and checksum of what it decoded. Threads may share a model: each call keeps its own
-cache, n-gram and coder, and a lock per OpenCL context (:func:`device_lock`) takes the device
+cache, mixer and coder, and a lock per OpenCL context (:func:`device_lock`) takes the device
 one step at a time.
 
     >>> import netcl_lite as nl
@@ -57,17 +63,22 @@ from functools import lru_cache
 
 import numpy as np
 
+from .adaptation import AdaptConfig, Adapter
 from .checks import flag
-from .ngram import Mixer, NGram
+from .context_mixing import ContextMixer
 from .nn import DecoderLM, KVCache
 from .text import BPETokenizer
 
 MAGIC = b"NCLZ"
-#: 2: the payload is padded to :data:`TOKENS_PER_WORD`, and the stream layout is the one the token
-#: count gives (:data:`MIN_SEGMENT`, :data:`STREAMS`); version 1 blobs are refused
-FORMAT_VERSION = 2
+#: 3: the header's counts are varints, one fingerprint with a tag per part, one CRC-32 of header
+#: and payload, the stream layout and the window's refills derived; the mixer of
+#: :mod:`netcl_lite.context_mixing`; dynamic evaluation as a mode. Earlier versions are refused
+FORMAT_VERSION = 3
 STORED, MODEL, MIXED = 0, 1, 2
-MODES = {STORED: "stored", MODEL: "model", MIXED: "mixed"}
+#: added to MODEL or MIXED: the model learned from the coded text as it went (dynamic evaluation)
+ADAPTING = 4
+MODES = {STORED: "stored", MODEL: "model", MIXED: "mixed", MODEL | ADAPTING: "model, adapting",
+         MIXED | ADAPTING: "mixed, adapting"}
 
 #: streams coded side by side, at most: every decoding step serves one token of each, and
 #: each stream's first tokens are predicted from little context (benchmarks/results/capstone.md
@@ -79,9 +90,13 @@ STREAMS = 32
 MIN_SEGMENT = 512
 #: positions the window keeps when it is refilled (at most half the model's window)
 KEEP = 32
-#: compression stops and stores the input once the coded bits exceed 8 per byte coded so far by
-#: this many (checked every 32 steps), so that random bytes do not run the whole model first
+#: compression stops and stores the input once the coded bits exceed GIVE_UP_FRACTION of 8 per
+#: byte coded so far by this many (checked every 32 steps), so that random bytes do not run the
+#: whole model first: the mixer learns to code them at barely over 8 bits a byte, so waiting for
+#: more than 8 would take most of the input
 GIVE_UP_BITS = 8 * 1024
+#: an input the coder saves less than 5% of is stored instead (at most 5% more than coded)
+GIVE_UP_FRACTION = 0.95
 #: the longest input :func:`compress` codes, in bytes, and the longest original a blob may
 #: claim. The adaptive n-gram keeps every context it counts, so a call's memory grows with its
 #: input (benchmarks/results/compress_memory.json measures it); at this length a call stays
@@ -95,12 +110,14 @@ TOKENS_PER_WORD = 64
 #: primer ids the n-gram counts, at most: its tables keep about 0.3 KiB per id
 MAX_PRIMER_TOKENS = 1 << 21
 
-_COMMON = struct.Struct("<4sBBQ8s")          # magic, version, mode, length, SHA-256[:8] of the original
-_CODED = struct.Struct("<QHH8s8s8s8sQI")     # tokens, streams, keep, fingerprints of the weights, the
-                                             # tokenizer, the primer and the arithmetic, payload bytes and CRC-32
 _CRC = struct.Struct("<I")
-#: a stored blob's overhead over its input, in bytes
-STORED_HEADER_BYTES = _COMMON.size + _CRC.size
+_CHECKSUM_BYTES = 4            # of the original's SHA-256
+_FINGERPRINT_BYTES = 6         # of the SHA-256 over the parts' digests
+#: the parts the fingerprint covers, each with a 1-byte tag in the header
+PARTS = ("weights", "tokenizer", "primer", "arithmetic", "coder")
+_MAX_VARINT = 10               # bytes: a 64-bit count
+#: a stored blob's overhead over its input, in bytes, at most (a 3-byte length)
+STORED_HEADER_BYTES = len(MAGIC) + 2 + 3 + _CHECKSUM_BYTES + _CRC.size
 #: the longest blob :func:`compress` writes (a coded blob is shorter than the stored one)
 MAX_BLOB_BYTES = MAX_INPUT_BYTES + STORED_HEADER_BYTES
 #: token ids spelled per call of the tokenizer's decode (a bounded list at a time)
@@ -180,8 +197,67 @@ def _version(name: str, module) -> str:
         return getattr(module, "__version__", "unknown")
 
 
-def _digest(data: bytes) -> bytes:
-    return hashlib.sha256(data).digest()[:8]
+def coder(mode: int, adapt: AdaptConfig | None = None) -> str:
+    """What decides the coded probabilities besides the model, the tokenizer, the primer and the
+    arithmetic: the stream layout and the window's refills, the dynamic evaluation's settings
+    when the mode adapts, and a hash of the sources of the host models the mode runs (the mixer's
+    counts, match model and mixing; the adaptation)."""
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    names = (["ngram.py", "match.py", "context_mixing.py"] if mode & 3 == MIXED else []) + \
+        (["adaptation.py"] if mode & ADAPTING else [])
+    sources = hashlib.sha256()
+    for name in names:
+        sources.update(name.encode() + (here / name).read_bytes())
+    settings = repr(adapt) if mode & ADAPTING else "no adaptation"
+    return (f"streams {STREAMS} of at least {MIN_SEGMENT}; keep {KEEP}; {TOKENS_PER_WORD} tokens a word; "
+            f"{settings}; sources {sources.hexdigest()[:16]}")
+
+
+def _parts(mode, model, tokenizer, primer_ids, adapt) -> dict[str, bytes]:
+    """The SHA-256 of each of :data:`PARTS` for a coded blob of ``mode``."""
+    primer = primer_ids.astype(np.int32).tobytes() if primer_ids is not None and primer_ids.size else b""
+    return {"weights": hashlib.sha256(model_fingerprint(model)).digest(),
+            "tokenizer": hashlib.sha256(tokenizer_fingerprint(tokenizer)).digest(),
+            "primer": hashlib.sha256(primer).digest(),
+            "arithmetic": hashlib.sha256(arithmetic(model).encode()).digest(),
+            "coder": hashlib.sha256(coder(mode, adapt).encode()).digest()}
+
+
+def _fingerprint(parts: dict[str, bytes]) -> tuple[bytes, bytes]:
+    """(the combined fingerprint, one tag byte per part) of :func:`_parts`."""
+    combined = hashlib.sha256(b"".join(parts[name] for name in PARTS)).digest()[:_FINGERPRINT_BYTES]
+    return combined, bytes(parts[name][0] for name in PARTS)
+
+
+def _checksum(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()[:_CHECKSUM_BYTES]
+
+
+def _varint(n: int) -> bytes:
+    """``n`` (>= 0) in LEB128: 7 bits a byte, the low ones first, the top bit saying more follow."""
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def _read_varint(blob: bytes, at: int, what: str) -> tuple[int, int]:
+    """(the varint at ``blob[at:]``, the offset after it), or ValueError naming ``what``."""
+    value = 0
+    for i in range(_MAX_VARINT):
+        if at + i >= len(blob):
+            raise ValueError(f"blob is truncated inside its header (in its {what})")
+        byte = blob[at + i]
+        value |= (byte & 0x7F) << (7 * i)
+        if not byte & 0x80:
+            if i and not byte:
+                raise ValueError(f"blob is corrupted: its header's {what} is not written in its shortest form")
+            return value, at + i + 1
+    raise ValueError(f"blob is corrupted: its header's {what} runs past {_MAX_VARINT} bytes")
 
 
 # -- bytes <-> token ids -------------------------------------------------------------------------
@@ -250,11 +326,17 @@ def _payload_words(n_tokens: int) -> int:
 
 class _Predictor:
     """The probabilities both sides compute, one step at a time: :meth:`probabilities` for the
-    step's token of every stream, then :meth:`advance` with those tokens."""
+    step's token of every stream, then :meth:`advance` with those tokens. ``mixer``: the
+    :class:`~netcl_lite.context_mixing.ContextMixer` that turns the model's distributions into
+    the coded ones (None: the model's are coded); ``adapter``: the
+    :class:`~netcl_lite.adaptation.Adapter` whose model (a copy) decodes and learns from the
+    coded tokens (None: the model stays as trained)."""
 
-    def __init__(self, model: DecoderLM, lengths: np.ndarray, keep: int, start: int, ngram: NGram | None):
+    def __init__(self, model: DecoderLM, lengths: np.ndarray, keep: int, start: int,
+                 mixer: ContextMixer | None = None, adapter: Adapter | None = None):
         c = model.config
-        self.model, self.lengths, self.keep, self.ngram = model, lengths, keep, ngram
+        self.lengths, self.keep, self.mixer, self.adapter = lengths, keep, mixer, adapter
+        self.model = adapter.model if adapter is not None else model
         self.streams = lengths.size
         self.lock = device_lock(model)
         with self.lock:
@@ -262,7 +344,6 @@ class _Predictor:
                                  c.max_position_embeddings)
         self.window = np.full((self.streams, c.max_position_embeddings), start, np.int64)   # inputs in the cache
         self.next_input = np.full(self.streams, start, np.int64)
-        self.mixer = Mixer(ngram.orders) if ngram is not None else None
         self.step = 0
 
     def probabilities(self) -> np.ndarray:
@@ -275,29 +356,35 @@ class _Predictor:
                 self.window[:, :self.keep] = self.window[:, full - self.keep:]
             at = cache.length(0)
             self.window[:, at] = self.next_input
-            logits = self.model.decode_step(self.next_input, cache)
+            logits = self.model.decode_step(self.next_input, cache, wait=False)
+            if self.mixer is not None:
+                self.mixer.prepare()               # host work while the step runs on the device
+            logits = logits.numpy()
         p = _softmax(logits)
         if self.mixer is not None:
-            q, reached, total = self.ngram.predict()
-            p = self.mixer.mix([p, *self.ngram.snapshots, q], reached, total)
-        self.p = p
+            p = self.mixer.predict(p)
         self.active = self.lengths > self.step
         return p[:int(self.active.sum())]
 
     def advance(self, tokens: np.ndarray) -> None:
-        """Feed the step's tokens (one per active stream); finished streams repeat their input."""
+        """Feed the step's tokens (one per active stream); finished streams repeat their input.
+        The adapter learns from them unless the step was the last (nothing is left to predict)."""
         full = self.next_input.copy()
         full[:tokens.size] = tokens
         if self.mixer is not None:
-            self.mixer.update(full, self.p, self.active)
-            self.ngram.update(full, self.active)
+            self.mixer.update(full, self.active)
         self.next_input = full
         self.step += 1
+        if self.adapter is not None and self.step < int(self.lengths[0]):
+            with self.lock:
+                if self.adapter.observe(tokens) and self.adapter.config.refill:
+                    self.adapter.refill(self.cache, self.window)
 
     def close(self) -> None:
         """Free the cache on the device (under the device's lock: its buffers return to a shared pool)."""
         with self.lock:
             self.cache = None
+            self.adapter = None
 
 
 # -- the blob -----------------------------------------------------------------------------------------
@@ -370,18 +457,23 @@ def _progress(total: int, enabled: bool | None, what: str):
                 leave=False)
 
 
-def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: bool = True, primer=None,
-             progress: bool | None = False) -> bytes:
-    """``data`` coded with ``model``'s predictions (mixed with an adaptive n-gram when ``mix``).
+def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: bool = True, adapt: bool = False,
+             primer=None, progress: bool | None = False) -> bytes:
+    """``data`` coded with ``model``'s predictions, mixed with counts of the text when ``mix``
+    (:class:`~netcl_lite.context_mixing.ContextMixer`), the model learning from the coded text as
+    it goes when ``adapt`` (dynamic evaluation, :class:`~netcl_lite.adaptation.AdaptConfig`'s
+    defaults: fewer bits, several times slower).
 
-    ``primer``: token ids the n-gram counts start from (None: Chapter 9's training text,
-    :func:`default_primer`); the decoder needs the same ones. ``progress``: a progress bar
-    (None: only for inputs over 20,000 tokens). Returns the blob :func:`decompress` reads: the
-    coded form, or ``data`` stored as is when coding does not make it smaller.
+    ``primer``: token ids the counts start from and, with ``adapt``, whose gradients scale the
+    model's steps (None: Chapter 9's training text, :func:`default_primer`); the decoder needs the
+    same ones. ``progress``: a progress bar (None: only for inputs over 20,000 tokens). Returns
+    the blob :func:`decompress` reads: the coded form, or ``data`` stored as is when coding does
+    not make it smaller.
     """
     size = _nbytes(data, "data", "encode text first (text.encode('utf-8'))")
     _check_model(model, tokenizer)
     flag("mix", mix)
+    flag("adapt", adapt)
     _check_progress(progress)
     if size > MAX_INPUT_BYTES:
         raise ValueError(f"data is {size:,} bytes; compress codes at most MAX_INPUT_BYTES = {MAX_INPUT_BYTES:,} "
@@ -391,19 +483,18 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     ids = tokenize(data, tokenizer) if data else None
     if ids is None or not ids.size:
         return _stored(data)
-    if not mix:
-        primer_ids = np.zeros(0, np.int64)
-    else:
+    mode = (MIXED if mix else MODEL) | (ADAPTING if adapt else 0)
+    primer_ids = None
+    if mix or adapt:
         primer_ids = given if given is not None else default_primer(tokenizer)
     keep = kept_positions(model)
-    streams = stream_count(ids.size)
-    lengths = segments(ids.size, streams)
+    lengths = segments(ids.size, stream_count(ids.size))
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     import constriction
 
     family = constriction.stream.model.Categorical(perfect=False)
     encoder = constriction.stream.queue.RangeEncoder()
-    predictor = make_predictor(model, tokenizer, lengths, keep, mix, primer_ids)
+    predictor = make_predictor(model, tokenizer, lengths, keep, mix, primer_ids, adapt=AdaptConfig() if adapt else None)
     sizes = _piece_lengths(model, tokenizer)
     coded_bytes = 0
     try:
@@ -416,17 +507,16 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
                 predictor.advance(tokens)
                 bar.update(p.shape[0])
                 coded_bytes += int(sizes[tokens].sum())
-                if step % 32 == 31 and encoder.num_bits() > 8 * coded_bytes + GIVE_UP_BITS:
-                    return _stored(data)     # coding has cost more than storing for a while: store
+                if step % 32 == 31 and encoder.num_bits() > GIVE_UP_FRACTION * 8 * coded_bytes + GIVE_UP_BITS:
+                    return _stored(data)     # coding has saved too little for a while: store
     finally:
         predictor.close()
     words = encoder.get_compressed()
     padding = np.zeros(max(0, _payload_words(ids.size) - words.size), np.uint32)
     payload = np.concatenate([words, padding]).astype("<u4").tobytes()
-    if len(payload) + _COMMON.size + _CODED.size + _CRC.size >= STORED_HEADER_BYTES + len(data):
-        return _stored(data)
-    return _header(MIXED if mix else MODEL, data, ids.size, streams, keep, model, tokenizer, primer_ids,
-                   payload) + payload
+    blob = _header(mode, data, ids.size, _parts(mode, model, tokenizer, primer_ids, AdaptConfig()), payload)
+    stored = _stored(data)
+    return blob if len(blob) < len(stored) else stored
 
 
 def _piece_lengths(model: DecoderLM, tokenizer: BPETokenizer) -> np.ndarray:
@@ -437,37 +527,83 @@ def _piece_lengths(model: DecoderLM, tokenizer: BPETokenizer) -> np.ndarray:
 
 
 def _stored(data: bytes) -> bytes:
-    return _header(STORED, data) + data
+    return _header(STORED, data)
 
 
-def make_predictor(model, tokenizer, lengths, keep, mix, primer_ids) -> _Predictor:
+def make_predictor(model, tokenizer, lengths, keep, mix, primer_ids, *, adapt: AdaptConfig | None = None,
+                   techniques=None) -> _Predictor:
     """The prediction both sides of the coder run: ``model`` over streams of ``lengths`` tokens,
-    each keeping ``keep`` positions on a refill, mixed with an n-gram primed with ``primer_ids``
-    when ``mix``. :mod:`netcl_lite.mixing` measures its parts."""
+    each keeping ``keep`` positions on a refill; mixed with the counts of ``primer_ids`` and the
+    coded text when ``mix`` (``techniques``: the mixer's, None for all of
+    :data:`netcl_lite.context_mixing.TECHNIQUES`); learning as it codes under ``adapt`` (the
+    ``primer_ids`` scaling its steps), or not when None. :mod:`netcl_lite.mixing` measures its parts."""
+    from .context_mixing import TECHNIQUES
+
     byte_ids = _byte_ids(tokenizer)
     start = int(byte_ids[ord("\n")]) if byte_ids is not None else 0      # each stream starts after a newline
-    ngram = NGram(primer_ids, model.config.vocab_size, lengths.size) if mix else None
-    return _Predictor(model, lengths, keep, start, ngram)
+    mixer = None
+    if mix:
+        mixer = ContextMixer(primer_ids, model.config.vocab_size, lengths, tokenizer.vocab,
+                             TECHNIQUES if techniques is None else techniques)
+    adapter = None
+    if adapt is not None:
+        with device_lock(model):
+            adapter = Adapter(model, lengths.size, start, adapt, train_ids=primer_ids)
+    return _Predictor(model, lengths, keep, start, mixer, adapter)
 
 
-def _header(mode, data, n_tokens=0, streams=0, keep=0, model=None, tokenizer=None, primer_ids=None,
-            payload=b"") -> bytes:
-    head = _COMMON.pack(MAGIC, FORMAT_VERSION, mode, len(data), _digest(data))
+def _header(mode: int, data: bytes, n_tokens: int = 0, parts: dict | None = None, payload: bytes = b"") -> bytes:
+    """The blob: magic, version, mode, the original's length and checksum, then for a coded mode
+    the token count, the fingerprint and its tags, a CRC-32 of all that and the payload, the
+    payload; for a stored one, a CRC-32 of the header, then ``data``."""
+    head = MAGIC + bytes([FORMAT_VERSION, mode]) + _varint(len(data)) + _checksum(data)
+    if mode == STORED:
+        return head + _CRC.pack(zlib.crc32(head)) + data
+    combined, tags = _fingerprint(parts)
+    head += _varint(n_tokens) + combined + tags
+    return head + _CRC.pack(zlib.crc32(payload, zlib.crc32(head))) + payload
+
+
+def read_header(blob: bytes) -> dict:
+    """The header's fields of ``blob`` (``magic``, ``version``, ``mode``, ``length``, ``checksum``;
+    for a coded mode ``tokens``, ``fingerprint``, ``tags``; ``crc``, ``end``: where the data or
+    the payload starts), or ValueError for a blob too short or not of this format. The fields are
+    read, not checked against each other or the payload."""
+    if len(blob) < len(MAGIC) + 2:
+        raise ValueError(f"blob is truncated: {len(blob)} bytes, shorter than any header")
+    if blob[:len(MAGIC)] != MAGIC:
+        raise ValueError(f"blob is not netcl_lite.compression output (it starts {blob[:4]!r}, not {MAGIC!r})")
+    version, mode = blob[len(MAGIC)], blob[len(MAGIC) + 1]
+    if version != FORMAT_VERSION:
+        raise ValueError(f"blob has format version {version}; this library reads version {FORMAT_VERSION}")
+    if mode not in MODES:
+        raise ValueError(f"blob is corrupted: unknown mode {mode} in its header")
+    fields = {"magic": MAGIC, "version": version, "mode": mode}
+    fields["length"], at = _read_varint(blob, len(MAGIC) + 2, "original length")
+    fields["checksum"], at = _take(blob, at, _CHECKSUM_BYTES)
     if mode != STORED:
-        primer_fp = _digest(primer_ids.astype(np.int32).tobytes()) if mode == MIXED else bytes(8)
-        head += _CODED.pack(n_tokens, streams, keep, model_fingerprint(model), tokenizer_fingerprint(tokenizer),
-                            primer_fp, _digest(arithmetic(model).encode()), len(payload), zlib.crc32(payload))
-    return head + _CRC.pack(zlib.crc32(head))
+        fields["tokens"], at = _read_varint(blob, at, "token count")
+        fields["fingerprint"], at = _take(blob, at, _FINGERPRINT_BYTES)
+        fields["tags"], at = _take(blob, at, len(PARTS))
+    crc, fields["end"] = _take(blob, at, _CRC.size)
+    fields["crc"] = _CRC.unpack(crc)[0]
+    return fields
+
+
+def _take(blob: bytes, at: int, n: int) -> tuple[bytes, int]:
+    if len(blob) < at + n:
+        raise ValueError("blob is truncated inside its header")
+    return blob[at:at + n], at + n
 
 
 def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer=None,
                progress: bool | None = False) -> bytes:
     """The bytes :func:`compress` coded into ``blob``, with the same ``model``, ``tokenizer`` and
     ``primer``. Raises ``ValueError`` naming the problem when the blob is truncated, corrupted,
-    from another format, model, tokenizer, primer or arithmetic. Every field of the header is
-    checked before anything is allocated by it or looped over: the original's length against
+    from another format, model, tokenizer, primer, arithmetic or coder. Every field of the header
+    is checked before anything is allocated by it or looped over: the original's length against
     :data:`MAX_INPUT_BYTES`, the token count against that length and against what the payload's
-    length can hold (:data:`TOKENS_PER_WORD`), the stream count against the token count."""
+    length can hold (:data:`TOKENS_PER_WORD`), the CRC-32 over header and payload."""
     size = _nbytes(blob, "blob", "what compress returned")
     _check_model(model, tokenizer)
     _check_progress(progress)
@@ -476,106 +612,78 @@ def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer
         raise ValueError(f"blob is {size:,} bytes, longer than any compress writes (MAX_BLOB_BYTES = "
                          f"{MAX_BLOB_BYTES:,}): it is not one of its blobs, or is corrupted")
     blob = bytes(blob)
-    if len(blob) < _COMMON.size + _CRC.size:
-        raise ValueError(f"blob is truncated: {len(blob)} bytes, shorter than any header "
-                         f"({_COMMON.size + _CRC.size} bytes)")
-    magic, version, mode, length, checksum = _COMMON.unpack_from(blob)
-    if magic != MAGIC:
-        raise ValueError(f"blob is not netcl_lite.compression output (it starts {blob[:4]!r}, not {MAGIC!r})")
-    if version != FORMAT_VERSION:
-        raise ValueError(f"blob has format version {version}; this library reads version {FORMAT_VERSION}")
-    if mode not in MODES:
-        raise ValueError(f"blob is corrupted: unknown mode {mode} in its header")
-    end = _COMMON.size
-    if mode != STORED:
-        if len(blob) < end + _CODED.size:
-            raise ValueError("blob is truncated inside its header")
-        fields = _CODED.unpack_from(blob, end)
-        end += _CODED.size
-    if len(blob) < end + _CRC.size:
-        raise ValueError("blob is truncated inside its header")
-    if _CRC.unpack_from(blob, end)[0] != zlib.crc32(blob[:end]):
-        raise ValueError("blob is corrupted: its header's CRC-32 does not match")
+    fields = read_header(blob)
+    mode, length, end = fields["mode"], fields["length"], fields["end"]
     if length > MAX_INPUT_BYTES:
         raise ValueError(f"blob is corrupted: its header's original length, {length:,} bytes, is over "
                          f"MAX_INPUT_BYTES = {MAX_INPUT_BYTES:,}, the most compress codes")
-    body = blob[end + _CRC.size:]
+    body = blob[end:]
     if mode == STORED:
+        if fields["crc"] != zlib.crc32(blob[:end - _CRC.size]):
+            raise ValueError("blob is corrupted: its header's CRC-32 does not match")
         if len(body) != length:
             raise ValueError(f"blob is {'truncated' if len(body) < length else 'corrupted'}: the stored data "
                              f"holds {len(body)} bytes, the header says {length}")
         out = body
     else:
-        _check_layout(body, length, fields)
-        out = _decode(body, mode, length, fields, model, tokenizer, given, progress)
-    if _digest(out) != checksum:
+        _check_layout(blob, fields)
+        out = _decode(body, fields, model, tokenizer, given, progress)
+    if _checksum(out) != fields["checksum"]:
         raise ValueError("blob is corrupted: the decoded bytes do not match the original's checksum "
                          "(or the model computes other probabilities than the compressing side's)")
     return out
 
 
-def _check_layout(body: bytes, length: int, fields) -> None:
-    """The coded header's counts against each other and the payload, before any is used."""
-    n_tokens, streams, _, _, _, _, _, payload_bytes, payload_crc = fields
+def _check_layout(blob: bytes, fields: dict) -> None:
+    """The coded header's counts against each other and the payload, and the CRC, before any is used."""
+    n_tokens, length, payload = fields["tokens"], fields["length"], len(blob) - fields["end"]
     if not 1 <= n_tokens <= length:
         raise ValueError(f"blob is corrupted: its header's token count, {n_tokens:,}, is impossible for an "
                          f"original of {length:,} bytes (each token spells at least one byte)")
-    if streams != stream_count(n_tokens):
-        raise ValueError(f"blob is corrupted: its header's stream count, {streams:,}, is not the "
-                         f"{stream_count(n_tokens)} that compress codes {n_tokens:,} tokens in "
-                         f"(at most STREAMS = {STREAMS})")
     least = 4 * _payload_words(n_tokens)
-    if payload_bytes % 4 or payload_bytes < least:
-        raise ValueError(f"blob is corrupted: its header's payload length, {payload_bytes:,} bytes, is not a "
-                         f"whole number of 4-byte words of at least the {least:,} bytes that {n_tokens:,} "
-                         f"tokens take (TOKENS_PER_WORD = {TOKENS_PER_WORD})")
-    if len(body) != payload_bytes:
-        raise ValueError(f"blob is {'truncated' if len(body) < payload_bytes else 'corrupted'}: its payload "
-                         f"holds {len(body)} bytes, the header says {payload_bytes}")
-    if zlib.crc32(body) != payload_crc:
-        raise ValueError("blob is corrupted: its payload's CRC-32 does not match the header's")
+    if payload % 4 or payload < least:
+        raise ValueError(f"blob is {'truncated' if payload < least else 'truncated or corrupted'}: its payload length, "
+                         f"{payload:,} bytes, is not a whole number of 4-byte words of at least the {least:,} "
+                         f"bytes that {n_tokens:,} tokens take (TOKENS_PER_WORD = {TOKENS_PER_WORD})")
+    head = fields["end"] - _CRC.size
+    if fields["crc"] != zlib.crc32(blob[fields["end"]:], zlib.crc32(blob[:head])):
+        raise ValueError("blob is truncated or corrupted: the CRC-32 of its header and payload does not match")
 
 
-def _decode(body, mode, length, fields, model, tokenizer, primer_ids, progress) -> bytes:
-    n_tokens, streams, keep, weights_fp, tok_fp, primer_fp, arith_fp, _, _ = fields
-    if weights_fp != model_fingerprint(model):
-        raise ValueError("blob was compressed with another model: its weights' fingerprint "
-                         f"{weights_fp.hex()} differs from this model's {model_fingerprint(model).hex()}")
-    if tok_fp != tokenizer_fingerprint(tokenizer):
-        raise ValueError("blob was compressed with another tokenizer: fingerprint "
-                         f"{tok_fp.hex()}, this tokenizer's {tokenizer_fingerprint(tokenizer).hex()}")
-    here = arithmetic(model)
-    if arith_fp != _digest(here.encode()):
-        raise ValueError(f"blob was compressed where the arithmetic differs (fingerprint {arith_fp.hex()}); "
-                         f"here it is {_digest(here.encode()).hex()} ({here}), which computes other probabilities")
-    if keep != kept_positions(model):
-        raise ValueError(f"blob is corrupted: its window keeps {keep} positions, this model keeps {kept_positions(model)}")
+def _decode(body, fields, model, tokenizer, primer_ids, progress) -> bytes:
+    mode, length, n_tokens = fields["mode"], fields["length"], fields["tokens"]
     longest = max(len(piece) for piece in tokenizer.vocab.values())
     if length > n_tokens * longest:
         raise ValueError(f"blob is corrupted: its header's original length, {length:,} bytes, is more than "
                          f"its {n_tokens:,} tokens spell (at most {longest} bytes each)")
-    if mode == MIXED:
-        if primer_ids is None:
-            primer_ids = default_primer(tokenizer)
-        if primer_fp != _digest(primer_ids.astype(np.int32).tobytes()):
-            raise ValueError("blob was compressed with other n-gram primer ids (fingerprint "
-                             f"{primer_fp.hex()}); pass the primer the compressing side used")
+    mix, adapt = mode & 3 == MIXED, bool(mode & ADAPTING)
+    if mix or adapt:
+        primer_ids = primer_ids if primer_ids is not None else default_primer(tokenizer)
     else:
-        if primer_fp != bytes(8):
-            raise ValueError(f"blob is corrupted: it is coded with the model alone, yet its header names n-gram "
-                             f"primer ids (fingerprint {primer_fp.hex()}, not zeros)")
-        primer_ids = np.zeros(0, np.int64)
+        primer_ids = None
+    parts = _parts(mode, model, tokenizer, primer_ids, AdaptConfig())
+    if _fingerprint(parts) != (fields["fingerprint"], fields["tags"]):
+        differ = [name for name, tag, ours in zip(PARTS, fields["tags"], _fingerprint(parts)[1]) if tag != ours]
+        what = {"weights": "another model (its weights differ)", "tokenizer": "another tokenizer",
+                "primer": "other primer ids; pass the primer the compressing side used",
+                "arithmetic": f"other arithmetic (here: {arithmetic(model)}), which computes other probabilities",
+                "coder": f"another coder (here: {coder(mode, AdaptConfig())})"}
+        if differ:
+            raise ValueError("blob was compressed with " + "; and with ".join(what[name] for name in differ))
+        raise ValueError("blob was compressed with something else than this call has (its fingerprint "
+                         f"{fields['fingerprint'].hex()} differs, though no part's tag does)")
     import constriction
 
     family = constriction.stream.model.Categorical(perfect=False)
     decoder = constriction.stream.queue.RangeDecoder(np.frombuffer(body, "<u4").astype(np.uint32))
-    lengths = segments(n_tokens, streams)
+    lengths = segments(n_tokens, stream_count(n_tokens))
     out = np.zeros(n_tokens, np.int32)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     known = np.zeros(model.config.vocab_size, bool)       # the ids the tokenizer spells
     known[list(tokenizer.vocab)] = True
     sizes, spelled = _piece_lengths(model, tokenizer), 0
-    predictor = make_predictor(model, tokenizer, lengths, keep, mode == MIXED, primer_ids)
+    predictor = make_predictor(model, tokenizer, lengths, kept_positions(model), mix, primer_ids,
+                               adapt=AdaptConfig() if adapt else None)
     try:
         with _progress(n_tokens, progress, "decompress") as bar:
             for step in range(int(lengths[0])):
@@ -677,7 +785,7 @@ exit status:
 
 
 def main(argv=None) -> int:
-    """``python -m netcl_lite.compression compress|decompress IN OUT [--model DIR] [--model-only]``;
+    """``python -m netcl_lite.compression compress|decompress IN OUT [--model DIR] [--model-only] [--adapt]``;
     the exit status is 0 (done), 1 (refused or failed), 2 (usage) or 130 (interrupted)."""
     import argparse
     import contextlib
@@ -692,7 +800,9 @@ def main(argv=None) -> int:
     parser.add_argument("output", metavar="OUT", help="the file to write (never overwritten), or - for standard output")
     parser.add_argument("--model", metavar="DIR", help="a folder with config.json, model.safetensors and "
                         "tokenizer.json (default: Chapter 9's trained model, trained once if needed)")
-    parser.add_argument("--model-only", action="store_true", help="compress with the model alone, no n-gram mixed in")
+    parser.add_argument("--model-only", action="store_true", help="compress with the model alone, no counts mixed in")
+    parser.add_argument("--adapt", action="store_true", help="let the model learn from the text as it codes it "
+                        "(dynamic evaluation): fewer bits, several times slower")
     args = parser.parse_args(argv)
 
     def fail(message: str) -> int:
@@ -732,7 +842,7 @@ def main(argv=None) -> int:
                 return fail(str(exc))
             try:
                 if squeezing:
-                    result = compress(data, model, tokenizer, mix=not args.model_only, progress=None)
+                    result = compress(data, model, tokenizer, mix=not args.model_only, adapt=args.adapt, progress=None)
                 else:
                     result = decompress(data, model, tokenizer, progress=None)
             except ValueError as exc:

@@ -1,13 +1,16 @@
-"""An adaptive token n-gram and the mixer that joins it to a language model's predictions.
+"""Adaptive count models of the tokens that follow a context, and the linear mixer that joins them
+to a language model's predictions.
 
-:class:`NGram` counts which token followed each context of up to :data:`ORDERS` tokens, first
-in primer ids (the training text), then in every token coded, and predicts with interpolated
-absolute discounting; :class:`Mixer` mixes the model's distribution with the n-gram's
-(several of its orders and a cache of the coded text alone), linearly, with weights learned
-online per context bucket. Both run on the host in float64 over all streams at once, and
-depend only on the tokens seen, so :mod:`netcl_lite.compression`'s two sides compute the same
-probabilities. The constants were chosen on Chapter 9's validation split
-(``benchmarks/results/capstone.md``).
+:class:`NGram` counts which token followed each context of up to :data:`ORDERS` tokens, first in
+primer ids (the training text), then in every token coded, and predicts with interpolated
+absolute discounting; it also keeps each context's most recent successor (what a match model of
+that order predicts). :class:`WordNGram` counts the same over word contexts (lower-cased,
+whitespace stripped, the separator kept) and interpolates with weights learned online.
+:class:`Mixer` mixes the model's distribution with the n-gram's (several of its orders and a
+cache of the coded text alone), linearly, with weights learned online per context bucket.
+All run on the host in float64 over all streams at once, and depend only on the tokens seen,
+so :mod:`netcl_lite.compression`'s two sides compute the same probabilities. The constants were
+chosen on Chapter 9's validation split (``benchmarks/results/capstone.md``).
 
     >>> ngram = NGram(np.array([1, 2, 3, 1, 2, 3]), vocab=5, streams=1, orders=2)
     >>> ngram.update(np.array([1]), np.array([True])); ngram.update(np.array([2]), np.array([True]))
@@ -28,50 +31,246 @@ ORDERS = 8                     # longest context the n-gram counts, in tokens
 DISCOUNT = (0.5, 0.5, 0.7, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8)    # absolute discount per order 0..ORDERS
 ADDED_WEIGHT = 8               # what a coded token adds to its counts (a training token adds 1)
 MIX_ORDERS = (1, 2, 4)         # the n-gram's distributions after these orders are mixed in too
+SUCCESSOR_ORDERS = 6           # contexts up to this order keep their most recent successor
 LOG2_BUCKETS = 12              # weight sets per order reached and log2 of its count (capped)
 MIX_RATE = 0.02                # step of the online weights (exponentiated gradient)
 CACHE_DISCOUNT = 0.5           # the cache model's discount, in coded tokens
 MIN_WEIGHT = 1e-4              # no weight falls below this, so p_i(x) / p(x) <= 1 / MIN_WEIGHT
 MAX_EXPONENT = 30.0            # nor does one update move a weight by more than e^30
 MIX_INIT = 0.6                 # the model's initial weight (the full n-gram 0.3, the rest share 0.1)
+WORD_ORDERS = 4                # words of context :class:`WordNGram` counts
+WORD_RATE = 0.05               # step of its learned interpolation weights
+WORD_INIT = 0.3                # their starting value
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)     # an odd multiplier that spreads a hash's bits upward
+_PACK = 40                                  # a coded context's one successor: token << _PACK | count
+_PACK_MASK = (1 << _PACK) - 1
 
 
 def _extend(h: np.ndarray, tokens: np.ndarray, vocab: int) -> np.ndarray:
-    """Context hashes one token longer (to the left): exact while (vocab + 1)^order < 2^64."""
-    with np.errstate(over="ignore"):
-        return h * np.uint64(vocab + 1) + (tokens.astype(np.uint64) + np.uint64(1))
+    """Context hashes one token longer (to the left): exact while (vocab + 1)^order < 2^64 (beyond,
+    they wrap, as unsigned array arithmetic does without a warning)."""
+    return h * np.uint64(vocab + 1) + (tokens.astype(np.uint64) + np.uint64(1))
+
+
+def _token_bits(vocab: int) -> int:
+    return max(1, int(vocab - 1).bit_length())
+
+
+def _context_keys(h: np.ndarray, token_bits: int) -> np.ndarray:
+    """A context's key: its hash mixed and cut to 60 − ``token_bits`` bits, so that with its order
+    in the 4 bits above (:func:`_tagged`) and a token in the bits below, a (context, token) pair
+    fits 64 bits: ``(order << (60 − token_bits) | key) << token_bits | token``."""
+    return (h * _GOLDEN) >> np.uint64(token_bits + 4)
+
+
+def _tag(order: int, keys: np.ndarray, token_bits: int) -> np.ndarray:
+    """Context keys of one order tagged with it in their top 4 bits (orders 1..15)."""
+    return (np.uint64(order) << np.uint64(60 - token_bits)) | keys
+
+
+def _tagged(keys: list[np.ndarray], token_bits: int) -> np.ndarray:
+    """(K, B) context keys of orders 1..K, each tagged with its order (:func:`_tag`)."""
+    return np.stack([_tag(k, h, token_bits) for k, h in enumerate(keys, start=1)])
 
 
 @dataclass(frozen=True)
-class _Table:
-    """Counts of one order: sorted distinct context hashes, each with a run of (token, count)."""
-    contexts: np.ndarray       # (U,) uint64, sorted
-    starts: np.ndarray         # (U + 1,) offsets into tokens/counts
+class _Primed:
+    """Counts in the primer, every order in one table: the sorted tagged contexts, each with a
+    run of (token, count) and the token that followed its last occurrence (-1 where not asked for)."""
+    contexts: np.ndarray       # (U,) uint64, sorted tagged contexts
+    starts: np.ndarray         # (U + 1,) offsets into tokens and counts
     tokens: np.ndarray         # (E,) int64
     counts: np.ndarray         # (E,) float64
+    last: np.ndarray           # (U,) int64
 
 
-def _count(ids: np.ndarray, vocab: int, orders: int) -> tuple[np.ndarray, list[_Table]]:
-    """Unigram counts (vocab,) and one :class:`_Table` per order 1..orders over ``ids``."""
-    unigram = np.bincount(ids, minlength=vocab).astype(np.float64)
-    tables = []
-    h = np.zeros(ids.size, np.uint64)
-    for k in range(1, orders + 1):
-        # h[i]: the hash of ids[i - k : i], the context of ids[i] (positions i >= k)
-        h = _extend(h[1:], ids[:max(ids.size - k, 0)], vocab)     # none left once k reaches the size
-        nxt = ids[k:]
-        order = np.lexsort((nxt, h))
-        hs, ns = h[order], nxt[order]
-        new_pair = np.ones(hs.size, bool)
-        new_pair[1:] = (hs[1:] != hs[:-1]) | (ns[1:] != ns[:-1])
-        at = np.flatnonzero(new_pair)
-        counts = np.diff(np.append(at, hs.size)).astype(np.float64)
-        pair_h, pair_t = hs[at], ns[at]
-        new_ctx = np.ones(pair_h.size, bool)
-        new_ctx[1:] = pair_h[1:] != pair_h[:-1]
-        starts = np.append(np.flatnonzero(new_ctx), pair_h.size)
-        tables.append(_Table(pair_h[new_ctx], starts, pair_t.astype(np.int64), counts))
-    return unigram, tables
+def _prime(keys: list[np.ndarray], nxt: list[np.ndarray], token_bits: int, last_orders: int) -> _Primed:
+    """Count the pairs (``keys[k - 1][i]``, ``nxt[k - 1][i]``) of each order k, and the last
+    successor of each context of orders up to ``last_orders``."""
+    tb = np.uint64(token_bits)
+    pairs, counts, lasts = [], [], []
+    for k, (ctx, follow) in enumerate(zip(keys, nxt), start=1):
+        ctx = _tag(k, ctx, token_bits)
+        pair = np.sort((ctx << tb) | follow.astype(np.uint64))
+        new = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]]) if pair.size else np.zeros(0, np.int64)
+        pairs.append(pair[new])
+        counts.append(np.diff(np.r_[new, pair.size]).astype(np.float64))
+        unique, first_from_end = np.unique(ctx[::-1], return_index=True)    # the contexts, sorted
+        lasts.append(follow[::-1][first_from_end].astype(np.int64) if k <= last_orders
+                     else np.full(unique.size, -1, np.int64))
+    pair = np.concatenate(pairs) if pairs else np.zeros(0, np.uint64)     # orders in order: sorted
+    ctx = pair >> tb
+    new_ctx = np.flatnonzero(np.r_[True, ctx[1:] != ctx[:-1]]) if ctx.size else np.zeros(0, np.int64)
+    return _Primed(ctx[new_ctx], np.r_[new_ctx, ctx.size], (pair & np.uint64((1 << token_bits) - 1)).astype(np.int64),
+                   np.concatenate(counts) if counts else np.zeros(0),
+                   np.concatenate(lasts) if lasts else np.zeros(0, np.int64))
+
+
+def _ranges(sorted_keys: np.ndarray, lo_keys: np.ndarray, hi_keys: np.ndarray):
+    """(query of each entry, index of each entry) of the entries of ``sorted_keys`` in
+    [lo_keys[q], hi_keys[q]) for every query q, in query order."""
+    lo = np.searchsorted(sorted_keys, lo_keys)
+    lengths = np.searchsorted(sorted_keys, hi_keys) - lo
+    q = np.repeat(np.arange(lo_keys.size), lengths)
+    return q, np.arange(q.size) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(lo, lengths)
+
+
+#: coding steps whose counts wait in a small sorted buffer before joining the coded table
+_MERGE_EVERY = 64
+
+
+class _Counts:
+    """The tokens that followed each context of orders 1..K: counted in the primer
+    (:class:`_Primed`, shared and read only) and in the coded text, all in sorted arrays of
+    (tagged context, token) pair keys, so that one search serves every order and stream.
+
+    The coded counts live in a main table (unique pair keys, counts; unique contexts with their
+    last successor and the step it came) and a buffer of the latest steps' additions (pair keys
+    with duplicates, in the order they came), kept sorted by inserting each step's few; every
+    :data:`_MERGE_EVERY` steps the buffer joins the main table (a linear merge of sorted arrays)."""
+
+    def __init__(self, primed: _Primed, token_bits: int):
+        self.primed, self.tb = primed, np.uint64(token_bits)
+        self.mask = np.uint64((1 << token_bits) - 1)
+        self.pairs, self.counts = np.zeros(0, np.uint64), np.zeros(0)
+        self.contexts, self.last = np.zeros(0, np.uint64), np.zeros(0, np.int64)
+        self.recent, self.recent_weight = np.zeros(0, np.uint64), np.zeros(0)
+        self.recent_step = np.zeros(0, np.int64)
+        self.step = 0
+
+    def lookup(self, keys: np.ndarray):
+        """For tagged contexts ``keys`` (Q,): the primer's entries (query, token, count), the coded
+        entries (query, token, count), each (query, token) once in each, and each context's most
+        recent successor (Q,) (-1: never seen, or the primer's last successors were not kept)."""
+        p, tb = self.primed, self.tb
+        order = np.argsort(keys)                      # searched in order: each search starts where the last ended
+        keys = keys[order]
+        lo, hi = keys << tb, (keys + np.uint64(1)) << tb
+        last = np.full(keys.size, -1, np.int64)
+        first = length = np.zeros(keys.size, np.int64)
+        if p.contexts.size:                           # one search: the context, its run, its last successor
+            j = np.minimum(np.searchsorted(p.contexts, keys), p.contexts.size - 1)
+            found = p.contexts[j] == keys
+            first = np.where(found, p.starts[j], 0)
+            length = np.where(found, p.starts[j + 1], 0) - first
+            last[found] = p.last[j[found]]
+        q = np.repeat(np.arange(keys.size), length)
+        at = np.arange(q.size) - np.repeat(np.cumsum(length) - length, length) + np.repeat(first, length)
+        primed = (order[q], p.tokens[at], p.counts[at])
+        if self.contexts.size:
+            j = np.minimum(np.searchsorted(self.contexts, keys), self.contexts.size - 1)
+            found = self.contexts[j] == keys
+            last[found] = self.last[j[found]]
+        qm, am = _ranges(self.pairs, lo, hi)
+        qr, ar = _ranges(self.recent, lo, hi)
+        if ar.size:                                 # the buffer's latest addition per context is the last
+            step_token = self.recent_step[ar] * (1 << int(tb)) + (self.recent[ar] & self.mask).astype(np.int64)
+            starts = np.flatnonzero(np.r_[True, qr[1:] != qr[:-1]])
+            latest = np.maximum.reduceat(step_token, starts)
+            last[qr[starts]] = latest & int(self.mask)
+        q_all = np.concatenate([qm, qr])
+        pair_all = np.concatenate([self.pairs[am], self.recent[ar]])
+        weight = np.concatenate([self.counts[am], self.recent_weight[ar]])
+        if qr.size:                                 # the same pair in the table and the buffer: one entry
+            by = np.lexsort((pair_all, q_all))
+            q_all, pair_all, weight = q_all[by], pair_all[by], weight[by]
+            new = np.flatnonzero(np.r_[True, (q_all[1:] != q_all[:-1]) | (pair_all[1:] != pair_all[:-1])])
+            weight = np.add.reduceat(weight, new) if new.size else weight
+            q_all, pair_all = q_all[new], pair_all[new]
+        coded = (order[q_all], (pair_all & self.mask).astype(np.int64), weight)
+        unsorted = np.empty_like(last)
+        unsorted[order] = last
+        return primed, coded, unsorted
+
+    def add(self, keys: np.ndarray, tokens: np.ndarray, weight: int) -> None:
+        """Count ``tokens`` (Q,) after tagged contexts ``keys`` (Q,), each weighing ``weight``;
+        within a call, a later one is the more recent."""
+        new = (keys << self.tb) | tokens.astype(np.uint64)
+        order = np.argsort(new, kind="stable")
+        at = np.searchsorted(self.recent, new[order], side="right")
+        self.recent = np.insert(self.recent, at, new[order])
+        self.recent_weight = np.insert(self.recent_weight, at, float(weight))
+        self.recent_step = np.insert(self.recent_step, at, (self.step << 20) + order)   # < 2^20 a call
+        self.step += 1
+        if self.step % _MERGE_EVERY == 0:
+            self._merge()
+
+    def _merge(self) -> None:
+        """The buffer joins the main table."""
+        if not self.recent.size:
+            return
+        starts = np.flatnonzero(np.r_[True, self.recent[1:] != self.recent[:-1]])
+        pairs = self.recent[starts]
+        counts = np.add.reduceat(self.recent_weight, starts)
+        at = np.searchsorted(self.pairs, pairs)
+        have = at < self.pairs.size
+        have[have] = self.pairs[at[have]] == pairs[have]
+        self.counts[at[have]] += counts[have]
+        at_new = at[~have]
+        self.pairs = np.insert(self.pairs, at_new, pairs[~have])
+        self.counts = np.insert(self.counts, at_new, counts[~have])
+        # each context's last successor: the buffer's latest addition to it
+        ctx = self.recent >> self.tb
+        step_token = self.recent_step * (1 << int(self.tb)) + (self.recent & self.mask).astype(np.int64)
+        c_starts = np.flatnonzero(np.r_[True, ctx[1:] != ctx[:-1]])
+        latest = np.maximum.reduceat(step_token, c_starts)
+        uctx = ctx[c_starts]
+        at = np.searchsorted(self.contexts, uctx)
+        have = at < self.contexts.size
+        have[have] = self.contexts[at[have]] == uctx[have]
+        self.last[at[have]] = latest[have] & int(self.mask)
+        at_new = at[~have]
+        self.contexts = np.insert(self.contexts, at_new, uctx[~have])
+        self.last = np.insert(self.last, at_new, latest[~have] & int(self.mask))
+        self.recent, self.recent_weight = np.zeros(0, np.uint64), np.zeros(0)
+        self.recent_step = np.zeros(0, np.int64)
+
+
+class _Lookup:
+    """One step's counts for every (order, stream) whose context exists: ``order`` and ``row`` per
+    query; the merged entries (``slot`` = order index · B + row, ``token``, ``count``), each
+    (slot, token) once; the coded entries alone likewise (``coded``); ``n`` and ``u`` (K, B):
+    the total and the distinct tokens of each context (0 where unseen); ``last`` per query."""
+
+    def __init__(self, counts: _Counts, keys: np.ndarray, live: np.ndarray, scratch: np.ndarray):
+        k, b = live.shape
+        self.order, self.row = np.nonzero(live)
+        slot = self.order * b + self.row
+        primed, coded, self.last = counts.lookup(keys[self.order, self.row])
+        v = scratch.shape[1]
+        flat = scratch.reshape(-1)
+        i_primed = slot[primed[0]] * v + primed[1]
+        i_coded = slot[coded[0]] * v + coded[1]
+        flat[i_primed] = primed[2]
+        fresh = i_coded[flat[i_coded] == 0]               # coded tokens the primer never saw there
+        flat[i_coded] += coded[2]
+        i = np.concatenate([i_primed, fresh])
+        self.count = flat[i]
+        flat[i] = 0.0
+        self.slot, self.token = i // v, i % v
+        self.n = np.bincount(self.slot, self.count, minlength=k * b).reshape(k, b)
+        self.u = np.bincount(self.slot, minlength=k * b).reshape(k, b)
+        self.coded = (slot[coded[0]], coded[1], coded[2])
+
+
+def _chain(p0: np.ndarray, slot, token, a, beta: np.ndarray, targets) -> dict:
+    """Distributions P_m for m in ``targets`` of the chain P_k = a_k + β_k · P_{k−1} from ``p0``
+    (vocab,): order k has the entries (``slot`` = (k − 1) · B + row, ``token``, ``a``) and β_k =
+    ``beta[k − 1]`` (B,). From one target m' to the next m: P_m = (Π_{m'<k≤m} β_k) P_{m'} +
+    Σ_{m'<k≤m} (Π_{k<j≤m} β_j) a_k; dense (B, vocab) each."""
+    b, v = beta.shape[1], p0.size
+    order, flat = slot // b, (slot % b) * v + token
+    out, done, p = {}, 0, np.broadcast_to(p0, (b, v))
+    for m in sorted(targets):
+        after = np.ones((m + 1 - done, b))            # after[j - done] = Π_{j<i≤m} β_i (orders 1-based)
+        for j in range(m - 1, done - 1, -1):
+            after[j - done] = after[j + 1 - done] * beta[j]
+        p = after[0][:, None] * p
+        sel = np.flatnonzero((order >= done) & (order < m))
+        np.add.at(p.reshape(-1), flat[sel], a[sel] * after[order[sel] + 1 - done, slot[sel] % b])
+        out[m], done = p, m
+    return out
 
 
 class NGram:
@@ -84,141 +283,131 @@ class NGram:
     :data:`ADDED_WEIGHT` times a training token: the text being coded predicts itself better
     than the training text does. :meth:`predict` gives every stream's distribution, those after
     the orders in :data:`MIX_ORDERS` and a cache model (the same chain over the coded tokens'
-    counts alone) as ``snapshots``, and the order its context reached;
+    counts alone) as ``snapshots``, the order its context reached, and, as ``successors``, the
+    most recent successor of each stream's context of orders 1..:data:`SUCCESSOR_ORDERS`;
     :meth:`update` adds the coded tokens. Counts only grow by whole numbers, so both sides of a
     coder hold the same state after the same tokens, whatever the order of the streams.
+    Contexts are kept by a 64-bit hash (two contexts that collide share their counts, on both
+    sides alike).
     """
 
     def __init__(self, primer: np.ndarray, vocab: int, streams: int, orders: int = ORDERS):
         self.vocab, self.orders = vocab, orders
-        self.unigram, self.tables = _primed_counts(primer, vocab, orders)
-        self.unigram = self.unigram.copy()
-        # per order: {context hash: the coded tokens that followed it}, one token packed into an int
-        # (_packed) until a second distinct token follows, then {token: count}: most long contexts are
-        # seen once, and an int takes a fifth of a dict's memory
-        self.added: list[dict] = [{} for _ in range(orders)]
+        self.token_bits = _token_bits(vocab)
+        unigram, tables = _primed_counts(primer, vocab, orders)       # tables: a _Primed
+        self.unigram = unigram.copy()
+        self.counts = _Counts(tables, self.token_bits)
         self.history = np.full((streams, orders), -1, np.int64)  # last tokens, newest last; -1: none yet
         self.seen = np.zeros(streams, np.int64)
+        self._scratch = np.zeros((orders * streams, vocab))
+        self._step_keys = None             # the context keys :meth:`predict` used, until :meth:`update`
 
-    def _contexts(self) -> list[np.ndarray]:
-        """Per order k, each stream's context hash (uint64; meaningless where seen < k)."""
+    def _keys(self) -> np.ndarray:
+        """(orders, B) each stream's context key of each order, tagged (meaningless where seen < k)."""
         out, h = [], np.zeros(self.history.shape[0], np.uint64)
         for k in range(1, self.orders + 1):
             h = _extend(h, np.maximum(self.history[:, -k], 0), self.vocab)
-            out.append(h)
-        return out
+            out.append(_context_keys(h, self.token_bits))
+        return _tagged(out, self.token_bits)
 
     def predict(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(probabilities (B, vocab) float64, order reached (B,), count there (B,)); also sets
         ``snapshots``: the distributions after each order of :data:`MIX_ORDERS`, then the chain
-        over the coded tokens' counts alone (a cache model)."""
-        b, v = self.history.shape[0], self.vocab
+        over the coded tokens' counts alone (a cache model); ``successors`` (orders, B): the
+        token that last followed each stream's context of each order (-1: none); ``p0``: the
+        order-0 distribution (vocab,)."""
+        b, v, k = self.history.shape[0], self.vocab, self.orders
         n0 = self.unigram.sum()
-        p0 = _discounted(np.full(v, 1.0 / v), self.unigram, DISCOUNT[0]) if n0 else np.full(v, 1.0 / v)
-        p = np.broadcast_to(p0, (b, v)).copy()
-        cached = p.copy()
-        reached, total = np.zeros(b, np.int64), np.full(b, n0)
-        snapshots = {}
-        for k, (h, table, added) in enumerate(zip(self._contexts(), self.tables, self.added), start=1):
-            live = np.flatnonzero(self.seen >= k)
-            if not live.size:
-                break
-            coded = _coded_counts(added, h[live], v)
-            counts = _table_counts(table, h[live], v) + coded
-            for chain, c, d in ((p, counts, DISCOUNT[k]), (cached, coded, CACHE_DISCOUNT * ADDED_WEIGHT)):
-                seen = c.sum(axis=1) > 0
-                chain[live[seen]] = _discounted(chain[live[seen]], c[seen], d)
-            n = counts.sum(axis=1)
-            if not n.any():
-                break
-            reached[live[n > 0]], total[live[n > 0]] = k, n[n > 0]
-            if k in MIX_ORDERS:
-                snapshots[k] = p.copy()
-        self.snapshots = [snapshots.get(k, p) for k in MIX_ORDERS] + [cached]   # unreached orders: the final p
+        self.p0 = p0 = (np.maximum(self.unigram - DISCOUNT[0], 0)
+                        + DISCOUNT[0] * np.count_nonzero(self.unigram) / v) / n0 if n0 else np.full(v, 1.0 / v)
+        if not k:
+            p = np.broadcast_to(p0, (b, v)).copy()
+            self.snapshots = [p] * len(MIX_ORDERS) + [p.copy()]
+            self.successors = np.zeros((0, b), np.int64)
+            return p, np.zeros(b, np.int64), np.full(b, n0)
+        self._step_keys = keys = self._keys()
+        live = self.seen[None, :] >= np.arange(1, k + 1)[:, None]
+        look = _Lookup(self.counts, keys, live, self._scratch)
+        d = np.asarray(DISCOUNT[1:k + 1])[:, None]
+        n, u = look.n, look.u
+        beta = np.where(n > 0, d * u / np.where(n > 0, n, 1.0), 1.0)
+        dk = d[look.slot // b, 0]
+        a = np.maximum(look.count - dk, 0.0) / n.reshape(-1)[look.slot]
+        reach = sorted({m for m in MIX_ORDERS if m <= k} | {k})
+        dist = _chain(p0, look.slot, look.token, a, beta, reach)
+        p = dist[k]
+        c_slot, c_token, c_count = look.coded
+        dc = CACHE_DISCOUNT * ADDED_WEIGHT
+        nc = np.bincount(c_slot, c_count, minlength=k * b).reshape(k, b)
+        uc = np.bincount(c_slot, minlength=k * b).reshape(k, b)
+        beta_c = np.where(nc > 0, dc * uc / np.where(nc > 0, nc, 1.0), 1.0)
+        a_c = np.maximum(c_count - dc, 0.0) / np.maximum(nc.reshape(-1)[c_slot], 1.0)
+        cached = _chain(p0, c_slot, c_token, a_c, beta_c, [k])[k]
+        self.snapshots = [dist.get(m, p) for m in MIX_ORDERS] + [cached]
+        has = n > 0
+        reached = np.where(has.any(axis=0), k - np.argmax(has[::-1], axis=0), 0)
+        total = np.where(reached > 0, n[np.maximum(reached - 1, 0), np.arange(b)], n0)
+        self.successors = np.full((min(SUCCESSOR_ORDERS, k), b), -1, np.int64)
+        kept = look.order < SUCCESSOR_ORDERS
+        self.successors[look.order[kept], look.row[kept]] = look.last[kept]
         return p, reached, total
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         """Count ``tokens`` (B,) after each stream's context, for the ``active`` streams (bool (B,))."""
         rows = np.flatnonzero(active)
         np.add.at(self.unigram, tokens[rows], float(ADDED_WEIGHT))
-        for k, h in enumerate(self._contexts(), start=1):
-            added = self.added[k - 1]
-            for r in rows[self.seen[rows] >= k].tolist():
-                key, t = int(h[r]), int(tokens[r])
-                succ = added.get(key)
-                if succ is None:
-                    added[key] = t << _COUNT_BITS | ADDED_WEIGHT
-                elif isinstance(succ, int):
-                    if succ >> _COUNT_BITS == t:
-                        added[key] = succ + ADDED_WEIGHT
-                    else:
-                        added[key] = {succ >> _COUNT_BITS: succ & _COUNT_MASK, t: ADDED_WEIGHT}
-                else:
-                    succ[t] = succ.get(t, 0) + ADDED_WEIGHT
+        if self.orders:
+            keys = self._step_keys if self._step_keys is not None else self._keys()
+            order, row = np.nonzero((self.seen[None, rows] >= np.arange(1, self.orders + 1)[:, None]))
+            self.counts.add(keys[order, rows[row]], tokens[rows[row]], ADDED_WEIGHT)
         self.history[rows] = np.concatenate([self.history[rows, 1:], tokens[rows, None]], axis=1)
         self.seen[rows] += 1
-
-
-def _discounted(lower: np.ndarray, counts: np.ndarray, d: float) -> np.ndarray:
-    """(max(c − d, 0) + d · u · lower) / n per row: counts (R, vocab) with n = Σ c > 0, u the
-    tokens with c > 0, ``lower`` the next shorter context's distribution (R, vocab) or (vocab,)."""
-    n = counts.sum(axis=-1, keepdims=True)
-    u = np.count_nonzero(counts, axis=-1)[..., None]
-    return (np.maximum(counts - d, 0) + d * u * lower) / n
-
-
-def _table_counts(table: _Table, contexts: np.ndarray, vocab: int) -> np.ndarray:
-    """(R, vocab) counts of the tokens that followed each of ``contexts`` (R,) in ``table``."""
-    counts = np.zeros((contexts.size, vocab))
-    if not table.contexts.size:
-        return counts
-    at = np.minimum(np.searchsorted(table.contexts, contexts), table.contexts.size - 1)
-    found = table.contexts[at] == contexts
-    lo = np.where(found, table.starts[at], 0)
-    lengths = np.where(found, table.starts[at + 1], 0) - lo
-    if lengths.sum():
-        rows = np.repeat(np.arange(contexts.size), lengths)
-        idx = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(lo, lengths)
-        counts[rows, table.tokens[idx]] = table.counts[idx]
-    return counts
-
-
-#: a context's one coded successor so far is stored as ``token << _COUNT_BITS | count``
-_COUNT_BITS = 40
-_COUNT_MASK = (1 << _COUNT_BITS) - 1
-
-
-def _coded_counts(added: dict, contexts: np.ndarray, vocab: int) -> np.ndarray:
-    """(R, vocab) counts of the coded tokens that followed each of ``contexts`` (R,)."""
-    counts = np.zeros((contexts.size, vocab))
-    for r, key in enumerate(contexts.tolist()):
-        seen = added.get(key)
-        if seen is None:
-            continue
-        if isinstance(seen, int):
-            counts[r, seen >> _COUNT_BITS] = seen & _COUNT_MASK
-        else:
-            counts[r, list(seen)] = list(seen.values())
-    return counts
+        self._step_keys = None
 
 
 _COUNTED: dict[tuple, tuple] = {}
 _COUNTED_LOCK = threading.Lock()
 
 
-def _primed_counts(primer: np.ndarray, vocab: int, orders: int):
-    """:func:`_count` of ``primer``, kept for the last two primers (counting takes a second or two).
-    Threads share the kept counts (read only); the lock guards the keeping."""
-    key = (hashlib.sha256(primer.astype(np.int32).tobytes()).digest(), primer.size, vocab, orders)
+def forget_primed_counts() -> None:
+    """Drop the primers' counts kept between calls (:class:`NGram`'s and :class:`WordNGram`'s),
+    so that the next call counts its primer again: a timing that compares with a primed
+    classical coder, which reads its primer on every call, wants this."""
     with _COUNTED_LOCK:
-        counted = _COUNTED.get(key)
+        _COUNTED.clear()
+        _WORDS_COUNTED.clear()
+
+
+def _kept(store: dict, key, count):
+    """``store[key]``, counted by ``count()`` when it is not kept yet; the last two are kept.
+    Threads share what is kept (read only); the lock guards the keeping."""
+    with _COUNTED_LOCK:
+        counted = store.get(key)
     if counted is None:
-        counted = _count(primer, vocab, orders)
+        counted = count()
         with _COUNTED_LOCK:
-            while len(_COUNTED) >= 2:
-                _COUNTED.pop(next(iter(_COUNTED)))
-            _COUNTED[key] = counted
+            while len(store) >= 2:
+                store.pop(next(iter(store)))
+            store[key] = counted
     return counted
+
+
+def _primed_counts(primer: np.ndarray, vocab: int, orders: int):
+    """The unigram counts (vocab,) and the :class:`_Primed` of orders 1..orders of ``primer``,
+    kept for the last two primers (counting takes a second or so)."""
+    def count():
+        ids = np.asarray(primer, np.int64)
+        tb = _token_bits(vocab)
+        keys, h = [], np.zeros(ids.size, np.uint64)
+        for k in range(1, orders + 1):
+            # h[i]: the hash of ids[i - k : i], the context of ids[i] (positions i >= k)
+            h = _extend(h[1:], ids[:max(ids.size - k, 0)], vocab)     # none left once k reaches the size
+            keys.append(_context_keys(h, tb))
+        primed = _prime(keys, [ids[k:] for k in range(1, orders + 1)], tb, SUCCESSOR_ORDERS)
+        return np.bincount(ids, minlength=vocab).astype(np.float64), primed
+
+    key = (hashlib.sha256(primer.astype(np.int32).tobytes()).digest(), primer.size, vocab, orders)
+    return _kept(_COUNTED, key, count)
 
 
 class Mixer:
@@ -253,3 +442,167 @@ class Mixer:
         w = self.w * np.exp(np.clip(MIX_RATE * step, -MAX_EXPONENT, MAX_EXPONENT))
         w = np.maximum(w / w.sum(axis=2, keepdims=True), MIN_WEIGHT)    # every part keeps a say
         self.w = w / w.sum(axis=2, keepdims=True)
+
+
+
+
+# -- word contexts ------------------------------------------------------------------------------
+
+def word_classes(pieces: dict[int, bytes], vocab: int) -> tuple[np.ndarray, np.ndarray]:
+    """(class (vocab,), separator (vocab,)) of each token id, from its bytes ``pieces[id]``: the
+    class numbers the token's text lower-cased with its whitespace stripped (1, 2, ...; 0 for a
+    token of whitespace alone, or an id ``pieces`` lacks); the separator says what the token ends
+    with: 2 a newline (and maybe indentation), 1 other whitespace, 0 none.
+
+        >>> cls, sep = word_classes({0: b" The", 1: b"the", 2: b"\\n", 3: b"x "}, 4)
+        >>> cls.tolist(), sep.tolist()
+        ([1, 1, 0, 2], [0, 0, 2, 1])
+    """
+    cls, sep, names = np.zeros(vocab, np.int64), np.zeros(vocab, np.int64), {}
+    for i, piece in sorted(pieces.items()):
+        if not 0 <= i < vocab:
+            continue
+        word = piece.strip().lower()
+        cls[i] = names.setdefault(word, len(names) + 1) if word else 0
+        tail = piece[len(piece.rstrip()):]
+        sep[i] = 2 if b"\n" in tail else 1 if tail else 0
+    return cls, sep
+
+
+def _word_hash(h: np.ndarray, classes: np.ndarray, n_classes: int) -> np.ndarray:
+    return h * np.uint64(n_classes + 1) + (classes.astype(np.uint64) + np.uint64(1))
+
+
+def _with_separator(h: np.ndarray, sep: np.ndarray) -> np.ndarray:
+    return h * np.uint64(4) + sep.astype(np.uint64)
+
+
+def _qn(n: np.ndarray) -> np.ndarray:
+    """A weighted count's bucket: 0 for none, else 1 + ⌊log2 n⌋, at most 11."""
+    return np.where(n > 0, np.minimum(1 + np.floor(np.log2(np.maximum(n, 1.0))), 11), 0).astype(np.int64)
+
+
+_U_EDGES = np.array([1, 2, 3, 4, 6, 10])
+
+
+def _qu(u: np.ndarray) -> np.ndarray:
+    """A count of distinct tokens' bucket: 1, 2, 3, 4-5, 6-9, 10+ -> 0..5 (none -> 0)."""
+    return np.maximum(np.searchsorted(_U_EDGES, u, side="right") - 1, 0)
+
+
+class WordNGram:
+    """Counts of the tokens that follow each word context, primed and adaptive like :class:`NGram`:
+    a context is the last 1..``orders`` words (tokens lower-cased, whitespace stripped, tokens of
+    whitespace alone skipped; :func:`word_classes`) and the separator the last token ended with,
+    so a phrase wrapped over two lines, or capitalised at a sentence's start, meets its counts.
+
+    It interpolates P_k = (1 − λ) c_k / n_k + λ P_{k−1} from P_0 = (1 − λ) c_0 / n_0 + λ / vocab
+    (c_0: the unigram counts given to :meth:`predict`), with λ learned online per (order,
+    ⌊log2 n_k⌋, distinct tokens u_k) bucket: after each token, λ moves toward the posterior
+    probability that the token came from the shorter context, λ P_{k−1}(x) / P_k(x) (an online
+    EM step).
+    """
+
+    def __init__(self, primer: np.ndarray, vocab: int, streams: int, pieces: dict[int, bytes],
+                 orders: int = WORD_ORDERS):
+        if orders < 1:
+            raise ValueError(f"orders must be at least 1, got {orders}")
+        self.vocab, self.orders = vocab, orders
+        self.classes, self.separators = word_classes(pieces, vocab)
+        self.n_classes = int(self.classes.max())
+        self.token_bits = _token_bits(vocab)
+        self.counts = _Counts(_primed_words(primer, self), self.token_bits)
+        self.words = np.full((streams, orders), -1, np.int64)     # last word classes, newest last
+        self.n_words = np.zeros(streams, np.int64)
+        self.sep = np.zeros(streams, np.int64)
+        self.lam = np.full((orders + 1, 12, _U_EDGES.size), WORD_INIT)
+        self._scratch = np.zeros((orders * streams, vocab))
+
+    def _keys(self) -> np.ndarray:
+        out, h = [], np.zeros(self.words.shape[0], np.uint64)
+        for k in range(1, self.orders + 1):
+            h = _word_hash(h, np.maximum(self.words[:, -k], 0), self.n_classes)
+            out.append(_context_keys(_with_separator(h, self.sep), self.token_bits))
+        return _tagged(out, self.token_bits)
+
+    def predict(self, unigram: np.ndarray) -> np.ndarray:
+        """(B, vocab) float64: every stream's distribution, from the counts ``unigram`` (vocab,) up."""
+        b, v, k = self.words.shape[0], self.vocab, self.orders
+        n0 = float(unigram.sum())
+        self._bucket0 = (0, int(_qn(np.array([n0]))[0]), int(_qu(np.array([np.count_nonzero(unigram)]))[0]))
+        lam0 = self.lam[self._bucket0]
+        self._unigram = unigram / n0 if n0 else np.zeros(v)
+        self._p0 = (1 - lam0) * self._unigram + lam0 / v if n0 else np.full(v, 1.0 / v)
+        self._step_keys = keys = self._keys()
+        look = _Lookup(self.counts, keys, self.n_words[None, :] >= np.arange(1, k + 1)[:, None], self._scratch)
+        n = look.n
+        bucket = (np.arange(1, k + 1)[:, None], _qn(n), _qu(look.u))
+        lam = np.where(n > 0, self.lam[bucket], 1.0)
+        ml = look.count / n.reshape(-1)[look.slot]
+        self._look, self._lam_now, self._bucket = look, lam, bucket
+        return _chain(self._p0, look.slot, look.token, (1 - lam.reshape(-1)[look.slot]) * ml, lam, [k])[k]
+
+    def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
+        """Learn λ from the coded ``tokens`` (B,) of the ``active`` streams, then count them."""
+        rows = np.flatnonzero(active)
+        x = tokens[rows]
+        b, k = self.words.shape[0], self.orders
+        look, lam, bucket = self._look, self._lam_now, self._bucket
+        px = self._p0[x]
+        if self._unigram.any():                  # order 0: one bucket for every stream
+            self._learn(np.full(rows.size, np.ravel_multi_index(self._bucket0, self.lam.shape)),
+                        self._unigram[x], self.lam[self._bucket0], px)
+        hit = look.token == tokens[look.slot % b]
+        cx = np.bincount(look.slot[hit], look.count[hit], minlength=k * b).reshape(k, b)
+        flat_bucket = np.ravel_multi_index(np.broadcast_arrays(*bucket), self.lam.shape)
+        for j in range(k):
+            counted = look.n[j, rows] > 0
+            r = rows[counted]
+            px[counted] = self._learn(flat_bucket[j, r], cx[j, r] / look.n[j, r], lam[j, r], px[counted])
+        order, row = np.nonzero(self.n_words[None, rows] >= np.arange(1, k + 1)[:, None])
+        self.counts.add(self._step_keys[order, rows[row]], tokens[rows[row]], ADDED_WEIGHT)
+        cls = self.classes[x]
+        word = rows[cls > 0]
+        self.words[word] = np.concatenate([self.words[word, 1:], cls[cls > 0, None]], axis=1)
+        self.n_words[word] += 1
+        self.sep[rows] = self.separators[x]
+
+    def _learn(self, idx: np.ndarray, ml: np.ndarray, lam: np.ndarray, lower: np.ndarray) -> np.ndarray:
+        """One online EM step on the weights ``idx`` (flat indices into ``lam``) from the coded
+        tokens' probabilities under the counts (``ml``) and the shorter context (``lower``);
+        returns their probabilities under the interpolation, the next order's ``lower``."""
+        pk = (1 - lam) * ml + lam * lower
+        target = lam * lower / pk                     # posterior: the shorter context gave the token
+        flat = self.lam.reshape(-1)
+        cnt = np.bincount(idx, minlength=flat.size)
+        t = np.flatnonzero(cnt)
+        mean = np.bincount(idx, target, minlength=flat.size)[t] / cnt[t]
+        flat[t] = np.clip(flat[t] + np.minimum(WORD_RATE * cnt[t], 0.5) * (mean - flat[t]), 1e-3, 0.999)
+        return pk
+
+
+_WORDS_COUNTED: dict[tuple, list] = {}
+
+
+def _primed_words(primer: np.ndarray, model: WordNGram) -> _Primed:
+    """The word orders' :class:`_Primed` of ``primer``, kept for the last two primers."""
+    def count():
+        ids = np.asarray(primer, np.int64)
+        cls = model.classes[ids]
+        words = np.flatnonzero(cls > 0)
+        y = cls[words]
+        before = np.searchsorted(words, np.arange(ids.size))          # words before position i
+        sep = np.r_[0, model.separators[ids[:-1]]] if ids.size else np.zeros(0, np.int64)
+        keys, follows, g = [], [], np.zeros(y.size + 1, np.uint64)
+        for k in range(1, model.orders + 1):
+            # g[j]: the hash of the j words before a position, newest first, once j >= k
+            g = np.r_[np.zeros(k, np.uint64), _word_hash(g[k:], y[:y.size + 1 - k], model.n_classes)] \
+                if y.size + 1 > k else np.zeros(y.size + 1, np.uint64)
+            at = np.flatnonzero(before >= k)
+            keys.append(_context_keys(_with_separator(g[before[at]], sep[at]), model.token_bits))
+            follows.append(ids[at])
+        return _prime(keys, follows, model.token_bits, 0)
+
+    key = (hashlib.sha256(primer.astype(np.int32).tobytes()).digest(), model.classes.tobytes(),
+           model.separators.tobytes(), model.vocab, model.orders)
+    return _kept(_WORDS_COUNTED, key, count)

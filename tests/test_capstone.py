@@ -155,6 +155,10 @@ def test_every_coder_round_trips_and_its_speed_is_measured():
     raw = text.encode()
     for name in capstone.COMPRESSORS:
         assert capstone._decompress(name, capstone._compress(name, raw, 8), 8) == raw, name
+    primed = capstone.coder_speeds(text, names=("zlib", "xz"), repeats=1, primer=text * 40)
+    assert all(s["compress"] > 0 and s["decompress"] > 0 for s in primed.values())
+    with pytest.raises(TypeError, match="primer must be a str"):
+        capstone.coder_speeds(text, primer=b"bytes")
 
 
 def test_a_missing_coder_package_names_the_extra_to_install(monkeypatch):
@@ -636,9 +640,9 @@ def test_the_built_page_shows_this_builds_outputs(built_site):
 
 
 @pytest.mark.slow
-def test_the_mixing_rows_are_what_the_compressor_codes(queue, tmp_path):
-    """The model-alone and the K = 8 mixed rows are the cross-entropies the compressor's files
-    reach, up to the header and the range coder's few bytes."""
+def test_the_ablation_rows_are_what_the_compressor_codes(queue, tmp_path):
+    """The model-alone row and the whole mix's row (with and without dynamic evaluation) are the
+    cross-entropies the compressor's files reach, up to the header and the range coder's few bytes."""
     import types
 
     from netcl_lite import compression, mixing
@@ -653,13 +657,14 @@ def test_the_mixing_rows_are_what_the_compressor_codes(queue, tmp_path):
     primer = np.asarray(tok.encode_ordinary(d.train_text[:20000]), np.int64)
     run = capstone.Run(model, tok, texts, primer, None, {}, tmp_path)
     (tmp_path / "done.json").write_text("{}\n")          # the record the kept rows are tied to
-    rows = mixing.mixing_measures(run, "test")
-    assert list(rows) == list(mixing.MIXES)
+    rows = mixing.ablation(run, "test")
+    assert list(rows) == [name for name, _, _ in mixing.ROWS]
     raw = texts.test_text.encode()
-    for name, mix in (("the model alone", False), ("adaptive, mixed, K = 8", True)):
-        file_bits = 8 * len(compression.compress(raw, model, tok, mix=mix, primer=primer))
-        assert rows[name] * len(raw) <= file_bits <= rows[name] * len(raw) + 8 * 160, name
-    assert mixing.mixing_measures(run, "test") == rows                 # kept in the run's folder
-    assert (tmp_path / "mixing-test.json").is_file()
+    whole, adapting = mixing.ROWS[7][0], mixing.ROWS[9][0]
+    for name, mode in (("the model alone", dict(mix=False)), (whole, {}), (adapting, dict(adapt=True))):
+        file_bits = 8 * len(compression.compress(raw, model, tok, primer=primer, **mode))
+        assert rows[name] * len(raw) <= file_bits <= rows[name] * len(raw) + 8 * 40, name
+    assert mixing.ablation(run, "test") == rows                      # kept in the run's folder
+    assert (tmp_path / "ablation-test.json").is_file()
     with pytest.raises(ValueError, match="split must be 'validation' or 'test'"):
-        mixing.mixing_measures(run, "train")
+        mixing.ablation(run, "train")

@@ -93,30 +93,23 @@ def test_threads_sharing_one_model_write_the_blobs_one_thread_writes_and_read_th
 
 # -- headers that lie ---------------------------------------------------------------------------------------
 
-COMMON_FIELDS = ("magic", "version", "mode", "length", "checksum")
-CODED_FIELDS = ("tokens", "streams", "keep", "weights", "tokenizer", "primer", "arithmetic", "payload_bytes",
-                "payload_crc")
-
-
-def _fields(blob: bytes) -> tuple[dict, dict]:
-    common = dict(zip(COMMON_FIELDS, cz._COMMON.unpack_from(blob)))
-    coded = dict(zip(CODED_FIELDS, cz._CODED.unpack_from(blob, cz._COMMON.size))) if common["mode"] else {}
-    return common, coded
+def _fields(blob: bytes) -> dict:
+    """The header's fields (:func:`netcl_lite.compression.read_header`)."""
+    return cz.read_header(blob)
 
 
 def _forge(blob: bytes, payload: bytes | None = None, **changes) -> bytes:
-    """``blob`` with header fields changed and, if given, another payload; the payload's length
-    and CRC follow a new payload, and the header's CRC is recomputed, so that the decoder meets
-    the fields themselves."""
-    common, coded = _fields(blob)
-    head = cz._COMMON.size + (cz._CODED.size if coded else 0) + cz._CRC.size
-    body = blob[head:] if payload is None else payload
-    if coded and payload is not None:
-        coded.update(payload_bytes=len(body), payload_crc=zlib.crc32(body))
-    for name, value in changes.items():
-        (common if name in COMMON_FIELDS else coded)[name] = value
-    packed = cz._COMMON.pack(*common.values()) + (cz._CODED.pack(*coded.values()) if coded else b"")
-    return packed + cz._CRC.pack(zlib.crc32(packed)) + body
+    """``blob`` with header fields changed and, if given, another payload; the CRC-32 is
+    recomputed, so that the decoder meets the fields themselves."""
+    fields = cz.read_header(blob)
+    body = blob[fields["end"]:] if payload is None else payload
+    fields.update(changes)
+    head = fields["magic"] + bytes([fields["version"], fields["mode"]]) + cz._varint(fields["length"]) \
+        + fields["checksum"]
+    if "tokens" in fields:
+        head += cz._varint(fields["tokens"]) + fields["fingerprint"] + fields["tags"]
+        return head + zlib.crc32(body, zlib.crc32(head)).to_bytes(4, "little") + body
+    return head + zlib.crc32(head).to_bytes(4, "little") + body
 
 
 @pytest.fixture(scope="module")
@@ -131,31 +124,25 @@ def blobs(tiny):
 
 
 LIES = {   # name: (blob, header changes, payload or None, the words the error must hold)
-    "65,535 streams": ("mixed", dict(streams=65535), None, "stream count, 65,535"),
-    "65,535 streams of one token": ("mixed", dict(streams=65535, tokens=65535, length=65535), b"\0" * 4096,
-                                    "stream count, 65,535"),
-    "no streams": ("model", dict(streams=0), None, "stream count, 0"),
-    "2 streams for a few tokens": ("model", dict(streams=2), None, "stream count, 2"),
     "10^8 tokens over an empty payload": ("mixed", dict(tokens=10**8, length=10**8), b"", "original length"),
     "as many tokens as the limit allows, empty payload": (
-        "mixed", dict(tokens=cz.MAX_INPUT_BYTES, length=cz.MAX_INPUT_BYTES, streams=cz.STREAMS), b"",
-        "payload length, 0 bytes"),
+        "mixed", dict(tokens=cz.MAX_INPUT_BYTES, length=cz.MAX_INPUT_BYTES), b"", "payload length, 0 bytes"),
     "as many tokens as the limit allows, one word": (
-        "model", dict(tokens=cz.MAX_INPUT_BYTES, length=cz.MAX_INPUT_BYTES, streams=cz.STREAMS), b"\0" * 4,
-        "payload length, 4 bytes"),
+        "model", dict(tokens=cz.MAX_INPUT_BYTES, length=cz.MAX_INPUT_BYTES), b"\0" * 4, "payload length, 4 bytes"),
     "2^40 tokens": ("model", dict(tokens=2**40, length=2**40), None, "original length"),
     "2^64 - 1 tokens": ("model", dict(tokens=2**64 - 1), None, "token count"),
+    "2^70 tokens": ("model", dict(tokens=2**70), None, "token count runs past 10 bytes"),
     "no tokens": ("model", dict(tokens=0), None, "token count, 0"),
     "more tokens than bytes": ("model", dict(length=5, tokens=6), None, "token count, 6"),
     "a length its tokens cannot spell": ("model", dict(length=cz.MAX_INPUT_BYTES), None, "spell"),
     "a stored length past the limit": ("stored", dict(length=2**64 - 1), None, "original length"),
     "a stored length that lies": ("stored", dict(length=3), None, "stored data holds"),
-    "a payload length of 2^63": ("model", dict(payload_bytes=2**63), None, "truncated"),
-    "a payload length not in words": ("model", dict(payload_bytes=6), None, "payload length, 6 bytes"),
-    "a primer named in a blob of the model alone": ("model", dict(primer=b"\1" * 8), None, "primer ids"),
-    "a window that keeps 7 positions": ("mixed", dict(keep=7), None, "keeps 7 positions"),
+    "a payload not in words": ("model", {}, b"\0" * 6, "payload length, 6 bytes"),
+    "another fingerprint, the same tags": ("mixed", dict(fingerprint=bytes(6)), None, "no part's tag does"),
+    "another model's tag": ("mixed", dict(tags=lambda f: bytes([f["tags"][0] ^ 1]) + f["tags"][1:]), None,
+                            "another model"),
     "an unknown mode": ("model", dict(mode=7), None, "unknown mode 7"),
-    "version 1": ("model", dict(version=1), None, "format version 1"),
+    "version 2": ("model", dict(version=2), None, "format version 2"),
 }
 
 
@@ -165,7 +152,8 @@ def test_a_header_that_claims_too_much_is_refused_naming_the_field_before_any_st
     step runs, and the call allocates little (NumPy's and Python's allocations, traced)."""
     model, tok, primer = tiny
     name, changes, payload, words = LIES[lie]
-    bad = _forge(blobs[name][1], payload, **changes)
+    blob = blobs[name][1]
+    bad = _forge(blob, payload, **{k: v(_fields(blob)) if callable(v) else v for k, v in changes.items()})
     steps = []
     probabilities = cz._Predictor.probabilities
     monkeypatch.setattr(cz._Predictor, "probabilities", lambda self: steps.append(1) or probabilities(self))
@@ -194,23 +182,23 @@ def _mutate(blob: bytes, rng: np.random.Generator, others: list[bytes]) -> tuple
         return kind, blob[:int(rng.integers(0, len(blob)))]
     if kind == "extend":
         return kind, blob + rng.bytes(int(rng.integers(1, 9)))
-    common, coded = _fields(blob)
+    fields = _fields(blob)
     if kind == "field":
-        name = str(rng.choice(list(common) + list(coded)))
-        value = (common | coded)[name]
+        name = str(rng.choice([n for n in ("version", "mode", "length", "checksum", "tokens", "fingerprint", "tags")
+                               if n in fields]))
+        value = fields[name]
         if isinstance(value, bytes):
             return kind, _forge(blob, **{name: rng.bytes(len(value))})
-        bits = {"version": 8, "mode": 8, "streams": 16, "keep": 16, "payload_crc": 32}.get(name, 64)
+        bits = {"version": 8, "mode": 8}.get(name, 64)
         choices = [0, 1, 2, value - 1, value + 1, 2 * value, value // 2, 2**bits - 1, 2**(bits - 1),
                    int(rng.integers(0, 2**min(bits, 63))), cz.MAX_INPUT_BYTES, cz.MAX_INPUT_BYTES + 1,
                    cz.STREAMS, cz.STREAMS + 1, 64 * value]
         new = int(choices[int(rng.integers(len(choices)))]) % 2**bits
         changes = {name: new}
-        if rng.random() < 0.3 and coded:                   # two fields at once, consistent with each other
+        if rng.random() < 0.3 and "tokens" in fields:     # two fields at once, consistent with each other
             changes.update(tokens=new % 2**64, length=new % 2**64) if name in ("tokens", "length") else None
         return kind, _forge(blob, **changes)
-    head = cz._COMMON.size + (cz._CODED.size if coded else 0) + cz._CRC.size
-    payload = blob[head:]
+    payload = blob[fields["end"]:]
     if kind == "payload bits" and payload:
         out = bytearray(payload)
         for at in rng.integers(0, 8 * len(payload), int(rng.integers(1, 4))):
@@ -219,7 +207,7 @@ def _mutate(blob: bytes, rng: np.random.Generator, others: list[bytes]) -> tuple
     if kind == "payload words":
         return kind, _forge(blob, rng.bytes(4 * int(rng.integers(0, 2 * len(payload) // 4 + 2))))
     other = others[int(rng.integers(len(others)))]
-    return "splice", blob[:head] + other[head:]
+    return "splice", blob[:fields["end"]] + other[_fields(other)["end"]:]
 
 
 @pytest.mark.slow
@@ -232,7 +220,7 @@ def test_2400_mutated_blobs_decode_to_the_original_or_raise_value_error(tiny, mo
     valid = [(data, cz.compress(data, model, tok, mix=mix, primer=primer)) for data in originals
              for mix in (False, True)]
     assert {blob[5] for _, blob in valid} == {cz.STORED, cz.MODEL, cz.MIXED}
-    assert max(_fields(blob)[1].get("streams", 0) for _, blob in valid) > 1
+    assert max(cz.stream_count(_fields(blob).get("tokens", 0)) for _, blob in valid) > 1
     rng = np.random.default_rng(58)
     kinds, outcomes = {}, {"original": 0, "ValueError": 0}
     for i in range(2400):
@@ -257,12 +245,13 @@ def test_near_constant_input_pads_its_payload_to_a_word_per_64_tokens_and_round_
     model, tok, primer = tiny
     data = b"a" * 8_000
     blob = cz.compress(data, model, tok, primer=primer)
-    _, coded = _fields(blob)
-    assert blob[5] == cz.MIXED and coded["tokens"] > 64 * 40
-    assert coded["payload_bytes"] == 4 * -(-coded["tokens"] // cz.TOKENS_PER_WORD)
+    fields = _fields(blob)
+    payload = len(blob) - fields["end"]
+    assert blob[5] == cz.MIXED and fields["tokens"] > 64 * 40
+    assert payload == 4 * -(-fields["tokens"] // cz.TOKENS_PER_WORD)
     assert cz.decompress(blob, model, tok, primer=primer) == data
     with pytest.raises(ValueError, match="payload length"):       # one word short of the floor
-        cz.decompress(_forge(blob, blob[-(coded["payload_bytes"] - 4):]), model, tok, primer=primer)
+        cz.decompress(_forge(blob, blob[-(payload - 4):]), model, tok, primer=primer)
 
 
 # -- limits and arguments ---------------------------------------------------------------------------------------
@@ -287,7 +276,7 @@ def test_arguments_of_the_wrong_kind_are_refused_naming_them(tiny, monkeypatch):
         with pytest.raises(TypeError, match="progress must be"):
             cz.decompress(cz.compress(b"xy", model, tok, primer=primer), model, tok, progress=progress)
     counted = []
-    monkeypatch.setattr(cz.NGram, "__init__", lambda *a, **k: counted.append(1))
+    monkeypatch.setattr(cz.ContextMixer, "__init__", lambda *a, **k: counted.append(1))
     bad_primers = {"floats": np.ones(5), "bools": np.ones(5, bool), "ragged": [[1, 2], [3]], "text": "1 2 3",
                    "an id past the vocabulary": np.array([1, 300]), "negative": np.array([-1, 2]),
                    "2-D": np.ones((2, 2), np.int64), "too long": np.zeros(cz.MAX_PRIMER_TOKENS + 1, np.int32)}
@@ -453,7 +442,7 @@ def test_a_payload_that_decodes_to_ids_the_tokenizer_lacks_is_refused(queue):
     rng = np.random.default_rng(7)
     messages = []
     for _ in range(40):
-        payload = rng.integers(0, 2**32, _fields(blob)[1]["payload_bytes"] // 4, dtype=np.uint64)
+        payload = rng.integers(0, 2**32, (len(blob) - _fields(blob)["end"]) // 4, dtype=np.uint64)
         with pytest.raises(ValueError) as refused:
             cz.decompress(_forge(blob, payload.astype("<u4").tobytes()), model, tok)
         messages.append(str(refused.value))
@@ -468,7 +457,7 @@ def test_a_forged_payload_stops_decoding_once_it_spells_more_than_the_header_say
     probabilities = cz._Predictor.probabilities
     monkeypatch.setattr(cz._Predictor, "probabilities", lambda self: steps.append(1) or probabilities(self))
     payload = np.random.default_rng(9).integers(0, 2**32, 40, dtype=np.uint64).astype("<u4").tobytes()
-    bad = _forge(blobs["mixed"][1], payload, tokens=900, length=900, streams=1)
+    bad = _forge(blobs["mixed"][1], payload, tokens=900, length=900)
     with pytest.raises(ValueError, match="decodes to more than the 900 bytes"):
         cz.decompress(bad, model, tok, primer=primer)
     assert 0 < len(steps) < 900

@@ -205,4 +205,4 @@ def test_training_steps_have_the_same_bits_on_one_and_two_compute_units(queue):
     from kernel_cases import runs_on_one_and_two_pocl_threads
 
     runs = runs_on_one_and_two_pocl_threads(queue, _THREADS_CHILD)
-    assert runs[0] == runs[1]
+    assert runs[0] == runs[1], "one and two threads train the same weights, bit for bit"

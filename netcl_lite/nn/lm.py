@@ -238,8 +238,10 @@ class DecoderLM(Module):
         last = rows if t == 1 else ag.embedding(rows, [t - 1])   # (1, D): only the last row meets the head
         return self.embed.output_logits(last).numpy()[0]
 
-    def decode_step(self, ids, cache: KVCache) -> np.ndarray:
+    def decode_step(self, ids, cache: KVCache, *, wait: bool = True):
         """Logits (B, vocab_size) after appending one token per sequence, ``ids`` (B,), to ``cache``.
+        ``wait=False`` returns them as a :class:`~netcl_lite.core.tensor.Tensor` still being
+        computed (``.numpy()`` waits for it), so that the host can work meanwhile.
 
         Inference only; the cache must hold the same number of positions in every layer
         (a prompt run through the model with it, or nothing yet). The first step with a cache
@@ -269,7 +271,8 @@ class DecoderLM(Module):
             step = self._decode_launches[cache] = StepLaunch(
                 *operands[:4], n_heads=c.num_attention_heads, eps=c.rms_norm_eps, rope_base=c.rope_theta,
                 table=operands[4], norm=operands[5], output=operands[6])
-        return step(position, ids=rows[:, 0]).numpy()
+        logits = step(position, ids=rows[:, 0])
+        return logits.numpy() if wait else logits
 
     def generate(self, ids, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
                  top_p: float | None = None, seed: int | None = None, stop=None, on_token=None,

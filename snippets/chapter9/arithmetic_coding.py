@@ -28,7 +28,7 @@ print(f"code {bits}: {k} bits for {information:.2f} bits of information")
 
 # Decoding runs the same model: which symbol's share holds the point?
 point, low, width, decoded = F(m, 2**k), F(0), F(1), ""
-for _ in message:
+for _ in range(len(message)):  # the decoder is told the length
     start = F(0)
     for s in p:
         if point < low + width * (start + p[s]):

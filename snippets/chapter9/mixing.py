@@ -3,25 +3,44 @@ import netcl_lite as nl
 nl.extras.require("compare")  # stops here with the pip command if it is missing
 
 from netcl_lite import capstone, mixing
+from netcl_lite.compression import compress, decompress
+
+NEGLIGIBLE = 1e-4  # a change in bits smaller than this fraction counts as none
 
 run = capstone.run()
-mixes = mixing.mixing_measures(run, "test")  # cross-entropies, bits per byte
-primed = capstone.measures(run)["test"]["primed"]
-rows = [*mixes.items(), (f"primed PPMd (order {primed['ppmd order']})", primed["ppmd"]),
-        ("primed zpaq -m5", primed["zpaq"])]
-best = "adaptive, mixed, K = 8"
-print(f"On the test split; the mix at K = 8 is {mixes[best] / primed['ppmd']:.2f}x"
-      f" primed PPMd's bits and {mixes[best] / primed['zpaq']:.2f}x primed zpaq's.")
-print()
-print("| coder | bits per byte |")
-print("|---|---:|")
-for name, bpb in rows:
-    print(f"| {name} | {bpb:.3f} |")
+rows = mixing.ablation(run, "validation")  # cross-entropies, as the compressor predicts
+names = list(rows)
+whole = rows[names[7]]                     # every technique but dynamic evaluation
+# what each row is measured against: the row above, the whole mix, the model alone
+against = {1: 0, 2: 1, 3: 2, 4: 3, 5: 4, 6: 5, 7: 6, 8: 0, 9: 7}
+left_out = dict(zip(names[3:8], names[10:15]))  # a technique: the whole mix without it
 
-adaptive = "adaptive n-gram alone (K = 4)"
-counted = mixes["n-gram from the training counts only (K = 4)"]
-assert mixes[adaptive] < counted, \
-    "the adaptive n-gram needs fewer bits than the static one"
-alone = min(mixes[adaptive], mixes["the model alone"])
-assert mixes["adaptive, mixed, K = 4"] < alone, \
-    "the mix needs fewer bits than either part alone"
+# The whole mix as a real file on the validation text, decoded back.
+data = run.data.validation_text.encode("utf-8")
+blob = compress(data, run.model, run.tokenizer)
+assert decompress(blob, run.model, run.tokenizer) == data
+file_bpb = 8 * len(blob) / len(data)
+zpaq = capstone.measures(run)["validation"]["primed"]["zpaq"]
+print(f"the whole mix's file: {len(blob):,} bytes, {file_bpb:.4f} bits per byte,"
+      f" {file_bpb / whole - 1:+.2%} over its cross-entropy;")
+print(f"primed zpaq -m5's file: {zpaq:.4f} bits per byte; ours: {file_bpb / zpaq:.3f}x")
+print()
+print("| on the validation split | bits per byte | change | the mix without it |")
+print("|---|---:|---:|---:|")
+for i, name in enumerate(names[:10]):
+    change = f"{rows[name] / rows[names[against[i]]] - 1:+.2%}" if i in against else ""
+    out = f"{rows[left_out[name]] / whole - 1:+.2%}" if name in left_out else ""
+    print(f"| {name} | {rows[name]:.4f} | {change} | {out} |")
+
+assert file_bpb <= 1.002 * whole, "the file is within 0.2% of the mix's cross-entropy"
+assert rows[names[2]] < rows[names[1]], "geometric mixing needs fewer bits than linear"
+costs = {name: rows[out] / whole - 1 for name, out in left_out.items()}
+assert min(costs.values()) > 0, "each technique left out of the whole mix costs bits"
+assert max(costs, key=costs.get) == names[6], "the streams' own tokens are worth most"
+assert rows[names[3]] > (1 - NEGLIGIBLE) * rows[names[2]], \
+    "secondary estimation alone gains nothing"
+assert rows[names[9]] < whole, "dynamic evaluation lowers the whole mix's bits"
+assert rows[names[8]] < rows[names[0]], "dynamic evaluation lowers the model's bits"
+assert rows[names[9]] / whole > rows[names[8]] / rows[names[0]], \
+    "dynamic evaluation gains less on the mix than on the model"
+assert file_bpb < zpaq, "the mixed file is smaller than primed zpaq's on validation"

@@ -1,0 +1,285 @@
+"""Context mixing as PAQ does it, over a 1,024-token vocabulary: what the compressor's mixed mode
+predicts from the model's distribution and the counts of the text.
+
+:class:`ContextMixer` joins, for every stream at once:
+
+* the model's distribution and the adaptive token n-gram's (:class:`~netcl_lite.ngram.NGram`),
+  first mixed linearly (:class:`~netcl_lite.ngram.Mixer`);
+* a word n-gram (:class:`~netcl_lite.ngram.WordNGram`) and each stream's own recent tokens
+  (:class:`StreamCache`);
+* what a match model predicts: the most recent successor of each context of 1 to
+  :data:`~netcl_lite.ngram.SUCCESSOR_ORDERS` tokens and the longest earlier match
+  (:class:`~netcl_lite.match.MatchModel`);
+
+in a log-linear (geometric) mixer, p(x) ∝ exp(Σ_i w_i log p_i(x) + Σ_j v_j [x = t_j] + b_prev(x))
+(:class:`GeometricMixer`): the multi-symbol form of PAQ's logistic mixing (Mahoney 2005), with
+weight sets selected by the order the n-gram's context reached, learned online by the gradient of
+the coded token's log-probability, and an online bias per previous token. Then secondary
+estimation (:class:`TreeSSE`): each token is a path of binary decisions down a tree of the
+vocabulary, and an adaptive probability map (APM) refines each decision's probability. Every
+part is float64 NumPy over arrays that depend only on the tokens coded, the same code on both
+sides of the coder, with no reduction whose order depends on threads. The constants were chosen
+on Chapter 9's validation split (``benchmarks/results/capstone.md``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .match import MatchModel
+from .ngram import ORDERS, SUCCESSOR_ORDERS, Mixer, NGram, WordNGram
+
+#: what the mixer uses, in the order the ablation adds them (``benchmarks/mix_ablation.py``):
+#: ``geometric`` mixes in the log domain on top of the linear mix; ``sse`` adds secondary
+#: estimation; ``match`` the match model's predictions; ``words`` the word n-gram; ``streams``
+#: each stream's own recent tokens; ``bias`` the online bias per previous token
+TECHNIQUES = ("geometric", "sse", "match", "words", "streams", "bias")
+
+GEOMETRIC_RATE = 0.001      # step of the log-linear weights
+BOOST_RATE = 0.02           # step of the weights of the match model's predicted tokens
+BIAS_RATE = 0.2             # step of the bias per previous token
+LOG_FLOOR = -30.0           # an input's log-probability is taken as at least this
+STREAM_DECAY = 0.99         # a stream's token seen k steps ago counts 0.99^k in its own caches
+STREAM_PRIOR = 5.0          # the unigram cache's prior weight (the n-gram's order-0 distribution)
+STREAM_BIGRAM_PRIOR = 2.0   # the bigram cache's prior weight (the unigram cache)
+MATCH_BUCKETS = 20          # match lengths 0..11 each, then every 4 up to 43+
+SSE_BINS = 33               # the APM's interpolation points over stretch(p) in [-8, 8]
+SSE_RATE = 0.02             # step of the APM's entries
+SSE_WEIGHT = 0.7            # the output is this much the APM's, the rest the input (stretch domain)
+SSE_DEPTH = 4               # levels of the vocabulary's tree whose decisions it refines
+
+
+def stretch(p: np.ndarray) -> np.ndarray:
+    """ln(p / (1 − p)), the logistic domain PAQ mixes in."""
+    return np.log(p / (1 - p))
+
+
+def squash(x: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`stretch`: 1 / (1 + e^−x)."""
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+class StreamCache:
+    """Each stream's own recent tokens: a unigram and a bigram of its coded tokens, a token seen
+    k steps ago weighing :data:`STREAM_DECAY`^k. A stream codes one stretch of the text, so these
+    see the current module's names, which the n-gram's counts (over every stream and the
+    training text) dilute.
+
+    unigram(x) = (c(x) + α P0(x)) / (Σ c + α); bigram(x) = (c(prev, x) + β unigram(x)) / (Σ c(prev, ·) + β)
+    """
+
+    def __init__(self, vocab: int, lengths: np.ndarray):
+        b = lengths.size
+        self.counts = np.zeros((b, vocab))
+        self.history = np.zeros((b, int(lengths.max()) + 1), np.int64)
+        self.decay = STREAM_DECAY ** np.arange(self.history.shape[1] + 1)
+        self.step = 0
+
+    def predict(self, prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(unigram, bigram), each (B, vocab), from ``prior`` (vocab,)."""
+        b, v = self.counts.shape
+        unigram = (self.counts + STREAM_PRIOR * prior) / (self.counts.sum(axis=1, keepdims=True) + STREAM_PRIOR)
+        t = self.step
+        follows = np.zeros((b, v))
+        if t >= 2:       # pairs (history[i], history[i + 1]) for i < t - 1, whose first is the last token
+            rows, at = np.nonzero(self.history[:, :t - 1] == self.history[:, t - 1:t])
+            np.add.at(follows, (rows, self.history[rows, at + 1]), self.decay[t - 1 - at])
+        n = follows.sum(axis=1, keepdims=True)
+        return unigram, (follows + STREAM_BIGRAM_PRIOR * unigram) / (n + STREAM_BIGRAM_PRIOR)
+
+    def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
+        rows = np.flatnonzero(active)
+        self.counts[rows] *= STREAM_DECAY
+        self.counts[rows, tokens[rows]] += 1.0
+        self.history[rows, self.step] = tokens[rows]
+        self.step += 1
+
+
+def _match_bucket(length: np.ndarray) -> np.ndarray:
+    return np.where(length < 12, length, np.minimum(12 + (length - 12) // 4, MATCH_BUCKETS - 1))
+
+
+class GeometricMixer:
+    """p(x) ∝ exp(Σ_i w_i[c] log p_i(x) + boosts + b_prev(x)), the log-linear mixture of the
+    input distributions p_i with weights per context c (the n-gram's order reached), plus, for
+    each predicted token t_j (a match model's), a weight v_j[c_j] added to its score, and an
+    online bias per previous token. Every weight moves by the gradient of log p(x) of the coded
+    token: w_i[c] += η (log p_i(x) − E_p log p_i); v_j += η' ([x = t_j] − p(t_j));
+    b[prev] += η'' (onehot(x) − p). The first input's weight starts at 1, the others at 0."""
+
+    def __init__(self, inputs: int, contexts: int, boosts: list[int], vocab: int, bias: bool):
+        self.w = np.zeros((contexts, inputs))
+        self.w[:, 0] = 1.0
+        self.v = [np.zeros(size) for size in boosts]
+        self.bias = np.zeros((vocab, vocab)) if bias else None
+
+    def mix(self, parts: list, context: np.ndarray, boosts: list, prev: np.ndarray) -> np.ndarray:
+        """``parts``: (B, vocab) distributions; ``context`` (B,): each stream's weight set;
+        ``boosts``: (table, tokens (B,) with -1 for none, index (B,) into that table's weights);
+        ``prev``: each stream's previous token."""
+        w = self.w[context]
+        logs = []
+        s = self.bias[prev] if self.bias is not None else np.zeros(parts[0].shape)
+        term = np.empty_like(s)
+        for i, p in enumerate(parts):
+            lg = np.log(p)
+            np.maximum(lg, LOG_FLOOR, out=lg)
+            s += np.multiply(lg, w[:, i:i + 1], out=term)
+            logs.append(lg)
+        rows_of = []
+        for table, tokens, index in boosts:
+            rows = np.flatnonzero(tokens >= 0)
+            s[rows, tokens[rows]] += self.v[table][index[rows]]
+            rows_of.append(rows)
+        s -= s.max(axis=1, keepdims=True)
+        p = np.exp(s, out=s)
+        p /= p.sum(axis=1, keepdims=True)
+        self._state = logs, context, boosts, rows_of, prev, p
+        return p
+
+    def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
+        logs, context, boosts, rows_of, prev, p = self._state
+        rows = np.flatnonzero(active)
+        x = tokens[rows]
+        pr = p[rows]
+        grad = np.stack([lg[rows, x] - np.einsum("bv,bv->b", pr, lg[rows]) for lg in logs], axis=1)
+        np.add.at(self.w, context[rows], GEOMETRIC_RATE * grad)
+        for (table, predicted, index), r in zip(boosts, rows_of):
+            r = r[active[r]]
+            np.add.at(self.v[table], index[r], BOOST_RATE * ((predicted[r] == tokens[r]) - p[r, predicted[r]]))
+        if self.bias is not None:          # b[prev] += η (onehot(x) − p), stream by stream
+            grad = pr * -BIAS_RATE
+            grad[np.arange(rows.size), x] += BIAS_RATE
+            for r, g in zip(prev[rows].tolist(), grad):
+                self.bias[r] += g
+
+
+class TreeSSE:
+    """Secondary estimation over a binary tree of the vocabulary: token x is the path of
+    ⌈log2 vocab⌉ decisions given by its id's bits, node n's decision has probability
+    P(right) = P(right subtree) / P(subtree), and an APM (an adaptive probability map, Mahoney 2005)
+    indexed by the node's depth and its stretched probability, interpolated between
+    :data:`SSE_BINS` points, refines it; the output, in the stretch domain, is
+    (1 − :data:`SSE_WEIGHT`) · st(p) + :data:`SSE_WEIGHT` · APM(st(p)). The nodes of the top
+    :data:`SSE_DEPTH` levels are refined; each subtree below keeps its shape and takes the
+    probability its path now has. After a token, only the entries of the nodes on its path move
+    toward what was decided."""
+
+    def __init__(self, vocab: int, depth: int | None = None):
+        self.bits = max(1, int(vocab - 1).bit_length())
+        self.depth = min(self.bits, SSE_DEPTH if depth is None else depth)
+        self.vocab = vocab
+        self.node_depth = np.repeat(np.arange(self.depth), 1 << np.arange(self.depth))
+        self.table = np.tile(np.linspace(-8.0, 8.0, SSE_BINS), (self.depth, 1))
+
+    def __call__(self, p: np.ndarray) -> np.ndarray:
+        b = p.shape[0]
+        leaves = np.zeros((b, 1 << self.bits))
+        leaves[:, :self.vocab] = p
+        groups = leaves.reshape(b, 1 << self.depth, -1).sum(axis=2)          # the subtrees below
+        levels = [np.maximum(groups, 1e-300)]
+        for _ in range(self.depth - 1):
+            levels.append(levels[-1][:, ::2] + levels[-1][:, 1::2])
+        logs = [np.log(level) for level in reversed(levels)]                 # logs[d]: 2^(d + 1) subtrees
+        st = np.concatenate([lg[:, 1::2] - lg[:, ::2] for lg in logs], axis=1)   # (B, nodes), heap order
+        pos = (np.clip(st, -8.0, 8.0) + 8.0) * ((SSE_BINS - 1) / 16.0)
+        i = np.minimum(pos.astype(np.int64), SSE_BINS - 2)
+        f = pos - i
+        d = self.node_depth[None, :]
+        apm = (1 - f) * self.table[d, i] + f * self.table[d, i + 1]
+        x = (1 - SSE_WEIGHT) * st + SSE_WEIGHT * apm
+        self._state = i, f, apm
+        log_right, log_left = -np.logaddexp(0, -x), -np.logaddexp(0, x)      # log squash(±x)
+        acc = np.zeros((b, 1))
+        for depth in range(self.depth):
+            s = slice((1 << depth) - 1, (1 << (depth + 1)) - 1)
+            acc = np.stack([acc + log_left[:, s], acc + log_right[:, s]], axis=2).reshape(b, -1)
+        scale = np.exp(acc - logs[-1])                                       # new / old, per subtree
+        out = (leaves.reshape(b, scale.shape[1], -1) * scale[:, :, None]).reshape(b, -1)[:, :self.vocab]
+        return out / out.sum(axis=1, keepdims=True)
+
+    def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
+        i, f, apm = self._state
+        rows = np.flatnonzero(active)
+        d = np.arange(self.depth)
+        nodes = (1 << d) - 1 + (tokens[rows, None] >> (self.bits - d))        # (R, depth)
+        bits = (tokens[rows, None] >> (self.bits - 1 - d)) & 1
+        r = rows[:, None]
+        err = SSE_RATE * (bits - squash(apm[r, nodes]))
+        dd = np.broadcast_to(d, nodes.shape)
+        np.add.at(self.table, (dd, i[r, nodes]), err * (1 - f[r, nodes]))
+        np.add.at(self.table, (dd, i[r, nodes] + 1), err * f[r, nodes])
+
+
+class ContextMixer:
+    """Everything the mixed mode predicts besides the model, for streams of ``lengths`` tokens:
+    :meth:`predict` takes the model's distributions (B, vocab) and returns the coded ones;
+    :meth:`update` takes the step's tokens. ``pieces``: each token id's bytes (the tokenizer's
+    vocabulary), for the word n-gram; ``techniques``: which of :data:`TECHNIQUES` to use (all by
+    default; none is the linear mix alone)."""
+
+    def __init__(self, primer: np.ndarray, vocab: int, lengths: np.ndarray, pieces: dict[int, bytes],
+                 techniques=TECHNIQUES):
+        unknown = set(techniques) - set(TECHNIQUES)
+        if unknown:
+            raise ValueError(f"techniques: unknown {sorted(unknown)}; choose from {TECHNIQUES}")
+        on = set(techniques)
+        if on and "geometric" not in on:
+            raise ValueError("techniques: every technique but the linear mix needs 'geometric'")
+        b = lengths.size
+        self.on = on
+        self.ngram = NGram(primer, vocab, b)
+        self.linear = Mixer(ORDERS)
+        self.words = WordNGram(primer, vocab, b, pieces) if "words" in on else None
+        self.match = MatchModel(primer, lengths) if "match" in on else None
+        self.streams = StreamCache(vocab, lengths) if "streams" in on else None
+        if "geometric" in on:
+            inputs = 4 + (self.words is not None) + 2 * (self.streams is not None)
+            boosts = [SUCCESSOR_ORDERS * (ORDERS + 1), MATCH_BUCKETS] if "match" in on else []
+            self.geometric = GeometricMixer(inputs, ORDERS + 1, boosts, vocab, "bias" in on)
+        self.sse = TreeSSE(vocab) if "sse" in on else None
+        self.prev = np.zeros(b, np.int64)
+        self._prepared = None
+
+    def prepare(self) -> None:
+        """What the step's prediction needs besides the model's: the counts' distributions, the
+        streams' caches, the match model's predictions. :meth:`predict` calls it when the caller
+        has not (the compressor calls it while the model's step runs on the device)."""
+        ng = self.ngram
+        q, reached, total = ng.predict()
+        parts = [q, ng.snapshots[-1]]
+        if self.words is not None:
+            parts.append(self.words.predict(ng.unigram))
+        if self.streams is not None:
+            parts.extend(self.streams.predict(ng.p0))
+        boosts = []
+        if self.match is not None:        # table 0: successors, per (order, order reached); 1: the long match
+            boosts = [(0, successor, k * (ORDERS + 1) + reached) for k, successor in enumerate(ng.successors)]
+            token, length = self.match.predict()
+            boosts.append((1, token, _match_bucket(length)))
+        self._prepared = parts, boosts, reached, total
+
+    def predict(self, p_model: np.ndarray) -> np.ndarray:
+        """(B, vocab) float64: the distribution each stream's next token is coded with."""
+        if self._prepared is None:
+            self.prepare()
+        (q, cache, *others), boosts, reached, total = self._prepared
+        self._prepared = None
+        ng = self.ngram
+        p = self.linear.mix([p_model, *ng.snapshots[:-1], cache, q], reached, total)
+        self._linear = p
+        if not self.on:
+            return p
+        p = self.geometric.mix([p, p_model, q, cache, *others], reached, boosts, self.prev)
+        return self.sse(p) if self.sse is not None else p
+
+    def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
+        """Learn from the step's ``tokens`` (B,) of the ``active`` streams (bool (B,)), then count them."""
+        self.linear.update(tokens, self._linear, active)
+        if self.on:
+            self.geometric.update(tokens, active)
+        for part in (self.sse, self.words, self.match, self.streams):
+            if part is not None:
+                part.update(tokens, active)
+        self.ngram.update(tokens, active)
+        self.prev = np.where(active, tokens, self.prev)

@@ -1,0 +1,100 @@
+"""A match model: the token that followed the longest earlier occurrence of the current context.
+
+:class:`MatchModel` keeps one text of token ids, the primer's (the training text) followed by
+every stream's segment of the coded text at its own offset, and an index from a hash of each
+:data:`MIN_LENGTH` tokens to the position after their most recent occurrence. When a stream has
+no match (or a short one), it looks up the hash of its last :data:`MIN_LENGTH` tokens, checks
+how far back the candidate really agrees (up to :data:`MAX_VERIFY` tokens), and keeps it if it
+is longer; while the predicted tokens keep coming, the match grows by one each step. What it
+predicts, and its length, are inputs to :class:`netcl_lite.context_mixing.ContextMixer`, which
+learns online how far to trust a match of each length. Everything is integer work on arrays
+that depend only on the tokens coded, so both sides of a coder hold the same state.
+
+    >>> m = MatchModel(np.array([5, 1, 2, 3, 4, 5, 6, 7, 8, 9]), np.array([8]), min_length=3)
+    >>> for t in [2, 3, 4]:
+    ...     _ = m.predict(); m.update(np.array([t]), np.array([True]))
+    >>> m.predict()                      # "2 3 4" occurred in the primer, followed by 5
+    (array([5]), array([3]))
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MIN_LENGTH = 6          # tokens of context whose hash finds a match
+MAX_VERIFY = 48         # a new candidate's agreement is checked this many tokens back, at most
+RELOOK = 16             # a stream whose match is shorter than this looks for a longer one each step
+INDEX_BITS = 22         # the index has 2^22 slots (16 MiB); a later occurrence takes a slot over
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _hash(windows: np.ndarray) -> np.ndarray:
+    """(..., n) token ids -> (...,) slots of the index."""
+    h = np.zeros(windows.shape[:-1], np.uint64)
+    for j in range(windows.shape[-1]):          # unsigned array arithmetic wraps without a warning
+        h = (h + np.uint64(1) + windows[..., j].astype(np.uint64)) * _GOLDEN
+    return (h >> np.uint64(64 - INDEX_BITS)).astype(np.int64)
+
+
+def _last_wins(slots: np.ndarray, values: np.ndarray, table: np.ndarray) -> None:
+    """table[slots[i]] = values[i], the last i winning where slots repeat (stable, so both sides agree)."""
+    order = np.argsort(slots, kind="stable")
+    s = slots[order]
+    last = np.r_[s[1:] != s[:-1], True] if s.size else np.zeros(0, bool)
+    table[s[last]] = values[order][last]
+
+
+class MatchModel:
+    """The longest earlier match of each stream's context, in ``primer`` ids and every stream's
+    coded tokens. ``lengths`` (B,): each stream's token count (stream b is coded at offset
+    Σ lengths[:b] of the coded text); :meth:`predict` then :meth:`update` once per step."""
+
+    def __init__(self, primer: np.ndarray, lengths: np.ndarray, min_length: int = MIN_LENGTH):
+        primer = np.asarray(primer, np.int64)
+        self.min_length = min_length
+        self.base = primer.size + np.r_[0, np.cumsum(lengths)[:-1]].astype(np.int64)
+        self.text = np.full(primer.size + int(np.sum(lengths)), -1, np.int32)   # -1: not coded yet
+        self.text[:primer.size] = primer
+        self.index = np.full(1 << INDEX_BITS, -1, np.int32 if self.text.size < 2**31 else np.int64)
+        if primer.size > min_length:
+            windows = np.lib.stride_tricks.sliding_window_view(primer[:-1], min_length)
+            _last_wins(_hash(windows), np.arange(min_length, primer.size), self.index)
+        streams = np.asarray(lengths).size
+        self.pointer = np.zeros(streams, np.int64)     # where the predicted token is in ``text``
+        self.length = np.zeros(streams, np.int64)      # tokens of context that agree; 0: no match
+        self.step = 0
+
+    def predict(self) -> tuple[np.ndarray, np.ndarray]:
+        """(predicted token (B,), -1 where none; the match's length (B,), 0 where none)."""
+        token = np.where(self.length > 0, self.text[self.pointer], -1).astype(np.int64)
+        self.length[token < 0] = 0                    # a match that runs into text not coded yet
+        self.predicted = token
+        return token, self.length.copy()
+
+    def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
+        """Write the ``active`` streams' coded ``tokens`` (B,) into the text, extend or drop their
+        matches, look for new ones, and index the newest :data:`MIN_LENGTH` tokens."""
+        rows = np.flatnonzero(active)
+        at = self.base[rows] + self.step
+        self.text[at] = tokens[rows]
+        hit = (self.length[rows] > 0) & (self.predicted[rows] == tokens[rows])
+        self.length[rows] = np.where(hit, self.length[rows] + 1, 0)
+        self.pointer[rows] = np.where(hit, self.pointer[rows] + 1, 0)
+        self.step += 1
+        if self.step < self.min_length:
+            return
+        windows = self.text[at[:, None] - np.arange(self.min_length - 1, -1, -1)]
+        slots = _hash(windows)
+        candidate = self.index[slots].astype(np.int64)
+        look = np.flatnonzero((self.length[rows] < RELOOK) & (candidate >= 0))
+        if look.size:
+            back = np.arange(MAX_VERIFY)
+            theirs = candidate[look, None] - 1 - back          # the candidate's context, newest first
+            ours = at[look, None] - back
+            valid = (theirs >= 0) & (ours >= self.base[rows[look], None])
+            same = valid & (self.text[np.maximum(theirs, 0)] == self.text[np.maximum(ours, 0)])
+            agree = np.cumprod(same, axis=1).sum(axis=1)
+            longer = agree > self.length[rows[look]]
+            self.length[rows[look[longer]]] = agree[longer]
+            self.pointer[rows[look[longer]]] = candidate[look[longer]]
+        _last_wins(slots, at + 1, self.index)

@@ -1,0 +1,241 @@
+"""The compressor's count models, match model and mixer (netcl_lite.ngram, .match, .context_mixing):
+each against a plain reference or a property the coder relies on (normalized, deterministic,
+learning in the right direction)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from netcl_lite import context_mixing as cm
+from netcl_lite import ngram as ng
+from netcl_lite.match import MatchModel
+
+
+def _reference_ngram(primer, streams, vocab, orders):
+    """Interpolated absolute discounting from dict counts, written the plain way: the streams
+    coded in lockstep, sharing their counts; per stream, the distribution before each token."""
+    counts = {}
+    unigram = np.bincount(primer, minlength=vocab).astype(float)
+    for i in range(len(primer)):
+        for k in range(1, min(orders, i) + 1):
+            succ = counts.setdefault(tuple(primer[i - k:i]), {})
+            succ[primer[i]] = succ.get(primer[i], 0) + 1
+    out = [[] for _ in streams]
+    for step in range(max(len(s) for s in streams)):
+        active = [b for b, s in enumerate(streams) if step < len(s)]
+        for b in active:
+            history = list(streams[b][:step])
+            n0, d0 = unigram.sum(), ng.DISCOUNT[0]
+            p = (np.maximum(unigram - d0, 0) + d0 * np.count_nonzero(unigram) / vocab) / n0
+            for k in range(1, min(orders, len(history)) + 1):
+                succ = counts.get(tuple(history[-k:]))
+                if succ:
+                    c = np.zeros(vocab)
+                    c[list(succ)] = list(succ.values())
+                    d = ng.DISCOUNT[k]
+                    p = (np.maximum(c - d, 0) + d * np.count_nonzero(c) * p) / c.sum()
+            out[b].append(p)
+        for b in active:
+            history, t = list(streams[b][:step]), streams[b][step]
+            unigram[t] += ng.ADDED_WEIGHT
+            for k in range(1, min(orders, len(history)) + 1):
+                succ = counts.setdefault(tuple(history[-k:]), {})
+                succ[t] = succ.get(t, 0) + ng.ADDED_WEIGHT
+    return out
+
+
+@pytest.mark.parametrize("vocab,orders", [(7, 3), (300, 4), (1024, 8)])
+def test_the_ngram_equals_the_plain_chain_on_every_stream(vocab, orders):
+    """Over 150 steps: the coded counts move from the buffer to the main table twice."""
+    rng = np.random.default_rng(vocab)
+    primer = rng.integers(0, min(vocab, 9), 400)          # few distinct tokens: long contexts repeat
+    streams = [rng.integers(0, min(vocab, 9), 150), rng.integers(0, min(vocab, 9), 131)]
+    model = ng.NGram(primer, vocab, streams=2, orders=orders)
+    expected = _reference_ngram(primer, streams, vocab, orders)
+    for step in range(150):
+        p, _, _ = model.predict()
+        active = np.array([step < 150, step < 131])
+        for b in np.flatnonzero(active):
+            np.testing.assert_allclose(p[b], expected[b][step], rtol=1e-12, atol=1e-15)
+        tokens = np.array([streams[0][step], streams[1][min(step, 130)]])
+        model.update(tokens, active)
+
+
+def test_successors_after_the_coded_counts_are_merged_are_still_the_most_recent(monkeypatch):
+    monkeypatch.setattr(ng, "_MERGE_EVERY", 3)
+    primer = np.array([1, 2, 3, 1, 2, 4, 5])
+    model = ng.NGram(primer, 8, streams=2, orders=2)
+    for t in ([1, 1], [2, 2], [6, 7], [1, 1], [2, 2], [5, 3], [1, 1], [2, 2]):
+        model.predict()
+        model.update(np.array(t), np.array([True, True]))
+    model.predict()
+    # "1 2" was followed by 6 and 7 (step 3), then 5 and 3 (step 6): stream 1's 3 came last
+    assert model.successors[1].tolist() == [3, 3]
+
+
+def test_successors_are_the_most_recent_followers_of_each_context():
+    primer = np.array([1, 2, 3, 1, 2, 4, 5])
+    model = ng.NGram(primer, 8, streams=1, orders=3)
+    for t in (1, 2):
+        model.predict()
+        model.update(np.array([t]), np.array([True]))
+    model.predict()
+    # "2" was last followed by 4, "1 2" by 4; nothing coded yet overrides them
+    assert model.successors[:2, 0].tolist() == [4, 4]
+    model.update(np.array([6]), np.array([True]))         # "1 2" is now followed by 6 (coded)
+    model.update(np.array([1]), np.array([True]))
+    model.update(np.array([2]), np.array([True]))
+    model.predict()
+    assert model.successors[:2, 0].tolist() == [6, 6]
+
+
+def test_word_classes_fold_case_and_whitespace():
+    cls, sep = ng.word_classes({0: b" The", 1: b"the\n", 2: b"  ", 3: b"cat", 4: b"x\t"}, 6)
+    assert cls[0] == cls[1] != cls[3] and cls[2] == 0 and cls[5] == 0
+    assert sep.tolist() == [0, 2, 1, 0, 1, 0]
+
+
+def test_the_word_ngram_meets_a_phrase_across_a_line_break():
+    pieces = {0: b" the", 1: b" linker", 2: b"\n", 3: b"linker", 4: b" will", 5: b" be"}
+    primer = np.array([0, 1, 4, 5] * 20)                  # " the linker will be", on one line
+    words = ng.WordNGram(primer, 6, streams=1, pieces=pieces, orders=2)
+    unigram = np.bincount(primer, minlength=6).astype(float)
+    for t in (0, 2, 3):                                    # " the\nlinker": wrapped
+        p = words.predict(unigram)
+        assert np.isclose(p.sum(), 1) and (p > 0).all()
+        words.update(np.array([t]), np.array([True]))
+    p = words.predict(unigram)[0]
+    assert p.argmax() == 4 and p[4] > 0.5                  # "the linker" was followed by " will"
+
+
+def test_the_word_ngram_learns_to_trust_a_context_that_keeps_being_right():
+    pieces = {i: bytes([97 + i]) for i in range(6)}
+    primer = np.array([0, 1, 2] * 50)
+    words = ng.WordNGram(primer, 6, streams=1, pieces=pieces, orders=2)
+    unigram = np.bincount(primer, minlength=6).astype(float)
+    before = words.lam.copy()
+    for t in [0, 1, 2] * 30:
+        words.predict(unigram)
+        words.update(np.array([t]), np.array([True]))
+    assert (words.lam <= before).all() and (words.lam < before).any()   # λ: weight on the shorter context
+
+
+def test_the_match_model_finds_the_longest_match_and_follows_it():
+    primer = np.array([9, 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 0])
+    m = MatchModel(primer, np.array([6]), min_length=2)
+    seen = []
+    for t in [4, 1, 2, 3, 4, 5]:
+        seen.append(m.predict())
+        m.update(np.array([t]), np.array([True]))
+    token, length = m.predict()
+    # after "... 1 2 3 4 5" the primer's "3 4 5" (at its start) continues with 6
+    assert token.tolist() == [6] and length[0] >= 3
+    assert seen[0][0].tolist() == [-1] and seen[0][1].tolist() == [0]
+
+
+def test_the_match_model_never_predicts_a_token_not_coded_yet():
+    # stream 1 repeats stream 0's text; stream 0's next token is not coded when stream 1 looks
+    m = MatchModel(np.zeros(0, np.int64), np.array([8, 8]), min_length=2)
+    text = [3, 4, 5, 6, 7, 8, 9, 1]
+    for step, t in enumerate(text):
+        token, _ = m.predict()
+        assert (token == -1).all() or set(token[token >= 0].tolist()) <= set(text[:step] + [t])
+        m.update(np.array([t, t]), np.array([True, True]))
+
+
+def test_stream_cache_counts_decay_as_stated():
+    cache = cm.StreamCache(4, np.array([5, 5]))
+    prior = np.full(4, 0.25)
+    for t in ([1, 2], [1, 3], [2, 3]):
+        cache.predict(prior)
+        cache.update(np.array(t), np.array([True, True]))
+    unigram, bigram = cache.predict(prior)
+    g = cm.STREAM_DECAY
+    counts0 = np.array([0, g * g + g, 1, 0])                   # stream 0 coded 1, 1, 2
+    want = (counts0 + cm.STREAM_PRIOR * prior) / (counts0.sum() + cm.STREAM_PRIOR)
+    np.testing.assert_allclose(unigram[0], want, rtol=1e-12)
+    # stream 0's last token is 2, never followed yet: its bigram is the unigram; stream 1's last
+    # is 3, followed by 3 once (one step ago, weight g)
+    np.testing.assert_allclose(bigram[0], unigram[0], rtol=1e-12)
+    follows = np.array([0, 0, 0, g])
+    np.testing.assert_allclose(bigram[1], (follows + cm.STREAM_BIGRAM_PRIOR * unigram[1])
+                               / (g + cm.STREAM_BIGRAM_PRIOR), rtol=1e-12)
+
+
+def test_the_geometric_mixer_starts_as_its_first_input_and_learns_toward_the_coded_token():
+    rng = np.random.default_rng(0)
+    parts = [rng.dirichlet(np.ones(8), size=3) for _ in range(3)]
+    mixer = cm.GeometricMixer(3, 2, [4], 8, bias=True)
+    context = np.array([0, 1, 1])
+    p = mixer.mix(parts, context, [], np.zeros(3, np.int64))
+    np.testing.assert_allclose(p, parts[0], rtol=1e-12)
+    tokens = np.array([5, 5, 5])
+    before = p[:, 5].copy()
+    for _ in range(5):
+        p = mixer.mix(parts, context, [(0, np.array([5, -1, 5]), np.array([0, 0, 1]))], np.zeros(3, np.int64))
+        mixer.update(tokens, np.ones(3, bool))
+    p = mixer.mix(parts, context, [(0, np.array([5, -1, 5]), np.array([0, 0, 1]))], np.zeros(3, np.int64))
+    assert (p[:, 5] > before).all() and np.allclose(p.sum(axis=1), 1)
+
+
+def test_tree_sse_starts_as_the_identity_and_keeps_a_distribution():
+    rng = np.random.default_rng(1)
+    for vocab in (5, 64, 1000):
+        p = rng.dirichlet(np.full(vocab, 0.5), size=4)
+        p = np.maximum(p, 1e-3)
+        p /= p.sum(axis=1, keepdims=True)                  # every node's odds within e^±8
+        sse = cm.TreeSSE(vocab)
+        np.testing.assert_allclose(sse(p), p, rtol=1e-9)
+        tokens = rng.integers(0, vocab, 4)
+        for _ in range(30):
+            q = sse(p)
+            sse.update(tokens, np.ones(4, bool))
+        q = sse(p)
+        assert np.allclose(q.sum(axis=1), 1) and (q > 0).all()
+        assert (q[np.arange(4), tokens] > p[np.arange(4), tokens]).all()
+
+
+def _run(mixer, model_p, tokens, lengths):
+    out = []
+    for step in range(int(lengths.max())):
+        active = lengths > step
+        p = mixer.predict(model_p[step])
+        out.append(p)
+        mixer.update(tokens[step], active)
+    return out
+
+
+def test_the_context_mixer_is_deterministic_and_normalized_with_every_technique():
+    rng = np.random.default_rng(2)
+    vocab, lengths = 40, np.array([30, 30, 29])
+    pieces = {i: (b" " if i % 3 else b"") + bytes([97 + i % 26]) for i in range(vocab)}
+    primer = rng.integers(0, vocab, 500)
+    model_p = rng.dirichlet(np.ones(vocab), size=(30, 3))
+    tokens = rng.integers(0, 6, (30, 3))
+    for techniques in ((), cm.TECHNIQUES):
+        a = _run(cm.ContextMixer(primer, vocab, lengths, pieces, techniques), model_p, tokens, lengths)
+        b = _run(cm.ContextMixer(primer, vocab, lengths, pieces, techniques), model_p, tokens, lengths)
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
+        assert all(np.allclose(x.sum(axis=1), 1) and (x > 0).all() for x in a)
+
+
+def test_the_context_mixer_refuses_unknown_techniques():
+    with pytest.raises(ValueError, match="unknown"):
+        cm.ContextMixer(np.zeros(3, np.int64), 4, np.array([3]), {}, ("geometric", "magic"))
+    with pytest.raises(ValueError, match="needs 'geometric'"):
+        cm.ContextMixer(np.zeros(3, np.int64), 4, np.array([3]), {}, ("sse",))
+
+
+def test_the_recorded_ablation_backs_the_choices_chapter_9_states():
+    """benchmarks/results/mix_ablation.json (validation): the binary decomposition, either way,
+    needed more bits than the linear mix; geometric mixing needed fewer."""
+    import json
+    from pathlib import Path
+
+    out = json.loads((Path(__file__).parents[1] / "benchmarks/results/mix_ablation.json").read_text())
+    assert out["split"] == "validation"
+    rows, designs = out["rows"], out["designs"]
+    linear = next(bpb for name, bpb in rows.items() if name.startswith("linear"))
+    assert min(designs.values()) > linear, "the binary decomposition needs more bits than the linear mix"
+    assert rows["+ geometric mixing in the log domain"] < linear
