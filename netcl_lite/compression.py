@@ -811,7 +811,11 @@ def main(argv=None) -> int:
 
     squeezing = args.command == "compress"
     source = "standard input" if args.input == "-" else args.input
+    if args.input == "-" and sys.stdin is None:         # started with it closed (<&-)
+        return fail("standard input is closed; give IN, the file to read")
     if args.output == "-":
+        if sys.stdout is None:                          # started with it closed (>&-)
+            return fail("standard output is closed; give OUT, the file to write")
         if squeezing and sys.stdout.isatty():
             return fail("standard output is a terminal; redirect it to a file or a pipe, or give OUT")
     else:
