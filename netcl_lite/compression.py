@@ -789,6 +789,7 @@ def main(argv=None) -> int:
     the exit status is 0 (done), 1 (refused or failed), 2 (usage) or 130 (interrupted)."""
     import argparse
     import contextlib
+    import os
     import sys
     from pathlib import Path
 
@@ -819,6 +820,9 @@ def main(argv=None) -> int:
         if squeezing and sys.stdout.isatty():
             return fail("standard output is a terminal; redirect it to a file or a pipe, or give OUT")
     else:
+        if not args.output or args.output.endswith(("/", os.sep)):   # Path() would drop the slash
+            return fail(f"{args.output!r}: names no file (empty, or a folder by its trailing slash); "
+                        "give the name of a file to write")
         out = Path(args.output)
         if out.is_dir():
             return fail(f"{out}: is a folder; give the name of a file to write")
@@ -856,8 +860,6 @@ def main(argv=None) -> int:
                 sys.stdout.buffer.write(result)
                 sys.stdout.buffer.flush()
             except OSError as exc:
-                import os
-
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
                 return fail(f"standard output: {exc.strerror or exc}")
             return 0

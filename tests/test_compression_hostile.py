@@ -476,3 +476,15 @@ def test_a_closed_standard_input_or_output_is_refused_naming_it(tmp_path, monkey
     assert cz.main([command, str(src), "-"]) == 1
     assert "standard output is closed" in capsys.readouterr().err
     assert _listing(tmp_path) == ["in.txt"]
+
+
+def test_an_out_that_names_a_folder_by_its_trailing_slash_is_refused(tmp_path, capsys):
+    """``OUT`` written ``sub/`` asks for a folder: no file named ``sub`` is made in its place (a
+    missing --model makes the call fail fast if the name were taken)."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    for out in (f"{tmp_path / 'sub'}/", f"{tmp_path / 'in.txt'}/", ""):
+        assert cz.main(["compress", str(src), out, "--model", str(tmp_path / "nomodel")]) == 1
+        err = capsys.readouterr().err
+        assert "give the name of a file to write" in err and "--model" not in err, (out, err)
+    assert _listing(tmp_path) == ["in.txt"]
