@@ -840,8 +840,8 @@ def main(argv=None) -> int:
             data = _read_input(args.input, limit, what)
         except ValueError as exc:                       # names the path
             return fail(str(exc))
-        except OSError as exc:
-            return fail(f"{source}: {exc.strerror or exc}")
+        except OSError as exc:                          # without strerror: read_regular's, naming the path
+            return fail(f"{source}: {exc.strerror}" if exc.strerror else str(exc))
         # nothing but the result goes to standard output (a model trained on the way prints)
         with contextlib.redirect_stdout(sys.stderr):
             try:

@@ -488,3 +488,10 @@ def test_an_out_that_names_a_folder_by_its_trailing_slash_is_refused(tmp_path, c
         err = capsys.readouterr().err
         assert "give the name of a file to write" in err and "--model" not in err, (out, err)
     assert _listing(tmp_path) == ["in.txt"]
+
+
+def test_a_missing_input_is_named_once(tmp_path, capsys):
+    missing = tmp_path / "nothere.txt"
+    assert cz.main(["compress", str(missing), str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.count(str(missing)) == 1 and "no such file" in err, err
