@@ -545,3 +545,14 @@ def test_a_wheel_interrupted_on_its_way_into_the_cache_is_not_shipped_later(tmp_
             shipped_wheel.build_wheel()
     assert not stored.exists() and not [p for p in stored.parent.glob("*") if p.is_file()], "a partial wheel is left"
     assert shipped_wheel.build_wheel().read_bytes() == wheel
+
+
+@pytest.mark.parametrize("marker", ["<!-- ｂｕｉｌｄ-output: snippets/hostile/ok.py -->",
+                                    "<!-- ＢＵＩＬＤ－ＯＵＴＰＵＴ: snippets/hostile/ok.py -->",
+                                    "<!-- needs－extra: compare -->"])
+def test_a_marker_in_full_width_letters_fails_naming_page_and_line(site, marker):
+    """Letters that read as the marker's name (full-width forms, which NFKC folds to ASCII) make a
+    near miss like any other, not a comment left silently in the page."""
+    path = site.snippet("ok.py", "print('shown')\n")
+    with pytest.raises(markers.MarkerError, match=rf"^{PAGE}:{MARKER_LINE}: "):
+        site.render(page_with(path, marker))
