@@ -789,6 +789,7 @@ def main(argv=None) -> int:
     the exit status is 0 (done), 1 (refused or failed), 2 (usage) or 130 (interrupted)."""
     import argparse
     import contextlib
+    import os
     import sys
     from pathlib import Path
 
@@ -811,10 +812,17 @@ def main(argv=None) -> int:
 
     squeezing = args.command == "compress"
     source = "standard input" if args.input == "-" else args.input
+    if args.input == "-" and sys.stdin is None:         # started with it closed (<&-)
+        return fail("standard input is closed; give IN, the file to read")
     if args.output == "-":
+        if sys.stdout is None:                          # started with it closed (>&-)
+            return fail("standard output is closed; give OUT, the file to write")
         if squeezing and sys.stdout.isatty():
             return fail("standard output is a terminal; redirect it to a file or a pipe, or give OUT")
     else:
+        if not args.output or args.output.endswith(("/", os.sep)):   # Path() would drop the slash
+            return fail(f"{args.output!r}: names no file (empty, or a folder by its trailing slash); "
+                        "give the name of a file to write")
         out = Path(args.output)
         if out.is_dir():
             return fail(f"{out}: is a folder; give the name of a file to write")
@@ -832,8 +840,8 @@ def main(argv=None) -> int:
             data = _read_input(args.input, limit, what)
         except ValueError as exc:                       # names the path
             return fail(str(exc))
-        except OSError as exc:
-            return fail(f"{source}: {exc.strerror or exc}")
+        except OSError as exc:                          # without strerror: read_regular's, naming the path
+            return fail(f"{source}: {exc.strerror}" if exc.strerror else str(exc))
         # nothing but the result goes to standard output (a model trained on the way prints)
         with contextlib.redirect_stdout(sys.stderr):
             try:
@@ -852,8 +860,6 @@ def main(argv=None) -> int:
                 sys.stdout.buffer.write(result)
                 sys.stdout.buffer.flush()
             except OSError as exc:
-                import os
-
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
                 return fail(f"standard output: {exc.strerror or exc}")
             return 0

@@ -17,11 +17,11 @@ A section of a library file is marked ``# --8<-- [start:name]`` … ``# --8<-- [
 (``//`` in OpenCL C).
 
 The four comment markers are checked strictly (:func:`find`). Outside fenced code blocks, an HTML
-comment whose text starts like a marker's name (any case, any spacing or punctuation, or a letter
-off: ``<!--Build_Output:…-->``, ``<!-- kernel.json: … -->``) must be that marker, whole and alone
-on its line (trailing spaces allowed), or the build fails naming the page and the line. A build
-output sits right under the block that includes its snippet, one per block; a needs-extra note
-right above its python block. Inside a fenced code block a marker is text, shown as written.
+comment whose text starts like a marker's name (any case, any spacing or punctuation, full-width
+letters, or a letter off: ``<!--Build_Output:…-->``, ``<!-- kernel.json: … -->``) must be that
+marker, whole and alone on its line (trailing spaces allowed), or the build fails naming the page
+and the line. A build output sits right under the block that includes its snippet, one per
+block; a needs-extra note right above its python block. Inside a fenced code block a marker is text, shown as written.
 pytest-codeblocks' other comments (``skip``, ``cont``, ``pytest.mark.…``) are refused: every
 block runs, on its own, and its output is compared exactly.
 """
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -118,7 +119,9 @@ def section_bounds(section: str) -> tuple[str, str]:
 
 
 def _squash(text: str) -> str:
-    return re.sub(r"[^0-9a-z]", "", text.lower())
+    """``text``'s ASCII letters and digits, lower case, after NFKC (full-width and other
+    compatibility forms of letters count as the letters they read as)."""
+    return re.sub(r"[^0-9a-z]", "", unicodedata.normalize("NFKC", text).lower())
 
 
 _SQUASHED = {_squash(name): name for name in KINDS}

@@ -11,6 +11,8 @@ of what goes into it, as hatchling itself lists it from ``pyproject.toml`` (ever
 packages and of ``force-include``: ``kernels/``, ``benchmarks/results/capstone_seeds.json``),
 with ``pyproject.toml``, the README and license files its metadata is made from and hatchling's
 version, so a rebuild whose sources are unchanged reuses it and any other rebuild makes it anew.
+It is put there whole (:func:`netcl_lite.files.atomic_write`): builds share the cache, and an
+interrupted copy must never be found as a wheel.
 
 Every file of the wheel is also a page of the site, ``source/<path>.html``
 (:mod:`site_build.source_pages`), so a library excerpt can link to the whole file it is cut from
@@ -26,7 +28,6 @@ import functools
 import hashlib
 import logging
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,7 @@ from pathlib import Path
 from mkdocs.structure.files import File
 
 from netcl_lite import fingerprint
+from netcl_lite.files import atomic_write
 
 from .paths import ROOT
 
@@ -108,7 +110,7 @@ def build_wheel() -> Path:
             raise RuntimeError(f"building {wheel_name()} failed (is hatchling installed? it is in the docs "
                                f"extra):\n{proc.stderr[-3000:]}")
         stored.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(built, stored)
+        atomic_write(stored, built.read_bytes())     # builds share the cache: never a half wheel there
     log.info(f"built {wheel_name()}")
     return stored
 

@@ -461,3 +461,37 @@ def test_a_forged_payload_stops_decoding_once_it_spells_more_than_the_header_say
     with pytest.raises(ValueError, match="decodes to more than the 900 bytes"):
         cz.decompress(bad, model, tok, primer=primer)
     assert 0 < len(steps) < 900
+
+
+@pytest.mark.parametrize("command", ["compress", "decompress"])
+def test_a_closed_standard_input_or_output_is_refused_naming_it(tmp_path, monkeypatch, capsys, command):
+    """A command started with its standard input or output closed (``<&-``, ``>&-``): Python's
+    ``sys.stdin``/``sys.stdout`` is None, and ``-`` is refused with a message, not a traceback."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    monkeypatch.setattr(sys, "stdin", None)
+    assert cz.main([command, "-", str(tmp_path / "out")]) == 1
+    assert "standard input is closed" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "stdout", None)
+    assert cz.main([command, str(src), "-"]) == 1
+    assert "standard output is closed" in capsys.readouterr().err
+    assert _listing(tmp_path) == ["in.txt"]
+
+
+def test_an_out_that_names_a_folder_by_its_trailing_slash_is_refused(tmp_path, capsys):
+    """``OUT`` written ``sub/`` asks for a folder: no file named ``sub`` is made in its place (a
+    missing --model makes the call fail fast if the name were taken)."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    for out in (f"{tmp_path / 'sub'}/", f"{tmp_path / 'in.txt'}/", ""):
+        assert cz.main(["compress", str(src), out, "--model", str(tmp_path / "nomodel")]) == 1
+        err = capsys.readouterr().err
+        assert "give the name of a file to write" in err and "--model" not in err, (out, err)
+    assert _listing(tmp_path) == ["in.txt"]
+
+
+def test_a_missing_input_is_named_once(tmp_path, capsys):
+    missing = tmp_path / "nothere.txt"
+    assert cz.main(["compress", str(missing), str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.count(str(missing)) == 1 and "no such file" in err, err

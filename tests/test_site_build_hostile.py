@@ -516,3 +516,43 @@ def test_an_apparatus_marker_belongs_on_its_own_page_alone():
         markers.find("# Ch\n\n<!-- glossary -->\n", "docs/chapter-7.md")
     with pytest.raises(markers.MarkerError, match=r"^docs/bibliography\.md:3: .*looks like a bibliography marker"):
         markers.find("# B\n\n<!-- bibliography: all -->\n", "docs/bibliography.md")
+
+
+def test_a_wheel_interrupted_on_its_way_into_the_cache_is_not_shipped_later(tmp_path, monkeypatch):
+    """The cache folder is shared by builds: a wheel copied there half-way (Ctrl-C, a full disk)
+    must not be found whole by the next build, which would ship a broken file."""
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(shipped_wheel, "sources_digest", lambda: "digest")
+    wheel = b"PK\x03\x04" + bytes(range(256)) * 64
+
+    def pip_wheel(command, **kwargs):                 # what pip wheel -w <folder> leaves
+        (Path(command[command.index("-w") + 1]) / shipped_wheel.wheel_name()).write_bytes(wheel)
+        return SimpleNamespace(returncode=0, stderr="")
+
+    def half_copy(src, dst, *args, **kwargs):
+        Path(dst).write_bytes(Path(src).read_bytes()[:1000])
+        raise KeyboardInterrupt
+
+    def interrupted(fd):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(shipped_wheel.subprocess, "run", pip_wheel)
+    stored = tmp_path / "cache" / "wheel" / "digest" / shipped_wheel.wheel_name()
+    with monkeypatch.context() as m:
+        m.setattr(shutil, "copyfile", half_copy)
+        m.setattr(os, "fsync", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            shipped_wheel.build_wheel()
+    assert not stored.exists() and not [p for p in stored.parent.glob("*") if p.is_file()], "a partial wheel is left"
+    assert shipped_wheel.build_wheel().read_bytes() == wheel
+
+
+@pytest.mark.parametrize("marker", ["<!-- ｂｕｉｌｄ-output: snippets/hostile/ok.py -->",
+                                    "<!-- ＢＵＩＬＤ－ＯＵＴＰＵＴ: snippets/hostile/ok.py -->",
+                                    "<!-- needs－extra: compare -->"])
+def test_a_marker_in_full_width_letters_fails_naming_page_and_line(site, marker):
+    """Letters that read as the marker's name (full-width forms, which NFKC folds to ASCII) make a
+    near miss like any other, not a comment left silently in the page."""
+    path = site.snippet("ok.py", "print('shown')\n")
+    with pytest.raises(markers.MarkerError, match=rf"^{PAGE}:{MARKER_LINE}: "):
+        site.render(page_with(path, marker))
