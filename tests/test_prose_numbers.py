@@ -357,8 +357,9 @@ PROSE = [
     ("chapter-9.md", "Secondary estimation added right after geometric mixing gains less than\n0.01%",
      lambda: "Secondary estimation added right after geometric mixing gains less than\n"
              f"{_snippet_constant('snippets/chapter9/mixing.py', 'NEGLIGIBLE'):.2%}"),
-    ("chapter-9.md", "a header of 31 bytes for any input up to 2 MiB",
-     lambda: f"a header of {_header_bytes()} bytes for any input up to {_header_limit() >> 20} MiB"),
+    ("chapter-9.md", "a header of at most 31\nbytes, the size for the largest input it accepts (`MAX_INPUT_BYTES`, 1 MiB)",
+     lambda: f"a header of at most {_header_bytes()}\nbytes, the size for the largest input it accepts "
+             f"(`MAX_INPUT_BYTES`, {_cz().MAX_INPUT_BYTES >> 20} MiB)"),
     ("chapter-9.md", "a 4-byte checksum of the original, and one 6-byte fingerprint of everything decoding "
                      "depends on, with a 1-byte tag for each of its 5 parts",
      lambda: f"a {_cz()._CHECKSUM_BYTES}-byte checksum of the original, and one {_cz()._FINGERPRINT_BYTES}-byte "
@@ -545,14 +546,10 @@ def _cm():
     return context_mixing
 
 
-def _header_limit() -> int:
-    """The length past the largest that a 3-byte varint holds: the header's size below it."""
-    return 1 << 21
-
-
 def _header_bytes() -> int:
-    """A coded blob's header for an input just under :func:`_header_limit`, field by field."""
-    cz, n = _cz(), _header_limit() - 1
+    """A coded blob's header for the largest input compress accepts (its length and token count at
+    most ``MAX_INPUT_BYTES``), field by field: the largest header a blob can have."""
+    cz, n = _cz(), _cz().MAX_INPUT_BYTES
     return (len(cz.MAGIC) + 2 + len(cz._varint(n)) + cz._CHECKSUM_BYTES + len(cz._varint(n))
             + cz._FINGERPRINT_BYTES + len(cz.PARTS) + cz._CRC.size)
 
