@@ -100,7 +100,7 @@ def main() -> None:
            "model": {"folder": Path(a.model).name if a.model else "capstone.run()",
                      "fingerprint": cz.model_fingerprint(model).hex()},
            "load average before": list(os.getloadavg()),
-           "note": "seconds on a shared 2-core machine, other jobs running; each call counts the training ids",
+           "note": "seconds on a shared 2-core machine (the load averages before and after are recorded); each call counts the training ids",
            "rounds": a.rounds}
     modes = {"model only": dict(mix=False), "mixed": {}}
     if a.adapt:
