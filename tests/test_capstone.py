@@ -343,6 +343,8 @@ def test_the_training_budget_was_checked_for_this_recipe_and_its_verdict_is_the_
         assert max(ratios) > bench.AGREE * min(ratios), "the rounds disagree, so the run gives no verdict"
     else:
         assert max(ratios) <= bench.AGREE * min(ratios), "the rounds agree"
+        within = run["projected_slowest_seconds"] <= capstone.TRAINING_BUDGET_SECONDS
+        assert within == (run["verdict"] == "within"), "the verdict is the projection against the budget"
         assert (run["projected_slowest_seconds"] <= capstone.TRAINING_BUDGET_SECONDS) == (run["verdict"] == "within"), \
             "the projection is within the budget exactly when the verdict says so"
 
