@@ -297,6 +297,14 @@ def test_roofline_sentences_follow_the_numbers():
         p["ms"] = 1.0 if p is not scores else scores["flops"] / (0.95 * roofline["ceiling_gflops"]) / 1e6
     assert f"to the {scores['phase']} pass, which runs at 95% of the multiply-add ceiling: arithmetic limits it" \
         in said(roofline)
+    # ... also when it moves its bytes at more than half the copy bandwidth: the nearer roof names the limit
+    roofline["bandwidth_gbs"] = scores["bytes"] / scores["ms"] / 1e6 / 0.6
+    assert f"to the {scores['phase']} pass, which runs at 95% of the multiply-add ceiling: arithmetic limits it" \
+        in said(roofline)
+    assert "60% of the copy bandwidth: a smaller share than of the ceiling, so arithmetic is the nearer roof" \
+        in said(roofline)
+    roofline["bandwidth_gbs"] = scores["bytes"] / scores["ms"] / 1e6 / 0.97
+    assert "which moves its bytes at 97% of the copy bandwidth: memory may limit it" in said(roofline)
     # no pass takes half the time: the largest share is named as such, not as "most"
     roofline = copy.deepcopy(ROOFLINE)
     for p in roofline["dense_attention_passes"]:
