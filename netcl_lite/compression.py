@@ -724,10 +724,13 @@ def _load(model_dir):
         run = capstone.run()
         return run.model, run.tokenizer
     folder = Path(model_dir)
-    if not folder.is_dir():
-        raise ValueError(f"--model {folder}: no such folder")
-    if not (folder / "tokenizer.json").is_file():
-        raise ValueError(f"--model {folder}: no tokenizer.json there (a Chapter 9 run's folder has one)")
+    try:
+        if not folder.is_dir():
+            raise ValueError(f"--model {folder}: no such folder")
+        if not (folder / "tokenizer.json").is_file():
+            raise ValueError(f"--model {folder}: no tokenizer.json there (a Chapter 9 run's folder has one)")
+    except OSError as exc:                              # the system refuses to look it up (a name too long)
+        raise ValueError(f"--model {folder}: cannot read it: {exc.strerror or exc}") from None
     try:
         return DecoderLM.from_pretrained(folder), BPETokenizer.load(folder / "tokenizer.json")
     except (OSError, ValueError, TypeError, KeyError) as exc:
@@ -824,16 +827,19 @@ def main(argv=None) -> int:
             return fail(f"{args.output!r}: names no file (empty, or a folder by its trailing slash); "
                         "give the name of a file to write")
         out = Path(args.output)
-        if out.is_dir():
-            return fail(f"{out}: is a folder; give the name of a file to write")
-        if out.exists() or out.is_symlink():
-            return fail(f"{out}: file exists; remove it or choose another name")
-        if not out.parent.is_dir():
-            from .files import kind_of
+        try:
+            if out.is_dir():
+                return fail(f"{out}: is a folder; give the name of a file to write")
+            if out.exists() or out.is_symlink():
+                return fail(f"{out}: file exists; remove it or choose another name")
+            if not out.parent.is_dir():
+                from .files import kind_of
 
-            kind = kind_of(out.parent)
-            return fail(f"{out}: cannot write there: its folder {out.parent} is "
-                        f"{'missing' if kind == 'missing' else kind + ', not a folder'}")
+                kind = kind_of(out.parent)
+                return fail(f"{out}: cannot write there: its folder {out.parent} is "
+                            f"{'missing' if kind == 'missing' else kind + ', not a folder'}")
+        except OSError as exc:                          # the system refuses to look it up (a name too long)
+            return fail(f"{out}: cannot write there: {exc.strerror or exc}")
     try:
         limit, what = (MAX_INPUT_BYTES, "the input to compress") if squeezing else (MAX_BLOB_BYTES, "a blob to decompress")
         try:

@@ -495,3 +495,19 @@ def test_a_missing_input_is_named_once(tmp_path, capsys):
     assert cz.main(["compress", str(missing), str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
     assert err.count(str(missing)) == 1 and "no such file" in err, err
+
+
+def test_a_path_too_long_for_the_system_is_refused_naming_it(tmp_path, capsys):
+    """OUT or ``--model`` whose name the system refuses to look up (ENAMETOOLONG): a message naming
+    the argument and exit status 1, not a traceback; nothing is written."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    long = "n" * 300                                   # past NAME_MAX (255) on every Linux file system
+    cases = [(["compress", str(src), str(tmp_path / long), "--model", str(tmp_path / "nomodel")], long),
+             (["decompress", str(src), str(tmp_path / long / "out")], long),
+             (["compress", str(src), str(tmp_path / "out"), "--model", str(tmp_path / long)], f"--model {tmp_path}")]
+    for argv, named in cases:
+        assert cz.main(argv) == 1, argv
+        err = capsys.readouterr().err
+        assert named in err and "name too long" in err and "Traceback" not in err, (argv, err[-400:])
+    assert _listing(tmp_path) == ["in.txt"]
