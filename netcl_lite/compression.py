@@ -64,7 +64,7 @@ from functools import lru_cache
 import numpy as np
 
 from .adaptation import AdaptConfig, Adapter
-from .checks import flag
+from .checks import flag, nonnegative_int, positive_int
 from .context_mixing import ContextMixer
 from .nn import DecoderLM, KVCache
 from .text import BPETokenizer
@@ -278,6 +278,9 @@ def tokenize(data: bytes, tokenizer: BPETokenizer) -> np.ndarray | None:
     """Token ids whose bytes are exactly ``data``: each valid UTF-8 run is encoded as ordinary
     text (special-token strings stay text), every other byte as its single-byte token. None when
     the tokenizer cannot spell ``data`` (a vocabulary without every single byte)."""
+    _nbytes(data, "data", "encode text first (text.encode('utf-8'))")
+    _check_tokenizer(tokenizer)
+    data = bytes(data)
     byte_ids = _byte_ids(tokenizer)
     text = data.decode("utf-8", errors="surrogateescape")    # invalid bytes -> U+DC80..U+DCFF
     parts = []
@@ -310,12 +313,14 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
 
 def segments(n_tokens: int, streams: int) -> np.ndarray:
     """Token counts of the ``streams`` contiguous segments (the first ``n_tokens % streams`` one longer)."""
+    n_tokens, streams = nonnegative_int("n_tokens", n_tokens), positive_int("streams", streams)
     return np.full(streams, n_tokens // streams, np.int64) + (np.arange(streams) < n_tokens % streams)
 
 
 def stream_count(n_tokens: int) -> int:
     """The streams :func:`compress` codes ``n_tokens`` tokens in: one per :data:`MIN_SEGMENT`
     tokens, at least 1 and at most :data:`STREAMS`."""
+    n_tokens = nonnegative_int("n_tokens", n_tokens)
     return int(max(1, min(STREAMS, n_tokens // MIN_SEGMENT)))
 
 
@@ -389,11 +394,15 @@ class _Predictor:
 
 # -- the blob -----------------------------------------------------------------------------------------
 
+def _check_tokenizer(tokenizer) -> None:
+    if not isinstance(tokenizer, BPETokenizer):
+        raise TypeError(f"tokenizer must be a netcl_lite.text.BPETokenizer, got {type(tokenizer).__name__}")
+
+
 def _check_model(model, tokenizer) -> None:
     if not isinstance(model, DecoderLM):
         raise TypeError(f"model must be a netcl_lite.nn.DecoderLM, got {type(model).__name__}")
-    if not isinstance(tokenizer, BPETokenizer):
-        raise TypeError(f"tokenizer must be a netcl_lite.text.BPETokenizer, got {type(tokenizer).__name__}")
+    _check_tokenizer(tokenizer)
     if max(tokenizer.vocab) >= model.config.vocab_size:
         raise ValueError(f"tokenizer has ids up to {max(tokenizer.vocab)}, beyond the model's "
                          f"vocab_size={model.config.vocab_size}: pass the tokenizer the model was trained with")
@@ -442,6 +451,7 @@ def _training_ids(fingerprint: bytes, tokenizer: BPETokenizer) -> np.ndarray:
 def default_primer(tokenizer: BPETokenizer) -> np.ndarray:
     """The n-gram's starting counts when none are given: Chapter 9's training text
     (:func:`netcl_lite.capstone.data`) in ``tokenizer``'s ids, encoded once per process."""
+    _check_tokenizer(tokenizer)
     return _training_ids(tokenizer_fingerprint(tokenizer), tokenizer)
 
 
@@ -569,6 +579,8 @@ def read_header(blob: bytes) -> dict:
     for a coded mode ``tokens``, ``fingerprint``, ``tags``; ``crc``, ``end``: where the data or
     the payload starts), or ValueError for a blob too short or not of this format. The fields are
     read, not checked against each other or the payload."""
+    _nbytes(blob, "blob", "what compress returned")
+    blob = bytes(blob)
     if len(blob) < len(MAGIC) + 2:
         raise ValueError(f"blob is truncated: {len(blob)} bytes, shorter than any header")
     if blob[:len(MAGIC)] != MAGIC:

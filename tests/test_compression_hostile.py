@@ -511,3 +511,26 @@ def test_a_path_too_long_for_the_system_is_refused_naming_it(tmp_path, capsys):
         err = capsys.readouterr().err
         assert named in err and "name too long" in err and "Traceback" not in err, (argv, err[-400:])
     assert _listing(tmp_path) == ["in.txt"]
+
+
+def test_the_module_s_other_public_functions_refuse_arguments_of_the_wrong_kind_naming_them(tiny):
+    """read_header, tokenize, segments, stream_count and default_primer, documented beside compress,
+    refuse what they cannot read with a TypeError or ValueError naming the parameter, not an
+    AttributeError, a ZeroDivisionError or NumPy's 'truth value ... is ambiguous'."""
+    model, tok, primer = tiny
+    blob = cz.compress(TEXT.encode(), model, tok, primer=primer)
+    for bad in (None, blob.decode("latin-1"), np.frombuffer(blob, np.uint8), list(blob)):
+        with pytest.raises(TypeError, match="blob must be bytes"):
+            cz.read_header(bad)
+    assert cz.read_header(memoryview(bytearray(blob))) == cz.read_header(blob)
+    with pytest.raises(TypeError, match="data must be bytes"):
+        cz.tokenize("text", tok)
+    for call in (lambda: cz.tokenize(b"text", None), lambda: cz.default_primer(None)):
+        with pytest.raises(TypeError, match="tokenizer must be"):
+            call()
+    for call, name in ((lambda: cz.segments(10, 0), "streams"), (lambda: cz.segments(-1, 2), "n_tokens"),
+                       (lambda: cz.segments(10, 2.0), "streams"), (lambda: cz.stream_count(-5), "n_tokens"),
+                       (lambda: cz.stream_count(None), "n_tokens")):
+        with pytest.raises(ValueError, match=name):
+            call()
+    assert cz.segments(10, 3).tolist() == [4, 3, 3] and cz.stream_count(np.int64(5000)) == 5000 // cz.MIN_SEGMENT
