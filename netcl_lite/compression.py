@@ -418,6 +418,8 @@ def _check_primer(primer, tokenizer: BPETokenizer) -> np.ndarray:
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{what}; NumPy cannot read it as one ({exc})") from None
     top = max(tokenizer.vocab)
+    if isinstance(primer, (list, tuple)) and not primer:   # NumPy reads [] as float64: no ids
+        arr = np.zeros(0, np.int64)
     if arr.ndim != 1 or arr.dtype.kind not in "iu":
         raise ValueError(f"{what}; got an array of shape {arr.shape} and dtype {arr.dtype}")
     if arr.size > MAX_PRIMER_TOKENS:

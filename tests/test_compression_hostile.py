@@ -534,3 +534,14 @@ def test_the_module_s_other_public_functions_refuse_arguments_of_the_wrong_kind_
         with pytest.raises(ValueError, match=name):
             call()
     assert cz.segments(10, 3).tolist() == [4, 3, 3] and cz.stream_count(np.int64(5000)) == 5000 // cz.MIN_SEGMENT
+
+
+def test_an_empty_list_or_tuple_of_primer_ids_is_no_ids(tiny):
+    """``primer=[]`` holds no ids, as ``np.zeros(0, np.int64)`` does (NumPy reads an empty list as
+    float64): both code, and decode with either spelling."""
+    model, tok, _ = tiny
+    data = TEXT[:300].encode()
+    blob = cz.compress(data, model, tok, primer=np.zeros(0, np.int64))
+    for empty in ([], (), np.zeros(0, np.int32)):
+        assert cz.compress(data, model, tok, primer=empty) == blob
+        assert cz.decompress(blob, model, tok, primer=empty) == data
