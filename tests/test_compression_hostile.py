@@ -545,3 +545,12 @@ def test_an_empty_list_or_tuple_of_primer_ids_is_no_ids(tiny):
     for empty in ([], (), np.zeros(0, np.int32)):
         assert cz.compress(data, model, tok, primer=empty) == blob
         assert cz.decompress(blob, model, tok, primer=empty) == data
+
+
+def test_a_numpy_bool_flag_is_refused_with_a_message_that_says_what_it_is(tiny):
+    """NumPy 2 names its bool type ``bool``: the refusal names ``numpy.bool`` and says to pass
+    ``bool(...)``, not 'mix must be a bool, got bool'."""
+    model, tok, primer = tiny
+    with pytest.raises(TypeError, match=r"mix must be a bool, got numpy\.bool.*bool\(") as refused:
+        cz.compress(b"text", model, tok, mix=np.True_, primer=primer)
+    assert not str(refused.value).endswith("got bool")
