@@ -746,9 +746,14 @@ def _load(model_dir):
     except OSError as exc:                              # the system refuses to look it up (a name too long)
         raise ValueError(f"--model {folder}: cannot read it: {exc.strerror or exc}") from None
     try:
-        return DecoderLM.from_pretrained(folder), BPETokenizer.load(folder / "tokenizer.json")
+        model, tokenizer = DecoderLM.from_pretrained(folder), BPETokenizer.load(folder / "tokenizer.json")
     except (OSError, ValueError, TypeError, KeyError) as exc:
         raise ValueError(f"--model {folder}: cannot load the model there ({exc})") from None
+    try:                                                # one that loads but cannot code is at fault, not IN
+        _check_model(model, tokenizer)
+    except ValueError as exc:
+        raise ValueError(f"--model {folder}: {exc}") from None
+    return model, tokenizer
 
 
 def _write_new(path, data: bytes) -> None:

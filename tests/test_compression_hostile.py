@@ -554,3 +554,22 @@ def test_a_numpy_bool_flag_is_refused_with_a_message_that_says_what_it_is(tiny):
     with pytest.raises(TypeError, match=r"mix must be a bool, got numpy\.bool.*bool\(") as refused:
         cz.compress(b"text", model, tok, mix=np.True_, primer=primer)
     assert not str(refused.value).endswith("got bool")
+
+
+def test_a_model_folder_the_coder_cannot_use_is_named_not_the_input(model_dir, tmp_path, capsys):
+    """A --model folder that loads but cannot code (a window of one position): the message names
+    --model DIR, which is at fault, not IN."""
+    import json
+    import shutil
+
+    folder = tmp_path / "model"
+    shutil.copytree(model_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 1}))
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    for command in ("compress", "decompress"):
+        assert cz.main([command, str(src), str(tmp_path / "out"), "--model", str(folder)]) == 1
+        err = capsys.readouterr().err
+        assert f"--model {folder}: " in err and "max_position_embeddings" in err and str(src) not in err, err
+    assert _listing(tmp_path) == ["in.txt", "model"]
