@@ -99,7 +99,11 @@ def positive_real(name: str, value, what: str = "") -> float:
 
 def flag(name: str, value) -> bool:
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+        kind = type(value)
+        if kind.__module__ != "builtins":         # NumPy 2 names its own bool type 'bool'
+            raise TypeError(f"{name} must be a bool, got {kind.__module__}.{kind.__qualname__}; "
+                            f"pass True or False (bool(...) of it)")
+        raise TypeError(f"{name} must be a bool, got {kind.__name__}")
     return value
 
 

@@ -64,7 +64,7 @@ from functools import lru_cache
 import numpy as np
 
 from .adaptation import AdaptConfig, Adapter
-from .checks import flag
+from .checks import flag, nonnegative_int, positive_int
 from .context_mixing import ContextMixer
 from .nn import DecoderLM, KVCache
 from .text import BPETokenizer
@@ -278,6 +278,9 @@ def tokenize(data: bytes, tokenizer: BPETokenizer) -> np.ndarray | None:
     """Token ids whose bytes are exactly ``data``: each valid UTF-8 run is encoded as ordinary
     text (special-token strings stay text), every other byte as its single-byte token. None when
     the tokenizer cannot spell ``data`` (a vocabulary without every single byte)."""
+    _nbytes(data, "data", "encode text first (text.encode('utf-8'))")
+    _check_tokenizer(tokenizer)
+    data = bytes(data)
     byte_ids = _byte_ids(tokenizer)
     text = data.decode("utf-8", errors="surrogateescape")    # invalid bytes -> U+DC80..U+DCFF
     parts = []
@@ -310,12 +313,14 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
 
 def segments(n_tokens: int, streams: int) -> np.ndarray:
     """Token counts of the ``streams`` contiguous segments (the first ``n_tokens % streams`` one longer)."""
+    n_tokens, streams = nonnegative_int("n_tokens", n_tokens), positive_int("streams", streams)
     return np.full(streams, n_tokens // streams, np.int64) + (np.arange(streams) < n_tokens % streams)
 
 
 def stream_count(n_tokens: int) -> int:
     """The streams :func:`compress` codes ``n_tokens`` tokens in: one per :data:`MIN_SEGMENT`
     tokens, at least 1 and at most :data:`STREAMS`."""
+    n_tokens = nonnegative_int("n_tokens", n_tokens)
     return int(max(1, min(STREAMS, n_tokens // MIN_SEGMENT)))
 
 
@@ -389,11 +394,15 @@ class _Predictor:
 
 # -- the blob -----------------------------------------------------------------------------------------
 
+def _check_tokenizer(tokenizer) -> None:
+    if not isinstance(tokenizer, BPETokenizer):
+        raise TypeError(f"tokenizer must be a netcl_lite.text.BPETokenizer, got {type(tokenizer).__name__}")
+
+
 def _check_model(model, tokenizer) -> None:
     if not isinstance(model, DecoderLM):
         raise TypeError(f"model must be a netcl_lite.nn.DecoderLM, got {type(model).__name__}")
-    if not isinstance(tokenizer, BPETokenizer):
-        raise TypeError(f"tokenizer must be a netcl_lite.text.BPETokenizer, got {type(tokenizer).__name__}")
+    _check_tokenizer(tokenizer)
     if max(tokenizer.vocab) >= model.config.vocab_size:
         raise ValueError(f"tokenizer has ids up to {max(tokenizer.vocab)}, beyond the model's "
                          f"vocab_size={model.config.vocab_size}: pass the tokenizer the model was trained with")
@@ -409,6 +418,8 @@ def _check_primer(primer, tokenizer: BPETokenizer) -> np.ndarray:
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{what}; NumPy cannot read it as one ({exc})") from None
     top = max(tokenizer.vocab)
+    if isinstance(primer, (list, tuple)) and not primer:   # NumPy reads [] as float64: no ids
+        arr = np.zeros(0, np.int64)
     if arr.ndim != 1 or arr.dtype.kind not in "iu":
         raise ValueError(f"{what}; got an array of shape {arr.shape} and dtype {arr.dtype}")
     if arr.size > MAX_PRIMER_TOKENS:
@@ -442,6 +453,7 @@ def _training_ids(fingerprint: bytes, tokenizer: BPETokenizer) -> np.ndarray:
 def default_primer(tokenizer: BPETokenizer) -> np.ndarray:
     """The n-gram's starting counts when none are given: Chapter 9's training text
     (:func:`netcl_lite.capstone.data`) in ``tokenizer``'s ids, encoded once per process."""
+    _check_tokenizer(tokenizer)
     return _training_ids(tokenizer_fingerprint(tokenizer), tokenizer)
 
 
@@ -569,6 +581,8 @@ def read_header(blob: bytes) -> dict:
     for a coded mode ``tokens``, ``fingerprint``, ``tags``; ``crc``, ``end``: where the data or
     the payload starts), or ValueError for a blob too short or not of this format. The fields are
     read, not checked against each other or the payload."""
+    _nbytes(blob, "blob", "what compress returned")
+    blob = bytes(blob)
     if len(blob) < len(MAGIC) + 2:
         raise ValueError(f"blob is truncated: {len(blob)} bytes, shorter than any header")
     if blob[:len(MAGIC)] != MAGIC:
@@ -724,14 +738,22 @@ def _load(model_dir):
         run = capstone.run()
         return run.model, run.tokenizer
     folder = Path(model_dir)
-    if not folder.is_dir():
-        raise ValueError(f"--model {folder}: no such folder")
-    if not (folder / "tokenizer.json").is_file():
-        raise ValueError(f"--model {folder}: no tokenizer.json there (a Chapter 9 run's folder has one)")
     try:
-        return DecoderLM.from_pretrained(folder), BPETokenizer.load(folder / "tokenizer.json")
+        if not folder.is_dir():
+            raise ValueError(f"--model {folder}: no such folder")
+        if not (folder / "tokenizer.json").is_file():
+            raise ValueError(f"--model {folder}: no tokenizer.json there (a Chapter 9 run's folder has one)")
+    except OSError as exc:                              # the system refuses to look it up (a name too long)
+        raise ValueError(f"--model {folder}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        model, tokenizer = DecoderLM.from_pretrained(folder), BPETokenizer.load(folder / "tokenizer.json")
     except (OSError, ValueError, TypeError, KeyError) as exc:
         raise ValueError(f"--model {folder}: cannot load the model there ({exc})") from None
+    try:                                                # one that loads but cannot code is at fault, not IN
+        _check_model(model, tokenizer)
+    except ValueError as exc:
+        raise ValueError(f"--model {folder}: {exc}") from None
+    return model, tokenizer
 
 
 def _write_new(path, data: bytes) -> None:
@@ -824,16 +846,19 @@ def main(argv=None) -> int:
             return fail(f"{args.output!r}: names no file (empty, or a folder by its trailing slash); "
                         "give the name of a file to write")
         out = Path(args.output)
-        if out.is_dir():
-            return fail(f"{out}: is a folder; give the name of a file to write")
-        if out.exists() or out.is_symlink():
-            return fail(f"{out}: file exists; remove it or choose another name")
-        if not out.parent.is_dir():
-            from .files import kind_of
+        try:
+            if out.is_dir():
+                return fail(f"{out}: is a folder; give the name of a file to write")
+            if out.exists() or out.is_symlink():
+                return fail(f"{out}: file exists; remove it or choose another name")
+            if not out.parent.is_dir():
+                from .files import kind_of
 
-            kind = kind_of(out.parent)
-            return fail(f"{out}: cannot write there: its folder {out.parent} is "
-                        f"{'missing' if kind == 'missing' else kind + ', not a folder'}")
+                kind = kind_of(out.parent)
+                return fail(f"{out}: cannot write there: its folder {out.parent} is "
+                            f"{'missing' if kind == 'missing' else kind + ', not a folder'}")
+        except OSError as exc:                          # the system refuses to look it up (a name too long)
+            return fail(f"{out}: cannot write there: {exc.strerror or exc}")
     try:
         limit, what = (MAX_INPUT_BYTES, "the input to compress") if squeezing else (MAX_BLOB_BYTES, "a blob to decompress")
         try:

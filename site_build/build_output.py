@@ -22,7 +22,8 @@ the printed text, escaped, replaces it in the page's HTML (:meth:`BuildOutputs.i
 it prints can close its block, include a file (``--8<--``), become a marker, math or HTML. Control
 characters (other than tab and newline) and invisible bidirectional marks are shown as ``\\xNN`` or
 ``\\uNNNN``. Output ``as markdown`` is rendered on its own by a Markdown with paragraphs, pipe tables,
-emphasis, code spans and character references only (:func:`markdown_html`): anything else it prints,
+emphasis, code spans and character references only (:func:`markdown_html`; a reference to a
+character shown as an escape is shown as that escape): anything else it prints,
 raw HTML, links, images, headings, lists, fences, attribute lists or includes, shows as the text it
 is. A snippet fails the build, with an error that names the page, the marker's line and the snippet,
 when it exits with an error, runs longer than :data:`TIMEOUT_S`, prints more than
@@ -94,8 +95,37 @@ def markdown_html(text: str) -> list[str]:
                                                  "linebreak", "html"))):
         for name in names:
             registry.deregister(name, strict=False)
-    html = md.convert(visible(text))
-    return re.split(r"\n(?=<(?:p|table)>)", html) if html else []
+    converted = _visible_references(md.convert(visible(text)))
+    return re.split(r"\n(?=<(?:p|table)>)", converted) if converted else []
+
+
+#: a character reference as a browser reads it (a numeric one may lack its semicolon)
+_REFERENCE = re.compile(r"&(?:#[xX][0-9a-fA-F]+|#[0-9]+|[A-Za-z][A-Za-z0-9]*);?")
+
+
+def _visible_references(converted: str) -> str:
+    """``converted``, Markdown's HTML, with each character reference that names a character
+    :func:`visible` writes out (``&#x202e;``, ``&rlm;``, ``&#7;``) replaced by that escape: Markdown
+    passes references through, and the browser would show the character they name."""
+    def show(m: re.Match) -> str:
+        named = _referenced(m[0])
+        return html.escape(visible(named), quote=False) if _INVISIBLE.search(named) else m[0]
+
+    return _REFERENCE.sub(show, converted)
+
+
+def _referenced(reference: str) -> str:
+    """What a browser shows for the character ``reference``: as :func:`html.unescape` reads it, but a
+    numeric reference to a control character is that character (``html.unescape`` drops it), and
+    one of any length is read (past U+10FFFF it is U+FFFD)."""
+    if reference[1] != "#":
+        return html.unescape(reference)
+    hexadecimal = reference[2] in "xX"
+    digits = reference[3 if hexadecimal else 2:].rstrip(";").lstrip("0") or "0"
+    if len(digits) > 8:
+        return "\ufffd"
+    code = int(digits, 16 if hexadecimal else 10)
+    return html.unescape(f"&#{code};") or chr(code)
 
 
 def code_key(code: str, shared: str | None = None) -> str:

@@ -495,3 +495,81 @@ def test_a_missing_input_is_named_once(tmp_path, capsys):
     assert cz.main(["compress", str(missing), str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
     assert err.count(str(missing)) == 1 and "no such file" in err, err
+
+
+def test_a_path_too_long_for_the_system_is_refused_naming_it(tmp_path, capsys):
+    """OUT or ``--model`` whose name the system refuses to look up (ENAMETOOLONG): a message naming
+    the argument and exit status 1, not a traceback; nothing is written."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    long = "n" * 300                                   # past NAME_MAX (255) on every Linux file system
+    cases = [(["compress", str(src), str(tmp_path / long), "--model", str(tmp_path / "nomodel")], long),
+             (["decompress", str(src), str(tmp_path / long / "out")], long),
+             (["compress", str(src), str(tmp_path / "out"), "--model", str(tmp_path / long)], f"--model {tmp_path}")]
+    for argv, named in cases:
+        assert cz.main(argv) == 1, argv
+        err = capsys.readouterr().err
+        assert named in err and "name too long" in err and "Traceback" not in err, (argv, err[-400:])
+    assert _listing(tmp_path) == ["in.txt"]
+
+
+def test_the_module_s_other_public_functions_refuse_arguments_of_the_wrong_kind_naming_them(tiny):
+    """read_header, tokenize, segments, stream_count and default_primer, documented beside compress,
+    refuse what they cannot read with a TypeError or ValueError naming the parameter, not an
+    AttributeError, a ZeroDivisionError or NumPy's 'truth value ... is ambiguous'."""
+    model, tok, primer = tiny
+    blob = cz.compress(TEXT.encode(), model, tok, primer=primer)
+    for bad in (None, blob.decode("latin-1"), np.frombuffer(blob, np.uint8), list(blob)):
+        with pytest.raises(TypeError, match="blob must be bytes"):
+            cz.read_header(bad)
+    assert cz.read_header(memoryview(bytearray(blob))) == cz.read_header(blob)
+    with pytest.raises(TypeError, match="data must be bytes"):
+        cz.tokenize("text", tok)
+    for call in (lambda: cz.tokenize(b"text", None), lambda: cz.default_primer(None)):
+        with pytest.raises(TypeError, match="tokenizer must be"):
+            call()
+    for call, name in ((lambda: cz.segments(10, 0), "streams"), (lambda: cz.segments(-1, 2), "n_tokens"),
+                       (lambda: cz.segments(10, 2.0), "streams"), (lambda: cz.stream_count(-5), "n_tokens"),
+                       (lambda: cz.stream_count(None), "n_tokens")):
+        with pytest.raises(ValueError, match=name):
+            call()
+    assert cz.segments(10, 3).tolist() == [4, 3, 3] and cz.stream_count(np.int64(5000)) == 5000 // cz.MIN_SEGMENT
+
+
+def test_an_empty_list_or_tuple_of_primer_ids_is_no_ids(tiny):
+    """``primer=[]`` holds no ids, as ``np.zeros(0, np.int64)`` does (NumPy reads an empty list as
+    float64): both code, and decode with either spelling."""
+    model, tok, _ = tiny
+    data = TEXT[:300].encode()
+    blob = cz.compress(data, model, tok, primer=np.zeros(0, np.int64))
+    for empty in ([], (), np.zeros(0, np.int32)):
+        assert cz.compress(data, model, tok, primer=empty) == blob
+        assert cz.decompress(blob, model, tok, primer=empty) == data
+
+
+def test_a_numpy_bool_flag_is_refused_with_a_message_that_says_what_it_is(tiny):
+    """NumPy 2 names its bool type ``bool``: the refusal names ``numpy.bool`` and says to pass
+    ``bool(...)``, not 'mix must be a bool, got bool'."""
+    model, tok, primer = tiny
+    with pytest.raises(TypeError, match=r"mix must be a bool, got numpy\.bool.*bool\(") as refused:
+        cz.compress(b"text", model, tok, mix=np.True_, primer=primer)
+    assert not str(refused.value).endswith("got bool")
+
+
+def test_a_model_folder_the_coder_cannot_use_is_named_not_the_input(model_dir, tmp_path, capsys):
+    """A --model folder that loads but cannot code (a window of one position): the message names
+    --model DIR, which is at fault, not IN."""
+    import json
+    import shutil
+
+    folder = tmp_path / "model"
+    shutil.copytree(model_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 1}))
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    for command in ("compress", "decompress"):
+        assert cz.main([command, str(src), str(tmp_path / "out"), "--model", str(folder)]) == 1
+        err = capsys.readouterr().err
+        assert f"--model {folder}: " in err and "max_position_embeddings" in err and str(src) not in err, err
+    assert _listing(tmp_path) == ["in.txt", "model"]

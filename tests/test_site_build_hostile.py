@@ -193,6 +193,24 @@ def test_output_as_markdown_keeps_tables_emphasis_and_code(site):
     assert figure.count("<table>") == 1 and "On 3 seeds." not in figure, "the caption holds the table alone"
 
 
+
+def test_output_as_markdown_shows_character_references_to_invisible_characters_as_escapes(site):
+    """Markdown passes character references through to the HTML, where the browser reads them as the
+    characters they name: a reference to a control character or an invisible bidirectional mark is
+    shown as its escape, as the character itself would be; other references and code spans stay."""
+    text = ("| a | b |\n|---|---|\n| x&#x202E;evil&#8236; | &rlm;&lrm; &#7; &#x1b&#27; |\n"
+            "| &lt;&amp;&eacute; | `&#x202e;` &#00000000000000008238; |\n")
+    page_html = site.render(site.printing("references.py", text, as_markdown=True))
+    raw = page_html[page_html.index("<table>"):page_html.index("</table>")]
+    for reference in ("&#x202E;", "&#8236;", "&rlm;", "&lrm;", "&#7;", "&#27;", "8238;"):
+        assert reference not in raw, reference
+    table = html.unescape(raw)
+    for char in "\u202e\u202c\u200f\u200e":
+        assert char not in table, repr(char)
+    for shown_as in ("x\\u202eevil\\u202c", "\\u200f\\u200e \\x07 &#x1b\\x1b", "<&\u00e9", "<code>&#x202e;</code> \\u202e"):
+        assert shown_as in table, shown_as
+
+
 # -- 2. markers: strict, and only outside code -----------------------------------------------------
 
 NEAR_MISSES = [
