@@ -26,7 +26,8 @@ arithmetic: compiler target, vector lanes, OpenCL platform, kernel sources, NumP
 constriction versions; and the coder: the host models' sources and settings), a 1-byte tag per
 part of it (which part differs, when the fingerprint does), and a CRC-32 of the header and the
 payload. The stream layout and the window's refills follow from the token count and the model,
-and the payload is the rest of the blob: at most 31 bytes of header, the size for the largest input compress accepts (``MAX_INPUT_BYTES``).
+and the payload is the rest of the blob: at most 31 bytes of header, the size for the largest
+input compress accepts (``MAX_INPUT_BYTES``).
 Input that the model codes no smaller (or whose code runs :data:`GIVE_UP_BITS` over 95% of
 storing it, part way) is stored as is, so a blob is never more than :data:`STORED_HEADER_BYTES` over
 its input. A truncated, corrupted or foreign blob raises
