@@ -56,11 +56,19 @@ def _term(entry: dict, index: int) -> Term:
         raise ValueError(f"{SOURCE.name}: entry {index} ({entry.get('term', '?')}): "
                          f"{'unknown keys ' + str(sorted(unknown)) if unknown else ''}"
                          f"{'missing ' + str(sorted(missing)) if missing else ''}")
-    forms = entry.get("forms") or [entry["term"]]
-    if not all(isinstance(f, str) and f.strip() for f in forms):
-        raise ValueError(f"{SOURCE.name}: {entry['term']}: forms must be non-empty strings")
-    return Term(term=str(entry["term"]), definition=" ".join(str(entry["definition"]).split()),
-                forms=tuple(forms), expansion=str(entry.get("expansion", "")), see=str(entry.get("see", "")))
+    for key in ("term", "definition"):
+        if not isinstance(entry[key], str) or not entry[key].strip():
+            raise ValueError(f"{SOURCE.name}: entry {index} ({entry.get('term', '?')}): {key} must be non-empty "
+                             f"text, got {entry[key]!r} (quote it if YAML reads it as something else)")
+    for key in ("expansion", "see"):
+        if key in entry and not isinstance(entry[key], str):
+            raise ValueError(f"{SOURCE.name}: {entry['term']}: {key} must be text, got {entry[key]!r}")
+    forms = entry.get("forms", [entry["term"]])
+    if not isinstance(forms, list) or not forms or not all(isinstance(f, str) and f.strip() for f in forms):
+        raise ValueError(f"{SOURCE.name}: {entry['term']}: forms must be a non-empty list of non-empty strings, "
+                         f"got {forms!r}")
+    return Term(term=entry["term"], definition=" ".join(entry["definition"].split()),
+                forms=tuple(forms), expansion=entry.get("expansion", ""), see=entry.get("see", ""))
 
 
 @functools.lru_cache(maxsize=4)

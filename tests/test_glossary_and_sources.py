@@ -94,3 +94,24 @@ def test_a_dirty_build_renders_a_source_page_again_only_when_it_changed(tmp_path
     assert not page.is_modified()
     page.listing = "<pre>2</pre>"
     assert page.is_modified()
+
+
+@pytest.mark.parametrize("entry, says", [
+    ("  forms: tokenizer\n  definition: Splits text.\n", "forms must be a non-empty list"),
+    ("  forms: {tokenizer: 1}\n  definition: Splits text.\n", "forms must be a non-empty list"),
+    ("  forms: []\n  definition: Splits text.\n", "forms must be a non-empty list"),
+    ("  definition:\n", "definition must be non-empty text, got None"),
+    ("  definition: [splits, text]\n", "definition must be non-empty text"),
+    ("  definition: Splits text.\n  expansion:\n", "expansion must be text, got None"),
+    ("  definition: Splits text.\n  see:\n", "see must be text, got None"),
+])
+def test_an_entry_whose_field_has_the_wrong_type_is_refused_naming_the_field(tmp_path, entry, says):
+    """YAML reads ``forms: x`` as a string (not a list of one form) and an empty value as null: each is
+    refused, never split into one-letter forms or shown as the text 'None'."""
+    source = tmp_path / "glossary.yml"
+    source.write_text("- term: tokenizer\n" + entry)
+    with pytest.raises(ValueError, match=re.escape(says)):
+        glossary.terms(source)
+    source.write_text("- term:\n  definition: Splits text.\n")
+    with pytest.raises(ValueError, match="term must be non-empty text, got None"):
+        glossary.terms(source)
