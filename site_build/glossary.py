@@ -79,6 +79,12 @@ def _load(path: str, stamp: tuple[int, int]) -> tuple[Term, ...]:
     if not isinstance(data, list):
         raise ValueError(f"{SOURCE.name}: must be a list of terms")
     terms = tuple(_term(entry, i) for i, entry in enumerate(data))
+    anchors: dict[str, str] = {}
+    for t in terms:
+        if t.anchor in anchors:
+            raise ValueError(f"{SOURCE.name}: {anchors[t.anchor]!r} and {t.term!r} share the anchor #{t.anchor} "
+                             f"(the same term twice?); merge them or rename one")
+        anchors[t.anchor] = t.term
     seen: dict[str, str] = {}
     for t in terms:
         for form in t.forms:

@@ -115,3 +115,13 @@ def test_an_entry_whose_field_has_the_wrong_type_is_refused_naming_the_field(tmp
     source.write_text("- term:\n  definition: Splits text.\n")
     with pytest.raises(ValueError, match="term must be non-empty text, got None"):
         glossary.terms(source)
+
+
+@pytest.mark.parametrize("first, second", [("token", "token"), ("Token", "token"), ("KV cache", "KV-cache")])
+def test_two_terms_with_one_anchor_are_refused(tmp_path, first, second):
+    """The same term twice, or two whose anchors agree, would give the Glossary page two elements with
+    one id and the tooltips the first definition alone."""
+    source = tmp_path / "glossary.yml"
+    source.write_text(f"- term: {first}\n  definition: one.\n- term: {second}\n  definition: two.\n")
+    with pytest.raises(ValueError, match=f"{first!r} and {second!r} share the anchor #term-"):
+        glossary.terms(source)
