@@ -140,9 +140,21 @@ def _work(key: str, entry) -> Work:
 @functools.lru_cache(maxsize=4)
 def _load(path: str, stamp: tuple[int, int]) -> dict[str, Work]:
     from pybtex.database import parse_file
+    from pybtex.exceptions import PybtexError
 
-    bib = parse_file(path, bib_format="bibtex")
-    return {key: _work(key, entry) for key, entry in bib.entries.items()}
+    try:
+        bib = parse_file(path, bib_format="bibtex")
+    except PybtexError as err:
+        raise ValueError(f"{path}: {err}") from None
+    out = {}
+    for key, entry in bib.entries.items():
+        missing = [f for f in ("author", "year", "title") if not (entry.persons if f == "author" else entry.fields).get(f)]
+        if not re.fullmatch(KEY, key) or missing:
+            what = f"lacks {', '.join(missing)}" if missing else "has a key no page can cite"
+            raise ValueError(f"{path}: the entry {key!r} {what}; an entry has a key authorYEARword "
+                             f"(lower case), an author, a year and a title")
+        out[key] = _work(key, entry)
+    return out
 
 
 def works(path: Path = SOURCE) -> dict[str, Work]:

@@ -152,3 +152,22 @@ def test_code_and_math_keep_their_at_signs_and_an_unknown_key_fails():
     assert citations.render(text, "chapter-7.md") == text
     with pytest.raises(ValueError, match=r"docs/chapter-7.md: cites @nobody2020nothing"):
         citations.render("As [@nobody2020nothing] showed.", "chapter-7.md")
+
+
+@pytest.mark.parametrize("entry, says", [
+    ("@misc{smith2020x, title={T}, howpublished={web}, year={2020}}", "'smith2020x' lacks author"),
+    ("@book{smith2020x, editor={Smith, A.}, title={T}, publisher={P}, year={2020}}", "'smith2020x' lacks author"),
+    ("@article{smith2020x, author={Smith, A.}, title={T}, journal={J}}", "'smith2020x' lacks year"),
+    ("@article{smith2020x, author={Smith, A.}, journal={J}, year={2020}}", "'smith2020x' lacks title"),
+    ("@article{Smith_2020:x, author={Smith, A.}, title={T}, journal={J}, year={2020}}", "key no page can cite"),
+    ("@article{smith2020x, author={Smith, A.}, title={T}, journal={J}, year={2020}", "syntax error"),
+    ("@article{smith2020x, author={A. Smith}, title={T}, journal={J}, year={2020}}\n" * 2, "repeated"),
+])
+def test_an_entry_that_cannot_be_cited_or_shown_is_refused_naming_the_file(tmp_path, entry, says):
+    """An entry without an author failed with an IndexError, one without a year was cited as
+    '(Smith, )', one whose key does not look like authorYEARword could never be cited, and a syntax
+    error did not name the file: each is a ValueError naming the file and what is wrong."""
+    source = tmp_path / "references.bib"
+    source.write_text(entry + "\n")
+    with pytest.raises(ValueError, match=f"^{re.escape(str(source))}: .*{re.escape(says)}"):
+        citations.works(source)
