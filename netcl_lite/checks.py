@@ -159,3 +159,26 @@ def token_ids(ids, name: str = "ids") -> list[int]:
     if bad is not None:
         raise TypeError(f"{name} must be ints, got an element of type {bad.__name__}")
     return list(map(int, ids))  # e.g. NumPy integer scalars
+
+
+def id_array(name: str, value, high: int | None = None, *, what: str = "token ids") -> np.ndarray:
+    """``value`` as a 1-D int64 array of integers in [0, ``high``) (no upper bound when ``high`` is
+    None): TypeError when it is no integer array, ValueError for a value out of range.
+
+    >>> id_array("primer", [3, 1], 4)
+    array([3, 1])
+    >>> id_array("primer", [3, 4], 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: primer must hold token ids in [0, 4), got values from 3 to 4
+    """
+    import numpy as np
+
+    arr = np.asarray(value) if not isinstance(value, (str, bytes)) else None
+    if arr is None or arr.ndim != 1 or (arr.size and (arr.dtype.kind not in "iu" or arr.dtype == np.bool_)):
+        shown = f"{arr.dtype} of shape {arr.shape}" if arr is not None else type(value).__name__
+        raise TypeError(f"{name} must be a 1-D array of integer {what}, got {shown}")
+    if arr.size and (arr.min() < 0 or (high is not None and arr.max() >= high)):
+        bound = f"[0, {high})" if high is not None else "[0, ∞)"
+        raise ValueError(f"{name} must hold {what} in {bound}, got values from {int(arr.min())} to {int(arr.max())}")
+    return arr.astype(np.int64, copy=False)

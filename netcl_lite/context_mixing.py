@@ -24,8 +24,11 @@ on Chapter 9's validation split (``benchmarks/results/capstone.md``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
+from . import checks
 from .match import MatchModel
 from .ngram import ORDERS, SUCCESSOR_ORDERS, Mixer, NGram, WordNGram
 
@@ -220,6 +223,17 @@ class ContextMixer:
 
     def __init__(self, primer: np.ndarray, vocab: int, lengths: np.ndarray, pieces: dict[int, bytes],
                  techniques=TECHNIQUES):
+        vocab = checks.positive_int("vocab", vocab, "the model's vocab_size")
+        primer = checks.id_array("primer", primer, vocab)
+        lengths = checks.id_array("lengths", lengths, what="token counts, one per stream")
+        if lengths.size == 0:
+            raise ValueError("lengths must give at least one stream's token count, got none")
+        if not isinstance(pieces, Mapping):
+            raise TypeError(f"pieces must be a mapping of token id -> bytes (the tokenizer's vocab), "
+                            f"got {type(pieces).__name__}")
+        if isinstance(techniques, str):
+            raise TypeError(f"techniques must be a collection of names from {TECHNIQUES}, got the "
+                            f"string {techniques!r} (pass ({techniques!r},))")
         unknown = set(techniques) - set(TECHNIQUES)
         if unknown:
             raise ValueError(f"techniques: unknown {sorted(unknown)}; choose from {TECHNIQUES}")
@@ -227,6 +241,7 @@ class ContextMixer:
         if on and "geometric" not in on:
             raise ValueError("techniques: every technique but the linear mix needs 'geometric'")
         b = lengths.size
+        self.vocab = vocab
         self.on = on
         self.ngram = NGram(primer, vocab, b)
         self.linear = Mixer(ORDERS)
@@ -261,6 +276,13 @@ class ContextMixer:
 
     def predict(self, p_model: np.ndarray) -> np.ndarray:
         """(B, vocab) float64: the distribution each stream's next token is coded with."""
+        shape = (self.prev.size, self.vocab)
+        if not isinstance(p_model, np.ndarray) or p_model.shape != shape or p_model.dtype.kind != "f":
+            got = f"{p_model.dtype} of shape {p_model.shape}" if isinstance(p_model, np.ndarray) else type(p_model).__name__
+            raise ValueError(f"p_model must be a float array of shape {shape} (streams, vocab), got {got}")
+        if not np.isfinite(p_model).all() or (p_model < 0).any():
+            raise ValueError("p_model must hold finite probabilities >= 0; it holds a NaN, an infinity or "
+                             "a negative value (check the model's weights)")
         if self._prepared is None:
             self.prepare()
         (q, cache, *others), boosts, reached, total = self._prepared
@@ -275,6 +297,13 @@ class ContextMixer:
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         """Learn from the step's ``tokens`` (B,) of the ``active`` streams (bool (B,)), then count them."""
+        tokens = checks.id_array("tokens", tokens, self.vocab)
+        active = np.asarray(active)
+        if tokens.size != self.prev.size or active.shape != tokens.shape or active.dtype != np.bool_:
+            raise ValueError(f"tokens and active must be 1-D, one per stream ({self.prev.size}), active of "
+                             f"bools; got {tokens.size} tokens and active {active.dtype} of shape {active.shape}")
+        if not hasattr(self, "_linear"):
+            raise ValueError("update follows predict: call predict(p_model) for the step first")
         self.linear.update(tokens, self._linear, active)
         if self.on:
             self.geometric.update(tokens, active)

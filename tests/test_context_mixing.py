@@ -4,6 +4,8 @@ learning in the right direction)."""
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import numpy as np
 import pytest
 
@@ -239,3 +241,52 @@ def test_the_recorded_ablation_backs_the_choices_chapter_9_states():
     linear = next(bpb for name, bpb in rows.items() if name.startswith("linear"))
     assert min(designs.values()) > linear, "the binary decomposition needs more bits than the linear mix"
     assert rows["+ geometric mixing in the log domain"] < linear
+
+
+def _mixer(**kwargs):
+    pieces = MappingProxyType({i: b"a" for i in range(16)})      # as a tokenizer's vocab is: a read-only view
+    args = dict(primer=np.arange(40) % 7, vocab=16, lengths=np.array([5, 5]), pieces=pieces)
+    args.update(kwargs)
+    return cm.ContextMixer(**args)
+
+
+@pytest.mark.parametrize("kwargs, error, says", [
+    ({"vocab": 0}, ValueError, "vocab must be a positive int"),
+    ({"vocab": 16.0}, ValueError, "vocab must be a positive int"),
+    ({"primer": np.array([0.5, 1.5])}, TypeError, "primer must be a 1-D array of integer token ids"),
+    ({"primer": "abc"}, TypeError, "primer must be a 1-D array of integer token ids"),
+    ({"primer": np.array([3, 16])}, ValueError, r"primer must hold token ids in \[0, 16\)"),
+    ({"primer": np.array([-1, 3])}, ValueError, r"primer must hold token ids in \[0, 16\)"),
+    ({"lengths": np.array([], np.int64)}, ValueError, "lengths must give at least one stream"),
+    ({"lengths": np.array([-3])}, ValueError, "lengths must hold token counts"),
+    ({"lengths": np.array([[5]])}, TypeError, "lengths must be a 1-D array"),
+    ({"pieces": None}, TypeError, "pieces must be a mapping"),
+    ({"techniques": "geometric"}, TypeError, r"techniques must be a collection .*pass \('geometric',\)"),
+])
+def test_a_context_mixer_with_a_bad_argument_is_refused_naming_it(kwargs, error, says):
+    """No NumPy broadcast error, AttributeError or one-letter technique names: the parameter, and what to pass."""
+    with pytest.raises(error, match=says):
+        _mixer(**kwargs)
+
+
+def test_a_context_mixer_refuses_bad_steps_naming_the_argument():
+    """A NaN distribution ended in an IndexError from the secondary estimation, a token outside the
+    vocabulary in one from the counts, a distribution of the wrong width in a broadcast error."""
+    mixer = _mixer()
+    with pytest.raises(ValueError, match="update follows predict"):
+        mixer.update(np.array([1, 2]), np.array([True, True]))
+    with pytest.raises(ValueError, match="p_model must hold finite probabilities"):
+        mixer.predict(np.full((2, 16), np.nan))
+    with pytest.raises(ValueError, match=r"p_model must be a float array of shape \(2, 16\)"):
+        mixer.predict(np.full((2, 10), 0.1))
+    with pytest.raises(ValueError, match=r"p_model must be a float array of shape \(2, 16\)"):
+        mixer.predict([[1 / 16] * 16] * 2)
+    mixer.predict(np.full((2, 16), 1 / 16))
+    with pytest.raises(ValueError, match=r"tokens must hold token ids in \[0, 16\)"):
+        mixer.update(np.array([1, 16]), np.array([True, True]))
+    with pytest.raises(ValueError, match="one per stream"):
+        mixer.update(np.array([1, 2]), np.array([1, 1]))
+    with pytest.raises(ValueError, match="one per stream"):
+        mixer.update(np.array([1]), np.array([True]))
+    mixer.update(np.array([1, 2]), np.array([True, True]))
+    assert np.isfinite(mixer.predict(np.full((2, 16), 1 / 16))).all()
