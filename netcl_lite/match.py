@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import checks
+
 MIN_LENGTH = 6          # tokens of context whose hash finds a match
 MAX_VERIFY = 48         # a new candidate's agreement is checked this many tokens back, at most
 RELOOK = 16             # a stream whose match is shorter than this looks for a longer one each step
@@ -50,7 +52,11 @@ class MatchModel:
     Σ lengths[:b] of the coded text); :meth:`predict` then :meth:`update` once per step."""
 
     def __init__(self, primer: np.ndarray, lengths: np.ndarray, min_length: int = MIN_LENGTH):
-        primer = np.asarray(primer, np.int64)
+        primer = checks.id_array("primer", primer)
+        lengths = checks.id_array("lengths", lengths, what="token counts, one per stream")
+        if lengths.size == 0:
+            raise ValueError("lengths must give at least one stream's token count, got none")
+        min_length = checks.int_in("min_length", min_length, 1, MAX_VERIFY + 1, "tokens of context a match needs")
         self.min_length = min_length
         self.base = primer.size + np.r_[0, np.cumsum(lengths)[:-1]].astype(np.int64)
         self.text = np.full(primer.size + int(np.sum(lengths)), -1, np.int32)   # -1: not coded yet

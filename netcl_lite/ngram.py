@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+
+from . import checks
 
 ORDERS = 8                     # longest context the n-gram counts, in tokens
 DISCOUNT = (0.5, 0.5, 0.7, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8)    # absolute discount per order 0..ORDERS
@@ -67,6 +70,18 @@ def _context_keys(h: np.ndarray, token_bits: int) -> np.ndarray:
 def _tag(order: int, keys: np.ndarray, token_bits: int) -> np.ndarray:
     """Context keys of one order tagged with it in their top 4 bits (orders 1..15)."""
     return (np.uint64(order) << np.uint64(60 - token_bits)) | keys
+
+
+#: the most orders a model counts: its keys tag the order in 4 bits (:func:`_tag`)
+MAX_ORDERS = 15
+
+
+def _check(primer, vocab, streams, orders) -> np.ndarray:
+    """``primer`` as int64 ids, once ``vocab``, ``streams`` and ``orders`` are checked."""
+    checks.positive_int("vocab", vocab, "the model's vocab_size")
+    checks.positive_int("streams", streams)
+    checks.int_in("orders", orders, 1, MAX_ORDERS + 1, "the order is kept in 4 bits of each key")
+    return checks.id_array("primer", primer, vocab)
 
 
 def _tagged(keys: list[np.ndarray], token_bits: int) -> np.ndarray:
@@ -292,6 +307,7 @@ class NGram:
     """
 
     def __init__(self, primer: np.ndarray, vocab: int, streams: int, orders: int = ORDERS):
+        primer = _check(primer, vocab, streams, orders)
         self.vocab, self.orders = vocab, orders
         self.token_bits = _token_bits(vocab)
         unigram, tables = _primed_counts(primer, vocab, orders)       # tables: a _Primed
@@ -505,8 +521,10 @@ class WordNGram:
 
     def __init__(self, primer: np.ndarray, vocab: int, streams: int, pieces: dict[int, bytes],
                  orders: int = WORD_ORDERS):
-        if orders < 1:
-            raise ValueError(f"orders must be at least 1, got {orders}")
+        primer = _check(primer, vocab, streams, orders)
+        if not isinstance(pieces, Mapping):
+            raise TypeError(f"pieces must be a mapping of token id -> bytes (the tokenizer's vocab), "
+                            f"got {type(pieces).__name__}")
         self.vocab, self.orders = vocab, orders
         self.classes, self.separators = word_classes(pieces, vocab)
         self.n_classes = int(self.classes.max())

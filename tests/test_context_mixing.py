@@ -290,3 +290,26 @@ def test_a_context_mixer_refuses_bad_steps_naming_the_argument():
         mixer.update(np.array([1]), np.array([True]))
     mixer.update(np.array([1, 2]), np.array([True, True]))
     assert np.isfinite(mixer.predict(np.full((2, 16), 1 / 16))).all()
+
+
+@pytest.mark.parametrize("make, error, says", [
+    (lambda: ng.NGram(np.arange(20) % 5, 0, 1), ValueError, "vocab must be a positive int"),
+    (lambda: ng.NGram(np.arange(20) % 5, 8, 0), ValueError, "streams must be a positive int"),
+    (lambda: ng.NGram(np.array([5000, 1]), 8, 1), ValueError, r"primer must hold token ids in \[0, 8\)"),
+    (lambda: ng.NGram(np.array([0.5, 1.5]), 8, 1), TypeError, "primer must be a 1-D array of integer"),
+    (lambda: ng.NGram(np.arange(20) % 5, 8, 1, orders=16), ValueError, r"orders must be an int in \[1, 16\)"),
+    (lambda: ng.NGram(np.arange(20) % 5, 8, 1, orders=0), ValueError, r"orders must be an int in \[1, 16\)"),
+    (lambda: ng.WordNGram(np.arange(20) % 5, 8, 1, {}, orders=100), ValueError, r"orders must be an int in \[1, 16\)"),
+    (lambda: ng.WordNGram(np.arange(20) % 5, 8, 1, None), TypeError, "pieces must be a mapping"),
+    (lambda: MatchModel(np.arange(50) % 7, np.array([-5])), ValueError, "lengths must hold token counts"),
+    (lambda: MatchModel(np.arange(50) % 7, np.array([], np.int64)), ValueError, "at least one stream"),
+    (lambda: MatchModel(np.array([0.5, 1.7]), np.array([5])), TypeError, "primer must be a 1-D array of integer"),
+    (lambda: MatchModel("abc", np.array([5])), TypeError, "primer must be a 1-D array of integer"),
+    (lambda: MatchModel(np.arange(50) % 7, np.array([5]), min_length=0), ValueError, "min_length must be an int"),
+])
+def test_the_count_and_match_models_refuse_bad_arguments_naming_them(make, error, says):
+    """An order past 15 no longer fits the 4 bits its keys tag it with (contexts of two orders would
+    share counts, silently); ids outside the vocabulary, float ids, no streams or a negative length
+    were taken, or failed in a NumPy broadcast."""
+    with pytest.raises(error, match=says):
+        make()
