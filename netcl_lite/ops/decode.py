@@ -225,6 +225,18 @@ def _arguments(sizes: _Sizes, buffers: dict, layers: list[dict], *, rows_per_gro
     return tuple(values[name] for name in _ARGS)
 
 
+def _layer_caches(layers, k_caches, v_caches) -> tuple[list, list]:
+    """Checks that ``layers`` is a non-empty list with one K and one V cache per layer; returns the
+    caches as 4-D tensors (each named by its index in a refusal)."""
+    if not isinstance(layers, (list, tuple)) or not layers:
+        raise ValueError("layers must be a non-empty list of weight dicts (one per layer)")
+    for name, caches in (("k_caches", k_caches), ("v_caches", v_caches)):
+        if not isinstance(caches, (list, tuple)) or len(caches) != len(layers):
+            raise ValueError(f"{name} must be a list of one cache per layer ({len(layers)})")
+    return ([_tensor(f"k_caches[{i}]", t, 4) for i, t in enumerate(k_caches)],
+            [_tensor(f"v_caches[{i}]", t, 4) for i, t in enumerate(v_caches)])
+
+
 def decode_layer(x, weights, k_cache, v_cache, position: int, *, n_heads: int, eps: float = 1e-6,
                  rope_base: float = 10000.0, ids=None, table=None) -> Tensor:
     """Advance ``x`` (B, D), one position per sequence, through a Llama layer, in place.
@@ -307,13 +319,7 @@ def decode_prefill(ids, layers, k_caches, v_caches, position: int, *, n_heads: i
     >>> decode_prefill([[3, 7, 1], [2, 2, 9]], layers, [k], [v], 0, n_heads=2, table=table, norm=norm).shape
     (2, 3, 8)
     """
-    if not isinstance(layers, (list, tuple)) or not layers:
-        raise ValueError("layers must be a non-empty list of weight dicts (one per layer)")
-    for name, caches in (("k_caches", k_caches), ("v_caches", v_caches)):
-        if not isinstance(caches, (list, tuple)) or len(caches) != len(layers):
-            raise ValueError(f"{name} must be a list of one cache per layer ({len(layers)})")
-    k_caches = [_tensor(f"k_caches[{i}]", t, 4) for i, t in enumerate(k_caches)]
-    v_caches = [_tensor(f"v_caches[{i}]", t, 4) for i, t in enumerate(v_caches)]
+    k_caches, v_caches = _layer_caches(layers, k_caches, v_caches)
     _tensor("table", table, 2)
     _tensor("norm", norm, 1)
     arr = np.asarray(ids) if not isinstance(ids, Tensor) else None
@@ -431,13 +437,7 @@ class StepLaunch:
     def __init__(self, x, layers, k_caches, v_caches, *, n_heads: int, eps: float = 1e-6,
                  rope_base: float = 10000.0, table=None, norm=None, output=None):
         x = _tensor("x", x, 2)
-        if not isinstance(layers, (list, tuple)) or not layers:
-            raise ValueError("layers must be a non-empty list of weight dicts (one per layer)")
-        for name, caches in (("k_caches", k_caches), ("v_caches", v_caches)):
-            if not isinstance(caches, (list, tuple)) or len(caches) != len(layers):
-                raise ValueError(f"{name} must be a list of one cache per layer ({len(layers)})")
-        k_caches = [_tensor(f"k_caches[{i}]", t, 4) for i, t in enumerate(k_caches)]
-        v_caches = [_tensor(f"v_caches[{i}]", t, 4) for i, t in enumerate(v_caches)]
+        k_caches, v_caches = _layer_caches(layers, k_caches, v_caches)
         for i, weights in enumerate(layers):
             if isinstance(weights, dict):
                 for name, w in weights.items():
