@@ -3,8 +3,8 @@ forward and backward (``kernels/flash_attention.cl``). Float64 reference:
 :func:`netcl_lite.reference.flash_attention` (the same tile loop in float64).
 
 Keys and values stream through in tiles of ``block_size`` keys. Each query row
-keeps a running maximum ``m``, normalizer ``l`` and output accumulator ``o``;
-when a tile raises the maximum, ``l`` and ``o`` are first multiplied by
+keeps a running maximum ``m``, normalizer ``ℓ`` and output accumulator ``a``
+(Chapter 8's names); when a tile raises the maximum, ``ℓ`` and ``a`` are first multiplied by
 ``exp(m_old - m_new)``. The result equals dense attention up to float32
 rounding, with O(T·d) extra memory instead of O(T²).
 """
