@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from .kernels import _scalar_dtypes, get_program
+from .kernels import new_kernel
 from .stream import OpRecord, Recording, stream_of
 from .tensor import DeviceMemory, Tensor
 
@@ -63,8 +63,7 @@ class Replay:
             kind = command[0]
             if kind == "kernel":
                 _, (filename, name, options), global_size, local_size, args, op = command
-                kernel = cl.Kernel(get_program(queue.context, filename, options), name)
-                kernel.set_scalar_arg_dtypes(_scalar_dtypes(kernel))
+                kernel = new_kernel(queue.context, filename, name, options)
                 placed = [place(a) for a in args]
                 kernel.set_args(*placed)
                 self.commands.append(("kernel", kernel, global_size, local_size, f"{filename}:{name}", op))
@@ -95,8 +94,7 @@ class Replay:
         """Enqueue the commands again; returns the outputs. Nothing is waited for: failures surface
         at the next sync, named by op, as the eager run's would."""
         stream, queue = self.stream, self.queue
-        stream.sync()                                      # sequence numbers count from 0, as recorded
-        stream._ops = list(self.ops)
+        stream.restart(self.ops)                           # sequence numbers count from 0, as recorded
         profile = stream.profile
         enqueue = cl.enqueue_nd_range_kernel
         for command in self.commands:

@@ -269,6 +269,12 @@ class Stream:
         if (host != INT_MAX).any():
             self.sync()                       # the failure is still in the status word: raises
 
+    def restart(self, ops) -> None:
+        """Sync, then take ``ops`` (:class:`OpRecord` s) as the op calls since: a replay's kernels
+        report failures under the sequence numbers their recording gave them, counted from 0."""
+        self.sync()
+        self._ops = list(ops)
+
     # -- the one sync point ---------------------------------------------------------------------
     def sync(self) -> None:
         """Wait for every queued kernel, release what they used, and raise if one reported a failure."""
