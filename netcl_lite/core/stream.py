@@ -26,7 +26,8 @@ refusing a bad input up front would); otherwise the op overflowed float32 from
 finite inputs. Not thread-safe: one host thread per queue.
 
 A stretch of ops can also be **recorded** (:meth:`Stream.record`): every command they enqueue
-(kernel, fill, copy) is kept with its arguments, so that :class:`~netcl_lite.core.replay.Replay`
+through the stream (:meth:`Stream.launch`, :meth:`Stream.fill`, :meth:`Stream.copy`,
+:meth:`Stream.write`; a command enqueued past the stream is not seen) is kept with its arguments, so that :class:`~netcl_lite.core.replay.Replay`
 can enqueue the same commands again without the ops' Python: the stretch must therefore enqueue the
 same commands with the same arguments every time (what changes from run to run lives in buffers
 the replay is told to use as they are). A read-back or a prepared launch inside the stretch makes
