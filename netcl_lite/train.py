@@ -139,8 +139,8 @@ class RecordedStep:
     ``step(x, y)`` copies the batch (integer arrays of shape (batch_size, block_size)) into the
     step's own int32 device buffers, runs the commands, leaves each parameter's gradient in
     ``.grad`` (clipped) and returns ``(loss, clip)``: the loss Tensor and the (2,) Tensor that
-    :meth:`~netcl_lite.optim.AdamW.step` takes as ``norm``. The ids are checked on the device: one
-    out of range raises at the next read-back. The replay reads the parameters' buffers as they
+    :meth:`~netcl_lite.optim.AdamW.step` takes as ``norm``. The ids are checked here (integers in
+    [0, vocab), ``ValueError`` otherwise) before they are copied. The replay reads the parameters' buffers as they
     are; if one is replaced (a new Tensor), the next call records again. A stretch that cannot be
     recorded runs eagerly every time (:attr:`refused` says why).
     """
