@@ -46,6 +46,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyopencl as cl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import cpu_name  # noqa: E402
@@ -57,29 +58,25 @@ def build_step(queue, seed: int = 0):
     """(step, model, tokens): a callable running one training step of the capstone's recipe on
     random ids as ``netcl_lite.train.train`` runs it (the loss and the clipped norm read back
     once, at the end), returning the loss; the model; tokens per step."""
-    from netcl_lite import autograd as ag
     from netcl_lite import capstone
     from netcl_lite.core.tensor import read
     from netcl_lite.nn import DecoderLM, LMConfig
-    from netcl_lite.optim import AdamW, clip_grad_norm
-    from netcl_lite.train import WindowLoader, parameter_groups
+    from netcl_lite.optim import AdamW
+    from netcl_lite.train import RecordedStep, WindowLoader, parameter_groups
 
     cfg = capstone.TRAINING
     model = DecoderLM(LMConfig(vocab_size=capstone.VOCAB_SIZE, **capstone.MODEL), queue=queue, seed=seed)
     ids = np.random.default_rng(seed).integers(0, capstone.VOCAB_SIZE, 200_000)
     loader = WindowLoader(ids, cfg.batch_size, cfg.block_size, seed=seed)
     opt = AdamW(parameter_groups(model, cfg.weight_decay), lr=1e-4, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps)
-    params = model.parameters()
+    forward_backward = RecordedStep(model, cfg.grad_clip, cfg.batch_size, cfg.block_size)
 
     def step() -> float:
         x, y = loader.next_batch()
-        with ag.Tape() as tape:
-            loss = model.loss(x, y)
-        tape.backward(loss)
-        clip = clip_grad_norm(params, cfg.grad_clip, wait=False)
+        loss, clip = forward_backward(x, y)
         opt.step(norm=clip)
         opt.zero_grad()
-        value, _ = read(loss.value, clip)
+        value, _ = read(loss, clip)
         return float(value)
     return step, model, cfg.batch_size * cfg.block_size
 
@@ -106,24 +103,42 @@ def cpu_seconds(queue, fn, reps: int) -> float:
 
 
 def record_launches(queue, step) -> list[tuple]:
-    """Run ``step`` once, recording each launch: (file, kernel name, global size, local size,
-    arguments, build options, op name, the kernel object)."""
+    """Run ``step`` once, recording each kernel launch, the eager ops' (``Stream.launch``) and a
+    recorded step's replayed ones (``Replay.run``), in order: (label ``file:kernel``, op name, global
+    size, local size, a callable that enqueues the launch again and returns its event)."""
+    from netcl_lite.core import replay as replay_module
     from netcl_lite.core import stream as stream_module
 
     launches = []
-    launch = stream_module.Stream.launch
+    launch, run = stream_module.Stream.launch, replay_module.Replay.run
 
     def recording(self, filename, name, global_size, local_size, *args, options=()):
         launches.append((filename, name, global_size, local_size, args, options, self._ops[-1].name if self._ops else ""))
         return launch(self, filename, name, global_size, local_size, *args, options=options)
-    stream_module.Stream.launch = recording
+
+    def replaying(self):
+        for command in self.commands:
+            if command[0] == "kernel":
+                _, kernel, global_size, local_size, label, op = command
+                launches.append((label, op, global_size, local_size,
+                                 lambda k=kernel, g=global_size, ls=local_size: cl.enqueue_nd_range_kernel(queue, k, g, ls)))
+        return run(self)
+    stream_module.Stream.launch, replay_module.Replay.run = recording, replaying
     try:
         step()
     finally:
-        stream_module.Stream.launch = launch
+        stream_module.Stream.launch, replay_module.Replay.run = launch, run
     queue.finish()
     kernels = stream_module.stream_of(queue)._kernels
-    return [(*entry, kernels[(entry[0], entry[1], entry[5])]) for entry in launches]
+    out = []
+    for entry in launches:
+        if len(entry) == 7:                   # an eager launch: its kernel object, its arguments set anew
+            filename, name, gs, ls, args, options, op = entry
+            kernel = kernels[(filename, name, options)]
+            out.append((f"{filename}:{name}", op, gs, ls, lambda k=kernel, g=gs, l_=ls, a=args: k(queue, g, l_, *a)))
+        else:
+            out.append(entry)
+    return out
 
 
 def print_table(totals: dict, total: float, top: int, unit: str) -> None:
@@ -141,7 +156,7 @@ def sequence(queue, step, model, tokens, repeats: int, top: int) -> None:
     replay_cpu = []
     for _ in range(repeats):
         began = time.process_time()
-        events = [kernel(queue, gs, ls, *args) for _, _, gs, ls, args, _, _, kernel in launches]
+        events = [enqueue() for *_, enqueue in launches]
         queue.finish()
         replay_cpu.append(time.process_time() - began)
         for i, e in enumerate(events):
@@ -152,8 +167,8 @@ def sequence(queue, step, model, tokens, repeats: int, top: int) -> None:
         step()
         host.append(time.thread_time() - began)
     totals: dict[tuple[str, str], list[float]] = {}
-    for (filename, name, *_, op, _), ms in zip(launches, fastest):
-        totals.setdefault((f"{filename}:{name}", op.split(" (")[0]), []).append(ms)
+    for (label, op, *_), ms in zip(launches, fastest):
+        totals.setdefault((label, op.split(" (")[0]), []).append(ms)
     total = sum(fastest)
     flops = matmul_flops_per_step(model, tokens)
     print(f"{len(launches)} launches, {repeats} replays of the step's launches in sequence: kernels {total:.1f} ms "
@@ -173,9 +188,9 @@ def replay(queue, step, model, tokens, top: int) -> None:
     ceiling = Ceiling(queue, vector_lanes(queue.device), "fma_ceiling")
     peak = ceiling.flops() / cpu_seconds(queue, ceiling.run, 10)
     costs: dict[tuple[str, str], list[float]] = {}
-    for filename, name, global_size, local_size, args, _, op, kernel in launches:
-        seconds = cpu_seconds(queue, lambda: kernel(queue, global_size, local_size, *args), 40)
-        costs.setdefault((f"{filename}:{name}", op.split(" (")[0]), []).append(seconds)
+    for label, op, _, _, enqueue in launches:
+        seconds = cpu_seconds(queue, enqueue, 40)
+        costs.setdefault((label, op.split(" (")[0]), []).append(seconds)
     whole = cpu_seconds(queue, step, 5)
     total = sum(sum(v) for v in costs.values())
     flops = matmul_flops_per_step(model, tokens)

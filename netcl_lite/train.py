@@ -130,6 +130,72 @@ class WindowLoader:
         self.rng.bit_generator.state = state["bit_generator"]
 
 
+class RecordedStep:
+    """Forward, loss, backward and global-norm clipping of one training step, recorded on the first
+    call and replayed after it (:class:`~netcl_lite.core.replay.Replay`): the same kernels with the
+    same arguments in the same order, so a replayed step computes what the eager one would, bit for
+    bit, without the ops' Python on the host.
+
+    ``step(x, y)`` copies the batch (integer arrays of shape (batch_size, block_size)) into the
+    step's own int32 device buffers, runs the commands, leaves each parameter's gradient in
+    ``.grad`` (clipped) and returns ``(loss, clip)``: the loss Tensor and the (2,) Tensor that
+    :meth:`~netcl_lite.optim.AdamW.step` takes as ``norm``. The ids are checked here (integers in
+    [0, vocab), ``ValueError`` otherwise) before they are copied. The replay reads the parameters' buffers as they
+    are; if one is replaced (a new Tensor), the next call records again. A stretch that cannot be
+    recorded runs eagerly every time (:attr:`refused` says why).
+    """
+
+    def __init__(self, model, grad_clip: float, batch_size: int, block_size: int):
+        from .core.tensor import Tensor
+
+        self.model, self.grad_clip, self.vocab = model, grad_clip, model.config.vocab_size
+        self.params = model.parameters()
+        queue = model.queue
+        self.x = Tensor.empty(queue, (batch_size, block_size), np.int32)
+        self.y = Tensor.empty(queue, (batch_size, block_size), np.int32)
+        self.replay, self.refused, self._bound = None, None, None
+
+    def _eager(self):
+        with ag.Tape() as tape:
+            loss = self.model.loss(self.x, self.y)
+        tape.backward(loss)
+        return loss.value, clip_grad_norm(self.params, self.grad_clip, wait=False)
+
+    def __call__(self, x, y):
+        from .core.replay import Replay
+        from .core.stream import stream_of
+
+        stream = stream_of(self.x.queue)
+        for name, host, dev in (("x", x, self.x), ("y", y, self.y)):
+            host = np.asarray(host)
+            if host.shape != dev.shape or host.dtype.kind not in "iu":
+                raise ValueError(f"{name} must be integer ids of shape {dev.shape}, got {host.dtype} {host.shape}")
+            if host.min() < 0 or host.max() >= self.vocab:
+                raise ValueError(f"{name} must lie in [0, {self.vocab}) (the vocabulary), got ids from "
+                                 f"{host.min()} to {host.max()}")
+            stream.write(dev.buffer, np.ascontiguousarray(host, dtype=np.int32))
+        bound = tuple(p.value.buffer.int_ptr for p in self.params.values())
+        if self.replay is not None and bound == self._bound:
+            loss, clip, *grads = self.replay.run()
+            for p, g in zip(self.params.values(), grads):
+                p.grad = g
+            return loss, clip
+        if self.refused is not None:
+            return self._eager()
+        with stream.record() as recording:
+            loss, clip = self._eager()
+        grads = [p.grad for p in self.params.values()]
+        if any(g is None for g in grads):
+            recording.refuse("a parameter got no gradient")
+        try:
+            self.replay = Replay(self.x.queue, recording, bound=[p.value for p in self.params.values()]
+                                 + [self.x, self.y], outputs=[loss, clip, *grads])
+            self._bound = bound
+        except ValueError as err:
+            self.replay, self.refused = None, str(err)
+        return loss, clip
+
+
 def _positive_int(name: str, value) -> int:
     """``value`` as an int >= 1; floats, strings and bools are refused rather than rounded."""
     return count(name, value, 1)
@@ -307,7 +373,7 @@ def train(model, train_ids, val_ids, config: TrainConfig, out_dir=None, *, resum
     loader = WindowLoader(train_ids, config.batch_size, config.block_size, config.seed)
     opt = AdamW(parameter_groups(model, config.weight_decay), lr=config.learning_rate,
                 betas=(config.beta1, config.beta2), eps=config.eps)
-    params = model.parameters()
+    forward_backward = RecordedStep(model, config.grad_clip, config.batch_size, config.block_size)
     tokens_per_step = config.batch_size * config.block_size
     log = {"config": asdict(config), "model": model.config.to_dict(), "tokens_per_step": tokens_per_step,
            "parameters": model.num_parameters(), "train": [], "eval": []}
@@ -339,15 +405,12 @@ def train(model, train_ids, val_ids, config: TrainConfig, out_dir=None, *, resum
             began = time.perf_counter()
             opt.lr = learning_rate_at(step, config)
             x, y = loader.next_batch()
-            with ag.Tape() as tape:
-                loss = model.loss(x, y)
-            tape.backward(loss)
-            clip = clip_grad_norm(params, config.grad_clip, wait=False)   # the norm stays on the device
-            opt.step(norm=clip)                                           # skipped there if it is not finite
+            loss, clip = forward_backward(x, y)           # forward, loss, backward, clipping (the norm
+            opt.step(norm=clip)                           # stays on the device); skipped there if not finite
             opt.zero_grad()
-            loss_host, clip_host = read(loss.value, clip)                 # the step's one read-back
+            loss_host, clip_host = read(loss, clip)       # the step's one read-back
             value, norm = float(loss_host), finite_norm(float(clip_host[0]))
-            del tape, loss
+            del loss, clip
             if not math.isfinite(value):
                 raise FloatingPointError(f"step {step}: the loss is {value}; lower learning_rate or check the data")
             step += 1

@@ -131,15 +131,21 @@ def get_kernel(context: cl.Context, filename: str, name: str, options: tuple[str
     key = (_context_key(context), filename, options, name)
     kernel = _kernels.get(key)
     if kernel is None:
-        program = get_program(context, filename, options)
-        try:
-            kernel = cl.Kernel(program, name)
-        except cl.LogicError:
-            raise KernelBuildError(
-                f"{filename} has no kernel named {name!r}; it declares {kernel_names(filename)}"
-            ) from None
-        kernel.set_scalar_arg_dtypes(_scalar_dtypes(kernel))
-        _kernels[key] = kernel
+        kernel = _kernels[key] = new_kernel(context, filename, name, options)
+    return kernel
+
+
+def new_kernel(context: cl.Context, filename: str, name: str, options: tuple[str, ...] = ()) -> cl.Kernel:
+    """A ``cl.Kernel`` of its own (the program is still built once), its scalar argument types set:
+    for a launch whose arguments are set once and kept (:class:`netcl_lite.core.replay.Replay`)."""
+    program = get_program(context, filename, options)
+    try:
+        kernel = cl.Kernel(program, name)
+    except cl.LogicError:
+        raise KernelBuildError(
+            f"{filename} has no kernel named {name!r}; it declares {kernel_names(filename)}"
+        ) from None
+    kernel.set_scalar_arg_dtypes(_scalar_dtypes(kernel))
     return kernel
 
 

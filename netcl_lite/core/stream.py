@@ -24,6 +24,14 @@ A non-finite result is diagnosed at that point, off the fast path: when one of
 the op's own inputs was already non-finite, the error names that input (as
 refusing a bad input up front would); otherwise the op overflowed float32 from
 finite inputs. Not thread-safe: one host thread per queue.
+
+A stretch of ops can also be **recorded** (:meth:`Stream.record`): every command they enqueue
+through the stream (:meth:`Stream.launch`, :meth:`Stream.fill`, :meth:`Stream.copy`,
+:meth:`Stream.write`; a command enqueued past the stream is not seen) is kept with its arguments, so that :class:`~netcl_lite.core.replay.Replay`
+can enqueue the same commands again without the ops' Python: the stretch must therefore enqueue the
+same commands with the same arguments every time (what changes from run to run lives in buffers
+the replay is told to use as they are). A read-back or a prepared launch inside the stretch makes
+it unrecordable (:attr:`Recording.refused`).
 """
 
 from __future__ import annotations
@@ -71,6 +79,26 @@ class OpRecord:
     bad_input: str | Callable[[], str] = ""
 
 
+class Recording:
+    """The commands a stretch of ops enqueued on one stream (:meth:`Stream.record`), in order.
+
+    ``commands``: ``("kernel", (filename, name, options), global size, local size, args, label)``,
+    ``("fill", buffer, nbytes)``, ``("copy", destination, source, nbytes)`` or ``("write", buffer,
+    host array)``. ``ops``: the stretch's op records (for naming a failure). ``refused``: why the
+    stretch cannot be replayed, or None."""
+
+    __slots__ = ("commands", "ops", "refused")
+
+    def __init__(self):
+        self.commands: list[tuple] = []
+        self.ops: list[OpRecord] = []
+        self.refused: str | None = None
+
+    def refuse(self, why: str) -> None:
+        if self.refused is None:
+            self.refused = why
+
+
 class _Window:
     """Ops queued one after another whose operands are released together: what their launches
     keep alive, the device memory their operands hold (each buffer counted once), and, once
@@ -100,13 +128,14 @@ class Stream:
         self.peak_pending_bytes = 0
         self._kernels: dict[tuple, cl.Kernel] = {}   # this queue's context only: a shorter key than get_kernel's
         self.profile: list | None = None       # (kernel, event) per launch while a profiler listens
+        self.recording: Recording | None = None   # set inside :meth:`record`
 
     # -- recording ------------------------------------------------------------------------------
     def begin(self, name: str, operands: dict | None = None, bad_input: str | Callable[[], str] = "") -> np.int32:
         """Open an op call and return its sequence number (what its kernels report failures with)."""
         if len(self._ops) >= MAX_PENDING:
             self.sync()
-        elif self._held_bytes > PENDING_BYTES or self._open.bytes * 2 > PENDING_BYTES:
+        elif (self._held_bytes > PENDING_BYTES or self._open.bytes * 2 > PENDING_BYTES) and self.recording is None:
             self._bound()
         return self._open_op(name, operands, bad_input)
 
@@ -117,7 +146,7 @@ class Stream:
         calls = list(calls)
         if len(self._ops) + len(calls) > MAX_PENDING:
             self.sync()
-        elif self._held_bytes > PENDING_BYTES or self._open.bytes * 2 > PENDING_BYTES:
+        elif (self._held_bytes > PENDING_BYTES or self._open.bytes * 2 > PENDING_BYTES) and self.recording is None:
             self._bound()
         return [self._open_op(name, operands, "") for name, operands in calls]
 
@@ -166,13 +195,45 @@ class Stream:
             kernel = self._kernels[key] = get_kernel(self.queue.context, filename, name, options)
         event = kernel(self.queue, global_size, local_size, *args)
         self._open.alive.append(args)
+        op = self._ops[-1].name if self._ops else ""
         if self.profile is not None:
-            self.profile.append((f"{filename}:{name}", self._ops[-1].name if self._ops else "", event))
+            self.profile.append((f"{filename}:{name}", op, event))
+        if self.recording is not None:
+            self.recording.commands.append(("kernel", key, global_size, local_size, args, op))
 
     def enqueue(self, kernel: cl.Kernel, label: str, global_size, local_size, keep) -> None:
         """Enqueue ``kernel`` with the arguments already set on it (a launch prepared once, e.g.
         :class:`netcl_lite.ops.decode.LayerLaunch`); ``keep`` holds what it reads until the next sync."""
+        if self.recording is not None:
+            self.recording.refuse(f"{label}: a prepared launch (its arguments are not known here)")
         self._record(label, cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size), keep)
+
+    def fill(self, buffer: cl.Buffer, nbytes: int) -> None:
+        """Enqueue zeros into the first ``nbytes`` of ``buffer``."""
+        cl.enqueue_fill_buffer(self.queue, buffer, np.zeros(1, np.float32), 0, nbytes)
+        if self.recording is not None:
+            self.recording.commands.append(("fill", buffer, nbytes))
+
+    def copy(self, destination: cl.Buffer, source: cl.Buffer, nbytes: int) -> None:
+        """Enqueue a copy of ``nbytes`` from ``source`` to ``destination`` (both kept until the next sync)."""
+        cl.enqueue_copy(self.queue, destination, source, byte_count=nbytes)
+        self._open.alive.append((destination, source))
+        if self.recording is not None:
+            self.recording.commands.append(("copy", destination, source, nbytes))
+
+    def write(self, buffer: cl.Buffer, host: np.ndarray) -> None:
+        """Enqueue a copy of the host array ``host`` (which nobody may change afterwards) into ``buffer``."""
+        cl.enqueue_copy(self.queue, buffer, host, is_blocking=False)
+        self._open.alive.append((buffer, host))
+        if self.recording is not None:
+            self.recording.commands.append(("write", buffer, host))
+
+    def record(self) -> _Recorder:
+        """``with stream.record() as rec:`` collects the commands the ops inside enqueue into ``rec``
+        (a :class:`Recording`). The queue is synced first, so the ops' sequence numbers count from 0;
+        the pending bound is not applied inside (a release would have to wait for the device, and a
+        recorded stretch holds its buffers anyway), and a read-back refuses the recording."""
+        return _Recorder(self)
 
     def _record(self, label: str, event: cl.Event, keep) -> None:
         self._open.alive.append(keep)
@@ -209,9 +270,17 @@ class Stream:
         if (host != INT_MAX).any():
             self.sync()                       # the failure is still in the status word: raises
 
+    def restart(self, ops) -> None:
+        """Sync, then take ``ops`` (:class:`OpRecord` s) as the op calls since: a replay's kernels
+        report failures under the sequence numbers their recording gave them, counted from 0."""
+        self.sync()
+        self._ops = list(ops)
+
     # -- the one sync point ---------------------------------------------------------------------
     def sync(self) -> None:
         """Wait for every queued kernel, release what they used, and raise if one reported a failure."""
+        if self.recording is not None:
+            self.recording.refuse("a read-back inside the recorded stretch")
         cl.enqueue_copy(self.queue, self._status_host, self.status)    # blocking: in-order queue, so all done
         ops, self._ops = self._ops, []
         self._open, self._closed, self._held_bytes = _Window(0), deque(), 0
@@ -224,6 +293,27 @@ class Stream:
             what = ops[bad].bad_input
             raise BadInputError(f"{ops[bad].name}: {what() if callable(what) else what}")
         raise _diagnose(ops[nonfinite], nonfinite, len(ops))
+
+
+class _Recorder:
+    """The context manager :meth:`Stream.record` returns."""
+
+    def __init__(self, stream: Stream):
+        self.stream = stream
+
+    def __enter__(self) -> Recording:
+        if self.stream.recording is not None:
+            raise RuntimeError("this stream is recording already; recordings do not nest")
+        self.stream.sync()
+        self.stream.recording = self.recording = Recording()
+        return self.recording
+
+    def __exit__(self, *exc):
+        self.stream.recording = None
+        self.recording.ops = list(self.stream._ops)
+        if exc[0] is not None:
+            self.recording.refuse(f"the recorded stretch raised {exc[0].__name__}")
+        return False
 
 
 def _diagnose(op: OpRecord, seq: int, n_ops: int) -> NonFiniteError:

@@ -151,17 +151,19 @@ class DeviceMemory:
     shares the host's memory, e.g. PoCL's CPU driver): kernels then read and write that array in
     place. Those are never pooled. On such a device a new buffer of
     :data:`HUGE_PAGE_MIN_BYTES` or more is made over a :func:`huge_page_block` the same way.
+    ``fresh`` skips the pool: a buffer that is surely none of the pooled ones (which old commands
+    may still name, as a recorded stretch's do).
     """
 
     __slots__ = ("buffer", "nbytes", "host", "_ctx", "_size")
 
-    def __init__(self, context: cl.Context, nbytes: int, host: np.ndarray | None = None):
+    def __init__(self, context: cl.Context, nbytes: int, host: np.ndarray | None = None, fresh: bool = False):
         flags = cl.mem_flags.READ_WRITE
         self._ctx, self._size = context.int_ptr, max(int(nbytes), 4)   # OpenCL refuses zero-byte buffers
         if host is not None:
             self.buffer = cl.Buffer(context, flags | cl.mem_flags.USE_HOST_PTR, hostbuf=host)
         else:
-            free = _pool.get((self._ctx, self._size))
+            free = None if fresh else _pool.get((self._ctx, self._size))
             if free:
                 self.buffer = free.pop()
                 _pooled[self._ctx] -= self._size
@@ -288,8 +290,7 @@ class Tensor:
         host = np.array(array, dtype=dt, order="C", copy=True)   # private: the caller may reuse theirs
         t = cls.empty(queue, host.shape, dt)
         if host.size:
-            cl.enqueue_copy(queue, t.buffer, host, is_blocking=False)
-            stream_of(queue).keep(host)
+            stream_of(queue).write(t.buffer, host)
         return t
 
     @classmethod
@@ -297,7 +298,7 @@ class Tensor:
         """A tensor of zeros."""
         t = cls.empty(queue, shape, dtype)
         if t.nbytes:
-            cl.enqueue_fill_buffer(queue, t.buffer, np.zeros(1, t.dtype), 0, t.nbytes)
+            stream_of(queue).fill(t.buffer, t.nbytes)
         return t
 
     # -- inspection ------------------------------------------------------

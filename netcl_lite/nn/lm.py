@@ -37,8 +37,18 @@ from .config import LMConfig
 from .transformer import DecoderBlock, Embedding, KVCache, Module, RMSNorm
 
 
-def check_ids(name: str, ids, vocab_size: int, max_len: int, start: int = 0) -> np.ndarray:
-    """``ids`` as a (B, T) int64 array, T >= 1, every id in [0, vocab_size), start + T <= max_len."""
+def check_ids(name: str, ids, vocab_size: int, max_len: int, start: int = 0):
+    """``ids`` as a (B, T) int64 array, T >= 1, every id in [0, vocab_size), start + T <= max_len;
+    an int32 (B, T) Tensor is checked for its shape here and for its values on the device (an id
+    out of range raises at the next sync), and returned as it is."""
+    if isinstance(ids, Tensor):
+        if ids.dtype != np.int32 or ids.ndim != 2 or ids.size == 0:
+            raise ValueError(f"{name} as a Tensor must be int32 of shape (batch, sequence) with at least one "
+                             f"token, got {ids.dtype} {ids.shape}")
+        if start + ids.shape[1] > max_len:
+            raise ValueError(f"{name}: {ids.shape[1]} positions" + (f" after the {start} cached" if start else "")
+                             + f" exceed max_position_embeddings={max_len}")
+        return ids
     arr = np.asarray(ids)
     if arr.dtype == object or arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
         if arr.size == 0 and arr.dtype.kind == "f":
@@ -154,6 +164,8 @@ class DecoderLM(Module):
         start = 0 if cache is None else cache.length(0)
         ids = check_ids("ids", ids, c.vocab_size, c.max_position_embeddings, start)
         if cache is not None and not ag.recording():
+            if isinstance(ids, Tensor):
+                raise TypeError("ids: decoding with a cache takes NumPy ids, not a Tensor")
             return self._prefill(ids, cache, start)   # inference with a cache: the fused decode kernel
         h = self.embed(ids)
         for i, block in enumerate(self.layers):
@@ -183,9 +195,24 @@ class DecoderLM(Module):
         """Mean cross-entropy (nats per token) of ``targets[b, t]``, the token after ``ids[b, t]``.
 
         Targets equal to ``ignore_index`` are left out of the mean (padding, a
-        prompt); at least one target must count.
+        prompt); at least one target must count. ``ids`` and ``targets`` may also both be int32
+        Tensors already on the device (a training loop's batch): their shapes are checked here,
+        their values on the device (an id or target out of range raises at the next sync), and
+        nothing is read back, so the loss can be part of a recorded step
+        (:class:`netcl_lite.train.RecordedStep`).
         """
         c = self.config
+        if isinstance(ids, Tensor) or isinstance(targets, Tensor):
+            if not (isinstance(ids, Tensor) and isinstance(targets, Tensor)):
+                raise TypeError("ids and targets: give both as int32 Tensors or both as NumPy arrays")
+            if targets.dtype != np.int32 or targets.shape != ids.shape:
+                raise ValueError(f"targets must be an int32 Tensor of the shape of ids {ids.shape}, "
+                                 f"got {targets.dtype} {targets.shape}")
+            integer("ignore_index", ignore_index)
+            if not -2**31 <= ignore_index < 2**31:
+                raise ValueError(f"ignore_index must lie in [-2**31, 2**31) (a 32-bit int), got {ignore_index}")
+            logits = ag.reshape(self(ids), (-1, c.vocab_size))
+            return ag.cross_entropy(logits, targets.reshape((-1,)), ignore_index=int(ignore_index))
         ids_arr = np.asarray(ids)
         t = np.asarray(targets)
         integer("ignore_index", ignore_index)

@@ -5,7 +5,6 @@ table (``kernels/embedding.cl``). Float64 reference: :func:`netcl_lite.reference
 from __future__ import annotations
 
 import numpy as np
-import pyopencl as cl
 
 from ..checks import dtype_is
 from ..core.tensor import Tensor
@@ -79,7 +78,7 @@ def embedding_backward(g, ids: Tensor, vocab: int):
     call = OpCall("embedding backward", g=g)
     dtable = call.output((vocab, dim))
     if dtable.size:
-        cl.enqueue_fill_buffer(call.queue, dtable.buffer, np.zeros(1, np.float32), 0, dtable.nbytes)
+        call.stream.fill(dtable.buffer, dtable.nbytes)
         call.launch("embedding.cl", "embedding_backward", (round_up(dim, 16),), (16,),
                     g.buffer, ids.buffer, dtable.buffer, i32(ids.size), i32(vocab), i32(dim), call.stream.status, call.seq)
     return call.result(dtable, check=[False])

@@ -100,10 +100,9 @@ def _product(a, b, d, transpose_a, transpose_b, queue):
     d_buf = None if td is None else td.buffer
     out = call.output(how.out_shape)
     if how.kind == _ZEROS and d is None:
-        cl.enqueue_fill_buffer(call.queue, out.buffer, np.zeros(1, np.float32), 0, out.nbytes)
+        call.stream.fill(out.buffer, out.nbytes)
     elif how.kind == _ZEROS:                                # K = 0: the product is zero, the sum is d
-        cl.enqueue_copy(call.queue, out.buffer, d_buf, byte_count=out.nbytes)
-        call.stream.keep(td)
+        call.stream.copy(out.buffer, d_buf, out.nbytes)
     elif how.tall and _device(call.queue).cpu:
         _tall(call, ta.buffer, tb.buffer, out.buffer, *how.tall, d_buf=d_buf)
     elif how.kind == _SWAPPED:
