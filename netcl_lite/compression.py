@@ -760,7 +760,10 @@ def _load(model_dir):
 def _write_new(path, data: bytes) -> None:
     """Write ``path`` whole or not at all, never over an existing file: a temporary file in the
     same folder is written, flushed to disk and linked to the name (which fails if the name
-    exists), then removed, whatever happens (an error, Ctrl-C)."""
+    exists), then removed, whatever happens (an error, Ctrl-C). On a file system without hard
+    links (``os.link`` refused), the name itself is created exclusively (``O_EXCL``: it fails if
+    the name exists), written and flushed; on any failure or Ctrl-C the file so created is
+    removed, so a partial file never stays."""
     import os
     from pathlib import Path
 
@@ -773,9 +776,31 @@ def _write_new(path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.link(tmp, path)
+        try:
+            os.link(tmp, path)
+            return
+        except FileExistsError:
+            raise
+        except (OSError, NotImplementedError):          # no hard links here (EPERM, ENOTSUP, ...)
+            pass
     finally:
         tmp.unlink(missing_ok=True)
+    _write_exclusive(path, data)
+
+
+def _write_exclusive(path, data: bytes) -> None:
+    """Create ``path`` (refused if it exists), write ``data`` and flush it; remove it on any failure."""
+    import os
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        os.unlink(path)            # ours: O_EXCL created it
+        raise
 
 
 def _read_input(name: str, limit: int, what: str) -> bytes:

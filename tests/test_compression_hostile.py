@@ -424,6 +424,36 @@ def test_an_interrupted_write_leaves_neither_the_file_nor_a_temporary_one(tmp_pa
     assert _listing(tmp_path) == []
 
 
+@pytest.mark.parametrize("refusal", [PermissionError(1, "Operation not permitted"),
+                                     OSError(95, "Operation not supported"), NotImplementedError("no links")])
+def test_a_file_system_without_hard_links_gets_the_file_written_once_and_never_over_another(tmp_path, monkeypatch,
+                                                                                              refusal):
+    """Where ``os.link`` is refused, OUT is created exclusively instead: written whole, an existing
+    file left as it is, and an interrupted write leaves neither OUT nor a temporary file."""
+    def no_links(src, dst, **kwargs):
+        raise refusal
+
+    monkeypatch.setattr(os, "link", no_links)
+    out = tmp_path / "out.nclz"
+    cz._write_new(out, b"x" * 1000)
+    assert out.read_bytes() == b"x" * 1000 and _listing(tmp_path) == ["out.nclz"]
+    with pytest.raises(FileExistsError):
+        cz._write_new(out, b"y")
+    assert out.read_bytes() == b"x" * 1000 and _listing(tmp_path) == ["out.nclz"]
+    out.unlink()
+    fsyncs = []
+
+    def interrupted_second_time(fd):                  # the temporary file's fsync passes, OUT's is interrupted
+        fsyncs.append(fd)
+        if len(fsyncs) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted_second_time)
+    with pytest.raises(KeyboardInterrupt):
+        cz._write_new(out, b"x" * 1000)
+    assert len(fsyncs) == 2 and _listing(tmp_path) == []
+
+
 def test_help_documents_the_exit_status(capsys):
     with pytest.raises(SystemExit) as done:
         cz.main(["--help"])
