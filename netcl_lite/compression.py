@@ -821,7 +821,8 @@ def _read_input(name: str, limit: int, what: str) -> bytes:
 
 _EPILOG = f"""\
 IN and OUT may be - for standard input and output (OUT is written whole, once the work is
-done). IN must be a regular file (not a device, a pipe or a folder) of at most
+done). OUT names a new file: an existing one is never overwritten, and a device (/dev/null
+too), a pipe or a socket is refused; write - >/dev/null to discard the result. IN must be a regular file (not a device, a pipe or a folder) of at most
 {MAX_INPUT_BYTES:,} bytes to compress (MAX_INPUT_BYTES), {MAX_BLOB_BYTES:,} to decompress.
 
 exit status:
@@ -876,6 +877,12 @@ def main(argv=None) -> int:
             if out.is_dir():
                 return fail(f"{out}: is a folder; give the name of a file to write")
             if out.exists() or out.is_symlink():
+                from .files import kind_of
+
+                kind = kind_of(out)
+                if kind != "a regular file":            # /dev/null, a pipe, a socket, a dangling link
+                    return fail(f"{out}: is {kind}, not a regular file; OUT is the name of a new file "
+                                "(never one that exists), or - for standard output (- >/dev/null discards it)")
                 return fail(f"{out}: file exists; remove it or choose another name")
             if not out.parent.is_dir():
                 from .files import kind_of

@@ -520,6 +520,26 @@ def test_an_out_that_names_a_folder_by_its_trailing_slash_is_refused(tmp_path, c
     assert _listing(tmp_path) == ["in.txt"]
 
 
+def test_an_out_that_is_a_device_a_pipe_or_a_dangling_link_is_refused_saying_what_it_is(tmp_path, capsys):
+    """OUT that exists but is not a regular file (``/dev/null``, a FIFO, a symlink to nothing) is
+    refused for what it is, not as "file exists"; --help says so and how to discard a result."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    cases = {os.devnull: "is a character device, not a regular file", tmp_path / "pipe": "is a FIFO, not a regular file",
+             tmp_path / "dangling": "is a symlink to a missing file, not a regular file"}
+    for out, says in cases.items():
+        for command in ("compress", "decompress"):
+            assert cz.main([command, str(src), str(out), "--model", str(tmp_path / "nomodel")]) == 1
+            err = capsys.readouterr().err
+            assert f"{out}: {says}" in err and "file exists" not in err and "- >/dev/null" in err, (out, err)
+    assert _listing(tmp_path) == ["dangling", "in.txt", "pipe"]
+    with pytest.raises(SystemExit):
+        cz.main(["--help"])
+    assert "/dev/null" in capsys.readouterr().out
+
+
 def test_a_missing_input_is_named_once(tmp_path, capsys):
     missing = tmp_path / "nothere.txt"
     assert cz.main(["compress", str(missing), str(tmp_path / "out")]) == 1
