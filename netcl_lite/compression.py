@@ -836,6 +836,21 @@ exit status:
 def main(argv=None) -> int:
     """``python -m netcl_lite.compression compress|decompress IN OUT [--model DIR] [--model-only] [--adapt]``;
     the exit status is 0 (done), 1 (refused or failed), 2 (usage) or 130 (interrupted)."""
+    import signal
+    import sys
+
+    import netcl_lite
+
+    if signal.getsignal(signal.SIGINT) is netcl_lite._interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)   # from here Ctrl-C cleans up as it unwinds
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("python -m netcl_lite.compression: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv) -> int:
     import argparse
     import contextlib
     import os

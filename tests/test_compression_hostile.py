@@ -414,6 +414,33 @@ def test_ctrl_c_leaves_no_partial_or_temporary_file(model_dir, tmp_path):
     assert _listing(tmp_path) == ["in.txt"]
 
 
+@pytest.mark.slow
+def test_ctrl_c_while_the_command_line_still_imports_exits_130_without_a_traceback(model_dir, tmp_path):
+    """SIGINT once the package has begun importing (``-X importtime`` reports its first module) and
+    before it has finished (no line for ``netcl_lite`` itself yet): one line, status 130, no file."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    during_import = 0
+    for _ in range(4):
+        proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "netcl_lite.compression", "compress", src,
+                                 tmp_path / "out.nclz", "--model", model_dir], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        seen = b""
+        while not re.search(rb"\| +netcl_lite\.", seen):   # a module of the package has been imported
+            chunk = proc.stderr.read1(4096)
+            assert chunk, f"the command ended before importing netcl_lite: {seen[-600:]!r}"
+            seen += chunk
+        proc.send_signal(signal.SIGINT)
+        stderr = (seen + proc.communicate(timeout=120)[1]).decode()
+        assert proc.returncode == 130 and "Traceback" not in stderr and "interrupted" in stderr, \
+            (proc.returncode, stderr[-800:])
+        assert _listing(tmp_path) == ["in.txt"]
+        during_import += not re.search(r"\| +netcl_lite$", stderr, re.M)   # the package's own line: it finished
+        if during_import:
+            break
+    assert during_import, "every SIGINT came after the package had imported"
+
+
 def test_an_interrupted_write_leaves_neither_the_file_nor_a_temporary_one(tmp_path, monkeypatch):
     def interrupted(fd):
         raise KeyboardInterrupt
