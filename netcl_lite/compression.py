@@ -218,12 +218,16 @@ def coder(mode: int, adapt: AdaptConfig | None = None) -> str:
 
 def _parts(mode, model, tokenizer, primer_ids, adapt) -> dict[str, bytes]:
     """The SHA-256 of each of :data:`PARTS` for a coded blob of ``mode``."""
-    primer = primer_ids.astype(np.int32).tobytes() if primer_ids is not None and primer_ids.size else b""
     return {"weights": hashlib.sha256(model_fingerprint(model)).digest(),
             "tokenizer": hashlib.sha256(tokenizer_fingerprint(tokenizer)).digest(),
-            "primer": hashlib.sha256(primer).digest(),
+            "primer": _primer_digest(primer_ids),
             "arithmetic": hashlib.sha256(arithmetic(model).encode()).digest(),
             "coder": hashlib.sha256(coder(mode, adapt).encode()).digest()}
+
+
+def _primer_digest(primer_ids) -> bytes:
+    primer = primer_ids.astype(np.int32).tobytes() if primer_ids is not None and primer_ids.size else b""
+    return hashlib.sha256(primer).digest()
 
 
 def _fingerprint(parts: dict[str, bytes]) -> tuple[bytes, bytes]:
@@ -672,19 +676,29 @@ def _decode(body, fields, model, tokenizer, primer_ids, progress) -> bytes:
         raise ValueError(f"blob is corrupted: its header's original length, {length:,} bytes, is more than "
                          f"its {n_tokens:,} tokens spell (at most {longest} bytes each)")
     mix, adapt = mode & 3 == MIXED, bool(mode & ADAPTING)
-    if mix or adapt:
-        primer_ids = primer_ids if primer_ids is not None else default_primer(tokenizer)
-    else:
+    if not (mix or adapt):
         primer_ids = None
+    # every part but a default primer is cheap to hash: a blob from another model, tokenizer,
+    # arithmetic or coder is refused before Chapter 9's training text is tokenized for the primer
+    default = (mix or adapt) and primer_ids is None
     parts = _parts(mode, model, tokenizer, primer_ids, AdaptConfig())
-    if _fingerprint(parts) != (fields["fingerprint"], fields["tags"]):
-        differ = [name for name, tag, ours in zip(PARTS, fields["tags"], _fingerprint(parts)[1]) if tag != ours]
+
+    def refuse(differ: list[str]) -> None:
+        if not differ:
+            return
         what = {"weights": "another model (its weights differ)", "tokenizer": "another tokenizer",
                 "primer": "other primer ids; pass the primer the compressing side used",
                 "arithmetic": f"other arithmetic (here: {arithmetic(model)}), which computes other probabilities",
                 "coder": f"another coder (here: {coder(mode, AdaptConfig())})"}
-        if differ:
-            raise ValueError("blob was compressed with " + "; and with ".join(what[name] for name in differ))
+        raise ValueError("blob was compressed with " + "; and with ".join(what[name] for name in differ))
+
+    refuse([name for name, tag in zip(PARTS, fields["tags"])
+            if tag != parts[name][0] and not (default and name == "primer")])
+    if default:
+        primer_ids = default_primer(tokenizer)
+        parts["primer"] = _primer_digest(primer_ids)
+    if _fingerprint(parts) != (fields["fingerprint"], fields["tags"]):
+        refuse([name for name, tag in zip(PARTS, fields["tags"]) if tag != parts[name][0]])
         raise ValueError("blob was compressed with something else than this call has (its fingerprint "
                          f"{fields['fingerprint'].hex()} differs, though no part's tag does)")
     import constriction

@@ -313,6 +313,29 @@ def test_every_kind_of_buffer_codes_its_bytes(tiny):
         assert cz.decompress(memoryview(bytearray(blob)), model, tok, primer=primer) == bytes(data), name
 
 
+@pytest.mark.parametrize("other", ["model", "tokenizer"])
+def test_a_blob_from_another_model_is_refused_before_the_default_primer_is_tokenized(tiny, queue, monkeypatch, other):
+    """A mixed blob decoded without a primer needs Chapter 9's training text tokenized (the default
+    primer) only once every cheaper part of the fingerprint matches: a blob of another model or
+    tokenizer is refused first, and neither the default primer nor the tokenizer is called."""
+    model, tok, primer = tiny
+    other_model, other_tok = _small(queue, 300, 300 if other == "model" else 280, seed=2 if other == "model" else 1)
+    data = TEXT[:200].encode()
+    coder_tok = tok if other == "model" else other_tok
+    blob = cz.compress(data, other_model if other == "model" else model, coder_tok,
+                       primer=np.asarray(coder_tok.encode_ordinary(TEXT[:300]), np.int64))
+    assert blob[5] == cz.MIXED
+
+    def tokenized(*args, **kwargs):
+        raise AssertionError("the default primer was computed (the training text tokenized) before the check")
+
+    monkeypatch.setattr(cz, "default_primer", tokenized)
+    monkeypatch.setattr(cz, "_training_ids", tokenized)
+    monkeypatch.setattr(BPETokenizer, "encode_ordinary", tokenized)
+    with pytest.raises(ValueError, match="another model" if other == "model" else "another tokenizer"):
+        cz.decompress(blob, model, tok)
+
+
 # -- the command line -------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
