@@ -422,6 +422,16 @@ def test_unknown_names_in_markers_fail_naming_page_and_line(site):
         site.render("# Hostile\n\n<!-- needs-extra: gpu -->\n```python\nx = 1\n```\n")
 
 
+def test_a_near_miss_citation_fails_naming_page_and_line_and_one_in_code_is_text(site):
+    """Checked on the page as written: a needs-extra note above (which the build turns into many
+    lines) does not move the line the error names."""
+    top = "# Hostile\n\n<!-- needs-extra: compare -->\n```python\nx = 1\n```\n\n"
+    with pytest.raises(ValueError, match=rf"^{PAGE}:8: '\[@near-miss\]' looks like a citation"):
+        site.render(top + "As [@near-miss] said.\n")
+    page = site.render(top + "<code>[@near-miss]</code> and\n\n    [@vaswani2017attention] indented\n")
+    assert "[@near-miss]" in page and "[@vaswani2017attention] indented" in page and "bibliography" not in page
+
+
 def test_a_broken_excerpt_fails_naming_the_page(site):
     for include, says in (('"netcl_lite/nosuch.py:part"', "no such file"),
                           ('"netcl_lite/__init__.py:nosuch"', "has no section 'nosuch'")):
