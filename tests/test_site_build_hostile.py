@@ -437,12 +437,65 @@ def test_a_broken_excerpt_fails_naming_the_page(site):
                           ('"netcl_lite/__init__.py:nosuch"', "has no section 'nosuch'")):
         with pytest.raises(Exception) as caught:
             site.render(f'# Hostile\n\n```{{.python .excerpt}}\n--8<-- {include}\n```\n')
-        assert str(caught.value).startswith(f"{PAGE}: --8<-- {include}") and says in str(caught.value)
+        assert str(caught.value).startswith(f"{PAGE}:4: --8<-- {include}") and says in str(caught.value)
+
+
+SECTIONS = {   # a library file's text: the error naming its line
+    "unclosed": ("x = 0\n# --8<-- [start:part]\nx = 1\n", ":2: the section 'part' is never closed"),
+    "closed before it starts": ("# --8<-- [end:part]\n# --8<-- [start:part]\nx = 1\n", ":2: the section 'part' is never closed"),
+    "marked twice": ("# --8<-- [start:part]\nx = 1\n# --8<-- [end:part]\n# --8<-- [start:part]\ny = 2\n"
+                     "# --8<-- [end:part]\n", ":4: the section 'part' has a second start marker (the first is on line 1)"),
+    "two ends": ("# --8<-- [start:part]\nx = 1\n# --8<-- [end:part]\n# --8<-- [end:part]\n",
+                 ":4: the section 'part' has a second end marker"),
+    "nested": ("# --8<-- [start:part]\nx = 1\n# --8<-- [start:inner]\ny = 2\n# --8<-- [end:inner]\n"
+               "# --8<-- [end:part]\n", ":3: the start marker of section 'inner' stands inside the section 'part'"),
+    "overlapping": ("# --8<-- [start:part]\nx = 1\n# --8<-- [start:other]\n# --8<-- [end:part]\n"
+                    "# --8<-- [end:other]\n", ":3: the start marker of section 'other' stands inside"),
+}
+
+
+@pytest.mark.parametrize("case", list(SECTIONS))
+def test_an_excerpt_of_a_section_not_marked_once_whole_fails_naming_page_file_and_line(site, monkeypatch, case):
+    """An excerpt's section with no end, a second start or end, or another section's marker inside
+    it (which pymdownx.snippets would drop from the excerpt, or show as the first of two) fails the
+    build naming the page's line and the file's."""
+    from site_build import copyable
+
+    text, says = SECTIONS[case]
+    (site.root / "netcl_lite").mkdir()
+    (site.root / "netcl_lite" / "odd.py").write_text(text)
+    monkeypatch.setattr(copyable, "ROOT", site.root)
+    page = '# Hostile\n\nText.\n\n```{.python .excerpt}\n--8<-- "netcl_lite/odd.py:part"\n```\n'
+    with pytest.raises(ValueError) as caught:
+        site.render(page)
+    assert str(caught.value).startswith(f'{PAGE}:6: --8<-- "netcl_lite/odd.py:part": netcl_lite/odd.py{says}'), \
+        str(caught.value)
+
+
+def test_an_excerpt_of_a_section_marked_once_shows_its_lines_and_escaped_markers_are_text(site, monkeypatch):
+    from site_build import copyable
+
+    (site.root / "netcl_lite").mkdir()
+    (site.root / "netcl_lite" / "odd.py").write_text("# --8<-- [start:part]\nx = 1\n# ;--8<-- [start:part]\n"
+                                                    "# --8<-- [end:part]\n# --8<-- [start:next]\n# --8<-- [end:next]\n")
+    monkeypatch.setattr(copyable, "ROOT", site.root)
+    assert copyable.section_lines("netcl_lite/odd.py", "part") == (2, 3)
+
+
+@pytest.mark.parametrize("gap", ["\n", "\nText.\n", "\n```\n/// caption\n```\n"])
+def test_a_figure_without_a_caption_under_it_fails_naming_page_and_line(site, gap):
+    page = f"# Hostile\n\n![A figure](figures/chapter7/sinusoidal.svg)\n{gap}"
+    with pytest.raises(ValueError, match=rf"^{PAGE}:3: !\[A figure\]\(figures/chapter7/sinusoidal.svg\): a figure "
+                                         r"has a caption under it"):
+        site.render(page)
+    captioned = page.replace(".svg)\n", ".svg)\n\n/// caption\nWhat to see.\n///\n")
+    generated.check_captions(captioned, "hostile.md")                 # a blank line between is allowed
+    generated.check_captions(f"```\n{page}```\n", "hostile.md")       # in code it is text
 
 
 def test_a_figure_without_its_svg_fails_naming_the_page(site):
     with pytest.raises(ValueError, match=rf"^{PAGE}: docs/figures/nosuch/thing.svg: no such figure"):
-        site.render("# Hostile\n\n![A figure](figures/nosuch/thing.svg)\n")
+        site.render("# Hostile\n\n![A figure](figures/nosuch/thing.svg)\n/// caption\nWhat to see.\n///\n")
 
 
 @pytest.fixture
