@@ -377,6 +377,33 @@ def test_a_process_that_leaves_the_snippets_group_holds_the_build_a_few_seconds_
         os.kill(int(pid.read_text()), 9)
 
 
+def test_a_build_output_snippet_reaches_nothing_beside_it_that_its_key_does_not_cover(site):
+    """The key of a build output is that of its code: a neighbouring module it imported, or a file it
+    read beside itself, could change with the key unchanged and the stored output stale. The snippet
+    runs alone in a scratch folder, as a page block does, so either fails the build naming it."""
+    (site.snippets / "helper.py").write_text("VALUE = 1\n")
+    (site.snippets / "data.txt").write_text("1\n")
+    for name, code, says in (("imports.py", "import helper\nprint(helper.VALUE)\n", "No module named 'helper'"),
+                             ("reads.py", "from pathlib import Path\nprint((Path(__file__).parent / 'data.txt')"
+                                          ".read_text())\n", "data.txt")):
+        path = site.snippet(name, code)
+        with pytest.raises(build_output.BuildOutputError) as caught:
+            site.render(page_with(path, markers.build_output(path)))
+        assert str(caught.value).startswith(f"{PAGE}:{MARKER_LINE}: ") and path in str(caught.value) \
+            and says in str(caught.value), str(caught.value)[-600:]
+
+
+def test_one_stored_output_shows_right_under_a_plain_marker_and_one_as_markdown(site):
+    """The marker's ``as markdown`` changes how the stored stdout is shown, not what the snippet
+    prints: both markers share its key, and each renders the stored text its own way."""
+    path = site.snippet("table.py", "print('| a | b |')\nprint('|---|---|')\nprint('| 1 | 2 |')\n")
+    plain = site.render(page_with(path, markers.build_output(path)))
+    table = site.render(page_with(path, markers.build_output(path, as_markdown=True)))
+    assert "<table>" not in plain and "| a | b |" in html.unescape(plain)
+    assert "<table>" in table and "<td>1</td>" in table
+    assert len(list((site.root.parent / "cache" / "executed" / "build_output").iterdir())) == 1
+
+
 def test_a_snippet_reads_no_input(site):
     path = site.snippet("stdin.py", "import os\nprint(os.path.samestat(os.fstat(0), os.stat(os.devnull)))\n")
     assert shown(site.render(page_with(path, markers.build_output(path)))) == ["True"]
