@@ -622,7 +622,9 @@ def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer
     from another format, model, tokenizer, primer, arithmetic or coder. Every field of the header
     is checked before anything is allocated by it or looped over: the original's length against
     :data:`MAX_INPUT_BYTES`, the token count against that length and against what the payload's
-    length can hold (:data:`TOKENS_PER_WORD`), the CRC-32 over header and payload."""
+    length can hold (:data:`TOKENS_PER_WORD`), the CRC-32 over header and payload. A blob from another
+    model, tokenizer, arithmetic or coder is refused before the default primer (Chapter 9's training
+    text, tokenized) is made for it."""
     size = _nbytes(blob, "blob", "what compress returned")
     _check_model(model, tokenizer)
     _check_progress(progress)
@@ -781,15 +783,12 @@ def _write_new(path, data: bytes) -> None:
     import os
     from pathlib import Path
 
-    from .files import temporary_name
+    from .files import temporary_name, write_new
 
     path = Path(path)
     tmp = temporary_name(path)
     try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        write_new(tmp, data)
         try:
             os.link(tmp, path)
             return
@@ -799,22 +798,7 @@ def _write_new(path, data: bytes) -> None:
             pass
     finally:
         tmp.unlink(missing_ok=True)
-    _write_exclusive(path, data)
-
-
-def _write_exclusive(path, data: bytes) -> None:
-    """Create ``path`` (refused if it exists), write ``data`` and flush it; remove it on any failure."""
-    import os
-
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        os.unlink(path)            # ours: O_EXCL created it
-        raise
+    write_new(path, data)
 
 
 def _read_input(name: str, limit: int, what: str) -> bytes:
