@@ -19,6 +19,40 @@ everything the pages use:
            [1., 1.]], dtype=float32)
 """
 
+import signal as _signal
+import sys as _sys
+
+
+def _command_line_module() -> str | None:
+    """The module ``python [options] -m MODULE`` runs, from the interpreter's own arguments, or None."""
+    argv, i = list(getattr(_sys, "orig_argv", ()))[1:], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "-m":
+            return argv[i + 1] if i + 1 < len(argv) else None
+        if arg.startswith("-m") and not arg.startswith("--"):
+            return arg[2:]
+        if arg == "-c" or arg == "-" or not arg.startswith("-"):   # a program or a script: no -m
+            return None
+        i += 2 if arg in ("-X", "-W", "--check-hash-based-pycs") else 1
+    return None
+
+
+def _interrupted_while_starting(signum, frame) -> None:
+    _sys.stderr.write("python -m netcl_lite.compression: interrupted\n")
+    _sys.stderr.flush()
+    import os
+
+    os._exit(130)
+
+
+# The compressor's command line, interrupted (Ctrl-C) while this package still imports, ends at
+# once with its documented status, 130, and one line instead of a traceback: nothing is written
+# yet. Its main() puts Python's own handler back before it reads or writes anything.
+if (_command_line_module() == "netcl_lite.compression"
+        and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler):
+    _signal.signal(_signal.SIGINT, _interrupted_while_starting)
+
 from . import autograd, budget, extras, masks, nn, ops, optim, reference, sampling, scaling, text, train
 from .autograd import Node, Tape, constant, tensor
 from .core import BadInputError, NonFiniteError, Tensor, synchronize

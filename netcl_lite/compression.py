@@ -218,12 +218,16 @@ def coder(mode: int, adapt: AdaptConfig | None = None) -> str:
 
 def _parts(mode, model, tokenizer, primer_ids, adapt) -> dict[str, bytes]:
     """The SHA-256 of each of :data:`PARTS` for a coded blob of ``mode``."""
-    primer = primer_ids.astype(np.int32).tobytes() if primer_ids is not None and primer_ids.size else b""
     return {"weights": hashlib.sha256(model_fingerprint(model)).digest(),
             "tokenizer": hashlib.sha256(tokenizer_fingerprint(tokenizer)).digest(),
-            "primer": hashlib.sha256(primer).digest(),
+            "primer": _primer_digest(primer_ids),
             "arithmetic": hashlib.sha256(arithmetic(model).encode()).digest(),
             "coder": hashlib.sha256(coder(mode, adapt).encode()).digest()}
+
+
+def _primer_digest(primer_ids) -> bytes:
+    primer = primer_ids.astype(np.int32).tobytes() if primer_ids is not None and primer_ids.size else b""
+    return hashlib.sha256(primer).digest()
 
 
 def _fingerprint(parts: dict[str, bytes]) -> tuple[bytes, bytes]:
@@ -618,7 +622,9 @@ def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer
     from another format, model, tokenizer, primer, arithmetic or coder. Every field of the header
     is checked before anything is allocated by it or looped over: the original's length against
     :data:`MAX_INPUT_BYTES`, the token count against that length and against what the payload's
-    length can hold (:data:`TOKENS_PER_WORD`), the CRC-32 over header and payload."""
+    length can hold (:data:`TOKENS_PER_WORD`), the CRC-32 over header and payload. A blob from another
+    model, tokenizer, arithmetic or coder is refused before the default primer (Chapter 9's training
+    text, tokenized) is made for it."""
     size = _nbytes(blob, "blob", "what compress returned")
     _check_model(model, tokenizer)
     _check_progress(progress)
@@ -672,19 +678,29 @@ def _decode(body, fields, model, tokenizer, primer_ids, progress) -> bytes:
         raise ValueError(f"blob is corrupted: its header's original length, {length:,} bytes, is more than "
                          f"its {n_tokens:,} tokens spell (at most {longest} bytes each)")
     mix, adapt = mode & 3 == MIXED, bool(mode & ADAPTING)
-    if mix or adapt:
-        primer_ids = primer_ids if primer_ids is not None else default_primer(tokenizer)
-    else:
+    if not (mix or adapt):
         primer_ids = None
+    # every part but a default primer is cheap to hash: a blob from another model, tokenizer,
+    # arithmetic or coder is refused before Chapter 9's training text is tokenized for the primer
+    default = (mix or adapt) and primer_ids is None
     parts = _parts(mode, model, tokenizer, primer_ids, AdaptConfig())
-    if _fingerprint(parts) != (fields["fingerprint"], fields["tags"]):
-        differ = [name for name, tag, ours in zip(PARTS, fields["tags"], _fingerprint(parts)[1]) if tag != ours]
+
+    def refuse(differ: list[str]) -> None:
+        if not differ:
+            return
         what = {"weights": "another model (its weights differ)", "tokenizer": "another tokenizer",
                 "primer": "other primer ids; pass the primer the compressing side used",
                 "arithmetic": f"other arithmetic (here: {arithmetic(model)}), which computes other probabilities",
                 "coder": f"another coder (here: {coder(mode, AdaptConfig())})"}
-        if differ:
-            raise ValueError("blob was compressed with " + "; and with ".join(what[name] for name in differ))
+        raise ValueError("blob was compressed with " + "; and with ".join(what[name] for name in differ))
+
+    refuse([name for name, tag in zip(PARTS, fields["tags"])
+            if tag != parts[name][0] and not (default and name == "primer")])
+    if default:
+        primer_ids = default_primer(tokenizer)
+        parts["primer"] = _primer_digest(primer_ids)
+    if _fingerprint(parts) != (fields["fingerprint"], fields["tags"]):
+        refuse([name for name, tag in zip(PARTS, fields["tags"]) if tag != parts[name][0]])
         raise ValueError("blob was compressed with something else than this call has (its fingerprint "
                          f"{fields['fingerprint'].hex()} differs, though no part's tag does)")
     import constriction
@@ -760,22 +776,29 @@ def _load(model_dir):
 def _write_new(path, data: bytes) -> None:
     """Write ``path`` whole or not at all, never over an existing file: a temporary file in the
     same folder is written, flushed to disk and linked to the name (which fails if the name
-    exists), then removed, whatever happens (an error, Ctrl-C)."""
+    exists), then removed, whatever happens (an error, Ctrl-C). On a file system without hard
+    links (``os.link`` refused), the name itself is created exclusively (``O_EXCL``: it fails if
+    the name exists), written and flushed; on any failure or Ctrl-C the file so created is
+    removed, so a partial file never stays."""
     import os
     from pathlib import Path
 
-    from .files import temporary_name
+    from .files import temporary_name, write_new
 
     path = Path(path)
     tmp = temporary_name(path)
     try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.link(tmp, path)
+        write_new(tmp, data)
+        try:
+            os.link(tmp, path)
+            return
+        except FileExistsError:
+            raise
+        except (OSError, NotImplementedError):          # no hard links here (EPERM, ENOTSUP, ...)
+            pass
     finally:
         tmp.unlink(missing_ok=True)
+    write_new(path, data)
 
 
 def _read_input(name: str, limit: int, what: str) -> bytes:
@@ -796,7 +819,8 @@ def _read_input(name: str, limit: int, what: str) -> bytes:
 
 _EPILOG = f"""\
 IN and OUT may be - for standard input and output (OUT is written whole, once the work is
-done). IN must be a regular file (not a device, a pipe or a folder) of at most
+done). OUT names a new file: an existing one is never overwritten, and a device (/dev/null
+too), a pipe or a socket is refused; write - >/dev/null to discard the result. IN must be a regular file (not a device, a pipe or a folder) of at most
 {MAX_INPUT_BYTES:,} bytes to compress (MAX_INPUT_BYTES), {MAX_BLOB_BYTES:,} to decompress.
 
 exit status:
@@ -810,6 +834,21 @@ exit status:
 def main(argv=None) -> int:
     """``python -m netcl_lite.compression compress|decompress IN OUT [--model DIR] [--model-only] [--adapt]``;
     the exit status is 0 (done), 1 (refused or failed), 2 (usage) or 130 (interrupted)."""
+    import signal
+    import sys
+
+    import netcl_lite
+
+    if signal.getsignal(signal.SIGINT) is netcl_lite._interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)   # from here Ctrl-C cleans up as it unwinds
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("python -m netcl_lite.compression: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv) -> int:
     import argparse
     import contextlib
     import os
@@ -851,6 +890,12 @@ def main(argv=None) -> int:
             if out.is_dir():
                 return fail(f"{out}: is a folder; give the name of a file to write")
             if out.exists() or out.is_symlink():
+                from .files import kind_of
+
+                kind = kind_of(out)
+                if kind != "a regular file":            # /dev/null, a pipe, a socket, a dangling link
+                    return fail(f"{out}: is {kind}, not a regular file; OUT is the name of a new file "
+                                "(never one that exists), or - for standard output (- >/dev/null discards it)")
                 return fail(f"{out}: file exists; remove it or choose another name")
             if not out.parent.is_dir():
                 from .files import kind_of

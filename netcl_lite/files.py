@@ -27,7 +27,7 @@ from pathlib import Path
 from .checks import nonnegative_int
 
 __all__ = ["atomic_write", "env_flag", "flush_to_disk", "kind_of", "read_regular", "regular_size", "replace",
-           "temporary_name"]
+           "temporary_name", "write_new"]
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
@@ -115,17 +115,29 @@ def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
     if mode is not None and not stat.S_ISREG(mode):
         raise ValueError(f"{path} is {kind_of(path)}, not a regular file; give the path of a file to write")
     tmp = temporary_name(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    write_new(tmp, data)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     _fsync_folder(path.parent)
+
+
+def write_new(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> None:
+    """Create ``path`` (``FileExistsError`` if the name exists: nothing is overwritten), write
+    ``data`` and flush it to disk; on any failure or interrupt the file it created is removed."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"data must be bytes (encode text first), got {type(data).__name__}")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        os.unlink(path)                  # ours: O_EXCL created it
+        raise
 
 
 def kind_of(path: str | os.PathLike) -> str:

@@ -16,6 +16,13 @@ _ID = re.compile(r"""\bid=["']([^"']+)["']""")
 _LOCAL_LINK = re.compile(r'<a\b[^>]*\bhref="#([^"]+)"[^>]*>(.*?)</a>', re.S)
 
 
+def check_markdown(markdown: str, page_uri: str, first_line: int = 1) -> None:
+    """Raise ``ValueError`` naming the page and the line for a citation whose key is not in the
+    bibliography and for text that looks like a citation but is not one (:func:`.citations.check`);
+    run on the page as written, before other stages add lines."""
+    citations.check(markdown, page_uri, first_line=first_line)
+
+
 def render_markdown(markdown: str, page_uri: str, files) -> str:
     """The page ``page_uri``'s Markdown with its citations as links; on the Bibliography and
     Glossary pages, their marker replaced by the entries."""

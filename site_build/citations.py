@@ -14,9 +14,11 @@ in a page                           shown as                                    
 ==================================  =============================================  ==========================
 
 Each becomes a Markdown link to the work's entry on the Bibliography page (``bibliography.md#KEY``,
-which MkDocs checks under ``--strict``), titled with the full reference. Code (fences and inline
-code), math and HTML comments are left as they are. A key that is not in the source fails the
-build, naming the page. The Bibliography page holds ``<!-- bibliography -->``, which becomes every
+which MkDocs checks under ``--strict``), titled with the full reference. Code (fenced and indented
+blocks, inline code, raw HTML ``<code>``, ``<pre>``, ``<kbd>``, ``<samp>``), math and HTML comments are
+left as they are. A key that is not in the source, and anything else in prose that looks like a
+citation (an ``@`` beginning a word: ``[@near-miss]``, ``[see @key]``, ``[@a, @b]``), fails the build,
+naming the page and the line. The Bibliography page holds ``<!-- bibliography -->``, which becomes every
 entry, sorted by first author and year, with the pages that cite it.
 """
 
@@ -41,10 +43,18 @@ BRACKETED = re.compile(rf"\[(?P<items>-?@{KEY}[^\]\[;@]*(?:;\s*-?@{KEY}[^\]\[;@]
 #: ``@key`` or ``@key [locator]``: a narrative citation (not an e-mail address, not a decorator in code)
 NARRATIVE = re.compile(rf"(?<![\w@./\\-])@(?P<key>{KEY})\b(?:\s\[(?P<locator>[^\]\[@]+)\])?")
 _ITEM = re.compile(rf"^\s*(?P<year_only>-)?@(?P<key>{KEY})\s*(?:,\s*(?P<locator>.*?))?\s*$", re.S)
-#: what is not prose: fenced code, inline code, math, HTML comments
-_NOT_PROSE = re.compile(r"^(?P<fi>[ \t]*)(?P<fence>`{3,}|~{3,})[^\n]*\n.*?^(?P=fi)(?P=fence)[ \t]*$"
-                        r"|(?P<ticks>`+).+?(?<!`)(?P=ticks)(?!`)|\\\(.*?\\\)|\\\[.*?\\\]|<!--.*?-->",
-                        re.S | re.M)
+#: what is not prose inside a block of text: inline code, math, HTML comments, and raw HTML elements
+#: whose text is code (``<code>``, ``<pre>``, ``<kbd>``, ``<samp>``, ``<script>``, ``<style>``, ``<textarea>``)
+_NOT_PROSE = re.compile(r"(?P<ticks>`+).+?(?<!`)(?P=ticks)(?!`)|\\\(.*?\\\)|\\\[.*?\\\]|<!--.*?-->"
+                        r"|<(?P<tag>code|pre|kbd|samp|script|style|textarea)\b[^>]*>.*?</(?P=tag)\s*>",
+                        re.S | re.I)
+#: the opening line of a fenced code block (a backtick fence's info holds no backtick)
+_FENCE_OPEN = re.compile(r"^(?P<ws>[ \t>]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+#: a line that opens a container whose indented lines are its content, not code: a list item, an
+#: admonition or details block, a tab, a definition, a footnote
+_CONTAINER = re.compile(r"^ {0,3}(?:[-*+]|\d+[.)])(?:[ \t]|$)|^(?:!!!|\?\?\?\+?|===\+?)[ \t]|^:[ \t]|^\[\^[^\]]+\]:")
+#: what looks like the start of a citation: an ``@`` (or ``-@``) that begins a word
+_AT = re.compile(r"(?<![\w.@/\\-])-?@(?=[\w-])")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|])")
 
 
@@ -163,13 +173,89 @@ def works(path: Path = SOURCE) -> dict[str, Work]:
     return _load(str(path), (st.st_mtime_ns, st.st_size))
 
 
-def prose_spans(markdown: str) -> list[tuple[int, int]]:
-    """The (start, end) spans of ``markdown`` that are prose: outside code, math and HTML comments."""
+def _fenced(lines: list[str]) -> set[int]:
+    """The indices of the lines of fenced code blocks: a fence closes at the first later line, at the
+    same indent, of the same character at least as long (CommonMark's rule; pymdownx.superfences
+    wants the same length, and shows a block closed longer as a paragraph, but its writer meant code).
+    A fence never closed opens no block, as superfences reads it."""
+    fenced, i = set(), 0
+    while i < len(lines):
+        m = _FENCE_OPEN.match(lines[i])
+        close = None
+        if m and not (m["fence"][0] == "`" and "`" in m["info"]):
+            end = re.compile(re.escape(m["fence"][0]) + "{" + str(len(m["fence"])) + r",}[ \t]*$")
+            close = next((j for j in range(i + 1, len(lines))
+                          if lines[j].startswith(m["ws"]) and end.match(lines[j], len(m["ws"]))), None)
+        if close is None:
+            i += 1
+        else:
+            fenced.update(range(i, close + 1))
+            i = close + 1
+    return fenced
+
+
+def _dedent(line: str) -> str:
+    return line[1:] if line.startswith("\t") else line[min(4, len(line) - len(line.lstrip(" "))):]
+
+
+def _indented_code(lines: list[str], rows: list[int], fenced: set[int]) -> set[int]:
+    """The indices among ``rows`` of ``lines`` that are indented code blocks, as Python-Markdown reads
+    them: a run of blocks (lines between blank lines) indented four spaces or a tab is code unless it
+    follows a container (a list item, an admonition, a details block, a tab, a definition, a footnote),
+    whose content it is; that content, one level out, is read the same way."""
+    blocks, block = [], []
+    for i in rows:
+        if lines[i].strip() or i in fenced:            # a blank line inside a fence does not end a block
+            block.append(i)
+        elif block:
+            blocks.append(block)
+            block = []
+    if block:
+        blocks.append(block)
+    code, container, k = set(), False, 0
+    while k < len(blocks):
+        if not lines[blocks[k][0]].startswith(("    ", "\t")):
+            container = any(_CONTAINER.match(lines[i]) for i in blocks[k])
+            k += 1
+            continue
+        run = []
+        while k < len(blocks) and lines[blocks[k][0]].startswith(("    ", "\t")):
+            run += blocks[k] if not run else [*range(run[-1] + 1, blocks[k][0]), *blocks[k]]
+            k += 1
+        if container:
+            inner = [_dedent(lines[i]) if i in run else lines[i] for i in range(len(lines))]
+            code |= _indented_code(inner, run, fenced)
+        else:
+            code.update(run)
+    return code
+
+
+def _code_blocks(markdown: str) -> list[tuple[int, int]]:
+    """The (start, end) character spans of ``markdown``'s fenced and indented code blocks, in order."""
+    lines = markdown.split("\n")
+    fenced = _fenced(lines)
+    code = fenced | _indented_code(lines, list(range(len(lines))), fenced)
     spans, at = [], 0
-    for m in _NOT_PROSE.finditer(markdown):
-        spans.append((at, m.start()))
-        at = m.end()
-    spans.append((at, len(markdown)))
+    for i, line in enumerate(lines):
+        if i in code:
+            if spans and spans[-1][1] == at - 1:
+                spans[-1] = (spans[-1][0], at + len(line))
+            else:
+                spans.append((at, at + len(line)))
+        at += len(line) + 1
+    return spans
+
+
+def prose_spans(markdown: str) -> list[tuple[int, int]]:
+    """The (start, end) spans of ``markdown`` that are prose: outside code (fenced and indented blocks,
+    inline code, raw HTML ``<code>``, ``<pre>`` and the like), math and HTML comments."""
+    spans, at = [], 0
+    for block_start, block_end in [*_code_blocks(markdown), (len(markdown), len(markdown))]:
+        for m in _NOT_PROSE.finditer(markdown, at, block_start):
+            spans.append((at, m.start()))
+            at = m.end()
+        spans.append((at, block_start))
+        at = block_end
     return spans
 
 
@@ -184,6 +270,58 @@ def cited_keys(markdown: str) -> list[str]:
     return keys
 
 
+def _blank(m: re.Match) -> str:
+    return re.sub(r"[^\n]", " ", m.group(0))
+
+
+def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, first_line: int = 1) -> None:
+    """Raise ``ValueError`` naming the page ``page_uri`` and the line (``first_line``: the file's line of
+    ``markdown``'s first) for the first citation in its prose whose key is not in the source, and for
+    anything there that looks like a citation but is not one: an ``@`` or ``-@`` that begins a word
+    outside the forms of the module's table (``[@near-miss]``, ``[see @key]``, ``[@a, @b]``, an unclosed
+    ``[@key``, ``-@key`` outside brackets). Code, math and HTML comments are not read."""
+    known = works() if known is None else known
+
+    def fail(at: int, why: str) -> None:
+        line = first_line + markdown.count("\n", 0, at)
+        raise ValueError(f"docs/{page_uri}:{line}: {why}")
+
+    def unknown(at: int, key: str) -> None:
+        if key not in known:
+            fail(at, f"cites @{key}, which is not in {SOURCE.relative_to(DOCS.parent)}; "
+                     f"add the entry there or correct the key")
+
+    form = ("; a citation is [@authorYEARword], [@key, locator], [@a; @b], [-@key], @key or @key [locator] "
+            "(README, Citations), or put the text in code")
+    for start, end in prose_spans(markdown):
+        text = markdown[start:end]
+        for m in BRACKETED.finditer(text):
+            for item in m["items"].split(";"):
+                unknown(start + m.start(), _ITEM.match(item)["key"])
+        text = BRACKETED.sub(_blank, text)
+        for m in NARRATIVE.finditer(text):
+            if (bracket := _in_brackets(text, m.start(), m.end())) is not None:
+                fail(start + m.start(), f"{bracket!r} is not a citation: a key inside brackets stands in "
+                                        f"[@key] or [@a; @b] alone" + form)
+            unknown(start + m.start(), m["key"])
+        text = NARRATIVE.sub(_blank, text)
+        for m in _AT.finditer(text):
+            shown = _in_brackets(text, m.start(), m.end()) or re.match(r"-?@[\w.:-]*", text[m.start():]).group(0)
+            fail(start + m.start(), f"{shown!r} looks like a citation but is not one (no key authorYEARword "
+                                    f"there, or it stands outside the syntax)" + form)
+
+
+def _in_brackets(text: str, start: int, end: int) -> str | None:
+    """The bracket around ``text[start:end]`` on its line (to its ``]`` or the end of the match), or None."""
+    line_start = text.rfind("\n", 0, start) + 1
+    opened = text.rfind("[", line_start, start)
+    if opened <= text.rfind("]", line_start, start):
+        return None
+    line_end = text.find("\n", end)
+    closed = text.find("]", end, len(text) if line_end < 0 else line_end)
+    return text[opened:closed + 1 if closed >= 0 else end].strip()
+
+
 def _escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)
 
@@ -193,10 +331,12 @@ def _link(text: str, work: Work, target: str) -> str:
     return f'[{text}]({target}#{work.key} "{title}")'
 
 
-def render(markdown: str, page_uri: str, known: dict[str, Work] | None = None) -> str:
+def render(markdown: str, page_uri: str, known: dict[str, Work] | None = None, first_line: int = 1) -> str:
     """``markdown`` of the page ``page_uri`` (its path under ``docs/``) with each citation a link to its
-    entry on the Bibliography page; a key not in the source raises ``ValueError`` naming the page."""
+    entry on the Bibliography page; a key not in the source, or text that looks like a citation and is
+    not one, raises ``ValueError`` naming the page and the line (:func:`check`)."""
     known = works() if known is None else known
+    check(markdown, page_uri, known, first_line)
     target = posixpath.relpath(PAGE, posixpath.dirname(page_uri) or ".")
 
     def find(key: str) -> Work:

@@ -35,20 +35,69 @@ _TAG = re.compile(r"<[^>]+>")
 _NOT_A_PROGRAM = re.compile(r'<div class="((?:language-text|language-python doc-signature) highlight[^"]*)"')
 
 
+def _section_markers(lines: list[str]) -> list[tuple[int, str, str]]:
+    """(line index, ``start`` or ``end``, name) of each section marker in ``lines``, read as
+    pymdownx.snippets reads them (an escaped marker, ``;--8<--``, is text)."""
+    from pymdownx.snippets import SnippetPreprocessor
+
+    found = []
+    for i, line in enumerate(lines):
+        m = SnippetPreprocessor.RE_SNIPPET_SECTION.match(line) if "8<-" in line else None
+        if m and not m["escape"]:
+            found.append((i, m["type"].lower(), m["name"]))
+    return found
+
+
 def section_lines(path: str, section: str | None, page: str = "(no page)") -> tuple[int, int]:
     """The first and last line (1-based) of ``section`` in ``path``, or of the whole file; ``path``
-    must lie under ``netcl_lite/``, ``kernels/`` or ``snippets/``, and errors name ``page``."""
+    must lie under ``netcl_lite/``, ``kernels/`` or ``snippets/``, and errors name ``page``. A section
+    is marked once: a start and an end marker, in that order, with no other section's marker between
+    (the excerpt would leave that line out of the lines its note names); anything else is a
+    ``ValueError`` naming the page, the file and the marker's line."""
     what = markers.include(path, section)
     target = inside(path, tuple(ROOT / name for name in INCLUDE_ROOTS), ROOT, what, page)
     lines = target.read_text(encoding="utf-8").splitlines()
     if section is None:
         return 1, len(lines)
     opens, closes = markers.section_bounds(section)
-    start = next((i for i, line in enumerate(lines) if opens in line), None)
-    end = next((i for i, line in enumerate(lines) if closes in line), None)
-    if start is None or end is None or end < start:
-        raise ValueError(f"{page}: {what}: {path} has no section {section!r} ({opens} … {closes})")
+    found = _section_markers(lines)
+    starts = [i for i, kind, name in found if name == section and kind == "start"]
+    ends = [i for i, kind, name in found if name == section and kind == "end"]
+    where = f"{page}: {what}: {path}"
+    if not starts:
+        raise ValueError(f"{where} has no section {section!r} ({opens} … {closes})")
+    for kind, at in (("start", starts), ("end", ends)):
+        if len(at) > 1:
+            raise ValueError(f"{where}:{at[1] + 1}: the section {section!r} has a second {kind} marker (the "
+                             f"first is on line {at[0] + 1}); a name marks one section")
+    start = starts[0]
+    if not ends or ends[0] < start:
+        raise ValueError(f"{where}:{start + 1}: the section {section!r} is never closed: no {closes} after "
+                         f"its start")
+    end = ends[0]
+    inner = [(i, kind, name) for i, kind, name in found if start < i < end]
+    if inner:
+        i, kind, name = inner[0]
+        raise ValueError(f"{where}:{i + 1}: the {kind} marker of section {name!r} stands inside the section "
+                         f"{section!r} (lines {start + 1}–{end + 1}), which would show its lines without it; "
+                         f"end one section before the next starts")
     return start + 2, end           # the lines between the two markers
+
+
+def check_excerpts(markdown: str, page_uri: str, first_line: int = 1) -> None:
+    """Raise ``ValueError`` naming the page and the line (``first_line``: the file's line of
+    ``markdown``'s first) for an excerpt whose fence is never closed or whose section is not marked
+    once, whole (:func:`section_lines`); run on the page as written, before other stages add lines."""
+    lines = markdown.split("\n")
+    for i, line in enumerate(lines[:-1]):
+        m = markers.EXCERPT_OPEN.match(line)
+        inc = markers.INCLUDE_LINE.match(lines[i + 1]) if m else None
+        if not inc:
+            continue
+        where = f"docs/{page_uri}:{first_line + i + 1}"
+        if not any(later.strip() == m["ticks"] for later in lines[i + 2:]):
+            raise ValueError(f"{where}: {lines[i + 1].strip()}: the excerpt's fence is never closed")
+        section_lines(inc["path"], inc["section"], where)
 
 
 def excerpt_note(path: str, section: str | None, page_uri: str) -> str:

@@ -154,6 +154,29 @@ def _with_alt(m: re.Match, page: str) -> str:
     return _ALT.sub(lambda _: f'alt="{html.escape(alt)}"', m.group(0), count=1)
 
 
+#: an image of a generated figure in a page's Markdown
+_FIGURE_MD = re.compile(r"!\[[^\]\n]*\]\((?:[^)\s]*/)?figures/[\w-]+/[\w-]+\.svg(?:\s+\"[^\"]*\")?\)")
+_CAPTION = re.compile(r"^[ \t]*/// caption[ \t]*$")
+
+
+def check_captions(markdown: str, page_uri: str, first_line: int = 1) -> None:
+    """Raise ``ValueError`` naming the page and the line (``first_line``: the file's line of
+    ``markdown``'s first) for a generated figure outside fenced code that no ``/// caption`` block
+    follows on the next line that is not blank."""
+    from . import markers
+
+    lines = markdown.split("\n")
+    fenced = {i for start, end in markers.fences(lines) for i in range(start, end + 1)}
+    for i, line in enumerate(lines):
+        m = _FIGURE_MD.search(line) if i not in fenced else None
+        if m is None:
+            continue
+        below = next((line for line in lines[i + 1:] if line.strip()), "")
+        if not _CAPTION.match(below):
+            raise ValueError(f"docs/{page_uri}:{first_line + i}: {m.group(0)}: a figure has a caption under "
+                             f"it (/// caption, what to see in it, ///), the next line that is not blank")
+
+
 def _cell(kind: str, text: str, cell_id: str) -> dict:
     cell = {"cell_type": kind, "id": cell_id, "metadata": {},
             "source": text.strip("\n").splitlines(keepends=True)}

@@ -126,12 +126,13 @@ def _page_name(uri: str) -> str:
 
 
 def _pattern(entries: tuple[Term, ...]) -> tuple[re.Pattern, dict[str, Term]]:
+    """The pattern of every form as the page's HTML spells it (``&``, ``<`` and ``>`` as the
+    references ``&amp;``, ``&lt;``, ``&gt;``), and the term of each spelling."""
     by_form: dict[str, Term] = {}
     for t in entries:
         for form in t.forms:
-            by_form.setdefault(form, t)
-            if form[0].islower():
-                by_form.setdefault(form[0].upper() + form[1:], t)
+            for spelling in (form, form[0].upper() + form[1:]) if form[0].islower() else (form,):
+                by_form.setdefault(html.escape(spelling, quote=False), t)
     alternation = "|".join(re.escape(f) for f in sorted(by_form, key=len, reverse=True))
     return re.compile(rf"(?<![\w-])(?:{alternation})(?![\w-])"), by_form
 

@@ -17,7 +17,9 @@ event                       stages, in this order
                             (:mod:`.source_pages`)
 ``on_env``                  the theme's templates compiled once and kept, compiled, in a
                             bytecode cache for the next builds (:mod:`.templates`)
-``on_page_markdown``        1. every marker checked (:mod:`.markers`), then, in one pass, measured
+``on_page_markdown``        0. citations, excerpts' sections and figures' captions checked, naming
+                            the line (:mod:`.apparatus`, :mod:`.copyable`, :mod:`.generated`);
+                            1. every marker checked (:mod:`.markers`), then, in one pass, measured
                             sections, build outputs' places and needs-extra notes; 2. excerpt
                             labels (:mod:`.copyable`); 3. citations as links, and the
                             Bibliography's and Glossary's entries (:mod:`.apparatus`)
@@ -140,11 +142,14 @@ class SiteBuild(BasePlugin):
 
     def on_page_markdown(self, markdown, *, page, config, files):
         self.page.name = f"docs/{page.file.src_uri}"
+        first_line = _first_line(page, markdown)
+        for check in (apparatus.check_markdown, copyable.check_excerpts, generated.check_captions):
+            check(markdown, page.file.src_uri, first_line)                     # on the page's own lines
         markdown = markers.replace(markdown, self.page.name, {
             "kernels.json": self.state.measured.section,
             "build-output": self.state.outputs.block,
             "needs-extra": lambda marker: copyable.needs_extra_note(marker, config.site_url),
-        }, first_line=_first_line(page, markdown))
+        }, first_line=first_line)
         markdown = copyable.label_excerpts(markdown, page.file.src_uri)
         return apparatus.render_markdown(markdown, page.file.src_uri, files)
 

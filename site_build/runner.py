@@ -139,11 +139,15 @@ def run_bounded(command: list[str], cwd: str | Path, env: dict[str, str], timeou
 
 def run_snippet(path: str | Path, limit: int | None = None, timeout: float = 900) -> str:
     """The stdout of the snippet file ``path``, run as :func:`run_python` runs it (a fresh interpreter,
-    a scratch folder, the reader's environment) through :func:`run_bounded`: at most ``timeout``
+    a copy of it alone in a scratch folder, the reader's environment) through :func:`run_bounded`: at most ``timeout``
     seconds and ``limit`` bytes of stdout (None: no limit). Raises :class:`SnippetError` when it fails
     (with the end of its stderr), runs too long, prints too much or prints bytes that are not UTF-8."""
     with tempfile.TemporaryDirectory() as tmp:
-        run = run_bounded([sys.executable, str(Path(path).resolve())], tmp, reader_env(), timeout,
+        # a copy in the scratch folder, as a page block runs: the snippet's neighbours (which its
+        # cache key does not cover) can be neither imported nor read beside it
+        copy = Path(tmp) / Path(path).name
+        copy.write_bytes(Path(path).read_bytes())
+        run = run_bounded([sys.executable, str(copy)], tmp, reader_env(), timeout,
                           (1 << 62) if limit is None else limit)
     if run.stopped == "limit":
         raise SnippetError(f"{path} printed more than {limit:,} bytes, the most a build output may "

@@ -150,7 +150,7 @@ def test_a_citation_becomes_a_link_to_its_entry(source, shown):
 def test_code_and_math_keep_their_at_signs_and_an_unknown_key_fails():
     text = "```python\n@decorator2020x\n```\n`[@vaswani2017attention]` and \\([@a2020b]\\)\n"
     assert citations.render(text, "chapter-7.md") == text
-    with pytest.raises(ValueError, match=r"docs/chapter-7.md: cites @nobody2020nothing"):
+    with pytest.raises(ValueError, match=r"docs/chapter-7.md:1: cites @nobody2020nothing"):
         citations.render("As [@nobody2020nothing] showed.", "chapter-7.md")
 
 
@@ -171,3 +171,52 @@ def test_an_entry_that_cannot_be_cited_or_shown_is_refused_naming_the_file(tmp_p
     source.write_text(entry + "\n")
     with pytest.raises(ValueError, match=f"^{re.escape(str(source))}: .*{re.escape(says)}"):
         citations.works(source)
+
+
+KEY = "vaswani2017attention"
+
+
+@pytest.mark.parametrize("text", [
+    f"Inline <code>[@{KEY}]</code> and <KBD>@{KEY}</KBD> and <samp>-@{KEY}</samp>.\n",
+    f"Before\n<pre>\n[@{KEY}]\n@{KEY}\n</pre>\nafter.\n",
+    f"A paragraph.\n\n    indented code [@{KEY}] and @{KEY}\n\n    more code @{KEY}\n",
+    f"- an item\n\n    its paragraph\n\n        code in the item @{KEY}\n",
+    f"!!! note\n\n    the note\n\n        code in the note [@{KEY}]\n",
+    f"```\na fence closed longer @{KEY}\n````\n",
+    f"~~~\n[@{KEY}]\n~~~~~\n",
+    f"    ```\n    an indented fence, closed longer @{KEY}\n    `````\n",
+])
+def test_text_in_code_of_every_kind_stays_as_written(text):
+    """Raw HTML code elements, indented code blocks (also inside a list item or an admonition) and a
+    fence closed by a longer one are code: a citation there is text, shown as written."""
+    assert citations.render(text, "chapter-7.md") == text
+
+
+def test_prose_indented_under_a_list_item_or_an_admonition_still_cites():
+    for text in (f"- an item\n\n    its paragraph [@{KEY}]\n", f"!!! note\n\n    the note @{KEY}\n",
+                 f"??? question \"Q\"\n    the answer [@{KEY}]\n", f"1. first\n\n    then @{KEY}\n"):
+        assert f"bibliography.md#{KEY}" in citations.render(text, "chapter-7.md"), text
+
+
+@pytest.mark.parametrize("near, says", [
+    ("[@near-miss]", "'[@near-miss]' looks like a citation"),
+    (f"[@{KEY.capitalize()}]", "looks like a citation"),
+    (f"[see @{KEY}]", f"'[see @{KEY}]' is not a citation"),
+    (f"[@{KEY}, @xiong2020layer]", "is not a citation"),
+    (f"[@{KEY}", "is not a citation"),
+    (f"[ @{KEY} ]", "is not a citation"),
+    ("-@burrows1994block", "'-@burrows1994block' looks like a citation"),
+    ("@vaswani-attention", "looks like a citation"),
+    ("(@vaswani)", "'@vaswani' looks like a citation"),
+    ("[@nobody2020nothing]", "cites @nobody2020nothing, which is not in docs/references.bib"),
+])
+def test_a_near_miss_citation_fails_naming_the_page_and_the_line(near, says):
+    text = f"# Title\n\nA line.\n\n```\ncode @{KEY}\n```\nAs {near} showed, and more.\n"
+    with pytest.raises(ValueError, match=rf"^docs/chapter-7.md:12: .*{re.escape(says)}"):
+        citations.render(text, "chapter-7.md", first_line=5)
+    assert citations.render(f"`{near}` in code\n", "chapter-7.md") == f"`{near}` in code\n"
+
+
+def test_e_mail_addresses_paths_and_link_targets_are_not_near_misses():
+    text = "Write to a.b@example.org, see [the list](mailto:list@example.org) or docs/@scope/x.\n"
+    assert citations.render(text, "chapter-7.md") == text

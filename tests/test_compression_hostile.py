@@ -313,6 +313,29 @@ def test_every_kind_of_buffer_codes_its_bytes(tiny):
         assert cz.decompress(memoryview(bytearray(blob)), model, tok, primer=primer) == bytes(data), name
 
 
+@pytest.mark.parametrize("other", ["model", "tokenizer"])
+def test_a_blob_from_another_model_is_refused_before_the_default_primer_is_tokenized(tiny, queue, monkeypatch, other):
+    """A mixed blob decoded without a primer needs Chapter 9's training text tokenized (the default
+    primer) only once every cheaper part of the fingerprint matches: a blob of another model or
+    tokenizer is refused first, and neither the default primer nor the tokenizer is called."""
+    model, tok, primer = tiny
+    other_model, other_tok = _small(queue, 300, 300 if other == "model" else 280, seed=2 if other == "model" else 1)
+    data = TEXT[:200].encode()
+    coder_tok = tok if other == "model" else other_tok
+    blob = cz.compress(data, other_model if other == "model" else model, coder_tok,
+                       primer=np.asarray(coder_tok.encode_ordinary(TEXT[:300]), np.int64))
+    assert blob[5] == cz.MIXED
+
+    def tokenized(*args, **kwargs):
+        raise AssertionError("the default primer was computed (the training text tokenized) before the check")
+
+    monkeypatch.setattr(cz, "default_primer", tokenized)
+    monkeypatch.setattr(cz, "_training_ids", tokenized)
+    monkeypatch.setattr(BPETokenizer, "encode_ordinary", tokenized)
+    with pytest.raises(ValueError, match="another model" if other == "model" else "another tokenizer"):
+        cz.decompress(blob, model, tok)
+
+
 # -- the command line -------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -414,6 +437,33 @@ def test_ctrl_c_leaves_no_partial_or_temporary_file(model_dir, tmp_path):
     assert _listing(tmp_path) == ["in.txt"]
 
 
+@pytest.mark.slow
+def test_ctrl_c_while_the_command_line_still_imports_exits_130_without_a_traceback(model_dir, tmp_path):
+    """SIGINT once the package has begun importing (``-X importtime`` reports its first module) and
+    before it has finished (no line for ``netcl_lite`` itself yet): one line, status 130, no file."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    during_import = 0
+    for _ in range(4):
+        proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "netcl_lite.compression", "compress", src,
+                                 tmp_path / "out.nclz", "--model", model_dir], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        seen = b""
+        while not re.search(rb"\| +netcl_lite\.", seen):   # a module of the package has been imported
+            chunk = proc.stderr.read1(4096)
+            assert chunk, f"the command ended before importing netcl_lite: {seen[-600:]!r}"
+            seen += chunk
+        proc.send_signal(signal.SIGINT)
+        stderr = (seen + proc.communicate(timeout=120)[1]).decode()
+        assert proc.returncode == 130 and "Traceback" not in stderr and "interrupted" in stderr, \
+            (proc.returncode, stderr[-800:])
+        assert _listing(tmp_path) == ["in.txt"]
+        during_import += not re.search(r"\| +netcl_lite$", stderr, re.M)   # the package's own line: it finished
+        if during_import:
+            break
+    assert during_import, "every SIGINT came after the package had imported"
+
+
 def test_an_interrupted_write_leaves_neither_the_file_nor_a_temporary_one(tmp_path, monkeypatch):
     def interrupted(fd):
         raise KeyboardInterrupt
@@ -422,6 +472,36 @@ def test_an_interrupted_write_leaves_neither_the_file_nor_a_temporary_one(tmp_pa
     with pytest.raises(KeyboardInterrupt):
         cz._write_new(tmp_path / "out.nclz", b"x" * 1000)
     assert _listing(tmp_path) == []
+
+
+@pytest.mark.parametrize("refusal", [PermissionError(1, "Operation not permitted"),
+                                     OSError(95, "Operation not supported"), NotImplementedError("no links")])
+def test_a_file_system_without_hard_links_gets_the_file_written_once_and_never_over_another(tmp_path, monkeypatch,
+                                                                                              refusal):
+    """Where ``os.link`` is refused, OUT is created exclusively instead: written whole, an existing
+    file left as it is, and an interrupted write leaves neither OUT nor a temporary file."""
+    def no_links(src, dst, **kwargs):
+        raise refusal
+
+    monkeypatch.setattr(os, "link", no_links)
+    out = tmp_path / "out.nclz"
+    cz._write_new(out, b"x" * 1000)
+    assert out.read_bytes() == b"x" * 1000 and _listing(tmp_path) == ["out.nclz"]
+    with pytest.raises(FileExistsError):
+        cz._write_new(out, b"y")
+    assert out.read_bytes() == b"x" * 1000 and _listing(tmp_path) == ["out.nclz"]
+    out.unlink()
+    fsyncs = []
+
+    def interrupted_second_time(fd):                  # the temporary file's fsync passes, OUT's is interrupted
+        fsyncs.append(fd)
+        if len(fsyncs) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted_second_time)
+    with pytest.raises(KeyboardInterrupt):
+        cz._write_new(out, b"x" * 1000)
+    assert len(fsyncs) == 2 and _listing(tmp_path) == []
 
 
 def test_help_documents_the_exit_status(capsys):
@@ -488,6 +568,26 @@ def test_an_out_that_names_a_folder_by_its_trailing_slash_is_refused(tmp_path, c
         err = capsys.readouterr().err
         assert "give the name of a file to write" in err and "--model" not in err, (out, err)
     assert _listing(tmp_path) == ["in.txt"]
+
+
+def test_an_out_that_is_a_device_a_pipe_or_a_dangling_link_is_refused_saying_what_it_is(tmp_path, capsys):
+    """OUT that exists but is not a regular file (``/dev/null``, a FIFO, a symlink to nothing) is
+    refused for what it is, not as "file exists"; --help says so and how to discard a result."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    cases = {os.devnull: "is a character device, not a regular file", tmp_path / "pipe": "is a FIFO, not a regular file",
+             tmp_path / "dangling": "is a symlink to a missing file, not a regular file"}
+    for out, says in cases.items():
+        for command in ("compress", "decompress"):
+            assert cz.main([command, str(src), str(out), "--model", str(tmp_path / "nomodel")]) == 1
+            err = capsys.readouterr().err
+            assert f"{out}: {says}" in err and "file exists" not in err and "- >/dev/null" in err, (out, err)
+    assert _listing(tmp_path) == ["dangling", "in.txt", "pipe"]
+    with pytest.raises(SystemExit):
+        cz.main(["--help"])
+    assert "/dev/null" in capsys.readouterr().out
 
 
 def test_a_missing_input_is_named_once(tmp_path, capsys):

@@ -65,6 +65,13 @@ def test_the_source_the_files_it_reads_the_packages_and_the_device_choice_change
     monkeypatch.setattr(store, "PACKAGES", store.PACKAGES + ("pytest",))
     assert store.context() != shared
     monkeypatch.undo()
+    for name in ("numpy", "matplotlib", "constriction"):               # another version of one package
+        real = fingerprint.metadata.version
+        monkeypatch.setattr(fingerprint.metadata, "version",
+                            lambda dist, name=name, real=real: real(dist) + ".1" if dist == name else real(dist))
+        assert store.context() != shared, f"{name}'s version is not in the build's key"
+        monkeypatch.undo()
+    monkeypatch.undo()
     from netcl_lite import capstone                                 # the seeds' results Chapter 9 prints
 
     seeds = tmp_path / "capstone_seeds.json"

@@ -38,6 +38,26 @@ def test_each_term_is_marked_once_at_its_first_use_in_running_text():
     assert out[:head] == html[:head], "a tooltip went into a heading, code, a link, math or a figure"
 
 
+def test_a_term_with_an_ampersand_or_angle_brackets_is_marked_as_the_page_spells_it():
+    """The page's HTML spells ``&``, ``<`` and ``>`` as character references (Markdown writes
+    ``Q&A`` as ``Q&amp;A``): a form holding them is found there, marked once, its text unchanged."""
+    import markdown
+
+    terms = (glossary.Term("Q&A", "Questions and answers.", ("Q&A",)),
+             glossary.Term("<unk>", "The unknown token.", ("<unk>",)),
+             glossary.Term("a < b", "A comparison.", ("a < b",)),
+             glossary.Term("x->y", "An arrow.", ("x->y",)))
+    page = markdown.markdown("A Q&A on the &lt;unk&gt; token, where a < b and x->y hold; "
+                             "later Q&A, &lt;unk&gt; and a < b again.")
+    assert "Q&amp;A" in page and "&lt;unk&gt;" in page and "a &lt; b" in page and "x-&gt;y" in page
+    out, marked = glossary.mark_first_uses(page, terms)
+    assert marked == 4, out
+    for shown, title in (("Q&amp;A", "Questions and answers."), ("&lt;unk&gt;", "The unknown token."),
+                         ("a &lt; b", "A comparison."), ("x-&gt;y", "An arrow.")):
+        assert out.count(f'<abbr class="glossary" title="{title}">{shown}</abbr>') == 1, (shown, out)
+    assert re.sub(r"</?abbr[^>]*>", "", out) == page
+
+
 def test_a_form_in_two_terms_is_refused(tmp_path):
     source = tmp_path / "glossary.yml"
     source.write_text("- term: a\n  forms: [x]\n  definition: one thing.\n- term: b\n  forms: [x]\n  definition: another.\n")

@@ -377,6 +377,33 @@ def test_a_process_that_leaves_the_snippets_group_holds_the_build_a_few_seconds_
         os.kill(int(pid.read_text()), 9)
 
 
+def test_a_build_output_snippet_reaches_nothing_beside_it_that_its_key_does_not_cover(site):
+    """The key of a build output is that of its code: a neighbouring module it imported, or a file it
+    read beside itself, could change with the key unchanged and the stored output stale. The snippet
+    runs alone in a scratch folder, as a page block does, so either fails the build naming it."""
+    (site.snippets / "helper.py").write_text("VALUE = 1\n")
+    (site.snippets / "data.txt").write_text("1\n")
+    for name, code, says in (("imports.py", "import helper\nprint(helper.VALUE)\n", "No module named 'helper'"),
+                             ("reads.py", "from pathlib import Path\nprint((Path(__file__).parent / 'data.txt')"
+                                          ".read_text())\n", "data.txt")):
+        path = site.snippet(name, code)
+        with pytest.raises(build_output.BuildOutputError) as caught:
+            site.render(page_with(path, markers.build_output(path)))
+        assert str(caught.value).startswith(f"{PAGE}:{MARKER_LINE}: ") and path in str(caught.value) \
+            and says in str(caught.value), str(caught.value)[-600:]
+
+
+def test_one_stored_output_shows_right_under_a_plain_marker_and_one_as_markdown(site):
+    """The marker's ``as markdown`` changes how the stored stdout is shown, not what the snippet
+    prints: both markers share its key, and each renders the stored text its own way."""
+    path = site.snippet("table.py", "print('| a | b |')\nprint('|---|---|')\nprint('| 1 | 2 |')\n")
+    plain = site.render(page_with(path, markers.build_output(path)))
+    table = site.render(page_with(path, markers.build_output(path, as_markdown=True)))
+    assert "<table>" not in plain and "| a | b |" in html.unescape(plain)
+    assert "<table>" in table and "<td>1</td>" in table
+    assert len(list((site.root.parent / "cache" / "executed" / "build_output").iterdir())) == 1
+
+
 def test_a_snippet_reads_no_input(site):
     path = site.snippet("stdin.py", "import os\nprint(os.path.samestat(os.fstat(0), os.stat(os.devnull)))\n")
     assert shown(site.render(page_with(path, markers.build_output(path)))) == ["True"]
@@ -422,17 +449,80 @@ def test_unknown_names_in_markers_fail_naming_page_and_line(site):
         site.render("# Hostile\n\n<!-- needs-extra: gpu -->\n```python\nx = 1\n```\n")
 
 
+def test_a_near_miss_citation_fails_naming_page_and_line_and_one_in_code_is_text(site):
+    """Checked on the page as written: a needs-extra note above (which the build turns into many
+    lines) does not move the line the error names."""
+    top = "# Hostile\n\n<!-- needs-extra: compare -->\n```python\nx = 1\n```\n\n"
+    with pytest.raises(ValueError, match=rf"^{PAGE}:8: '\[@near-miss\]' looks like a citation"):
+        site.render(top + "As [@near-miss] said.\n")
+    page = site.render(top + "<code>[@near-miss]</code> and\n\n    [@vaswani2017attention] indented\n")
+    assert "[@near-miss]" in page and "[@vaswani2017attention] indented" in page and "bibliography" not in page
+
+
 def test_a_broken_excerpt_fails_naming_the_page(site):
     for include, says in (('"netcl_lite/nosuch.py:part"', "no such file"),
                           ('"netcl_lite/__init__.py:nosuch"', "has no section 'nosuch'")):
         with pytest.raises(Exception) as caught:
             site.render(f'# Hostile\n\n```{{.python .excerpt}}\n--8<-- {include}\n```\n')
-        assert str(caught.value).startswith(f"{PAGE}: --8<-- {include}") and says in str(caught.value)
+        assert str(caught.value).startswith(f"{PAGE}:4: --8<-- {include}") and says in str(caught.value)
+
+
+SECTIONS = {   # a library file's text: the error naming its line
+    "unclosed": ("x = 0\n# --8<-- [start:part]\nx = 1\n", ":2: the section 'part' is never closed"),
+    "closed before it starts": ("# --8<-- [end:part]\n# --8<-- [start:part]\nx = 1\n", ":2: the section 'part' is never closed"),
+    "marked twice": ("# --8<-- [start:part]\nx = 1\n# --8<-- [end:part]\n# --8<-- [start:part]\ny = 2\n"
+                     "# --8<-- [end:part]\n", ":4: the section 'part' has a second start marker (the first is on line 1)"),
+    "two ends": ("# --8<-- [start:part]\nx = 1\n# --8<-- [end:part]\n# --8<-- [end:part]\n",
+                 ":4: the section 'part' has a second end marker"),
+    "nested": ("# --8<-- [start:part]\nx = 1\n# --8<-- [start:inner]\ny = 2\n# --8<-- [end:inner]\n"
+               "# --8<-- [end:part]\n", ":3: the start marker of section 'inner' stands inside the section 'part'"),
+    "overlapping": ("# --8<-- [start:part]\nx = 1\n# --8<-- [start:other]\n# --8<-- [end:part]\n"
+                    "# --8<-- [end:other]\n", ":3: the start marker of section 'other' stands inside"),
+}
+
+
+@pytest.mark.parametrize("case", list(SECTIONS))
+def test_an_excerpt_of_a_section_not_marked_once_whole_fails_naming_page_file_and_line(site, monkeypatch, case):
+    """An excerpt's section with no end, a second start or end, or another section's marker inside
+    it (which pymdownx.snippets would drop from the excerpt, or show as the first of two) fails the
+    build naming the page's line and the file's."""
+    from site_build import copyable
+
+    text, says = SECTIONS[case]
+    (site.root / "netcl_lite").mkdir()
+    (site.root / "netcl_lite" / "odd.py").write_text(text)
+    monkeypatch.setattr(copyable, "ROOT", site.root)
+    page = '# Hostile\n\nText.\n\n```{.python .excerpt}\n--8<-- "netcl_lite/odd.py:part"\n```\n'
+    with pytest.raises(ValueError) as caught:
+        site.render(page)
+    assert str(caught.value).startswith(f'{PAGE}:6: --8<-- "netcl_lite/odd.py:part": netcl_lite/odd.py{says}'), \
+        str(caught.value)
+
+
+def test_an_excerpt_of_a_section_marked_once_shows_its_lines_and_escaped_markers_are_text(site, monkeypatch):
+    from site_build import copyable
+
+    (site.root / "netcl_lite").mkdir()
+    (site.root / "netcl_lite" / "odd.py").write_text("# --8<-- [start:part]\nx = 1\n# ;--8<-- [start:part]\n"
+                                                    "# --8<-- [end:part]\n# --8<-- [start:next]\n# --8<-- [end:next]\n")
+    monkeypatch.setattr(copyable, "ROOT", site.root)
+    assert copyable.section_lines("netcl_lite/odd.py", "part") == (2, 3)
+
+
+@pytest.mark.parametrize("gap", ["\n", "\nText.\n", "\n```\n/// caption\n```\n"])
+def test_a_figure_without_a_caption_under_it_fails_naming_page_and_line(site, gap):
+    page = f"# Hostile\n\n![A figure](figures/chapter7/sinusoidal.svg)\n{gap}"
+    with pytest.raises(ValueError, match=rf"^{PAGE}:3: !\[A figure\]\(figures/chapter7/sinusoidal.svg\): a figure "
+                                         r"has a caption under it"):
+        site.render(page)
+    captioned = page.replace(".svg)\n", ".svg)\n\n/// caption\nWhat to see.\n///\n")
+    generated.check_captions(captioned, "hostile.md")                 # a blank line between is allowed
+    generated.check_captions(f"```\n{page}```\n", "hostile.md")       # in code it is text
 
 
 def test_a_figure_without_its_svg_fails_naming_the_page(site):
     with pytest.raises(ValueError, match=rf"^{PAGE}: docs/figures/nosuch/thing.svg: no such figure"):
-        site.render("# Hostile\n\n![A figure](figures/nosuch/thing.svg)\n")
+        site.render("# Hostile\n\n![A figure](figures/nosuch/thing.svg)\n/// caption\nWhat to see.\n///\n")
 
 
 @pytest.fixture
