@@ -70,12 +70,15 @@ def drill_weeks() -> list[Path]:
 
 
 def figure_reads(script: Path) -> list[Path]:
-    """The files a figure script draws from besides the library: the benchmark reports and their
-    results for the scripts that load them (Chapter 8's), nothing for the others."""
+    """The files a figure script may draw from besides the library: every other file of its own
+    folder (a module or data beside it), and the benchmark reports and their results for the scripts
+    that name them (Chapter 8's). A script runs in a scratch working folder, so a path relative to
+    the working folder reaches none of the repository."""
+    beside = sorted(p for p in script.parent.iterdir() if p.is_file() and p != script and p.suffix != ".pyc")
     if "benchmarks" not in script.read_text(encoding="utf-8"):
-        return []
+        return beside
     bench = ROOT / "benchmarks"
-    return sorted(bench.glob("*.py")) + sorted(p for p in (bench / "results").rglob("*") if p.is_file())
+    return beside + sorted(bench.glob("*.py")) + sorted(p for p in (bench / "results").rglob("*") if p.is_file())
 
 
 def figure_key(script: Path, shared: str | None = None) -> str:
@@ -96,7 +99,9 @@ def build_figures(shared: str | None = None) -> list[Path]:
             for script in missing:
                 pairs += [str(script), str(Path(tmp) / f"{script.parent.name}--{script.stem}.svg")]
             env = dict(os.environ, MPLBACKEND="Agg")
-            run = runner.run_bounded([sys.executable, "-c", _RUN_FIGURES, *pairs], ROOT, env, FIGURES_TIMEOUT_S,
+            work = Path(tmp) / "work"      # the working folder: nothing of the repository in it
+            work.mkdir()
+            run = runner.run_bounded([sys.executable, "-c", _RUN_FIGURES, *pairs], work, env, FIGURES_TIMEOUT_S,
                                      limit=None)
             if run.returncode or run.stopped:
                 raise RuntimeError(_figure_failure(missing, run))
@@ -284,11 +289,11 @@ def build_drills(shared: str | None = None) -> list[str]:
 
 
 def inputs() -> list[Path]:
-    """The files the figures and notebooks are made from besides the library: every snippet and the
-    benchmark reports with their results (what :func:`figure_reads` may name), and the files
+    """The files the figures and notebooks are made from besides the library: every file under
+    ``snippets/`` and the benchmark reports with their results (what :func:`figure_reads` may name), and the files
     :func:`install_cell` reads."""
     bench = ROOT / "benchmarks"
-    return (sorted(SNIPPETS.rglob("*.py")) + sorted(bench.glob("*.py"))
+    return (sorted(p for p in SNIPPETS.rglob("*") if p.is_file() and p.suffix != ".pyc") + sorted(bench.glob("*.py"))
             + sorted(p for p in (bench / "results").rglob("*") if p.is_file())
             + [ROOT / "pyproject.toml", ROOT / "mkdocs.yml"])
 

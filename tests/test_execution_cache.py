@@ -135,7 +135,11 @@ def test_a_snippet_a_figure_and_a_drill_change_their_keys(tmp_path):
     figure = ROOT / "snippets" / "chapter8" / "figure_gemm.py"
     reads = generated.figure_reads(figure)
     assert ROOT / "benchmarks" / "results" / "kernels.json" in reads, "a Chapter 8 figure is drawn from kernels.json"
-    assert generated.figure_reads(ROOT / "snippets" / "week22" / "figure_rope.py") == []
+    rope = ROOT / "snippets" / "week22" / "figure_rope.py"
+    reads = generated.figure_reads(rope)
+    assert rope not in reads and ROOT / "snippets" / "week22" / "drill_1_merges.py" in reads, \
+        "a figure's key covers the files beside it"
+    assert not any(p.is_relative_to(ROOT / "benchmarks") for p in reads), "only scripts naming benchmarks read them"
     week = tmp_path / "week99"
     week.mkdir()
     (week / "drill_1_x.py").write_text("# Step 1\nprint(1)\n")

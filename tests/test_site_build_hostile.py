@@ -664,3 +664,24 @@ def test_a_marker_in_full_width_letters_fails_naming_page_and_line(site, marker)
     path = site.snippet("ok.py", "print('shown')\n")
     with pytest.raises(markers.MarkerError, match=rf"^{PAGE}:{MARKER_LINE}: "):
         site.render(page_with(path, marker))
+
+
+def test_a_figure_script_reaches_nothing_its_key_does_not_cover(generated_tree, monkeypatch):
+    """A figure's key covers its script, the library and the files beside it: it runs in an empty
+    working folder, so a file of the repository read through the working folder fails, and a file
+    beside it that changes redraws it."""
+    folder = generated_tree / "snippets" / "chapter99"
+    folder.mkdir(parents=True)
+    (generated_tree / "docs" / "chapter-99.md").write_text("![a figure](figures/chapter99/cwd.svg)\n")
+    cwd = folder / "figure_cwd.py"
+    cwd.write_text("import sys, pathlib\nopen(sys.argv[1], 'w').write(pathlib.Path('mkdocs.yml').read_text())\n")
+    monkeypatch.setattr(generated, "figure_scripts", lambda: [cwd])
+    with pytest.raises(RuntimeError, match="mkdocs.yml"):
+        generated.build_figures("shared")
+    beside = folder / "figure_beside.py"
+    beside.write_text("import sys, pathlib\ndata = (pathlib.Path(__file__).parent / 'points.txt').read_text()\n"
+                      "open(sys.argv[1], 'w').write(f'<svg>{data}</svg>')\n")
+    (folder / "points.txt").write_text("1")
+    key = generated.figure_key(beside, "shared")
+    (folder / "points.txt").write_text("2")
+    assert generated.figure_key(beside, "shared") != key, "a file beside the figure is not in its key"
