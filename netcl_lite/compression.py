@@ -804,6 +804,7 @@ exit status:
   1    refused or failed: a message on standard error names the path at fault; OUT is not written
   2    the command line is wrong (usage)
   130  interrupted (Ctrl-C): no partial or temporary file is left
+  143  terminated (SIGTERM; 129 for SIGHUP): no partial or temporary file is left
 """
 
 
@@ -901,5 +902,20 @@ def main(argv=None) -> int:
     return 0
 
 
+def _exit_cleanly_on_termination() -> None:
+    """Make SIGTERM and SIGHUP (``kill``, ``timeout``, a closed terminal) end the command as an
+    exception, not at once: the temporary file of a write in progress is removed as it unwinds,
+    and the exit status is 128 + the signal's number, as the signal's own would be."""
+    import signal
+
+    def terminated(signum, frame):
+        raise SystemExit(128 + signum)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), terminated)
+
+
 if __name__ == "__main__":
+    _exit_cleanly_on_termination()
     raise SystemExit(main())

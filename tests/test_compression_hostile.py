@@ -414,6 +414,27 @@ def test_ctrl_c_leaves_no_partial_or_temporary_file(model_dir, tmp_path):
     assert _listing(tmp_path) == ["in.txt"]
 
 
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_a_termination_signal_during_the_write_leaves_no_temporary_file(model_dir, tmp_path, name):
+    """``kill`` (SIGTERM) or a closed terminal (SIGHUP) while OUT is being written: the command, run
+    as ``python -m``, exits 128 + the signal's number and leaves neither OUT nor its temporary file
+    (the signal arrives inside the flush to disk, where the temporary file exists)."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    script = (f"import os, runpy, signal, sys, time\n"
+              f"def fsync(fd):\n"
+              f"    os.kill(os.getpid(), signal.{name})\n"
+              f"    time.sleep(30)\n"
+              f"os.fsync = fsync\n"
+              f"sys.argv = ['compression', 'compress', {str(src)!r}, {str(tmp_path / 'out.nclz')!r}, "
+              f"'--model', {str(model_dir)!r}]\n"
+              f"runpy.run_module('netcl_lite.compression', run_name='__main__', alter_sys=True)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=120)
+    assert done.returncode == 128 + getattr(signal, name), (done.returncode, done.stderr[-600:])
+    assert _listing(tmp_path) == ["in.txt"]
+
+
 def test_an_interrupted_write_leaves_neither_the_file_nor_a_temporary_one(tmp_path, monkeypatch):
     def interrupted(fd):
         raise KeyboardInterrupt
@@ -429,7 +450,7 @@ def test_help_documents_the_exit_status(capsys):
         cz.main(["--help"])
     text = capsys.readouterr().out
     assert done.value.code == 0
-    for words in ("exit status", "0 ", "1 ", "2 ", "130", "- for standard input", f"{cz.MAX_INPUT_BYTES:,}"):
+    for words in ("exit status", "0 ", "1 ", "2 ", "130", "143", "- for standard input", f"{cz.MAX_INPUT_BYTES:,}"):
         assert words in text, words
 
 
