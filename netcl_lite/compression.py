@@ -433,8 +433,10 @@ def _check_primer(primer, tokenizer: BPETokenizer) -> np.ndarray:
 
 def _check_progress(progress) -> None:
     if progress is not None and not isinstance(progress, bool):
+        kind = type(progress)                           # NumPy 2 names its own bool type 'bool'
+        name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
         raise TypeError(f"progress must be True, False or None (a bar for inputs over 20,000 tokens), "
-                        f"got {type(progress).__name__}")
+                        f"got {name}; pass bool(...) of it")
 
 
 def _nbytes(data, name: str, what: str) -> int:

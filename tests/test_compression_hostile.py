@@ -577,6 +577,18 @@ def test_a_numpy_bool_flag_is_refused_with_a_message_that_says_what_it_is(tiny):
     assert not str(refused.value).endswith("got bool")
 
 
+def test_a_numpy_bool_progress_is_refused_with_a_message_that_says_what_it_is(tiny):
+    """``progress=np.False_``: the refusal names ``numpy.bool``, not 'got bool' (NumPy 2's name for
+    its type), as the flags' does."""
+    model, tok, primer = tiny
+    blob = cz.compress(b"xy", model, tok, primer=primer)
+    for call in (lambda: cz.compress(b"text", model, tok, primer=primer, progress=np.False_),
+                 lambda: cz.decompress(blob, model, tok, primer=primer, progress=np.True_)):
+        with pytest.raises(TypeError, match=r"progress must be .*got numpy\.bool; pass bool\(") as refused:
+            call()
+        assert "got bool" not in str(refused.value)
+
+
 def test_a_model_folder_the_coder_cannot_use_is_named_not_the_input(model_dir, tmp_path, capsys):
     """A --model folder that loads but cannot code (a window of one position): the message names
     --model DIR, which is at fault, not IN."""
