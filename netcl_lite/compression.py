@@ -743,7 +743,12 @@ def _load(model_dir):
     folder = Path(model_dir)
     try:
         if not folder.is_dir():
-            raise ValueError(f"--model {folder}: no such folder")
+            from .files import kind_of
+
+            kind = kind_of(folder)
+            raise ValueError(f"--model {folder}: " + ("no such folder" if kind == "missing" else
+                                                      f"is {kind}, not a folder (one with config.json, "
+                                                      "model.safetensors and tokenizer.json)"))
         if not (folder / "tokenizer.json").is_file():
             raise ValueError(f"--model {folder}: no tokenizer.json there (a Chapter 9 run's folder has one)")
     except OSError as exc:                              # the system refuses to look it up (a name too long)

@@ -589,6 +589,21 @@ def test_a_numpy_bool_progress_is_refused_with_a_message_that_says_what_it_is(ti
         assert "got bool" not in str(refused.value)
 
 
+def test_a_model_path_that_is_a_file_is_not_called_missing(model_dir, tmp_path, capsys):
+    """``--model`` naming a file (its config.json, say) or a dangling link: the message says what it
+    is, not 'no such folder'; a missing one is still 'no such folder'."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    cases = {model_dir / "config.json": "is a regular file, not a folder", tmp_path / "dangling": "a symlink to a missing",
+             tmp_path / "nowhere": "no such folder"}
+    for path, says in cases.items():
+        assert cz.main(["compress", str(src), str(tmp_path / "out"), "--model", str(path)]) == 1
+        err = capsys.readouterr().err
+        assert f"--model {path}: " in err and says in err, err
+    assert _listing(tmp_path) == ["dangling", "in.txt"]
+
+
 def test_a_model_folder_the_coder_cannot_use_is_named_not_the_input(model_dir, tmp_path, capsys):
     """A --model folder that loads but cannot code (a window of one position): the message names
     --model DIR, which is at fault, not IN."""
