@@ -161,7 +161,7 @@ def test_a_page_shows_control_characters_as_escapes(site):
 
 MARKDOWN_ATTACKS = {
     "raw HTML": "<script>alert(1)</script>\n\n| a | b |\n|---|---|\n| <img src=x onerror=alert(1)> | 1 |\n",
-    "a fence that would swallow the page": "| a |\n|---|\n| 1 |\n\n```\n",
+    "a fence that would swallow the page": "```\n\n| a |\n|---|\n| 1 |\n",
     "a heading and a list": "# Injected\n\n- item\n\n1. one\n\n> quote\n\n| a |\n|---|\n| 1 |\n",
     "links and images": "[x](javascript:alert(1)) ![y](https://example.com/y.png) <https://example.com>\n\n"
                         "[ref]: https://example.com\n\n| a |\n|---|\n| [r][ref] |\n",
@@ -192,6 +192,18 @@ def test_output_as_markdown_keeps_tables_emphasis_and_code(site):
     figure = page_html[page_html.index("<figure"):page_html.index("</figure>")]
     assert figure.count("<table>") == 1 and "On 3 seeds." not in figure, "the caption holds the table alone"
 
+
+
+@pytest.mark.parametrize("text", ["just a line\n", "| a |\n|---|\n| 1 |\n\na paragraph after the table\n",
+                                  "- a list\n- is text here\n"])
+def test_output_as_markdown_that_does_not_end_in_a_table_fails_naming_page_line_and_snippet(site, text):
+    """The caption 'Table N. Printed as Markdown ...' belongs to the table the output ends with; output
+    whose last element is a paragraph would get a table's caption with no table under it."""
+    with pytest.raises(build_output.BuildOutputError) as caught:
+        site.render(site.printing("notable.py", text, as_markdown=True))
+    message = str(caught.value)
+    assert message.startswith(f"{PAGE}:{MARKER_LINE}: ") and "snippets/hostile/notable.py printed no Markdown table" \
+        in message, message
 
 
 def test_output_as_markdown_shows_character_references_to_invisible_characters_as_escapes(site):
