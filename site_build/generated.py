@@ -101,7 +101,7 @@ def build_figures(shared: str | None = None) -> list[Path]:
             if run.returncode or run.stopped:
                 raise RuntimeError(_figure_failure(missing, run))
             for script, out in zip(missing, pairs[1::2]):
-                svg = Path(out).read_text(encoding="utf-8")
+                svg = _written_svg(script, Path(out))
                 svg = "\n".join(line for line in svg.splitlines() if "<dc:date>" not in line)  # no build date
                 svgs[script] = svg.encode("utf-8")
                 store.store("figure", keys[script], svgs[script])
@@ -119,6 +119,20 @@ def pages_showing(text: str) -> list[str]:
 
 def _rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+
+
+def _written_svg(script: Path, out: Path) -> str:
+    """The SVG text ``script`` wrote to ``out``, or RuntimeError naming the pages that show its figure,
+    the script and the figure when it wrote none or wrote what is not text (a PNG, say)."""
+    figure = f"figures/{script.parent.name}/{script.stem[len('figure_'):]}.svg"
+    try:
+        return out.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        why = "exited without writing its figure (a figure script saves to the path sys.argv[1])"
+    except UnicodeDecodeError as err:
+        why = f"wrote a file that is not SVG text (not UTF-8 at byte {err.start})"
+    shown = ", ".join(pages_showing(figure)) or "no page"
+    raise RuntimeError(f"{shown}: the figure script {_rel(script)} (drawing {figure}) {why}")
 
 
 def _figure_failure(scripts: list[Path], run: runner.Bounded) -> str:

@@ -473,6 +473,26 @@ def test_a_failing_figure_script_fails_naming_the_script_and_the_page(generated_
     assert "figure_good.py" not in message.splitlines()[0] and "no data to draw" in message
 
 
+@pytest.mark.parametrize("code, says", [
+    ("print('drawn, but never saved')\n", "exited without writing its figure"),
+    ("import sys\nopen(sys.argv[1], 'wb').write(b'\\x89PNG\\r\\n')\n", "wrote a file that is not SVG text"),
+])
+def test_a_figure_script_that_writes_no_svg_fails_naming_the_script_and_the_page(generated_tree, monkeypatch,
+                                                                                 code, says):
+    """A script that exits 0 without saving its figure, or saves a PNG to the .svg path: the error
+    names the page, the script and the figure, not a temporary file or a codec."""
+    folder = generated_tree / "snippets" / "chapter99"
+    folder.mkdir(parents=True)
+    (folder / "figure_lost.py").write_text(code)
+    (generated_tree / "docs" / "chapter-99.md").write_text("![a figure](figures/chapter99/lost.svg)\n")
+    monkeypatch.setattr(generated, "figure_scripts", lambda: [folder / "figure_lost.py"])
+    with pytest.raises(RuntimeError) as caught:
+        generated.build_figures("shared")
+    message = str(caught.value)
+    assert message.startswith("docs/chapter-99.md: the figure script ") and "figure_lost.py" in message, message
+    assert "figures/chapter99/lost.svg" in message and says in message, message
+
+
 def test_a_figure_script_that_runs_too_long_is_stopped(generated_tree, monkeypatch):
     folder = generated_tree / "snippets" / "chapter99"
     folder.mkdir(parents=True)
