@@ -8,7 +8,8 @@
   the ``alt`` of the figure's ``<img>``, so no alt text is typed by hand.
 * Drill notebooks: ``snippets/<week>/drill_<n>_<topic>.py`` are the one source
   of each drill. The page includes them one by one; this stage assembles them,
-  in order, and runs the notebook top to bottom (nbclient, failing on any error)
+  in order, and runs the notebook top to bottom (nbclient, failing on any error
+  and on a cell whose output passes :data:`NOTEBOOK_OUTPUT_LIMIT`)
   into ``docs/drills/<week>-drill.ipynb``, which mkdocs-jupyter renders and
   offers for download, outputs included.
 
@@ -37,6 +38,8 @@ from .paths import DOCS, FIGURES, ROOT, SNIPPETS
 
 #: the longest the figure scripts that are not stored may run, all together, in seconds
 FIGURES_TIMEOUT_S = 900
+#: the most output one code cell of a drill notebook may hold, in bytes of its JSON (the page shows it whole)
+NOTEBOOK_OUTPUT_LIMIT = 64 * 1024
 _DESCRIPTION = re.compile(r"<dc:description>(.*?)</dc:description>", re.S)
 _FIGURE_IMG = re.compile(r'<img\b[^>]*\bsrc="(?:[^"]*/)?figures/([\w-]+/[\w-]+)\.svg"[^>]*>')
 _ALT = re.compile(r'\balt="[^"]*"')
@@ -223,7 +226,10 @@ def drill_notebook(week_dir: Path) -> dict:
     cells = [_cell("markdown", title, "title"), _cell("markdown", "## Install", "install-heading"),
              _cell("code", install_cell(), "install")]
     for n, step in enumerate(steps, 1):
-        code = step.read_text(encoding="utf-8")
+        try:
+            code = step.read_text(encoding="utf-8")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{_rel(step)} is not UTF-8 text (at byte {err.start})") from None
         first = code.splitlines()[0] if code else ""
         heading = first.lstrip("# ").strip() if first.startswith("#") else step.stem
         cells += [_cell("markdown", f"## {heading}", f"step-{n}-heading"), _cell("code", code, f"step-{n}")]
@@ -249,6 +255,10 @@ def execute_notebook(source: str) -> str:
     for cell in node.cells:
         if cell.cell_type == "code":
             cell.outputs = _merged_streams(cell.outputs)
+            size = len(json.dumps(cell.outputs, ensure_ascii=False).encode("utf-8"))
+            if size > NOTEBOOK_OUTPUT_LIMIT:
+                raise ValueError(f"the cell {cell.get('id', '?')} put {size:,} bytes of output into the notebook; "
+                                 f"a cell shows at most NOTEBOOK_OUTPUT_LIMIT = {NOTEBOOK_OUTPUT_LIMIT:,}")
     return nbformat.writes(node) + "\n"
 
 
@@ -258,16 +268,23 @@ def build_drills(shared: str | None = None) -> list[str]:
     ran = []
     for week_dir in drill_weeks():
         name = f"{week_dir.name.replace('week', 'week-')}-drill.ipynb"
-        source = json.dumps(drill_notebook(week_dir), indent=1, ensure_ascii=False) + "\n"
+
+        def failed(err: Exception) -> RuntimeError:
+            shown = ", ".join(pages_showing(f"snippets/{week_dir.name}/drill_")) or "no page"
+            return RuntimeError(f"{shown}: the drill notebook docs/drills/{name}, made from "
+                                f"{_rel(week_dir)}/drill_*.py, failed: {err}")
+
+        try:
+            source = json.dumps(drill_notebook(week_dir), indent=1, ensure_ascii=False) + "\n"
+        except ValueError as err:
+            raise failed(err) from None
         key = fingerprint.key(source, shared=shared)
         data = store.lookup("notebook", key)
         if data is None:
             try:
                 data = execute_notebook(source).encode("utf-8")
             except Exception as err:
-                shown = ", ".join(pages_showing(f"snippets/{week_dir.name}/drill_")) or "no page"
-                raise RuntimeError(f"{shown}: the drill notebook docs/drills/{name}, made from "
-                                   f"{_rel(week_dir)}/drill_*.py, failed: {err}") from err
+                raise failed(err) from err
             store.store("notebook", key, data)
             ran.append(name)
         write_if_changed(DOCS / "drills" / name, data)

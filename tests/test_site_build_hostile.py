@@ -518,6 +518,29 @@ def test_a_failing_drill_notebook_fails_naming_its_page(generated_tree, monkeypa
     assert "the drill broke" in message
 
 
+@pytest.mark.parametrize("step, says", [
+    (b"# Step 1\nprint('x' * 200_000)\n", "the cell step-1 put 200,"),
+    (b"# Step \xff\nprint(1)\n", "snippets/week99/drill_1_odd.py is not UTF-8 text (at byte 7)"),
+])
+def test_a_drill_step_that_prints_too_much_or_is_not_text_fails_naming_its_page(generated_tree, monkeypatch,
+                                                                                step, says):
+    """A step whose output would make the notebook page megabytes long, or whose file is not UTF-8:
+    the build fails naming the page, the notebook and what is wrong, not with a bare codec error or
+    a notebook of any size."""
+    week = generated_tree / "snippets" / "week99"
+    week.mkdir(parents=True)
+    (week / "drill_1_odd.py").write_bytes(step)
+    (generated_tree / "docs" / "week-99.md").write_text('```python\n--8<-- "snippets/week99/drill_1_odd.py"\n```\n')
+    monkeypatch.setattr(generated, "drill_weeks", lambda: [week])
+    monkeypatch.setattr(generated, "_rel", lambda path: Path(path).relative_to(generated_tree).as_posix())
+    with pytest.raises(RuntimeError) as caught:
+        generated.build_drills("shared")
+    message = str(caught.value)
+    assert message.startswith("docs/week-99.md: the drill notebook docs/drills/week-99-drill.ipynb"), message
+    assert says in message, message
+    assert not (generated_tree / "docs" / "drills").exists()
+
+
 # -- 5. the shipped wheel ------------------------------------------------------------------------------
 
 def _force_included() -> dict[str, str]:
