@@ -434,6 +434,23 @@ def test_unknown_names_in_markers_fail_naming_page_and_line(site):
         site.render("# Hostile\n\n<!-- needs-extra: gpu -->\n```python\nx = 1\n```\n")
 
 
+@pytest.mark.parametrize("name", ["self.md", "a.md"])
+def test_an_include_that_leads_back_to_itself_fails_naming_the_page(site, name):
+    """A file that includes itself, or two that include each other: pymdownx.snippets leaves the
+    include that leads back out without a word (the page silently lacks it); the build fails
+    naming the page and the include. A file included twice, one after the other, is no cycle."""
+    site.snippet("self.md", '--8<-- "snippets/hostile/self.md"\n')
+    site.snippet("a.md", 'a text\n--8<-- "snippets/hostile/b.md"\n')
+    site.snippet("b.md", 'b text\n--8<-- "snippets/hostile/a.md"\n')
+    with pytest.raises(includes.PathError) as caught:
+        site.render(f'# Hostile\n\n--8<-- "snippets/hostile/{name}"\n\nAfter.\n')
+    message = str(caught.value)
+    assert message.startswith(f'{PAGE}: --8<-- "snippets/hostile/') and "leads back" in message, message
+    site.snippet("twice.md", 'twice\n')
+    site.snippet("both.md", '--8<-- "snippets/hostile/twice.md"\n\n--8<-- "snippets/hostile/twice.md"\n')
+    assert site.render('# Hostile\n\n--8<-- "snippets/hostile/both.md"\n').count("<p>twice</p>") == 2
+
+
 def test_a_broken_excerpt_fails_naming_the_page(site):
     for include, says in (('"netcl_lite/nosuch.py:part"', "no such file"),
                           ('"netcl_lite/__init__.py:nosuch"', "has no section 'nosuch'")):
