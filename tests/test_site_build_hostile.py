@@ -267,6 +267,17 @@ def test_a_near_miss_marker_fails_naming_page_and_line(site, marker):
     assert not ran.exists(), "nothing runs for a marker that does not parse"
 
 
+@pytest.mark.parametrize("marker, seen", [("<!-- build-output: snippets/hostile/ok.py -->\u00a0", r"\xa0"),
+                                          ("\u2003<!-- build-output: snippets/hostile/ok.py -->", r"\u2003")])
+def test_a_near_miss_by_invisible_white_space_shows_it_in_the_error(site, marker, seen):
+    """A no-break or em space before or after a marker makes it a near miss; the error quotes the line
+    with that character written out, not stripped away (the quoted line looked like a good marker)."""
+    site.snippet("ok.py", "print('fine')\n")
+    with pytest.raises(markers.MarkerError) as caught:
+        site.render(page_with("snippets/hostile/ok.py", marker))
+    assert seen in str(caught.value), str(caught.value)
+
+
 def test_trailing_spaces_after_a_marker_are_allowed(site):
     path = site.snippet("ok.py", "print('shown')\n")
     assert shown(site.render(page_with(path, markers.build_output(path) + "  "))) == ["shown"]
