@@ -345,6 +345,7 @@ class _Predictor:
         self.model = adapter.model if adapter is not None else model
         self.streams = lengths.size
         self.lock = device_lock(model)
+        _check_cache(model, self.streams)
         with self.lock:
             self.cache = KVCache(model.queue, c.num_hidden_layers, self.streams, c.num_key_value_heads, c.head_dim,
                                  c.max_position_embeddings)
@@ -409,6 +410,21 @@ def _check_model(model, tokenizer) -> None:
                          f"vocab_size={model.config.vocab_size}: pass the tokenizer the model was trained with")
     if model.config.max_position_embeddings < 2:
         raise ValueError("model's max_position_embeddings must be at least 2 to code with a window")
+    _check_cache(model, 1)
+
+
+def _check_cache(model: DecoderLM, streams: int) -> None:
+    """Refuse, before it is allocated, a key-value cache of ``streams`` streams over the model's whole
+    window (``max_position_embeddings``) that the device cannot hold, naming the window."""
+    c, device = model.config, model.queue.device
+    buffer = 4 * streams * c.num_key_value_heads * c.max_position_embeddings * c.head_dim   # one layer's K or V
+    total = 2 * c.num_hidden_layers * buffer
+    if buffer > device.max_mem_alloc_size or total > device.global_mem_size:
+        raise ValueError(f"model's max_position_embeddings={c.max_position_embeddings:,}: the coder's key-value "
+                         f"cache of {streams} stream{'s' * (streams > 1)} over that window takes "
+                         f"{total / 2**30:.3g} GiB, more than {device.name.strip()} holds "
+                         f"({device.global_mem_size / 2**30:.3g} GiB; {device.max_mem_alloc_size / 2**30:.3g} GiB "
+                         f"in one buffer); use a model with a smaller window")
 
 
 def _check_primer(primer, tokenizer: BPETokenizer) -> np.ndarray:

@@ -604,6 +604,30 @@ def test_a_model_path_that_is_a_file_is_not_called_missing(model_dir, tmp_path, 
     assert _listing(tmp_path) == ["dangling", "in.txt"]
 
 
+def test_a_model_whose_window_the_device_cannot_cache_is_refused_naming_it(tiny, model_dir, tmp_path, capsys):
+    """A config.json claiming a window of 2^40 positions loads (no weight depends on it), but the
+    coder's key-value cache over it cannot be allocated: compress refuses it naming
+    max_position_embeddings, and the command line names --model DIR, not an OSError traceback."""
+    import json
+    import shutil
+
+    folder = tmp_path / "model"
+    shutil.copytree(model_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 2**40}))
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    for command in ("compress", "decompress"):
+        assert cz.main([command, str(src), str(tmp_path / "out"), "--model", str(folder)]) == 1
+        err = capsys.readouterr().err
+        assert f"--model {folder}: model's max_position_embeddings=1,099,511,627,776" in err, err
+        assert str(src) not in err and "Traceback" not in err, err
+    assert _listing(tmp_path) == ["in.txt", "model"]
+    big = DecoderLM.from_pretrained(folder)
+    with pytest.raises(ValueError, match="max_position_embeddings=1,099,511,627,776: the coder's key-value cache"):
+        cz.compress(TEXT.encode(), big, tiny[1], primer=tiny[2])
+
+
 def test_a_model_folder_the_coder_cannot_use_is_named_not_the_input(model_dir, tmp_path, capsys):
     """A --model folder that loads but cannot code (a window of one position): the message names
     --model DIR, which is at fault, not IN."""
