@@ -756,6 +756,9 @@ def _load(model_dir):
 
         run = capstone.run()
         return run.model, run.tokenizer
+    if not model_dir:                                   # Path('') is the working folder: "$UNSET" is no choice of it
+        raise ValueError("--model '': names no folder (empty); give the model's folder, or leave --model "
+                         "out for Chapter 9's model")
     folder = Path(model_dir)
     try:
         if not folder.is_dir():

@@ -628,6 +628,17 @@ def test_a_model_whose_window_the_device_cannot_cache_is_refused_naming_it(tiny,
         cz.compress(TEXT.encode(), big, tiny[1], primer=tiny[2])
 
 
+def test_an_empty_model_path_is_refused_not_read_as_the_working_folder(model_dir, tmp_path, monkeypatch, capsys):
+    """``--model "$DIR"`` with DIR unset: Path('') is the working folder, which happens to hold a model
+    here; the command refuses the empty name instead of using whatever folder it runs in."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    monkeypatch.chdir(model_dir)
+    assert cz.main(["compress", str(src), str(tmp_path / "out"), "--model", ""]) == 1
+    assert "--model '': names no folder" in capsys.readouterr().err
+    assert _listing(tmp_path) == ["in.txt"]
+
+
 def test_a_model_folder_the_coder_cannot_use_is_named_not_the_input(model_dir, tmp_path, capsys):
     """A --model folder that loads but cannot code (a window of one position): the message names
     --model DIR, which is at fault, not IN."""
