@@ -215,9 +215,20 @@ def _merged_streams(outputs: list) -> list:
     return merged
 
 
+def drill_steps(week_dir: Path) -> list[Path]:
+    """A week's drill steps, ``drill_<n>_<topic>.py``, in the order of ``n`` read as a number (step 10
+    after step 9, not after step 1); a step without a number after those with one."""
+    def order(step: Path) -> tuple:
+        n = step.name.split("_")[1]
+        return (0, int(n), step.name) if n.isdigit() else (1, 0, step.name)
+
+    return sorted(week_dir.glob("drill_*.py"), key=order)
+
+
 def drill_notebook(week_dir: Path) -> dict:
-    """The notebook for one week's drill: a title cell, then a heading and a code cell per step."""
-    steps = sorted(week_dir.glob("drill_*.py"))
+    """The notebook for one week's drill: a title cell, then a heading and a code cell per step
+    (:func:`drill_steps`, in order)."""
+    steps = drill_steps(week_dir)
     week = week_dir.name.replace("week", "Week ")
     title = (f"# {week} drill\n\nEach step runs on its own; run them top to "
              "bottom. The notebook runs in a Jupyter kernel (`ipykernel`, or JupyterLab, which brings it) "
