@@ -349,6 +349,7 @@ class _Predictor:
         self.model = adapter.model if adapter is not None else model
         self.streams = lengths.size
         self.lock = device_lock(model)
+        _check_cache(model, self.streams)
         with self.lock:
             self.cache = KVCache(model.queue, c.num_hidden_layers, self.streams, c.num_key_value_heads, c.head_dim,
                                  c.max_position_embeddings)
@@ -413,6 +414,21 @@ def _check_model(model, tokenizer) -> None:
                          f"vocab_size={model.config.vocab_size}: pass the tokenizer the model was trained with")
     if model.config.max_position_embeddings < 2:
         raise ValueError("model's max_position_embeddings must be at least 2 to code with a window")
+    _check_cache(model, 1)
+
+
+def _check_cache(model: DecoderLM, streams: int) -> None:
+    """Refuse, before it is allocated, a key-value cache of ``streams`` streams over the model's whole
+    window (``max_position_embeddings``) that the device cannot hold, naming the window."""
+    c, device = model.config, model.queue.device
+    buffer = 4 * streams * c.num_key_value_heads * c.max_position_embeddings * c.head_dim   # one layer's K or V
+    total = 2 * c.num_hidden_layers * buffer
+    if buffer > device.max_mem_alloc_size or total > device.global_mem_size:
+        raise ValueError(f"model's max_position_embeddings={c.max_position_embeddings:,}: the coder's key-value "
+                         f"cache of {streams} stream{'s' * (streams > 1)} over that window takes "
+                         f"{total / 2**30:.3g} GiB, more than {device.name.strip()} holds "
+                         f"({device.global_mem_size / 2**30:.3g} GiB; {device.max_mem_alloc_size / 2**30:.3g} GiB "
+                         f"in one buffer); use a model with a smaller window")
 
 
 def _check_primer(primer, tokenizer: BPETokenizer) -> np.ndarray:
@@ -437,8 +453,10 @@ def _check_primer(primer, tokenizer: BPETokenizer) -> np.ndarray:
 
 def _check_progress(progress) -> None:
     if progress is not None and not isinstance(progress, bool):
+        kind = type(progress)                           # NumPy 2 names its own bool type 'bool'
+        name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
         raise TypeError(f"progress must be True, False or None (a bar for inputs over 20,000 tokens), "
-                        f"got {type(progress).__name__}")
+                        f"got {name}; pass bool(...) of it")
 
 
 def _nbytes(data, name: str, what: str) -> int:
@@ -754,10 +772,18 @@ def _load(model_dir):
 
         run = capstone.run()
         return run.model, run.tokenizer
+    if not model_dir:                                   # Path('') is the working folder: "$UNSET" is no choice of it
+        raise ValueError("--model '': names no folder (empty); give the model's folder, or leave --model "
+                         "out for Chapter 9's model")
     folder = Path(model_dir)
     try:
         if not folder.is_dir():
-            raise ValueError(f"--model {folder}: no such folder")
+            from .files import kind_of
+
+            kind = kind_of(folder)
+            raise ValueError(f"--model {folder}: " + ("no such folder" if kind == "missing" else
+                                                      f"is {kind}, not a folder (one with config.json, "
+                                                      "model.safetensors and tokenizer.json)"))
         if not (folder / "tokenizer.json").is_file():
             raise ValueError(f"--model {folder}: no tokenizer.json there (a Chapter 9 run's folder has one)")
     except OSError as exc:                              # the system refuses to look it up (a name too long)
@@ -828,6 +854,7 @@ exit status:
   1    refused or failed: a message on standard error names the path at fault; OUT is not written
   2    the command line is wrong (usage)
   130  interrupted (Ctrl-C): no partial or temporary file is left
+  143  terminated (SIGTERM; 129 for SIGHUP): no partial or temporary file is left
 """
 
 
@@ -946,5 +973,20 @@ def _main(argv) -> int:
     return 0
 
 
+def _exit_cleanly_on_termination() -> None:
+    """Make SIGTERM and SIGHUP (``kill``, ``timeout``, a closed terminal) end the command as an
+    exception, not at once: the temporary file of a write in progress is removed as it unwinds,
+    and the exit status is 128 + the signal's number, as the signal's own would be."""
+    import signal
+
+    def terminated(signum, frame):
+        raise SystemExit(128 + signum)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), terminated)
+
+
 if __name__ == "__main__":
+    _exit_cleanly_on_termination()
     raise SystemExit(main())

@@ -52,10 +52,18 @@ POCL_NOT_A_CHOICE = frozenset({"POCL_AFFINITY", "POCL_DEBUG", "POCL_DEBUG_LLVM_P
 
 
 def cache_root() -> Path:
-    """``NETCL_LITE_CACHE`` if set, else ``.cache/netcl_lite`` in a source checkout, else
-    ``netcl_lite`` under the user's cache folder (``XDG_CACHE_HOME``)."""
+    """``NETCL_LITE_CACHE`` if set (an absolute path), else ``.cache/netcl_lite`` in a source
+    checkout, else ``netcl_lite`` under the user's cache folder (``XDG_CACHE_HOME``). A relative
+    ``NETCL_LITE_CACHE`` raises ``ValueError``: each process would read it from its own working
+    folder, and the build's snippets, notebooks and page blocks run in scratch folders, where they
+    would find an empty cache (and train Chapter 9's model again)."""
     if os.environ.get("NETCL_LITE_CACHE"):
-        return Path(os.environ["NETCL_LITE_CACHE"])
+        root = Path(os.environ["NETCL_LITE_CACHE"])
+        if not root.is_absolute():
+            raise ValueError(f"NETCL_LITE_CACHE={str(root)!r} is a relative path; give an absolute one "
+                             f"(export NETCL_LITE_CACHE=\"$PWD/{root}\"): processes that run in other "
+                             "folders, such as the build's snippets, would each read another cache")
+        return root
     if (PACKAGE.parent / "pyproject.toml").is_file() and (PACKAGE.parent / "kernels").is_dir():
         return PACKAGE.parent / ".cache" / "netcl_lite"          # a source checkout
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "netcl_lite"

@@ -10,7 +10,7 @@ interpreter and a scratch folder, as the doc tests run every block), and puts it
 marker's place as a text block titled "printed when this site was built". A snippet that prints a
 Markdown table (its last lines) takes the marker ``<!-- build-output: PATH as markdown -->``:
 its stdout is rendered as Markdown, and the table gets the caption "printed as
-Markdown when this site was built, by the block above". It is not an ``output``
+Markdown when this site was built, by the block above" (output whose last lines are no table fails). It is not an ``output``
 block: those are the outputs the doc tests compare, and the browser test counts them. The shown
 numbers are therefore this build's; what must hold on any machine is asserted inside the snippet,
 so a run that misses it fails the build (and the doc test that runs the same block).
@@ -227,7 +227,11 @@ class BuildOutputs:
         if not marker.match["markdown"]:
             token = self._place(marker.page, html.escape(visible(text).strip("\n"), quote=False), False, where)
             return f'\n```text title="{TITLE}"\n{token}\n```\n'
-        *before, last = markdown_html(text)
+        parts = markdown_html(text)
+        if not parts or not parts[-1].startswith("<table>"):      # the caption is a table's
+            raise BuildOutputError(f"{where}: {path} printed no Markdown table as its last lines; output "
+                                   f"'as markdown' ends with the table its caption names (or drop ' as markdown')")
+        *before, last = parts
         tokens = [self._place(marker.page, part, True, where) for part in ("\n".join(before), last) if part]
         return "\n" + "\n\n".join(tokens) + f"\n\n/// table-caption\n{CAPTION}\n///\n"
 

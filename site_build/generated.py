@@ -8,7 +8,8 @@
   the ``alt`` of the figure's ``<img>``, so no alt text is typed by hand.
 * Drill notebooks: ``snippets/<week>/drill_<n>_<topic>.py`` are the one source
   of each drill. The page includes them one by one; this stage assembles them,
-  in order, and runs the notebook top to bottom (nbclient, failing on any error)
+  in order, and runs the notebook top to bottom (nbclient, failing on any error
+  and on a cell whose output passes :data:`NOTEBOOK_OUTPUT_LIMIT`)
   into ``docs/drills/<week>-drill.ipynb``, which mkdocs-jupyter renders and
   offers for download, outputs included.
 
@@ -37,6 +38,8 @@ from .paths import DOCS, FIGURES, ROOT, SNIPPETS
 
 #: the longest the figure scripts that are not stored may run, all together, in seconds
 FIGURES_TIMEOUT_S = 900
+#: the most output one code cell of a drill notebook may hold, in bytes of its JSON (the page shows it whole)
+NOTEBOOK_OUTPUT_LIMIT = 64 * 1024
 _DESCRIPTION = re.compile(r"<dc:description>(.*?)</dc:description>", re.S)
 _FIGURE_IMG = re.compile(r'<img\b[^>]*\bsrc="(?:[^"]*/)?figures/([\w-]+/[\w-]+)\.svg"[^>]*>')
 _ALT = re.compile(r'\balt="[^"]*"')
@@ -106,7 +109,7 @@ def build_figures(shared: str | None = None) -> list[Path]:
             if run.returncode or run.stopped:
                 raise RuntimeError(_figure_failure(missing, run))
             for script, out in zip(missing, pairs[1::2]):
-                svg = Path(out).read_text(encoding="utf-8")
+                svg = _written_svg(script, Path(out))
                 svg = "\n".join(line for line in svg.splitlines() if "<dc:date>" not in line)  # no build date
                 svgs[script] = svg.encode("utf-8")
                 store.store("figure", keys[script], svgs[script])
@@ -124,6 +127,20 @@ def pages_showing(text: str) -> list[str]:
 
 def _rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+
+
+def _written_svg(script: Path, out: Path) -> str:
+    """The SVG text ``script`` wrote to ``out``, or RuntimeError naming the pages that show its figure,
+    the script and the figure when it wrote none or wrote what is not text (a PNG, say)."""
+    figure = f"figures/{script.parent.name}/{script.stem[len('figure_'):]}.svg"
+    try:
+        return out.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        why = "exited without writing its figure (a figure script saves to the path sys.argv[1])"
+    except UnicodeDecodeError as err:
+        why = f"wrote a file that is not SVG text (not UTF-8 at byte {err.start})"
+    shown = ", ".join(pages_showing(figure)) or "no page"
+    raise RuntimeError(f"{shown}: the figure script {_rel(script)} (drawing {figure}) {why}")
 
 
 def _figure_failure(scripts: list[Path], run: runner.Bounded) -> str:
@@ -226,9 +243,20 @@ def _merged_streams(outputs: list) -> list:
     return merged
 
 
+def drill_steps(week_dir: Path) -> list[Path]:
+    """A week's drill steps, ``drill_<n>_<topic>.py``, in the order of ``n`` read as a number (step 10
+    after step 9, not after step 1); a step without a number after those with one."""
+    def order(step: Path) -> tuple:
+        n = step.name.split("_")[1]
+        return (0, int(n), step.name) if n.isdigit() else (1, 0, step.name)
+
+    return sorted(week_dir.glob("drill_*.py"), key=order)
+
+
 def drill_notebook(week_dir: Path) -> dict:
-    """The notebook for one week's drill: a title cell, then a heading and a code cell per step."""
-    steps = sorted(week_dir.glob("drill_*.py"))
+    """The notebook for one week's drill: a title cell, then a heading and a code cell per step
+    (:func:`drill_steps`, in order)."""
+    steps = drill_steps(week_dir)
     week = week_dir.name.replace("week", "Week ")
     title = (f"# {week} drill\n\nEach step runs on its own; run them top to "
              "bottom. The notebook runs in a Jupyter kernel (`ipykernel`, or JupyterLab, which brings it) "
@@ -237,7 +265,10 @@ def drill_notebook(week_dir: Path) -> dict:
     cells = [_cell("markdown", title, "title"), _cell("markdown", "## Install", "install-heading"),
              _cell("code", install_cell(), "install")]
     for n, step in enumerate(steps, 1):
-        code = step.read_text(encoding="utf-8")
+        try:
+            code = step.read_text(encoding="utf-8")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{_rel(step)} is not UTF-8 text (at byte {err.start})") from None
         first = code.splitlines()[0] if code else ""
         heading = first.lstrip("# ").strip() if first.startswith("#") else step.stem
         cells += [_cell("markdown", f"## {heading}", f"step-{n}-heading"), _cell("code", code, f"step-{n}")]
@@ -263,6 +294,10 @@ def execute_notebook(source: str) -> str:
     for cell in node.cells:
         if cell.cell_type == "code":
             cell.outputs = _merged_streams(cell.outputs)
+            size = len(json.dumps(cell.outputs, ensure_ascii=False).encode("utf-8"))
+            if size > NOTEBOOK_OUTPUT_LIMIT:
+                raise ValueError(f"the cell {cell.get('id', '?')} put {size:,} bytes of output into the notebook; "
+                                 f"a cell shows at most NOTEBOOK_OUTPUT_LIMIT = {NOTEBOOK_OUTPUT_LIMIT:,}")
     return nbformat.writes(node) + "\n"
 
 
@@ -272,16 +307,23 @@ def build_drills(shared: str | None = None) -> list[str]:
     ran = []
     for week_dir in drill_weeks():
         name = f"{week_dir.name.replace('week', 'week-')}-drill.ipynb"
-        source = json.dumps(drill_notebook(week_dir), indent=1, ensure_ascii=False) + "\n"
+
+        def failed(err: Exception) -> RuntimeError:
+            shown = ", ".join(pages_showing(f"snippets/{week_dir.name}/drill_")) or "no page"
+            return RuntimeError(f"{shown}: the drill notebook docs/drills/{name}, made from "
+                                f"{_rel(week_dir)}/drill_*.py, failed: {err}")
+
+        try:
+            source = json.dumps(drill_notebook(week_dir), indent=1, ensure_ascii=False) + "\n"
+        except ValueError as err:
+            raise failed(err) from None
         key = fingerprint.key(source, shared=shared)
         data = store.lookup("notebook", key)
         if data is None:
             try:
                 data = execute_notebook(source).encode("utf-8")
             except Exception as err:
-                shown = ", ".join(pages_showing(f"snippets/{week_dir.name}/drill_")) or "no page"
-                raise RuntimeError(f"{shown}: the drill notebook docs/drills/{name}, made from "
-                                   f"{_rel(week_dir)}/drill_*.py, failed: {err}") from err
+                raise failed(err) from err
             store.store("notebook", key, data)
             ran.append(name)
         write_if_changed(DOCS / "drills" / name, data)

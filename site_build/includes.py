@@ -1,7 +1,8 @@
 """Includes stay inside the project: every ``--8<--`` include that ``pymdownx.snippets`` resolves,
 nested ones too, must lead (symlinks resolved) to a file under ``snippets/`` or, for an excerpt,
 ``netcl_lite/`` or ``kernels/`` of its base path, without ``..``; a build-output marker must name a
-``.py`` file under ``snippets/``. Anything else, and a missing file, fails the build with an error
+``.py`` file under ``snippets/``. Anything else, a missing file, and an include that leads back to a
+file including it (which ``pymdownx.snippets`` leaves out silently) fail the build with an error
 naming the page and the include or marker.
 
 :func:`contain` puts :func:`contained_snippets` in place of the ``pymdownx.snippets`` extension,
@@ -74,6 +75,10 @@ def contained_snippets(page: CurrentPage, **options):
             base = bases[0].resolve() if bases else ROOT
             what = markers.include(path)
             found = inside(path, tuple(base / name for name in INCLUDE_ROOTS), base, what, page.name)
+            if str(found) in getattr(self, "seen", ()):     # the files being included, outermost first
+                raise PathError(f"{page.name}: {what}: leads back to a file that is including it (it includes "
+                                f"itself, directly or through the files it includes); pymdownx.snippets would "
+                                f"leave it out without a word")
             return str(found)
 
     class ContainedSnippets(SnippetExtension):

@@ -218,7 +218,8 @@ def find(markdown: str, page: str, first_line: int = 1) -> list[Marker]:
         pattern, form = KINDS[kind]
         m = pattern.fullmatch(line) if pattern is not None else None
         if m is None:
-            raise MarkerError(f"{where}: {line.strip()!r} looks like a {kind} marker but is not one; "
+            shown = line.strip(" \t")                 # other white space (U+00A0, CR) stays visible in the repr
+            raise MarkerError(f"{where}: {shown!r} looks like a {kind} marker but is not one; "
                               f"write {form}")
         marker = Marker(kind, page, first_line + index, index, m)
         why = _misplaced(marker, lines, blocks)

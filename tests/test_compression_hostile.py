@@ -464,6 +464,27 @@ def test_ctrl_c_while_the_command_line_still_imports_exits_130_without_a_traceba
     assert during_import, "every SIGINT came after the package had imported"
 
 
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_a_termination_signal_during_the_write_leaves_no_temporary_file(model_dir, tmp_path, name):
+    """``kill`` (SIGTERM) or a closed terminal (SIGHUP) while OUT is being written: the command, run
+    as ``python -m``, exits 128 + the signal's number and leaves neither OUT nor its temporary file
+    (the signal arrives inside the flush to disk, where the temporary file exists)."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    script = (f"import os, runpy, signal, sys, time\n"
+              f"def fsync(fd):\n"
+              f"    os.kill(os.getpid(), signal.{name})\n"
+              f"    time.sleep(30)\n"
+              f"os.fsync = fsync\n"
+              f"sys.argv = ['compression', 'compress', {str(src)!r}, {str(tmp_path / 'out.nclz')!r}, "
+              f"'--model', {str(model_dir)!r}]\n"
+              f"runpy.run_module('netcl_lite.compression', run_name='__main__', alter_sys=True)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=120)
+    assert done.returncode == 128 + getattr(signal, name), (done.returncode, done.stderr[-600:])
+    assert _listing(tmp_path) == ["in.txt"]
+
+
 def test_an_interrupted_write_leaves_neither_the_file_nor_a_temporary_one(tmp_path, monkeypatch):
     def interrupted(fd):
         raise KeyboardInterrupt
@@ -509,7 +530,7 @@ def test_help_documents_the_exit_status(capsys):
         cz.main(["--help"])
     text = capsys.readouterr().out
     assert done.value.code == 0
-    for words in ("exit status", "0 ", "1 ", "2 ", "130", "- for standard input", f"{cz.MAX_INPUT_BYTES:,}"):
+    for words in ("exit status", "0 ", "1 ", "2 ", "130", "143", "- for standard input", f"{cz.MAX_INPUT_BYTES:,}"):
         assert words in text, words
 
 
@@ -654,6 +675,68 @@ def test_a_numpy_bool_flag_is_refused_with_a_message_that_says_what_it_is(tiny):
     with pytest.raises(TypeError, match=r"mix must be a bool, got numpy\.bool.*bool\(") as refused:
         cz.compress(b"text", model, tok, mix=np.True_, primer=primer)
     assert not str(refused.value).endswith("got bool")
+
+
+def test_a_numpy_bool_progress_is_refused_with_a_message_that_says_what_it_is(tiny):
+    """``progress=np.False_``: the refusal names ``numpy.bool``, not 'got bool' (NumPy 2's name for
+    its type), as the flags' does."""
+    model, tok, primer = tiny
+    blob = cz.compress(b"xy", model, tok, primer=primer)
+    for call in (lambda: cz.compress(b"text", model, tok, primer=primer, progress=np.False_),
+                 lambda: cz.decompress(blob, model, tok, primer=primer, progress=np.True_)):
+        with pytest.raises(TypeError, match=r"progress must be .*got numpy\.bool; pass bool\(") as refused:
+            call()
+        assert "got bool" not in str(refused.value)
+
+
+def test_a_model_path_that_is_a_file_is_not_called_missing(model_dir, tmp_path, capsys):
+    """``--model`` naming a file (its config.json, say) or a dangling link: the message says what it
+    is, not 'no such folder'; a missing one is still 'no such folder'."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    cases = {model_dir / "config.json": "is a regular file, not a folder", tmp_path / "dangling": "a symlink to a missing",
+             tmp_path / "nowhere": "no such folder"}
+    for path, says in cases.items():
+        assert cz.main(["compress", str(src), str(tmp_path / "out"), "--model", str(path)]) == 1
+        err = capsys.readouterr().err
+        assert f"--model {path}: " in err and says in err, err
+    assert _listing(tmp_path) == ["dangling", "in.txt"]
+
+
+def test_a_model_whose_window_the_device_cannot_cache_is_refused_naming_it(tiny, model_dir, tmp_path, capsys):
+    """A config.json claiming a window of 2^40 positions loads (no weight depends on it), but the
+    coder's key-value cache over it cannot be allocated: compress refuses it naming
+    max_position_embeddings, and the command line names --model DIR, not an OSError traceback."""
+    import json
+    import shutil
+
+    folder = tmp_path / "model"
+    shutil.copytree(model_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 2**40}))
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    for command in ("compress", "decompress"):
+        assert cz.main([command, str(src), str(tmp_path / "out"), "--model", str(folder)]) == 1
+        err = capsys.readouterr().err
+        assert f"--model {folder}: model's max_position_embeddings=1,099,511,627,776" in err, err
+        assert str(src) not in err and "Traceback" not in err, err
+    assert _listing(tmp_path) == ["in.txt", "model"]
+    big = DecoderLM.from_pretrained(folder)
+    with pytest.raises(ValueError, match="max_position_embeddings=1,099,511,627,776: the coder's key-value cache"):
+        cz.compress(TEXT.encode(), big, tiny[1], primer=tiny[2])
+
+
+def test_an_empty_model_path_is_refused_not_read_as_the_working_folder(model_dir, tmp_path, monkeypatch, capsys):
+    """``--model "$DIR"`` with DIR unset: Path('') is the working folder, which happens to hold a model
+    here; the command refuses the empty name instead of using whatever folder it runs in."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    monkeypatch.chdir(model_dir)
+    assert cz.main(["compress", str(src), str(tmp_path / "out"), "--model", ""]) == 1
+    assert "--model '': names no folder" in capsys.readouterr().err
+    assert _listing(tmp_path) == ["in.txt"]
 
 
 def test_a_model_folder_the_coder_cannot_use_is_named_not_the_input(model_dir, tmp_path, capsys):

@@ -22,6 +22,18 @@ def test_there_are_drills():
     assert WEEKS, "no drill snippets found under snippets/week*/"
 
 
+def test_a_tenth_drill_step_comes_after_the_ninth(tmp_path):
+    """Steps are ordered by their number: drill_10_… after drill_9_…, not between drill_1_… and
+    drill_2_… as the file names sort."""
+    week = tmp_path / "week99"
+    week.mkdir()
+    for n in (1, 2, 9, 10, 11):
+        (week / f"drill_{n}_step.py").write_text(f"# Step {n}\nprint({n})\n")
+    nb = generated.drill_notebook(week)
+    headings = [c["source"][0] for c in nb["cells"] if c["id"].endswith("-heading") and c["id"] != "install-heading"]
+    assert headings == ["## Step 1", "## Step 2", "## Step 9", "## Step 10", "## Step 11"], headings
+
+
 @pytest.mark.parametrize("week", WEEKS, ids=[w.name for w in WEEKS])
 def test_drill_notebook_is_the_snippets_in_order(week):
     """The notebook a reader downloads is the install cell, then the week's drill steps in order, each
@@ -30,7 +42,8 @@ def test_drill_notebook_is_the_snippets_in_order(week):
     nb = nbformat.reads(json.dumps(generated.drill_notebook(week)), as_version=4)   # sources joined, as a reader's Jupyter does
     nbformat.validate(nb)
     code = [c.source for c in nb.cells if c.cell_type == "code"]
-    steps = [p.read_text(encoding="utf-8").strip("\n") for p in sorted(week.glob("drill_*.py"))]
+    steps = [p.read_text(encoding="utf-8").strip("\n")
+             for p in sorted(week.glob("drill_*.py"), key=lambda p: int(p.name.split("_")[1]))]
     assert code[0] == generated.install_cell().strip("\n"), "the first code cell does not install the wheel"
     assert code[1:] == steps, "the notebook's code cells after the install differ from snippets/…/drill_*.py"
     for step in steps:  # every step is also on the week's page

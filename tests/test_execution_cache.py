@@ -253,6 +253,23 @@ def test_a_source_checkout_keeps_the_store_in_its_own_cache_folder(monkeypatch):
     assert "/.cache/" in ignored
 
 
+def test_a_relative_cache_folder_is_refused_naming_the_variable(monkeypatch, tmp_path):
+    """A relative NETCL_LITE_CACHE names another folder in each process: the build's snippets run in
+    scratch folders and would each find an empty cache. The build, and every process it starts, say
+    so instead."""
+    from site_build import runner
+
+    monkeypatch.setenv("NETCL_LITE_CACHE", "relcache")
+    with pytest.raises(ValueError, match="NETCL_LITE_CACHE='relcache' is a relative path"):
+        fingerprint.cache_root()
+    snippet = tmp_path / "where.py"
+    snippet.write_text("from netcl_lite import fingerprint\nprint(fingerprint.cache_root())\n")
+    with pytest.raises(runner.SnippetError, match="is a relative path"):
+        runner.run_snippet(snippet, timeout=120)
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "abs"))
+    assert fingerprint.cache_root() == tmp_path / "abs"
+
+
 def test_keys_name_files_the_same_in_a_checkout_and_an_installed_wheel():
     """A wheel keeps the kernels inside the package; a key names them ``kernels/<file>`` either
     way, so an install of the same files finds what a checkout stored (and the reverse)."""

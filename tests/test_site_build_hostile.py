@@ -161,7 +161,7 @@ def test_a_page_shows_control_characters_as_escapes(site):
 
 MARKDOWN_ATTACKS = {
     "raw HTML": "<script>alert(1)</script>\n\n| a | b |\n|---|---|\n| <img src=x onerror=alert(1)> | 1 |\n",
-    "a fence that would swallow the page": "| a |\n|---|\n| 1 |\n\n```\n",
+    "a fence that would swallow the page": "```\n\n| a |\n|---|\n| 1 |\n",
     "a heading and a list": "# Injected\n\n- item\n\n1. one\n\n> quote\n\n| a |\n|---|\n| 1 |\n",
     "links and images": "[x](javascript:alert(1)) ![y](https://example.com/y.png) <https://example.com>\n\n"
                         "[ref]: https://example.com\n\n| a |\n|---|\n| [r][ref] |\n",
@@ -192,6 +192,18 @@ def test_output_as_markdown_keeps_tables_emphasis_and_code(site):
     figure = page_html[page_html.index("<figure"):page_html.index("</figure>")]
     assert figure.count("<table>") == 1 and "On 3 seeds." not in figure, "the caption holds the table alone"
 
+
+
+@pytest.mark.parametrize("text", ["just a line\n", "| a |\n|---|\n| 1 |\n\na paragraph after the table\n",
+                                  "- a list\n- is text here\n"])
+def test_output_as_markdown_that_does_not_end_in_a_table_fails_naming_page_line_and_snippet(site, text):
+    """The caption 'Table N. Printed as Markdown ...' belongs to the table the output ends with; output
+    whose last element is a paragraph would get a table's caption with no table under it."""
+    with pytest.raises(build_output.BuildOutputError) as caught:
+        site.render(site.printing("notable.py", text, as_markdown=True))
+    message = str(caught.value)
+    assert message.startswith(f"{PAGE}:{MARKER_LINE}: ") and "snippets/hostile/notable.py printed no Markdown table" \
+        in message, message
 
 
 def test_output_as_markdown_shows_character_references_to_invisible_characters_as_escapes(site):
@@ -253,6 +265,17 @@ def test_a_near_miss_marker_fails_naming_page_and_line(site, marker):
         site.render(page_with(path, marker))
     assert f"{PAGE}:{MARKER_LINE}: " in str(caught.value), str(caught.value)
     assert not ran.exists(), "nothing runs for a marker that does not parse"
+
+
+@pytest.mark.parametrize("marker, seen", [("<!-- build-output: snippets/hostile/ok.py -->\u00a0", r"\xa0"),
+                                          ("\u2003<!-- build-output: snippets/hostile/ok.py -->", r"\u2003")])
+def test_a_near_miss_by_invisible_white_space_shows_it_in_the_error(site, marker, seen):
+    """A no-break or em space before or after a marker makes it a near miss; the error quotes the line
+    with that character written out, not stripped away (the quoted line looked like a good marker)."""
+    site.snippet("ok.py", "print('fine')\n")
+    with pytest.raises(markers.MarkerError) as caught:
+        site.render(page_with("snippets/hostile/ok.py", marker))
+    assert seen in str(caught.value), str(caught.value)
 
 
 def test_trailing_spaces_after_a_marker_are_allowed(site):
@@ -459,6 +482,23 @@ def test_a_near_miss_citation_fails_naming_page_and_line_and_one_in_code_is_text
     assert "[@near-miss]" in page and "[@vaswani2017attention] indented" in page and "bibliography" not in page
 
 
+@pytest.mark.parametrize("name", ["self.md", "a.md"])
+def test_an_include_that_leads_back_to_itself_fails_naming_the_page(site, name):
+    """A file that includes itself, or two that include each other: pymdownx.snippets leaves the
+    include that leads back out without a word (the page silently lacks it); the build fails
+    naming the page and the include. A file included twice, one after the other, is no cycle."""
+    site.snippet("self.md", '--8<-- "snippets/hostile/self.md"\n')
+    site.snippet("a.md", 'a text\n--8<-- "snippets/hostile/b.md"\n')
+    site.snippet("b.md", 'b text\n--8<-- "snippets/hostile/a.md"\n')
+    with pytest.raises(includes.PathError) as caught:
+        site.render(f'# Hostile\n\n--8<-- "snippets/hostile/{name}"\n\nAfter.\n')
+    message = str(caught.value)
+    assert message.startswith(f'{PAGE}: --8<-- "snippets/hostile/') and "leads back" in message, message
+    site.snippet("twice.md", 'twice\n')
+    site.snippet("both.md", '--8<-- "snippets/hostile/twice.md"\n\n--8<-- "snippets/hostile/twice.md"\n')
+    assert site.render('# Hostile\n\n--8<-- "snippets/hostile/both.md"\n').count("<p>twice</p>") == 2
+
+
 def test_a_broken_excerpt_fails_naming_the_page(site):
     for include, says in (('"netcl_lite/nosuch.py:part"', "no such file"),
                           ('"netcl_lite/__init__.py:nosuch"', "has no section 'nosuch'")):
@@ -551,6 +591,26 @@ def test_a_failing_figure_script_fails_naming_the_script_and_the_page(generated_
     assert "figure_good.py" not in message.splitlines()[0] and "no data to draw" in message
 
 
+@pytest.mark.parametrize("code, says", [
+    ("print('drawn, but never saved')\n", "exited without writing its figure"),
+    ("import sys\nopen(sys.argv[1], 'wb').write(b'\\x89PNG\\r\\n')\n", "wrote a file that is not SVG text"),
+])
+def test_a_figure_script_that_writes_no_svg_fails_naming_the_script_and_the_page(generated_tree, monkeypatch,
+                                                                                 code, says):
+    """A script that exits 0 without saving its figure, or saves a PNG to the .svg path: the error
+    names the page, the script and the figure, not a temporary file or a codec."""
+    folder = generated_tree / "snippets" / "chapter99"
+    folder.mkdir(parents=True)
+    (folder / "figure_lost.py").write_text(code)
+    (generated_tree / "docs" / "chapter-99.md").write_text("![a figure](figures/chapter99/lost.svg)\n")
+    monkeypatch.setattr(generated, "figure_scripts", lambda: [folder / "figure_lost.py"])
+    with pytest.raises(RuntimeError) as caught:
+        generated.build_figures("shared")
+    message = str(caught.value)
+    assert message.startswith("docs/chapter-99.md: the figure script ") and "figure_lost.py" in message, message
+    assert "figures/chapter99/lost.svg" in message and says in message, message
+
+
 def test_a_figure_script_that_runs_too_long_is_stopped(generated_tree, monkeypatch):
     folder = generated_tree / "snippets" / "chapter99"
     folder.mkdir(parents=True)
@@ -574,6 +634,29 @@ def test_a_failing_drill_notebook_fails_naming_its_page(generated_tree, monkeypa
     message = str(caught.value)
     assert message.startswith("docs/week-99.md: the drill notebook docs/drills/week-99-drill.ipynb")
     assert "the drill broke" in message
+
+
+@pytest.mark.parametrize("step, says", [
+    (b"# Step 1\nprint('x' * 200_000)\n", "the cell step-1 put 200,"),
+    (b"# Step \xff\nprint(1)\n", "snippets/week99/drill_1_odd.py is not UTF-8 text (at byte 7)"),
+])
+def test_a_drill_step_that_prints_too_much_or_is_not_text_fails_naming_its_page(generated_tree, monkeypatch,
+                                                                                step, says):
+    """A step whose output would make the notebook page megabytes long, or whose file is not UTF-8:
+    the build fails naming the page, the notebook and what is wrong, not with a bare codec error or
+    a notebook of any size."""
+    week = generated_tree / "snippets" / "week99"
+    week.mkdir(parents=True)
+    (week / "drill_1_odd.py").write_bytes(step)
+    (generated_tree / "docs" / "week-99.md").write_text('```python\n--8<-- "snippets/week99/drill_1_odd.py"\n```\n')
+    monkeypatch.setattr(generated, "drill_weeks", lambda: [week])
+    monkeypatch.setattr(generated, "_rel", lambda path: Path(path).relative_to(generated_tree).as_posix())
+    with pytest.raises(RuntimeError) as caught:
+        generated.build_drills("shared")
+    message = str(caught.value)
+    assert message.startswith("docs/week-99.md: the drill notebook docs/drills/week-99-drill.ipynb"), message
+    assert says in message, message
+    assert not (generated_tree / "docs" / "drills").exists()
 
 
 # -- 5. the shipped wheel ------------------------------------------------------------------------------
