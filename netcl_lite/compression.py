@@ -846,8 +846,9 @@ def _read_input(name: str, limit: int, what: str) -> bytes:
 _EPILOG = f"""\
 IN and OUT may be - for standard input and output (OUT is written whole, once the work is
 done). OUT names a new file: an existing one is never overwritten, and a device (/dev/null
-too), a pipe or a socket is refused; write - >/dev/null to discard the result. IN must be a regular file (not a device, a pipe or a folder) of at most
-{MAX_INPUT_BYTES:,} bytes to compress (MAX_INPUT_BYTES), {MAX_BLOB_BYTES:,} to decompress.
+too), a pipe or a socket is refused; write - >/dev/null to discard the result. IN must be a
+regular file (not a device, a pipe or a folder) of at most {MAX_INPUT_BYTES:,} bytes to
+compress (MAX_INPUT_BYTES), {MAX_BLOB_BYTES:,} to decompress.
 
 exit status:
   0    done: OUT holds the whole result
