@@ -13,7 +13,13 @@
 //                           word (bad input).
 //   cross_entropy_finish    mean = total / count; no row counting is reported the same way.
 //   cross_entropy_backward  dz = g / count * (softmax(z) - onehot(target)), softmax rebuilt as
-//                           exp(z - lse); g is the loss's gradient, read on the device.
+//                           exp(z - lse); g is the loss's gradient, read on the device. With
+//                           skip_unit, a g of exactly 1 leaves dz as it is: the forward wrote it.
+//   cross_entropy_count     one work-item: the number of rows that count, the float that the
+//                           column sum of cross_entropy_rows' pairs gives (whole numbers: exact).
+//   cross_entropy_rows_grad cross_entropy_rows, and, while the row is in L1, the backward's dz for
+//                           g = 1 (the loss as the last node of a backward), bit for bit what
+//                           cross_entropy_backward would write then: the logits are not read again.
 #include "common.h"
 
 #define LOG2E 1.44269504088896341f
@@ -26,17 +32,15 @@ ALWAYS_INLINE vecf row_lanes(__global const float *zr, const int j, const int n,
     return l.v;
 }
 
-__kernel void cross_entropy_rows(
-    __global const float *z, __global const int *target, __global float *pairs, __global float *lse,
-    const int n_rows, const int n, const int ignore_index, __global int *status, const int seq)
+// lse of row r, its (loss, counted) pair written, inputs checked; the row's target in *t_out.
+ALWAYS_INLINE float row_lse(__global const float *zr, __global const int *target, __global float *pairs,
+                            const int r, const int n, const int ignore_index, __global int *status,
+                            const int seq, int *t_out)
 {
-    const int r = get_global_id(0);
-    if (r >= n_rows) return;
     const int t = target[r];
     const int counted = t != ignore_index;
     const int inside = t >= 0 && t < n;
     report(status, STATUS_BAD_INPUT, seq, counted && !inside);
-    __global const float *zr = z + (long)r * n;
     vecf hiv = (vecf)(-INFINITY);
     for (int j = 0; j < n; j += VW) {
         const vecf v = row_lanes(zr, j, n, -INFINITY);
@@ -47,30 +51,17 @@ __kernel void cross_entropy_rows(
     for (int j = 0; j < n; j += VW)                      // lanes past n: 2^-inf = 0
         sumv += exp2_neg((row_lanes(zr, j, n, -INFINITY) - hi) * LOG2E);
     const float l = hi + log(hsumv(sumv));
-    lse[r] = l;
     pairs[2 * r] = counted && inside ? l - zr[t] : 0.0f;
     pairs[2 * r + 1] = counted && inside ? 1.0f : 0.0f;
     report(status, STATUS_NONFINITE, seq, nonfinite_bits(l));
+    *t_out = t;
+    return l;
 }
 
-__kernel void cross_entropy_finish(__global const float *sums, __global float *loss,
-                                   __global int *status, const int seq)
+// dz of row r: s (softmax(z) - onehot(t)); returns inf/NaN bits.
+ALWAYS_INLINE int row_gradient(__global const float *zr, __global float *dr, const int n, const int t,
+                               const float s, const float l)
 {
-    loss[0] = sums[0] / sums[1];
-    report(status, STATUS_BAD_INPUT, seq, sums[1] == 0.0f);
-}
-
-__kernel void cross_entropy_backward(
-    __global const float *z, __global const int *target, __global const float *lse, __global const float *sums,
-    __global const float *g, __global float *dz, const int n_rows, const int n, const int ignore_index,
-    __global int *status, const int seq)
-{
-    const int r = get_global_id(0);
-    if (r >= n_rows) return;
-    const int t = target[r];
-    const float s = t == ignore_index ? 0.0f : g[0] / sums[1], l = lse[r];
-    __global const float *zr = z + (long)r * n;
-    __global float *dr = dz + (long)r * n;
     int bad = 0;
     for (int j = 0; j < n; j += VW) {
         const veci hot = (veci)(j) + LANE_IDS == (veci)(t);
@@ -88,5 +79,60 @@ __kernel void cross_entropy_backward(
             }
         }
     }
-    report(status, STATUS_NONFINITE, seq, bad);
+    return bad;
+}
+
+__kernel void cross_entropy_rows(
+    __global const float *z, __global const int *target, __global float *pairs, __global float *lse,
+    const int n_rows, const int n, const int ignore_index, __global int *status, const int seq)
+{
+    const int r = get_global_id(0);
+    if (r >= n_rows) return;
+    int t;
+    lse[r] = row_lse(z + (long)r * n, target, pairs, r, n, ignore_index, status, seq, &t);
+}
+
+__kernel void cross_entropy_count(__global const int *target, __global float *count, const int n_rows,
+                                  const int n, const int ignore_index)
+{
+    int c = 0;
+    for (int r = 0; r < n_rows; ++r) {
+        const int t = target[r];
+        c += t != ignore_index && t >= 0 && t < n;
+    }
+    count[0] = (float)c;
+}
+
+__kernel void cross_entropy_rows_grad(
+    __global const float *z, __global const int *target, __global float *pairs, __global float *lse,
+    __global const float *count, __global float *dz, const int n_rows, const int n, const int ignore_index,
+    __global int *status, const int seq)
+{
+    const int r = get_global_id(0);
+    if (r >= n_rows) return;
+    __global const float *zr = z + (long)r * n;
+    int t;
+    const float l = row_lse(zr, target, pairs, r, n, ignore_index, status, seq, &t);
+    lse[r] = l;
+    const float s = t == ignore_index ? 0.0f : 1.0f / count[0];
+    report(status, STATUS_NONFINITE, seq, row_gradient(zr, dz + (long)r * n, n, t, s, l));
+}
+
+__kernel void cross_entropy_finish(__global const float *sums, __global float *loss,
+                                   __global int *status, const int seq)
+{
+    loss[0] = sums[0] / sums[1];
+    report(status, STATUS_BAD_INPUT, seq, sums[1] == 0.0f);
+}
+
+__kernel void cross_entropy_backward(
+    __global const float *z, __global const int *target, __global const float *lse, __global const float *sums,
+    __global const float *g, __global float *dz, const int n_rows, const int n, const int ignore_index,
+    const int skip_unit, __global int *status, const int seq)
+{
+    const int r = get_global_id(0);
+    if (r >= n_rows || (skip_unit && g[0] == 1.0f)) return;
+    const int t = target[r];
+    const float s = t == ignore_index ? 0.0f : g[0] / sums[1];
+    report(status, STATUS_NONFINITE, seq, row_gradient(z + (long)r * n, dz + (long)r * n, n, t, s, lse[r]));
 }

@@ -11,20 +11,19 @@
 //   layer_norm_rows             y = (x - mean) / sqrt(var + eps) * w + b, with the variance taken
 //                               over the centered values in a second pass (sum(x^2) - n mean^2
 //                               cancels catastrophically when |mean| >> std).
-//   rms_norm_backward_rows      one work-item per row: r = 1/sqrt(mean(x^2) + eps),
-//                               dx = r (g*w) - x r^3 mean(g*w*x) (+ acc, a gradient of x gathered
-//                               so far, when add_acc); stores r for the weight pass.
-//   rms_norm_backward_weight    one work-item per 8 columns and chunk of rows (second grid axis):
-//                               the chunk's share of dw_c = sum over rows of g x r, written to its
-//                               own row of partial sums, which the host joins in order with
-//                               reduce.cl's sum_columns (no atomics: deterministic). One chunk
-//                               writes dw itself. A single pass over every row ran on one core:
-//                               the columns alone are too few work-items to share.
+//   rms_norm_backward_chunks    one work-item per chunk of rows, a row at a time: r = 1/sqrt(mean(x^2)
+//                               + eps), dx = r (g*w) - x r^3 mean(g*w*x) (+ acc, a gradient of x
+//                               gathered so far, when add_acc), and, from the row's g and x while
+//                               they are in L1, the chunk's share of dw_c = sum over rows of g x r,
+//                               summed in row order into its own row of partial sums, which the
+//                               host joins in order with reduce.cl's sum_columns (no atomics:
+//                               deterministic). One chunk writes dw itself.
 //   layer_norm_backward_rows    one work-item per row: xhat = (x - mean) r, r = 1/sqrt(var + eps),
 //                               dx = r (gw - mean(gw) - xhat mean(gw xhat)) with gw = g*w;
 //                               stores mean and r for the parameter pass.
-//   layer_norm_backward_params  one work-item per 8 columns and chunk of rows, as rms_norm's:
-//                               dw_c = sum of g xhat, db_c = sum of g.
+//   layer_norm_backward_params  one work-item per 8 columns and chunk of rows (second grid axis):
+//                               dw_c = sum of g xhat, db_c = sum of g, each chunk's share written
+//                               to its own row of partial sums, joined in order on the host.
 #include "common.h"
 
 // Rows whose squares overflow float32 (|x| past ~1.8e19) would give 1/sqrt(inf) = 0 and a row of
@@ -106,49 +105,44 @@ __kernel void layer_norm_rows(__global const float *x, __global const float *w, 
 }
 // --8<-- [end:layer_norm_rows]
 
-// --8<-- [start:rms_norm_backward_rows]
-__kernel void rms_norm_backward_rows(
+// --8<-- [start:rms_norm_backward_chunks]
+__kernel void rms_norm_backward_chunks(
     __global const float *x, __global const float *w, __global const float *g, __global const float *acc,
-    const int add_acc, __global float *dx, __global float *rstd, const int n_rows, const int n, const float eps,
-    __global int *status, const int seq)
+    const int add_acc, __global float *dx, __global float *dw, const int n_rows, const int n, const int chunk,
+    const float eps, __global int *status, const int seq)
 {
-    const int r = get_global_id(0);
-    if (r >= n_rows) return;
-    __global const float *xr = x + (long)r * n;
-    __global const float *gr = g + (long)r * n;
-    __global const float *ar = acc + (long)r * n;
-    float s = 1.0f, ss = scaled_squares(xr, n, 1.0f);
-    if (isinf(ss)) {                                                // as in the forward: scale x first
-        s = overflow_scale(xr, n);
-        ss = scaled_squares(xr, n, s);
-    }
-    float8 dot = (float8)(0.0f);
-    for (int c = 0; c < n; c += 8) dot += load8(gr, c, n) * load8(w, c, n) * (load8(xr, c, n) * s);
-    // With xs = x s and inv = 1 / rms(xs): dx = s inv (g w - xs inv^2 mean(g w xs)).
-    const float inv = 1.0f / sqrt(ss / n + eps * s * s);
-    const float coef = inv * inv * inv * hsum8(dot) / n;
+    const int part = get_global_id(0);
+    const int r0 = part * chunk, r1 = min(n_rows, r0 + chunk);
+    if (part > 0 && r0 >= n_rows) return;
+    __global float *dwp = dw + (long)part * n;          // this chunk's partial sums of g x r
+    for (int c = 0; c < n; c += 8) store8(dwp, c, n, (float8)(0.0f));
     int bad = 0;
-    for (int c = 0; c < n; c += 8) {
-        float8 d = s * (inv * load8(gr, c, n) * load8(w, c, n) - coef * (load8(xr, c, n) * s));
-        if (add_acc) d += load8(ar, c, n);
-        bad |= store8(dx + (long)r * n, c, n, d);
+    for (int r = r0; r < r1; ++r) {
+        __global const float *xr = x + (long)r * n;
+        __global const float *gr = g + (long)r * n;
+        __global const float *ar = acc + (long)r * n;
+        float s = 1.0f, ss = scaled_squares(xr, n, 1.0f);
+        if (isinf(ss)) {                                            // as in the forward: scale x first
+            s = overflow_scale(xr, n);
+            ss = scaled_squares(xr, n, s);
+        }
+        float8 dot = (float8)(0.0f);
+        for (int c = 0; c < n; c += 8) dot += load8(gr, c, n) * load8(w, c, n) * (load8(xr, c, n) * s);
+        // With xs = x s and inv = 1 / rms(xs): dx = s inv (g w - xs inv^2 mean(g w xs)).
+        const float inv = 1.0f / sqrt(ss / n + eps * s * s);
+        const float coef = inv * inv * inv * hsum8(dot) / n;
+        const float rstd = s * inv;
+        for (int c = 0; c < n; c += 8) {
+            const float8 gc = load8(gr, c, n), xc = load8(xr, c, n);
+            float8 d = s * (inv * gc * load8(w, c, n) - coef * (xc * s));
+            if (add_acc) d += load8(ar, c, n);
+            bad |= store8(dx + (long)r * n, c, n, d);
+            bad |= store8(dwp, c, n, load8(dwp, c, n) + gc * xc * rstd);
+        }
     }
-    rstd[r] = s * inv;
     report(status, STATUS_NONFINITE, seq, bad);
 }
-// --8<-- [end:rms_norm_backward_rows]
-
-__kernel void rms_norm_backward_weight(
-    __global const float *x, __global const float *g, __global const float *rstd,
-    __global float *dw, const int n_rows, const int n, const int chunk, __global int *status, const int seq)
-{
-    const int c = get_global_id(0) * 8, part = get_global_id(1);
-    const int r0 = part * chunk, r1 = min(n_rows, r0 + chunk);
-    if (c >= n) return;
-    float8 acc = (float8)(0.0f);
-    for (int r = r0; r < r1; ++r) acc += load8(g + (long)r * n, c, n) * load8(x + (long)r * n, c, n) * rstd[r];
-    report(status, STATUS_NONFINITE, seq, store8(dw + (long)part * n, c, n, acc));
-}
+// --8<-- [end:rms_norm_backward_chunks]
 
 // --8<-- [start:layer_norm_backward_rows]
 __kernel void layer_norm_backward_rows(

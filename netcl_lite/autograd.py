@@ -456,7 +456,8 @@ def cross_entropy(logits, targets, *, ignore_index: int = -100) -> Node:
     """Mean softmax cross-entropy of logits (..., V) against integer targets (...) → a 0-d node;
     rows whose target is ``ignore_index`` are left out."""
     (z,) = as_nodes(logits)
-    loss, saved = ops.cross_entropy_with_stats(z.value, targets, ignore_index=ignore_index)
+    loss, saved = ops.cross_entropy_with_stats(z.value, targets, ignore_index=ignore_index,
+                                               gradient=recording() and z.requires_grad)
     return _record(loss, (z,), lambda g: (ops.cross_entropy_backward(g, saved),), "cross_entropy")
 
 

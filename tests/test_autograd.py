@@ -257,6 +257,32 @@ def test_cross_entropy_value_and_gradient(vocab):
               what=f"cross_entropy V={vocab}")
 
 
+def test_the_cross_entropy_gradient_the_forward_writes_has_the_backwards_bits(queue):
+    """Under a tape the forward also writes the gradient for a loss gradient of 1, from the row in
+    L1 (``gradient=True``); the backward keeps it for g = 1 and computes any other g afresh: both
+    bit for bit what the backward alone gives, at a ragged vocabulary with an ignored row. A
+    second backward (retain_graph) does not overwrite the first one's result."""
+    rng = np.random.default_rng(12)
+    z = rand(rng, 37, 29) * 3
+    targets = rng.integers(0, 29, 37)
+    targets[5] = -100
+    tz = Tensor.from_host(queue, z)
+    for g in (1.0, 2.5, 0.0):
+        tg = Tensor.from_host(queue, np.full((), g, np.float32))
+        fused_loss, saved = ops.cross_entropy_with_stats(tz, targets, gradient=True)
+        plain_loss, plain = ops.cross_entropy_with_stats(tz, targets)
+        fused, alone = ops.cross_entropy_backward(tg, saved).numpy(), ops.cross_entropy_backward(tg, plain).numpy()
+        assert np.array_equal(fused, alone) and np.array_equal(fused_loss.numpy(), plain_loss.numpy()), f"g={g}"
+        assert not alone[5].any() and (g == 0.0 or alone.any()), f"g={g}: the ignored row alone is zero"
+    leaf = ag.tensor(z)
+    with ag.Tape() as tape:
+        loss = ag.cross_entropy(leaf, targets)
+    tape.backward(loss, retain_graph=True)
+    first = leaf.grad.numpy()
+    tape.backward(loss, grad=np.full((), 2.0, np.float32))
+    assert np.array_equal(leaf.grad.numpy(), first + 2 * first), "the second backward added 2x the first's gradient"
+
+
 def test_cross_entropy_rejects_bad_targets():
     z = ag.tensor(np.zeros((2, 3), np.float32))
     with pytest.raises(ValueError, match="targets"):

@@ -122,3 +122,24 @@ def test_a_replayed_step_still_names_the_op_that_overflowed(queue):
     assert step.replay is not None
     with pytest.raises(NonFiniteError, match="w2|matmul|linear"):
         read(loss, clip)
+
+
+def test_the_replay_takes_over_the_recorded_runs_temporaries(queue):
+    """The replay's buffers are the recorded run's released temporaries, taken out of the pool, not
+    copies beside them: after the first replayed step, the pool holds none of the replay's buffers,
+    and the memory in use plus the pool grew by the replay's buffers and little more."""
+    from netcl_lite.core.tensor import _pool, device_bytes_in_use, pooled_bytes
+
+    model, _, loader = _setup(queue)
+    step = RecordedStep(model, 1.0, 6, 12)
+    before = device_bytes_in_use(queue.context)[0] + pooled_bytes(queue.context)
+    for _ in range(4):
+        loss, clip = step(*loader.next_batch())
+        read(loss, clip)
+    held = step.replay.nbytes
+    after = device_bytes_in_use(queue.context)[0] + pooled_bytes(queue.context)
+    pooled = {b.int_ptr for buffers in _pool.values() for b in buffers}
+    assert held > 0 and not pooled & {m.buffer.int_ptr for m in step.replay._own.values()}, "no buffer of the replay is in the pool"
+    # The step's temporaries once (as the replay's), not twice (in the pool and as its copies); the
+    # rest of the growth is what the first step left alive (its outputs, the ops' kept tables).
+    assert after - before < 1.5 * held, f"the replay's {held} bytes came on top of the pool's: {before} -> {after}"

@@ -43,6 +43,11 @@ def device_bytes_in_use(context: cl.Context) -> tuple[int, int]:
     return _live_bytes[context.int_ptr], _live_buffers[context.int_ptr]
 
 
+def pooled_bytes(context: cl.Context) -> int:
+    """Bytes of released buffers kept for reuse on ``context`` (at most :data:`POOL_LIMIT`)."""
+    return _pooled[context.int_ptr]
+
+
 class track_allocations:
     """Count the buffers allocated inside a ``with`` block: ``.bytes`` and ``.buffers``; and
     ``.scratch_bytes``, what the ops used of work buffers kept from earlier calls (so that
@@ -177,6 +182,32 @@ class DeviceMemory:
             t._sizes.append(self.nbytes)
         _live_bytes[self._ctx] += self.nbytes
         _live_buffers[self._ctx] += 1
+
+    @classmethod
+    def claim_pooled(cls, context: cl.Context, buffer: cl.Buffer) -> "DeviceMemory | None":
+        """``buffer`` taken out of the pool, as a new owner's memory (counted, and pooled again when
+        that owner lets go); None where the pool does not hold it (some live object still uses it).
+        A pooled buffer belongs to nobody, so its new owner may go on naming it in commands that
+        outlive the allocation that first held it (a recorded stretch's)."""
+        ctx, size = context.int_ptr, max(int(buffer.size), 4)
+        free = _pool.get((ctx, size))
+        if not free:
+            return None
+        ptr = buffer.int_ptr
+        for i, b in enumerate(free):
+            if b.int_ptr == ptr:
+                break
+        else:
+            return None
+        del free[i]
+        _pooled[ctx] -= size
+        mem = object.__new__(cls)
+        mem.buffer, mem.nbytes, mem.host, mem._ctx, mem._size = buffer, size, None, ctx, size
+        for t in _trackers:
+            t._sizes.append(mem.nbytes)
+        _live_bytes[ctx] += mem.nbytes
+        _live_buffers[ctx] += 1
+        return mem
 
     def __del__(self):
         try:

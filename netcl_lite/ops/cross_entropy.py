@@ -62,8 +62,13 @@ def cross_entropy(logits, targets, *, ignore_index: int = -100, queue=None):
     return loss
 
 
-def cross_entropy_with_stats(logits, targets, *, ignore_index: int = -100, queue=None):
-    """:func:`cross_entropy` returning (loss, saved) where ``saved`` is what the backward needs."""
+def cross_entropy_with_stats(logits, targets, *, ignore_index: int = -100, queue=None, gradient: bool = False):
+    """:func:`cross_entropy` returning (loss, saved) where ``saved`` is what the backward needs.
+
+    ``gradient=True`` (a backward will follow) also writes, in the same pass over each row of
+    logits, the gradient for a loss gradient of 1: the common backward (the loss is the last
+    node) then reads nothing, and any other gradient is computed afresh, so the result is bit for
+    bit the same either way."""
     vocab, rows = _check(logits, targets, ignore_index)
     checked = _host_targets(targets, vocab, ignore_index)
     call = OpCall("cross_entropy", queue=queue,
@@ -75,23 +80,35 @@ def cross_entropy_with_stats(logits, targets, *, ignore_index: int = -100, queue
     sums, loss = Tensor.empty(call.queue, (2,)), call.output(())
     status = (call.stream.status, call.seq)
     options = _options(call)
-    call.launch("cross_entropy.cl", "cross_entropy_rows", (round_up(rows, 16),), (16,),
-                tz.buffer, tt.buffer, pairs.buffer, lse.buffer, i32(rows), i32(vocab), i32(ignore_index), *status,
-                options=options)
+    dz = None
+    if gradient and rows:
+        count, dz = Tensor.empty(call.queue, (1,)), Tensor.empty(call.queue, tz.shape)
+        call.launch("cross_entropy.cl", "cross_entropy_count", (1,), (1,), tt.buffer, count.buffer, i32(rows),
+                    i32(vocab), i32(ignore_index), options=options)
+        call.launch("cross_entropy.cl", "cross_entropy_rows_grad", (round_up(rows, 16),), (16,),
+                    tz.buffer, tt.buffer, pairs.buffer, lse.buffer, count.buffer, dz.buffer, i32(rows), i32(vocab),
+                    i32(ignore_index), *status, options=options)
+    else:
+        call.launch("cross_entropy.cl", "cross_entropy_rows", (round_up(rows, 16),), (16,),
+                    tz.buffer, tt.buffer, pairs.buffer, lse.buffer, i32(rows), i32(vocab), i32(ignore_index), *status,
+                    options=options)
     sum_columns(call, pairs, sums, rows, 2, 1.0)
     call.launch("cross_entropy.cl", "cross_entropy_finish", (1,), (1,), sums.buffer, loss.buffer, *status,
                 options=options)
-    return call.result(loss, check=[False]), (tz, tt, lse, sums, ignore_index)
+    return call.result(loss, check=[False]), [tz, tt, lse, sums, ignore_index, dz]
 
 
 def cross_entropy_backward(g, saved):
-    """d loss / d logits from the loss's gradient ``g`` (a one-element Tensor) and ``saved``."""
-    z, targets, lse, sums, ignore_index = saved
+    """d loss / d logits from the loss's gradient ``g`` (a one-element Tensor) and ``saved``. The
+    gradient the forward wrote (``gradient=True``) serves the first call only: it is handed out as
+    the result, which a later call must not overwrite."""
+    z, targets, lse, sums, ignore_index, ready = saved
+    saved[-1] = None
     vocab = z.shape[-1]
     rows = z.size // vocab
     call = OpCall("cross_entropy backward", g=g, logits=z)
-    dz = call.output(z.shape)
+    dz = call.output(z.shape) if ready is None else ready
     call.launch("cross_entropy.cl", "cross_entropy_backward", (round_up(rows, 16),), (16,),
                 z.buffer, targets.buffer, lse.buffer, sums.buffer, g.buffer, dz.buffer, i32(rows), i32(vocab),
-                i32(ignore_index), call.stream.status, call.seq, options=_options(call))
+                i32(ignore_index), i32(ready is not None), call.stream.status, call.seq, options=_options(call))
     return call.result(dz, check=[False])

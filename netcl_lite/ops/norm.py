@@ -69,12 +69,13 @@ def rms_norm_backward(g, x, weight, *, eps: float = 1e-6, acc=None):
         raise ValueError(f"acc must have x's shape {tuple(x.shape)}, got {tuple(acc.shape)}")
     call = OpCall("rms_norm backward", g=g, x=x, weight=weight)
     dx, dw = call.output(x.shape), call.output((n,))
-    rstd = call.scratch("norm.rstd", rows)
-    status = (call.stream.status, call.seq)
-    call.launch("norm.cl", "rms_norm_backward_rows", (round_up(rows, _LOCAL),), (_LOCAL,),
+    parts = max(1, -(-rows // CHUNK))
+    partial = dw.buffer if parts == 1 else call.scratch("norm.partial0", parts * n)
+    call.launch("norm.cl", "rms_norm_backward_chunks", (parts,), (1,),
                 x.buffer, weight.buffer, g.buffer, (g if acc is None else acc).buffer, i32(acc is not None),
-                dx.buffer, rstd, i32(rows), i32(n), f32(eps), *status)
-    _column_sums(call, "rms_norm_backward_weight", (x.buffer, g.buffer, rstd), (dw,), rows, n)
+                dx.buffer, partial, i32(rows), i32(n), i32(CHUNK), f32(eps), call.stream.status, call.seq)
+    if parts > 1:
+        join_rows(call, partial, dw.buffer, parts, n)
     return call.result(dx, dw, check=[False, False])
 
 

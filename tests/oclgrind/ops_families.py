@@ -99,6 +99,8 @@ family("rope_heads", lambda x: ag.rope_heads(x, 3, offset=2), {"x": arr(2, 7, 18
        lambda x: ref.rope_heads(x, 3, offset=2))
 family("rms_norm", lambda x, w: ag.rms_norm(x, w), {"x": arr(7, 45), "w": arr(45)},
        lambda x, w: ref.rms_norm(x, w))
+family("rms_norm_chunks", lambda x, w: ag.rms_norm(x, w), {"x": arr(2, 150, 13), "w": arr(13)},
+       lambda x, w: ref.rms_norm(x, w))                   # 300 rows: two chunks, the second ragged
 family("layer_norm", lambda x, w, b: ag.layer_norm(x, w, b), {"x": arr(5, 37), "w": arr(37), "b": arr(37)},
        lambda x, w, b: ref.layer_norm(x, w, b))
 family("silu", lambda x: ag.silu(x), {"x": arr(3, 41)}, lambda x: ref.silu(x))
