@@ -281,6 +281,9 @@ def test_the_cross_entropy_gradient_the_forward_writes_has_the_backwards_bits(qu
     first = leaf.grad.numpy()
     tape.backward(loss, grad=np.full((), 2.0, np.float32))
     assert np.array_equal(leaf.grad.numpy(), first + 2 * first), "the second backward added 2x the first's gradient"
+    for wrong in (1, "yes", np.True_):
+        with pytest.raises(TypeError, match="gradient must be a bool"):
+            ops.cross_entropy_with_stats(tz, targets, gradient=wrong)
 
 
 def test_cross_entropy_rejects_bad_targets():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import integer
+from ..checks import flag, integer
 from ..core.kernels import vector_lanes
 from ..core.tensor import Tensor
 from .embedding import host_ids
@@ -69,6 +69,7 @@ def cross_entropy_with_stats(logits, targets, *, ignore_index: int = -100, queue
     logits, the gradient for a loss gradient of 1: the common backward (the loss is the last
     node) then reads nothing, and any other gradient is computed afresh, so the result is bit for
     bit the same either way."""
+    gradient = flag("gradient", gradient)
     vocab, rows = _check(logits, targets, ignore_index)
     checked = _host_targets(targets, vocab, ignore_index)
     call = OpCall("cross_entropy", queue=queue,
