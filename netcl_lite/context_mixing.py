@@ -144,13 +144,14 @@ class GeometricMixer:
         logs, context, boosts, rows_of, prev, p = self._state
         rows = np.flatnonzero(active)
         x = tokens[rows]
-        pr = p[rows]
-        grad = np.stack([lg[rows, x] - np.einsum("bv,bv->b", pr, lg[rows]) for lg in logs], axis=1)
+        every = rows.size == p.shape[0]               # the usual step: no rows to copy out
+        pr = p if every else p[rows]
+        grad = np.stack([lg[rows, x] - np.einsum("bv,bv->b", pr, lg if every else lg[rows]) for lg in logs], axis=1)
         np.add.at(self.w, context[rows], GEOMETRIC_RATE * grad)
         for (table, predicted, index), r in zip(boosts, rows_of):
             r = r[active[r]]
             np.add.at(self.v[table], index[r], BOOST_RATE * ((predicted[r] == tokens[r]) - p[r, predicted[r]]))
-        if self.bias is not None:          # b[prev] += η (onehot(x) − p), stream by stream
+        if self.bias is not None:          # b[prev] += η (onehot(x) − p), stream by stream in order
             grad = pr * -BIAS_RATE
             grad[np.arange(rows.size), x] += BIAS_RATE
             for r, g in zip(prev[rows].tolist(), grad):
