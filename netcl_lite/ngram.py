@@ -45,7 +45,7 @@ MIX_INIT = 0.6                 # the model's initial weight (the full n-gram 0.3
 WORD_ORDERS = 4                # words of context :class:`WordNGram` counts
 WORD_RATE = 0.05               # step of its learned interpolation weights
 WORD_INIT = 0.3                # their starting value
-DENSE_VOCAB = 2048             # up to this vocabulary, order 1's counts are dense (vocab, vocab) tables
+DENSE_CELLS = 1 << 22          # order 1's counts are dense (contexts, vocab) int32 tables up to this size
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)     # an odd multiplier that spreads a hash's bits upward
 _PACK = 40                                  # a coded context's one successor: token << _PACK | count
@@ -167,6 +167,11 @@ def _ranges(sorted_keys: np.ndarray, lo_keys: np.ndarray, hi_keys: np.ndarray):
     return q, np.arange(q.size) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(lo, lengths)
 
 
+def _run_starts(differs: np.ndarray) -> np.ndarray:
+    """Where each run of equal neighbours starts, given ``differs`` = x[1:] != x[:-1] (np.r_ costs more)."""
+    return np.flatnonzero(np.concatenate(([True], differs)))
+
+
 #: coding steps whose counts wait in a small sorted buffer before joining the coded table
 _MERGE_EVERY = 64
 
@@ -217,7 +222,7 @@ class _Counts:
         qr, ar = _ranges(self.recent, lo, hi)
         if ar.size:                                 # the buffer's latest addition per context is the last
             step_token = self.recent_step[ar] * (1 << int(tb)) + (self.recent[ar] & self.mask).astype(np.int64)
-            starts = np.flatnonzero(np.r_[True, qr[1:] != qr[:-1]])
+            starts = _run_starts(qr[1:] != qr[:-1])
             latest = np.maximum.reduceat(step_token, starts)
             last[qr[starts]] = latest & int(self.mask)
         q_all = np.concatenate([qm, qr])
@@ -226,7 +231,7 @@ class _Counts:
         if qr.size:                                 # the same pair in the table and the buffer: one entry
             by = np.lexsort((pair_all, q_all))
             q_all, pair_all, weight = q_all[by], pair_all[by], weight[by]
-            new = np.flatnonzero(np.r_[True, (q_all[1:] != q_all[:-1]) | (pair_all[1:] != pair_all[:-1])])
+            new = _run_starts((q_all[1:] != q_all[:-1]) | (pair_all[1:] != pair_all[:-1]))
             weight = np.add.reduceat(weight, new) if new.size else weight
             q_all, pair_all = q_all[new], pair_all[new]
         coded = (order[q_all], (pair_all & self.mask).astype(np.int64), weight)
@@ -251,7 +256,7 @@ class _Counts:
         """The buffer joins the main table."""
         if not self.recent.size:
             return
-        starts = np.flatnonzero(np.r_[True, self.recent[1:] != self.recent[:-1]])
+        starts = _run_starts(self.recent[1:] != self.recent[:-1])
         pairs = self.recent[starts]
         counts = np.add.reduceat(self.recent_weight, starts)
         at = np.searchsorted(self.pairs, pairs)
@@ -264,7 +269,7 @@ class _Counts:
         # each context's last successor: the buffer's latest addition to it
         ctx = self.recent >> self.tb
         step_token = self.recent_step * (1 << int(self.tb)) + (self.recent & self.mask).astype(np.int64)
-        c_starts = np.flatnonzero(np.r_[True, ctx[1:] != ctx[:-1]])
+        c_starts = _run_starts(ctx[1:] != ctx[:-1])
         latest = np.maximum.reduceat(step_token, c_starts)
         uctx = ctx[c_starts]
         at = np.searchsorted(self.contexts, uctx)
@@ -329,37 +334,49 @@ def _chain(p0: np.ndarray, slot, token, a, beta: np.ndarray, targets, first: np.
 
 
 class _DenseFirst:
-    """Order 1's counts as dense (vocab, vocab) tables, a row per context (the last token): the
-    primer's, the coded text's and each context's last successor. They hold the numbers
-    :class:`_Counts` would hold for order 1 (whole counts), fetched as (B, vocab) rows instead of
-    searched entry by entry; :func:`_dense_first` makes one where order 1's keys do not collide."""
+    """Order 1's counts as dense (contexts, vocab) tables, a row per context (the last token, or the
+    last word and separator): the primer's, the coded text's and each context's last successor.
+    They hold the numbers :class:`_Counts` would hold for order 1 (whole counts, in int32: at most
+    :data:`~netcl_lite.compression.MAX_PRIMER_TOKENS` plus :data:`ADDED_WEIGHT` per coded token),
+    fetched as (B, vocab) rows instead of searched entry by entry; :func:`_dense_first` makes one
+    where the contexts' keys do not collide."""
 
     def __init__(self, primed: _Primed, keys: np.ndarray, vocab: int):
-        self.primer, self.coded = np.zeros((vocab, vocab)), np.zeros((vocab, vocab))
-        self.last = np.full(vocab, -1, np.int64)
+        self.primer = np.zeros((keys.size, vocab), np.int32)
+        self.coded = np.zeros((keys.size, vocab), np.int32)
+        self.last = np.full(keys.size, -1, np.int64)
         if primed.contexts.size:
             j = np.minimum(primed.find(keys), primed.contexts.size - 1)
             found = primed.contexts[j] == keys
             first = np.where(found, primed.starts[j], 0)
             length = np.where(found, primed.starts[j + 1], 0) - first
-            q = np.repeat(np.arange(vocab), length)
+            q = np.repeat(np.arange(keys.size), length)
             at = np.arange(q.size) - np.repeat(np.cumsum(length) - length, length) + np.repeat(first, length)
             self.primer[q, primed.tokens[at]] = primed.counts[at]
             self.last[found] = primed.last[j[found]]
 
+    def rows(self, context: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(all counts, the coded text's alone), (B, vocab) float64, of each stream's ``context``
+        row; zero in the rows that are not ``live`` (too few tokens seen for the order)."""
+        coded = self.coded[context]
+        merged = (self.primer[context] + coded).astype(np.float64)
+        coded = coded.astype(np.float64)
+        merged[~live], coded[~live] = 0.0, 0.0
+        return merged, coded
+
     def add(self, context: np.ndarray, tokens: np.ndarray, weight: int) -> None:
-        """Count ``tokens`` after the order-1 ``context`` tokens; within a call, a later one is the more recent."""
-        np.add.at(self.coded, (context, tokens), float(weight))
+        """Count ``tokens`` after the order-1 ``context`` rows; within a call, a later one is the more recent."""
+        np.add.at(self.coded, (context, tokens), weight)
         _last_wins(context, tokens, self.last)
 
 
-def _dense_first(primed: _Primed, vocab: int, token_bits: int) -> _DenseFirst | None:
-    """Order 1's dense tables, or None for a vocabulary over :data:`DENSE_VOCAB` or whose order-1
-    keys collide (two tokens sharing one context's counts, which rows by token would not)."""
-    if vocab > DENSE_VOCAB:
+def _dense_first(primed: _Primed, keys: np.ndarray, vocab: int) -> _DenseFirst | None:
+    """Order 1's dense tables for the contexts of tagged ``keys`` (row i: ``keys[i]``), or None
+    when they would take over :data:`DENSE_CELLS` cells or two keys collide (two contexts sharing
+    one's counts, which separate rows would not)."""
+    if keys.size * vocab > DENSE_CELLS or np.unique(keys).size != keys.size:
         return None
-    keys = _tag(1, _context_keys(_extend(np.zeros(vocab, np.uint64), np.arange(vocab), vocab), token_bits), token_bits)
-    return _DenseFirst(primed, keys, vocab) if np.unique(keys).size == vocab else None
+    return _DenseFirst(primed, keys, vocab)
 
 
 class NGram:
@@ -387,7 +404,10 @@ class NGram:
         unigram, tables = _primed_counts(primer, vocab, orders)       # tables: a _Primed
         self.unigram = unigram.copy()
         self.counts = _Counts(tables, self.token_bits)
-        self.dense = _dense_first(tables, vocab, self.token_bits) if orders else None   # order 1, when dense
+        self.dense = None                  # order 1's counts, when dense: a row per last token
+        if orders:
+            first = _extend(np.zeros(vocab, np.uint64), np.arange(vocab), vocab)
+            self.dense = _dense_first(tables, _tag(1, _context_keys(first, self.token_bits), self.token_bits), vocab)
         self.history = np.full((streams, orders), -1, np.int64)  # last tokens, newest last; -1: none yet
         self.seen = np.zeros(streams, np.int64)
         self._scratch = np.zeros((orders * streams, vocab))
@@ -422,9 +442,7 @@ class NGram:
         if dense is not None:                # order 1 from its dense rows, the orders above searched
             live1, live[0] = live[0].copy(), False
             context = np.maximum(self.history[:, -1], 0)
-            coded1 = dense.coded[context]
-            merged = dense.primer[context] + coded1
-            merged[~live1], coded1[~live1] = 0.0, 0.0
+            merged, coded1 = dense.rows(context, live1)
         look = _Lookup(self.counts, keys, live, self._scratch)
         d = np.asarray(DISCOUNT[1:k + 1])[:, None]
         n, u = look.n, look.u
@@ -624,7 +642,12 @@ class WordNGram:
         self.classes, self.separators = word_classes(pieces, vocab)
         self.n_classes = int(self.classes.max())
         self.token_bits = _token_bits(vocab)
-        self.counts = _Counts(_primed_words(primer, self), self.token_bits)
+        primed = _primed_words(primer, self)
+        self.counts = _Counts(primed, self.token_bits)
+        # order 1's counts, when dense: a row per (last word's class, separator), row class * 4 + separator
+        first = _word_hash(np.zeros(self.n_classes + 1, np.uint64), np.arange(self.n_classes + 1), self.n_classes)
+        first = _with_separator(np.repeat(first, 4), np.tile(np.arange(4), self.n_classes + 1))
+        self.dense = _dense_first(primed, _tag(1, _context_keys(first, self.token_bits), self.token_bits), vocab)
         self.words = np.full((streams, orders), -1, np.int64)     # last word classes, newest last
         self.n_words = np.zeros(streams, np.int64)
         self.sep = np.zeros(streams, np.int64)
@@ -647,13 +670,28 @@ class WordNGram:
         self._unigram = unigram / n0 if n0 else np.zeros(v)
         self._p0 = (1 - lam0) * self._unigram + lam0 / v if n0 else np.full(v, 1.0 / v)
         self._step_keys = keys = self._keys()
-        look = _Lookup(self.counts, keys, self.n_words[None, :] >= np.arange(1, k + 1)[:, None], self._scratch)
+        live = self.n_words[None, :] >= np.arange(1, k + 1)[:, None]
+        dense, first = self.dense, None
+        if dense is not None:                # order 1 from its dense rows, the orders above searched
+            live1, live[0] = live[0].copy(), False
+            merged, _ = dense.rows(self._first_context(), live1)
+        look = _Lookup(self.counts, keys, live, self._scratch)
         n = look.n
+        if dense is not None:
+            n[0], look.u[0] = merged.sum(axis=1), np.count_nonzero(merged, axis=1)
         bucket = (np.arange(1, k + 1)[:, None], _qn(n), _qu(look.u))
         lam = np.where(n > 0, self.lam[bucket], 1.0)
         ml = look.count / n.reshape(-1)[look.slot]
+        if dense is not None:
+            self._merged = merged
+            first = (1 - lam[0])[:, None] * np.divide(merged, n[0][:, None], out=np.zeros_like(merged),
+                                                      where=n[0][:, None] > 0)
         self._look, self._lam_now, self._bucket = look, lam, bucket
-        return _chain(self._p0, look.slot, look.token, (1 - lam.reshape(-1)[look.slot]) * ml, lam, [k])[k]
+        return _chain(self._p0, look.slot, look.token, (1 - lam.reshape(-1)[look.slot]) * ml, lam, [k], first)[k]
+
+    def _first_context(self) -> np.ndarray:
+        """Each stream's order-1 row in :attr:`dense`: its last word's class · 4 + its separator."""
+        return np.maximum(self.words[:, -1], 0) * 4 + self.sep
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         """Learn λ from the coded ``tokens`` (B,) of the ``active`` streams, then count them."""
@@ -667,12 +705,18 @@ class WordNGram:
                         self._unigram[x], self.lam[self._bucket0], px)
         hit = look.token == tokens[look.slot % b]
         cx = np.bincount(look.slot[hit], look.count[hit], minlength=k * b).reshape(k, b)
+        if self.dense is not None:
+            cx[0] = self._merged[np.arange(b), tokens]
         flat_bucket = np.ravel_multi_index(np.broadcast_arrays(*bucket), self.lam.shape)
         for j in range(k):
             counted = look.n[j, rows] > 0
             r = rows[counted]
             px[counted] = self._learn(flat_bucket[j, r], cx[j, r] / look.n[j, r], lam[j, r], px[counted])
         order, row = np.nonzero(self.n_words[None, rows] >= np.arange(1, k + 1)[:, None])
+        if self.dense is not None:              # order 1 (the first rows, streams in order) in its dense rows
+            one = rows[row[order == 0]]
+            self.dense.add(self._first_context()[one], tokens[one], ADDED_WEIGHT)
+            order, row = order[order > 0], row[order > 0]
         self.counts.add(self._step_keys[order, rows[row]], tokens[rows[row]], ADDED_WEIGHT)
         cls = self.classes[x]
         word = rows[cls > 0]
