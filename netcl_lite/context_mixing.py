@@ -121,14 +121,15 @@ class GeometricMixer:
         ``boosts``: (table, tokens (B,) with -1 for none, index (B,) into that table's weights);
         ``prev``: each stream's previous token."""
         w = self.w[context]
-        logs = []
+        if getattr(self, "_logs", None) is None or self._logs.shape != (len(parts), *parts[0].shape):
+            self._logs = np.empty((len(parts), *parts[0].shape))     # kept for update, reused each step
+        logs = list(self._logs)
         s = self.bias[prev] if self.bias is not None else np.zeros(parts[0].shape)
         term = np.empty_like(s)
-        for i, p in enumerate(parts):
-            lg = np.log(p)
+        for i, (p, lg) in enumerate(zip(parts, logs)):
+            np.log(p, out=lg)
             np.maximum(lg, LOG_FLOOR, out=lg)
             s += np.multiply(lg, w[:, i:i + 1], out=term)
-            logs.append(lg)
         rows_of = []
         for table, tokens, index in boosts:
             rows = np.flatnonzero(tokens >= 0)

@@ -558,8 +558,9 @@ class Mixer:
         w = self.w[self.bucket]
         self.parts = parts
         p = w[:, :1] * parts[0]
+        term = np.empty_like(p)
         for i in range(1, len(parts)):
-            p += w[:, i:i + 1] * parts[i]
+            p += np.multiply(w[:, i:i + 1], parts[i], out=term)
         return p
 
     def update(self, tokens, p_mix, active):
