@@ -114,7 +114,8 @@ def _bucket_index(contexts: np.ndarray, key_bits: int) -> tuple[np.ndarray, int]
     shift that takes a key to its bucket): about one bucket per context, so each holds a few."""
     bits = min(key_bits, max(1, int(contexts.size).bit_length()))
     shift = key_bits - bits
-    index = np.searchsorted(contexts, np.arange((1 << bits) + 1, dtype=np.uint64) << np.uint64(shift))
+    per_bucket = np.bincount((contexts >> np.uint64(shift)).astype(np.int64), minlength=1 << bits)
+    index = np.concatenate(([0], np.cumsum(per_bucket)))       # contexts sorted: buckets in order
     return index.astype(np.int32 if contexts.size < 2**31 else np.int64), shift
 
 
