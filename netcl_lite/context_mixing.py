@@ -121,14 +121,15 @@ class GeometricMixer:
         ``boosts``: (table, tokens (B,) with -1 for none, index (B,) into that table's weights);
         ``prev``: each stream's previous token."""
         w = self.w[context]
-        logs = []
+        if getattr(self, "_logs", None) is None or self._logs.shape != (len(parts), *parts[0].shape):
+            self._logs = np.empty((len(parts), *parts[0].shape))     # kept for update, reused each step
+        logs = list(self._logs)
         s = self.bias[prev] if self.bias is not None else np.zeros(parts[0].shape)
         term = np.empty_like(s)
-        for i, p in enumerate(parts):
-            lg = np.log(p)
+        for i, (p, lg) in enumerate(zip(parts, logs)):
+            np.log(p, out=lg)
             np.maximum(lg, LOG_FLOOR, out=lg)
             s += np.multiply(lg, w[:, i:i + 1], out=term)
-            logs.append(lg)
         rows_of = []
         for table, tokens, index in boosts:
             rows = np.flatnonzero(tokens >= 0)
@@ -144,13 +145,14 @@ class GeometricMixer:
         logs, context, boosts, rows_of, prev, p = self._state
         rows = np.flatnonzero(active)
         x = tokens[rows]
-        pr = p[rows]
-        grad = np.stack([lg[rows, x] - np.einsum("bv,bv->b", pr, lg[rows]) for lg in logs], axis=1)
+        every = rows.size == p.shape[0]               # the usual step: no rows to copy out
+        pr = p if every else p[rows]
+        grad = np.stack([lg[rows, x] - np.einsum("bv,bv->b", pr, lg if every else lg[rows]) for lg in logs], axis=1)
         np.add.at(self.w, context[rows], GEOMETRIC_RATE * grad)
         for (table, predicted, index), r in zip(boosts, rows_of):
             r = r[active[r]]
             np.add.at(self.v[table], index[r], BOOST_RATE * ((predicted[r] == tokens[r]) - p[r, predicted[r]]))
-        if self.bias is not None:          # b[prev] += η (onehot(x) − p), stream by stream
+        if self.bias is not None:          # b[prev] += η (onehot(x) − p), stream by stream in order
             grad = pr * -BIAS_RATE
             grad[np.arange(rows.size), x] += BIAS_RATE
             for r, g in zip(prev[rows].tolist(), grad):

@@ -42,7 +42,7 @@ def _last_wins(slots: np.ndarray, values: np.ndarray, table: np.ndarray) -> None
     """table[slots[i]] = values[i], the last i winning where slots repeat (stable, so both sides agree)."""
     order = np.argsort(slots, kind="stable")
     s = slots[order]
-    last = np.r_[s[1:] != s[:-1], True] if s.size else np.zeros(0, bool)
+    last = np.concatenate((s[1:] != s[:-1], [True])) if s.size else np.zeros(0, bool)
     table[s[last]] = values[order][last]
 
 

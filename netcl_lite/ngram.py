@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import checks
+from .match import _last_wins
 
 ORDERS = 8                     # longest context the n-gram counts, in tokens
 DISCOUNT = (0.5, 0.5, 0.7, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8)    # absolute discount per order 0..ORDERS
@@ -44,6 +45,7 @@ MIX_INIT = 0.6                 # the model's initial weight (the full n-gram 0.3
 WORD_ORDERS = 4                # words of context :class:`WordNGram` counts
 WORD_RATE = 0.05               # step of its learned interpolation weights
 WORD_INIT = 0.3                # their starting value
+DENSE_CELLS = 1 << 22          # order 1's counts are dense (contexts, vocab) int32 tables up to this size
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)     # an odd multiplier that spreads a hash's bits upward
 _PACK = 40                                  # a coded context's one successor: token << _PACK | count
@@ -98,6 +100,39 @@ class _Primed:
     tokens: np.ndarray         # (E,) int64
     counts: np.ndarray         # (E,) float64
     last: np.ndarray           # (U,) int64
+    index: np.ndarray          # (2^bits + 1,) where each bucket of contexts starts (:func:`_bucket_index`)
+    shift: int                 # a context's bucket: its key >> shift
+
+    def find(self, keys: np.ndarray) -> np.ndarray:
+        """``np.searchsorted(self.contexts, keys)``, looked up through the buckets: a few cache
+        misses a key instead of a binary search's two dozen over the whole table."""
+        return _bucket_search(self.contexts, self.index, self.shift, keys)
+
+
+def _bucket_index(contexts: np.ndarray, key_bits: int) -> tuple[np.ndarray, int]:
+    """(where each bucket starts in the sorted ``contexts`` (keys below 2^``key_bits`` < 2^64), the
+    shift that takes a key to its bucket): about one bucket per context, so each holds a few."""
+    bits = min(key_bits, max(1, int(contexts.size).bit_length()))
+    shift = key_bits - bits
+    per_bucket = np.bincount((contexts >> np.uint64(shift)).astype(np.int64), minlength=1 << bits)
+    index = np.concatenate(([0], np.cumsum(per_bucket)))       # contexts sorted: buckets in order
+    return index.astype(np.int32 if contexts.size < 2**31 else np.int64), shift
+
+
+def _bucket_search(contexts: np.ndarray, index: np.ndarray, shift: int, keys: np.ndarray) -> np.ndarray:
+    """For each of ``keys``: the first position in ``contexts`` whose key is not below it
+    (``np.searchsorted``'s left side), by a binary search within the key's bucket, all keys at once."""
+    bucket = (keys >> np.uint64(shift)).astype(np.int64)
+    lo, hi = index[bucket].astype(np.int64), index[bucket + 1].astype(np.int64)
+    open_ = lo < hi
+    while open_.any():
+        mid = (lo + hi) >> 1
+        below = np.zeros(keys.size, bool)
+        below[open_] = contexts[mid[open_]] < keys[open_]
+        lo = np.where(below, mid + 1, lo)
+        hi = np.where(open_ & ~below, mid, hi)
+        open_ = lo < hi
+    return lo
 
 
 def _prime(keys: list[np.ndarray], nxt: list[np.ndarray], token_bits: int, last_orders: int) -> _Primed:
@@ -117,9 +152,11 @@ def _prime(keys: list[np.ndarray], nxt: list[np.ndarray], token_bits: int, last_
     pair = np.concatenate(pairs) if pairs else np.zeros(0, np.uint64)     # orders in order: sorted
     ctx = pair >> tb
     new_ctx = np.flatnonzero(np.r_[True, ctx[1:] != ctx[:-1]]) if ctx.size else np.zeros(0, np.int64)
-    return _Primed(ctx[new_ctx], np.r_[new_ctx, ctx.size], (pair & np.uint64((1 << token_bits) - 1)).astype(np.int64),
+    contexts = ctx[new_ctx]
+    return _Primed(contexts, np.r_[new_ctx, ctx.size], (pair & np.uint64((1 << token_bits) - 1)).astype(np.int64),
                    np.concatenate(counts) if counts else np.zeros(0),
-                   np.concatenate(lasts) if lasts else np.zeros(0, np.int64))
+                   np.concatenate(lasts) if lasts else np.zeros(0, np.int64),
+                   *_bucket_index(contexts, 64 - token_bits))
 
 
 def _ranges(sorted_keys: np.ndarray, lo_keys: np.ndarray, hi_keys: np.ndarray):
@@ -129,6 +166,11 @@ def _ranges(sorted_keys: np.ndarray, lo_keys: np.ndarray, hi_keys: np.ndarray):
     lengths = np.searchsorted(sorted_keys, hi_keys) - lo
     q = np.repeat(np.arange(lo_keys.size), lengths)
     return q, np.arange(q.size) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(lo, lengths)
+
+
+def _run_starts(differs: np.ndarray) -> np.ndarray:
+    """Where each run of equal neighbours starts, given ``differs`` = x[1:] != x[:-1] (np.r_ costs more)."""
+    return np.flatnonzero(np.concatenate(([True], differs)))
 
 
 #: coding steps whose counts wait in a small sorted buffer before joining the coded table
@@ -165,7 +207,7 @@ class _Counts:
         last = np.full(keys.size, -1, np.int64)
         first = length = np.zeros(keys.size, np.int64)
         if p.contexts.size:                           # one search: the context, its run, its last successor
-            j = np.minimum(np.searchsorted(p.contexts, keys), p.contexts.size - 1)
+            j = np.minimum(p.find(keys), p.contexts.size - 1)
             found = p.contexts[j] == keys
             first = np.where(found, p.starts[j], 0)
             length = np.where(found, p.starts[j + 1], 0) - first
@@ -181,7 +223,7 @@ class _Counts:
         qr, ar = _ranges(self.recent, lo, hi)
         if ar.size:                                 # the buffer's latest addition per context is the last
             step_token = self.recent_step[ar] * (1 << int(tb)) + (self.recent[ar] & self.mask).astype(np.int64)
-            starts = np.flatnonzero(np.r_[True, qr[1:] != qr[:-1]])
+            starts = _run_starts(qr[1:] != qr[:-1])
             latest = np.maximum.reduceat(step_token, starts)
             last[qr[starts]] = latest & int(self.mask)
         q_all = np.concatenate([qm, qr])
@@ -190,7 +232,7 @@ class _Counts:
         if qr.size:                                 # the same pair in the table and the buffer: one entry
             by = np.lexsort((pair_all, q_all))
             q_all, pair_all, weight = q_all[by], pair_all[by], weight[by]
-            new = np.flatnonzero(np.r_[True, (q_all[1:] != q_all[:-1]) | (pair_all[1:] != pair_all[:-1])])
+            new = _run_starts((q_all[1:] != q_all[:-1]) | (pair_all[1:] != pair_all[:-1]))
             weight = np.add.reduceat(weight, new) if new.size else weight
             q_all, pair_all = q_all[new], pair_all[new]
         coded = (order[q_all], (pair_all & self.mask).astype(np.int64), weight)
@@ -215,7 +257,7 @@ class _Counts:
         """The buffer joins the main table."""
         if not self.recent.size:
             return
-        starts = np.flatnonzero(np.r_[True, self.recent[1:] != self.recent[:-1]])
+        starts = _run_starts(self.recent[1:] != self.recent[:-1])
         pairs = self.recent[starts]
         counts = np.add.reduceat(self.recent_weight, starts)
         at = np.searchsorted(self.pairs, pairs)
@@ -228,7 +270,7 @@ class _Counts:
         # each context's last successor: the buffer's latest addition to it
         ctx = self.recent >> self.tb
         step_token = self.recent_step * (1 << int(self.tb)) + (self.recent & self.mask).astype(np.int64)
-        c_starts = np.flatnonzero(np.r_[True, ctx[1:] != ctx[:-1]])
+        c_starts = _run_starts(ctx[1:] != ctx[:-1])
         latest = np.maximum.reduceat(step_token, c_starts)
         uctx = ctx[c_starts]
         at = np.searchsorted(self.contexts, uctx)
@@ -269,11 +311,13 @@ class _Lookup:
         self.coded = (slot[coded[0]], coded[1], coded[2])
 
 
-def _chain(p0: np.ndarray, slot, token, a, beta: np.ndarray, targets) -> dict:
+def _chain(p0: np.ndarray, slot, token, a, beta: np.ndarray, targets, first: np.ndarray | None = None) -> dict:
     """Distributions P_m for m in ``targets`` of the chain P_k = a_k + β_k · P_{k−1} from ``p0``
     (vocab,): order k has the entries (``slot`` = (k − 1) · B + row, ``token``, ``a``) and β_k =
     ``beta[k − 1]`` (B,). From one target m' to the next m: P_m = (Π_{m'<k≤m} β_k) P_{m'} +
-    Σ_{m'<k≤m} (Π_{k<j≤m} β_j) a_k; dense (B, vocab) each."""
+    Σ_{m'<k≤m} (Π_{k<j≤m} β_j) a_k; dense (B, vocab) each. ``first``: order 1's a_1 as a dense
+    (B, vocab) array (zero where it has no entry) instead of entries; added before the entries
+    of the orders above, as entries in order would be (adding zero changes no bit)."""
     b, v = beta.shape[1], p0.size
     order, flat = slot // b, (slot % b) * v + token
     out, done, p = {}, 0, np.broadcast_to(p0, (b, v))
@@ -282,10 +326,58 @@ def _chain(p0: np.ndarray, slot, token, a, beta: np.ndarray, targets) -> dict:
         for j in range(m - 1, done - 1, -1):
             after[j - done] = after[j + 1 - done] * beta[j]
         p = after[0][:, None] * p
+        if first is not None and done == 0:
+            p += first * after[1][:, None]
         sel = np.flatnonzero((order >= done) & (order < m))
         np.add.at(p.reshape(-1), flat[sel], a[sel] * after[order[sel] + 1 - done, slot[sel] % b])
         out[m], done = p, m
     return out
+
+
+class _DenseFirst:
+    """Order 1's counts as dense (contexts, vocab) tables, a row per context (the last token, or the
+    last word and separator): the primer's, the coded text's and each context's last successor.
+    They hold the numbers :class:`_Counts` would hold for order 1 (whole counts, in int32: at most
+    :data:`~netcl_lite.compression.MAX_PRIMER_TOKENS` plus :data:`ADDED_WEIGHT` per coded token),
+    fetched as (B, vocab) rows instead of searched entry by entry; :func:`_dense_first` makes one
+    where the contexts' keys do not collide."""
+
+    def __init__(self, primed: _Primed, keys: np.ndarray, vocab: int):
+        self.primer = np.zeros((keys.size, vocab), np.int32)
+        self.coded = np.zeros((keys.size, vocab), np.int32)
+        self.last = np.full(keys.size, -1, np.int64)
+        if primed.contexts.size:
+            j = np.minimum(primed.find(keys), primed.contexts.size - 1)
+            found = primed.contexts[j] == keys
+            first = np.where(found, primed.starts[j], 0)
+            length = np.where(found, primed.starts[j + 1], 0) - first
+            q = np.repeat(np.arange(keys.size), length)
+            at = np.arange(q.size) - np.repeat(np.cumsum(length) - length, length) + np.repeat(first, length)
+            self.primer[q, primed.tokens[at]] = primed.counts[at]
+            self.last[found] = primed.last[j[found]]
+
+    def rows(self, context: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(all counts, the coded text's alone), (B, vocab) float64, of each stream's ``context``
+        row; zero in the rows that are not ``live`` (too few tokens seen for the order)."""
+        coded = self.coded[context]
+        merged = (self.primer[context] + coded).astype(np.float64)
+        coded = coded.astype(np.float64)
+        merged[~live], coded[~live] = 0.0, 0.0
+        return merged, coded
+
+    def add(self, context: np.ndarray, tokens: np.ndarray, weight: int) -> None:
+        """Count ``tokens`` after the order-1 ``context`` rows; within a call, a later one is the more recent."""
+        np.add.at(self.coded, (context, tokens), weight)
+        _last_wins(context, tokens, self.last)
+
+
+def _dense_first(primed: _Primed, keys: np.ndarray, vocab: int) -> _DenseFirst | None:
+    """Order 1's dense tables for the contexts of tagged ``keys`` (row i: ``keys[i]``), or None
+    when they would take over :data:`DENSE_CELLS` cells or two keys collide (two contexts sharing
+    one's counts, which separate rows would not)."""
+    if keys.size * vocab > DENSE_CELLS or np.unique(keys).size != keys.size:
+        return None
+    return _DenseFirst(primed, keys, vocab)
 
 
 class NGram:
@@ -313,6 +405,10 @@ class NGram:
         unigram, tables = _primed_counts(primer, vocab, orders)       # tables: a _Primed
         self.unigram = unigram.copy()
         self.counts = _Counts(tables, self.token_bits)
+        self.dense = None                  # order 1's counts, when dense: a row per last token
+        if orders:
+            first = _extend(np.zeros(vocab, np.uint64), np.arange(vocab), vocab)
+            self.dense = _dense_first(tables, _tag(1, _context_keys(first, self.token_bits), self.token_bits), vocab)
         self.history = np.full((streams, orders), -1, np.int64)  # last tokens, newest last; -1: none yet
         self.seen = np.zeros(streams, np.int64)
         self._scratch = np.zeros((orders * streams, vocab))
@@ -343,22 +439,34 @@ class NGram:
             return p, np.zeros(b, np.int64), np.full(b, n0)
         self._step_keys = keys = self._keys()
         live = self.seen[None, :] >= np.arange(1, k + 1)[:, None]
+        dense = self.dense
+        if dense is not None:                # order 1 from its dense rows, the orders above searched
+            live1, live[0] = live[0].copy(), False
+            context = np.maximum(self.history[:, -1], 0)
+            merged, coded1 = dense.rows(context, live1)
         look = _Lookup(self.counts, keys, live, self._scratch)
         d = np.asarray(DISCOUNT[1:k + 1])[:, None]
         n, u = look.n, look.u
+        c_slot, c_token, c_count = look.coded
+        nc = np.bincount(c_slot, c_count, minlength=k * b).reshape(k, b)
+        uc = np.bincount(c_slot, minlength=k * b).reshape(k, b)
+        dc = CACHE_DISCOUNT * ADDED_WEIGHT
+        first = first_c = None
+        if dense is not None:
+            n[0], u[0] = merged.sum(axis=1), np.count_nonzero(merged, axis=1)
+            nc[0], uc[0] = coded1.sum(axis=1), np.count_nonzero(coded1, axis=1)
+            first = np.divide(np.maximum(merged - d[0, 0], 0.0), n[0][:, None], out=np.zeros_like(merged),
+                              where=n[0][:, None] > 0)
+            first_c = np.maximum(coded1 - dc, 0.0) / np.maximum(nc[0], 1.0)[:, None]
         beta = np.where(n > 0, d * u / np.where(n > 0, n, 1.0), 1.0)
         dk = d[look.slot // b, 0]
         a = np.maximum(look.count - dk, 0.0) / n.reshape(-1)[look.slot]
         reach = sorted({m for m in MIX_ORDERS if m <= k} | {k})
-        dist = _chain(p0, look.slot, look.token, a, beta, reach)
+        dist = _chain(p0, look.slot, look.token, a, beta, reach, first)
         p = dist[k]
-        c_slot, c_token, c_count = look.coded
-        dc = CACHE_DISCOUNT * ADDED_WEIGHT
-        nc = np.bincount(c_slot, c_count, minlength=k * b).reshape(k, b)
-        uc = np.bincount(c_slot, minlength=k * b).reshape(k, b)
         beta_c = np.where(nc > 0, dc * uc / np.where(nc > 0, nc, 1.0), 1.0)
         a_c = np.maximum(c_count - dc, 0.0) / np.maximum(nc.reshape(-1)[c_slot], 1.0)
-        cached = _chain(p0, c_slot, c_token, a_c, beta_c, [k])[k]
+        cached = _chain(p0, c_slot, c_token, a_c, beta_c, [k], first_c)[k]
         self.snapshots = [dist.get(m, p) for m in MIX_ORDERS] + [cached]
         has = n > 0
         reached = np.where(has.any(axis=0), k - np.argmax(has[::-1], axis=0), 0)
@@ -366,6 +474,8 @@ class NGram:
         self.successors = np.full((min(SUCCESSOR_ORDERS, k), b), -1, np.int64)
         kept = look.order < SUCCESSOR_ORDERS
         self.successors[look.order[kept], look.row[kept]] = look.last[kept]
+        if dense is not None and SUCCESSOR_ORDERS:
+            self.successors[0] = np.where(live1, dense.last[context], -1)
         return p, reached, total
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
@@ -375,6 +485,10 @@ class NGram:
         if self.orders:
             keys = self._step_keys if self._step_keys is not None else self._keys()
             order, row = np.nonzero((self.seen[None, rows] >= np.arange(1, self.orders + 1)[:, None]))
+            if self.dense is not None:          # order 1 (the first rows, streams in order) in its dense rows
+                one = rows[row[order == 0]]
+                self.dense.add(self.history[one, -1], tokens[one], ADDED_WEIGHT)
+                order, row = order[order > 0], row[order > 0]
             self.counts.add(keys[order, rows[row]], tokens[rows[row]], ADDED_WEIGHT)
         self.history[rows] = np.concatenate([self.history[rows, 1:], tokens[rows, None]], axis=1)
         self.seen[rows] += 1
@@ -445,8 +559,9 @@ class Mixer:
         w = self.w[self.bucket]
         self.parts = parts
         p = w[:, :1] * parts[0]
+        term = np.empty_like(p)
         for i in range(1, len(parts)):
-            p += w[:, i:i + 1] * parts[i]
+            p += np.multiply(w[:, i:i + 1], parts[i], out=term)
         return p
 
     def update(self, tokens, p_mix, active):
@@ -529,7 +644,12 @@ class WordNGram:
         self.classes, self.separators = word_classes(pieces, vocab)
         self.n_classes = int(self.classes.max())
         self.token_bits = _token_bits(vocab)
-        self.counts = _Counts(_primed_words(primer, self), self.token_bits)
+        primed = _primed_words(primer, self)
+        self.counts = _Counts(primed, self.token_bits)
+        # order 1's counts, when dense: a row per (last word's class, separator), row class * 4 + separator
+        first = _word_hash(np.zeros(self.n_classes + 1, np.uint64), np.arange(self.n_classes + 1), self.n_classes)
+        first = _with_separator(np.repeat(first, 4), np.tile(np.arange(4), self.n_classes + 1))
+        self.dense = _dense_first(primed, _tag(1, _context_keys(first, self.token_bits), self.token_bits), vocab)
         self.words = np.full((streams, orders), -1, np.int64)     # last word classes, newest last
         self.n_words = np.zeros(streams, np.int64)
         self.sep = np.zeros(streams, np.int64)
@@ -552,13 +672,28 @@ class WordNGram:
         self._unigram = unigram / n0 if n0 else np.zeros(v)
         self._p0 = (1 - lam0) * self._unigram + lam0 / v if n0 else np.full(v, 1.0 / v)
         self._step_keys = keys = self._keys()
-        look = _Lookup(self.counts, keys, self.n_words[None, :] >= np.arange(1, k + 1)[:, None], self._scratch)
+        live = self.n_words[None, :] >= np.arange(1, k + 1)[:, None]
+        dense, first = self.dense, None
+        if dense is not None:                # order 1 from its dense rows, the orders above searched
+            live1, live[0] = live[0].copy(), False
+            merged, _ = dense.rows(self._first_context(), live1)
+        look = _Lookup(self.counts, keys, live, self._scratch)
         n = look.n
+        if dense is not None:
+            n[0], look.u[0] = merged.sum(axis=1), np.count_nonzero(merged, axis=1)
         bucket = (np.arange(1, k + 1)[:, None], _qn(n), _qu(look.u))
         lam = np.where(n > 0, self.lam[bucket], 1.0)
         ml = look.count / n.reshape(-1)[look.slot]
+        if dense is not None:
+            self._merged = merged
+            first = (1 - lam[0])[:, None] * np.divide(merged, n[0][:, None], out=np.zeros_like(merged),
+                                                      where=n[0][:, None] > 0)
         self._look, self._lam_now, self._bucket = look, lam, bucket
-        return _chain(self._p0, look.slot, look.token, (1 - lam.reshape(-1)[look.slot]) * ml, lam, [k])[k]
+        return _chain(self._p0, look.slot, look.token, (1 - lam.reshape(-1)[look.slot]) * ml, lam, [k], first)[k]
+
+    def _first_context(self) -> np.ndarray:
+        """Each stream's order-1 row in :attr:`dense`: its last word's class · 4 + its separator."""
+        return np.maximum(self.words[:, -1], 0) * 4 + self.sep
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         """Learn λ from the coded ``tokens`` (B,) of the ``active`` streams, then count them."""
@@ -572,12 +707,18 @@ class WordNGram:
                         self._unigram[x], self.lam[self._bucket0], px)
         hit = look.token == tokens[look.slot % b]
         cx = np.bincount(look.slot[hit], look.count[hit], minlength=k * b).reshape(k, b)
+        if self.dense is not None:
+            cx[0] = self._merged[np.arange(b), tokens]
         flat_bucket = np.ravel_multi_index(np.broadcast_arrays(*bucket), self.lam.shape)
         for j in range(k):
             counted = look.n[j, rows] > 0
             r = rows[counted]
             px[counted] = self._learn(flat_bucket[j, r], cx[j, r] / look.n[j, r], lam[j, r], px[counted])
         order, row = np.nonzero(self.n_words[None, rows] >= np.arange(1, k + 1)[:, None])
+        if self.dense is not None:              # order 1 (the first rows, streams in order) in its dense rows
+            one = rows[row[order == 0]]
+            self.dense.add(self._first_context()[one], tokens[one], ADDED_WEIGHT)
+            order, row = order[order > 0], row[order > 0]
         self.counts.add(self._step_keys[order, rows[row]], tokens[rows[row]], ADDED_WEIGHT)
         cls = self.classes[x]
         word = rows[cls > 0]
