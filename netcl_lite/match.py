@@ -38,7 +38,7 @@ def _hash(windows: np.ndarray) -> np.ndarray:
     return (h >> np.uint64(64 - INDEX_BITS)).astype(np.int64)
 
 
-def _last_wins(slots: np.ndarray, values: np.ndarray, table: np.ndarray) -> None:
+def last_wins(slots: np.ndarray, values: np.ndarray, table: np.ndarray) -> None:
     """table[slots[i]] = values[i], the last i winning where slots repeat (stable, so both sides agree)."""
     order = np.argsort(slots, kind="stable")
     s = slots[order]
@@ -64,7 +64,7 @@ class MatchModel:
         self.index = np.full(1 << INDEX_BITS, -1, np.int32 if self.text.size < 2**31 else np.int64)
         if primer.size > min_length:
             windows = np.lib.stride_tricks.sliding_window_view(primer[:-1], min_length)
-            _last_wins(_hash(windows), np.arange(min_length, primer.size), self.index)
+            last_wins(_hash(windows), np.arange(min_length, primer.size), self.index)
         streams = np.asarray(lengths).size
         self.pointer = np.zeros(streams, np.int64)     # where the predicted token is in ``text``
         self.length = np.zeros(streams, np.int64)      # tokens of context that agree; 0: no match
@@ -103,4 +103,4 @@ class MatchModel:
             longer = agree > self.length[rows[look]]
             self.length[rows[look[longer]]] = agree[longer]
             self.pointer[rows[look[longer]]] = candidate[look[longer]]
-        _last_wins(slots, at + 1, self.index)
+        last_wins(slots, at + 1, self.index)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import checks
-from .match import _last_wins
+from .match import last_wins
 
 ORDERS = 8                     # longest context the n-gram counts, in tokens
 DISCOUNT = (0.5, 0.5, 0.7, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8)    # absolute discount per order 0..ORDERS
@@ -368,7 +368,7 @@ class _DenseFirst:
     def add(self, context: np.ndarray, tokens: np.ndarray, weight: int) -> None:
         """Count ``tokens`` after the order-1 ``context`` rows; within a call, a later one is the more recent."""
         np.add.at(self.coded, (context, tokens), weight)
-        _last_wins(context, tokens, self.last)
+        last_wins(context, tokens, self.last)
 
 
 def _dense_first(primed: _Primed, keys: np.ndarray, vocab: int) -> _DenseFirst | None:
