@@ -118,6 +118,15 @@ def section_bounds(section: str) -> tuple[str, str]:
     return f"[start:{section}]", f"[end:{section}]"
 
 
+def file_lines(text: str) -> list[str]:
+    """``text`` (a file read in text mode, its CRs already ``\\n``) as numbered lines, split at ``\\n``
+    only, as editors, the source pages' ``#L`` anchors and pymdownx.snippets count them: a form
+    feed, U+0085 or U+2028 stays inside its line (``str.splitlines`` would break there); a final
+    newline ends the last line and starts no new one."""
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
 def _squash(text: str) -> str:
     """``text``'s ASCII letters and digits, lower case, after NFKC (full-width and other
     compatibility forms of letters count as the letters they read as)."""

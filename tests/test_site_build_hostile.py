@@ -549,6 +549,34 @@ def test_an_excerpt_of_a_section_marked_once_shows_its_lines_and_escaped_markers
     assert copyable.section_lines("netcl_lite/odd.py", "part") == (2, 3)
 
 
+@pytest.mark.parametrize("separator, lines", [("\x0c", (4, 4)), ("\u2028", (4, 4)), ("\x85", (4, 4)),
+                                              ("\x0b", (4, 4)), ("\x1e", (4, 4)), ("\r", (5, 5))])
+def test_an_excerpts_line_numbers_count_newlines_as_pymdownx_and_the_source_page_do(site, monkeypatch,
+                                                                                   separator, lines):
+    """A form feed, U+2028, U+0085 or another character ``str.splitlines`` breaks at is inside its
+    line for pymdownx.snippets, for editors and for the source page's ``#L`` anchors, so the
+    excerpt's note counts only newlines; a lone CR ends a line for all of them alike (every one
+    reads the file in text mode). A leading blank line is line 1 on the source page too."""
+    from site_build import copyable, source_pages
+
+    text = f"\na = 1  # {separator}b\n# --8<-- [start:s]\nx = 2\n# --8<-- [end:s]\ny = 3\n"
+    (site.root / "netcl_lite").mkdir()
+    (site.root / "netcl_lite" / "odd.py").write_bytes(text.encode())
+    monkeypatch.setattr(copyable, "ROOT", site.root)
+    monkeypatch.setattr(source_pages, "ROOT", site.root)
+    assert copyable.section_lines("netcl_lite/odd.py", "s") == lines
+    page_html = site.render('# Hostile\n\n```{.python .excerpt}\n--8<-- "netcl_lite/odd.py:s"\n```\n')
+    first, last = lines
+    assert f"lines {first}–{last} of" in page_html and f"#L{first}-L{last}" in page_html, page_html
+    listing = source_pages.listing("netcl_lite/odd.py", [lines])
+    rows = [html.unescape(re.sub(r"<[^>]+>", "", row))
+            for row in re.findall(r'<span class="line" id="L\d+" data-n="\d+">(.*?)</span>(?=<span class="line"|</code>)',
+                                  listing, re.S)]
+    assert rows[first - 1] == "x = 2" and rows[0] == "" and rows[-1] == "y = 3", rows
+    assert len(rows) == last + 2, rows
+    assert f"{len(rows)} lines" in source_pages.markdown("netcl_lite/odd.py", [("hostile.md", first, last)], "w.whl")
+
+
 @pytest.mark.parametrize("gap", ["\n", "\nText.\n", "\n```\n/// caption\n```\n"])
 def test_a_figure_without_a_caption_under_it_fails_naming_page_and_line(site, gap):
     page = f"# Hostile\n\n![A figure](figures/chapter7/sinusoidal.svg)\n{gap}"
