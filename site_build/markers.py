@@ -156,28 +156,25 @@ _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)")
 
 def fences(lines: list[str]) -> list[tuple[int, int]]:
     """The fenced code blocks of a page's ``lines``, as (opening line, closing line) indices, read as
-    pymdownx.superfences reads them: the closing fence repeats the opening one exactly at the same
-    indent, a line indented less ends the attempt, and a fence never closed is no block."""
-    found, i = [], 0
-    while i < len(lines):
-        m = _FENCE_OPEN.match(lines[i])
-        close = None
-        if m and not (m["fence"][0] == "`" and "`" in m["info"]):
-            end = re.compile(re.escape(m["fence"]) + r"[ \t]*$")
-            for j in range(i + 1, len(lines)):
-                if not lines[j].strip():
-                    continue
-                if not lines[j].startswith(m["ws"]):
-                    break
-                if end.match(lines[j], len(m["ws"])):
-                    close = j
-                    break
-        if close is None:
-            i += 1
-        else:
-            found.append((i, close))
-            i = close + 1
-    return found
+    pymdownx.superfences reads them, in one pass: once a fence opens, the lines after it are its
+    content until the exact closing fence at the same indent; a line indented less ends the attempt
+    (and is no opening itself), and a fence never closed is no block (nor is any fence after it)."""
+    blocks, opened = [], None
+    for j, line in enumerate(lines):
+        if opened is None:
+            m = _FENCE_OPEN.match(line)
+            if m and not (m["fence"][0] == "`" and "`" in m["info"]):
+                opened = j, m["ws"], m["fence"]
+            continue
+        start, ws, fence = opened
+        if not line.strip():
+            continue
+        if not line.startswith(ws):
+            opened = None
+        elif line[len(ws):].rstrip(" \t") == fence:
+            blocks.append((start, j))
+            opened = None
+    return blocks
 
 
 def _misplaced(marker: Marker, lines: list[str], blocks: list[tuple[int, int]]) -> str | None:

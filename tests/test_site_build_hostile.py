@@ -322,6 +322,46 @@ def test_a_marker_that_reaches_the_page_unread_fails_naming_the_page(site):
         site.render('# Hostile\n\n--8<-- "snippets/hostile/part.md"\n\nAfter the output.\n')
 
 
+class CountedLines(list):
+    """A page's lines that count each line read, and stop a scan that reads more than ``budget``."""
+
+    def __init__(self, lines, budget: int):
+        super().__init__(lines)
+        self.reads, self.budget = 0, budget
+
+    def _read(self, n: int = 1) -> None:
+        self.reads += n
+        if self.reads > self.budget:
+            raise AssertionError(f"more than {self.budget} line reads for {len(self)} lines: not linear")
+
+    def __getitem__(self, index):
+        self._read(len(range(*index.indices(len(self)))) if isinstance(index, slice) else 1)
+        return super().__getitem__(index)
+
+    def __iter__(self):
+        for line in super().__iter__():
+            self._read()
+            yield line
+
+
+@pytest.mark.parametrize("opener", ["```python", "~~~text", "  ```text", "```{.python .excerpt}"])
+def test_finding_fences_is_linear_in_fence_openers_that_never_close(opener):
+    """Work counted, not timed: each line is read a bounded number of times however many fences
+    open and never close (a scan from each opener to the page's end would read the square);
+    superfences makes no block after a fence that never closes, and neither does the scan."""
+    for n in (2_000, 20_000):
+        lines = CountedLines(["# Hostile", "", *[opener] * n, "", "After."], budget=4 * (n + 4))
+        started = time.monotonic()
+        assert markers.fences(lines) == []
+        assert lines.reads <= 4 * len(lines), lines.reads
+        assert time.monotonic() - started < 10, "20,000 fence openers took more than 10 s"
+    page = "\n".join(["# Hostile", "", *["```python"] * 20_000, "After."])
+    assert markers.find(page, PAGE) == []
+    for text in ("````\nnever closed\n\n```\nx\n```\n", "  ```\n  x\n```\ny\n```\n"):
+        assert markers.fences(text.split("\n")) == []
+        assert "<pre" not in markdown.markdown(text, extensions=["pymdownx.superfences"]), text
+
+
 def test_every_page_of_the_site_passes_the_marker_check():
     for path in sorted((ROOT / "docs").rglob("*.md")):
         text = path.read_text(encoding="utf-8")
