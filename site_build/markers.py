@@ -22,6 +22,8 @@ letters, or a letter off: ``<!--Build_Output:…-->``, ``<!-- kernel.json: … -
 marker, whole and alone on its line (trailing spaces allowed), or the build fails naming the page
 and the line. A build output sits right under the block that includes its snippet, one per
 block; a needs-extra note right above its python block. Inside a fenced code block a marker is text, shown as written.
+A line inside a fenced block that CommonMark would take for its close and pymdownx.superfences does
+not (a longer fence, or the same one indented more) fails the build naming the page and the line.
 pytest-codeblocks' other comments (``skip``, ``cont``, ``pytest.mark.…``) are refused: every
 block runs, on its own, and its output is compared exactly.
 """
@@ -154,12 +156,14 @@ _FENCE_OPEN = re.compile(r"^(?P<ws>[ \t>]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)")
 
 
-def fences(lines: list[str]) -> list[tuple[int, int]]:
-    """The fenced code blocks of a page's ``lines``, as (opening line, closing line) indices, read as
-    pymdownx.superfences reads them, in one pass: once a fence opens, the lines after it are its
-    content until the exact closing fence at the same indent; a line indented less ends the attempt
-    (and is no opening itself), and a fence never closed is no block (nor is any fence after it)."""
-    blocks, opened = [], None
+_CLOSE_LIKE = re.compile(r"(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*$")
+
+
+def _scan(lines) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """:func:`fences`, and the lines inside a block that CommonMark would take for its close and
+    pymdownx.superfences does not (a longer fence, or the same one indented more), as (line,
+    opening line) indices."""
+    blocks, odd, opened = [], [], None
     for j, line in enumerate(lines):
         if opened is None:
             m = _FENCE_OPEN.match(line)
@@ -171,10 +175,22 @@ def fences(lines: list[str]) -> list[tuple[int, int]]:
             continue
         if not line.startswith(ws):
             opened = None
-        elif line[len(ws):].rstrip(" \t") == fence:
+            continue
+        rest = line[len(ws):]
+        if rest.rstrip(" \t") == fence:
             blocks.append((start, j))
             opened = None
-    return blocks
+        elif (near := _CLOSE_LIKE.match(rest)) and near["fence"][0] == fence[0] and len(near["fence"]) >= len(fence):
+            odd.append((j, start))
+    return blocks, odd
+
+
+def fences(lines: list[str]) -> list[tuple[int, int]]:
+    """The fenced code blocks of a page's ``lines``, as (opening line, closing line) indices, read as
+    pymdownx.superfences reads them, in one pass: once a fence opens, the lines after it are its
+    content until the exact closing fence at the same indent; a line indented less ends the attempt
+    (and is no opening itself), and a fence never closed is no block (nor is any fence after it)."""
+    return _scan(lines)[0]
 
 
 def _misplaced(marker: Marker, lines: list[str], blocks: list[tuple[int, int]]) -> str | None:
@@ -206,9 +222,18 @@ def find(markdown: str, page: str, first_line: int = 1) -> list[Marker]:
     ``markdown`` (``first_line``: the file's line of its first line, after any front matter), in
     order. Raises :class:`MarkerError`, naming the page and the line, for a comment that looks like
     a marker and is not one, a marker that shares its line, and one that stands where it does not
-    belong. Fenced code blocks are skipped, and so are inline code spans."""
+    belong, and for a line inside a code block that CommonMark would take for its closing fence
+    and pymdownx.superfences does not (a longer fence, or one indented more). Fenced code blocks
+    are skipped, and so are inline code spans."""
     lines = markdown.split("\n")
-    blocks = fences(lines)
+    blocks, odd = _scan(lines)
+    if odd:
+        j, start = odd[0]
+        raise MarkerError(f"{page}:{first_line + j}: {lines[j].strip()!r} would close the code block opened "
+                          f"on line {first_line + start} ({lines[start].strip()!r}) in CommonMark, but "
+                          f"pymdownx.superfences ends a block only at its opening fence repeated exactly, at "
+                          f"the same indent, so the page would render malformed: close it with the same "
+                          f"fence, or open it with a longer one to show this line as code")
     fenced = {i for start, end in blocks for i in range(start, end + 1)}
     text = "\n".join("" if i in fenced else _CODE_SPAN.sub(lambda m: " " * len(m[0]), line)
                      for i, line in enumerate(lines))

@@ -362,6 +362,28 @@ def test_finding_fences_is_linear_in_fence_openers_that_never_close(opener):
         assert "<pre" not in markdown.markdown(text, extensions=["pymdownx.superfences"]), text
 
 
+@pytest.mark.parametrize("block, line", [
+    ("```python\nx = 1\n````\n", 7),                          # closed by a longer fence: never closed
+    ("```python\nx = 1\n````\ny = 2\n```\n", 7),              # a longer fence inside, then the close
+    ("~~~\nx = 1\n~~~~~ \n", 7),
+    ("```\nx = 1\n  ```\n```\n", 7),                           # the same fence, indented more
+    ("- item\n\n    ```\n    x = 1\n    `````\n", 9),         # in a list item
+])
+def test_a_fence_that_superfences_does_not_take_as_the_close_fails_naming_page_and_line(site, block, line):
+    """CommonMark would end the block at that line; pymdownx.superfences does not, and the page
+    renders as a paragraph or runs the block on: the build fails naming the page, the line and the
+    opening line."""
+    with pytest.raises(markers.MarkerError, match=rf"^{PAGE}:{line}: .* would close the code block opened on "
+                                                  rf"line {line - 2} .* in CommonMark, but pymdownx\.superfences"):
+        site.render(f"# Hostile\n\nText.\n\n{block}\nAfter.\n")
+
+
+def test_a_shorter_fence_or_the_other_kind_inside_a_block_is_its_text(site):
+    page_html = site.render("# Hostile\n\n````markdown\n```python\nx = 1\n```\n~~~~~\n````\n\nAfter.\n")
+    assert "```python" in html.unescape(page_html) and "~~~~~" in page_html
+    assert page_html.rstrip().endswith("<p>After.</p>")
+
+
 def test_every_page_of_the_site_passes_the_marker_check():
     for path in sorted((ROOT / "docs").rglob("*.md")):
         text = path.read_text(encoding="utf-8")
