@@ -729,12 +729,20 @@ def test_a_failing_drill_notebook_fails_naming_its_page(generated_tree, monkeypa
 @pytest.mark.parametrize("step, says", [
     (b"# Step 1\nprint('x' * 200_000)\n", "the cell step-1 put 200,"),
     (b"# Step \xff\nprint(1)\n", "snippets/week99/drill_1_odd.py is not UTF-8 text (at byte 7)"),
+    (b"#!/usr/bin/env python\n# Step 1\nprint(1)\n",
+     "snippets/week99/drill_1_odd.py: its first line, '#!/usr/bin/env python', is no heading"),
+    (b"#\nprint(1)\n", "snippets/week99/drill_1_odd.py: its first line, '#', is no heading"),
+    (b"#   \nprint(1)\n", "its first line, '#   ', is no heading"),
+    (b"# -*- coding: utf-8 -*-\nprint(1)\n", "its first line, '# -*- coding: utf-8 -*-', is no heading"),
+    (b"print(1)\n", "its first line, 'print(1)', is no heading"),
+    (b"", "its first line, '', is no heading"),
 ])
 def test_a_drill_step_that_prints_too_much_or_is_not_text_fails_naming_its_page(generated_tree, monkeypatch,
                                                                                 step, says):
-    """A step whose output would make the notebook page megabytes long, or whose file is not UTF-8:
-    the build fails naming the page, the notebook and what is wrong, not with a bare codec error or
-    a notebook of any size."""
+    """A step whose output would make the notebook page megabytes long, whose file is not UTF-8, or
+    whose first line does not name it (a shebang, a bare ``#``: the heading would be
+    '!/usr/bin/env python' or empty): the build fails naming the page, the notebook, the file and
+    what is wrong, not with a bare codec error, a notebook of any size or a meaningless heading."""
     week = generated_tree / "snippets" / "week99"
     week.mkdir(parents=True)
     (week / "drill_1_odd.py").write_bytes(step)
