@@ -431,8 +431,18 @@ def _check_cache(model: DecoderLM, streams: int) -> None:
                          f"in one buffer); use a model with a smaller window")
 
 
+def _not_masked(value, name: str) -> None:
+    """TypeError naming ``name`` for a NumPy masked array (or a memoryview of one): its mask would be
+    ignored, and the values under it coded or counted as if they were there."""
+    if isinstance(value, np.ma.MaskedArray) or isinstance(getattr(value, "obj", None), np.ma.MaskedArray):
+        raise TypeError(f"{name} must not be a masked array: its mask would be ignored; pass the values "
+                        f"meant, e.g. {name}.compressed() (the unmasked ones) or {name}.filled(value)")
+
+
 def _check_primer(primer, tokenizer: BPETokenizer) -> np.ndarray:
-    """``primer`` (not None) as int64 ids of ``tokenizer``, or ValueError saying what is wrong."""
+    """``primer`` (not None) as int64 ids of ``tokenizer``, or ValueError saying what is wrong
+    (TypeError for a masked array)."""
+    _not_masked(primer, "primer")
     what = "primer must be a 1-D array of token ids of the tokenizer (or None for Chapter 9's training text)"
     try:
         arr = np.asarray(primer)
@@ -463,6 +473,7 @@ def _nbytes(data, name: str, what: str) -> int:
     """The byte length of ``data`` (bytes, bytearray or memoryview), or TypeError naming ``name``."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"{name} must be bytes (or bytearray, memoryview), got {type(data).__name__}; {what}")
+    _not_masked(data, name)
     return memoryview(data).nbytes
 
 

@@ -56,7 +56,7 @@ def section_lines(path: str, section: str | None, page: str = "(no page)") -> tu
     ``ValueError`` naming the page, the file and the marker's line."""
     what = markers.include(path, section)
     target = inside(path, tuple(ROOT / name for name in INCLUDE_ROOTS), ROOT, what, page)
-    lines = target.read_text(encoding="utf-8").splitlines()
+    lines = markers.file_lines(target.read_text(encoding="utf-8"))
     if section is None:
         return 1, len(lines)
     opens, closes = markers.section_bounds(section)

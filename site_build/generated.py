@@ -243,6 +243,10 @@ def _merged_streams(outputs: list) -> list:
     return merged
 
 
+#: a drill step's first line: a ``#`` comment whose text, from a letter or digit on, is its heading
+_STEP_HEADING = re.compile(r"#+[ \t]+(?P<heading>\w.*?)[ \t]*")
+
+
 def drill_steps(week_dir: Path) -> list[Path]:
     """A week's drill steps, ``drill_<n>_<topic>.py``, in the order of ``n`` read as a number (step 10
     after step 9, not after step 1); a step without a number after those with one."""
@@ -269,8 +273,13 @@ def drill_notebook(week_dir: Path) -> dict:
             code = step.read_text(encoding="utf-8")
         except UnicodeDecodeError as err:
             raise ValueError(f"{_rel(step)} is not UTF-8 text (at byte {err.start})") from None
-        first = code.splitlines()[0] if code else ""
-        heading = first.lstrip("# ").strip() if first.startswith("#") else step.stem
+        first = code.split("\n", 1)[0]
+        m = _STEP_HEADING.fullmatch(first)
+        if m is None:
+            raise ValueError(f"{_rel(step)}: its first line, {first!r}, is no heading: a drill step starts "
+                             f"with a comment that names it ('# Step {n} — what it shows'), its heading in the "
+                             f"notebook (not a shebang, a coding line or a bare '#')")
+        heading = m["heading"]
         cells += [_cell("markdown", f"## {heading}", f"step-{n}-heading"), _cell("code", code, f"step-{n}")]
     return {
         "cells": cells,

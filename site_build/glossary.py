@@ -30,6 +30,8 @@ SKIP = frozenset({"a", "abbr", "code", "pre", "kbd", "samp", "math", "svg", "scr
 _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
                    "track", "wbr"})
 _TOKEN = re.compile(r"<!--.*?-->|<(/?)([A-Za-z][\w:-]*)(?:[^>\"']|\"[^\"]*\"|'[^']*')*?(/?)>", re.S)
+#: a character reference: named (``&times;``, or a legacy one without its ``;``), decimal or hexadecimal
+_REFERENCE = re.compile(r"&(?:#[0-9]+|#[xX][0-9A-Fa-f]+|[A-Za-z][A-Za-z0-9]*);?")
 
 
 @dataclass(frozen=True)
@@ -146,8 +148,15 @@ def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tu
     out, at, skipping = [], 0, []
 
     def mark(text: str) -> str:
-        pieces, last = [], 0
-        for m in pattern.finditer(text):
+        # positions strictly inside a character reference: a match may neither start nor end there
+        # (``times`` in ``&times;`` would split the reference), though it may hold a whole one (``Q&amp;A``)
+        inside = {i for r in _REFERENCE.finditer(text) for i in range(r.start() + 1, r.end())}
+        pieces, last, pos = [], 0, 0
+        while (m := pattern.search(text, pos)) is not None:
+            if m.start() in inside or m.end() in inside:
+                pos = m.start() + 1
+                continue
+            pos = m.end()
             term = by_form[m.group(0)]
             if term.term in used:
                 continue

@@ -22,6 +22,8 @@ letters, or a letter off: ``<!--Build_Output:…-->``, ``<!-- kernel.json: … -
 marker, whole and alone on its line (trailing spaces allowed), or the build fails naming the page
 and the line. A build output sits right under the block that includes its snippet, one per
 block; a needs-extra note right above its python block. Inside a fenced code block a marker is text, shown as written.
+A line inside a fenced block that CommonMark would take for its close and pymdownx.superfences does
+not (a longer fence, or the same one indented more) fails the build naming the page and the line.
 pytest-codeblocks' other comments (``skip``, ``cont``, ``pytest.mark.…``) are refused: every
 block runs, on its own, and its output is compared exactly.
 """
@@ -118,6 +120,15 @@ def section_bounds(section: str) -> tuple[str, str]:
     return f"[start:{section}]", f"[end:{section}]"
 
 
+def file_lines(text: str) -> list[str]:
+    """``text`` (a file read in text mode, its CRs already ``\\n``) as numbered lines, split at ``\\n``
+    only, as editors, the source pages' ``#L`` anchors and pymdownx.snippets count them: a form
+    feed, U+0085 or U+2028 stays inside its line (``str.splitlines`` would break there); a final
+    newline ends the last line and starts no new one."""
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
 def _squash(text: str) -> str:
     """``text``'s ASCII letters and digits, lower case, after NFKC (full-width and other
     compatibility forms of letters count as the letters they read as)."""
@@ -145,30 +156,41 @@ _FENCE_OPEN = re.compile(r"^(?P<ws>[ \t>]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)")
 
 
+_CLOSE_LIKE = re.compile(r"(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*$")
+
+
+def _scan(lines) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """:func:`fences`, and the lines inside a block that CommonMark would take for its close and
+    pymdownx.superfences does not (a longer fence, or the same one indented more), as (line,
+    opening line) indices."""
+    blocks, odd, opened = [], [], None
+    for j, line in enumerate(lines):
+        if opened is None:
+            m = _FENCE_OPEN.match(line)
+            if m and not (m["fence"][0] == "`" and "`" in m["info"]):
+                opened = j, m["ws"], m["fence"]
+            continue
+        start, ws, fence = opened
+        if not line.strip():
+            continue
+        if not line.startswith(ws):
+            opened = None
+            continue
+        rest = line[len(ws):]
+        if rest.rstrip(" \t") == fence:
+            blocks.append((start, j))
+            opened = None
+        elif (near := _CLOSE_LIKE.match(rest)) and near["fence"][0] == fence[0] and len(near["fence"]) >= len(fence):
+            odd.append((j, start))
+    return blocks, odd
+
+
 def fences(lines: list[str]) -> list[tuple[int, int]]:
     """The fenced code blocks of a page's ``lines``, as (opening line, closing line) indices, read as
-    pymdownx.superfences reads them: the closing fence repeats the opening one exactly at the same
-    indent, a line indented less ends the attempt, and a fence never closed is no block."""
-    found, i = [], 0
-    while i < len(lines):
-        m = _FENCE_OPEN.match(lines[i])
-        close = None
-        if m and not (m["fence"][0] == "`" and "`" in m["info"]):
-            end = re.compile(re.escape(m["fence"]) + r"[ \t]*$")
-            for j in range(i + 1, len(lines)):
-                if not lines[j].strip():
-                    continue
-                if not lines[j].startswith(m["ws"]):
-                    break
-                if end.match(lines[j], len(m["ws"])):
-                    close = j
-                    break
-        if close is None:
-            i += 1
-        else:
-            found.append((i, close))
-            i = close + 1
-    return found
+    pymdownx.superfences reads them, in one pass: once a fence opens, the lines after it are its
+    content until the exact closing fence at the same indent; a line indented less ends the attempt
+    (and is no opening itself), and a fence never closed is no block (nor is any fence after it)."""
+    return _scan(lines)[0]
 
 
 def _misplaced(marker: Marker, lines: list[str], blocks: list[tuple[int, int]]) -> str | None:
@@ -200,9 +222,18 @@ def find(markdown: str, page: str, first_line: int = 1) -> list[Marker]:
     ``markdown`` (``first_line``: the file's line of its first line, after any front matter), in
     order. Raises :class:`MarkerError`, naming the page and the line, for a comment that looks like
     a marker and is not one, a marker that shares its line, and one that stands where it does not
-    belong. Fenced code blocks are skipped, and so are inline code spans."""
+    belong, and for a line inside a code block that CommonMark would take for its closing fence
+    and pymdownx.superfences does not (a longer fence, or one indented more). Fenced code blocks
+    are skipped, and so are inline code spans."""
     lines = markdown.split("\n")
-    blocks = fences(lines)
+    blocks, odd = _scan(lines)
+    if odd:
+        j, start = odd[0]
+        raise MarkerError(f"{page}:{first_line + j}: {lines[j].strip()!r} would close the code block opened "
+                          f"on line {first_line + start} ({lines[start].strip()!r}) in CommonMark, but "
+                          f"pymdownx.superfences ends a block only at its opening fence repeated exactly, at "
+                          f"the same indent, so the page would render malformed: close it with the same "
+                          f"fence, or open it with a longer one to show this line as code")
     fenced = {i for start, end in blocks for i in range(start, end + 1)}
     text = "\n".join("" if i in fenced else _CODE_SPAN.sub(lambda m: " " * len(m[0]), line)
                      for i, line in enumerate(lines))

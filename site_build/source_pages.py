@@ -77,19 +77,22 @@ def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
 
     from netcl_lite import fingerprint
 
-    stored = fingerprint.cache_root() / "source-pages" / f"pygments-{pygments.__version__}" / f"{digest}.html"
+    stored = (fingerprint.cache_root() / "source-pages" / f"pygments-{pygments.__version__}-keepnl"
+              / f"{digest}.html")
     try:
         out = stored.read_text(encoding="utf-8")
     except OSError:
         text = (ROOT / rel).read_text(encoding="utf-8")
-        lexer = PythonLexer() if rel.endswith(".py") else CLexer()
+        # stripnl=False: Pygments' default drops a file's leading blank lines, which would number
+        # every later line wrong
+        lexer = (PythonLexer if rel.endswith(".py") else CLexer)(stripnl=False)
         out = highlight(text, lexer, HtmlFormatter(nowrap=True))
         stored.parent.mkdir(parents=True, exist_ok=True)
         temporary = stored.with_suffix(f".{os.getpid()}.tmp")
         temporary.write_text(out, encoding="utf-8")
         os.replace(temporary, stored)                      # whole or not at all
     lines = out.split("\n")
-    count = len((ROOT / rel).read_text(encoding="utf-8").splitlines())
+    count = len(markers.file_lines((ROOT / rel).read_text(encoding="utf-8")))
     return tuple(lines[:count] + [""] * (count - len(lines)))
 
 
@@ -120,7 +123,7 @@ def _page_title(page: str) -> str:
 def markdown(rel: str, shown: list[tuple[str, int, int]], wheel: str) -> str:
     """The Markdown of the page of ``rel``, whose excerpts ``shown`` (page, first, last) link to it."""
     here = posixpath.dirname(uri(rel))
-    count = len((ROOT / rel).read_text(encoding="utf-8").splitlines())
+    count = len(markers.file_lines((ROOT / rel).read_text(encoding="utf-8")))
     if shown:
         by_page: dict[str, list[str]] = {}
         for page, first, last in shown:

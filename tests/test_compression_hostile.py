@@ -668,6 +668,28 @@ def test_an_empty_list_or_tuple_of_primer_ids_is_no_ids(tiny):
         assert cz.decompress(blob, model, tok, primer=empty) == data
 
 
+def test_a_masked_array_is_refused_naming_the_parameter(tiny):
+    """A masked primer (or data, blob as a memoryview of one) would have its mask ignored and the
+    ids under it counted: refused with a TypeError naming the parameter, before any coding."""
+    model, tok, primer = tiny
+    data = TEXT[:300].encode()
+    ids = np.asarray(primer[:50], np.int64)
+    masked = np.ma.masked_array(ids, mask=np.arange(ids.size) % 2 == 0)
+    for call in (lambda: cz.compress(data, model, tok, primer=masked),
+                 lambda: cz.decompress(cz.compress(data, model, tok, primer=ids), model, tok, primer=masked)):
+        with pytest.raises(TypeError, match=r"^primer must not be a masked array: its mask would be ignored"):
+            call()
+    raw = np.ma.masked_array(np.frombuffer(data, np.uint8), mask=np.zeros(len(data), bool))
+    with pytest.raises(TypeError, match=r"^data must not be a masked array"):
+        cz.compress(memoryview(raw), model, tok, primer=ids)
+    with pytest.raises(TypeError, match=r"^blob must not be a masked array"):
+        cz.decompress(memoryview(np.ma.masked_array(np.frombuffer(cz.compress(data, model, tok, primer=ids),
+                                                                  np.uint8))), model, tok, primer=ids)
+    unmasked = np.ma.masked_array(ids, mask=False)
+    assert cz.decompress(cz.compress(data, model, tok, primer=unmasked.compressed()), model, tok,
+                         primer=ids) == data
+
+
 def test_a_numpy_bool_flag_is_refused_with_a_message_that_says_what_it_is(tiny):
     """NumPy 2 names its bool type ``bool``: the refusal names ``numpy.bool`` and says to pass
     ``bool(...)``, not 'mix must be a bool, got bool'."""

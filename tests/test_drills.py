@@ -34,6 +34,16 @@ def test_a_tenth_drill_step_comes_after_the_ninth(tmp_path):
     assert headings == ["## Step 1", "## Step 2", "## Step 9", "## Step 10", "## Step 11"], headings
 
 
+def test_a_steps_heading_is_its_first_comment_line_without_the_hashes(tmp_path):
+    week = tmp_path / "week99"
+    week.mkdir()
+    (week / "drill_1_a.py").write_text("## Step 1 — the mask  \nprint(1)\n")
+    (week / "drill_2_b.py").write_text("#\tStep 2: 3 # 4\fx\nprint(2)\n")
+    nb = generated.drill_notebook(week)
+    headings = ["".join(c["source"]) for c in nb["cells"] if c["id"] in ("step-1-heading", "step-2-heading")]
+    assert headings == ["## Step 1 — the mask", "## Step 2: 3 # 4\fx"], headings
+
+
 @pytest.mark.parametrize("week", WEEKS, ids=[w.name for w in WEEKS])
 def test_drill_notebook_is_the_snippets_in_order(week):
     """The notebook a reader downloads is the install cell, then the week's drill steps in order, each

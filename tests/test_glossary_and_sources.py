@@ -58,6 +58,26 @@ def test_a_term_with_an_ampersand_or_angle_brackets_is_marked_as_the_page_spells
     assert re.sub(r"</?abbr[^>]*>", "", out) == page
 
 
+@pytest.mark.parametrize("reference", ["&times;", "&#215;", "&#xD7;", "&#XD7;", "&times"])
+def test_a_term_is_never_marked_inside_a_character_reference_a_tag_or_an_attribute(reference):
+    """``times`` in ``3&times;4`` is part of a character reference (named, decimal, hexadecimal, or a
+    legacy name without its ``;``), and in a tag's name or attribute it is markup: the first use in
+    running text is the one marked, and the page's text is otherwise unchanged."""
+    import html as html_lib
+
+    terms = (glossary.Term("times", "How often.", ("times",)), glossary.Term("x", "A name.", ("x", "xD7", "XD7", "215")))
+    page = (f'<p>3{reference} 4 <img alt="times" title="times x"> <span class="times" data-x="x">'
+            f'many times</span>, x{reference}2.</p>')
+    out, marked = glossary.mark_first_uses(page, terms)
+    assert out.count('<abbr class="glossary" title="How often.">times</abbr>') == 1, out
+    assert 'many <abbr class="glossary" title="How often.">times</abbr></span>' in out, out
+    assert '<abbr class="glossary" title="A name.">x</abbr>' + reference + "2" in out, out
+    assert marked == 2
+    assert re.sub(r"</?abbr[^>]*>", "", out) == page
+    shown = re.sub(r"<[^>]+>", "", out)
+    assert html_lib.unescape(shown).startswith("3× 4 "), shown
+
+
 def test_a_form_in_two_terms_is_refused(tmp_path):
     source = tmp_path / "glossary.yml"
     source.write_text("- term: a\n  forms: [x]\n  definition: one thing.\n- term: b\n  forms: [x]\n  definition: another.\n")

@@ -273,3 +273,36 @@ def test_tokenizer_json_added_token_flags_must_be_booleans(tmp_path):
     path.write_text(json.dumps(doc))
     with pytest.raises(ValueError, match=r"added_tokens\[0\].normalized: \[False\] is not supported"):
         BPETokenizer.from_tokenizer_json(path)
+
+
+
+@pytest.mark.parametrize("shape", [(2**40, 2**40), (2**62,), (3, 2**31), (1, 2**40, 0, 2**40)])
+def test_a_tensor_beyond_the_devices_largest_buffer_is_refused_naming_shape_bytes_and_limit(shape):
+    """A buffer larger than ``CL_DEVICE_MAX_MEM_ALLOC_SIZE`` is a ValueError before any allocation
+    (PoCL's CPU driver would fail in mmap with a bare OSError); a shape whose element count passes
+    2**64 is refused the same way (Python ints never wrap); an empty shape with huge sides is fine."""
+    queue = nl.device().queue
+    largest = queue.device.max_mem_alloc_size
+    nbytes = int(np.prod(np.array(shape, dtype=object))) * 4
+    if nbytes == 0:
+        assert nl.Tensor.empty(queue, shape).shape == shape
+        return
+    for make in (nl.Tensor.empty, nl.Tensor.zeros):
+        with pytest.raises(ValueError, match=rf"float32 tensor of shape \({shape[0]},.*needs {nbytes:,} bytes, "
+                                             rf"more than the device's largest buffer \({largest:,} bytes"):
+            make(queue, shape)
+
+
+def test_a_kv_cache_beyond_the_devices_memory_is_refused_before_allocating():
+    """A layer's buffer over the largest one is refused as a tensor is; each layer's buffer may fit
+    while all of them together do not: refused up front, naming the cache and the device's memory."""
+    queue = nl.device().queue
+    largest, total = queue.device.max_mem_alloc_size, queue.device.global_mem_size
+    head_dim = 64
+    max_seq_len = largest // (4 * head_dim)                              # one buffer: exactly the largest
+    with pytest.raises(ValueError, match=r"more than the device's largest buffer"):
+        KVCache(queue, layers=1, batch=1, n_kv_heads=1, head_dim=head_dim, max_seq_len=max_seq_len + 1)
+    layers = total // largest // 2 + 1                                   # 2·layers buffers: more than memory
+    with pytest.raises(ValueError, match=rf"a KV cache of {layers} layers .*more than the device's memory "
+                                         rf"\({total:,} bytes"):
+        KVCache(queue, layers=layers, batch=1, n_kv_heads=1, head_dim=head_dim, max_seq_len=max_seq_len)

@@ -322,6 +322,68 @@ def test_a_marker_that_reaches_the_page_unread_fails_naming_the_page(site):
         site.render('# Hostile\n\n--8<-- "snippets/hostile/part.md"\n\nAfter the output.\n')
 
 
+class CountedLines(list):
+    """A page's lines that count each line read, and stop a scan that reads more than ``budget``."""
+
+    def __init__(self, lines, budget: int):
+        super().__init__(lines)
+        self.reads, self.budget = 0, budget
+
+    def _read(self, n: int = 1) -> None:
+        self.reads += n
+        if self.reads > self.budget:
+            raise AssertionError(f"more than {self.budget} line reads for {len(self)} lines: not linear")
+
+    def __getitem__(self, index):
+        self._read(len(range(*index.indices(len(self)))) if isinstance(index, slice) else 1)
+        return super().__getitem__(index)
+
+    def __iter__(self):
+        for line in super().__iter__():
+            self._read()
+            yield line
+
+
+@pytest.mark.parametrize("opener", ["```python", "~~~text", "  ```text", "```{.python .excerpt}"])
+def test_finding_fences_is_linear_in_fence_openers_that_never_close(opener):
+    """Work counted, not timed: each line is read a bounded number of times however many fences
+    open and never close (a scan from each opener to the page's end would read the square);
+    superfences makes no block after a fence that never closes, and neither does the scan."""
+    for n in (2_000, 20_000):
+        lines = CountedLines(["# Hostile", "", *[opener] * n, "", "After."], budget=4 * (n + 4))
+        started = time.monotonic()
+        assert markers.fences(lines) == []
+        assert lines.reads <= 4 * len(lines), lines.reads
+        assert time.monotonic() - started < 10, "20,000 fence openers took more than 10 s"
+    page = "\n".join(["# Hostile", "", *["```python"] * 20_000, "After."])
+    assert markers.find(page, PAGE) == []
+    for text in ("````\nnever closed\n\n```\nx\n```\n", "  ```\n  x\n```\ny\n```\n"):
+        assert markers.fences(text.split("\n")) == []
+        assert "<pre" not in markdown.markdown(text, extensions=["pymdownx.superfences"]), text
+
+
+@pytest.mark.parametrize("block, line", [
+    ("```python\nx = 1\n````\n", 7),                          # closed by a longer fence: never closed
+    ("```python\nx = 1\n````\ny = 2\n```\n", 7),              # a longer fence inside, then the close
+    ("~~~\nx = 1\n~~~~~ \n", 7),
+    ("```\nx = 1\n  ```\n```\n", 7),                           # the same fence, indented more
+    ("- item\n\n    ```\n    x = 1\n    `````\n", 9),         # in a list item
+])
+def test_a_fence_that_superfences_does_not_take_as_the_close_fails_naming_page_and_line(site, block, line):
+    """CommonMark would end the block at that line; pymdownx.superfences does not, and the page
+    renders as a paragraph or runs the block on: the build fails naming the page, the line and the
+    opening line."""
+    with pytest.raises(markers.MarkerError, match=rf"^{PAGE}:{line}: .* would close the code block opened on "
+                                                  rf"line {line - 2} .* in CommonMark, but pymdownx\.superfences"):
+        site.render(f"# Hostile\n\nText.\n\n{block}\nAfter.\n")
+
+
+def test_a_shorter_fence_or_the_other_kind_inside_a_block_is_its_text(site):
+    page_html = site.render("# Hostile\n\n````markdown\n```python\nx = 1\n```\n~~~~~\n````\n\nAfter.\n")
+    assert "```python" in html.unescape(page_html) and "~~~~~" in page_html
+    assert page_html.rstrip().endswith("<p>After.</p>")
+
+
 def test_every_page_of_the_site_passes_the_marker_check():
     for path in sorted((ROOT / "docs").rglob("*.md")):
         text = path.read_text(encoding="utf-8")
@@ -549,6 +611,34 @@ def test_an_excerpt_of_a_section_marked_once_shows_its_lines_and_escaped_markers
     assert copyable.section_lines("netcl_lite/odd.py", "part") == (2, 3)
 
 
+@pytest.mark.parametrize("separator, lines", [("\x0c", (4, 4)), ("\u2028", (4, 4)), ("\x85", (4, 4)),
+                                              ("\x0b", (4, 4)), ("\x1e", (4, 4)), ("\r", (5, 5))])
+def test_an_excerpts_line_numbers_count_newlines_as_pymdownx_and_the_source_page_do(site, monkeypatch,
+                                                                                   separator, lines):
+    """A form feed, U+2028, U+0085 or another character ``str.splitlines`` breaks at is inside its
+    line for pymdownx.snippets, for editors and for the source page's ``#L`` anchors, so the
+    excerpt's note counts only newlines; a lone CR ends a line for all of them alike (every one
+    reads the file in text mode). A leading blank line is line 1 on the source page too."""
+    from site_build import copyable, source_pages
+
+    text = f"\na = 1  # {separator}b\n# --8<-- [start:s]\nx = 2\n# --8<-- [end:s]\ny = 3\n"
+    (site.root / "netcl_lite").mkdir()
+    (site.root / "netcl_lite" / "odd.py").write_bytes(text.encode())
+    monkeypatch.setattr(copyable, "ROOT", site.root)
+    monkeypatch.setattr(source_pages, "ROOT", site.root)
+    assert copyable.section_lines("netcl_lite/odd.py", "s") == lines
+    page_html = site.render('# Hostile\n\n```{.python .excerpt}\n--8<-- "netcl_lite/odd.py:s"\n```\n')
+    first, last = lines
+    assert f"lines {first}–{last} of" in page_html and f"#L{first}-L{last}" in page_html, page_html
+    listing = source_pages.listing("netcl_lite/odd.py", [lines])
+    rows = [html.unescape(re.sub(r"<[^>]+>", "", row))
+            for row in re.findall(r'<span class="line" id="L\d+" data-n="\d+">(.*?)</span>(?=<span class="line"|</code>)',
+                                  listing, re.S)]
+    assert rows[first - 1] == "x = 2" and rows[0] == "" and rows[-1] == "y = 3", rows
+    assert len(rows) == last + 2, rows
+    assert f"{len(rows)} lines" in source_pages.markdown("netcl_lite/odd.py", [("hostile.md", first, last)], "w.whl")
+
+
 @pytest.mark.parametrize("gap", ["\n", "\nText.\n", "\n```\n/// caption\n```\n"])
 def test_a_figure_without_a_caption_under_it_fails_naming_page_and_line(site, gap):
     page = f"# Hostile\n\n![A figure](figures/chapter7/sinusoidal.svg)\n{gap}"
@@ -639,12 +729,20 @@ def test_a_failing_drill_notebook_fails_naming_its_page(generated_tree, monkeypa
 @pytest.mark.parametrize("step, says", [
     (b"# Step 1\nprint('x' * 200_000)\n", "the cell step-1 put 200,"),
     (b"# Step \xff\nprint(1)\n", "snippets/week99/drill_1_odd.py is not UTF-8 text (at byte 7)"),
+    (b"#!/usr/bin/env python\n# Step 1\nprint(1)\n",
+     "snippets/week99/drill_1_odd.py: its first line, '#!/usr/bin/env python', is no heading"),
+    (b"#\nprint(1)\n", "snippets/week99/drill_1_odd.py: its first line, '#', is no heading"),
+    (b"#   \nprint(1)\n", "its first line, '#   ', is no heading"),
+    (b"# -*- coding: utf-8 -*-\nprint(1)\n", "its first line, '# -*- coding: utf-8 -*-', is no heading"),
+    (b"print(1)\n", "its first line, 'print(1)', is no heading"),
+    (b"", "its first line, '', is no heading"),
 ])
 def test_a_drill_step_that_prints_too_much_or_is_not_text_fails_naming_its_page(generated_tree, monkeypatch,
                                                                                 step, says):
-    """A step whose output would make the notebook page megabytes long, or whose file is not UTF-8:
-    the build fails naming the page, the notebook and what is wrong, not with a bare codec error or
-    a notebook of any size."""
+    """A step whose output would make the notebook page megabytes long, whose file is not UTF-8, or
+    whose first line does not name it (a shebang, a bare ``#``: the heading would be
+    '!/usr/bin/env python' or empty): the build fails naming the page, the notebook, the file and
+    what is wrong, not with a bare codec error, a notebook of any size or a meaningless heading."""
     week = generated_tree / "snippets" / "week99"
     week.mkdir(parents=True)
     (week / "drill_1_odd.py").write_bytes(step)

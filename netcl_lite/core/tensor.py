@@ -136,6 +136,33 @@ def host_array(shape, dtype) -> np.ndarray:
     return raw.view(dtype).reshape(shape)
 
 
+_limits: dict[int, tuple[int, int]] = {}
+
+
+def allocation_limits(context: cl.Context) -> tuple[int, int]:
+    """(largest buffer, global memory) in bytes that every device of ``context`` takes
+    (``CL_DEVICE_MAX_MEM_ALLOC_SIZE``, ``CL_DEVICE_GLOBAL_MEM_SIZE``), asked once per context."""
+    key = context.int_ptr
+    if key not in _limits:
+        _limits[key] = (min(d.max_mem_alloc_size for d in context.devices),
+                        min(d.global_mem_size for d in context.devices))
+    return _limits[key]
+
+
+def check_fits(context: cl.Context, nbytes: int, what: str, buffers: int = 1) -> None:
+    """Raise ``ValueError`` naming ``what`` (the shape asked for) if ``buffers`` buffers of
+    ``nbytes`` each exceed the device's largest buffer or, together, its global memory: the
+    driver would otherwise fail deep inside (PoCL's CPU driver: an ``OSError`` from mmap)."""
+    largest, total = allocation_limits(context)
+    if nbytes > largest:
+        raise ValueError(f"{what} needs {nbytes:,} bytes, more than the device's largest buffer "
+                         f"({largest:,} bytes, CL_DEVICE_MAX_MEM_ALLOC_SIZE): use a smaller shape, or "
+                         f"split the data into several tensors")
+    if nbytes * buffers > total:
+        raise ValueError(f"{what} needs {nbytes * buffers:,} bytes in {buffers} buffers, more than the "
+                         f"device's memory ({total:,} bytes, CL_DEVICE_GLOBAL_MEM_SIZE): use a smaller shape")
+
+
 def _works_in_host_memory(context: cl.Context) -> bool:
     """Whether every device of ``context`` runs its kernels in the host's own memory (a CPU)."""
     key = context.int_ptr
@@ -295,7 +322,9 @@ class Tensor:
         shape, dtype = check_shape(shape), np.dtype(dtype)
         if dtype not in DTYPES:
             raise TypeError(f"dtype must be float32 or int32, got {dtype}")
-        return cls._of(queue, DeviceMemory(queue.context, math.prod(shape) * dtype.itemsize), shape, dtype)
+        nbytes = math.prod(shape) * dtype.itemsize            # a Python int: a huge shape cannot wrap around
+        check_fits(queue.context, nbytes, f"a {dtype} tensor of shape {shape}")
+        return cls._of(queue, DeviceMemory(queue.context, nbytes), shape, dtype)
 
     @classmethod
     def from_host(cls, queue: cl.CommandQueue, array, dtype=None) -> "Tensor":
@@ -311,6 +340,7 @@ class Tensor:
             raise TypeError("an int32 tensor needs integer input, got floating point values")
         if dt == np.int32 and array.size and (array.min() < -(2**31) or array.max() >= 2**31):
             raise ValueError("values do not fit in int32")
+        check_fits(queue.context, array.size * dt.itemsize, f"a {dt} tensor of shape {array.shape}")
         if array.size and _works_in_host_memory(queue.context):
             # The device reads host memory: the private copy becomes the buffer (USE_HOST_PTR), so no
             # command is queued. PoCL's CPU driver makes a queued write wait for the whole queue

@@ -22,6 +22,7 @@ Cached decoding (:class:`KVCache`) is inference: call it outside a Tape.
 
 from __future__ import annotations
 
+import math
 
 import numpy as np
 import pyopencl as cl
@@ -29,7 +30,7 @@ import pyopencl as cl
 from .. import autograd as ag
 from ..checks import dtype_is, flag, int_in, nonnegative_int, one_of, positive_int, positive_real
 from ..core.stream import stream_of
-from ..core.tensor import Tensor, check_queue
+from ..core.tensor import Tensor, check_fits, check_queue
 from ..ops.rotary_attention import fits as rotary_fits
 
 NORMS = ("pre", "post")
@@ -109,6 +110,8 @@ class KVCache:
         self.n_kv_heads, self.head_dim = positive_int("n_kv_heads", n_kv_heads), positive_int("head_dim", head_dim)
         self.max_seq_len = positive_int("max_seq_len", max_seq_len)
         shape = (self.batch, self.n_kv_heads, self.max_seq_len, self.head_dim)
+        check_fits(queue.context, math.prod(shape) * 4, f"a KV cache of {self.layers} layers × 2 buffers of "
+                   f"shape {shape}", buffers=2 * self.layers)
         self.keys = [Tensor.empty(queue, shape) for _ in range(self.layers)]
         self.values = [Tensor.empty(queue, shape) for _ in range(self.layers)]
         self.lengths = [0] * self.layers
