@@ -636,6 +636,9 @@ def _retest_merges():
 
 #: (page, the sentence as the page has it, the file whose ``assert`` backs it, that assert's message)
 CLAIMS: list[tuple[str, str, str, str]] = [
+    # Chapter 9: the training loop's replayed step
+    ("chapter-9.md", "the same kernels with the same arguments, so the same bits",
+     "tests/test_replay.py", "the replayed step gives the eager step's weights bit for bit"),
     # Chapter 8: the traffic model's readings, asserted where it prints them
     ("chapter-8.md", r"it rises with \(T\) toward \(d/b\)",
      "snippets/chapter8/traffic_model.py", "dense intensity rises with T"),
