@@ -19,6 +19,7 @@ import zlib
 import numpy as np
 import pytest
 
+from netcl_lite import adaptation
 from netcl_lite import compression as cz
 from netcl_lite.nn import DecoderLM, LMConfig
 from netcl_lite.text import BPETokenizer
@@ -300,6 +301,22 @@ def test_primers_shorter_than_the_ngram_s_orders_round_trip(tiny):
         primer = np.arange(n, dtype=np.int64) + 40
         blob = cz.compress(data, model, tok, primer=primer)
         assert blob[5] == cz.MIXED and cz.decompress(blob, model, tok, primer=primer) == data, n
+
+
+@pytest.mark.parametrize("mix", [False, True])
+def test_a_primer_too_short_to_adapt_with_is_refused_naming_the_primer(tiny, mix):
+    """With adapt=True the primer's gradients scale the model's steps over windows of the primer: one
+    too short for a window and its target is refused naming ``primer`` (the message named ``ids``,
+    a parameter of an inner function), and one just long enough codes and decodes."""
+    model, tok, _ = tiny
+    data = TEXT[:400].encode()
+    need = adaptation.window_of(adaptation.AdaptConfig(), model) + 1
+    for n in (0, 3, need - 1):
+        with pytest.raises(ValueError, match=rf"^primer holds {n} ids; adapt=True .* at least {need} ids"):
+            cz.compress(data, model, tok, mix=mix, adapt=True, primer=np.arange(n) % 200)
+    primer = np.arange(need) % 200
+    blob = cz.compress(data, model, tok, mix=mix, adapt=True, primer=primer)
+    assert blob[5] & cz.ADAPTING and cz.decompress(blob, model, tok, primer=primer) == data
 
 
 def test_every_kind_of_buffer_codes_its_bytes(tiny):
