@@ -27,7 +27,7 @@ import pytest
 from mkdocs.config import load_config
 
 from netcl_lite import fingerprint
-from site_build import build_output, generated, includes, markers, measured, shipped_wheel, store
+from site_build import build_output, copyable, generated, includes, markers, measured, shipped_wheel, store
 from site_build.plugin import BuildState, SiteBuild
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -505,6 +505,17 @@ def test_a_broken_excerpt_fails_naming_the_page(site):
         with pytest.raises(Exception) as caught:
             site.render(f'# Hostile\n\n```{{.python .excerpt}}\n--8<-- {include}\n```\n')
         assert str(caught.value).startswith(f"{PAGE}:4: --8<-- {include}") and says in str(caught.value)
+
+
+@pytest.mark.parametrize("include", ["snippets/hostile/latin.py", "snippets/hostile/latin.py:part"])
+def test_an_excerpt_of_a_file_that_is_not_utf8_fails_naming_page_and_file(site, monkeypatch, include):
+    """A Latin-1 comment in a library file: the excerpt's check read it as UTF-8 and stopped the build
+    with a bare UnicodeDecodeError naming neither the page nor the file."""
+    monkeypatch.setattr(copyable, "ROOT", site.root)
+    (site.snippets / "latin.py").write_bytes(b"# --8<-- [start:part]\nx = 1  # caf\xe9\n# --8<-- [end:part]\n")
+    with pytest.raises(ValueError, match=rf'^{PAGE}:4: --8<-- "{include}": snippets/hostile/latin.py is not '
+                                         r"UTF-8 text \(at byte 34: b'\\xe9\\n"):
+        site.render(f'# Hostile\n\n```{{.python .excerpt}}\n--8<-- "{include}"\n```\n')
 
 
 SECTIONS = {   # a library file's text: the error naming its line
