@@ -587,6 +587,20 @@ def generated_tree(tmp_path, monkeypatch):
     return tmp_path
 
 
+def test_a_figure_script_that_is_not_utf8_fails_naming_the_page_and_the_script(generated_tree, monkeypatch):
+    """A script declaring latin-1 is valid Python, but its key read it as UTF-8: the build stopped with
+    a bare UnicodeDecodeError naming neither the script nor the page."""
+    folder = generated_tree / "snippets" / "chapter99"
+    folder.mkdir(parents=True)
+    script = folder / "figure_latin.py"
+    script.write_bytes(b"# -*- coding: latin-1 -*-\nimport sys\nopen(sys.argv[1], 'w').write('<svg/>')  # caf\xe9\n")
+    (generated_tree / "docs" / "chapter-99.md").write_text("![a figure](figures/chapter99/latin.svg)\n")
+    monkeypatch.setattr(generated, "figure_scripts", lambda: [script])
+    with pytest.raises(ValueError, match=r"^docs/chapter-99.md: the figure script .*figure_latin.py \(drawing "
+                                         r"figures/chapter99/latin.svg\) is not UTF-8 text \(at byte 82\)"):
+        generated.build_figures("shared")
+
+
 def test_a_failing_figure_script_fails_naming_the_script_and_the_page(generated_tree, monkeypatch):
     folder = generated_tree / "snippets" / "chapter99"
     folder.mkdir(parents=True)
