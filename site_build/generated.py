@@ -132,7 +132,7 @@ def pages_showing(text: str) -> list[str]:
     """The pages (``docs/<page>``) whose source holds ``text``: those that show a figure or include a
     drill's steps."""
     return [f"docs/{page.relative_to(DOCS).as_posix()}" for page in sorted(DOCS.rglob("*.md"))
-            if text in page.read_text(encoding="utf-8")]
+            if text in page.read_text(encoding="utf-8", errors="replace")]      # MkDocs names a page not UTF-8
 
 
 def _rel(path: Path) -> str:
