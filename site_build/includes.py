@@ -79,6 +79,11 @@ def contained_snippets(page: CurrentPage, **options):
                 raise PathError(f"{page.name}: {what}: leads back to a file that is including it (it includes "
                                 f"itself, directly or through the files it includes); pymdownx.snippets would "
                                 f"leave it out without a word")
+            try:
+                found.read_bytes().decode(self.encoding)
+            except UnicodeDecodeError as exc:           # pymdownx.snippets' own read raised it naming no page
+                raise ValueError(f"{page.name}: {what}: {path} is not {self.encoding} text (at byte {exc.start}: "
+                                 f"{exc.object[exc.start:exc.start + 8]!r}); a page includes text files") from None
             return str(found)
 
     class ContainedSnippets(SnippetExtension):

@@ -499,6 +499,17 @@ def test_an_include_that_leads_back_to_itself_fails_naming_the_page(site, name):
     assert site.render('# Hostile\n\n--8<-- "snippets/hostile/both.md"\n').count("<p>twice</p>") == 2
 
 
+def test_an_include_that_is_not_utf8_fails_naming_the_page_and_the_include(site):
+    """pymdownx.snippets read a Latin-1 include as UTF-8 and stopped the build with a bare
+    UnicodeDecodeError naming neither the page nor the file; nested includes are checked the same way."""
+    (site.snippets / "latin.md").write_bytes(b"caf\xe9 au lait\n")
+    site.snippet("outer.md", 'outer\n\n--8<-- "snippets/hostile/latin.md"\n')
+    for name in ("latin.md", "outer.md"):
+        with pytest.raises(ValueError, match=rf'^{PAGE}: --8<-- "snippets/hostile/latin.md": snippets/hostile/latin.md '
+                                             r"is not utf-8 text \(at byte 3: b'\\xe9 au lai'\)"):
+            site.render(f'# Hostile\n\n--8<-- "snippets/hostile/{name}"\n')
+
+
 def test_a_broken_excerpt_fails_naming_the_page(site):
     for include, says in (('"netcl_lite/nosuch.py:part"', "no such file"),
                           ('"netcl_lite/__init__.py:nosuch"', "has no section 'nosuch'")):
