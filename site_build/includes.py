@@ -48,6 +48,11 @@ def inside(path: str, allowed: tuple[Path, ...], base: Path, what: str, page: st
         raise PathError(f"{page}: {what}: leads to {target}, outside {names} (a symlink out of the "
                         f"project?); a page shows and runs only files under {names}")
     if not target.is_file():
+        from netcl_lite.files import kind_of
+
+        kind = kind_of(target)
+        if kind != "missing":                           # a folder, a FIFO, a device: there, but no file
+            raise PathError(f"{page}: {what}: {target} is {kind}, not a regular file; a page includes files")
         raise FileNotFoundError(f"{page}: {what}: no such file ({target})")
     return target
 

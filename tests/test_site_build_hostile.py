@@ -510,6 +510,18 @@ def test_an_include_that_is_not_utf8_fails_naming_the_page_and_the_include(site)
             site.render(f'# Hostile\n\n--8<-- "snippets/hostile/{name}"\n')
 
 
+def test_an_include_of_a_folder_or_a_pipe_says_what_it_is(site):
+    """An include naming a folder or a FIFO was reported as 'no such file'; it says what is there."""
+    os.mkfifo(site.snippets / "fifo.md")
+    (site.snippets / "folder").mkdir()
+    for name, kind in (("fifo.md", "a FIFO"), ("folder", "a directory")):
+        with pytest.raises(includes.PathError, match=rf'^{PAGE}: --8<-- "snippets/hostile/{name}": .*/{name} is '
+                                                     rf"{kind}, not a regular file"):
+            site.render(f'# Hostile\n\n--8<-- "snippets/hostile/{name}"\n')
+    with pytest.raises(FileNotFoundError, match=rf'^{PAGE}: --8<-- "snippets/hostile/nosuch.md": no such file'):
+        site.render('# Hostile\n\n--8<-- "snippets/hostile/nosuch.md"\n')
+
+
 def test_a_broken_excerpt_fails_naming_the_page(site):
     for include, says in (('"netcl_lite/nosuch.py:part"', "no such file"),
                           ('"netcl_lite/__init__.py:nosuch"', "has no section 'nosuch'")):
