@@ -719,7 +719,7 @@ def _decode(body, fields, model, tokenizer, primer_ids, progress) -> bytes:
     def refuse(differ: list[str]) -> None:
         if not differ:
             return
-        what = {"weights": "another model (its weights differ)", "tokenizer": "another tokenizer",
+        what = {"weights": "another model (its config or its weights differ)", "tokenizer": "another tokenizer",
                 "primer": "other primer ids; pass the primer the compressing side used",
                 "arithmetic": f"other arithmetic (here: {arithmetic(model)}), which computes other probabilities",
                 "coder": f"another coder (here: {coder(mode, AdaptConfig())})"}

@@ -319,6 +319,17 @@ def test_a_primer_too_short_to_adapt_with_is_refused_naming_the_primer(tiny, mix
     assert blob[5] & cz.ADAPTING and cz.decompress(blob, model, tok, primer=primer) == data
 
 
+def test_a_model_with_the_same_weights_and_another_window_is_named_by_its_config(tiny, queue):
+    """The weights' part of the fingerprint covers the config too: a model with the very same weights and
+    another window (max_position_embeddings) was refused as one whose weights differ."""
+    model, tok, primer = tiny
+    other = DecoderLM(LMConfig(vocab_size=300, **dict(SMALL, max_position_embeddings=8)), queue=queue, seed=1)
+    other.load_state_dict(model.state_dict())
+    blob = cz.compress(TEXT[:400].encode(), model, tok, primer=primer)
+    with pytest.raises(ValueError, match=r"another model \(its config or its weights differ\)"):
+        cz.decompress(blob, other, tok, primer=primer)
+
+
 def test_every_kind_of_buffer_codes_its_bytes(tiny):
     """bytes, bytearray, a strided memoryview and one of 4-byte items code the bytes they hold."""
     model, tok, primer = tiny
