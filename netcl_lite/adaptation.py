@@ -146,6 +146,14 @@ def adapted_names(model: DecoderLM, adapted: str) -> list[str]:
     return [n for n in names if n.startswith(keep) or n == "norm.weight"]
 
 
+def window_of(config: AdaptConfig, model: DecoderLM) -> int:
+    """Positions each training window of ``config`` holds on ``model``: ``config.window``, at most the
+    model's ``max_position_embeddings`` (all of them when ``config.window`` is None). The ``"rms"``
+    optimizer reads at least one such window of ``train_ids`` and its target, ``window_of(...) + 1`` ids."""
+    c = model.config
+    return c.max_position_embeddings if config.window is None else min(config.window, c.max_position_embeddings)
+
+
 def check_model(model) -> DecoderLM:
     """``model`` when it is a :class:`~netcl_lite.nn.DecoderLM` and no tape records (the
     adaptation runs its own)."""
@@ -299,8 +307,7 @@ class Adapter:
             raise TypeError(f"config must be an AdaptConfig, got {type(config).__name__}")
         flag("copy", copy)
         self.config = config
-        self.window = c.max_position_embeddings if config.window is None else min(config.window,
-                                                                                 c.max_position_embeddings)
+        self.window = window_of(config, model)
         if config.optimizer == "rms" and train_ids is None and state is None:
             raise ValueError("optimizer='rms' needs train_ids (the training text's ids) or the run's optimizer "
                              "state for its mean squares")

@@ -533,6 +533,8 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     primer_ids = None
     if mix or adapt:
         primer_ids = given if given is not None else default_primer(tokenizer)
+    if adapt:
+        _check_adapt_primer(model, primer_ids)
     keep = kept_positions(model)
     lengths = segments(ids.size, stream_count(ids.size))
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
@@ -563,6 +565,17 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     blob = _header(mode, data, ids.size, _parts(mode, model, tokenizer, primer_ids, AdaptConfig()), payload)
     stored = _stored(data)
     return blob if len(blob) < len(stored) else stored
+
+
+def _check_adapt_primer(model: DecoderLM, primer_ids: np.ndarray) -> None:
+    """Refuse, naming ``primer``, primer ids too few for the adaptation's gradient mean squares."""
+    from .adaptation import window_of
+
+    need = window_of(AdaptConfig(), model) + 1
+    if primer_ids.size < need:
+        raise ValueError(f"primer holds {primer_ids.size:,} ids; adapt=True scales the model's steps by the "
+                         f"gradients over windows of the primer, which needs at least {need} ids (one window "
+                         "and its target): pass a longer primer, or None for Chapter 9's training text")
 
 
 def _piece_lengths(model: DecoderLM, tokenizer: BPETokenizer) -> np.ndarray:
@@ -717,7 +730,7 @@ def _decode(body, fields, model, tokenizer, primer_ids, progress) -> bytes:
     def refuse(differ: list[str]) -> None:
         if not differ:
             return
-        what = {"weights": "another model (its weights differ)", "tokenizer": "another tokenizer",
+        what = {"weights": "another model (its config or its weights differ)", "tokenizer": "another tokenizer",
                 "primer": "other primer ids; pass the primer the compressing side used",
                 "arithmetic": f"other arithmetic (here: {arithmetic(model)}), which computes other probabilities",
                 "coder": f"another coder (here: {coder(mode, AdaptConfig())})"}

@@ -298,6 +298,13 @@ def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, fi
         for m in BRACKETED.finditer(text):
             for item in m["items"].split(";"):
                 unknown(start + m.start(), _ITEM.match(item)["key"])
+            if where := _in_link(text, m.start(), m.end()):
+                fail(start + m.start(), f"{m.group(0)!r} stands inside {where}, where a citation cannot become "
+                                        "a link (the page would show its Markdown); cite outside the link")
+        for m in NARRATIVE.finditer(text):
+            if where := _in_link(text, m.start(), m.end()):
+                fail(start + m.start(), f"{m.group(0)!r} stands inside {where}, where a citation cannot become "
+                                        "a link (the page would show its Markdown); cite outside the link")
         text = BRACKETED.sub(_blank, text)
         for m in NARRATIVE.finditer(text):
             if (bracket := _in_brackets(text, m.start(), m.end())) is not None:
@@ -309,6 +316,34 @@ def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, fi
             shown = _in_brackets(text, m.start(), m.end()) or re.match(r"-?@[\w.:-]*", text[m.start():]).group(0)
             fail(start + m.start(), f"{shown!r} looks like a citation but is not one (no key authorYEARword "
                                     f"there, or it stands outside the syntax)" + form)
+
+
+def _in_link(text: str, start: int, end: int) -> str | None:
+    """What link part ``text[start:end]`` stands in on its line, or None: the text of a link (an open
+    ``[``, no image's ``![``, whose ``]`` is followed by ``(`` or ``[``), or a link's target or title
+    (after ``](``, before its ``)``)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    target = text.rfind("](", line_start, start)
+    if target >= 0 and text.find(")", target, start) < 0:
+        return "a link's target or title"
+    depth, opened = 0, None
+    for i in range(start - 1, line_start - 1, -1):      # the innermost bracket open before it
+        if text[i] in "[]":
+            depth += 1 if text[i] == "]" else -1
+            if depth < 0:
+                opened = i
+                break
+    if opened is None or (opened and text[opened - 1] == "!"):
+        return None
+    depth = 0
+    for i in range(end, line_end):                       # and where that bracket closes
+        if text[i] in "[]":
+            depth += 1 if text[i] == "[" else -1
+            if depth < 0:
+                return "a link's text" if text.startswith(("(", "["), i + 1) else None
+    return None
 
 
 def _in_brackets(text: str, start: int, end: int) -> str | None:
@@ -383,7 +418,8 @@ def bibliography(files, known: dict[str, Work] | None = None) -> str:
     for file in files.documentation_pages():
         if file.src_uri == PAGE or file.abs_src_path is None:
             continue
-        for key in dict.fromkeys(cited_keys(Path(file.abs_src_path).read_text(encoding="utf-8"))):
+        text = Path(file.abs_src_path).read_text(encoding="utf-8", errors="replace")   # MkDocs names a bad page
+        for key in dict.fromkeys(cited_keys(text)):
             if key in cited_on:
                 cited_on[key].append(file)
     entries = []

@@ -56,7 +56,11 @@ def section_lines(path: str, section: str | None, page: str = "(no page)") -> tu
     ``ValueError`` naming the page, the file and the marker's line."""
     what = markers.include(path, section)
     target = inside(path, tuple(ROOT / name for name in INCLUDE_ROOTS), ROOT, what, page)
-    lines = markers.file_lines(target.read_text(encoding="utf-8"))
+    try:
+        lines = markers.file_lines(target.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{page}: {what}: {path} is not UTF-8 text (at byte {exc.start}: "
+                         f"{exc.object[exc.start:exc.start + 8]!r}); an excerpt shows a text file") from None
     if section is None:
         return 1, len(lines)
     opens, closes = markers.section_bounds(section)

@@ -50,7 +50,7 @@ class FileDigests:
         """The digest of ``path``'s bytes, or ``b"(missing)"`` when it is not a file."""
         try:
             st = os.stat(path)
-        except (FileNotFoundError, NotADirectoryError):
+        except (OSError, ValueError):                # missing, or a name the system refuses (too long, a NUL)
             return b"(missing)"
         if not stat.S_ISREG(st.st_mode):
             return b"(missing)"
@@ -69,9 +69,9 @@ def digest(src: Path, files: FileDigests | None = None, library: list[Path] | No
     files = FileDigests() if files is None else files
     if not isinstance(files, FileDigests):
         raise TypeError(f"files must be a FileDigests or None, got {type(files).__name__}")
-    text = Path(src).read_text(encoding="utf-8")
-    h = hashlib.sha256(text.encode())
-    for path in page_inputs(text, library):
+    data = Path(src).read_bytes()              # not UTF-8: MkDocs reports it, naming the page
+    h = hashlib.sha256(data)
+    for path in page_inputs(data.decode("utf-8", errors="replace"), library):
         h.update(str(path).encode() + b"\0" + files(path))
     return h.hexdigest()
 

@@ -78,15 +78,25 @@ def figure_reads(script: Path) -> list[Path]:
     that name them (Chapter 8's). A script runs in a scratch working folder, so a path relative to
     the working folder reaches none of the repository."""
     beside = sorted(p for p in script.parent.iterdir() if p.is_file() and p != script and p.suffix != ".pyc")
-    if "benchmarks" not in script.read_text(encoding="utf-8"):
+    if "benchmarks" not in _script_text(script):
         return beside
     bench = ROOT / "benchmarks"
     return beside + sorted(bench.glob("*.py")) + sorted(p for p in (bench / "results").rglob("*") if p.is_file())
 
 
+def _script_text(script: Path) -> str:
+    """A figure script's text, or ValueError naming the pages that show its figure and the script."""
+    try:
+        return script.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        figure = f"figures/{script.parent.name}/{script.stem[len('figure_'):]}.svg"
+        raise ValueError(f"{', '.join(pages_showing(figure)) or 'no page'}: the figure script {_rel(script)} "
+                         f"(drawing {figure}) is not UTF-8 text (at byte {exc.start}); write it in UTF-8") from None
+
+
 def figure_key(script: Path, shared: str | None = None) -> str:
     """The execution-cache key of one figure: its script, what it reads, and how it is run."""
-    return fingerprint.key(_RUN_FIGURES + script.read_text(encoding="utf-8"), figure_reads(script), shared)
+    return fingerprint.key(_RUN_FIGURES + _script_text(script), figure_reads(script), shared)
 
 
 def build_figures(shared: str | None = None) -> list[Path]:
@@ -122,7 +132,7 @@ def pages_showing(text: str) -> list[str]:
     """The pages (``docs/<page>``) whose source holds ``text``: those that show a figure or include a
     drill's steps."""
     return [f"docs/{page.relative_to(DOCS).as_posix()}" for page in sorted(DOCS.rglob("*.md"))
-            if text in page.read_text(encoding="utf-8")]
+            if text in page.read_text(encoding="utf-8", errors="replace")]      # MkDocs names a page not UTF-8
 
 
 def _rel(path: Path) -> str:

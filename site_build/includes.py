@@ -48,6 +48,11 @@ def inside(path: str, allowed: tuple[Path, ...], base: Path, what: str, page: st
         raise PathError(f"{page}: {what}: leads to {target}, outside {names} (a symlink out of the "
                         f"project?); a page shows and runs only files under {names}")
     if not target.is_file():
+        from netcl_lite.files import kind_of
+
+        kind = kind_of(target)
+        if kind != "missing":                           # a folder, a FIFO, a device: there, but no file
+            raise PathError(f"{page}: {what}: {target} is {kind}, not a regular file; a page includes files")
         raise FileNotFoundError(f"{page}: {what}: no such file ({target})")
     return target
 
@@ -79,6 +84,11 @@ def contained_snippets(page: CurrentPage, **options):
                 raise PathError(f"{page.name}: {what}: leads back to a file that is including it (it includes "
                                 f"itself, directly or through the files it includes); pymdownx.snippets would "
                                 f"leave it out without a word")
+            try:
+                found.read_bytes().decode(self.encoding)
+            except UnicodeDecodeError as exc:           # pymdownx.snippets' own read raised it naming no page
+                raise ValueError(f"{page.name}: {what}: {path} is not {self.encoding} text (at byte {exc.start}: "
+                                 f"{exc.object[exc.start:exc.start + 8]!r}); a page includes text files") from None
             return str(found)
 
     class ContainedSnippets(SnippetExtension):

@@ -217,6 +217,24 @@ def test_a_near_miss_citation_fails_naming_the_page_and_the_line(near, says):
     assert citations.render(f"`{near}` in code\n", "chapter-7.md") == f"`{near}` in code\n"
 
 
+@pytest.mark.parametrize("line, where", [
+    (f"See [the paper [@{KEY}]](https://example.org).", "a link's text"),
+    (f"See [the paper [@{KEY}]][ref].", "a link's text"),
+    (f"See [the paper by @{KEY}](https://example.org).", "a link's text"),
+    (f'See [x](https://example.org "by @{KEY}").', "a link's target or title"),
+    (f'See [x](https://example.org "see [@{KEY}]").', "a link's target or title"),
+])
+def test_a_citation_inside_a_link_fails_naming_the_page_and_the_line(line, where):
+    """A citation becomes a Markdown link, which a link's text or title cannot hold: the page showed
+    the citation's Markdown inside the link's text, or the title's quote ended early and the rest
+    of the link spilled onto the page. Next to a link, or in an image's alt text, it still cites."""
+    with pytest.raises(ValueError, match=rf"^docs/chapter-7.md:7: .* stands inside {re.escape(where)}"):
+        citations.render(f"# Title\n\n{line}\n", "chapter-7.md", first_line=5)
+    for fine in (f"[x](https://example.org) and [@{KEY}], [y](z) @{KEY}.", f"![a figure [@{KEY}]](x.svg)",
+                 f"A list [a, b] then [@{KEY}].", f"Text[^1].\n\n[^1]: From [@{KEY}]."):
+        assert "bibliography.md#" in citations.render(fine + "\n", "chapter-7.md"), fine
+
+
 def test_e_mail_addresses_paths_and_link_targets_are_not_near_misses():
     text = "Write to a.b@example.org, see [the list](mailto:list@example.org) or docs/@scope/x.\n"
     assert citations.render(text, "chapter-7.md") == text

@@ -19,6 +19,7 @@ import zlib
 import numpy as np
 import pytest
 
+from netcl_lite import adaptation
 from netcl_lite import compression as cz
 from netcl_lite.nn import DecoderLM, LMConfig
 from netcl_lite.text import BPETokenizer
@@ -300,6 +301,33 @@ def test_primers_shorter_than_the_ngram_s_orders_round_trip(tiny):
         primer = np.arange(n, dtype=np.int64) + 40
         blob = cz.compress(data, model, tok, primer=primer)
         assert blob[5] == cz.MIXED and cz.decompress(blob, model, tok, primer=primer) == data, n
+
+
+@pytest.mark.parametrize("mix", [False, True])
+def test_a_primer_too_short_to_adapt_with_is_refused_naming_the_primer(tiny, mix):
+    """With adapt=True the primer's gradients scale the model's steps over windows of the primer: one
+    too short for a window and its target is refused naming ``primer`` (the message named ``ids``,
+    a parameter of an inner function), and one just long enough codes and decodes."""
+    model, tok, _ = tiny
+    data = TEXT[:400].encode()
+    need = adaptation.window_of(adaptation.AdaptConfig(), model) + 1
+    for n in (0, 3, need - 1):
+        with pytest.raises(ValueError, match=rf"^primer holds {n} ids; adapt=True .* at least {need} ids"):
+            cz.compress(data, model, tok, mix=mix, adapt=True, primer=np.arange(n) % 200)
+    primer = np.arange(need) % 200
+    blob = cz.compress(data, model, tok, mix=mix, adapt=True, primer=primer)
+    assert blob[5] & cz.ADAPTING and cz.decompress(blob, model, tok, primer=primer) == data
+
+
+def test_a_model_with_the_same_weights_and_another_window_is_named_by_its_config(tiny, queue):
+    """The weights' part of the fingerprint covers the config too: a model with the very same weights and
+    another window (max_position_embeddings) was refused as one whose weights differ."""
+    model, tok, primer = tiny
+    other = DecoderLM(LMConfig(vocab_size=300, **dict(SMALL, max_position_embeddings=8)), queue=queue, seed=1)
+    other.load_state_dict(model.state_dict())
+    blob = cz.compress(TEXT[:400].encode(), model, tok, primer=primer)
+    with pytest.raises(ValueError, match=r"another model \(its config or its weights differ\)"):
+        cz.decompress(blob, other, tok, primer=primer)
 
 
 def test_every_kind_of_buffer_codes_its_bytes(tiny):

@@ -165,3 +165,26 @@ def test_two_terms_with_one_anchor_are_refused(tmp_path, first, second):
     source.write_text(f"- term: {first}\n  definition: one.\n- term: {second}\n  definition: two.\n")
     with pytest.raises(ValueError, match=f"{first!r} and {second!r} share the anchor #term-"):
         glossary.terms(source)
+
+
+def test_a_page_that_is_not_utf8_is_left_for_mkdocs_to_name(tmp_path, monkeypatch):
+    """The source pages' excerpt scan and the Bibliography's list of citing pages read every page
+    (at on_files, and on the Bibliography page's turn): a page that is not UTF-8 stopped the build
+    there with a bare UnicodeDecodeError naming no page, before MkDocs read it and said which page."""
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.structure.files import get_files
+
+    from site_build import citations, generated
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Good\n\nAs [@vaswani2017attention] showed.\n")
+    (docs / "bad.md").write_bytes(b"# Bad \xff page\n")
+    config = MkDocsConfig()
+    config.load_dict({"site_name": "t", "docs_dir": str(docs), "site_dir": str(tmp_path / "site")})
+    config.validate()
+    files = get_files(config)
+    source_pages.add_pages(files, config, [], "netcl_lite.whl")
+    assert "Cited in [good](good.md)." in citations.bibliography(files)
+    monkeypatch.setattr(generated, "DOCS", docs)
+    assert generated.pages_showing("[@vaswani2017attention]") == ["docs/good.md"]

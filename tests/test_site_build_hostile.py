@@ -27,7 +27,7 @@ import pytest
 from mkdocs.config import load_config
 
 from netcl_lite import fingerprint
-from site_build import build_output, generated, includes, markers, measured, shipped_wheel, store
+from site_build import build_output, copyable, generated, includes, markers, measured, shipped_wheel, store
 from site_build.plugin import BuildState, SiteBuild
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -561,12 +561,46 @@ def test_an_include_that_leads_back_to_itself_fails_naming_the_page(site, name):
     assert site.render('# Hostile\n\n--8<-- "snippets/hostile/both.md"\n').count("<p>twice</p>") == 2
 
 
+def test_an_include_that_is_not_utf8_fails_naming_the_page_and_the_include(site):
+    """pymdownx.snippets read a Latin-1 include as UTF-8 and stopped the build with a bare
+    UnicodeDecodeError naming neither the page nor the file; nested includes are checked the same way."""
+    (site.snippets / "latin.md").write_bytes(b"caf\xe9 au lait\n")
+    site.snippet("outer.md", 'outer\n\n--8<-- "snippets/hostile/latin.md"\n')
+    for name in ("latin.md", "outer.md"):
+        with pytest.raises(ValueError, match=rf'^{PAGE}: --8<-- "snippets/hostile/latin.md": snippets/hostile/latin.md '
+                                             r"is not utf-8 text \(at byte 3: b'\\xe9 au lai'\)"):
+            site.render(f'# Hostile\n\n--8<-- "snippets/hostile/{name}"\n')
+
+
+def test_an_include_of_a_folder_or_a_pipe_says_what_it_is(site):
+    """An include naming a folder or a FIFO was reported as 'no such file'; it says what is there."""
+    os.mkfifo(site.snippets / "fifo.md")
+    (site.snippets / "folder").mkdir()
+    for name, kind in (("fifo.md", "a FIFO"), ("folder", "a directory")):
+        with pytest.raises(includes.PathError, match=rf'^{PAGE}: --8<-- "snippets/hostile/{name}": .*/{name} is '
+                                                     rf"{kind}, not a regular file"):
+            site.render(f'# Hostile\n\n--8<-- "snippets/hostile/{name}"\n')
+    with pytest.raises(FileNotFoundError, match=rf'^{PAGE}: --8<-- "snippets/hostile/nosuch.md": no such file'):
+        site.render('# Hostile\n\n--8<-- "snippets/hostile/nosuch.md"\n')
+
+
 def test_a_broken_excerpt_fails_naming_the_page(site):
     for include, says in (('"netcl_lite/nosuch.py:part"', "no such file"),
                           ('"netcl_lite/__init__.py:nosuch"', "has no section 'nosuch'")):
         with pytest.raises(Exception) as caught:
             site.render(f'# Hostile\n\n```{{.python .excerpt}}\n--8<-- {include}\n```\n')
         assert str(caught.value).startswith(f"{PAGE}:4: --8<-- {include}") and says in str(caught.value)
+
+
+@pytest.mark.parametrize("include", ["snippets/hostile/latin.py", "snippets/hostile/latin.py:part"])
+def test_an_excerpt_of_a_file_that_is_not_utf8_fails_naming_page_and_file(site, monkeypatch, include):
+    """A Latin-1 comment in a library file: the excerpt's check read it as UTF-8 and stopped the build
+    with a bare UnicodeDecodeError naming neither the page nor the file."""
+    monkeypatch.setattr(copyable, "ROOT", site.root)
+    (site.snippets / "latin.py").write_bytes(b"# --8<-- [start:part]\nx = 1  # caf\xe9\n# --8<-- [end:part]\n")
+    with pytest.raises(ValueError, match=rf'^{PAGE}:4: --8<-- "{include}": snippets/hostile/latin.py is not '
+                                         r"UTF-8 text \(at byte 34: b'\\xe9\\n"):
+        site.render(f'# Hostile\n\n```{{.python .excerpt}}\n--8<-- "{include}"\n```\n')
 
 
 SECTIONS = {   # a library file's text: the error naming its line
@@ -664,6 +698,20 @@ def generated_tree(tmp_path, monkeypatch):
     monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv(fingerprint.RERUN, raising=False)
     return tmp_path
+
+
+def test_a_figure_script_that_is_not_utf8_fails_naming_the_page_and_the_script(generated_tree, monkeypatch):
+    """A script declaring latin-1 is valid Python, but its key read it as UTF-8: the build stopped with
+    a bare UnicodeDecodeError naming neither the script nor the page."""
+    folder = generated_tree / "snippets" / "chapter99"
+    folder.mkdir(parents=True)
+    script = folder / "figure_latin.py"
+    script.write_bytes(b"# -*- coding: latin-1 -*-\nimport sys\nopen(sys.argv[1], 'w').write('<svg/>')  # caf\xe9\n")
+    (generated_tree / "docs" / "chapter-99.md").write_text("![a figure](figures/chapter99/latin.svg)\n")
+    monkeypatch.setattr(generated, "figure_scripts", lambda: [script])
+    with pytest.raises(ValueError, match=r"^docs/chapter-99.md: the figure script .*figure_latin.py \(drawing "
+                                         r"figures/chapter99/latin.svg\) is not UTF-8 text \(at byte 82\)"):
+        generated.build_figures("shared")
 
 
 def test_a_failing_figure_script_fails_naming_the_script_and_the_page(generated_tree, monkeypatch):

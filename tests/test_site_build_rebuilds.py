@@ -146,6 +146,21 @@ def test_under_dirty_a_page_is_rendered_again_when_a_file_it_includes_changed(tm
         dirty_pages.digest(page, {})
 
 
+def test_under_dirty_a_page_not_utf8_or_including_a_name_the_system_refuses_is_left_to_mkdocs(tmp_path, monkeypatch):
+    """Under --dirty each page's inputs are digested before MkDocs reads the pages: a page that is not
+    UTF-8, or that includes a name the system cannot look up (past NAME_MAX, a NUL), stopped the build
+    with a bare UnicodeDecodeError, OSError or ValueError naming no page. Its digest is taken, and
+    MkDocs (or the include's check) reports it naming the page; an edit still changes the digest."""
+    monkeypatch.setattr(dirty_pages, "ROOT", tmp_path)
+    page = tmp_path / "page.md"
+    seen = set()
+    for text in (b"# A \xff page\n", b"# A \xfe page\n", b'--8<-- "snippets/' + b"a" * 300 + b'.py"\n',
+                 b'--8<-- "snippets/a\x00b.py"\n'):
+        page.write_bytes(text)
+        seen.add(dirty_pages.digest(page))
+    assert len(seen) == 4
+
+
 def _site_copy(tmp_path, content: str | None = None,
                abs_src_path: str | None = None) -> shipped_wheel.SiteCopy:
     """A file of the site as ``File.generated`` makes it during a build (in memory or on disk)."""
