@@ -66,7 +66,7 @@ import numpy as np
 
 from .adaptation import AdaptConfig, Adapter
 from .checks import flag, nonnegative_int, positive_int
-from .context_mixing import ContextMixer
+from .context_mixing import ContextMixer, check_vocab
 from .nn import DecoderLM, KVCache
 from .text import BPETokenizer
 
@@ -521,6 +521,8 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     flag("mix", mix)
     flag("adapt", adapt)
     _check_progress(progress)
+    if mix:
+        check_vocab(model.config.vocab_size)
     if size > MAX_INPUT_BYTES:
         raise ValueError(f"data is {size:,} bytes; compress codes at most MAX_INPUT_BYTES = {MAX_INPUT_BYTES:,} "
                          "bytes (its n-gram's memory grows with the input): split it and compress each part")
@@ -602,6 +604,7 @@ def make_predictor(model, tokenizer, lengths, keep, mix, primer_ids, *, adapt: A
     start = int(byte_ids[ord("\n")]) if byte_ids is not None else 0      # each stream starts after a newline
     mixer = None
     if mix:
+        check_vocab(model.config.vocab_size)
         mixer = ContextMixer(primer_ids, model.config.vocab_size, lengths, tokenizer.vocab,
                              TECHNIQUES if techniques is None else techniques)
     adapter = None
@@ -969,8 +972,10 @@ def _main(argv) -> int:
         with contextlib.redirect_stdout(sys.stderr):
             try:
                 model, tokenizer = _load(args.model)
+                if squeezing and not args.model_only:   # a model too large to mix is at fault, not IN
+                    check_vocab(model.config.vocab_size)
             except ValueError as exc:                   # names --model DIR
-                return fail(str(exc))
+                return fail(str(exc) if str(exc).startswith("--model") else f"--model {args.model}: {exc}")
             try:
                 if squeezing:
                     result = compress(data, model, tokenizer, mix=not args.model_only, adapt=args.adapt, progress=None)

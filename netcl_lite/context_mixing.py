@@ -47,6 +47,10 @@ STREAM_PRIOR = 5.0          # the unigram cache's prior weight (the n-gram's ord
 STREAM_BIGRAM_PRIOR = 2.0   # the bigram cache's prior weight (the unigram cache)
 MATCH_BUCKETS = 20          # match lengths 0..11 each, then every 4 up to 43+
 SSE_BINS = 33               # the APM's interpolation points over stretch(p) in [-8, 8]
+#: the largest vocabulary the mixer takes: its bias per previous token is a (vocab, vocab) float64
+#: table (128 MiB at 4,096, filled as previous tokens occur), which has to stay within the
+#: compressor's memory bound; a larger model codes with the model alone (``mix=False``)
+MAX_VOCAB = 4096
 SSE_RATE = 0.02             # step of the APM's entries
 SSE_WEIGHT = 0.7            # the output is this much the APM's, the rest the input (stretch domain)
 SSE_DEPTH = 4               # levels of the vocabulary's tree whose decisions it refines
@@ -100,6 +104,15 @@ class StreamCache:
 
 def _match_bucket(length: np.ndarray) -> np.ndarray:
     return np.where(length < 12, length, np.minimum(12 + (length - 12) // 4, MATCH_BUCKETS - 1))
+
+
+def check_vocab(vocab: int) -> None:
+    """A ValueError when a model's ``vocab`` is more than the mixer takes (:data:`MAX_VOCAB`)."""
+    if vocab > MAX_VOCAB:
+        raise ValueError(f"the model's vocab_size={vocab:,} is more than the mixed mode takes "
+                         f"(context_mixing.MAX_VOCAB = {MAX_VOCAB:,}: its bias per previous token needs "
+                         f"vocab_size² × 8 bytes); code with the model alone: mix=False "
+                         f"(--model-only on the command line)")
 
 
 class GeometricMixer:
@@ -226,6 +239,7 @@ class ContextMixer:
     def __init__(self, primer: np.ndarray, vocab: int, lengths: np.ndarray, pieces: dict[int, bytes],
                  techniques=TECHNIQUES):
         vocab = checks.positive_int("vocab", vocab, "the model's vocab_size")
+        check_vocab(vocab)
         primer = checks.id_array("primer", primer, vocab)
         lengths = checks.id_array("lengths", lengths, what="token counts, one per stream")
         if lengths.size == 0:

@@ -806,3 +806,30 @@ def test_a_model_folder_the_coder_cannot_use_is_named_not_the_input(model_dir, t
         err = capsys.readouterr().err
         assert f"--model {folder}: " in err and "max_position_embeddings" in err and str(src) not in err, err
     assert _listing(tmp_path) == ["in.txt", "model"]
+
+
+def test_a_vocabulary_too_large_to_mix_is_refused_and_codes_with_the_model_alone(queue, tmp_path):
+    """The mixer's bias per previous token is a (vocab, vocab) table: a model of more than
+    context_mixing.MAX_VOCAB ids asked NumPy for vocab² × 8 bytes (32 GiB at 65,536) and ended in a
+    MemoryError. It is refused naming vocab_size and pointing to the model alone, which codes it;
+    the command line names --model."""
+    from netcl_lite import context_mixing
+
+    big, tok = _small(queue, context_mixing.MAX_VOCAB + 1, 300, seed=2)
+    data = TEXT[:300].encode()
+    with pytest.raises(ValueError, match=r"vocab_size=4,097 is more than the mixed mode takes .*mix=False"):
+        cz.compress(data, big, tok)
+    assert cz.decompress(cz.compress(data, big, tok, mix=False), big, tok) == data
+    at_limit, _ = _small(queue, context_mixing.MAX_VOCAB, 300, seed=2)
+    assert cz.decompress(cz.compress(data, at_limit, tok), at_limit, tok) == data
+    folder = tmp_path / "big"
+    big.save_pretrained(folder)
+    tok.save(folder / "tokenizer.json")
+    src = tmp_path / "in.txt"
+    src.write_bytes(data)
+    done = _cli("compress", src, tmp_path / "out.nclz", "--model", folder, cwd=tmp_path)
+    stderr = done.stderr.decode()
+    assert done.returncode == 1 and f"--model {folder}: " in stderr and "--model-only" in stderr, stderr[-600:]
+    assert "Traceback" not in stderr and _listing(tmp_path) == ["big", "in.txt"]
+    done = _cli("compress", src, tmp_path / "out.nclz", "--model", folder, "--model-only", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr.decode()[-600:]
