@@ -16,6 +16,7 @@ from netcl_lite import fingerprint
 from netcl_lite.nn import DecoderLM, LMConfig
 from netcl_lite.text import BPETokenizer
 from site_build import build_output, generated, runner
+from test_site_build_hostile import generated_tree  # noqa: F401 (the scratch tree of the figure stage)
 
 TEXT = ("Each stream is coded from the model's predictions; a header says how to read it back.\n"
         "Counts of what followed each context sharpen the guesses as the text goes on.\r\n") * 6
@@ -117,29 +118,24 @@ def test_the_module_s_remaining_public_functions_name_what_they_refuse():
 # -- the build plugin ---------------------------------------------------------------------------------
 
 @pytest.fixture
-def generated_tree(tmp_path, monkeypatch):
-    """A scratch docs/ and snippets/chapter99/ for the figure stage, with its own cache."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    monkeypatch.setattr(generated, "DOCS", docs)
-    monkeypatch.setattr(generated, "FIGURES", docs / "figures")
-    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv(fingerprint.RERUN, raising=False)
+def figure_folder(generated_tree):
+    """snippets/chapter99/ of the scratch tree, figures a.svg and b.svg shown on two pages."""
+    docs = generated_tree / "docs"
     (docs / "chapter-98.md").write_text("![a](figures/chapter99/a.svg)\n")
     (docs / "chapter-99.md").write_text("![b](figures/chapter99/b.svg)\n")
-    folder = tmp_path / "snippets" / "chapter99"
+    folder = generated_tree / "snippets" / "chapter99"
     folder.mkdir(parents=True)
     return folder
 
 
 @pytest.mark.xfail(strict=True, reason="the figure scripts run one after another in one interpreter: "
                                        "SystemExit(0) from one ends the run, and the next is blamed")
-def test_a_figure_script_that_exits_0_after_saving_does_not_stop_the_others(generated_tree, monkeypatch):
+def test_a_figure_script_that_exits_0_after_saving_does_not_stop_the_others(figure_folder, monkeypatch):
     """figure_a.py saves its SVG and ends with ``raise SystemExit(0)`` (the ``raise
     SystemExit(main())`` idiom). The build fails with 'docs/chapter-99.md: the figure script
     figure_b.py ... exited without writing its figure': the wrong page and the wrong script, and
     figure_b.py never ran. Both figures should be drawn."""
-    a, b = generated_tree / "figure_a.py", generated_tree / "figure_b.py"
+    a, b = figure_folder / "figure_a.py", figure_folder / "figure_b.py"
     a.write_text("import sys\nopen(sys.argv[1], 'w').write('<svg/>')\nraise SystemExit(0)\n")
     b.write_text("import sys\nopen(sys.argv[1], 'w').write('<svg/>')\n")
     monkeypatch.setattr(generated, "figure_scripts", lambda: [a, b])
@@ -150,11 +146,11 @@ def test_a_figure_script_that_exits_0_after_saving_does_not_stop_the_others(gene
 @pytest.mark.xfail(strict=True, reason="figure scripts share one interpreter: what one sets (matplotlib's "
                                        "rcParams, a seed, the working folder) changes the next one's SVG, "
                                        "which its key does not cover")
-def test_a_figure_is_the_same_whether_or_not_another_ran_before_it(generated_tree, monkeypatch, tmp_path):
+def test_a_figure_is_the_same_whether_or_not_another_ran_before_it(figure_folder, monkeypatch, tmp_path):
     """figure_a.py sets ``rcParams['lines.linewidth'] = 9``. figure_b.py, drawn in the same build
     (both keys missed), sees 9.0; drawn alone (only its key missed) it sees 1.5. Both SVGs are
     stored under the same key of figure_b.py, so which one a page shows depends on the cache."""
-    a, b = generated_tree / "figure_a.py", generated_tree / "figure_b.py"
+    a, b = figure_folder / "figure_a.py", figure_folder / "figure_b.py"
     a.write_text("import sys, matplotlib\nmatplotlib.rcParams['lines.linewidth'] = 9\n"
                  "open(sys.argv[1], 'w').write('<svg/>')\n")
     b.write_text("import sys, matplotlib\n"
@@ -170,10 +166,10 @@ def test_a_figure_is_the_same_whether_or_not_another_ran_before_it(generated_tre
 
 @pytest.mark.xfail(strict=True, reason="a figure's SVG has no size limit (build outputs and notebook cells "
                                        "have 64 KiB): any size is stored, copied into the site and shown")
-def test_a_figure_larger_than_any_figure_should_be_fails_naming_the_script(generated_tree, monkeypatch):
+def test_a_figure_larger_than_any_figure_should_be_fails_naming_the_script(figure_folder, monkeypatch):
     """A script that writes a 32 MiB SVG (the site's largest figure is about 110 KB) is stored in
     the cache and copied into the page's figures, with no stated limit and no error."""
-    b = generated_tree / "figure_b.py"
+    b = figure_folder / "figure_b.py"
     b.write_text("import sys\nopen(sys.argv[1], 'w').write('<svg>' + 'x' * (32 << 20) + '</svg>')\n")
     monkeypatch.setattr(generated, "figure_scripts", lambda: [b])
     with pytest.raises((ValueError, RuntimeError), match="figure_b.py"):
