@@ -12,11 +12,21 @@ and total device time, largest first, beside the wall time of the whole step.
 softmax pass, the weighted-values product), the median of ``--repeats`` calls, each
 pass beside its share of Chapter 8's traffic model (``dense_passes``); ``roofline.py``
 records the same profile in ``results/roofline.json``.
+
+``--step`` profiles Chapter 9's training step instead (``profile_step.build_step``: the capstone's
+model and batch, forward, loss, backward, clipping, AdamW): every launch of one step, recorded as the
+eager step enqueues it, is replayed in order ``--repeats`` times and keeps its fastest run (events);
+launches are grouped by kernel, op and the op's operand shapes, and a product's row gives its
+(M, N, K) and GFLOP/s, so the slow shapes stand out. ``--merges`` times, at the step's shapes,
+products that the step runs separately against the one concatenated product that would replace them
+(fastest of ``--repeats``, the pairs interleaved): the evidence for fusing projections.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import statistics
 import time
 
@@ -99,6 +109,125 @@ def attention_main(a) -> None:
               f"| {flops / r['ms'] / 1e6:.0f} | {nbytes / r['ms'] / 1e6:.1f} |")
 
 
+def step_launches(queue):
+    """(launches, step, model, tokens): each launch of one eager training step of the capstone's
+    recipe, in order, as (label, op with its operand shapes, (M, N, K) of a product or None,
+    a callable that enqueues it again and returns its event)."""
+    import importlib
+
+    from netcl_lite.core import stream as stream_module
+
+    matmul_module = importlib.import_module("netcl_lite.ops.matmul")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from profile_step import build_step
+
+    step, model, tokens = build_step(queue)
+    launches, shapes = [], []
+    launch, how = stream_module.Stream.launch, matmul_module._how
+
+    def shaped_how(sa, sb, transpose_a, transpose_b, *rest):
+        shapes.append(matmul_module.matmul_shapes(sa, sb, transpose_a, transpose_b)[1:])
+        return how(sa, sb, transpose_a, transpose_b, *rest)
+
+    def recording(self, filename, name, global_size, local_size, *args, options=()):
+        op = self._ops[-1] if self._ops else None
+        desc = "" if op is None else op.name + " " + " ".join(
+            f"{key}{tuple(getattr(value, 'shape', ()))}" for key, value in op.operands.items())
+        mnk = shapes[-1] if op is not None and op.name == "matmul" and shapes else None
+        launches.append((f"{filename}:{name}", desc, mnk, global_size, local_size, args, options))
+        return launch(self, filename, name, global_size, local_size, *args, options=options)
+
+    stream_module.Stream.launch, matmul_module._how = recording, shaped_how
+    try:
+        step()                                      # the first step runs eagerly (and is recorded)
+    finally:
+        stream_module.Stream.launch, matmul_module._how = launch, how
+    queue.finish()
+    kernels = stream_module.stream_of(queue)._kernels
+    out = []
+    for label, desc, mnk, gs, ls, args, options in launches:
+        kernel = kernels[(*label.split(":"), options)]
+        out.append((label, desc, mnk, lambda k=kernel, g=gs, l_=ls, a=args: k(queue, g, l_, *a)))
+    return out, step, model, tokens
+
+
+def step_main(a) -> None:
+    """Print the step's launches grouped by kernel, op and shapes (``--step``)."""
+    dev = nl.device()
+    launches, _, model, tokens = step_launches(dev.queue)
+    fastest = [float("inf")] * len(launches)
+    for _ in range(a.repeats):
+        events = [enqueue() for *_, enqueue in launches]
+        dev.queue.finish()
+        for i, e in enumerate(events):
+            fastest[i] = min(fastest[i], (e.profile.end - e.profile.start) * 1e-6)
+    groups: dict[tuple, list[float]] = {}
+    for (label, desc, mnk, _), ms in zip(launches, fastest):
+        groups.setdefault((label, desc, mnk), []).append(ms)
+    total = sum(fastest)
+    print(f"{dev.name}: one training step of the capstone's recipe ({model.num_parameters():,} parameters, "
+          f"{tokens} tokens), {len(launches)} launches replayed in order {a.repeats} times, each launch's "
+          f"fastest run: kernels {total:.1f} ms; load {os.getloadavg()[0]:.2f}")
+    print("| kernel | op and operands | M x N x K | launches | ms | share | GFLOP/s |\n|---|---|---|---|---|---|---|")
+    for (label, desc, mnk), v in sorted(groups.items(), key=lambda kv: -sum(kv[1])):
+        ms = sum(v)
+        product = mnk is not None and label.endswith(("matmul_packed", "matmul_tall"))   # not a pack or a join
+        rate = f"{2 * math.prod(mnk) * len(v) / ms / 1e6:.0f}" if product else ""
+        print(f"| {label} | {desc} | {' x '.join(map(str, mnk)) if mnk else ''} | {len(v)} | {ms:.2f} "
+              f"| {100 * ms / total:.0f}% | {rate} |")
+
+
+#: (name, the products the step runs, the one product that would replace them): each product as
+#: (a's shape, b's shape, transpose_a, transpose_b), at the capstone's shapes (2,048 rows, width
+#: 128, SwiGLU hidden 320, 4 query heads and 2 K/V heads of 32). The step adds the second and third
+#: input-gradient products to the gradient gathered so far (``matmul_add``); here all are plain products
+MERGES = (
+    ("W1, W3 forward", [((2048, 128), (128, 320), False, False)] * 2, ((2048, 128), (128, 640), False, False)),
+    ("W1, W3 input gradient", [((2048, 320), (128, 320), False, True)] * 2, ((2048, 640), (128, 640), False, True)),
+    ("W1, W3 weight gradients", [((2048, 128), (2048, 320), True, False)] * 2,
+     ((2048, 128), (2048, 640), True, False)),
+    ("Wq, Wk, Wv forward", [((2048, 128), (128, 128), False, False)] + [((2048, 128), (128, 64), False, False)] * 2,
+     ((2048, 128), (128, 256), False, False)),
+    ("Wq, Wk, Wv input gradient", [((2048, 128), (128, 128), False, True)] + [((2048, 64), (128, 64), False, True)] * 2,
+     ((2048, 256), (128, 256), False, True)),
+    ("Wk, Wv weight gradients", [((2048, 128), (2048, 64), True, False)] * 2, ((2048, 128), (2048, 128), True, False)),
+    ("Wq, Wk, Wv weight gradients", [((2048, 128), (2048, 128), True, False)] + [((2048, 128), (2048, 64), True, False)] * 2,
+     ((2048, 128), (2048, 256), True, False)),
+)
+
+
+def merges_main(a) -> None:
+    """Print separate products against their concatenation (``--merges``)."""
+    dev = nl.device()
+    rng = np.random.default_rng(0)
+    tensor = lambda shape: nl.Tensor.from_host(dev.queue, rng.standard_normal(shape).astype(np.float32))
+
+    def run(products) -> float:
+        with profile_kernels(dev.queue) as prof:
+            for sa, sb, ta, tb in products:
+                ops.matmul(operands[sa, 0], operands[sb, 1], transpose_a=ta, transpose_b=tb)
+            sync(dev.queue)
+            return sum((e.profile.end - e.profile.start) * 1e-6 for _, _, e in prof.stream.profile)
+
+    operands = {}
+    for _, separate, merged in MERGES:
+        for sa, sb, _, _ in separate + [merged]:
+            operands.setdefault((sa, 0), tensor(sa))
+            operands.setdefault((sb, 1), tensor(sb))
+    best = {name: [float("inf"), float("inf")] for name, *_ in MERGES}
+    for r in range(a.repeats + 2):                      # two untimed rounds: builds, codegen, pools
+        for name, separate, merged in MERGES:
+            for j, products in enumerate((separate, [merged])):
+                ms = run(products)
+                if r >= 2:
+                    best[name][j] = min(best[name][j], ms)
+    print(f"{dev.name}: separate products against one concatenated product, fastest of {a.repeats} "
+          f"(interleaved); load {os.getloadavg()[0]:.2f}")
+    print("| products | separate ms | concatenated ms | ratio |\n|---|---|---|---|")
+    for name, (sep, one) in best.items():
+        print(f"| {name} | {sep:.3f} | {one:.3f} | {one / sep:.2f} |")
+
+
 BLOCK = dict(dim=256, heads=4, kv_heads=4, seq=256, batch=4, hidden=704)      # bench_block's block
 ATTENTION = dict(batch=1, heads=8, seq=2048, head_dim=64)                     # roofline.py's shape
 
@@ -109,14 +238,20 @@ def main() -> None:
         ap.add_argument(f"--{name}", type=int)
     ap.add_argument("--kernel", choices=("flash", "dense"), default="flash")
     ap.add_argument("--attention", action="store_true", help="profile dense attention alone, at roofline.py's shape")
-    ap.add_argument("--repeats", type=int, default=7, help="calls profiled with --attention (median)")
+    ap.add_argument("--repeats", type=int, default=7,
+                    help="calls profiled with --attention (median); replays with --step and --merges (fastest)")
+    ap.add_argument("--step", action="store_true", help="Chapter 9's training step, launch by launch with shapes")
+    ap.add_argument("--merges", action="store_true", help="the step's separate products against concatenated ones")
     a = ap.parse_args()
+    if a.repeats < 1:
+        raise ValueError(f"--repeats must be >= 1, got {a.repeats}")
+    if a.step or a.merges:
+        (step_main if a.step else merges_main)(a)
+        return
     for key, value in (ATTENTION if a.attention else BLOCK).items():
         if getattr(a, key) is None:
             setattr(a, key, value)
     if a.attention:
-        if a.repeats < 1:
-            raise ValueError(f"--repeats must be >= 1, got {a.repeats}")
         attention_main(a)
         return
     dev = nl.device()
