@@ -160,3 +160,19 @@ def built_site(tmp_path_factory) -> Path:
 
 
 from text_cases import cl100k, small, texts, trained  # noqa: E402, F401 (fixtures several modules share)
+
+
+@pytest.fixture
+def generated_tree(tmp_path, monkeypatch):
+    """A scratch tree for the build's figure and notebook stage (``site_build.generated``): its own
+    docs folder, figures folder and execution cache, so a hostile figure script touches nothing real."""
+    from netcl_lite import fingerprint
+    from site_build import generated
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    monkeypatch.setattr(generated, "DOCS", docs)
+    monkeypatch.setattr(generated, "FIGURES", docs / "figures")
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(fingerprint.RERUN, raising=False)
+    return tmp_path

@@ -16,7 +16,6 @@ from netcl_lite import fingerprint
 from netcl_lite.nn import DecoderLM, LMConfig
 from netcl_lite.text import BPETokenizer
 from site_build import build_output, generated, runner
-from test_site_build_hostile import generated_tree  # noqa: F401 (the scratch tree of the figure stage)
 
 TEXT = ("Each stream is coded from the model's predictions; a header says how to read it back.\n"
         "Counts of what followed each context sharpen the guesses as the text goes on.\r\n") * 6

@@ -689,17 +689,6 @@ def test_a_figure_without_its_svg_fails_naming_the_page(site):
         site.render("# Hostile\n\n![A figure](figures/nosuch/thing.svg)\n/// caption\nWhat to see.\n///\n")
 
 
-@pytest.fixture
-def generated_tree(tmp_path, monkeypatch):
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    monkeypatch.setattr(generated, "DOCS", docs)
-    monkeypatch.setattr(generated, "FIGURES", docs / "figures")
-    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv(fingerprint.RERUN, raising=False)
-    return tmp_path
-
-
 def test_a_figure_script_that_is_not_utf8_fails_naming_the_page_and_the_script(generated_tree, monkeypatch):
     """A script declaring latin-1 is valid Python, but its key read it as UTF-8: the build stopped with
     a bare UnicodeDecodeError naming neither the script nor the page."""
