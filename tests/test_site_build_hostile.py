@@ -584,6 +584,20 @@ def test_an_include_of_a_folder_or_a_pipe_says_what_it_is(site):
         site.render('# Hostile\n\n--8<-- "snippets/hostile/nosuch.md"\n')
 
 
+def test_an_include_over_the_size_limit_fails_naming_page_line_and_file(site):
+    """A 50 MiB include was put into the page whole; past INCLUDE_LIMIT the build fails naming the
+    page, the include's line (and, for an include inside an included file, that file and its line)
+    and the file, before reading it."""
+    with open(site.snippets / "big.md", "wb") as f:
+        f.truncate(50 << 20)                                      # 50 MiB, sparse
+    site.snippet("outer.md", 'outer\n\n--8<-- "snippets/hostile/big.md"\n')
+    says = r'--8<-- "snippets/hostile/big\.md": \S*/big\.md is 52,428,800 bytes, over INCLUDE_LIMIT = '
+    with pytest.raises(includes.PathError, match=rf"^{PAGE}:5: {says}"):
+        site.render('# Hostile\n\nText.\n\n--8<-- "snippets/hostile/big.md"\n')
+    with pytest.raises(includes.PathError, match=rf"^{PAGE}:3: in snippets/hostile/outer\.md:3: {says}"):
+        site.render('# Hostile\n\n--8<-- "snippets/hostile/outer.md"\n')
+
+
 def test_a_broken_excerpt_fails_naming_the_page(site):
     for include, says in (('"netcl_lite/nosuch.py:part"', "no such file"),
                           ('"netcl_lite/__init__.py:nosuch"', "has no section 'nosuch'")):
@@ -803,6 +817,24 @@ def test_a_drill_step_that_prints_too_much_or_is_not_text_fails_naming_its_page(
     assert message.startswith("docs/week-99.md: the drill notebook docs/drills/week-99-drill.ipynb"), message
     assert says in message, message
     assert not (generated_tree / "docs" / "drills").exists()
+
+
+def test_a_drill_steps_line_breaks_other_than_newline_stay_inside_their_line(generated_tree, monkeypatch):
+    """A string in a drill step holding characters ``str.splitlines`` breaks at (vertical tab, form
+    feed, the file, group and record separators, U+0085, U+2028, U+2029): the step's cell, in the
+    notebook made and in the one the build writes, holds the step's lines split at newlines only,
+    each but the last ending in one, and runs as the step does."""
+    odd = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+    week = generated_tree / "snippets" / "week99"
+    week.mkdir(parents=True)
+    (week / "drill_1_odd.py").write_text(f'# Step 1\ns = "{odd}"\nprint(len(s))\n', encoding="utf-8")
+    monkeypatch.setattr(generated, "drill_weeks", lambda: [week])
+    lines = ["# Step 1\n", f's = "{odd}"\n', "print(len(s))"]
+    assert generated.drill_notebook(week)["cells"][-1]["source"] == lines
+    generated.build_drills("shared")
+    cell = json.loads((generated_tree / "docs" / "drills" / "week-99-drill.ipynb").read_text("utf-8"))["cells"][-1]
+    assert cell["source"] == lines
+    assert cell["outputs"][0]["text"] == [f"{len(odd)}\n"]
 
 
 # -- 5. the shipped wheel ------------------------------------------------------------------------------
