@@ -875,7 +875,8 @@ IN and OUT may be - for standard input and output (OUT is written whole, once th
 done). OUT names a new file: an existing one is never overwritten, and a device (/dev/null
 too), a pipe or a socket is refused; write - >/dev/null to discard the result. IN must be a
 regular file (not a device, a pipe or a folder) of at most {MAX_INPUT_BYTES:,} bytes to
-compress (MAX_INPUT_BYTES), {MAX_BLOB_BYTES:,} to decompress.
+compress (MAX_INPUT_BYTES), {MAX_BLOB_BYTES:,} to decompress. A progress bar shows on standard
+error for inputs over 20,000 tokens when it is a terminal (never in a file or a pipe).
 
 exit status:
   0    done: OUT holds the whole result
@@ -976,11 +977,13 @@ def _main(argv) -> int:
                     check_vocab(model.config.vocab_size)
             except ValueError as exc:                   # names --model DIR
                 return fail(str(exc) if str(exc).startswith("--model") else f"--model {args.model}: {exc}")
+            # a bar for long inputs on a terminal only: into a file or a pipe it writes each update
+            bar = None if sys.stderr is not None and sys.stderr.isatty() else False
             try:
                 if squeezing:
-                    result = compress(data, model, tokenizer, mix=not args.model_only, adapt=args.adapt, progress=None)
+                    result = compress(data, model, tokenizer, mix=not args.model_only, adapt=args.adapt, progress=bar)
                 else:
-                    result = decompress(data, model, tokenizer, progress=None)
+                    result = decompress(data, model, tokenizer, progress=bar)
             except ValueError as exc:
                 return fail(f"{source}: {exc}")
         if args.output == "-":

@@ -425,6 +425,55 @@ def test_dash_is_standard_input_and_output_and_never_a_file_name(model_dir, tmp_
 
 
 @pytest.mark.slow
+def test_the_command_line_writes_no_progress_bar_into_a_file_and_one_onto_a_terminal(model_dir, tiny, tmp_path):
+    """An input over 20,000 tokens shows a bar on a terminal; with standard error a file (a log),
+    its carriage-return updates (27 KB of them) are not written: the file holds nothing."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    _, tok, _ = tiny
+    data = (TEXT * (20_000 // len(tok.encode_ordinary(TEXT)) + 2)).encode()
+    assert cz.tokenize(data, tok).size > 20_000
+    src = tmp_path / "in.txt"
+    src.write_bytes(data)
+    log = tmp_path / "log"
+    with open(log, "wb") as err:
+        done = subprocess.run([sys.executable, "-m", "netcl_lite.compression", "compress", src, tmp_path / "out",
+                               "--model", model_dir, "--model-only"], stdin=subprocess.DEVNULL, stderr=err,
+                              cwd=tmp_path, timeout=600)
+    assert done.returncode == 0 and log.read_bytes() == b"", log.read_bytes()[-400:]
+    master, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))   # a terminal 80 columns wide
+    shown = bytearray()
+    reader = threading.Thread(target=lambda: _drain(master, shown))
+    reader.start()
+    try:
+        again = subprocess.run([sys.executable, "-m", "netcl_lite.compression", "compress", src, tmp_path / "again",
+                                "--model", model_dir, "--model-only"], stdin=subprocess.DEVNULL, stderr=terminal,
+                               cwd=tmp_path, timeout=600)
+    finally:
+        os.close(terminal)
+        reader.join(timeout=30)
+        os.close(master)
+    assert again.returncode == 0 and (tmp_path / "again").read_bytes() == (tmp_path / "out").read_bytes()
+    assert b"compress" in shown and b"\r" in shown, bytes(shown[-400:])
+
+
+def _drain(fd: int, into: bytearray) -> None:
+    """Read ``fd`` (a terminal's master side) into ``into`` until its other side is closed."""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:                      # EIO: the terminal's other side closed
+            return
+        if not chunk:
+            return
+        into += chunk
+
+
+@pytest.mark.slow
 def test_errors_name_the_path_at_fault(model_dir, tmp_path):
     src = tmp_path / "in.txt"
     src.write_bytes(TEXT.encode())
