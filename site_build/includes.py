@@ -3,7 +3,8 @@ nested ones too, must lead (symlinks resolved) to a file under ``snippets/`` or,
 ``netcl_lite/`` or ``kernels/`` of its base path, without ``..``; a build-output marker must name a
 ``.py`` file under ``snippets/``. Anything else, a missing file, and an include that leads back to a
 file including it (which ``pymdownx.snippets`` leaves out silently) fail the build with an error
-naming the page and the include or marker. An included file is at most :data:`INCLUDE_LIMIT` bytes:
+naming the page and the include or marker. An included file's UTF-8 byte order mark is dropped, as
+MkDocs drops a page's. An included file is at most :data:`INCLUDE_LIMIT` bytes:
 a longer one fails the build naming the page, the line of the include and the file.
 
 :func:`contain` puts :func:`contained_snippets` in place of the ``pymdownx.snippets`` extension,
@@ -116,6 +117,14 @@ def contained_snippets(page: CurrentPage, **options):
                     shown = file_name
                 where += f": in {shown}:{i + 1}"
             return where
+
+        def read_lines(self, path):
+            # a UTF-8 byte order mark starts the file, not its first line (MkDocs drops a page's too):
+            # kept, it would hide a heading or a marker on line 1 and reach the page as U+FEFF
+            lines = super().read_lines(path)
+            if lines and lines[0].startswith("\ufeff"):
+                lines[0] = lines[0][1:]
+            return lines
 
         def get_snippet_path(self, path):
             bases = [Path(base) for base, is_dir in self.get_bases() if is_dir]

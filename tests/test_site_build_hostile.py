@@ -52,13 +52,13 @@ class Site:
         path = self.snippet(name, f"import sys\nsys.stdout.write({text!r})\n")
         return page_with(path, markers.build_output(path, as_markdown))
 
-    def render(self, text: str, page: str = "hostile.md") -> str:
+    def render(self, text: str, page: str = "hostile.md", abs_src_path: str | None = None) -> str:
         config = load_config(str(ROOT / "mkdocs.yml"))
         plugin = SiteBuild()
         plugin.on_config(config)
         plugin.state = BuildState(outputs=build_output.BuildOutputs(lambda: "hostile tests"),
                                   measured=measured.MeasuredSections())
-        page_ = SimpleNamespace(file=SimpleNamespace(src_uri=page, abs_src_path=None))
+        page_ = SimpleNamespace(file=SimpleNamespace(src_uri=page, abs_src_path=abs_src_path))
         text = plugin.on_page_markdown(text, page=page_, config=config, files=None)
         md = markdown.Markdown(extensions=config.markdown_extensions, extension_configs=config.mdx_configs)
         return plugin.on_page_content(md.convert(text), page=page_, config=config, files=None)
@@ -596,6 +596,33 @@ def test_an_include_over_the_size_limit_fails_naming_page_line_and_file(site):
         site.render('# Hostile\n\nText.\n\n--8<-- "snippets/hostile/big.md"\n')
     with pytest.raises(includes.PathError, match=rf"^{PAGE}:3: in snippets/hostile/outer\.md:3: {says}"):
         site.render('# Hostile\n\n--8<-- "snippets/hostile/outer.md"\n')
+
+
+def test_a_page_or_an_include_saved_with_a_byte_order_mark_reads_as_without_it(site):
+    """A UTF-8 byte order mark starts the file, not its first line: a heading or a marker on line 1 of
+    a page, or of an included file, is read as one (not as text after U+FEFF), and no U+FEFF reaches
+    the page. The page is read as MkDocs reads it, then rendered by the plugin."""
+    from mkdocs.structure.files import File
+    from mkdocs.structure.pages import Page
+
+    docs = site.root / "docs"
+    docs.mkdir()
+    config = load_config(str(ROOT / "mkdocs.yml"))
+
+    def render_file(text: str) -> str:
+        (docs / "hostile.md").write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+        page = Page(None, File("hostile.md", str(docs), str(site.root / "site"), False), config)
+        page.read_source(config)
+        return site.render(page.markdown, abs_src_path=str(docs / "hostile.md"))
+
+    site.snippet("part.md", "\ufeff# Included heading\n\nIncluded text.\n")
+    page_html = render_file('# Hostile\n\n--8<-- "snippets/hostile/part.md"\n\nAfter.\n')
+    assert '<h1 id="hostile">' in page_html and '<h1 id="included-heading">' in page_html, page_html
+    assert "\ufeff" not in page_html and "<p>Included text.</p>" in page_html
+    with pytest.raises(markers.MarkerError, match=rf"^{PAGE}:1: '<!--build-output: x-->' looks like a build-output"):
+        render_file("<!--build-output: x-->\n\n# Hostile\n")
+    path = site.snippet("ok.py", "\ufeffprint('shown')\n")
+    assert shown(render_file(f'```python\n--8<-- "{path}"\n```\n\n{markers.build_output(path)}\n')) == ["shown"]
 
 
 def test_a_broken_excerpt_fails_naming_the_page(site):
