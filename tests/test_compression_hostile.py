@@ -428,11 +428,6 @@ def test_dash_is_standard_input_and_output_and_never_a_file_name(model_dir, tmp_
 def test_the_command_line_writes_no_progress_bar_into_a_file_and_one_onto_a_terminal(model_dir, tiny, tmp_path):
     """An input over 20,000 tokens shows a bar on a terminal; with standard error a file (a log),
     its carriage-return updates (27 KB of them) are not written: the file holds nothing."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-
     _, tok, _ = tiny
     data = (TEXT * (20_000 // len(tok.encode_ordinary(TEXT)) + 2)).encode()
     assert cz.tokenize(data, tok).size > 20_000
@@ -444,8 +439,7 @@ def test_the_command_line_writes_no_progress_bar_into_a_file_and_one_onto_a_term
                                "--model", model_dir, "--model-only"], stdin=subprocess.DEVNULL, stderr=err,
                               cwd=tmp_path, timeout=600)
     assert done.returncode == 0 and log.read_bytes() == b"", log.read_bytes()[-400:]
-    master, terminal = pty.openpty()
-    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))   # a terminal 80 columns wide
+    master, terminal = _terminal()
     shown = bytearray()
     reader = threading.Thread(target=lambda: _drain(master, shown))
     reader.start()
@@ -461,15 +455,29 @@ def test_the_command_line_writes_no_progress_bar_into_a_file_and_one_onto_a_term
     assert b"compress" in shown and b"\r" in shown, bytes(shown[-400:])
 
 
+def _terminal() -> tuple[int, int]:
+    """(master, the terminal) of a new pseudo-terminal 80 columns wide (tqdm draws nothing on one 0 wide)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    return master, terminal
+
+
+def _read_terminal(master: int) -> bytes:
+    """What the terminal's side wrote next, or b"" once every process holding it has closed it."""
+    try:
+        return os.read(master, 1 << 16)
+    except OSError:                          # EIO: the terminal's other side is closed
+        return b""
+
+
 def _drain(fd: int, into: bytearray) -> None:
     """Read ``fd`` (a terminal's master side) into ``into`` until its other side is closed."""
-    while True:
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except OSError:                      # EIO: the terminal's other side closed
-            return
-        if not chunk:
-            return
+    while chunk := _read_terminal(fd):
         into += chunk
 
 
@@ -500,17 +508,24 @@ def test_errors_name_the_path_at_fault(model_dir, tmp_path):
 def test_ctrl_c_leaves_no_partial_or_temporary_file(model_dir, tmp_path):
     src = tmp_path / "in.txt"
     src.write_bytes((TEXT * 120).encode())           # enough tokens for a progress bar: coding has begun
+    master, terminal = _terminal()                   # the bar shows on a terminal only
     proc = subprocess.Popen([sys.executable, "-m", "netcl_lite.compression", "compress", src, tmp_path / "out.nclz",
                              "--model", model_dir], cwd=tmp_path, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    seen = b""
-    while b"compress: " not in seen:                  # the bar's first line (its label)
-        chunk = proc.stderr.read1(4096)
-        assert chunk, f"the command ended before coding: {seen[-600:]!r}"
-        seen += chunk
-    proc.send_signal(signal.SIGINT)
-    rest = proc.communicate(timeout=120)[1]
-    assert proc.returncode == 130 and b"interrupted" in seen + rest, (proc.returncode, (seen + rest)[-600:])
+                            stdout=subprocess.PIPE, stderr=terminal)
+    os.close(terminal)
+    try:
+        seen = b""
+        while b"compress: " not in seen:              # the bar's first line (its label)
+            chunk = _read_terminal(master)
+            assert chunk, f"the command ended before coding: {seen[-600:]!r}"
+            seen += chunk
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+        while chunk := _read_terminal(master):
+            seen += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 130 and b"interrupted" in seen, (proc.returncode, seen[-600:])
     assert _listing(tmp_path) == ["in.txt"]
 
 
