@@ -341,15 +341,19 @@ def test_every_kind_of_buffer_codes_its_bytes(tiny):
         assert cz.decompress(memoryview(bytearray(blob)), model, tok, primer=primer) == bytes(data), name
 
 
-@pytest.mark.parametrize("other", ["model", "tokenizer"])
+@pytest.mark.parametrize("other", ["model", "tokenizer", "primer"])
 def test_a_blob_from_another_model_is_refused_before_the_default_primer_is_tokenized(tiny, queue, monkeypatch, other):
     """A mixed blob decoded without a primer needs Chapter 9's training text tokenized (the default
     primer) only once every cheaper part of the fingerprint matches: a blob of another model or
-    tokenizer is refused first, and neither the default primer nor the tokenizer is called."""
+    tokenizer, or one compressed with a primer given when the decoding call has none (the primer's
+    tag says so), is refused first, and neither the default primer, the training text nor the
+    tokenizer is called."""
+    from netcl_lite import capstone
+
     model, tok, primer = tiny
     other_model, other_tok = _small(queue, 300, 300 if other == "model" else 280, seed=2 if other == "model" else 1)
     data = TEXT[:200].encode()
-    coder_tok = tok if other == "model" else other_tok
+    coder_tok = other_tok if other == "tokenizer" else tok
     blob = cz.compress(data, other_model if other == "model" else model, coder_tok,
                        primer=np.asarray(coder_tok.encode_ordinary(TEXT[:300]), np.int64))
     assert blob[5] == cz.MIXED
@@ -359,9 +363,26 @@ def test_a_blob_from_another_model_is_refused_before_the_default_primer_is_token
 
     monkeypatch.setattr(cz, "default_primer", tokenized)
     monkeypatch.setattr(cz, "_training_ids", tokenized)
+    monkeypatch.setattr(capstone, "data", tokenized)
     monkeypatch.setattr(BPETokenizer, "encode_ordinary", tokenized)
-    with pytest.raises(ValueError, match="another model" if other == "model" else "another tokenizer"):
+    says = {"model": "another model", "tokenizer": "another tokenizer",
+            "primer": "primer ids given to compress, which this call lacks .* pass the primer the compressing side used"}
+    with pytest.raises(ValueError, match=says[other]):
         cz.decompress(blob, model, tok)
+
+
+def test_a_primer_s_tag_says_whether_it_was_the_default():
+    """The default primer's tag is DEFAULT_PRIMER_TAG, a given primer's never is (1 in 256 would be,
+    by its SHA-256): a decoder without a primer tells the two apart from the tag."""
+    zero_first = 0
+    for n in range(2_000):                        # SHA-256s that start with every byte value, 0 among them
+        ids = np.arange(n, dtype=np.int64) % 300
+        raw = cz.hashlib.sha256(ids.astype(np.int32).tobytes()).digest()
+        zero_first += raw[0] == 0
+        digest = cz._primer_digest(ids)
+        assert digest[0] != cz.DEFAULT_PRIMER_TAG and digest[1:] == raw[1:], n
+        assert cz._primer_digest(ids, default=True)[0] == cz.DEFAULT_PRIMER_TAG
+    assert zero_first, "no primer's SHA-256 started with 0: the case the tag must not take"
 
 
 # -- the command line -------------------------------------------------------------------------------------------
