@@ -298,6 +298,36 @@ def test_markers_inside_fenced_code_are_text(site):
     assert_page_goes_on(page_html)
 
 
+@pytest.mark.parametrize("block", [
+    "> ```text\n>\n> {marker}\n> ```\n",                   # a blank quoted line inside a quoted fence
+    ">\t```text\n>\t{marker}\n> ```\n",                    # a tab after the quote's '>', closed with a space
+    "- item\n\n\t```text\n\t{marker}\n    ```\n",          # a list item's fence opened with a tab
+    "> ~~~text\n> {marker}\n> ~~~\n",                      # tildes in a quote
+    "1. item\n\n    ~~~text\n    {marker}\n    ~~~\n",      # tildes in a list item
+    "Text.\n\n    ```text\n    {marker}\n    ```\n",        # a fence indented as code
+], ids=["quote with a blank line", "quote and tab", "list item and tab", "tildes in a quote",
+        "tildes in a list item", "indented as code"])
+def test_a_marker_inside_any_block_superfences_takes_is_text(site, block):
+    """Fences in block quotes and list items, opened or continued with tabs, with tildes, indented as
+    code: the blocks are pymdownx.superfences' own (the scan runs it), and a marker inside one is its
+    text, shown as written, its snippet not run (the scan lost the first three blocks and failed
+    the build on the marker as a near miss)."""
+    ran = site.root / "ran.txt"
+    path = site.snippet("ok.py", f"open({str(ran)!r}, 'a').write('x')\nprint('shown')\n")
+    page_html = site.render(f"# Hostile\n\n{block.format(marker=markers.build_output(path))}\nAfter.\n")
+    assert not ran.exists(), "a marker inside a block ran its snippet"
+    assert html.escape(markers.build_output(path), quote=False) in page_html, page_html
+    assert page_html.rstrip().endswith("<p>After.</p>"), page_html[-300:]
+
+
+def test_a_fence_line_superfences_does_not_take_leaves_the_markers_under_it_read(site):
+    """A fence with words after its language that are no options is no fence to pymdownx.superfences:
+    the lines under it are the page's, and a marker there is checked, failing naming its line (it
+    was taken as code, and the unread comment failed the build naming no line)."""
+    with pytest.raises(markers.MarkerError, match=rf"^{PAGE}:4: .*right above the python block"):
+        site.render("# Hostile\n\n```python two words\n<!-- needs-extra: compare -->\n```\n\nAfter.\n")
+
+
 def test_two_markers_for_one_block_fail_naming_the_second(site):
     path = site.snippet("ok.py", "print('shown')\n")
     with pytest.raises(ValueError, match=rf"^{PAGE}:{MARKER_LINE + 2}: .*one marker per block"):
