@@ -24,7 +24,8 @@ SHA-256 of it, and, for the coded modes, the token count (a varint), one 6-byte 
 everything decoding depends on (the model's weights, the tokenizer, the primer ids, the
 arithmetic: compiler target, vector lanes, OpenCL platform, kernel sources, NumPy and
 constriction versions; and the coder: the host models' sources and settings), a 1-byte tag per
-part of it (which part differs, when the fingerprint does), and a CRC-32 of the header and the
+part of it (which part differs, when the fingerprint does; the primer's is 0 when it was Chapter 9's
+training text, the default, and never 0 for a primer given), and a CRC-32 of the header and the
 payload. The stream layout and the window's refills follow from the token count and the model,
 and the payload is the rest of the blob: at most 31 bytes of header, the size for the largest
 input compress accepts (``MAX_INPUT_BYTES``).
@@ -74,7 +75,8 @@ MAGIC = b"NCLZ"
 #: 3: the header's counts are varints, one fingerprint with a tag per part, one CRC-32 of header
 #: and payload, the stream layout and the window's refills derived; the mixer of
 #: :mod:`netcl_lite.context_mixing`; dynamic evaluation as a mode. Earlier versions are refused
-FORMAT_VERSION = 3
+#: 4: the primer's tag says whether the primer was the default one
+FORMAT_VERSION = 4
 STORED, MODEL, MIXED = 0, 1, 2
 #: added to MODEL or MIXED: the model learned from the coded text as it went (dynamic evaluation)
 ADAPTING = 4
@@ -116,6 +118,8 @@ _CHECKSUM_BYTES = 4            # of the original's SHA-256
 _FINGERPRINT_BYTES = 6         # of the SHA-256 over the parts' digests
 #: the parts the fingerprint covers, each with a 1-byte tag in the header
 PARTS = ("weights", "tokenizer", "primer", "arithmetic", "coder")
+#: the primer's tag when it is Chapter 9's training text (:func:`default_primer`); a given primer's never is
+DEFAULT_PRIMER_TAG = 0
 _MAX_VARINT = 10               # bytes: a 64-bit count
 #: a stored blob's overhead over its input, in bytes, at most (a 3-byte length)
 STORED_HEADER_BYTES = len(MAGIC) + 2 + 3 + _CHECKSUM_BYTES + _CRC.size
@@ -216,18 +220,24 @@ def coder(mode: int, adapt: AdaptConfig | None = None) -> str:
             f"{settings}; sources {sources.hexdigest()[:16]}")
 
 
-def _parts(mode, model, tokenizer, primer_ids, adapt) -> dict[str, bytes]:
-    """The SHA-256 of each of :data:`PARTS` for a coded blob of ``mode``."""
+def _parts(mode, model, tokenizer, primer_ids, adapt, default: bool = False) -> dict[str, bytes]:
+    """The SHA-256 of each of :data:`PARTS` for a coded blob of ``mode`` (``default``: the primer ids
+    are :func:`default_primer`'s, see :func:`_primer_digest`)."""
     return {"weights": hashlib.sha256(model_fingerprint(model)).digest(),
             "tokenizer": hashlib.sha256(tokenizer_fingerprint(tokenizer)).digest(),
-            "primer": _primer_digest(primer_ids),
+            "primer": _primer_digest(primer_ids, default),
             "arithmetic": hashlib.sha256(arithmetic(model).encode()).digest(),
             "coder": hashlib.sha256(coder(mode, adapt).encode()).digest()}
 
 
-def _primer_digest(primer_ids) -> bytes:
+def _primer_digest(primer_ids, default: bool = False) -> bytes:
+    """The SHA-256 of the primer ids, its first byte (the primer's tag) :data:`DEFAULT_PRIMER_TAG` when
+    they are :func:`default_primer`'s and never that byte otherwise: a decoder without a primer
+    refuses a blob of a given one from the tag alone, before Chapter 9's training text is read and
+    tokenized (which takes seconds)."""
     primer = primer_ids.astype(np.int32).tobytes() if primer_ids is not None and primer_ids.size else b""
-    return hashlib.sha256(primer).digest()
+    digest = hashlib.sha256(primer).digest()
+    return bytes([DEFAULT_PRIMER_TAG if default else digest[0] or 1]) + digest[1:]
 
 
 def _fingerprint(parts: dict[str, bytes]) -> tuple[bytes, bytes]:
@@ -564,7 +574,8 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     words = encoder.get_compressed()
     padding = np.zeros(max(0, _payload_words(ids.size) - words.size), np.uint32)
     payload = np.concatenate([words, padding]).astype("<u4").tobytes()
-    blob = _header(mode, data, ids.size, _parts(mode, model, tokenizer, primer_ids, AdaptConfig()), payload)
+    parts = _parts(mode, model, tokenizer, primer_ids, AdaptConfig(), default=(mix or adapt) and given is None)
+    blob = _header(mode, data, ids.size, parts, payload)
     stored = _stored(data)
     return blob if len(blob) < len(stored) else stored
 
@@ -668,8 +679,8 @@ def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer
     is checked before anything is allocated by it or looped over: the original's length against
     :data:`MAX_INPUT_BYTES`, the token count against that length and against what the payload's
     length can hold (:data:`TOKENS_PER_WORD`), the CRC-32 over header and payload. A blob from another
-    model, tokenizer, arithmetic or coder is refused before the default primer (Chapter 9's training
-    text, tokenized) is made for it."""
+    model, tokenizer, arithmetic or coder, or of a primer given to compress when this call has none,
+    is refused before the default primer (Chapter 9's training text, tokenized) is made for it."""
     size = _nbytes(blob, "blob", "what compress returned")
     _check_model(model, tokenizer)
     _check_progress(progress)
@@ -726,26 +737,37 @@ def _decode(body, fields, model, tokenizer, primer_ids, progress) -> bytes:
     if not (mix or adapt):
         primer_ids = None
     # every part but a default primer is cheap to hash: a blob from another model, tokenizer,
-    # arithmetic or coder is refused before Chapter 9's training text is tokenized for the primer
+    # arithmetic or coder, or of a given primer, is refused before Chapter 9's training text is read
+    # and tokenized for the default one
     default = (mix or adapt) and primer_ids is None
-    parts = _parts(mode, model, tokenizer, primer_ids, AdaptConfig())
+    of_default = (mix or adapt) and fields["tags"][PARTS.index("primer")] == DEFAULT_PRIMER_TAG
+    parts = _parts(mode, model, tokenizer, primer_ids, AdaptConfig(), default=of_default)
+    primer = ("Chapter 9's training text as its primer (primer=None); this call's primer differs: pass None"
+              if of_default else "primer ids given to compress, which this call lacks (it would use Chapter 9's "
+              "training text); pass the primer the compressing side used" if default else
+              "other primer ids; pass the primer the compressing side used")
 
     def refuse(differ: list[str]) -> None:
         if not differ:
             return
         what = {"weights": "another model (its config or its weights differ)", "tokenizer": "another tokenizer",
-                "primer": "other primer ids; pass the primer the compressing side used",
+                "primer": primer,
                 "arithmetic": f"other arithmetic (here: {arithmetic(model)}), which computes other probabilities",
                 "coder": f"another coder (here: {coder(mode, AdaptConfig())})"}
         raise ValueError("blob was compressed with " + "; and with ".join(what[name] for name in differ))
 
+    # without a primer, the primer's tag alone says whether the blob's was the default one
     refuse([name for name, tag in zip(PARTS, fields["tags"])
-            if tag != parts[name][0] and not (default and name == "primer")])
+            if (not of_default if default and name == "primer" else tag != parts[name][0])])
     if default:
         primer_ids = default_primer(tokenizer)
-        parts["primer"] = _primer_digest(primer_ids)
+        parts["primer"] = _primer_digest(primer_ids, default=True)
     if _fingerprint(parts) != (fields["fingerprint"], fields["tags"]):
         refuse([name for name, tag in zip(PARTS, fields["tags"]) if tag != parts[name][0]])
+        if of_default:              # the default primer's tag is fixed, so its digest is the likely difference
+            raise ValueError("blob was compressed with " + (
+                "Chapter 9's training text as its primer, which differs from this Python's (it is made of the "
+                "standard library's docstrings)" if default else primer) + ", or another part of its fingerprint differs")
         raise ValueError("blob was compressed with something else than this call has (its fingerprint "
                          f"{fields['fingerprint'].hex()} differs, though no part's tag does)")
     import constriction
@@ -875,7 +897,8 @@ IN and OUT may be - for standard input and output (OUT is written whole, once th
 done). OUT names a new file: an existing one is never overwritten, and a device (/dev/null
 too), a pipe or a socket is refused; write - >/dev/null to discard the result. IN must be a
 regular file (not a device, a pipe or a folder) of at most {MAX_INPUT_BYTES:,} bytes to
-compress (MAX_INPUT_BYTES), {MAX_BLOB_BYTES:,} to decompress.
+compress (MAX_INPUT_BYTES), {MAX_BLOB_BYTES:,} to decompress. A progress bar shows on standard
+error for inputs over 20,000 tokens when it is a terminal (never in a file or a pipe).
 
 exit status:
   0    done: OUT holds the whole result
@@ -976,11 +999,13 @@ def _main(argv) -> int:
                     check_vocab(model.config.vocab_size)
             except ValueError as exc:                   # names --model DIR
                 return fail(str(exc) if str(exc).startswith("--model") else f"--model {args.model}: {exc}")
+            # a bar for long inputs on a terminal only: into a file or a pipe it writes each update
+            bar = None if sys.stderr is not None and sys.stderr.isatty() else False
             try:
                 if squeezing:
-                    result = compress(data, model, tokenizer, mix=not args.model_only, adapt=args.adapt, progress=None)
+                    result = compress(data, model, tokenizer, mix=not args.model_only, adapt=args.adapt, progress=bar)
                 else:
-                    result = decompress(data, model, tokenizer, progress=None)
+                    result = decompress(data, model, tokenizer, progress=bar)
             except ValueError as exc:
                 return fail(f"{source}: {exc}")
         if args.output == "-":

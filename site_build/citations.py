@@ -418,7 +418,7 @@ def bibliography(files, known: dict[str, Work] | None = None) -> str:
     for file in files.documentation_pages():
         if file.src_uri == PAGE or file.abs_src_path is None:
             continue
-        text = Path(file.abs_src_path).read_text(encoding="utf-8", errors="replace")   # MkDocs names a bad page
+        text = Path(file.abs_src_path).read_text(encoding="utf-8-sig", errors="replace")   # MkDocs names a bad page
         for key in dict.fromkeys(cited_keys(text)):
             if key in cited_on:
                 cited_on[key].append(file)

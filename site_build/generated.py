@@ -209,9 +209,16 @@ def check_captions(markdown: str, page_uri: str, first_line: int = 1) -> None:
                              f"it (/// caption, what to see in it, ///), the next line that is not blank")
 
 
+def _source_lines(text: str) -> list[str]:
+    """``text`` (read in text mode, its CRs already ``\\n``) as a notebook stores a cell's source: split at
+    ``\\n`` only, each line but the last keeping it. A form feed, U+0085 or U+2028 inside a string stays
+    inside its line (``str.splitlines``, which nbformat uses, would break the line there)."""
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+
+
 def _cell(kind: str, text: str, cell_id: str) -> dict:
-    cell = {"cell_type": kind, "id": cell_id, "metadata": {},
-            "source": text.strip("\n").splitlines(keepends=True)}
+    cell = {"cell_type": kind, "id": cell_id, "metadata": {}, "source": _source_lines(text.strip("\n"))}
     if kind == "code":
         cell.update(execution_count=None, outputs=[])
     return cell
@@ -311,6 +318,7 @@ def execute_notebook(source: str) -> str:
         NotebookClient(node, timeout=600, kernel_name="python3", allow_errors=False, record_timing=False,
                        resources={"metadata": {"path": tmp}}).execute()
     for cell in node.cells:
+        cell.source = _source_lines(cell.source)       # nbformat.writes splits a str source at every line break
         if cell.cell_type == "code":
             cell.outputs = _merged_streams(cell.outputs)
             size = len(json.dumps(cell.outputs, ensure_ascii=False).encode("utf-8"))

@@ -3,7 +3,9 @@ nested ones too, must lead (symlinks resolved) to a file under ``snippets/`` or,
 ``netcl_lite/`` or ``kernels/`` of its base path, without ``..``; a build-output marker must name a
 ``.py`` file under ``snippets/``. Anything else, a missing file, and an include that leads back to a
 file including it (which ``pymdownx.snippets`` leaves out silently) fail the build with an error
-naming the page and the include or marker.
+naming the page and the include or marker. An included file's UTF-8 byte order mark is dropped, as
+MkDocs drops a page's. An included file is at most :data:`INCLUDE_LIMIT` bytes:
+a longer one fails the build naming the page, the line of the include and the file.
 
 :func:`contain` puts :func:`contained_snippets` in place of the ``pymdownx.snippets`` extension,
 with the same options. The page named in errors is read from a :class:`CurrentPage`, which the
@@ -19,6 +21,9 @@ from .paths import ROOT
 
 #: where an include may lead (resolved, symlinks followed), relative to the base of the includes
 INCLUDE_ROOTS = ("snippets", "netcl_lite", "kernels")
+#: the longest file an include may bring into a page, in bytes (the largest library file is about
+#: 55 KiB; the page's Markdown would hold all of it, and pymdownx.snippets reads it whole)
+INCLUDE_LIMIT = 1 << 20
 
 
 class PathError(ValueError):
@@ -26,10 +31,18 @@ class PathError(ValueError):
 
 
 class CurrentPage:
-    """The page being rendered, as errors name it (``docs/<page>``); one per build plugin."""
+    """The page being rendered, as errors name it (``docs/<page>``), with its own text (after any front
+    matter) and the file's line that text starts on; one per build plugin."""
 
-    def __init__(self, name: str = "(no page)"):
-        self.name = name
+    def __init__(self, name: str = "(no page)", markdown: str = "", first_line: int = 1):
+        self.name, self.markdown, self.first_line = name, markdown, first_line
+
+    def line_of(self, path: str) -> int | None:
+        """The page's first line that includes ``path``, as its file numbers it, or None."""
+        for i, line in enumerate(self.markdown.split("\n")):
+            if any(m["path"] == path for m in markers.INCLUDE.finditer(line)):
+                return self.first_line + i
+        return None
 
 
 def inside(path: str, allowed: tuple[Path, ...], base: Path, what: str, page: str) -> Path:
@@ -75,6 +88,44 @@ def contained_snippets(page: CurrentPage, **options):
     from pymdownx.snippets import SnippetExtension, SnippetPreprocessor
 
     class ContainedPreprocessor(SnippetPreprocessor):
+        def parse_snippets(self, lines, file_name=None, *args, **kwargs):
+            # which file and line is being read, innermost last: where an include that fails stands
+            where = [file_name, 0, ""]
+            reading = self.__dict__.setdefault("reading", [])
+            reading.append(where)
+
+            def counted():
+                for i, line in enumerate(lines):
+                    where[1:] = i, line
+                    yield line
+            try:
+                return super().parse_snippets(counted(), file_name, *args, **kwargs)
+            finally:
+                reading.pop()
+
+        def _where(self, path: str, base: Path) -> str:
+            """``docs/<page>:<line>``, or, for an include inside an included file, that as well."""
+            reading = getattr(self, "reading", None) or [(None, 0, "")]
+            file_name, i, _ = reading[-1]
+            outer = markers.INCLUDE.search(reading[0][2]) if file_name is not None else None
+            top = page.line_of(outer["path"] if outer else path)
+            where = f"{page.name}:{top}" if top is not None else page.name
+            if file_name is not None:
+                try:
+                    shown = Path(file_name).relative_to(base).as_posix()
+                except ValueError:
+                    shown = file_name
+                where += f": in {shown}:{i + 1}"
+            return where
+
+        def read_lines(self, path):
+            # a UTF-8 byte order mark starts the file, not its first line (MkDocs drops a page's too):
+            # kept, it would hide a heading or a marker on line 1 and reach the page as U+FEFF
+            lines = super().read_lines(path)
+            if lines and lines[0].startswith("\ufeff"):
+                lines[0] = lines[0][1:]
+            return lines
+
         def get_snippet_path(self, path):
             bases = [Path(base) for base, is_dir in self.get_bases() if is_dir]
             base = bases[0].resolve() if bases else ROOT
@@ -84,6 +135,10 @@ def contained_snippets(page: CurrentPage, **options):
                 raise PathError(f"{page.name}: {what}: leads back to a file that is including it (it includes "
                                 f"itself, directly or through the files it includes); pymdownx.snippets would "
                                 f"leave it out without a word")
+            size = found.stat().st_size
+            if size > INCLUDE_LIMIT:
+                raise PathError(f"{self._where(path, base)}: {what}: {found} is {size:,} bytes, over "
+                                f"INCLUDE_LIMIT = {INCLUDE_LIMIT:,}, the most an include brings into a page")
             try:
                 found.read_bytes().decode(self.encoding)
             except UnicodeDecodeError as exc:           # pymdownx.snippets' own read raised it naming no page

@@ -35,6 +35,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 #: ``<!-- build-output: PATH -->`` or ``<!-- build-output: PATH as markdown -->`` on a line of its own
 BUILD_OUTPUT = re.compile(r"^<!-- build-output: (?P<path>\S+)(?P<markdown> as markdown)? -->[ \t]*$", re.M)
@@ -152,44 +153,70 @@ def looks_like(comment: str) -> str | None:
     return None
 
 
-_FENCE_OPEN = re.compile(r"^(?P<ws>[ \t>]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)")
-
-
 _CLOSE_LIKE = re.compile(r"(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*$")
+
+
+@lru_cache(maxsize=1)
+def _superfences_scanner():
+    """A pymdownx.superfences preprocessor, set up as the site's Markdown sets it up (attribute lists,
+    highlighting), that records where its fenced blocks stand instead of rendering them: the blocks of
+    a page are those superfences itself finds, in block quotes, list items, at any indent, with
+    backticks or tildes, and with the fence lines it accepts (an unrecognized option after the fence
+    is no fence)."""
+    import markdown
+    from pymdownx.superfences import SuperFencesBlockPreprocessor
+
+    md = markdown.Markdown(extensions=["attr_list", "pymdownx.highlight", "pymdownx.superfences"])
+    found = md.preprocessors["fenced_code_block"]
+
+    class Scanner(SuperFencesBlockPreprocessor):
+        def process_nested_block(self, ws, content, start, end):
+            if self.formatter is not None:            # superfences renders it: a block
+                self.blocks.append((start, end - 1))
+            self.clear()
+
+        def _content(self, evaluate, ws, content, start, end):
+            held = len(self.code)
+            evaluate(ws, content, start, end)
+            fence = self.fence
+            if fence is not None and len(self.code) > held and (near := _CLOSE_LIKE.match(content)) \
+                    and near["fence"][0] == fence[0] and len(near["fence"]) >= len(fence):
+                self.odd.append((end - 1, start))     # a content line CommonMark would take for the close
+
+        def eval_fence(self, ws, content, start, end):
+            self._content(super().eval_fence, ws, content, start, end)
+
+        def eval_quoted(self, ws, content, quote_level, start, end):
+            self._content(lambda *a: super(Scanner, self).eval_quoted(a[0], a[1], quote_level, a[2], a[3]),
+                          ws, content, start, end)
+
+        def reassemble(self, lines):
+            return lines
+
+        def scan(self, lines):
+            self.blocks, self.odd = [], []
+            self.run(lines)
+            return self.blocks, self.odd
+
+    scanner = Scanner(found.md)
+    scanner.extension, scanner.config = found.extension, found.config
+    return scanner
 
 
 def _scan(lines) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """:func:`fences`, and the lines inside a block that CommonMark would take for its close and
     pymdownx.superfences does not (a longer fence, or the same one indented more), as (line,
     opening line) indices."""
-    blocks, odd, opened = [], [], None
-    for j, line in enumerate(lines):
-        if opened is None:
-            m = _FENCE_OPEN.match(line)
-            if m and not (m["fence"][0] == "`" and "`" in m["info"]):
-                opened = j, m["ws"], m["fence"]
-            continue
-        start, ws, fence = opened
-        if not line.strip():
-            continue
-        if not line.startswith(ws):
-            opened = None
-            continue
-        rest = line[len(ws):]
-        if rest.rstrip(" \t") == fence:
-            blocks.append((start, j))
-            opened = None
-        elif (near := _CLOSE_LIKE.match(rest)) and near["fence"][0] == fence[0] and len(near["fence"]) >= len(fence):
-            odd.append((j, start))
-    return blocks, odd
+    return _superfences_scanner().scan(lines)
 
 
 def fences(lines: list[str]) -> list[tuple[int, int]]:
-    """The fenced code blocks of a page's ``lines``, as (opening line, closing line) indices, read as
-    pymdownx.superfences reads them, in one pass: once a fence opens, the lines after it are its
-    content until the exact closing fence at the same indent; a line indented less ends the attempt
-    (and is no opening itself), and a fence never closed is no block (nor is any fence after it)."""
+    """The fenced code blocks of a page's ``lines``, as (opening line, closing line) indices, as
+    pymdownx.superfences finds them (it runs, recording instead of rendering): in block quotes
+    (after ``>``), list items and at any indent (a fence indented as code still takes its lines
+    as code), with backticks or tildes; once a fence opens, its lines are its content until the
+    exact closing fence at the same indent, and a line indented less ends the attempt."""
     return _scan(lines)[0]
 
 

@@ -141,8 +141,8 @@ class SiteBuild(BasePlugin):
         return files
 
     def on_page_markdown(self, markdown, *, page, config, files):
-        self.page.name = f"docs/{page.file.src_uri}"
         first_line = _first_line(page, markdown)
+        self.page.name, self.page.markdown, self.page.first_line = f"docs/{page.file.src_uri}", markdown, first_line
         for check in (apparatus.check_markdown, copyable.check_excerpts, generated.check_captions):
             check(markdown, page.file.src_uri, first_line)                     # on the page's own lines
         markdown = markers.replace(markdown, self.page.name, {

@@ -160,7 +160,7 @@ def add_pages(files, config, sources: list[Path], wheel: str) -> None:
     """Add a page to ``files`` for each of ``sources`` (the wheel's files), linked from the excerpts on
     the documentation pages already in ``files``."""
     # a page that is not UTF-8 is read with replacements here: MkDocs reports it, naming the page
-    pages = {f.src_uri: Path(f.abs_src_path).read_text(encoding="utf-8", errors="replace")
+    pages = {f.src_uri: Path(f.abs_src_path).read_text(encoding="utf-8-sig", errors="replace")
              for f in files.documentation_pages() if f.abs_src_path}
     shown = excerpts(pages)
     for path in sources:

@@ -341,15 +341,19 @@ def test_every_kind_of_buffer_codes_its_bytes(tiny):
         assert cz.decompress(memoryview(bytearray(blob)), model, tok, primer=primer) == bytes(data), name
 
 
-@pytest.mark.parametrize("other", ["model", "tokenizer"])
+@pytest.mark.parametrize("other", ["model", "tokenizer", "primer"])
 def test_a_blob_from_another_model_is_refused_before_the_default_primer_is_tokenized(tiny, queue, monkeypatch, other):
     """A mixed blob decoded without a primer needs Chapter 9's training text tokenized (the default
     primer) only once every cheaper part of the fingerprint matches: a blob of another model or
-    tokenizer is refused first, and neither the default primer nor the tokenizer is called."""
+    tokenizer, or one compressed with a primer given when the decoding call has none (the primer's
+    tag says so), is refused first, and neither the default primer, the training text nor the
+    tokenizer is called."""
+    from netcl_lite import capstone
+
     model, tok, primer = tiny
     other_model, other_tok = _small(queue, 300, 300 if other == "model" else 280, seed=2 if other == "model" else 1)
     data = TEXT[:200].encode()
-    coder_tok = tok if other == "model" else other_tok
+    coder_tok = other_tok if other == "tokenizer" else tok
     blob = cz.compress(data, other_model if other == "model" else model, coder_tok,
                        primer=np.asarray(coder_tok.encode_ordinary(TEXT[:300]), np.int64))
     assert blob[5] == cz.MIXED
@@ -359,9 +363,26 @@ def test_a_blob_from_another_model_is_refused_before_the_default_primer_is_token
 
     monkeypatch.setattr(cz, "default_primer", tokenized)
     monkeypatch.setattr(cz, "_training_ids", tokenized)
+    monkeypatch.setattr(capstone, "data", tokenized)
     monkeypatch.setattr(BPETokenizer, "encode_ordinary", tokenized)
-    with pytest.raises(ValueError, match="another model" if other == "model" else "another tokenizer"):
+    says = {"model": "another model", "tokenizer": "another tokenizer",
+            "primer": "primer ids given to compress, which this call lacks .* pass the primer the compressing side used"}
+    with pytest.raises(ValueError, match=says[other]):
         cz.decompress(blob, model, tok)
+
+
+def test_a_primer_s_tag_says_whether_it_was_the_default():
+    """The default primer's tag is DEFAULT_PRIMER_TAG, a given primer's never is (1 in 256 would be,
+    by its SHA-256): a decoder without a primer tells the two apart from the tag."""
+    zero_first = 0
+    for n in range(2_000):                        # SHA-256s that start with every byte value, 0 among them
+        ids = np.arange(n, dtype=np.int64) % 300
+        raw = cz.hashlib.sha256(ids.astype(np.int32).tobytes()).digest()
+        zero_first += raw[0] == 0
+        digest = cz._primer_digest(ids)
+        assert digest[0] != cz.DEFAULT_PRIMER_TAG and digest[1:] == raw[1:], n
+        assert cz._primer_digest(ids, default=True)[0] == cz.DEFAULT_PRIMER_TAG
+    assert zero_first, "no primer's SHA-256 started with 0: the case the tag must not take"
 
 
 # -- the command line -------------------------------------------------------------------------------------------
@@ -425,6 +446,63 @@ def test_dash_is_standard_input_and_output_and_never_a_file_name(model_dir, tmp_
 
 
 @pytest.mark.slow
+def test_the_command_line_writes_no_progress_bar_into_a_file_and_one_onto_a_terminal(model_dir, tiny, tmp_path):
+    """An input over 20,000 tokens shows a bar on a terminal; with standard error a file (a log),
+    its carriage-return updates (27 KB of them) are not written: the file holds nothing."""
+    _, tok, _ = tiny
+    data = (TEXT * (20_000 // len(tok.encode_ordinary(TEXT)) + 2)).encode()
+    assert cz.tokenize(data, tok).size > 20_000
+    src = tmp_path / "in.txt"
+    src.write_bytes(data)
+    log = tmp_path / "log"
+    with open(log, "wb") as err:
+        done = subprocess.run([sys.executable, "-m", "netcl_lite.compression", "compress", src, tmp_path / "out",
+                               "--model", model_dir, "--model-only"], stdin=subprocess.DEVNULL, stderr=err,
+                              cwd=tmp_path, timeout=600)
+    assert done.returncode == 0 and log.read_bytes() == b"", log.read_bytes()[-400:]
+    master, terminal = _terminal()
+    shown = bytearray()
+    reader = threading.Thread(target=lambda: _drain(master, shown))
+    reader.start()
+    try:
+        again = subprocess.run([sys.executable, "-m", "netcl_lite.compression", "compress", src, tmp_path / "again",
+                                "--model", model_dir, "--model-only"], stdin=subprocess.DEVNULL, stderr=terminal,
+                               cwd=tmp_path, timeout=600)
+    finally:
+        os.close(terminal)
+        reader.join(timeout=30)
+        os.close(master)
+    assert again.returncode == 0 and (tmp_path / "again").read_bytes() == (tmp_path / "out").read_bytes()
+    assert b"compress" in shown and b"\r" in shown, bytes(shown[-400:])
+
+
+def _terminal() -> tuple[int, int]:
+    """(master, the terminal) of a new pseudo-terminal 80 columns wide (tqdm draws nothing on one 0 wide)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    return master, terminal
+
+
+def _read_terminal(master: int) -> bytes:
+    """What the terminal's side wrote next, or b"" once every process holding it has closed it."""
+    try:
+        return os.read(master, 1 << 16)
+    except OSError:                          # EIO: the terminal's other side is closed
+        return b""
+
+
+def _drain(fd: int, into: bytearray) -> None:
+    """Read ``fd`` (a terminal's master side) into ``into`` until its other side is closed."""
+    while chunk := _read_terminal(fd):
+        into += chunk
+
+
+@pytest.mark.slow
 def test_errors_name_the_path_at_fault(model_dir, tmp_path):
     src = tmp_path / "in.txt"
     src.write_bytes(TEXT.encode())
@@ -451,17 +529,24 @@ def test_errors_name_the_path_at_fault(model_dir, tmp_path):
 def test_ctrl_c_leaves_no_partial_or_temporary_file(model_dir, tmp_path):
     src = tmp_path / "in.txt"
     src.write_bytes((TEXT * 120).encode())           # enough tokens for a progress bar: coding has begun
+    master, terminal = _terminal()                   # the bar shows on a terminal only
     proc = subprocess.Popen([sys.executable, "-m", "netcl_lite.compression", "compress", src, tmp_path / "out.nclz",
                              "--model", model_dir], cwd=tmp_path, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    seen = b""
-    while b"compress: " not in seen:                  # the bar's first line (its label)
-        chunk = proc.stderr.read1(4096)
-        assert chunk, f"the command ended before coding: {seen[-600:]!r}"
-        seen += chunk
-    proc.send_signal(signal.SIGINT)
-    rest = proc.communicate(timeout=120)[1]
-    assert proc.returncode == 130 and b"interrupted" in seen + rest, (proc.returncode, (seen + rest)[-600:])
+                            stdout=subprocess.PIPE, stderr=terminal)
+    os.close(terminal)
+    try:
+        seen = b""
+        while b"compress: " not in seen:              # the bar's first line (its label)
+            chunk = _read_terminal(master)
+            assert chunk, f"the command ended before coding: {seen[-600:]!r}"
+            seen += chunk
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+        while chunk := _read_terminal(master):
+            seen += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 130 and b"interrupted" in seen, (proc.returncode, seen[-600:])
     assert _listing(tmp_path) == ["in.txt"]
 
 

@@ -52,13 +52,13 @@ class Site:
         path = self.snippet(name, f"import sys\nsys.stdout.write({text!r})\n")
         return page_with(path, markers.build_output(path, as_markdown))
 
-    def render(self, text: str, page: str = "hostile.md") -> str:
+    def render(self, text: str, page: str = "hostile.md", abs_src_path: str | None = None) -> str:
         config = load_config(str(ROOT / "mkdocs.yml"))
         plugin = SiteBuild()
         plugin.on_config(config)
         plugin.state = BuildState(outputs=build_output.BuildOutputs(lambda: "hostile tests"),
                                   measured=measured.MeasuredSections())
-        page_ = SimpleNamespace(file=SimpleNamespace(src_uri=page, abs_src_path=None))
+        page_ = SimpleNamespace(file=SimpleNamespace(src_uri=page, abs_src_path=abs_src_path))
         text = plugin.on_page_markdown(text, page=page_, config=config, files=None)
         md = markdown.Markdown(extensions=config.markdown_extensions, extension_configs=config.mdx_configs)
         return plugin.on_page_content(md.convert(text), page=page_, config=config, files=None)
@@ -296,6 +296,36 @@ def test_markers_inside_fenced_code_are_text(site):
     assert html.escape(markers.build_output(path), quote=False) in page_html
     assert page_html.count("&lt;!-- build-output") == 3 and "near miss" in page_html
     assert_page_goes_on(page_html)
+
+
+@pytest.mark.parametrize("block", [
+    "> ```text\n>\n> {marker}\n> ```\n",                   # a blank quoted line inside a quoted fence
+    ">\t```text\n>\t{marker}\n> ```\n",                    # a tab after the quote's '>', closed with a space
+    "- item\n\n\t```text\n\t{marker}\n    ```\n",          # a list item's fence opened with a tab
+    "> ~~~text\n> {marker}\n> ~~~\n",                      # tildes in a quote
+    "1. item\n\n    ~~~text\n    {marker}\n    ~~~\n",      # tildes in a list item
+    "Text.\n\n    ```text\n    {marker}\n    ```\n",        # a fence indented as code
+], ids=["quote with a blank line", "quote and tab", "list item and tab", "tildes in a quote",
+        "tildes in a list item", "indented as code"])
+def test_a_marker_inside_any_block_superfences_takes_is_text(site, block):
+    """Fences in block quotes and list items, opened or continued with tabs, with tildes, indented as
+    code: the blocks are pymdownx.superfences' own (the scan runs it), and a marker inside one is its
+    text, shown as written, its snippet not run (the scan lost the first three blocks and failed
+    the build on the marker as a near miss)."""
+    ran = site.root / "ran.txt"
+    path = site.snippet("ok.py", f"open({str(ran)!r}, 'a').write('x')\nprint('shown')\n")
+    page_html = site.render(f"# Hostile\n\n{block.format(marker=markers.build_output(path))}\nAfter.\n")
+    assert not ran.exists(), "a marker inside a block ran its snippet"
+    assert html.escape(markers.build_output(path), quote=False) in page_html, page_html
+    assert page_html.rstrip().endswith("<p>After.</p>"), page_html[-300:]
+
+
+def test_a_fence_line_superfences_does_not_take_leaves_the_markers_under_it_read(site):
+    """A fence with words after its language that are no options is no fence to pymdownx.superfences:
+    the lines under it are the page's, and a marker there is checked, failing naming its line (it
+    was taken as code, and the unread comment failed the build naming no line)."""
+    with pytest.raises(markers.MarkerError, match=rf"^{PAGE}:4: .*right above the python block"):
+        site.render("# Hostile\n\n```python two words\n<!-- needs-extra: compare -->\n```\n\nAfter.\n")
 
 
 def test_two_markers_for_one_block_fail_naming_the_second(site):
@@ -584,6 +614,47 @@ def test_an_include_of_a_folder_or_a_pipe_says_what_it_is(site):
         site.render('# Hostile\n\n--8<-- "snippets/hostile/nosuch.md"\n')
 
 
+def test_an_include_over_the_size_limit_fails_naming_page_line_and_file(site):
+    """A 50 MiB include was put into the page whole; past INCLUDE_LIMIT the build fails naming the
+    page, the include's line (and, for an include inside an included file, that file and its line)
+    and the file, before reading it."""
+    with open(site.snippets / "big.md", "wb") as f:
+        f.truncate(50 << 20)                                      # 50 MiB, sparse
+    site.snippet("outer.md", 'outer\n\n--8<-- "snippets/hostile/big.md"\n')
+    says = r'--8<-- "snippets/hostile/big\.md": \S*/big\.md is 52,428,800 bytes, over INCLUDE_LIMIT = '
+    with pytest.raises(includes.PathError, match=rf"^{PAGE}:5: {says}"):
+        site.render('# Hostile\n\nText.\n\n--8<-- "snippets/hostile/big.md"\n')
+    with pytest.raises(includes.PathError, match=rf"^{PAGE}:3: in snippets/hostile/outer\.md:3: {says}"):
+        site.render('# Hostile\n\n--8<-- "snippets/hostile/outer.md"\n')
+
+
+def test_a_page_or_an_include_saved_with_a_byte_order_mark_reads_as_without_it(site):
+    """A UTF-8 byte order mark starts the file, not its first line: a heading or a marker on line 1 of
+    a page, or of an included file, is read as one (not as text after U+FEFF), and no U+FEFF reaches
+    the page. The page is read as MkDocs reads it, then rendered by the plugin."""
+    from mkdocs.structure.files import File
+    from mkdocs.structure.pages import Page
+
+    docs = site.root / "docs"
+    docs.mkdir()
+    config = load_config(str(ROOT / "mkdocs.yml"))
+
+    def render_file(text: str) -> str:
+        (docs / "hostile.md").write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+        page = Page(None, File("hostile.md", str(docs), str(site.root / "site"), False), config)
+        page.read_source(config)
+        return site.render(page.markdown, abs_src_path=str(docs / "hostile.md"))
+
+    site.snippet("part.md", "\ufeff# Included heading\n\nIncluded text.\n")
+    page_html = render_file('# Hostile\n\n--8<-- "snippets/hostile/part.md"\n\nAfter.\n')
+    assert '<h1 id="hostile">' in page_html and '<h1 id="included-heading">' in page_html, page_html
+    assert "\ufeff" not in page_html and "<p>Included text.</p>" in page_html
+    with pytest.raises(markers.MarkerError, match=rf"^{PAGE}:1: '<!--build-output: x-->' looks like a build-output"):
+        render_file("<!--build-output: x-->\n\n# Hostile\n")
+    path = site.snippet("ok.py", "\ufeffprint('shown')\n")
+    assert shown(render_file(f'```python\n--8<-- "{path}"\n```\n\n{markers.build_output(path)}\n')) == ["shown"]
+
+
 def test_a_broken_excerpt_fails_naming_the_page(site):
     for include, says in (('"netcl_lite/nosuch.py:part"', "no such file"),
                           ('"netcl_lite/__init__.py:nosuch"', "has no section 'nosuch'")):
@@ -792,6 +863,24 @@ def test_a_drill_step_that_prints_too_much_or_is_not_text_fails_naming_its_page(
     assert message.startswith("docs/week-99.md: the drill notebook docs/drills/week-99-drill.ipynb"), message
     assert says in message, message
     assert not (generated_tree / "docs" / "drills").exists()
+
+
+def test_a_drill_steps_line_breaks_other_than_newline_stay_inside_their_line(generated_tree, monkeypatch):
+    """A string in a drill step holding characters ``str.splitlines`` breaks at (vertical tab, form
+    feed, the file, group and record separators, U+0085, U+2028, U+2029): the step's cell, in the
+    notebook made and in the one the build writes, holds the step's lines split at newlines only,
+    each but the last ending in one, and runs as the step does."""
+    odd = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+    week = generated_tree / "snippets" / "week99"
+    week.mkdir(parents=True)
+    (week / "drill_1_odd.py").write_text(f'# Step 1\ns = "{odd}"\nprint(len(s))\n', encoding="utf-8")
+    monkeypatch.setattr(generated, "drill_weeks", lambda: [week])
+    lines = ["# Step 1\n", f's = "{odd}"\n', "print(len(s))"]
+    assert generated.drill_notebook(week)["cells"][-1]["source"] == lines
+    generated.build_drills("shared")
+    cell = json.loads((generated_tree / "docs" / "drills" / "week-99-drill.ipynb").read_text("utf-8"))["cells"][-1]
+    assert cell["source"] == lines
+    assert cell["outputs"][0]["text"] == [f"{len(odd)}\n"]
 
 
 # -- 5. the shipped wheel ------------------------------------------------------------------------------
