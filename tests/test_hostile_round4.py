@@ -60,8 +60,6 @@ def _tokens_over_bar_threshold() -> bytes:
     return symbols[np.random.default_rng(0).integers(0, 16, 24_000)].tobytes()
 
 
-@pytest.mark.xfail(strict=True, reason="with standard error closed (2>&-: cron, a daemon) the progress bar of an "
-                                       "input over 20,000 tokens writes to None: AttributeError, exit 1, no message")
 def test_a_closed_standard_error_does_not_stop_a_long_compress(model_dir, tmp_path, monkeypatch, capsys):
     """``python -m netcl_lite.compression compress big.txt out 2>&-``: Python's sys.stderr is None.
     A short input codes; one over the bar's threshold raises AttributeError from tqdm ('NoneType'
