@@ -183,8 +183,8 @@ class _Counts:
     (tagged context, token) pair keys, so that one search serves every order and stream.
 
     The coded counts live in a main table (unique pair keys, counts; unique contexts with their
-    last successor and the step it came) and a buffer of the latest steps' additions (pair keys
-    with duplicates, in the order they came), kept sorted by inserting each step's few; every
+    last successor and the step it came) and a buffer of the latest steps' additions (each pair
+    key once, with its summed weight and the step of its latest addition), kept sorted; every
     :data:`_MERGE_EVERY` steps the buffer joins the main table (a linear merge of sorted arrays)."""
 
     def __init__(self, primed: _Primed, token_bits: int):
@@ -242,13 +242,32 @@ class _Counts:
 
     def add(self, keys: np.ndarray, tokens: np.ndarray, weight: int) -> None:
         """Count ``tokens`` (Q,) after tagged contexts ``keys`` (Q,), each weighing ``weight``;
-        within a call, a later one is the more recent."""
+        within a call, a later one is the more recent. The buffer holds each pair once, with its
+        summed weight and its latest step, so its size (and a lookup's work) is bounded by the
+        distinct pairs of the latest steps, however often a text repeats one pair."""
+        if not keys.size:
+            self._tick()
+            return
         new = (keys << self.tb) | tokens.astype(np.uint64)
         order = np.argsort(new, kind="stable")
-        at = np.searchsorted(self.recent, new[order], side="right")
-        self.recent = np.insert(self.recent, at, new[order])
-        self.recent_weight = np.insert(self.recent_weight, at, float(weight))
-        self.recent_step = np.insert(self.recent_step, at, (self.step << 20) + order)   # < 2^20 a call
+        pairs = new[order]
+        starts = _run_starts(pairs[1:] != pairs[:-1])
+        added = np.diff(np.append(starts, pairs.size)).astype(np.float64) * float(weight)
+        # the stable sort keeps a pair's additions in call order: its last is its latest
+        latest = (self.step << 20) + order[np.append(starts[1:], pairs.size) - 1]     # < 2^20 a call
+        pairs = pairs[starts]
+        at = np.searchsorted(self.recent, pairs)
+        have = at < self.recent.size
+        have[have] = self.recent[at[have]] == pairs[have]
+        self.recent_weight[at[have]] += added[have]          # whole numbers: the sum is exact
+        self.recent_step[at[have]] = latest[have]
+        fresh, at_new = ~have, at[~have]
+        self.recent = np.insert(self.recent, at_new, pairs[fresh])
+        self.recent_weight = np.insert(self.recent_weight, at_new, added[fresh])
+        self.recent_step = np.insert(self.recent_step, at_new, latest[fresh])
+        self._tick()
+
+    def _tick(self) -> None:
         self.step += 1
         if self.step % _MERGE_EVERY == 0:
             self._merge()
