@@ -176,8 +176,7 @@ class GeometricMixer:
         if self.bias is not None:          # b[prev] += η (onehot(x) − p), stream by stream in order
             grad = pr * -BIAS_RATE
             grad[np.arange(rows.size), x] += BIAS_RATE
-            for r, g in zip(prev[rows].tolist(), grad):
-                self.bias[r] += g
+            np.add.at(self.bias, prev[rows], grad)          # row by row in order, as a loop adds
 
 
 class TreeSSE:

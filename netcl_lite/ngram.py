@@ -339,7 +339,7 @@ def _chain(p0: np.ndarray, slot, token, a, beta: np.ndarray, targets, first: np.
     of the orders above, as entries in order would be (adding zero changes no bit)."""
     b, v = beta.shape[1], p0.size
     order, flat = slot // b, (slot % b) * v + token
-    out, done, p = {}, 0, np.broadcast_to(p0, (b, v))
+    out, done, p = {}, 0, p0[None, :]              # broadcast by the first product
     for m in sorted(targets):
         after = np.ones((m + 1 - done, b))            # after[j - done] = Π_{j<i≤m} β_i (orders 1-based)
         for j in range(m - 1, done - 1, -1):
@@ -375,13 +375,19 @@ class _DenseFirst:
             self.primer[q, primed.tokens[at]] = primed.counts[at]
             self.last[found] = primed.last[j[found]]
 
-    def rows(self, context: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(all counts, the coded text's alone), (B, vocab) float64, of each stream's ``context``
-        row; zero in the rows that are not ``live`` (too few tokens seen for the order)."""
-        coded = self.coded[context]
-        merged = (self.primer[context] + coded).astype(np.float64)
+    def rows(self, context: np.ndarray, live: np.ndarray, coded_too: bool = True):
+        """(all counts, the coded text's alone (None unless ``coded_too``)), (B, vocab) float64,
+        of each stream's ``context`` row; zero in the rows that are not ``live`` (too few tokens
+        seen for the order)."""
+        coded = np.take(self.coded, context, axis=0)
+        merged = np.take(self.primer, context, axis=0)
+        merged += coded                                      # whole counts: int32 holds them (class doc)
+        merged = merged.astype(np.float64)
+        merged[~live] = 0.0
+        if not coded_too:
+            return merged, None
         coded = coded.astype(np.float64)
-        merged[~live], coded[~live] = 0.0, 0.0
+        coded[~live] = 0.0
         return merged, coded
 
     def add(self, context: np.ndarray, tokens: np.ndarray, weight: int) -> None:
@@ -695,7 +701,7 @@ class WordNGram:
         dense, first = self.dense, None
         if dense is not None:                # order 1 from its dense rows, the orders above searched
             live1, live[0] = live[0].copy(), False
-            merged, _ = dense.rows(self._first_context(), live1)
+            merged, _ = dense.rows(self._first_context(), live1, coded_too=False)
         look = _Lookup(self.counts, keys, live, self._scratch)
         n = look.n
         if dense is not None:
