@@ -43,6 +43,7 @@ BOOST_RATE = 0.02           # step of the weights of the match model's predicted
 BIAS_RATE = 0.2             # step of the bias per previous token
 LOG_FLOOR = -30.0           # an input's log-probability is taken as at least this
 STREAM_DECAY = 0.99         # a stream's token seen k steps ago counts 0.99^k in its own caches
+STREAM_WINDOW = 4096        # the bigram cache looks this many steps back (0.99^4096 < 2e-18): bounded work a step
 STREAM_PRIOR = 5.0          # the unigram cache's prior weight (the n-gram's order-0 distribution)
 STREAM_BIGRAM_PRIOR = 2.0   # the bigram cache's prior weight (the unigram cache)
 MATCH_BUCKETS = 20          # match lengths 0..11 each, then every 4 up to 43+
@@ -73,6 +74,9 @@ class StreamCache:
     training text) dilute.
 
     unigram(x) = (c(x) + α P0(x)) / (Σ c + α); bigram(x) = (c(prev, x) + β unigram(x)) / (Σ c(prev, ·) + β)
+
+    The bigram counts the pairs of the last :data:`STREAM_WINDOW` steps, so a step's work is
+    bounded however long or repetitive the text is (older pairs would weigh under 2e-18).
     """
 
     def __init__(self, vocab: int, lengths: np.ndarray):
@@ -87,10 +91,14 @@ class StreamCache:
         b, v = self.counts.shape
         unigram = (self.counts + STREAM_PRIOR * prior) / (self.counts.sum(axis=1, keepdims=True) + STREAM_PRIOR)
         t = self.step
-        follows = np.zeros((b, v))
-        if t >= 2:       # pairs (history[i], history[i + 1]) for i < t - 1, whose first is the last token
-            rows, at = np.nonzero(self.history[:, :t - 1] == self.history[:, t - 1:t])
-            np.add.at(follows, (rows, self.history[rows, at + 1]), self.decay[t - 1 - at])
+        if t >= 2:       # pairs (history[i], history[i + 1]) for t - 1 - window <= i < t - 1 whose first is the last token
+            lo = max(0, t - 1 - STREAM_WINDOW)
+            rows, at = np.nonzero(self.history[:, lo:t - 1] == self.history[:, t - 1:t])
+            at += lo
+            follows = np.bincount(rows * v + self.history[rows, at + 1], self.decay[t - 1 - at],
+                                  minlength=b * v).reshape(b, v)     # summed in order, as np.add.at does
+        else:
+            follows = np.zeros((b, v))
         n = follows.sum(axis=1, keepdims=True)
         return unigram, (follows + STREAM_BIGRAM_PRIOR * unigram) / (n + STREAM_BIGRAM_PRIOR)
 
@@ -168,8 +176,7 @@ class GeometricMixer:
         if self.bias is not None:          # b[prev] += η (onehot(x) − p), stream by stream in order
             grad = pr * -BIAS_RATE
             grad[np.arange(rows.size), x] += BIAS_RATE
-            for r, g in zip(prev[rows].tolist(), grad):
-                self.bias[r] += g
+            np.add.at(self.bias, prev[rows], grad)          # row by row in order, as a loop adds
 
 
 class TreeSSE:

@@ -183,8 +183,8 @@ class _Counts:
     (tagged context, token) pair keys, so that one search serves every order and stream.
 
     The coded counts live in a main table (unique pair keys, counts; unique contexts with their
-    last successor and the step it came) and a buffer of the latest steps' additions (pair keys
-    with duplicates, in the order they came), kept sorted by inserting each step's few; every
+    last successor and the step it came) and a buffer of the latest steps' additions (each pair
+    key once, with its summed weight and the step of its latest addition), kept sorted; every
     :data:`_MERGE_EVERY` steps the buffer joins the main table (a linear merge of sorted arrays)."""
 
     def __init__(self, primed: _Primed, token_bits: int):
@@ -242,13 +242,32 @@ class _Counts:
 
     def add(self, keys: np.ndarray, tokens: np.ndarray, weight: int) -> None:
         """Count ``tokens`` (Q,) after tagged contexts ``keys`` (Q,), each weighing ``weight``;
-        within a call, a later one is the more recent."""
+        within a call, a later one is the more recent. The buffer holds each pair once, with its
+        summed weight and its latest step, so its size (and a lookup's work) is bounded by the
+        distinct pairs of the latest steps, however often a text repeats one pair."""
+        if not keys.size:
+            self._tick()
+            return
         new = (keys << self.tb) | tokens.astype(np.uint64)
         order = np.argsort(new, kind="stable")
-        at = np.searchsorted(self.recent, new[order], side="right")
-        self.recent = np.insert(self.recent, at, new[order])
-        self.recent_weight = np.insert(self.recent_weight, at, float(weight))
-        self.recent_step = np.insert(self.recent_step, at, (self.step << 20) + order)   # < 2^20 a call
+        pairs = new[order]
+        starts = _run_starts(pairs[1:] != pairs[:-1])
+        added = np.diff(np.append(starts, pairs.size)).astype(np.float64) * float(weight)
+        # the stable sort keeps a pair's additions in call order: its last is its latest
+        latest = (self.step << 20) + order[np.append(starts[1:], pairs.size) - 1]     # < 2^20 a call
+        pairs = pairs[starts]
+        at = np.searchsorted(self.recent, pairs)
+        have = at < self.recent.size
+        have[have] = self.recent[at[have]] == pairs[have]
+        self.recent_weight[at[have]] += added[have]          # whole numbers: the sum is exact
+        self.recent_step[at[have]] = latest[have]
+        fresh, at_new = ~have, at[~have]
+        self.recent = np.insert(self.recent, at_new, pairs[fresh])
+        self.recent_weight = np.insert(self.recent_weight, at_new, added[fresh])
+        self.recent_step = np.insert(self.recent_step, at_new, latest[fresh])
+        self._tick()
+
+    def _tick(self) -> None:
         self.step += 1
         if self.step % _MERGE_EVERY == 0:
             self._merge()
@@ -320,7 +339,7 @@ def _chain(p0: np.ndarray, slot, token, a, beta: np.ndarray, targets, first: np.
     of the orders above, as entries in order would be (adding zero changes no bit)."""
     b, v = beta.shape[1], p0.size
     order, flat = slot // b, (slot % b) * v + token
-    out, done, p = {}, 0, np.broadcast_to(p0, (b, v))
+    out, done, p = {}, 0, p0[None, :]              # broadcast by the first product
     for m in sorted(targets):
         after = np.ones((m + 1 - done, b))            # after[j - done] = Π_{j<i≤m} β_i (orders 1-based)
         for j in range(m - 1, done - 1, -1):
@@ -356,13 +375,19 @@ class _DenseFirst:
             self.primer[q, primed.tokens[at]] = primed.counts[at]
             self.last[found] = primed.last[j[found]]
 
-    def rows(self, context: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(all counts, the coded text's alone), (B, vocab) float64, of each stream's ``context``
-        row; zero in the rows that are not ``live`` (too few tokens seen for the order)."""
-        coded = self.coded[context]
-        merged = (self.primer[context] + coded).astype(np.float64)
+    def rows(self, context: np.ndarray, live: np.ndarray, coded_too: bool = True):
+        """(all counts, the coded text's alone (None unless ``coded_too``)), (B, vocab) float64,
+        of each stream's ``context`` row; zero in the rows that are not ``live`` (too few tokens
+        seen for the order)."""
+        coded = np.take(self.coded, context, axis=0)
+        merged = np.take(self.primer, context, axis=0)
+        merged += coded                                      # whole counts: int32 holds them (class doc)
+        merged = merged.astype(np.float64)
+        merged[~live] = 0.0
+        if not coded_too:
+            return merged, None
         coded = coded.astype(np.float64)
-        merged[~live], coded[~live] = 0.0, 0.0
+        coded[~live] = 0.0
         return merged, coded
 
     def add(self, context: np.ndarray, tokens: np.ndarray, weight: int) -> None:
@@ -676,7 +701,7 @@ class WordNGram:
         dense, first = self.dense, None
         if dense is not None:                # order 1 from its dense rows, the orders above searched
             live1, live[0] = live[0].copy(), False
-            merged, _ = dense.rows(self._first_context(), live1)
+            merged, _ = dense.rows(self._first_context(), live1, coded_too=False)
         look = _Lookup(self.counts, keys, live, self._scratch)
         n = look.n
         if dense is not None:

@@ -92,6 +92,41 @@ def test_successors_are_the_most_recent_followers_of_each_context():
     assert model.successors[:2, 0].tolist() == [6, 6]
 
 
+def test_a_pair_coded_over_and_over_is_buffered_once_so_a_step_s_work_does_not_grow():
+    """The coded counts' buffer holds each (context, token) pair once: 32 streams coding one
+    token for 60 steps leave one pair per order in it, not one per stream, step and order, so a
+    lookup's work (the entries its ranges span) stays what varied text costs."""
+    model = ng.NGram(np.arange(50) % 7, 8, streams=32, orders=4)
+    same, active = np.full(32, 3), np.ones(32, bool)
+    for _ in range(60):                          # under _MERGE_EVERY: all of it still in the buffer
+        model.predict()
+        model.update(same, active)
+    buffered = model.counts.recent
+    assert buffered.size <= 3, "one pair per order above the dense order 1"
+    assert np.unique(buffered).size == buffered.size, "each pair is buffered once"
+    # the counts and the successors are those of every addition: order 4 counted from the 5th step on, x 8
+    p, reached, total = model.predict()
+    assert reached.tolist() == [4] * 32 and total.tolist() == [float((60 - 4) * 32 * ng.ADDED_WEIGHT)] * 32
+    assert model.successors[:, 0].tolist() == [3, 3, 3, 3]
+
+
+def test_the_buffered_counts_sum_to_what_each_addition_adds(monkeypatch):
+    """Counts kept once per pair in the buffer, and merged every few steps, give the plain
+    chain's probabilities to the last bit of a float64 sum of whole numbers."""
+    monkeypatch.setattr(ng, "_MERGE_EVERY", 5)
+    rng = np.random.default_rng(7)
+    primer = rng.integers(0, 4, 40)
+    streams = [list(rng.integers(0, 3, 23)) for _ in range(3)]    # a small alphabet: pairs repeat
+    expected = _reference_ngram(primer, streams, 6, 3)
+    model = ng.NGram(primer, 6, streams=3, orders=3)
+    model.dense = None                             # order 1 searched in the tables too
+    for step in range(23):
+        p, _, _ = model.predict()
+        for b in range(3):
+            np.testing.assert_allclose(p[b], expected[b][step], rtol=1e-12, atol=1e-15)
+        model.update(np.array([s[step] for s in streams]), np.ones(3, bool))
+
+
 def test_word_classes_fold_case_and_whitespace():
     cls, sep = ng.word_classes({0: b" The", 1: b"the\n", 2: b"  ", 3: b"cat", 4: b"x\t"}, 6)
     assert cls[0] == cls[1] != cls[3] and cls[2] == 0 and cls[5] == 0
@@ -163,6 +198,24 @@ def test_stream_cache_counts_decay_as_stated():
     follows = np.array([0, 0, 0, g])
     np.testing.assert_allclose(bigram[1], (follows + cm.STREAM_BIGRAM_PRIOR * unigram[1])
                                / (g + cm.STREAM_BIGRAM_PRIOR), rtol=1e-12)
+
+
+def test_the_stream_bigram_looks_back_a_window_so_a_step_s_work_is_bounded(monkeypatch):
+    """Only the last STREAM_WINDOW pairs count: one token repeated 40 steps, with a window of
+    8, gives the bigram of 8 decayed pairs (a whole history's would weigh 39)."""
+    monkeypatch.setattr(cm, "STREAM_WINDOW", 8)
+    cache = cm.StreamCache(4, np.array([50]))
+    prior = np.full(4, 0.25)
+    for _ in range(40):
+        cache.predict(prior)
+        cache.update(np.array([2]), np.array([True]))
+    unigram, bigram = cache.predict(prior)
+    g = cm.STREAM_DECAY
+    follows = np.zeros(4)
+    follows[2] = sum(g ** k for k in range(1, 9))        # pairs 1..8 steps back
+    np.testing.assert_allclose(bigram[0], (follows + cm.STREAM_BIGRAM_PRIOR * unigram[0])
+                               / (follows.sum() + cm.STREAM_BIGRAM_PRIOR), rtol=1e-12)
+    assert cm.STREAM_DECAY ** 4096 < 2e-18, "the window's first left-out pair weighs what the constant's comment says"
 
 
 def test_the_geometric_mixer_starts_as_its_first_input_and_learns_toward_the_coded_token():
