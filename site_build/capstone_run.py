@@ -51,7 +51,8 @@ def train() -> None:
     if proc.returncode:
         raise RuntimeError("docs/chapter-9.md: Chapter 9's training run, which its blocks and figures read, "
                            "failed; its error is printed above")
-    run_ahead()
+    if not fingerprint.rerun_forced():           # a forced rerun runs every stage at its place anyway
+        run_ahead()
 
 
 #: a snippet that reads a clock (or times the coders) prints what it measured: it never runs beside
