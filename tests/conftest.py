@@ -168,7 +168,8 @@ def _site_built_before_any_test(request, tmp_path_factory):
     """When a selected test needs the built site, the site is built before any test of the run starts,
     once for all ``pytest -n`` workers (the first takes a lock and builds, the others wait on it):
     the build measures what its pages print (training time, generation and coding speeds), so it
-    runs alone, never beside other tests."""
+    runs alone, never beside other tests (within it, only what measures no time runs on every core
+    at once: :func:`site_build.capstone_run.run_ahead`)."""
     if not any("built_site" in getattr(item, "fixturenames", ()) for item in request.session.items):
         return
     shared = _shared_dir(tmp_path_factory)
