@@ -16,7 +16,7 @@ WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 SCHEMES = {"light": "default", "dark": "slate"}
 
 
-#: the printable book's own elements, for axe's color-contrast rule: what print-book.js and site.css
+#: the printable book's own elements, for axe's rules that read colors: what print-book.js and site.css
 #: show there and no single page shows as it opens (the collapsed answers, opened; every tab's
 #: panel, shown at once), and whatever the print-site plugin adds around the pages' sections
 PRINT_ONLY = ["#print-site-page details", "#print-site-page .tabbed-set",
@@ -30,25 +30,27 @@ PRINT_MARKERS = ["print-site", "print-page"]
 COLOR_RULES = ["color-contrast", "link-in-text-block"]
 
 
-def wcag_violations(page, contrast_only_in: list[str] | None = None, colors_only: bool = False) -> list[str]:
+def wcag_violations(page, colors_only_in: list[str] | None = None, structure: bool = True) -> list[str]:
     """One line per violated rule: the rule, its impact, how many elements, and the first of them.
-    ``contrast_only_in``: selectors to which axe's color-contrast rule is confined (every other rule
-    still checks the whole page); None checks the whole page with every rule. ``colors_only``: only
-    the :data:`COLOR_RULES`, for a page whose structure was checked in another palette."""
+    ``colors_only_in``: selectors to which the rules that read colors (:data:`COLOR_RULES`) are
+    confined, every other rule checking the whole page; None: every rule checks the whole page.
+    ``structure=False``: the color rules alone, for a page whose structure another palette's check read."""
     from axe_playwright_python.sync_playwright import Axe
 
-    options = {"runOnly": {"type": "tag", "values": WCAG_TAGS}, "resultTypes": ["violations"]}
-    if colors_only:
-        options["runOnly"] = {"type": "rule", "values": COLOR_RULES}
-    if contrast_only_in is None:
-        results = Axe().run(page, options=options).response
+    only = {"type": "tag", "values": WCAG_TAGS}
+    if colors_only_in is None and structure:
+        results = Axe().run(page, options={"runOnly": only, "resultTypes": ["violations"]}).response
     else:
-        rest = Axe().run(page, options={**options, "rules": {"color-contrast": {"enabled": False}}}).response
-        present = [s for s in contrast_only_in if page.query_selector(s) is not None]   # axe refuses an empty include
-        contrast = Axe().run(page, context={"include": [[s] for s in present]},
-                             options={"runOnly": {"type": "rule", "values": ["color-contrast"]},
-                                      "resultTypes": ["violations"]}).response if present else {"violations": []}
-        results = {"violations": rest["violations"] + contrast["violations"]}
+        results = {"violations": []}
+        if structure:
+            off = {rule: {"enabled": False} for rule in COLOR_RULES}
+            results = Axe().run(page, options={"runOnly": only, "rules": off, "resultTypes": ["violations"]}).response
+        present = None if colors_only_in is None else [s for s in colors_only_in if page.query_selector(s) is not None]
+        if present is None or present:                 # axe refuses an include that matches nothing
+            context = None if present is None else {"include": [[s] for s in present]}
+            colors = Axe().run(page, context=context, options={"runOnly": {"type": "rule", "values": COLOR_RULES},
+                                                               "resultTypes": ["violations"]}).response
+            results["violations"] += colors["violations"]
     lines = []
     for rule in results["violations"]:
         first = rule["nodes"][0]
