@@ -18,9 +18,10 @@ SCHEMES = {"light": "default", "dark": "slate"}
 
 #: the printable book's own elements, for axe's rules that read colors: what print-book.js and site.css
 #: show there and no single page shows as it opens (the collapsed answers, opened; every tab's
-#: panel, shown at once), and whatever the print-site plugin adds around the pages' sections
+#: panel, shown at once), and what the print-site plugin adds around the pages' sections (the
+#: headings of the navigation's sections, each a ``section.md-section`` holding its pages)
 PRINT_ONLY = ["#print-site-page details", "#print-site-page .tabbed-set",
-              "#print-site-page > :not(section.print-page)"]
+              "#print-site-page section.md-section > :not(section)", "#print-site-page > :not(section)"]
 #: what the selectors of the printable book's own styles name (print-site's and site.css's)
 PRINT_MARKERS = ["print-site", "print-page"]
 

@@ -196,7 +196,8 @@ def test_page_meets_wcag_aa_in_dark_mode(dark_tab, site_url, path):
 def _print_sections_are_checked_pages(page, url: str) -> None:
     """Each page section of the printable book is a page this module checks on its own."""
     checked = {path.removesuffix("index.html").strip("/").replace("/", "-") or "index" for _, path in _site_pages()}
-    sections = page.eval_on_selector_all("#print-site-page > section.print-page[id]", "els => els.map(e => e.id)")
+    sections = page.eval_on_selector_all("#print-site-page section.print-page:not(.md-section)",
+                                         "els => els.map(e => e.id)")
     assert sections, f"{url}: no page sections in the printable book"
     unchecked = sorted(set(sections) - checked)
     assert not unchecked, f"{url}: the printable book holds pages no test opens on their own: {unchecked}"
