@@ -19,7 +19,8 @@ clock. The training run and every snippet that times something (:data:`TIMES`) r
 training before, the timed snippets after, at their places in the pages, so what they print is
 measured on a machine the build does not share. What runs ahead is stored under the keys the
 later stages look up, so they find it; what fails ahead runs again at its place, which reports the
-error as it always does.
+error as it always does. Under ``NETCL_LITE_RERUN=1`` nothing runs ahead: every stage runs again at
+its place anyway.
 """
 
 from __future__ import annotations
