@@ -68,10 +68,43 @@ def is_slow(item) -> bool:
     return "capstone" in getattr(block, "code", "")
 
 
+#: test files whose tests pytest-xdist may spread over its workers one by one: their fixtures (a
+#: browser, a tab) take a second to make again; every other file runs in one worker, so its fixtures
+#: (a reader's venv, a trained model) are made once
+SPREAD_FILES = frozenset({"test_browser.py"})
+#: the longest tests (several minutes each on a 2-core machine), started first so that no worker is
+#: left running one of them alone at the end: a reader running Chapter 9's blocks from the wheel,
+#: and the printable book in the browser
+LONG_FIRST = ("test_reader.py::test_every_copyable_block_runs_from_the_wheel_outside_the_repository",
+              "test_browser.py::test_page_renders_offline_in_chromium[print_page/",
+              "test_browser.py::test_page_meets_wcag_aa_in_dark_mode[print_page/")
+
+
+def _schedule(items) -> None:
+    """Group each test file's tests for ``--dist loadgroup`` (but :data:`SPREAD_FILES`'), then order the
+    groups as pytest-xdist takes them (``--no-loadscope-reorder``): the groups that hold a
+    :data:`LONG_FIRST` test first, then the others by size, largest first (xdist's own reordering)."""
+    def group(item) -> str:
+        marker = item.get_closest_marker("xdist_group")
+        return (marker.args[0] if marker and marker.args else marker.kwargs.get("name")) if marker else item.nodeid
+
+    for item in items:
+        if item.path.name not in SPREAD_FILES and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
+    size, first = {}, {}
+    for item in items:
+        size[group(item)] = size.get(group(item), 0) + 1
+        rank = next((i for i, long in enumerate(LONG_FIRST) if long in item.nodeid), len(LONG_FIRST))
+        first[group(item)] = min(first.get(group(item), rank), rank)
+    order = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (first[group(item)], -size[group(item)], order[id(item)]))
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if is_slow(item):
             item.add_marker(pytest.mark.slow)
+    _schedule(items)
     pages = config.getoption("--page")
     if not pages:
         return
@@ -135,7 +168,8 @@ def _site_built_before_any_test(request, tmp_path_factory):
     """When a selected test needs the built site, the site is built before any test of the run starts,
     once for all ``pytest -n`` workers (the first takes a lock and builds, the others wait on it):
     the build measures what its pages print (training time, generation and coding speeds), so it
-    runs alone, never beside other tests."""
+    runs alone, never beside other tests (within it, only what measures no time runs on every core
+    at once: :func:`site_build.capstone_run.run_ahead`)."""
     if not any("built_site" in getattr(item, "fixturenames", ()) for item in request.session.items):
         return
     shared = _shared_dir(tmp_path_factory)
