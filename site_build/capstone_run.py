@@ -62,7 +62,6 @@ TIMES = re.compile(r"\bimport time\b|\bfrom time import\b|\btimeit\b|perf_counte
                    r"|coder_speeds")
 #: a script that reads Chapter 9's measures
 _READS_MEASURES = re.compile(r"\bmeasures\(")
-_MEASURES = re.compile(r"\bmeasures\(")
 _MEASURES = "from netcl_lite import capstone; capstone.measures(capstone.run())"
 _FIGURES_AND_NOTEBOOKS = ("from site_build import generated, store; shared = store.context(); "
                           "generated.build_figures(shared); generated.build_drills(shared)")
