@@ -1,7 +1,6 @@
 """A fourth hostile check of the compressor, its command line and the build plugin: cases beyond
 those of tests/test_compression_hostile.py and tests/test_site_build_hostile.py. Each test states
-what should happen and fails on today's code (``xfail(strict=True)``), so that it flips to a pass,
-and must then lose its marker, once the defect is fixed."""
+what should happen; each failed on the code before its fix (its docstring says how)."""
 
 from __future__ import annotations
 
