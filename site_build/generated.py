@@ -3,7 +3,10 @@
 * Figures: every ``snippets/<page>/figure_<name>.py`` is run with an output
   path and writes ``docs/figures/<page>/<name>.svg`` from netcl_lite's own
   results (or, for Chapter 8, from the benchmark JSON), so a figure cannot
-  drift from the code any more than a printed number can. Each script states
+  drift from the code any more than a printed number can. Each script runs
+  alone in a fresh interpreter (several at once), so what one sets (matplotlib's
+  rcParams, a seed, the working folder) never reaches another figure, whose key
+  would not cover it; an SVG over :data:`FIGURE_LIMIT` fails the build. Each script states
   what it drew, numbers included, in the SVG's description; that text becomes
   the ``alt`` of the figure's ``<img>``, so no alt text is typed by hand.
 * Drill notebooks: ``snippets/<week>/drill_<n>_<topic>.py`` are the one source
