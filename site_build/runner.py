@@ -59,7 +59,7 @@ def run_code(code: str, folder: str | Path, timeout: float = 600, **how) -> subp
     ``python`` and ``env``): a page block as a reader who pasted it into a file runs it."""
     if not isinstance(code, str):
         raise TypeError(f"code must be str, got {type(code).__name__}")
-    script = Path(folder) / "block.py"
+    script = Path(folder) / SCRIPT_NAME
     script.write_text(code, encoding="utf-8")
     return run_python(script, cwd=folder, timeout=timeout, **how)
 
