@@ -219,7 +219,7 @@ def coder(mode: int, adapt: AdaptConfig | None = None) -> str:
     counts, match model and mixing; the adaptation)."""
     from pathlib import Path
 
-    if not isinstance(mode, int) or isinstance(mode, bool) or mode not in MODES or mode == STORED:
+    if not isinstance(mode, (int, np.integer)) or isinstance(mode, bool) or mode not in MODES or mode == STORED:
         raise ValueError(f"mode must be one of the coded modes {sorted(set(MODES) - {STORED})} (MODEL or MIXED, "
                          f"plus ADAPTING when the model learns as it codes), got {mode!r}")
     if adapt is not None and not isinstance(adapt, AdaptConfig):
