@@ -135,6 +135,12 @@ _LOCKS: dict[int, threading.RLock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
+def _model_only(model) -> None:
+    """TypeError naming ``model`` unless it is a :class:`~netcl_lite.nn.DecoderLM`."""
+    if not isinstance(model, DecoderLM):
+        raise TypeError(f"model must be a netcl_lite.nn.DecoderLM, got {type(model).__name__}")
+
+
 def device_lock(model: DecoderLM) -> threading.RLock:
     """The lock held around every use of ``model``'s device here: one per OpenCL context.
 
@@ -146,6 +152,7 @@ def device_lock(model: DecoderLM) -> threading.RLock:
     this lock for a step's device work (a refill and a decoding step, ending with the logits
     read back) and keeps its own cache, n-gram, mixer and coder, whose host work runs while
     another thread holds the device."""
+    _model_only(model)
     key = model.queue.context.int_ptr
     with _LOCKS_GUARD:
         return _LOCKS.setdefault(key, threading.RLock())
@@ -155,6 +162,7 @@ def device_lock(model: DecoderLM) -> threading.RLock:
 
 def model_fingerprint(model: DecoderLM) -> bytes:
     """8 bytes of SHA-256 over the model's config and every weight (transformers' names, sorted)."""
+    _model_only(model)
     h = hashlib.sha256(json.dumps(model.config.__dict__, sort_keys=True, default=str).encode())
     with device_lock(model):
         weights = model.state_dict()
@@ -165,6 +173,7 @@ def model_fingerprint(model: DecoderLM) -> bytes:
 
 def tokenizer_fingerprint(tokenizer: BPETokenizer) -> bytes:
     """8 bytes of SHA-256 over the tokenizer's pre-split pattern, its tokens' bytes and its special tokens."""
+    _check_tokenizer(tokenizer)
     h = hashlib.sha256(str(tokenizer.pattern).encode() + b"\0")
     for i, piece in sorted(tokenizer.vocab.items()):
         h.update(struct.pack("<IH", i, len(piece)) + piece)
@@ -177,6 +186,7 @@ def arithmetic(model: DecoderLM) -> str:
     kind, PoCL's compiler target and the kernels' vector lanes, the platform's version, a hash of
     the kernel sources, and the NumPy and constriction versions (the host's softmax and the
     coder's quantization)."""
+    _model_only(model)
     import constriction
     import pyopencl as cl
 
@@ -208,6 +218,12 @@ def coder(mode: int, adapt: AdaptConfig | None = None) -> str:
     when the mode adapts, and a hash of the sources of the host models the mode runs (the mixer's
     counts, match model and mixing; the adaptation)."""
     from pathlib import Path
+
+    if not isinstance(mode, (int, np.integer)) or isinstance(mode, bool) or mode not in MODES or mode == STORED:
+        raise ValueError(f"mode must be one of the coded modes {sorted(set(MODES) - {STORED})} (MODEL or MIXED, "
+                         f"plus ADAPTING when the model learns as it codes), got {mode!r}")
+    if adapt is not None and not isinstance(adapt, AdaptConfig):
+        raise TypeError(f"adapt must be a netcl_lite.adaptation.AdaptConfig or None, got {type(adapt).__name__}")
 
     here = Path(__file__).parent
     names = (["ngram.py", "match.py", "context_mixing.py"] if mode & 3 == MIXED else []) + \
@@ -329,6 +345,10 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
 def segments(n_tokens: int, streams: int) -> np.ndarray:
     """Token counts of the ``streams`` contiguous segments (the first ``n_tokens % streams`` one longer)."""
     n_tokens, streams = nonnegative_int("n_tokens", n_tokens), positive_int("streams", streams)
+    if streams > max(1, n_tokens):
+        raise ValueError(f"streams={streams:,} is more than the n_tokens={n_tokens:,} to cut: each stream holds "
+                         f"at least one token (one stream for none); pass at most {max(1, n_tokens):,} "
+                         f"(stream_count(n_tokens) is what compress uses)")
     return np.full(streams, n_tokens // streams, np.int64) + (np.arange(streams) < n_tokens % streams)
 
 
@@ -416,8 +436,7 @@ def _check_tokenizer(tokenizer) -> None:
 
 
 def _check_model(model, tokenizer) -> None:
-    if not isinstance(model, DecoderLM):
-        raise TypeError(f"model must be a netcl_lite.nn.DecoderLM, got {type(model).__name__}")
+    _model_only(model)
     _check_tokenizer(tokenizer)
     if max(tokenizer.vocab) >= model.config.vocab_size:
         raise ValueError(f"tokenizer has ids up to {max(tokenizer.vocab)}, beyond the model's "
@@ -503,14 +522,19 @@ def default_primer(tokenizer: BPETokenizer) -> np.ndarray:
 
 def kept_positions(model: DecoderLM) -> int:
     """Positions of context a stream keeps when its window fills and it is prefilled again."""
+    _model_only(model)
     return max(1, min(KEEP, model.config.max_position_embeddings // 2))
 
 
 def _progress(total: int, enabled: bool | None, what: str):
+    """A tqdm bar on standard error, disabled when not asked for or when standard error is closed
+    (``sys.stderr`` None: tqdm would write to None)."""
+    import sys
+
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, unit="tok", desc=what, disable=not enabled if enabled is not None else total < 20_000,
-                leave=False)
+    shown = (enabled if enabled is not None else total >= 20_000) and sys.stderr is not None
+    return tqdm(total=total, unit="tok", desc=what, disable=not shown, leave=False)
 
 
 def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: bool = True, adapt: bool = False,
@@ -602,6 +626,27 @@ def _stored(data: bytes) -> bytes:
     return _header(STORED, data)
 
 
+def _check_predictor_args(model, tokenizer, lengths, keep, mix, primer_ids, adapt) -> None:
+    """TypeError or ValueError naming the argument of :func:`make_predictor` that it cannot run with."""
+    _check_model(model, tokenizer)
+    _not_masked(lengths, "lengths")
+    if not isinstance(lengths, np.ndarray) or lengths.ndim != 1 or lengths.dtype.kind not in "iu" \
+            or not lengths.size or (lengths < 0).any() or (np.diff(lengths) > 0).any():
+        raise ValueError(f"lengths must be a 1-D integer array of the streams' token counts, longest first "
+                         f"(segments(n_tokens, streams) makes one), got {lengths!r:.200}")
+    window = model.config.max_position_embeddings
+    if not isinstance(keep, (int, np.integer)) or isinstance(keep, bool) or not 1 <= keep < window:
+        raise ValueError(f"keep must be an int from 1 to {window - 1} (the model's window less one; "
+                         f"kept_positions(model) is what compress uses), got {keep!r}")
+    flag("mix", mix)
+    if adapt is not None and not isinstance(adapt, AdaptConfig):
+        raise TypeError(f"adapt must be a netcl_lite.adaptation.AdaptConfig or None, got {type(adapt).__name__}")
+    if (mix or adapt is not None) and not (isinstance(primer_ids, np.ndarray) and primer_ids.ndim == 1
+                                           and primer_ids.dtype.kind in "iu"):
+        raise ValueError("primer_ids must be a 1-D integer array of the tokenizer's ids when mix or adapt is on "
+                         f"(default_primer(tokenizer) is compress's), got {type(primer_ids).__name__}")
+
+
 def make_predictor(model, tokenizer, lengths, keep, mix, primer_ids, *, adapt: AdaptConfig | None = None,
                    techniques=None) -> _Predictor:
     """The prediction both sides of the coder run: ``model`` over streams of ``lengths`` tokens,
@@ -611,6 +656,7 @@ def make_predictor(model, tokenizer, lengths, keep, mix, primer_ids, *, adapt: A
     ``primer_ids`` scaling its steps), or not when None. :mod:`netcl_lite.mixing` measures its parts."""
     from .context_mixing import TECHNIQUES
 
+    _check_predictor_args(model, tokenizer, lengths, keep, mix, primer_ids, adapt)
     byte_ids = _byte_ids(tokenizer)
     start = int(byte_ids[ord("\n")]) if byte_ids is not None else 0      # each stream starts after a newline
     mixer = None
@@ -848,6 +894,14 @@ def _load(model_dir):
     return model, tokenizer
 
 
+def _short_name(name: str) -> str:
+    """``name`` cut to its first 32 characters (128 bytes at most) and a hash of the whole: the stem of
+    a temporary file beside OUT whose name stays under NAME_MAX (255 bytes) for any valid OUT, once
+    :func:`netcl_lite.files.temporary_name` adds its process, thread and random parts (under 60)."""
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return f"{name[:32]}.{digest}"
+
+
 def _write_new(path, data: bytes) -> None:
     """Write ``path`` whole or not at all, never over an existing file: a temporary file in the
     same folder is written, flushed to disk and linked to the name (which fails if the name
@@ -861,7 +915,7 @@ def _write_new(path, data: bytes) -> None:
     from .files import temporary_name, write_new
 
     path = Path(path)
-    tmp = temporary_name(path)
+    tmp = temporary_name(path.with_name(_short_name(path.name)))
     try:
         write_new(tmp, data)
         try:
@@ -909,6 +963,19 @@ exit status:
 """
 
 
+def _say(message: str) -> None:
+    """``message`` on standard error, or nowhere when it is closed (started with ``2>&-``: Python's
+    ``sys.stderr`` is None, and ``print(file=None)`` would write to standard output, which may be
+    OUT's data); the exit status still says what happened."""
+    import sys
+
+    if sys.stderr is not None:
+        try:
+            print(message, file=sys.stderr)
+        except (OSError, ValueError):                   # a standard error that cannot be written
+            pass
+
+
 def main(argv=None) -> int:
     """``python -m netcl_lite.compression compress|decompress IN OUT [--model DIR] [--model-only] [--adapt]``;
     the exit status is 0 (done), 1 (refused or failed), 2 (usage) or 130 (interrupted)."""
@@ -917,12 +984,15 @@ def main(argv=None) -> int:
 
     import netcl_lite
 
+    if argv is not None and (not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv)):
+        raise TypeError(f"argv must be a list of str (the command line's words) or None for sys.argv[1:], "
+                        f"got {argv!r:.200}")
     if signal.getsignal(signal.SIGINT) is netcl_lite._interrupted_while_starting:
         signal.signal(signal.SIGINT, signal.default_int_handler)   # from here Ctrl-C cleans up as it unwinds
     try:
         return _main(argv)
     except KeyboardInterrupt:
-        print("python -m netcl_lite.compression: interrupted", file=sys.stderr)
+        _say("python -m netcl_lite.compression: interrupted")
         return 130
 
 
@@ -947,7 +1017,7 @@ def _main(argv) -> int:
     args = parser.parse_args(argv)
 
     def fail(message: str) -> int:
-        print(f"{parser.prog}: {message}", file=sys.stderr)
+        _say(f"{parser.prog}: {message}")
         return 1
 
     squeezing = args.command == "compress"
@@ -1023,7 +1093,7 @@ def _main(argv) -> int:
         except OSError as exc:
             return fail(f"{out}: cannot write it: {exc.strerror or exc}")
     except KeyboardInterrupt:
-        print(f"{parser.prog}: interrupted", file=sys.stderr)
+        _say(f"{parser.prog}: interrupted")
         return 130
     return 0
 

@@ -20,8 +20,9 @@ snippet.
 Printed text never passes through the page's Markdown: the marker's place holds a placeholder, and
 the printed text, escaped, replaces it in the page's HTML (:meth:`BuildOutputs.insert`), so no line
 it prints can close its block, include a file (``--8<--``), become a marker, math or HTML. Control
-characters (other than tab and newline) and invisible bidirectional marks are shown as ``\\xNN`` or
-``\\uNNNN``. Output ``as markdown`` is rendered on its own by a Markdown with paragraphs, pipe tables,
+characters (other than tab and newline), line separators and format characters (bidi marks,
+zero-width spaces and joiners, the soft hyphen, tag characters: Unicode's Cf) are shown as
+``\\xNN``, ``\\uNNNN`` or ``\\UNNNNNNNN``. Output ``as markdown`` is rendered on its own by a Markdown with paragraphs, pipe tables,
 emphasis, code spans and character references only (:func:`markdown_html`; a reference to a
 character shown as an escape is shown as that escape): anything else it prints,
 raw HTML, links, images, headings, lists, fences, attribute lists or includes, shows as the text it
@@ -63,8 +64,29 @@ TITLE = "printed when this site was built"
 #: the caption of a build output printed as Markdown
 CAPTION = "Printed as Markdown when this site was built, by the block above."
 
-_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
-                        "\u2066-\u2069\ufeff]")
+def _invisible_class() -> str:
+    """A regex class of what a page would not show as itself: the control characters but tab and
+    newline (Cc), the line and paragraph separators (Zl, Zp) and every format character (Cf: bidi
+    marks, zero-width spaces and joiners, the soft hyphen, tag characters), as this Python's Unicode
+    database has them."""
+    import sys
+    import unicodedata
+
+    chars = [c for c in map(chr, range(sys.maxunicode + 1))
+             if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") and c not in "\t\n"]
+    ranges, start, last = [], None, None
+    for c in chars:
+        if last is not None and ord(c) == ord(last) + 1:
+            last = c
+            continue
+        if start is not None:
+            ranges.append((start, last))
+        start = last = c
+    ranges.append((start, last))
+    return "[" + "".join(re.escape(a) if a == b else f"{re.escape(a)}-{re.escape(b)}" for a, b in ranges) + "]"
+
+
+_INVISIBLE = re.compile(_invisible_class())
 
 
 class BuildOutputError(RuntimeError):
@@ -73,10 +95,15 @@ class BuildOutputError(RuntimeError):
 
 
 def visible(text: str) -> str:
-    """``text`` with each control character (but tab and newline) and each invisible bidirectional
-    mark written out as ``\\xNN`` or ``\\uNNNN``, so a page shows what was printed."""
-    return _INVISIBLE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}",
-                          text)
+    """``text`` with each control character (but tab and newline), line or paragraph separator and
+    format character (invisible: bidi marks, zero-width spaces and joiners, the soft hyphen, tag
+    characters) written out as ``\\xNN``, ``\\uNNNN`` or ``\\UNNNNNNNN``, as Python writes them, so a
+    page shows what was printed."""
+    return _INVISIBLE.sub(lambda m: _escape(ord(m[0])), text)
+
+
+def _escape(code: int) -> str:
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def markdown_html(text: str) -> list[str]:
@@ -144,19 +171,31 @@ def snippet_key(path: str, shared: str | None = None) -> str:
 
 
 def run_stored(code: str, folder: str | Path, shared: str) -> subprocess.CompletedProcess:
-    """``code`` run by :func:`site_build.runner.run_code` in ``folder``, unless the store holds what it
-    printed under :func:`code_key` (``shared``: the key context of the interpreter and environment it
-    runs in, :func:`site_build.store.context`); a hit runs nothing and returns a completed process
-    with that stdout. A run that exits 0 is stored; a failing one is not, so it runs again."""
+    """``code`` run in ``folder`` as the build runs a snippet (:func:`site_build.runner.run_as_snippet`:
+    the same file name, stdout read as bytes, so what it prints is what the build would store), unless
+    the store holds what it printed under :func:`code_key` (``shared``: the key context of the
+    interpreter and environment it runs in, :func:`site_build.store.context`); a hit runs nothing and
+    returns a completed process with that stdout. A run that exits 0 and prints UTF-8 is stored; a
+    failing one is not, so it runs again. A run past :data:`TIMEOUT_S` raises
+    :class:`subprocess.TimeoutExpired`."""
+    if not isinstance(code, str):
+        raise TypeError(f"code must be str, got {type(code).__name__}")
+    command = ["python", runner.SCRIPT_NAME]
     key = code_key(code, shared)
     stored = store.lookup("build_output", key)
     if stored is not None:
-        return subprocess.CompletedProcess(["python", "block.py"], 0, stored.decode("utf-8"), "")
-    proc = runner.run_code(code, folder)
-    printed = proc.stdout.encode("utf-8")
-    if proc.returncode == 0 and len(printed) <= OUTPUT_LIMIT:       # the build would not show more
-        store.store("build_output", key, printed)
-    return proc
+        return subprocess.CompletedProcess(command, 0, stored.decode("utf-8"), "")
+    run = runner.run_as_snippet(code.encode("utf-8"), folder, TIMEOUT_S)
+    if run.stopped == "timeout":
+        raise subprocess.TimeoutExpired(command, TIMEOUT_S, run.stdout, run.stderr)
+    try:
+        printed = run.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        printed = None
+    if run.returncode == 0 and printed is not None and len(run.stdout) <= OUTPUT_LIMIT:   # the build shows no more
+        store.store("build_output", key, run.stdout)
+    stdout = run.stdout.decode("utf-8", "replace") if printed is None else printed
+    return subprocess.CompletedProcess(command, run.returncode, stdout, run.stderr.decode("utf-8", "replace"))
 
 
 class BuildOutputs:

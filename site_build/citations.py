@@ -177,21 +177,46 @@ def _fenced(lines: list[str]) -> set[int]:
     """The indices of the lines of fenced code blocks: a fence closes at the first later line, at the
     same indent, of the same character at least as long (CommonMark's rule; pymdownx.superfences
     wants the same length, and shows a block closed longer as a paragraph, but its writer meant code).
-    A fence never closed opens no block, as superfences reads it."""
+    A fence never closed opens no block, as superfences reads it. Linear in the lines but for a
+    logarithm: :func:`_closers` finds every opener's closer in one pass from the end."""
+    close = _closers(lines)
     fenced, i = set(), 0
     while i < len(lines):
-        m = _FENCE_OPEN.match(lines[i])
-        close = None
-        if m and not (m["fence"][0] == "`" and "`" in m["info"]):
-            end = re.compile(re.escape(m["fence"][0]) + "{" + str(len(m["fence"])) + r",}[ \t]*$")
-            close = next((j for j in range(i + 1, len(lines))
-                          if lines[j].startswith(m["ws"]) and end.match(lines[j], len(m["ws"]))), None)
-        if close is None:
+        if close[i] is None:
             i += 1
         else:
-            fenced.update(range(i, close + 1))
-            i = close + 1
+            fenced.update(range(i, close[i] + 1))
+            i = close[i] + 1
     return fenced
+
+
+def _closers(lines: list[str]) -> list[int | None]:
+    """For each line that opens a fence, the index of the first later line that closes it (the same
+    indent and character, a fence at least as long and nothing after it but blanks); None for any
+    other line or a fence never closed. One pass from the last line up: per indent and character, a
+    stack of the closing lines below, nearest on top, each longer than every one above it (a nearer
+    one at least as long hides a farther one), so a binary search finds an opener's closer."""
+    import bisect
+
+    stacks: dict[tuple[str, str], tuple[list[int], list[int]]] = {}   # (-lengths, indices), nearest last
+    close: list[int | None] = [None] * len(lines)
+    for i in range(len(lines) - 1, -1, -1):
+        m = _FENCE_OPEN.match(lines[i])
+        if m is None:
+            continue
+        key, length = (m["ws"], m["fence"][0]), len(m["fence"])
+        lengths, indices = stacks.setdefault(key, ([], []))
+        if not (m["fence"][0] == "`" and "`" in m["info"]):
+            at = bisect.bisect_right(lengths, -length)    # lengths hold -length, rising toward the top
+            if at:
+                close[i] = indices[at - 1]
+        if not m["info"].strip(" \t"):                   # a closing line too, for the openers above it
+            while lengths and -lengths[-1] <= length:
+                lengths.pop()
+                indices.pop()
+            lengths.append(-length)
+            indices.append(i)
+    return close
 
 
 def _dedent(line: str) -> str:

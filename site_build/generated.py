@@ -3,7 +3,10 @@
 * Figures: every ``snippets/<page>/figure_<name>.py`` is run with an output
   path and writes ``docs/figures/<page>/<name>.svg`` from netcl_lite's own
   results (or, for Chapter 8, from the benchmark JSON), so a figure cannot
-  drift from the code any more than a printed number can. Each script states
+  drift from the code any more than a printed number can. Each script runs
+  alone in a fresh interpreter (several at once), so what one sets (matplotlib's
+  rcParams, a seed, the working folder) never reaches another figure, whose key
+  would not cover it; an SVG over :data:`FIGURE_LIMIT` fails the build. Each script states
   what it drew, numbers included, in the SVG's description; that text becomes
   the ``alt`` of the figure's ``<img>``, so no alt text is typed by hand.
 * Drill notebooks: ``snippets/<week>/drill_<n>_<topic>.py`` are the one source
@@ -36,23 +39,26 @@ from netcl_lite.files import atomic_write
 from . import runner, store
 from .paths import DOCS, FIGURES, ROOT, SNIPPETS
 
-#: the longest the figure scripts that are not stored may run, all together, in seconds
+#: the longest one figure script may run, in seconds
 FIGURES_TIMEOUT_S = 900
+#: the largest SVG a figure script may write, in bytes (the site's largest figure is about 110 KB)
+FIGURE_LIMIT = 2 << 20
 #: the most output one code cell of a drill notebook may hold, in bytes of its JSON (the page shows it whole)
 NOTEBOOK_OUTPUT_LIMIT = 64 * 1024
 _DESCRIPTION = re.compile(r"<dc:description>(.*?)</dc:description>", re.S)
 _FIGURE_IMG = re.compile(r'<img\b[^>]*\bsrc="(?:[^"]*/)?figures/([\w-]+/[\w-]+)\.svg"[^>]*>')
 _ALT = re.compile(r'\balt="[^"]*"')
 
-_RUN_FIGURES = r"""
+#: how one figure script runs: alone in a fresh interpreter (nothing one script sets, matplotlib's
+#: rcParams, a seed, the working folder, reaches another), ``python -c _RUN_FIGURE SCRIPT OUT``
+_RUN_FIGURE = r"""
 import runpy, sys
 import matplotlib
 matplotlib.use("Agg")
 matplotlib.rcParams["svg.hashsalt"] = "netcl-lite"      # stable ids: unchanged figures stay byte-identical
 matplotlib.rcParams["svg.fonttype"] = "path"           # text as paths: no font request from the page
-for script, out in zip(sys.argv[1::2], sys.argv[2::2]):
-    sys.argv = [script, out]
-    runpy.run_path(script, run_name="__main__")
+sys.argv = sys.argv[1:]                                 # [script, out], as `python script out` sees them
+runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
@@ -96,36 +102,51 @@ def _script_text(script: Path) -> str:
 
 def figure_key(script: Path, shared: str | None = None) -> str:
     """The execution-cache key of one figure: its script, what it reads, and how it is run."""
-    return fingerprint.key(_RUN_FIGURES + _script_text(script), figure_reads(script), shared)
+    return fingerprint.key(_RUN_FIGURE + _script_text(script), figure_reads(script), shared)
 
 
 def build_figures(shared: str | None = None) -> list[Path]:
-    """Draw every figure whose key is not stored (in one interpreter), store it, write them all; return
-    the scripts that ran."""
+    """Draw every figure whose key is not stored, each script in its own interpreter (several at once),
+    store them, write them all; return the scripts that ran. A failure names the first failing
+    script in :func:`figure_scripts`' order, whatever order they finished in."""
+    from concurrent.futures import ThreadPoolExecutor
+
     scripts = figure_scripts()
     keys = {script: figure_key(script, shared) for script in scripts}
     svgs = {script: store.lookup("figure", keys[script]) for script in scripts}
     missing = [script for script, svg in svgs.items() if svg is None]
     if missing:
-        with tempfile.TemporaryDirectory() as tmp:
-            pairs = []
-            for script in missing:
-                pairs += [str(script), str(Path(tmp) / f"{script.parent.name}--{script.stem}.svg")]
-            env = dict(os.environ, MPLBACKEND="Agg")
-            work = Path(tmp) / "work"      # the working folder: nothing of the repository in it
-            work.mkdir()
-            run = runner.run_bounded([sys.executable, "-c", _RUN_FIGURES, *pairs], work, env, FIGURES_TIMEOUT_S,
-                                     limit=None)
-            if run.returncode or run.stopped:
-                raise RuntimeError(_figure_failure(missing, run))
-            for script, out in zip(missing, pairs[1::2]):
-                svg = _written_svg(script, Path(out))
-                svg = "\n".join(line for line in svg.splitlines() if "<dc:date>" not in line)  # no build date
-                svgs[script] = svg.encode("utf-8")
-                store.store("figure", keys[script], svgs[script])
+        with ThreadPoolExecutor(max_workers=min(len(missing), os.cpu_count() or 1)) as pool:
+            drawn = list(pool.map(_draw, missing))
+        for script, svg in zip(missing, drawn):
+            if isinstance(svg, Exception):
+                raise svg
+        for script, svg in zip(missing, drawn):
+            svgs[script] = svg
+            store.store("figure", keys[script], svg)
     for script, svg in svgs.items():
         write_if_changed(FIGURES / script.parent.name / f"{script.stem[len('figure_'):]}.svg", svg)
     return missing
+
+
+def _draw(script: Path) -> bytes | RuntimeError:
+    """The SVG ``script`` draws, run alone (:data:`_RUN_FIGURE`) in an empty working folder, without
+    its build date; or the RuntimeError that names the pages showing it, the script and why it failed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "figure.svg"
+        work = Path(tmp) / "work"          # the working folder: nothing of the repository in it
+        work.mkdir()
+        env = dict(os.environ, MPLBACKEND="Agg")
+        run = runner.run_bounded([sys.executable, "-c", _RUN_FIGURE, str(script), str(out)], work, env,
+                                 FIGURES_TIMEOUT_S, limit=None)
+        if run.returncode or run.stopped:
+            return RuntimeError(_figure_failure(script, run))
+        try:
+            svg = _written_svg(script, out)
+        except RuntimeError as err:
+            return err
+    lines = svg.split("\n")                # at newlines only: U+2028 and the like stay inside their line
+    return "\n".join(line for line in lines if "<dc:date>" not in line).encode("utf-8")
 
 
 def pages_showing(text: str) -> list[str]:
@@ -144,7 +165,12 @@ def _written_svg(script: Path, out: Path) -> str:
     the script and the figure when it wrote none or wrote what is not text (a PNG, say)."""
     figure = f"figures/{script.parent.name}/{script.stem[len('figure_'):]}.svg"
     try:
-        return out.read_text(encoding="utf-8")
+        size = out.stat().st_size
+        if size > FIGURE_LIMIT:
+            why = (f"wrote {size:,} bytes; a figure holds at most FIGURE_LIMIT = {FIGURE_LIMIT:,} "
+                   f"(draw fewer points, or a raster inside the SVG)")
+        else:
+            return out.read_text(encoding="utf-8")
     except FileNotFoundError:
         why = "exited without writing its figure (a figure script saves to the path sys.argv[1])"
     except UnicodeDecodeError as err:
@@ -153,21 +179,15 @@ def _written_svg(script: Path, out: Path) -> str:
     raise RuntimeError(f"{shown}: the figure script {_rel(script)} (drawing {figure}) {why}")
 
 
-def _figure_failure(scripts: list[Path], run: runner.Bounded) -> str:
-    """What a failed figure run says: the script that failed (the last one its traceback names), the
-    figure it draws and the pages that show it, and the end of its stderr."""
+def _figure_failure(script: Path, run: runner.Bounded) -> str:
+    """What a failed figure run says: the pages that show its figure, the script, the figure, and the
+    end of its stderr."""
     stderr = run.stderr.decode("utf-8", "replace")
-    failed = max(scripts, key=lambda script: stderr.rfind(f'File "{script}"'))
-    if f'File "{failed}"' not in stderr:
-        failed = None
-    names = [failed] if failed else scripts
-    figures = [f"figures/{script.parent.name}/{script.stem[len('figure_'):]}.svg" for script in names]
-    shown = sorted({page for figure in figures for page in pages_showing(figure)})
+    figure = f"figures/{script.parent.name}/{script.stem[len('figure_'):]}.svg"
+    shown = ", ".join(pages_showing(figure)) or "no page"
     why = (f"ran longer than {FIGURES_TIMEOUT_S} s" if run.stopped == "timeout"
            else f"failed (exit status {run.returncode})")
-    which = _rel(failed) if failed else "one of " + ", ".join(_rel(script) for script in scripts)
-    return (f"{', '.join(shown) or 'no page'}: the figure script {which} (drawing {', '.join(figures)}) "
-            f"{why}:\n{stderr}")
+    return f"{shown}: the figure script {_rel(script)} (drawing {figure}) {why}:\n{stderr}"
 
 
 def figure_description(svg: Path) -> str | None:

@@ -15,8 +15,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+#: the name a snippet runs under, alone in its scratch folder: the build's snippets and the page blocks
+#: the doc tests run (:func:`run_as_snippet`), so that what it prints (argparse's usage, a
+#: traceback's file name) does not depend on which ran it
+SCRIPT_NAME = "block.py"
 #: how a snippet runs; part of the execution-cache key of what it prints
-HOW = "stdout of: python <snippet>, fresh interpreter, scratch folder, PYTHONPATH unset"
+HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fresh interpreter, alone in a "
+       f"scratch folder, PYTHONPATH unset")
 #: how much of a failing run's stderr an error shows (its end), in bytes
 STDERR_TAIL = 4000
 
@@ -54,7 +59,7 @@ def run_code(code: str, folder: str | Path, timeout: float = 600, **how) -> subp
     ``python`` and ``env``): a page block as a reader who pasted it into a file runs it."""
     if not isinstance(code, str):
         raise TypeError(f"code must be str, got {type(code).__name__}")
-    script = Path(folder) / "block.py"
+    script = Path(folder) / SCRIPT_NAME
     script.write_text(code, encoding="utf-8")
     return run_python(script, cwd=folder, timeout=timeout, **how)
 
@@ -137,18 +142,25 @@ def run_bounded(command: list[str], cwd: str | Path, env: dict[str, str], timeou
     return Bounded(None if stopped else proc.returncode, bytes(out[:limit]), bytes(err), stopped)
 
 
+def run_as_snippet(code: bytes, folder: str | Path, timeout: float, limit: int | None = None) -> Bounded:
+    """``code`` written to ``folder/``:data:`SCRIPT_NAME` and run there by :func:`run_bounded` (this
+    interpreter, the reader's environment, stdout as bytes): how the build runs a build-output snippet
+    and the doc test runs a page block whose output the build may show (:data:`HOW`)."""
+    script = Path(folder) / SCRIPT_NAME
+    script.write_bytes(code)
+    return run_bounded([sys.executable, str(script)], folder, reader_env(), timeout,
+                       (1 << 62) if limit is None else limit)
+
+
 def run_snippet(path: str | Path, limit: int | None = None, timeout: float = 900) -> str:
-    """The stdout of the snippet file ``path``, run as :func:`run_python` runs it (a fresh interpreter,
-    a copy of it alone in a scratch folder, the reader's environment) through :func:`run_bounded`: at most ``timeout``
+    """The stdout of the snippet file ``path``, run by :func:`run_as_snippet` (a fresh interpreter, a
+    copy of it alone in a scratch folder, the reader's environment): at most ``timeout``
     seconds and ``limit`` bytes of stdout (None: no limit). Raises :class:`SnippetError` when it fails
     (with the end of its stderr), runs too long, prints too much or prints bytes that are not UTF-8."""
     with tempfile.TemporaryDirectory() as tmp:
         # a copy in the scratch folder, as a page block runs: the snippet's neighbours (which its
         # cache key does not cover) can be neither imported nor read beside it
-        copy = Path(tmp) / Path(path).name
-        copy.write_bytes(Path(path).read_bytes())
-        run = run_bounded([sys.executable, str(copy)], tmp, reader_env(), timeout,
-                          (1 << 62) if limit is None else limit)
+        run = run_as_snippet(Path(path).read_bytes(), tmp, timeout, limit)
     if run.stopped == "limit":
         raise SnippetError(f"{path} printed more than {limit:,} bytes, the most a build output may "
                            f"show; stopped it there")

@@ -1,7 +1,6 @@
 """A fourth hostile check of the compressor, its command line and the build plugin: cases beyond
 those of tests/test_compression_hostile.py and tests/test_site_build_hostile.py. Each test states
-what should happen and fails on today's code (``xfail(strict=True)``), so that it flips to a pass,
-and must then lose its marker, once the defect is fixed."""
+what should happen; each failed on the code before its fix (its docstring says how)."""
 
 from __future__ import annotations
 
@@ -39,8 +38,6 @@ def model_dir(queue, tmp_path_factory):
 
 # -- the compressor and its command line ------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="the write's temporary name (.<OUT>.<pid>.<thread>.<hex>.tmp) runs past "
-                                       "NAME_MAX for an OUT name of 200-255 bytes, after all the coding")
 def test_an_out_name_the_file_system_takes_is_written(model_dir, tmp_path, capsys):
     """OUT named with 240 bytes (under Linux's NAME_MAX, 255: ``touch`` makes it) is refused with
     'File name too long' once the input is coded; it is a valid name and should be written."""
@@ -75,8 +72,15 @@ def test_a_closed_standard_error_does_not_stop_a_long_compress(model_dir, tmp_pa
     assert cz.decompress(out.read_bytes(), DecoderLM.from_pretrained(model_dir), tok) == data
 
 
-@pytest.mark.xfail(strict=True, reason="with standard error closed, print(file=sys.stderr) prints to standard "
-                                       "output: the error message becomes OUT's data when OUT is -")
+def test_a_bar_asked_for_with_standard_error_closed_is_not_drawn(model_dir, monkeypatch):
+    """``compress(..., progress=True)`` in a process started with ``2>&-``: tqdm would write the bar
+    to None (AttributeError); the bar is left out and the data coded."""
+    model, tok = DecoderLM.from_pretrained(model_dir), BPETokenizer.load(model_dir / "tokenizer.json")
+    monkeypatch.setattr(sys, "stderr", None)
+    blob = cz.compress(TEXT.encode(), model, tok, mix=False, progress=True)
+    assert cz.decompress(blob, model, tok, progress=True) == TEXT.encode()
+
+
 def test_a_closed_standard_error_never_puts_the_message_into_standard_output(tmp_path, monkeypatch, capsys):
     """``compress missing.txt - 2>&- | consumer``: the command exits 1, and the consumer reads
     'python -m netcl_lite.compression: missing.txt: no such file' as the compressed data. With
@@ -86,8 +90,6 @@ def test_a_closed_standard_error_never_puts_the_message_into_standard_output(tmp
     assert capsys.readouterr().out == ""
 
 
-@pytest.mark.xfail(strict=True, reason="segments() sizes an array by streams unchecked: NumPy MemoryError "
-                                       "(8 TiB) for streams=2**40")
 def test_segments_refuses_a_stream_count_past_its_tokens_naming_it():
     """``segments(10, 2**40)``, a public function documented beside compress: NumPy's 'Unable to
     allocate 8.00 TiB' MemoryError; ``segments(10, 2**63)``: NumPy's 'Maximum allowed dimension
@@ -97,8 +99,6 @@ def test_segments_refuses_a_stream_count_past_its_tokens_naming_it():
             cz.segments(10, streams)
 
 
-@pytest.mark.xfail(strict=True, reason="the module's other public functions end in AttributeError or a "
-                                       "bare TypeError for an argument of the wrong kind")
 def test_the_module_s_remaining_public_functions_name_what_they_refuse():
     """model_fingerprint, tokenizer_fingerprint, arithmetic, kept_positions, device_lock (a model or
     tokenizer expected) and coder (a mode expected), all on the API page: ``None`` or a string gives
@@ -110,6 +110,25 @@ def test_the_module_s_remaining_public_functions_name_what_they_refuse():
         for function in functions:
             with pytest.raises((TypeError, ValueError), match=name):
                 function(None if name != "mode" else "mixed")
+
+
+def test_make_predictor_and_main_name_what_they_refuse(model_dir):
+    """make_predictor and main, also on the API page, given arguments of the wrong kind."""
+    model, tok = DecoderLM.from_pretrained(model_dir), BPETokenizer.load(model_dir / "tokenizer.json")
+    lengths, keep = cz.segments(100, 1), cz.kept_positions(model)
+    for args, name in (((None, tok, lengths, keep, False, None), "model"),
+                       ((model, "tok", lengths, keep, False, None), "tokenizer"),
+                       ((model, tok, [100], keep, False, None), "lengths"),
+                       ((model, tok, np.array([1, 5]), keep, False, None), "lengths"),
+                       ((model, tok, lengths, 16, False, None), "keep"),
+                       ((model, tok, lengths, keep, "yes", None), "mix"),
+                       ((model, tok, lengths, keep, True, None), "primer_ids")):
+        with pytest.raises((TypeError, ValueError), match=name):
+            cz.make_predictor(*args)
+    with pytest.raises(TypeError, match="adapt"):
+        cz.make_predictor(model, tok, lengths, keep, False, None, adapt=True)
+    with pytest.raises(TypeError, match="argv"):
+        cz.main("compress in out")
 
 
 # -- the build plugin ---------------------------------------------------------------------------------
@@ -125,8 +144,6 @@ def figure_folder(generated_tree):
     return folder
 
 
-@pytest.mark.xfail(strict=True, reason="the figure scripts run one after another in one interpreter: "
-                                       "SystemExit(0) from one ends the run, and the next is blamed")
 def test_a_figure_script_that_exits_0_after_saving_does_not_stop_the_others(figure_folder, monkeypatch):
     """figure_a.py saves its SVG and ends with ``raise SystemExit(0)`` (the ``raise
     SystemExit(main())`` idiom). The build fails with 'docs/chapter-99.md: the figure script
@@ -140,9 +157,6 @@ def test_a_figure_script_that_exits_0_after_saving_does_not_stop_the_others(figu
     assert (generated.FIGURES / "chapter99" / "b.svg").read_text() == "<svg/>"
 
 
-@pytest.mark.xfail(strict=True, reason="figure scripts share one interpreter: what one sets (matplotlib's "
-                                       "rcParams, a seed, the working folder) changes the next one's SVG, "
-                                       "which its key does not cover")
 def test_a_figure_is_the_same_whether_or_not_another_ran_before_it(figure_folder, monkeypatch, tmp_path):
     """figure_a.py sets ``rcParams['lines.linewidth'] = 9``. figure_b.py, drawn in the same build
     (both keys missed), sees 9.0; drawn alone (only its key missed) it sees 1.5. Both SVGs are
@@ -161,8 +175,6 @@ def test_a_figure_is_the_same_whether_or_not_another_ran_before_it(figure_folder
     assert after_a == (generated.FIGURES / "chapter99" / "b.svg").read_text()
 
 
-@pytest.mark.xfail(strict=True, reason="a figure's SVG has no size limit (build outputs and notebook cells "
-                                       "have 64 KiB): any size is stored, copied into the site and shown")
 def test_a_figure_larger_than_any_figure_should_be_fails_naming_the_script(figure_folder, monkeypatch):
     """A script that writes a 32 MiB SVG (the site's largest figure is about 110 KB) is stored in
     the cache and copied into the page's figures, with no stated limit and no error."""
@@ -173,11 +185,19 @@ def test_a_figure_larger_than_any_figure_should_be_fails_naming_the_script(figur
         generated.build_figures("shared")
 
 
+def test_a_figure_s_line_separators_stay_inside_their_lines(figure_folder, monkeypatch):
+    """Removing the build date split the SVG with str.splitlines, which also breaks at U+2028, U+0085
+    and a form feed: a label holding one came out with a newline in its place."""
+    b = figure_folder / "figure_b.py"
+    b.write_text("import sys\nopen(sys.argv[1], 'w', encoding='utf-8', newline='')"
+                 ".write('<svg>a\\u2028b\\x85c\\x0cd\\n<dc:date>2026</dc:date>\\n</svg>\\n')\n")
+    monkeypatch.setattr(generated, "figure_scripts", lambda: [b])
+    generated.build_figures("shared")
+    assert (generated.FIGURES / "chapter99" / "b.svg").read_bytes().decode() == "<svg>a\u2028b\x85c\x0cd\n</svg>\n"
+
+
 @pytest.mark.parametrize("code", ["import argparse\nargparse.ArgumentParser().print_usage()\n",
                                   "print('epoch 1\\repoch 2')\n"], ids=["its own name", "a carriage return"])
-@pytest.mark.xfail(strict=True, reason="the build (python <name>.py, stdout as bytes) and the page block's doc "
-                                       "test (python block.py, stdout as text: CR read as newline) store what "
-                                       "they print under one key")
 def test_a_build_output_shows_what_the_build_prints_whoever_ran_it_first(tmp_path, monkeypatch, code):
     """``code_key`` covers the code, not how it runs, yet the two runs differ: argparse prints
     'usage: usage.py [-h]' when the build runs the snippet and 'usage: block.py [-h]' when the doc
@@ -196,8 +216,6 @@ def test_a_build_output_shows_what_the_build_prints_whoever_ran_it_first(tmp_pat
     assert build_output.BuildOutputs(lambda: "shared").cached_output("snippets/x/usage.py") == fresh
 
 
-@pytest.mark.xfail(strict=True, reason="visible() writes out C0/C1 controls and bidi marks only: zero-width "
-                                       "spaces, joiners, tag characters and other format characters stay invisible")
 def test_invisible_format_characters_in_a_build_output_are_written_out():
     """Sampled text is model output: U+200B (zero-width space), U+2060 (word joiner), U+00AD (soft
     hyphen), U+FFF9 (interlinear annotation) and the tag characters U+E0020..E007F (invisible
