@@ -7,6 +7,7 @@ is fixed."""
 from __future__ import annotations
 
 import re
+import tomllib
 
 import markdown
 import numpy as np
@@ -15,7 +16,7 @@ import pytest
 from netcl_lite import compression as cz
 from netcl_lite.nn import DecoderLM, LMConfig
 from netcl_lite.text import BPETokenizer
-from site_build import capstone_run, generated, includes
+from site_build import capstone_run, generated, includes, shipped_wheel
 
 TEXT = ("Each stream is coded from the model's predictions; a header says how to read it back.\n"
         "Counts of what followed each context sharpen the guesses as the text goes on.\r\n") * 6
@@ -139,3 +140,28 @@ def test_the_scratch_pages_are_read_as_the_build_reads_them(tmp_path, monkeypatc
     pages is found."""
     _pages(monkeypatch, tmp_path, _shown("plain.py"), {"plain.py": "print(1)\n"})
     assert capstone_run.untimed_snippets() == ["snippets/p/plain.py"]
+
+
+# -- the shipped wheel ---------------------------------------------------------------------------------
+
+PYPROJECT_HEAD = '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n'
+
+
+@pytest.mark.xfail(strict=True, reason="install_cell takes the first 'version = \"...\"' line of pyproject.toml, "
+                                       "whatever its table: the notebook installs a wheel the site does not ship")
+def test_the_drill_notebook_installs_the_wheel_the_site_ships(tmp_path, monkeypatch):
+    text = PYPROJECT_HEAD + '[tool.other]\nversion = "9.9.9"\n\n[project]\nname = "netcl_lite"\nversion = "0.1.0"\n'
+    (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\nsite_url: http://127.0.0.1:8000/\n", encoding="utf-8")
+    monkeypatch.setattr(generated, "ROOT", tmp_path)
+    shipped = f"netcl_lite-{shipped_wheel._pyproject_version(text)}-py3-none-any.whl"
+    assert shipped == "netcl_lite-0.1.0-py3-none-any.whl"
+    assert shipped in generated.install_cell()
+
+
+@pytest.mark.xfail(strict=True, reason="_pyproject_version reads [project] only up to its first '[': a version "
+                                       "after an array (dependencies = [...]) is 'no version in [project]'")
+def test_the_wheels_version_is_read_wherever_project_s_table_puts_it():
+    text = PYPROJECT_HEAD + '[project]\nname = "netcl_lite"\ndependencies = ["numpy"]\nversion = "0.1.0"\n'
+    assert tomllib.loads(text)["project"]["version"] == "0.1.0"
+    assert shipped_wheel._pyproject_version(text) == "0.1.0"
