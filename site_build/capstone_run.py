@@ -58,8 +58,8 @@ def train() -> None:
 
 #: a snippet that reads a clock (or times the coders) prints what it measured: it never runs beside
 #: other work
-TIMES = re.compile(r"\bimport time\b|\bfrom time import\b|\btimeit\b|perf_counter|process_time|monotonic"
-                   r"|coder_speeds")
+TIMES = re.compile(r"^[ \t]*(?:import|from)[ \t]+[^\n#]*\b(?:time|datetime|timeit|resource)\b"   # a clock module
+                   r"|\b(?:perf_counter|process_time|monotonic|thread_time|getrusage|coder_speeds)\b", re.M)
 #: a script that reads Chapter 9's measures
 _READS_MEASURES = re.compile(r"\bmeasures\(")
 _MEASURES = "from netcl_lite import capstone; capstone.measures(capstone.run())"
@@ -72,9 +72,15 @@ def untimed_snippets() -> list[str]:
     """The build-output snippets of the pages (paths, in page order) that read no clock."""
     found = []
     for page in sorted(DOCS.rglob("*.md")):
-        for m in markers.BUILD_OUTPUT.finditer(page.read_text(encoding="utf-8")):
+        name = f"docs/{page.relative_to(DOCS)}"
+        try:                                           # as the build finds them: none inside fenced code
+            shown = [m.match for m in markers.find(page.read_text(encoding="utf-8-sig"), name)
+                     if m.kind == "build-output"]
+        except (markers.MarkerError, UnicodeDecodeError):
+            continue                                   # the page reports it at its place
+        for m in shown:
             try:
-                text = marker_path(m["path"], f"docs/{page.relative_to(DOCS)}").read_text(encoding="utf-8")
+                text = marker_path(m["path"], name).read_text(encoding="utf-8")
             except (PathError, OSError, UnicodeDecodeError):
                 continue                               # its place in the page reports it
             if not TIMES.search(text) and m["path"] not in found:

@@ -118,17 +118,12 @@ CLOCKS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="capstone_run.TIMES misses 'import os, time' + time.time() and "
-                                       "datetime.now(): a snippet that reads a clock runs ahead, beside "
-                                       "other work, and the page shows what it timed under that load")
 @pytest.mark.parametrize("code", CLOCKS.values(), ids=CLOCKS.keys())
 def test_a_snippet_that_reads_a_clock_does_not_run_ahead(tmp_path, monkeypatch, code):
     _pages(monkeypatch, tmp_path, _shown("timed.py"), {"timed.py": code})
     assert capstone_run.untimed_snippets() == []
 
 
-@pytest.mark.xfail(strict=True, reason="untimed_snippets reads markers inside fenced code, which the page "
-                                       "shows as text: it runs a snippet the build never shows")
 def test_a_marker_shown_as_code_runs_nothing_ahead(tmp_path, monkeypatch):
     page = "How a page shows a snippet's output:\n\n```markdown\n<!-- build-output: snippets/p/shown.py -->\n```\n"
     _pages(monkeypatch, tmp_path, page, {"shown.py": "print('an example')\n"})
