@@ -37,7 +37,7 @@ from netcl_lite import fingerprint
 from netcl_lite.files import atomic_write
 
 from . import runner, store
-from .paths import DOCS, FIGURES, ROOT, SNIPPETS
+from .paths import DOCS, FIGURES, ROOT, SNIPPETS, pyproject_version
 
 #: the longest one figure script may run, in seconds
 FIGURES_TIMEOUT_S = 900
@@ -248,7 +248,7 @@ def install_cell() -> str:
     """The notebook's first code cell: install this site's wheel into the kernel's environment, unless
     that version is already there (as in a clone's venv, where the build runs the notebook)."""
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    version = re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1)
+    version = pyproject_version(pyproject)
     mkdocs_yml = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     site_url = re.search(r"^site_url:\s*(\S+)", mkdocs_yml, re.M).group(1)
     return f"""import subprocess
