@@ -14,7 +14,11 @@
   in order, and runs the notebook top to bottom (nbclient, failing on any error
   and on a cell whose output passes :data:`NOTEBOOK_OUTPUT_LIMIT`)
   into ``docs/drills/<week>-drill.ipynb``, which mkdocs-jupyter renders and
-  offers for download, outputs included.
+  offers for download, outputs included. A cell's output reaches the page as text or a
+  raster image only (:func:`_plain_outputs`): every other representation a display
+  carries (``text/html``, ``text/markdown``, ``application/javascript``, ``image/svg+xml``,
+  ...) is dropped, and a display that has no ``text/plain`` shows that representation's source as
+  ``text/plain``, which the page escapes, so no output can put markup or a script on the page.
 
 Both are executed under the execution cache (:mod:`site_build.store`): a figure or notebook
 whose script, library, packages and device are unchanged is taken from the
@@ -280,6 +284,28 @@ def _merged_streams(outputs: list) -> list:
     return merged
 
 
+#: what a drill notebook's output may carry: text, which the page escapes, and raster images
+SAFE_OUTPUT_TYPES = ("text/plain", "image/png", "image/jpeg")
+
+
+def _plain_outputs(outputs: list) -> list:
+    """A cell's outputs with each display's representations cut to :data:`SAFE_OUTPUT_TYPES`; one that
+    carries none of them keeps the source of its first representation as ``text/plain``."""
+    for out in outputs:
+        data = out.get("data")
+        if not data:
+            continue
+        kept = {mime: value for mime, value in data.items() if mime in SAFE_OUTPUT_TYPES}
+        if not kept:
+            mime, value = next(iter(data.items()))
+            text = value if isinstance(value, str) else "".join(value) if isinstance(value, list) \
+                else json.dumps(value, indent=1, ensure_ascii=False)
+            kept = {"text/plain": text}
+        out["data"] = kept
+        out["metadata"] = {mime: value for mime, value in out.get("metadata", {}).items() if mime in kept}
+    return outputs
+
+
 #: a drill step's first line: a ``#`` comment whose text, from a letter or digit on, is its heading
 _STEP_HEADING = re.compile(r"#+[ \t]+(?P<heading>\w.*?)[ \t]*")
 
@@ -340,7 +366,7 @@ def execute_notebook(source: str) -> str:
     for cell in node.cells:
         cell.source = _source_lines(cell.source)       # nbformat.writes splits a str source at every line break
         if cell.cell_type == "code":
-            cell.outputs = _merged_streams(cell.outputs)
+            cell.outputs = _plain_outputs(_merged_streams(cell.outputs))
             size = len(json.dumps(cell.outputs, ensure_ascii=False).encode("utf-8"))
             if size > NOTEBOOK_OUTPUT_LIMIT:
                 raise ValueError(f"the cell {cell.get('id', '?')} put {size:,} bytes of output into the notebook; "

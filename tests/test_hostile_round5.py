@@ -72,8 +72,6 @@ def test_a_figure_shown_any_way_markdown_allows_needs_its_caption(page):
 
 # -- drill notebooks -----------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="a drill step's rich output (text/html, text/markdown) reaches the page "
-                                       "as HTML: a <script> element and a heading of its own")
 def test_a_drill_steps_rich_output_stays_inside_its_output(generated_tree, monkeypatch):
     from mkdocs_jupyter import convert
 
@@ -171,3 +169,20 @@ def test_the_wheels_version_is_read_wherever_project_s_table_puts_it():
 def test_a_pyproject_without_a_project_version_is_refused_by_name(text):
     with pytest.raises(ValueError, match=r"pyproject\.toml"):
         shipped_wheel._pyproject_version(text)
+
+
+def test_a_display_with_no_plain_text_shows_its_source_as_text():
+    """What a drill notebook keeps of each display: text and raster images; markup of any kind becomes
+    text/plain (escaped by the page) or goes."""
+    outputs = [
+        {"output_type": "display_data", "metadata": {"image/svg+xml": {"isolated": True}},
+         "data": {"image/svg+xml": "<svg onload='x()'/>", "text/plain": "<Figure>"}},
+        {"output_type": "display_data", "metadata": {}, "data": {"application/javascript": ["window.x = 1", ";"]}},
+        {"output_type": "execute_result", "metadata": {}, "execution_count": 1,
+         "data": {"text/html": "<b>t</b>", "image/png": "iVBORw0KGgo=", "text/plain": "T"}},
+        {"output_type": "stream", "name": "stdout", "text": "<i>kept as text</i>\n"},
+    ]
+    kept = generated._plain_outputs(outputs)
+    assert [o.get("data") for o in kept] == [{"text/plain": "<Figure>"}, {"text/plain": "window.x = 1;"},
+                                             {"image/png": "iVBORw0KGgo=", "text/plain": "T"}, None]
+    assert kept[0]["metadata"] == {} and kept[3]["text"] == "<i>kept as text</i>\n"
