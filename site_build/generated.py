@@ -210,8 +210,17 @@ def _with_alt(m: re.Match, page: str) -> str:
     return _ALT.sub(lambda _: f'alt="{html.escape(alt)}"', m.group(0), count=1)
 
 
-#: an image of a generated figure in a page's Markdown
-_FIGURE_MD = re.compile(r"!\[[^\]\n]*\]\((?:[^)\s]*/)?figures/[\w-]+/[\w-]+\.svg(?:\s+\"[^\"]*\")?\)")
+#: the path of a generated figure, as a page links it
+_FIGURE_PATH = r"(?:[^()\s<>\"']*/)?figures/[\w-]+/[\w-]+\.svg"
+#: an image of a generated figure in a page's Markdown: inline (the path bare or in <>, with or
+#: without a title in "", '' or ()) or a raw <img> element
+_FIGURE_MD = re.compile(rf"""!\[[^\]\n]*\]\(\s*(?:{_FIGURE_PATH}|<{_FIGURE_PATH}>)(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*\)"""
+                        rf"""|<img\b[^>]*?\bsrc\s*=\s*["']?{_FIGURE_PATH}(?=["'\s>/])[^>]*>""", re.I)
+#: a reference-style image, ![alt][label], ![alt][] or ![alt]
+_REFERENCE_IMAGE = re.compile(r"!\[(?P<alt>[^\]\n]*)\](?:\[(?P<label>[^\]\n]*)\])?(?![(\[:])")
+#: a link reference definition whose target is a generated figure
+_FIGURE_REFERENCE = re.compile(rf"^ {{0,3}}\[(?P<label>[^\]\n]+)\]:[ \t]*(?:{_FIGURE_PATH}|<{_FIGURE_PATH}>)(?:\s|$)",
+                               re.M)
 _CAPTION = re.compile(r"^[ \t]*/// caption[ \t]*$")
 
 
@@ -223,8 +232,19 @@ def check_captions(markdown: str, page_uri: str, first_line: int = 1) -> None:
 
     lines = markdown.split("\n")
     fenced = {i for start, end in markers.fences(lines) for i in range(start, end + 1)}
+    outside = "\n".join("" if i in fenced else line for i, line in enumerate(lines))
+    figure_labels = {" ".join(m["label"].split()).casefold() for m in _FIGURE_REFERENCE.finditer(outside)}
+
+    def shown_by_reference(line: str) -> re.Match | None:
+        for ref in _REFERENCE_IMAGE.finditer(line):
+            label = ref["label"] or ref["alt"]              # ![alt][] and ![alt] use the alt as the label
+            if " ".join(label.split()).casefold() in figure_labels:
+                return ref
+        return None
+
     for i, line in enumerate(lines):
-        m = _FIGURE_MD.search(line) if i not in fenced else None
+        m = (_FIGURE_MD.search(line) or (shown_by_reference(line) if figure_labels else None)) \
+            if i not in fenced else None
         if m is None:
             continue
         below = next((line for line in lines[i + 1:] if line.strip()), "")

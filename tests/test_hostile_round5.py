@@ -60,14 +60,21 @@ UNCAPTIONED = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="check_captions reads only ![alt](path) and ![alt](path \"title\"): a "
-                                       "figure shown any other way needs no caption")
 @pytest.mark.parametrize("page", UNCAPTIONED.values(), ids=UNCAPTIONED.keys())
 def test_a_figure_shown_any_way_markdown_allows_needs_its_caption(page):
     rendered = markdown.markdown(page)
     assert '<img' in rendered and 'src="figures/chapter9/loss_curve.svg"' in rendered, rendered  # it is shown
     with pytest.raises(ValueError, match="caption"):
         generated.check_captions(page, "hostile.md")
+
+
+@pytest.mark.parametrize("page", UNCAPTIONED.values(), ids=UNCAPTIONED.keys())
+def test_each_way_of_showing_a_figure_is_named_at_its_line_and_passes_with_its_caption(page):
+    page = "# Hostile\n\n" + page
+    with pytest.raises(ValueError, match=r"^docs/hostile\.md:3: .*loss.*: a figure has a caption under it"):
+        generated.check_captions(page, "hostile.md")
+    shown, rest = page.split("\n\nText.\n", 1)
+    generated.check_captions(f"{shown}\n\n/// caption\nWhat to see.\n///\n\nText.\n{rest}", "hostile.md")
 
 
 # -- drill notebooks -----------------------------------------------------------------------------------
