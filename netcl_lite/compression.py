@@ -1003,6 +1003,8 @@ def _main(argv) -> int:
     import sys
     from pathlib import Path
 
+    from .core.stream import NonFiniteError
+
     parser = argparse.ArgumentParser(prog="python -m netcl_lite.compression", epilog=_EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      description="Compress or decompress a file with a language model's predictions.")
@@ -1076,6 +1078,11 @@ def _main(argv) -> int:
                     result = compress(data, model, tokenizer, mix=not args.model_only, adapt=args.adapt, progress=bar)
                 else:
                     result = decompress(data, model, tokenizer, progress=bar)
+            except NonFiniteError as exc:               # the loaders took only finite weights: they overflow
+                which = f"--model {args.model}" if args.model is not None else "the default model (Chapter 9's)"
+                return fail(f"{which}: its weights are finite, but running it overflows float32 "
+                            f"({str(exc).split(';')[0]}); the model is at fault, not IN: "
+                            "retrain it or scale its weights down")
             except ValueError as exc:
                 return fail(f"{source}: {exc}")
         if args.output == "-":

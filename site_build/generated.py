@@ -14,7 +14,11 @@
   in order, and runs the notebook top to bottom (nbclient, failing on any error
   and on a cell whose output passes :data:`NOTEBOOK_OUTPUT_LIMIT`)
   into ``docs/drills/<week>-drill.ipynb``, which mkdocs-jupyter renders and
-  offers for download, outputs included.
+  offers for download, outputs included. A cell's output reaches the page as text or a
+  raster image only (:func:`_plain_outputs`): every other representation a display
+  carries (``text/html``, ``text/markdown``, ``application/javascript``, ``image/svg+xml``,
+  ...) is dropped, and a display that has no ``text/plain`` shows that representation's source as
+  ``text/plain``, which the page escapes, so no output can put markup or a script on the page.
 
 Both are executed under the execution cache (:mod:`site_build.store`): a figure or notebook
 whose script, library, packages and device are unchanged is taken from the
@@ -37,7 +41,7 @@ from netcl_lite import fingerprint
 from netcl_lite.files import atomic_write
 
 from . import runner, store
-from .paths import DOCS, FIGURES, ROOT, SNIPPETS
+from .paths import DOCS, FIGURES, ROOT, SNIPPETS, pyproject_version
 
 #: the longest one figure script may run, in seconds
 FIGURES_TIMEOUT_S = 900
@@ -206,8 +210,17 @@ def _with_alt(m: re.Match, page: str) -> str:
     return _ALT.sub(lambda _: f'alt="{html.escape(alt)}"', m.group(0), count=1)
 
 
-#: an image of a generated figure in a page's Markdown
-_FIGURE_MD = re.compile(r"!\[[^\]\n]*\]\((?:[^)\s]*/)?figures/[\w-]+/[\w-]+\.svg(?:\s+\"[^\"]*\")?\)")
+#: the path of a generated figure, as a page links it
+_FIGURE_PATH = r"(?:[^()\s<>\"']*/)?figures/[\w-]+/[\w-]+\.svg"
+#: an image of a generated figure in a page's Markdown: inline (the path bare or in <>, with or
+#: without a title in "", '' or ()) or a raw <img> element
+_FIGURE_MD = re.compile(rf"""!\[[^\]\n]*\]\(\s*(?:{_FIGURE_PATH}|<{_FIGURE_PATH}>)(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*\)"""
+                        rf"""|<img\b[^>]*?\bsrc\s*=\s*["']?{_FIGURE_PATH}(?=["'\s>/])[^>]*>""", re.I)
+#: a reference-style image, ![alt][label], ![alt][] or ![alt]
+_REFERENCE_IMAGE = re.compile(r"!\[(?P<alt>[^\]\n]*)\](?:\[(?P<label>[^\]\n]*)\])?(?![(\[:])")
+#: a link reference definition whose target is a generated figure
+_FIGURE_REFERENCE = re.compile(rf"^ {{0,3}}\[(?P<label>[^\]\n]+)\]:[ \t]*(?:{_FIGURE_PATH}|<{_FIGURE_PATH}>)(?:\s|$)",
+                               re.M)
 _CAPTION = re.compile(r"^[ \t]*/// caption[ \t]*$")
 
 
@@ -219,8 +232,19 @@ def check_captions(markdown: str, page_uri: str, first_line: int = 1) -> None:
 
     lines = markdown.split("\n")
     fenced = {i for start, end in markers.fences(lines) for i in range(start, end + 1)}
+    outside = "\n".join("" if i in fenced else line for i, line in enumerate(lines))
+    figure_labels = {" ".join(m["label"].split()).casefold() for m in _FIGURE_REFERENCE.finditer(outside)}
+
+    def shown_by_reference(line: str) -> re.Match | None:
+        for ref in _REFERENCE_IMAGE.finditer(line):
+            label = ref["label"] or ref["alt"]              # ![alt][] and ![alt] use the alt as the label
+            if " ".join(label.split()).casefold() in figure_labels:
+                return ref
+        return None
+
     for i, line in enumerate(lines):
-        m = _FIGURE_MD.search(line) if i not in fenced else None
+        m = (_FIGURE_MD.search(line) or (shown_by_reference(line) if figure_labels else None)) \
+            if i not in fenced else None
         if m is None:
             continue
         below = next((line for line in lines[i + 1:] if line.strip()), "")
@@ -248,7 +272,7 @@ def install_cell() -> str:
     """The notebook's first code cell: install this site's wheel into the kernel's environment, unless
     that version is already there (as in a clone's venv, where the build runs the notebook)."""
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    version = re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1)
+    version = pyproject_version(pyproject)
     mkdocs_yml = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     site_url = re.search(r"^site_url:\s*(\S+)", mkdocs_yml, re.M).group(1)
     return f"""import subprocess
@@ -278,6 +302,28 @@ def _merged_streams(outputs: list) -> list:
         else:
             merged.append(out)
     return merged
+
+
+#: what a drill notebook's output may carry: text, which the page escapes, and raster images
+SAFE_OUTPUT_TYPES = ("text/plain", "image/png", "image/jpeg")
+
+
+def _plain_outputs(outputs: list) -> list:
+    """A cell's outputs with each display's representations cut to :data:`SAFE_OUTPUT_TYPES`; one that
+    carries none of them keeps the source of its first representation as ``text/plain``."""
+    for out in outputs:
+        data = out.get("data")
+        if not data:
+            continue
+        kept = {mime: value for mime, value in data.items() if mime in SAFE_OUTPUT_TYPES}
+        if not kept:
+            mime, value = next(iter(data.items()))
+            text = value if isinstance(value, str) else "".join(value) if isinstance(value, list) \
+                else json.dumps(value, indent=1, ensure_ascii=False)
+            kept = {"text/plain": text}
+        out["data"] = kept
+        out["metadata"] = {mime: value for mime, value in out.get("metadata", {}).items() if mime in kept}
+    return outputs
 
 
 #: a drill step's first line: a ``#`` comment whose text, from a letter or digit on, is its heading
@@ -340,7 +386,7 @@ def execute_notebook(source: str) -> str:
     for cell in node.cells:
         cell.source = _source_lines(cell.source)       # nbformat.writes splits a str source at every line break
         if cell.cell_type == "code":
-            cell.outputs = _merged_streams(cell.outputs)
+            cell.outputs = _plain_outputs(_merged_streams(cell.outputs))
             size = len(json.dumps(cell.outputs, ensure_ascii=False).encode("utf-8"))
             if size > NOTEBOOK_OUTPUT_LIMIT:
                 raise ValueError(f"the cell {cell.get('id', '?')} put {size:,} bytes of output into the notebook; "

@@ -24,10 +24,8 @@ and then restored) replaces the newer one in the site.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
-import re
 import subprocess
 import sys
 import tempfile
@@ -38,17 +36,12 @@ from mkdocs.structure.files import File
 from netcl_lite import fingerprint
 from netcl_lite.files import atomic_write
 
-from .paths import ROOT
+from .paths import ROOT, pyproject_version
 
 log = logging.getLogger("mkdocs.plugins.site_build.wheel")
 
 
-@functools.lru_cache(maxsize=1)
-def _pyproject_version(text: str) -> str:
-    m = re.search(r'^\[project\][^\[]*?^version\s*=\s*"([^"]+)"', text, re.M | re.S)
-    if not m:
-        raise ValueError("pyproject.toml: no version in [project]")
-    return m.group(1)
+_pyproject_version = pyproject_version
 
 
 def version() -> str:
