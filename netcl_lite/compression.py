@@ -894,14 +894,6 @@ def _load(model_dir):
     return model, tokenizer
 
 
-def _short_name(name: str) -> str:
-    """``name`` cut to its first 32 characters (128 bytes at most) and a hash of the whole: the stem of
-    a temporary file beside OUT whose name stays under NAME_MAX (255 bytes) for any valid OUT, once
-    :func:`netcl_lite.files.temporary_name` adds its process, thread and random parts (under 60)."""
-    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return f"{name[:32]}.{digest}"
-
-
 def _write_new(path, data: bytes) -> None:
     """Write ``path`` whole or not at all, never over an existing file: a temporary file in the
     same folder is written, flushed to disk and linked to the name (which fails if the name
@@ -915,7 +907,7 @@ def _write_new(path, data: bytes) -> None:
     from .files import temporary_name, write_new
 
     path = Path(path)
-    tmp = temporary_name(path.with_name(_short_name(path.name)))
+    tmp = temporary_name(path)                          # a valid name beside any valid OUT
     try:
         write_new(tmp, data)
         try:

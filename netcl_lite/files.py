@@ -4,7 +4,8 @@
   them to disk (``fsync``) and renames the temporary file over the target. An interrupted
   save (Ctrl-C, a kill, a full disk, an exception while serialising) leaves the previous file
   as it was, never an empty or half-written one. Temporary names carry the process id, the
-  thread id and random characters, so two writers never share one.
+  thread id and random characters, so two writers never share one, and stay valid names
+  beside a target whose name is as long as the system allows.
 * :func:`read_regular` reads a file only after ``os.stat`` says it is a regular file of at
   most ``max_bytes``: a device such as ``/dev/zero`` (endless), a named pipe (it would block)
   or a directory is refused with a ``ValueError`` that says what the path is, before it is
@@ -18,6 +19,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import stat
@@ -52,11 +54,20 @@ def env_flag(name: str, default: bool = False) -> bool:
                      f"or {', '.join(FALSE_WORDS)}, or unset it")
 
 
+#: the characters of a target's name that the name of its temporary file keeps (4 bytes each at most)
+KEPT_CHARACTERS = 32
+
+
 def temporary_name(path: str | os.PathLike) -> Path:
     """A name beside ``path`` for a temporary file that no other process or thread uses:
-    ``.<name>.<pid>.<thread id>.<random>.tmp``."""
+    ``.<name>.<pid>.<thread id>.<random>.tmp``. A name of more than :data:`KEPT_CHARACTERS`
+    characters is cut to them and a hash of the whole, so that the temporary name stays under
+    NAME_MAX (255 bytes: under 200 here) for any valid name, however long."""
     path = Path(path)
-    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{secrets.token_hex(4)}.tmp")
+    name = path.name
+    if len(name) > KEPT_CHARACTERS:
+        name = f"{name[:KEPT_CHARACTERS]}.{hashlib.sha256(os.fsencode(name)).hexdigest()[:16]}"
+    return path.with_name(f".{name}.{os.getpid()}.{threading.get_ident()}.{secrets.token_hex(4)}.tmp")
 
 
 def _fsync_folder(folder: Path) -> None:

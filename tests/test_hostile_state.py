@@ -585,6 +585,38 @@ def test_a_checkpoint_save_that_fails_leaves_the_previous_checkpoint(tmp_path, m
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
+#: names of NAME_MAX (255) bytes, and one of 254 bytes in two-byte characters
+_LONGEST_NAMES = ["n" * 251 + ".bin", "\u00e9" * 127]
+
+
+@pytest.mark.parametrize("name", _LONGEST_NAMES, ids=["ascii", "two-byte characters"])
+def test_every_temporary_name_stays_under_name_max_beside_the_longest_name(tmp_path, name):
+    """A temporary file sits beside its target under a name built from the target's: for a target
+    whose own name is as long as the system allows, that name stays a valid one (it failed with
+    ENAMETOOLONG), and it stays hidden, unique and recognisable by its target's first characters."""
+    names = {files.temporary_name(tmp_path / name).name for _ in range(50)}
+    assert len(names) == 50
+    for tmp in names:
+        assert len(os.fsencode(tmp)) <= 255 and tmp.startswith("." + name[:16]) and tmp.endswith(".tmp"), tmp
+    files.atomic_write(tmp_path / name, b"whole")
+    assert (tmp_path / name).read_bytes() == b"whole"
+    assert [p.name for p in tmp_path.iterdir()] == [name], "no temporary file is left"
+
+
+@pytest.mark.parametrize("name", _LONGEST_NAMES, ids=["ascii", "two-byte characters"])
+def test_a_checkpoint_saves_into_a_folder_whose_name_is_the_longest_allowed(tmp_path, name):
+    """Training saves its checkpoint into a temporary folder beside ``out_dir`` and moves the previous
+    one aside under a second temporary name: both stay valid names when ``out_dir``'s is at NAME_MAX."""
+    from netcl_lite.optim import AdamW
+    from netcl_lite.train import save_checkpoint
+
+    model = DecoderLM(_TINY, seed=0)
+    for step in (1, 2):                      # the second save moves the first aside
+        save_checkpoint(tmp_path / name, model, AdamW(model.parameters()), {"step": step, "loader": {}, "log": []})
+    assert [p.name for p in tmp_path.iterdir()] == [name], "no temporary folder is left"
+    assert json.loads((tmp_path / name / "trainer_state.json").read_text(encoding="utf-8"))["step"] == 2
+
+
 def test_a_file_written_atomically_refuses_a_folder_and_non_bytes(tmp_path):
     with pytest.raises(ValueError, match="is a directory, not a regular file"):
         files.atomic_write(tmp_path, b"x")
