@@ -226,13 +226,14 @@ _CAPTION = re.compile(r"^[ \t]*/// caption[ \t]*$")
 
 def check_captions(markdown: str, page_uri: str, first_line: int = 1) -> None:
     """Raise ``ValueError`` naming the page and the line (``first_line``: the file's line of
-    ``markdown``'s first) for a generated figure outside fenced code that no ``/// caption`` block
-    follows on the next line that is not blank."""
+    ``markdown``'s first) for a generated figure outside code (fenced blocks and inline code spans)
+    that no ``/// caption`` block follows on the next line that is not blank."""
     from . import markers
 
     lines = markdown.split("\n")
     fenced = {i for start, end in markers.fences(lines) for i in range(start, end + 1)}
-    outside = "\n".join("" if i in fenced else line for i, line in enumerate(lines))
+    outside = markers.without_code_spans("\n".join("" if i in fenced else line for i, line in enumerate(lines)))
+    shown = outside.split("\n")                     # the lines as they show: no code, fenced or inline
     figure_labels = {" ".join(m["label"].split()).casefold() for m in _FIGURE_REFERENCE.finditer(outside)}
 
     def shown_by_reference(line: str) -> re.Match | None:
@@ -242,9 +243,8 @@ def check_captions(markdown: str, page_uri: str, first_line: int = 1) -> None:
                 return ref
         return None
 
-    for i, line in enumerate(lines):
-        m = (_FIGURE_MD.search(line) or (shown_by_reference(line) if figure_labels else None)) \
-            if i not in fenced else None
+    for i, line in enumerate(shown):
+        m = _FIGURE_MD.search(line) or (shown_by_reference(line) if figure_labels else None)
         if m is None:
             continue
         below = next((line for line in lines[i + 1:] if line.strip()), "")

@@ -153,7 +153,34 @@ def looks_like(comment: str) -> str | None:
     return None
 
 
-_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)")
+@lru_cache(maxsize=1)
+def _backticks():
+    """Python-Markdown's own inline processor of code spans (its pattern and its pairing of backticks)."""
+    from markdown.inlinepatterns import BACKTICK_RE, BacktickInlineProcessor
+
+    return BacktickInlineProcessor(BACKTICK_RE)
+
+
+def without_code_spans(text: str) -> str:
+    """``text`` with each inline code span (backticks included) blanked to spaces, its newlines kept
+    so that lines keep their numbers. The spans are those Python-Markdown renders as ``<code>``: its
+    own processor pairs the backticks (an escaped one opens none), within a paragraph (a span may
+    go over lines, never over a blank line)."""
+    processor, out = _backticks(), []
+    for part in re.split(r"(\n[ \t]*\n)", text):            # paragraphs, and the blank lines between them
+        pos, kept = 0, []
+        while (m := processor.compiled_re.search(part, pos)) is not None:
+            element, begin, end = processor.handleMatch(m, part)
+            end = max(end if end is not None else m.end(), m.start() + 1)
+            if element is not None and getattr(element, "tag", None) == "code":
+                kept += [part[pos:begin], re.sub(r"[^\n]", " ", part[begin:end])]
+            else:
+                kept.append(part[pos:end])
+            pos = end
+        out += [*kept, part[pos:]]
+    return "".join(out)
+
+
 _CLOSE_LIKE = re.compile(r"(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*$")
 
 
@@ -262,8 +289,7 @@ def find(markdown: str, page: str, first_line: int = 1) -> list[Marker]:
                           f"the same indent, so the page would render malformed: close it with the same "
                           f"fence, or open it with a longer one to show this line as code")
     fenced = {i for start, end in blocks for i in range(start, end + 1)}
-    text = "\n".join("" if i in fenced else _CODE_SPAN.sub(lambda m: " " * len(m[0]), line)
-                     for i, line in enumerate(lines))
+    text = "\n".join("" if i in fenced else without_code_spans(line) for i, line in enumerate(lines))
     found, pos = [], 0
     while (start := text.find("<!--", pos)) >= 0:
         end = text.find("-->", start + 4)

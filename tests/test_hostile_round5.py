@@ -75,6 +75,34 @@ def test_each_way_of_showing_a_figure_is_named_at_its_line_and_passes_with_its_c
     generated.check_captions(f"{shown}\n\n/// caption\nWhat to see.\n///\n\nText.\n{rest}", "hostile.md")
 
 
+#: a generated figure's path or image written as inline code: shown as code, not as a figure
+IN_INLINE_CODE = {
+    "the path": "The loss curve is `figures/chapter9/loss_curve.svg`.\n",
+    "an image": "Write `![Loss](figures/chapter9/loss_curve.svg)` to show it.\n",
+    "double backticks": "Write ``![Loss](figures/chapter9/loss_curve.svg)`` to show it.\n",
+    "a span over two lines": "Write `![Loss](figures/chapter9/loss_curve.svg)\n/// caption` to show it.\n",
+    "an HTML img element": 'Or `<img src="figures/chapter9/loss_curve.svg">` in HTML.\n',
+    "a reference image": "Write `![Loss][loss]` to show it.\n\n[loss]: figures/chapter9/loss_curve.svg\n",
+}
+
+
+@pytest.mark.parametrize("page", IN_INLINE_CODE.values(), ids=IN_INLINE_CODE.keys())
+def test_a_figure_written_as_inline_code_is_not_shown_and_needs_no_caption(page):
+    """A page that tells how to show a figure writes its path or image as inline code: no image is
+    shown, so no caption is asked for (the check took the code for a figure and failed the build)."""
+    page = "# Hostile\n\n" + page + "\nText.\n"
+    rendered = markdown.markdown(page)
+    assert "<img" not in rendered and "<code>" in rendered, rendered         # shown as code only
+    generated.check_captions(page, "hostile.md")
+
+
+def test_a_figure_beside_inline_code_on_its_line_still_needs_its_caption():
+    page = "# Hostile\n\n`code` ![Loss](figures/chapter9/loss_curve.svg) `more code`\n\nText.\n"
+    assert '<img alt="Loss" src="figures/chapter9/loss_curve.svg"' in markdown.markdown(page)
+    with pytest.raises(ValueError, match=r"^docs/hostile\.md:3: .*a figure has a caption under it"):
+        generated.check_captions(page, "hostile.md")
+
+
 # -- drill notebooks -----------------------------------------------------------------------------------
 
 def test_a_drill_steps_rich_output_stays_inside_its_output(generated_tree, monkeypatch):
