@@ -21,7 +21,10 @@ comment whose text starts like a marker's name (any case, any spacing or punctua
 letters, or a letter off: ``<!--Build_Output:…-->``, ``<!-- kernel.json: … -->``) must be that
 marker, whole and alone on its line (trailing spaces allowed), or the build fails naming the page
 and the line. A build output sits right under the block that includes its snippet, one per
-block; a needs-extra note right above its python block. Inside a fenced code block a marker is text, shown as written.
+block; a needs-extra note right above its python block. Inside a code block a marker is text,
+shown as written: a fenced block, or an indented one as Python-Markdown reads the page
+(:func:`indented_code`: after a blank line, in a quote, an admonition or a list item, but not a
+list item's own indented continuation, nor a paragraph's next line), and so is one in inline code.
 A line inside a fenced block that CommonMark would take for its close and pymdownx.superfences does
 not (a longer fence, or the same one indented more) fails the build naming the page and the line.
 pytest-codeblocks' other comments (``skip``, ``cont``, ``pytest.mark.…``) are refused: every
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import secrets
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -247,6 +251,71 @@ def fences(lines: list[str]) -> list[tuple[int, int]]:
     return _scan(lines)[0]
 
 
+#: the extensions of ``mkdocs.yml`` that the scan of indented code leaves out: includes, which are
+#: expanded after the markers are read (a marker in an included file is not the page's)
+_NOT_SCANNED = ("pymdownx.snippets",)
+
+
+def page_extensions() -> tuple[list, dict]:
+    """The Markdown extensions of the site's pages and their settings, as ``mkdocs.yml`` lists them,
+    less :data:`_NOT_SCANNED`: ``(extensions, extension_configs)`` for :class:`markdown.Markdown`."""
+    import yaml
+
+    from .paths import ROOT
+
+    listed = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["markdown_extensions"]
+    names, configs = [], {}
+    for entry in listed:
+        name, config = next(iter(entry.items())) if isinstance(entry, dict) else (entry, None)
+        if name not in _NOT_SCANNED:
+            names.append(name)
+            if config:
+                configs[name] = config
+    return names, configs
+
+
+@lru_cache(maxsize=1)
+def _indented_code_scanner():
+    """A Markdown set up as the site's pages are (:func:`page_extensions`) whose processor of indented
+    code blocks records the text of each block it makes: the blocks of a page are Python-Markdown's
+    own, after a blank line, in block quotes, admonitions and list items, never a list item's
+    continuation (Python-Markdown takes that for the item's) or a paragraph's lazy line."""
+    import markdown
+
+    names, configs = page_extensions()
+    md = markdown.Markdown(extensions=names, extension_configs=configs)
+    code = md.parser.blockprocessors["code"]
+    make = code.run
+
+    def run(parent, blocks):
+        made = make(parent, blocks)
+        if made is not False:                          # pymdownx.superfences' returns False for no block
+            md.indented_code.append(code.lastChild(parent)[0].text)   # the <pre>'s <code>, its lines so far
+        return made
+
+    code.run = run
+    return md
+
+
+def indented_code(lines: list[str], asked: dict[int, int]) -> set[int]:
+    """Which of the ``asked`` lines (index: the column where what is asked about starts, an HTML
+    comment's ``<!--``) stand in an indented code block when Python-Markdown renders ``lines`` as the
+    site does. The four characters there are replaced by a token that no page holds, a plain word
+    to Markdown (an HTML comment that does not start its line is text to it too, so the blocks
+    stay as they were), and the tokens found in the code blocks name the lines."""
+    if not asked:
+        return set()
+    md, token = _indented_code_scanner(), f"q{secrets.token_hex(8)}n"
+    marked = list(lines)
+    for i, column in asked.items():
+        marked[i] = f"{lines[i][:column]}{token}{i}x{lines[i][column + 4:]}"
+    md.reset()
+    md.indented_code = []
+    md.convert("\n".join(marked))
+    found = re.compile(rf"{token}(\d+)x")
+    return {int(m[1]) for text in md.indented_code for m in found.finditer(text)}
+
+
 def _misplaced(marker: Marker, lines: list[str], blocks: list[tuple[int, int]]) -> str | None:
     """Why ``marker`` stands where it does not belong, or None."""
     closing = {end: start for start, end in blocks}
@@ -277,8 +346,8 @@ def find(markdown: str, page: str, first_line: int = 1) -> list[Marker]:
     order. Raises :class:`MarkerError`, naming the page and the line, for a comment that looks like
     a marker and is not one, a marker that shares its line, and one that stands where it does not
     belong, and for a line inside a code block that CommonMark would take for its closing fence
-    and pymdownx.superfences does not (a longer fence, or one indented more). Fenced code blocks
-    are skipped, and so are inline code spans."""
+    and pymdownx.superfences does not (a longer fence, or one indented more). Code blocks, fenced
+    and indented (:func:`indented_code`), are skipped, and so are inline code spans."""
     lines = markdown.split("\n")
     blocks, odd = _scan(lines)
     if odd:
@@ -290,14 +359,21 @@ def find(markdown: str, page: str, first_line: int = 1) -> list[Marker]:
                           f"fence, or open it with a longer one to show this line as code")
     fenced = {i for start, end in blocks for i in range(start, end + 1)}
     text = "\n".join("" if i in fenced else without_code_spans(line) for i, line in enumerate(lines))
-    found, pos = [], 0
+    comments, pos = [], 0
     while (start := text.find("<!--", pos)) >= 0:
         end = text.find("-->", start + 4)
         pos = len(text) if end < 0 else end + 3
         kind = looks_like(text[start + 4:pos])
-        if kind is None:
+        if kind is not None:
+            index = text.count("\n", 0, start)
+            comments.append((kind, index, start - (text.rfind("\n", 0, start) + 1)))
+    # a comment that starts its line (up to 3 spaces in) is an HTML block to Markdown, never code
+    code = indented_code(lines, {index: column for _, index, column in comments
+                                 if not re.match(r" {0,3}<!--", lines[index])})
+    found = []
+    for kind, index, _ in comments:
+        if index in code:                              # shown as code, as written
             continue
-        index = text.count("\n", 0, start)
         line, where = lines[index], f"{page}:{first_line + index}"
         pattern, form = KINDS[kind]
         m = pattern.fullmatch(line) if pattern is not None else None

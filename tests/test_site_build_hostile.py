@@ -320,6 +320,56 @@ def test_a_marker_inside_any_block_superfences_takes_is_text(site, block):
     assert page_html.rstrip().endswith("<p>After.</p>"), page_html[-300:]
 
 
+#: a marker, a near miss and a misplaced note, as a page documenting the markers shows them
+SHOWN_AS_CODE = "{marker}\n<!--build-output: near miss-->\n<!-- needs-extra: compare -->"
+
+
+@pytest.mark.parametrize("block", [
+    "Text.\n\n    {code}\n",                              # after a paragraph and a blank line
+    "## Markers\n    {code}\n",                            # right under a heading
+    "- item\n\n        {code}\n",                         # indented as code inside a list item
+    ">     {code}\n",                                      # inside a block quote
+    '!!! note "Markers"\n\n        {code}\n',               # inside an admonition
+    "Text.\n\n\t{code}\n",                                 # indented with a tab
+], ids=["after a paragraph", "under a heading", "in a list item", "in a block quote", "in an admonition", "tab"])
+def test_a_marker_inside_an_indented_code_block_is_text(site, block):
+    """An indented (not fenced) code block is code: a marker in it, a near miss or one out of place, is
+    shown as written, its snippet not run (it was refused as a near miss, failing the build)."""
+    ran = site.root / "ran.txt"
+    path = site.snippet("ok.py", f"open({str(ran)!r}, 'a').write('x')\nprint('shown')\n")
+    code = SHOWN_AS_CODE.format(marker=markers.build_output(path))
+    prefix = re.search(r"(?:^|\n)(?P<indent>[ \t>]*)\{code\}", block)["indent"]
+    code = code.replace("\n", "\n" + prefix)
+    page_html = site.render(f"# Hostile\n\n{block.format(code=code)}\nAfter.\n")
+    assert not ran.exists(), "a marker inside an indented code block ran its snippet"
+    assert "</code></pre>" in page_html and "near miss" in page_html, page_html
+    assert page_html.count("&lt;!--") == 3, page_html
+    assert page_html.rstrip().endswith("<p>After.</p>"), page_html[-300:]
+
+
+@pytest.mark.parametrize("page, line", [
+    ("- item\n\n    <!--build-output: near miss-->\n", 5),             # a list item's continuation
+    ("1. item\n\n    text\n\n    <!--build-output: near miss-->\n", 7),  # its second continuation
+    ("Text.\n    <!--build-output: near miss-->\n", 4),                 # a paragraph's lazy line, no blank
+    ("- item\n\n    - inner\n\n        <!--build-output: near miss-->\n", 7),   # a nested item's
+], ids=["list continuation", "second continuation", "paragraph line", "nested list continuation"])
+def test_an_indented_line_that_is_no_code_block_still_has_its_markers_checked(site, page, line):
+    """A line indented as code is not code when it continues a list item (Python-Markdown's own rule)
+    or a paragraph: a near-miss marker there still fails the build, naming its line."""
+    with pytest.raises(markers.MarkerError, match=rf"^{PAGE}:{line}: .*looks like a build-output marker"):
+        site.render(f"# Hostile\n\n{page}\nAfter.\n")
+
+
+def test_a_needs_extra_note_in_a_list_items_continuation_is_a_marker(site):
+    """A list item's continuation, indented as code, is the item's: a needs-extra marker there, right
+    above the item's python block, becomes its note (it is not shown as code)."""
+    path = site.snippet("ok.py", "print('shown')\n")
+    page_html = site.render(f'# Hostile\n\n1. Step one.\n\n    {markers.needs_extra("compare")}\n    ```python\n'
+                            f'    --8<-- "{path}"\n    ```\n\nAfter.\n')
+    assert "This block needs the <code>compare</code> extra" in page_html, page_html
+    assert "needs-extra" not in page_html, page_html
+
+
 def test_a_fence_line_superfences_does_not_take_leaves_the_markers_under_it_read(site):
     """A fence with words after its language that are no options is no fence to pymdownx.superfences:
     the lines under it are the page's, and a marker there is checked, failing naming its line (it
