@@ -36,12 +36,29 @@ def reader_env(drop: tuple[str, ...] = ()) -> dict[str, str]:
     return env
 
 
+class SnippetError(RuntimeError):
+    """A snippet failed, ran too long, printed too much or printed what is not UTF-8."""
+
+
+def printed(stdout: bytes, who: str | Path) -> str:
+    """What ``who`` (a snippet, a block's file) printed, ``stdout``, as the build reads it (:data:`HOW`):
+    decoded as UTF-8, carriage returns kept. Raises :class:`SnippetError` naming ``who`` and the byte
+    when it is not UTF-8."""
+    try:
+        return stdout.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SnippetError(f"{who} printed bytes that are not UTF-8 (at byte {err.start}: "
+                           f"{stdout[err.start:err.start + 8]!r}); print text") from None
+
+
 def run_python(script: str | Path, cwd: str | Path | None = None, timeout: float = 900,
                python: str | Path = sys.executable, env: dict[str, str] | None = None
                ) -> subprocess.CompletedProcess:
-    """``python <script>`` in ``cwd`` (None: a new empty scratch folder, removed afterwards), its
-    output captured as text; ``python`` is this interpreter unless another install is named, and
-    ``env`` is :func:`reader_env` unless given."""
+    """``python <script>`` in ``cwd`` (None: a new empty scratch folder, removed afterwards); its
+    stdout read as the build reads a snippet's (:func:`printed`: bytes decoded as UTF-8, carriage
+    returns kept, :class:`SnippetError` for bytes that are not UTF-8), its stderr decoded with
+    U+FFFD for what is not UTF-8; ``python`` is this interpreter unless another install is named,
+    and ``env`` is :func:`reader_env` unless given."""
     if not isinstance(script, (str, Path)):
         raise TypeError(f"script must be a path, got {type(script).__name__}")
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
@@ -49,23 +66,23 @@ def run_python(script: str | Path, cwd: str | Path | None = None, timeout: float
     command = [str(python), str(Path(script).resolve())]
     env = reader_env() if env is None else env
     if cwd is not None:
-        return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    with tempfile.TemporaryDirectory() as tmp:
-        return subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout)
+        run = subprocess.run(command, cwd=cwd, env=env, capture_output=True, timeout=timeout)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            run = subprocess.run(command, cwd=tmp, env=env, capture_output=True, timeout=timeout)
+    return subprocess.CompletedProcess(command, run.returncode, printed(run.stdout, script),
+                                       run.stderr.decode("utf-8", "replace"))
 
 
 def run_code(code: str, folder: str | Path, timeout: float = 600, **how) -> subprocess.CompletedProcess:
-    """``code`` written to ``folder/block.py`` and run there by :func:`run_python` (``how``: its
-    ``python`` and ``env``): a page block as a reader who pasted it into a file runs it."""
+    """``code`` written to ``folder/``:data:`SCRIPT_NAME` as UTF-8 bytes and run there by
+    :func:`run_python` (``how``: its ``python`` and ``env``): a page block as a reader who pasted it
+    into a file runs it, under the name and with the stdout the build's runs have."""
     if not isinstance(code, str):
         raise TypeError(f"code must be str, got {type(code).__name__}")
     script = Path(folder) / SCRIPT_NAME
-    script.write_text(code, encoding="utf-8")
+    script.write_bytes(code.encode("utf-8"))
     return run_python(script, cwd=folder, timeout=timeout, **how)
-
-
-class SnippetError(RuntimeError):
-    """A snippet failed, ran too long, printed too much or printed what is not UTF-8."""
 
 
 @dataclass(frozen=True)
@@ -171,8 +188,4 @@ def run_snippet(path: str | Path, limit: int | None = None, timeout: float = 900
         how = f"exit status {run.returncode}" if run.returncode > 0 else f"signal {-run.returncode}"
         raise SnippetError(f"{path} failed at build time ({how}):\n"
                            f"{run.stderr.decode('utf-8', 'replace')}")
-    try:
-        return run.stdout.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise SnippetError(f"{path} printed bytes that are not UTF-8 (at byte {err.start}: "
-                           f"{run.stdout[err.start:err.start + 8]!r}); print text") from None
+    return printed(run.stdout, path)

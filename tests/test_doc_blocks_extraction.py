@@ -52,6 +52,22 @@ def test_plain_extraction_would_have_skipped_them():
     assert sum(b.syntax == "python" for b in found) == 0
 
 
+def test_the_doc_test_runner_reads_what_a_block_prints_as_the_build_does(tmp_path):
+    """run_code, which runs each page block in the reader test, reads its stdout as the build reads a
+    snippet's (site_build.runner.HOW): bytes, decoded as UTF-8, carriage returns kept (text mode
+    turned them into newlines); bytes that are not UTF-8 are an error naming the block and the byte
+    (a bare UnicodeDecodeError from inside subprocess, or the locale's decoding)."""
+    from site_build import runner
+
+    proc = runner.run_code("import sys\nsys.stdout.buffer.write(b'a\\r\\nb\\xc3\\xa9\\rc\\n')\n", tmp_path)
+    assert proc.returncode == 0 and proc.stdout == "a\r\nb\u00e9\rc\n", repr(proc.stdout)
+    with pytest.raises(runner.SnippetError, match=r"block\.py printed bytes that are not UTF-8 \(at byte 3: "
+                                                  r"b'\\xff\\n'\); print text"):
+        runner.run_code("import sys\nsys.stdout.buffer.write(b'ok\\n\\xff\\n')\n", tmp_path)
+    proc = runner.run_code("import sys\nsys.stderr.buffer.write(b'\\xff')\nraise SystemExit(3)\n", tmp_path)
+    assert proc.returncode == 3 and proc.stderr == "\ufffd", repr(proc.stderr)     # stderr is only shown
+
+
 def test_the_runner_runs_a_snippet_as_a_reader_does(tmp_path, monkeypatch):
     """site_build.runner, shared by the build and the doc tests: a fresh interpreter in a scratch
     folder, without PYTHONPATH or pytest's variables; a failing snippet raises with its stderr."""

@@ -276,7 +276,11 @@ def test_every_copyable_block_runs_from_the_wheel_outside_the_repository(page, r
         # it computes with and the device, not on where it is installed, so the reader's install
         # finds the run the build trained when (and only when) those are the same
         env = dict(_reader_env(), NETCL_LITE_CACHE=str(fingerprint.cache_root()))
-        proc = runner.run_code(block.code, folder, timeout=900, python=reader_python, env=env)
+        try:
+            proc = runner.run_code(block.code, folder, timeout=900, python=reader_python, env=env)
+        except runner.SnippetError as err:           # it printed what is not UTF-8
+            failures.append(f"{page.name}:{block.lineno}: {err}")
+            continue
         if proc.returncode:
             failures.append(f"{page.name}:{block.lineno} failed:\n{proc.stderr[-1500:]}")
         elif block.expected_output is not None and _clean(proc.stdout) != _clean(block.expected_output):
