@@ -68,6 +68,7 @@ import numpy as np
 from .adaptation import AdaptConfig, Adapter
 from .checks import flag, nonnegative_int, positive_int
 from .context_mixing import ContextMixer, check_vocab
+from .core.stream import NonFiniteError
 from .nn import DecoderLM, KVCache
 from .text import BPETokenizer
 
@@ -364,6 +365,25 @@ def _payload_words(n_tokens: int) -> int:
     return -(-n_tokens // TOKENS_PER_WORD)
 
 
+class AdaptationDiverged(NonFiniteError):
+    """Dynamic evaluation diverged: after ``updates`` updates (at learning rate ``lr``) the adapted
+    weights, finite, overflow float32 as the model runs with them (``cause``), where the trained
+    weights ran finite before the first update. The model is not at fault; coding without
+    adaptation is the way out (the format fixes the learning rate)."""
+
+    def __init__(self, updates: int, lr: float, cause: str):
+        self.updates, self.lr, self.cause = updates, lr, cause
+        super().__init__(f"dynamic evaluation diverged: after {self.counted} its adapted weights overflow "
+                         f"float32 as the model runs ({cause}), where the trained weights ran finite before "
+                         f"the first; code without it (adapt=False): its learning rate, AdaptConfig.lr = "
+                         f"{lr:g}, is fixed by the format")
+
+    @property
+    def counted(self) -> str:
+        """``'1 update'``, ``'3 updates'``."""
+        return f"{self.updates} update{'' if self.updates == 1 else 's'}"
+
+
 class _Predictor:
     """The probabilities both sides compute, one step at a time: :meth:`probabilities` for the
     step's token of every stream, then :meth:`advance` with those tokens. ``mixer``: the
@@ -388,7 +408,16 @@ class _Predictor:
         self.step = 0
 
     def probabilities(self) -> np.ndarray:
-        """(active streams, vocab) float64 for this step (the active streams are a prefix)."""
+        """(active streams, vocab) float64 for this step (the active streams are a prefix). An
+        overflow once the adapter has changed the weights is :class:`AdaptationDiverged`."""
+        try:
+            return self._probabilities()
+        except NonFiniteError as exc:
+            if self.adapter is None or not self.adapter.updates:
+                raise
+            raise AdaptationDiverged(self.adapter.updates, self.adapter.config.lr, str(exc).split(";")[0]) from None
+
+    def _probabilities(self) -> np.ndarray:
         cache, full = self.cache, self.model.config.max_position_embeddings
         with self.lock:                            # the device: one thread at a time (device_lock)
             if cache.length(0) == full:            # refill: the last `keep` inputs, one forward pass
@@ -995,8 +1024,6 @@ def _main(argv) -> int:
     import sys
     from pathlib import Path
 
-    from .core.stream import NonFiniteError
-
     parser = argparse.ArgumentParser(prog="python -m netcl_lite.compression", epilog=_EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      description="Compress or decompress a file with a language model's predictions.")
@@ -1070,6 +1097,14 @@ def _main(argv) -> int:
                     result = compress(data, model, tokenizer, mix=not args.model_only, adapt=args.adapt, progress=bar)
                 else:
                     result = decompress(data, model, tokenizer, progress=bar)
+            except AdaptationDiverged as exc:           # the trained weights ran finite: --adapt is at fault
+                if squeezing:
+                    return fail(f"--adapt: dynamic evaluation diverged as it coded {source}: after {exc.counted} "
+                                f"its adapted weights overflow float32 ({exc.cause}); the model's own weights ran "
+                                f"finite until then. Compress without --adapt: its learning rate ({exc.lr:g}) is "
+                                "fixed by the format, not an option")
+                return fail(f"{source}: dynamic evaluation diverged as it decoded this blob (made with --adapt): "
+                            f"after {exc.counted} its adapted weights overflow float32 ({exc.cause})")
             except NonFiniteError as exc:               # the loaders took only finite weights: they overflow
                 which = f"--model {args.model}" if args.model is not None else "the default model (Chapter 9's)"
                 return fail(f"{which}: its weights are finite, but running it overflows float32 "

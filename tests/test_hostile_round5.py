@@ -6,6 +6,7 @@ is fixed."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
 
@@ -13,6 +14,7 @@ import markdown
 import numpy as np
 import pytest
 
+from netcl_lite import NonFiniteError, adaptation
 from netcl_lite import compression as cz
 from netcl_lite.nn import DecoderLM, LMConfig
 from netcl_lite.text import BPETokenizer
@@ -45,6 +47,57 @@ def test_a_model_whose_weights_overflow_as_it_runs_is_named_not_the_input(queue,
     err = capsys.readouterr().err
     assert status == 1 and not (tmp_path / "out").exists(), err
     assert f"--model {folder}" in err and "in.txt" not in err, err
+
+
+def _small_model_folder(queue, tmp_path, weights_change=None):
+    """A one-layer model and its tokenizer saved in ``tmp_path/model``; ``weights_change`` edits its weights."""
+    tok = BPETokenizer()
+    tok.train_from_iterator([TEXT], 300, progress=False)
+    model = DecoderLM(LMConfig(vocab_size=300, **SMALL), queue=queue, seed=1)
+    if weights_change is not None:
+        weights = model.state_dict()
+        weights_change(weights)
+        model.load_state_dict(weights)
+    folder = tmp_path / "model"
+    model.save_pretrained(folder)
+    tok.save(folder / "tokenizer.json")
+    return folder
+
+
+@pytest.fixture
+def diverging(monkeypatch):
+    """Dynamic evaluation with a learning rate of 1e10: its first updates leave finite weights that
+    overflow float32 once the model runs with them (the default, 5e-4, codes this text)."""
+    @dataclasses.dataclass(frozen=True)
+    class Diverging(adaptation.AdaptConfig):
+        lr: float = 1e10
+
+    monkeypatch.setattr(cz, "AdaptConfig", Diverging)
+
+
+def test_adaptation_that_diverges_is_named_not_the_model(queue, tmp_path, capsys, diverging):
+    """The model is fine (it codes the text without --adapt); the weights dynamic evaluation adapts
+    overflow as they code. The command blamed --model ('retrain it or scale its weights down'); it
+    names --adapt and says to compress without it."""
+    folder = _small_model_folder(queue, tmp_path)
+    (tmp_path / "in.txt").write_text(TEXT, encoding="utf-8")
+    assert cz.main(["compress", str(tmp_path / "in.txt"), str(tmp_path / "plain"), "--model", str(folder)]) == 0
+    status = cz.main(["compress", str(tmp_path / "in.txt"), str(tmp_path / "out"), "--model", str(folder), "--adapt"])
+    err = capsys.readouterr().err
+    assert status == 1 and not (tmp_path / "out").exists(), err
+    assert "--adapt: dynamic evaluation diverged" in err and "without --adapt" in err, err
+    assert f"--model {folder}" not in err and "retrain" not in err, err
+    model, tok = DecoderLM.from_pretrained(folder, queue=queue), BPETokenizer.load(folder / "tokenizer.json")
+    with pytest.raises(NonFiniteError, match=r"^dynamic evaluation diverged: after 1 update its .*\(adapt=False\)"):
+        cz.compress(TEXT.encode(), model, tok, adapt=True)
+
+
+def test_a_model_that_overflows_before_adapting_is_still_named_with_adapt(queue, tmp_path, capsys):
+    folder = _small_model_folder(queue, tmp_path, lambda w: w["model.norm.weight"].fill(3e38))
+    (tmp_path / "in.txt").write_text(TEXT, encoding="utf-8")
+    status = cz.main(["compress", str(tmp_path / "in.txt"), str(tmp_path / "out"), "--model", str(folder), "--adapt"])
+    err = capsys.readouterr().err
+    assert status == 1 and f"--model {folder}: its weights are finite" in err and "diverged" not in err, err
 
 
 # -- figures -------------------------------------------------------------------------------------------
