@@ -226,8 +226,8 @@ _CAPTION = re.compile(r"^[ \t]*/// caption[ \t]*$")
 
 def check_captions(markdown: str, page_uri: str, first_line: int = 1) -> None:
     """Raise ``ValueError`` naming the page and the line (``first_line``: the file's line of
-    ``markdown``'s first) for a generated figure outside code (fenced blocks and inline code spans)
-    that no ``/// caption`` block follows on the next line that is not blank."""
+    ``markdown``'s first) for a generated figure outside code (fenced and indented blocks, inline
+    code spans) that no ``/// caption`` block follows on the next line that is not blank."""
     from . import markers
 
     lines = markdown.split("\n")
@@ -243,9 +243,13 @@ def check_captions(markdown: str, page_uri: str, first_line: int = 1) -> None:
                 return ref
         return None
 
-    for i, line in enumerate(shown):
-        m = _FIGURE_MD.search(line) or (shown_by_reference(line) if figure_labels else None)
-        if m is None:
+    figures = {i: m for i, line in enumerate(shown)
+               if (m := _FIGURE_MD.search(line) or (shown_by_reference(line) if figure_labels else None))}
+    # a line that starts with HTML (up to 3 spaces in) is an HTML block to Markdown, never code
+    code = markers.indented_code(lines, {i: m.start() for i, m in figures.items()
+                                         if not re.match(r" {0,3}<", lines[i])})
+    for i, m in figures.items():
+        if i in code:                                   # shown as code
             continue
         below = next((line for line in lines[i + 1:] if line.strip()), "")
         if not _CAPTION.match(below):

@@ -149,6 +149,29 @@ def test_a_figure_written_as_inline_code_is_not_shown_and_needs_no_caption(page)
     generated.check_captions(page, "hostile.md")
 
 
+#: a generated figure's image in an indented code block: shown as code, not as a figure
+IN_INDENTED_CODE = {
+    "after a paragraph": "Write it so:\n\n    ![Loss](figures/chapter9/loss_curve.svg)\n",
+    "in a list item": "- Write it so:\n\n        ![Loss](figures/chapter9/loss_curve.svg)\n",
+    "an HTML img element": 'Or in HTML:\n\n    <img src="figures/chapter9/loss_curve.svg">\n',
+}
+
+
+@pytest.mark.parametrize("page", IN_INDENTED_CODE.values(), ids=IN_INDENTED_CODE.keys())
+def test_a_figure_in_an_indented_code_block_is_not_shown_and_needs_no_caption(page):
+    page = "# Hostile\n\n" + page + "\nText.\n"
+    rendered = markdown.markdown(page)
+    assert "<img" not in rendered and "<pre><code>" in rendered, rendered
+    generated.check_captions(page, "hostile.md")
+
+
+def test_a_figure_in_a_list_items_indented_continuation_still_needs_its_caption():
+    page = "# Hostile\n\n- Item.\n\n    ![Loss](figures/chapter9/loss_curve.svg)\n\nText.\n"
+    assert '<img alt="Loss"' in markdown.markdown(page)                   # the item's, shown
+    with pytest.raises(ValueError, match=r"^docs/hostile\.md:5: .*a figure has a caption under it"):
+        generated.check_captions(page, "hostile.md")
+
+
 def test_a_figure_beside_inline_code_on_its_line_still_needs_its_caption():
     page = "# Hostile\n\n`code` ![Loss](figures/chapter9/loss_curve.svg) `more code`\n\nText.\n"
     assert '<img alt="Loss" src="figures/chapter9/loss_curve.svg"' in markdown.markdown(page)
