@@ -305,15 +305,20 @@ def indented_code(lines: list[str], asked: dict[int, int]) -> set[int]:
     stay as they were), and the tokens found in the code blocks name the lines."""
     if not asked:
         return set()
-    md, token = _indented_code_scanner(), f"q{secrets.token_hex(8)}n"
-    marked = list(lines)
-    for i, column in asked.items():
-        marked[i] = f"{lines[i][:column]}{token}{i}x{lines[i][column + 4:]}"
+    return set(_indented_code("\n".join(lines), tuple(sorted(asked.items()))))
+
+
+@lru_cache(maxsize=16)
+def _indented_code(text: str, asked: tuple[tuple[int, int], ...]) -> frozenset[int]:
+    """:func:`indented_code` of a page's ``text``, kept for the next stage that reads its markers."""
+    md, token, marked = _indented_code_scanner(), f"q{secrets.token_hex(8)}n", text.split("\n")
+    for i, column in asked:
+        marked[i] = f"{marked[i][:column]}{token}{i}x{marked[i][column + 4:]}"
     md.reset()
     md.indented_code = []
     md.convert("\n".join(marked))
     found = re.compile(rf"{token}(\d+)x")
-    return {int(m[1]) for text in md.indented_code for m in found.finditer(text)}
+    return frozenset(int(m[1]) for code in md.indented_code for m in found.finditer(code))
 
 
 def _misplaced(marker: Marker, lines: list[str], blocks: list[tuple[int, int]]) -> str | None:
