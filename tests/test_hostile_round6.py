@@ -292,3 +292,33 @@ def test_a_figure_shown_as_raw_html_gets_its_description_as_alt(tmp_path, monkey
     out = generated.with_alt(f"<p>{img}</p>", "docs/hostile.md")
     [(tag, attrs)] = Tags(out).found[1:]
     assert attrs.get("alt") == "Loss falls from 5.2 to 1.3 <nats>", out
+
+
+EXCERPT_INCLUDES = {
+    "single quotes": "--8<-- 'netcl_lite/text/patterns.py:gpt4_pattern'",
+    "one dash each side": '-8<- "netcl_lite/text/patterns.py:gpt4_pattern"',
+    "a line range": '--8<-- "netcl_lite/text/patterns.py:1:3"',
+}
+
+
+@pytest.mark.xfail(strict=True, reason="the excerpt stages read includes with markers.INCLUDE_LINE (two dashes, "
+                                       "double quotes, a named section): other forms pymdownx.snippets takes pass "
+                                       "unlabelled and unchecked")
+@pytest.mark.parametrize("include", EXCERPT_INCLUDES.values(), ids=EXCERPT_INCLUDES.keys())
+def test_an_excerpt_in_any_include_form_is_labelled_or_refused(tmp_path, monkeypatch, include):
+    """pymdownx.snippets includes ``--8<-- 'path:section'``, ``-8<- "path:section"`` and
+    ``--8<-- "path:first:last"`` as it does ``--8<-- "path:section"``; the build's excerpt stages
+    (:func:`site_build.copyable.check_excerpts`, :func:`~site_build.copyable.label_excerpts`) see
+    only the last, so the others show library code with a copy button, no "Excerpt" title and no
+    note linking its lines, and their section is never checked. Each should be an excerpt like any
+    other, or fail naming the page and the line."""
+    monkeypatch.chdir(ROOT)                          # excerpts are read from the repository
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    page = f'# Hostile\n\n```{{.python .excerpt title="netcl_lite/text/patterns.py"}}\n{include}\n```\n\nAfter.\n'
+    try:
+        page_html = _render(page)
+    except (ValueError, RuntimeError) as err:        # refused, naming the page and the line: also right
+        assert "docs/hostile.md:4" in str(err), str(err)
+        return
+    assert "Excerpt · netcl_lite/text/patterns.py" in page_html and "no-copy" in page_html
+    assert "excerpt-source" in page_html, "no note links the lines it shows"
