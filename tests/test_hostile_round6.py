@@ -171,6 +171,41 @@ def test_a_path_with_a_newline_or_an_escape_is_named_on_one_line(tmp_path, monke
     assert err.count("\n") == 1 and "\x1b" not in err, err
 
 
+@pytest.fixture(scope="module")
+def model_dir(tiny, tmp_path_factory):
+    """A folder the command line's --model reads: :func:`tiny`'s model and tokenizer."""
+    model, tok = tiny
+    folder = tmp_path_factory.mktemp("model")
+    model.save_pretrained(folder)
+    tok.save(folder / "tokenizer.json")
+    return folder
+
+
+@pytest.mark.xfail(strict=True, reason="main reaches for sys.stdin.buffer and sys.stdout.buffer unchecked")
+@pytest.mark.parametrize("side", ["standard input", "standard output"])
+def test_main_with_a_text_only_standard_stream_fails_naming_it(tiny, model_dir, tmp_path, monkeypatch, capsys, side):
+    """``main`` is public: called where ``sys.stdin`` or ``sys.stdout`` is a text stream without a
+    binary ``buffer`` (an ``io.StringIO``, ``contextlib.redirect_stdout``, some notebook kernels), ``-``
+    raises ``AttributeError: '_io.StringIO' object has no attribute 'buffer'`` (for OUT, after the
+    whole input is coded). It should exit 1 naming the stream, as it does for a closed one."""
+    import io
+
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    if side == "standard input":
+        monkeypatch.setattr("sys.stdin", io.StringIO(TEXT))
+        args = ["compress", "-", str(tmp_path / "out")]
+    else:
+        monkeypatch.setattr("sys.stdout", io.StringIO())
+        args = ["compress", str(src), "-"]
+    rc = cz.main([*args, "--model", str(model_dir), "--model-only"])
+    err = capsys.readouterr().err
+    if side == "standard input" and rc == 0:        # read as the text it is: also right
+        assert cz.decompress((tmp_path / "out").read_bytes(), *tiny) == TEXT.encode()
+        return
+    assert rc == 1 and side in err, err
+
+
 # -- the build plugin: drill notebooks -----------------------------------------------------------------
 
 def _notebook_page(tmp_path: Path, cells: list) -> str:
