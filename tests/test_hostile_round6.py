@@ -206,6 +206,18 @@ def test_main_with_a_text_only_standard_stream_fails_naming_it(tiny, model_dir, 
     assert rc == 1 and side in err, err
 
 
+@pytest.mark.xfail(strict=True, reason="pathlib drops a trailing '/.', so OUT 'name/.' is written as the file 'name'")
+@pytest.mark.parametrize("tail", ["/.", "/.//."])
+def test_an_out_that_names_a_folder_by_a_trailing_dot_is_refused(model_dir, tmp_path, capsys, tail):
+    """``name/.`` names the folder ``name`` (``cp x name/.`` fails when there is none), as ``name/`` does,
+    which OUT refuses; ``Path('name/.')`` is ``Path('name')``, so today a file ``name`` is written."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    rc = cz.main(["compress", str(src), str(tmp_path / "name") + tail, "--model", str(model_dir), "--model-only"])
+    err = capsys.readouterr().err
+    assert rc == 1 and not (tmp_path / "name").exists() and "name" in err, err
+
+
 # -- the build plugin: drill notebooks -----------------------------------------------------------------
 
 def _notebook_page(tmp_path: Path, cells: list) -> str:
