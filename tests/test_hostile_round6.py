@@ -321,6 +321,25 @@ def test_an_included_file_cannot_close_the_block_that_includes_it(scratch):
     assert "script" not in tags and tags.count("h1") == 1, tags
 
 
+@pytest.mark.xfail(strict=True, reason="INCLUDE_LIMIT bounds each included file, not what nested includes bring "
+                                       "into a page together")
+def test_nested_includes_that_double_at_each_level_are_refused_naming_the_page(scratch):
+    """Thirteen files of at most 1 KiB, each including the one below twice, bring 4 MiB into the page
+    (4,096 copies of the last); at 25 levels, 2^25 of them: hours and gigabytes. Each file is far
+    under INCLUDE_LIMIT and none includes itself, so the build takes them all. What includes bring
+    into one page should be bounded as one included file is, failing the build naming the page."""
+    from site_build import includes
+
+    folder = scratch / "snippets" / "hostile"
+    (folder / "l0.txt").write_text("x" * 1023 + "\n", encoding="utf-8")
+    for k in range(1, 13):
+        (folder / f"l{k}.txt").write_text(f'--8<-- "snippets/hostile/l{k - 1}.txt"\n' * 2, encoding="utf-8")
+    page = includes.CurrentPage("docs/hostile.md", '```text\n--8<-- "snippets/hostile/l12.txt"\n```\n', 1)
+    md = markdown.Markdown(extensions=[includes.contained_snippets(page, base_path=["."], check_paths=True)])
+    with pytest.raises(ValueError, match="docs/hostile.md"):
+        md.preprocessors["snippet"].run(page.markdown.split("\n"))
+
+
 @pytest.mark.xfail(strict=True, reason="with_alt sets the alt of an <img> only when it has one, in double "
                                        "quotes, after a double-quoted src")
 @pytest.mark.parametrize("img", ['<img src="figures/hostile/plot.svg">',
