@@ -309,9 +309,8 @@ def tokenize(data: bytes, tokenizer: BPETokenizer) -> np.ndarray | None:
     """Token ids whose bytes are exactly ``data``: each valid UTF-8 run is encoded as ordinary
     text (special-token strings stay text), every other byte as its single-byte token. None when
     the tokenizer cannot spell ``data`` (a vocabulary without every single byte)."""
-    _nbytes(data, "data", "encode text first (text.encode('utf-8'))")
+    data = _buffer(data, "data", "encode text first (text.encode('utf-8'))").tobytes()
     _check_tokenizer(tokenizer)
-    data = bytes(data)
     byte_ids = _byte_ids(tokenizer)
     text = data.decode("utf-8", errors="surrogateescape")    # invalid bytes -> U+DC80..U+DCFF
     parts = []
@@ -498,12 +497,14 @@ def _check_progress(progress) -> None:
                         f"got {name}; pass bool(...) of it")
 
 
-def _nbytes(data, name: str, what: str) -> int:
-    """The byte length of ``data`` (bytes, bytearray or memoryview), or TypeError naming ``name``."""
+def _buffer(data, name: str, what: str) -> memoryview:
+    """A view of the bytes of ``data`` (bytes, bytearray or memoryview), or TypeError naming ``name``: the
+    one read of them that is both measured (``nbytes``) and coded (``tobytes()``); ``bytes(data)`` would
+    call a bytes subclass's ``__bytes__``, which may return other bytes."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"{name} must be bytes (or bytearray, memoryview), got {type(data).__name__}; {what}")
     _not_masked(data, name)
-    return memoryview(data).nbytes
+    return memoryview(data)
 
 
 @lru_cache(maxsize=2)
@@ -550,7 +551,8 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     the blob :func:`decompress` reads: the coded form, or ``data`` stored as is when coding does
     not make it smaller.
     """
-    size = _nbytes(data, "data", "encode text first (text.encode('utf-8'))")
+    view = _buffer(data, "data", "encode text first (text.encode('utf-8'))")
+    size = view.nbytes
     _check_model(model, tokenizer)
     flag("mix", mix)
     flag("adapt", adapt)
@@ -561,7 +563,7 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
         raise ValueError(f"data is {size:,} bytes; compress codes at most MAX_INPUT_BYTES = {MAX_INPUT_BYTES:,} "
                          "bytes (its n-gram's memory grows with the input): split it and compress each part")
     given = _check_primer(primer, tokenizer) if primer is not None else None
-    data = bytes(data)
+    data = view.tobytes()                  # the bytes measured above
     ids = tokenize(data, tokenizer) if data else None
     if ids is None or not ids.size:
         return _stored(data)
@@ -688,8 +690,7 @@ def read_header(blob: bytes) -> dict:
     for a coded mode ``tokens``, ``fingerprint``, ``tags``; ``crc``, ``end``: where the data or
     the payload starts), or ValueError for a blob too short or not of this format. The fields are
     read, not checked against each other or the payload."""
-    _nbytes(blob, "blob", "what compress returned")
-    blob = bytes(blob)
+    blob = _buffer(blob, "blob", "what compress returned").tobytes()
     if len(blob) < len(MAGIC) + 2:
         raise ValueError(f"blob is truncated: {len(blob)} bytes, shorter than any header")
     if blob[:len(MAGIC)] != MAGIC:
@@ -727,14 +728,15 @@ def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer
     length can hold (:data:`TOKENS_PER_WORD`), the CRC-32 over header and payload. A blob from another
     model, tokenizer, arithmetic or coder, or of a primer given to compress when this call has none,
     is refused before the default primer (Chapter 9's training text, tokenized) is made for it."""
-    size = _nbytes(blob, "blob", "what compress returned")
+    view = _buffer(blob, "blob", "what compress returned")
+    size = view.nbytes
     _check_model(model, tokenizer)
     _check_progress(progress)
     given = _check_primer(primer, tokenizer) if primer is not None else None
     if size > MAX_BLOB_BYTES:
         raise ValueError(f"blob is {size:,} bytes, longer than any compress writes (MAX_BLOB_BYTES = "
                          f"{MAX_BLOB_BYTES:,}): it is not one of its blobs, or is corrupted")
-    blob = bytes(blob)
+    blob = view.tobytes()                  # the bytes measured above
     fields = read_header(blob)
     mode, length, end = fields["mode"], fields["length"], fields["end"]
     if length > MAX_INPUT_BYTES:

@@ -63,8 +63,6 @@ def handlers(page_html: str) -> list:
 
 # -- the compressor ------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="compress checks the length of data's buffer but codes bytes(data), "
-                                       "which a bytes subclass's __bytes__ may make other bytes")
 def test_compress_codes_the_bytes_its_length_check_saw(tiny):
     """``compress`` measures ``memoryview(data)`` and then codes ``bytes(data)``: for a bytes subclass with
     ``__bytes__`` those differ, so the blob holds other bytes than the object's (and one whose
