@@ -503,8 +503,13 @@ def _buffer(data, name: str, what: str) -> memoryview:
     call a bytes subclass's ``__bytes__``, which may return other bytes."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"{name} must be bytes (or bytearray, memoryview), got {type(data).__name__}; {what}")
+    try:
+        view = memoryview(data)
+    except ValueError:                                  # memoryview's own error names no parameter
+        raise ValueError(f"{name} is a released memoryview: its bytes are gone; pass a view that is not "
+                         f"released (or the bytes themselves)") from None
     _not_masked(data, name)
-    return memoryview(data)
+    return view
 
 
 @lru_cache(maxsize=2)
