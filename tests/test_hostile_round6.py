@@ -113,8 +113,6 @@ PARTS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="the mixer's parts size their arrays from lengths, streams, vocab and "
-                                       "orders unchecked")
 @pytest.mark.parametrize("case", PARTS.values(), ids=PARTS.keys())
 def test_the_mixer_s_parts_refuse_sizes_no_input_has_naming_the_parameter(case):
     make, name = case
