@@ -742,25 +742,48 @@ def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer
         raise ValueError(f"blob is {size:,} bytes, longer than any compress writes (MAX_BLOB_BYTES = "
                          f"{MAX_BLOB_BYTES:,}): it is not one of its blobs, or is corrupted")
     blob = view.tobytes()                  # the bytes measured above
+    fields = _checked_header(blob)
+    body = blob[fields["end"]:]
+    out = body if fields["mode"] == STORED else _decode(body, fields, model, tokenizer, given, progress)
+    _check_checksum(out, fields)
+    return out
+
+
+def _checked_header(blob: bytes) -> dict:
+    """:func:`read_header`'s fields of ``blob``, checked against each other and the blob, with no model:
+    the original's length against :data:`MAX_INPUT_BYTES`; for a stored blob, its CRC and the stored
+    data's length; for a coded one, :func:`_check_layout`."""
     fields = read_header(blob)
     mode, length, end = fields["mode"], fields["length"], fields["end"]
     if length > MAX_INPUT_BYTES:
         raise ValueError(f"blob is corrupted: its header's original length, {length:,} bytes, is over "
                          f"MAX_INPUT_BYTES = {MAX_INPUT_BYTES:,}, the most compress codes")
-    body = blob[end:]
     if mode == STORED:
         if fields["crc"] != zlib.crc32(blob[:end - _CRC.size]):
             raise ValueError("blob is corrupted: its header's CRC-32 does not match")
-        if len(body) != length:
-            raise ValueError(f"blob is {'truncated' if len(body) < length else 'corrupted'}: the stored data "
-                             f"holds {len(body)} bytes, the header says {length}")
-        out = body
+        if len(blob) - end != length:
+            raise ValueError(f"blob is {'truncated' if len(blob) - end < length else 'corrupted'}: the stored "
+                             f"data holds {len(blob) - end} bytes, the header says {length}")
     else:
         _check_layout(blob, fields)
-        out = _decode(body, fields, model, tokenizer, given, progress)
+    return fields
+
+
+def _check_checksum(out: bytes, fields: dict) -> None:
     if _checksum(out) != fields["checksum"]:
         raise ValueError("blob is corrupted: the decoded bytes do not match the original's checksum "
                          "(or the model computes other probabilities than the compressing side's)")
+
+
+def _stored_original(blob: bytes) -> bytes | None:
+    """The original of a stored ``blob``, or None for a coded one; either way the header is checked
+    first (:func:`_checked_header`), so the command line says a file is no blob, or gives back a
+    stored one, without loading a model."""
+    fields = _checked_header(blob)
+    if fields["mode"] != STORED:
+        return None
+    out = blob[fields["end"]:]
+    _check_checksum(out, fields)
     return out
 
 
@@ -1029,6 +1052,24 @@ def _main(argv) -> int:
         _say(f"{parser.prog}: {message}")
         return 1
 
+    def deliver(result: bytes) -> int:
+        """Write ``result`` to OUT (or standard output): the exit status."""
+        if args.output == "-":
+            try:
+                sys.stdout.buffer.write(result)
+                sys.stdout.buffer.flush()
+            except OSError as exc:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
+                return fail(f"standard output: {exc.strerror or exc}")
+            return 0
+        try:
+            _write_new(out, result)
+        except FileExistsError:
+            return fail(f"{out}: file exists; remove it or choose another name")
+        except OSError as exc:
+            return fail(f"{out}: cannot write it: {exc.strerror or exc}")
+        return 0
+
     squeezing = args.command == "compress"
     source = "standard input" if args.input == "-" else args.input
     if args.input == "-" and sys.stdin is None:         # started with it closed (<&-)
@@ -1070,6 +1111,13 @@ def _main(argv) -> int:
             return fail(str(exc))
         except OSError as exc:                          # without strerror: read_regular's, naming the path
             return fail(f"{source}: {exc.strerror}" if exc.strerror else str(exc))
+        if not squeezing:                               # the header first: no model for a file that needs none
+            try:
+                stored = _stored_original(data)
+            except ValueError as exc:
+                return fail(f"{source}: {exc}")
+            if stored is not None:
+                return deliver(stored)
         # nothing but the result goes to standard output (a model trained on the way prints)
         with contextlib.redirect_stdout(sys.stderr):
             try:
@@ -1092,24 +1140,10 @@ def _main(argv) -> int:
                             "retrain it or scale its weights down")
             except ValueError as exc:
                 return fail(f"{source}: {exc}")
-        if args.output == "-":
-            try:
-                sys.stdout.buffer.write(result)
-                sys.stdout.buffer.flush()
-            except OSError as exc:
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
-                return fail(f"standard output: {exc.strerror or exc}")
-            return 0
-        try:
-            _write_new(out, result)
-        except FileExistsError:
-            return fail(f"{out}: file exists; remove it or choose another name")
-        except OSError as exc:
-            return fail(f"{out}: cannot write it: {exc.strerror or exc}")
+        return deliver(result)
     except KeyboardInterrupt:
         _say(f"{parser.prog}: interrupted")
         return 130
-    return 0
 
 
 def _exit_cleanly_on_termination() -> None:

@@ -122,8 +122,6 @@ def test_the_mixer_s_parts_refuse_sizes_no_input_has_naming_the_parameter(case):
 
 # -- the command line ----------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="the command line loads (or trains) the model before it reads the "
-                                       "blob's header")
 @pytest.mark.parametrize("content", ["not a blob", "a stored blob"])
 def test_decompress_reads_the_header_before_loading_the_model(tiny, tmp_path, monkeypatch, capsys, content):
     """``decompress`` of a file that is no blob, or of a stored one (which needs no model), loads the
