@@ -1074,9 +1074,14 @@ def _main(argv) -> int:
     source = "standard input" if args.input == "-" else args.input
     if args.input == "-" and sys.stdin is None:         # started with it closed (<&-)
         return fail("standard input is closed; give IN, the file to read")
+    if args.input == "-" and getattr(sys.stdin, "buffer", None) is None:    # main called with an io.StringIO
+        return fail("standard input is a text stream with no bytes to read (no .buffer); give IN, the file to read")
     if args.output == "-":
         if sys.stdout is None:                          # started with it closed (>&-)
             return fail("standard output is closed; give OUT, the file to write")
+        if getattr(sys.stdout, "buffer", None) is None:    # redirect_stdout(io.StringIO()), some notebook kernels
+            return fail("standard output is a text stream that takes no bytes (no .buffer); give OUT, the file "
+                        "to write")
         if squeezing and sys.stdout.isatty():
             return fail("standard output is a terminal; redirect it to a file or a pipe, or give OUT")
     else:

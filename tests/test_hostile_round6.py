@@ -173,7 +173,6 @@ def model_dir(tiny, tmp_path_factory):
     return folder
 
 
-@pytest.mark.xfail(strict=True, reason="main reaches for sys.stdin.buffer and sys.stdout.buffer unchecked")
 @pytest.mark.parametrize("side", ["standard input", "standard output"])
 def test_main_with_a_text_only_standard_stream_fails_naming_it(tiny, model_dir, tmp_path, monkeypatch, capsys, side):
     """``main`` is public: called where ``sys.stdin`` or ``sys.stdout`` is a text stream without a
