@@ -1085,9 +1085,9 @@ def _main(argv) -> int:
         if squeezing and sys.stdout.isatty():
             return fail("standard output is a terminal; redirect it to a file or a pipe, or give OUT")
     else:
-        if not args.output or args.output.endswith(("/", os.sep)):   # Path() would drop the slash
-            return fail(f"{args.output!r}: names no file (empty, or a folder by its trailing slash); "
-                        "give the name of a file to write")
+        if os.path.basename(args.output) in ("", ".", ".."):   # Path() would drop a trailing '/' or '/.'
+            return fail(f"{args.output!r}: names no file (empty, or a folder: by its trailing slash, '.' or "
+                        "'..'); give the name of a file to write")
         out = Path(args.output)
         try:
             if out.is_dir():

@@ -197,7 +197,6 @@ def test_main_with_a_text_only_standard_stream_fails_naming_it(tiny, model_dir, 
     assert rc == 1 and side in err, err
 
 
-@pytest.mark.xfail(strict=True, reason="pathlib drops a trailing '/.', so OUT 'name/.' is written as the file 'name'")
 @pytest.mark.parametrize("tail", ["/.", "/.//."])
 def test_an_out_that_names_a_folder_by_a_trailing_dot_is_refused(model_dir, tmp_path, capsys, tail):
     """``name/.`` names the folder ``name`` (``cp x name/.`` fails when there is none), as ``name/`` does,
