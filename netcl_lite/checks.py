@@ -210,7 +210,8 @@ def coder_sizes(*, vocab=None, lengths=None, streams=None, orders=1, pieces=None
     >>> coder_sizes(lengths=np.array([10**12]))
     Traceback (most recent call last):
     ...
-    ValueError: lengths must give at most MAX_STREAM_TOKENS = 16,777,216 tokens (the streams' count times the longest stream's), got 1 stream, the longest of 1,000,000,000,000 tokens
+    ValueError: lengths must give at most MAX_STREAM_TOKENS = 16,777,216 tokens (the streams' count
+    times the longest stream's), got 1 stream, the longest of 1,000,000,000,000 tokens
     """
     import numpy as np
 
