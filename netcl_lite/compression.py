@@ -900,27 +900,30 @@ def _load(model_dir):
     if not model_dir:                                   # Path('') is the working folder: "$UNSET" is no choice of it
         raise ValueError("--model '': names no folder (empty); give the model's folder, or leave --model "
                          "out for Chapter 9's model")
+    from .files import shown_path
+
     folder = Path(model_dir)
     try:
         if not folder.is_dir():
             from .files import kind_of
 
             kind = kind_of(folder)
-            raise ValueError(f"--model {folder}: " + ("no such folder" if kind == "missing" else
+            raise ValueError(f"--model {shown_path(folder)}: " + ("no such folder" if kind == "missing" else
                                                       f"is {kind}, not a folder (one with config.json, "
                                                       "model.safetensors and tokenizer.json)"))
         if not (folder / "tokenizer.json").is_file():
-            raise ValueError(f"--model {folder}: no tokenizer.json there (a Chapter 9 run's folder has one)")
+            raise ValueError(f"--model {shown_path(folder)}: no tokenizer.json there (a Chapter 9 run's folder "
+                             "has one)")
     except OSError as exc:                              # the system refuses to look it up (a name too long)
-        raise ValueError(f"--model {folder}: cannot read it: {exc.strerror or exc}") from None
+        raise ValueError(f"--model {shown_path(folder)}: cannot read it: {exc.strerror or exc}") from None
     try:
         model, tokenizer = DecoderLM.from_pretrained(folder), BPETokenizer.load(folder / "tokenizer.json")
     except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise ValueError(f"--model {folder}: cannot load the model there ({exc})") from None
+        raise ValueError(f"--model {shown_path(folder)}: cannot load the model there ({exc})") from None
     try:                                                # one that loads but cannot code is at fault, not IN
         _check_model(model, tokenizer)
     except ValueError as exc:
-        raise ValueError(f"--model {folder}: {exc}") from None
+        raise ValueError(f"--model {shown_path(folder)}: {exc}") from None
     return model, tokenizer
 
 
@@ -1034,6 +1037,7 @@ def _main(argv) -> int:
     from pathlib import Path
 
     from .core.stream import NonFiniteError
+    from .files import shown_path
 
     parser = argparse.ArgumentParser(prog="python -m netcl_lite.compression", epilog=_EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -1065,13 +1069,14 @@ def _main(argv) -> int:
         try:
             _write_new(out, result)
         except FileExistsError:
-            return fail(f"{out}: file exists; remove it or choose another name")
+            return fail(f"{shown_path(out)}: file exists; remove it or choose another name")
         except OSError as exc:
-            return fail(f"{out}: cannot write it: {exc.strerror or exc}")
+            return fail(f"{shown_path(out)}: cannot write it: {exc.strerror or exc}")
         return 0
 
     squeezing = args.command == "compress"
-    source = "standard input" if args.input == "-" else args.input
+    source = "standard input" if args.input == "-" else shown_path(args.input)
+    which = f"--model {shown_path(args.model)}" if args.model is not None else "the default model (Chapter 9's)"
     if args.input == "-" and sys.stdin is None:         # started with it closed (<&-)
         return fail("standard input is closed; give IN, the file to read")
     if args.input == "-" and getattr(sys.stdin, "buffer", None) is None:    # main called with an io.StringIO
@@ -1086,28 +1091,28 @@ def _main(argv) -> int:
             return fail("standard output is a terminal; redirect it to a file or a pipe, or give OUT")
     else:
         if os.path.basename(args.output) in ("", ".", ".."):   # Path() would drop a trailing '/' or '/.'
-            return fail(f"{args.output!r}: names no file (empty, or a folder: by its trailing slash, '.' or "
+            return fail(f"{shown_path(args.output)}: names no file (empty, or a folder: by its trailing slash, '.' or "
                         "'..'); give the name of a file to write")
         out = Path(args.output)
         try:
             if out.is_dir():
-                return fail(f"{out}: is a folder; give the name of a file to write")
+                return fail(f"{shown_path(out)}: is a folder; give the name of a file to write")
             if out.exists() or out.is_symlink():
                 from .files import kind_of
 
                 kind = kind_of(out)
                 if kind != "a regular file":            # /dev/null, a pipe, a socket, a dangling link
-                    return fail(f"{out}: is {kind}, not a regular file; OUT is the name of a new file "
+                    return fail(f"{shown_path(out)}: is {kind}, not a regular file; OUT is the name of a new file "
                                 "(never one that exists), or - for standard output (- >/dev/null discards it)")
-                return fail(f"{out}: file exists; remove it or choose another name")
+                return fail(f"{shown_path(out)}: file exists; remove it or choose another name")
             if not out.parent.is_dir():
                 from .files import kind_of
 
                 kind = kind_of(out.parent)
-                return fail(f"{out}: cannot write there: its folder {out.parent} is "
+                return fail(f"{shown_path(out)}: cannot write there: its folder {shown_path(out.parent)} is "
                             f"{'missing' if kind == 'missing' else kind + ', not a folder'}")
         except OSError as exc:                          # the system refuses to look it up (a name too long)
-            return fail(f"{out}: cannot write there: {exc.strerror or exc}")
+            return fail(f"{shown_path(out)}: cannot write there: {exc.strerror or exc}")
     try:
         limit, what = (MAX_INPUT_BYTES, "the input to compress") if squeezing else (MAX_BLOB_BYTES, "a blob to decompress")
         try:
@@ -1130,7 +1135,7 @@ def _main(argv) -> int:
                 if squeezing and not args.model_only:   # a model too large to mix is at fault, not IN
                     check_vocab(model.config.vocab_size)
             except ValueError as exc:                   # names --model DIR
-                return fail(str(exc) if str(exc).startswith("--model") else f"--model {args.model}: {exc}")
+                return fail(str(exc) if str(exc).startswith("--model") else f"{which}: {exc}")
             # a bar for long inputs on a terminal only: into a file or a pipe it writes each update
             bar = None if sys.stderr is not None and sys.stderr.isatty() else False
             try:
@@ -1139,7 +1144,6 @@ def _main(argv) -> int:
                 else:
                     result = decompress(data, model, tokenizer, progress=bar)
             except NonFiniteError as exc:               # the loaders took only finite weights: they overflow
-                which = f"--model {args.model}" if args.model is not None else "the default model (Chapter 9's)"
                 return fail(f"{which}: its weights are finite, but running it overflows float32 "
                             f"({str(exc).split(';')[0]}); the model is at fault, not IN: "
                             "retrain it or scale its weights down")

@@ -147,8 +147,6 @@ def test_decompress_reads_the_header_before_loading_the_model(tiny, tmp_path, mo
     assert loaded == [], "the model was loaded for a file that needs none"
 
 
-@pytest.mark.xfail(strict=True, reason="messages name paths as written: a newline splits the message and a "
-                                       "terminal escape reaches the terminal")
 @pytest.mark.parametrize("which", ["IN", "OUT"])
 def test_a_path_with_a_newline_or_an_escape_is_named_on_one_line(tmp_path, monkeypatch, capsys, which):
     """A file name may hold any byte but / and NUL: one with a newline reads as two messages, one with
