@@ -306,11 +306,28 @@ def _merged_streams(outputs: list) -> list:
 
 #: what a drill notebook's output may carry: text, which the page escapes, and raster images
 SAFE_OUTPUT_TYPES = ("text/plain", "image/png", "image/jpeg")
+#: an image's metadata the page may take: its size, in pixels (nbconvert writes ``width=…`` unquoted
+#: into the ``<img>``, so only digits may reach it), and the two flags its template reads as
+#: conditions only, never writing their values
+_IMAGE_METADATA = {"width": lambda v: str(v).isdigit() and str(v).isascii(),
+                   "height": lambda v: str(v).isdigit() and str(v).isascii(),
+                   "unconfined": lambda v: isinstance(v, bool), "needs_background": lambda v: v in ("light", "dark")}
+
+
+def _kept_metadata(mime: str, value) -> dict:
+    """What the page may take of an output's metadata for ``mime``: :data:`_IMAGE_METADATA`'s entries whose
+    value passes its check, for an image; nothing for text."""
+    if not mime.startswith("image/") or not isinstance(value, dict):
+        return {}
+    return {key: value[key] for key, ok in _IMAGE_METADATA.items()
+            if key in value and not isinstance(value[key], (dict, list)) and ok(value[key])}
 
 
 def _plain_outputs(outputs: list) -> list:
     """A cell's outputs with each display's representations cut to :data:`SAFE_OUTPUT_TYPES`; one that
-    carries none of them keeps the source of its first representation as ``text/plain``."""
+    carries none of them keeps the source of its first representation as ``text/plain``. Their metadata
+    keeps only an image's size in digits and its two flags (:data:`_IMAGE_METADATA`): nbconvert writes
+    a size into the ``<img>`` unquoted, and reads a file name for its ``src`` from the metadata."""
     for out in outputs:
         data = out.get("data")
         if not data:
@@ -322,7 +339,9 @@ def _plain_outputs(outputs: list) -> list:
                 else json.dumps(value, indent=1, ensure_ascii=False)
             kept = {"text/plain": text}
         out["data"] = kept
-        out["metadata"] = {mime: value for mime, value in out.get("metadata", {}).items() if mime in kept}
+        metadata = {mime: _kept_metadata(mime, value) for mime, value in out.get("metadata", {}).items()
+                    if mime in kept}
+        out["metadata"] = {mime: value for mime, value in metadata.items() if value}
     return outputs
 
 

@@ -220,8 +220,6 @@ def _notebook_page(tmp_path: Path, cells: list) -> str:
     return convert.nb2html(str(path))
 
 
-@pytest.mark.xfail(strict=True, reason="_plain_outputs keeps an image's width and height metadata, which "
-                                       "nbconvert writes unquoted into the <img>")
 def test_an_image_s_size_in_a_drill_output_puts_no_attribute_on_the_page(tmp_path):
     """A drill step may ``display(Image(png, width="1 onerror=alert(document.domain)"))``: the notebook
     keeps the raster image (a safe type) and its metadata, and nbconvert's template writes
