@@ -347,6 +347,18 @@ def _plain_outputs(outputs: list) -> list:
 
 #: a drill step's first line: a ``#`` comment whose text, from a letter or digit on, is its heading
 _STEP_HEADING = re.compile(r"#+[ \t]+(?P<heading>\w.*?)[ \t]*")
+#: ASCII punctuation, each of which a backslash makes literal in Markdown (CommonMark's escapes)
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def as_markdown_text(text: str) -> str:
+    """``text`` written as Markdown that renders as exactly that text: every ASCII punctuation character
+    backslash-escaped, so none of it starts emphasis, a code span, a link, an entity or raw HTML.
+
+    >>> as_markdown_text("the <b> tag, *stars* & [a](b)")
+    'the \\\\<b\\\\> tag\\\\, \\\\*stars\\\\* \\\\& \\\\[a\\\\]\\\\(b\\\\)'
+    """
+    return _PUNCTUATION.sub(r"\\\1", text)
 
 
 def drill_steps(week_dir: Path) -> list[Path]:
@@ -381,7 +393,7 @@ def drill_notebook(week_dir: Path) -> dict:
             raise ValueError(f"{_rel(step)}: its first line, {first!r}, is no heading: a drill step starts "
                              f"with a comment that names it ('# Step {n} — what it shows'), its heading in the "
                              f"notebook (not a shebang, a coding line or a bare '#')")
-        heading = m["heading"]
+        heading = as_markdown_text(m["heading"])       # the comment's text as written, never markup
         cells += [_cell("markdown", f"## {heading}", f"step-{n}-heading"), _cell("code", code, f"step-{n}")]
     return {
         "cells": cells,

@@ -237,8 +237,6 @@ def test_an_image_s_size_in_a_drill_output_puts_no_attribute_on_the_page(tmp_pat
     assert handlers(page) == []
 
 
-@pytest.mark.xfail(strict=True, reason="drill_notebook puts a step's first-line comment into a Markdown cell "
-                                       "as it is, so it renders as Markdown and raw HTML")
 def test_a_drill_step_s_heading_is_shown_as_the_text_it_is(tmp_path):
     """A step's first line, ``# Step 1 — the <img src=x onerror=alert(1)> tag``, becomes the notebook's
     heading ``## Step 1 — the <img …> tag``, which mkdocs-jupyter renders as Markdown with raw HTML:
