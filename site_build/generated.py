@@ -50,8 +50,11 @@ FIGURE_LIMIT = 2 << 20
 #: the most output one code cell of a drill notebook may hold, in bytes of its JSON (the page shows it whole)
 NOTEBOOK_OUTPUT_LIMIT = 64 * 1024
 _DESCRIPTION = re.compile(r"<dc:description>(.*?)</dc:description>", re.S)
-_FIGURE_IMG = re.compile(r'<img\b[^>]*\bsrc="(?:[^"]*/)?figures/([\w-]+/[\w-]+)\.svg"[^>]*>')
-_ALT = re.compile(r'\balt="[^"]*"')
+#: an <img> start tag (attribute values in either quotes may hold '>') and each attribute in it
+_IMG_TAG = re.compile(r"""<img(?=[\s/>])(?:"[^"]*"|'[^']*'|[^"'>])*>""", re.I)
+_ATTRIBUTE = re.compile(r"""\s+([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
+#: a generated figure's path as an <img>'s src gives it (group 1: ``<page>/<name>``)
+_FIGURE_SRC = re.compile(r"(?:[^\s\"'<>]*/)?figures/([\w-]+/[\w-]+)\.svg")
 
 #: how one figure script runs: alone in a fresh interpreter (nothing one script sets, matplotlib's
 #: rcParams, a seed, the working folder, reaches another), ``python -c _RUN_FIGURE SCRIPT OUT``
@@ -201,13 +204,30 @@ def figure_description(svg: Path) -> str | None:
 
 
 def _with_alt(m: re.Match, page: str) -> str:
-    svg = FIGURES / f"{m.group(1)}.svg"
+    """The <img> tag ``m`` with its alt the description of the generated figure its src shows (the
+    first alt attribute replaced in place, any other dropped, or one added after ``<img``), in any
+    quotes or none; the tag as it was when it shows no generated figure."""
+    tag = m.group(0)
+    attributes = list(_ATTRIBUTE.finditer(tag, len("<img")))
+    src = next((a for a in attributes if a[1].lower() == "src"), None)
+    figure = _FIGURE_SRC.fullmatch(html.unescape((src[2] or "").strip("\"'"))) if src is not None else None
+    if figure is None:
+        return tag
+    svg = FIGURES / f"{figure.group(1)}.svg"
     alt = figure_description(svg) if svg.is_file() else None
     if alt is None:
         made = "a generated figure must describe itself (savefig(..., metadata={'Description': ...}))"
         raise ValueError(f"{page}: {svg.relative_to(ROOT)}: " + (made if svg.is_file() else "no such figure; a "
                          f"figure is drawn by snippets/<page>/figure_<name>.py") + "; its description is the alt text")
-    return _ALT.sub(lambda _: f'alt="{html.escape(alt)}"', m.group(0), count=1)
+    given = f' alt="{html.escape(alt)}"'
+    alts = [a for a in attributes if a[1].lower() == "alt"]
+    if not alts:
+        return tag[:len("<img")] + given + tag[len("<img"):]
+    out, at = [], 0
+    for i, a in enumerate(alts):                # the first in place, the rest dropped
+        out += [tag[at:a.start()], given if i == 0 else ""]
+        at = a.end()
+    return "".join(out) + tag[at:]
 
 
 #: the path of a generated figure, as a page links it
@@ -476,4 +496,4 @@ def build(shared: str) -> None:
 def with_alt(content: str, page: str = "(no page)") -> str:
     """A page's HTML with each generated figure's ``alt`` set to the description its script gave
     (``page``, ``docs/<page>``, names a figure that has none)."""
-    return _FIGURE_IMG.sub(lambda m: _with_alt(m, page), content)
+    return _IMG_TAG.sub(lambda m: _with_alt(m, page), content)

@@ -324,8 +324,6 @@ def test_nested_includes_that_double_at_each_level_are_refused_naming_the_page(s
         md.preprocessors["snippet"].run(page.markdown.split("\n"))
 
 
-@pytest.mark.xfail(strict=True, reason="with_alt sets the alt of an <img> only when it has one, in double "
-                                       "quotes, after a double-quoted src")
 @pytest.mark.parametrize("img", ['<img src="figures/hostile/plot.svg">',
                                  "<img alt='typed by hand' src='figures/hostile/plot.svg'>",
                                  '<img src="figures/hostile/plot.svg" alt=\'typed by hand\'>'],
