@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 
 def _hint(what: str) -> str:
@@ -182,3 +182,73 @@ def id_array(name: str, value, high: int | None = None, *, what: str = "token id
         bound = f"[0, {high})" if high is not None else "[0, ∞)"
         raise ValueError(f"{name} must hold {what} in {bound}, got values from {int(arr.min())} to {int(arr.max())}")
     return arr.astype(np.int64, copy=False)
+
+
+# -- sizes of the compressor's host models (netcl_lite.ngram, .match, .context_mixing) --------------------
+
+#: streams the host models are sized for, at most (the compressor codes in at most 32)
+MAX_STREAMS = 1024
+#: tokens they are sized for, the streams' count times the longest stream, at most: 16 times the most
+#: the compressor codes (MAX_INPUT_BYTES, 2^20 bytes, at least one byte a token)
+MAX_STREAM_TOKENS = 1 << 24
+#: the largest vocabulary they take: they keep (vocab,) and (streams, vocab) tables (o200k, the largest
+#: tokenizer in use, has about 200,000 ids)
+MAX_TOKEN_VOCAB = 1 << 20
+#: float64 cells one of their tables may hold, at most (1 GiB): the streams' caches and the n-gram's
+#: scratch hold one per stream, token id (and order)
+MAX_TABLE_CELLS = 1 << 27
+
+
+def coder_sizes(*, vocab=None, lengths=None, streams=None, orders=1, pieces=None) -> None:
+    """Refuse, naming the parameter, the sizes that no input of the compressor has, before a host model
+    allocates by them: a ``vocab`` over :data:`MAX_TOKEN_VOCAB`, ``lengths`` (each stream's token
+    count) of more streams than :data:`MAX_STREAMS` or more tokens than :data:`MAX_STREAM_TOKENS`,
+    ``streams`` over :data:`MAX_STREAMS`, tables of ``streams × vocab × orders`` float64 cells over
+    :data:`MAX_TABLE_CELLS`, and ``pieces`` that do not map int ids to bytes. Arguments left None are
+    not checked; ``orders`` counts only when it is an int (its own range is its model's to check).
+
+    >>> coder_sizes(lengths=np.array([10**12]))
+    Traceback (most recent call last):
+    ...
+    ValueError: lengths must give at most MAX_STREAM_TOKENS = 16,777,216 tokens (the streams' count
+    times the longest stream's), got 1 stream, the longest of 1,000,000,000,000 tokens
+    """
+    import numpy as np
+
+    if vocab is not None:
+        positive_int("vocab", vocab, "the model's vocab_size")
+        if vocab > MAX_TOKEN_VOCAB:
+            raise ValueError(f"vocab must be at most MAX_TOKEN_VOCAB = {MAX_TOKEN_VOCAB:,} (the model's vocab_size; "
+                             f"the counts keep tables of one entry per token id), got {vocab:,}")
+    if streams is not None:
+        positive_int("streams", streams)
+        if streams > MAX_STREAMS:
+            raise ValueError(f"streams must be at most MAX_STREAMS = {MAX_STREAMS:,} (the compressor codes in at "
+                             f"most 32), got {streams:,}")
+    if lengths is not None:
+        id_array("lengths", lengths, what="token counts, one per stream")      # integers, none negative
+        raw = np.asarray(lengths)                   # as given: an int64 copy would wrap uint64 counts
+        if raw.size == 0:
+            raise ValueError("lengths must give at least one stream's token count, got none")
+        if raw.size > MAX_STREAMS:
+            raise ValueError(f"lengths must give at most MAX_STREAMS = {MAX_STREAMS:,} streams' token counts "
+                             f"(the compressor codes in at most 32), got {raw.size:,}")
+        longest = int(raw.max())
+        if raw.size * longest > MAX_STREAM_TOKENS:
+            raise ValueError(f"lengths must give at most MAX_STREAM_TOKENS = {MAX_STREAM_TOKENS:,} tokens (the "
+                             f"streams' count times the longest stream's), got {raw.size:,} "
+                             f"stream{'s' * (raw.size > 1)}, the longest of {longest:,} tokens")
+        streams = raw.size
+    if vocab is not None and streams is not None and _is_int(orders) and orders > 0 \
+            and streams * vocab * orders > MAX_TABLE_CELLS:
+        raise ValueError(f"vocab={vocab:,} with streams={streams:,}" + (f" and orders={orders}" if orders > 1 else "")
+                         + f" makes a table of {streams * vocab * orders:,} float64 cells, over MAX_TABLE_CELLS = "
+                         f"{MAX_TABLE_CELLS:,} (1 GiB): pass fewer streams or a smaller vocabulary")
+    if pieces is not None:
+        if not isinstance(pieces, Mapping):
+            raise TypeError(f"pieces must be a mapping of token id -> bytes (the tokenizer's vocab), "
+                            f"got {type(pieces).__name__}")
+        for key, piece in pieces.items():
+            if not _is_int(key) or not isinstance(piece, bytes):
+                raise TypeError(f"pieces must map token ids (int) to their bytes (the tokenizer's vocab), got "
+                                f"{type(key).__name__} {key!r:.40} -> {type(piece).__name__} {piece!r:.40}")

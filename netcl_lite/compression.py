@@ -310,9 +310,8 @@ def tokenize(data: bytes, tokenizer: BPETokenizer) -> np.ndarray | None:
     """Token ids whose bytes are exactly ``data``: each valid UTF-8 run is encoded as ordinary
     text (special-token strings stay text), every other byte as its single-byte token. None when
     the tokenizer cannot spell ``data`` (a vocabulary without every single byte)."""
-    _nbytes(data, "data", "encode text first (text.encode('utf-8'))")
+    data = _buffer(data, "data", "encode text first (text.encode('utf-8'))").tobytes()
     _check_tokenizer(tokenizer)
-    data = bytes(data)
     byte_ids = _byte_ids(tokenizer)
     text = data.decode("utf-8", errors="surrogateescape")    # invalid bytes -> U+DC80..U+DCFF
     parts = []
@@ -527,12 +526,19 @@ def _check_progress(progress) -> None:
                         f"got {name}; pass bool(...) of it")
 
 
-def _nbytes(data, name: str, what: str) -> int:
-    """The byte length of ``data`` (bytes, bytearray or memoryview), or TypeError naming ``name``."""
+def _buffer(data, name: str, what: str) -> memoryview:
+    """A view of the bytes of ``data`` (bytes, bytearray or memoryview), or TypeError naming ``name``: the
+    one read of them that is both measured (``nbytes``) and coded (``tobytes()``); ``bytes(data)`` would
+    call a bytes subclass's ``__bytes__``, which may return other bytes."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"{name} must be bytes (or bytearray, memoryview), got {type(data).__name__}; {what}")
+    try:
+        view = memoryview(data)
+    except ValueError:                                  # memoryview's own error names no parameter
+        raise ValueError(f"{name} is a released memoryview: its bytes are gone; pass a view that is not "
+                         f"released (or the bytes themselves)") from None
     _not_masked(data, name)
-    return memoryview(data).nbytes
+    return view
 
 
 @lru_cache(maxsize=2)
@@ -579,7 +585,8 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     the blob :func:`decompress` reads: the coded form, or ``data`` stored as is when coding does
     not make it smaller.
     """
-    size = _nbytes(data, "data", "encode text first (text.encode('utf-8'))")
+    view = _buffer(data, "data", "encode text first (text.encode('utf-8'))")
+    size = view.nbytes
     _check_model(model, tokenizer)
     flag("mix", mix)
     flag("adapt", adapt)
@@ -590,7 +597,7 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
         raise ValueError(f"data is {size:,} bytes; compress codes at most MAX_INPUT_BYTES = {MAX_INPUT_BYTES:,} "
                          "bytes (its n-gram's memory grows with the input): split it and compress each part")
     given = _check_primer(primer, tokenizer) if primer is not None else None
-    data = bytes(data)
+    data = view.tobytes()                  # the bytes measured above
     ids = tokenize(data, tokenizer) if data else None
     if ids is None or not ids.size:
         return _stored(data)
@@ -717,8 +724,7 @@ def read_header(blob: bytes) -> dict:
     for a coded mode ``tokens``, ``fingerprint``, ``tags``; ``crc``, ``end``: where the data or
     the payload starts), or ValueError for a blob too short or not of this format. The fields are
     read, not checked against each other or the payload."""
-    _nbytes(blob, "blob", "what compress returned")
-    blob = bytes(blob)
+    blob = _buffer(blob, "blob", "what compress returned").tobytes()
     if len(blob) < len(MAGIC) + 2:
         raise ValueError(f"blob is truncated: {len(blob)} bytes, shorter than any header")
     if blob[:len(MAGIC)] != MAGIC:
@@ -756,33 +762,57 @@ def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer
     length can hold (:data:`TOKENS_PER_WORD`), the CRC-32 over header and payload. A blob from another
     model, tokenizer, arithmetic or coder, or of a primer given to compress when this call has none,
     is refused before the default primer (Chapter 9's training text, tokenized) is made for it."""
-    size = _nbytes(blob, "blob", "what compress returned")
+    view = _buffer(blob, "blob", "what compress returned")
+    size = view.nbytes
     _check_model(model, tokenizer)
     _check_progress(progress)
     given = _check_primer(primer, tokenizer) if primer is not None else None
     if size > MAX_BLOB_BYTES:
         raise ValueError(f"blob is {size:,} bytes, longer than any compress writes (MAX_BLOB_BYTES = "
                          f"{MAX_BLOB_BYTES:,}): it is not one of its blobs, or is corrupted")
-    blob = bytes(blob)
+    blob = view.tobytes()                  # the bytes measured above
+    fields = _checked_header(blob)
+    body = blob[fields["end"]:]
+    out = body if fields["mode"] == STORED else _decode(body, fields, model, tokenizer, given, progress)
+    _check_checksum(out, fields)
+    return out
+
+
+def _checked_header(blob: bytes) -> dict:
+    """:func:`read_header`'s fields of ``blob``, checked against each other and the blob, with no model:
+    the original's length against :data:`MAX_INPUT_BYTES`; for a stored blob, its CRC and the stored
+    data's length; for a coded one, :func:`_check_layout`."""
     fields = read_header(blob)
     mode, length, end = fields["mode"], fields["length"], fields["end"]
     if length > MAX_INPUT_BYTES:
         raise ValueError(f"blob is corrupted: its header's original length, {length:,} bytes, is over "
                          f"MAX_INPUT_BYTES = {MAX_INPUT_BYTES:,}, the most compress codes")
-    body = blob[end:]
     if mode == STORED:
         if fields["crc"] != zlib.crc32(blob[:end - _CRC.size]):
             raise ValueError("blob is corrupted: its header's CRC-32 does not match")
-        if len(body) != length:
-            raise ValueError(f"blob is {'truncated' if len(body) < length else 'corrupted'}: the stored data "
-                             f"holds {len(body)} bytes, the header says {length}")
-        out = body
+        if len(blob) - end != length:
+            raise ValueError(f"blob is {'truncated' if len(blob) - end < length else 'corrupted'}: the stored "
+                             f"data holds {len(blob) - end} bytes, the header says {length}")
     else:
         _check_layout(blob, fields)
-        out = _decode(body, fields, model, tokenizer, given, progress)
+    return fields
+
+
+def _check_checksum(out: bytes, fields: dict) -> None:
     if _checksum(out) != fields["checksum"]:
         raise ValueError("blob is corrupted: the decoded bytes do not match the original's checksum "
                          "(or the model computes other probabilities than the compressing side's)")
+
+
+def _stored_original(blob: bytes) -> bytes | None:
+    """The original of a stored ``blob``, or None for a coded one; either way the header is checked
+    first (:func:`_checked_header`), so the command line says a file is no blob, or gives back a
+    stored one, without loading a model."""
+    fields = _checked_header(blob)
+    if fields["mode"] != STORED:
+        return None
+    out = blob[fields["end"]:]
+    _check_checksum(out, fields)
     return out
 
 
@@ -899,27 +929,30 @@ def _load(model_dir):
     if not model_dir:                                   # Path('') is the working folder: "$UNSET" is no choice of it
         raise ValueError("--model '': names no folder (empty); give the model's folder, or leave --model "
                          "out for Chapter 9's model")
+    from .files import shown_path
+
     folder = Path(model_dir)
     try:
         if not folder.is_dir():
             from .files import kind_of
 
             kind = kind_of(folder)
-            raise ValueError(f"--model {folder}: " + ("no such folder" if kind == "missing" else
+            raise ValueError(f"--model {shown_path(folder)}: " + ("no such folder" if kind == "missing" else
                                                       f"is {kind}, not a folder (one with config.json, "
                                                       "model.safetensors and tokenizer.json)"))
         if not (folder / "tokenizer.json").is_file():
-            raise ValueError(f"--model {folder}: no tokenizer.json there (a Chapter 9 run's folder has one)")
+            raise ValueError(f"--model {shown_path(folder)}: no tokenizer.json there (a Chapter 9 run's folder "
+                             "has one)")
     except OSError as exc:                              # the system refuses to look it up (a name too long)
-        raise ValueError(f"--model {folder}: cannot read it: {exc.strerror or exc}") from None
+        raise ValueError(f"--model {shown_path(folder)}: cannot read it: {exc.strerror or exc}") from None
     try:
         model, tokenizer = DecoderLM.from_pretrained(folder), BPETokenizer.load(folder / "tokenizer.json")
     except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise ValueError(f"--model {folder}: cannot load the model there ({exc})") from None
+        raise ValueError(f"--model {shown_path(folder)}: cannot load the model there ({exc})") from None
     try:                                                # one that loads but cannot code is at fault, not IN
         _check_model(model, tokenizer)
     except ValueError as exc:
-        raise ValueError(f"--model {folder}: {exc}") from None
+        raise ValueError(f"--model {shown_path(folder)}: {exc}") from None
     return model, tokenizer
 
 
@@ -1024,6 +1057,8 @@ def _main(argv) -> int:
     import sys
     from pathlib import Path
 
+    from .files import shown_path
+
     parser = argparse.ArgumentParser(prog="python -m netcl_lite.compression", epilog=_EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      description="Compress or decompress a file with a language model's predictions.")
@@ -1041,39 +1076,63 @@ def _main(argv) -> int:
         _say(f"{parser.prog}: {message}")
         return 1
 
+    def deliver(result: bytes) -> int:
+        """Write ``result`` to OUT (or standard output): the exit status."""
+        if args.output == "-":
+            try:
+                sys.stdout.buffer.write(result)
+                sys.stdout.buffer.flush()
+            except OSError as exc:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
+                return fail(f"standard output: {exc.strerror or exc}")
+            return 0
+        try:
+            _write_new(out, result)
+        except FileExistsError:
+            return fail(f"{shown_path(out)}: file exists; remove it or choose another name")
+        except OSError as exc:
+            return fail(f"{shown_path(out)}: cannot write it: {exc.strerror or exc}")
+        return 0
+
     squeezing = args.command == "compress"
-    source = "standard input" if args.input == "-" else args.input
+    source = "standard input" if args.input == "-" else shown_path(args.input)
+    which = f"--model {shown_path(args.model)}" if args.model is not None else "the default model (Chapter 9's)"
     if args.input == "-" and sys.stdin is None:         # started with it closed (<&-)
         return fail("standard input is closed; give IN, the file to read")
+    if args.input == "-" and getattr(sys.stdin, "buffer", None) is None:    # main called with an io.StringIO
+        return fail("standard input is a text stream with no bytes to read (no .buffer); give IN, the file to read")
     if args.output == "-":
         if sys.stdout is None:                          # started with it closed (>&-)
             return fail("standard output is closed; give OUT, the file to write")
+        if getattr(sys.stdout, "buffer", None) is None:    # redirect_stdout(io.StringIO()), some notebook kernels
+            return fail("standard output is a text stream that takes no bytes (no .buffer); give OUT, the file "
+                        "to write")
         if squeezing and sys.stdout.isatty():
             return fail("standard output is a terminal; redirect it to a file or a pipe, or give OUT")
     else:
-        if not args.output or args.output.endswith(("/", os.sep)):   # Path() would drop the slash
-            return fail(f"{args.output!r}: names no file (empty, or a folder by its trailing slash); "
-                        "give the name of a file to write")
+        if os.path.basename(args.output) in ("", ".", ".."):   # Path() would drop a trailing '/' or '/.'
+            return fail(f"{shown_path(args.output)}: names no file (empty, or a folder: by its trailing slash, '.' or "
+                        "'..'); give the name of a file to write")
         out = Path(args.output)
         try:
             if out.is_dir():
-                return fail(f"{out}: is a folder; give the name of a file to write")
+                return fail(f"{shown_path(out)}: is a folder; give the name of a file to write")
             if out.exists() or out.is_symlink():
                 from .files import kind_of
 
                 kind = kind_of(out)
                 if kind != "a regular file":            # /dev/null, a pipe, a socket, a dangling link
-                    return fail(f"{out}: is {kind}, not a regular file; OUT is the name of a new file "
+                    return fail(f"{shown_path(out)}: is {kind}, not a regular file; OUT is the name of a new file "
                                 "(never one that exists), or - for standard output (- >/dev/null discards it)")
-                return fail(f"{out}: file exists; remove it or choose another name")
+                return fail(f"{shown_path(out)}: file exists; remove it or choose another name")
             if not out.parent.is_dir():
                 from .files import kind_of
 
                 kind = kind_of(out.parent)
-                return fail(f"{out}: cannot write there: its folder {out.parent} is "
+                return fail(f"{shown_path(out)}: cannot write there: its folder {shown_path(out.parent)} is "
                             f"{'missing' if kind == 'missing' else kind + ', not a folder'}")
         except OSError as exc:                          # the system refuses to look it up (a name too long)
-            return fail(f"{out}: cannot write there: {exc.strerror or exc}")
+            return fail(f"{shown_path(out)}: cannot write there: {exc.strerror or exc}")
     try:
         limit, what = (MAX_INPUT_BYTES, "the input to compress") if squeezing else (MAX_BLOB_BYTES, "a blob to decompress")
         try:
@@ -1082,6 +1141,13 @@ def _main(argv) -> int:
             return fail(str(exc))
         except OSError as exc:                          # without strerror: read_regular's, naming the path
             return fail(f"{source}: {exc.strerror}" if exc.strerror else str(exc))
+        if not squeezing:                               # the header first: no model for a file that needs none
+            try:
+                stored = _stored_original(data)
+            except ValueError as exc:
+                return fail(f"{source}: {exc}")
+            if stored is not None:
+                return deliver(stored)
         # nothing but the result goes to standard output (a model trained on the way prints)
         with contextlib.redirect_stdout(sys.stderr):
             try:
@@ -1089,7 +1155,7 @@ def _main(argv) -> int:
                 if squeezing and not args.model_only:   # a model too large to mix is at fault, not IN
                     check_vocab(model.config.vocab_size)
             except ValueError as exc:                   # names --model DIR
-                return fail(str(exc) if str(exc).startswith("--model") else f"--model {args.model}: {exc}")
+                return fail(str(exc) if str(exc).startswith("--model") else f"{which}: {exc}")
             # a bar for long inputs on a terminal only: into a file or a pipe it writes each update
             bar = None if sys.stderr is not None and sys.stderr.isatty() else False
             try:
@@ -1106,30 +1172,15 @@ def _main(argv) -> int:
                 return fail(f"{source}: dynamic evaluation diverged as it decoded this blob (made with --adapt): "
                             f"after {exc.counted} its adapted weights overflow float32 ({exc.cause})")
             except NonFiniteError as exc:               # the loaders took only finite weights: they overflow
-                which = f"--model {args.model}" if args.model is not None else "the default model (Chapter 9's)"
                 return fail(f"{which}: its weights are finite, but running it overflows float32 "
                             f"({str(exc).split(';')[0]}); the model is at fault, not IN: "
                             "retrain it or scale its weights down")
             except ValueError as exc:
                 return fail(f"{source}: {exc}")
-        if args.output == "-":
-            try:
-                sys.stdout.buffer.write(result)
-                sys.stdout.buffer.flush()
-            except OSError as exc:
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
-                return fail(f"standard output: {exc.strerror or exc}")
-            return 0
-        try:
-            _write_new(out, result)
-        except FileExistsError:
-            return fail(f"{out}: file exists; remove it or choose another name")
-        except OSError as exc:
-            return fail(f"{out}: cannot write it: {exc.strerror or exc}")
+        return deliver(result)
     except KeyboardInterrupt:
         _say(f"{parser.prog}: interrupted")
         return 130
-    return 0
 
 
 def _exit_cleanly_on_termination() -> None:

@@ -80,6 +80,7 @@ class StreamCache:
     """
 
     def __init__(self, vocab: int, lengths: np.ndarray):
+        checks.coder_sizes(vocab=vocab, lengths=lengths)            # before anything is sized by them
         b = lengths.size
         self.counts = np.zeros((b, vocab))
         self.history = np.zeros((b, int(lengths.max()) + 1), np.int64)
@@ -245,6 +246,7 @@ class ContextMixer:
 
     def __init__(self, primer: np.ndarray, vocab: int, lengths: np.ndarray, pieces: dict[int, bytes],
                  techniques=TECHNIQUES):
+        checks.coder_sizes(vocab=vocab, lengths=lengths, pieces=pieces)         # before anything is sized by them
         vocab = checks.positive_int("vocab", vocab, "the model's vocab_size")
         check_vocab(vocab)
         primer = checks.id_array("primer", primer, vocab)

@@ -11,6 +11,8 @@
   or a directory is refused with a ``ValueError`` that says what the path is, before it is
   opened.
 * :func:`env_flag` reads a yes/no environment variable strictly.
+* :func:`shown_path` names a path in a message on one line, quoted and escaped when it holds a
+  character that would not show as itself (a newline, a terminal's escape, a bidi mark).
 
     >>> import os, tempfile; path = os.path.join(tempfile.mkdtemp(), "a.txt")
     >>> atomic_write(path, b"hello\\n"); read_regular(path, 100, "a text file")
@@ -29,7 +31,7 @@ from pathlib import Path
 from .checks import nonnegative_int
 
 __all__ = ["atomic_write", "env_flag", "flush_to_disk", "kind_of", "read_regular", "regular_size", "replace",
-           "temporary_name", "write_new"]
+           "shown_path", "temporary_name", "write_new"]
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
@@ -52,6 +54,21 @@ def env_flag(name: str, default: bool = False) -> bool:
         return False
     raise ValueError(f"{name}={raw!r} is not a yes/no value: use one of {', '.join(TRUE_WORDS)} "
                      f"or {', '.join(FALSE_WORDS)}, or unset it")
+
+
+def shown_path(path: str | bytes | os.PathLike) -> str:
+    """``path`` as a message names it: as it is when every character of it shows as itself, else
+    quoted as Python's ``repr`` writes it, each control, format, separator or undecodable character
+    written out (a newline as ``\\n``, ESC as ``\\x1b``, U+202E as ``\\u202e``), so that a file name
+    can neither split a message over two lines nor reach a terminal as a control sequence. An empty
+    name, or one with white space at an end, is quoted too.
+
+    >>> print(shown_path("notes/a b.txt"), shown_path("no\\nsuch\\x1b[31mred"), shown_path(""))
+    notes/a b.txt 'no\\nsuch\\x1b[31mred' ''
+    """
+    name = os.fsdecode(path)
+    quoted = repr(name)
+    return name if name and name == name.strip() and quoted[1:-1] == name else quoted
 
 
 #: the characters of a target's name that the name of its temporary file keeps (4 bytes each at most)
@@ -124,7 +141,7 @@ def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
     except FileNotFoundError:
         mode = None
     if mode is not None and not stat.S_ISREG(mode):
-        raise ValueError(f"{path} is {kind_of(path)}, not a regular file; give the path of a file to write")
+        raise ValueError(f"{shown_path(path)} is {kind_of(path)}, not a regular file; give the path of a file to write")
     tmp = temporary_name(path)
     write_new(tmp, data)
     try:
@@ -164,7 +181,7 @@ def kind_of(path: str | os.PathLike) -> str:
                         (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                         (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
         if test(mode):
-            return words if not os.path.islink(path) else f"a symlink to {words} ({os.path.realpath(path)})"
+            return words if not os.path.islink(path) else f"a symlink to {words} ({shown_path(os.path.realpath(path))})"
     return "not a regular file"
 
 
@@ -177,11 +194,11 @@ def regular_size(path: str | os.PathLike, max_bytes: int, what: str) -> int:
         st = os.stat(path)
     except FileNotFoundError:
         extra = f" ({kind_of(path)})" if os.path.islink(path) else ""
-        raise FileNotFoundError(f"{path}: no such file{extra}") from None
+        raise FileNotFoundError(f"{shown_path(path)}: no such file{extra}") from None
     if not stat.S_ISREG(st.st_mode):
-        raise ValueError(f"{path} is {kind_of(path)}, not a regular file; {what} must be a regular file")
+        raise ValueError(f"{shown_path(path)} is {kind_of(path)}, not a regular file; {what} must be a regular file")
     if st.st_size > max_bytes:
-        raise ValueError(f"{path} is {st.st_size:,} bytes; {what} is read only up to {max_bytes:,} bytes: "
+        raise ValueError(f"{shown_path(path)} is {st.st_size:,} bytes; {what} is read only up to {max_bytes:,} bytes: "
                          f"is it the right file?")
     return st.st_size
 
@@ -195,9 +212,9 @@ def read_regular(path: str | os.PathLike, max_bytes: int, what: str) -> bytes:
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{path} is not a regular file; {what} must be a regular file")
+            raise ValueError(f"{shown_path(path)} is not a regular file; {what} must be a regular file")
         data = f.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise ValueError(f"{path} grew past {max_bytes:,} bytes while being read; {what} is read only up to "
-                         f"{max_bytes:,} bytes")
+        raise ValueError(f"{shown_path(path)} grew past {max_bytes:,} bytes while being read; {what} is read "
+                         f"only up to {max_bytes:,} bytes")
     return data

@@ -52,6 +52,7 @@ class MatchModel:
     Σ lengths[:b] of the coded text); :meth:`predict` then :meth:`update` once per step."""
 
     def __init__(self, primer: np.ndarray, lengths: np.ndarray, min_length: int = MIN_LENGTH):
+        checks.coder_sizes(lengths=lengths)            # before anything is sized by them
         primer = checks.id_array("primer", primer)
         lengths = checks.id_array("lengths", lengths, what="token counts, one per stream")
         if lengths.size == 0:

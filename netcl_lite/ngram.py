@@ -424,6 +424,7 @@ class NGram:
     """
 
     def __init__(self, primer: np.ndarray, vocab: int, streams: int, orders: int = ORDERS):
+        checks.coder_sizes(vocab=vocab, streams=streams, orders=orders)      # before anything is sized by them
         primer = _check(primer, vocab, streams, orders)
         self.vocab, self.orders = vocab, orders
         self.token_bits = _token_bits(vocab)
@@ -573,6 +574,7 @@ class Mixer:
     they stay a distribution."""
 
     def __init__(self, orders: int):
+        checks.int_in("orders", orders, 1, MAX_ORDERS + 1, "the n-gram's orders, whose weights it keeps")
         parts = len(MIX_ORDERS) + 3               # the model, the snapshots, the cache, the n-gram
         self.w = np.full((orders + 1, LOG2_BUCKETS, parts), 0.1 / max(parts - 2, 1))
         self.w[..., 0], self.w[..., -1] = MIX_INIT, 0.9 - MIX_INIT
@@ -661,6 +663,7 @@ class WordNGram:
 
     def __init__(self, primer: np.ndarray, vocab: int, streams: int, pieces: dict[int, bytes],
                  orders: int = WORD_ORDERS):
+        checks.coder_sizes(vocab=vocab, streams=streams, orders=orders, pieces=pieces)     # before anything is sized
         primer = _check(primer, vocab, streams, orders)
         if not isinstance(pieces, Mapping):
             raise TypeError(f"pieces must be a mapping of token id -> bytes (the tokenizer's vocab), "

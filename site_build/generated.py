@@ -50,8 +50,11 @@ FIGURE_LIMIT = 2 << 20
 #: the most output one code cell of a drill notebook may hold, in bytes of its JSON (the page shows it whole)
 NOTEBOOK_OUTPUT_LIMIT = 64 * 1024
 _DESCRIPTION = re.compile(r"<dc:description>(.*?)</dc:description>", re.S)
-_FIGURE_IMG = re.compile(r'<img\b[^>]*\bsrc="(?:[^"]*/)?figures/([\w-]+/[\w-]+)\.svg"[^>]*>')
-_ALT = re.compile(r'\balt="[^"]*"')
+#: an <img> start tag (attribute values in either quotes may hold '>') and each attribute in it
+_IMG_TAG = re.compile(r"""<img(?=[\s/>])(?:"[^"]*"|'[^']*'|[^"'>])*>""", re.I)
+_ATTRIBUTE = re.compile(r"""\s+([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
+#: a generated figure's path as an <img>'s src gives it (group 1: ``<page>/<name>``)
+_FIGURE_SRC = re.compile(r"(?:[^\s\"'<>]*/)?figures/([\w-]+/[\w-]+)\.svg")
 
 #: how one figure script runs: alone in a fresh interpreter (nothing one script sets, matplotlib's
 #: rcParams, a seed, the working folder, reaches another), ``python -c _RUN_FIGURE SCRIPT OUT``
@@ -201,13 +204,30 @@ def figure_description(svg: Path) -> str | None:
 
 
 def _with_alt(m: re.Match, page: str) -> str:
-    svg = FIGURES / f"{m.group(1)}.svg"
+    """The <img> tag ``m`` with its alt the description of the generated figure its src shows (the
+    first alt attribute replaced in place, any other dropped, or one added after ``<img``), in any
+    quotes or none; the tag as it was when it shows no generated figure."""
+    tag = m.group(0)
+    attributes = list(_ATTRIBUTE.finditer(tag, len("<img")))
+    src = next((a for a in attributes if a[1].lower() == "src"), None)
+    figure = _FIGURE_SRC.fullmatch(html.unescape((src[2] or "").strip("\"'"))) if src is not None else None
+    if figure is None:
+        return tag
+    svg = FIGURES / f"{figure.group(1)}.svg"
     alt = figure_description(svg) if svg.is_file() else None
     if alt is None:
         made = "a generated figure must describe itself (savefig(..., metadata={'Description': ...}))"
         raise ValueError(f"{page}: {svg.relative_to(ROOT)}: " + (made if svg.is_file() else "no such figure; a "
                          f"figure is drawn by snippets/<page>/figure_<name>.py") + "; its description is the alt text")
-    return _ALT.sub(lambda _: f'alt="{html.escape(alt)}"', m.group(0), count=1)
+    given = f' alt="{html.escape(alt)}"'
+    alts = [a for a in attributes if a[1].lower() == "alt"]
+    if not alts:
+        return tag[:len("<img")] + given + tag[len("<img"):]
+    out, at = [], 0
+    for i, a in enumerate(alts):                # the first in place, the rest dropped
+        out += [tag[at:a.start()], given if i == 0 else ""]
+        at = a.end()
+    return "".join(out) + tag[at:]
 
 
 #: the path of a generated figure, as a page links it
@@ -310,11 +330,28 @@ def _merged_streams(outputs: list) -> list:
 
 #: what a drill notebook's output may carry: text, which the page escapes, and raster images
 SAFE_OUTPUT_TYPES = ("text/plain", "image/png", "image/jpeg")
+#: an image's metadata the page may take: its size, in pixels (nbconvert writes ``width=…`` unquoted
+#: into the ``<img>``, so only digits may reach it), and the two flags its template reads as
+#: conditions only, never writing their values
+_IMAGE_METADATA = {"width": lambda v: str(v).isdigit() and str(v).isascii(),
+                   "height": lambda v: str(v).isdigit() and str(v).isascii(),
+                   "unconfined": lambda v: isinstance(v, bool), "needs_background": lambda v: v in ("light", "dark")}
+
+
+def _kept_metadata(mime: str, value) -> dict:
+    """What the page may take of an output's metadata for ``mime``: :data:`_IMAGE_METADATA`'s entries whose
+    value passes its check, for an image; nothing for text."""
+    if not mime.startswith("image/") or not isinstance(value, dict):
+        return {}
+    return {key: value[key] for key, ok in _IMAGE_METADATA.items()
+            if key in value and not isinstance(value[key], (dict, list)) and ok(value[key])}
 
 
 def _plain_outputs(outputs: list) -> list:
     """A cell's outputs with each display's representations cut to :data:`SAFE_OUTPUT_TYPES`; one that
-    carries none of them keeps the source of its first representation as ``text/plain``."""
+    carries none of them keeps the source of its first representation as ``text/plain``. Their metadata
+    keeps only an image's size in digits and its two flags (:data:`_IMAGE_METADATA`): nbconvert writes
+    a size into the ``<img>`` unquoted, and reads a file name for its ``src`` from the metadata."""
     for out in outputs:
         data = out.get("data")
         if not data:
@@ -326,12 +363,26 @@ def _plain_outputs(outputs: list) -> list:
                 else json.dumps(value, indent=1, ensure_ascii=False)
             kept = {"text/plain": text}
         out["data"] = kept
-        out["metadata"] = {mime: value for mime, value in out.get("metadata", {}).items() if mime in kept}
+        metadata = {mime: _kept_metadata(mime, value) for mime, value in out.get("metadata", {}).items()
+                    if mime in kept}
+        out["metadata"] = {mime: value for mime, value in metadata.items() if value}
     return outputs
 
 
 #: a drill step's first line: a ``#`` comment whose text, from a letter or digit on, is its heading
 _STEP_HEADING = re.compile(r"#+[ \t]+(?P<heading>\w.*?)[ \t]*")
+#: ASCII punctuation, each of which a backslash makes literal in Markdown (CommonMark's escapes)
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def as_markdown_text(text: str) -> str:
+    """``text`` written as Markdown that renders as exactly that text: every ASCII punctuation character
+    backslash-escaped, so none of it starts emphasis, a code span, a link, an entity or raw HTML.
+
+    >>> as_markdown_text("the <b> tag, *stars* & [a](b)")
+    'the \\\\<b\\\\> tag\\\\, \\\\*stars\\\\* \\\\& \\\\[a\\\\]\\\\(b\\\\)'
+    """
+    return _PUNCTUATION.sub(r"\\\1", text)
 
 
 def drill_steps(week_dir: Path) -> list[Path]:
@@ -366,7 +417,7 @@ def drill_notebook(week_dir: Path) -> dict:
             raise ValueError(f"{_rel(step)}: its first line, {first!r}, is no heading: a drill step starts "
                              f"with a comment that names it ('# Step {n} — what it shows'), its heading in the "
                              f"notebook (not a shebang, a coding line or a bare '#')")
-        heading = m["heading"]
+        heading = as_markdown_text(m["heading"])       # the comment's text as written, never markup
         cells += [_cell("markdown", f"## {heading}", f"step-{n}-heading"), _cell("code", code, f"step-{n}")]
     return {
         "cells": cells,
@@ -449,4 +500,4 @@ def build(shared: str) -> None:
 def with_alt(content: str, page: str = "(no page)") -> str:
     """A page's HTML with each generated figure's ``alt`` set to the description its script gave
     (``page``, ``docs/<page>``, names a figure that has none)."""
-    return _FIGURE_IMG.sub(lambda m: _with_alt(m, page), content)
+    return _IMG_TAG.sub(lambda m: _with_alt(m, page), content)

@@ -839,10 +839,11 @@ def test_a_model_path_that_is_a_file_is_not_called_missing(model_dir, tmp_path, 
     assert _listing(tmp_path) == ["dangling", "in.txt"]
 
 
-def test_a_model_whose_window_the_device_cannot_cache_is_refused_naming_it(tiny, model_dir, tmp_path, capsys):
+def test_a_model_whose_window_the_device_cannot_cache_is_refused_naming_it(tiny, blobs, model_dir, tmp_path, capsys):
     """A config.json claiming a window of 2^40 positions loads (no weight depends on it), but the
     coder's key-value cache over it cannot be allocated: compress refuses it naming
-    max_position_embeddings, and the command line names --model DIR, not an OSError traceback."""
+    max_position_embeddings, and the command line names --model DIR, not an OSError traceback
+    (decompress of a coded blob, the one kind it loads the model for)."""
     import json
     import shutil
 
@@ -850,14 +851,15 @@ def test_a_model_whose_window_the_device_cannot_cache_is_refused_naming_it(tiny,
     shutil.copytree(model_dir, folder)
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 2**40}))
-    src = tmp_path / "in.txt"
+    src, coded = tmp_path / "in.txt", tmp_path / "in.nclz"
     src.write_bytes(TEXT.encode())
-    for command in ("compress", "decompress"):
-        assert cz.main([command, str(src), str(tmp_path / "out"), "--model", str(folder)]) == 1
+    coded.write_bytes(blobs["model"][1])
+    for command, source in (("compress", src), ("decompress", coded)):
+        assert cz.main([command, str(source), str(tmp_path / "out"), "--model", str(folder)]) == 1
         err = capsys.readouterr().err
         assert f"--model {folder}: model's max_position_embeddings=1,099,511,627,776" in err, err
-        assert str(src) not in err and "Traceback" not in err, err
-    assert _listing(tmp_path) == ["in.txt", "model"]
+        assert str(source) not in err and "Traceback" not in err, err
+    assert _listing(tmp_path) == ["in.nclz", "in.txt", "model"]
     big = DecoderLM.from_pretrained(folder)
     with pytest.raises(ValueError, match="max_position_embeddings=1,099,511,627,776: the coder's key-value cache"):
         cz.compress(TEXT.encode(), big, tiny[1], primer=tiny[2])
@@ -874,9 +876,10 @@ def test_an_empty_model_path_is_refused_not_read_as_the_working_folder(model_dir
     assert _listing(tmp_path) == ["in.txt"]
 
 
-def test_a_model_folder_the_coder_cannot_use_is_named_not_the_input(model_dir, tmp_path, capsys):
+def test_a_model_folder_the_coder_cannot_use_is_named_not_the_input(blobs, model_dir, tmp_path, capsys):
     """A --model folder that loads but cannot code (a window of one position): the message names
-    --model DIR, which is at fault, not IN."""
+    --model DIR, which is at fault, not IN (for decompress, a coded blob: the one kind it loads the
+    model for)."""
     import json
     import shutil
 
@@ -884,13 +887,14 @@ def test_a_model_folder_the_coder_cannot_use_is_named_not_the_input(model_dir, t
     shutil.copytree(model_dir, folder)
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 1}))
-    src = tmp_path / "in.txt"
+    src, coded = tmp_path / "in.txt", tmp_path / "in.nclz"
     src.write_bytes(TEXT.encode())
-    for command in ("compress", "decompress"):
-        assert cz.main([command, str(src), str(tmp_path / "out"), "--model", str(folder)]) == 1
+    coded.write_bytes(blobs["model"][1])
+    for command, source in (("compress", src), ("decompress", coded)):
+        assert cz.main([command, str(source), str(tmp_path / "out"), "--model", str(folder)]) == 1
         err = capsys.readouterr().err
-        assert f"--model {folder}: " in err and "max_position_embeddings" in err and str(src) not in err, err
-    assert _listing(tmp_path) == ["in.txt", "model"]
+        assert f"--model {folder}: " in err and "max_position_embeddings" in err and str(source) not in err, err
+    assert _listing(tmp_path) == ["in.nclz", "in.txt", "model"]
 
 
 def test_a_vocabulary_too_large_to_mix_is_refused_and_codes_with_the_model_alone(queue, tmp_path):

@@ -366,3 +366,16 @@ def test_the_count_and_match_models_refuse_bad_arguments_naming_them(make, error
     were taken, or failed in a NumPy broadcast."""
     with pytest.raises(error, match=says):
         make()
+
+
+def test_the_size_limits_take_every_size_the_compressor_codes():
+    """checks.coder_sizes refuses sizes no input has; the largest input compress codes is within them."""
+    from netcl_lite import checks
+    from netcl_lite import compression as cz
+
+    n_tokens = cz.MAX_INPUT_BYTES                       # a token spells at least one byte
+    lengths = cz.segments(n_tokens, cz.stream_count(n_tokens))
+    checks.coder_sizes(vocab=cm.MAX_VOCAB, lengths=lengths, orders=ng.ORDERS, pieces={0: b"a"})
+    checks.coder_sizes(vocab=cm.MAX_VOCAB, streams=cz.STREAMS, orders=ng.MAX_ORDERS)
+    with pytest.raises(ValueError, match="lengths must give at most MAX_STREAM_TOKENS"):
+        checks.coder_sizes(lengths=np.array([checks.MAX_STREAM_TOKENS // 2 + 1] * 2))
