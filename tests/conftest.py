@@ -70,7 +70,7 @@ def is_slow(item) -> bool:
 
 #: test files whose tests pytest-xdist may spread over its workers one by one: their fixtures (a
 #: browser, a tab) take a second to make again; every other file runs in one worker, so its fixtures
-#: (a reader's venv, a trained model) are made once
+#: (a reader's venv, the Oclgrind runs, a trained model) are made once
 SPREAD_FILES = frozenset({"test_browser.py"})
 #: the longest tests (several minutes each on a 2-core machine), started first so that no worker is
 #: left running one of them alone at the end: a reader running Chapter 9's blocks from the wheel,
@@ -80,24 +80,40 @@ LONG_FIRST = ("test_reader.py::test_every_copyable_block_runs_from_the_wheel_out
               "test_browser.py::test_page_meets_wcag_aa_in_dark_mode[print_page/")
 
 
-def _schedule(items) -> None:
-    """Group each test file's tests for ``--dist loadgroup`` (but :data:`SPREAD_FILES`'), then order the
-    groups as pytest-xdist takes them (``--no-loadscope-reorder``): the groups that hold a
-    :data:`LONG_FIRST` test first, then the others by size, largest first (xdist's own reordering)."""
-    def group(item) -> str:
-        marker = item.get_closest_marker("xdist_group")
-        return (marker.args[0] if marker and marker.args else marker.kwargs.get("name")) if marker else item.nodeid
+def scope(nodeid: str) -> str:
+    """What pytest-xdist hands a worker whole: a test's file, or the test alone in :data:`SPREAD_FILES`."""
+    path = nodeid.split("::", 1)[0]
+    return nodeid if path.rsplit("/", 1)[-1] in SPREAD_FILES else path
 
-    for item in items:
-        if item.path.name not in SPREAD_FILES and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``--dist loadscope`` (``pyproject.toml``), pytest-xdist's own scheduler with the unit of
+    :func:`scope`: it hands out whole files, and the tests of :data:`SPREAD_FILES` one by one. (Its
+    ``loadgroup`` mode reads ``xdist_group`` marks by rewriting the tests' node ids, which pytest 9.2
+    ignores: every test became a unit of its own and each worker made a file's fixtures again.)"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope(nodeid)
+
+    return FileScheduling(config, log)
+
+
+def _schedule(items) -> None:
+    """Order the tests as pytest-xdist hands out their :func:`scope` units (``--no-loadscope-reorder``):
+    the units that hold a :data:`LONG_FIRST` test first, then the others by size, largest first."""
     size, first = {}, {}
     for item in items:
-        size[group(item)] = size.get(group(item), 0) + 1
+        unit = scope(item.nodeid)
+        size[unit] = size.get(unit, 0) + 1
         rank = next((i for i, long in enumerate(LONG_FIRST) if long in item.nodeid), len(LONG_FIRST))
-        first[group(item)] = min(first.get(group(item), rank), rank)
+        first[unit] = min(first.get(unit, rank), rank)
     order = {id(item): i for i, item in enumerate(items)}
-    items.sort(key=lambda item: (first[group(item)], -size[group(item)], order[id(item)]))
+    items.sort(key=lambda item: (first[scope(item.nodeid)], -size[scope(item.nodeid)], order[id(item)]))
 
 
 def pytest_collection_modifyitems(config, items):

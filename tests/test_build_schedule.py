@@ -1,11 +1,15 @@
-"""The build's schedule: what runs ahead of the pages on every core, and what runs alone."""
+"""The build's schedule: what runs ahead of the pages on every core, and what runs alone; and how
+pytest-xdist hands the tests to its workers."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import sys
 
 import pytest
+from conftest import scope
 
 from site_build import capstone_run, markers
 from site_build.paths import DOCS, ROOT
@@ -57,3 +61,28 @@ def test_a_forced_rerun_runs_nothing_ahead(commands, monkeypatch, tmp_path):
     monkeypatch.setenv("NETCL_LITE_RERUN", "1")
     capstone_run.train()
     assert commands == [["from netcl_lite import capstone; capstone.run(progress=True)"]]
+
+
+@pytest.mark.slow
+def test_under_xdist_each_test_file_runs_whole_in_one_worker(tmp_path):
+    """``pytest -n`` hands a worker a whole test file (tests/conftest.py's ``scope``), so a file's
+    module fixtures (a reader's venv, the Oclgrind runs) are made once. Two small files on two
+    workers: every test of a file reports from one worker."""
+    files = ["tests/test_masks.py", "tests/test_install_hints.py"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}     # not this run's worker
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-v", "-p", "no:cacheprovider",
+                           f"--basetemp={tmp_path / 'run'}", *files],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    workers = {}
+    for worker, path in re.findall(r"^\[(gw\d+)\] \[ *\d+%\] PASSED (\S+?)::", proc.stdout, re.M):
+        workers.setdefault(path, set()).add(worker)
+    assert sorted(workers) == sorted(files), proc.stdout[-3000:]
+    assert all(len(w) == 1 for w in workers.values()), f"a file's tests ran on several workers: {workers}"
+
+
+def test_the_browser_pages_are_the_only_tests_handed_out_one_by_one():
+    assert scope("tests/test_reader.py::test_block[chapter-9.md]") == "tests/test_reader.py"
+    assert scope("tests/test_oclgrind.py::test_a_tiny_model_trains_and_generates_cleanly") == "tests/test_oclgrind.py"
+    page = "tests/test_browser.py::test_page_renders_offline_in_chromium[print_page/index.html]"
+    assert scope(page) == page

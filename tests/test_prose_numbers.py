@@ -505,7 +505,9 @@ def _run_quietly(path: str) -> dict:
         return runpy.run_path(str(doc_blocks.ROOT / path))
 
 
+@functools.cache
 def _sqrt_dk() -> dict:
+    """The globals of Chapter 7's measured check of the scaling (two 100,000 x 512 draws): run once."""
     return _run_quietly("snippets/chapter7/sqrt_dk.py")
 
 
