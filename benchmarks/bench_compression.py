@@ -23,6 +23,9 @@ are medians (every round's seconds are kept). The JSON names the CPU, PoCL's tar
 lanes and the load average. The speeds alone, on a quiet machine:
 
     python benchmarks/bench_compression.py --adapt --rounds 3 --out benchmarks/results/compression_speed.json
+
+``--speeds-only`` skips the cross-entropy pass and the classical coders: the files and their
+seconds alone, e.g. to time two versions of the library one after the other on the validation split.
 """
 
 from __future__ import annotations
@@ -87,6 +90,8 @@ def main() -> None:
     ap.add_argument("--zpaq", action="store_true", help="also primed zpaq -m5, package and command (minutes)")
     ap.add_argument("--adapt", action="store_true", help="also the mixed file with dynamic evaluation (minutes)")
     ap.add_argument("--rounds", type=int, default=1, help="code each mode this many times (medians; same blob)")
+    ap.add_argument("--speeds-only", action="store_true", help="only the files and their seconds: no "
+                    "cross-entropy pass, no classical coders (to compare two versions of the code, interleaved)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "compression.json"))
     a = ap.parse_args()
     if a.rounds < 1:
@@ -129,6 +134,12 @@ def main() -> None:
                     "compress kB/s": n / 1e3 / comp, "decompress kB/s": n / 1e3 / dec,
                     "rounds, s": seconds[key]}
         print(key, out[key], flush=True)
+    if a.speeds_only:
+        out["load average after"] = list(os.getloadavg())
+        print(json.dumps(out, indent=1))
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
+        return
     ids = cz.tokenize(text, tok)
     bits = cross_entropy(run, ids)
     out["mixed"]["cross-entropy, bits per byte"] = bits / n

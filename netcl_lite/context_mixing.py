@@ -76,15 +76,20 @@ class StreamCache:
     unigram(x) = (c(x) + α P0(x)) / (Σ c + α); bigram(x) = (c(prev, x) + β unigram(x)) / (Σ c(prev, ·) + β)
 
     The bigram counts the pairs of the last :data:`STREAM_WINDOW` steps, so a step's work is
-    bounded however long or repetitive the text is (older pairs would weigh under 2e-18).
+    bounded however long or repetitive the text is (older pairs would weigh under 2e-18), and so
+    is its memory: each stream keeps its last :data:`STREAM_WINDOW` + 1 tokens in a ring, written
+    twice (at slot i and i + R of a row of 2R, R = :data:`STREAM_WINDOW` + 1), so that the window
+    is always one contiguous slice, oldest first.
     """
 
     def __init__(self, vocab: int, lengths: np.ndarray):
         checks.coder_sizes(vocab=vocab, lengths=lengths)            # before anything is sized by them
         b = lengths.size
+        self.window = STREAM_WINDOW
+        self.ring = self.window + 1
         self.counts = np.zeros((b, vocab))
-        self.history = np.zeros((b, int(lengths.max()) + 1), np.int64)
-        self.decay = STREAM_DECAY ** np.arange(self.history.shape[1] + 1)
+        self.history = np.zeros((b, 2 * self.ring), np.int64)
+        self.decay = STREAM_DECAY ** np.arange(self.ring)
         self.step = 0
 
     def predict(self, prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -92,11 +97,11 @@ class StreamCache:
         b, v = self.counts.shape
         unigram = (self.counts + STREAM_PRIOR * prior) / (self.counts.sum(axis=1, keepdims=True) + STREAM_PRIOR)
         t = self.step
-        if t >= 2:       # pairs (history[i], history[i + 1]) for t - 1 - window <= i < t - 1 whose first is the last token
-            lo = max(0, t - 1 - STREAM_WINDOW)
-            rows, at = np.nonzero(self.history[:, lo:t - 1] == self.history[:, t - 1:t])
-            at += lo
-            follows = np.bincount(rows * v + self.history[rows, at + 1], self.decay[t - 1 - at],
+        if t >= 2:       # pairs (i, i + 1), t - 1 - window <= i < t - 1, whose first is the last token
+            lo = max(0, t - self.ring)
+            seen = self.history[:, lo % self.ring:lo % self.ring + t - lo]     # steps lo .. t - 1, in order
+            rows, at = np.nonzero(seen[:, :-1] == seen[:, -1:])
+            follows = np.bincount(rows * v + seen[rows, at + 1], self.decay[t - 1 - lo - at],
                                   minlength=b * v).reshape(b, v)     # summed in order, as np.add.at does
         else:
             follows = np.zeros((b, v))
@@ -107,7 +112,8 @@ class StreamCache:
         rows = np.flatnonzero(active)
         self.counts[rows] *= STREAM_DECAY
         self.counts[rows, tokens[rows]] += 1.0
-        self.history[rows, self.step] = tokens[rows]
+        slot = self.step % self.ring
+        self.history[:, [slot, slot + self.ring]] = np.where(active, tokens, 0)[:, None]   # a finished stream: 0
         self.step += 1
 
 

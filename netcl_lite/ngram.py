@@ -142,13 +142,19 @@ def _prime(keys: list[np.ndarray], nxt: list[np.ndarray], token_bits: int, last_
     pairs, counts, lasts = [], [], []
     for k, (ctx, follow) in enumerate(zip(keys, nxt), start=1):
         ctx = _tag(k, ctx, token_bits)
-        pair = np.sort((ctx << tb) | follow.astype(np.uint64))
+        pair = (ctx << tb) | follow.astype(np.uint64)
+        keep_last = k <= last_orders
+        # the positions in pair order (any order among equal pairs): a context's run of pairs is
+        # contiguous, and its latest occurrence is the largest position in that run
+        at = np.argsort(pair) if keep_last else None
+        pair = pair[at] if keep_last else np.sort(pair)
         new = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]]) if pair.size else np.zeros(0, np.int64)
         pairs.append(pair[new])
         counts.append(np.diff(np.r_[new, pair.size]).astype(np.float64))
-        unique, first_from_end = np.unique(ctx[::-1], return_index=True)    # the contexts, sorted
-        lasts.append(follow[::-1][first_from_end].astype(np.int64) if k <= last_orders
-                     else np.full(unique.size, -1, np.int64))
+        context = pair >> tb
+        runs = _run_starts(context[1:] != context[:-1]) if pair.size else np.zeros(0, np.int64)
+        lasts.append(follow[np.maximum.reduceat(at, runs)].astype(np.int64) if keep_last and runs.size
+                     else np.full(runs.size, -1, np.int64))
     pair = np.concatenate(pairs) if pairs else np.zeros(0, np.uint64)     # orders in order: sorted
     ctx = pair >> tb
     new_ctx = np.flatnonzero(np.r_[True, ctx[1:] != ctx[:-1]]) if ctx.size else np.zeros(0, np.int64)

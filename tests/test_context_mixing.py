@@ -379,3 +379,34 @@ def test_the_size_limits_take_every_size_the_compressor_codes():
     checks.coder_sizes(vocab=cm.MAX_VOCAB, streams=cz.STREAMS, orders=ng.MAX_ORDERS)
     with pytest.raises(ValueError, match="lengths must give at most MAX_STREAM_TOKENS"):
         checks.coder_sizes(lengths=np.array([checks.MAX_STREAM_TOKENS // 2 + 1] * 2))
+
+
+def test_the_stream_cache_keeps_a_window_not_the_input_and_predicts_as_the_whole_history_would(monkeypatch):
+    """Its memory is the window's, whatever the streams' lengths; its bigram is the one of the
+    whole history's last STREAM_WINDOW pairs, summed as a plain loop sums them (random tokens,
+    three streams of ragged lengths, a window of 8 wrapped round the ring several times)."""
+    monkeypatch.setattr(cm, "STREAM_WINDOW", 8)
+    rng = np.random.default_rng(3)
+    lengths = np.array([41, 40, 40])
+    short, long_ = cm.StreamCache(5, np.array([10])), cm.StreamCache(5, np.array([10**6]))
+    assert short.history.shape == long_.history.shape == (1, 2 * 9), "the ring's size depends on the window alone"
+    cache = cm.StreamCache(5, lengths)
+    prior = np.full(5, 0.2)
+    coded = [[] for _ in lengths]
+    g = cm.STREAM_DECAY
+    for step in range(int(lengths.max())):
+        unigram, bigram = cache.predict(prior)
+        for b, past in enumerate(coded):
+            if not step < lengths[b]:
+                continue
+            follows = np.zeros(5)
+            for i in range(max(0, len(past) - 1 - 8), len(past) - 1):
+                if past[i] == past[-1]:
+                    follows[past[i + 1]] += g ** (len(past) - 1 - i)
+            want = (follows + cm.STREAM_BIGRAM_PRIOR * unigram[b]) / (follows.sum() + cm.STREAM_BIGRAM_PRIOR)
+            np.testing.assert_allclose(bigram[b], want, rtol=1e-12)
+        tokens = rng.integers(0, 3, lengths.size)
+        active = lengths > step
+        for b in np.flatnonzero(active):
+            coded[b].append(int(tokens[b]))
+        cache.update(tokens, active)
