@@ -6,9 +6,9 @@
 //              and merges attention heads ((B, T, H, d) <-> (B, H, T, d)) and is its own
 //              backward.
 //   copy_columns  dst[r, dst_offset + c] = src[r, src_offset + c] for c < cols, each matrix
-//              row-major with its own row length: joins matrices side by side (W1 | W3, so
-//              that one product computes both) and splits a joined gradient back, one
-//              work-item per row.
+//              row-major with its own row length: joins matrices side by side (Wq | Wk | Wv,
+//              so that one product forms x's gradient through all three) and cuts a joined
+//              gradient back into pieces, one work-item per row.
 #include "common.h"
 
 // --8<-- [start:swap_axes]

@@ -286,8 +286,8 @@ def matmul(a, b, *, transpose_a: bool = False, transpose_b: bool = False) -> Nod
 def linear(x, weight, residual=None) -> Node:
     """x (..., n) @ weight (n, m) → (..., m), as one 2-D matmul over the flattened rows; with
     ``residual`` (of the output's shape), ``residual + x @ weight``, the sum formed as the product
-    is stored. One node with x itself as parent, so that layers reading one x (q, k and v; W1
-    and W3) add their shares of x's gradient in their products' epilogues."""
+    is stored. One node with x itself as parent, so that layers reading one x (W1 and W3) add
+    their shares of x's gradient in their products' epilogues."""
     x, w = as_nodes(x, weight)
     if w.ndim != 2:
         raise ValueError(f"weight must be 2-D (n, m), got shape {w.shape}")

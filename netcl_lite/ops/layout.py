@@ -56,7 +56,8 @@ def _copy_columns(call, src, dst, rows, cols, src_stride, src_offset, dst_stride
 
 def concat_columns(pieces, *, queue=None):
     """The ``pieces`` (arrays or Tensors of one shape but the last axis) side by side on the last axis,
-    as ``np.concatenate(pieces, axis=-1)``: joins W1 and W3 so that one product computes both.
+    as ``np.concatenate(pieces, axis=-1)``: joins Wq, Wk and Wv so that one product forms x's gradient
+    through all three.
 
     >>> import numpy as np
     >>> concat_columns([np.ones((2, 1)), np.zeros((2, 2))])
