@@ -266,12 +266,9 @@ def matmul_backward(g, a, b, transpose_a: bool = False, transpose_b: bool = Fals
 def matmul_columns(a, b, start: int, width: int, acc=None):
     """``aᵀ b[:, start:start + width]`` (+ ``acc``) for Tensors ``a`` (K, M) and ``b`` (K, W): the
     weight gradient of one projection whose output's gradient is a column block of a joined
-    gradient (:func:`netcl_lite.ops.rotary_attention_backward`'s ``[dq | dk | dv]``). The block is
-    read in place: by
-    ``matmul_tall`` from its first column where a CPU runs the shape so (:func:`tall_pays`), else by
-    the packed product from a sub-buffer that starts at its first column, when the device allows a
-    sub-buffer there (its base address alignment); otherwise from a copy of it. ``acc`` (M, width):
-    a gradient gathered so far, added as the product is stored."""
+    gradient (:func:`netcl_lite.ops.rotary_attention_backward`'s ``[dq | dk | dv]``). Where a CPU
+    runs the shape as ``matmul_tall`` (:func:`tall_pays`) the block is read in place, else from a
+    copy of it. ``acc`` (M, width): a gradient gathered so far, added as the product is stored."""
     for name, t in (("a", a), ("b", b), ("acc", acc)):
         if not isinstance(t, Tensor) and (t is not None or name != "acc"):
             raise TypeError(f"{name} must be a Tensor (a backward's operand on the device), got {type(t).__name__}")
@@ -282,31 +279,14 @@ def matmul_columns(a, b, start: int, width: int, acc=None):
     k, m = a.shape
     if acc is not None and tuple(acc.shape) != (m, width):
         raise ValueError(f"acc must have the product's shape {(m, width)}, got {tuple(acc.shape)}")
-    total = b.shape[1]
-    tall = tall_pays(m, width, k) and _device(a.queue).cpu
-    how = _how((k, m), (k, width), True, False, PACKED_MIN_WORK, (TALL_MIN_K, TALL_MAX_C))
-    sub = not tall and how.kind == _GEMM and (4 * start) % _base_align(a.queue) == 0
-    if not (tall or sub or width == total):
-        block = split_columns(b, (start, width, total - start - width))[1]
+    if not (tall_pays(m, width, k) and _device(a.queue).cpu):
+        block = split_columns(b, (start, width, b.shape[1] - start - width))[1] if width < b.shape[1] else b
         return matmul(a, block, transpose_a=True) if acc is None else matmul_add(a, block, acc, transpose_a=True)
     call = OpCall("matmul", a=a, b=b, **({} if acc is None else {"d": acc}))
     out = call.output((m, width))
-    d_buf = None if acc is None else acc.buffer
-    if tall:
-        _tall(call, a.buffer, b.buffer, out.buffer, m, width, k, d_buf=d_buf, ldb=total, b_off=start)
-    else:
-        b_buf = b.buffer
-        if start:                                   # the block from its first column on, rows `total` apart
-            b_buf = b.buffer.get_sub_region(4 * start, 4 * ((k - 1) * total + width))
-            call.stream.keep(b_buf)
-        gemm(call, a.buffer, b_buf, out.buffer, m, width, k, 1, (0, 1, m), (0, total, 1), d_buf=d_buf)
+    _tall(call, a.buffer, b.buffer, out.buffer, m, width, k, d_buf=None if acc is None else acc.buffer,
+          ldb=b.shape[1], b_off=start)
     return call.result(out, check=[False])
-
-
-@functools.lru_cache(maxsize=16)
-def _base_align(queue) -> int:
-    """Bytes a sub-buffer's start must be a multiple of on ``queue``'s device."""
-    return max(4, queue.device.mem_base_addr_align // 8)
 
 
 def _product_plus(args, kw, shape, acc):

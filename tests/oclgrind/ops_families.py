@@ -94,12 +94,11 @@ for rope, pairing, causal in ((True, "half", True), (True, "interleaved", False)
            {"q": arr(2, 19, 4 * 6), "k": arr(2, 19, 2 * 6), "v": arr(2, 19, 2 * 5)},
            lambda q, k, v: rotary_attention_reference(q, k, v, 4, 2, rope=rope, pairing=pairing, causal=causal))
 # the node that owns the projections: [dq | dk | dv] in one gradient, x's gradient one product with the
-# joined weights (copy_columns), the weights' read from their blocks: from a sub-buffer where a block
-# starts at an address the device allows (K | V here, 32 floats in) else from a copy; in place by
-# matmul_tall over B·T = 1040 rows (forced as above)
+# joined weights (copy_columns), the weights' read from their blocks (copies where matmul_tall does not
+# run; in place by matmul_tall over B·T = 1040 rows, forced as above)
 family("rotary_attention_projected",
        lambda x, wq, wk, wv: ag.rotary_attention_projected(x, wq, wk, wv, 4, 2),
-       {"x": arr(2, 19, 13), "wq": arr(13, 4 * 8), "wk": arr(13, 2 * 8), "wv": arr(13, 2 * 5)},
+       {"x": arr(2, 19, 13), "wq": arr(13, 4 * 6), "wk": arr(13, 2 * 6), "wv": arr(13, 2 * 5)},
        lambda x, wq, wk, wv: rotary_attention_reference(x @ wq, x @ wk, x @ wv, 4, 2))
 matmul._device = lambda queue: real_device(queue)._replace(cpu=True)
 family("rotary_attention_projected_tall",
