@@ -279,7 +279,8 @@ def matmul_columns(a, b, start: int, width: int, acc=None):
     k, m = a.shape
     if acc is not None and tuple(acc.shape) != (m, width):
         raise ValueError(f"acc must have the product's shape {(m, width)}, got {tuple(acc.shape)}")
-    if not (tall_pays(m, width, k) and _device(a.queue).cpu):
+    how = _how((k, m), (k, width), True, False, PACKED_MIN_WORK, (TALL_MIN_K, TALL_MAX_C))   # as matmul decides
+    if not (how.tall and _device(a.queue).cpu):
         block = split_columns(b, (start, width, b.shape[1] - start - width))[1] if width < b.shape[1] else b
         return matmul(a, block, transpose_a=True) if acc is None else matmul_add(a, block, acc, transpose_a=True)
     call = OpCall("matmul", a=a, b=b, **({} if acc is None else {"d": acc}))
