@@ -5,6 +5,10 @@
 //              viewed as five blocks, one work-item per contiguous run of E floats. Splits
 //              and merges attention heads ((B, T, H, d) <-> (B, H, T, d)) and is its own
 //              backward.
+//   copy_columns  dst[r, dst_offset + c] = src[r, src_offset + c] for c < cols, each matrix
+//              row-major with its own row length: joins matrices side by side (Wq | Wk | Wv,
+//              so that one product forms x's gradient through all three) and cuts a joined
+//              gradient back into pieces, one work-item per row.
 #include "common.h"
 
 // --8<-- [start:swap_axes]
@@ -24,3 +28,14 @@ __kernel void swap_axes(
     for (int e = 0; e < ne; ++e) dst[e] = src[e];
 }
 // --8<-- [end:swap_axes]
+
+__kernel void copy_columns(__global const float *src, __global float *dst, const int rows, const int cols,
+                           const int src_stride, const int src_offset, const int dst_stride,
+                           const int dst_offset)
+{
+    const int r = get_global_id(0);        // one row of the rows x cols block, 8 floats at a time
+    if (r >= rows) return;
+    __global const float *s = src + (long)r * src_stride + src_offset;
+    __global float *d = dst + (long)r * dst_stride + dst_offset;
+    for (int c = 0; c < cols; c += 8) store8(d, c, cols, load8(s, c, cols));
+}

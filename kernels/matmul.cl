@@ -358,7 +358,8 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
 
 // --8<-- [start:matmul_tall]
 // C = alpha * A^T B (+ D) for a long K and a small C (a weight gradient x^T g over a batch's rows):
-// A is (K, M) and B is (K, N), both row-major with row strides lda and ldb and both read in place:
+// A is (K, M) and B is (K, N), both row-major with row strides lda and ldb (B from element b_off:
+// columns of a wider matrix, as a projection's block of a joined gradient) and both read in place:
 // each k is one row of A (MR values of it per tile) and one row of B (NR values, whole vectors),
 // so the two are read as they lie, a row after the other, with no copy into panels. Work-item
 // (task, s) owns B's column panel task % pn, row tiles (task / pn) * tiles .. + tiles, and the
@@ -369,9 +370,10 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
 // the number of compute units. No local memory and no barrier: the items share nothing.
 __kernel void matmul_tall(__global const float *a, __global const float *b, __global float *c,
                           __global const float *d, const int M, const int N, const int K,
-                          const int lda, const int ldb, const int chunk, const int tiles, const float alpha,
-                          __global int *status, const int seq)
+                          const int lda, const int ldb, const int b_off, const int chunk, const int tiles,
+                          const float alpha, __global int *status, const int seq)
 {
+    b += b_off;                                         // B's first column: a block of a wider matrix
     const int pn = (N + NR - 1) / NR, pm = (M + MR - 1) / MR;
     const int task = get_global_id(0), s = get_global_id(1);
     const int p = task % pn, t0 = task / pn * tiles, t1 = min(pm, t0 + tiles);

@@ -14,7 +14,9 @@
 //                              accumulates dQ (per row block), dK and dV (the whole group, in
 //                              private memory: no atomics, no races); dQ and dK are rotated back
 //                              (the transpose of a rotation is the rotation by -theta) as they
-//                              are written into the projections' layout.
+//                              are written into the projections' layout, side by side in one
+//                              gradient [dq | dk | dv] (B, T, H D + G D + G DV), so that x's
+//                              gradient through the three projections is one product.
 //
 // What it replaces on the training path: RoPE and the split into heads of q and k (rope_heads),
 // the split of v and the merge of the output (swap_axes), flash attention's packing of K and V, and
@@ -242,14 +244,15 @@ __kernel void rotary_attention_forward(
 
 __kernel void rotary_attention_backward(
     __global const float *q, __global const float *k, __global const float *v, __global const float *out,
-    __global const float *gout, __global const float *lse, __global float *dq, __global float *dk,
-    __global float *dv, __global const float *cos_t, __global const float *sin_t,
+    __global const float *gout, __global const float *lse, __global float *dqkv,
+    __global const float *cos_t, __global const float *sin_t,
     const int t_len, const int heads, const int groups, const int q_row, const int k_row, const int v_row,
     const int causal, const float scale, __global int *status, const int seq)
 {
     const int g = get_global_id(0), b = get_global_id(1);
     if (g >= groups) return;
-    const int per = heads / groups;
+    const int per = heads / groups, d_row = heads * D + groups * (D + DV);
+    __global float *dq = dqkv, *dk = dqkv + heads * D, *dv = dk + groups * D;   // [dq | dk | dv] rows
     float kt[D][TP], kr[TP][DPAD], vt[DV][TP];    // K rotated (d-major and row-major), V d-major
     float dks[TP][DPAD], dvs[TP][DVPAD];          // the group's dK (rotated frame) and dV, summed over heads
     for (int j = 0; j < TP; ++j) {
@@ -343,7 +346,7 @@ __kernel void rotary_attention_backward(
                 const int i = r0 + r;
                 float row[DPAD];
                 for (int c = 0; c < DKV; ++c) *(vecfu *)&row[c * VW] = dqa[r][c] * scale;
-                bad |= store_row(dq + ((long)b * t_len + i) * heads * D + h * D, row, cos_t, sin_t, i);
+                bad |= store_row(dq + ((long)b * t_len + i) * d_row + h * D, row, cos_t, sin_t, i);
             }
         }
     }
@@ -351,8 +354,8 @@ __kernel void rotary_attention_backward(
     for (int j = 0; j < t_len; ++j) {
         float row[DPAD];
         for (int c = 0; c < DPAD; ++c) row[c] = dks[j][c] * LN2;
-        bad |= store_row(dk + ((long)b * t_len + j) * groups * D + g * D, row, cos_t, sin_t, j);
-        __global float *dvj = dv + ((long)b * t_len + j) * groups * DV + g * DV;
+        bad |= store_row(dk + ((long)b * t_len + j) * d_row + g * D, row, cos_t, sin_t, j);
+        __global float *dvj = dv + ((long)b * t_len + j) * d_row + g * DV;
         for (int c = 0; c < DV; ++c) {
             dvj[c] = dvs[j][c];
             bad |= nonfinite_bits(dvs[j][c]);

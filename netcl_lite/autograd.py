@@ -286,8 +286,8 @@ def matmul(a, b, *, transpose_a: bool = False, transpose_b: bool = False) -> Nod
 def linear(x, weight, residual=None) -> Node:
     """x (..., n) @ weight (n, m) → (..., m), as one 2-D matmul over the flattened rows; with
     ``residual`` (of the output's shape), ``residual + x @ weight``, the sum formed as the product
-    is stored. One node with x itself as parent, so that layers reading one x (q, k and v; W1
-    and W3) add their shares of x's gradient in their products' epilogues."""
+    is stored. One node with x itself as parent, so that layers reading one x (W1 and W3) add
+    their shares of x's gradient in their products' epilogues."""
     x, w = as_nodes(x, weight)
     if w.ndim != 2:
         raise ValueError(f"weight must be 2-D (n, m), got shape {w.shape}")
@@ -391,8 +391,53 @@ def rotary_attention(q, k, v, heads: int, kv_heads: int, *, causal: bool = True,
     q, k, v = as_nodes(q, k, v)
     kw = dict(causal=causal, rope=rope, base=base, pairing=pairing, scale=scale)
     out, lse = ops.rotary_attention(q.value, k.value, v.value, heads, kv_heads, return_stats=True, **kw)
-    return _record(out, (q, k, v), lambda g: ops.rotary_attention_backward(g, q.value, k.value, v.value, out, lse,
-                                                                           heads, kv_heads, **kw), "rotary_attention")
+    widths = (q.shape[-1], k.shape[-1], v.shape[-1])
+    return _record(out, (q, k, v), lambda g: ops.split_columns(ops.rotary_attention_backward(
+        g, q.value, k.value, v.value, out, lse, heads, kv_heads, **kw), widths), "rotary_attention")
+
+
+def rotary_attention_projected(x, wq, wk, wv, heads: int, kv_heads: int, *, causal: bool = True,
+                               rope: bool = True, base: float = 10000.0, pairing: str = "half", scale=None) -> Node:
+    """:func:`rotary_attention` of the projections ``x @ wq``, ``x @ wk``, ``x @ wv`` as one node:
+    x (B, T, n), the weights (n, ·). The backward takes the attention's gradient as one
+    ``[dq | dk | dv]`` and so forms x's gradient as one product with ``[wq | wk | wv]`` (joined
+    for it) instead of three, and K's and V's weight gradients as one product, cut in two; each
+    weight gradient reads its block of ``[dq | dk | dv]`` in place (:func:`netcl_lite.ops.matmul.matmul_columns`)."""
+    x, wq, wk, wv = as_nodes(x, wq, wk, wv)
+    if x.ndim != 3:
+        raise ValueError(f"x must be (B, T, n), got shape {x.shape}")
+    n = x.shape[-1]
+    for name, w in (("wq", wq), ("wk", wk), ("wv", wv)):
+        if w.ndim != 2 or w.shape[0] != n:
+            raise ValueError(f"{name} must be 2-D with x's last axis n={n} rows, got shape {w.shape}")
+    rows = x.value.reshape((-1, n))
+    q, k, v = (ops.matmul(rows, w.value).reshape(x.shape[:2] + (w.shape[1],)) for w in (wq, wk, wv))
+    kw = dict(causal=causal, rope=rope, base=base, pairing=pairing, scale=scale)
+    out, lse = ops.rotary_attention(q, k, v, heads, kv_heads, return_stats=True, **kw)
+    widths = (wq.shape[1], wk.shape[1], wv.shape[1])
+    starts = (0, widths[0], widths[0] + widths[1])     # the blocks of [dq | dk | dv]
+
+    def rule(g, acc=(None, None, None, None)):
+        d = ops.rotary_attention_backward(g, q, k, v, out, lse, heads, kv_heads, **kw)
+        d = d.reshape((-1, d.shape[-1]))
+        dx = dwq = dwk = dwv = None
+        if x.requires_grad:
+            joined = ops.concat_columns([wq.value, wk.value, wv.value])
+            dx = (ops.matmul(d, joined, transpose_b=True) if acc[0] is None else
+                  ops.matmul_add(d, joined, acc[0].reshape((-1, n)), transpose_b=True)).reshape(x.shape)
+        if wq.requires_grad:
+            dwq = ops.matmul_columns(rows, d, 0, widths[0], acc[1])
+        if wk.requires_grad and wv.requires_grad:
+            dwk, dwv = ops.split_columns(ops.matmul_columns(rows, d, widths[0], widths[1] + widths[2]), widths[1:])
+            dwk = dwk if acc[2] is None else ops.add(dwk, acc[2])
+            dwv = dwv if acc[3] is None else ops.add(dwv, acc[3])
+        else:
+            for i, w in ((2, wk), (3, wv)):
+                if w.requires_grad:
+                    got = ops.matmul_columns(rows, d, starts[i - 1], widths[i - 1], acc[i])
+                    dwk, dwv = (got, dwv) if i == 2 else (dwk, got)
+        return dx, dwq, dwk, dwv
+    return _record(out, (x, wq, wk, wv), _accumulating(rule), "rotary_attention")
 
 
 def rope(x, *, offset: int = 0, base: float = 10000.0, pairing: str = "interleaved") -> Node:

@@ -146,6 +146,21 @@ def test_rotary_attention_gradients(case):
               q, k, v, n=t * max(d, dv), what=f"rotary_attention {case}")
 
 
+@pytest.mark.parametrize("case", ROTARY_CASES)
+def test_rotary_attention_projected_gradients(case):
+    """The node that owns the q, k, v projections: x's gradient as one product with [Wq | Wk | Wv],
+    the weights' from their blocks of [dq | dk | dv]; against float64 differences of the reference
+    on x @ W. Inner sums: T·max(d, dv) in the attention, n in the projections."""
+    b, t, h, g, d, dv, causal, rope, pairing = case
+    rng = np.random.default_rng(sum(case[:6]) + 1)
+    n = 11                                          # ragged against every vector width
+    x, wq, wk, wv = rand(rng, b, t, n), rand(rng, n, h * d), rand(rng, n, g * d), rand(rng, n, g * dv)
+    kw = dict(causal=causal, rope=rope, pairing=pairing)
+    gradcheck(lambda x, wq, wk, wv: ag.rotary_attention_projected(x, wq, wk, wv, h, g, **kw),
+              lambda x, wq, wk, wv: rotary_attention_reference(x @ wq, x @ wk, x @ wv, h, g, **kw),
+              x, wq, wk, wv, n=t * max(d, dv) + n, what=f"rotary_attention_projected {case}")
+
+
 @pytest.mark.parametrize("d", [64, 128])
 def test_tiled_flash_backward_at_the_head_widths_models_use(d):
     """The chapter's configuration is d = 64; d = 128 is the other common width. Causal GQA."""
@@ -414,7 +429,7 @@ def test_nested_tapes_outer_sees_everything_inner_sees_its_own():
 
 
 def test_fused_gradient_accumulation_is_bitwise_the_separate_adds_with_fewer_passes(monkeypatch, queue):
-    """A pre-norm block reads its normed input three times (q, k, v) and twice (W1, W3), and each
+    """A pre-norm block reads its normed input twice (W1, W3; q, k and v in one node), and each
     residual stream twice. With FUSED_ACCUMULATION the second and later shares are added in the
     rules' own passes (linear's product epilogue, the norm's row pass): the gradients must be
     bitwise those of separate adds (one rounding of the same two float32 values either way),
@@ -450,8 +465,9 @@ def test_fused_gradient_accumulation_is_bitwise_the_separate_adds_with_fewer_pas
     np.testing.assert_array_equal(dx_fused, dx_plain)
     for name in plain:
         np.testing.assert_array_equal(fused[name], plain[name], err_msg=name)
-    # q/k/v: 2 adds, W1/W3: 1, the two residual streams: 2 (the product output r * out is a mul)
-    assert adds_plain - adds_fused == 5, (adds_plain, adds_fused)
+    # W1/W3: 1 add, the two residual streams: 2 (the product output r * out is a mul); q/k/v: none
+    # either way, as the attention node forms x's gradient as one product (rotary_attention_projected)
+    assert adds_plain - adds_fused == 3, (adds_plain, adds_fused)
 
 
 def test_linear_with_a_residual_is_the_add_and_passes_the_gradient_through():

@@ -458,22 +458,34 @@ def test_the_flop_ledger_counts_every_matmul_one_real_step_launches(queue, monke
     config = LMConfig(vocab_size=50, hidden_size=16, intermediate_size=24, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=12)
     model = DecoderLM(config, queue=queue)
-    counted = []
-    real, real_add = ops_package.matmul, ops_package.matmul_add
+    counted, inside = [], [0]
+    real, real_add, real_columns = ops_package.matmul, ops_package.matmul_add, ops_package.matmul_columns
 
     def counting(a, b, *d, transpose_a=False, transpose_b=False, **kw):
         out = (real_add if d else real)(a, b, *d, transpose_a=transpose_a, transpose_b=transpose_b, **kw)
         k = a.shape[-2] if transpose_a else a.shape[-1]
-        counted.append(2 * int(np.prod(out.shape)) * k)
+        if not inside[0]:                   # a product matmul_columns runs is counted there
+            counted.append(2 * int(np.prod(out.shape)) * k)
+        return out
+
+    def counting_columns(a, b, start, width, acc=None):
+        inside[0] += 1
+        try:
+            out = real_columns(a, b, start, width, acc)
+        finally:
+            inside[0] -= 1
+        counted.append(2 * a.shape[1] * width * a.shape[0])
         return out
 
     # The forward goes through ops.matmul (ops.matmul_add where a residual joins the product),
-    # the backward through its module's own matmul, and matmul_add where a share of a gradient
-    # joins the one gathered so far.
+    # the backward through its module's own matmul, matmul_add where a share of a gradient
+    # joins the one gathered so far, and matmul_columns where a weight gradient reads its block
+    # of a joined gradient (the attention's q, k and v).
     module = sys.modules["netcl_lite.ops.matmul"]
     for where in (ops_package, module):
         monkeypatch.setattr(where, "matmul", counting)
         monkeypatch.setattr(where, "matmul_add", counting)
+    monkeypatch.setattr(ops_package, "matmul_columns", counting_columns)
     from netcl_lite import autograd as ag
 
     x, y = WindowLoader(np.arange(500) % 50, 3, 12, seed=0).next_batch()

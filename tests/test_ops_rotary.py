@@ -12,6 +12,7 @@ likewise with ``flash_lse_atol``. References are computed in float64 on the floa
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
 import pytest
 
 import netcl_lite as nl
@@ -19,7 +20,8 @@ from netcl_lite import autograd as ag
 from netcl_lite import ops, reference
 from netcl_lite.core.tensor import Tensor
 from netcl_lite.ops.rotary_attention import MAX_LENGTH, rotary_attention_reference
-from netcl_lite.testing import assert_close, attention_atol, flash_lse_atol
+from kernel_cases import record_launches
+from netcl_lite.testing import EPS32, assert_close, attention_atol, flash_lse_atol, matmul_atol
 
 
 def _heads(q, k, v, h, g, rope, pairing):
@@ -113,3 +115,51 @@ def test_rotary_attention_errors_are_clear(queue):
         ops.rotary_attention(q, k, v, 0, 1)
     with pytest.raises(ValueError, match="non-finite"):
         ops.rotary_attention(np.full(q.shape, np.nan), k, v, 2, 1)
+
+
+def test_the_projected_node_equals_three_linears_and_the_attention_at_the_capstone_shape(monkeypatch, queue):
+    """RotaryAttention's node (projections, attention and their gradients in one) against the three
+    ``linear`` nodes and ``rotary_attention`` it replaces, at the capstone's layer (B·T = 1024 rows, so
+    the weight gradients run as matmul_tall on a CPU, each reading its block of [dq | dk | dv] in
+    place). The forward runs the same products: the same bits. Backward, x's gradient is one product
+    over the 256 joined columns instead of three summed, and K's and V's weight gradients one product:
+    each entry a float32 sum of K terms either way, so within 2 (K + 2) u of the sum of |terms|
+    (matmul_atol's bound, once per side). A second backward adds into the leaves' gradients (the
+    rules' accumulate path): twice the first."""
+    launched = record_launches(monkeypatch)
+    rng = np.random.default_rng(41)
+    b, t, n, h, g, d = 16, 64, 128, 4, 2, 32
+    x, wq, wk, wv = (rng.standard_normal(s).astype(np.float32) * sc for s, sc in
+                     (((b, t, n), 1.0), ((n, h * d), n ** -0.5), ((n, g * d), n ** -0.5), ((n, g * d), n ** -0.5)))
+    r = rng.standard_normal((b, t, h * d)).astype(np.float32)
+    results = []
+    for joined in (True, False):
+        nodes = [ag.tensor(a) for a in (x, wq, wk, wv)]
+        for _ in range(2):
+            with nl.Tape():
+                if joined:
+                    out = ag.rotary_attention_projected(*nodes, h, g)
+                else:
+                    out = ag.rotary_attention(*(ag.linear(nodes[0], w) for w in nodes[1:]), h, g)
+                loss = ag.sum(ag.mul(out, ag.constant(r)))
+            launched.clear()
+            loss.backward()
+            names = [name for name, _ in launched]
+            results.append([out.numpy()] + [nd.grad.numpy() for nd in nodes])
+        if joined and queue.device.type & cl.device_type.CPU:
+            assert names.count("matmul_tall") == 2 and names.count("copy_columns") == 3 + 2, names
+    once, twice, plain, _ = results
+    np.testing.assert_array_equal(once[0], plain[0])
+    dq, dk, dv = (ops.split_columns(ops.rotary_attention_backward(
+        *(Tensor.from_host(queue, a) for a in (r, x @ wq, x @ wk, x @ wv)), *ops.rotary_attention(
+            *(Tensor.from_host(queue, a) for a in (x @ wq, x @ wk, x @ wv)), h, g, return_stats=True), h, g),
+        (h * d, g * d, g * d)))
+    rows = x.reshape(-1, n)
+    grads = [np.abs(a.numpy().reshape(-1, a.shape[-1])) for a in (dq, dk, dv)]
+    # x's: K = 256 joined; the three products of 128, 64, 64 terms and their two sums stay within it
+    bounds = [matmul_atol(np.concatenate(grads, axis=1), np.abs(np.concatenate([wq, wk, wv], axis=1)).T).reshape(x.shape)]
+    bounds += [matmul_atol(np.abs(rows).T, gr) for gr in grads]
+    for name, a, c, bound in zip(("dx", "dwq", "dwk", "dwv"), once[1:], plain[1:], bounds):
+        assert_close(a, c, rtol=0, atol=2 * bound, what=name)
+    for name, a2, a1 in zip(("dx", "dwq", "dwk", "dwv"), twice[1:], once[1:]):
+        assert_close(a2, 2 * a1, rtol=0, atol=2 * EPS32 * np.abs(a1) + 1e-30, what=f"{name}, accumulated")

@@ -541,3 +541,73 @@ def test_swap_axes_matches_numpy_and_is_a_view_only_when_the_order_is_kept(queue
         assert (out.memory is tx.memory) == order_kept, (shape, i, j)
         views, copies = views + order_kept, copies + (not order_kept)
     assert views and copies   # both paths ran
+
+
+def test_concat_and_split_columns_match_numpy_on_random_shapes(queue):
+    """Pure copies, so exact: side by side on the last axis as np.concatenate, and cut back as
+    np.split, for NumPy and device operands, widths ragged against the kernel's 8-float runs."""
+    rng = np.random.default_rng(32)
+    for _ in range(40):
+        lead = tuple(int(n) for n in rng.integers(1, 20, int(rng.integers(0, 3))))
+        widths = [int(w) for w in rng.integers(0, 30, int(rng.integers(1, 4)))]
+        pieces = [rng.standard_normal(lead + (w,)).astype(np.float32) for w in widths]
+        expected = np.concatenate(pieces, axis=-1)
+        got = ops.concat_columns(pieces)
+        assert got.shape == expected.shape and np.array_equal(got, expected), (lead, widths)
+        joined = ops.concat_columns([Tensor.from_host(queue, p) for p in pieces])
+        assert np.array_equal(joined.numpy(), expected), (lead, widths)
+        back = ops.split_columns(joined, widths)
+        assert len(back) == len(widths)
+        for piece, part in zip(pieces, back):
+            assert isinstance(part, Tensor) and np.array_equal(part.numpy(), piece), (lead, widths)
+        for piece, part in zip(pieces, ops.split_columns(expected, widths)):
+            assert np.array_equal(part, piece), (lead, widths)
+
+
+def test_concat_and_split_columns_refuse_bad_arguments():
+    with pytest.raises(ValueError, match="agree on every axis but the last"):
+        ops.concat_columns([np.ones((2, 3)), np.ones((3, 3))])
+    with pytest.raises(TypeError, match="non-empty list"):
+        ops.concat_columns([])
+    with pytest.raises(ValueError, match="must add up to x's last axis"):
+        ops.split_columns(np.ones((2, 5)), (2, 2))
+    with pytest.raises(TypeError, match="non-negative ints"):
+        ops.split_columns(np.ones((2, 5)), (2.5, 2.5))
+
+
+def test_matmul_columns_reads_a_block_of_b_in_place_or_from_a_copy(monkeypatch, queue):
+    """aᵀ b[:, start:start + width] (+ acc): in place by matmul_tall from b's row stride and the
+    block's first column where a CPU runs the shape so (K >= 1024, a small C), else from a copy of the
+    block; ragged widths and offsets, against float64 within matmul_atol, acc bitwise the product then
+    the add."""
+    launched = record_launches(monkeypatch)
+    cpu = bool(queue.device.type & cl.device_type.CPU)
+    rng = np.random.default_rng(43)
+    for k, m, total, start, width in [(1024, 128, 256, 128, 128), (1031, 13, 45, 7, 19), (1500, 61, 70, 0, 33),
+                                      (1025, 5, 9, 8, 1), (40, 11, 23, 5, 17), (300, 7, 7, 0, 7)]:
+        a, b = f32(rng.standard_normal((k, m))), f32(rng.standard_normal((k, total)))
+        acc = f32(rng.standard_normal((m, width)))
+        ta, tb, tacc = (Tensor.from_host(queue, x) for x in (a, b, acc))
+        launched.clear()
+        got = ops.matmul_columns(ta, tb, start, width).numpy()
+        names = [name for name, _ in launched]
+        in_place = cpu and k >= 1024
+        assert ("copy_columns" not in names) == (in_place or width == total), (k, m, total, start, width, names)
+        block = b[:, start:start + width]
+        assert_close(got, reference.matmul(a, block, transpose_a=True), rtol=0, atol=matmul_atol(a.T, block),
+                     what=f"aᵀ b[:, {start}:{start + width}], a {a.shape}, b {b.shape}")
+        np.testing.assert_array_equal(ops.matmul_columns(ta, tb, start, width, tacc).numpy(), ops.add(got, acc))
+
+
+def test_matmul_columns_refuses_bad_arguments(queue):
+    ta, tb = Tensor.from_host(queue, f32(np.ones((8, 3)))), Tensor.from_host(queue, f32(np.ones((8, 5))))
+    with pytest.raises(TypeError, match="b must be a Tensor"):
+        ops.matmul_columns(ta, np.ones((8, 5)), 0, 2)
+    with pytest.raises(ValueError, match="same K"):
+        ops.matmul_columns(ta, Tensor.from_host(queue, f32(np.ones((7, 5)))), 0, 2)
+    with pytest.raises(ValueError, match="must lie within b's 5"):
+        ops.matmul_columns(ta, tb, 4, 2)
+    with pytest.raises(ValueError, match="must lie within"):
+        ops.matmul_columns(ta, tb, 0, 0)
+    with pytest.raises(ValueError, match="acc must have the product's shape"):
+        ops.matmul_columns(ta, tb, 0, 2, Tensor.from_host(queue, f32(np.ones((3, 3)))))

@@ -224,10 +224,11 @@ class RotaryAttention(Module):
         start = 0 if cache is None else cache.length(layer)
         x = _input(x, self.dim, self.max_seq_len, start, self.queue)
         if cache is None and self.kernel == "flash" and rotary_fits(x.shape[1], self.head_dim, self.head_dim):
-            # one kernel from the projections to the merged heads, RoPE inside (ops.rotary_attention)
-            out = ag.rotary_attention(ag.linear(x, self.wq), ag.linear(x, self.wk), ag.linear(x, self.wv),
-                                      self.n_heads, self.n_kv_heads, causal=self.causal, rope=self.rope,
-                                      base=self.rope_base, pairing=self.rope_pairing)
+            # one kernel from the projections to the merged heads, RoPE inside (ops.rotary_attention);
+            # backward, x's gradient through the three projections is one product
+            out = ag.rotary_attention_projected(x, self.wq, self.wk, self.wv, self.n_heads, self.n_kv_heads,
+                                                causal=self.causal, rope=self.rope, base=self.rope_base,
+                                                pairing=self.rope_pairing)
             return ag.linear(out, self.wo, residual)
         q, k = ag.linear(x, self.wq), ag.linear(x, self.wk)
         if self.rope:                                                   # split into heads and rotate, one pass

@@ -17,8 +17,8 @@ from .flash_attention import (
     flash_attention_backward,
     flash_attention_with_mask,
 )
-from .layout import swap_axes
-from .matmul import matmul, matmul_add, matmul_backward
+from .layout import concat_columns, split_columns, swap_axes
+from .matmul import matmul, matmul_add, matmul_backward, matmul_columns
 from .norm import layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
 from .reduce import mean, sum, sum_backward, sum_to  # noqa: A004 (the op's name)
 from .rope import rope, rope_backward, rope_heads, rope_heads_backward

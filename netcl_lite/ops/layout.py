@@ -1,11 +1,14 @@
-"""Layout changes (``kernels/layout.cl``): ``swap_axes``. Reshapes need no kernel: a Tensor's
-``reshape`` is a view. Float64 reference: ``np.swapaxes``.
+"""Layout changes (``kernels/layout.cl``): ``swap_axes``, ``concat_columns``, ``split_columns``.
+Reshapes need no kernel: a Tensor's ``reshape`` is a view. Float64 references: ``np.swapaxes``,
+``np.concatenate`` and ``np.split`` on the last axis (the kernels copy, so they agree exactly).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..checks import int_in
-from .operands import OpCall, elements, i32, round_up, shape_of
+from .operands import OpCall, elements, i32, int32_range, round_up, shape_of
 
 
 def swap_axes(x, axis1: int, axis2: int, *, queue=None):
@@ -42,3 +45,67 @@ def swap_axes(x, axis1: int, axis2: int, *, queue=None):
         call.launch("layout.cl", "swap_axes", (round_up(runs, 16),), (16,),
                     tx.buffer, out.buffer, *(i32(b) for b in blocks), i32(runs))
     return call.result(out, check=[False])
+
+
+def _copy_columns(call, src, dst, rows, cols, src_stride, src_offset, dst_stride, dst_offset) -> None:
+    """dst[r, dst_offset + c] = src[r, src_offset + c] for r < rows, c < cols (row lengths: the strides)."""
+    if rows * cols:
+        call.launch("layout.cl", "copy_columns", (round_up(rows, 16),), (16,), src, dst,
+                    *map(i32, (rows, cols, src_stride, src_offset, dst_stride, dst_offset)))
+
+
+def concat_columns(pieces, *, queue=None):
+    """The ``pieces`` (arrays or Tensors of one shape but the last axis) side by side on the last axis,
+    as ``np.concatenate(pieces, axis=-1)``: joins Wq, Wk and Wv so that one product forms x's gradient
+    through all three.
+
+    >>> import numpy as np
+    >>> concat_columns([np.ones((2, 1)), np.zeros((2, 2))])
+    array([[1., 0., 0.],
+           [1., 0., 0.]], dtype=float32)
+    """
+    if not isinstance(pieces, (list, tuple)) or not pieces:
+        raise TypeError(f"pieces must be a non-empty list of arrays or Tensors, got {type(pieces).__name__}")
+    shapes = [shape_of(p) for p in pieces]
+    lead = shapes[0][:-1]
+    if any(not s or s[:-1] != lead for s in shapes):
+        raise ValueError(f"pieces must be at least 1-d and agree on every axis but the last, got shapes {shapes}")
+    widths = [s[-1] for s in shapes]
+    width, rows = sum(widths), elements(lead)
+    int32_range(elements=rows * width)
+    call = OpCall("concat_columns", queue=queue, **{f"piece{i}": p for i, p in enumerate(pieces)})
+    out = call.output(lead + (width,))
+    offset = 0
+    for i, w in enumerate(widths):
+        _copy_columns(call, call.float_input(f"piece{i}").buffer, out.buffer, rows, w, w, 0, width, offset)
+        offset += w
+    return call.result(out, check=[False])
+
+
+def split_columns(x, widths, *, queue=None):
+    """``x`` (..., sum(widths)) cut on the last axis into pieces of the given ``widths``, each its own
+    contiguous array (the inverse of :func:`concat_columns`); a tuple.
+
+    >>> import numpy as np
+    >>> split_columns(np.arange(6.0).reshape(2, 3), (1, 2))[1]
+    array([[1., 2.],
+           [4., 5.]], dtype=float32)
+    """
+    s = shape_of(x)
+    if not isinstance(widths, (list, tuple)) or not widths or any(
+            isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0 for w in widths):
+        raise TypeError(f"widths must be a non-empty sequence of non-negative ints, got {widths!r}")
+    if not s or sum(widths) != s[-1]:
+        raise ValueError(f"widths {tuple(widths)} must add up to x's last axis, got x of shape {s}")
+    int32_range(elements=elements(s))
+    rows = elements(s[:-1])
+    call = OpCall("split_columns", queue=queue, x=x)
+    tx = call.float_input("x")
+    outs, offset = [], 0
+    for w in widths:
+        out = call.output(s[:-1] + (int(w),))
+        _copy_columns(call, tx.buffer, out.buffer, rows, int(w), s[-1], offset, int(w), 0)
+        outs.append(out)
+        offset += int(w)
+    got = call.result(*outs, check=[False] * len(outs))
+    return got if len(outs) > 1 else (got,)

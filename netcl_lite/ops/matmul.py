@@ -13,7 +13,9 @@ import pyopencl as cl
 
 from ..checks import flag
 from ..core.kernels import vector_lanes
+from ..core.tensor import Tensor
 from .elementwise import add
+from .layout import split_columns
 from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
 from .reduce import join_rows, sum_to
 
@@ -196,14 +198,16 @@ def _device(queue) -> _Device:
                    bool(device.type & cl.device_type.CPU))
 
 
-def _tall(call, a_buf, b_buf, c_buf, m, n, k, d_buf=None):
+def _tall(call, a_buf, b_buf, c_buf, m, n, k, d_buf=None, ldb=None, b_off=0):
     """C (m, n) = Aᵀ B (+ D) for A (k, m) and B (k, n) row-major, by ``matmul_tall``: both read in
-    place, K in chunks whose partial Cs are joined in order (:func:`~netcl_lite.ops.reduce.join_rows`)."""
+    place, K in chunks whose partial Cs are joined in order (:func:`~netcl_lite.ops.reduce.join_rows`).
+    B may be the columns from ``b_off`` of a wider matrix of row stride ``ldb`` (default n)."""
     plan = _tall_plan(_device(call.queue).tile, m, n, k, d_buf is not None,
                       (TALL_ROW_TILES, TALL_TASKS, TALL_MIN_CHUNK))
     out = c_buf if plan.chunks == 1 else call.scratch("matmul.partial", plan.chunks * m * n)
     call.launch("matmul.cl", "matmul_tall", plan.global_size, (1, 1), a_buf, b_buf, out,
-                c_buf if d_buf is None else d_buf, *plan.args, call.stream.status, call.seq, options=plan.options)
+                c_buf if d_buf is None else d_buf, *plan.args[:4], i32(n if ldb is None else ldb), i32(b_off),
+                *plan.args[4:], call.stream.status, call.seq, options=plan.options)
     if plan.chunks > 1:
         join_rows(call, out, c_buf, plan.chunks, m * n, 1.0, d_buf)
 
@@ -212,7 +216,7 @@ class _TallPlan(NamedTuple):
     """How :func:`_tall` launches one shape."""
     options: tuple
     global_size: tuple
-    args: tuple                 # matmul_tall's scalar arguments, from M to alpha
+    args: tuple                 # matmul_tall's scalar arguments, from M to alpha but ldb and b_off
     chunks: int                 # K chunks (1: C is written directly)
 
 
@@ -231,7 +235,7 @@ def _tall_plan(tile, m, n, k, add_d, tuning) -> _TallPlan:
     chunk = -(-k // chunks)
     chunks = -(-k // chunk)
     options = (f"-DVW={vw}", f"-DMR={mr}", f"-DNV={nv}", f"-DADD_D={int(add_d and chunks == 1)}")
-    args = (*map(i32, (m, n, k, m, n, chunk, tiles)), f32(1.0))
+    args = (*map(i32, (m, n, k, m, chunk, tiles)), f32(1.0))
     return _TallPlan(options, (pn * groups, chunks), args, chunks)
 
 
@@ -257,6 +261,33 @@ def matmul_backward(g, a, b, transpose_a: bool = False, transpose_b: bool = Fals
         args, kw = ((gg, av), {"transpose_a": True, "transpose_b": ta}) if tb else ((av, gg), {"transpose_a": not ta})
         db = _product_plus(args, kw, b.shape, acc[1])
     return da, db
+
+
+def matmul_columns(a, b, start: int, width: int, acc=None):
+    """``aᵀ b[:, start:start + width]`` (+ ``acc``) for Tensors ``a`` (K, M) and ``b`` (K, W): the
+    weight gradient of one projection whose output's gradient is a column block of a joined
+    gradient (:func:`netcl_lite.ops.rotary_attention_backward`'s ``[dq | dk | dv]``). Where a CPU
+    runs the shape as ``matmul_tall`` (:func:`tall_pays`) the block is read in place, else from a
+    copy of it. ``acc`` (M, width): a gradient gathered so far, added as the product is stored."""
+    for name, t in (("a", a), ("b", b), ("acc", acc)):
+        if not isinstance(t, Tensor) and (t is not None or name != "acc"):
+            raise TypeError(f"{name} must be a Tensor (a backward's operand on the device), got {type(t).__name__}")
+    if a.ndim != 2 or b.ndim != 2 or a.shape[0] != b.shape[0]:
+        raise ValueError(f"a (K, M) and b (K, W) must be 2-D with the same K, got a {a.shape} and b {b.shape}")
+    if not (0 <= start and 0 < width and start + width <= b.shape[1]):
+        raise ValueError(f"columns [{start}, {start + width}) must lie within b's {b.shape[1]}")
+    k, m = a.shape
+    if acc is not None and tuple(acc.shape) != (m, width):
+        raise ValueError(f"acc must have the product's shape {(m, width)}, got {tuple(acc.shape)}")
+    how = _how((k, m), (k, width), True, False, PACKED_MIN_WORK, (TALL_MIN_K, TALL_MAX_C))   # as matmul decides
+    if not (how.tall and _device(a.queue).cpu):
+        block = split_columns(b, (start, width, b.shape[1] - start - width))[1] if width < b.shape[1] else b
+        return matmul(a, block, transpose_a=True) if acc is None else matmul_add(a, block, acc, transpose_a=True)
+    call = OpCall("matmul", a=a, b=b, **({} if acc is None else {"d": acc}))
+    out = call.output((m, width))
+    _tall(call, a.buffer, b.buffer, out.buffer, m, width, k, d_buf=None if acc is None else acc.buffer,
+          ldb=b.shape[1], b_off=start)
+    return call.result(out, check=[False])
 
 
 def _product_plus(args, kw, shape, acc):

@@ -98,19 +98,22 @@ def rotary_attention(q, k, v, heads: int, kv_heads: int, *, causal: bool = True,
 
 def rotary_attention_backward(g, q, k, v, out, lse, heads: int, kv_heads: int, *, causal: bool = True,
                               rope: bool = True, base: float = 10000.0, pairing: str = "half", scale=None):
-    """(dq, dk, dv) of :func:`rotary_attention` given the output's gradient ``g`` (Tensors in the
-    projections' layouts), recomputing the weights from q, k and the saved ``lse``."""
+    """The gradients of q, k and v of :func:`rotary_attention` given the output's gradient ``g``
+    (Tensors in the projections' layouts), recomputing the weights from q, k and the saved ``lse``:
+    side by side in one Tensor ``[dq | dk | dv]`` of shape (B, T, heads·d + kv_heads·d + kv_heads·dv),
+    so that the gradient of x through the three projections is one product with ``[Wq | Wk | Wv]``
+    (:func:`netcl_lite.autograd.rotary_attention_projected`)."""
     b, t_len, d, dv, scale = _check(q, k, v, heads, kv_heads, causal, rope, base, pairing, scale)
     call = OpCall("rotary_attention backward", g=g, q=q, k=k, v=v)
-    dq, dk, dvv = call.output(q.shape), call.output(k.shape), call.output(v.shape)
-    if dq.size:
+    dqkv = call.output((b, t_len, heads * d + kv_heads * (d + dv)))
+    if dqkv.size:
         cos_t, sin_t = device_tables(call.queue, t_len, d if rope else 2, float(base))
         call.launch("rotary_attention.cl", "rotary_attention_backward", (kv_heads, b), (1, 1),
-                    q.buffer, k.buffer, v.buffer, out.buffer, g.buffer, lse.buffer, dq.buffer, dk.buffer,
-                    dvv.buffer, cos_t.buffer, sin_t.buffer, i32(t_len), i32(heads), i32(kv_heads), i32(heads * d),
+                    q.buffer, k.buffer, v.buffer, out.buffer, g.buffer, lse.buffer, dqkv.buffer,
+                    cos_t.buffer, sin_t.buffer, i32(t_len), i32(heads), i32(kv_heads), i32(heads * d),
                     i32(kv_heads * d), i32(kv_heads * dv), i32(causal), f32(scale), call.stream.status, call.seq,
                     options=_options(call.queue.device, t_len, d, dv, rope, pairing))
-    return call.result(dq, dk, dvv, check=[False, False, False])
+    return call.result(dqkv, check=[False])
 
 
 def rotary_attention_reference(q, k, v, heads: int, kv_heads: int, *, causal: bool = True, rope: bool = True,

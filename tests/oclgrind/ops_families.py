@@ -93,6 +93,19 @@ for rope, pairing, causal in ((True, "half", True), (True, "interleaved", False)
            lambda q, k, v: ag.rotary_attention(q, k, v, 4, 2, rope=rope, pairing=pairing, causal=causal),
            {"q": arr(2, 19, 4 * 6), "k": arr(2, 19, 2 * 6), "v": arr(2, 19, 2 * 5)},
            lambda q, k, v: rotary_attention_reference(q, k, v, 4, 2, rope=rope, pairing=pairing, causal=causal))
+# the node that owns the projections: [dq | dk | dv] in one gradient, x's gradient one product with the
+# joined weights (copy_columns), the weights' read from their blocks (copies where matmul_tall does not
+# run; in place by matmul_tall over B·T = 1040 rows, forced as above)
+family("rotary_attention_projected",
+       lambda x, wq, wk, wv: ag.rotary_attention_projected(x, wq, wk, wv, 4, 2),
+       {"x": arr(2, 19, 13), "wq": arr(13, 4 * 6), "wk": arr(13, 2 * 6), "wv": arr(13, 2 * 5)},
+       lambda x, wq, wk, wv: rotary_attention_reference(x @ wq, x @ wk, x @ wv, 4, 2))
+matmul._device = lambda queue: real_device(queue)._replace(cpu=True)
+family("rotary_attention_projected_tall",
+       lambda x, wq, wk, wv: ag.rotary_attention_projected(x, wq, wk, wv, 4, 2),
+       {"x": arr(16, 65, 13), "wq": arr(13, 4 * 6), "wk": arr(13, 2 * 6), "wv": arr(13, 2 * 5)},
+       lambda x, wq, wk, wv: rotary_attention_reference(x @ wq, x @ wk, x @ wv, 4, 2))
+matmul._device = real_device
 family("rope_half", lambda x: ag.rope(x, offset=5, pairing="half"), {"x": arr(2, 3, 9, 12)},
        lambda x: ref.rope(x, offset=5, pairing="half"))
 family("rope_heads", lambda x: ag.rope_heads(x, 3, offset=2), {"x": arr(2, 7, 18)},
