@@ -39,10 +39,8 @@ class CurrentPage:
 
     def line_of(self, path: str) -> int | None:
         """The page's first line that includes ``path``, as its file numbers it, or None."""
-        for i, line in enumerate(self.markdown.split("\n")):
-            if any(m["path"] == path for m in markers.INCLUDE.finditer(line)):
-                return self.first_line + i
-        return None
+        return next((self.first_line + inc.index for inc in markers.includes(self.markdown.split("\n"))
+                     if inc.path == path), None)
 
 
 def inside(path: str, allowed: tuple[Path, ...], base: Path, what: str, page: str) -> Path:
@@ -107,8 +105,8 @@ def contained_snippets(page: CurrentPage, **options):
             """``docs/<page>:<line>``, or, for an include inside an included file, that as well."""
             reading = getattr(self, "reading", None) or [(None, 0, "")]
             file_name, i, _ = reading[-1]
-            outer = markers.INCLUDE.search(reading[0][2]) if file_name is not None else None
-            top = page.line_of(outer["path"] if outer else path)
+            outer = getattr(self, "outer", None) if file_name is not None else None
+            top = page.line_of(outer or path)
             where = f"{page.name}:{top}" if top is not None else page.name
             if file_name is not None:
                 try:
@@ -127,6 +125,9 @@ def contained_snippets(page: CurrentPage, **options):
             return lines
 
         def get_snippet_path(self, path):
+            on_page = not getattr(self, "reading", None) or self.reading[-1][0] is None
+            if on_page:
+                self.outer = path                       # an include on the page itself
             bases = [Path(base) for base, is_dir in self.get_bases() if is_dir]
             base = bases[0].resolve() if bases else ROOT
             what = markers.include(path)

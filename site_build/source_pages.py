@@ -60,10 +60,10 @@ def excerpts(pages: dict[str, str]) -> dict[str, list[tuple[str, int, int]]]:
     found: dict[str, list[tuple[str, int, int]]] = {}
     for page, text in pages.items():
         for m in _OPEN_THEN_INCLUDE.finditer(text):
-            inc = markers.INCLUDE_LINE.match(m.group(1))
-            if inc:
-                first, last = section_lines(inc["path"], inc["section"])
-                found.setdefault(inc["path"], []).append((page, first, last))
+            inc = markers.include_line(m.group(1))
+            if inc is not None and inc.ranges is None:
+                first, last = section_lines(inc.path, inc.section)
+                found.setdefault(inc.path, []).append((page, first, last))
     return found
 
 

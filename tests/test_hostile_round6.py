@@ -349,9 +349,6 @@ EXCERPT_INCLUDES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="the excerpt stages read includes with markers.INCLUDE_LINE (two dashes, "
-                                       "double quotes, a named section): other forms pymdownx.snippets takes pass "
-                                       "unlabelled and unchecked")
 @pytest.mark.parametrize("include", EXCERPT_INCLUDES.values(), ids=EXCERPT_INCLUDES.keys())
 def test_an_excerpt_in_any_include_form_is_labelled_or_refused(tmp_path, monkeypatch, include):
     """pymdownx.snippets includes ``--8<-- 'path:section'``, ``-8<- "path:section"`` and

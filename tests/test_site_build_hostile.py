@@ -678,6 +678,27 @@ def test_an_include_over_the_size_limit_fails_naming_page_line_and_file(site):
         site.render('# Hostile\n\n--8<-- "snippets/hostile/outer.md"\n')
 
 
+def test_every_include_form_is_read_as_pymdownx_snippets_reads_it():
+    """One parser of include lines serves every stage that reads them (the excerpt stages, the
+    build-output check, the inputs of a dirty build): its own patterns, pymdownx.snippets'."""
+    lines = ['--8<-- "a.py"', "  -8<- 'b.py:part'", '---8<--- "c.py:1:3"', ';--8<-- "escaped.py"',
+             "text --8<-- 'not.py'", "--8<--", "d.py", "; commented.py", '--8<-- "skipped.py"', "e.py:2:,8:9",
+             "--8<--", '--8<-- "f.py" ']
+    found = [(inc.index, inc.path, inc.section, inc.ranges) for inc in markers.includes(lines)]
+    assert found == [(0, "a.py", None, None), (1, "b.py", "part", None), (2, "c.py", None, ":1:3"),
+                     (6, "d.py", None, None), (9, "e.py", None, ":2:,8:9")]
+    from site_build import dirty_pages
+
+    inputs = dirty_pages.page_inputs("\n".join(lines), library=[])
+    assert [p.relative_to(ROOT).as_posix() for p in inputs] == ["a.py", "b.py", "c.py", "d.py", "e.py"]
+
+
+def test_a_build_output_under_an_include_in_another_form_is_in_place(site):
+    path = site.snippet("hi.py", 'print("hi")\n')
+    page = f"# Hostile\n\n```python\n-8<- '{path}'\n```\n\n{markers.build_output(path)}\n\nAfter the output.\n"
+    assert shown(site.render(page)) == ["hi"]
+
+
 def test_a_page_or_an_include_saved_with_a_byte_order_mark_reads_as_without_it(site):
     """A UTF-8 byte order mark starts the file, not its first line: a heading or a marker on line 1 of
     a page, or of an included file, is read as one (not as text after U+FEFF), and no U+FEFF reaches
