@@ -5,7 +5,11 @@ nested ones too, must lead (symlinks resolved) to a file under ``snippets/`` or,
 file including it (which ``pymdownx.snippets`` leaves out silently) fail the build with an error
 naming the page and the include or marker. An included file's UTF-8 byte order mark is dropped, as
 MkDocs drops a page's. An included file is at most :data:`INCLUDE_LIMIT` bytes:
-a longer one fails the build naming the page, the line of the include and the file.
+a longer one fails the build naming the page, the line of the include and the file. An include
+inside one of the page's fenced blocks must not bring a line that could close that block (its
+fence, or a longer one, alone on a line): the rest of the file would become the page's Markdown;
+such a line fails the build naming the page, the include's line and the file (a longer fence on
+the page shows it as code).
 
 :func:`contain` puts :func:`contained_snippets` in place of the ``pymdownx.snippets`` extension,
 with the same options. The page named in errors is read from a :class:`CurrentPage`, which the
@@ -14,6 +18,7 @@ plugin sets before each page is rendered.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from . import markers
@@ -24,6 +29,9 @@ INCLUDE_ROOTS = ("snippets", "netcl_lite", "kernels")
 #: the longest file an include may bring into a page, in bytes (the largest library file is about
 #: 55 KiB; the page's Markdown would hold all of it, and pymdownx.snippets reads it whole)
 INCLUDE_LIMIT = 1 << 20
+#: a line that is a fence and nothing else: in a fenced block it may close the block
+_FENCE_ONLY = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*")
+_FENCE_OPEN = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})")
 
 
 class PathError(ValueError):
@@ -86,6 +94,11 @@ def contained_snippets(page: CurrentPage, **options):
     from pymdownx.snippets import SnippetExtension, SnippetPreprocessor
 
     class ContainedPreprocessor(SnippetPreprocessor):
+        def run(self, lines):
+            # the page's own fenced blocks: an include inside one must not close it
+            self.blocks, self.page_lines = markers.fences(lines), lines
+            return super().run(lines)
+
         def parse_snippets(self, lines, file_name=None, *args, **kwargs):
             # which file and line is being read, innermost last: where an include that fails stands
             where = [file_name, 0, ""]
@@ -97,14 +110,50 @@ def contained_snippets(page: CurrentPage, **options):
                     where[1:] = i, line
                     yield line
             try:
-                return super().parse_snippets(counted(), file_name, *args, **kwargs)
+                found = super().parse_snippets(counted(), file_name, *args, **kwargs)
+                if file_name is not None and len(reading) == 2 and reading[0][0] is None:
+                    self._stays_in_block(reading[0][1], found, file_name)
+                return found
             finally:
                 reading.pop()
 
-        def _where(self, path: str, base: Path) -> str:
-            """``docs/<page>:<line>``, or, for an include inside an included file, that as well."""
+        def _stays_in_block(self, index: int, brought: list[str], file_name: str) -> None:
+            """Raise naming the page, the include's line and the file when the lines an include on the
+            page's line ``index`` brings (nested includes expanded) hold one that could close the
+            page's fenced block that the include stands in: included code would end the block and the
+            rest of the file would become the page's Markdown (HTML, headings)."""
+            block = next(((start, end) for start, end in getattr(self, "blocks", ())
+                          if start < index < end), None)
+            opening = _FENCE_OPEN.match(self.page_lines[block[0]]) if block else None
+            if opening is None:
+                return
+            fence = opening["fence"]
+            for k, line in enumerate(brought):
+                close = _FENCE_ONLY.fullmatch(line)
+                if close and close["fence"][0] == fence[0] and len(close["fence"]) >= len(fence):
+                    base = self._base()
+                    try:
+                        shown = Path(file_name).relative_to(base).as_posix()
+                    except ValueError:
+                        shown = file_name
+                    longer = fence[0] * (max(len(m["fence"]) for m in map(_FENCE_ONLY.fullmatch, brought)
+                                             if m and m["fence"][0] == fence[0]) + 1)
+                    raise ValueError(
+                        f"{self._where(self.outer, base, top_level=True)}: {markers.include(self.outer)}: line "
+                        f"{k + 1} of what {shown} brings into the page, {line.strip()!r}, would close the "
+                        f"page's code block ({fence}) that includes it, and the rest of the file would "
+                        f"become the page's Markdown; open and close that block with a longer fence "
+                        f"({longer})")
+
+        def _base(self) -> Path:
+            bases = [Path(base) for base, is_dir in self.get_bases() if is_dir]
+            return bases[0].resolve() if bases else ROOT
+
+        def _where(self, path: str, base: Path, top_level: bool = False) -> str:
+            """``docs/<page>:<line>``, or, for an include inside an included file, that as well
+            (``top_level``: only the page's line, of the include ``path`` on the page)."""
             reading = getattr(self, "reading", None) or [(None, 0, "")]
-            file_name, i, _ = reading[-1]
+            file_name, i, _ = reading[0 if top_level else -1]
             outer = getattr(self, "outer", None) if file_name is not None else None
             top = page.line_of(outer or path)
             where = f"{page.name}:{top}" if top is not None else page.name
@@ -128,8 +177,7 @@ def contained_snippets(page: CurrentPage, **options):
             on_page = not getattr(self, "reading", None) or self.reading[-1][0] is None
             if on_page:
                 self.outer = path                       # an include on the page itself
-            bases = [Path(base) for base, is_dir in self.get_bases() if is_dir]
-            base = bases[0].resolve() if bases else ROOT
+            base = self._base()
             what = markers.include(path)
             found = inside(path, tuple(base / name for name in INCLUDE_ROOTS), base, what, page.name)
             if str(found) in getattr(self, "seen", ()):     # the files being included, outermost first

@@ -285,8 +285,6 @@ def _render(text: str, page: str = "hostile.md") -> str:
     return plugin.on_page_content(md.convert(text), page=page_, config=config, files=None)
 
 
-@pytest.mark.xfail(strict=True, reason="the fence check reads the page before its includes are expanded: an "
-                                       "included file's fence line closes the page's block")
 def test_an_included_file_cannot_close_the_block_that_includes_it(scratch):
     """A snippet holding a line of three backticks (in a string: the program runs) ends the page's
     python block there, and the rest of the file becomes the page's Markdown: a ``<script>`` and a

@@ -678,6 +678,22 @@ def test_an_include_over_the_size_limit_fails_naming_page_line_and_file(site):
         site.render('# Hostile\n\n--8<-- "snippets/hostile/outer.md"\n')
 
 
+def test_an_included_fence_line_fails_the_block_that_it_would_close(site):
+    """A line of an included file (or of a file it includes) that could close the page's fenced block
+    holding the include fails the build naming the page, the line and the file; shown in a block
+    with a longer fence, or another fence character, it is code, and outside a block, Markdown."""
+    site.snippet("fenced.py", 'SHOWN = """\n```\n<script>window.injected = 1</script>\n```\n"""\n')
+    site.snippet("outer.py", 'print(1)\n--8<-- "snippets/hostile/fenced.py"\n')
+    for name in ("fenced.py", "outer.py"):
+        with pytest.raises(ValueError, match=rf'^{PAGE}:6: --8<-- "snippets/hostile/{name}": line \d+ of what '
+                                             rf"snippets/hostile/{name} brings into the page, '```', would close"):
+            site.render(f'# Hostile\n\nText.\n\n```python\n--8<-- "snippets/hostile/{name}"\n```\n')
+    for fence in ("````", "~~~"):
+        page_html = site.render(f'# Hostile\n\n{fence}python\n--8<-- "snippets/hostile/outer.py"\n{fence}\n\nAfter.\n')
+        assert [t for t, _ in Tags(page_html).found if t in ("script", "h1")] == ["h1"], page_html
+        assert "window.injected" in html.unescape(page_html) and page_html.rstrip().endswith("<p>After.</p>")
+
+
 def test_every_include_form_is_read_as_pymdownx_snippets_reads_it():
     """One parser of include lines serves every stage that reads them (the excerpt stages, the
     build-output check, the inputs of a dirty build): its own patterns, pymdownx.snippets'."""
