@@ -5,7 +5,11 @@ nested ones too, must lead (symlinks resolved) to a file under ``snippets/`` or,
 file including it (which ``pymdownx.snippets`` leaves out silently) fail the build with an error
 naming the page and the include or marker. An included file's UTF-8 byte order mark is dropped, as
 MkDocs drops a page's. An included file is at most :data:`INCLUDE_LIMIT` bytes:
-a longer one fails the build naming the page, the line of the include and the file. An include
+a longer one fails the build naming the page, the line of the include and the file. What a page's
+includes bring in together (nested ones counted each time they are included) is at most
+:data:`PAGE_INCLUDE_LIMIT` bytes, and they nest at most :data:`INCLUDE_DEPTH` deep: both are
+counted through the include tree (each file read once) before an include is expanded, and past
+them the build fails naming the page and the include's line. An include
 inside one of the page's fenced blocks must not bring a line that could close that block (its
 fence, or a longer one, alone on a line): the rest of the file would become the page's Markdown;
 such a line fails the build naming the page, the include's line and the file (a longer fence on
@@ -29,6 +33,12 @@ INCLUDE_ROOTS = ("snippets", "netcl_lite", "kernels")
 #: the longest file an include may bring into a page, in bytes (the largest library file is about
 #: 55 KiB; the page's Markdown would hold all of it, and pymdownx.snippets reads it whole)
 INCLUDE_LIMIT = 1 << 20
+#: the most that the includes of one page bring into it together, nested ones counted each time they
+#: are included, in bytes (the pages bring in under 100 KiB each)
+PAGE_INCLUDE_LIMIT = 1 << 20
+#: the deepest that includes nest (a page's include is level 1; the pages nest none): pymdownx.snippets
+#: would leave out, without a word, an include nested as deep as Python's recursion limit
+INCLUDE_DEPTH = 8
 #: a line that is a fence and nothing else: in a fenced block it may close the block
 _FENCE_ONLY = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*")
 _FENCE_OPEN = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})")
@@ -95,8 +105,10 @@ def contained_snippets(page: CurrentPage, **options):
 
     class ContainedPreprocessor(SnippetPreprocessor):
         def run(self, lines):
-            # the page's own fenced blocks: an include inside one must not close it
-            self.blocks, self.page_lines = markers.fences(lines), lines
+            # the page's own fenced blocks (an include inside one must not close it), the size and
+            # depth of each file's include tree, and what the page's includes brought in so far
+            self.blocks, self.trees, self.brought = markers.fences(lines), {}, 0
+            self.page_lines = lines
             return super().run(lines)
 
         def parse_snippets(self, lines, file_name=None, *args, **kwargs):
@@ -149,6 +161,44 @@ def contained_snippets(page: CurrentPage, **options):
             bases = [Path(base) for base, is_dir in self.get_bases() if is_dir]
             return bases[0].resolve() if bases else ROOT
 
+        def _tree(self, target: Path, base: Path, allowed: tuple[Path, ...], stack: tuple[str, ...] = ()):
+            """(bytes, depth) that including ``target`` brings in: its size and, each time they are
+            included, its includes' (an include that would fail, by its path, its size or a loop, is
+            left out: its own check refuses it when it is read), counted once per file."""
+            key = str(target)
+            if key in self.trees:
+                return self.trees[key]
+            size, depth = target.stat().st_size, 1
+            if len(stack) <= INCLUDE_DEPTH:
+                text = target.read_bytes().decode(self.encoding, errors="replace")
+                for inc in markers.includes(text.split("\n")):
+                    try:
+                        child = inside(inc.path, allowed, base, "", page.name)
+                    except (ValueError, OSError):
+                        continue
+                    if str(child) in stack or str(child) == key or child.stat().st_size > INCLUDE_LIMIT:
+                        continue
+                    inner, levels = self._tree(child, base, allowed, (*stack, key))
+                    size, depth = size + inner, max(depth, levels + 1)
+            self.trees[key] = size, depth
+            return size, depth
+
+        def _bounded(self, path: str, target: Path, base: Path, allowed: tuple[Path, ...]) -> None:
+            """Before an include on the page is expanded: raise naming the page and the include's
+            line when its includes nest deeper than INCLUDE_DEPTH, or when what it brings, with what
+            the page's earlier includes brought, is over PAGE_INCLUDE_LIMIT."""
+            size, depth = self._tree(target, base, allowed)
+            what, where = markers.include(path), self._where(path, base)
+            if depth > INCLUDE_DEPTH:
+                raise PathError(f"{where}: {what}: its includes nest {depth} deep or more, over INCLUDE_DEPTH = "
+                                f"{INCLUDE_DEPTH}, the most a page's includes nest")
+            self.brought = getattr(self, "brought", 0) + size
+            if self.brought > PAGE_INCLUDE_LIMIT:
+                raise PathError(f"{where}: {what}: the page's includes bring {self.brought:,} bytes into it "
+                                f"with this one (nested includes counted each time they are included), over "
+                                f"PAGE_INCLUDE_LIMIT = {PAGE_INCLUDE_LIMIT:,}, the most a page takes from "
+                                f"its includes")
+
         def _where(self, path: str, base: Path, top_level: bool = False) -> str:
             """``docs/<page>:<line>``, or, for an include inside an included file, that as well
             (``top_level``: only the page's line, of the include ``path`` on the page)."""
@@ -178,8 +228,8 @@ def contained_snippets(page: CurrentPage, **options):
             if on_page:
                 self.outer = path                       # an include on the page itself
             base = self._base()
-            what = markers.include(path)
-            found = inside(path, tuple(base / name for name in INCLUDE_ROOTS), base, what, page.name)
+            what, allowed = markers.include(path), tuple(base / name for name in INCLUDE_ROOTS)
+            found = inside(path, allowed, base, what, page.name)
             if str(found) in getattr(self, "seen", ()):     # the files being included, outermost first
                 raise PathError(f"{page.name}: {what}: leads back to a file that is including it (it includes "
                                 f"itself, directly or through the files it includes); pymdownx.snippets would "
@@ -193,6 +243,8 @@ def contained_snippets(page: CurrentPage, **options):
             except UnicodeDecodeError as exc:           # pymdownx.snippets' own read raised it naming no page
                 raise ValueError(f"{page.name}: {what}: {path} is not {self.encoding} text (at byte {exc.start}: "
                                  f"{exc.object[exc.start:exc.start + 8]!r}); a page includes text files") from None
+            if on_page:
+                self._bounded(path, found, base, allowed)
             return str(found)
 
     class ContainedSnippets(SnippetExtension):

@@ -303,8 +303,6 @@ def test_an_included_file_cannot_close_the_block_that_includes_it(scratch):
     assert "script" not in tags and tags.count("h1") == 1, tags
 
 
-@pytest.mark.xfail(strict=True, reason="INCLUDE_LIMIT bounds each included file, not what nested includes bring "
-                                       "into a page together")
 def test_nested_includes_that_double_at_each_level_are_refused_naming_the_page(scratch):
     """Thirteen files of at most 1 KiB, each including the one below twice, bring 4 MiB into the page
     (4,096 copies of the last); at 25 levels, 2^25 of them: hours and gigabytes. Each file is far

@@ -678,6 +678,31 @@ def test_an_include_over_the_size_limit_fails_naming_page_line_and_file(site):
         site.render('# Hostile\n\n--8<-- "snippets/hostile/outer.md"\n')
 
 
+def test_what_a_page_s_includes_bring_together_is_bounded_before_they_are_expanded(site):
+    """Each file under INCLUDE_LIMIT, nested includes still multiply what a page takes in: past
+    PAGE_INCLUDE_LIMIT (nested files counted each time they are included, the page's includes
+    together) or INCLUDE_DEPTH levels, the build fails naming the page and the include's line."""
+    site.snippet("leaf.txt", "x" * (200 << 10) + "\n")                      # 200 KiB
+    for k in range(1, 4):                                                  # 2, 4, 8 copies of the leaf
+        below = "leaf.txt" if k == 1 else f"double{k - 1}.txt"
+        site.snippet(f"double{k}.txt", f"-8<- 'snippets/hostile/{below}'\n" * 2)
+    says = r"the page's includes bring [\d,]+ bytes into it .* over PAGE_INCLUDE_LIMIT = "
+    with pytest.raises(includes.PathError, match=rf'^{PAGE}:3: --8<-- "snippets/hostile/double3.txt": {says}'):
+        site.render('# Hostile\n\n--8<-- "snippets/hostile/double3.txt"\n')
+    with pytest.raises(includes.PathError, match=rf'^{PAGE}:5: --8<-- "snippets/hostile/double2.txt": {says}'):
+        site.render('# Hostile\n\n--8<-- "snippets/hostile/double1.txt"\n\n--8<-- "snippets/hostile/double2.txt"\n')
+    assert site.render('# Hostile\n\n--8<-- "snippets/hostile/double2.txt"\n').count("x" * 1000) >= 4 * 200
+    for k in range(1, includes.INCLUDE_DEPTH + 1):                         # a chain one level too deep
+        site.snippet(f"chain{k}.md", f'--8<-- "snippets/hostile/chain{k - 1}.md"\n' if k > 1 else "end\n")
+    top = includes.INCLUDE_DEPTH
+    assert "<p>end</p>" in site.render(f'# Hostile\n\n--8<-- "snippets/hostile/chain{top}.md"\n')
+    site.snippet("chain0.md", "end\n")
+    site.snippet("chain1.md", '--8<-- "snippets/hostile/chain0.md"\n')
+    with pytest.raises(includes.PathError, match=rf'^{PAGE}:3: --8<-- "snippets/hostile/chain{top}.md": its '
+                                                 rf"includes nest \d+ deep or more, over INCLUDE_DEPTH"):
+        site.render(f'# Hostile\n\n--8<-- "snippets/hostile/chain{top}.md"\n')
+
+
 def test_an_included_fence_line_fails_the_block_that_it_would_close(site):
     """A line of an included file (or of a file it includes) that could close the page's fenced block
     holding the include fails the build naming the page, the line and the file; shown in a block
