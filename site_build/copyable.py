@@ -1,9 +1,9 @@
 """What a reader copies from a page runs; what would not run says so and has no copy button.
 
 * A library excerpt (```` ```{.python .excerpt title="…"} ```` or ```` ```{.c .excerpt …} ````
-  holding one ``--8<-- "path:section"``) is a piece of a file, not a program. Its title starts
-  with "Excerpt", it gets Material's ``no-copy`` class (no copy button), and a line under it
-  says which lines of which file it shows, linked to that file on the site
+  holding one ``--8<-- "path:section"``, in any form pymdownx.snippets takes, or the whole file)
+  is a piece of a file, not a program. Its title starts with "Excerpt", it gets Material's
+  ``no-copy`` class (no copy button), and a line under it says which lines of which file it shows, linked to that file on the site
   (``source/<path>.html#L<first>-L<last>``, a page of :mod:`site_build.source_pages`, which marks
   those lines), a file that the site's wheel carries.
 * ``<!-- needs-extra: NAME -->`` right above a block that needs an extra of netcl_lite
@@ -88,20 +88,43 @@ def section_lines(path: str, section: str | None, page: str = "(no page)") -> tu
     return start + 2, end           # the lines between the two markers
 
 
+def _excerpt(lines: list[str], i: int, where: str) -> tuple[re.Match, markers.Include] | None:
+    """The opening fence of the excerpt that starts on ``lines[i]`` and the include on the line under
+    it, or None when no excerpt starts there. An excerpt holds one include (any form
+    pymdownx.snippets takes, :func:`markers.includes`) of a file or of a section of it: anything else
+    under the fence, or line ranges (``path:1:3``, which would show other lines once the file
+    changes), raises ``ValueError`` naming ``where``, the page and the line of the include."""
+    m = markers.EXCERPT_OPEN.match(lines[i])
+    if m is None:
+        return None
+    below = lines[i + 1] if i + 1 < len(lines) else ""
+    inc = markers.include_line(below)
+    if inc is None:
+        raise ValueError(f"{where}: {below.strip()!r}: an excerpt holds one include of a library file, "
+                         f"{markers.include('netcl_lite/<file>.py', '<section>')} on the line under its fence")
+    if inc.ranges is not None:
+        raise ValueError(f"{where}: {below.strip()}: an excerpt names a section of its file, not line ranges "
+                         f"(they would show other lines once the file changes); mark the lines "
+                         f"{' … '.join(markers.section_bounds('<name>'))} and include "
+                         f"{markers.include(inc.path, '<name>')}")
+    return m, inc
+
+
 def check_excerpts(markdown: str, page_uri: str, first_line: int = 1) -> None:
     """Raise ``ValueError`` naming the page and the line (``first_line``: the file's line of
-    ``markdown``'s first) for an excerpt whose fence is never closed or whose section is not marked
-    once, whole (:func:`section_lines`); run on the page as written, before other stages add lines."""
+    ``markdown``'s first) for an excerpt that is not one include of a section or a file
+    (:func:`_excerpt`), whose fence is never closed or whose section is not marked once, whole
+    (:func:`section_lines`); run on the page as written, before other stages add lines."""
     lines = markdown.split("\n")
-    for i, line in enumerate(lines[:-1]):
-        m = markers.EXCERPT_OPEN.match(line)
-        inc = markers.INCLUDE_LINE.match(lines[i + 1]) if m else None
-        if not inc:
-            continue
+    for i in range(len(lines)):
         where = f"docs/{page_uri}:{first_line + i + 1}"
+        found = _excerpt(lines, i, where)
+        if found is None:
+            continue
+        m, inc = found
         if not any(later.strip() == m["ticks"] for later in lines[i + 2:]):
             raise ValueError(f"{where}: {lines[i + 1].strip()}: the excerpt's fence is never closed")
-        section_lines(inc["path"], inc["section"], where)
+        section_lines(inc.path, inc.section, where)
 
 
 def excerpt_note(path: str, section: str | None, page_uri: str) -> str:
@@ -118,22 +141,22 @@ def label_excerpts(markdown: str, page_uri: str) -> str:
     """Each excerpt fence of ``markdown`` titled "Excerpt", without a copy button, with its note under it."""
     lines, out, i = markdown.split("\n"), [], 0
     while i < len(lines):
-        m = markers.EXCERPT_OPEN.match(lines[i])
-        inc = markers.INCLUDE_LINE.match(lines[i + 1]) if m and i + 1 < len(lines) else None
-        if not inc:
+        found = _excerpt(lines, i, f"docs/{page_uri}")
+        if found is None:
             out.append(lines[i])
             i += 1
             continue
+        m, inc = found
         attrs = m["attrs"]
         title = _TITLE.search(attrs)
-        name = title.group(1) if title else inc["path"]
+        name = title.group(1) if title else inc.path
         attrs = _TITLE.sub("", attrs).strip() + f' .no-copy title="Excerpt · {name}"'
         out.append(f"{m['indent']}{m['ticks']}{{{attrs}}}")
         close = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == m["ticks"]), None)
         if close is None:
             raise ValueError(f"docs/{page_uri}: {lines[i + 1].strip()}: the excerpt's fence is never closed")
         out += lines[i + 1:close + 1]
-        note = excerpt_note(inc["path"], inc["section"], page_uri)
+        note = excerpt_note(inc.path, inc.section, page_uri)
         out += ["", *(m["indent"] + line for line in note.split("\n"))]
         i = close + 1
     return "\n".join(out)

@@ -28,7 +28,7 @@ from .paths import FIGURES, ROOT
 def page_inputs(text: str, library: list[Path] | None = None) -> list[Path]:
     """The files besides its Markdown that a page's HTML is made from (``library``: the library's
     sources, :func:`netcl_lite.fingerprint.library_sources` when None)."""
-    paths = [ROOT / m.group("path") for m in markers.INCLUDE.finditer(text)]
+    paths = [ROOT / inc.path for inc in markers.includes(text.split("\n"))]
     paths += [FIGURES / f"{m.group('name')}.svg" for m in markers.FIGURE.finditer(text)]
     if "<!-- kernels.json:" in text:
         paths += [RESULTS, REPORT]

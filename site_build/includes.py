@@ -5,7 +5,15 @@ nested ones too, must lead (symlinks resolved) to a file under ``snippets/`` or,
 file including it (which ``pymdownx.snippets`` leaves out silently) fail the build with an error
 naming the page and the include or marker. An included file's UTF-8 byte order mark is dropped, as
 MkDocs drops a page's. An included file is at most :data:`INCLUDE_LIMIT` bytes:
-a longer one fails the build naming the page, the line of the include and the file.
+a longer one fails the build naming the page, the line of the include and the file. What a page's
+includes bring in together (nested ones counted each time they are included) is at most
+:data:`PAGE_INCLUDE_LIMIT` bytes, and they nest at most :data:`INCLUDE_DEPTH` deep: both are
+counted through the include tree (each file read once) before an include is expanded, and past
+them the build fails naming the page and the include's line. An include
+inside one of the page's fenced blocks must not bring a line that could close that block (its
+fence, or a longer one, alone on a line): the rest of the file would become the page's Markdown;
+such a line fails the build naming the page, the include's line and the file (a longer fence on
+the page shows it as code).
 
 :func:`contain` puts :func:`contained_snippets` in place of the ``pymdownx.snippets`` extension,
 with the same options. The page named in errors is read from a :class:`CurrentPage`, which the
@@ -14,6 +22,7 @@ plugin sets before each page is rendered.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from . import markers
@@ -24,6 +33,15 @@ INCLUDE_ROOTS = ("snippets", "netcl_lite", "kernels")
 #: the longest file an include may bring into a page, in bytes (the largest library file is about
 #: 55 KiB; the page's Markdown would hold all of it, and pymdownx.snippets reads it whole)
 INCLUDE_LIMIT = 1 << 20
+#: the most that the includes of one page bring into it together, nested ones counted each time they
+#: are included, in bytes (the pages bring in under 100 KiB each)
+PAGE_INCLUDE_LIMIT = 1 << 20
+#: the deepest that includes nest (a page's include is level 1; the pages nest none): pymdownx.snippets
+#: would leave out, without a word, an include nested as deep as Python's recursion limit
+INCLUDE_DEPTH = 8
+#: a line that is a fence and nothing else: in a fenced block it may close the block
+_FENCE_ONLY = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*")
+_FENCE_OPEN = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})")
 
 
 class PathError(ValueError):
@@ -39,10 +57,8 @@ class CurrentPage:
 
     def line_of(self, path: str) -> int | None:
         """The page's first line that includes ``path``, as its file numbers it, or None."""
-        for i, line in enumerate(self.markdown.split("\n")):
-            if any(m["path"] == path for m in markers.INCLUDE.finditer(line)):
-                return self.first_line + i
-        return None
+        return next((self.first_line + inc.index for inc in markers.includes(self.markdown.split("\n"))
+                     if inc.path == path), None)
 
 
 def inside(path: str, allowed: tuple[Path, ...], base: Path, what: str, page: str) -> Path:
@@ -88,6 +104,13 @@ def contained_snippets(page: CurrentPage, **options):
     from pymdownx.snippets import SnippetExtension, SnippetPreprocessor
 
     class ContainedPreprocessor(SnippetPreprocessor):
+        def run(self, lines):
+            # the page's own fenced blocks (an include inside one must not close it), the size and
+            # depth of each file's include tree, and what the page's includes brought in so far
+            self.blocks, self.trees, self.brought = markers.fences(lines), {}, 0
+            self.page_lines = lines
+            return super().run(lines)
+
         def parse_snippets(self, lines, file_name=None, *args, **kwargs):
             # which file and line is being read, innermost last: where an include that fails stands
             where = [file_name, 0, ""]
@@ -99,16 +122,90 @@ def contained_snippets(page: CurrentPage, **options):
                     where[1:] = i, line
                     yield line
             try:
-                return super().parse_snippets(counted(), file_name, *args, **kwargs)
+                found = super().parse_snippets(counted(), file_name, *args, **kwargs)
+                if file_name is not None and len(reading) == 2 and reading[0][0] is None:
+                    self._stays_in_block(reading[0][1], found, file_name)
+                return found
             finally:
                 reading.pop()
 
-        def _where(self, path: str, base: Path) -> str:
-            """``docs/<page>:<line>``, or, for an include inside an included file, that as well."""
+        def _stays_in_block(self, index: int, brought: list[str], file_name: str) -> None:
+            """Raise naming the page, the include's line and the file when the lines an include on the
+            page's line ``index`` brings (nested includes expanded) hold one that could close the
+            page's fenced block that the include stands in: included code would end the block and the
+            rest of the file would become the page's Markdown (HTML, headings)."""
+            block = next(((start, end) for start, end in getattr(self, "blocks", ())
+                          if start < index < end), None)
+            opening = _FENCE_OPEN.match(self.page_lines[block[0]]) if block else None
+            if opening is None:
+                return
+            fence = opening["fence"]
+            for k, line in enumerate(brought):
+                close = _FENCE_ONLY.fullmatch(line)
+                if close and close["fence"][0] == fence[0] and len(close["fence"]) >= len(fence):
+                    base = self._base()
+                    try:
+                        shown = Path(file_name).relative_to(base).as_posix()
+                    except ValueError:
+                        shown = file_name
+                    longer = fence[0] * (max(len(m["fence"]) for m in map(_FENCE_ONLY.fullmatch, brought)
+                                             if m and m["fence"][0] == fence[0]) + 1)
+                    raise ValueError(
+                        f"{self._where(self.outer, base, top_level=True)}: {markers.include(self.outer)}: line "
+                        f"{k + 1} of what {shown} brings into the page, {line.strip()!r}, would close the "
+                        f"page's code block ({fence}) that includes it, and the rest of the file would "
+                        f"become the page's Markdown; open and close that block with a longer fence "
+                        f"({longer})")
+
+        def _base(self) -> Path:
+            bases = [Path(base) for base, is_dir in self.get_bases() if is_dir]
+            return bases[0].resolve() if bases else ROOT
+
+        def _tree(self, target: Path, base: Path, allowed: tuple[Path, ...], stack: tuple[str, ...] = ()):
+            """(bytes, depth) that including ``target`` brings in: its size and, each time they are
+            included, its includes' (an include that would fail, by its path, its size or a loop, is
+            left out: its own check refuses it when it is read), counted once per file."""
+            key = str(target)
+            if key in self.trees:
+                return self.trees[key]
+            size, depth = target.stat().st_size, 1
+            if len(stack) <= INCLUDE_DEPTH:
+                text = target.read_bytes().decode(self.encoding, errors="replace")
+                for inc in markers.includes(text.split("\n")):
+                    try:
+                        child = inside(inc.path, allowed, base, "", page.name)
+                    except (ValueError, OSError):
+                        continue
+                    if str(child) in stack or str(child) == key or child.stat().st_size > INCLUDE_LIMIT:
+                        continue
+                    inner, levels = self._tree(child, base, allowed, (*stack, key))
+                    size, depth = size + inner, max(depth, levels + 1)
+            self.trees[key] = size, depth
+            return size, depth
+
+        def _bounded(self, path: str, target: Path, base: Path, allowed: tuple[Path, ...]) -> None:
+            """Before an include on the page is expanded: raise naming the page and the include's
+            line when its includes nest deeper than INCLUDE_DEPTH, or when what it brings, with what
+            the page's earlier includes brought, is over PAGE_INCLUDE_LIMIT."""
+            size, depth = self._tree(target, base, allowed)
+            what, where = markers.include(path), self._where(path, base)
+            if depth > INCLUDE_DEPTH:
+                raise PathError(f"{where}: {what}: its includes nest {depth} deep or more, over INCLUDE_DEPTH = "
+                                f"{INCLUDE_DEPTH}, the most a page's includes nest")
+            self.brought = getattr(self, "brought", 0) + size
+            if self.brought > PAGE_INCLUDE_LIMIT:
+                raise PathError(f"{where}: {what}: the page's includes bring {self.brought:,} bytes into it "
+                                f"with this one (nested includes counted each time they are included), over "
+                                f"PAGE_INCLUDE_LIMIT = {PAGE_INCLUDE_LIMIT:,}, the most a page takes from "
+                                f"its includes")
+
+        def _where(self, path: str, base: Path, top_level: bool = False) -> str:
+            """``docs/<page>:<line>``, or, for an include inside an included file, that as well
+            (``top_level``: only the page's line, of the include ``path`` on the page)."""
             reading = getattr(self, "reading", None) or [(None, 0, "")]
-            file_name, i, _ = reading[-1]
-            outer = markers.INCLUDE.search(reading[0][2]) if file_name is not None else None
-            top = page.line_of(outer["path"] if outer else path)
+            file_name, i, _ = reading[0 if top_level else -1]
+            outer = getattr(self, "outer", None) if file_name is not None else None
+            top = page.line_of(outer or path)
             where = f"{page.name}:{top}" if top is not None else page.name
             if file_name is not None:
                 try:
@@ -127,10 +224,12 @@ def contained_snippets(page: CurrentPage, **options):
             return lines
 
         def get_snippet_path(self, path):
-            bases = [Path(base) for base, is_dir in self.get_bases() if is_dir]
-            base = bases[0].resolve() if bases else ROOT
-            what = markers.include(path)
-            found = inside(path, tuple(base / name for name in INCLUDE_ROOTS), base, what, page.name)
+            on_page = not getattr(self, "reading", None) or self.reading[-1][0] is None
+            if on_page:
+                self.outer = path                       # an include on the page itself
+            base = self._base()
+            what, allowed = markers.include(path), tuple(base / name for name in INCLUDE_ROOTS)
+            found = inside(path, allowed, base, what, page.name)
             if str(found) in getattr(self, "seen", ()):     # the files being included, outermost first
                 raise PathError(f"{page.name}: {what}: leads back to a file that is including it (it includes "
                                 f"itself, directly or through the files it includes); pymdownx.snippets would "
@@ -144,6 +243,8 @@ def contained_snippets(page: CurrentPage, **options):
             except UnicodeDecodeError as exc:           # pymdownx.snippets' own read raised it naming no page
                 raise ValueError(f"{page.name}: {what}: {path} is not {self.encoding} text (at byte {exc.start}: "
                                  f"{exc.object[exc.start:exc.start + 8]!r}); a page includes text files") from None
+            if on_page:
+                self._bounded(path, found, base, allowed)
             return str(found)
 
     class ContainedSnippets(SnippetExtension):

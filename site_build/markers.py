@@ -7,7 +7,7 @@ in a page                                                 what it is
 ``<!-- build-output: PATH as markdown -->``               the same, put into the page as Markdown
 ``<!-- needs-extra: NAME -->``                            a note naming the extra the block needs
 ``<!-- kernels.json: NAME -->``                           a measured section of Chapter 8
-``--8<-- "path"`` / ``--8<-- "path:section"``             an include (pymdownx.snippets)
+``--8<-- "path"`` / ``--8<-- "path:section"``             an include (pymdownx.snippets; :func:`includes`)
 ```` ```{.python .excerpt title="…"} ````                 a library excerpt: shown, not run
 ``<!--pytest-codeblocks:expected-output-->``              the verified output of the block above
 ``::: netcl_lite.module``                                 an API page's docstrings (mkdocstrings)
@@ -47,10 +47,6 @@ BUILD_OUTPUT = re.compile(r"^<!-- build-output: (?P<path>\S+)(?P<markdown> as ma
 NEEDS_EXTRA = re.compile(r"^(?P<indent>[ \t]*)<!-- needs-extra: (?P<extra>[\w-]+) -->[ \t]*$", re.M)
 #: ``<!-- kernels.json: NAME -->`` on a line of its own
 KERNELS_JSON = re.compile(r"^<!-- kernels\.json: (?P<section>[\w-]+) -->[ \t]*$", re.M)
-#: a line that is one include, ``--8<-- "path"`` or ``--8<-- "path:section"``
-INCLUDE_LINE = re.compile(r'^\s*--8<--\s+"(?P<path>[^":]+)(?::(?P<section>[\w-]+))?"\s*$')
-#: the path of every include in a text, wherever it stands
-INCLUDE = re.compile(r'--8<--\s+"(?P<path>[^":]+)')
 #: the opening line of an excerpt fence: ```` ```{.python .excerpt title="…"} ````
 EXCERPT_OPEN = re.compile(
     r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})\{(?P<attrs>[^}\n]*\.excerpt\b[^}\n]*)\}[ \t]*$")
@@ -118,6 +114,64 @@ def needs_extra(extra: str) -> str:
 def include(path: str, section: str | None = None) -> str:
     """The include line of ``path`` (or of its ``section``)."""
     return f'--8<-- "{path}{":" + section if section else ""}"'
+
+
+@dataclass(frozen=True)
+class Include:
+    """An include that pymdownx.snippets reads on a line of a text: the line's index (0-based), the
+    path, the section (``path:name``) or the line ranges as written (``path:1:3``, ``path:2:,8:9``),
+    None for what is not given, and the line itself."""
+
+    index: int
+    path: str
+    section: str | None
+    ranges: str | None
+    line: str
+
+
+@lru_cache(maxsize=1)
+def _snippets():
+    """A pymdownx.snippets preprocessor, whose own patterns and path parser :func:`includes` uses."""
+    import markdown
+
+    return markdown.Markdown(extensions=["pymdownx.snippets"]).preprocessors["snippet"]
+
+
+def includes(lines: list[str]) -> list[Include]:
+    """Every include that pymdownx.snippets reads in ``lines`` (a page's, or an included file's), in
+    order, read as it reads them (its own patterns and path parser): a line ``--8<-- "path"`` (any
+    number of dashes each side, at least one; double or single quotes; indented or not), and each
+    path line between two lines ``--8<--`` alone (its block form); the path may end ``:section`` or
+    line ranges. An escaped include (``;--8<-- …``), a path starting ``;`` (commented out) and an
+    inline one inside the block form (which it skips) are no includes."""
+    snippets, found, block = _snippets(), [], False
+    for i, line in enumerate(lines):
+        m = snippets.RE_ALL_SNIPPETS.match(line)
+        if m:
+            if m["escape"] or (block and m["inline_marker"]):
+                continue
+            if not m["inline_marker"]:
+                block = not block
+                continue
+            path = m["snippet"][1:-1].strip()
+        elif block:
+            path = line.strip()
+        else:
+            continue
+        if not path or path.startswith(";"):
+            continue
+        target = snippets.split_path(path)
+        if target is not None and target[0].strip():
+            name, ranges, section = target
+            found.append(Include(i, name.strip(), section[1:] if section else None, ranges, line))
+    return found
+
+
+def include_line(line: str) -> Include | None:
+    """The include that ``line`` is on its own (``--8<-- "path"`` in any form pymdownx.snippets takes,
+    see :func:`includes`), or None."""
+    found = includes([line])
+    return found[0] if found else None
 
 
 def section_bounds(section: str) -> tuple[str, str]:
@@ -329,7 +383,7 @@ def _misplaced(marker: Marker, lines: list[str], blocks: list[tuple[int, int]]) 
         path = marker.match["path"]
         above = next((j for j in range(marker.index - 1, -1, -1) if lines[j].strip()), None)
         body = lines[closing[above] + 1:above] if above in closing else []
-        if not any((inc := INCLUDE_LINE.match(line)) and inc["path"] == path for line in body):
+        if not any(inc.path == path for inc in includes(body)):
             return (f"a build output goes right under the block that includes its snippet "
                     f"({include(path)}), one marker per block")
     if marker.kind in APPARATUS_PAGES and marker.page != APPARATUS_PAGES[marker.kind]:

@@ -60,10 +60,10 @@ def excerpts(pages: dict[str, str]) -> dict[str, list[tuple[str, int, int]]]:
     found: dict[str, list[tuple[str, int, int]]] = {}
     for page, text in pages.items():
         for m in _OPEN_THEN_INCLUDE.finditer(text):
-            inc = markers.INCLUDE_LINE.match(m.group(1))
-            if inc:
-                first, last = section_lines(inc["path"], inc["section"])
-                found.setdefault(inc["path"], []).append((page, first, last))
+            inc = markers.include_line(m.group(1))
+            if inc is not None and inc.ranges is None:
+                first, last = section_lines(inc.path, inc.section)
+                found.setdefault(inc.path, []).append((page, first, last))
     return found
 
 
@@ -76,6 +76,7 @@ def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
     from pygments.lexers import CLexer, PythonLexer
 
     from netcl_lite import fingerprint
+    from netcl_lite.files import temporary_name
 
     stored = (fingerprint.cache_root() / "source-pages" / f"pygments-{pygments.__version__}-keepnl"
               / f"{digest}.html")
@@ -88,9 +89,12 @@ def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
         lexer = (PythonLexer if rel.endswith(".py") else CLexer)(stripnl=False)
         out = highlight(text, lexer, HtmlFormatter(nowrap=True))
         stored.parent.mkdir(parents=True, exist_ok=True)
-        temporary = stored.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(out, encoding="utf-8")
-        os.replace(temporary, stored)                      # whole or not at all
+        temporary = temporary_name(stored)                 # unique per process and thread
+        try:
+            temporary.write_text(out, encoding="utf-8")
+            os.replace(temporary, stored)                  # whole or not at all
+        finally:
+            temporary.unlink(missing_ok=True)
     lines = out.split("\n")
     count = len(markers.file_lines((ROOT / rel).read_text(encoding="utf-8")))
     return tuple(lines[:count] + [""] * (count - len(lines)))

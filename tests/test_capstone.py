@@ -515,7 +515,7 @@ def test_each_build_output_sits_under_the_block_that_includes_its_snippet():
         before = text[: m.start()].rstrip().rsplit("```python", 1)[-1]
         assert before.strip() == f'--8<-- "{m.group(1)}"\n```'.strip(), f"{m.group(1)}: marker not under its block"
     shown = {m.group(1) for m in found}
-    included = {m["path"] for m in markers.INCLUDE.finditer(text) if m["path"].startswith("snippets/chapter9/")}
+    included = {inc.path for inc in markers.includes(text.split("\n")) if inc.path.startswith("snippets/chapter9/")}
     snippets = {f"snippets/chapter9/{p.name}" for p in (doc_blocks.ROOT / "snippets/chapter9").glob("*.py")
                 if not p.name.startswith("figure_")}
     assert included == snippets, "every chapter 9 snippet is on the page"
@@ -535,7 +535,7 @@ EXTRAS = {"compare": ("pyppmd", "zstandard", "brotli", "zpaq", "capstone.measure
 
 def test_a_block_that_needs_an_extra_says_so_above_itself():
     text = PAGE.read_text(encoding="utf-8")
-    for path in sorted({m["path"] for m in markers.INCLUDE.finditer(text) if m["path"].startswith("snippets/chapter9/")}):
+    for path in sorted({inc.path for inc in markers.includes(text.split("\n")) if inc.path.startswith("snippets/chapter9/")}):
         source = (doc_blocks.ROOT / path).read_text(encoding="utf-8")
         above = text[:text.index(f'--8<-- "{path}"')].rsplit("```python", 1)[0][-200:]
         for extra, needs in EXTRAS.items():

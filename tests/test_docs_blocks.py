@@ -90,9 +90,9 @@ def test_excerpts_are_real_sections_of_tested_files(page):
     """An excerpt is only a `--8<--` include of a section of the library, never retyped code."""
     tested = imported_by_tests()
     for body, opener in doc_blocks.excerpts(page):
-        m = markers.INCLUDE_LINE.fullmatch(body)
-        assert m, f"{page.name}: excerpt {opener} must be a single --8<-- include, got:\n{body}"
-        path, section = m["path"], m["section"]
+        m = markers.include_line(body) if "\n" not in body else None
+        assert m and m.ranges is None, f"{page.name}: excerpt {opener} must be a single --8<-- include, got:\n{body}"
+        path, section = m.path, m.section
         assert path.startswith(("netcl_lite/", "kernels/")), f"{page.name}: excerpt of {path} is not library code"
         source = (doc_blocks.ROOT / path).read_text(encoding="utf-8")
         if section:

@@ -285,8 +285,6 @@ def _render(text: str, page: str = "hostile.md") -> str:
     return plugin.on_page_content(md.convert(text), page=page_, config=config, files=None)
 
 
-@pytest.mark.xfail(strict=True, reason="the fence check reads the page before its includes are expanded: an "
-                                       "included file's fence line closes the page's block")
 def test_an_included_file_cannot_close_the_block_that_includes_it(scratch):
     """A snippet holding a line of three backticks (in a string: the program runs) ends the page's
     python block there, and the rest of the file becomes the page's Markdown: a ``<script>`` and a
@@ -305,8 +303,6 @@ def test_an_included_file_cannot_close_the_block_that_includes_it(scratch):
     assert "script" not in tags and tags.count("h1") == 1, tags
 
 
-@pytest.mark.xfail(strict=True, reason="INCLUDE_LIMIT bounds each included file, not what nested includes bring "
-                                       "into a page together")
 def test_nested_includes_that_double_at_each_level_are_refused_naming_the_page(scratch):
     """Thirteen files of at most 1 KiB, each including the one below twice, bring 4 MiB into the page
     (4,096 copies of the last); at 25 levels, 2^25 of them: hours and gigabytes. Each file is far
@@ -349,9 +345,6 @@ EXCERPT_INCLUDES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="the excerpt stages read includes with markers.INCLUDE_LINE (two dashes, "
-                                       "double quotes, a named section): other forms pymdownx.snippets takes pass "
-                                       "unlabelled and unchecked")
 @pytest.mark.parametrize("include", EXCERPT_INCLUDES.values(), ids=EXCERPT_INCLUDES.keys())
 def test_an_excerpt_in_any_include_form_is_labelled_or_refused(tmp_path, monkeypatch, include):
     """pymdownx.snippets includes ``--8<-- 'path:section'``, ``-8<- "path:section"`` and

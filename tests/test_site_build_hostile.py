@@ -678,6 +678,68 @@ def test_an_include_over_the_size_limit_fails_naming_page_line_and_file(site):
         site.render('# Hostile\n\n--8<-- "snippets/hostile/outer.md"\n')
 
 
+def test_what_a_page_s_includes_bring_together_is_bounded_before_they_are_expanded(site):
+    """Each file under INCLUDE_LIMIT, nested includes still multiply what a page takes in: past
+    PAGE_INCLUDE_LIMIT (nested files counted each time they are included, the page's includes
+    together) or INCLUDE_DEPTH levels, the build fails naming the page and the include's line."""
+    site.snippet("leaf.txt", "x" * (200 << 10) + "\n")                      # 200 KiB
+    for k in range(1, 4):                                                  # 2, 4, 8 copies of the leaf
+        below = "leaf.txt" if k == 1 else f"double{k - 1}.txt"
+        site.snippet(f"double{k}.txt", f"-8<- 'snippets/hostile/{below}'\n" * 2)
+    says = r"the page's includes bring [\d,]+ bytes into it .* over PAGE_INCLUDE_LIMIT = "
+    with pytest.raises(includes.PathError, match=rf'^{PAGE}:3: --8<-- "snippets/hostile/double3.txt": {says}'):
+        site.render('# Hostile\n\n--8<-- "snippets/hostile/double3.txt"\n')
+    with pytest.raises(includes.PathError, match=rf'^{PAGE}:5: --8<-- "snippets/hostile/double2.txt": {says}'):
+        site.render('# Hostile\n\n--8<-- "snippets/hostile/double1.txt"\n\n--8<-- "snippets/hostile/double2.txt"\n')
+    assert site.render('# Hostile\n\n--8<-- "snippets/hostile/double2.txt"\n').count("x" * 1000) >= 4 * 200
+    for k in range(1, includes.INCLUDE_DEPTH + 1):                         # a chain one level too deep
+        site.snippet(f"chain{k}.md", f'--8<-- "snippets/hostile/chain{k - 1}.md"\n' if k > 1 else "end\n")
+    top = includes.INCLUDE_DEPTH
+    assert "<p>end</p>" in site.render(f'# Hostile\n\n--8<-- "snippets/hostile/chain{top}.md"\n')
+    site.snippet("chain0.md", "end\n")
+    site.snippet("chain1.md", '--8<-- "snippets/hostile/chain0.md"\n')
+    with pytest.raises(includes.PathError, match=rf'^{PAGE}:3: --8<-- "snippets/hostile/chain{top}.md": its '
+                                                 rf"includes nest \d+ deep or more, over INCLUDE_DEPTH"):
+        site.render(f'# Hostile\n\n--8<-- "snippets/hostile/chain{top}.md"\n')
+
+
+def test_an_included_fence_line_fails_the_block_that_it_would_close(site):
+    """A line of an included file (or of a file it includes) that could close the page's fenced block
+    holding the include fails the build naming the page, the line and the file; shown in a block
+    with a longer fence, or another fence character, it is code, and outside a block, Markdown."""
+    site.snippet("fenced.py", 'SHOWN = """\n```\n<script>window.injected = 1</script>\n```\n"""\n')
+    site.snippet("outer.py", 'print(1)\n--8<-- "snippets/hostile/fenced.py"\n')
+    for name in ("fenced.py", "outer.py"):
+        with pytest.raises(ValueError, match=rf'^{PAGE}:6: --8<-- "snippets/hostile/{name}": line \d+ of what '
+                                             rf"snippets/hostile/{name} brings into the page, '```', would close"):
+            site.render(f'# Hostile\n\nText.\n\n```python\n--8<-- "snippets/hostile/{name}"\n```\n')
+    for fence in ("````", "~~~"):
+        page_html = site.render(f'# Hostile\n\n{fence}python\n--8<-- "snippets/hostile/outer.py"\n{fence}\n\nAfter.\n')
+        assert [t for t, _ in Tags(page_html).found if t in ("script", "h1")] == ["h1"], page_html
+        assert "window.injected" in html.unescape(page_html) and page_html.rstrip().endswith("<p>After.</p>")
+
+
+def test_every_include_form_is_read_as_pymdownx_snippets_reads_it():
+    """One parser of include lines serves every stage that reads them (the excerpt stages, the
+    build-output check, the inputs of a dirty build): its own patterns, pymdownx.snippets'."""
+    lines = ['--8<-- "a.py"', "  -8<- 'b.py:part'", '---8<--- "c.py:1:3"', ';--8<-- "escaped.py"',
+             "text --8<-- 'not.py'", "--8<--", "d.py", "; commented.py", '--8<-- "skipped.py"', "e.py:2:,8:9",
+             "--8<--", '--8<-- "f.py" ']
+    found = [(inc.index, inc.path, inc.section, inc.ranges) for inc in markers.includes(lines)]
+    assert found == [(0, "a.py", None, None), (1, "b.py", "part", None), (2, "c.py", None, ":1:3"),
+                     (6, "d.py", None, None), (9, "e.py", None, ":2:,8:9")]
+    from site_build import dirty_pages
+
+    inputs = dirty_pages.page_inputs("\n".join(lines), library=[])
+    assert [p.relative_to(ROOT).as_posix() for p in inputs] == ["a.py", "b.py", "c.py", "d.py", "e.py"]
+
+
+def test_a_build_output_under_an_include_in_another_form_is_in_place(site):
+    path = site.snippet("hi.py", 'print("hi")\n')
+    page = f"# Hostile\n\n```python\n-8<- '{path}'\n```\n\n{markers.build_output(path)}\n\nAfter the output.\n"
+    assert shown(site.render(page)) == ["hi"]
+
+
 def test_a_page_or_an_include_saved_with_a_byte_order_mark_reads_as_without_it(site):
     """A UTF-8 byte order mark starts the file, not its first line: a heading or a marker on line 1 of
     a page, or of an included file, is read as one (not as text after U+FEFF), and no U+FEFF reaches
