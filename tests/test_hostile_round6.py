@@ -11,7 +11,6 @@ import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
-from types import SimpleNamespace
 
 import markdown
 import numpy as np
@@ -24,7 +23,8 @@ from netcl_lite.match import MatchModel
 from netcl_lite.ngram import Mixer, NGram, WordNGram
 from netcl_lite.nn import DecoderLM, LMConfig
 from netcl_lite.text import BPETokenizer
-from site_build import build_output, generated, measured
+from site_build import build_output, generated
+from site_render import render_page
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -267,24 +267,6 @@ def scratch(tmp_path, monkeypatch):
     return root
 
 
-def _render(text: str, page: str = "hostile.md") -> str:
-    """``text``, the page ``docs/<page>``, rendered as the build renders it: the plugin's own
-    ``on_page_markdown`` and ``on_page_content`` around the site's Markdown."""
-    from mkdocs.config import load_config
-
-    from site_build.plugin import BuildState, SiteBuild
-
-    config = load_config(str(ROOT / "mkdocs.yml"))
-    plugin = SiteBuild()
-    plugin.on_config(config)
-    plugin.state = BuildState(outputs=build_output.BuildOutputs(lambda: "hostile round 6"),
-                              measured=measured.MeasuredSections())
-    page_ = SimpleNamespace(file=SimpleNamespace(src_uri=page, abs_src_path=None))
-    text = plugin.on_page_markdown(text, page=page_, config=config, files=None)
-    md = markdown.Markdown(extensions=config.markdown_extensions, extension_configs=config.mdx_configs)
-    return plugin.on_page_content(md.convert(text), page=page_, config=config, files=None)
-
-
 def test_an_included_file_cannot_close_the_block_that_includes_it(scratch):
     """A snippet holding a line of three backticks (in a string: the program runs) ends the page's
     python block there, and the rest of the file becomes the page's Markdown: a ``<script>`` and a
@@ -295,7 +277,7 @@ def test_an_included_file_cannot_close_the_block_that_includes_it(scratch):
         encoding="utf-8")
     page = '# Hostile\n\n```python\n--8<-- "snippets/hostile/fenced.py"\n```\n\nAfter the block.\n'
     try:
-        page_html = _render(page)
+        page_html = render_page(page, label="hostile round 6")
     except (ValueError, RuntimeError) as err:        # refused, naming the page and the file: also right
         assert "docs/hostile.md" in str(err) and "fenced.py" in str(err), str(err)
         return
@@ -357,7 +339,7 @@ def test_an_excerpt_in_any_include_form_is_labelled_or_refused(tmp_path, monkeyp
     monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
     page = f'# Hostile\n\n```{{.python .excerpt title="netcl_lite/text/patterns.py"}}\n{include}\n```\n\nAfter.\n'
     try:
-        page_html = _render(page)
+        page_html = render_page(page, label="hostile round 6")
     except (ValueError, RuntimeError) as err:        # refused, naming the page and the line: also right
         assert "docs/hostile.md:4" in str(err), str(err)
         return

@@ -27,8 +27,8 @@ import pytest
 from mkdocs.config import load_config
 
 from netcl_lite import fingerprint
-from site_build import build_output, copyable, generated, includes, markers, measured, shipped_wheel, store
-from site_build.plugin import BuildState, SiteBuild
+from site_build import build_output, copyable, generated, includes, markers, shipped_wheel, store
+from site_render import render_page
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "docs/hostile.md"
@@ -53,15 +53,7 @@ class Site:
         return page_with(path, markers.build_output(path, as_markdown))
 
     def render(self, text: str, page: str = "hostile.md", abs_src_path: str | None = None) -> str:
-        config = load_config(str(ROOT / "mkdocs.yml"))
-        plugin = SiteBuild()
-        plugin.on_config(config)
-        plugin.state = BuildState(outputs=build_output.BuildOutputs(lambda: "hostile tests"),
-                                  measured=measured.MeasuredSections())
-        page_ = SimpleNamespace(file=SimpleNamespace(src_uri=page, abs_src_path=abs_src_path))
-        text = plugin.on_page_markdown(text, page=page_, config=config, files=None)
-        md = markdown.Markdown(extensions=config.markdown_extensions, extension_configs=config.mdx_configs)
-        return plugin.on_page_content(md.convert(text), page=page_, config=config, files=None)
+        return render_page(text, page, abs_src_path)
 
 
 def page_with(path: str, marker: str) -> str:
