@@ -1,0 +1,70 @@
+"""Issue 58, independent hostile check, round 7: reproducers of defects found in the fixes of round 6.
+
+Each test asserts the correct behaviour and is marked ``xfail(strict=True)`` until the defect is fixed.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import markdown
+import numpy as np
+import pytest
+
+from netcl_lite.checks import MAX_TABLE_CELLS, coder_sizes
+from site_build import includes
+from site_build.markers import page_extensions
+
+
+def render(root, monkeypatch, page: str, files: dict[str, str]) -> str:
+    """``page`` rendered as the site renders it (its Markdown extensions, includes contained), with
+    ``files`` under ``root/snippets``."""
+    (root / "snippets").mkdir(exist_ok=True)
+    for name, text in files.items():
+        (root / "snippets" / name).write_text(text, encoding="utf-8")
+    monkeypatch.chdir(root)                       # pymdownx.snippets reads includes from here
+    names, configs = page_extensions()
+    snippets = includes.contained_snippets(includes.CurrentPage("docs/hostile.md", page),
+                                           base_path=["."], check_paths=True, dedent_subsections=True)
+    return markdown.Markdown(extensions=[*names, snippets], extension_configs=configs).convert(page)
+
+
+PAGE = '# Hostile\n\n```python\n--8<-- "snippets/a.txt"\n```\n\nAfter the block.\n'
+
+
+@pytest.mark.parametrize("closing", ["``\x02`", "\x03```", "`\x02``\x03"], ids=["stx", "etx", "both"])
+@pytest.mark.xfail(strict=True, reason="includes._stays_in_block matches the included lines as read, but "
+                   "Python-Markdown's normalize_whitespace (after snippets, before superfences) deletes STX/ETX: "
+                   "a line '``\\x02`' becomes ``` and closes the page's block, the rest of the file becoming Markdown")
+def test_an_included_fence_hidden_by_placeholder_characters_cannot_close_the_block(tmp_path, monkeypatch, closing):
+    body = f"x = 1\n{closing}\n<script>alert(1)</script>\n# Not a heading\n"
+    with pytest.raises(ValueError, match="would close the page's code block"):
+        html = render(tmp_path, monkeypatch, PAGE, {"a.txt": body})
+        assert "<script>" not in html, "the included file's HTML reached the page"
+
+
+@pytest.mark.xfail(strict=True, reason="includes._tree counts each included file by its size on disk, but "
+                   "pymdownx.snippets prefixes every line a nested include brings with that include's "
+                   "indentation: 12 KB of lines under a 200-space include bring 1.2 MB, past "
+                   "PAGE_INCLUDE_LIMIT, without the bound refusing it")
+def test_the_page_include_bound_counts_the_indentation_includes_add(tmp_path, monkeypatch):
+    assert includes.PAGE_INCLUDE_LIMIT == 1 << 20
+    files = {"a.txt": " " * 200 + '--8<-- "snippets/b.txt"\n', "b.txt": "x\n" * 6000}
+    assert sum(len(text) for text in files.values()) < includes.PAGE_INCLUDE_LIMIT // 50
+    page = '# Hostile\n\n```text\n--8<-- "snippets/a.txt"\n```\n'
+    with pytest.raises(ValueError, match="PAGE_INCLUDE_LIMIT"):
+        html = render(tmp_path, monkeypatch, page, {**files})
+        assert len(html) < includes.PAGE_INCLUDE_LIMIT, f"the page took {len(html):,} bytes from its includes"
+
+
+@pytest.mark.xfail(strict=True, reason="checks.coder_sizes multiplies streams * vocab * orders in the "
+                   "arguments' own types: numpy int64 orders wrap (2**16 * 32 * 2**43 == 0), so a table the "
+                   "same Python ints are refused for passes")
+def test_coder_sizes_refuses_the_same_table_whatever_the_integer_type():
+    with pytest.raises(ValueError, match="MAX_TABLE_CELLS"):          # Python ints: refused
+        coder_sizes(vocab=65536, streams=32, orders=2**43)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)                # numpy's overflow warning
+        with pytest.raises(ValueError, match="MAX_TABLE_CELLS"):
+            coder_sizes(vocab=np.int64(65536), streams=32, orders=np.int64(2**43))
+    assert 65536 * 32 * 2**43 > MAX_TABLE_CELLS
