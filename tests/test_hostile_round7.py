@@ -82,3 +82,23 @@ def test_coder_sizes_refuses_the_same_table_whatever_the_integer_type():
         with pytest.raises(ValueError, match="MAX_TABLE_CELLS"):
             coder_sizes(vocab=np.int64(65536), streams=32, orders=np.int64(2**43))
     assert 65536 * 32 * 2**43 > MAX_TABLE_CELLS
+
+
+@pytest.mark.xfail(strict=True, reason="compression._main leaves argparse to name unrecognized arguments, which it "
+                   "writes as they are: a stray word (a path) with a newline or a terminal escape splits the "
+                   "usage error over lines and reaches the terminal as a control sequence; shown_path is not used")
+def test_the_command_line_names_an_unrecognized_argument_as_shown_path_does(tmp_path, monkeypatch, capsys):
+    from netcl_lite.compression import main
+    from netcl_lite.files import shown_path
+
+    monkeypatch.chdir(tmp_path)
+    stray = "extra\nfile\x1b[31mred"
+    try:
+        status = main(["compress", "in.txt", "out.bin", stray])
+    except SystemExit as exc:                     # argparse's own exit, if main lets it through
+        status = exc.code
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "\x1b" not in err, f"a terminal escape reached standard error: {err!r}"
+    error = [line for line in err.splitlines() if "error:" in line]
+    assert len(error) == 1 and shown_path(stray) in error[0], f"the stray word is not named on one line: {err!r}"
