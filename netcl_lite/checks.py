@@ -239,6 +239,9 @@ def coder_sizes(*, vocab=None, lengths=None, streams=None, orders=1, pieces=None
                              f"streams' count times the longest stream's), got {raw.size:,} "
                              f"stream{'s' * (raw.size > 1)}, the longest of {longest:,} tokens")
         streams = raw.size
+    if vocab is not None and streams is not None and _is_int(orders) and orders > 0:
+        # in Python's ints: NumPy integers would wrap the product
+        vocab, streams, orders = int(vocab), int(streams), int(orders)
     if vocab is not None and streams is not None and _is_int(orders) and orders > 0 \
             and streams * vocab * orders > MAX_TABLE_CELLS:
         raise ValueError(f"vocab={vocab:,} with streams={streams:,}" + (f" and orders={orders}" if orders > 1 else "")
