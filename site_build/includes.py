@@ -41,6 +41,8 @@ PAGE_INCLUDE_LIMIT = 1 << 20
 INCLUDE_DEPTH = 8
 #: a line that is a fence and nothing else: in a fenced block it may close the block
 _FENCE_ONLY = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*")
+#: a line's end as Python's text mode reads it, and so pymdownx.snippets (universal newlines)
+_LINE_END = re.compile(r"\r\n|\r|\n")
 _FENCE_OPEN = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})")
 
 
@@ -140,6 +142,9 @@ def contained_snippets(page: CurrentPage, **options):
             if opening is None:
                 return
             fence = opening["fence"]
+            # as superfences reads them: Python-Markdown deletes STX and ETX (its placeholder
+            # characters) after the snippets and before the fences are found
+            brought = [line.replace("\x02", "").replace("\x03", "") for line in brought]
             for k, line in enumerate(brought):
                 close = _FENCE_ONLY.fullmatch(line)
                 if close and close["fence"][0] == fence[0] and len(close["fence"]) >= len(fence):
@@ -162,32 +167,36 @@ def contained_snippets(page: CurrentPage, **options):
             return bases[0].resolve() if bases else ROOT
 
         def _tree(self, target: Path, base: Path, allowed: tuple[Path, ...], stack: tuple[str, ...] = ()):
-            """(bytes, depth) that including ``target`` brings in: its size and, each time they are
-            included, its includes' (an include that would fail, by its path, its size or a loop, is
-            left out: its own check refuses it when it is read), counted once per file."""
+            """(bytes, lines, depth) that including ``target`` brings in: its size and lines and, each time
+            they are included, its includes' with the indentation pymdownx.snippets puts before each of
+            their lines (an include that would fail, by its path, its size or a loop, is left out: its
+            own check refuses it when it is read), counted once per file."""
             key = str(target)
             if key in self.trees:
                 return self.trees[key]
-            size, depth = target.stat().st_size, 1
+            text = target.read_bytes().decode(self.encoding, errors="replace")
+            lines = _LINE_END.split(text)                   # as pymdownx reads them (universal newlines)
+            size, count, depth = target.stat().st_size, len(lines), 1
             if len(stack) <= INCLUDE_DEPTH:
-                text = target.read_bytes().decode(self.encoding, errors="replace")
-                for inc in markers.includes(text.split("\n")):
+                for inc in markers.includes(lines):
                     try:
                         child = inside(inc.path, allowed, base, "", page.name)
                     except (ValueError, OSError):
                         continue
                     if str(child) in stack or str(child) == key or child.stat().st_size > INCLUDE_LIMIT:
                         continue
-                    inner, levels = self._tree(child, base, allowed, (*stack, key))
-                    size, depth = size + inner, max(depth, levels + 1)
-            self.trees[key] = size, depth
-            return size, depth
+                    inner, inner_lines, levels = self._tree(child, base, allowed, (*stack, key))
+                    indent = len(inc.line) - len(inc.line.lstrip())
+                    size, count = size + inner + indent * inner_lines, count + inner_lines
+                    depth = max(depth, levels + 1)
+            self.trees[key] = size, count, depth
+            return size, count, depth
 
         def _bounded(self, path: str, target: Path, base: Path, allowed: tuple[Path, ...]) -> None:
             """Before an include on the page is expanded: raise naming the page and the include's
             line when its includes nest deeper than INCLUDE_DEPTH, or when what it brings, with what
             the page's earlier includes brought, is over PAGE_INCLUDE_LIMIT."""
-            size, depth = self._tree(target, base, allowed)
+            size, _, depth = self._tree(target, base, allowed)
             what, where = markers.include(path), self._where(path, base)
             if depth > INCLUDE_DEPTH:
                 raise PathError(f"{where}: {what}: its includes nest {depth} deep or more, over INCLUDE_DEPTH = "

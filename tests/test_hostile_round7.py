@@ -33,9 +33,6 @@ PAGE = '# Hostile\n\n```python\n--8<-- "snippets/a.txt"\n```\n\nAfter the block.
 
 
 @pytest.mark.parametrize("closing", ["``\x02`", "\x03```", "`\x02``\x03"], ids=["stx", "etx", "both"])
-@pytest.mark.xfail(strict=True, reason="includes._stays_in_block matches the included lines as read, but "
-                   "Python-Markdown's normalize_whitespace (after snippets, before superfences) deletes STX/ETX: "
-                   "a line '``\\x02`' becomes ``` and closes the page's block, the rest of the file becoming Markdown")
 def test_an_included_fence_hidden_by_placeholder_characters_cannot_close_the_block(tmp_path, monkeypatch, closing):
     body = f"x = 1\n{closing}\n<script>alert(1)</script>\n# Not a heading\n"
     with pytest.raises(ValueError, match="would close the page's code block"):
@@ -43,10 +40,6 @@ def test_an_included_fence_hidden_by_placeholder_characters_cannot_close_the_blo
         assert "<script>" not in html, "the included file's HTML reached the page"
 
 
-@pytest.mark.xfail(strict=True, reason="includes._tree counts each included file by its size on disk, but "
-                   "pymdownx.snippets prefixes every line a nested include brings with that include's "
-                   "indentation: 12 KB of lines under a 200-space include bring 1.2 MB, past "
-                   "PAGE_INCLUDE_LIMIT, without the bound refusing it")
 def test_the_page_include_bound_counts_the_indentation_includes_add(tmp_path, monkeypatch):
     assert includes.PAGE_INCLUDE_LIMIT == 1 << 20
     files = {"a.txt": " " * 200 + '--8<-- "snippets/b.txt"\n', "b.txt": "x\n" * 6000}
@@ -57,9 +50,6 @@ def test_the_page_include_bound_counts_the_indentation_includes_add(tmp_path, mo
         assert len(html) < includes.PAGE_INCLUDE_LIMIT, f"the page took {len(html):,} bytes from its includes"
 
 
-@pytest.mark.xfail(strict=True, reason="includes._tree finds a file's nested includes in text.split('\\n'), "
-                   "but pymdownx.snippets reads files in text mode, where a lone CR ends a line too: includes on "
-                   "CR-ended lines are not counted, so neither PAGE_INCLUDE_LIMIT nor INCLUDE_DEPTH bounds them")
 @pytest.mark.parametrize("newline", ["\r"], ids=["cr"])
 def test_the_include_bounds_count_includes_on_lines_ended_by_a_lone_cr(tmp_path, monkeypatch, newline):
     wide = {"a.txt": "x" + newline + ('--8<-- "snippets/b.txt"' + newline) * 40, "b.txt": ("y" * 60 + "\n") * 500}
@@ -71,9 +61,6 @@ def test_the_include_bounds_count_includes_on_lines_ended_by_a_lone_cr(tmp_path,
         render(tmp_path, monkeypatch, '# Hostile\n\n--8<-- "snippets/c0.txt"\n', deep)
 
 
-@pytest.mark.xfail(strict=True, reason="checks.coder_sizes multiplies streams * vocab * orders in the "
-                   "arguments' own types: numpy int64 orders wrap (2**16 * 32 * 2**43 == 0), so a table the "
-                   "same Python ints are refused for passes")
 def test_coder_sizes_refuses_the_same_table_whatever_the_integer_type():
     with pytest.raises(ValueError, match="MAX_TABLE_CELLS"):          # Python ints: refused
         coder_sizes(vocab=65536, streams=32, orders=2**43)
