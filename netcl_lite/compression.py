@@ -1070,7 +1070,9 @@ def _main(argv) -> int:
     parser.add_argument("--model-only", action="store_true", help="compress with the model alone, no counts mixed in")
     parser.add_argument("--adapt", action="store_true", help="let the model learn from the text as it codes it "
                         "(dynamic evaluation): fewer bits, several times slower")
-    args = parser.parse_args(argv)
+    args, stray = parser.parse_known_args(argv)
+    if stray:                                           # named as paths are: quoted on one line, escaped
+        parser.error(f"unrecognized arguments: {' '.join(shown_path(word) for word in stray)}")
 
     def fail(message: str) -> int:
         _say(f"{parser.prog}: {message}")

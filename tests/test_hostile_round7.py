@@ -71,9 +71,6 @@ def test_coder_sizes_refuses_the_same_table_whatever_the_integer_type():
     assert 65536 * 32 * 2**43 > MAX_TABLE_CELLS
 
 
-@pytest.mark.xfail(strict=True, reason="compression._main leaves argparse to name unrecognized arguments, which it "
-                   "writes as they are: a stray word (a path) with a newline or a terminal escape splits the "
-                   "usage error over lines and reaches the terminal as a control sequence; shown_path is not used")
 def test_the_command_line_names_an_unrecognized_argument_as_shown_path_does(tmp_path, monkeypatch, capsys):
     from netcl_lite.compression import main
     from netcl_lite.files import shown_path
