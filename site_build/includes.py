@@ -41,6 +41,12 @@ PAGE_INCLUDE_LIMIT = 1 << 20
 INCLUDE_DEPTH = 8
 #: a line that is a fence and nothing else: in a fenced block it may close the block
 _FENCE_ONLY = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*")
+def _times(ranges: str | None) -> int:
+    """How many times an include brings its file's lines, at most: once for each of its line
+    ``ranges`` (``:1:5,1:5`` twice), once without any."""
+    return ranges.count(",") + 1 if ranges else 1
+
+
 #: a line's end as Python's text mode reads it, and so pymdownx.snippets (universal newlines)
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _FENCE_OPEN = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})")
@@ -186,17 +192,20 @@ def contained_snippets(page: CurrentPage, **options):
                     if str(child) in stack or str(child) == key or child.stat().st_size > INCLUDE_LIMIT:
                         continue
                     inner, inner_lines, levels = self._tree(child, base, allowed, (*stack, key))
-                    indent = len(inc.line) - len(inc.line.lstrip())
-                    size, count = size + inner + indent * inner_lines, count + inner_lines
+                    indent, times = len(inc.line) - len(inc.line.lstrip()), _times(inc.ranges)
+                    size = size + times * (inner + indent * inner_lines)
+                    count = count + times * inner_lines
                     depth = max(depth, levels + 1)
             self.trees[key] = size, count, depth
             return size, count, depth
 
         def _bounded(self, path: str, target: Path, base: Path, allowed: tuple[Path, ...]) -> None:
             """Before an include on the page is expanded: raise naming the page and the include's
-            line when its includes nest deeper than INCLUDE_DEPTH, or when what it brings, with what
-            the page's earlier includes brought, is over PAGE_INCLUDE_LIMIT."""
+            line when its includes nest deeper than INCLUDE_DEPTH, or when what it brings (once for
+            each line range it names), with what the page's earlier includes brought, is over
+            PAGE_INCLUDE_LIMIT."""
             size, _, depth = self._tree(target, base, allowed)
+            size *= _times(self._ranges_read())
             what, where = markers.include(path), self._where(path, base)
             if depth > INCLUDE_DEPTH:
                 raise PathError(f"{where}: {what}: its includes nest {depth} deep or more, over INCLUDE_DEPTH = "
@@ -207,6 +216,11 @@ def contained_snippets(page: CurrentPage, **options):
                                 f"with this one (nested includes counted each time they are included), over "
                                 f"PAGE_INCLUDE_LIMIT = {PAGE_INCLUDE_LIMIT:,}, the most a page takes from "
                                 f"its includes")
+
+        def _ranges_read(self) -> str | None:
+            """The line ranges of the include on the line being read (``:1:5,9:12``), or None."""
+            reading = getattr(self, "reading", None)
+            return markers.ranges_named(reading[-1][2]) if reading else None
 
         def _where(self, path: str, base: Path, top_level: bool = False) -> str:
             """``docs/<page>:<line>``, or, for an include inside an included file, that as well

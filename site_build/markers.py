@@ -174,6 +174,16 @@ def include_line(line: str) -> Include | None:
     return found[0] if found else None
 
 
+def ranges_named(line: str) -> str | None:
+    """The line ranges (``:1:5,9:12``) that the include on ``line`` names, read as pymdownx.snippets
+    reads them, whether ``line`` is a whole include or a path line of its block form; else None."""
+    snippets = _snippets()
+    m = snippets.RE_ALL_SNIPPETS.match(line)
+    text = m["snippet"][1:-1].strip() if m and m["inline_marker"] else line.strip()
+    target = snippets.split_path(text) if text else None
+    return target[1] if target else None
+
+
 def section_bounds(section: str) -> tuple[str, str]:
     """The texts that open and close ``section`` in a library file."""
     return f"[start:{section}]", f"[end:{section}]"

@@ -99,9 +99,6 @@ def test_an_include_error_names_the_line_of_the_include_at_fault(tmp_path, monke
     assert str(err.value).startswith("docs/hostile.md:8:"), str(err.value)[:80]
 
 
-@pytest.mark.xfail(strict=True, reason="includes._tree counts an included file once by its size, but an include's "
-                   "line ranges may repeat (path:1:500,1:500,...) and pymdownx.snippets brings the lines once per "
-                   "range: 100 ranges of a 20 KB file bring 2 MB, past PAGE_INCLUDE_LIMIT, unrefused")
 def test_the_page_include_bound_counts_each_line_range_an_include_repeats(tmp_path, monkeypatch):
     ranges = ",".join(["1:500"] * 100)
     page = f'# Hostile\n\n```text\n--8<-- "snippets/b.txt:{ranges}"\n```\n'
