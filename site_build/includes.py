@@ -63,10 +63,11 @@ class CurrentPage:
     def __init__(self, name: str = "(no page)", markdown: str = "", first_line: int = 1):
         self.name, self.markdown, self.first_line = name, markdown, first_line
 
-    def line_of(self, path: str) -> int | None:
-        """The page's first line that includes ``path``, as its file numbers it, or None."""
-        return next((self.first_line + inc.index for inc in markers.includes(self.markdown.split("\n"))
-                     if inc.path == path), None)
+    def line_of(self, path: str, nth: int = 0) -> int | None:
+        """The page's line that includes ``path`` for the ``nth`` time (0: the first), as its file
+        numbers it, or None."""
+        found = [inc.index for inc in markers.includes(self.markdown.split("\n")) if inc.path == path]
+        return self.first_line + found[nth] if nth < len(found) else None
 
 
 def inside(path: str, allowed: tuple[Path, ...], base: Path, what: str, page: str) -> Path:
@@ -228,7 +229,10 @@ def contained_snippets(page: CurrentPage, **options):
             reading = getattr(self, "reading", None) or [(None, 0, "")]
             file_name, i, _ = reading[0 if top_level else -1]
             outer = getattr(self, "outer", None) if file_name is not None else None
-            top = page.line_of(outer or path)
+            # the page's include being read is the how-many-th of its path: the page may include it twice
+            index, lines = (reading[0][1], getattr(self, "page_lines", None)) if reading[0][0] is None else (0, None)
+            nth = sum(inc.path == (outer or path) for inc in markers.includes(lines[:index])) if lines else 0
+            top = page.line_of(outer or path, nth) or page.line_of(outer or path)
             where = f"{page.name}:{top}" if top is not None else page.name
             if file_name is not None:
                 try:

@@ -88,9 +88,6 @@ def test_the_command_line_names_an_unrecognized_argument_as_shown_path_does(tmp_
     assert len(error) == 1 and shown_path(stray) in error[0], f"the stray word is not named on one line: {err!r}"
 
 
-@pytest.mark.xfail(strict=True, reason="includes' errors name the include's line by CurrentPage.line_of(path), "
-                   "the page's FIRST include of that path: when a file is included twice and only the second "
-                   "include (inside a fenced block) is at fault, the error names the first, harmless line")
 def test_an_include_error_names_the_line_of_the_include_at_fault(tmp_path, monkeypatch):
     page = ('# Hostile\n\n--8<-- "snippets/a.txt"\n\nText.\n\n'       # line 3: as Markdown, harmless
             '```python\n--8<-- "snippets/a.txt"\n```\n')                 # line 8: closes the block
