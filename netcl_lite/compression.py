@@ -22,8 +22,9 @@ A blob starts with a header: magic, format version, mode (stored, the model alon
 either of those two adapting as it codes), the original's length (a varint) and a 4-byte
 SHA-256 of it, and, for the coded modes, the token count (a varint), one 6-byte fingerprint of
 everything decoding depends on (the model's weights, the tokenizer, the primer ids, the
-arithmetic: compiler target, vector lanes, OpenCL platform, kernel sources, NumPy and
-constriction versions; and the coder: the host models' sources and settings), a 1-byte tag per
+arithmetic: compiler target, vector lanes, OpenCL platform, the sources of the kernels and of the
+Python that runs and composes them (:func:`forward_sources`), NumPy and constriction versions; and
+the coder: the host models' sources and settings), a 1-byte tag per
 part of it (which part differs, when the fingerprint does; the primer's is 0 when it was Chapter 9's
 training text, the default, and never 0 for a primer given), and a CRC-32 of the header and the
 payload. The stream layout and the window's refills follow from the token count and the model,
@@ -182,25 +183,68 @@ def tokenizer_fingerprint(tokenizer: BPETokenizer) -> bytes:
     return h.digest()[:8]
 
 
+#: the library's Python that computes the model's probabilities from its weights, as folders and
+#: files under ``netcl_lite/``: the runtime that builds and runs the kernels (``core/``: their build
+#: options, vector lanes, the order a matrix product sums in), the ops that launch them
+#: (``ops/``), the model that composes them (``nn/``, less ``checkpoint.py``, which only reads and
+#: writes the weights that the weights part hashes) and the autograd tensors it runs on. The
+#: sources of the host models a mode mixes in or adapts with are the coder's (:func:`coder`).
+FORWARD_SOURCES = ("core", "ops", "nn", "autograd.py")
+#: files of :data:`FORWARD_SOURCES` that decide no probability
+_NOT_FORWARD = frozenset({"nn/checkpoint.py"})
+#: what this module itself computes probabilities with (hashed by their source): the host's softmax
+#: and the predictor both sides step through
+_FORWARD_HERE = ("_softmax", "_Predictor", "make_predictor")
+
+
+@lru_cache(maxsize=1)
+def forward_sources() -> str:
+    """A SHA-256 (hex) of what computes a coded blob's probabilities besides the weights and the
+    device: the kernel sources and headers, :data:`FORWARD_SOURCES` (every ``.py`` file under them
+    but :data:`_NOT_FORWARD`) and this module's softmax and predictor, each file's name and bytes.
+    Any edit to them, comments too, gives a new digest: a blob is read only by the sources that
+    wrote it. Read once per process (the sources of a running process do not change)."""
+    import ast
+    from pathlib import Path
+
+    from .core.kernels import kernel_dir
+
+    here = Path(__file__).resolve().parent
+    files = [(f"kernels/{p.name}", p) for p in sorted(kernel_dir().glob("*.[ch]*"))]
+    for name in FORWARD_SOURCES:
+        found = sorted((here / name).rglob("*.py")) if (here / name).is_dir() else [here / name]
+        files += [(p.relative_to(here).as_posix(), p) for p in found]
+    h = hashlib.sha256()
+    for name, path in files:
+        if name not in _NOT_FORWARD:
+            data = path.read_bytes()
+            h.update(name.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+    text = Path(__file__).read_text(encoding="utf-8")          # this module's definitions as written
+    defined = {node.name: node for node in ast.parse(text).body
+               if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    for name in _FORWARD_HERE:
+        data = ast.get_source_segment(text, defined[name]).encode()
+        h.update(name.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+    return h.hexdigest()
+
+
 def arithmetic(model: DecoderLM) -> str:
     """What decides the bits of the model's probabilities besides the weights: the OpenCL device
     kind, PoCL's compiler target and the kernels' vector lanes, the platform's version, a hash of
-    the kernel sources, and the NumPy and constriction versions (the host's softmax and the
+    the sources that compute them (:func:`forward_sources`: the kernels and the Python that runs
+    and composes them), and the NumPy and constriction versions (the host's softmax and the
     coder's quantization)."""
     _model_only(model)
     import constriction
     import pyopencl as cl
 
     from .core import compiler_target
-    from .core.kernels import kernel_dir, vector_lanes
+    from .core.kernels import vector_lanes
 
     device = model.queue.device
     kind = "cpu" if device.type & cl.device_type.CPU else "gpu" if device.type & cl.device_type.GPU else "other"
-    sources = hashlib.sha256()
-    for path in sorted(kernel_dir().glob("*.[ch]*")):
-        sources.update(path.name.encode() + path.read_bytes())
     return (f"{kind} {compiler_target.target_of(device) or device.name} {vector_lanes(device)} lanes; "
-            f"{device.platform.version}; kernels {sources.hexdigest()[:12]}; "
+            f"{device.platform.version}; sources {forward_sources()[:12]}; "
             f"numpy {np.__version__}; constriction {_version('constriction', constriction)}")
 
 
@@ -217,24 +261,30 @@ def coder(mode: int, adapt: AdaptConfig | None = None) -> str:
     """What decides the coded probabilities besides the model, the tokenizer, the primer and the
     arithmetic: the stream layout and the window's refills, the dynamic evaluation's settings
     when the mode adapts, and a hash of the sources of the host models the mode runs (the mixer's
-    counts, match model and mixing; the adaptation)."""
-    from pathlib import Path
-
+    counts, match model and mixing; the adaptation), read once per process."""
     if not isinstance(mode, (int, np.integer)) or isinstance(mode, bool) or mode not in MODES or mode == STORED:
         raise ValueError(f"mode must be one of the coded modes {sorted(set(MODES) - {STORED})} (MODEL or MIXED, "
                          f"plus ADAPTING when the model learns as it codes), got {mode!r}")
     if adapt is not None and not isinstance(adapt, AdaptConfig):
         raise TypeError(f"adapt must be a netcl_lite.adaptation.AdaptConfig or None, got {type(adapt).__name__}")
 
-    here = Path(__file__).parent
-    names = (["ngram.py", "match.py", "context_mixing.py"] if mode & 3 == MIXED else []) + \
-        (["adaptation.py"] if mode & ADAPTING else [])
-    sources = hashlib.sha256()
-    for name in names:
-        sources.update(name.encode() + (here / name).read_bytes())
+    names = (("ngram.py", "match.py", "context_mixing.py") if mode & 3 == MIXED else ()) + \
+        (("adaptation.py",) if mode & ADAPTING else ())
     settings = repr(adapt) if mode & ADAPTING else "no adaptation"
     return (f"streams {STREAMS} of at least {MIN_SEGMENT}; keep {KEEP}; {TOKENS_PER_WORD} tokens a word; "
-            f"{settings}; sources {sources.hexdigest()[:16]}")
+            f"{settings}; sources {_host_sources(names)[:16]}")
+
+
+@lru_cache(maxsize=8)
+def _host_sources(names: tuple[str, ...]) -> str:
+    """A SHA-256 (hex) of the modules ``names`` of ``netcl_lite`` (each name and its bytes), read once
+    per process."""
+    from pathlib import Path
+
+    here, sources = Path(__file__).parent, hashlib.sha256()
+    for name in names:
+        sources.update(name.encode() + (here / name).read_bytes())
+    return sources.hexdigest()
 
 
 def _parts(mode, model, tokenizer, primer_ids, adapt, default: bool = False) -> dict[str, bytes]:
@@ -859,7 +909,12 @@ def _decode(body, fields, model, tokenizer, primer_ids, progress) -> bytes:
                 "primer": primer,
                 "arithmetic": f"other arithmetic (here: {arithmetic(model)}), which computes other probabilities",
                 "coder": f"another coder (here: {coder(mode, AdaptConfig())})"}
-        raise ValueError("blob was compressed with " + "; and with ".join(what[name] for name in differ))
+        message = "blob was compressed with " + "; and with ".join(what[name] for name in differ)
+        if {"arithmetic", "coder"} & set(differ):       # the sources are hashed there: another version wrote it
+            message += (f". Its fingerprint, {fields['fingerprint'].hex()}, says it was written by another version "
+                        f"of netcl_lite (other sources of the kernels, the model's forward pass or the coder) or "
+                        f"on another device: decompress it with the version and the device that wrote it")
+        raise ValueError(message)
 
     # without a primer, the primer's tag alone says whether the blob's was the default one
     refuse([name for name, tag in zip(PARTS, fields["tags"])

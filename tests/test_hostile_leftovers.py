@@ -1,0 +1,95 @@
+"""Issue 58's leftovers: a blob from sources whose forward pass differs, decompress options that
+the format records, an OUT folder that takes no file, a loader's message naming odd paths, and the
+build's includes that open a fence or bring lines a block keeps as code."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from netcl_lite import compression as cz
+from netcl_lite.nn import DecoderLM, LMConfig
+from netcl_lite.text import BPETokenizer
+
+TEXT = ("A header says how the stream was coded; the decoder reads it back the same way.\n"
+        "Counts of what followed each context sharpen the guesses as the text goes on.\n") * 4
+
+
+@pytest.fixture(scope="module")
+def small(queue, tmp_path_factory):
+    """(model, tokenizer, its folder): a one-layer model over a 16-token window, saved as --model takes it."""
+    tok = BPETokenizer()
+    tok.train_from_iterator([TEXT], 280, progress=False)
+    model = DecoderLM(LMConfig(vocab_size=280, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                               num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16),
+                      queue=queue, seed=3)
+    folder = tmp_path_factory.mktemp("model")
+    model.save_pretrained(folder)
+    tok.save(folder / "tokenizer.json")
+    return model, tok, folder
+
+
+# -- 1. the fingerprint covers the Python of the forward pass ---------------------------------------
+
+#: run by the library's copy: decompress the blob, failing loudly once decoding starts
+_DECODE = """
+import json, sys
+import netcl_lite
+from netcl_lite import compression as cz
+from netcl_lite.nn import DecoderLM
+from netcl_lite.text import BPETokenizer
+blob, folder, copy = sys.argv[1:]
+assert netcl_lite.__file__.startswith(copy), netcl_lite.__file__
+model = DecoderLM.from_pretrained(folder)
+tok = BPETokenizer.load(folder + "/tokenizer.json")
+def started(*args, **kwargs):
+    raise RuntimeError("decoding started")
+cz.make_predictor = started
+try:
+    cz.decompress(open(blob, "rb").read(), model, tok)
+    print(json.dumps({"kind": "decoded"}))
+except Exception as exc:
+    print(json.dumps({"kind": type(exc).__name__, "message": str(exc)}))
+"""
+
+
+@pytest.mark.slow
+def test_a_blob_from_sources_whose_forward_pass_differs_is_refused_before_decoding(small, tmp_path):
+    model, tok, folder = small
+    blob = cz.compress(TEXT.encode(), model, tok, mix=False)
+    assert cz.read_header(blob)["mode"] == cz.MODEL, "the text was stored, not coded: nothing to decode"
+    (tmp_path / "in.nclz").write_bytes(blob)
+    root = Path(cz.__file__).resolve().parent
+    copy = tmp_path / "src"
+    shutil.copytree(root, copy / "netcl_lite", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(root.parent / "kernels", copy / "kernels")
+    lm = copy / "netcl_lite" / "nn" / "lm.py"
+    text = lm.read_text()
+    assert text.count("eps=c.rms_norm_eps, rope_base=c.rope_theta") == 1
+    lm.write_text(text.replace("eps=c.rms_norm_eps, rope_base=c.rope_theta",
+                               "eps=c.rms_norm_eps, rope_base=c.rope_theta / 4"))   # another version's decode step
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    done = subprocess.run([sys.executable, "-c", _DECODE, str(tmp_path / "in.nclz"), str(folder), str(copy)],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["kind"] == "ValueError", result
+    fingerprint = cz.read_header(blob)["fingerprint"].hex()
+    assert fingerprint in result["message"] and "another version" in result["message"], result["message"]
+
+
+def test_the_forward_pass_sources_are_hashed_once_per_process(small, monkeypatch):
+    model, _, _ = small
+    first = cz.arithmetic(model), cz.coder(cz.MIXED | cz.ADAPTING, cz.AdaptConfig())
+    reads = []
+    original = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or original(self))
+    again = cz.arithmetic(model), cz.coder(cz.MIXED | cz.ADAPTING, cz.AdaptConfig())
+    assert again == first and reads == [], f"the sources were read again: {reads[:6]}"
+    assert {"core", "ops", "nn", "autograd.py"} <= set(cz.FORWARD_SOURCES)
