@@ -1003,12 +1003,29 @@ def _load(model_dir):
     try:
         model, tokenizer = DecoderLM.from_pretrained(folder), BPETokenizer.load(folder / "tokenizer.json")
     except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise ValueError(f"--model {shown_path(folder)}: cannot load the model there ({exc})") from None
+        raise ValueError(f"--model {shown_path(folder)}: cannot load the model there "
+                         f"({_within(str(exc), folder)})") from None
     try:                                                # one that loads but cannot code is at fault, not IN
         _check_model(model, tokenizer)
     except ValueError as exc:
         raise ValueError(f"--model {shown_path(folder)}: {exc}") from None
     return model, tokenizer
+
+
+def _within(text: str, folder) -> str:
+    """A loader's message ``text`` about files in ``folder`` as :func:`_load`'s message embeds it: each
+    path in the folder it names as written (``/m/config.json``), or the folder itself, becomes the
+    file's name in the folder (``config.json``) or ``.``, since the message names the folder
+    already (:func:`~netcl_lite.files.shown_path`); what is left is quoted and escaped when a
+    character in it would not show as itself (a newline, a terminal's escape), so that the
+    message stays on one line and no control sequence reaches a terminal."""
+    from .files import shown_path
+
+    root = str(folder).rstrip("/") or "/"
+    # the folder's path where a path stands in a message: after its start, a space, a quote or a bracket,
+    # and up to a colon, a space, a quote, a bracket, a comma or its end
+    path = re.compile(rf"(?<![^\s'\"(\[]){re.escape(root)}(?:/(?P<name>[^\s'\":/()]+))?(?=$|[\s'\":)\],])")
+    return shown_path(path.sub(lambda m: m["name"] or ".", text))
 
 
 def _write_new(path, data: bytes) -> None:

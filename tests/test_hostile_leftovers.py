@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from netcl_lite import compression as cz
+from netcl_lite.files import shown_path
 from netcl_lite.nn import DecoderLM, LMConfig
 from netcl_lite.text import BPETokenizer
 
@@ -93,3 +94,23 @@ def test_the_forward_pass_sources_are_hashed_once_per_process(small, monkeypatch
     again = cz.arithmetic(model), cz.coder(cz.MIXED | cz.ADAPTING, cz.AdaptConfig())
     assert again == first and reads == [], f"the sources were read again: {reads[:6]}"
     assert {"core", "ops", "nn", "autograd.py"} <= set(cz.FORWARD_SOURCES)
+
+
+# -- 4. a loader's message names the model's files as shown_path does ---------------------------------
+
+def test_a_loader_s_message_about_a_model_folder_with_an_odd_name_stays_on_one_line(small, tmp_path, monkeypatch,
+                                                                                     capsys):
+    _, _, good = small
+    folder = tmp_path / "model\nnext line \x1b[31mred"
+    folder.mkdir()
+    shutil.copy(good / "tokenizer.json", folder / "tokenizer.json")
+    shutil.copy(good / "model.safetensors", folder / "model.safetensors")
+    (folder / "config.json").write_text("{not json")
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    monkeypatch.chdir(tmp_path)
+    status = cz.main(["compress", str(src), str(tmp_path / "out.nclz"), "--model", str(folder)])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "\x1b" not in err and len(err.strip().splitlines()) == 1, f"the message spans lines or escapes: {err!r}"
+    assert shown_path(folder) in err and "config.json: not valid JSON" in err, err
