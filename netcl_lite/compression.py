@@ -1080,10 +1080,13 @@ regular file (not a device, a pipe or a folder) of at most {MAX_INPUT_BYTES:,} b
 compress (MAX_INPUT_BYTES), {MAX_BLOB_BYTES:,} to decompress. A progress bar shows on standard
 error for inputs over 20,000 tokens when it is a terminal (never in a file or a pipe).
 
+--model-only and --adapt choose how compress codes; a blob's header records that choice and
+decompress follows it, so decompress refuses them (a usage error, exit status 2).
+
 exit status:
   0    done: OUT holds the whole result
   1    refused or failed: a message on standard error names the path at fault; OUT is not written
-  2    the command line is wrong (usage)
+  2    the command line is wrong (usage; --model-only or --adapt given to decompress too)
   130  interrupted (Ctrl-C): no partial or temporary file is left
   143  terminated (SIGTERM; 129 for SIGHUP): no partial or temporary file is left
 """
@@ -1145,6 +1148,11 @@ def _main(argv) -> int:
     args, stray = parser.parse_known_args(argv)
     if stray:                                           # named as paths are: quoted on one line, escaped
         parser.error(f"unrecognized arguments: {' '.join(shown_path(word) for word in stray)}")
+    if args.command == "decompress" and (args.adapt or args.model_only):    # the blob's header says how it was coded
+        given = " and ".join(name for name, on in (("--model-only", args.model_only), ("--adapt", args.adapt)) if on)
+        parser.error(f"{given}: compress options only; a blob's header records how it was coded (with or "
+                     f"without counts mixed in, adapting or not) and decompress reads it that way: leave "
+                     f"{'them' if ' and ' in given else 'it'} out")
 
     def fail(message: str) -> int:
         _say(f"{parser.prog}: {message}")

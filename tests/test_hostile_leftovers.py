@@ -96,6 +96,27 @@ def test_the_forward_pass_sources_are_hashed_once_per_process(small, monkeypatch
     assert {"core", "ops", "nn", "autograd.py"} <= set(cz.FORWARD_SOURCES)
 
 
+# -- 2. decompress refuses the options the header records --------------------------------------------
+
+@pytest.mark.parametrize("option", [["--adapt"], ["--model-only"], ["--model-only", "--adapt"]])
+def test_decompress_refuses_the_options_a_blob_s_header_records(option, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.nclz").write_bytes(b"NCLZ")
+    with pytest.raises(SystemExit) as done:
+        cz.main(["decompress", "in.nclz", "out.txt", *option])
+    err = capsys.readouterr().err
+    assert done.value.code == 2, err
+    assert all(name in err for name in option) and "compress options only" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.nclz"]
+
+
+def test_help_says_decompress_refuses_the_compress_options(capsys):
+    with pytest.raises(SystemExit):
+        cz.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "decompress refuses them (a usage error, exit status 2)" in text, text
+
+
 # -- 4. a loader's message names the model's files as shown_path does ---------------------------------
 
 def test_a_loader_s_message_about_a_model_folder_with_an_odd_name_stays_on_one_line(small, tmp_path, monkeypatch,
