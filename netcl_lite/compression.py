@@ -1056,6 +1056,20 @@ def _write_new(path, data: bytes) -> None:
     write_new(path, data)
 
 
+def _probe_folder(path) -> None:
+    """Create an empty temporary file in ``path``'s folder, named as the one that writing ``path``
+    makes (:func:`~netcl_lite.files.temporary_name`), and remove it: an ``OSError`` says the folder
+    takes no new file (read-only, no permission, a file system that refuses them), before any work
+    that would be lost. Root passes ``os.access``'s check of any folder; this one it can fail."""
+    from .files import temporary_name, write_new
+
+    probe = temporary_name(path)
+    try:
+        write_new(probe, b"")
+    finally:
+        probe.unlink(missing_ok=True)
+
+
 def _read_input(name: str, limit: int, what: str) -> bytes:
     """The bytes of the file ``name`` (only a regular file of at most ``limit`` bytes), or of
     standard input for ``-`` (read up to ``limit`` bytes, refused past them)."""
@@ -1082,6 +1096,8 @@ error for inputs over 20,000 tokens when it is a terminal (never in a file or a 
 
 --model-only and --adapt choose how compress codes; a blob's header records that choice and
 decompress follows it, so decompress refuses them (a usage error, exit status 2).
+Before any work, an empty temporary file is created in OUT's folder and removed: a folder
+that takes no new file (read-only, no permission, even for root) is named at once.
 
 exit status:
   0    done: OUT holds the whole result
@@ -1215,6 +1231,11 @@ def _main(argv) -> int:
                             f"{'missing' if kind == 'missing' else kind + ', not a folder'}")
         except OSError as exc:                          # the system refuses to look it up (a name too long)
             return fail(f"{shown_path(out)}: cannot write there: {exc.strerror or exc}")
+        try:                                            # the honest check (root passes os.access): a file made there
+            _probe_folder(out)
+        except OSError as exc:
+            return fail(f"{shown_path(out)}: cannot write there: its folder {shown_path(out.parent)} takes no new "
+                        f"file ({exc.strerror or exc}); choose another folder for OUT")
     try:
         limit, what = (MAX_INPUT_BYTES, "the input to compress") if squeezing else (MAX_BLOB_BYTES, "a blob to decompress")
         try:

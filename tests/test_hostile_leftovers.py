@@ -117,6 +117,42 @@ def test_help_says_decompress_refuses_the_compress_options(capsys):
     assert "decompress refuses them (a usage error, exit status 2)" in text, text
 
 
+# -- 3. OUT's folder is checked before any coding --------------------------------------------------
+
+def _unwritable_folder(tmp_path) -> Path:
+    """A folder that takes no new file, even for root: sysfs refuses every file made there."""
+    if os.geteuid() != 0:
+        folder = tmp_path / "locked"
+        folder.mkdir()
+        folder.chmod(0o555)
+        return folder
+    if not Path("/sys/fs").is_dir():
+        pytest.skip("no sysfs here to stand for a folder root cannot write")
+    return Path("/sys/fs")
+
+
+@pytest.mark.parametrize("command", ["compress", "decompress"])
+def test_an_out_folder_that_takes_no_file_is_named_before_any_model_is_loaded(command, tmp_path, monkeypatch,
+                                                                              capsys):
+    folder = _unwritable_folder(tmp_path)
+    src = tmp_path / "in.bin"
+    src.write_bytes(TEXT.encode() if command == "compress" else b"NCLZ\x04\x01" + bytes(40))
+    calls = []
+    monkeypatch.setattr(cz, "_load", lambda *a: calls.append("load") or (_ for _ in ()).throw(RuntimeError("load")))
+    monkeypatch.setattr(cz, "_stored_original", lambda *a: calls.append("header") or None)
+    out = folder / "out.nclz"
+    try:
+        status = cz.main([command, str(src), str(out)])
+    finally:
+        if folder.name == "locked":
+            folder.chmod(0o755)
+    err = capsys.readouterr().err
+    assert status == 1, err
+    assert calls == [], f"the work started before OUT's folder was checked: {calls}"
+    assert f"{shown_path(out)}: cannot write there: its folder {shown_path(folder)} takes no new file" in err, err
+    assert not out.exists()
+
+
 # -- 4. a loader's message names the model's files as shown_path does ---------------------------------
 
 def test_a_loader_s_message_about_a_model_folder_with_an_odd_name_stays_on_one_line(small, tmp_path, monkeypatch,
