@@ -9,11 +9,14 @@ a longer one fails the build naming the page, the line of the include and the fi
 includes bring in together (nested ones counted each time they are included) is at most
 :data:`PAGE_INCLUDE_LIMIT` bytes, and they nest at most :data:`INCLUDE_DEPTH` deep: both are
 counted through the include tree (each file read once) before an include is expanded, and past
-them the build fails naming the page and the include's line. An include
-inside one of the page's fenced blocks must not bring a line that could close that block (its
-fence, or a longer one, alone on a line): the rest of the file would become the page's Markdown;
-such a line fails the build naming the page, the include's line and the file (a longer fence on
-the page shows it as code).
+them the build fails naming the page and the include's line. What an include on the page
+brings must leave the page's fenced blocks where they are, as pymdownx.superfences reads the page
+with it (its own scan, :func:`site_build.markers.fences`): inside a block, no line may close the
+block (the rest of the file would become the page's Markdown); outside one, the file may not open
+a block it does not close (the page's lines after the include would become its code). Either fails
+the build naming the page, the include's line and the file. Lines superfences keeps as code, such
+as a longer fence or one indented more than the block's (an indented include indents every line it
+brings), are accepted; a longer fence on the page shows a file's own fence as code.
 
 :func:`contain` puts :func:`contained_snippets` in place of the ``pymdownx.snippets`` extension,
 with the same options. The page named in errors is read from a :class:`CurrentPage`, which the
@@ -133,41 +136,73 @@ def contained_snippets(page: CurrentPage, **options):
             try:
                 found = super().parse_snippets(counted(), file_name, *args, **kwargs)
                 if file_name is not None and len(reading) == 2 and reading[0][0] is None:
-                    self._stays_in_block(reading[0][1], found, file_name)
+                    self._keeps_blocks(reading[0][1], found, file_name)
                 return found
             finally:
                 reading.pop()
 
-        def _stays_in_block(self, index: int, brought: list[str], file_name: str) -> None:
-            """Raise naming the page, the include's line and the file when the lines an include on the
-            page's line ``index`` brings (nested includes expanded) hold one that could close the
-            page's fenced block that the include stands in: included code would end the block and the
-            rest of the file would become the page's Markdown (HTML, headings)."""
-            block = next(((start, end) for start, end in getattr(self, "blocks", ())
-                          if start < index < end), None)
-            opening = _FENCE_OPEN.match(self.page_lines[block[0]]) if block else None
-            if opening is None:
+        def _keeps_blocks(self, index: int, brought: list[str], file_name: str) -> None:
+            """Raise naming the page, the include's line and the file when the lines that the include on
+            the page's line ``index`` brings (nested includes expanded) change where the page's fenced
+            blocks start or end, as pymdownx.superfences reads the page with them: a line that closes
+            the block the include stands in (the rest of the file would become the page's Markdown:
+            HTML, headings), or, outside a block, a fence the file opens and does not close (the page's
+            lines after the include would become its code). Lines that superfences keeps as code, such
+            as a longer fence or one indented more than the block's, are the file's to show."""
+            # as superfences reads them: pymdownx.snippets puts the include's indentation before each
+            # line, and Python-Markdown deletes STX and ETX (its placeholder characters) after the
+            # snippets and before the fences are found
+            lines = self.page_lines
+            space = re.match(r"[ \t]*", lines[index])[0].expandtabs(self.tab_length)
+            brought = [(space + line).replace("\x02", "").replace("\x03", "") for line in brought]
+            own = getattr(self, "blocks", [])
+            last, shift = index + len(brought) - 1, len(brought) - 1
+            kept, crossing = [], []
+            for start, end in markers.fences([*lines[:index], *brought, *lines[index + 1:]]):
+                if index <= start and end <= last:             # a block of the file's own
+                    continue
+                if end < index or start > last or (start < index and end > last):
+                    kept.append((start if start < index else start - shift, end if end < index else end - shift))
+                else:
+                    crossing.append((start, end))
+            block = next(((start, end) for start, end in own if start < index < end), None)
+            if block is None:
+                opened = markers.unclosed_fence(brought)
+                if opened is None:
+                    opened = next((start - index for start, _ in crossing if index <= start <= last), None)
+                if opened is not None:
+                    self._refuse(file_name, opened, brought[opened], "opens a code block that the file does not "
+                                 "close, so the page's lines after the include would become its code (or show as "
+                                 "text); close the block in the file")
+            if not crossing and kept == own:
                 return
-            fence = opening["fence"]
-            # as superfences reads them: Python-Markdown deletes STX and ETX (its placeholder
-            # characters) after the snippets and before the fences are found
-            brought = [line.replace("\x02", "").replace("\x03", "") for line in brought]
-            for k, line in enumerate(brought):
-                close = _FENCE_ONLY.fullmatch(line)
-                if close and close["fence"][0] == fence[0] and len(close["fence"]) >= len(fence):
-                    base = self._base()
-                    try:
-                        shown = Path(file_name).relative_to(base).as_posix()
-                    except ValueError:
-                        shown = file_name
-                    longer = fence[0] * (max(len(m["fence"]) for m in map(_FENCE_ONLY.fullmatch, brought)
-                                             if m and m["fence"][0] == fence[0]) + 1)
-                    raise ValueError(
-                        f"{self._where(self.outer, base, top_level=True)}: {markers.include(self.outer)}: line "
-                        f"{k + 1} of what {shown} brings into the page, {line.strip()!r}, would close the "
-                        f"page's code block ({fence}) that includes it, and the rest of the file would "
-                        f"become the page's Markdown; open and close that block with a longer fence "
-                        f"({longer})")
+            if block is not None:
+                closed = next((end - index for start, end in crossing if start == block[0] and end <= last), None)
+                opening = _FENCE_OPEN.match(lines[block[0]].lstrip(" \t>"))     # in a quote too
+                if closed is not None and opening is not None:
+                    fence = opening["fence"]
+                    longer = fence[0] * (max((len(m["fence"]) for m in map(_FENCE_ONLY.fullmatch, brought)
+                                              if m and m["fence"][0] == fence[0]), default=len(fence)) + 1)
+                    self._refuse(file_name, closed, brought[closed], f"would close the page's code block ({fence}) "
+                                 f"that includes it, and the rest of the file would become the page's Markdown; "
+                                 f"open and close that block with a longer fence ({longer})")
+            self._refuse(file_name, None, None, "changes where the page's code blocks start and end (a fence in "
+                         "it pairs with one of the page's); keep the file's fences closed within it")
+
+        def _refuse(self, file_name: str, k: int | None, line: str | None, why: str) -> None:
+            """Raise naming the page's line of the include being read, the include and the file, with the
+            ``k``-th line (0-based) of what it brought, ``line``, when given."""
+            from netcl_lite.files import shown_path
+
+            base = self._base()
+            try:
+                shown = shown_path(Path(file_name).relative_to(base).as_posix())
+            except ValueError:
+                shown = shown_path(file_name)
+            what = f"line {k + 1} of what {shown} brings into the page, {line.strip()!r}," if k is not None else \
+                f"what {shown} brings into the page"
+            raise ValueError(f"{self._where(self.outer, base, top_level=True)}: {markers.include(self.outer)}: "
+                             f"{what} {why}")
 
         def _base(self) -> Path:
             bases = [Path(base) for base, is_dir in self.get_bases() if is_dir]

@@ -289,9 +289,30 @@ def _superfences_scanner():
         def reassemble(self, lines):
             return lines
 
+        def search_nested(self, lines):
+            def counted():                            # the line being read, for the fences opened
+                for self.at, line in enumerate(lines):
+                    yield line
+            return super().search_nested(counted())
+
+        def _opens(self, accepted):
+            if accepted:
+                self.opened = self.at
+            return accepted
+
+        def parse_options(self, m):
+            return self._opens(super().parse_options(m))
+
+        def handle_attrs(self, m):
+            return self._opens(super().handle_attrs(m))
+
+        def handle_unrecognized(self, m):
+            return self._opens(super().handle_unrecognized(m))
+
         def scan(self, lines):
-            self.blocks, self.odd = [], []
+            self.blocks, self.odd, self.opened = [], [], None
             self.run(lines)
+            self.unclosed = self.opened if self.fence is not None else None
             return self.blocks, self.odd
 
     scanner = Scanner(found.md)
@@ -313,6 +334,15 @@ def fences(lines: list[str]) -> list[tuple[int, int]]:
     as code), with backticks or tildes; once a fence opens, its lines are its content until the
     exact closing fence at the same indent, and a line indented less ends the attempt."""
     return _scan(lines)[0]
+
+
+def unclosed_fence(lines: list[str]) -> int | None:
+    """The index of the line of ``lines`` that opens a fenced block pymdownx.superfences is still
+    reading at their end (no closing fence came), or None: text that ends inside an open block,
+    such as an included file, would make the lines after it that block's code."""
+    scanner = _superfences_scanner()
+    scanner.scan(lines)
+    return scanner.unclosed
 
 
 #: the extensions of ``mkdocs.yml`` that the scan of indented code leaves out: includes, which are

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -171,3 +172,72 @@ def test_a_loader_s_message_about_a_model_folder_with_an_odd_name_stays_on_one_l
     assert status == 1
     assert "\x1b" not in err and len(err.strip().splitlines()) == 1, f"the message spans lines or escapes: {err!r}"
     assert shown_path(folder) in err and "config.json: not valid JSON" in err, err
+
+
+# -- 5 and 6. an include keeps the page's fenced blocks where they are ---------------------------------
+
+def _render(root, monkeypatch, page: str, files: dict[str, str]) -> str:
+    """``page`` rendered as the site renders it (its Markdown extensions, includes contained), with
+    ``files`` under ``root/snippets``."""
+    import markdown
+
+    from site_build import includes
+    from site_build.markers import page_extensions
+
+    (root / "snippets").mkdir(exist_ok=True)
+    for name, text in files.items():
+        (root / "snippets" / name).write_text(text)
+    monkeypatch.chdir(root)                       # pymdownx.snippets reads includes from here
+    names, configs = page_extensions()
+    snippets = includes.contained_snippets(includes.CurrentPage("docs/hostile.md", page),
+                                           base_path=["."], check_paths=True, dedent_subsections=True)
+    return markdown.Markdown(extensions=[*names, snippets], extension_configs=configs).convert(page)
+
+
+UNCLOSED = {"a.md": "Some text.\n\n```text\nopened, never closed\n"}
+
+
+@pytest.mark.parametrize("after", ["\nMiddle.\n\n```python\ny = 2\n```\n\n## Later\n\nAfter.\n", "\n## Later\n\nAfter.\n"],
+                         ids=["a block follows", "text follows"])
+def test_an_included_file_that_opens_a_fence_and_leaves_it_open_fails_naming_page_line_and_file(
+        after, tmp_path, monkeypatch):
+    page = '# Hostile\n\n--8<-- "snippets/a.md"\n' + after
+    with pytest.raises(ValueError) as err:
+        html = _render(tmp_path, monkeypatch, page, UNCLOSED)
+        assert "<h2" in html and "<p>After.</p>" in html, "the include swallowed the rest of the page"
+    message = str(err.value)
+    assert message.startswith('docs/hostile.md:3: --8<-- "snippets/a.md": line 3 of what snippets/a.md brings'), message
+    assert "opens a code block that the file does not close" in message, message
+
+
+def test_an_included_file_whose_fences_close_within_it_renders_outside_a_block(tmp_path, monkeypatch):
+    files = {"a.md": "Some text.\n\n```text\nclosed\n```\n"}
+    html = _render(tmp_path, monkeypatch, '# Hostile\n\n--8<-- "snippets/a.md"\n\n```python\ny = 2\n```\n\nAfter.\n',
+                   files)
+    assert html.count("<pre>") == 2 and html.rstrip().endswith("<p>After.</p>"), html
+
+
+KEPT_AS_CODE = {
+    "a longer fence": ("```python\n--8<-- \"snippets/a.txt\"\n```\n", "x = 1\n````\n<b>bold</b>\n"),
+    "the fence indented more": ("```python\n--8<-- \"snippets/a.txt\"\n```\n", "x = 1\n    ```\n<b>bold</b>\n"),
+    "an indented include": ("```python\n    --8<-- \"snippets/a.txt\"\n```\n", "x = 1\n```\n<b>bold</b>\n"),
+    "a longer fence in a list item": ("1. Item:\n\n    ```python\n    --8<-- \"snippets/a.txt\"\n    ```\n",
+                                      "x = 1\n````\n<b>bold</b>\n"),
+}
+
+
+@pytest.mark.parametrize("case", KEPT_AS_CODE, ids=list(KEPT_AS_CODE))
+def test_an_included_line_that_superfences_keeps_as_code_is_accepted(case, tmp_path, monkeypatch):
+    block, text = KEPT_AS_CODE[case]
+    html = _render(tmp_path, monkeypatch, f"# Hostile\n\n{block}\nAfter.\n", {"a.txt": text})
+    shown = re.sub(r"</?span[^>]*>", "", html)                      # the code as highlighted, marks left out
+    assert "<b>" not in html and "&lt;b&gt;bold&lt;/b&gt;" in shown, html
+    assert html.rstrip().endswith("<p>After.</p>") and html.count("<pre>") == 1, html
+
+
+@pytest.mark.parametrize("line", ["```", "```   ", "``\x02`"], ids=["the fence", "with spaces", "stx inside"])
+def test_an_included_line_that_closes_the_block_is_still_refused(line, tmp_path, monkeypatch):
+    page = '# Hostile\n\n```python\n--8<-- "snippets/a.txt"\n```\n\nAfter.\n'
+    with pytest.raises(ValueError, match=r'^docs/hostile.md:4: --8<-- "snippets/a.txt": line 2 of what '
+                                         r"snippets/a.txt brings into the page, '```', would close"):
+        _render(tmp_path, monkeypatch, page, {"a.txt": f"x = 1\n{line}\n<script>alert(1)</script>\n"})
