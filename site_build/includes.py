@@ -42,16 +42,12 @@ PAGE_INCLUDE_LIMIT = 1 << 20
 #: the deepest that includes nest (a page's include is level 1; the pages nest none): pymdownx.snippets
 #: would leave out, without a word, an include nested as deep as Python's recursion limit
 INCLUDE_DEPTH = 8
-#: a line that is a fence and nothing else: in a fenced block it may close the block
+#: a line that is a fence and nothing else: the longest an included file brings sizes the longer
+#: fence that an error suggests for the block around it
 _FENCE_ONLY = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*")
-def _times(ranges: str | None) -> int:
-    """How many times an include brings its file's lines, at most: once for each of its line
-    ``ranges`` (``:1:5,1:5`` twice), once without any."""
-    return ranges.count(",") + 1 if ranges else 1
-
-
 #: a line's end as Python's text mode reads it, and so pymdownx.snippets (universal newlines)
 _LINE_END = re.compile(r"\r\n|\r|\n")
+#: the fence that starts a line (a block's opening line)
 _FENCE_OPEN = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})")
 
 
@@ -71,6 +67,12 @@ class CurrentPage:
         numbers it, or None."""
         found = [inc.index for inc in markers.includes(self.markdown.split("\n")) if inc.path == path]
         return self.first_line + found[nth] if nth < len(found) else None
+
+
+def _times(ranges: str | None) -> int:
+    """How many times an include brings its file's lines, at most: once for each of its line
+    ``ranges`` (``:1:5,1:5`` twice), once without any."""
+    return ranges.count(",") + 1 if ranges else 1
 
 
 def inside(path: str, allowed: tuple[Path, ...], base: Path, what: str, page: str) -> Path:
