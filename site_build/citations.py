@@ -50,9 +50,10 @@ _NOT_PROSE = re.compile(r"(?P<ticks>`+).+?(?<!`)(?P=ticks)(?!`)|\\\(.*?\\\)|\\\[
                         re.S | re.I)
 #: the opening line of a fenced code block (a backtick fence's info holds no backtick)
 _FENCE_OPEN = re.compile(r"^(?P<ws>[ \t>]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-#: a line that opens a container whose indented lines are its content, not code: a list item, an
-#: admonition or details block, a tab, a definition, a footnote
-_CONTAINER = re.compile(r"^ {0,3}(?:[-*+]|\d+[.)])(?:[ \t]|$)|^(?:!!!|\?\?\?\+?|===\+?)[ \t]|^:[ \t]|^\[\^[^\]]+\]:")
+#: a list item's marker with nothing after it: a number there is what makes the line an item
+_BARE_ITEM = re.compile(r"(?:[-*+]|\d+[.)])[ \t]*")
+#: an HTML tag (its name and attributes may make the block what it is: ``<div markdown>``)
+_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 #: what looks like the start of a citation: an ``@`` (or ``-@``) that begins a word
 _AT = re.compile(r"(?<![\w.@/\\-])-?@(?=[\w-])")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|])")
@@ -219,39 +220,45 @@ def _closers(lines: list[str]) -> list[int | None]:
     return close
 
 
-def _dedent(line: str) -> str:
-    return line[1:] if line.startswith("\t") else line[min(4, len(line) - len(line.lstrip(" "))):]
+def _mark(line: str) -> int | None:
+    """The column of the one character of ``line`` that :func:`_indented_code` replaces by a word to
+    find the line in Python-Markdown's code blocks, or None: its first ``@`` (no block of the site's
+    extensions reads one), else its last letter or digit outside an HTML tag, unless the line is a
+    block whose words or number make it one (``/// caption``, a list item's bare number)."""
+    if "@" in line:
+        return line.index("@")
+    body = line.lstrip(" \t>")
+    if body.startswith("///") or _BARE_ITEM.fullmatch(body):
+        return None
+    outside = _TAG.sub(lambda m: " " * len(m.group(0)), line)
+    found = [m.start() for m in re.finditer(r"[^\W_]", outside)]
+    return found[-1] if found else None
 
 
-def _indented_code(lines: list[str], rows: list[int], fenced: set[int]) -> set[int]:
-    """The indices among ``rows`` of ``lines`` that are indented code blocks, as Python-Markdown reads
-    them: a run of blocks (lines between blank lines) indented four spaces or a tab is code unless it
-    follows a container (a list item, an admonition, a details block, a tab, a definition, a footnote),
-    whose content it is; that content, one level out, is read the same way."""
-    blocks, block = [], []
-    for i in rows:
-        if lines[i].strip() or i in fenced:            # a blank line inside a fence does not end a block
-            block.append(i)
-        elif block:
-            blocks.append(block)
-            block = []
-    if block:
-        blocks.append(block)
-    code, container, k = set(), False, 0
-    while k < len(blocks):
-        if not lines[blocks[k][0]].startswith(("    ", "\t")):
-            container = any(_CONTAINER.match(lines[i]) for i in blocks[k])
-            k += 1
-            continue
-        run = []
-        while k < len(blocks) and lines[blocks[k][0]].startswith(("    ", "\t")):
-            run += blocks[k] if not run else [*range(run[-1] + 1, blocks[k][0]), *blocks[k]]
-            k += 1
-        if container:
-            inner = [_dedent(lines[i]) if i in run else lines[i] for i in range(len(lines))]
-            code |= _indented_code(inner, run, fenced)
-        else:
-            code.update(run)
+def _indented_code(lines: list[str], fenced: set[int]) -> set[int]:
+    """The indices of ``lines`` that stand in indented code blocks, as Python-Markdown reads the page
+    with the site's extensions (:func:`site_build.markers.indented_code`: its own block parser, in list
+    items, admonitions, block quotes and after headings alike). Only a line indented four columns (or
+    in a block quote) can be code, so only those are asked about, each by one character
+    (:func:`_mark`); one with nothing to mark (no letter, digit or ``@``: it holds no citation) is
+    code when the line above it is, and so is a blank line between two code lines."""
+    from . import markers
+
+    asked = {}
+    for i, line in enumerate(lines):
+        if i not in fenced and line.strip() and (line.expandtabs(4).startswith("    ") or
+                                                 line.lstrip(" ").startswith(">")):
+            column = _mark(line)
+            asked[i] = column
+    code = markers.indented_code(lines, {i: c for i, c in asked.items() if c is not None}, width=1)
+    for i in sorted(asked):
+        if asked[i] is None and i - 1 in code:
+            code.add(i)
+    for i in range(1, len(lines) - 1):
+        if not lines[i].strip() and i - 1 in code and i not in code:
+            after = next((j for j in range(i + 1, len(lines)) if lines[j].strip()), None)
+            if after in code:
+                code.update(range(i, after))
     return code
 
 
@@ -259,7 +266,7 @@ def _code_blocks(markdown: str) -> list[tuple[int, int]]:
     """The (start, end) character spans of ``markdown``'s fenced and indented code blocks, in order."""
     lines = markdown.split("\n")
     fenced = _fenced(lines)
-    code = fenced | _indented_code(lines, list(range(len(lines))), fenced)
+    code = fenced | _indented_code(lines, fenced)
     spans, at = [], 0
     for i, line in enumerate(lines):
         if i in code:

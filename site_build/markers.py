@@ -391,23 +391,24 @@ def _indented_code_scanner():
     return md
 
 
-def indented_code(lines: list[str], asked: dict[int, int]) -> set[int]:
+def indented_code(lines: list[str], asked: dict[int, int], width: int = 4) -> set[int]:
     """Which of the ``asked`` lines (index: the column where what is asked about starts, an HTML
     comment's ``<!--``) stand in an indented code block when Python-Markdown renders ``lines`` as the
-    site does. The four characters there are replaced by a token that no page holds, a plain word
-    to Markdown (an HTML comment that does not start its line is text to it too, so the blocks
-    stay as they were), and the tokens found in the code blocks name the lines."""
+    site does. The ``width`` characters there (four: ``<!--``) are replaced by a token that no page
+    holds, a plain word to Markdown (an HTML comment that does not start its line is text to it too,
+    so the blocks stay as they were), and the tokens found in the code blocks name the lines. The
+    caller chooses characters whose replacement by a word changes no block of the page."""
     if not asked:
         return set()
-    return set(_indented_code("\n".join(lines), tuple(sorted(asked.items()))))
+    return set(_indented_code("\n".join(lines), tuple(sorted(asked.items())), width))
 
 
 @lru_cache(maxsize=16)
-def _indented_code(text: str, asked: tuple[tuple[int, int], ...]) -> frozenset[int]:
+def _indented_code(text: str, asked: tuple[tuple[int, int], ...], width: int = 4) -> frozenset[int]:
     """:func:`indented_code` of a page's ``text``, kept for the next stage that reads its markers."""
     md, token, marked = _indented_code_scanner(), f"q{secrets.token_hex(8)}n", text.split("\n")
     for i, column in asked:
-        marked[i] = f"{marked[i][:column]}{token}{i}x{marked[i][column + 4:]}"
+        marked[i] = f"{marked[i][:column]}{token}{i}x{marked[i][column + width:]}"
     md.reset()
     md.indented_code = []
     md.convert("\n".join(marked))

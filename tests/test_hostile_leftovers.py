@@ -241,3 +241,41 @@ def test_an_included_line_that_closes_the_block_is_still_refused(line, tmp_path,
     with pytest.raises(ValueError, match=r'^docs/hostile.md:4: --8<-- "snippets/a.txt": line 2 of what '
                                          r"snippets/a.txt brings into the page, '```', would close"):
         _render(tmp_path, monkeypatch, page, {"a.txt": f"x = 1\n{line}\n<script>alert(1)</script>\n"})
+
+
+# -- 7. citations read indented code as Python-Markdown does -------------------------------------------
+
+KEY = "vaswani2017attention"
+#: (page text, whether Python-Markdown shows the citation in a code block): rendered with the site's
+#: extensions, each of these is checked in the test below
+INDENTED = {
+    "after a heading": (f"# Title\n    code @{KEY}\n", True),
+    "after a rule": (f"Text\n\n---\n    code @{KEY}\n", True),
+    "in a block quote": (f"> quote\n>\n>     code @{KEY}\n", True),
+    "a nested list item's paragraph": (f"- a\n    - b\n\n        para @{KEY}\n", False),
+    "a list item's continuation": (f"- item\n    continuation [@{KEY}]\n", False),
+    "code in a list item": (f"- item\n\n    para\n\n        code @{KEY}\n", True),
+    "after a fenced block in a list item": (f"- item\n\n    ```\n    x\n    ```\n\n    after [@{KEY}]\n", False),
+    "after a fenced block, no blank line": (f"```\nx\n```\n    lazy @{KEY}\n", False),
+    "an admonition's body": (f"!!! note\n    body [@{KEY}]\n", False),
+    "code in an admonition": (f"!!! note\n\n    body\n\n        code @{KEY}\n", True),
+    "after an admonition": (f"!!! note\n    body\n\nPara.\n\n    code @{KEY}\n", True),
+}
+
+
+@pytest.mark.parametrize("case", INDENTED, ids=list(INDENTED))
+def test_a_citation_in_indented_code_is_text_where_python_markdown_shows_code(case):
+    import markdown
+
+    from site_build import citations
+    from site_build.markers import page_extensions
+
+    text, in_code = INDENTED[case]
+    names, configs = page_extensions()
+    html = markdown.Markdown(extensions=names, extension_configs=configs).convert(text)
+    shown = re.findall(r"<code>(.*?)</code>", html, re.S)
+    assert any(KEY in block for block in shown) == in_code, f"the case misstates Python-Markdown: {html}"
+    rendered = citations.render(text, "chapter-7.md")
+    assert (rendered == text) == in_code, rendered
+    if not in_code:
+        assert f"bibliography.md#{KEY}" in rendered, rendered
