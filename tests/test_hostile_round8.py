@@ -1,0 +1,126 @@
+"""Issue 58, independent hostile check, round 8: reproducers of defects found in the fixes of round 7
+and in the code around them.
+
+Each test asserts the correct behaviour and is marked ``xfail(strict=True)`` until the defect is fixed.
+"""
+
+from __future__ import annotations
+
+import markdown
+import pytest
+
+from site_build import includes, markers
+from site_build.markers import page_extensions
+from site_render import render_page
+
+
+def render(root, monkeypatch, page: str, files: dict[str, str]) -> str:
+    """``page`` rendered as the site renders it (its Markdown extensions, includes contained), with
+    ``files`` under ``root/snippets``."""
+    (root / "snippets").mkdir(exist_ok=True)
+    for name, text in files.items():
+        (root / "snippets" / name).write_bytes(text.encode("utf-8"))
+    monkeypatch.chdir(root)                       # pymdownx.snippets reads includes from here
+    names, configs = page_extensions()
+    snippets = includes.contained_snippets(includes.CurrentPage("docs/hostile.md", page),
+                                           base_path=["."], check_paths=True, dedent_subsections=True)
+    return markdown.Markdown(extensions=[*names, snippets], extension_configs=configs).convert(page)
+
+
+@pytest.mark.xfail(strict=True, reason="round 8: the page's own include line's indentation is not counted "
+                                       "in PAGE_INCLUDE_LIMIT (only nested includes' is)")
+def test_the_page_include_bound_counts_the_indentation_of_the_page_s_own_include(tmp_path, monkeypatch):
+    # pymdownx.snippets puts the include line's indentation before every line the file brings: 1,000
+    # spaces before an include of a 4 KB file of 2,000 lines bring 2 MB into the page
+    page = "# Hostile\n\n" + " " * 1000 + '--8<-- "snippets/b.txt"\n'
+    files = {"b.txt": "x\n" * 2000}
+    assert len(page) + len(files["b.txt"]) < includes.PAGE_INCLUDE_LIMIT // 100
+    with pytest.raises(ValueError, match="PAGE_INCLUDE_LIMIT"):
+        html = render(tmp_path, monkeypatch, page, files)
+        assert len(html) < includes.PAGE_INCLUDE_LIMIT, f"the page took {len(html):,} bytes from its includes"
+
+
+@pytest.mark.xfail(strict=True, reason="round 8: a tab before a nested include counts as one character in "
+                                       "the page bound, but pymdownx.snippets expands it to tab_length spaces")
+def test_the_page_include_bound_counts_a_tab_of_indentation_as_the_spaces_it_becomes(tmp_path, monkeypatch):
+    # 100 tabs are counted as 100 bytes a line (600 KB for 6,000 lines, under the bound); the page gets
+    # 400 spaces a line (2.4 MB)
+    files = {"a.txt": "\t" * 100 + '--8<-- "snippets/b.txt"\n', "b.txt": "x\n" * 6000}
+    page = '# Hostile\n\n```text\n--8<-- "snippets/a.txt"\n```\n'
+    with pytest.raises(ValueError, match="PAGE_INCLUDE_LIMIT"):
+        html = render(tmp_path, monkeypatch, page, files)
+        assert len(html) < includes.PAGE_INCLUDE_LIMIT, f"the page took {len(html):,} bytes from its includes"
+
+
+@pytest.mark.xfail(strict=True, reason="round 8: every include on a page re-reads the whole page for its "
+                                       "line (includes._where from _bounded): quadratic, 4,000 includes take "
+                                       "over a minute")
+def test_a_page_s_includes_are_checked_reading_the_page_a_bounded_number_of_times(tmp_path, monkeypatch):
+    n = 300
+    read = [0]
+    parse = markers.includes
+
+    def counting(lines):
+        lines = list(lines)
+        read[0] += len(lines)
+        return parse(lines)
+
+    monkeypatch.setattr(markers, "includes", counting)
+    page = "# Hostile\n\n" + '--8<-- "snippets/b.txt"\n\n' * n
+    html = render(tmp_path, monkeypatch, page, {"b.txt": "one line"})
+    assert html.count("one line") == n
+    lines = page.count("\n") + 1
+    assert read[0] <= 10 * lines, (f"checking {n} includes read {read[0]:,} lines of a {lines}-line page: "
+                                   f"each include reads the page again")
+
+
+@pytest.mark.xfail(strict=True, reason="round 8: a build error prints a build-output marker's path raw "
+                                       "(ESC reaches the terminal)")
+def test_a_build_output_marker_path_with_an_escape_is_named_escaped(tmp_path):
+    path = "snippets/\x1b[2J\x1b]0;owned\x07x.py"
+    page = f'# Hostile\n\n```python\n--8<-- "{path}"\n```\n\n<!-- build-output: {path} -->\n'
+    with pytest.raises((ValueError, OSError, RuntimeError)) as err:
+        render_page(page)
+    message = str(err.value)
+    assert "docs/hostile.md" in message, message
+    assert "\x1b" not in message and "\x07" not in message, f"a control character reached the error: {message!r}"
+
+
+@pytest.mark.xfail(strict=True, reason="round 8: an include error prints the include's path raw (ESC, BEL "
+                                       "reach the terminal)")
+def test_an_include_path_with_an_escape_is_named_escaped(tmp_path, monkeypatch):
+    page = '# Hostile\n\n--8<-- "snippets/\x1b[2J\x1b]0;owned\x07x.txt"\n'
+    with pytest.raises((ValueError, OSError)) as err:
+        render(tmp_path, monkeypatch, page, {"b.txt": "x"})
+    message = str(err.value)
+    assert "docs/hostile.md" in message, message
+    assert "\x1b" not in message and "\x07" not in message, f"a control character reached the error: {message!r}"
+
+
+@pytest.mark.xfail(strict=True, reason="round 8: an include of a missing file, or one outside the project, "
+                                       "names the page but not the include's line")
+@pytest.mark.parametrize("path", ["snippets/missing.txt", "docs/outside.md"], ids=["missing", "outside"])
+def test_an_include_that_fails_its_path_check_names_the_page_s_line(tmp_path, monkeypatch, path):
+    page = f'# Hostile\n\nText.\n\n--8<-- "snippets/b.txt"\n\n--8<-- "{path}"\n'      # line 7
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "outside.md").write_text("x\n", encoding="utf-8")
+    with pytest.raises((ValueError, OSError)) as err:
+        render(tmp_path, monkeypatch, page, {"b.txt": "x"})
+    assert str(err.value).startswith("docs/hostile.md:7:"), str(err.value)[:120]
+
+
+@pytest.mark.xfail(strict=True, reason="round 8: argparse's 'ambiguous option' error prints the word raw "
+                                       "(ESC and a newline reach standard error)")
+def test_the_command_line_names_an_ambiguous_option_escaped_on_one_line(tmp_path, monkeypatch, capsys):
+    from netcl_lite.compression import main
+
+    monkeypatch.chdir(tmp_path)
+    word = "--m=\x1b[31mred\nFAKE: a second line"        # --m could be --model or --model-only
+    try:
+        status = main(["compress", "in.txt", "out.bin", word])
+    except SystemExit as exc:                     # argparse's own exit, if main lets it through
+        status = exc.code
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "\x1b" not in err, f"a terminal escape reached standard error: {err!r}"
+    assert not any(line.startswith("FAKE") for line in err.splitlines()), f"the word split the message: {err!r}"
