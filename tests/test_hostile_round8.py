@@ -124,3 +124,89 @@ def test_the_command_line_names_an_ambiguous_option_escaped_on_one_line(tmp_path
     assert status == 2
     assert "\x1b" not in err, f"a terminal escape reached standard error: {err!r}"
     assert not any(line.startswith("FAKE") for line in err.splitlines()), f"the word split the message: {err!r}"
+
+
+@pytest.mark.xfail(strict=True, reason="round 8: an include of a section its file lacks raises pymdownx's "
+                                       "SnippetMissingError naming neither the page nor the include")
+@pytest.mark.parametrize("page", ['# Hostile\n\n--8<-- "snippets/b.txt:nosuch"\n',
+                                  '# Hostile\n\n```text\n--8<-- "snippets/b.txt:nosuch"\n```\n',
+                                  '# Hostile\n\n--8<-- "snippets/a.txt"\n'], ids=["page", "fenced", "nested"])
+def test_an_include_of_a_missing_section_fails_naming_the_page_and_the_include(tmp_path, monkeypatch, page):
+    files = {"b.txt": "x\n", "a.txt": '--8<-- "snippets/b.txt:nosuch"\n'}
+    with pytest.raises(ValueError) as err:
+        render(tmp_path, monkeypatch, page, files)
+    message = str(err.value)
+    assert message.startswith("docs/hostile.md:"), message
+    assert "nosuch" in message and "b.txt" in message, message
+
+
+def _figure_root(tmp_path, monkeypatch):
+    """A scratch root with one generated figure (it describes itself) and its snippets folder."""
+    from site_build import generated
+
+    (tmp_path / "figures" / "hostile").mkdir(parents=True)
+    (tmp_path / "figures" / "hostile" / "f.svg").write_text(
+        "<svg><metadata><dc:description>A curve of 3 points</dc:description></metadata></svg>", encoding="utf-8")
+    monkeypatch.setattr(generated, "FIGURES", tmp_path / "figures")
+    (tmp_path / "snippets").mkdir()
+    monkeypatch.chdir(tmp_path)                   # the site's includes are read from here
+
+
+@pytest.mark.xfail(strict=True, reason="round 8: a figure brought by an included Markdown file skips the "
+                                       "caption check: the build ships it without a caption")
+def test_a_figure_an_include_brings_needs_its_caption_too(tmp_path, monkeypatch):
+    _figure_root(tmp_path, monkeypatch)
+    (tmp_path / "snippets" / "fig.md").write_text("![a curve](figures/hostile/f.svg)\n\nNo caption.\n",
+                                                  encoding="utf-8")
+    with pytest.raises(ValueError, match="caption"):           # as on the page itself
+        render_page("# Hostile\n\n![a curve](figures/hostile/f.svg)\n\nNo caption.\n")
+    try:
+        html = render_page('# Hostile\n\n--8<-- "snippets/fig.md"\n')
+    except ValueError as err:                                  # refused: it must name the page
+        assert str(err).startswith("docs/hostile.md"), str(err)
+        return
+    assert "<figcaption" in html, "a generated figure reached the page with no caption and no error"
+
+
+@pytest.mark.xfail(strict=True, reason="round 8: an excerpt fence brought by an included Markdown file is "
+                                       "neither labelled nor checked: it ships as a copyable block")
+def test_an_excerpt_an_include_brings_is_labelled_or_refused(tmp_path, monkeypatch):
+    import shutil
+
+    from site_render import ROOT
+
+    shutil.copytree(ROOT / "netcl_lite", tmp_path / "netcl_lite", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "snippets").mkdir()
+    excerpt = '```{.python .excerpt title="netcl_lite/capstone.py"}\n--8<-- "netcl_lite/capstone.py:recipe"\n```\n'
+    (tmp_path / "snippets" / "exc.md").write_text(excerpt, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    on_page = render_page("# Hostile\n\n" + excerpt)
+    assert "Excerpt" in on_page and "no-copy" in on_page      # how an excerpt on the page shows
+    try:
+        html = render_page('# Hostile\n\n--8<-- "snippets/exc.md"\n')
+    except ValueError as err:                                  # refused: it must name the page
+        assert str(err).startswith("docs/hostile.md"), str(err)
+        return
+    assert "Excerpt" in html and "no-copy" in html, "an included excerpt shows unlabelled, with a copy button"
+
+
+@pytest.mark.xfail(strict=True, reason="round 8: the shipped wheel's key misses its files' modes: hatchling "
+                                       "writes 755 or 644 into the wheel, so chmod +x ships the stale wheel")
+def test_the_wheels_key_changes_with_a_files_executable_bit(tmp_path, monkeypatch):
+    import shutil
+    import stat
+
+    from site_build import shipped_wheel
+    from site_render import ROOT
+
+    copy = tmp_path / "repo"
+    for _, path in shipped_wheel.wheel_inputs():
+        target = copy / path.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
+    monkeypatch.setattr(shipped_wheel, "ROOT", copy)
+    module = copy / "netcl_lite" / "__init__.py"
+    module.chmod(0o644)
+    first = shipped_wheel.sources_digest()
+    module.chmod(module.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    assert shipped_wheel.sources_digest() != first, "the wheel records the file as 755 now; its key is the same"
