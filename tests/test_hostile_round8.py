@@ -210,3 +210,14 @@ def test_the_wheels_key_changes_with_a_files_executable_bit(tmp_path, monkeypatc
     first = shipped_wheel.sources_digest()
     module.chmod(module.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     assert shipped_wheel.sources_digest() != first, "the wheel records the file as 755 now; its key is the same"
+
+
+@pytest.mark.xfail(strict=True, reason="round 8: an include that names no path (blank, or line numbers "
+                                       "alone) raises pymdownx's SnippetMissingError naming no page")
+@pytest.mark.parametrize("page", ['# Hostile\n\n--8<-- " "\n', '# Hostile\n\n--8<-- ":5"\n',
+                                  '# Hostile\n\n--8<--\n:3\n--8<--\n', '# Hostile\n\n--8<-- "snippets/a.txt"\n'],
+                         ids=["blank", "lines-alone", "block-form", "nested"])
+def test_an_include_that_names_no_path_fails_naming_the_page(tmp_path, monkeypatch, page):
+    with pytest.raises(ValueError) as err:
+        render(tmp_path, monkeypatch, page, {"a.txt": '--8<-- ":1:2"\n'})
+    assert str(err.value).startswith("docs/hostile.md:"), str(err.value)
