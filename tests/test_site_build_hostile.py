@@ -1118,3 +1118,43 @@ def test_fences_never_closed_are_found_reading_each_line_a_bounded_number_of_tim
     assert citations._fenced(lines) == set() and lines.reads <= 2 * len(lines), lines.reads
     lines = _CountingLines(["```python", "x", "~~~", "`````", "~~~~", "x", "~~~ no", "~~~~~", "````"])
     assert citations._fenced(lines) == {0, 1, 2, 3, 4, 5, 6, 7}, "a longer fence of its character closes a block"
+
+
+@pytest.mark.parametrize("opening, closing", [("{", "}"), ("\\sqrt{", "}"), ("\\left(", "\\right)"),
+                                              ("\\begin{matrix}", "\\end{matrix}"), ("\\sqrt[", "]{x}")],
+                         ids=["group", "sqrt", "left", "begin", "sqrt-optional"])
+def test_a_formula_renders_up_to_the_nesting_limit_and_fails_past_it_naming_the_page_and_line(
+        tmp_path, monkeypatch, opening, closing):
+    from site_build import mathml
+
+    def formula(depth: int) -> str:
+        return opening * depth + "x" + closing * depth
+
+    def page_html(depth: int) -> str:
+        return f'<p><span class="arithmatex">\\({html.escape(formula(depth))}\\)</span></p>'
+
+    limit = mathml.MATH_DEPTH_LIMIT
+    # the count is from above: the command that opens a level counts as one more until what follows it
+    assert all(depth <= mathml.nesting(formula(depth)) <= depth + 1 for depth in (1, 2, limit))
+    deepest = max(depth for depth in (limit - 1, limit) if mathml.nesting(formula(depth)) <= limit)
+    assert "<math" in mathml.render(page_html(deepest), "hostile.md")
+    (tmp_path / "hostile.md").write_text(f"# Hostile\n\nText \\({formula(limit + 1)}\\).\n", encoding="utf-8")
+    monkeypatch.setattr(mathml, "DOCS", tmp_path)
+    with pytest.raises(ValueError, match=r"^hostile\.md:3: the formula .* nests 10[12] levels deep.*MATH_DEPTH_LIMIT"):
+        mathml.render(page_html(limit + 1), "hostile.md")
+
+
+def test_commands_applied_to_commands_count_as_nesting_and_a_long_formula_is_refused():
+    from site_build import mathml
+
+    assert mathml.nesting("\\sqrt" * 150 + " x") == 150
+    assert mathml.nesting("\\sqrt{x} \\hat{y} " * 500) == 1        # one after another: no nesting
+    assert mathml.nesting("\\{" * 500 + "x") == 0                 # escaped braces open no group
+    flat = "x+" * (mathml.MATH_LENGTH_LIMIT // 2) + "y"
+    with pytest.raises(ValueError, match=r"^hostile\.md: the formula '?x\+x\+.* holds 20,001 characters"):
+        mathml.render(f'<div class="arithmatex">\\[{flat}\\]</div>', "hostile.md")
+    bell = "\\sqrt{" * 200 + "\x1b]0;owned\x07" + "}" * 200
+    with pytest.raises(ValueError) as err:
+        mathml.render(f'<p><span class="arithmatex">\\(x\\)</span><span class="arithmatex">\\({bell}\\)</span></p>',
+                      "hostile.md")
+    assert "\x1b" not in str(err.value) and "\x07" not in str(err.value), str(err.value)
