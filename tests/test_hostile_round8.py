@@ -190,8 +190,6 @@ def test_an_excerpt_an_include_brings_is_labelled_or_refused(tmp_path, monkeypat
     assert "Excerpt" in html and "no-copy" in html, "an included excerpt shows unlabelled, with a copy button"
 
 
-@pytest.mark.xfail(strict=True, reason="round 8: the shipped wheel's key misses its files' modes: hatchling "
-                                       "writes 755 or 644 into the wheel, so chmod +x ships the stale wheel")
 def test_the_wheels_key_changes_with_a_files_executable_bit(tmp_path, monkeypatch):
     import shutil
     import stat

@@ -1027,6 +1027,26 @@ def test_every_file_in_the_shipped_wheel_is_one_its_key_reads_with_the_same_byte
             assert archive.read(name) == source.read_bytes(), f"{name} is stale in the shipped wheel"
 
 
+def test_the_shipped_wheel_records_the_modes_its_key_reads_and_a_fixed_date(tmp_path, monkeypatch):
+    """Hatchling writes each file's mode (644 or 755) into the wheel and dates its entries by
+    SOURCE_DATE_EPOCH: the key covers the modes, and the build pins the date whatever the environment
+    says, so a wheel made under another SOURCE_DATE_EPOCH is never shipped under the same key."""
+    from hatchling.builders.utils import normalize_file_permissions
+
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))       # a wheel made now, not a stored one
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    wheel = shipped_wheel.build_wheel()
+    modes = {target: normalize_file_permissions(path.stat().st_mode) & 0o7777
+             for target, path in shipped_wheel.wheel_inputs() if target}
+    date = time.gmtime(shipped_wheel.WHEEL_EPOCH)[:6]
+    with zipfile.ZipFile(wheel) as archive:
+        for info in archive.infolist():
+            assert info.date_time == date, f"{info.filename} is dated {info.date_time}, not {date}"
+            if info.filename in modes:
+                assert info.external_attr >> 16 & 0o7777 == modes[info.filename], info.filename
+        assert modes.keys() <= set(archive.namelist())
+
+
 def test_an_apparatus_marker_belongs_on_its_own_page_alone():
     """The bibliography and glossary markers become those pages' entries; anywhere else they are an error."""
     assert [m.kind for m in markers.find("# B\n\n<!-- bibliography -->\n", "docs/bibliography.md")] == ["bibliography"]
