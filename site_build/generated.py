@@ -387,10 +387,11 @@ def as_markdown_text(text: str) -> str:
 
 def drill_steps(week_dir: Path) -> list[Path]:
     """A week's drill steps, ``drill_<n>_<topic>.py``, in the order of ``n`` read as a number (step 10
-    after step 9, not after step 1); a step without a number after those with one."""
+    after step 9, not after step 1); a step without a number (in ASCII digits: ``²`` or ``١`` is none)
+    after those with one."""
     def order(step: Path) -> tuple:
         n = step.name.split("_")[1]
-        return (0, int(n), step.name) if n.isdigit() else (1, 0, step.name)
+        return (0, int(n), step.name) if n.isascii() and n.isdigit() else (1, 0, step.name)
 
     return sorted(week_dir.glob("drill_*.py"), key=order)
 
