@@ -143,7 +143,7 @@ def _draw(script: Path) -> bytes | RuntimeError:
         out = Path(tmp) / "figure.svg"
         work = Path(tmp) / "work"          # the working folder: nothing of the repository in it
         work.mkdir()
-        env = dict(os.environ, MPLBACKEND="Agg")
+        env = dict(runner.reader_env(), MPLBACKEND="Agg")     # the snippets' fixed Python environment
         run = runner.run_bounded([sys.executable, "-c", _RUN_FIGURE, str(script), str(out)], work, env,
                                  FIGURES_TIMEOUT_S, limit=None)
         if run.returncode or run.stopped:
@@ -431,14 +431,15 @@ def drill_notebook(week_dir: Path) -> dict:
 
 def execute_notebook(source: str) -> str:
     """The notebook ``source`` (JSON) run top to bottom in a fresh python3 kernel in a scratch folder,
-    as JSON; any error fails the build."""
+    in the snippets' fixed Python environment (:func:`site_build.runner.reader_env`), as JSON; any
+    error fails the build."""
     import nbformat
     from nbclient import NotebookClient
 
     node = nbformat.reads(source, as_version=4)
     with tempfile.TemporaryDirectory() as tmp:
         NotebookClient(node, timeout=600, kernel_name="python3", allow_errors=False, record_timing=False,
-                       resources={"metadata": {"path": tmp}}).execute()
+                       resources={"metadata": {"path": tmp}}).execute(env=runner.reader_env())
     for cell in node.cells:
         cell.source = _source_lines(cell.source)       # nbformat.writes splits a str source at every line break
         if cell.cell_type == "code":

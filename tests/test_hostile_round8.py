@@ -221,9 +221,6 @@ def test_an_include_that_names_no_path_fails_naming_the_page(tmp_path, monkeypat
     assert str(err.value).startswith("docs/hostile.md:"), str(err.value)
 
 
-@pytest.mark.xfail(strict=True, reason="round 8: PYTHONIOENCODING and PYTHONOPTIMIZE reach every snippet the "
-                                       "build runs but not the key: another environment's output is shown as this "
-                                       "one's, and asserts skipped under -O are stored as passed")
 @pytest.mark.parametrize("name, value, code", [
     ("PYTHONIOENCODING", "ascii:backslashreplace", 'print("caf\\u00e9")\n'),
     ("PYTHONOPTIMIZE", "1", 'assert 1 + 1 == 3, "what must hold on any machine"\nprint("checked")\n'),

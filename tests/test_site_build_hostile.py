@@ -1178,3 +1178,40 @@ def test_commands_applied_to_commands_count_as_nesting_and_a_long_formula_is_ref
         mathml.render(f'<p><span class="arithmatex">\\(x\\)</span><span class="arithmatex">\\({bell}\\)</span></p>',
                       "hostile.md")
     assert "\x1b" not in str(err.value) and "\x07" not in str(err.value), str(err.value)
+
+
+_BUILD_ENVIRONMENT = {"PYTHONOPTIMIZE": "2", "PYTHONIOENCODING": "ascii:backslashreplace", "PYTHONHASHSEED": "0",
+                      "PYTHONWARNINGS": "error", "PYTHONINTMAXSTRDIGITS": "640", "COLUMNS": "20",
+                      "PYTHONPATH": "/nowhere"}
+#: what a run prints of its environment: none of the build's variables above, text in UTF-8, asserts on
+_REPORT = ("import os, sys\n"
+           "assert sys.flags.optimize == 0 and sys.flags.hash_randomization, 'asserts run, hashes are random'\n"
+           "print(sys.stdout.encoding, sys.flags.utf8_mode, sorted((k, os.environ[k]) for k in set(os.environ) & "
+           "set({names})))\n")
+
+
+def test_snippets_figures_and_notebooks_run_in_a_fixed_python_environment(tmp_path, monkeypatch):
+    """No PYTHON* variable of the build's environment (but those naming the interpreter and its
+    packages) reaches what the build runs and stores: a snippet, a figure script, a drill notebook."""
+    from site_build import runner
+
+    for name, value in _BUILD_ENVIRONMENT.items():
+        monkeypatch.setenv(name, value)
+    report = _REPORT.format(names=sorted(_BUILD_ENVIRONMENT))
+    expected = "utf-8 1 [('PYTHONIOENCODING', 'utf-8:strict')]\n"
+    run = runner.run_as_snippet(report.encode(), tmp_path, 60)
+    assert (run.returncode, run.stdout.decode()) == (0, expected), run.stderr.decode()[-2000:]
+    figure = tmp_path / "figure_env.py"
+    figure.write_text(report + "import matplotlib.pyplot as plt, sys\nplt.plot([1, 2])\n"
+                      "plt.savefig(sys.argv[1], metadata={'Description': 'a line'})\n", encoding="utf-8")
+    drawn = generated._draw(figure)
+    assert not isinstance(drawn, Exception), str(drawn)[-2000:]
+    notebook = generated.execute_notebook(json.dumps({
+        "cells": [{"cell_type": "code", "id": "env", "metadata": {}, "execution_count": None, "outputs": [],
+                   "source": report.replace("sys.stdout.encoding, ", "")}],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5}))
+    outputs = json.loads(notebook)["cells"][0]["outputs"]
+    assert [o.get("text") for o in outputs] == [[expected[len("utf-8 "):]]], outputs
+    assert all(f"{name}={value}" not in runner.HOW for name, value in _BUILD_ENVIRONMENT.items())
+    assert "PYTHONUTF8=1" in runner.HOW and "PYTHONIOENCODING=utf-8:strict" in runner.HOW
