@@ -244,10 +244,9 @@ _FIGURE_REFERENCE = re.compile(rf"^ {{0,3}}\[(?P<label>[^\]\n]+)\]:[ \t]*(?:{_FI
 _CAPTION = re.compile(r"^[ \t]*/// caption[ \t]*$")
 
 
-def check_captions(markdown: str, page_uri: str, first_line: int = 1) -> None:
-    """Raise ``ValueError`` naming the page and the line (``first_line``: the file's line of
-    ``markdown``'s first) for a generated figure outside code (fenced and indented blocks, inline
-    code spans) that no ``/// caption`` block follows on the next line that is not blank."""
+def uncaptioned(markdown: str) -> list[tuple[int, re.Match]]:
+    """(line index, match) of each generated figure of ``markdown`` outside code (fenced and indented
+    blocks, inline code spans) that no ``/// caption`` block follows on the next line that is not blank."""
     from . import markers
 
     lines = markdown.split("\n")
@@ -268,13 +267,20 @@ def check_captions(markdown: str, page_uri: str, first_line: int = 1) -> None:
     # a line that starts with HTML (up to 3 spaces in) is an HTML block to Markdown, never code
     code = markers.indented_code(lines, {i: m.start() for i, m in figures.items()
                                          if not re.match(r" {0,3}<", lines[i])})
-    for i, m in figures.items():
-        if i in code:                                   # shown as code
-            continue
-        below = next((line for line in lines[i + 1:] if line.strip()), "")
-        if not _CAPTION.match(below):
-            raise ValueError(f"docs/{page_uri}:{first_line + i}: {m.group(0)}: a figure has a caption under "
-                             f"it (/// caption, what to see in it, ///), the next line that is not blank")
+    return [(i, m) for i, m in figures.items()
+            if i not in code and not _CAPTION.match(next((line for line in lines[i + 1:] if line.strip()), ""))]
+
+
+#: what a figure needs, as errors say it
+CAPTION_RULE = "a figure has a caption under it (/// caption, what to see in it, ///), the next line that is not blank"
+
+
+def check_captions(markdown: str, page_uri: str, first_line: int = 1) -> None:
+    """Raise ``ValueError`` naming the page and the line (``first_line``: the file's line of
+    ``markdown``'s first) for the first figure of :func:`uncaptioned`. What a page's includes bring is
+    checked once they are expanded (:mod:`site_build.brought`)."""
+    for i, m in uncaptioned(markdown):
+        raise ValueError(f"docs/{page_uri}:{first_line + i}: {m.group(0)}: {CAPTION_RULE}")
 
 
 def _source_lines(text: str) -> list[str]:

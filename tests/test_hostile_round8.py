@@ -152,8 +152,6 @@ def _figure_root(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)                   # the site's includes are read from here
 
 
-@pytest.mark.xfail(strict=True, reason="round 8: a figure brought by an included Markdown file skips the "
-                                       "caption check: the build ships it without a caption")
 def test_a_figure_an_include_brings_needs_its_caption_too(tmp_path, monkeypatch):
     _figure_root(tmp_path, monkeypatch)
     (tmp_path / "snippets" / "fig.md").write_text("![a curve](figures/hostile/f.svg)\n\nNo caption.\n",
@@ -168,8 +166,6 @@ def test_a_figure_an_include_brings_needs_its_caption_too(tmp_path, monkeypatch)
     assert "<figcaption" in html, "a generated figure reached the page with no caption and no error"
 
 
-@pytest.mark.xfail(strict=True, reason="round 8: an excerpt fence brought by an included Markdown file is "
-                                       "neither labelled nor checked: it ships as a copyable block")
 def test_an_excerpt_an_include_brings_is_labelled_or_refused(tmp_path, monkeypatch):
     import shutil
 

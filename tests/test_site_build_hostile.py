@@ -1215,3 +1215,42 @@ def test_snippets_figures_and_notebooks_run_in_a_fixed_python_environment(tmp_pa
     assert [o.get("text") for o in outputs] == [[expected[len("utf-8 "):]]], outputs
     assert all(f"{name}={value}" not in runner.HOW for name, value in _BUILD_ENVIRONMENT.items())
     assert "PYTHONUTF8=1" in runner.HOW and "PYTHONIOENCODING=utf-8:strict" in runner.HOW
+
+
+def _included_figures_root(root: Path, monkeypatch) -> None:
+    """``root`` with one generated figure and the Markdown files that include it, as the cwd."""
+    (root / "figures" / "hostile").mkdir(parents=True)
+    (root / "figures" / "hostile" / "f.svg").write_text(
+        "<svg><metadata><dc:description>A curve of 3 points</dc:description></metadata></svg>", encoding="utf-8")
+    monkeypatch.setattr(generated, "FIGURES", root / "figures")
+    (root / "snippets").mkdir()
+    for name, text in {"bare.md": "![a curve](figures/hostile/f.svg)\n",
+                       "captioned.md": "![a curve](figures/hostile/f.svg)\n\n/// caption\nThe curve.\n///\n",
+                       "nested.md": 'Text.\n\n--8<-- "snippets/bare.md"\n',
+                       "excerpt.md": '```{.python .excerpt title="x"}\n--8<-- "snippets/bare.md"\n```\n'}.items():
+        (root / "snippets" / name).write_text(text, encoding="utf-8")
+    monkeypatch.chdir(root)
+
+
+@pytest.mark.parametrize("page, shown", [
+    ('# H\n\n--8<-- "snippets/captioned.md"\n', True),
+    ('# H\n\n--8<-- "snippets/bare.md"\n\n/// caption\nCaptioned on the page.\n///\n', True),
+    ('# H\n\n````markdown\n--8<-- "snippets/excerpt.md"\n--8<-- "snippets/bare.md"\n````\n', False),
+], ids=["captioned-in-the-file", "captioned-on-the-page", "shown-as-code"])
+def test_what_an_include_brings_with_its_caption_or_as_code_renders(tmp_path, monkeypatch, page, shown):
+    _included_figures_root(tmp_path, monkeypatch)
+    html_ = render_page(page)
+    assert ("<figcaption" in html_) == shown and ("Excerpt ·" not in html_)
+
+
+@pytest.mark.parametrize("page, line, what", [
+    ('# H\n\n--8<-- "snippets/captioned.md"\n\nText.\n\n--8<-- "snippets/bare.md"\n', 7, "the figure"),
+    ('# H\n\n--8<-- "snippets/bare.md"\n\n/// caption\nC.\n///\n\n--8<-- "snippets/bare.md"\n', 9, "the figure"),
+    ('# H\n\n--8<-- "snippets/nested.md"\n', 3, "the figure"),
+    ('# H\n\nText.\n\n--8<-- "snippets/excerpt.md"\n', 5, "the excerpt fence"),
+], ids=["second-include", "same-file-twice", "nested", "excerpt"])
+def test_an_uncaptioned_figure_or_an_excerpt_an_include_brings_fails_naming_the_include_s_line(
+        tmp_path, monkeypatch, page, line, what):
+    _included_figures_root(tmp_path, monkeypatch)
+    with pytest.raises(ValueError, match=rf'^docs/hostile\.md:{line}: --8<-- "snippets/\w+\.md": brings {what} '):
+        render_page(page)
