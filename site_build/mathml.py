@@ -92,7 +92,18 @@ def _convert(latex: str, display: bool, page: str) -> str:
     try:
         return _CONVERTER.convert_with_local_state(source, displaystyle=display)
     except math_core.LatexError as err:
-        raise ValueError(f"{page}: cannot render math {source!r}: {err}") from None
+        raise ValueError(f"{page}: cannot render math {source!r}: {_reason(err)}") from None
+
+
+#: the colours the converter puts in its messages
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _reason(err: Exception) -> str:
+    """The converter's message without its colours and its drawing of the formula (which echoes the
+    formula's characters raw, ESC included): its first line, escaped where it holds a control character."""
+    lines = [line.strip() for line in _SGR.sub("", str(err)).split("\n") if line.strip()]
+    return shown_path(lines[0].removeprefix("Error: ") if lines else "rejected")
 
 
 def render(content: str, page: str) -> str:

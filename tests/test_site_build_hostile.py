@@ -1254,3 +1254,13 @@ def test_an_uncaptioned_figure_or_an_excerpt_an_include_brings_fails_naming_the_
     _included_figures_root(tmp_path, monkeypatch)
     with pytest.raises(ValueError, match=rf'^docs/hostile\.md:{line}: --8<-- "snippets/\w+\.md": brings {what} '):
         render_page(page)
+
+
+def test_a_formula_the_converter_rejects_fails_naming_why_on_one_line_without_escapes():
+    from site_build import mathml
+
+    with pytest.raises(ValueError) as err:
+        mathml.render('<p><span class="arithmatex">\\(\\foo\x1b[2J\\)</span></p>', "hostile.md")
+    message = str(err.value)
+    assert message.startswith("hostile.md: cannot render math") and "Unknown command" in message, message
+    assert "\x1b" not in message and "\n" not in message, repr(message)
