@@ -143,7 +143,7 @@ def _draw(script: Path) -> bytes | RuntimeError:
         out = Path(tmp) / "figure.svg"
         work = Path(tmp) / "work"          # the working folder: nothing of the repository in it
         work.mkdir()
-        env = dict(os.environ, MPLBACKEND="Agg")
+        env = dict(runner.reader_env(), MPLBACKEND="Agg")     # the snippets' fixed Python environment
         run = runner.run_bounded([sys.executable, "-c", _RUN_FIGURE, str(script), str(out)], work, env,
                                  FIGURES_TIMEOUT_S, limit=None)
         if run.returncode or run.stopped:
@@ -244,10 +244,9 @@ _FIGURE_REFERENCE = re.compile(rf"^ {{0,3}}\[(?P<label>[^\]\n]+)\]:[ \t]*(?:{_FI
 _CAPTION = re.compile(r"^[ \t]*/// caption[ \t]*$")
 
 
-def check_captions(markdown: str, page_uri: str, first_line: int = 1) -> None:
-    """Raise ``ValueError`` naming the page and the line (``first_line``: the file's line of
-    ``markdown``'s first) for a generated figure outside code (fenced and indented blocks, inline
-    code spans) that no ``/// caption`` block follows on the next line that is not blank."""
+def uncaptioned(markdown: str) -> list[tuple[int, re.Match]]:
+    """(line index, match) of each generated figure of ``markdown`` outside code (fenced and indented
+    blocks, inline code spans) that no ``/// caption`` block follows on the next line that is not blank."""
     from . import markers
 
     lines = markdown.split("\n")
@@ -268,13 +267,20 @@ def check_captions(markdown: str, page_uri: str, first_line: int = 1) -> None:
     # a line that starts with HTML (up to 3 spaces in) is an HTML block to Markdown, never code
     code = markers.indented_code(lines, {i: m.start() for i, m in figures.items()
                                          if not re.match(r" {0,3}<", lines[i])})
-    for i, m in figures.items():
-        if i in code:                                   # shown as code
-            continue
-        below = next((line for line in lines[i + 1:] if line.strip()), "")
-        if not _CAPTION.match(below):
-            raise ValueError(f"docs/{page_uri}:{first_line + i}: {m.group(0)}: a figure has a caption under "
-                             f"it (/// caption, what to see in it, ///), the next line that is not blank")
+    return [(i, m) for i, m in figures.items()
+            if i not in code and not _CAPTION.match(next((line for line in lines[i + 1:] if line.strip()), ""))]
+
+
+#: what a figure needs, as errors say it
+CAPTION_RULE = "a figure has a caption under it (/// caption, what to see in it, ///), the next line that is not blank"
+
+
+def check_captions(markdown: str, page_uri: str, first_line: int = 1) -> None:
+    """Raise ``ValueError`` naming the page and the line (``first_line``: the file's line of
+    ``markdown``'s first) for the first figure of :func:`uncaptioned`. What a page's includes bring is
+    checked once they are expanded (:mod:`site_build.brought`)."""
+    for i, m in uncaptioned(markdown):
+        raise ValueError(f"docs/{page_uri}:{first_line + i}: {m.group(0)}: {CAPTION_RULE}")
 
 
 def _source_lines(text: str) -> list[str]:
@@ -387,10 +393,11 @@ def as_markdown_text(text: str) -> str:
 
 def drill_steps(week_dir: Path) -> list[Path]:
     """A week's drill steps, ``drill_<n>_<topic>.py``, in the order of ``n`` read as a number (step 10
-    after step 9, not after step 1); a step without a number after those with one."""
+    after step 9, not after step 1); a step without a number (in ASCII digits: ``²`` or ``١`` is none)
+    after those with one."""
     def order(step: Path) -> tuple:
         n = step.name.split("_")[1]
-        return (0, int(n), step.name) if n.isdigit() else (1, 0, step.name)
+        return (0, int(n), step.name) if n.isascii() and n.isdigit() else (1, 0, step.name)
 
     return sorted(week_dir.glob("drill_*.py"), key=order)
 
@@ -430,14 +437,15 @@ def drill_notebook(week_dir: Path) -> dict:
 
 def execute_notebook(source: str) -> str:
     """The notebook ``source`` (JSON) run top to bottom in a fresh python3 kernel in a scratch folder,
-    as JSON; any error fails the build."""
+    in the snippets' fixed Python environment (:func:`site_build.runner.reader_env`), as JSON; any
+    error fails the build."""
     import nbformat
     from nbclient import NotebookClient
 
     node = nbformat.reads(source, as_version=4)
     with tempfile.TemporaryDirectory() as tmp:
         NotebookClient(node, timeout=600, kernel_name="python3", allow_errors=False, record_timing=False,
-                       resources={"metadata": {"path": tmp}}).execute()
+                       resources={"metadata": {"path": tmp}}).execute(env=runner.reader_env())
     for cell in node.cells:
         cell.source = _source_lines(cell.source)       # nbformat.writes splits a str source at every line break
         if cell.cell_type == "code":

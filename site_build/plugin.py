@@ -4,8 +4,10 @@
 event                       stages, in this order
 ==========================  ====================================================================
 ``on_startup``              remember whether ``mkdocs serve --dirty`` runs (:mod:`.dirty_pages`)
-``on_config``               includes confined to the project (:mod:`.includes`); under ``mkdocs
-                            serve --dirty``, no printable book (:func:`.apparatus.no_print_page`)
+``on_config``               includes confined to the project (:mod:`.includes`), and what they
+                            bring into a page checked as the page is (:mod:`.brought`); under
+                            ``mkdocs serve --dirty``, no printable book
+                            (:func:`.apparatus.no_print_page`)
 ``on_pre_build``            1. Chapter 9's training run (:mod:`.capstone_run`), when its inputs
                             changed; 2. figures and drill notebooks (:mod:`.generated`), when
                             theirs changed; 3. Chapter 8's measured report (:mod:`.measured`),
@@ -52,8 +54,8 @@ from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 
 from netcl_lite import fingerprint
 
-from . import apparatus, build_output, capstone_run, copyable, generated, includes, markers, mathml, measured
-from . import offline, outputs, shipped_wheel, source_pages, store, templates
+from . import apparatus, brought, build_output, capstone_run, copyable, generated, includes, markers, mathml
+from . import measured, offline, outputs, shipped_wheel, source_pages, store, templates
 from .dirty_pages import DirtyPages
 from .inputs import InputWatch
 from .paths import DOCS, FIGURES
@@ -107,7 +109,9 @@ class SiteBuild(BasePlugin):
     def on_config(self, config):
         if self.quick_loop:
             apparatus.no_print_page(config)
-        return includes.contain(config, self.page)
+        config = includes.contain(config, self.page)
+        config.markdown_extensions.append(brought.BroughtChecked(self.page))
+        return config
 
     # -- one build -------------------------------------------------------------------------------
 

@@ -1,7 +1,20 @@
 """Run a snippet as a reader runs it: ``python <snippet>`` in a fresh interpreter, in a scratch
 folder, with ``PYTHONPATH`` unset and no pytest variables, so only the installed ``netcl_lite`` is
 importable. The build runs build-output snippets this way, and the tests run every page block this
-way (``tests/test_docs_blocks.py``)."""
+way (``tests/test_docs_blocks.py``).
+
+What a snippet prints must follow from what the execution cache keys on, so every run here (the
+build's snippets, its figures and drill notebooks, the tests' page blocks) sees a fixed Python
+environment (:func:`reader_env`), not the build's: no ``PYTHON*`` variable of the build's environment
+reaches it (``PYTHONOPTIMIZE`` would strip a snippet's asserts and a failing one would be stored as
+passed; ``PYTHONIOENCODING``, ``PYTHONINTMAXSTRDIGITS``, ``PYTHONHASHSEED`` and ``PYTHONWARNINGS`` change
+what it prints or whether it fails; ``PYTHONSTARTUP``, ``PYTHONINSPECT``, ``PYTHONBREAKPOINT`` and
+the rest change how it runs), but for those of :data:`KEPT_PYTHON_VARIABLES`, which say which
+interpreter and packages run it, as they do for the build that records their versions. Its text in
+and out is UTF-8, strict (:data:`FIXED`), as on a reader's UTF-8 terminal, whatever the build's
+locale; each run draws its own hash seed, as a reader's ``python`` does. The terminal's size
+(``COLUMNS``, ``LINES``: argparse wraps its help to it) and the colour switches (``FORCE_COLOR``,
+``NO_COLOR``) do not reach it either."""
 
 from __future__ import annotations
 
@@ -19,21 +32,37 @@ from pathlib import Path
 #: the doc tests run (:func:`run_as_snippet`), so that what it prints (argparse's usage, a
 #: traceback's file name) does not depend on which ran it
 SCRIPT_NAME = "block.py"
-#: how a snippet runs; part of the execution-cache key of what it prints
+#: the ``PYTHON*`` variables that reach a snippet from the build's environment: where the interpreter
+#: and its packages are (the packages the execution cache records by version) and where bytecode is
+#: kept; every other one is left out (:func:`reader_env`)
+KEPT_PYTHON_VARIABLES = frozenset({"PYTHONHOME", "PYTHONPLATLIBDIR", "PYTHONNOUSERSITE", "PYTHONUSERBASE",
+                                   "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX"})
+#: variables that are not ``PYTHON*`` but change what a snippet prints, left out too: the terminal's size
+#: (argparse wraps its help to ``COLUMNS``) and the colour switches
+LEFT_OUT = frozenset({"COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR"})
+#: what every snippet runs with, whatever the build's environment says
+FIXED = {"PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8:strict"}
+#: how a snippet runs; part of the execution-cache key of what it prints (and, through
+#: :func:`site_build.store.context`, of every figure and notebook)
 HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fresh interpreter, alone in a "
-       f"scratch folder, PYTHONPATH unset")
+       f"scratch folder, PYTHONPATH unset, no PYTHON* variable of the build but "
+       f"{' '.join(sorted(KEPT_PYTHON_VARIABLES))}, none of {' '.join(sorted(LEFT_OUT))}, "
+       f"{' '.join(f'{k}={v}' for k, v in sorted(FIXED.items()))}")
 #: how much of a failing run's stderr an error shows (its end), in bytes
 STDERR_TAIL = 4000
 
 
 def reader_env(drop: tuple[str, ...] = ()) -> dict[str, str]:
-    """The environment a reader's ``python`` sees: this one without ``PYTHONPATH``, ``PYTEST*``
-    variables and any variable that starts with one of ``drop``."""
+    """The environment every snippet runs in (see the module's text): this one without ``PYTEST*``
+    variables, any ``PYTHON*`` variable but :data:`KEPT_PYTHON_VARIABLES` (``PYTHONPATH`` among those
+    left out), the variables of :data:`LEFT_OUT` and any variable that starts with one of ``drop``;
+    with :data:`FIXED`."""
     if not isinstance(drop, tuple) or not all(isinstance(p, str) and p for p in drop):
         raise TypeError(f"drop must be a tuple of non-empty variable-name prefixes, got {drop!r}")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", *drop))}
-    env.pop("PYTHONPATH", None)
-    return env
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST", *drop)) and k not in LEFT_OUT
+           and (not k.startswith("PYTHON") or k in KEPT_PYTHON_VARIABLES)}
+    return {**env, **FIXED}
 
 
 class SnippetError(RuntimeError):

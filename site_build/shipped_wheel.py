@@ -11,6 +11,10 @@ of what goes into it, as hatchling itself lists it from ``pyproject.toml`` (ever
 packages and of ``force-include``: ``kernels/``, ``benchmarks/results/capstone_seeds.json``),
 with ``pyproject.toml``, the README and license files its metadata is made from and hatchling's
 version, so a rebuild whose sources are unchanged reuses it and any other rebuild makes it anew.
+Hatchling writes each file's mode into the wheel (644 or 755 as the owner's executable bit says, in
+its reproducible mode) and dates every entry ``SOURCE_DATE_EPOCH``: the digest covers the modes as
+hatchling writes them, and the build pins the date (:data:`WHEEL_EPOCH`), so the wheel's bytes
+follow from what the digest covers.
 It is put there whole (:func:`netcl_lite.files.atomic_write`): builds share the cache, and an
 interrupted copy must never be found as a wheel.
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import subprocess
 import sys
 import tempfile
@@ -59,13 +64,23 @@ def library_files() -> list[Path]:
     return sorted(ROOT.glob("netcl_lite/**/*.py")) + sorted(p for p in (ROOT / "kernels").glob("*.[ch]*"))
 
 
+#: the date of every entry of the wheel (``SOURCE_DATE_EPOCH`` of its build): hatchling's own
+#: default, 2020-02-02, fixed whatever the build's environment says
+WHEEL_EPOCH = 1580601600
+
+
+def _builder():
+    """Hatchling's wheel builder of the project at ``ROOT``."""
+    from hatchling.builders.wheel import WheelBuilder
+
+    return WheelBuilder(str(ROOT))
+
+
 def wheel_inputs() -> list[tuple[str, Path]]:
     """(path in the wheel, file) for each file the wheel carries, as hatchling lists them from
     pyproject.toml (its packages and its ``force-include``), and ("", file) for each file its metadata
     is made from: ``pyproject.toml``, the README and the license files."""
-    from hatchling.builders.wheel import WheelBuilder
-
-    builder = WheelBuilder(str(ROOT))
+    builder = _builder()
     core = builder.metadata.core
     meta = ["pyproject.toml", *([core.readme_path] if core.readme_path else []), *core.license_files]
     return ([("", ROOT / name) for name in meta]
@@ -77,16 +92,31 @@ def wheel_sources() -> list[Path]:
     return [path for _, path in wheel_inputs()]
 
 
+def _recorded(path: Path, reproducible: bool) -> str:
+    """What hatchling writes into the wheel about ``path`` besides its bytes: its mode (normalised to
+    644 or 755 when the build is reproducible, hatchling's default) or, when it is not, its mode and
+    modification time as they are."""
+    from hatchling.builders.utils import normalize_file_permissions
+
+    st = path.stat()
+    if reproducible:
+        return f"mode {normalize_file_permissions(st.st_mode):o}"
+    return f"mode {st.st_mode:o} mtime {int(st.st_mtime)}"
+
+
 def sources_digest() -> str:
-    """A digest of :func:`wheel_inputs` (each file's path in the wheel and its bytes) and of hatchling's
-    version: the name of the folder that keeps the wheel built from them."""
+    """A digest of :func:`wheel_inputs` (each file's path in the wheel, its bytes and what hatchling
+    records of it besides, :func:`_recorded`), of hatchling's version and of the date its entries carry
+    (:data:`WHEEL_EPOCH`): the name of the folder that keeps the wheel built from them."""
     from hatchling import __about__
 
-    h = hashlib.sha256(f"hatchling {__about__.__version__}\n".encode())
+    reproducible = bool(_builder().config.reproducible)
+    h = hashlib.sha256(f"hatchling {__about__.__version__}\nSOURCE_DATE_EPOCH {WHEEL_EPOCH}\n".encode())
     for name, path in wheel_inputs():
         data = path.read_bytes()
         label = f"{path.relative_to(ROOT).as_posix()} -> {name}" if path.is_relative_to(ROOT) else f"{path} -> {name}"
-        h.update(label.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+        recorded = _recorded(path, reproducible) if name else ""     # metadata files: only their text counts
+        h.update(f"{label} {recorded}".encode() + b"\0" + len(data).to_bytes(8, "little") + data)
     return h.hexdigest()[:24]
 
 
@@ -97,7 +127,8 @@ def build_wheel() -> Path:
         return stored
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                               "-q", "-w", tmp, str(ROOT)], capture_output=True, text=True, timeout=600)
+                               "-q", "-w", tmp, str(ROOT)], capture_output=True, text=True, timeout=600,
+                              env=dict(os.environ, SOURCE_DATE_EPOCH=str(WHEEL_EPOCH)))
         built = Path(tmp) / wheel_name()
         if proc.returncode or not built.is_file():
             raise RuntimeError(f"building {wheel_name()} failed (is hatchling installed? it is in the docs "

@@ -38,12 +38,15 @@ log = logging.getLogger("mkdocs.plugins.site_build.execution_cache")
 
 def context() -> str:
     """What every key of one build shares: :func:`netcl_lite.fingerprint.context` with :data:`PACKAGES`
-    on the default device, and the data file the library reads for the pages
-    (:func:`netcl_lite.capstone.seeds_file`, the seeds' results Chapter 9 prints)."""
+    on the default device, the data file the library reads for the pages
+    (:func:`netcl_lite.capstone.seeds_file`, the seeds' results Chapter 9 prints), and the fixed
+    environment every snippet, figure and notebook runs in (:data:`site_build.runner.HOW`)."""
     from netcl_lite import capstone
 
+    from .runner import HOW
+
     data = fingerprint.files_digest([capstone.seeds_file()])
-    return f"{fingerprint.context(packages=PACKAGES)}\nlibrary data {data}"
+    return f"{fingerprint.context(packages=PACKAGES)}\nlibrary data {data}\nrun as {HOW}"
 
 
 def _path(kind: str, item_key: str) -> Path:

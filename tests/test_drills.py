@@ -34,6 +34,18 @@ def test_a_tenth_drill_step_comes_after_the_ninth(tmp_path):
     assert headings == ["## Step 1", "## Step 2", "## Step 9", "## Step 10", "## Step 11"], headings
 
 
+def test_a_step_numbered_in_other_than_ascii_digits_counts_as_unnumbered(tmp_path):
+    """``"²".isdigit()`` holds but ``int("²")`` raises: the order reads ASCII digits only, so a step
+    named with a superscript or another script's digit comes after the numbered ones, by name."""
+    week = tmp_path / "week99"
+    week.mkdir()
+    names = ["drill_\u00b2_x.py", "drill_10_b.py", "drill_\u0661_y.py", "drill_2_a.py", "drill_x.py"]
+    for name in names:
+        (week / name).write_text("# Step\nprint(1)\n", encoding="utf-8")
+    assert [p.name for p in generated.drill_steps(week)] == [
+        "drill_2_a.py", "drill_10_b.py", *sorted(["drill_\u00b2_x.py", "drill_\u0661_y.py", "drill_x.py"])]
+
+
 def test_a_steps_heading_is_its_first_comment_line_without_the_hashes(tmp_path):
     week = tmp_path / "week99"
     week.mkdir()

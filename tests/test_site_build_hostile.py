@@ -1027,6 +1027,26 @@ def test_every_file_in_the_shipped_wheel_is_one_its_key_reads_with_the_same_byte
             assert archive.read(name) == source.read_bytes(), f"{name} is stale in the shipped wheel"
 
 
+def test_the_shipped_wheel_records_the_modes_its_key_reads_and_a_fixed_date(tmp_path, monkeypatch):
+    """Hatchling writes each file's mode (644 or 755) into the wheel and dates its entries by
+    SOURCE_DATE_EPOCH: the key covers the modes, and the build pins the date whatever the environment
+    says, so a wheel made under another SOURCE_DATE_EPOCH is never shipped under the same key."""
+    from hatchling.builders.utils import normalize_file_permissions
+
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))       # a wheel made now, not a stored one
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    wheel = shipped_wheel.build_wheel()
+    modes = {target: normalize_file_permissions(path.stat().st_mode) & 0o7777
+             for target, path in shipped_wheel.wheel_inputs() if target}
+    date = time.gmtime(shipped_wheel.WHEEL_EPOCH)[:6]
+    with zipfile.ZipFile(wheel) as archive:
+        for info in archive.infolist():
+            assert info.date_time == date, f"{info.filename} is dated {info.date_time}, not {date}"
+            if info.filename in modes:
+                assert info.external_attr >> 16 & 0o7777 == modes[info.filename], info.filename
+        assert modes.keys() <= set(archive.namelist())
+
+
 def test_an_apparatus_marker_belongs_on_its_own_page_alone():
     """The bibliography and glossary markers become those pages' entries; anywhere else they are an error."""
     assert [m.kind for m in markers.find("# B\n\n<!-- bibliography -->\n", "docs/bibliography.md")] == ["bibliography"]
@@ -1118,3 +1138,129 @@ def test_fences_never_closed_are_found_reading_each_line_a_bounded_number_of_tim
     assert citations._fenced(lines) == set() and lines.reads <= 2 * len(lines), lines.reads
     lines = _CountingLines(["```python", "x", "~~~", "`````", "~~~~", "x", "~~~ no", "~~~~~", "````"])
     assert citations._fenced(lines) == {0, 1, 2, 3, 4, 5, 6, 7}, "a longer fence of its character closes a block"
+
+
+@pytest.mark.parametrize("opening, closing", [("{", "}"), ("\\sqrt{", "}"), ("\\left(", "\\right)"),
+                                              ("\\begin{matrix}", "\\end{matrix}"), ("\\sqrt[", "]{x}")],
+                         ids=["group", "sqrt", "left", "begin", "sqrt-optional"])
+def test_a_formula_renders_up_to_the_nesting_limit_and_fails_past_it_naming_the_page_and_line(
+        tmp_path, monkeypatch, opening, closing):
+    from site_build import mathml
+
+    def formula(depth: int) -> str:
+        return opening * depth + "x" + closing * depth
+
+    def page_html(depth: int) -> str:
+        return f'<p><span class="arithmatex">\\({html.escape(formula(depth))}\\)</span></p>'
+
+    limit = mathml.MATH_DEPTH_LIMIT
+    # the count is from above: the command that opens a level counts as one more until what follows it
+    assert all(depth <= mathml.nesting(formula(depth)) <= depth + 1 for depth in (1, 2, limit))
+    deepest = max(depth for depth in (limit - 1, limit) if mathml.nesting(formula(depth)) <= limit)
+    assert "<math" in mathml.render(page_html(deepest), "hostile.md")
+    (tmp_path / "hostile.md").write_text(f"# Hostile\n\nText \\({formula(limit + 1)}\\).\n", encoding="utf-8")
+    monkeypatch.setattr(mathml, "DOCS", tmp_path)
+    with pytest.raises(ValueError, match=r"^hostile\.md:3: the formula .* nests 10[12] levels deep.*MATH_DEPTH_LIMIT"):
+        mathml.render(page_html(limit + 1), "hostile.md")
+
+
+def test_commands_applied_to_commands_count_as_nesting_and_a_long_formula_is_refused():
+    from site_build import mathml
+
+    assert mathml.nesting("\\sqrt" * 150 + " x") == 150
+    assert mathml.nesting("\\sqrt{x} \\hat{y} " * 500) == 1        # one after another: no nesting
+    assert mathml.nesting("\\{" * 500 + "x") == 0                 # escaped braces open no group
+    flat = "x+" * (mathml.MATH_LENGTH_LIMIT // 2) + "y"
+    with pytest.raises(ValueError, match=r"^hostile\.md: the formula '?x\+x\+.* holds 20,001 characters"):
+        mathml.render(f'<div class="arithmatex">\\[{flat}\\]</div>', "hostile.md")
+    bell = "\\sqrt{" * 200 + "\x1b]0;owned\x07" + "}" * 200
+    with pytest.raises(ValueError) as err:
+        mathml.render(f'<p><span class="arithmatex">\\(x\\)</span><span class="arithmatex">\\({bell}\\)</span></p>',
+                      "hostile.md")
+    assert "\x1b" not in str(err.value) and "\x07" not in str(err.value), str(err.value)
+
+
+_BUILD_ENVIRONMENT = {"PYTHONOPTIMIZE": "2", "PYTHONIOENCODING": "ascii:backslashreplace", "PYTHONHASHSEED": "0",
+                      "PYTHONWARNINGS": "error", "PYTHONINTMAXSTRDIGITS": "640", "COLUMNS": "20",
+                      "PYTHONPATH": "/nowhere"}
+#: what a run prints of its environment: none of the build's variables above, text in UTF-8, asserts on
+_REPORT = ("import os, sys\n"
+           "assert sys.flags.optimize == 0 and sys.flags.hash_randomization, 'asserts run, hashes are random'\n"
+           "print(sys.stdout.encoding, sys.flags.utf8_mode, sorted((k, os.environ[k]) for k in set(os.environ) & "
+           "set({names})))\n")
+
+
+def test_snippets_figures_and_notebooks_run_in_a_fixed_python_environment(tmp_path, monkeypatch):
+    """No PYTHON* variable of the build's environment (but those naming the interpreter and its
+    packages) reaches what the build runs and stores: a snippet, a figure script, a drill notebook."""
+    from site_build import runner
+
+    for name, value in _BUILD_ENVIRONMENT.items():
+        monkeypatch.setenv(name, value)
+    report = _REPORT.format(names=sorted(_BUILD_ENVIRONMENT))
+    expected = "utf-8 1 [('PYTHONIOENCODING', 'utf-8:strict')]\n"
+    run = runner.run_as_snippet(report.encode(), tmp_path, 60)
+    assert (run.returncode, run.stdout.decode()) == (0, expected), run.stderr.decode()[-2000:]
+    figure = tmp_path / "figure_env.py"
+    figure.write_text(report + "import matplotlib.pyplot as plt, sys\nplt.plot([1, 2])\n"
+                      "plt.savefig(sys.argv[1], metadata={'Description': 'a line'})\n", encoding="utf-8")
+    drawn = generated._draw(figure)
+    assert not isinstance(drawn, Exception), str(drawn)[-2000:]
+    notebook = generated.execute_notebook(json.dumps({
+        "cells": [{"cell_type": "code", "id": "env", "metadata": {}, "execution_count": None, "outputs": [],
+                   "source": report.replace("sys.stdout.encoding, ", "")}],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5}))
+    outputs = json.loads(notebook)["cells"][0]["outputs"]
+    assert [o.get("text") for o in outputs] == [[expected[len("utf-8 "):]]], outputs
+    assert all(f"{name}={value}" not in runner.HOW for name, value in _BUILD_ENVIRONMENT.items())
+    assert "PYTHONUTF8=1" in runner.HOW and "PYTHONIOENCODING=utf-8:strict" in runner.HOW
+
+
+def _included_figures_root(root: Path, monkeypatch) -> None:
+    """``root`` with one generated figure and the Markdown files that include it, as the cwd."""
+    (root / "figures" / "hostile").mkdir(parents=True)
+    (root / "figures" / "hostile" / "f.svg").write_text(
+        "<svg><metadata><dc:description>A curve of 3 points</dc:description></metadata></svg>", encoding="utf-8")
+    monkeypatch.setattr(generated, "FIGURES", root / "figures")
+    (root / "snippets").mkdir()
+    for name, text in {"bare.md": "![a curve](figures/hostile/f.svg)\n",
+                       "captioned.md": "![a curve](figures/hostile/f.svg)\n\n/// caption\nThe curve.\n///\n",
+                       "nested.md": 'Text.\n\n--8<-- "snippets/bare.md"\n',
+                       "excerpt.md": '```{.python .excerpt title="x"}\n--8<-- "snippets/bare.md"\n```\n'}.items():
+        (root / "snippets" / name).write_text(text, encoding="utf-8")
+    monkeypatch.chdir(root)
+
+
+@pytest.mark.parametrize("page, shown", [
+    ('# H\n\n--8<-- "snippets/captioned.md"\n', True),
+    ('# H\n\n--8<-- "snippets/bare.md"\n\n/// caption\nCaptioned on the page.\n///\n', True),
+    ('# H\n\n````markdown\n--8<-- "snippets/excerpt.md"\n--8<-- "snippets/bare.md"\n````\n', False),
+], ids=["captioned-in-the-file", "captioned-on-the-page", "shown-as-code"])
+def test_what_an_include_brings_with_its_caption_or_as_code_renders(tmp_path, monkeypatch, page, shown):
+    _included_figures_root(tmp_path, monkeypatch)
+    html_ = render_page(page)
+    assert ("<figcaption" in html_) == shown and ("Excerpt ·" not in html_)
+
+
+@pytest.mark.parametrize("page, line, what", [
+    ('# H\n\n--8<-- "snippets/captioned.md"\n\nText.\n\n--8<-- "snippets/bare.md"\n', 7, "the figure"),
+    ('# H\n\n--8<-- "snippets/bare.md"\n\n/// caption\nC.\n///\n\n--8<-- "snippets/bare.md"\n', 9, "the figure"),
+    ('# H\n\n--8<-- "snippets/nested.md"\n', 3, "the figure"),
+    ('# H\n\nText.\n\n--8<-- "snippets/excerpt.md"\n', 5, "the excerpt fence"),
+], ids=["second-include", "same-file-twice", "nested", "excerpt"])
+def test_an_uncaptioned_figure_or_an_excerpt_an_include_brings_fails_naming_the_include_s_line(
+        tmp_path, monkeypatch, page, line, what):
+    _included_figures_root(tmp_path, monkeypatch)
+    with pytest.raises(ValueError, match=rf'^docs/hostile\.md:{line}: --8<-- "snippets/\w+\.md": brings {what} '):
+        render_page(page)
+
+
+def test_a_formula_the_converter_rejects_fails_naming_why_on_one_line_without_escapes():
+    from site_build import mathml
+
+    with pytest.raises(ValueError) as err:
+        mathml.render('<p><span class="arithmatex">\\(\\foo\x1b[2J\\)</span></p>', "hostile.md")
+    message = str(err.value)
+    assert message.startswith("hostile.md: cannot render math") and "Unknown command" in message, message
+    assert "\x1b" not in message and "\n" not in message, repr(message)
