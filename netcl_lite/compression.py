@@ -1148,9 +1148,15 @@ def _main(argv) -> int:
     import sys
     from pathlib import Path
 
-    from .files import shown_path
+    from .files import shown_path, visible
 
-    parser = argparse.ArgumentParser(prog="python -m netcl_lite.compression", epilog=_EPILOG,
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):
+            # argparse quotes some words it names (an ambiguous option, say) as they were typed: a word
+            # holding a newline or ESC would split the message or reach the terminal as a control sequence
+            super().error(visible(message))
+
+    parser = Parser(prog="python -m netcl_lite.compression", epilog=_EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      description="Compress or decompress a file with a language model's predictions.")
     parser.add_argument("command", choices=("compress", "decompress"))

@@ -71,6 +71,18 @@ def shown_path(path: str | bytes | os.PathLike) -> str:
     return name if name and name == name.strip() and quoted[1:-1] == name else quoted
 
 
+def visible(text: str) -> str:
+    """``text`` with each character that would not show as itself (a control, format or separator
+    character: a newline, ESC, U+202E) written out as Python writes it in a string (``\\n``,
+    ``\\x1b``, ``\\u202e``), unquoted: a message quoting a command line word, a marker or an
+    include keeps to one line and sends no control sequence to a terminal.
+
+    >>> print(visible("--m=\\x1b[31mred\\nnext"))
+    --m=\\x1b[31mred\\nnext
+    """
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
 #: the characters of a target's name that the name of its temporary file keeps (4 bytes each at most)
 KEPT_CHARACTERS = 32
 
