@@ -261,7 +261,7 @@ class BuildOutputs:
         ``as markdown`` paragraphs and a captioned table, each holding a placeholder that
         :meth:`insert` replaces with the printed text once the page is HTML."""
         path, where = marker.match["path"], marker.where
-        marker_path(path, where)
+        marker_path(path, f"{marker.page}:{marker.line}")          # its error names the marker once
         text = self.cached_output(path, where)
         if not marker.match["markdown"]:
             token = self._place(marker.page, html.escape(visible(text).strip("\n"), quote=False), False, where)

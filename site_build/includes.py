@@ -27,6 +27,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Callable
+
+from netcl_lite.files import kind_of, shown_path, visible
 
 from . import markers
 from .paths import ROOT
@@ -47,6 +50,8 @@ INCLUDE_DEPTH = 8
 _FENCE_ONLY = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*")
 #: a line's end as Python's text mode reads it, and so pymdownx.snippets (universal newlines)
 _LINE_END = re.compile(r"\r\n|\r|\n")
+#: three backticks or tildes anywhere on a line: a line without them opens or closes no fenced block
+_FENCE_ANYWHERE = re.compile(r"`{3,}|~{3,}")
 #: the fence that starts a line (a block's opening line)
 _FENCE_OPEN = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})")
 
@@ -69,34 +74,42 @@ class CurrentPage:
         return self.first_line + found[nth] if nth < len(found) else None
 
 
+def _indent(line: str, tab_length: int) -> int:
+    """The spaces pymdownx.snippets puts before each line that the include on ``line`` brings: the
+    include's own indentation, its tabs expanded to ``tab_length`` columns."""
+    return len(re.match(r"[ \t]*", line)[0].expandtabs(tab_length))
+
+
 def _times(ranges: str | None) -> int:
     """How many times an include brings its file's lines, at most: once for each of its line
     ``ranges`` (``:1:5,1:5`` twice), once without any."""
     return ranges.count(",") + 1 if ranges else 1
 
 
-def inside(path: str, allowed: tuple[Path, ...], base: Path, what: str, page: str) -> Path:
+def inside(path: str, allowed: tuple[Path, ...], base: Path, what: str, page: str | Callable[[], str]) -> Path:
     """``base / path`` resolved, symlinks followed, if it lies under one of ``allowed`` (resolved);
-    raises :class:`PathError` or ``FileNotFoundError`` naming ``page`` and ``what`` otherwise."""
+    raises :class:`PathError` or ``FileNotFoundError`` naming ``page`` and ``what`` otherwise (``page``
+    may be a function giving the page's name and line, called only then). ``what`` and the path are
+    shown with their control characters written out."""
+    def fail(error: type[Exception], why: str) -> Exception:
+        return error(f"{page() if callable(page) else page}: {visible(what)}: {why}")
+
     parts = Path(path).parts
     if Path(path).is_absolute() or ".." in parts:
-        raise PathError(f"{page}: {what}: the path must be relative to the repository root and "
-                        f"must not contain '..'")
+        raise fail(PathError, "the path must be relative to the repository root and must not contain '..'")
     try:
         target = (base / path).resolve()
     except (RuntimeError, OSError) as err:          # a symlink loop, a name too long
-        raise PathError(f"{page}: {what}: cannot resolve the path: {err}") from None
+        raise fail(PathError, f"cannot resolve the path: {visible(str(err))}") from None
     if not any(target.is_relative_to(root.resolve()) for root in allowed):
         names = ", ".join(f"{root.name}/" for root in allowed)
-        raise PathError(f"{page}: {what}: leads to {target}, outside {names} (a symlink out of the "
-                        f"project?); a page shows and runs only files under {names}")
+        raise fail(PathError, f"leads to {shown_path(target)}, outside {names} (a symlink out of the "
+                              f"project?); a page shows and runs only files under {names}")
     if not target.is_file():
-        from netcl_lite.files import kind_of
-
         kind = kind_of(target)
         if kind != "missing":                           # a folder, a FIFO, a device: there, but no file
-            raise PathError(f"{page}: {what}: {target} is {kind}, not a regular file; a page includes files")
-        raise FileNotFoundError(f"{page}: {what}: no such file ({target})")
+            raise fail(PathError, f"{shown_path(target)} is {kind}, not a regular file; a page includes files")
+        raise fail(FileNotFoundError, f"no such file ({shown_path(target)})")
     return target
 
 
@@ -105,7 +118,7 @@ def marker_path(path: str, page: str, root: Path = ROOT) -> Path:
     ``.py`` file that lies under ``root/snippets`` once symlinks are resolved."""
     what = markers.build_output(path)
     if not path.endswith(".py"):
-        raise PathError(f"{page}: {what}: a build output runs a snippet, snippets/<page>/<name>.py")
+        raise PathError(f"{page}: {visible(what)}: a build output runs a snippet, snippets/<page>/<name>.py")
     return inside(path, (root / "snippets",), root, what, page)
 
 
@@ -115,7 +128,7 @@ def contained_snippets(page: CurrentPage, **options):
     ``..``; a missing file or any other path raises an error naming ``page.name`` and the include."""
     if not isinstance(page, CurrentPage):
         raise TypeError(f"page must be a CurrentPage, got {type(page).__name__}")
-    from pymdownx.snippets import SnippetExtension, SnippetPreprocessor
+    from pymdownx.snippets import SnippetExtension, SnippetMissingError, SnippetPreprocessor
 
     class ContainedPreprocessor(SnippetPreprocessor):
         def run(self, lines):
@@ -136,7 +149,15 @@ def contained_snippets(page: CurrentPage, **options):
                     where[1:] = i, line
                     yield line
             try:
-                found = super().parse_snippets(counted(), file_name, *args, **kwargs)
+                try:
+                    found = super().parse_snippets(counted(), file_name, *args, **kwargs)
+                except SnippetMissingError as err:      # a section the file lacks, an include naming no path
+                    line = where[2]
+                    inc = markers.include_line(line)
+                    raise ValueError(f"{self._where(inc.path if inc else None, self._base())}: "
+                                     f"{visible(line.strip())}: {visible(str(err))}; name a file under "
+                                     f"{', '.join(f'{r}/' for r in INCLUDE_ROOTS)} and, after a colon, a "
+                                     f"section it marks or line numbers") from None
                 if file_name is not None and len(reading) == 2 and reading[0][0] is None:
                     self._keeps_blocks(reading[0][1], found, file_name)
                 return found
@@ -154,6 +175,8 @@ def contained_snippets(page: CurrentPage, **options):
             # as superfences reads them: pymdownx.snippets puts the include's indentation before each
             # line, and Python-Markdown deletes STX and ETX (its placeholder characters) after the
             # snippets and before the fences are found
+            if not any(_FENCE_ANYWHERE.search(line.replace("\x02", "").replace("\x03", "")) for line in brought):
+                return                                  # no fence: the page's blocks stay where they are
             lines = self.page_lines
             space = re.match(r"[ \t]*", lines[index])[0].expandtabs(self.tab_length)
             brought = [(space + line).replace("\x02", "").replace("\x03", "") for line in brought]
@@ -194,8 +217,6 @@ def contained_snippets(page: CurrentPage, **options):
         def _refuse(self, file_name: str, k: int | None, line: str | None, why: str) -> None:
             """Raise naming the page's line of the include being read, the include and the file, with the
             ``k``-th line (0-based) of what it brought, ``line``, when given."""
-            from netcl_lite.files import shown_path
-
             base = self._base()
             try:
                 shown = shown_path(Path(file_name).relative_to(base).as_posix())
@@ -203,7 +224,7 @@ def contained_snippets(page: CurrentPage, **options):
                 shown = shown_path(file_name)
             what = f"line {k + 1} of what {shown} brings into the page, {line.strip()!r}," if k is not None else \
                 f"what {shown} brings into the page"
-            raise ValueError(f"{self._where(self.outer, base, top_level=True)}: {markers.include(self.outer)}: "
+            raise ValueError(f"{self._where(self.outer, base, top_level=True)}: {visible(markers.include(self.outer))}: "
                              f"{what} {why}")
 
         def _base(self) -> Path:
@@ -230,7 +251,7 @@ def contained_snippets(page: CurrentPage, **options):
                     if str(child) in stack or str(child) == key or child.stat().st_size > INCLUDE_LIMIT:
                         continue
                     inner, inner_lines, levels = self._tree(child, base, allowed, (*stack, key))
-                    indent, times = len(inc.line) - len(inc.line.lstrip()), _times(inc.ranges)
+                    indent, times = _indent(inc.line, self.tab_length), _times(inc.ranges)
                     size = size + times * (inner + indent * inner_lines)
                     count = count + times * inner_lines
                     depth = max(depth, levels + 1)
@@ -242,15 +263,20 @@ def contained_snippets(page: CurrentPage, **options):
             line when its includes nest deeper than INCLUDE_DEPTH, or when what it brings (once for
             each line range it names), with what the page's earlier includes brought, is over
             PAGE_INCLUDE_LIMIT."""
-            size, _, depth = self._tree(target, base, allowed)
-            size *= _times(self._ranges_read())
-            what, where = markers.include(path), self._where(path, base)
+            size, lines, depth = self._tree(target, base, allowed)
+            # the include's own indentation goes before each line it brings, once for each line range
+            line = self.reading[-1][2] if getattr(self, "reading", None) else ""
+            size = _times(self._ranges_read()) * (size + _indent(line, self.tab_length) * lines)
+            what = visible(markers.include(path))
+
+            def where() -> str:                         # the page's line, found only for an error
+                return self._where(path, base)
             if depth > INCLUDE_DEPTH:
-                raise PathError(f"{where}: {what}: its includes nest {depth} deep or more, over INCLUDE_DEPTH = "
+                raise PathError(f"{where()}: {what}: its includes nest {depth} deep or more, over INCLUDE_DEPTH = "
                                 f"{INCLUDE_DEPTH}, the most a page's includes nest")
             self.brought = getattr(self, "brought", 0) + size
             if self.brought > PAGE_INCLUDE_LIMIT:
-                raise PathError(f"{where}: {what}: the page's includes bring {self.brought:,} bytes into it "
+                raise PathError(f"{where()}: {what}: the page's includes bring {self.brought:,} bytes into it "
                                 f"with this one (nested includes counted each time they are included), over "
                                 f"PAGE_INCLUDE_LIMIT = {PAGE_INCLUDE_LIMIT:,}, the most a page takes from "
                                 f"its includes")
@@ -270,13 +296,15 @@ def contained_snippets(page: CurrentPage, **options):
             index, lines = (reading[0][1], getattr(self, "page_lines", None)) if reading[0][0] is None else (0, None)
             nth = sum(inc.path == (outer or path) for inc in markers.includes(lines[:index])) if lines else 0
             top = page.line_of(outer or path, nth) or page.line_of(outer or path)
+            if top is None and lines:       # an include naming no path, a page not set: the line as read
+                top = page.first_line + index
             where = f"{page.name}:{top}" if top is not None else page.name
             if file_name is not None:
                 try:
                     shown = Path(file_name).relative_to(base).as_posix()
                 except ValueError:
                     shown = file_name
-                where += f": in {shown}:{i + 1}"
+                where += f": in {shown_path(shown)}:{i + 1}"
             return where
 
         def read_lines(self, path):
@@ -292,10 +320,11 @@ def contained_snippets(page: CurrentPage, **options):
             if on_page:
                 self.outer = path                       # an include on the page itself
             base = self._base()
-            what, allowed = markers.include(path), tuple(base / name for name in INCLUDE_ROOTS)
-            found = inside(path, allowed, base, what, page.name)
+            allowed = tuple(base / name for name in INCLUDE_ROOTS)
+            found = inside(path, allowed, base, markers.include(path), lambda: self._where(path, base))
+            what = visible(markers.include(path))
             if str(found) in getattr(self, "seen", ()):     # the files being included, outermost first
-                raise PathError(f"{page.name}: {what}: leads back to a file that is including it (it includes "
+                raise PathError(f"{self._where(path, base)}: {what}: leads back to a file that is including it (it includes "
                                 f"itself, directly or through the files it includes); pymdownx.snippets would "
                                 f"leave it out without a word")
             size = found.stat().st_size
@@ -305,7 +334,7 @@ def contained_snippets(page: CurrentPage, **options):
             try:
                 found.read_bytes().decode(self.encoding)
             except UnicodeDecodeError as exc:           # pymdownx.snippets' own read raised it naming no page
-                raise ValueError(f"{page.name}: {what}: {path} is not {self.encoding} text (at byte {exc.start}: "
+                raise ValueError(f"{self._where(path, base)}: {what}: {shown_path(path)} is not {self.encoding} text (at byte {exc.start}: "
                                  f"{exc.object[exc.start:exc.start + 8]!r}); a page includes text files") from None
             if on_page:
                 self._bounded(path, found, base, allowed)

@@ -98,7 +98,9 @@ class Marker:
     @property
     def where(self) -> str:
         """``docs/<page>:<line>: <the marker>``, how an error about this marker starts."""
-        return f"{self.page}:{self.line}: {self.match.group(0).strip()}"
+        from netcl_lite.files import visible
+
+        return f"{self.page}:{self.line}: {visible(self.match.group(0).strip())}"
 
 
 def build_output(path: str, as_markdown: bool = False) -> str:

@@ -1,7 +1,7 @@
 """Issue 58, independent hostile check, round 8: reproducers of defects found in the fixes of round 7
 and in the code around them.
 
-Each test asserts the correct behaviour and is marked ``xfail(strict=True)`` until the defect is fixed.
+Each test asserts the correct behaviour; each failed on the code before its fix.
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ def render(root, monkeypatch, page: str, files: dict[str, str]) -> str:
     return markdown.Markdown(extensions=[*names, snippets], extension_configs=configs).convert(page)
 
 
-@pytest.mark.xfail(strict=True, reason="round 8: the page's own include line's indentation is not counted "
-                                       "in PAGE_INCLUDE_LIMIT (only nested includes' is)")
 def test_the_page_include_bound_counts_the_indentation_of_the_page_s_own_include(tmp_path, monkeypatch):
     # pymdownx.snippets puts the include line's indentation before every line the file brings: 1,000
     # spaces before an include of a 4 KB file of 2,000 lines bring 2 MB into the page
@@ -40,8 +38,6 @@ def test_the_page_include_bound_counts_the_indentation_of_the_page_s_own_include
         assert len(html) < includes.PAGE_INCLUDE_LIMIT, f"the page took {len(html):,} bytes from its includes"
 
 
-@pytest.mark.xfail(strict=True, reason="round 8: a tab before a nested include counts as one character in "
-                                       "the page bound, but pymdownx.snippets expands it to tab_length spaces")
 def test_the_page_include_bound_counts_a_tab_of_indentation_as_the_spaces_it_becomes(tmp_path, monkeypatch):
     # 100 tabs are counted as 100 bytes a line (600 KB for 6,000 lines, under the bound); the page gets
     # 400 spaces a line (2.4 MB)
@@ -52,9 +48,6 @@ def test_the_page_include_bound_counts_a_tab_of_indentation_as_the_spaces_it_bec
         assert len(html) < includes.PAGE_INCLUDE_LIMIT, f"the page took {len(html):,} bytes from its includes"
 
 
-@pytest.mark.xfail(strict=True, reason="round 8: every include on a page re-reads the whole page for its "
-                                       "line (includes._where from _bounded): quadratic, 4,000 includes take "
-                                       "over a minute")
 def test_a_page_s_includes_are_checked_reading_the_page_a_bounded_number_of_times(tmp_path, monkeypatch):
     n = 300
     read = [0]
@@ -74,8 +67,6 @@ def test_a_page_s_includes_are_checked_reading_the_page_a_bounded_number_of_time
                                    f"each include reads the page again")
 
 
-@pytest.mark.xfail(strict=True, reason="round 8: a build error prints a build-output marker's path raw "
-                                       "(ESC reaches the terminal)")
 def test_a_build_output_marker_path_with_an_escape_is_named_escaped(tmp_path):
     path = "snippets/\x1b[2J\x1b]0;owned\x07x.py"
     page = f'# Hostile\n\n```python\n--8<-- "{path}"\n```\n\n<!-- build-output: {path} -->\n'
@@ -86,8 +77,6 @@ def test_a_build_output_marker_path_with_an_escape_is_named_escaped(tmp_path):
     assert "\x1b" not in message and "\x07" not in message, f"a control character reached the error: {message!r}"
 
 
-@pytest.mark.xfail(strict=True, reason="round 8: an include error prints the include's path raw (ESC, BEL "
-                                       "reach the terminal)")
 def test_an_include_path_with_an_escape_is_named_escaped(tmp_path, monkeypatch):
     page = '# Hostile\n\n--8<-- "snippets/\x1b[2J\x1b]0;owned\x07x.txt"\n'
     with pytest.raises((ValueError, OSError)) as err:
@@ -97,8 +86,6 @@ def test_an_include_path_with_an_escape_is_named_escaped(tmp_path, monkeypatch):
     assert "\x1b" not in message and "\x07" not in message, f"a control character reached the error: {message!r}"
 
 
-@pytest.mark.xfail(strict=True, reason="round 8: an include of a missing file, or one outside the project, "
-                                       "names the page but not the include's line")
 @pytest.mark.parametrize("path", ["snippets/missing.txt", "docs/outside.md"], ids=["missing", "outside"])
 def test_an_include_that_fails_its_path_check_names_the_page_s_line(tmp_path, monkeypatch, path):
     page = f'# Hostile\n\nText.\n\n--8<-- "snippets/b.txt"\n\n--8<-- "{path}"\n'      # line 7
@@ -109,8 +96,6 @@ def test_an_include_that_fails_its_path_check_names_the_page_s_line(tmp_path, mo
     assert str(err.value).startswith("docs/hostile.md:7:"), str(err.value)[:120]
 
 
-@pytest.mark.xfail(strict=True, reason="round 8: argparse's 'ambiguous option' error prints the word raw "
-                                       "(ESC and a newline reach standard error)")
 def test_the_command_line_names_an_ambiguous_option_escaped_on_one_line(tmp_path, monkeypatch, capsys):
     from netcl_lite.compression import main
 
@@ -126,8 +111,6 @@ def test_the_command_line_names_an_ambiguous_option_escaped_on_one_line(tmp_path
     assert not any(line.startswith("FAKE") for line in err.splitlines()), f"the word split the message: {err!r}"
 
 
-@pytest.mark.xfail(strict=True, reason="round 8: an include of a section its file lacks raises pymdownx's "
-                                       "SnippetMissingError naming neither the page nor the include")
 @pytest.mark.parametrize("page", ['# Hostile\n\n--8<-- "snippets/b.txt:nosuch"\n',
                                   '# Hostile\n\n```text\n--8<-- "snippets/b.txt:nosuch"\n```\n',
                                   '# Hostile\n\n--8<-- "snippets/a.txt"\n'], ids=["page", "fenced", "nested"])
@@ -206,8 +189,6 @@ def test_the_wheels_key_changes_with_a_files_executable_bit(tmp_path, monkeypatc
     assert shipped_wheel.sources_digest() != first, "the wheel records the file as 755 now; its key is the same"
 
 
-@pytest.mark.xfail(strict=True, reason="round 8: an include that names no path (blank, or line numbers "
-                                       "alone) raises pymdownx's SnippetMissingError naming no page")
 @pytest.mark.parametrize("page", ['# Hostile\n\n--8<-- " "\n', '# Hostile\n\n--8<-- ":5"\n',
                                   '# Hostile\n\n--8<--\n:3\n--8<--\n', '# Hostile\n\n--8<-- "snippets/a.txt"\n'],
                          ids=["blank", "lines-alone", "block-form", "nested"])

@@ -627,7 +627,8 @@ def test_an_include_that_leads_back_to_itself_fails_naming_the_page(site, name):
     with pytest.raises(includes.PathError) as caught:
         site.render(f'# Hostile\n\n--8<-- "snippets/hostile/{name}"\n\nAfter.\n')
     message = str(caught.value)
-    assert message.startswith(f'{PAGE}: --8<-- "snippets/hostile/') and "leads back" in message, message
+    assert re.match(rf'{PAGE}:3: in snippets/hostile/[a-z]+\.md:\d+: --8<-- "snippets/hostile/', message), message
+    assert "leads back" in message, message
     site.snippet("twice.md", 'twice\n')
     site.snippet("both.md", '--8<-- "snippets/hostile/twice.md"\n\n--8<-- "snippets/hostile/twice.md"\n')
     assert site.render('# Hostile\n\n--8<-- "snippets/hostile/both.md"\n').count("<p>twice</p>") == 2
@@ -639,7 +640,9 @@ def test_an_include_that_is_not_utf8_fails_naming_the_page_and_the_include(site)
     (site.snippets / "latin.md").write_bytes(b"caf\xe9 au lait\n")
     site.snippet("outer.md", 'outer\n\n--8<-- "snippets/hostile/latin.md"\n')
     for name in ("latin.md", "outer.md"):
-        with pytest.raises(ValueError, match=rf'^{PAGE}: --8<-- "snippets/hostile/latin.md": snippets/hostile/latin.md '
+        # the page's line of the include, and for a nested one the line of the file that includes it
+        inner = " in snippets/hostile/outer\\.md:3:" if name == "outer.md" else ""
+        with pytest.raises(ValueError, match=rf'^{PAGE}:3:{inner} --8<-- "snippets/hostile/latin.md": snippets/hostile/latin.md '
                                              r"is not utf-8 text \(at byte 3: b'\\xe9 au lai'\)"):
             site.render(f'# Hostile\n\n--8<-- "snippets/hostile/{name}"\n')
 
@@ -649,10 +652,10 @@ def test_an_include_of_a_folder_or_a_pipe_says_what_it_is(site):
     os.mkfifo(site.snippets / "fifo.md")
     (site.snippets / "folder").mkdir()
     for name, kind in (("fifo.md", "a FIFO"), ("folder", "a directory")):
-        with pytest.raises(includes.PathError, match=rf'^{PAGE}: --8<-- "snippets/hostile/{name}": .*/{name} is '
+        with pytest.raises(includes.PathError, match=rf'^{PAGE}:3: --8<-- "snippets/hostile/{name}": .*/{name} is '
                                                      rf"{kind}, not a regular file"):
             site.render(f'# Hostile\n\n--8<-- "snippets/hostile/{name}"\n')
-    with pytest.raises(FileNotFoundError, match=rf'^{PAGE}: --8<-- "snippets/hostile/nosuch.md": no such file'):
+    with pytest.raises(FileNotFoundError, match=rf'^{PAGE}:3: --8<-- "snippets/hostile/nosuch.md": no such file'):
         site.render('# Hostile\n\n--8<-- "snippets/hostile/nosuch.md"\n')
 
 
