@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import warnings
@@ -311,6 +312,56 @@ def test_compile_error_carries_the_build_log(device, tmp_path, monkeypatch):
     monkeypatch.setattr(kernels, "kernel_dir", lambda: tmp_path)
     with pytest.raises(kernels.KernelBuildError, match="undeclared_name"):
         kernels.get_program(device.context, "broken.cl")
+
+
+def test_a_kernel_is_built_from_the_same_text_and_options_wherever_it_is_installed(device, tmp_path, monkeypatch):
+    """The build options hold no path (ours or PyOpenCL's include folder) and the includes are written
+    into the source, so two installs of the same sources hand the driver the same program: PoCL's
+    cache of built programs, keyed by source and options, serves a reader's fresh install."""
+    seen = []
+    real_build = kernels._build
+
+    def record(context, source, options):
+        seen.append((source, list(options)))
+        return real_build(context, source, options)
+
+    monkeypatch.setattr(kernels, "_build", record)
+    for folder in ("one", "two"):
+        copy = tmp_path / folder / "kernels"
+        shutil.copytree(kernels.kernel_dir(), copy)
+        monkeypatch.setattr(kernels, "kernel_dir", lambda copy=copy: copy)
+        monkeypatch.setattr(kernels, "_programs", {})
+        program = kernels.get_program(device.context, "softmax.cl")
+    (first, first_options), (second, second_options) = seen
+    assert first == second and first_options == second_options
+    assert "#include" not in first and "common.h" in first
+    assert not any(str(tmp_path) in o or o == "-I" for o in first_options), first_options
+    if device.cl_device.platform.name == kernels._ICD_CACHED:       # nor does PoCL get PyOpenCL's include
+        built_with = program.get_build_info(device.cl_device, cl.program_build_info.OPTIONS).split()
+        assert "-I" not in built_with and not any("pyopencl" in o for o in built_with), built_with
+
+
+def test_an_included_file_is_written_in_and_errors_name_its_file_and_line(device, tmp_path, monkeypatch):
+    (tmp_path / "helper.h").write_text("// helper\nfloat twice(float x) { return 2 * x; }\n"
+                                       "float broken(float x) { return x + undeclared_in_helper; }\n")
+    (tmp_path / "broken.cl").write_text('// a kernel\n#include "helper.h"\n'
+                                        "__kernel void k(__global float *x) { x[0] = twice(x[0]) + undeclared_in_kernel; }\n")
+    monkeypatch.setattr(kernels, "kernel_dir", lambda: tmp_path)
+    monkeypatch.setattr(kernels, "_programs", {})
+    assert "float twice" in kernels.kernel_source("broken.cl")
+    with pytest.raises(kernels.KernelBuildError) as err:
+        kernels.get_program(device.context, "broken.cl")
+    assert "helper.h:3:" in str(err.value) and "broken.cl:3:" in str(err.value), str(err.value)[-2000:]
+    (tmp_path / "loop.cl").write_text('#include "loop.h"\n')
+    (tmp_path / "loop.h").write_text('#include "loop.h"\n')
+    with pytest.raises(kernels.KernelBuildError, match="includes itself"):
+        kernels.kernel_source("loop.cl")
+    (tmp_path / "lost.cl").write_text('#include "missing.h"\n')
+    with pytest.raises(FileNotFoundError, match="'missing.h'.*included by lost.cl"):
+        kernels.kernel_source("lost.cl")
+    for bad in ("", None, 3):
+        with pytest.raises(TypeError, match="filename must be a non-empty str"):
+            kernels.kernel_source(bad)
 
 
 def test_kernel_registry_matches_the_sources():

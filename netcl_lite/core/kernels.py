@@ -81,6 +81,74 @@ class KernelBuildError(RuntimeError):
     """An OpenCL program failed to compile; the message holds the build log."""
 
 
+#: a quoted include of a kernel source: ``#include "common.h"``
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"[ \t]*$', re.M)
+
+
+def kernel_source(filename: str) -> str:
+    """The text of ``kernels/<filename>`` with each quoted ``#include`` of a file in that folder
+    written in, between ``#line`` directives (a compiler's messages name the file and line they
+    are on). The compiler then needs no ``-I <folder>``: its build options hold no install path,
+    so PoCL's and PyOpenCL's caches of built programs (keyed by source and options) serve every
+    checkout and virtual environment that holds the same sources, and a reader's fresh install
+    does not compile again what this machine has built already."""
+    if not isinstance(filename, str) or not filename:
+        raise TypeError(f"filename must be a non-empty str naming a file in {kernel_dir()}, got {filename!r}")
+    return _with_includes(filename, ())
+
+
+def _with_includes(filename: str, within: tuple[str, ...]) -> str:
+    if filename in within:
+        raise KernelBuildError(f"{within[-1]} includes {filename}, which includes itself: "
+                               f"{' -> '.join((*within, filename))}")
+    path = kernel_dir() / filename
+    if not path.is_file():
+        where = f" (included by {within[-1]})" if within else ""
+        raise FileNotFoundError(f"no kernel source {filename!r} in {kernel_dir()}{where}")
+    text = path.read_text()
+
+    def written_in(m: re.Match) -> str:
+        after = text.count("\n", 0, m.end()) + 2            # the line below the include
+        return (f'#line 1 "{m[1]}"\n{_with_includes(m[1], (*within, filename)).rstrip(chr(10))}\n'
+                f'#line {after} "{filename}"')
+
+    return _INCLUDE.sub(written_in, text)
+
+
+#: the platform whose driver keeps built programs (PoCL's kernel cache, keyed by the source and the
+#: build options); PyOpenCL keeps its own cache of binaries for the others
+_ICD_CACHED = "Portable Computing Language"
+
+
+class _BuildFailed(RuntimeError):
+    """A build failed; the message holds each device's build log."""
+
+
+def _build(context: cl.Context, source: str, options: list[str]) -> cl.Program:
+    """``source`` built for every device of ``context`` with ``options``.
+
+    ``pyopencl.Program.build`` adds ``-I <PyOpenCL's install>/cl`` to the options, and PoCL keys
+    its kernel cache by the source and the options, so each virtual environment (a reader's,
+    a fresh clone's) would compile every kernel again. On PoCL the program is built with exactly
+    ``options`` (no kernel includes PyOpenCL's headers; :func:`kernel_source` writes our own
+    includes in), through the program object PyOpenCL's own uncached path builds; elsewhere
+    through ``Program.build`` and its cache."""
+    raw = getattr(getattr(cl, "_cl", None), "_Program", None)
+    if raw is None or context.devices[0].platform.name != _ICD_CACHED:
+        with warnings.catch_warnings():
+            # PyOpenCL reports non-empty build logs as warnings; a failure raises cl.RuntimeError.
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            return cl.Program(context, source).build(options=options)
+    program = raw(context, source)
+    try:
+        program.build(" ".join(options).encode(), context.devices)
+    except cl.RuntimeError as err:
+        logs = "\n".join(f"Build on {device.name}:\n{program.get_build_info(device, cl.program_build_info.LOG)}"
+                         for device in context.devices)
+        raise _BuildFailed(f"{err}\n{logs}") from None
+    return cl.Program(program)
+
+
 _programs: dict[tuple, cl.Program] = {}
 _kernels: dict[tuple, cl.Kernel] = {}
 
@@ -105,18 +173,13 @@ def get_program(context: cl.Context, filename: str, options: tuple[str, ...] = (
     key = (_context_key(context), filename, options)
     program = _programs.get(key)
     if program is None:
-        path = kernel_dir() / filename
-        if not path.is_file():
-            raise FileNotFoundError(f"no kernel source {filename!r} in {kernel_dir()}")
+        source = kernel_source(filename)
         compiler_target.retarget(context.devices[0])   # a context made without nl.device() too
         target = compiler_target.build_option(context.devices[0])
-        build_options = ["-I", str(kernel_dir()), "-cl-kernel-arg-info", *COMMON_OPTIONS, *target, *options]
+        build_options = ["-cl-kernel-arg-info", *COMMON_OPTIONS, *target, *options]
         try:
-            with warnings.catch_warnings():
-                # PyOpenCL reports non-empty build logs as warnings; a failure raises below.
-                warnings.simplefilter("ignore", cl.CompilerWarning)
-                program = cl.Program(context, path.read_text()).build(options=build_options)
-        except cl.RuntimeError as err:
+            program = _build(context, source, build_options)
+        except (cl.RuntimeError, _BuildFailed) as err:
             raise KernelBuildError(f"building {filename} with {build_options} failed:\n{err}") from None
         _programs[key] = program
     return program
