@@ -45,6 +45,11 @@
 //                    K instead of counting batches: each work-group sums one slice of K into its
 //                    own partial C, so B's panels are copied once instead of once per row split;
 //                    reduce.cl's sum_columns joins the slices in order, with alpha and D.
+//                    Built with PAIR, C = A B + A2 B2 in one sum (each panel holds B's K1 rows then
+//                    B2's); with SWIGLU_BWD too, A and A2 are SwiGLU's gradients, each tile's rows
+//                    formed by its item from gate, up and g just before the tile reads them.
+//   matmul_swiglu    gate = X W1, up = X W3 and h = silu(gate) up in one launch: panels of half W1's,
+//                    half W3's columns, h formed from the accumulators in the epilogue.
 //   matmul_tall      C = A^T B for a small C over a long K (a narrow layer's weight gradient): A (K, M)
 //                    and B (K, N) are both read in place, a row of each per k, no panels copied, no
 //                    local memory, no barrier; each work-item sums one chunk of K for one panel's
@@ -301,12 +306,94 @@ ALWAYS_INLINE int store_tile(vecf acc[MR][NV], __global float *cb, __global cons
     _Pragma("unroll") for (int r = 0; r < MR; ++r) \
         _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = (vecf)(0.0f);
 
+#ifndef PAIR
+#define PAIR 0          // 1: C = A B + A2 B2 (one sum over K1 + K2), see matmul_packed's comment
+#endif
+#ifndef SWIGLU_BWD
+#define SWIGLU_BWD 0    // 1 (with PAIR): A and A2 are SwiGLU's gradients, formed by the tile's item first
+#endif
+#if PAIR && (SLICED || KSPLIT || A_PACKED)
+#error "a paired product keeps both panels whole and reads both row-major As in place"
+#endif
+#if SWIGLU_BWD && !PAIR
+#error "SWIGLU_BWD forms a paired product's two As"
+#endif
+
+// e^x on VW lanes for SwiGLU's kernels here (elementwise.cl's expv): n + 1.5 * 2^23's bits less
+// 1.5 * 2^23's are the whole n as an int (an inline conversion).
+#define SWIGLU_TO_INT(n) (as_veci((n) + 12582912.0f) - as_veci((vecf)(12582912.0f)))
+DEFINE_EXP(expv_mm, vecf, veci, as_vecf, SWIGLU_TO_INT)
+
+#if SWIGLU_BWD
+// Rows m0 .. m0 + rows of SwiGLU's gradients from gate, up and their output's gradient g (all
+// (M, K1), row stride K1): dgate = g up silu'(gate), dup = g silu(gate), swiglu_backward's
+// expressions lane for lane, stored where the product then reads them (from L1). Returns the
+// inf/NaN bits of what it stored.
+ALWAYS_INLINE int swiglu_rows(__global const float *gate, __global const float *up, __global const float *g,
+                              __global float *dgate, __global float *dup, const int m0, const int rows, const int K1)
+{
+    int bad = 0;
+    for (int r = 0; r < rows; ++r) {
+        const long row = (long)(m0 + r) * K1;
+        for (int i = 0; i < K1; i += VW) {
+            const long at = row + i;
+            vecf a, u, gv;
+            const int whole = i + VW <= K1;
+            if (whole) {
+                a = *(__global const vecfu *)(gate + at);
+                u = *(__global const vecfu *)(up + at);
+                gv = *(__global const vecfu *)(g + at);
+            } else {
+                lanesf la, lu, lg;
+                for (int j = 0; j < VW; ++j) {
+                    la.s[j] = i + j < K1 ? gate[at + j] : 0.0f;
+                    lu.s[j] = i + j < K1 ? up[at + j] : 0.0f;
+                    lg.s[j] = i + j < K1 ? g[at + j] : 0.0f;
+                }
+                a = la.v;
+                u = lu.v;
+                gv = lg.v;
+            }
+            const vecf s = 1.0f / (1.0f + expv_mm(-a));
+            const vecf dg = gv * u * s * (1.0f + a * (1.0f - s)), du = gv * a * s;
+            if (whole) {
+                *(__global vecfu *)(dgate + at) = dg;
+                *(__global vecfu *)(dup + at) = du;
+                bad |= nonfinitev(dg) | nonfinitev(du);
+            } else {
+                lanesf l1, l2;
+                l1.v = dg;
+                l2.v = du;
+                for (int j = 0; j < VW && i + j < K1; ++j) {
+                    dgate[at + j] = l1.s[j];
+                    dup[at + j] = l2.s[j];
+                    bad |= nonfinite_bits(l1.s[j]) | nonfinite_bits(l2.s[j]);
+                }
+            }
+        }
+    }
+    return bad;
+}
+#endif
+
+// Built with PAIR, C = alpha (A B + A2 B2) (+ D): A (M, K1) and A2 (M, K - K1) row-major with the same
+// row stride, B and B2 with the same strides (K1 and K - K1 rows). Each panel holds B's K1 rows then
+// B2's, and each tile's accumulators run over both in one sum, k in order: the sum of two products
+// that share C (SwiGLU's input gradient dgate W1ᵀ + dup W3ᵀ) as one launch with no partial C.
 __kernel void matmul_packed(__global const float *a, __global const float *b, __global float *c,
                             __global const float *d, const int M, const int N, const int K,
                             const int a_set, const int lda, const int a_div,
                             const int b_set, const int b_row, const int b_col, const int b_div, const int KC,
                             const int tiles, const float alpha, __global int *status,
-                            const int seq, __local float *bl)
+                            const int seq, __local float *bl
+#if PAIR
+                            , __global const float *a2, __global const float *b2, const int K1
+#endif
+#if SWIGLU_BWD
+                            , __global const float *gate, __global const float *up, __global const float *g,
+                            __global float *dgate, __global float *dup
+#endif
+                            )
 {
     // Work-group (g, h, batch) owns row tiles g * tiles .. (g + 1) * tiles of C and its GP
     // panels from column h * GP * NR. The local size is fixed (PoCL compiles the kernel anew
@@ -337,6 +424,31 @@ __kernel void matmul_packed(__global const float *a, __global const float *b, __
         if (live) accumulate(acc, bl, ab, at, a_k, k0, kc);
     }
     if (live) bad = store_tile(acc, cb, db, t * MR, ng, M, N, alpha);
+#elif PAIR
+    load_panels(bl, bb, ng, N, 0, K1, KC, b_row, b_col);                   // rows 0 .. K1 from B
+    load_panels(bl + K1 * NR, b2 + (long)(batch / b_div) * b_set, ng, N, 0, K - K1, KC, b_row, b_col);
+    barrier(CLK_LOCAL_MEM_FENCE);
+#if SWIGLU_BWD
+    // A and A2 are dgate and dup, each tile's rows formed by the item that owns the tile (the host
+    // gives one work-group all of C's panels, so no other item reads or writes those rows)
+    __global const float *a2_set0 = dup;
+    a_set0 = dgate;
+#else
+    __global const float *a2_set0 = a2 + (long)(batch / a_div) * a_set;
+#endif
+    for (int t = t0 + lid; t < t1; t += items) {
+#if SWIGLU_BWD
+        bad |= swiglu_rows(gate, up, g, dgate, dup, t * MR, min(MR, M - t * MR), K1);
+#endif
+        A_TILE(t * MR)
+        for (int p = 0; p < GP && ng + p * NR < N; ++p) {
+            vecf acc[MR][NV];
+            ZERO(acc)
+            accumulate(acc, bl + p * KC * NR, ab, at, a_k, 0, K1);
+            accumulate(acc, bl + (p * KC + K1) * NR, a2_set0, at, a_k, 0, K - K1);
+            bad |= store_tile(acc, cb, db, t * MR, ng + p * NR, M, N, alpha);
+        }
+    }
 #else
     load_panels(bl, bb, ng, N, k0, kc, KC, b_row, b_col);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -424,3 +536,94 @@ __kernel void matmul_tall(__global const float *a, __global const float *b, __gl
     report(status, STATUS_NONFINITE, seq, bad);
 }
 // --8<-- [end:matmul_tall]
+
+// --8<-- [start:matmul_swiglu]
+// SwiGLU's gate and up projections and the unit itself in one launch (a feed-forward layer's
+// first half): gate = X W1, up = X W3 and h = silu(gate) * up, for X (M, K) row-major with row
+// stride lda and W1, W3 (K, N) row-major. A "pair" j is the HALF = NR / 2 columns j HALF ..
+// (j + 1) HALF of both weights; its panel in local memory holds, per k, those columns of W1
+// then the same columns of W3 (zero past N), so each k's NR values are the whole vectors
+// matmul_packed's accumulate() reads, and a tile's MR x NV accumulators hold gate in vectors
+// 0 .. NV / 2 - 1 and up in the rest. Each sum runs k in order from 0 as an unsplit matmul_packed's
+// does and h is swiglu_forward's expression, so the three outputs have the bits of the two
+// products (where those do not split K) and the pass apart. The epilogue stores gate and up (the backward's inputs) and h from the
+// registers: no pass reads gate and up back to form h. Work-group (g, j) owns row tiles
+// g * tiles .. (g + 1) * tiles and the GP pairs from pair j * GP, as matmul_packed's groups do
+// (the host's layout); K must fit one panel in local memory (the host falls back otherwise).
+#define HALF (NR / 2)
+#if NV % 2
+#error "matmul_swiglu splits a tile's vectors between gate and up: NV must be even"
+#endif
+
+__kernel void matmul_swiglu(__global const float *x, __global const float *w1, __global const float *w3,
+                            __global float *gate, __global float *up, __global float *h,
+                            const int M, const int N, const int K, const int lda, const int tiles,
+                            __global int *status, const int seq, __local float *bl)
+{
+    const int lid = get_local_id(0), items = get_local_size(0);
+    const int j0 = get_group_id(1) * GP;                        // the group's first pair
+    const int t0 = get_group_id(0) * tiles, t1 = min((M + MR - 1) / MR, t0 + tiles);
+    for (int i = lid; i < GP * K; i += items) {                 // the pairs' panels, k-major
+        const int p = i / K, k = i - p * K, n0 = (j0 + p) * HALF, cols = min(HALF, N - n0);
+        __local float *dst = bl + (p * K + k) * NR;
+        __global const float *s1 = w1 + (long)k * N + n0, *s3 = w3 + (long)k * N + n0;
+        if (cols == HALF) {
+            #pragma unroll
+            for (int v = 0; v < NV / 2; ++v) {
+                ((__local vecf *)dst)[v] = ((__global const vecfu *)s1)[v];
+                ((__local vecf *)dst)[NV / 2 + v] = ((__global const vecfu *)s3)[v];
+            }
+        } else {
+            for (int c = 0; c < HALF; ++c) {
+                dst[c] = c < cols ? s1[c] : 0.0f;
+                dst[HALF + c] = c < cols ? s3[c] : 0.0f;
+            }
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int a_k = 1;
+    __global const float *ab = x;
+    int bad = 0;
+    for (int t = t0 + lid; t < t1; t += items) {
+        const int m0 = t * MR;
+        int at[MR];                                              // rows past M repeat the last one
+        #pragma unroll
+        for (int r = 0; r < MR; ++r) at[r] = min(m0 + r, M - 1) * lda;
+        for (int p = 0; p < GP; ++p) {
+            const int n0 = (j0 + p) * HALF;
+            if (n0 >= N) break;
+            vecf acc[MR][NV];
+            ZERO(acc)
+            accumulate(acc, bl + p * K * NR, ab, at, a_k, 0, K);
+            #pragma unroll
+            for (int r = 0; r < MR; ++r) {
+                if (m0 + r >= M) break;
+                #pragma unroll
+                for (int v = 0; v < NV / 2; ++v) {
+                    const vecf a = acc[r][v], b = acc[r][NV / 2 + v];
+                    const vecf o = a / (1.0f + expv_mm(-a)) * b;     // swiglu_forward's expression
+                    const long at_c = (long)(m0 + r) * N + n0 + v * VW;
+                    if (n0 + (v + 1) * VW <= N) {
+                        *(__global vecfu *)(gate + at_c) = a;
+                        *(__global vecfu *)(up + at_c) = b;
+                        *(__global vecfu *)(h + at_c) = o;
+                        bad |= nonfinitev(a) | nonfinitev(b) | nonfinitev(o);
+                    } else {
+                        lanesf la, lb, lo;
+                        la.v = a;
+                        lb.v = b;
+                        lo.v = o;
+                        for (int c = 0; c < VW && n0 + v * VW + c < N; ++c) {
+                            gate[at_c + c] = la.s[c];
+                            up[at_c + c] = lb.s[c];
+                            h[at_c + c] = lo.s[c];
+                            bad |= nonfinite_bits(la.s[c]) | nonfinite_bits(lb.s[c]) | nonfinite_bits(lo.s[c]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    report(status, STATUS_NONFINITE, seq, bad);
+}
+// --8<-- [end:matmul_swiglu]

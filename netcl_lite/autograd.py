@@ -487,6 +487,39 @@ def swiglu(gate, up) -> Node:
     return _record(out, (gate, up), lambda g: ops.swiglu_backward(gate.value, up.value, g), "swiglu")
 
 
+def swiglu_linear(x, w1, w3) -> Node:
+    """``swiglu(x @ w1, x @ w3)`` as one node (:func:`netcl_lite.ops.swiglu_linear`: one launch for the
+    two products and the unit): x (..., n), w1 and w3 (n, m). The backward: SwiGLU's gradients and x's
+    gradient ``dgate W1ᵀ + dup W3ᵀ`` as one sum (:func:`netcl_lite.ops.swiglu_input_grad`, one launch
+    where it can), and each weight's gradient as the linear node's. The forward and the weights'
+    gradients have the bits of the three nodes apart; x's gradient is summed over both products at
+    once instead of added from two."""
+    x, w1, w3 = as_nodes(x, w1, w3)
+    for name, w in (("w1", w1), ("w3", w3)):
+        if w.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (n, m), got shape {w.shape}")
+    n, m = w1.shape
+    if not x.ndim or x.shape[-1] != n:
+        raise ValueError(f"x's last axis must be w1's n={n}, got x of shape {x.shape}")
+    if w3.shape != w1.shape:
+        raise ValueError(f"w3 must have w1's shape {w1.shape}, got {w3.shape}")
+    rows, shape = x.value.reshape((-1, n)), x.shape[:-1] + (m,)
+    out, gate, up = ops.swiglu_linear(rows, w1.value, w3.value)
+
+    def rule(g, acc=(None, None, None)):
+        dx = None
+        if x.requires_grad:                # SwiGLU's gradients, then dgate W1ᵀ + dup W3ᵀ (+ x's so far) as one sum
+            dx, dgate, dup = ops.swiglu_input_grad(gate, up, g.reshape((-1, m)), w1.value, w3.value,
+                                                   d=None if acc[0] is None else acc[0].reshape((-1, n)))
+            dx = dx.reshape(x.shape)
+        else:
+            dgate, dup = ops.swiglu_backward(gate, up, g.reshape((-1, m)))
+        _, dw3 = ops.matmul_backward(dup, rows, w3.value, needs=(False, w3.requires_grad), acc=(None, acc[2]))
+        _, dw1 = ops.matmul_backward(dgate, rows, w1.value, needs=(False, w1.requires_grad), acc=(None, acc[1]))
+        return dx, dw1, dw3
+    return _record(out.reshape(shape), (x, w1, w3), _accumulating(rule), "swiglu_linear")
+
+
 def embedding(table, ids) -> Node:
     """Rows of ``table`` (V, D) at integer ``ids`` (any shape) → (*ids.shape, D); the ids go to
     the device once, for the forward and the backward."""

@@ -12,7 +12,7 @@ from netcl_lite import reference as ref
 from netcl_lite.core.stream import BadInputError, NonFiniteError, stream_of
 from netcl_lite.core.tensor import Tensor
 from netcl_lite.ops.rotary_attention import rotary_attention_reference
-from netcl_lite.testing import EPS32, assert_close
+from netcl_lite.testing import EPS32, assert_close, matmul_atol
 
 
 def test_the_check_catches_a_rule_that_is_slightly_wrong():
@@ -235,6 +235,47 @@ def test_silu_and_swiglu_gradients_including_large_inputs():
     gradcheck(ag.swiglu, ref.swiglu, x, rand(rng, 3, 7), n=1, what="swiglu")
 
 
+def test_swiglu_linear_gradients_match_finite_differences_and_the_nodes_apart():
+    """The fused node's gradients for x (batched), W1 and W3 at ragged sizes against float64
+    differences; against linear, linear and swiglu recorded apart, also when x's gradient already
+    holds a share from another use: the weights' gradients bitwise (the same kernels), x's within
+    two float32 sums of the joined product (one sum over both products against two sums added)."""
+    rng = np.random.default_rng(19)
+    x, w1, w3 = rand(rng, 2, 5, 7), rand(rng, 7, 13) / 2, rand(rng, 7, 13) / 2
+    gradcheck(ag.swiglu_linear, lambda x, a, b: ref.swiglu(x @ a, x @ b), x, w1, w3, n=7, what="swiglu_linear")
+    r = rand(rng, 2, 5, 13)
+    grads = []
+    x, w1, w3 = rand(rng, 2, 50, 70), rand(rng, 70, 90) / 8, rand(rng, 70, 90) / 8    # the paired kernel's sizes
+    r = rand(rng, 2, 50, 90)
+    for fused in (True, False):
+        with ag.Tape() as tape:
+            nodes = [ag.tensor(v) for v in (x, w1, w3)]
+            h = ag.swiglu_linear(*nodes) if fused else ag.swiglu(ag.linear(nodes[0], nodes[1]),
+                                                                  ag.linear(nodes[0], nodes[2]))
+            out = ag.add(ag.mul(h, ag.constant(r)).sum(), ag.mul(nodes[0], nodes[0]).sum())   # x used twice
+        tape.backward(out)
+        grads.append([n.grad.numpy() for n in nodes])
+    for name, f, a in zip(("w1", "w3"), grads[0][1:], grads[1][1:]):
+        assert np.array_equal(f, a), f"swiglu_linear's d{name} differs from the nodes apart"
+    rows, g = x.reshape(-1, 70).astype(np.float64), r.reshape(-1, 90)
+    gate, up = rows @ w1, rows @ w3
+    s = 1 / (1 + np.exp(-gate))
+    dgate, dup = g * up * s * (1 + gate * (1 - s)), g * gate * s        # the two gradients' magnitudes
+    joined, weights = np.hstack([dgate, dup]), np.hstack([w1, w3])
+    bound = 2 * matmul_atol(joined, weights.T).reshape(x.shape) + 4 * EPS32 * np.abs(grads[1][0])
+    assert_close(grads[0][0], grads[1][0], rtol=0, atol=bound, what="swiglu_linear's dx against the nodes apart")
+
+
+def test_swiglu_linear_refuses_bad_weights():
+    x = ag.tensor(np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match="w1 must be 2-D"):
+        ag.swiglu_linear(x, np.ones(3), np.ones((3, 4)))
+    with pytest.raises(ValueError, match="last axis must be w1's n=4"):
+        ag.swiglu_linear(x, np.ones((4, 5)), np.ones((4, 5)))
+    with pytest.raises(ValueError, match=r"w3 must have w1's shape \(3, 4\)"):
+        ag.swiglu_linear(x, np.ones((3, 4)), np.ones((3, 5)))
+
+
 def test_embedding_gradient_accumulates_repeated_ids():
     rng = np.random.default_rng(10)
     table = rand(rng, 6, 4)
@@ -429,8 +470,9 @@ def test_nested_tapes_outer_sees_everything_inner_sees_its_own():
 
 
 def test_fused_gradient_accumulation_is_bitwise_the_separate_adds_with_fewer_passes(monkeypatch, queue):
-    """A pre-norm block reads its normed input twice (W1, W3; q, k and v in one node), and each
-    residual stream twice. With FUSED_ACCUMULATION the second and later shares are added in the
+    """A pre-norm block reads each residual stream twice (the norm and the branch's last product);
+    W1 and W3 (one node, ``swiglu_linear``) and q, k and v (one node) each form their input's gradient
+    as one sum. With FUSED_ACCUMULATION the second and later shares are added in the
     rules' own passes (linear's product epilogue, the norm's row pass): the gradients must be
     bitwise those of separate adds (one rounding of the same two float32 values either way),
     with fewer add launches."""
@@ -465,9 +507,9 @@ def test_fused_gradient_accumulation_is_bitwise_the_separate_adds_with_fewer_pas
     np.testing.assert_array_equal(dx_fused, dx_plain)
     for name in plain:
         np.testing.assert_array_equal(fused[name], plain[name], err_msg=name)
-    # W1/W3: 1 add, the two residual streams: 2 (the product output r * out is a mul); q/k/v: none
-    # either way, as the attention node forms x's gradient as one product (rotary_attention_projected)
-    assert adds_plain - adds_fused == 3, (adds_plain, adds_fused)
+    # the two residual streams: 2 adds (the product output r * out is a mul); W1/W3 and q/k/v: none
+    # either way, as their nodes form x's gradient as one sum (swiglu_linear, rotary_attention_projected)
+    assert adds_plain - adds_fused == 2, (adds_plain, adds_fused)
 
 
 def test_linear_with_a_residual_is_the_add_and_passes_the_gradient_through():

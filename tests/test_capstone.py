@@ -477,15 +477,38 @@ def test_the_flop_ledger_counts_every_matmul_one_real_step_launches(queue, monke
         counted.append(2 * a.shape[1] * width * a.shape[0])
         return out
 
+    real_swiglu, real_input_grad = ops_package.swiglu_linear, ops_package.swiglu_input_grad
+
+    def counting_swiglu(x, w1, w3, **kw):               # x @ W1 and x @ W3 in one launch
+        inside[0] += 1
+        try:
+            out = real_swiglu(x, w1, w3, **kw)
+        finally:
+            inside[0] -= 1
+        counted.append(2 * 2 * x.shape[0] * w1.shape[1] * x.shape[1])
+        return out
+
+    def counting_input_grad(gate, up, g, w1, w3, **kw):   # dgate W1ᵀ + dup W3ᵀ as one sum
+        inside[0] += 1
+        try:
+            out = real_input_grad(gate, up, g, w1, w3, **kw)
+        finally:
+            inside[0] -= 1
+        counted.append(2 * gate.shape[0] * w1.shape[0] * 2 * gate.shape[1])
+        return out
+
     # The forward goes through ops.matmul (ops.matmul_add where a residual joins the product),
     # the backward through its module's own matmul, matmul_add where a share of a gradient
     # joins the one gathered so far, and matmul_columns where a weight gradient reads its block
-    # of a joined gradient (the attention's q, k and v).
+    # of a joined gradient (the attention's q, k and v); the feed-forward's W1 and W3 through
+    # swiglu_linear (both products, one launch) and its input gradient through swiglu_input_grad.
     module = sys.modules["netcl_lite.ops.matmul"]
     for where in (ops_package, module):
         monkeypatch.setattr(where, "matmul", counting)
         monkeypatch.setattr(where, "matmul_add", counting)
     monkeypatch.setattr(ops_package, "matmul_columns", counting_columns)
+    monkeypatch.setattr(ops_package, "swiglu_linear", counting_swiglu)
+    monkeypatch.setattr(ops_package, "swiglu_input_grad", counting_input_grad)
     from netcl_lite import autograd as ag
 
     x, y = WindowLoader(np.arange(500) % 50, 3, 12, seed=0).next_batch()

@@ -611,3 +611,186 @@ def test_matmul_columns_refuses_bad_arguments(queue):
         ops.matmul_columns(ta, tb, 0, 0)
     with pytest.raises(ValueError, match="acc must have the product's shape"):
         ops.matmul_columns(ta, tb, 0, 2, Tensor.from_host(queue, f32(np.ones((3, 3)))))
+
+
+def _swiglu_linear_reference(x, w1, w3):
+    """(h, gate, up) in float64 and a per-entry bound for each float32 output: gate and up within
+    matmul_atol (δ₁, δ₃); h = silu(gate)·up moves by at most 1.1·|up|·δ₁ (|silu'| ≤ 1.0998) plus
+    |silu(gate)|·δ₃ from its inputs' errors, and by SWIGLU_RTOL of itself in its own arithmetic."""
+    from netcl_lite.testing import SWIGLU_RTOL, TINY
+
+    gate, up = reference.matmul(x, w1), reference.matmul(x, w3)
+    h = reference.swiglu(gate, up)
+    d1, d3 = matmul_atol(x, w1), matmul_atol(x, w3)
+    silu = np.abs(gate / (1 + np.exp(-np.clip(gate, -700, 700))))
+    dh = 1.1 * (np.abs(up) + d3) * d1 + (silu + 1.1 * d1) * d3
+    return (h, gate, up), (dh + SWIGLU_RTOL * (np.abs(h) + dh) + TINY, d1, d3)
+
+
+def test_swiglu_linear_matches_reference_on_random_shapes(queue):
+    """Gate, up and the unit from one launch, at ragged sizes around the 6-row tile and the pairs of
+    half panels (32 columns of each weight on 16 lanes), K of every remainder mod 4 and K = 0."""
+    rng = np.random.default_rng(31)
+    dims = list(random_dims(rng, 24, 3)) + [(2048, 128, 320), (97, 300, 65), (13, 0, 7), (1, 1, 1)]
+    for m, k, n in dims:
+        x, w1, w3 = (f32(rng.standard_normal(s)) for s in ((m, k), (k, n), (k, n)))
+        got = ops.swiglu_linear(x, w1, w3)
+        want, atol = _swiglu_linear_reference(x, w1, w3)
+        for name, g, w, a in zip(("h", "gate", "up"), got, want, atol):
+            assert g.shape == (m, n), f"{name} of {(m, k, n)}: shape {g.shape}"
+            assert_close(g, w, rtol=0, atol=a, what=f"swiglu_linear {name} {(m, k, n)}")
+    tx = Tensor.from_host(queue, f32(rng.standard_normal((70, 33))))
+    tw1, tw3 = (Tensor.from_host(queue, f32(rng.standard_normal((33, 45)))) for _ in range(2))
+    outs = ops.swiglu_linear(tx, tw1, tw3)                       # Tensors in, Tensors out
+    assert all(isinstance(o, Tensor) for o in outs), "Tensors in must give Tensors out"
+    want, atol = _swiglu_linear_reference(tx.numpy(), tw1.numpy(), tw3.numpy())
+    for o, w, a in zip(outs, want, atol):
+        assert_close(o.numpy(), w, rtol=0, atol=a, what="swiglu_linear on Tensors")
+
+
+def test_swiglu_linear_is_bitwise_the_two_products_and_the_unit_apart(queue, monkeypatch):
+    """The same sums in the same order and the same expression as ``matmul`` (unsplit) and
+    ``swiglu``: the fused launch changes no bit, so a model trained with it is the same model. Where
+    a pair of panels would outgrow the local memory allowed, the op runs the three apart."""
+    rng = np.random.default_rng(32)
+    launched = record_launches(monkeypatch)
+    for m, k, n in [(2048, 128, 320), (61, 131, 97), (7, 5, 3), (130, 64, 33)]:
+        x, w1, w3 = (Tensor.from_host(queue, f32(rng.standard_normal(s))) for s in ((m, k), (k, n), (k, n)))
+        gate, up = ops.matmul(x, w1), ops.matmul(x, w3)
+        apart = (ops.swiglu(gate, up), gate, up)
+        for name, f, a in zip(("h", "gate", "up"), ops.swiglu_linear(x, w1, w3), apart):
+            assert np.array_equal(f.numpy(), a.numpy()), f"swiglu_linear {name} at {(m, k, n)} differs from apart"
+    assert any(name == "matmul_swiglu" for name, _ in launched), "the fused kernel did not run"
+    monkeypatch.setattr(sys.modules["netcl_lite.ops.matmul"], "PANEL_BYTES", 1024)
+    launched.clear()
+    x, w1, w3 = (f32(rng.standard_normal(s)) for s in ((40, 50), (50, 20), (50, 20)))
+    got = ops.swiglu_linear(x, w1, w3)
+    assert not any(name == "matmul_swiglu" for name, _ in launched), "a panel past PANEL_BYTES must run apart"
+    want, atol = _swiglu_linear_reference(x, w1, w3)
+    for g, w, a in zip(got, want, atol):
+        assert_close(g, w, rtol=0, atol=a, what="swiglu_linear apart")
+
+
+def test_swiglu_linear_refuses_bad_arguments():
+    x, w = np.ones((4, 3)), np.ones((3, 5))
+    with pytest.raises(ValueError, match="x must be 2-D"):
+        ops.swiglu_linear(np.ones((2, 4, 3)), w, w)
+    with pytest.raises(ValueError, match="w1 must have x's K=3 rows"):
+        ops.swiglu_linear(x, np.ones((4, 5)), np.ones((4, 5)))
+    with pytest.raises(ValueError, match=r"w3 must have w1's shape \(3, 5\)"):
+        ops.swiglu_linear(x, w, np.ones((3, 6)))
+    with pytest.raises(TypeError, match="queue must be a pyopencl.CommandQueue"):
+        ops.swiglu_linear(x, w, w, queue="cpu")
+    with pytest.raises(TypeError, match="real numbers"):
+        ops.swiglu_linear(np.array([["a"] * 3] * 4), w, w)
+
+
+def test_matmul_pair_matches_reference_and_the_joined_product(queue, monkeypatch):
+    """``a @ op(b) + a2 @ op(b2)`` (+ d) at ragged sizes above the packing threshold, both B layouts:
+    within matmul_atol of the joined float64 product (one sum over K1 + K2 terms, plus one add for d),
+    and bitwise the joined product where that runs unsplit (the same sum in the same order). Unequal
+    widths, small products and a K the panels cannot hold run as two products."""
+    rng = np.random.default_rng(33)
+    launched = record_launches(monkeypatch)
+    cases = [(2048, 320, 128, True), (97, 90, 70, False), (61, 131, 33, True), (130, 65, 97, False), (89, 47, 64, True)]
+    for i, (m, k, n, tb) in enumerate(cases):
+        a, a2 = (f32(rng.standard_normal((m, k))) for _ in range(2))
+        b, b2 = (f32(rng.standard_normal((n, k) if tb else (k, n))) for _ in range(2))
+        d = f32(rng.standard_normal((m, n))) if i % 2 else None
+        aj, bj = np.hstack([a, a2]), (np.hstack([b, b2]) if tb else np.vstack([b, b2]))
+        bjt = bj.T if tb else bj
+        want = reference.matmul(aj, bjt) + (0 if d is None else d.astype(np.float64))
+        atol = matmul_atol(aj, bjt) + (0 if d is None else 2 * EPS32 * (np.abs(want) + np.abs(d)))
+        launched.clear()
+        got = ops.matmul_pair(a, b, a2, b2, transpose_b=tb, d=d)
+        assert_close(got, want, rtol=0, atol=atol, what=f"matmul_pair {(m, k, n)} tb={tb} d={d is not None}")
+        assert [name for name, _ in launched] == ["matmul_packed"], f"one launch expected, got {launched}"
+        if d is None:
+            assert np.array_equal(got, ops.matmul(aj, bj, transpose_b=tb)), f"{(m, k, n)}: not the joined product's bits"
+    assert "-DPAIR=1" in built_options("matmul.cl", "matmul_packed")
+    ta, tb_, ta2, tb2 = (Tensor.from_host(queue, f32(rng.standard_normal(s))) for s in ((70, 50), (50, 80), (70, 50), (50, 80)))
+    got = ops.matmul_pair(ta, tb_, ta2, tb2)                  # Tensors in, Tensors out
+    assert isinstance(got, Tensor)
+    assert_close(got.numpy(), reference.matmul(np.hstack([ta.numpy(), ta2.numpy()]), np.vstack([tb_.numpy(), tb2.numpy()])),
+                 rtol=0, atol=matmul_atol(np.hstack([ta.numpy(), ta2.numpy()]), np.vstack([tb_.numpy(), tb2.numpy()])),
+                 what="matmul_pair on Tensors")
+    for (m, k1, k2, n), limit in (((40, 30, 50, 20), None), ((5, 3, 3, 4), None), ((70, 300, 300, 65), 4096)):
+        if limit:
+            monkeypatch.setattr(sys.modules["netcl_lite.ops.matmul"], "PANEL_BYTES", limit)
+        a, a2, b, b2 = (f32(rng.standard_normal(s)) for s in ((m, k1), (m, k2), (k1, n), (k2, n)))
+        d = f32(rng.standard_normal((m, n)))
+        launched.clear()
+        got = ops.matmul_pair(a, b, a2, b2, d=d)
+        assert all("-DPAIR=1" not in options for _, options in launched), "this case must run as two products"
+        aj, bj = np.hstack([a, a2]), np.vstack([b, b2])
+        assert_close(got, reference.matmul(aj, bj) + d, rtol=0,
+                     atol=matmul_atol(aj, bj) + 2 * EPS32 * (np.abs(reference.matmul(aj, bj)) + 2 * np.abs(d)),
+                     what=f"matmul_pair as two products {(m, k1, k2, n)}")
+
+
+def test_matmul_pair_refuses_bad_arguments():
+    a, b = np.ones((4, 3)), np.ones((3, 5))
+    with pytest.raises(ValueError, match="must be 2-D"):
+        ops.matmul_pair(np.ones((2, 4, 3)), b, a, b)
+    with pytest.raises(ValueError, match="a2 must have a's M=4 rows"):
+        ops.matmul_pair(a, b, np.ones((5, 3)), b)
+    with pytest.raises(ValueError, match=r"op\(b\) must be \(K1=3, N\)"):
+        ops.matmul_pair(a, np.ones((2, 5)), a, b)
+    with pytest.raises(ValueError, match="same N"):
+        ops.matmul_pair(a, b, a, np.ones((3, 6)))
+    with pytest.raises(ValueError, match=r"d must have the result's shape \(4, 5\)"):
+        ops.matmul_pair(a, b, a, b, d=np.ones((5, 4)))
+    with pytest.raises(TypeError, match="transpose_b"):
+        ops.matmul_pair(a, b, a, b, transpose_b="yes")
+    with pytest.raises(TypeError, match="queue must be a pyopencl.CommandQueue"):
+        ops.matmul_pair(a, b, a, b, queue=1)
+
+
+def test_swiglu_input_grad_is_the_pass_and_the_paired_product_in_one_launch(queue, monkeypatch):
+    """SwiGLU's gradients and x's gradient from one launch where one work-group holds all of dx's
+    columns: bitwise ``swiglu_backward`` then ``matmul_pair`` (the same expressions, the same sum), and
+    within float32 bounds of float64 (the gradients elementwise, dx as matmul_atol of the joined
+    product over the device's gradients plus d's add), at ragged sizes; elsewhere the two run apart."""
+    rng = np.random.default_rng(34)
+    launched = record_launches(monkeypatch)
+    t = lambda *s: Tensor.from_host(queue, f32(rng.standard_normal(s)))
+    wide = tile_for(queue.device)[0] == 16            # 64-column panels: dx's 128 columns are two
+    # (m, h, n, d given, one launch expected: True, False, or None where the layout decides)
+    for m, h, n, with_d, one in [(2048, 320, 128, False, True if wide else None), (97, 90, 70, True, None),
+                                 (61, 131, 33, False, None), (130, 65, 97, True, None),
+                                 (13, 7, 5, True, False),          # below the packing threshold
+                                 (130, 100, 300, False, False)]:   # more panels than one group takes
+        gate, up, g, w1, w3 = t(m, h), t(m, h), t(m, h), t(n, h), t(n, h)
+        d = t(m, n) if with_d else None
+        launched.clear()
+        dx, dgate, dup = ops.swiglu_input_grad(gate, up, g, w1, w3, d=d)
+        fused = any("-DSWIGLU_BWD=1" in options for _, options in launched)
+        assert one is None or fused == one, f"{(m, h, n)}: one launch {fused}, expected {one}"
+        apart = ops.swiglu_backward(gate, up, g)
+        want = (ops.matmul_pair(apart[0], w1, apart[1], w3, transpose_b=True, d=d), *apart)
+        for name, f, a in zip(("dx", "dgate", "dup"), (dx, dgate, dup), want):
+            assert np.array_equal(f.numpy(), a.numpy()), f"swiglu_input_grad {name} at {(m, h, n)} differs from apart"
+        a64, u64, g64 = (v.numpy().astype(np.float64) for v in (gate, up, g))
+        s = 1 / (1 + np.exp(-a64))
+        for name, got, ref in (("dgate", dgate, g64 * u64 * s * (1 + a64 * (1 - s))), ("dup", dup, g64 * a64 * s)):
+            # exp within 4 ulp, then a divide, an add, a subtract and up to four products: 12u of the
+            # largest magnitude the expression forms (|g u s (1 + a)|, |g a s|)
+            scale = np.abs(g64) * (np.abs(u64) * (1 + np.abs(a64)) if name == "dgate" else np.abs(a64))
+            assert_close(got.numpy(), ref, rtol=0, atol=12 * EPS32 * scale + 1e-37, what=f"{name} {(m, h, n)}")
+        joined, weights = np.hstack([dgate.numpy(), dup.numpy()]), np.hstack([w1.numpy(), w3.numpy()]).T
+        want_dx = reference.matmul(joined, weights) + (0 if d is None else d.numpy().astype(np.float64))
+        atol = matmul_atol(joined, weights) + (0 if d is None else 2 * EPS32 * (np.abs(want_dx) + np.abs(d.numpy())))
+        assert_close(dx.numpy(), want_dx, rtol=0, atol=atol, what=f"swiglu_input_grad dx {(m, h, n)}")
+
+
+def test_swiglu_input_grad_refuses_bad_arguments(queue):
+    t = lambda *s: Tensor.from_host(queue, f32(np.ones(s)))
+    gate, w = t(8, 6), t(4, 6)
+    with pytest.raises(TypeError, match="g must be a Tensor"):
+        ops.swiglu_input_grad(gate, gate, np.ones((8, 6)), w, w)
+    with pytest.raises(ValueError, match="one shape"):
+        ops.swiglu_input_grad(gate, t(8, 5), gate, w, w)
+    with pytest.raises(ValueError, match=r"w1 and w3 must be \(D, 6\)"):
+        ops.swiglu_input_grad(gate, gate, gate, t(4, 5), t(4, 5))
+    with pytest.raises(ValueError, match=r"d must have dx's shape \(8, 4\)"):
+        ops.swiglu_input_grad(gate, gate, gate, w, w, d=t(4, 8))

@@ -18,7 +18,7 @@ from .flash_attention import (
     flash_attention_with_mask,
 )
 from .layout import concat_columns, split_columns, swap_axes
-from .matmul import matmul, matmul_add, matmul_backward, matmul_columns
+from .matmul import matmul, matmul_add, matmul_backward, matmul_columns, matmul_pair, swiglu_input_grad, swiglu_linear
 from .norm import layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
 from .reduce import mean, sum, sum_backward, sum_to  # noqa: A004 (the op's name)
 from .rope import rope, rope_backward, rope_heads, rope_heads_backward
@@ -27,5 +27,5 @@ from .softmax import apply_mask, softmax, softmax_backward, softmax_with_mask
 
 __all__ = [
     "add", "apply_mask", "attention", "cross_entropy", "decode_layer", "decode_logits", "div", "embedding", "exp", "flash_attention", "layer_norm",
-    "matmul", "matmul_add", "mean", "mul", "rms_norm", "rope", "rope_heads", "scale", "silu", "softmax", "sub", "sum", "swap_axes", "swiglu",
+    "matmul", "matmul_add", "matmul_pair", "mean", "mul", "rms_norm", "rope", "rope_heads", "scale", "silu", "softmax", "sub", "sum", "swap_axes", "swiglu", "swiglu_input_grad", "swiglu_linear",
 ]

@@ -12,9 +12,10 @@ import numpy as np
 import pyopencl as cl
 
 from ..checks import flag
+from ..core.device import manager
 from ..core.kernels import vector_lanes
 from ..core.tensor import Tensor
-from .elementwise import add
+from .elementwise import add, swiglu
 from .layout import split_columns
 from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
 from .reduce import join_rows, sum_to
@@ -290,6 +291,163 @@ def matmul_columns(a, b, start: int, width: int, acc=None):
     return call.result(out, check=[False])
 
 
+def matmul_pair(a, b, a2, b2, *, transpose_b: bool = False, d=None, queue=None):
+    """``a @ op(b) + a2 @ op(b2)`` (``+ d``): ``a`` is ``(M, K1)``, ``a2`` ``(M, K2)``, ``op(b)``
+    ``(K1, N)`` and ``op(b2)`` ``(K2, N)`` (``transpose_b``: ``b`` and ``b2`` given as ``(N, K)``); ``d``, of
+    the result's shape, is added as it is stored.
+
+    Where K1 = K2 and the micro-kernel runs the joined product whole (``matmul_packed`` built with
+    ``PAIR``: no K split, the panels in local memory, A read in place), one launch sums each element over K1 + K2
+    in order, as the product of ``[a | a2]`` and ``[op(b); op(b2)]`` would, with no partial result
+    stored; elsewhere ``a2 @ op(b2)`` is formed first and ``a @ op(b)`` added to it in its epilogue
+    (:func:`matmul_add`). SwiGLU's input gradient ``dgate W1ᵀ + dup W3ᵀ`` is such a sum.
+
+    >>> matmul_pair(np.eye(2), [[1.0, 2.0], [3.0, 4.0]], np.ones((2, 1)), [[10.0, 20.0]])
+    array([[11., 22.],
+           [13., 24.]], dtype=float32)
+    """
+    flag("transpose_b", transpose_b)
+    shapes = [tuple(shape_of(t)) for t in (a, b, a2, b2)]
+    if any(len(s) != 2 for s in shapes):
+        raise ValueError(f"a, b, a2 and b2 must be 2-D, got shapes {shapes}")
+    (m, k1), (m2, k2) = shapes[0], shapes[2]
+    if m2 != m:
+        raise ValueError(f"a2 must have a's M={m} rows, got shape {shapes[2]}")
+    nk = [(s[0], s[1]) if transpose_b else (s[1], s[0]) for s in (shapes[1], shapes[3])]
+    if nk[0][1] != k1 or nk[1][1] != k2 or nk[0][0] != nk[1][0]:
+        raise ValueError(f"op(b) must be (K1={k1}, N) and op(b2) (K2={k2}, N) with the same N, got b {shapes[1]} "
+                         f"and b2 {shapes[3]} (transpose_b={transpose_b})")
+    n, k = nk[0][0], k1 + k2
+    int32_range(M=m, N=n, K=k, out_elements=m * n)
+    if d is not None and tuple(shape_of(d)) != (m, n):
+        raise ValueError(f"d must have the result's shape {(m, n)}, got {tuple(shape_of(d))}")
+    if queue is not None and not isinstance(queue, cl.CommandQueue):
+        raise TypeError(f"queue must be a pyopencl.CommandQueue, got {type(queue).__name__}")
+    if queue is None:
+        queue = next((t.queue for t in (a, b, a2, b2, d) if isinstance(t, Tensor)), None) or manager.default().queue
+    b_strides = (0, 1, k1) if transpose_b else (0, n, 1)
+    plan = None
+    if m * n and k1 == k2 and k1 and packed_pays(m, n, k):   # one row stride serves a and a2 (and b, b2)
+        plan = _plan(*_device(queue), m, n, k, 1, (0, k1, 1), 1, b_strides, 1, 1.0, False, d is not None,
+                     _tuning())
+        if plan.splits != 1 or plan.pack_floats or "-DSLICED=1" in plan.options:
+            plan = None
+    if plan is None:
+        second = matmul(a2, b2, transpose_b=transpose_b, queue=queue)
+        if d is not None:
+            second = add(second, d)
+        return matmul_add(a, b, second, transpose_b=transpose_b, queue=queue)
+    call = OpCall("matmul", queue=queue, a=a, b=b, a2=a2, b2=b2, **({} if d is None else {"d": d}))
+    ta, tb, ta2, tb2 = (call.float_input(name) for name in ("a", "b", "a2", "b2"))
+    td = None if d is None else call.float_input("d")
+    out = call.output((m, n))
+    _packed(call, ta.buffer, tb.buffer, out.buffer, m, n, k, 1, (0, k1, 1), b_strides, 1, 1, 1.0,
+            (call.stream.status, call.seq), d_buf=None if td is None else td.buffer, pair=(ta2.buffer, tb2.buffer, k1))
+    return call.result(out, check=[False])
+
+
+def swiglu_input_grad(gate, up, g, w1, w3, *, d=None):
+    """``(dx, dgate, dup)`` of ``h = silu(x W1) · (x W3)`` given gate = x W1, up = x W3 and h's gradient
+    ``g`` (Tensors, all ``(M, H)``; w1 and w3 ``(D, H)``): SwiGLU's gradients as
+    :func:`~netcl_lite.ops.swiglu_backward` forms them and ``dx = dgate W1ᵀ + dup W3ᵀ`` (``+ d``) as
+    :func:`matmul_pair` sums it, so the same bits. Where the paired product's work-groups would each
+    hold all of dx's columns (one column group), each tile's rows of dgate and dup are formed by the
+    work-item that then reads them as its tile's A (``matmul_packed`` built with ``SWIGLU_BWD``):
+    one launch, the gradients read back from L1 instead of memory. Elsewhere the pass and the
+    paired product run apart. The weights' gradients need dgate and dup: both are returned."""
+    for name, t in (("gate", gate), ("up", up), ("g", g), ("w1", w1), ("w3", w3), ("d", d)):
+        if not isinstance(t, Tensor) and (t is not None or name != "d"):
+            raise TypeError(f"{name} must be a Tensor (a backward's operand on the device), got {type(t).__name__}")
+    if gate.ndim != 2 or up.shape != gate.shape or g.shape != gate.shape:
+        raise ValueError(f"gate, up and g must be 2-D of one shape, got {gate.shape}, {up.shape}, {g.shape}")
+    (m, h), n = gate.shape, w1.shape[0] if w1.ndim == 2 else -1
+    if w1.ndim != 2 or w1.shape[1] != h or w3.shape != w1.shape:
+        raise ValueError(f"w1 and w3 must be (D, {h}) of one shape, got {w1.shape} and {w3.shape}")
+    if d is not None and d.shape != (m, n):
+        raise ValueError(f"d must have dx's shape {(m, n)}, got {d.shape}")
+    plan = None
+    if m * n and h and packed_pays(m, n, 2 * h):
+        plan = _plan(*_device(gate.queue), m, n, 2 * h, 1, (0, h, 1), 1, (0, 1, h), 1, 1.0, False, d is not None,
+                     _tuning())
+        if plan.splits != 1 or plan.pack_floats or "-DSLICED=1" in plan.options or plan.global_size[1] != 1:
+            plan = None
+    if plan is None:
+        from .elementwise import swiglu_backward
+
+        dgate, dup = swiglu_backward(gate, up, g)
+        return matmul_pair(dgate, w1, dup, w3, transpose_b=True, d=d), dgate, dup
+    call = OpCall("swiglu_input_grad", gate=gate, up=up, g=g, w1=w1, w3=w3, **({} if d is None else {"d": d}))
+    dx, dgate, dup = call.output((m, n)), call.output((m, h)), call.output((m, h))
+    call.launch("matmul.cl", "matmul_packed", plan.global_size, (GROUP_ITEMS, 1, 1),
+                gate.buffer, w1.buffer, dx.buffer, dx.buffer if d is None else d.buffer, *plan.args,
+                call.stream.status, call.seq, plan.local, up.buffer, w3.buffer, i32(h),
+                gate.buffer, up.buffer, g.buffer, dgate.buffer, dup.buffer,
+                options=plan.options + ("-DPAIR=1", "-DSWIGLU_BWD=1"))
+    return call.result(dx, dgate, dup, check=[False, False, False])
+
+
+def swiglu_linear(x, w1, w3, *, queue=None):
+    """``(h, gate, up)`` with ``gate = x @ w1``, ``up = x @ w3`` and ``h = silu(gate) · up``: a SwiGLU
+    layer's first half. ``x`` is ``(M, K)``, ``w1`` and ``w3`` are ``(K, N)``; all three outputs are
+    ``(M, N)`` (the backward needs gate and up).
+
+    One launch (``matmul_swiglu``) computes a tile of gate and of up side by side and forms h from the
+    registers, so no pass reads gate and up back; each value has the bits of :func:`matmul` (where it
+    does not split K: :func:`k_splits`) and :func:`~netcl_lite.ops.swiglu` apart (the same sums in the
+    same order, the same expression).
+    Where a pair of K-long weight panels would not fit the device's local memory, the two products
+    and the pass run apart.
+
+    >>> h, gate, up = swiglu_linear(np.ones((2, 3)), np.full((3, 2), 0.5), np.ones((3, 2)))
+    >>> gate[0], up[0], h.round(4)[0]             # silu(1.5) · 3
+    (array([1.5, 1.5], dtype=float32), array([3., 3.], dtype=float32), array([3.6791, 3.6791], dtype=float32))
+    """
+    sx, s1, s3 = (tuple(shape_of(t)) for t in (x, w1, w3))
+    if len(sx) != 2 or len(s1) != 2:
+        raise ValueError(f"x must be 2-D (M, K) and w1 2-D (K, N), got x {sx} and w1 {s1}")
+    if s1[0] != sx[1]:
+        raise ValueError(f"w1 must have x's K={sx[1]} rows, got shape {s1}")
+    if s3 != s1:
+        raise ValueError(f"w3 must have w1's shape {s1}, got {s3}")
+    (m, k), n = sx, s1[1]
+    int32_range(M=m, N=n, K=k, x_elements=m * k, w_elements=k * n, out_elements=m * n)
+    if queue is not None and not isinstance(queue, cl.CommandQueue):
+        raise TypeError(f"queue must be a pyopencl.CommandQueue, got {type(queue).__name__}")
+    if queue is None:
+        queue = next((t.queue for t in (x, w1, w3) if isinstance(t, Tensor)), None) or manager.default().queue
+    plan = _swiglu_plan(_device(queue), m, n, k, (MAX_GROUP_PANELS, GROUP_PANEL_BYTES, PANEL_BYTES,
+                                                  LAYOUT_EFFICIENCY))
+    if plan is None:                                # the panels do not fit: the products and the pass apart
+        gate, up = matmul(x, w1, queue=queue), matmul(x, w3, queue=queue)
+        return swiglu(gate, up, queue=queue), gate, up
+    call = OpCall("swiglu_linear", queue=queue, x=x, w1=w1, w3=w3)
+    tx, t1, t3 = call.float_input("x"), call.float_input("w1"), call.float_input("w3")
+    h, gate, up = call.output((m, n)), call.output((m, n)), call.output((m, n))
+    if m * n:
+        call.launch("matmul.cl", "matmul_swiglu", plan[1], (GROUP_ITEMS, 1, 1), tx.buffer, t1.buffer, t3.buffer,
+                    gate.buffer, up.buffer, h.buffer, *map(i32, (m, n, k, k, plan[2])), call.stream.status,
+                    call.seq, cl.LocalMemory(plan[3]), options=plan[0])
+    return call.result(h, gate, up, check=[False, False, False])
+
+
+@functools.lru_cache(maxsize=256)
+def _swiglu_plan(dev: _Device, m, n, k, tuning):
+    """(options, global size, row tiles per work-group, local bytes) of ``matmul_swiglu`` for one shape,
+    or None when one pair's panel (K x NR floats) outgrows the local memory allowed: the layout is
+    :func:`_layout`'s over pairs of HALF = NR / 2 columns of both weights."""
+    max_panels, group_bytes, panel_bytes, efficiency = tuning
+    vw, mr, nv = dev.tile
+    nr = vw * nv
+    pair = 4 * nr * max(k, 1)
+    if pair > min(panel_bytes, dev.local_mem):
+        return None
+    pm, pn = -(-m // mr), -(-n // (nr // 2))
+    cap = max(1, min(max_panels, pn, min(group_bytes, dev.local_mem) // pair))
+    gp, tiles = _layout(dev.units, pm, pn, cap, 1, efficiency, chunked=dev.cpu)
+    options = (f"-DVW={vw}", f"-DMR={mr}", f"-DNV={nv}", f"-DGP={gp}")
+    return options, (-(-pm // tiles) * GROUP_ITEMS, -(-pn // gp), 1), tiles, gp * pair
+
+
 def _product_plus(args, kw, shape, acc):
     """matmul(*args, **kw) summed to ``shape``, plus ``acc`` if given: in the product's epilogue
     when the product already has ``shape`` (no batch sum between), else by an add."""
@@ -363,7 +521,7 @@ def tile_for(device) -> tuple[int, int, int]:
 
 
 def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a_div, b_div, alpha, status,
-            c_trans=False, d_buf=None):
+            c_trans=False, d_buf=None, pair=None):
     """Run the micro-kernel: each work-group copies its GP NR-column panels of B into local
     memory (a k-slice at a time when K is long) and its items compute MR-row tiles from them; a
     row-major A is read in place, a transposed A too unless its stride and the column groups
@@ -371,20 +529,27 @@ def _packed(call, a_buf, b_buf, c_buf, m, n, k, n_batch, a_strides, b_strides, a
     packed into MR-row panels. The launch
     geometry comes from :func:`_plan`, worked out once per shape."""
     plan = _plan(*_device(call.queue), m, n, k, n_batch,
-                 tuple(a_strides), a_div, tuple(b_strides), b_div, float(alpha), c_trans, d_buf is not None,
-                 (PANEL_BYTES, GROUP_PANEL_BYTES, MAX_GROUP_PANELS, A_LINES, LAYOUT_EFFICIENCY,
-                  (SPLIT_UNITS, (SPLIT_MAX_TILES, SPLIT_MIN_K, SPLIT_SLICE, MAX_SPLITS))))
+                 tuple(a_strides), a_div, tuple(b_strides), b_div, float(alpha), c_trans, d_buf is not None, _tuning())
     if plan.pack_floats:
         ap = call.scratch("matmul.ap", plan.pack_floats)
         call.launch("matmul.cl", "matmul_pack_a", plan.pack_global, (8, 1, 1), a_buf, ap, *plan.pack_args,
                     options=plan.options)
         a_buf = ap
     out = c_buf if plan.splits == 1 else call.scratch("matmul.partial", plan.splits * m * n)
+    extra, options = (), plan.options
+    if pair is not None:                                    # (A2, B2, K1): see matmul_pair
+        extra, options = (pair[0], pair[1], i32(pair[2])), plan.options + ("-DPAIR=1",)
     call.launch("matmul.cl", "matmul_packed", plan.global_size, (GROUP_ITEMS, 1, 1),
-                a_buf, b_buf, out, c_buf if d_buf is None else d_buf, *plan.args, *status, plan.local,
-                options=plan.options)
+                a_buf, b_buf, out, c_buf if d_buf is None else d_buf, *plan.args, *status, plan.local, *extra,
+                options=options)
     if plan.splits > 1:                                     # C = alpha * (sum of the slices' C's) (+ D)
         join_rows(call, out, c_buf, plan.splits, m * n, alpha, d_buf)
+
+
+def _tuning() -> tuple:
+    """The module's limits as :func:`_plan` takes them (read at each call, so a changed limit is a new plan)."""
+    return (PANEL_BYTES, GROUP_PANEL_BYTES, MAX_GROUP_PANELS, A_LINES, LAYOUT_EFFICIENCY,
+            (SPLIT_UNITS, (SPLIT_MAX_TILES, SPLIT_MIN_K, SPLIT_SLICE, MAX_SPLITS)))
 
 
 class _Plan(NamedTuple):

@@ -118,6 +118,16 @@ family("layer_norm", lambda x, w, b: ag.layer_norm(x, w, b), {"x": arr(5, 37), "
        lambda x, w, b: ref.layer_norm(x, w, b))
 family("silu", lambda x: ag.silu(x), {"x": arr(3, 41)}, lambda x: ref.silu(x))
 family("swiglu", lambda g, u: ag.swiglu(g, u), {"g": arr(3, 41), "u": arr(3, 41)}, lambda g, u: ref.swiglu(g, u))
+# gate, up and the unit in one launch (matmul_swiglu): 38 rows (a ragged 6-row tile), 37 columns (a
+# ragged last pair of half panels), K = 13 (not a multiple of the unrolled 4)
+family("swiglu_linear", lambda x, w1, w3: ag.swiglu_linear(x, w1, w3),
+       {"x": arr(2, 19, 13), "w1": arr(13, 37), "w3": arr(13, 37)},
+       lambda x, w1, w3: ref.swiglu(x @ w1, x @ w3))
+# backward, SwiGLU's gradients and x's gradient dgate W1ᵀ + dup W3ᵀ in one launch (matmul_packed built
+# with PAIR and SWIGLU_BWD): 68 x 45 x (61 + 61), above the packing threshold, ragged in every dimension
+family("swiglu_linear_paired", lambda x, w1, w3: ag.swiglu_linear(x, w1, w3),
+       {"x": arr(2, 34, 45), "w1": arr(45, 61), "w3": arr(45, 61)},
+       lambda x, w1, w3: ref.swiglu(x @ w1, x @ w3))
 family("add_broadcast", lambda a, b: ag.add(a, b), {"a": arr(4, 9, 7), "b": arr(7)}, lambda a, b: ref.add(a, b))
 family("sub", lambda a, b: ag.sub(a, b), {"a": arr(5, 11), "b": arr(5, 11)}, lambda a, b: ref.sub(a, b))
 family("div", lambda a, b: ag.div(a, b), {"a": arr(3, 17), "b": 1.5 + np.abs(arr(3, 17))},
