@@ -2,7 +2,7 @@
 kept in a temporary file), then :class:`netcl_lite.context_mixing.ContextMixer` is fed them step
 by step, as the compressor feeds it, and timed, with each part's share from cProfile.
 
-    python benchmarks/mixer_host_time.py [--split validation] [--steps N] [--out ...]
+    python benchmarks/mixer_host_time.py [--model DIR] [--split validation] [--steps N] [--out ...]
 
 It reports milliseconds per step (32 streams), the mixed cross-entropy in bits per byte (so a
 change that should keep the coded probabilities can be checked: the same bits), and the
@@ -28,6 +28,7 @@ from netcl_lite import compression as cz
 from netcl_lite.context_mixing import ContextMixer
 
 from bench_kernels import cpu_name  # noqa: E402  (benchmarks/ is the script's folder)
+from mix_ablation import load_run  # noqa: E402
 
 #: the parts whose cumulative time is reported: (file suffix, function name)
 PARTS = (("ngram.py", "predict"), ("ngram.py", "update"), ("ngram.py", "mix"), ("ngram.py", "lookup"),
@@ -38,11 +39,12 @@ PARTS = (("ngram.py", "predict"), ("ngram.py", "update"), ("ngram.py", "mix"), (
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", help="a Chapter 9 run's folder (default: capstone.run())")
     ap.add_argument("--split", choices=("validation", "test"), default="validation")
     ap.add_argument("--steps", type=int, default=0, help="only the first N steps (0: all)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "mixer_host_time.json"))
     a = ap.parse_args()
-    run = capstone.run()
+    run = load_run(a.model)
     ids = capstone.split_ids(run, a.split)
     lengths = cz.segments(ids.size, cz.stream_count(ids.size))
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import checks
-from .match import MatchModel
+from .match import MatchModel, add_in_order
 from .ngram import ORDERS, SUCCESSOR_ORDERS, Mixer, NGram, WordNGram
 
 #: what the mixer uses, in the order the ablation adds them (``benchmarks/mix_ablation.py``):
@@ -183,7 +183,7 @@ class GeometricMixer:
         if self.bias is not None:          # b[prev] += η (onehot(x) − p), stream by stream in order
             grad = pr * -BIAS_RATE
             grad[np.arange(rows.size), x] += BIAS_RATE
-            np.add.at(self.bias, prev[rows], grad)          # row by row in order, as a loop adds
+            add_in_order(self.bias, prev[rows], grad)       # row by row in order, as a loop adds
 
 
 class TreeSSE:

@@ -100,39 +100,12 @@ class _Primed:
     tokens: np.ndarray         # (E,) int64
     counts: np.ndarray         # (E,) float64
     last: np.ndarray           # (U,) int64
-    index: np.ndarray          # (2^bits + 1,) where each bucket of contexts starts (:func:`_bucket_index`)
-    shift: int                 # a context's bucket: its key >> shift
 
     def find(self, keys: np.ndarray) -> np.ndarray:
-        """``np.searchsorted(self.contexts, keys)``, looked up through the buckets: a few cache
-        misses a key instead of a binary search's two dozen over the whole table."""
-        return _bucket_search(self.contexts, self.index, self.shift, keys)
-
-
-def _bucket_index(contexts: np.ndarray, key_bits: int) -> tuple[np.ndarray, int]:
-    """(where each bucket starts in the sorted ``contexts`` (keys below 2^``key_bits`` < 2^64), the
-    shift that takes a key to its bucket): about one bucket per context, so each holds a few."""
-    bits = min(key_bits, max(1, int(contexts.size).bit_length()))
-    shift = key_bits - bits
-    per_bucket = np.bincount((contexts >> np.uint64(shift)).astype(np.int64), minlength=1 << bits)
-    index = np.concatenate(([0], np.cumsum(per_bucket)))       # contexts sorted: buckets in order
-    return index.astype(np.int32 if contexts.size < 2**31 else np.int64), shift
-
-
-def _bucket_search(contexts: np.ndarray, index: np.ndarray, shift: int, keys: np.ndarray) -> np.ndarray:
-    """For each of ``keys``: the first position in ``contexts`` whose key is not below it
-    (``np.searchsorted``'s left side), by a binary search within the key's bucket, all keys at once."""
-    bucket = (keys >> np.uint64(shift)).astype(np.int64)
-    lo, hi = index[bucket].astype(np.int64), index[bucket + 1].astype(np.int64)
-    open_ = lo < hi
-    while open_.any():
-        mid = (lo + hi) >> 1
-        below = np.zeros(keys.size, bool)
-        below[open_] = contexts[mid[open_]] < keys[open_]
-        lo = np.where(below, mid + 1, lo)
-        hi = np.where(open_ & ~below, mid, hi)
-        open_ = lo < hi
-    return lo
+        """``np.searchsorted(self.contexts, keys)``: where each of ``keys`` is or would go (fastest
+        with ``keys`` sorted, as :meth:`_Counts.lookup` passes them: each search starts where the
+        last ended)."""
+        return np.searchsorted(self.contexts, keys)
 
 
 def _prime(keys: list[np.ndarray], nxt: list[np.ndarray], token_bits: int, last_orders: int) -> _Primed:
@@ -161,8 +134,7 @@ def _prime(keys: list[np.ndarray], nxt: list[np.ndarray], token_bits: int, last_
     contexts = ctx[new_ctx]
     return _Primed(contexts, np.r_[new_ctx, ctx.size], (pair & np.uint64((1 << token_bits) - 1)).astype(np.int64),
                    np.concatenate(counts) if counts else np.zeros(0),
-                   np.concatenate(lasts) if lasts else np.zeros(0, np.int64),
-                   *_bucket_index(contexts, 64 - token_bits))
+                   np.concatenate(lasts) if lasts else np.zeros(0, np.int64))
 
 
 def _ranges(sorted_keys: np.ndarray, lo_keys: np.ndarray, hi_keys: np.ndarray):
@@ -341,8 +313,8 @@ def _chain(p0: np.ndarray, slot, token, a, beta: np.ndarray, targets, first: np.
     (vocab,): order k has the entries (``slot`` = (k − 1) · B + row, ``token``, ``a``) and β_k =
     ``beta[k − 1]`` (B,). From one target m' to the next m: P_m = (Π_{m'<k≤m} β_k) P_{m'} +
     Σ_{m'<k≤m} (Π_{k<j≤m} β_j) a_k; dense (B, vocab) each. ``first``: order 1's a_1 as a dense
-    (B, vocab) array (zero where it has no entry) instead of entries; added before the entries
-    of the orders above, as entries in order would be (adding zero changes no bit)."""
+    (B, vocab) array (zero where it has no entry) instead of entries, overwritten; added before
+    the entries of the orders above, as entries in order would be (adding zero changes no bit)."""
     b, v = beta.shape[1], p0.size
     order, flat = slot // b, (slot % b) * v + token
     out, done, p = {}, 0, p0[None, :]              # broadcast by the first product
@@ -352,7 +324,7 @@ def _chain(p0: np.ndarray, slot, token, a, beta: np.ndarray, targets, first: np.
             after[j - done] = after[j + 1 - done] * beta[j]
         p = after[0][:, None] * p
         if first is not None and done == 0:
-            p += first * after[1][:, None]
+            p += np.multiply(first, after[1][:, None], out=first)     # ``first``: the caller's scratch
         sel = np.flatnonzero((order >= done) & (order < m))
         np.add.at(p.reshape(-1), flat[sel], a[sel] * after[order[sel] + 1 - done, slot[sel] % b])
         out[m], done = p, m
@@ -365,11 +337,20 @@ class _DenseFirst:
     They hold the numbers :class:`_Counts` would hold for order 1 (whole counts, in int32: at most
     :data:`~netcl_lite.compression.MAX_PRIMER_TOKENS` plus :data:`ADDED_WEIGHT` per coded token),
     fetched as (B, vocab) rows instead of searched entry by entry; :func:`_dense_first` makes one
-    where the contexts' keys do not collide."""
+    where the contexts' keys do not collide.
 
-    def __init__(self, primed: _Primed, keys: np.ndarray, vocab: int):
-        self.primer = np.zeros((keys.size, vocab), np.int32)
-        self.coded = np.zeros((keys.size, vocab), np.int32)
+    What a step reads is kept up to date as tokens are added, so that it costs a row gather, not
+    passes over the rows: each row's total and distinct tokens (all counts and the coded text's
+    alone; whole numbers, so their float64 sums are exact in any order), and the float64 table
+    ``table`` of max(count − ``discount``, 0) per cell (the counts themselves when ``discount`` is
+    None), with ``coded_table`` of max(coded count − ``coded_discount``, 0) when that is given:
+    each cell computed by the same operations the rows were once computed by, so the same bits."""
+
+    def __init__(self, primed: _Primed, keys: np.ndarray, vocab: int, discount: float | None = None,
+                 coded_discount: float | None = None):
+        # with no discount the float64 table is the counts, and no int32 tables are kept
+        self.primer = np.zeros((keys.size, vocab), np.int32 if discount is not None else np.float64)
+        self.coded = np.zeros((keys.size, vocab), np.int32) if discount is not None else None
         self.last = np.full(keys.size, -1, np.int64)
         if primed.contexts.size:
             j = np.minimum(primed.find(keys), primed.contexts.size - 1)
@@ -380,35 +361,75 @@ class _DenseFirst:
             at = np.arange(q.size) - np.repeat(np.cumsum(length) - length, length) + np.repeat(first, length)
             self.primer[q, primed.tokens[at]] = primed.counts[at]
             self.last[found] = primed.last[j[found]]
+        self.discount, self.coded_discount = discount, coded_discount
+        merged = self.primer.astype(np.float64, copy=discount is not None)
+        self.total = merged.sum(axis=1)
+        self.distinct = np.count_nonzero(self.primer, axis=1)
+        self.coded_total = np.zeros(keys.size)
+        self.coded_distinct = np.zeros(keys.size, np.int64)
+        self.table = merged if discount is None else np.maximum(merged - discount, 0.0)
+        if discount is None:
+            self.primer = None
+        self.coded_table = None if coded_discount is None else np.zeros((keys.size, vocab))   # max(0 − d, 0) = 0
 
-    def rows(self, context: np.ndarray, live: np.ndarray, coded_too: bool = True):
-        """(all counts, the coded text's alone (None unless ``coded_too``)), (B, vocab) float64,
-        of each stream's ``context`` row; zero in the rows that are not ``live`` (too few tokens
-        seen for the order)."""
-        coded = np.take(self.coded, context, axis=0)
-        merged = np.take(self.primer, context, axis=0)
-        merged += coded                                      # whole counts: int32 holds them (class doc)
-        merged = merged.astype(np.float64)
-        merged[~live] = 0.0
-        if not coded_too:
-            return merged, None
-        coded = coded.astype(np.float64)
-        coded[~live] = 0.0
-        return merged, coded
+    def rows(self, context: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(``table``'s rows (B, vocab), each row's total (B,), its distinct tokens (B,)) of each
+        stream's ``context``; zero in the rows that are not ``live`` (too few tokens seen for the order)."""
+        rows = np.take(self.table, context, axis=0)
+        if not live.all():
+            rows[~live] = 0.0
+        return rows, np.where(live, self.total[context], 0.0), np.where(live, self.distinct[context], 0)
+
+    def coded_rows(self, context: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`rows` of ``coded_table`` and the coded text's totals and distinct tokens."""
+        rows = np.take(self.coded_table, context, axis=0)
+        if not live.all():
+            rows[~live] = 0.0
+        return rows, np.where(live, self.coded_total[context], 0.0), np.where(live, self.coded_distinct[context], 0)
+
+    def count(self, context: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+        """All counts of ``tokens`` after ``context`` rows, float64."""
+        if self.coded is None:
+            return self.table[context, tokens]
+        return (self.primer[context, tokens] + self.coded[context, tokens]).astype(np.float64)
 
     def add(self, context: np.ndarray, tokens: np.ndarray, weight: int) -> None:
         """Count ``tokens`` after the order-1 ``context`` rows; within a call, a later one is the more recent."""
-        np.add.at(self.coded, (context, tokens), weight)
+        if not context.size:
+            return
+        np.add.at(self.total, context, float(weight))          # whole numbers: exact in any order
         last_wins(context, tokens, self.last)
+        if self.coded is None:                                  # the table holds the counts
+            self._count_new(context, tokens, self.table[context, tokens] == 0, self.distinct)
+            np.add.at(self.table, (context, tokens), float(weight))
+            return
+        coded_before = self.coded[context, tokens]
+        self._count_new(context, tokens, self.primer[context, tokens] + coded_before == 0, self.distinct)
+        self._count_new(context, tokens, coded_before == 0, self.coded_distinct)
+        np.add.at(self.coded, (context, tokens), weight)
+        np.add.at(self.coded_total, context, float(weight))
+        coded = self.coded[context, tokens]                   # a cell named twice gets its value twice
+        merged = (self.primer[context, tokens] + coded).astype(np.float64)
+        self.table[context, tokens] = np.maximum(merged - self.discount, 0.0)
+        if self.coded_table is not None:
+            self.coded_table[context, tokens] = np.maximum(coded.astype(np.float64) - self.coded_discount, 0.0)
+
+    def _count_new(self, context: np.ndarray, tokens: np.ndarray, new: np.ndarray, distinct: np.ndarray) -> None:
+        """One more distinct token in a row for each cell (``context``, ``tokens``) that was empty
+        (``new``), a cell named twice counted once."""
+        if new.any():
+            cells = np.unique(context[new] * self.table.shape[1] + tokens[new])
+            np.add.at(distinct, cells // self.table.shape[1], 1)
 
 
-def _dense_first(primed: _Primed, keys: np.ndarray, vocab: int) -> _DenseFirst | None:
+def _dense_first(primed: _Primed, keys: np.ndarray, vocab: int, discount: float | None = None,
+                 coded_discount: float | None = None) -> _DenseFirst | None:
     """Order 1's dense tables for the contexts of tagged ``keys`` (row i: ``keys[i]``), or None
     when they would take over :data:`DENSE_CELLS` cells or two keys collide (two contexts sharing
     one's counts, which separate rows would not)."""
     if keys.size * vocab > DENSE_CELLS or np.unique(keys).size != keys.size:
         return None
-    return _DenseFirst(primed, keys, vocab)
+    return _DenseFirst(primed, keys, vocab, discount, coded_discount)
 
 
 class NGram:
@@ -440,7 +461,8 @@ class NGram:
         self.dense = None                  # order 1's counts, when dense: a row per last token
         if orders:
             first = _extend(np.zeros(vocab, np.uint64), np.arange(vocab), vocab)
-            self.dense = _dense_first(tables, _tag(1, _context_keys(first, self.token_bits), self.token_bits), vocab)
+            self.dense = _dense_first(tables, _tag(1, _context_keys(first, self.token_bits), self.token_bits), vocab,
+                                      DISCOUNT[1], CACHE_DISCOUNT * ADDED_WEIGHT)
         self.history = np.full((streams, orders), -1, np.int64)  # last tokens, newest last; -1: none yet
         self.seen = np.zeros(streams, np.int64)
         self._scratch = np.zeros((orders * streams, vocab))
@@ -475,7 +497,8 @@ class NGram:
         if dense is not None:                # order 1 from its dense rows, the orders above searched
             live1, live[0] = live[0].copy(), False
             context = np.maximum(self.history[:, -1], 0)
-            merged, coded1 = dense.rows(context, live1)
+            table1, n1, u1 = dense.rows(context, live1)
+            coded1, nc1, uc1 = dense.coded_rows(context, live1)
         look = _Lookup(self.counts, keys, live, self._scratch)
         d = np.asarray(DISCOUNT[1:k + 1])[:, None]
         n, u = look.n, look.u
@@ -485,11 +508,10 @@ class NGram:
         dc = CACHE_DISCOUNT * ADDED_WEIGHT
         first = first_c = None
         if dense is not None:
-            n[0], u[0] = merged.sum(axis=1), np.count_nonzero(merged, axis=1)
-            nc[0], uc[0] = coded1.sum(axis=1), np.count_nonzero(coded1, axis=1)
-            first = np.divide(np.maximum(merged - d[0, 0], 0.0), n[0][:, None], out=np.zeros_like(merged),
-                              where=n[0][:, None] > 0)
-            first_c = np.maximum(coded1 - dc, 0.0) / np.maximum(nc[0], 1.0)[:, None]
+            n[0], u[0], nc[0], uc[0] = n1, u1, nc1, uc1
+            # a row of no counts holds zeros: divided by 1 rather than left out, the same zeros
+            first = np.divide(table1, np.where(n1 > 0, n1, 1.0)[:, None], out=table1)
+            first_c = np.divide(coded1, np.maximum(nc1, 1.0)[:, None], out=coded1)
         beta = np.where(n > 0, d * u / np.where(n > 0, n, 1.0), 1.0)
         dk = d[look.slot // b, 0]
         a = np.maximum(look.count - dk, 0.0) / n.reshape(-1)[look.slot]
@@ -710,18 +732,17 @@ class WordNGram:
         dense, first = self.dense, None
         if dense is not None:                # order 1 from its dense rows, the orders above searched
             live1, live[0] = live[0].copy(), False
-            merged, _ = dense.rows(self._first_context(), live1, coded_too=False)
+            merged, n1, u1 = dense.rows(self._first_context(), live1)
         look = _Lookup(self.counts, keys, live, self._scratch)
         n = look.n
         if dense is not None:
-            n[0], look.u[0] = merged.sum(axis=1), np.count_nonzero(merged, axis=1)
+            n[0], look.u[0] = n1, u1
         bucket = (np.arange(1, k + 1)[:, None], _qn(n), _qu(look.u))
         lam = np.where(n > 0, self.lam[bucket], 1.0)
         ml = look.count / n.reshape(-1)[look.slot]
         if dense is not None:
             self._merged = merged
-            first = (1 - lam[0])[:, None] * np.divide(merged, n[0][:, None], out=np.zeros_like(merged),
-                                                      where=n[0][:, None] > 0)
+            first = (1 - lam[0])[:, None] * np.divide(merged, np.where(n1 > 0, n1, 1.0)[:, None])
         self._look, self._lam_now, self._bucket = look, lam, bucket
         return _chain(self._p0, look.slot, look.token, (1 - lam.reshape(-1)[look.slot]) * ml, lam, [k], first)[k]
 

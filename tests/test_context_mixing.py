@@ -410,3 +410,74 @@ def test_the_stream_cache_keeps_a_window_not_the_input_and_predicts_as_the_whole
         for b in np.flatnonzero(active):
             coded[b].append(int(tokens[b]))
         cache.update(tokens, active)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_add_in_order_adds_as_np_add_at_does_bit_for_bit(seed):
+    """Repeated rows added in rounds give np.add.at's sums to the last bit (the rows of one index
+    in the order they come), on values whose sums round differently in another order."""
+    from netcl_lite.match import add_in_order
+
+    rng = np.random.default_rng(seed)
+    table = rng.standard_normal((9, 17)) * 10.0 ** rng.integers(-8, 8, (9, 17))
+    index = rng.integers(0, 9 if seed else 3, 40)                 # seed 0: every index many times
+    values = rng.standard_normal((40, 17)) * 10.0 ** rng.integers(-8, 8, (40, 17))
+    expected, got = table.copy(), table.copy()
+    np.add.at(expected, index, values)
+    add_in_order(got, index, values)
+    assert expected.tobytes() == got.tobytes()
+    once = rng.permutation(9)[:5]                                  # distinct indices: one round
+    np.add.at(expected, once, values[:5])
+    add_in_order(got, once, values[:5])
+    assert expected.tobytes() == got.tobytes()
+
+
+def test_add_in_order_refuses_mismatched_shapes():
+    from netcl_lite.match import add_in_order
+
+    table = np.zeros((4, 3))
+    with pytest.raises(ValueError, match="index must be 1-D"):
+        add_in_order(table, np.array([[0, 1]]), np.zeros((1, 2, 3)))
+    with pytest.raises(ValueError, match="index must be 1-D"):
+        add_in_order(table, np.array([0, 1]), np.zeros((2, 4)))
+    with pytest.raises(ValueError, match="index must be 1-D"):
+        add_in_order(table, np.array([0, 1]), [[0.0] * 3] * 2)
+
+
+@pytest.mark.parametrize("discount", [None, 0.5, 0.7])
+def test_dense_rows_kept_up_to_date_equal_the_rows_computed_afresh(discount):
+    """The dense order-1 tables' totals, distinct counts and discounted rows, kept up to date as
+    tokens are added (repeated cells in one call included), hold the bits that computing them
+    from the counts gives."""
+    rng = np.random.default_rng(3)
+    vocab, contexts = 7, 5
+    primer = rng.integers(0, vocab, 60)
+    keys = rng.permutation(1 << 20)[:contexts].astype(np.uint64)
+    ctx_of = rng.integers(0, contexts, primer.size - 1)
+    primed = ng._prime([keys[ctx_of]], [primer[1:]], 3, 1)          # order 1: context ctx_of[i], token primer[i + 1]
+    tagged = ng._tag(1, keys, 3)
+    dense = ng._DenseFirst(primed, tagged, vocab, discount, None if discount is None else 4.0)
+    counts = np.zeros((contexts, vocab), np.int64)
+    coded = np.zeros((contexts, vocab), np.int64)
+    np.add.at(counts, (ctx_of, primer[1:]), 1)
+    for _ in range(30):
+        context = rng.integers(0, contexts, 6)
+        tokens = rng.integers(0, vocab, 6)
+        live = rng.random(6) < 0.8
+        dense.add(context, tokens, 8)
+        np.add.at(counts, (context, tokens), 8)
+        np.add.at(coded, (context, tokens), 8)
+        rows, n, u = dense.rows(context, live)
+        merged = counts[context].astype(np.float64)
+        merged[~live] = 0.0
+        expected = merged if discount is None else np.maximum(merged - discount, 0.0)
+        assert rows.tobytes() == expected.tobytes()
+        assert n.tolist() == merged.sum(axis=1).tolist()
+        assert u.tolist() == np.count_nonzero(merged, axis=1).tolist()
+        assert dense.count(context, tokens).tolist() == counts[context, tokens].astype(float).tolist()
+        if discount is not None:
+            rows_c, nc, uc = dense.coded_rows(context, live)
+            mine = coded[context].astype(np.float64)
+            mine[~live] = 0.0
+            assert rows_c.tobytes() == np.maximum(mine - 4.0, 0.0).tobytes()
+            assert nc.tolist() == mine.sum(axis=1).tolist() and uc.tolist() == np.count_nonzero(mine, axis=1).tolist()
