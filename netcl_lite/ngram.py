@@ -86,6 +86,24 @@ def _check(primer, vocab, streams, orders) -> np.ndarray:
     return checks.id_array("primer", primer, vocab)
 
 
+def _powers(base: int, orders: int) -> np.ndarray:
+    """(orders, orders) uint64: base^(k − j) mod 2^64 at [j, k] for j ≤ k, 0 below: x @ this,
+    for x (B, orders) whose column j is the (j + 1)-th newest symbol plus one, gives in column
+    k − 1 the hash :func:`_extend` (or :func:`_word_hash`) builds from the k newest, newest
+    first, as unsigned arithmetic wraps (a sum mod 2^64 in any order)."""
+    m = np.zeros((orders, orders), np.uint64)
+    for j in range(orders):
+        for k in range(j, orders):
+            m[j, k] = pow(base, k - j, 1 << 64)
+    return m
+
+
+def _tag_orders(keys: np.ndarray, token_bits: int) -> np.ndarray:
+    """(K, B) context keys of orders 1..K (row k − 1: order k), each tagged with its order (:func:`_tag`)."""
+    tags = np.arange(1, keys.shape[0] + 1, dtype=np.uint64) << np.uint64(60 - token_bits)
+    return tags[:, None] | keys
+
+
 def _tagged(keys: list[np.ndarray], token_bits: int) -> np.ndarray:
     """(K, B) context keys of orders 1..K, each tagged with its order (:func:`_tag`)."""
     return np.stack([_tag(k, h, token_bits) for k, h in enumerate(keys, start=1)])
@@ -140,15 +158,37 @@ def _prime(keys: list[np.ndarray], nxt: list[np.ndarray], token_bits: int, last_
 def _ranges(sorted_keys: np.ndarray, lo_keys: np.ndarray, hi_keys: np.ndarray):
     """(query of each entry, index of each entry) of the entries of ``sorted_keys`` in
     [lo_keys[q], hi_keys[q]) for every query q, in query order."""
-    lo = np.searchsorted(sorted_keys, lo_keys)
-    lengths = np.searchsorted(sorted_keys, hi_keys) - lo
-    q = np.repeat(np.arange(lo_keys.size), lengths)
-    return q, np.arange(q.size) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(lo, lengths)
+    lo = sorted_keys.searchsorted(lo_keys)
+    lengths = sorted_keys.searchsorted(hi_keys) - lo
+    return _spans(lo, lengths)
+
+
+def _spans(first: np.ndarray, lengths: np.ndarray):
+    """(query of each entry, index of each entry) of the runs [first[q], first[q] + lengths[q]),
+    in query order."""
+    q = np.arange(first.size).repeat(lengths)
+    return q, np.arange(q.size) + (first - lengths.cumsum() + lengths).repeat(lengths)
 
 
 def _run_starts(differs: np.ndarray) -> np.ndarray:
     """Where each run of equal neighbours starts, given ``differs`` = x[1:] != x[:-1] (np.r_ costs more)."""
-    return np.flatnonzero(np.concatenate(([True], differs)))
+    return np.concatenate(([True], differs)).nonzero()[0]
+
+
+def _insert_sorted(at: np.ndarray, *columns: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
+    """``np.insert(old, at, new)`` for each (old, new) of ``columns``, the positions ``at``
+    nondecreasing (as searchsorted gives for sorted keys): the new values land at at + 0, 1, 2...
+    and the old ones fill the rest in order, the positions computed once for every column."""
+    pos = at + np.arange(at.size)
+    keep = np.ones(columns[0][0].size + at.size, bool)
+    keep[pos] = False
+    out = []
+    for old, new in columns:
+        joined = np.empty(keep.size, old.dtype)
+        joined[keep] = old
+        joined[pos] = new
+        out.append(joined)
+    return out
 
 
 #: coding steps whose counts wait in a small sorted buffer before joining the coded table
@@ -179,7 +219,7 @@ class _Counts:
         entries (query, token, count), each (query, token) once in each, and each context's most
         recent successor (Q,) (-1: never seen, or the primer's last successors were not kept)."""
         p, tb = self.primed, self.tb
-        order = np.argsort(keys)                      # searched in order: each search starts where the last ended
+        order = keys.argsort()                        # searched in order: each search starts where the last ended
         keys = keys[order]
         lo, hi = keys << tb, (keys + np.uint64(1)) << tb
         last = np.full(keys.size, -1, np.int64)
@@ -190,11 +230,10 @@ class _Counts:
             first = np.where(found, p.starts[j], 0)
             length = np.where(found, p.starts[j + 1], 0) - first
             last[found] = p.last[j[found]]
-        q = np.repeat(np.arange(keys.size), length)
-        at = np.arange(q.size) - np.repeat(np.cumsum(length) - length, length) + np.repeat(first, length)
+        q, at = _spans(first, length)
         primed = (order[q], p.tokens[at], p.counts[at])
         if self.contexts.size:
-            j = np.minimum(np.searchsorted(self.contexts, keys), self.contexts.size - 1)
+            j = np.minimum(self.contexts.searchsorted(keys), self.contexts.size - 1)
             found = self.contexts[j] == keys
             last[found] = self.last[j[found]]
         qm, am = _ranges(self.pairs, lo, hi)
@@ -227,22 +266,24 @@ class _Counts:
             self._tick()
             return
         new = (keys << self.tb) | tokens.astype(np.uint64)
-        order = np.argsort(new, kind="stable")
+        order = new.argsort(kind="stable")
         pairs = new[order]
         starts = _run_starts(pairs[1:] != pairs[:-1])
-        added = np.diff(np.append(starts, pairs.size)).astype(np.float64) * float(weight)
+        ends = np.concatenate((starts[1:], [pairs.size]))
+        added = (ends - starts).astype(np.float64) * float(weight)
         # the stable sort keeps a pair's additions in call order: its last is its latest
-        latest = (self.step << 20) + order[np.append(starts[1:], pairs.size) - 1]     # < 2^20 a call
+        latest = (self.step << 20) + order[ends - 1]     # < 2^20 a call
         pairs = pairs[starts]
-        at = np.searchsorted(self.recent, pairs)
+        at = self.recent.searchsorted(pairs)
         have = at < self.recent.size
         have[have] = self.recent[at[have]] == pairs[have]
         self.recent_weight[at[have]] += added[have]          # whole numbers: the sum is exact
         self.recent_step[at[have]] = latest[have]
-        fresh, at_new = ~have, at[~have]
-        self.recent = np.insert(self.recent, at_new, pairs[fresh])
-        self.recent_weight = np.insert(self.recent_weight, at_new, added[fresh])
-        self.recent_step = np.insert(self.recent_step, at_new, latest[fresh])
+        fresh = ~have
+        if fresh.any():
+            self.recent, self.recent_weight, self.recent_step = _insert_sorted(
+                at[fresh], (self.recent, pairs[fresh]), (self.recent_weight, added[fresh]),
+                (self.recent_step, latest[fresh]))
         self._tick()
 
     def _tick(self) -> None:
@@ -257,26 +298,23 @@ class _Counts:
         starts = _run_starts(self.recent[1:] != self.recent[:-1])
         pairs = self.recent[starts]
         counts = np.add.reduceat(self.recent_weight, starts)
-        at = np.searchsorted(self.pairs, pairs)
+        at = self.pairs.searchsorted(pairs)
         have = at < self.pairs.size
         have[have] = self.pairs[at[have]] == pairs[have]
         self.counts[at[have]] += counts[have]
-        at_new = at[~have]
-        self.pairs = np.insert(self.pairs, at_new, pairs[~have])
-        self.counts = np.insert(self.counts, at_new, counts[~have])
+        self.pairs, self.counts = _insert_sorted(at[~have], (self.pairs, pairs[~have]), (self.counts, counts[~have]))
         # each context's last successor: the buffer's latest addition to it
         ctx = self.recent >> self.tb
         step_token = self.recent_step * (1 << int(self.tb)) + (self.recent & self.mask).astype(np.int64)
         c_starts = _run_starts(ctx[1:] != ctx[:-1])
         latest = np.maximum.reduceat(step_token, c_starts)
         uctx = ctx[c_starts]
-        at = np.searchsorted(self.contexts, uctx)
+        at = self.contexts.searchsorted(uctx)
         have = at < self.contexts.size
         have[have] = self.contexts[at[have]] == uctx[have]
         self.last[at[have]] = latest[have] & int(self.mask)
-        at_new = at[~have]
-        self.contexts = np.insert(self.contexts, at_new, uctx[~have])
-        self.last = np.insert(self.last, at_new, latest[~have] & int(self.mask))
+        self.contexts, self.last = _insert_sorted(at[~have], (self.contexts, uctx[~have]),
+                                                  (self.last, latest[~have] & int(self.mask)))
         self.recent, self.recent_weight = np.zeros(0, np.uint64), np.zeros(0)
         self.recent_step = np.zeros(0, np.int64)
 
@@ -319,13 +357,12 @@ def _chain(p0: np.ndarray, slot, token, a, beta: np.ndarray, targets, first: np.
     order, flat = slot // b, (slot % b) * v + token
     out, done, p = {}, 0, p0[None, :]              # broadcast by the first product
     for m in sorted(targets):
-        after = np.ones((m + 1 - done, b))            # after[j - done] = Π_{j<i≤m} β_i (orders 1-based)
-        for j in range(m - 1, done - 1, -1):
-            after[j - done] = after[j + 1 - done] * beta[j]
+        after = np.ones((m + 1 - done, b))            # after[j - done] = Π_{j<i≤m} β_i (orders 1-based),
+        after[-2::-1] = beta[done:m][::-1].cumprod(axis=0)     # multiplied from β_m down, as a loop would
         p = after[0][:, None] * p
         if first is not None and done == 0:
             p += np.multiply(first, after[1][:, None], out=first)     # ``first``: the caller's scratch
-        sel = np.flatnonzero((order >= done) & (order < m))
+        sel = ((order >= done) & (order < m)).nonzero()[0]
         np.add.at(p.reshape(-1), flat[sel], a[sel] * after[order[sel] + 1 - done, slot[sel] % b])
         out[m], done = p, m
     return out
@@ -464,17 +501,15 @@ class NGram:
             self.dense = _dense_first(tables, _tag(1, _context_keys(first, self.token_bits), self.token_bits), vocab,
                                       DISCOUNT[1], CACHE_DISCOUNT * ADDED_WEIGHT)
         self.history = np.full((streams, orders), -1, np.int64)  # last tokens, newest last; -1: none yet
+        self._powers = _powers(vocab + 1, orders)             # the hashes of :func:`_extend`, all orders at once
         self.seen = np.zeros(streams, np.int64)
         self._scratch = np.zeros((orders * streams, vocab))
         self._step_keys = None             # the context keys :meth:`predict` used, until :meth:`update`
 
     def _keys(self) -> np.ndarray:
         """(orders, B) each stream's context key of each order, tagged (meaningless where seen < k)."""
-        out, h = [], np.zeros(self.history.shape[0], np.uint64)
-        for k in range(1, self.orders + 1):
-            h = _extend(h, np.maximum(self.history[:, -k], 0), self.vocab)
-            out.append(_context_keys(h, self.token_bits))
-        return _tagged(out, self.token_bits)
+        newest_first = np.maximum(self.history[:, ::-1], 0).astype(np.uint64) + np.uint64(1)
+        return _tag_orders(_context_keys((newest_first @ self._powers).T, self.token_bits), self.token_bits)
 
     def predict(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(probabilities (B, vocab) float64, order reached (B,), count there (B,)); also sets
@@ -707,17 +742,16 @@ class WordNGram:
         first = _with_separator(np.repeat(first, 4), np.tile(np.arange(4), self.n_classes + 1))
         self.dense = _dense_first(primed, _tag(1, _context_keys(first, self.token_bits), self.token_bits), vocab)
         self.words = np.full((streams, orders), -1, np.int64)     # last word classes, newest last
+        self._powers = _powers(self.n_classes + 1, orders)
         self.n_words = np.zeros(streams, np.int64)
         self.sep = np.zeros(streams, np.int64)
         self.lam = np.full((orders + 1, 12, _U_EDGES.size), WORD_INIT)
         self._scratch = np.zeros((orders * streams, vocab))
 
     def _keys(self) -> np.ndarray:
-        out, h = [], np.zeros(self.words.shape[0], np.uint64)
-        for k in range(1, self.orders + 1):
-            h = _word_hash(h, np.maximum(self.words[:, -k], 0), self.n_classes)
-            out.append(_context_keys(_with_separator(h, self.sep), self.token_bits))
-        return _tagged(out, self.token_bits)
+        newest_first = np.maximum(self.words[:, ::-1], 0).astype(np.uint64) + np.uint64(1)
+        h = _with_separator(newest_first @ self._powers, self.sep[:, None])      # (B, orders), as _word_hash builds
+        return _tag_orders(_context_keys(h.T, self.token_bits), self.token_bits)
 
     def predict(self, unigram: np.ndarray) -> np.ndarray:
         """(B, vocab) float64: every stream's distribution, from the counts ``unigram`` (vocab,) up."""
