@@ -481,3 +481,65 @@ def test_dense_rows_kept_up_to_date_equal_the_rows_computed_afresh(discount):
             mine[~live] = 0.0
             assert rows_c.tobytes() == np.maximum(mine - 4.0, 0.0).tobytes()
             assert nc.tolist() == mine.sum(axis=1).tolist() and uc.tolist() == np.count_nonzero(mine, axis=1).tolist()
+
+
+@pytest.mark.parametrize("size", [0, 1, 63, 64, 65, 1000, 5000])
+def test_sorted_search_finds_what_searchsorted_finds(size):
+    """Through the sample of every 64th key, the left insertion point of every key: below the
+    first, past the last, equal to a table key, between two, in a table with repeated keys."""
+    rng = np.random.default_rng(size)
+    table = np.sort(rng.integers(0, 1 << 40, size, dtype=np.uint64))
+    if size > 100:
+        table[10:200] = table[10]                        # a run of equal keys across blocks
+        table = np.sort(table)
+    keys = np.concatenate([table[rng.integers(0, size, 50)] if size else np.zeros(0, np.uint64),
+                           rng.integers(0, 1 << 40, 50, dtype=np.uint64),
+                           np.array([0, (1 << 40) + 5], np.uint64)])
+    got = ng.sorted_search(table, table[::ng.SEARCH_BLOCK].copy(), keys)
+    assert got.tolist() == np.searchsorted(table, keys).tolist()
+
+
+def test_sorted_search_refuses_a_sample_of_another_table():
+    table = np.arange(200, dtype=np.uint64)
+    with pytest.raises(ValueError, match="sample its every 64-th key"):
+        ng.sorted_search(table, table[::32].copy(), np.array([3], np.uint64))
+    with pytest.raises(ValueError, match="table must be a 1-D array"):
+        ng.sorted_search(table.reshape(10, 20), table[::64].copy(), np.array([3], np.uint64))
+
+
+@pytest.mark.parametrize("vocab", [5, 1024, (1 << 20) - 1])
+def test_context_keys_by_one_product_equal_the_hash_built_token_by_token(vocab):
+    """The keys of every order from one uint64 product with the powers of the base are the keys
+    the hash built one token at a time gives, also where (vocab + 1)^order wraps past 2^64."""
+    rng = np.random.default_rng(vocab)
+    model = ng.NGram(rng.integers(0, vocab, 50), vocab, streams=6, orders=8)
+    model.history = rng.integers(-1, vocab, (6, 8))
+    out, h = [], np.zeros(6, np.uint64)
+    for k in range(1, 9):
+        h = ng._extend(h, np.maximum(model.history[:, -k], 0), vocab)
+        out.append(ng._context_keys(h, model.token_bits))
+    assert model._keys().tolist() == ng._tagged(out, model.token_bits).tolist()
+
+
+def test_word_keys_by_one_product_equal_the_hash_built_word_by_word():
+    rng = np.random.default_rng(5)
+    pieces = {i: bytes([97 + i % 26]) * (1 + i % 3) + (b" " if i % 4 else b"\n") for i in range(40)}
+    model = ng.WordNGram(rng.integers(0, 40, 300), 40, 5, pieces)
+    model.words = rng.integers(-1, model.n_classes + 1, (5, model.orders))
+    model.sep = rng.integers(0, 3, 5)
+    out, h = [], np.zeros(5, np.uint64)
+    for k in range(1, model.orders + 1):
+        h = ng._word_hash(h, np.maximum(model.words[:, -k], 0), model.n_classes)
+        out.append(ng._context_keys(ng._with_separator(h, model.sep), model.token_bits))
+    assert model._keys().tolist() == ng._tagged(out, model.token_bits).tolist()
+
+
+def test_insert_sorted_is_np_insert_for_every_column():
+    rng = np.random.default_rng(2)
+    old = np.sort(rng.integers(0, 100, 30)).astype(np.uint64)
+    new = np.sort(rng.integers(0, 110, 12)).astype(np.uint64)
+    at = np.searchsorted(old, new)
+    weights, extra = rng.random(30), rng.random(12)
+    keys, w = ng._insert_sorted(at, (old, new), (weights, extra))
+    assert keys.tolist() == np.insert(old, at, new).tolist()
+    assert w.tobytes() == np.insert(weights, at, extra).tobytes()
