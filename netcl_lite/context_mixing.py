@@ -233,7 +233,10 @@ class TreeSSE:
             acc = np.stack([acc + log_left[:, s], acc + log_right[:, s]], axis=2).reshape(b, -1)
         scale = np.exp(acc - logs[-1])                                       # new / old, per subtree
         out = (leaves.reshape(b, scale.shape[1], -1) * scale[:, :, None]).reshape(b, -1)[:, :self.vocab]
-        return np.divide(out, out.sum(axis=1, keepdims=True), out=out)
+        total = out.sum(axis=1, keepdims=True)
+        # in place where ``out`` is its own array (a full tree); a slice of the leaves gets a
+        # contiguous array of its own, as the coder needs
+        return np.divide(out, total, out=out) if out.flags.c_contiguous else out / total
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         i, f, apm = self._state

@@ -543,3 +543,15 @@ def test_insert_sorted_is_np_insert_for_every_column():
     keys, w = ng._insert_sorted(at, (old, new), (weights, extra))
     assert keys.tolist() == np.insert(old, at, new).tolist()
     assert w.tobytes() == np.insert(weights, at, extra).tobytes()
+
+
+@pytest.mark.parametrize("vocab", [1000, 1024])
+def test_tree_sse_gives_the_coder_a_contiguous_distribution(vocab):
+    """The range coder takes C-contiguous rows: the SSE's output is, whether the vocabulary fills
+    its tree (the output divided in place) or not (a slice of the leaves, copied by the division)."""
+    rng = np.random.default_rng(vocab)
+    p = rng.random((3, vocab))
+    p /= p.sum(axis=1, keepdims=True)
+    out = cm.TreeSSE(vocab)(p)
+    assert out.flags.c_contiguous and out.shape == (3, vocab)
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=1e-12)
