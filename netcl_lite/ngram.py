@@ -126,15 +126,15 @@ class _Primed:
 
 
 #: a sorted table's keys are searched in blocks of this many (:func:`sorted_search`)
-SEARCH_BLOCK = 64
+SEARCH_BLOCK = 16
 
 
 def sorted_search(table: np.ndarray, sample: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """``np.searchsorted(table, keys)`` (the left side) for a sorted 1-D ``table`` and ``sample`` =
-    ``table[::SEARCH_BLOCK]``: the sample (1/64 of the table, small enough to stay in cache)
-    finds each key's block, then one gather of each block's keys and a count of those below the
-    key finish: a few cache lines read per key, where a binary search over a table of millions
-    misses the cache at most of its two dozen steps."""
+    ``table[::SEARCH_BLOCK]``: the sample (1/SEARCH_BLOCK of the table, searched with fewer cache
+    misses than the table) finds each key's block, then one gather of each block's keys and a
+    count of those below the key finish: a couple of cache lines read per key, where a binary
+    search over a table of millions misses the cache at most of its two dozen steps."""
     if not isinstance(table, np.ndarray) or not isinstance(sample, np.ndarray) or table.ndim != 1 \
             or sample.shape != ((table.size + SEARCH_BLOCK - 1) // SEARCH_BLOCK,):
         raise ValueError(f"sorted_search: table must be a 1-D array and sample its every {SEARCH_BLOCK}-th "
@@ -144,7 +144,7 @@ def sorted_search(table: np.ndarray, sample: np.ndarray, keys: np.ndarray) -> np
     if not table.size or not keys.size:
         return np.zeros(keys.shape, np.int64)
     # the last block whose first key is below the key: every key before it is below too, none after
-    start = (sample.searchsorted(keys) - 1) * SEARCH_BLOCK                   # -64: none below
+    start = (sample.searchsorted(keys) - 1) * SEARCH_BLOCK          # -SEARCH_BLOCK: none below
     at = np.maximum(start, 0)[:, None] + np.arange(SEARCH_BLOCK)
     inside = at < table.size
     below = (table[np.minimum(at, table.size - 1)] < keys[:, None]) & inside
@@ -185,14 +185,9 @@ def _prime(keys: list[np.ndarray], nxt: list[np.ndarray], token_bits: int, last_
                    np.concatenate(lasts) if lasts else np.zeros(0, np.int64), _sampled(contexts))
 
 
-def _ranges(sorted_keys: np.ndarray, lo_keys: np.ndarray, hi_keys: np.ndarray, sample: np.ndarray | None = None):
+def _ranges(sorted_keys: np.ndarray, lo_keys: np.ndarray, hi_keys: np.ndarray):
     """(query of each entry, index of each entry) of the entries of ``sorted_keys`` in
-    [lo_keys[q], hi_keys[q]) for every query q, in query order (``sample``: the keys'
-    :func:`_sampled`, to search through)."""
-    if sample is not None:
-        lo = sorted_search(sorted_keys, sample, lo_keys)
-        lengths = sorted_search(sorted_keys, sample, hi_keys) - lo
-        return _spans(lo, lengths)
+    [lo_keys[q], hi_keys[q]) for every query q, in query order."""
     lo = sorted_keys.searchsorted(lo_keys)
     lengths = sorted_keys.searchsorted(hi_keys) - lo
     return _spans(lo, lengths)
@@ -245,7 +240,7 @@ class _Counts:
         self.mask = np.uint64((1 << token_bits) - 1)
         self.pairs, self.counts = np.zeros(0, np.uint64), np.zeros(0)
         self.contexts, self.last = np.zeros(0, np.uint64), np.zeros(0, np.int64)
-        self.pairs_sample, self.contexts_sample = _sampled(self.pairs), _sampled(self.contexts)
+
         self.recent, self.recent_weight = np.zeros(0, np.uint64), np.zeros(0)
         self.recent_step = np.zeros(0, np.int64)
         self.step = 0
@@ -269,10 +264,10 @@ class _Counts:
         q, at = _spans(first, length)
         primed = (order[q], p.tokens[at], p.counts[at])
         if self.contexts.size:
-            j = np.minimum(sorted_search(self.contexts, self.contexts_sample, keys), self.contexts.size - 1)
+            j = np.minimum(self.contexts.searchsorted(keys), self.contexts.size - 1)
             found = self.contexts[j] == keys
             last[found] = self.last[j[found]]
-        qm, am = _ranges(self.pairs, lo, hi, self.pairs_sample)
+        qm, am = _ranges(self.pairs, lo, hi)
         qr, ar = _ranges(self.recent, lo, hi)
         if ar.size:                                 # the buffer's latest addition per context is the last
             step_token = self.recent_step[ar] * (1 << int(tb)) + (self.recent[ar] & self.mask).astype(np.int64)
@@ -351,7 +346,7 @@ class _Counts:
         self.last[at[have]] = latest[have] & int(self.mask)
         self.contexts, self.last = _insert_sorted(at[~have], (self.contexts, uctx[~have]),
                                                   (self.last, latest[~have] & int(self.mask)))
-        self.pairs_sample, self.contexts_sample = _sampled(self.pairs), _sampled(self.contexts)
+
         self.recent, self.recent_weight = np.zeros(0, np.uint64), np.zeros(0)
         self.recent_step = np.zeros(0, np.int64)
 

@@ -485,7 +485,7 @@ def test_dense_rows_kept_up_to_date_equal_the_rows_computed_afresh(discount):
 
 @pytest.mark.parametrize("size", [0, 1, 63, 64, 65, 1000, 5000])
 def test_sorted_search_finds_what_searchsorted_finds(size):
-    """Through the sample of every 64th key, the left insertion point of every key: below the
+    """Through the sample of every SEARCH_BLOCK-th key, the left insertion point of every key: below the
     first, past the last, equal to a table key, between two, in a table with repeated keys."""
     rng = np.random.default_rng(size)
     table = np.sort(rng.integers(0, 1 << 40, size, dtype=np.uint64))
@@ -501,10 +501,10 @@ def test_sorted_search_finds_what_searchsorted_finds(size):
 
 def test_sorted_search_refuses_a_sample_of_another_table():
     table = np.arange(200, dtype=np.uint64)
-    with pytest.raises(ValueError, match="sample its every 64-th key"):
-        ng.sorted_search(table, table[::32].copy(), np.array([3], np.uint64))
+    with pytest.raises(ValueError, match=f"sample its every {ng.SEARCH_BLOCK}-th key"):
+        ng.sorted_search(table, table[::2 * ng.SEARCH_BLOCK].copy(), np.array([3], np.uint64))
     with pytest.raises(ValueError, match="table must be a 1-D array"):
-        ng.sorted_search(table.reshape(10, 20), table[::64].copy(), np.array([3], np.uint64))
+        ng.sorted_search(table.reshape(10, 20), table[::ng.SEARCH_BLOCK].copy(), np.array([3], np.uint64))
 
 
 @pytest.mark.parametrize("vocab", [5, 1024, (1 << 20) - 1])
