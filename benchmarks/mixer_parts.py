@@ -14,7 +14,6 @@ holds the n-gram's ``predict``, which holds ``lookup`` and ``_chain``): their ti
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -24,12 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from netcl_lite import capstone, match, ngram
-from netcl_lite import compression as cz
+from netcl_lite import match, ngram
 from netcl_lite import context_mixing as cm
 
 from bench_kernels import cpu_name  # noqa: E402  (benchmarks/ is the script's folder)
-from mix_ablation import load_run  # noqa: E402
+from mixer_host_time import model_probabilities, parser, replay_inputs  # noqa: E402
 
 #: (label prefix, owner, method names) of the parts timed
 PARTS = (("mixer.", cm.ContextMixer, ("prepare", "predict", "update")),
@@ -50,33 +48,14 @@ def _timed(seconds: dict, label: str, f):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", help="a Chapter 9 run's folder (default: capstone.run())")
-    ap.add_argument("--split", choices=("validation", "test"), default="validation")
-    ap.add_argument("--steps", type=int, default=0, help="only the first N steps (0: all)")
+    ap = parser(__doc__, "mixer_parts.json")
     ap.add_argument("--digests", help="a file of each step's digest: written if absent, else compared")
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "mixer_parts.json"))
     a = ap.parse_args()
-    run = load_run(a.model)
-    ids = capstone.split_ids(run, a.split)
-    lengths = cz.segments(ids.size, cz.stream_count(ids.size))
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    steps = min(a.steps or int(lengths[0]), int(lengths[0]))
-    vocab = run.model.config.vocab_size
+    run, ids, lengths, offsets, steps, vocab = replay_inputs(a)
     seconds: dict[str, float] = {}
     digests = []
     with tempfile.TemporaryDirectory() as tmp:
-        kept = np.lib.format.open_memmap(os.path.join(tmp, "p.npy"), "w+", np.float64, (steps, lengths.size, vocab))
-        predictor = cz.make_predictor(run.model, run.tokenizer, lengths, cz.kept_positions(run.model), False,
-                                      run.train_ids)
-        try:
-            for step in range(steps):
-                p = predictor.probabilities()
-                kept[step] = p[:1]                     # finished streams: any distribution
-                kept[step, :p.shape[0]] = p
-                predictor.advance(ids[offsets[:p.shape[0]] + step])
-        finally:
-            predictor.close()
+        kept = model_probabilities(run, ids, lengths, steps, os.path.join(tmp, "p.npy"))
         for prefix, owner, names in PARTS:
             for name in names:
                 setattr(owner, name, _timed(seconds, prefix + name, getattr(owner, name)))
