@@ -29,7 +29,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import checks
-from .match import MatchModel
+from .match import MatchModel, add_in_order
 from .ngram import ORDERS, SUCCESSOR_ORDERS, Mixer, NGram, WordNGram
 
 #: what the mixer uses, in the order the ablation adds them (``benchmarks/mix_ablation.py``):
@@ -105,8 +105,10 @@ class StreamCache:
                                   minlength=b * v).reshape(b, v)     # summed in order, as np.add.at does
         else:
             follows = np.zeros((b, v))
+        follows = follows.astype(np.float64, copy=False)      # bincount of no pairs: int zeros
         n = follows.sum(axis=1, keepdims=True)
-        return unigram, (follows + STREAM_BIGRAM_PRIOR * unigram) / (n + STREAM_BIGRAM_PRIOR)
+        follows += STREAM_BIGRAM_PRIOR * unigram
+        return unigram, np.divide(follows, n + STREAM_BIGRAM_PRIOR, out=follows)
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         rows = np.flatnonzero(active)
@@ -183,7 +185,7 @@ class GeometricMixer:
         if self.bias is not None:          # b[prev] += η (onehot(x) − p), stream by stream in order
             grad = pr * -BIAS_RATE
             grad[np.arange(rows.size), x] += BIAS_RATE
-            np.add.at(self.bias, prev[rows], grad)          # row by row in order, as a loop adds
+            add_in_order(self.bias, prev[rows], grad)       # row by row in order, as a loop adds
 
 
 class TreeSSE:
@@ -206,8 +208,11 @@ class TreeSSE:
 
     def __call__(self, p: np.ndarray) -> np.ndarray:
         b = p.shape[0]
-        leaves = np.zeros((b, 1 << self.bits))
-        leaves[:, :self.vocab] = p
+        if self.vocab == 1 << self.bits:                 # a full tree: the leaves are p
+            leaves = p
+        else:
+            leaves = np.zeros((b, 1 << self.bits))
+            leaves[:, :self.vocab] = p
         groups = leaves.reshape(b, 1 << self.depth, -1).sum(axis=2)          # the subtrees below
         levels = [np.maximum(groups, 1e-300)]
         for _ in range(self.depth - 1):
@@ -228,7 +233,10 @@ class TreeSSE:
             acc = np.stack([acc + log_left[:, s], acc + log_right[:, s]], axis=2).reshape(b, -1)
         scale = np.exp(acc - logs[-1])                                       # new / old, per subtree
         out = (leaves.reshape(b, scale.shape[1], -1) * scale[:, :, None]).reshape(b, -1)[:, :self.vocab]
-        return out / out.sum(axis=1, keepdims=True)
+        total = out.sum(axis=1, keepdims=True)
+        # in place where ``out`` is its own array (a full tree); a slice of the leaves gets a
+        # contiguous array of its own, as the coder needs
+        return np.divide(out, total, out=out) if out.flags.c_contiguous else out / total
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         i, f, apm = self._state

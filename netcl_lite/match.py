@@ -46,6 +46,33 @@ def last_wins(slots: np.ndarray, values: np.ndarray, table: np.ndarray) -> None:
     table[s[last]] = values[order][last]
 
 
+def add_in_order(table: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
+    """``np.add.at(table, index, values)`` bit for bit, for ``index`` (N,) into ``table``'s first
+    axis and ``values`` (N, ...) of its rows' shape: the rows of each repeated index added in
+    the order they come, in rounds of distinct indices (the first of each, then the second...),
+    each round one gather and one scatter; ``np.add.at`` adds row by row, which costs ~10x more
+    when rows are long."""
+    index = np.asarray(index)
+    if index.ndim != 1 or not isinstance(values, np.ndarray) or values.shape[:1] != index.shape \
+            or values.shape[1:] != table.shape[1:]:
+        raise ValueError(f"add_in_order: index must be 1-D and values (N, *table.shape[1:]) with N = index.size; "
+                         f"got index of shape {index.shape}, values of shape {getattr(values, 'shape', None)}, "
+                         f"table of shape {table.shape}")
+    if not index.size:
+        return
+    order = np.argsort(index, kind="stable")
+    s = index[order]
+    starts = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))
+    if starts.size == s.size:                            # every index once: one round
+        table[index] += values
+        return
+    rank = np.empty(s.size, np.int64)
+    rank[order] = np.arange(s.size) - np.repeat(starts, np.diff(np.append(starts, s.size)))
+    for k in range(int(rank.max()) + 1):
+        sel = np.flatnonzero(rank == k)                  # in the order they come, each index once
+        table[index[sel]] += values[sel]
+
+
 class MatchModel:
     """The longest earlier match of each stream's context, in ``primer`` ids and every stream's
     coded tokens. ``lengths`` (B,): each stream's token count (stream b is coded at offset

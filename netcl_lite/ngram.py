@@ -86,6 +86,24 @@ def _check(primer, vocab, streams, orders) -> np.ndarray:
     return checks.id_array("primer", primer, vocab)
 
 
+def _powers(base: int, orders: int) -> np.ndarray:
+    """(orders, orders) uint64: base^(k − j) mod 2^64 at [j, k] for j ≤ k, 0 below: x @ this,
+    for x (B, orders) whose column j is the (j + 1)-th newest symbol plus one, gives in column
+    k − 1 the hash :func:`_extend` (or :func:`_word_hash`) builds from the k newest, newest
+    first, as unsigned arithmetic wraps (a sum mod 2^64 in any order)."""
+    m = np.zeros((orders, orders), np.uint64)
+    for j in range(orders):
+        for k in range(j, orders):
+            m[j, k] = pow(base, k - j, 1 << 64)
+    return m
+
+
+def _tag_orders(keys: np.ndarray, token_bits: int) -> np.ndarray:
+    """(K, B) context keys of orders 1..K (row k − 1: order k), each tagged with its order (:func:`_tag`)."""
+    tags = np.arange(1, keys.shape[0] + 1, dtype=np.uint64) << np.uint64(60 - token_bits)
+    return tags[:, None] | keys
+
+
 def _tagged(keys: list[np.ndarray], token_bits: int) -> np.ndarray:
     """(K, B) context keys of orders 1..K, each tagged with its order (:func:`_tag`)."""
     return np.stack([_tag(k, h, token_bits) for k, h in enumerate(keys, start=1)])
@@ -100,39 +118,42 @@ class _Primed:
     tokens: np.ndarray         # (E,) int64
     counts: np.ndarray         # (E,) float64
     last: np.ndarray           # (U,) int64
-    index: np.ndarray          # (2^bits + 1,) where each bucket of contexts starts (:func:`_bucket_index`)
-    shift: int                 # a context's bucket: its key >> shift
+    sample: np.ndarray         # every SEARCH_BLOCK-th context (:func:`sorted_search`)
 
     def find(self, keys: np.ndarray) -> np.ndarray:
-        """``np.searchsorted(self.contexts, keys)``, looked up through the buckets: a few cache
-        misses a key instead of a binary search's two dozen over the whole table."""
-        return _bucket_search(self.contexts, self.index, self.shift, keys)
+        """``np.searchsorted(self.contexts, keys)``: where each of ``keys`` is or would go."""
+        return sorted_search(self.contexts, self.sample, keys)
 
 
-def _bucket_index(contexts: np.ndarray, key_bits: int) -> tuple[np.ndarray, int]:
-    """(where each bucket starts in the sorted ``contexts`` (keys below 2^``key_bits`` < 2^64), the
-    shift that takes a key to its bucket): about one bucket per context, so each holds a few."""
-    bits = min(key_bits, max(1, int(contexts.size).bit_length()))
-    shift = key_bits - bits
-    per_bucket = np.bincount((contexts >> np.uint64(shift)).astype(np.int64), minlength=1 << bits)
-    index = np.concatenate(([0], np.cumsum(per_bucket)))       # contexts sorted: buckets in order
-    return index.astype(np.int32 if contexts.size < 2**31 else np.int64), shift
+#: a sorted table's keys are searched in blocks of this many (:func:`sorted_search`)
+SEARCH_BLOCK = 16
 
 
-def _bucket_search(contexts: np.ndarray, index: np.ndarray, shift: int, keys: np.ndarray) -> np.ndarray:
-    """For each of ``keys``: the first position in ``contexts`` whose key is not below it
-    (``np.searchsorted``'s left side), by a binary search within the key's bucket, all keys at once."""
-    bucket = (keys >> np.uint64(shift)).astype(np.int64)
-    lo, hi = index[bucket].astype(np.int64), index[bucket + 1].astype(np.int64)
-    open_ = lo < hi
-    while open_.any():
-        mid = (lo + hi) >> 1
-        below = np.zeros(keys.size, bool)
-        below[open_] = contexts[mid[open_]] < keys[open_]
-        lo = np.where(below, mid + 1, lo)
-        hi = np.where(open_ & ~below, mid, hi)
-        open_ = lo < hi
-    return lo
+def sorted_search(table: np.ndarray, sample: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(table, keys)`` (the left side) for a sorted 1-D ``table`` and ``sample`` =
+    ``table[::SEARCH_BLOCK]``: the sample (1/SEARCH_BLOCK of the table, searched with fewer cache
+    misses than the table) finds each key's block, then one gather of each block's keys and a
+    count of those below the key finish: a couple of cache lines read per key, where a binary
+    search over a table of millions misses the cache at most of its two dozen steps."""
+    if not isinstance(table, np.ndarray) or not isinstance(sample, np.ndarray) or table.ndim != 1 \
+            or sample.shape != ((table.size + SEARCH_BLOCK - 1) // SEARCH_BLOCK,):
+        raise ValueError(f"sorted_search: table must be a 1-D array and sample its every {SEARCH_BLOCK}-th "
+                         f"key (table[::SEARCH_BLOCK]); got shapes {getattr(table, 'shape', None)} and "
+                         f"{getattr(sample, 'shape', None)}")
+    keys = np.asarray(keys, table.dtype)
+    if not table.size or not keys.size:
+        return np.zeros(keys.shape, np.int64)
+    # the last block whose first key is below the key: every key before it is below too, none after
+    start = (sample.searchsorted(keys) - 1) * SEARCH_BLOCK          # -SEARCH_BLOCK: none below
+    at = np.maximum(start, 0)[:, None] + np.arange(SEARCH_BLOCK)
+    inside = at < table.size
+    below = (table[np.minimum(at, table.size - 1)] < keys[:, None]) & inside
+    return np.where(start < 0, 0, start + below.sum(axis=1))
+
+
+def _sampled(table: np.ndarray) -> np.ndarray:
+    """The sample :func:`sorted_search` takes for ``table``: a copy of every SEARCH_BLOCK-th key."""
+    return table[::SEARCH_BLOCK].copy()
 
 
 def _prime(keys: list[np.ndarray], nxt: list[np.ndarray], token_bits: int, last_orders: int) -> _Primed:
@@ -161,22 +182,43 @@ def _prime(keys: list[np.ndarray], nxt: list[np.ndarray], token_bits: int, last_
     contexts = ctx[new_ctx]
     return _Primed(contexts, np.r_[new_ctx, ctx.size], (pair & np.uint64((1 << token_bits) - 1)).astype(np.int64),
                    np.concatenate(counts) if counts else np.zeros(0),
-                   np.concatenate(lasts) if lasts else np.zeros(0, np.int64),
-                   *_bucket_index(contexts, 64 - token_bits))
+                   np.concatenate(lasts) if lasts else np.zeros(0, np.int64), _sampled(contexts))
 
 
 def _ranges(sorted_keys: np.ndarray, lo_keys: np.ndarray, hi_keys: np.ndarray):
     """(query of each entry, index of each entry) of the entries of ``sorted_keys`` in
     [lo_keys[q], hi_keys[q]) for every query q, in query order."""
-    lo = np.searchsorted(sorted_keys, lo_keys)
-    lengths = np.searchsorted(sorted_keys, hi_keys) - lo
-    q = np.repeat(np.arange(lo_keys.size), lengths)
-    return q, np.arange(q.size) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(lo, lengths)
+    lo = sorted_keys.searchsorted(lo_keys)
+    lengths = sorted_keys.searchsorted(hi_keys) - lo
+    return _spans(lo, lengths)
+
+
+def _spans(first: np.ndarray, lengths: np.ndarray):
+    """(query of each entry, index of each entry) of the runs [first[q], first[q] + lengths[q]),
+    in query order."""
+    q = np.arange(first.size).repeat(lengths)
+    return q, np.arange(q.size) + (first - lengths.cumsum() + lengths).repeat(lengths)
 
 
 def _run_starts(differs: np.ndarray) -> np.ndarray:
     """Where each run of equal neighbours starts, given ``differs`` = x[1:] != x[:-1] (np.r_ costs more)."""
-    return np.flatnonzero(np.concatenate(([True], differs)))
+    return np.concatenate(([True], differs)).nonzero()[0]
+
+
+def _insert_sorted(at: np.ndarray, *columns: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
+    """``np.insert(old, at, new)`` for each (old, new) of ``columns``, the positions ``at``
+    nondecreasing (as searchsorted gives for sorted keys): the new values land at at + 0, 1, 2...
+    and the old ones fill the rest in order, the positions computed once for every column."""
+    pos = at + np.arange(at.size)
+    keep = np.ones(columns[0][0].size + at.size, bool)
+    keep[pos] = False
+    out = []
+    for old, new in columns:
+        joined = np.empty(keep.size, old.dtype)
+        joined[keep] = old
+        joined[pos] = new
+        out.append(joined)
+    return out
 
 
 #: coding steps whose counts wait in a small sorted buffer before joining the coded table
@@ -198,6 +240,7 @@ class _Counts:
         self.mask = np.uint64((1 << token_bits) - 1)
         self.pairs, self.counts = np.zeros(0, np.uint64), np.zeros(0)
         self.contexts, self.last = np.zeros(0, np.uint64), np.zeros(0, np.int64)
+
         self.recent, self.recent_weight = np.zeros(0, np.uint64), np.zeros(0)
         self.recent_step = np.zeros(0, np.int64)
         self.step = 0
@@ -207,7 +250,7 @@ class _Counts:
         entries (query, token, count), each (query, token) once in each, and each context's most
         recent successor (Q,) (-1: never seen, or the primer's last successors were not kept)."""
         p, tb = self.primed, self.tb
-        order = np.argsort(keys)                      # searched in order: each search starts where the last ended
+        order = keys.argsort()                        # searched in order: each search starts where the last ended
         keys = keys[order]
         lo, hi = keys << tb, (keys + np.uint64(1)) << tb
         last = np.full(keys.size, -1, np.int64)
@@ -218,11 +261,10 @@ class _Counts:
             first = np.where(found, p.starts[j], 0)
             length = np.where(found, p.starts[j + 1], 0) - first
             last[found] = p.last[j[found]]
-        q = np.repeat(np.arange(keys.size), length)
-        at = np.arange(q.size) - np.repeat(np.cumsum(length) - length, length) + np.repeat(first, length)
+        q, at = _spans(first, length)
         primed = (order[q], p.tokens[at], p.counts[at])
         if self.contexts.size:
-            j = np.minimum(np.searchsorted(self.contexts, keys), self.contexts.size - 1)
+            j = np.minimum(self.contexts.searchsorted(keys), self.contexts.size - 1)
             found = self.contexts[j] == keys
             last[found] = self.last[j[found]]
         qm, am = _ranges(self.pairs, lo, hi)
@@ -255,22 +297,24 @@ class _Counts:
             self._tick()
             return
         new = (keys << self.tb) | tokens.astype(np.uint64)
-        order = np.argsort(new, kind="stable")
+        order = new.argsort(kind="stable")
         pairs = new[order]
         starts = _run_starts(pairs[1:] != pairs[:-1])
-        added = np.diff(np.append(starts, pairs.size)).astype(np.float64) * float(weight)
+        ends = np.concatenate((starts[1:], [pairs.size]))
+        added = (ends - starts).astype(np.float64) * float(weight)
         # the stable sort keeps a pair's additions in call order: its last is its latest
-        latest = (self.step << 20) + order[np.append(starts[1:], pairs.size) - 1]     # < 2^20 a call
+        latest = (self.step << 20) + order[ends - 1]     # < 2^20 a call
         pairs = pairs[starts]
-        at = np.searchsorted(self.recent, pairs)
+        at = self.recent.searchsorted(pairs)
         have = at < self.recent.size
         have[have] = self.recent[at[have]] == pairs[have]
         self.recent_weight[at[have]] += added[have]          # whole numbers: the sum is exact
         self.recent_step[at[have]] = latest[have]
-        fresh, at_new = ~have, at[~have]
-        self.recent = np.insert(self.recent, at_new, pairs[fresh])
-        self.recent_weight = np.insert(self.recent_weight, at_new, added[fresh])
-        self.recent_step = np.insert(self.recent_step, at_new, latest[fresh])
+        fresh = ~have
+        if fresh.any():
+            self.recent, self.recent_weight, self.recent_step = _insert_sorted(
+                at[fresh], (self.recent, pairs[fresh]), (self.recent_weight, added[fresh]),
+                (self.recent_step, latest[fresh]))
         self._tick()
 
     def _tick(self) -> None:
@@ -285,26 +329,24 @@ class _Counts:
         starts = _run_starts(self.recent[1:] != self.recent[:-1])
         pairs = self.recent[starts]
         counts = np.add.reduceat(self.recent_weight, starts)
-        at = np.searchsorted(self.pairs, pairs)
+        at = self.pairs.searchsorted(pairs)
         have = at < self.pairs.size
         have[have] = self.pairs[at[have]] == pairs[have]
         self.counts[at[have]] += counts[have]
-        at_new = at[~have]
-        self.pairs = np.insert(self.pairs, at_new, pairs[~have])
-        self.counts = np.insert(self.counts, at_new, counts[~have])
+        self.pairs, self.counts = _insert_sorted(at[~have], (self.pairs, pairs[~have]), (self.counts, counts[~have]))
         # each context's last successor: the buffer's latest addition to it
         ctx = self.recent >> self.tb
         step_token = self.recent_step * (1 << int(self.tb)) + (self.recent & self.mask).astype(np.int64)
         c_starts = _run_starts(ctx[1:] != ctx[:-1])
         latest = np.maximum.reduceat(step_token, c_starts)
         uctx = ctx[c_starts]
-        at = np.searchsorted(self.contexts, uctx)
+        at = self.contexts.searchsorted(uctx)
         have = at < self.contexts.size
         have[have] = self.contexts[at[have]] == uctx[have]
         self.last[at[have]] = latest[have] & int(self.mask)
-        at_new = at[~have]
-        self.contexts = np.insert(self.contexts, at_new, uctx[~have])
-        self.last = np.insert(self.last, at_new, latest[~have] & int(self.mask))
+        self.contexts, self.last = _insert_sorted(at[~have], (self.contexts, uctx[~have]),
+                                                  (self.last, latest[~have] & int(self.mask)))
+
         self.recent, self.recent_weight = np.zeros(0, np.uint64), np.zeros(0)
         self.recent_step = np.zeros(0, np.int64)
 
@@ -341,19 +383,18 @@ def _chain(p0: np.ndarray, slot, token, a, beta: np.ndarray, targets, first: np.
     (vocab,): order k has the entries (``slot`` = (k − 1) · B + row, ``token``, ``a``) and β_k =
     ``beta[k − 1]`` (B,). From one target m' to the next m: P_m = (Π_{m'<k≤m} β_k) P_{m'} +
     Σ_{m'<k≤m} (Π_{k<j≤m} β_j) a_k; dense (B, vocab) each. ``first``: order 1's a_1 as a dense
-    (B, vocab) array (zero where it has no entry) instead of entries; added before the entries
-    of the orders above, as entries in order would be (adding zero changes no bit)."""
+    (B, vocab) array (zero where it has no entry) instead of entries, overwritten; added before
+    the entries of the orders above, as entries in order would be (adding zero changes no bit)."""
     b, v = beta.shape[1], p0.size
     order, flat = slot // b, (slot % b) * v + token
     out, done, p = {}, 0, p0[None, :]              # broadcast by the first product
     for m in sorted(targets):
-        after = np.ones((m + 1 - done, b))            # after[j - done] = Π_{j<i≤m} β_i (orders 1-based)
-        for j in range(m - 1, done - 1, -1):
-            after[j - done] = after[j + 1 - done] * beta[j]
+        after = np.ones((m + 1 - done, b))            # after[j - done] = Π_{j<i≤m} β_i (orders 1-based),
+        after[-2::-1] = beta[done:m][::-1].cumprod(axis=0)     # multiplied from β_m down, as a loop would
         p = after[0][:, None] * p
         if first is not None and done == 0:
-            p += first * after[1][:, None]
-        sel = np.flatnonzero((order >= done) & (order < m))
+            p += np.multiply(first, after[1][:, None], out=first)     # ``first``: the caller's scratch
+        sel = ((order >= done) & (order < m)).nonzero()[0]
         np.add.at(p.reshape(-1), flat[sel], a[sel] * after[order[sel] + 1 - done, slot[sel] % b])
         out[m], done = p, m
     return out
@@ -365,11 +406,20 @@ class _DenseFirst:
     They hold the numbers :class:`_Counts` would hold for order 1 (whole counts, in int32: at most
     :data:`~netcl_lite.compression.MAX_PRIMER_TOKENS` plus :data:`ADDED_WEIGHT` per coded token),
     fetched as (B, vocab) rows instead of searched entry by entry; :func:`_dense_first` makes one
-    where the contexts' keys do not collide."""
+    where the contexts' keys do not collide.
 
-    def __init__(self, primed: _Primed, keys: np.ndarray, vocab: int):
-        self.primer = np.zeros((keys.size, vocab), np.int32)
-        self.coded = np.zeros((keys.size, vocab), np.int32)
+    What a step reads is kept up to date as tokens are added, so that it costs a row gather, not
+    passes over the rows: each row's total and distinct tokens (all counts and the coded text's
+    alone; whole numbers, so their float64 sums are exact in any order), and the float64 table
+    ``table`` of max(count − ``discount``, 0) per cell (the counts themselves when ``discount`` is
+    None), with ``coded_table`` of max(coded count − ``coded_discount``, 0) when that is given:
+    each cell computed by the same operations the rows were once computed by, so the same bits."""
+
+    def __init__(self, primed: _Primed, keys: np.ndarray, vocab: int, discount: float | None = None,
+                 coded_discount: float | None = None):
+        # with no discount the float64 table is the counts, and no int32 tables are kept
+        self.primer = np.zeros((keys.size, vocab), np.int32 if discount is not None else np.float64)
+        self.coded = np.zeros((keys.size, vocab), np.int32) if discount is not None else None
         self.last = np.full(keys.size, -1, np.int64)
         if primed.contexts.size:
             j = np.minimum(primed.find(keys), primed.contexts.size - 1)
@@ -380,35 +430,75 @@ class _DenseFirst:
             at = np.arange(q.size) - np.repeat(np.cumsum(length) - length, length) + np.repeat(first, length)
             self.primer[q, primed.tokens[at]] = primed.counts[at]
             self.last[found] = primed.last[j[found]]
+        self.discount, self.coded_discount = discount, coded_discount
+        merged = self.primer.astype(np.float64, copy=discount is not None)
+        self.total = merged.sum(axis=1)
+        self.distinct = np.count_nonzero(self.primer, axis=1)
+        self.coded_total = np.zeros(keys.size)
+        self.coded_distinct = np.zeros(keys.size, np.int64)
+        self.table = merged if discount is None else np.maximum(merged - discount, 0.0)
+        if discount is None:
+            self.primer = None
+        self.coded_table = None if coded_discount is None else np.zeros((keys.size, vocab))   # max(0 − d, 0) = 0
 
-    def rows(self, context: np.ndarray, live: np.ndarray, coded_too: bool = True):
-        """(all counts, the coded text's alone (None unless ``coded_too``)), (B, vocab) float64,
-        of each stream's ``context`` row; zero in the rows that are not ``live`` (too few tokens
-        seen for the order)."""
-        coded = np.take(self.coded, context, axis=0)
-        merged = np.take(self.primer, context, axis=0)
-        merged += coded                                      # whole counts: int32 holds them (class doc)
-        merged = merged.astype(np.float64)
-        merged[~live] = 0.0
-        if not coded_too:
-            return merged, None
-        coded = coded.astype(np.float64)
-        coded[~live] = 0.0
-        return merged, coded
+    def rows(self, context: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(``table``'s rows (B, vocab), each row's total (B,), its distinct tokens (B,)) of each
+        stream's ``context``; zero in the rows that are not ``live`` (too few tokens seen for the order)."""
+        rows = np.take(self.table, context, axis=0)
+        if not live.all():
+            rows[~live] = 0.0
+        return rows, np.where(live, self.total[context], 0.0), np.where(live, self.distinct[context], 0)
+
+    def coded_rows(self, context: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`rows` of ``coded_table`` and the coded text's totals and distinct tokens."""
+        rows = np.take(self.coded_table, context, axis=0)
+        if not live.all():
+            rows[~live] = 0.0
+        return rows, np.where(live, self.coded_total[context], 0.0), np.where(live, self.coded_distinct[context], 0)
+
+    def count(self, context: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+        """All counts of ``tokens`` after ``context`` rows, float64."""
+        if self.coded is None:
+            return self.table[context, tokens]
+        return (self.primer[context, tokens] + self.coded[context, tokens]).astype(np.float64)
 
     def add(self, context: np.ndarray, tokens: np.ndarray, weight: int) -> None:
         """Count ``tokens`` after the order-1 ``context`` rows; within a call, a later one is the more recent."""
-        np.add.at(self.coded, (context, tokens), weight)
+        if not context.size:
+            return
+        np.add.at(self.total, context, float(weight))          # whole numbers: exact in any order
         last_wins(context, tokens, self.last)
+        if self.coded is None:                                  # the table holds the counts
+            self._count_new(context, tokens, self.table[context, tokens] == 0, self.distinct)
+            np.add.at(self.table, (context, tokens), float(weight))
+            return
+        coded_before = self.coded[context, tokens]
+        self._count_new(context, tokens, self.primer[context, tokens] + coded_before == 0, self.distinct)
+        self._count_new(context, tokens, coded_before == 0, self.coded_distinct)
+        np.add.at(self.coded, (context, tokens), weight)
+        np.add.at(self.coded_total, context, float(weight))
+        coded = self.coded[context, tokens]                   # a cell named twice gets its value twice
+        merged = (self.primer[context, tokens] + coded).astype(np.float64)
+        self.table[context, tokens] = np.maximum(merged - self.discount, 0.0)
+        if self.coded_table is not None:
+            self.coded_table[context, tokens] = np.maximum(coded.astype(np.float64) - self.coded_discount, 0.0)
+
+    def _count_new(self, context: np.ndarray, tokens: np.ndarray, new: np.ndarray, distinct: np.ndarray) -> None:
+        """One more distinct token in a row for each cell (``context``, ``tokens``) that was empty
+        (``new``), a cell named twice counted once."""
+        if new.any():
+            cells = np.unique(context[new] * self.table.shape[1] + tokens[new])
+            np.add.at(distinct, cells // self.table.shape[1], 1)
 
 
-def _dense_first(primed: _Primed, keys: np.ndarray, vocab: int) -> _DenseFirst | None:
+def _dense_first(primed: _Primed, keys: np.ndarray, vocab: int, discount: float | None = None,
+                 coded_discount: float | None = None) -> _DenseFirst | None:
     """Order 1's dense tables for the contexts of tagged ``keys`` (row i: ``keys[i]``), or None
     when they would take over :data:`DENSE_CELLS` cells or two keys collide (two contexts sharing
     one's counts, which separate rows would not)."""
     if keys.size * vocab > DENSE_CELLS or np.unique(keys).size != keys.size:
         return None
-    return _DenseFirst(primed, keys, vocab)
+    return _DenseFirst(primed, keys, vocab, discount, coded_discount)
 
 
 class NGram:
@@ -440,19 +530,18 @@ class NGram:
         self.dense = None                  # order 1's counts, when dense: a row per last token
         if orders:
             first = _extend(np.zeros(vocab, np.uint64), np.arange(vocab), vocab)
-            self.dense = _dense_first(tables, _tag(1, _context_keys(first, self.token_bits), self.token_bits), vocab)
+            self.dense = _dense_first(tables, _tag(1, _context_keys(first, self.token_bits), self.token_bits), vocab,
+                                      DISCOUNT[1], CACHE_DISCOUNT * ADDED_WEIGHT)
         self.history = np.full((streams, orders), -1, np.int64)  # last tokens, newest last; -1: none yet
+        self._powers = _powers(vocab + 1, orders)             # the hashes of :func:`_extend`, all orders at once
         self.seen = np.zeros(streams, np.int64)
         self._scratch = np.zeros((orders * streams, vocab))
         self._step_keys = None             # the context keys :meth:`predict` used, until :meth:`update`
 
     def _keys(self) -> np.ndarray:
         """(orders, B) each stream's context key of each order, tagged (meaningless where seen < k)."""
-        out, h = [], np.zeros(self.history.shape[0], np.uint64)
-        for k in range(1, self.orders + 1):
-            h = _extend(h, np.maximum(self.history[:, -k], 0), self.vocab)
-            out.append(_context_keys(h, self.token_bits))
-        return _tagged(out, self.token_bits)
+        newest_first = np.maximum(self.history[:, ::-1], 0).astype(np.uint64) + np.uint64(1)
+        return _tag_orders(_context_keys((newest_first @ self._powers).T, self.token_bits), self.token_bits)
 
     def predict(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(probabilities (B, vocab) float64, order reached (B,), count there (B,)); also sets
@@ -475,7 +564,8 @@ class NGram:
         if dense is not None:                # order 1 from its dense rows, the orders above searched
             live1, live[0] = live[0].copy(), False
             context = np.maximum(self.history[:, -1], 0)
-            merged, coded1 = dense.rows(context, live1)
+            table1, n1, u1 = dense.rows(context, live1)
+            coded1, nc1, uc1 = dense.coded_rows(context, live1)
         look = _Lookup(self.counts, keys, live, self._scratch)
         d = np.asarray(DISCOUNT[1:k + 1])[:, None]
         n, u = look.n, look.u
@@ -485,11 +575,10 @@ class NGram:
         dc = CACHE_DISCOUNT * ADDED_WEIGHT
         first = first_c = None
         if dense is not None:
-            n[0], u[0] = merged.sum(axis=1), np.count_nonzero(merged, axis=1)
-            nc[0], uc[0] = coded1.sum(axis=1), np.count_nonzero(coded1, axis=1)
-            first = np.divide(np.maximum(merged - d[0, 0], 0.0), n[0][:, None], out=np.zeros_like(merged),
-                              where=n[0][:, None] > 0)
-            first_c = np.maximum(coded1 - dc, 0.0) / np.maximum(nc[0], 1.0)[:, None]
+            n[0], u[0], nc[0], uc[0] = n1, u1, nc1, uc1
+            # a row of no counts holds zeros: divided by 1 rather than left out, the same zeros
+            first = np.divide(table1, np.where(n1 > 0, n1, 1.0)[:, None], out=table1)
+            first_c = np.divide(coded1, np.maximum(nc1, 1.0)[:, None], out=coded1)
         beta = np.where(n > 0, d * u / np.where(n > 0, n, 1.0), 1.0)
         dk = d[look.slot // b, 0]
         a = np.maximum(look.count - dk, 0.0) / n.reshape(-1)[look.slot]
@@ -685,17 +774,16 @@ class WordNGram:
         first = _with_separator(np.repeat(first, 4), np.tile(np.arange(4), self.n_classes + 1))
         self.dense = _dense_first(primed, _tag(1, _context_keys(first, self.token_bits), self.token_bits), vocab)
         self.words = np.full((streams, orders), -1, np.int64)     # last word classes, newest last
+        self._powers = _powers(self.n_classes + 1, orders)
         self.n_words = np.zeros(streams, np.int64)
         self.sep = np.zeros(streams, np.int64)
         self.lam = np.full((orders + 1, 12, _U_EDGES.size), WORD_INIT)
         self._scratch = np.zeros((orders * streams, vocab))
 
     def _keys(self) -> np.ndarray:
-        out, h = [], np.zeros(self.words.shape[0], np.uint64)
-        for k in range(1, self.orders + 1):
-            h = _word_hash(h, np.maximum(self.words[:, -k], 0), self.n_classes)
-            out.append(_context_keys(_with_separator(h, self.sep), self.token_bits))
-        return _tagged(out, self.token_bits)
+        newest_first = np.maximum(self.words[:, ::-1], 0).astype(np.uint64) + np.uint64(1)
+        h = _with_separator(newest_first @ self._powers, self.sep[:, None])      # (B, orders), as _word_hash builds
+        return _tag_orders(_context_keys(h.T, self.token_bits), self.token_bits)
 
     def predict(self, unigram: np.ndarray) -> np.ndarray:
         """(B, vocab) float64: every stream's distribution, from the counts ``unigram`` (vocab,) up."""
@@ -710,18 +798,17 @@ class WordNGram:
         dense, first = self.dense, None
         if dense is not None:                # order 1 from its dense rows, the orders above searched
             live1, live[0] = live[0].copy(), False
-            merged, _ = dense.rows(self._first_context(), live1, coded_too=False)
+            merged, n1, u1 = dense.rows(self._first_context(), live1)
         look = _Lookup(self.counts, keys, live, self._scratch)
         n = look.n
         if dense is not None:
-            n[0], look.u[0] = merged.sum(axis=1), np.count_nonzero(merged, axis=1)
+            n[0], look.u[0] = n1, u1
         bucket = (np.arange(1, k + 1)[:, None], _qn(n), _qu(look.u))
         lam = np.where(n > 0, self.lam[bucket], 1.0)
         ml = look.count / n.reshape(-1)[look.slot]
         if dense is not None:
             self._merged = merged
-            first = (1 - lam[0])[:, None] * np.divide(merged, n[0][:, None], out=np.zeros_like(merged),
-                                                      where=n[0][:, None] > 0)
+            first = (1 - lam[0])[:, None] * np.divide(merged, np.where(n1 > 0, n1, 1.0)[:, None])
         self._look, self._lam_now, self._bucket = look, lam, bucket
         return _chain(self._p0, look.slot, look.token, (1 - lam.reshape(-1)[look.slot]) * ml, lam, [k], first)[k]
 

@@ -410,3 +410,148 @@ def test_the_stream_cache_keeps_a_window_not_the_input_and_predicts_as_the_whole
         for b in np.flatnonzero(active):
             coded[b].append(int(tokens[b]))
         cache.update(tokens, active)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_add_in_order_adds_as_np_add_at_does_bit_for_bit(seed):
+    """Repeated rows added in rounds give np.add.at's sums to the last bit (the rows of one index
+    in the order they come), on values whose sums round differently in another order."""
+    from netcl_lite.match import add_in_order
+
+    rng = np.random.default_rng(seed)
+    table = rng.standard_normal((9, 17)) * 10.0 ** rng.integers(-8, 8, (9, 17))
+    index = rng.integers(0, 9 if seed else 3, 40)                 # seed 0: every index many times
+    values = rng.standard_normal((40, 17)) * 10.0 ** rng.integers(-8, 8, (40, 17))
+    expected, got = table.copy(), table.copy()
+    np.add.at(expected, index, values)
+    add_in_order(got, index, values)
+    assert expected.tobytes() == got.tobytes()
+    once = rng.permutation(9)[:5]                                  # distinct indices: one round
+    np.add.at(expected, once, values[:5])
+    add_in_order(got, once, values[:5])
+    assert expected.tobytes() == got.tobytes()
+
+
+def test_add_in_order_refuses_mismatched_shapes():
+    from netcl_lite.match import add_in_order
+
+    table = np.zeros((4, 3))
+    with pytest.raises(ValueError, match="index must be 1-D"):
+        add_in_order(table, np.array([[0, 1]]), np.zeros((1, 2, 3)))
+    with pytest.raises(ValueError, match="index must be 1-D"):
+        add_in_order(table, np.array([0, 1]), np.zeros((2, 4)))
+    with pytest.raises(ValueError, match="index must be 1-D"):
+        add_in_order(table, np.array([0, 1]), [[0.0] * 3] * 2)
+
+
+@pytest.mark.parametrize("discount", [None, 0.5, 0.7])
+def test_dense_rows_kept_up_to_date_equal_the_rows_computed_afresh(discount):
+    """The dense order-1 tables' totals, distinct counts and discounted rows, kept up to date as
+    tokens are added (repeated cells in one call included), hold the bits that computing them
+    from the counts gives."""
+    rng = np.random.default_rng(3)
+    vocab, contexts = 7, 5
+    primer = rng.integers(0, vocab, 60)
+    keys = rng.permutation(1 << 20)[:contexts].astype(np.uint64)
+    ctx_of = rng.integers(0, contexts, primer.size - 1)
+    primed = ng._prime([keys[ctx_of]], [primer[1:]], 3, 1)          # order 1: context ctx_of[i], token primer[i + 1]
+    tagged = ng._tag(1, keys, 3)
+    dense = ng._DenseFirst(primed, tagged, vocab, discount, None if discount is None else 4.0)
+    counts = np.zeros((contexts, vocab), np.int64)
+    coded = np.zeros((contexts, vocab), np.int64)
+    np.add.at(counts, (ctx_of, primer[1:]), 1)
+    for _ in range(30):
+        context = rng.integers(0, contexts, 6)
+        tokens = rng.integers(0, vocab, 6)
+        live = rng.random(6) < 0.8
+        dense.add(context, tokens, 8)
+        np.add.at(counts, (context, tokens), 8)
+        np.add.at(coded, (context, tokens), 8)
+        rows, n, u = dense.rows(context, live)
+        merged = counts[context].astype(np.float64)
+        merged[~live] = 0.0
+        expected = merged if discount is None else np.maximum(merged - discount, 0.0)
+        assert rows.tobytes() == expected.tobytes()
+        assert n.tolist() == merged.sum(axis=1).tolist()
+        assert u.tolist() == np.count_nonzero(merged, axis=1).tolist()
+        assert dense.count(context, tokens).tolist() == counts[context, tokens].astype(float).tolist()
+        if discount is not None:
+            rows_c, nc, uc = dense.coded_rows(context, live)
+            mine = coded[context].astype(np.float64)
+            mine[~live] = 0.0
+            assert rows_c.tobytes() == np.maximum(mine - 4.0, 0.0).tobytes()
+            assert nc.tolist() == mine.sum(axis=1).tolist() and uc.tolist() == np.count_nonzero(mine, axis=1).tolist()
+
+
+@pytest.mark.parametrize("size", [0, 1, 63, 64, 65, 1000, 5000])
+def test_sorted_search_finds_what_searchsorted_finds(size):
+    """Through the sample of every SEARCH_BLOCK-th key, the left insertion point of every key: below the
+    first, past the last, equal to a table key, between two, in a table with repeated keys."""
+    rng = np.random.default_rng(size)
+    table = np.sort(rng.integers(0, 1 << 40, size, dtype=np.uint64))
+    if size > 100:
+        table[10:200] = table[10]                        # a run of equal keys across blocks
+        table = np.sort(table)
+    keys = np.concatenate([table[rng.integers(0, size, 50)] if size else np.zeros(0, np.uint64),
+                           rng.integers(0, 1 << 40, 50, dtype=np.uint64),
+                           np.array([0, (1 << 40) + 5], np.uint64)])
+    got = ng.sorted_search(table, table[::ng.SEARCH_BLOCK].copy(), keys)
+    assert got.tolist() == np.searchsorted(table, keys).tolist()
+
+
+def test_sorted_search_refuses_a_sample_of_another_table():
+    table = np.arange(200, dtype=np.uint64)
+    with pytest.raises(ValueError, match=f"sample its every {ng.SEARCH_BLOCK}-th key"):
+        ng.sorted_search(table, table[::2 * ng.SEARCH_BLOCK].copy(), np.array([3], np.uint64))
+    with pytest.raises(ValueError, match="table must be a 1-D array"):
+        ng.sorted_search(table.reshape(10, 20), table[::ng.SEARCH_BLOCK].copy(), np.array([3], np.uint64))
+
+
+@pytest.mark.parametrize("vocab", [5, 1024, (1 << 20) - 1])
+def test_context_keys_by_one_product_equal_the_hash_built_token_by_token(vocab):
+    """The keys of every order from one uint64 product with the powers of the base are the keys
+    the hash built one token at a time gives, also where (vocab + 1)^order wraps past 2^64."""
+    rng = np.random.default_rng(vocab)
+    model = ng.NGram(rng.integers(0, vocab, 50), vocab, streams=6, orders=8)
+    model.history = rng.integers(-1, vocab, (6, 8))
+    out, h = [], np.zeros(6, np.uint64)
+    for k in range(1, 9):
+        h = ng._extend(h, np.maximum(model.history[:, -k], 0), vocab)
+        out.append(ng._context_keys(h, model.token_bits))
+    assert model._keys().tolist() == ng._tagged(out, model.token_bits).tolist()
+
+
+def test_word_keys_by_one_product_equal_the_hash_built_word_by_word():
+    rng = np.random.default_rng(5)
+    pieces = {i: bytes([97 + i % 26]) * (1 + i % 3) + (b" " if i % 4 else b"\n") for i in range(40)}
+    model = ng.WordNGram(rng.integers(0, 40, 300), 40, 5, pieces)
+    model.words = rng.integers(-1, model.n_classes + 1, (5, model.orders))
+    model.sep = rng.integers(0, 3, 5)
+    out, h = [], np.zeros(5, np.uint64)
+    for k in range(1, model.orders + 1):
+        h = ng._word_hash(h, np.maximum(model.words[:, -k], 0), model.n_classes)
+        out.append(ng._context_keys(ng._with_separator(h, model.sep), model.token_bits))
+    assert model._keys().tolist() == ng._tagged(out, model.token_bits).tolist()
+
+
+def test_insert_sorted_is_np_insert_for_every_column():
+    rng = np.random.default_rng(2)
+    old = np.sort(rng.integers(0, 100, 30)).astype(np.uint64)
+    new = np.sort(rng.integers(0, 110, 12)).astype(np.uint64)
+    at = np.searchsorted(old, new)
+    weights, extra = rng.random(30), rng.random(12)
+    keys, w = ng._insert_sorted(at, (old, new), (weights, extra))
+    assert keys.tolist() == np.insert(old, at, new).tolist()
+    assert w.tobytes() == np.insert(weights, at, extra).tobytes()
+
+
+@pytest.mark.parametrize("vocab", [1000, 1024])
+def test_tree_sse_gives_the_coder_a_contiguous_distribution(vocab):
+    """The range coder takes C-contiguous rows: the SSE's output is, whether the vocabulary fills
+    its tree (the output divided in place) or not (a slice of the leaves, copied by the division)."""
+    rng = np.random.default_rng(vocab)
+    p = rng.random((3, vocab))
+    p /= p.sum(axis=1, keepdims=True)
+    out = cm.TreeSSE(vocab)(p)
+    assert out.flags.c_contiguous and out.shape == (3, vocab)
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=1e-12)
