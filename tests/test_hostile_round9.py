@@ -217,3 +217,26 @@ def test_kernel_source_reads_only_files_of_the_kernel_folder(tmp_path, outside):
     with pytest.raises((ValueError, FileNotFoundError)):
         text = kernels.kernel_source(name)
         assert False, f"kernel_source({name!r}) read a file outside {kernels.kernel_dir()}: {text[:40]!r}"
+
+
+@pytest.mark.xfail(strict=True, reason="round 9: each include that brings a fence has the whole page scanned for "
+                                       "fenced blocks again, so a page of many such includes takes quadratic time")
+def test_a_page_s_includes_that_bring_fences_are_checked_scanning_the_page_a_bounded_number_of_times(
+        tmp_path, monkeypatch):
+    from site_build import markers
+
+    n, scanned = 300, [0]
+    scan = markers.fences
+
+    def counting(lines):
+        lines = list(lines)
+        scanned[0] += len(lines)
+        return scan(lines)
+
+    monkeypatch.setattr(markers, "fences", counting)
+    page = "# Hostile\n\n" + '--8<-- "snippets/b.md"\n\n' * n
+    html = render(tmp_path, monkeypatch, page, {"b.md": "Text.\n\n```text\ncode\n```\n"})
+    assert html.count("<pre>") == n
+    lines = page.count("\n") + 1 + n * 5                 # the page's lines and those its includes bring
+    assert scanned[0] <= 10 * lines, (f"checking {n} includes scanned {scanned[0]:,} lines for fences, for a page "
+                                      f"of {lines:,} once expanded: each include scans the whole page again")
