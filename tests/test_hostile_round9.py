@@ -7,25 +7,12 @@ with ``--runxfail`` to see each one fail for the reason it states.
 
 from __future__ import annotations
 
-import markdown
 import pytest
 
 from site_build import includes, mathml
-from site_build.markers import page_extensions
 from site_render import ROOT, render_page
-
-
-def render(root, monkeypatch, page: str, files: dict[str, str]) -> str:
-    """``page`` rendered as the site renders it (its Markdown extensions, includes contained), with
-    ``files`` under ``root/snippets``."""
-    (root / "snippets").mkdir(exist_ok=True)
-    for name, text in files.items():
-        (root / "snippets" / name).write_bytes(text.encode("utf-8"))
-    monkeypatch.chdir(root)                       # pymdownx.snippets reads includes from here
-    names, configs = page_extensions()
-    snippets = includes.contained_snippets(includes.CurrentPage("docs/hostile.md", page),
-                                           base_path=["."], check_paths=True, dedent_subsections=True)
-    return markdown.Markdown(extensions=[*names, snippets], extension_configs=configs).convert(page)
+from site_render import figure_root as _figure_root
+from site_render import render_with_includes as render
 
 
 @pytest.mark.xfail(strict=True, reason="round 9: the page include bound counts a whole file for each section "
@@ -86,18 +73,6 @@ def test_a_rejected_formula_names_the_page_s_line(tmp_path, monkeypatch):
     with pytest.raises(ValueError) as err:
         mathml.render('<div class="arithmatex">\\[\n\\frac{1}\n\\]</div>', "hostile.md")
     assert str(err.value).startswith("hostile.md:6: "), str(err.value)
-
-
-def _figure_root(tmp_path, monkeypatch):
-    """A scratch root with one generated figure (it describes itself) and its snippets folder."""
-    from site_build import generated
-
-    (tmp_path / "figures" / "hostile").mkdir(parents=True)
-    (tmp_path / "figures" / "hostile" / "f.svg").write_text(
-        "<svg><metadata><dc:description>A curve of 3 points</dc:description></metadata></svg>", encoding="utf-8")
-    monkeypatch.setattr(generated, "FIGURES", tmp_path / "figures")
-    (tmp_path / "snippets").mkdir()
-    monkeypatch.chdir(tmp_path)                   # the site's includes are read from here
 
 
 #: a generated figure written over two lines, or with a query or a fragment after its path, each with
