@@ -60,3 +60,17 @@ def figure_root(root: Path, monkeypatch) -> None:
     monkeypatch.setattr(generated, "FIGURES", root / "figures")
     (root / "snippets").mkdir()
     monkeypatch.chdir(root)
+
+
+def lines_read(monkeypatch, module, name: str) -> list[int]:
+    """Count the lines given to ``module.name``, a function of a page's lines, while the test runs: the
+    list returned holds the count so far, for tests that bound how often a page is read."""
+    read, function = [0], getattr(module, name)
+
+    def counting(lines):
+        lines = list(lines)
+        read[0] += len(lines)
+        return function(lines)
+
+    monkeypatch.setattr(module, name, counting)
+    return read

@@ -10,6 +10,7 @@ import pytest
 
 from site_build import includes, markers
 from site_render import figure_root as _figure_root
+from site_render import lines_read
 from site_render import render_page
 from site_render import render_with_includes as render
 
@@ -37,15 +38,7 @@ def test_the_page_include_bound_counts_a_tab_of_indentation_as_the_spaces_it_bec
 
 def test_a_page_s_includes_are_checked_reading_the_page_a_bounded_number_of_times(tmp_path, monkeypatch):
     n = 300
-    read = [0]
-    parse = markers.includes
-
-    def counting(lines):
-        lines = list(lines)
-        read[0] += len(lines)
-        return parse(lines)
-
-    monkeypatch.setattr(markers, "includes", counting)
+    read = lines_read(monkeypatch, markers, "includes")
     page = "# Hostile\n\n" + '--8<-- "snippets/b.txt"\n\n' * n
     html = render(tmp_path, monkeypatch, page, {"b.txt": "one line"})
     assert html.count("one line") == n

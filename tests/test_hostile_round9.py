@@ -12,6 +12,7 @@ import pytest
 from site_build import includes, mathml
 from site_render import ROOT, render_page
 from site_render import figure_root as _figure_root
+from site_render import lines_read
 from site_render import render_with_includes as render
 
 
@@ -200,15 +201,7 @@ def test_a_page_s_includes_that_bring_fences_are_checked_scanning_the_page_a_bou
         tmp_path, monkeypatch):
     from site_build import markers
 
-    n, scanned = 300, [0]
-    scan = markers.fences
-
-    def counting(lines):
-        lines = list(lines)
-        scanned[0] += len(lines)
-        return scan(lines)
-
-    monkeypatch.setattr(markers, "fences", counting)
+    n, scanned = 300, lines_read(monkeypatch, markers, "fences")
     page = "# Hostile\n\n" + '--8<-- "snippets/b.md"\n\n' * n
     html = render(tmp_path, monkeypatch, page, {"b.md": "Text.\n\n```text\ncode\n```\n"})
     assert html.count("<pre>") == n
