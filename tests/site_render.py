@@ -30,3 +30,47 @@ def render_page(text: str, page: str = "hostile.md", abs_src_path: str | None = 
     text = plugin.on_page_markdown(text, page=page_, config=config, files=None)
     md = markdown.Markdown(extensions=config.markdown_extensions, extension_configs=config.mdx_configs)
     return plugin.on_page_content(md.convert(text), page=page_, config=config, files=None)
+
+
+def render_with_includes(root: Path, monkeypatch, page: str, files: dict[str, str]) -> str:
+    """``page`` rendered with the site's Markdown extensions and its includes contained (the page named
+    ``docs/hostile.md`` in errors), with ``files`` under ``root/snippets`` (written as UTF-8, their line
+    endings as written) and ``root`` as the working folder, where pymdownx.snippets reads includes."""
+    from site_build import includes
+    from site_build.markers import page_extensions
+
+    (root / "snippets").mkdir(exist_ok=True)
+    for name, text in files.items():
+        (root / "snippets" / name).write_bytes(text.encode("utf-8"))
+    monkeypatch.chdir(root)
+    names, configs = page_extensions()
+    snippets = includes.contained_snippets(includes.CurrentPage("docs/hostile.md", page),
+                                           base_path=["."], check_paths=True, dedent_subsections=True)
+    return markdown.Markdown(extensions=[*names, snippets], extension_configs=configs).convert(page)
+
+
+def figure_root(root: Path, monkeypatch) -> None:
+    """Make ``root`` a scratch root with one generated figure, ``figures/hostile/f.svg`` (it describes
+    itself), and an empty snippets folder, and work there (the site's includes are read from it)."""
+    from site_build import generated
+
+    (root / "figures" / "hostile").mkdir(parents=True)
+    (root / "figures" / "hostile" / "f.svg").write_text(
+        "<svg><metadata><dc:description>A curve of 3 points</dc:description></metadata></svg>", encoding="utf-8")
+    monkeypatch.setattr(generated, "FIGURES", root / "figures")
+    (root / "snippets").mkdir()
+    monkeypatch.chdir(root)
+
+
+def lines_read(monkeypatch, module, name: str) -> list[int]:
+    """Count the lines given to ``module.name``, a function of a page's lines, while the test runs: the
+    list returned holds the count so far, for tests that bound how often a page is read."""
+    read, function = [0], getattr(module, name)
+
+    def counting(lines):
+        lines = list(lines)
+        read[0] += len(lines)
+        return function(lines)
+
+    monkeypatch.setattr(module, name, counting)
+    return read

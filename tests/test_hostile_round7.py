@@ -7,26 +7,12 @@ from __future__ import annotations
 
 import warnings
 
-import markdown
 import numpy as np
 import pytest
 
 from netcl_lite.checks import MAX_TABLE_CELLS, coder_sizes
 from site_build import includes
-from site_build.markers import page_extensions
-
-
-def render(root, monkeypatch, page: str, files: dict[str, str]) -> str:
-    """``page`` rendered as the site renders it (its Markdown extensions, includes contained), with
-    ``files`` under ``root/snippets``."""
-    (root / "snippets").mkdir(exist_ok=True)
-    for name, text in files.items():
-        (root / "snippets" / name).write_bytes(text.encode("utf-8"))      # line endings as written
-    monkeypatch.chdir(root)                       # pymdownx.snippets reads includes from here
-    names, configs = page_extensions()
-    snippets = includes.contained_snippets(includes.CurrentPage("docs/hostile.md", page),
-                                           base_path=["."], check_paths=True, dedent_subsections=True)
-    return markdown.Markdown(extensions=[*names, snippets], extension_configs=configs).convert(page)
+from site_render import render_with_includes as render
 
 
 PAGE = '# Hostile\n\n```python\n--8<-- "snippets/a.txt"\n```\n\nAfter the block.\n'

@@ -6,25 +6,13 @@ Each test asserts the correct behaviour; each failed on the code before its fix.
 
 from __future__ import annotations
 
-import markdown
 import pytest
 
 from site_build import includes, markers
-from site_build.markers import page_extensions
+from site_render import figure_root as _figure_root
+from site_render import lines_read
 from site_render import render_page
-
-
-def render(root, monkeypatch, page: str, files: dict[str, str]) -> str:
-    """``page`` rendered as the site renders it (its Markdown extensions, includes contained), with
-    ``files`` under ``root/snippets``."""
-    (root / "snippets").mkdir(exist_ok=True)
-    for name, text in files.items():
-        (root / "snippets" / name).write_bytes(text.encode("utf-8"))
-    monkeypatch.chdir(root)                       # pymdownx.snippets reads includes from here
-    names, configs = page_extensions()
-    snippets = includes.contained_snippets(includes.CurrentPage("docs/hostile.md", page),
-                                           base_path=["."], check_paths=True, dedent_subsections=True)
-    return markdown.Markdown(extensions=[*names, snippets], extension_configs=configs).convert(page)
+from site_render import render_with_includes as render
 
 
 def test_the_page_include_bound_counts_the_indentation_of_the_page_s_own_include(tmp_path, monkeypatch):
@@ -50,15 +38,7 @@ def test_the_page_include_bound_counts_a_tab_of_indentation_as_the_spaces_it_bec
 
 def test_a_page_s_includes_are_checked_reading_the_page_a_bounded_number_of_times(tmp_path, monkeypatch):
     n = 300
-    read = [0]
-    parse = markers.includes
-
-    def counting(lines):
-        lines = list(lines)
-        read[0] += len(lines)
-        return parse(lines)
-
-    monkeypatch.setattr(markers, "includes", counting)
+    read = lines_read(monkeypatch, markers, "includes")
     page = "# Hostile\n\n" + '--8<-- "snippets/b.txt"\n\n' * n
     html = render(tmp_path, monkeypatch, page, {"b.txt": "one line"})
     assert html.count("one line") == n
@@ -121,18 +101,6 @@ def test_an_include_of_a_missing_section_fails_naming_the_page_and_the_include(t
     message = str(err.value)
     assert message.startswith("docs/hostile.md:"), message
     assert "nosuch" in message and "b.txt" in message, message
-
-
-def _figure_root(tmp_path, monkeypatch):
-    """A scratch root with one generated figure (it describes itself) and its snippets folder."""
-    from site_build import generated
-
-    (tmp_path / "figures" / "hostile").mkdir(parents=True)
-    (tmp_path / "figures" / "hostile" / "f.svg").write_text(
-        "<svg><metadata><dc:description>A curve of 3 points</dc:description></metadata></svg>", encoding="utf-8")
-    monkeypatch.setattr(generated, "FIGURES", tmp_path / "figures")
-    (tmp_path / "snippets").mkdir()
-    monkeypatch.chdir(tmp_path)                   # the site's includes are read from here
 
 
 def test_a_figure_an_include_brings_needs_its_caption_too(tmp_path, monkeypatch):
