@@ -1,4 +1,4 @@
-// common.h: definitions shared by every kernel file (pulled in with -I kernels).
+// common.h: definitions shared by every kernel file (written into each one that includes it: core/kernels.py kernel_source).
 #ifndef NETCL_LITE_COMMON_H
 #define NETCL_LITE_COMMON_H
 

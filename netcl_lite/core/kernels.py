@@ -82,7 +82,7 @@ class KernelBuildError(RuntimeError):
 
 
 #: a quoted include of a kernel source: ``#include "common.h"``
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"[ \t]*$', re.M)
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"[ \t]*(?://[^\n]*|/\*[^\n]*?\*/[ \t]*)?$', re.M)
 
 
 def kernel_source(filename: str) -> str:
@@ -101,9 +101,13 @@ def _with_includes(filename: str, within: tuple[str, ...]) -> str:
     if filename in within:
         raise KernelBuildError(f"{within[-1]} includes {filename}, which includes itself: "
                                f"{' -> '.join((*within, filename))}")
-    path = kernel_dir() / filename
+    folder = kernel_dir()
+    path = folder / filename
+    where = f" (included by {within[-1]})" if within else ""
+    if Path(filename).is_absolute() or not path.resolve().is_relative_to(folder.resolve()):
+        raise ValueError(f"filename must name a file in {folder}, got {filename!r}{where}: a kernel's source "
+                         f"and what it includes are read from that folder alone")
     if not path.is_file():
-        where = f" (included by {within[-1]})" if within else ""
         raise FileNotFoundError(f"no kernel source {filename!r} in {kernel_dir()}{where}")
     text = path.read_text()
 
