@@ -92,7 +92,7 @@ def _convert(latex: str, display: bool, page: str) -> str:
     try:
         return _CONVERTER.convert_with_local_state(source, displaystyle=display)
     except math_core.LatexError as err:
-        raise ValueError(f"{page}: cannot render math {source!r}: {_reason(err)}") from None
+        raise ValueError(f"{page}{_line_of(source, page)}: cannot render math {source!r}: {_reason(err)}") from None
 
 
 #: the colours the converter puts in its messages

@@ -62,8 +62,6 @@ def test_an_excerpt_fence_in_any_form_superfences_takes_is_labelled_or_refused(m
         f"an excerpt fence with {form} shows unlabelled, with a copy button, unchecked"
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: a formula the converter rejects fails the build naming the page "
-                                       "but not its line, which the bound errors name")
 def test_a_rejected_formula_names_the_page_s_line(tmp_path, monkeypatch):
     monkeypatch.setattr(mathml, "DOCS", tmp_path)
     (tmp_path / "hostile.md").write_text("# Hostile\n\nText.\n\n$$\n\\frac{1}\n$$\n", encoding="utf-8")
