@@ -246,9 +246,6 @@ except ValueError as err:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: brought.check aligns the page's lines before and after its includes "
-                                       "with difflib, quadratic in repeated lines: a long page takes minutes to refuse "
-                                       "an uncaptioned figure")
 def test_an_uncaptioned_figure_an_include_brings_is_refused_quickly_on_a_long_page(tmp_path):
     import subprocess
     import sys
