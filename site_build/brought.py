@@ -149,12 +149,12 @@ def check(page: CurrentPage, before: list[str], after: list[str]) -> None:
         j, m = figures[0]
         where = _where(page, before, _origins(before, after)[j], after[j])
         raise ValueError(f"{where}: brings the figure {shown_path(m.group(0))}: {generated.CAPTION_RULE}")
-    count = sum(markers.EXCERPT_OPEN.match(line) is not None for line in after)
-    if count <= sum(markers.EXCERPT_OPEN.match(line) is not None for line in before):
+    count = sum(markers.EXCERPT_LIKE.match(line) is not None for line in after)
+    if count <= sum(markers.EXCERPT_LIKE.match(line) is not None for line in before):
         return
     origins = _origins(before, after)
     for start, _ in markers.fences(after):            # an excerpt fence shown inside a code block is text
-        if not markers.EXCERPT_OPEN.match(after[start]):
+        if not markers.EXCERPT_LIKE.match(after[start]):
             continue
         if not origins[start]:                          # the page's own, labelled and checked already
             continue
