@@ -84,8 +84,6 @@ FIGURES_OVER_LINES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: a generated figure whose image spans two lines, or whose path "
-                                       "has a query or a fragment, reaches the page with no caption and no error")
 @pytest.mark.parametrize("form", sorted(FIGURES_OVER_LINES))
 def test_a_figure_written_over_two_lines_still_needs_its_caption(tmp_path, monkeypatch, form):
     _figure_root(tmp_path, monkeypatch)
