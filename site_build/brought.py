@@ -9,7 +9,9 @@ its includes are expanded (the lines before and after pymdownx.snippets' preproc
   (:func:`site_build.generated.uncaptioned`);
 * an excerpt fence an include brings fails the build: an excerpt stands on the page itself, where
   the build labels it ("Excerpt ·", no copy button, the note naming its lines) and checks that its
-  section is marked once (:mod:`site_build.copyable`).
+  section is marked once (:mod:`site_build.copyable`);
+* a citation an include brings fails the build: citations are checked and made links on the page's
+  own lines (:mod:`site_build.citations`), before the includes are expanded.
 
 Each error names the page, the line of the page's include that brought it (found by aligning the
 lines before and after the includes were expanded, :func:`_origins`) and what it brought.
@@ -18,6 +20,7 @@ lines before and after the includes were expanded, :func:`_origins`) and what it
 from __future__ import annotations
 
 import bisect
+import re
 from pathlib import Path
 
 from markdown.extensions import Extension
@@ -25,7 +28,7 @@ from markdown.preprocessors import Preprocessor
 
 from netcl_lite.files import shown_path
 
-from . import generated, markers
+from . import citations, generated, markers
 from .includes import CurrentPage
 
 #: the priorities around pymdownx.snippets' preprocessor (32): just before it and just after it
@@ -138,10 +141,34 @@ def _where(page: CurrentPage, before: list[str], origins: tuple[markers.Include,
         n.split(":", 1)[1] for n in named[1:]) + ")"
 
 
+def _check_citations(page: CurrentPage, before: list[str], after: list[str]) -> None:
+    """Raise ``ValueError`` naming ``page`` and the include when an include brought text that cites a work
+    or looks like a citation (an ``@`` beginning a word in prose, :mod:`site_build.citations`)."""
+    text = "\n".join(after)
+    if "@" not in text:
+        return
+    hits = [m for start, end in citations.prose_spans(text) for m in citations.AT.finditer(text, start, end)]
+    if not hits:
+        return
+    starts = [0]
+    for line in after[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    origins = _origins(before, after)
+    for m in hits:
+        j = bisect.bisect_right(starts, m.start()) - 1
+        if not origins[j]:                               # the page's own, checked and rendered already
+            continue
+        cited = re.match(r"\[[^\]\n]*\]|-?@[\w.:-]*", after[j][max(0, m.start() - starts[j] - 1):])
+        shown = cited.group(0) if cited and "@" in cited.group(0) else m.group(0)
+        raise ValueError(f"{_where(page, before, origins[j], after[j])}: brings the citation {shown!r}; a "
+                         f"citation stands on the page itself, where the build checks its key, makes it a link "
+                         f"and lists the page on the Bibliography: write the sentence that cites on the page")
+
+
 def check(page: CurrentPage, before: list[str], after: list[str]) -> None:
     """Raise ``ValueError`` naming ``page`` and the include when what the includes brought into the
-    page's lines ``before`` (giving ``after``) holds a generated figure without its caption or an
-    excerpt fence."""
+    page's lines ``before`` (giving ``after``) holds a generated figure without its caption, a citation
+    or an excerpt fence."""
     if after == before:
         return
     figures = generated.uncaptioned("\n".join(after))
@@ -149,6 +176,7 @@ def check(page: CurrentPage, before: list[str], after: list[str]) -> None:
         j, m = figures[0]
         where = _where(page, before, _origins(before, after)[j], after[j])
         raise ValueError(f"{where}: brings the figure {shown_path(m.group(0))}: {generated.CAPTION_RULE}")
+    _check_citations(page, before, after)
     count = sum(markers.EXCERPT_LIKE.match(line) is not None for line in after)
     if count <= sum(markers.EXCERPT_LIKE.match(line) is not None for line in before):
         return

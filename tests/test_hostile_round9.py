@@ -144,8 +144,6 @@ def test_an_include_naming_no_path_below_a_needs_extra_note_names_its_own_line(m
     assert str(err.value).startswith(f"docs/hostile.md:{line}: "), str(err.value)
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: a citation an include brings is neither rendered nor checked: "
-                                       "it shows as raw text, an unknown key too, with no error")
 @pytest.mark.parametrize("key", ["vaswani2017attention", "nosuchwork2099x"], ids=["known", "unknown"])
 def test_a_citation_an_include_brings_is_rendered_or_refused(tmp_path, monkeypatch, key):
     (tmp_path / "snippets").mkdir()
