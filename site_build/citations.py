@@ -55,7 +55,7 @@ _BARE_ITEM = re.compile(r"(?:[-*+]|\d+[.)])[ \t]*")
 #: an HTML tag (its name and attributes may make the block what it is: ``<div markdown>``)
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 #: what looks like the start of a citation: an ``@`` (or ``-@``) that begins a word
-_AT = re.compile(r"(?<![\w.@/\\-])-?@(?=[\w-])")
+AT = re.compile(r"(?<![\w.@/\\-])-?@(?=[\w-])")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|])")
 
 
@@ -344,7 +344,7 @@ def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, fi
                                         f"[@key] or [@a; @b] alone" + form)
             unknown(start + m.start(), m["key"])
         text = NARRATIVE.sub(_blank, text)
-        for m in _AT.finditer(text):
+        for m in AT.finditer(text):
             shown = _in_brackets(text, m.start(), m.end()) or re.match(r"-?@[\w.:-]*", text[m.start():]).group(0)
             fail(start + m.start(), f"{shown!r} looks like a citation but is not one (no key authorYEARword "
                                     f"there, or it stands outside the syntax)" + form)

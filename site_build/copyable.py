@@ -110,12 +110,22 @@ def _excerpt(lines: list[str], i: int, where: str) -> tuple[re.Match, markers.In
     return m, inc
 
 
+#: the one form of an excerpt fence's opening line the build reads (:data:`markers.EXCERPT_OPEN`)
+EXCERPT_FORM = ("an excerpt fence opens with backticks and its attributes in braces right after them, "
+                '```{.python .excerpt title="netcl_lite/<file>.py"} (or .c): written otherwise it would show '
+                "unlabelled, with a copy button and unchecked")
+
+
 def check_excerpts(markdown: str, page_uri: str, first_line: int = 1) -> None:
     """Raise ``ValueError`` naming the page and the line (``first_line``: the file's line of
     ``markdown``'s first) for an excerpt that is not one include of a section or a file
-    (:func:`_excerpt`), whose fence is never closed or whose section is not marked once, whole
+    (:func:`_excerpt`), whose fence is written in another form than :data:`EXCERPT_FORM`'s, is never closed or whose section is not marked once, whole
     (:func:`section_lines`); run on the page as written, before other stages add lines."""
     lines = markdown.split("\n")
+    inside = {i for start, end in markers.fences(lines) for i in range(start + 1, end + 1)}
+    for i, line in enumerate(lines):
+        if i not in inside and markers.EXCERPT_LIKE.match(line) and not markers.EXCERPT_OPEN.match(line):
+            raise ValueError(f"docs/{page_uri}:{first_line + i}: {line.strip()}: {EXCERPT_FORM}")
     for i in range(len(lines)):
         where = f"docs/{page_uri}:{first_line + i + 1}"
         found = _excerpt(lines, i, where)

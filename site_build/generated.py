@@ -29,6 +29,7 @@ outputs are git-ignored and rewritten, whole, only when their content changes, s
 
 from __future__ import annotations
 
+import bisect
 import html
 import json
 import os
@@ -230,11 +231,11 @@ def _with_alt(m: re.Match, page: str) -> str:
     return "".join(out) + tag[at:]
 
 
-#: the path of a generated figure, as a page links it
-_FIGURE_PATH = r"(?:[^()\s<>\"']*/)?figures/[\w-]+/[\w-]+\.svg"
+#: the path of a generated figure, as a page links it (a query or a fragment after it or not)
+_FIGURE_PATH = r"(?:[^()\s<>\"']*/)?figures/[\w-]+/[\w-]+\.svg(?:[?#][^()\s<>\"']*)?"
 #: an image of a generated figure in a page's Markdown: inline (the path bare or in <>, with or
-#: without a title in "", '' or ()) or a raw <img> element
-_FIGURE_MD = re.compile(rf"""!\[[^\]\n]*\]\(\s*(?:{_FIGURE_PATH}|<{_FIGURE_PATH}>)(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*\)"""
+#: without a title in "", '' or ()) or a raw <img> element, either over several lines of a paragraph
+_FIGURE_MD = re.compile(rf"""!\[(?:[^\]\n]|\n(?![ \t]*\n))*\]\(\s*(?:{_FIGURE_PATH}|<{_FIGURE_PATH}>)(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*\)"""
                         rf"""|<img\b[^>]*?\bsrc\s*=\s*["']?{_FIGURE_PATH}(?=["'\s>/])[^>]*>""", re.I)
 #: a reference-style image, ![alt][label], ![alt][] or ![alt]
 _REFERENCE_IMAGE = re.compile(r"!\[(?P<alt>[^\]\n]*)\](?:\[(?P<label>[^\]\n]*)\])?(?![(\[:])")
@@ -246,7 +247,8 @@ _CAPTION = re.compile(r"^[ \t]*/// caption[ \t]*$")
 
 def uncaptioned(markdown: str) -> list[tuple[int, re.Match]]:
     """(line index, match) of each generated figure of ``markdown`` outside code (fenced and indented
-    blocks, inline code spans) that no ``/// caption`` block follows on the next line that is not blank."""
+    blocks, inline code spans) that no ``/// caption`` block follows on the next line that is not blank
+    (the line index is the line the image starts on; an image may span lines, its caption follows the last)."""
     from . import markers
 
     lines = markdown.split("\n")
@@ -262,13 +264,22 @@ def uncaptioned(markdown: str) -> list[tuple[int, re.Match]]:
                 return ref
         return None
 
-    figures = {i: m for i, line in enumerate(shown)
-               if (m := _FIGURE_MD.search(line) or (shown_by_reference(line) if figure_labels else None))}
+    starts = [0]                                    # each shown line's offset in ``outside``
+    for line in shown[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    figures: dict[int, tuple[re.Match, int, int]] = {}  # first line: (match, column, last line)
+    for m in _FIGURE_MD.finditer(outside):          # an image may span lines: matched over the whole text
+        i = bisect.bisect_right(starts, m.start()) - 1
+        figures.setdefault(i, (m, m.start() - starts[i], bisect.bisect_right(starts, m.end() - 1) - 1))
+    if figure_labels:
+        for i, line in enumerate(shown):
+            if i not in figures and (m := shown_by_reference(line)):
+                figures[i] = (m, m.start(), i)
     # a line that starts with HTML (up to 3 spaces in) is an HTML block to Markdown, never code
-    code = markers.indented_code(lines, {i: m.start() for i, m in figures.items()
+    code = markers.indented_code(lines, {i: column for i, (_, column, _) in figures.items()
                                          if not re.match(r" {0,3}<", lines[i])})
-    return [(i, m) for i, m in figures.items()
-            if i not in code and not _CAPTION.match(next((line for line in lines[i + 1:] if line.strip()), ""))]
+    return [(i, m) for i, (m, _, last) in sorted(figures.items())
+            if i not in code and not _CAPTION.match(next((line for line in lines[last + 1:] if line.strip()), ""))]
 
 
 #: what a figure needs, as errors say it

@@ -50,6 +50,9 @@ KERNELS_JSON = re.compile(r"^<!-- kernels\.json: (?P<section>[\w-]+) -->[ \t]*$"
 #: the opening line of an excerpt fence: ```` ```{.python .excerpt title="…"} ````
 EXCERPT_OPEN = re.compile(
     r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})\{(?P<attrs>[^}\n]*\.excerpt\b[^}\n]*)\}[ \t]*$")
+#: a fence's opening line that carries the ``.excerpt`` class in any form (tildes, a space before the
+#: braces, the language first): only :data:`EXCERPT_OPEN`'s form is labelled and checked, the others refused
+EXCERPT_LIKE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^`\n]*\.excerpt\b")
 #: a whole excerpt fence in a page's text: indent, ticks, ``{attributes}``, body
 EXCERPT_FENCE = re.compile(r"^(\s*)(`{3,})(\{[^}\n]*\.excerpt[^}\n]*\})\s*\n((?:.*\n)*?)\1\2\s*$", re.M)
 #: what precedes a block's verified output (pytest-codeblocks' own marker)

@@ -43,9 +43,6 @@ TILDE_EXCERPTS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: an excerpt fence written in a form superfences takes but the "
-                                       "build does not read (tildes, a space before the braces, the language "
-                                       "first) shows as an excerpt with no label, a copy button and no checks")
 @pytest.mark.parametrize("form", sorted(TILDE_EXCERPTS))
 def test_an_excerpt_fence_in_any_form_superfences_takes_is_labelled_or_refused(monkeypatch, form):
     monkeypatch.chdir(ROOT)                       # the site's includes are read from here
@@ -85,8 +82,6 @@ FIGURES_OVER_LINES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: a generated figure whose image spans two lines, or whose path "
-                                       "has a query or a fragment, reaches the page with no caption and no error")
 @pytest.mark.parametrize("form", sorted(FIGURES_OVER_LINES))
 def test_a_figure_written_over_two_lines_still_needs_its_caption(tmp_path, monkeypatch, form):
     _figure_root(tmp_path, monkeypatch)
@@ -149,8 +144,6 @@ def test_an_include_naming_no_path_below_a_needs_extra_note_names_its_own_line(m
     assert str(err.value).startswith(f"docs/hostile.md:{line}: "), str(err.value)
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: a citation an include brings is neither rendered nor checked: "
-                                       "it shows as raw text, an unknown key too, with no error")
 @pytest.mark.parametrize("key", ["vaswani2017attention", "nosuchwork2099x"], ids=["known", "unknown"])
 def test_a_citation_an_include_brings_is_rendered_or_refused(tmp_path, monkeypatch, key):
     (tmp_path / "snippets").mkdir()
@@ -242,9 +235,6 @@ except ValueError as err:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: brought.check aligns the page's lines before and after its includes "
-                                       "with difflib, quadratic in repeated lines: a long page takes minutes to refuse "
-                                       "an uncaptioned figure")
 def test_an_uncaptioned_figure_an_include_brings_is_refused_quickly_on_a_long_page(tmp_path):
     import subprocess
     import sys

@@ -1230,6 +1230,7 @@ def _included_figures_root(root: Path, monkeypatch) -> None:
     for name, text in {"bare.md": "![a curve](figures/hostile/f.svg)\n",
                        "captioned.md": "![a curve](figures/hostile/f.svg)\n\n/// caption\nThe curve.\n///\n",
                        "nested.md": 'Text.\n\n--8<-- "snippets/bare.md"\n',
+                       "plain.md": "Text.\n\nMore text.\n",
                        "excerpt.md": '```{.python .excerpt title="x"}\n--8<-- "snippets/bare.md"\n```\n'}.items():
         (root / "snippets" / name).write_text(text, encoding="utf-8")
     monkeypatch.chdir(root)
@@ -1250,8 +1251,9 @@ def test_what_an_include_brings_with_its_caption_or_as_code_renders(tmp_path, mo
     ('# H\n\n--8<-- "snippets/captioned.md"\n\nText.\n\n--8<-- "snippets/bare.md"\n', 7, "the figure"),
     ('# H\n\n--8<-- "snippets/bare.md"\n\n/// caption\nC.\n///\n\n--8<-- "snippets/bare.md"\n', 9, "the figure"),
     ('# H\n\n--8<-- "snippets/nested.md"\n', 3, "the figure"),
+    ('# H\n\n--8<-- "snippets/plain.md"\n\n--8<-- "snippets/bare.md"\n\nText.\n', 5, "the figure"),
     ('# H\n\nText.\n\n--8<-- "snippets/excerpt.md"\n', 5, "the excerpt fence"),
-], ids=["second-include", "same-file-twice", "nested", "excerpt"])
+], ids=["second-include", "same-file-twice", "nested", "only-blank-lines-between", "excerpt"])
 def test_an_uncaptioned_figure_or_an_excerpt_an_include_brings_fails_naming_the_include_s_line(
         tmp_path, monkeypatch, page, line, what):
     _included_figures_root(tmp_path, monkeypatch)
