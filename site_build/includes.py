@@ -25,6 +25,7 @@ plugin sets before each page is rendered.
 
 from __future__ import annotations
 
+import bisect
 import re
 from pathlib import Path
 from typing import Callable
@@ -135,6 +136,7 @@ def contained_snippets(page: CurrentPage, **options):
             # the page's own fenced blocks (an include inside one must not close it), the size and
             # depth of each file's include tree, and what the page's includes brought in so far
             self.blocks, self.trees, self.brought = markers.fences(lines), {}, 0
+            self.starts = [start for start, _ in self.blocks]
             self.page_lines = lines
             return super().run(lines)
 
@@ -180,37 +182,42 @@ def contained_snippets(page: CurrentPage, **options):
             lines = self.page_lines
             space = re.match(r"[ \t]*", lines[index])[0].expandtabs(self.tab_length)
             brought = [(space + line).replace("\x02", "").replace("\x03", "") for line in brought]
+            # the page's block the include stands in, from the one scan of the page that run() made
             own = getattr(self, "blocks", [])
-            last, shift = index + len(brought) - 1, len(brought) - 1
-            kept, crossing = [], []
-            for start, end in markers.fences([*lines[:index], *brought, *lines[index + 1:]]):
-                if index <= start and end <= last:             # a block of the file's own
-                    continue
-                if end < index or start > last or (start < index and end > last):
-                    kept.append((start if start < index else start - shift, end if end < index else end - shift))
-                else:
-                    crossing.append((start, end))
-            block = next(((start, end) for start, end in own if start < index < end), None)
-            if block is None:
+            k = bisect.bisect_right(getattr(self, "starts", []), index) - 1
+            block = own[k] if k >= 0 and own[k][0] < index < own[k][1] else None
+            if block is None:                           # outside a block: the file closes what it opens
                 opened = markers.unclosed_fence(brought)
-                if opened is None:
-                    opened = next((start - index for start, _ in crossing if index <= start <= last), None)
                 if opened is not None:
                     self._refuse(file_name, opened, brought[opened], "opens a code block that the file does not "
                                  "close, so the page's lines after the include would become its code (or show as "
                                  "text); close the block in the file")
-            if not crossing and kept == own:
                 return
-            if block is not None:
-                closed = next((end - index for start, end in crossing if start == block[0] and end <= last), None)
-                opening = _FENCE_OPEN.match(lines[block[0]].lstrip(" \t>"))     # in a quote too
-                if closed is not None and opening is not None:
-                    fence = opening["fence"]
-                    longer = fence[0] * (max((len(m["fence"]) for m in map(_FENCE_ONLY.fullmatch, brought)
-                                              if m and m["fence"][0] == fence[0]), default=len(fence)) + 1)
-                    self._refuse(file_name, closed, brought[closed], f"would close the page's code block ({fence}) "
-                                 f"that includes it, and the rest of the file would become the page's Markdown; "
-                                 f"open and close that block with a longer fence ({longer})")
+            # inside a block: read as superfences reads it with the file in place of the include, from the
+            # block's opening line, the blank lines just before the include (in a quote they count), what
+            # the file brings, and the page's lines after it up to the next that is not blank (or the
+            # block's closing line); the block must still be open after the file, and close where it did
+            opening_line, close = block
+            first = index
+            while first - 1 > opening_line and not lines[first - 1].strip(" \t>"):
+                first -= 1
+            stop = index + 1
+            while stop < close and not lines[stop].strip(" \t>"):
+                stop += 1
+            segment = [lines[opening_line], *lines[first:index], *brought, *lines[index + 1:stop + 1]]
+            at = 1 + index - first                      # where the file's lines start in the segment
+            ends = [end for start, end in markers.fences(segment) if start == 0]
+            if (ends == [len(segment) - 1]) if stop == close else (not ends and markers.unclosed_fence(segment) == 0):
+                return
+            closed = next((end - at for end in ends if at <= end < at + len(brought)), None)
+            opening = _FENCE_OPEN.match(lines[opening_line].lstrip(" \t>"))     # in a quote too
+            if closed is not None and opening is not None:
+                fence = opening["fence"]
+                longer = fence[0] * (max((len(m["fence"]) for m in map(_FENCE_ONLY.fullmatch, brought)
+                                          if m and m["fence"][0] == fence[0]), default=len(fence)) + 1)
+                self._refuse(file_name, closed, brought[closed], f"would close the page's code block ({fence}) "
+                             f"that includes it, and the rest of the file would become the page's Markdown; "
+                             f"open and close that block with a longer fence ({longer})")
             self._refuse(file_name, None, None, "changes where the page's code blocks start and end (a fence in "
                          "it pairs with one of the page's); keep the file's fences closed within it")
 

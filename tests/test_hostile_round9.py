@@ -195,8 +195,6 @@ def test_kernel_source_reads_only_files_of_the_kernel_folder(tmp_path, outside):
         assert False, f"kernel_source({name!r}) read a file outside {kernels.kernel_dir()}: {text[:40]!r}"
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: each include that brings a fence has the whole page scanned for "
-                                       "fenced blocks again, so a page of many such includes takes quadratic time")
 def test_a_page_s_includes_that_bring_fences_are_checked_scanning_the_page_a_bounded_number_of_times(
         tmp_path, monkeypatch):
     from site_build import markers
