@@ -81,12 +81,6 @@ def _indent(line: str, tab_length: int) -> int:
     return len(re.match(r"[ \t]*", line)[0].expandtabs(tab_length))
 
 
-def _times(ranges: str | None) -> int:
-    """How many times an include brings its file's lines, at most: once for each of its line
-    ``ranges`` (``:1:5,1:5`` twice), once without any."""
-    return ranges.count(",") + 1 if ranges else 1
-
-
 def inside(path: str, allowed: tuple[Path, ...], base: Path, what: str, page: str | Callable[[], str]) -> Path:
     """``base / path`` resolved, symlinks followed, if it lies under one of ``allowed`` (resolved);
     raises :class:`PathError` or ``FileNotFoundError`` naming ``page`` and ``what`` otherwise (``page``
@@ -238,43 +232,71 @@ def contained_snippets(page: CurrentPage, **options):
             bases = [Path(base) for base, is_dir in self.get_bases() if is_dir]
             return bases[0].resolve() if bases else ROOT
 
-        def _tree(self, target: Path, base: Path, allowed: tuple[Path, ...], stack: tuple[str, ...] = ()):
-            """(bytes, lines, depth) that including ``target`` brings in: its size and lines and, each time
-            they are included, its includes' with the indentation pymdownx.snippets puts before each of
-            their lines (an include that would fail, by its path, its size or a loop, is left out: its
-            own check refuses it when it is read), counted once per file."""
-            key = str(target)
+        def _part(self, line: str) -> str | None:
+            """What the include on ``line`` (a whole include or a path line of its block form) takes of
+            its file, as pymdownx.snippets reads it: its line ranges (``:1:5,9:12``) or its section
+            (``:name``), or None for the whole file."""
+            m = self.RE_ALL_SNIPPETS.match(line)
+            text = m["snippet"][1:-1].strip() if m and m["inline_marker"] else line.strip()
+            parts = self.split_path(text) if text else None
+            return (parts[1] or parts[2] or None) if parts else None
+
+        def _selected(self, lines: list[str], part: str | None) -> list[str]:
+            """The lines of a file that an include taking ``part`` of it brings, selected as
+            pymdownx.snippets selects them (a section it lacks: none; that include's read refuses it)."""
+            if not part:
+                return lines
+            target = self.parse_snippet_target("f" + part)
+            try:
+                return SnippetPreprocessor.select_snippet_lines(self, lines, target)
+            except SnippetMissingError:
+                return []
+
+        def _tree(self, target: Path, base: Path, allowed: tuple[Path, ...], stack: tuple[str, ...] = (),
+                  part: str | None = None):
+            """(bytes, lines, depth) that including ``part`` of ``target`` (its line ranges or section, see
+            :meth:`_part`; None: all of it) brings in: its lines as selected and, each time they are
+            included, its includes' with the indentation pymdownx.snippets puts before each of their lines
+            (an include that would fail, by its path, its size or a loop, is left out: its own check
+            refuses it when it is read), counted once per file and part."""
+            key = (str(target), part)
             if key in self.trees:
                 return self.trees[key]
             text = target.read_bytes().decode(self.encoding, errors="replace")
             lines = _LINE_END.split(text)                   # as pymdownx reads them (universal newlines)
-            size, count, depth = target.stat().st_size, len(lines), 1
+            if part:
+                lines = self._selected(lines, part)
+                size = sum(len(line.encode(self.encoding, errors="replace")) + 1 for line in lines)
+            else:
+                size = target.stat().st_size
+            count, depth = len(lines), 1
             if len(stack) <= INCLUDE_DEPTH:
                 for inc in markers.includes(lines):
                     try:
                         child = inside(inc.path, allowed, base, "", page.name)
                     except (ValueError, OSError):
                         continue
-                    if str(child) in stack or str(child) == key or child.stat().st_size > INCLUDE_LIMIT:
+                    if str(child) in stack or str(child) == key[0] or child.stat().st_size > INCLUDE_LIMIT:
                         continue
-                    inner, inner_lines, levels = self._tree(child, base, allowed, (*stack, key))
-                    indent, times = _indent(inc.line, self.tab_length), _times(inc.ranges)
-                    size = size + times * (inner + indent * inner_lines)
-                    count = count + times * inner_lines
+                    taken = inc.ranges or (f":{inc.section}" if inc.section else None)
+                    inner, inner_lines, levels = self._tree(child, base, allowed, (*stack, key[0]), taken)
+                    size = size + inner + _indent(inc.line, self.tab_length) * inner_lines
+                    count = count + inner_lines
                     depth = max(depth, levels + 1)
             self.trees[key] = size, count, depth
             return size, count, depth
 
         def _bounded(self, path: str, target: Path, base: Path, allowed: tuple[Path, ...]) -> None:
             """Before an include on the page is expanded: raise naming the page and the include's
-            line when its includes nest deeper than INCLUDE_DEPTH, or when what it brings (once for
-            each line range it names), with what the page's earlier includes brought, is over
-            PAGE_INCLUDE_LIMIT."""
-            size, lines, depth = self._tree(target, base, allowed)
-            # the include's own indentation goes before each line it brings, once for each line range
+            line when its includes nest deeper than INCLUDE_DEPTH, or when what it brings (the lines
+            of its section or line ranges, each range once), with what the page's earlier includes
+            brought, is over PAGE_INCLUDE_LIMIT."""
             line = self.reading[-1][2] if getattr(self, "reading", None) else ""
-            size = _times(self._ranges_read()) * (size + _indent(line, self.tab_length) * lines)
-            what = visible(markers.include(path))
+            part = self._part(line)
+            size, lines, depth = self._tree(target, base, allowed, part=part)
+            # the include's own indentation goes before each line it brings
+            size = size + _indent(line, self.tab_length) * lines
+            what = visible(markers.include(path, part[1:] if part else None))
 
             def where() -> str:                         # the page's line, found only for an error
                 return self._where(path, base)
@@ -287,11 +309,6 @@ def contained_snippets(page: CurrentPage, **options):
                                 f"with this one (nested includes counted each time they are included), over "
                                 f"PAGE_INCLUDE_LIMIT = {PAGE_INCLUDE_LIMIT:,}, the most a page takes from "
                                 f"its includes")
-
-        def _ranges_read(self) -> str | None:
-            """The line ranges of the include on the line being read (``:1:5,9:12``), or None."""
-            reading = getattr(self, "reading", None)
-            return markers.ranges_named(reading[-1][2]) if reading else None
 
         def _where(self, path: str, base: Path, top_level: bool = False) -> str:
             """``docs/<page>:<line>``, or, for an include inside an included file, that as well

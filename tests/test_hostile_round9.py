@@ -16,9 +16,6 @@ from site_render import lines_read
 from site_render import render_with_includes as render
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: the page include bound counts a whole file for each section "
-                                       "of it a page includes, so a page of short excerpts of one large file "
-                                       "is refused")
 def test_a_page_of_short_sections_of_one_large_file_is_not_refused(tmp_path, monkeypatch):
     # a library file the size of the largest one (netcl_lite/compression.py is over 70 KB) with 15 marked
     # sections of one line each: a page showing all 15 brings in 15 short lines, under 1 KB
