@@ -321,7 +321,7 @@ def contained_snippets(page: CurrentPage, **options):
             nth = sum(inc.path == (outer or path) for inc in markers.includes(lines[:index])) if lines else 0
             top = page.line_of(outer or path, nth) or page.line_of(outer or path)
             if top is None and lines:       # an include naming no path, a page not set: the line as read
-                top = page.first_line + index
+                top = page.first_line + self._own_index(index)
             where = f"{page.name}:{top}" if top is not None else page.name
             if file_name is not None:
                 try:
@@ -330,6 +330,17 @@ def contained_snippets(page: CurrentPage, **options):
                     shown = file_name
                 where += f": in {shown_path(shown)}:{i + 1}"
             return where
+
+        def _own_index(self, index: int) -> int:
+            """The index in the page's own text (``page.markdown``) of line ``index`` of the Markdown being
+            read, which has what the build puts in (a needs-extra note) above it: the line that reads the
+            same, counted as many times (spaces at the ends aside); ``index`` itself when there is none."""
+            def same(line: str) -> str:
+                return line.expandtabs(self.tab_length).strip()
+            text = same(self.page_lines[index])
+            nth = sum(same(line) == text for line in self.page_lines[:index])
+            own = (i for i, line in enumerate(page.markdown.split("\n")) if same(line) == text)
+            return next((i for k, i in enumerate(own) if k == nth), index)
 
         def read_lines(self, path):
             # a UTF-8 byte order mark starts the file, not its first line (MkDocs drops a page's too):

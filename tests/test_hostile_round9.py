@@ -132,8 +132,6 @@ def test_a_figure_s_key_covers_the_matplotlib_settings_its_script_draws_with(tmp
                                      f"or {styled_width} points wide")
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: an include that names no path is named at the line it has once "
-                                       "the build's notes are put in the page, not at its line in the page's file")
 @pytest.mark.parametrize("include, line", [('--8<-- " "', 10), ('--8<-- ":5"', 10), ("--8<--\n:3\n--8<--", 11)],
                          ids=["blank", "lines-alone", "block-form"])
 def test_an_include_naming_no_path_below_a_needs_extra_note_names_its_own_line(monkeypatch, include, line):
