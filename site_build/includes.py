@@ -139,10 +139,13 @@ def contained_snippets(page: CurrentPage, **options):
             where = [file_name, 0, ""]
             reading = self.__dict__.setdefault("reading", [])
             reading.append(where)
+            # the file's own line (0-based) of each line of a section or line ranges of it
+            numbered = self.__dict__.pop("numbered", None)
+            numbers = numbered[1] if numbered and file_name is not None and numbered[0] == file_name else None
 
             def counted():
                 for i, line in enumerate(lines):
-                    where[1:] = i, line
+                    where[1:] = (numbers[i] if numbers is not None and i < len(numbers) else i), line
                     yield line
             try:
                 try:
@@ -330,6 +333,17 @@ def contained_snippets(page: CurrentPage, **options):
                     shown = file_name
                 where += f": in {shown_path(shown)}:{i + 1}"
             return where
+
+        def select_snippet_lines(self, lines, target):
+            # the same selection of the lines, each led by its index in the file, gives the file's own
+            # line of each line selected (a section skips the markers of other sections inside it)
+            selected = super().select_snippet_lines(lines, target)
+            numbers = None
+            if lines and (target.get("section") or (target.get("start") and target.get("end"))):
+                tagged = super().select_snippet_lines([f"{i}\x00{line}" for i, line in enumerate(lines)], target)
+                numbers = [int(line.split("\x00", 1)[0]) for line in tagged]
+            self.numbered = target.get("snippet"), numbers
+            return selected
 
         def _own_index(self, index: int) -> int:
             """The index in the page's own text (``page.markdown``) of line ``index`` of the Markdown being

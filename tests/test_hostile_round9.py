@@ -203,8 +203,6 @@ def test_a_page_s_includes_that_bring_fences_are_checked_scanning_the_page_a_bou
                                       f"of {lines:,} once expanded: each include scans the whole page again")
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: an error in a file included by section or by line ranges names "
-                                       "the line's place in the section or range, not its line in the file")
 @pytest.mark.parametrize("include", ["snippets/a.txt:s", "snippets/a.txt:20:25"], ids=["section", "line-ranges"])
 def test_an_error_inside_a_section_or_range_names_the_file_s_own_line(tmp_path, monkeypatch, include):
     lines = ["filler"] * 20 + ["--8<-- [start:s]", "one", "two", '--8<-- "snippets/nosuch.txt"', "--8<-- [end:s]"]
