@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -73,6 +74,44 @@ class CurrentPage:
         numbers it, or None."""
         found = [inc.index for inc in markers.includes(self.markdown.split("\n")) if inc.path == path]
         return self.first_line + found[nth] if nth < len(found) else None
+
+
+@lru_cache(maxsize=1)
+def _attempt_scanner():
+    """The scan of :func:`site_build.markers.fences`, also recording each fenced block that
+    pymdownx.superfences starts reading and does not close: (opening line, the line that ends the
+    attempt, such as one indented less)."""
+    base = markers._superfences_scanner()
+
+    class Attempts(type(base)):
+        def clear(self):
+            # (a block left open by the scan before is cleared as this one starts, with no line opened)
+            if getattr(self, "fence", None) is not None and getattr(self, "ended", None) is not None \
+                    and self.opened is not None:
+                self.ended.append((self.opened, self.at))
+            super().clear()
+
+    scanner = Attempts(base.md)
+    scanner.extension, scanner.config = base.extension, base.config
+    return scanner
+
+
+def _attempts(lines: list[str]) -> list[tuple[int, int, str]]:
+    """Each fenced block pymdownx.superfences starts reading in ``lines``, in order, as (opening line,
+    last line, how it ends): ``"close"`` at its closing line, ``"clear"`` at the line that ends the
+    attempt (its lines stay Markdown), ``"open"`` at the end of ``lines`` (never closed)."""
+    scanner = _attempt_scanner()
+    scanner.ended = []
+    try:
+        blocks, _ = scanner.scan(lines)
+    finally:
+        ended, scanner.ended = scanner.ended, None
+    closed = set(blocks)
+    found = [(start, end, "close") for start, end in blocks]
+    found += [(start, end, "clear") for start, end in ended if (start, end) not in closed]
+    if scanner.unclosed is not None:
+        found.append((scanner.unclosed, len(lines), "open"))
+    return sorted(found)
 
 
 def _indent(line: str, tab_length: int) -> int:
@@ -129,8 +168,8 @@ def contained_snippets(page: CurrentPage, **options):
         def run(self, lines):
             # the page's own fenced blocks (an include inside one must not close it), the size and
             # depth of each file's include tree, and what the page's includes brought in so far
-            self.blocks, self.trees, self.brought = markers.fences(lines), {}, 0
-            self.starts = [start for start, _ in self.blocks]
+            self.attempts, self.trees, self.brought = _attempts(lines), {}, 0
+            self.starts = [start for start, _, _ in self.attempts]
             self.page_lines = lines
             return super().run(lines)
 
@@ -179,10 +218,13 @@ def contained_snippets(page: CurrentPage, **options):
             lines = self.page_lines
             space = re.match(r"[ \t]*", lines[index])[0].expandtabs(self.tab_length)
             brought = [(space + line).replace("\x02", "").replace("\x03", "") for line in brought]
-            # the page's block the include stands in, from the one scan of the page that run() made
-            own = getattr(self, "blocks", [])
+            # the block the include stands in, from the one scan of the page that run() made: one the page
+            # closes, one whose reading a later line (or the include's own) ends, one never closed
+            own = getattr(self, "attempts", [])
             k = bisect.bisect_right(getattr(self, "starts", []), index) - 1
-            block = own[k] if k >= 0 and own[k][0] < index < own[k][1] else None
+            block = own[k] if k >= 0 else None
+            if block is not None and not (index < block[1] or (block[2] == "clear" and index == block[1])):
+                block = None
             if block is None:                           # outside a block: the file closes what it opens
                 opened = markers.unclosed_fence(brought)
                 if opened is not None:
@@ -190,21 +232,30 @@ def contained_snippets(page: CurrentPage, **options):
                                  "close, so the page's lines after the include would become its code (or show as "
                                  "text); close the block in the file")
                 return
-            # inside a block: read as superfences reads it with the file in place of the include, from the
+            # inside one: read as superfences reads it with the file in place of the include, from the
             # block's opening line, the blank lines just before the include (in a quote they count), what
-            # the file brings, and the page's lines after it up to the next that is not blank (or the
-            # block's closing line); the block must still be open after the file, and close where it did
-            opening_line, close = block
+            # the file brings, and the page's lines after it up to the next that is not blank (from there
+            # on superfences reads as it did) or the block's last line; the block must end as it did
+            opening_line, last, how = block
             first = index
             while first - 1 > opening_line and not lines[first - 1].strip(" \t>"):
                 first -= 1
             stop = index + 1
-            while stop < close and not lines[stop].strip(" \t>"):
+            while stop < last and not lines[stop].strip(" \t>"):
                 stop += 1
-            segment = [lines[opening_line], *lines[first:index], *brought, *lines[index + 1:stop + 1]]
+            after = lines[index + 1:stop + 1] if last > index else []
+            segment = [lines[opening_line], *lines[first:index], *brought, *after]
             at = 1 + index - first                      # where the file's lines start in the segment
-            ends = [end for start, end in markers.fences(segment) if start == 0]
-            if (ends == [len(segment) - 1]) if stop == close else (not ends and markers.unclosed_fence(segment) == 0):
+            scanned = _attempts(segment)
+            ends = [end for start, end, kind in scanned if start == 0 and kind == "close"]
+            still_open = any(start == 0 and kind == "open" for start, _, kind in scanned)
+            if how == "close" and stop == last:
+                kept = ends == [len(segment) - 1]
+            elif how == "clear" and (stop == last or last == index):
+                kept = not ends and not any(kind == "open" for _, _, kind in scanned)
+            else:
+                kept = not ends and still_open
+            if kept:
                 return
             closed = next((end - at for end in ends if at <= end < at + len(brought)), None)
             opening = _FENCE_OPEN.match(lines[opening_line].lstrip(" \t>"))     # in a quote too
