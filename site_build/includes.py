@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -74,44 +73,6 @@ class CurrentPage:
         numbers it, or None."""
         found = [inc.index for inc in markers.includes(self.markdown.split("\n")) if inc.path == path]
         return self.first_line + found[nth] if nth < len(found) else None
-
-
-@lru_cache(maxsize=1)
-def _attempt_scanner():
-    """The scan of :func:`site_build.markers.fences`, also recording each fenced block that
-    pymdownx.superfences starts reading and does not close: (opening line, the line that ends the
-    attempt, such as one indented less)."""
-    base = markers._superfences_scanner()
-
-    class Attempts(type(base)):
-        def clear(self):
-            # (a block left open by the scan before is cleared as this one starts, with no line opened)
-            if getattr(self, "fence", None) is not None and getattr(self, "ended", None) is not None \
-                    and self.opened is not None:
-                self.ended.append((self.opened, self.at))
-            super().clear()
-
-    scanner = Attempts(base.md)
-    scanner.extension, scanner.config = base.extension, base.config
-    return scanner
-
-
-def _attempts(lines: list[str]) -> list[tuple[int, int, str]]:
-    """Each fenced block pymdownx.superfences starts reading in ``lines``, in order, as (opening line,
-    last line, how it ends): ``"close"`` at its closing line, ``"clear"`` at the line that ends the
-    attempt (its lines stay Markdown), ``"open"`` at the end of ``lines`` (never closed)."""
-    scanner = _attempt_scanner()
-    scanner.ended = []
-    try:
-        blocks, _ = scanner.scan(lines)
-    finally:
-        ended, scanner.ended = scanner.ended, None
-    closed = set(blocks)
-    found = [(start, end, "close") for start, end in blocks]
-    found += [(start, end, "clear") for start, end in ended if (start, end) not in closed]
-    if scanner.unclosed is not None:
-        found.append((scanner.unclosed, len(lines), "open"))
-    return sorted(found)
 
 
 def _indent(line: str, tab_length: int) -> int:
@@ -168,7 +129,7 @@ def contained_snippets(page: CurrentPage, **options):
         def run(self, lines):
             # the page's own fenced blocks (an include inside one must not close it), the size and
             # depth of each file's include tree, and what the page's includes brought in so far
-            self.attempts, self.trees, self.brought = _attempts(lines), {}, 0
+            self.attempts, self.trees, self.brought = markers.attempts(lines), {}, 0
             self.starts = [start for start, _, _ in self.attempts]
             self.page_lines = lines
             return super().run(lines)
@@ -246,7 +207,7 @@ def contained_snippets(page: CurrentPage, **options):
             after = lines[index + 1:stop + 1] if last > index else []
             segment = [lines[opening_line], *lines[first:index], *brought, *after]
             at = 1 + index - first                      # where the file's lines start in the segment
-            scanned = _attempts(segment)
+            scanned = markers.attempts(segment)
             ends = [end for start, end, kind in scanned if start == 0 and kind == "close"]
             still_open = any(start == 0 and kind == "open" for start, _, kind in scanned)
             if how == "close" and stop == last:
