@@ -6,15 +6,17 @@ file including it (which ``pymdownx.snippets`` leaves out silently) fail the bui
 naming the page and the include or marker. An included file's UTF-8 byte order mark is dropped, as
 MkDocs drops a page's. An included file is at most :data:`INCLUDE_LIMIT` bytes:
 a longer one fails the build naming the page, the line of the include and the file. What a page's
-includes bring in together (nested ones counted each time they are included) is at most
-:data:`PAGE_INCLUDE_LIMIT` bytes, and they nest at most :data:`INCLUDE_DEPTH` deep: both are
-counted through the include tree (each file read once) before an include is expanded, and past
-them the build fails naming the page and the include's line. What an include on the page
-brings must leave the page's fenced blocks where they are, as pymdownx.superfences reads the page
-with it (its own scan, :func:`site_build.markers.fences`): inside a block, no line may close the
-block (the rest of the file would become the page's Markdown); outside one, the file may not open
-a block it does not close (the page's lines after the include would become its code). Either fails
-the build naming the page, the include's line and the file. Lines superfences keeps as code, such
+includes bring in together (nested ones counted each time they are included; a section or line
+ranges counted by the lines they select) is at most :data:`PAGE_INCLUDE_LIMIT` bytes, and they nest
+at most :data:`INCLUDE_DEPTH` deep: both are counted through the include tree (each file and part
+read once) before an include is expanded, and past them the build fails naming the page and the
+include with its line. What an include on the page brings must leave the page's fenced blocks
+where they are, as pymdownx.superfences reads the page with it (its own scan, made once per page,
+:func:`site_build.markers.attempts`): inside a block, no line may close the block (the rest of the
+file would become the page's Markdown) and the block must end as it did; outside one, the file may
+not open a block it does not close (the page's lines after the include would become its code).
+Either fails the build naming the page, the include's line and the file. An error inside an
+included section or line range names the file's own line. Lines superfences keeps as code, such
 as a longer fence or one indented more than the block's (an indented include indents every line it
 brings), are accepted; a longer fence on the page shows a file's own fence as code.
 
