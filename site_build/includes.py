@@ -6,15 +6,17 @@ file including it (which ``pymdownx.snippets`` leaves out silently) fail the bui
 naming the page and the include or marker. An included file's UTF-8 byte order mark is dropped, as
 MkDocs drops a page's. An included file is at most :data:`INCLUDE_LIMIT` bytes:
 a longer one fails the build naming the page, the line of the include and the file. What a page's
-includes bring in together (nested ones counted each time they are included) is at most
-:data:`PAGE_INCLUDE_LIMIT` bytes, and they nest at most :data:`INCLUDE_DEPTH` deep: both are
-counted through the include tree (each file read once) before an include is expanded, and past
-them the build fails naming the page and the include's line. What an include on the page
-brings must leave the page's fenced blocks where they are, as pymdownx.superfences reads the page
-with it (its own scan, :func:`site_build.markers.fences`): inside a block, no line may close the
-block (the rest of the file would become the page's Markdown); outside one, the file may not open
-a block it does not close (the page's lines after the include would become its code). Either fails
-the build naming the page, the include's line and the file. Lines superfences keeps as code, such
+includes bring in together (nested ones counted each time they are included; a section or line
+ranges counted by the lines they select) is at most :data:`PAGE_INCLUDE_LIMIT` bytes, and they nest
+at most :data:`INCLUDE_DEPTH` deep: both are counted through the include tree (each file and part
+read once) before an include is expanded, and past them the build fails naming the page and the
+include with its line. What an include on the page brings must leave the page's fenced blocks
+where they are, as pymdownx.superfences reads the page with it (its own scan, made once per page,
+:func:`site_build.markers.attempts`): inside a block, no line may close the block (the rest of the
+file would become the page's Markdown) and the block must end as it did; outside one, the file may
+not open a block it does not close (the page's lines after the include would become its code).
+Either fails the build naming the page, the include's line and the file. An error inside an
+included section or line range names the file's own line. Lines superfences keeps as code, such
 as a longer fence or one indented more than the block's (an indented include indents every line it
 brings), are accepted; a longer fence on the page shows a file's own fence as code.
 
@@ -25,6 +27,7 @@ plugin sets before each page is rendered.
 
 from __future__ import annotations
 
+import bisect
 import re
 from pathlib import Path
 from typing import Callable
@@ -80,12 +83,6 @@ def _indent(line: str, tab_length: int) -> int:
     return len(re.match(r"[ \t]*", line)[0].expandtabs(tab_length))
 
 
-def _times(ranges: str | None) -> int:
-    """How many times an include brings its file's lines, at most: once for each of its line
-    ``ranges`` (``:1:5,1:5`` twice), once without any."""
-    return ranges.count(",") + 1 if ranges else 1
-
-
 def inside(path: str, allowed: tuple[Path, ...], base: Path, what: str, page: str | Callable[[], str]) -> Path:
     """``base / path`` resolved, symlinks followed, if it lies under one of ``allowed`` (resolved);
     raises :class:`PathError` or ``FileNotFoundError`` naming ``page`` and ``what`` otherwise (``page``
@@ -134,7 +131,8 @@ def contained_snippets(page: CurrentPage, **options):
         def run(self, lines):
             # the page's own fenced blocks (an include inside one must not close it), the size and
             # depth of each file's include tree, and what the page's includes brought in so far
-            self.blocks, self.trees, self.brought = markers.fences(lines), {}, 0
+            self.attempts, self.trees, self.brought = markers.attempts(lines), {}, 0
+            self.starts = [start for start, _, _ in self.attempts]
             self.page_lines = lines
             return super().run(lines)
 
@@ -143,10 +141,13 @@ def contained_snippets(page: CurrentPage, **options):
             where = [file_name, 0, ""]
             reading = self.__dict__.setdefault("reading", [])
             reading.append(where)
+            # the file's own line (0-based) of each line of a section or line ranges of it
+            numbered = self.__dict__.pop("numbered", None)
+            numbers = numbered[1] if numbered and file_name is not None and numbered[0] == file_name else None
 
             def counted():
                 for i, line in enumerate(lines):
-                    where[1:] = i, line
+                    where[1:] = (numbers[i] if numbers is not None and i < len(numbers) else i), line
                     yield line
             try:
                 try:
@@ -180,37 +181,54 @@ def contained_snippets(page: CurrentPage, **options):
             lines = self.page_lines
             space = re.match(r"[ \t]*", lines[index])[0].expandtabs(self.tab_length)
             brought = [(space + line).replace("\x02", "").replace("\x03", "") for line in brought]
-            own = getattr(self, "blocks", [])
-            last, shift = index + len(brought) - 1, len(brought) - 1
-            kept, crossing = [], []
-            for start, end in markers.fences([*lines[:index], *brought, *lines[index + 1:]]):
-                if index <= start and end <= last:             # a block of the file's own
-                    continue
-                if end < index or start > last or (start < index and end > last):
-                    kept.append((start if start < index else start - shift, end if end < index else end - shift))
-                else:
-                    crossing.append((start, end))
-            block = next(((start, end) for start, end in own if start < index < end), None)
-            if block is None:
+            # the block the include stands in, from the one scan of the page that run() made: one the page
+            # closes, one whose reading a later line (or the include's own) ends, one never closed
+            own = getattr(self, "attempts", [])
+            k = bisect.bisect_right(getattr(self, "starts", []), index) - 1
+            block = own[k] if k >= 0 else None
+            if block is not None and not (index < block[1] or (block[2] == "clear" and index == block[1])):
+                block = None
+            if block is None:                           # outside a block: the file closes what it opens
                 opened = markers.unclosed_fence(brought)
-                if opened is None:
-                    opened = next((start - index for start, _ in crossing if index <= start <= last), None)
                 if opened is not None:
                     self._refuse(file_name, opened, brought[opened], "opens a code block that the file does not "
                                  "close, so the page's lines after the include would become its code (or show as "
                                  "text); close the block in the file")
-            if not crossing and kept == own:
                 return
-            if block is not None:
-                closed = next((end - index for start, end in crossing if start == block[0] and end <= last), None)
-                opening = _FENCE_OPEN.match(lines[block[0]].lstrip(" \t>"))     # in a quote too
-                if closed is not None and opening is not None:
-                    fence = opening["fence"]
-                    longer = fence[0] * (max((len(m["fence"]) for m in map(_FENCE_ONLY.fullmatch, brought)
-                                              if m and m["fence"][0] == fence[0]), default=len(fence)) + 1)
-                    self._refuse(file_name, closed, brought[closed], f"would close the page's code block ({fence}) "
-                                 f"that includes it, and the rest of the file would become the page's Markdown; "
-                                 f"open and close that block with a longer fence ({longer})")
+            # inside one: read as superfences reads it with the file in place of the include, from the
+            # block's opening line, the blank lines just before the include (in a quote they count), what
+            # the file brings, and the page's lines after it up to the next that is not blank (from there
+            # on superfences reads as it did) or the block's last line; the block must end as it did
+            opening_line, last, how = block
+            first = index
+            while first - 1 > opening_line and not lines[first - 1].strip(" \t>"):
+                first -= 1
+            stop = index + 1
+            while stop < last and not lines[stop].strip(" \t>"):
+                stop += 1
+            after = lines[index + 1:stop + 1] if last > index else []
+            segment = [lines[opening_line], *lines[first:index], *brought, *after]
+            at = 1 + index - first                      # where the file's lines start in the segment
+            scanned = markers.attempts(segment)
+            ends = [end for start, end, kind in scanned if start == 0 and kind == "close"]
+            still_open = any(start == 0 and kind == "open" for start, _, kind in scanned)
+            if how == "close" and stop == last:
+                kept = ends == [len(segment) - 1]
+            elif how == "clear" and (stop == last or last == index):
+                kept = not ends and not any(kind == "open" for _, _, kind in scanned)
+            else:
+                kept = not ends and still_open
+            if kept:
+                return
+            closed = next((end - at for end in ends if at <= end < at + len(brought)), None)
+            opening = _FENCE_OPEN.match(lines[opening_line].lstrip(" \t>"))     # in a quote too
+            if closed is not None and opening is not None:
+                fence = opening["fence"]
+                longer = fence[0] * (max((len(m["fence"]) for m in map(_FENCE_ONLY.fullmatch, brought)
+                                          if m and m["fence"][0] == fence[0]), default=len(fence)) + 1)
+                self._refuse(file_name, closed, brought[closed], f"would close the page's code block ({fence}) "
+                             f"that includes it, and the rest of the file would become the page's Markdown; "
+                             f"open and close that block with a longer fence ({longer})")
             self._refuse(file_name, None, None, "changes where the page's code blocks start and end (a fence in "
                          "it pairs with one of the page's); keep the file's fences closed within it")
 
@@ -231,43 +249,71 @@ def contained_snippets(page: CurrentPage, **options):
             bases = [Path(base) for base, is_dir in self.get_bases() if is_dir]
             return bases[0].resolve() if bases else ROOT
 
-        def _tree(self, target: Path, base: Path, allowed: tuple[Path, ...], stack: tuple[str, ...] = ()):
-            """(bytes, lines, depth) that including ``target`` brings in: its size and lines and, each time
-            they are included, its includes' with the indentation pymdownx.snippets puts before each of
-            their lines (an include that would fail, by its path, its size or a loop, is left out: its
-            own check refuses it when it is read), counted once per file."""
-            key = str(target)
+        def _part(self, line: str) -> str | None:
+            """What the include on ``line`` (a whole include or a path line of its block form) takes of
+            its file, as pymdownx.snippets reads it: its line ranges (``:1:5,9:12``) or its section
+            (``:name``), or None for the whole file."""
+            m = self.RE_ALL_SNIPPETS.match(line)
+            text = m["snippet"][1:-1].strip() if m and m["inline_marker"] else line.strip()
+            parts = self.split_path(text) if text else None
+            return (parts[1] or parts[2] or None) if parts else None
+
+        def _selected(self, lines: list[str], part: str | None) -> list[str]:
+            """The lines of a file that an include taking ``part`` of it brings, selected as
+            pymdownx.snippets selects them (a section it lacks: none; that include's read refuses it)."""
+            if not part:
+                return lines
+            target = self.parse_snippet_target("f" + part)
+            try:
+                return SnippetPreprocessor.select_snippet_lines(self, lines, target)
+            except SnippetMissingError:
+                return []
+
+        def _tree(self, target: Path, base: Path, allowed: tuple[Path, ...], stack: tuple[str, ...] = (),
+                  part: str | None = None):
+            """(bytes, lines, depth) that including ``part`` of ``target`` (its line ranges or section, see
+            :meth:`_part`; None: all of it) brings in: its lines as selected and, each time they are
+            included, its includes' with the indentation pymdownx.snippets puts before each of their lines
+            (an include that would fail, by its path, its size or a loop, is left out: its own check
+            refuses it when it is read), counted once per file and part."""
+            key = (str(target), part)
             if key in self.trees:
                 return self.trees[key]
             text = target.read_bytes().decode(self.encoding, errors="replace")
             lines = _LINE_END.split(text)                   # as pymdownx reads them (universal newlines)
-            size, count, depth = target.stat().st_size, len(lines), 1
+            if part:
+                lines = self._selected(lines, part)
+                size = sum(len(line.encode(self.encoding, errors="replace")) + 1 for line in lines)
+            else:
+                size = target.stat().st_size
+            count, depth = len(lines), 1
             if len(stack) <= INCLUDE_DEPTH:
                 for inc in markers.includes(lines):
                     try:
                         child = inside(inc.path, allowed, base, "", page.name)
                     except (ValueError, OSError):
                         continue
-                    if str(child) in stack or str(child) == key or child.stat().st_size > INCLUDE_LIMIT:
+                    if str(child) in stack or str(child) == key[0] or child.stat().st_size > INCLUDE_LIMIT:
                         continue
-                    inner, inner_lines, levels = self._tree(child, base, allowed, (*stack, key))
-                    indent, times = _indent(inc.line, self.tab_length), _times(inc.ranges)
-                    size = size + times * (inner + indent * inner_lines)
-                    count = count + times * inner_lines
+                    taken = inc.ranges or (f":{inc.section}" if inc.section else None)
+                    inner, inner_lines, levels = self._tree(child, base, allowed, (*stack, key[0]), taken)
+                    size = size + inner + _indent(inc.line, self.tab_length) * inner_lines
+                    count = count + inner_lines
                     depth = max(depth, levels + 1)
             self.trees[key] = size, count, depth
             return size, count, depth
 
         def _bounded(self, path: str, target: Path, base: Path, allowed: tuple[Path, ...]) -> None:
             """Before an include on the page is expanded: raise naming the page and the include's
-            line when its includes nest deeper than INCLUDE_DEPTH, or when what it brings (once for
-            each line range it names), with what the page's earlier includes brought, is over
-            PAGE_INCLUDE_LIMIT."""
-            size, lines, depth = self._tree(target, base, allowed)
-            # the include's own indentation goes before each line it brings, once for each line range
+            line when its includes nest deeper than INCLUDE_DEPTH, or when what it brings (the lines
+            of its section or line ranges, each range once), with what the page's earlier includes
+            brought, is over PAGE_INCLUDE_LIMIT."""
             line = self.reading[-1][2] if getattr(self, "reading", None) else ""
-            size = _times(self._ranges_read()) * (size + _indent(line, self.tab_length) * lines)
-            what = visible(markers.include(path))
+            part = self._part(line)
+            size, lines, depth = self._tree(target, base, allowed, part=part)
+            # the include's own indentation goes before each line it brings
+            size = size + _indent(line, self.tab_length) * lines
+            what = visible(markers.include(path, part[1:] if part else None))
 
             def where() -> str:                         # the page's line, found only for an error
                 return self._where(path, base)
@@ -281,11 +327,6 @@ def contained_snippets(page: CurrentPage, **options):
                                 f"PAGE_INCLUDE_LIMIT = {PAGE_INCLUDE_LIMIT:,}, the most a page takes from "
                                 f"its includes")
 
-        def _ranges_read(self) -> str | None:
-            """The line ranges of the include on the line being read (``:1:5,9:12``), or None."""
-            reading = getattr(self, "reading", None)
-            return markers.ranges_named(reading[-1][2]) if reading else None
-
         def _where(self, path: str, base: Path, top_level: bool = False) -> str:
             """``docs/<page>:<line>``, or, for an include inside an included file, that as well
             (``top_level``: only the page's line, of the include ``path`` on the page)."""
@@ -297,7 +338,7 @@ def contained_snippets(page: CurrentPage, **options):
             nth = sum(inc.path == (outer or path) for inc in markers.includes(lines[:index])) if lines else 0
             top = page.line_of(outer or path, nth) or page.line_of(outer or path)
             if top is None and lines:       # an include naming no path, a page not set: the line as read
-                top = page.first_line + index
+                top = page.first_line + self._own_index(index)
             where = f"{page.name}:{top}" if top is not None else page.name
             if file_name is not None:
                 try:
@@ -306,6 +347,28 @@ def contained_snippets(page: CurrentPage, **options):
                     shown = file_name
                 where += f": in {shown_path(shown)}:{i + 1}"
             return where
+
+        def select_snippet_lines(self, lines, target):
+            # the same selection of the lines, each led by its index in the file, gives the file's own
+            # line of each line selected (a section skips the markers of other sections inside it)
+            selected = super().select_snippet_lines(lines, target)
+            numbers = None
+            if lines and (target.get("section") or (target.get("start") and target.get("end"))):
+                tagged = super().select_snippet_lines([f"{i}\x00{line}" for i, line in enumerate(lines)], target)
+                numbers = [int(line.split("\x00", 1)[0]) for line in tagged]
+            self.numbered = target.get("snippet"), numbers
+            return selected
+
+        def _own_index(self, index: int) -> int:
+            """The index in the page's own text (``page.markdown``) of line ``index`` of the Markdown being
+            read, which has what the build puts in (a needs-extra note) above it: the line that reads the
+            same, counted as many times (spaces at the ends aside); ``index`` itself when there is none."""
+            def same(line: str) -> str:
+                return line.expandtabs(self.tab_length).strip()
+            text = same(self.page_lines[index])
+            nth = sum(same(line) == text for line in self.page_lines[:index])
+            own = (i for i, line in enumerate(page.markdown.split("\n")) if same(line) == text)
+            return next((i for k, i in enumerate(own) if k == nth), index)
 
         def read_lines(self, path):
             # a UTF-8 byte order mark starts the file, not its first line (MkDocs drops a page's too):

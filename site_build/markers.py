@@ -314,8 +314,15 @@ def _superfences_scanner():
         def handle_unrecognized(self, m):
             return self._opens(super().handle_unrecognized(m))
 
+        def clear(self):
+            # a block whose reading ends with no closing fence (a line indented less, a quote level
+            # dropped); a block left open by the scan before is cleared as this one starts, unrecorded
+            if getattr(self, "fence", None) is not None and getattr(self, "opened", None) is not None:
+                self.ended.append((self.opened, self.at))
+            super().clear()
+
         def scan(self, lines):
-            self.blocks, self.odd, self.opened = [], [], None
+            self.blocks, self.odd, self.opened, self.ended = [], [], None, []
             self.run(lines)
             self.unclosed = self.opened if self.fence is not None else None
             return self.blocks, self.odd
@@ -339,6 +346,21 @@ def fences(lines: list[str]) -> list[tuple[int, int]]:
     as code), with backticks or tildes; once a fence opens, its lines are its content until the
     exact closing fence at the same indent, and a line indented less ends the attempt."""
     return _scan(lines)[0]
+
+
+def attempts(lines: list[str]) -> list[tuple[int, int, str]]:
+    """Each fenced block pymdownx.superfences starts reading in ``lines``, in order, as (opening line,
+    last line, how it ends): ``"close"`` at its closing line (a block of :func:`fences`), ``"clear"``
+    at the line that ends its reading with no closing fence (its lines stay Markdown), ``"open"`` at
+    the end of ``lines`` (never closed)."""
+    blocks = fences(lines)
+    scanner = _superfences_scanner()
+    closed = set(blocks)
+    found = [(start, end, "close") for start, end in blocks]
+    found += [(start, end, "clear") for start, end in scanner.ended if (start, end) not in closed]
+    if scanner.unclosed is not None:
+        found.append((scanner.unclosed, len(lines), "open"))
+    return sorted(found)
 
 
 def unclosed_fence(lines: list[str]) -> int | None:

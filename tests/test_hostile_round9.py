@@ -16,9 +16,6 @@ from site_render import lines_read
 from site_render import render_with_includes as render
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: the page include bound counts a whole file for each section "
-                                       "of it a page includes, so a page of short excerpts of one large file "
-                                       "is refused")
 def test_a_page_of_short_sections_of_one_large_file_is_not_refused(tmp_path, monkeypatch):
     # a library file the size of the largest one (netcl_lite/compression.py is over 70 KB) with 15 marked
     # sections of one line each: a page showing all 15 brings in 15 short lines, under 1 KB
@@ -130,8 +127,6 @@ def test_a_figure_s_key_covers_the_matplotlib_settings_its_script_draws_with(tmp
         f"the figure's key is the same whether its lines are drawn {plain_width} or {styled_width} points wide")
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: an include that names no path is named at the line it has once "
-                                       "the build's notes are put in the page, not at its line in the page's file")
 @pytest.mark.parametrize("include, line", [('--8<-- " "', 10), ('--8<-- ":5"', 10), ("--8<--\n:3\n--8<--", 11)],
                          ids=["blank", "lines-alone", "block-form"])
 def test_an_include_naming_no_path_below_a_needs_extra_note_names_its_own_line(monkeypatch, include, line):
@@ -184,8 +179,6 @@ def test_kernel_source_reads_only_files_of_the_kernel_folder(tmp_path, outside):
         assert False, f"kernel_source({name!r}) read a file outside {kernels.kernel_dir()}: {text[:40]!r}"
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: each include that brings a fence has the whole page scanned for "
-                                       "fenced blocks again, so a page of many such includes takes quadratic time")
 def test_a_page_s_includes_that_bring_fences_are_checked_scanning_the_page_a_bounded_number_of_times(
         tmp_path, monkeypatch):
     from site_build import markers
@@ -199,8 +192,6 @@ def test_a_page_s_includes_that_bring_fences_are_checked_scanning_the_page_a_bou
                                       f"of {lines:,} once expanded: each include scans the whole page again")
 
 
-@pytest.mark.xfail(strict=True, reason="round 9: an error in a file included by section or by line ranges names "
-                                       "the line's place in the section or range, not its line in the file")
 @pytest.mark.parametrize("include", ["snippets/a.txt:s", "snippets/a.txt:20:25"], ids=["section", "line-ranges"])
 def test_an_error_inside_a_section_or_range_names_the_file_s_own_line(tmp_path, monkeypatch, include):
     lines = ["filler"] * 20 + ["--8<-- [start:s]", "one", "two", '--8<-- "snippets/nosuch.txt"', "--8<-- [end:s]"]
