@@ -79,3 +79,50 @@ def test_many_img_openings_are_scanned_quickly():
     start = time.perf_counter()
     generated.uncaptioned(text)
     assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.xfail(strict=True, reason="round 10: kernel_source leaves an include whose trailing comment runs "
+                   "onto the next line unwritten, and the compiler, given no -I, cannot find the file")
+def test_an_include_followed_by_a_comment_over_two_lines_is_written_in(tmp_path, monkeypatch):
+    from netcl_lite.core import kernels
+
+    (tmp_path / "common.h").write_text("#define TWO 2\n", encoding="utf-8")
+    (tmp_path / "a.cl").write_text('#include "common.h" /* shared\n   helpers */\n'
+                                   "__kernel void k(__global float *x) { x[0] = TWO; }\n", encoding="utf-8")
+    monkeypatch.setattr(kernels, "kernel_dir", lambda: tmp_path)
+    source = kernels.kernel_source("a.cl")
+    assert "#define TWO 2" in source, f"the include was not written in: {source!r}"
+
+
+@pytest.mark.xfail(strict=True, reason="round 10: kernel_source reads an #include inside a block comment "
+                   "(which the compiler ignores) and refuses the kernel with FileNotFoundError when it is gone")
+def test_an_include_inside_a_block_comment_is_not_read(tmp_path, monkeypatch):
+    from netcl_lite.core import kernels
+
+    (tmp_path / "b.cl").write_text('/* no longer used:\n#include "gone.h"\n*/\n'
+                                   "__kernel void k(__global float *x) { x[0] = 2; }\n", encoding="utf-8")
+    monkeypatch.setattr(kernels, "kernel_dir", lambda: tmp_path)
+    source = kernels.kernel_source("b.cl")
+    assert "__kernel void k" in source
+
+
+@pytest.mark.xfail(strict=True, reason="round 10: the MPLCONFIGDIR folder reader_env gives is shared by every "
+                   "run of the process: a matplotlibrc one snippet writes there styles later figures, whose "
+                   "cache keys do not hold it")
+def test_a_matplotlibrc_one_run_writes_does_not_reach_the_next(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from site_build import runner
+
+    first = runner.reader_env()
+    rc = Path(first["MPLCONFIGDIR"]) / "matplotlibrc"
+    try:
+        subprocess.run([sys.executable, "-c", "import os, pathlib; pathlib.Path(os.environ['MPLCONFIGDIR'], "
+                        "'matplotlibrc').write_text('lines.linewidth: 9\\n')"], env=first, check=True, timeout=30)
+        second = runner.reader_env()
+        assert not (Path(second["MPLCONFIGDIR"]) / "matplotlibrc").exists(), \
+            "the next snippet's matplotlib reads the settings an earlier snippet wrote"
+    finally:
+        rc.unlink(missing_ok=True)
