@@ -156,3 +156,13 @@ def test_a_tilde_excerpt_fence_with_a_backtick_in_its_attributes_is_labelled_or_
         return
     assert 'excerpt highlight' in html                         # superfences made it an excerpt block
     assert "Excerpt ·" in html and "no-copy" in html, "an excerpt shows unlabelled, with a copy button, unchecked"
+
+
+@pytest.mark.parametrize("text", ["<!-- the old figure:\n![a curve](figures/hostile/f.svg)\n-->\n\nText.\n",
+                                  "Text <!-- ![a curve](figures/hostile/f.svg) --> more.\n"],
+                         ids=["comment-block", "inline-comment"])
+@pytest.mark.xfail(strict=True, reason="round 10: uncaptioned() takes a figure inside an HTML comment, which "
+                   "the page does not show, for an uncaptioned figure and refuses the page")
+def test_a_figure_inside_an_html_comment_needs_no_caption(text):
+    from site_build import generated
+    assert generated.uncaptioned("# Hostile\n\n" + text) == []
