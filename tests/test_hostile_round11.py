@@ -1,0 +1,51 @@
+"""Issue 58, independent hostile check, round 11: reproducers of defects found in the compressor, its
+command line and the build plugin's other parts, beyond the cases of earlier rounds.
+
+Each test asserts the correct behaviour and is marked xfail (strict) until its defect is fixed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+# -- site_build.dirty_pages: what a page shows that its digest leaves out ------------------------------
+
+def _shown_inputs():
+    from netcl_lite import capstone
+    from site_build import citations, glossary
+
+    return [("# Cites\n\nThe Transformer [@vaswani2017attention] changed that.\n", citations.SOURCE),
+            ("# Glossary\n\n<!-- glossary -->\n", glossary.SOURCE),
+            ('```python\n--8<-- "snippets/chapter9/training.py"\n```\n\n'
+             "<!-- build-output: snippets/chapter9/training.py -->\n", capstone.seeds_file())]
+
+
+@pytest.mark.xfail(strict=True, reason="round 11: under mkdocs serve --dirty a page's digest "
+                   "(dirty_pages.page_inputs) leaves out files the page shows: references.bib for a page that "
+                   "cites (its links' titles), glossary.yml for the Glossary page, and the seeds file a build "
+                   "output prints from (which store.context keys); an edit to them leaves the page stale")
+@pytest.mark.parametrize("case", range(3), ids=["citation", "glossary", "build-output-data"])
+def test_a_page_s_digest_covers_the_files_it_shows(case):
+    from site_build import dirty_pages
+
+    text, source = _shown_inputs()[case]
+    assert source in dirty_pages.page_inputs(text, library=[]), f"{source} is not among the page's inputs"
+
+
+@pytest.mark.xfail(strict=True, reason="round 11: under mkdocs serve --dirty a page's digest covers the files "
+                   "it includes but not the files those include (nested includes), so an edit to a nested "
+                   "file leaves the page stale")
+def test_a_page_s_digest_covers_its_nested_includes(tmp_path, monkeypatch):
+    from site_build import dirty_pages
+
+    monkeypatch.setattr(dirty_pages, "ROOT", tmp_path)
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "snippets" / "a.md").write_text('Outer.\n\n--8<-- "snippets/b.md"\n', encoding="utf-8")
+    nested = tmp_path / "snippets" / "b.md"
+    nested.write_text("Inner, first.\n", encoding="utf-8")
+    page = tmp_path / "page.md"
+    page.write_text('# A page\n\n--8<-- "snippets/a.md"\n', encoding="utf-8")
+    before = dirty_pages.digest(page, library=[])
+    nested.write_text("Inner, edited.\n", encoding="utf-8")
+    assert dirty_pages.digest(page, library=[]) != before
