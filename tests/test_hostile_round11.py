@@ -49,3 +49,26 @@ def test_a_page_s_digest_covers_its_nested_includes(tmp_path, monkeypatch):
     before = dirty_pages.digest(page, library=[])
     nested.write_text("Inner, edited.\n", encoding="utf-8")
     assert dirty_pages.digest(page, library=[]) != before
+
+
+# -- the compressor's command line --------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 11: main() given a path holding a NUL (a list of str may; no "
+                   "shell passes one) lets a ValueError out of the OUT folder's probe as a traceback for OUT, and "
+                   "says only 'embedded null byte' for IN: it should exit 1 naming the path, escaped")
+@pytest.mark.parametrize("which", ["IN", "OUT"])
+def test_a_path_holding_a_nul_is_named_and_exits_1(tmp_path, capsys, which):
+    from netcl_lite import compression as cz
+
+    source = tmp_path / "in.txt"
+    source.write_bytes(b"some text\n")
+    paths = {"IN": str(tmp_path / "i\x00n.txt"), "OUT": str(tmp_path / "o\x00ut")}
+    argv = ["compress", paths["IN"] if which == "IN" else str(source),
+            paths["OUT"] if which == "OUT" else str(tmp_path / "out"), "--model", str(tmp_path / "no-model")]
+    try:
+        status = cz.main(argv)
+    except ValueError as exc:
+        pytest.fail(f"main raised {exc!r} for a path holding a NUL")
+    err = capsys.readouterr().err
+    assert status == 1 and "\\x00" in err, (status, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
