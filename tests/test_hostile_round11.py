@@ -98,3 +98,23 @@ def test_more_pocl_threads_than_cpus_still_compresses(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0 and "round trip" in proc.stdout, (proc.returncode, proc.stderr[-500:])
+
+
+# -- site_build.copyable: an excerpt that holds more than its include ----------------------------------
+
+_EXCERPT = '```{.python .excerpt title="netcl_lite/capstone.py"}\n--8<-- "netcl_lite/capstone.py:recipe"\n'
+
+
+@pytest.mark.xfail(strict=True, reason="round 11: an excerpt fence holding, under its include, lines of its "
+                   "own (code the file does not hold, or prose up to a later block's closing fence when its own "
+                   "close is missing) is accepted and labelled 'lines 53-88 of netcl_lite/capstone.py'; the "
+                   "module says anything else under the fence is refused naming the page and the line")
+@pytest.mark.parametrize("rest", [
+    'print("a line the file does not hold")\n```\n\nProse.\n',
+    "\nProse the excerpt swallows.\n\n```python\nprint(1)\n```\n",
+], ids=["extra-line", "unclosed-until-a-later-block"])
+def test_an_excerpt_holds_its_include_and_nothing_else(rest):
+    from site_render import render_page
+
+    with pytest.raises(ValueError, match=r"docs/hostile\.md:[345]\b"):
+        render_page("# P\n\n" + _EXCERPT + rest)
