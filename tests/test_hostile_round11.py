@@ -118,3 +118,19 @@ def test_an_excerpt_holds_its_include_and_nothing_else(rest):
 
     with pytest.raises(ValueError, match=r"docs/hostile\.md:[345]\b"):
         render_page("# P\n\n" + _EXCERPT + rest)
+
+
+# -- site_build.docstrings: a >>> example whose printed text holds a fence -----------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 11: docstrings.markup fences a >>> example with three backticks "
+                   "whatever it holds, so an example that prints a line of three backticks closes its pycon "
+                   "block; the rest of the example becomes quotes and raw HTML on the reference page. The fence "
+                   "should be longer than any backtick run inside it (or the line escaped)")
+def test_a_docstring_example_that_prints_a_fence_stays_inside_its_block():
+    import markdown
+
+    from site_build.docstrings import markup
+
+    doc = 'Prints a fence.\n\n>>> print("```")\n```\n>>> print("<b>bold</b>")\n<b>bold</b>\n'
+    page = markdown.markdown(markup(doc), extensions=["pymdownx.superfences"])
+    assert "<b>" not in page and "<blockquote>" not in page, page
