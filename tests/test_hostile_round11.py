@@ -189,3 +189,24 @@ def test_a_file_s_highlighting_is_its_own_lexer_s_whatever_the_cache_holds(tmp_p
         assert source_pages._highlighted("b.cl", digest) == alone
     finally:
         source_pages._highlighted.cache_clear()
+
+
+# -- site_build.inputs: a stage's inputs seen by size and modification time alone ----------------------
+
+@pytest.mark.xfail(strict=True, reason="round 11: InputWatch (mkdocs serve's skip of a stage whose inputs did "
+                   "not change) compares each file's size and modification time only: an edit that keeps both "
+                   "(cp -p, rsync -t, a restored mtime) skips the figures or the training run, where "
+                   "dirty_pages.FileDigests also checks the status-change time and inode and sees it")
+def test_a_stage_whose_input_changed_at_the_same_size_and_time_runs_again(tmp_path):
+    import os
+
+    from site_build.inputs import InputWatch
+
+    script = tmp_path / "figure.py"
+    script.write_text("print(1)\n")
+    watch = InputWatch()
+    assert watch.changed("generated", [script]) and not watch.changed("generated", [script])
+    st = script.stat()
+    script.write_text("print(2)\n")
+    os.utime(script, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert watch.changed("generated", [script])
