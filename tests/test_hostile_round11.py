@@ -228,3 +228,20 @@ def test_the_plugin_s_key_context_follows_the_seeds_file(tmp_path, monkeypatch):
     before = plugin.context()
     seeds.write_text('{"seeds": [1, 2, 3]}\n')
     assert plugin.context() != before
+
+
+# -- site_build.source_pages: errors of the excerpts read for the source pages --------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 11: the source pages read every page's excerpts in on_files, "
+                   "before any page's own check runs, and call section_lines without the page: an excerpt of "
+                   "a missing section or of a path outside the project stops the build with an error that "
+                   "names '(no page)' instead of the page and its line")
+@pytest.mark.parametrize("include", ['"netcl_lite/capstone.py:no-such-section"', '"../../etc/passwd"'],
+                         ids=["missing-section", "outside"])
+def test_an_excerpt_the_source_pages_cannot_read_names_its_page(include):
+    from site_build import source_pages
+
+    page = f'# P\n\nText.\n\n```{{.python .excerpt title="x"}}\n--8<-- {include}\n```\n'
+    with pytest.raises(ValueError) as err:
+        source_pages.excerpts({"hostile.md": page})
+    assert "docs/hostile.md:6" in str(err.value), str(err.value)
