@@ -14,18 +14,21 @@ import pytest
 def _shown_inputs():
     from netcl_lite import capstone
     from site_build import citations, glossary
+    from site_build.measured import RESULTS
 
     return [("# Cites\n\nThe Transformer [@vaswani2017attention] changed that.\n", citations.SOURCE),
             ("# Glossary\n\n<!-- glossary -->\n", glossary.SOURCE),
             ('```python\n--8<-- "snippets/chapter9/training.py"\n```\n\n'
-             "<!-- build-output: snippets/chapter9/training.py -->\n", capstone.seeds_file())]
+             "<!-- build-output: snippets/chapter9/training.py -->\n", capstone.seeds_file()),
+            ("# Roofline\n\n<!-- kernels.json: roofline -->\n", RESULTS.with_name("roofline.json"))]
 
 
 @pytest.mark.xfail(strict=True, reason="round 11: under mkdocs serve --dirty a page's digest "
                    "(dirty_pages.page_inputs) leaves out files the page shows: references.bib for a page that "
-                   "cites (its links' titles), glossary.yml for the Glossary page, and the seeds file a build "
-                   "output prints from (which store.context keys); an edit to them leaves the page stale")
-@pytest.mark.parametrize("case", range(3), ids=["citation", "glossary", "build-output-data"])
+                   "cites (its links' titles), glossary.yml for the Glossary page, the seeds file a build "
+                   "output prints from (which store.context keys), and roofline.json, which Chapter 8's roofline "
+                   "sections read as they render; an edit to them leaves the page stale")
+@pytest.mark.parametrize("case", range(4), ids=["citation", "glossary", "build-output-data", "roofline"])
 def test_a_page_s_digest_covers_the_files_it_shows(case):
     from site_build import dirty_pages
 
