@@ -304,3 +304,17 @@ def test_the_citation_check_takes_time_linear_in_the_page(unit, n):
     citations.works()                              # the bibliography, read once
     small, large = _check_seconds(unit, n), _check_seconds(unit, 4 * n)
     assert large < 8 * max(small, 0.05), (small, large)     # 4x the text: about 4x the time
+
+
+# -- the compressor's public helpers at their bounds ---------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 11: segments() checks streams only against n_tokens: "
+                   "segments(2**40, 2**40) asks NumPy for 8 TiB (MemoryError) and segments(2**63, 1) overflows "
+                   "int64 (OverflowError); each should be a ValueError naming the parameter, before allocating")
+@pytest.mark.parametrize("n_tokens,streams", [(2**40, 2**40), (2**63, 1), (2**70, 2)],
+                         ids=["2^40-streams", "2^63-tokens", "2^70-tokens"])
+def test_segments_refuses_counts_it_cannot_lay_out_naming_them(n_tokens, streams):
+    from netcl_lite import compression as cz
+
+    with pytest.raises(ValueError, match="n_tokens|streams"):
+        cz.segments(n_tokens, streams)
