@@ -318,3 +318,22 @@ def test_segments_refuses_counts_it_cannot_lay_out_naming_them(n_tokens, streams
 
     with pytest.raises(ValueError, match="n_tokens|streams"):
         cz.segments(n_tokens, streams)
+
+
+# -- site_build.copyable: the page's own text in its errors ---------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 11: copyable's excerpt errors quote the page's line as it is "
+                   "(an excerpt-like fence in another form, an excerpt never closed): an ESC or a bidi mark in "
+                   "it reaches the terminal as a control sequence; it should be written out escaped, as the "
+                   "marker and include errors do")
+@pytest.mark.parametrize("page", [
+    '# P\n\n~~~{.python .excerpt title="\x1b[31mred"}\n--8<-- "netcl_lite/capstone.py:recipe"\n~~~\n',
+    '# P\n\n```{.python .excerpt title="x"}\n--8<-- "netcl_lite/capstone.py:rec\x1b[31mipe"\n',
+], ids=["tilde-fence", "never-closed"])
+def test_an_excerpt_error_shows_control_characters_escaped(page):
+    from site_build import copyable
+
+    with pytest.raises(ValueError) as err:
+        copyable.check_excerpts(page, "hostile.md")
+    message = str(err.value)
+    assert message.startswith("docs/hostile.md:") and "\x1b" not in message, repr(message)
