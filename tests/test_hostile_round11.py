@@ -337,3 +337,18 @@ def test_an_excerpt_error_shows_control_characters_escaped(page):
         copyable.check_excerpts(page, "hostile.md")
     message = str(err.value)
     assert message.startswith("docs/hostile.md:") and "\x1b" not in message, repr(message)
+
+
+# -- site_build.templates: what the compiled templates depend on ----------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 11: environment_key leaves out the environment's finalize, which "
+                   "Jinja compiles into every {{ expression }}: two environments that differ only by it share a "
+                   "bytecode folder, and one runs templates compiled for the other")
+def test_environments_that_compile_a_template_differently_get_other_keys():
+    import jinja2
+
+    from site_build.templates import environment_key
+
+    plain, finalized = jinja2.Environment(), jinja2.Environment(finalize=lambda value: "" if value is None else value)
+    assert plain.compile("{{ x }}", raw=True) != finalized.compile("{{ x }}", raw=True)
+    assert environment_key(plain) != environment_key(finalized)
