@@ -374,3 +374,29 @@ def test_the_command_line_names_a_cache_folder_it_cannot_make(tmp_path):
     assert done.returncode == 1 and "Traceback" not in done.stderr and "a-file" in done.stderr, (
         done.returncode, done.stderr[-800:])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "in.txt"]
+
+
+@pytest.mark.xfail(strict=True, reason="round 11: the source pages' highlighting cache trusts its entries: an "
+                   "empty or truncated entry (it is written without a flush to disk, so a crash can leave one) "
+                   "is shown as the file's listing, blank lines past its end, until the file changes; the "
+                   "execution cache checks each entry's digest and runs a damaged one again")
+@pytest.mark.parametrize("damage", ["empty", "truncated"])
+def test_a_damaged_highlighting_entry_is_not_shown(tmp_path, monkeypatch, damage):
+    import hashlib
+
+    from site_build import source_pages
+
+    text = "".join(f"value_{i} = {i} * 2\n" for i in range(40))
+    (tmp_path / "a.py").write_text(text, encoding="utf-8")
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    monkeypatch.setattr(source_pages, "ROOT", tmp_path)
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    source_pages._highlighted.cache_clear()
+    try:
+        whole = source_pages._highlighted("a.py", digest)
+        stored = next((tmp_path / "cache" / "source-pages").rglob(f"{digest}.html"))
+        stored.write_text("" if damage == "empty" else stored.read_text()[:200], encoding="utf-8")
+        source_pages._highlighted.cache_clear()                  # another build
+        assert source_pages._highlighted("a.py", digest) == whole
+    finally:
+        source_pages._highlighted.cache_clear()
