@@ -93,9 +93,6 @@ def test_an_include_inside_a_block_comment_is_not_read(tmp_path, monkeypatch):
     assert "__kernel void k" in source
 
 
-@pytest.mark.xfail(strict=True, reason="round 10: the MPLCONFIGDIR folder reader_env gives is shared by every "
-                   "run of the process: a matplotlibrc one snippet writes there styles later figures, whose "
-                   "cache keys do not hold it")
 def test_a_matplotlibrc_one_run_writes_does_not_reach_the_next(tmp_path):
     import subprocess
     import sys
@@ -169,8 +166,6 @@ def test_a_nested_include_is_read_beside_the_file_that_includes_it(tmp_path, mon
     assert "#define V 2" in source and "#define V 1" not in source, source
 
 
-@pytest.mark.xfail(strict=True, reason="round 10: reader_env passes MPLBACKEND through (MATPLOTLIBRC is left "
-                   "out): the build user's backend reaches every snippet and figure, and no cache key holds it")
 def test_the_build_s_matplotlib_backend_does_not_reach_a_snippet(monkeypatch):
     from site_build import runner
     monkeypatch.setenv("MPLBACKEND", "pdf")
