@@ -77,12 +77,14 @@ def rerun_forced() -> bool:
 
 
 def library_sources() -> list[Path]:
-    """Every ``netcl_lite`` source file, then every kernel source and header, each sorted."""
+    """Every ``netcl_lite`` source file, then every file of the kernel folder and its subfolders (a
+    kernel source, a header, whatever one of them includes: :func:`netcl_lite.core.kernels.kernel_source`
+    reads includes from that folder alone), each sorted."""
     from .core.kernels import kernel_dir
 
     kernels = kernel_dir().resolve()
     return (sorted(p for p in PACKAGE.rglob("*.py") if not p.resolve().is_relative_to(kernels))
-            + sorted(kernels.glob("*.[ch]*")))
+            + sorted(p for p in kernels.rglob("*") if p.is_file() and "__pycache__" not in p.parts))
 
 
 def device_description(device) -> str:

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from netcl_lite import fingerprint
 
-from . import build_output, markers, store
+from . import build_output, markers, runner, store
 from .includes import PathError, marker_path
 from .paths import DOCS, ROOT, SNIPPETS
 
@@ -48,12 +48,26 @@ def train() -> None:
         shutil.rmtree(fingerprint.cache_root() / "capstone", ignore_errors=True)
     print("Chapter 9: training its language model, or loading the run this code already made",
           file=sys.stderr)
-    proc = subprocess.run([sys.executable, "-c", _TRAIN], cwd=ROOT, stdout=subprocess.DEVNULL)
+    proc = _run_child([_TRAIN], stdout=subprocess.DEVNULL)
     if proc.returncode:
         raise RuntimeError("docs/chapter-9.md: Chapter 9's training run, which its blocks and figures read, "
                            "failed; its error is printed above")
     if not fingerprint.rerun_forced():           # a forced rerun runs every stage at its place anyway
         run_ahead()
+
+
+def _run_child(args: list[str], **streams) -> subprocess.CompletedProcess:
+    """``python -c *args`` in the repository (whose ``site_build`` it imports from there), in the fixed
+    environment every run of the build gets (:func:`site_build.runner.reader_env`): what these children
+    compute and store (the training run, Chapter 9's measures, figures, notebooks, build outputs) must
+    follow from what the execution cache keys on, as what the same stages compute at their places
+    does. The cache's place (``NETCL_LITE_CACHE``), the ``NETCL_LITE_*`` and ``POCL_*`` choices (in the
+    key) and ``PATH`` reach them as they reach every run."""
+    env = runner.reader_env()
+    try:
+        return subprocess.run([sys.executable, "-c", *args], cwd=ROOT, env=env, **streams)
+    finally:
+        runner.release(env)
 
 
 #: a snippet that reads a clock (or times the coders) prints what it measured: it never runs beside
@@ -114,8 +128,7 @@ def run_ahead(lanes: int | None = None) -> None:
         if waits:
             measured.wait()
         try:
-            proc = subprocess.run([sys.executable, "-c", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+            proc = _run_child(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             if proc.returncode:
                 failed.append(name)
         finally:

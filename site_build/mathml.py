@@ -9,6 +9,12 @@ commands): the build's process dies of SIGSEGV, naming nothing. So before a form
 :func:`nesting` bounds its depth by :data:`MATH_DEPTH_LIMIT` and its length by
 :data:`MATH_LENGTH_LIMIT` (a long flat formula overflows too, past a few hundred kilobytes), and one
 over either fails the build naming the page and, where the page's file holds the formula, its line.
+
+It also pairs each opening delimiter with a closing one by trying, for each that stays open, both
+readings of it: its time doubles with each unclosed opening delimiter (``(`` twenty times: a fifth of a
+second; twenty-five: seconds; thirty: minutes). :func:`unclosed` counts them and a formula with more than
+:data:`MATH_UNCLOSED_LIMIT` fails the same way. A formula that holds a control character (which HTML
+does not allow, and which the converter copies into the page) fails too.
 """
 
 from __future__ import annotations
@@ -29,6 +35,11 @@ MATH_DEPTH_LIMIT = 100
 #: stack holds a flat formula of 30 times this and more (it overflows past 320,000 characters of
 #: ``\operatorname{a}``)
 MATH_LENGTH_LIMIT = 20_000
+
+#: the most opening delimiters a formula may leave unclosed (:func:`unclosed`); the converter's time
+#: doubles with each (at the longest formula allowed, 6 take under a tenth of a second on the build's
+#: CPU, 10 about a second), and the site's own formulas leave none open
+MATH_UNCLOSED_LIMIT = 6
 
 _CONVERTER = math_core.LatexToMathML()
 _INLINE = re.compile(r'<span class="arithmatex">\\\((.*?)\\\)</span>', re.S)
@@ -66,6 +77,54 @@ def nesting(source: str) -> int:
     return deepest
 
 
+#: the opening delimiters math-core 0.9.0 tries to pair (found by timing each of its commands and each
+#: character repeated: these, and only these, double its time with each more), and their closing ones,
+#: each of which closes any of them
+_OPENING = frozenset("( [ ⌈ ⌊ ⌜ ⌞ ⎰ ❲ ⟅ ⟦ ⟨ ⟪ ⟬ ⟮ ⦃ ⦅ ⦇ ⦉ ⦋ ⦍ ⦏ ⦑ ⦓ ⦕ ⦗ ⧘ ⧚ ⧼ \\{".split()
+                     + [f"\\{name}" for name in "lAngle lBrace lVert lang langle lbrace lbrack lceil lfloor lgroup "
+                        "llangle llbracket llcorner llparenthesis lmoustache lparen lvert ulcorner".split()])
+_CLOSING = frozenset(") ] ⌉ ⌋ ⌝ ⌟ ⎱ ❳ ⟆ ⟧ ⟩ ⟫ ⟭ ⟯ ⦄ ⦆ ⦈ ⦊ ⦌ ⦎ ⦐ ⦒ ⦔ ⦖ ⦘ ⧙ ⧛ ⧽ \\}".split()
+                     + [f"\\{name}" for name in "rAngle rBrace rVert rang rangle rbrace rbrack rceil rfloor rgroup "
+                        "rrangle rrbracket lrcorner rrparenthesis rmoustache rparen rvert urcorner".split()])
+#: what opens and closes a sequence of its own: a group, \left … \right, an environment
+_SEQUENCE_OPENS = frozenset({"{", "\\left", "\\begin"})
+_SEQUENCE_CLOSES = frozenset({"}", "\\right", "\\end"})
+#: what ends a matrix's cell or row
+_CELL_ENDS = frozenset({"&", "\\\\"})
+#: a control character: HTML allows none but tab, newline and carriage return
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def unclosed(source: str) -> int:
+    """How many opening delimiters (:data:`_OPENING`) of ``source`` (a formula's LaTeX) no closing one
+    (:data:`_CLOSING`, of any kind) follows in the same sequence, counted from above: each group, each
+    ``\\left`` … ``\\right``, each environment and each matrix cell is a sequence, whose openings left
+    open all count; the delimiter ``\\left``, ``\\middle`` or ``\\right`` takes is none of them."""
+    open_in = [0]                       # per sequence, from the outermost: its openings not closed yet
+    total = 0
+    takes_delimiter = False
+    for m in _TOKEN.finditer(source):
+        token = m.group(0)
+        if token.isspace():
+            continue
+        if takes_delimiter:
+            takes_delimiter = False
+            continue
+        if token in ("\\left", "\\right", "\\middle"):
+            takes_delimiter = True
+        if token in _SEQUENCE_OPENS:
+            open_in.append(0)
+        elif token in _SEQUENCE_CLOSES:
+            total += open_in.pop() if len(open_in) > 1 else 0
+        elif token in _CELL_ENDS:
+            total, open_in[-1] = total + open_in[-1], 0
+        elif token in _OPENING:
+            open_in[-1] += 1
+        elif token in _CLOSING and open_in[-1]:
+            open_in[-1] -= 1
+    return total + sum(open_in)
+
+
 def _line_of(source: str, page: str) -> str:
     """``:<line>`` of the page's file that holds ``source`` first, or "" when it holds none of it."""
     try:
@@ -76,23 +135,35 @@ def _line_of(source: str, page: str) -> str:
     return f":{text.count(chr(10), 0, at) + 1}" if at >= 0 else ""
 
 
-def _convert(latex: str, display: bool, page: str) -> str:
+def _convert(latex: str, display: bool, page_uri: str) -> str:
     source = html.unescape(latex).strip()
+    page = f"docs/{page_uri}"
     bound = ""
     if len(source) > MATH_LENGTH_LIMIT:
         bound = f"holds {len(source):,} characters, over MATH_LENGTH_LIMIT = {MATH_LENGTH_LIMIT:,}"
+    elif control := _CONTROL.search(source):
+        raise ValueError(f"{page}{_line_of(source, page_uri)}: the formula {_shown(source)} holds the control "
+                         f"character U+{ord(control[0]):04X}, which HTML does not allow; remove it")
     elif (depth := nesting(source)) > MATH_DEPTH_LIMIT:
         bound = (f"nests {depth:,} levels deep (groups, \\left … \\right, \\begin … \\end, commands applied to "
                  f"commands), over MATH_DEPTH_LIMIT = {MATH_DEPTH_LIMIT}")
+    elif (left_open := unclosed(source)) > MATH_UNCLOSED_LIMIT:
+        raise ValueError(f"{page}{_line_of(source, page_uri)}: the formula {_shown(source)} leaves {left_open} "
+                         f"opening delimiters unclosed, over MATH_UNCLOSED_LIMIT = {MATH_UNCLOSED_LIMIT}: the MathML "
+                         f"converter's time doubles with each; close them")
     if bound:
-        shown = shown_path(source[:60] + ("…" if len(source) > 60 else ""))
-        raise ValueError(f"{page}{_line_of(source, page)}: the formula {shown} {bound}, the most the MathML "
-                         f"converter is given (deeper or longer, it overflows its stack and the build's "
+        raise ValueError(f"{page}{_line_of(source, page_uri)}: the formula {_shown(source)} {bound}, the most the "
+                         f"MathML converter is given (deeper or longer, it overflows its stack and the build's "
                          f"process dies); split it")
     try:
         return _CONVERTER.convert_with_local_state(source, displaystyle=display)
     except math_core.LatexError as err:
-        raise ValueError(f"{page}{_line_of(source, page)}: cannot render math {source!r}: {_reason(err)}") from None
+        raise ValueError(f"{page}{_line_of(source, page_uri)}: cannot render math {source!r}: {_reason(err)}") from None
+
+
+def _shown(source: str) -> str:
+    """A formula's start as an error message shows it: escaped where it holds a control character."""
+    return shown_path(source[:60] + ("…" if len(source) > 60 else ""))
 
 
 #: the colours the converter puts in its messages
@@ -106,8 +177,9 @@ def _reason(err: Exception) -> str:
     return shown_path(lines[0].removeprefix("Error: ") if lines else "rejected")
 
 
-def render(content: str, page: str) -> str:
-    """A page's HTML with its formulas as MathML (``page``, its source path, names a failing one)."""
-    content = _BLOCK.sub(lambda m: f'<div class="math-display">{_convert(m.group(1), True, page)}</div>',
+def render(content: str, page_uri: str) -> str:
+    """A page's HTML with its formulas as MathML. ``page_uri``: the page's path in ``docs/``; an error
+    names the page as every build error does, ``docs/<page_uri>``, and its line."""
+    content = _BLOCK.sub(lambda m: f'<div class="math-display">{_convert(m.group(1), True, page_uri)}</div>',
                          content)
-    return _INLINE.sub(lambda m: _convert(m.group(1), False, page), content)
+    return _INLINE.sub(lambda m: _convert(m.group(1), False, page_uri), content)

@@ -14,11 +14,23 @@ interpreter and packages run it, as they do for the build that records their ver
 and out is UTF-8, strict (:data:`FIXED`), as on a reader's UTF-8 terminal, whatever the build's
 locale; each run draws its own hash seed, as a reader's ``python`` does. The terminal's size
 (``COLUMNS``, ``LINES``: argparse wraps its help to it) and the colour switches (``FORCE_COLOR``,
-``NO_COLOR``) do not reach it either."""
+``NO_COLOR``) do not reach it either.
+
+Nor do the other settings that change what a run prints or draws and that no cache key holds: the
+build user's matplotlib settings (``MATPLOTLIBRC``, ``MPLBACKEND``; each run gets an empty
+``MPLCONFIGDIR`` of its own, removed after it, so what one run writes there reaches no other), the
+locale and time zone (pinned, :data:`FIXED`: ``LC_ALL=C.UTF-8`` for whatever a run calls that reads
+the locale, ``TZ=UTC`` for local times), and the numerical libraries' own switches
+(:data:`LEFT_OUT_PREFIXES`: thread counts such as ``OMP_NUM_THREADS`` and ``OPENBLAS_NUM_THREADS``
+change a reduction's order, hence its last bits; ``OPENBLAS_CORETYPE``, ``NPY_*`` and
+``ATEN_CPU_CAPABILITY`` choose other kernels). Those are left out rather than pinned: a run then uses
+what the machine offers, as a reader's does, and the machine (its device and cores) is in the key."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -39,49 +51,79 @@ KEPT_PYTHON_VARIABLES = frozenset({"PYTHONHOME", "PYTHONPLATLIBDIR", "PYTHONNOUS
                                    "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX"})
 #: variables that are not ``PYTHON*`` but change what a snippet prints, left out too: the terminal's size
 #: (argparse wraps its help to ``COLUMNS``) and the colour switches
-LEFT_OUT = frozenset({"COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR", "MATPLOTLIBRC"})
+LEFT_OUT = frozenset({"COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR", "MATPLOTLIBRC", "MPLBACKEND", "LANG",
+                      "LANGUAGE"})
+#: the prefixes of variables left out: the locale's categories (``LC_ALL`` is pinned instead) and the
+#: switches of the numerical libraries a run computes with (OpenMP, OpenBLAS, MKL, BLIS, NumPy,
+#: numexpr, Accelerate, PyTorch's ATen)
+LEFT_OUT_PREFIXES = ("LC_", "OMP_", "KMP_", "GOMP_", "OPENBLAS_", "GOTO_", "MKL_", "BLIS_", "NPY_", "NUMEXPR_",
+                     "VECLIB_", "ATEN_")
 #: what every snippet runs with, whatever the build's environment says
-FIXED = {"PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8:strict"}
+FIXED = {"PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF-8", "TZ": "UTC"}
 #: how a snippet runs; part of the execution-cache key of what it prints (and, through
 #: :func:`site_build.store.context`, of every figure and notebook)
 HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fresh interpreter, alone in a "
        f"scratch folder, PYTHONPATH unset, no PYTHON* variable of the build but "
-       f"{' '.join(sorted(KEPT_PYTHON_VARIABLES))}, none of {' '.join(sorted(LEFT_OUT))}, "
-       f"{' '.join(f'{k}={v}' for k, v in sorted(FIXED.items()))}, MPLCONFIGDIR an empty folder of its own "
-       f"(matplotlib's default settings)")
+       f"{' '.join(sorted(KEPT_PYTHON_VARIABLES))}, none of {' '.join(sorted(LEFT_OUT))}, none starting "
+       f"{' '.join(LEFT_OUT_PREFIXES)}, {' '.join(f'{k}={v}' for k, v in sorted(FIXED.items()))}, "
+       f"MPLCONFIGDIR an empty folder of its own for each run (matplotlib's default settings)")
 #: how much of a failing run's stderr an error shows (its end), in bytes
 STDERR_TAIL = 4000
 
 
 def reader_env(drop: tuple[str, ...] = ()) -> dict[str, str]:
-    """The environment every snippet runs in (see the module's text): this one without ``PYTEST*``
-    variables, any ``PYTHON*`` variable but :data:`KEPT_PYTHON_VARIABLES` (``PYTHONPATH`` among those
-    left out), the variables of :data:`LEFT_OUT` and any variable that starts with one of ``drop``;
-    with :data:`FIXED`."""
+    """The environment one run of a snippet runs in (see the module's text): this one without
+    ``PYTEST*`` variables, any ``PYTHON*`` variable but :data:`KEPT_PYTHON_VARIABLES` (``PYTHONPATH``
+    among those left out), the variables of :data:`LEFT_OUT`, those starting with one of
+    :data:`LEFT_OUT_PREFIXES` and any variable that starts with one of ``drop``; with :data:`FIXED`
+    and ``MPLCONFIGDIR`` a new empty folder. Each call makes a folder: give each run its own call.
+    :func:`run_python` and :func:`run_bounded` remove it when the run ends (:func:`release`), and
+    whatever is left is removed when this process ends."""
     if not isinstance(drop, tuple) or not all(isinstance(p, str) and p for p in drop):
         raise TypeError(f"drop must be a tuple of non-empty variable-name prefixes, got {drop!r}")
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST", *drop)) and k not in LEFT_OUT
+           if not k.startswith(("PYTEST", *LEFT_OUT_PREFIXES, *drop)) and k not in LEFT_OUT
            and (not k.startswith("PYTHON") or k in KEPT_PYTHON_VARIABLES)}
     return {**env, **FIXED, "MPLCONFIGDIR": _matplotlib_folder()}
 
 
-_mpl_folder: list[str] = []
+#: the MPLCONFIGDIR folders reader_env made that no run has released yet
+_mpl_folders: set[str] = set()
+_mpl_lock = threading.Lock()
 
 
 def _matplotlib_folder() -> str:
-    """A folder of this process's own, with no ``matplotlibrc`` in it, for ``MPLCONFIGDIR``: a figure or
-    snippet draws with matplotlib's defaults, not with the settings of the build user's folder
-    (``~/.config/matplotlib``, ``MPLCONFIGDIR``), which the execution cache does not key on; its
-    runs share the font list matplotlib keeps there. Removed when the process ends."""
-    if not _mpl_folder:
-        import atexit
-        import shutil
+    """A new empty folder, for one run's ``MPLCONFIGDIR``: a figure or snippet draws with matplotlib's
+    defaults, not with the settings of the build user's folder (``~/.config/matplotlib``,
+    ``MPLCONFIGDIR``) nor with a ``matplotlibrc`` an earlier run wrote into its own folder, none of
+    which the execution cache keys on. (Each run builds matplotlib's font list anew there: with the
+    few fonts a build machine has, about as quick as reading it.)"""
+    folder = tempfile.mkdtemp(prefix="netcl-lite-matplotlib-")
+    with _mpl_lock:
+        _mpl_folders.add(folder)
+    return folder
 
-        folder = tempfile.mkdtemp(prefix="netcl-lite-matplotlib-")
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        _mpl_folder.append(folder)
-    return _mpl_folder[0]
+
+def release(env: dict[str, str]) -> None:
+    """Remove the ``MPLCONFIGDIR`` folder :func:`reader_env` made for ``env``, once its run has ended
+    (nothing for an environment that holds another folder or none)."""
+    folder = env.get("MPLCONFIGDIR")
+    with _mpl_lock:
+        if folder not in _mpl_folders:
+            return
+        _mpl_folders.discard(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _release_all() -> None:
+    with _mpl_lock:
+        folders = list(_mpl_folders)
+        _mpl_folders.clear()
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+atexit.register(_release_all)
 
 
 class SnippetError(RuntimeError):
@@ -106,18 +148,22 @@ def run_python(script: str | Path, cwd: str | Path | None = None, timeout: float
     stdout read as the build reads a snippet's (:func:`printed`: bytes decoded as UTF-8, carriage
     returns kept, :class:`SnippetError` for bytes that are not UTF-8), its stderr decoded with
     U+FFFD for what is not UTF-8; ``python`` is this interpreter unless another install is named,
-    and ``env`` is :func:`reader_env` unless given."""
+    and ``env`` is :func:`reader_env` unless given (its ``MPLCONFIGDIR`` folder is removed after the run:
+    :func:`release`)."""
     if not isinstance(script, (str, Path)):
         raise TypeError(f"script must be a path, got {type(script).__name__}")
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     command = [str(python), str(Path(script).resolve())]
     env = reader_env() if env is None else env
-    if cwd is not None:
-        run = subprocess.run(command, cwd=cwd, env=env, capture_output=True, timeout=timeout)
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            run = subprocess.run(command, cwd=tmp, env=env, capture_output=True, timeout=timeout)
+    try:
+        if cwd is not None:
+            run = subprocess.run(command, cwd=cwd, env=env, capture_output=True, timeout=timeout)
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                run = subprocess.run(command, cwd=tmp, env=env, capture_output=True, timeout=timeout)
+    finally:
+        release(env)
     return subprocess.CompletedProcess(command, run.returncode, printed(run.stdout, script),
                                        run.stderr.decode("utf-8", "replace"))
 
@@ -154,7 +200,8 @@ def run_bounded(command: list[str], cwd: str | Path, env: dict[str, str], timeou
     """``command`` in its own process group, stdin empty, for at most ``timeout`` seconds, reading at
     most ``limit`` bytes of stdout (None: stdout is discarded). A run past either limit is stopped at
     once, without reading further. When the command ends, whatever it left running in its group is
-    killed too, so nothing it started outlives it or holds its output open."""
+    killed too, so nothing it started outlives it or holds its output open, and the ``MPLCONFIGDIR``
+    folder :func:`reader_env` made for ``env`` is removed (:func:`release`)."""
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
@@ -202,6 +249,7 @@ def run_bounded(command: list[str], cwd: str | Path, env: dict[str, str], timeou
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
+        release(env)
     if stopped is None and over.is_set():           # it printed too much, then ended before we looked
         stopped = "limit"
     return Bounded(None if stopped else proc.returncode, bytes(out[:limit]), bytes(err), stopped)

@@ -72,8 +72,6 @@ def test_many_unclosed_image_openings_are_scanned_quickly(unit, n):
     assert time.perf_counter() - start < 1.0
 
 
-@pytest.mark.xfail(strict=True, reason="round 10: kernel_source leaves an include whose trailing comment runs "
-                   "onto the next line unwritten, and the compiler, given no -I, cannot find the file")
 def test_an_include_followed_by_a_comment_over_two_lines_is_written_in(tmp_path, monkeypatch):
     from netcl_lite.core import kernels
 
@@ -85,8 +83,6 @@ def test_an_include_followed_by_a_comment_over_two_lines_is_written_in(tmp_path,
     assert "#define TWO 2" in source, f"the include was not written in: {source!r}"
 
 
-@pytest.mark.xfail(strict=True, reason="round 10: kernel_source reads an #include inside a block comment "
-                   "(which the compiler ignores) and refuses the kernel with FileNotFoundError when it is gone")
 def test_an_include_inside_a_block_comment_is_not_read(tmp_path, monkeypatch):
     from netcl_lite.core import kernels
 
@@ -97,9 +93,6 @@ def test_an_include_inside_a_block_comment_is_not_read(tmp_path, monkeypatch):
     assert "__kernel void k" in source
 
 
-@pytest.mark.xfail(strict=True, reason="round 10: the MPLCONFIGDIR folder reader_env gives is shared by every "
-                   "run of the process: a matplotlibrc one snippet writes there styles later figures, whose "
-                   "cache keys do not hold it")
 def test_a_matplotlibrc_one_run_writes_does_not_reach_the_next(tmp_path):
     import subprocess
     import sys
@@ -159,9 +152,6 @@ def test_a_figure_inside_an_html_comment_needs_no_caption(text):
     assert generated.uncaptioned("# Hostile\n\n" + text) == []
 
 
-@pytest.mark.xfail(strict=True, reason="round 10: kernel_source resolves a nested quoted include against the "
-                   "kernel folder, not the including file's folder as the C preprocessor does: another file "
-                   "of the same name is written in")
 def test_a_nested_include_is_read_beside_the_file_that_includes_it(tmp_path, monkeypatch):
     from netcl_lite.core import kernels
 
@@ -176,8 +166,6 @@ def test_a_nested_include_is_read_beside_the_file_that_includes_it(tmp_path, mon
     assert "#define V 2" in source and "#define V 1" not in source, source
 
 
-@pytest.mark.xfail(strict=True, reason="round 10: reader_env passes MPLBACKEND through (MATPLOTLIBRC is left "
-                   "out): the build user's backend reaches every snippet and figure, and no cache key holds it")
 def test_the_build_s_matplotlib_backend_does_not_reach_a_snippet(monkeypatch):
     from site_build import runner
     monkeypatch.setenv("MPLBACKEND", "pdf")

@@ -60,11 +60,11 @@ def test_a_rejected_formula_names_the_page_s_line(tmp_path, monkeypatch):
     (tmp_path / "hostile.md").write_text("# Hostile\n\nText.\n\n$$\n\\frac{1}\n$$\n", encoding="utf-8")
     deep = "{" * 150 + "x" + "}" * 150                         # over the bound: its error names the line
     (tmp_path / "deep.md").write_text(f"# Deep\n\nText.\n\n$$\n{deep}\n$$\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"^deep\.md:6: "):
+    with pytest.raises(ValueError, match=r"^docs/deep\.md:6: "):
         mathml.render(f'<div class="arithmatex">\\[\n{deep}\n\\]</div>', "deep.md")
     with pytest.raises(ValueError) as err:
         mathml.render('<div class="arithmatex">\\[\n\\frac{1}\n\\]</div>', "hostile.md")
-    assert str(err.value).startswith("hostile.md:6: "), str(err.value)
+    assert str(err.value).startswith("docs/hostile.md:6: "), str(err.value)
 
 
 #: a generated figure written over two lines, or with a query or a fragment after its path, each with

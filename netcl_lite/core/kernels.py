@@ -18,6 +18,7 @@ import re
 import warnings
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyopencl as cl
@@ -81,42 +82,173 @@ class KernelBuildError(RuntimeError):
     """An OpenCL program failed to compile; the message holds the build log."""
 
 
-#: a quoted include of a kernel source: ``#include "common.h"``
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"[ \t]*(?://[^\n]*|/\*[^\n]*?\*/[ \t]*)?$', re.M)
-
-
 def kernel_source(filename: str) -> str:
-    """The text of ``kernels/<filename>`` with each quoted ``#include`` of a file in that folder
-    written in, between ``#line`` directives (a compiler's messages name the file and line they
-    are on). The compiler then needs no ``-I <folder>``: its build options hold no install path,
-    so PoCL's and PyOpenCL's caches of built programs (keyed by source and options) serve every
-    checkout and virtual environment that holds the same sources, and a reader's fresh install
-    does not compile again what this machine has built already."""
+    """The text of ``kernels/<filename>`` with each quoted ``#include`` written in, between ``#line``
+    directives (a compiler's messages name the file and line they are on). The compiler then needs
+    no ``-I <folder>``: its build options hold no install path, so PoCL's and PyOpenCL's caches of
+    built programs (keyed by source and options) serve every checkout and virtual environment that
+    holds the same sources, and a reader's fresh install does not compile again what this machine
+    has built already.
+
+    Includes are read as the C preprocessor reads them (:func:`_directives`): an include inside a
+    comment is none, and a comment after one may run onto the next lines. ``#include "name"`` is
+    looked for beside the file that includes it, then in the kernel folder (as ``-I <folder>``
+    would); a name that leads outside the kernel folder is refused with ``ValueError``. A file that
+    holds ``#pragma once`` is written in once; one that includes itself, directly or not, raises
+    :class:`KernelBuildError` (an include guard does not stop the writing in)."""
     if not isinstance(filename, str) or not filename:
         raise TypeError(f"filename must be a non-empty str naming a file in {kernel_dir()}, got {filename!r}")
-    return _with_includes(filename, ())
-
-
-def _with_includes(filename: str, within: tuple[str, ...]) -> str:
-    if filename in within:
-        raise KernelBuildError(f"{within[-1]} includes {filename}, which includes itself: "
-                               f"{' -> '.join((*within, filename))}")
     folder = kernel_dir()
-    path = folder / filename
-    where = f" (included by {within[-1]})" if within else ""
-    if Path(filename).is_absolute() or not path.resolve().is_relative_to(folder.resolve()):
-        raise ValueError(f"filename must name a file in {folder}, got {filename!r}{where}: a kernel's source "
+    return _with_includes(_resolve(filename, None, folder, None), folder, (), set())
+
+
+def _shown(path: Path, folder: Path) -> str:
+    """How messages and ``#line`` directives name a kernel file: its path in the kernel folder."""
+    return path.relative_to(folder.resolve()).as_posix()
+
+
+def _resolve(name: str, beside: Path | None, folder: Path, by: str | None) -> Path:
+    """The file ``#include "name"`` in a file of the folder ``beside`` reads (``beside`` None: the kernel
+    source ``name`` itself), resolved: beside the including file first, then in the kernel ``folder``."""
+    where = f" (included by {by})" if by else ""
+    inside = folder.resolve()
+    candidates = [(beside / name).resolve()] if beside is not None else []
+    candidates.append((folder / name).resolve())
+    found = next((c for c in candidates if c.is_file()), None)
+    if Path(name).is_absolute() or any(not c.is_relative_to(inside) for c in ([found] if found else candidates)):
+        raise ValueError(f"filename must name a file in {folder}, got {name!r}{where}: a kernel's source "
                          f"and what it includes are read from that folder alone")
-    if not path.is_file():
-        raise FileNotFoundError(f"no kernel source {filename!r} in {kernel_dir()}{where}")
+    if found is None:
+        raise FileNotFoundError(f"no kernel source {name!r} in {folder}{where}")
+    return found
+
+
+def _with_includes(path: Path, folder: Path, chain: tuple[Path, ...], once: set[Path]) -> str:
+    """The text of ``path`` with its includes written in; ``chain``: the files that include it, outermost
+    first; ``once``: the files read so far that hold ``#pragma once``."""
+    shown = _shown(path, folder)
     text = path.read_text()
+    pieces, at = [], 0
+    for directive in _directives(text, shown):
+        pieces.append(text[at:directive.start])
+        at = directive.end
+        resume = f'#line {text.count(chr(10), 0, directive.end) + 2} "{shown}"'    # the line below it
+        if directive.name is None:               # #pragma once: kept here, not handed to the compiler,
+            once.add(path)                       # which warns about it in the file it compiles
+            pieces.append(resume)
+            continue
+        target = _resolve(directive.name, path.parent, folder, shown)
+        if target in once:
+            pieces.append(resume)
+            continue
+        if target in (*chain, path):
+            names = [_shown(p, folder) for p in (*chain, path, target)]
+            raise KernelBuildError(f"{shown} includes {names[-1]}, which includes itself: {' -> '.join(names)}")
+        body = _with_includes(target, folder, (*chain, path), once)
+        pieces.append(f'#line 1 "{_shown(target, folder)}"\n{body.rstrip(chr(10))}\n{resume}')
+    pieces.append(text[at:])
+    return "".join(pieces)
 
-    def written_in(m: re.Match) -> str:
-        after = text.count("\n", 0, m.end()) + 2            # the line below the include
-        return (f'#line 1 "{m[1]}"\n{_with_includes(m[1], (*within, filename)).rstrip(chr(10))}\n'
-                f'#line {after} "{filename}"')
 
-    return _INCLUDE.sub(written_in, text)
+class _Directive(NamedTuple):
+    """One ``#include "name"`` or ``#pragma once`` of a source, as the preprocessor reads it: the
+    original text's span from the start of the directive's line to the newline that ends it (after
+    line splicing and with comments as spaces, a directive may cover several lines), and the name
+    included (None for ``#pragma once``)."""
+
+    start: int
+    end: int
+    name: str | None
+
+
+def _spliced(text: str) -> tuple[str, list[int]]:
+    """``text`` with each backslash-newline removed (the preprocessor's line splicing, before it reads
+    comments and directives), and the offset in ``text`` of each character kept, plus one past the end."""
+    kept, where, i = [], [], 0
+    for m in re.finditer(r"\\\r?\n", text):
+        kept.append(text[i:m.start()])
+        where.extend(range(i, m.start()))
+        i = m.end()
+    kept.append(text[i:])
+    where.extend(range(i, len(text) + 1))
+    return "".join(kept), where
+
+
+def _blank(s: str, i: int) -> int:
+    """The offset in ``s`` (spliced text) past the blanks and comments at ``i``, not past a newline but
+    past those inside a block comment (a comment is one space: the line goes on after it)."""
+    while i < len(s):
+        if s[i] in " \t\f\v\r":
+            i += 1
+        elif s.startswith("/*", i):
+            end = s.find("*/", i + 2)
+            i = len(s) if end < 0 else end + 2
+        elif s.startswith("//", i):
+            end = s.find("\n", i)
+            i = len(s) if end < 0 else end
+        else:
+            break
+    return i
+
+
+def _word(s: str, i: int) -> tuple[str, int]:
+    m = _IDENTIFIER.match(s, i)
+    return (m[0], m.end()) if m else ("", i)
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+#: a run of code that holds no quote, no slash and no blank: nothing in it starts a comment or a literal
+_OTHER = re.compile(r"[^\"'/\s]+")
+#: a string or character literal, to its closing quote or the end of its line
+_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"?|\'(?:[^\'\\\n]|\\.)*\'?', re.S)
+
+
+def _directives(text: str, filename: str) -> list[_Directive]:
+    """The quoted includes and ``#pragma once`` lines of one source, read in one pass as the C
+    preprocessor reads them: backslash-newlines spliced first; then ``/* … */`` and ``//`` comments,
+    outside string and character literals, are blanks (so an include inside a block comment is not
+    one, and a comment after an include may run onto the next lines); a directive is a line whose
+    first token is ``#`` and ends at the first newline outside a comment. An include ``<name>`` or
+    ``MACRO`` is left to the compiler. Raises :class:`KernelBuildError` for an include with more
+    than blanks after its name (the compiler would warn and ignore it)."""
+    s, where = _spliced(text)
+    found, i, line_start, first = [], 0, 0, True
+    while i < len(s):
+        i = _blank(s, i)
+        if i >= len(s):
+            break
+        c = s[i]
+        if c == "\n":
+            i += 1
+            line_start, first = i, True
+            continue
+        if first and c == "#":
+            name, j = _word(s, _blank(s, i + 1))
+            j = _blank(s, j)
+            included = None
+            if name == "include" and s.startswith('"', j):
+                close = s.find('"', j + 1)
+                newline = s.find("\n", j + 1)
+                if close < 0 or 0 <= newline < close:
+                    raise KernelBuildError(f"{filename}:{text.count(chr(10), 0, where[j]) + 1}: an #include's "
+                                           f'"name" has no closing quote')
+                included, j = s[j + 1:close], _blank(s, close + 1)
+                if j < len(s) and s[j] != "\n":
+                    raise KernelBuildError(f"{filename}:{text.count(chr(10), 0, where[j]) + 1}: #include "
+                                           f'"{included}" is followed by more than a comment on its line')
+            elif name == "pragma":
+                word, k = _word(s, j)
+                if word == "once" and (_blank(s, k) >= len(s) or s[_blank(s, k)] == "\n"):
+                    j = _blank(s, k)
+                    found.append(_Directive(where[line_start], where[j], None))
+            if included is not None:
+                found.append(_Directive(where[line_start], where[j], included))
+            i, first = j, False
+            continue
+        first = False
+        token = _LITERAL.match(s, i) or _OTHER.match(s, i)
+        i = token.end() if token else i + 1
+    return found
 
 
 #: the platform whose driver keeps built programs (PoCL's kernel cache, keyed by the source and the
