@@ -23,11 +23,6 @@ def _shown_inputs():
             ("# Roofline\n\n<!-- kernels.json: roofline -->\n", RESULTS.with_name("roofline.json"))]
 
 
-@pytest.mark.xfail(strict=True, reason="round 11: under mkdocs serve --dirty a page's digest "
-                   "(dirty_pages.page_inputs) leaves out files the page shows: references.bib for a page that "
-                   "cites (its links' titles), glossary.yml for the Glossary page, the seeds file a build "
-                   "output prints from (which store.context keys), and roofline.json, which Chapter 8's roofline "
-                   "sections read as they render; an edit to them leaves the page stale")
 @pytest.mark.parametrize("case", range(4), ids=["citation", "glossary", "build-output-data", "roofline"])
 def test_a_page_s_digest_covers_the_files_it_shows(case):
     from site_build import dirty_pages
@@ -36,9 +31,6 @@ def test_a_page_s_digest_covers_the_files_it_shows(case):
     assert source in dirty_pages.page_inputs(text, library=[]), f"{source} is not among the page's inputs"
 
 
-@pytest.mark.xfail(strict=True, reason="round 11: under mkdocs serve --dirty a page's digest covers the files "
-                   "it includes but not the files those include (nested includes), so an edit to a nested "
-                   "file leaves the page stale")
 def test_a_page_s_digest_covers_its_nested_includes(tmp_path, monkeypatch):
     from site_build import dirty_pages
 
@@ -125,10 +117,6 @@ def test_an_excerpt_holds_its_include_and_nothing_else(rest):
 
 # -- site_build.docstrings: a >>> example whose printed text holds a fence -----------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 11: docstrings.markup fences a >>> example with three backticks "
-                   "whatever it holds, so an example that prints a line of three backticks closes its pycon "
-                   "block; the rest of the example becomes quotes and raw HTML on the reference page. The fence "
-                   "should be longer than any backtick run inside it (or the line escaped)")
 def test_a_docstring_example_that_prints_a_fence_stays_inside_its_block():
     import markdown
 
@@ -196,10 +184,6 @@ def test_a_file_s_highlighting_is_its_own_lexer_s_whatever_the_cache_holds(tmp_p
 
 # -- site_build.inputs: a stage's inputs seen by size and modification time alone ----------------------
 
-@pytest.mark.xfail(strict=True, reason="round 11: InputWatch (mkdocs serve's skip of a stage whose inputs did "
-                   "not change) compares each file's size and modification time only: an edit that keeps both "
-                   "(cp -p, rsync -t, a restored mtime) skips the figures or the training run, where "
-                   "dirty_pages.FileDigests also checks the status-change time and inode and sees it")
 def test_a_stage_whose_input_changed_at_the_same_size_and_time_runs_again(tmp_path):
     import os
 
@@ -215,11 +199,6 @@ def test_a_stage_whose_input_changed_at_the_same_size_and_time_runs_again(tmp_pa
     assert watch.changed("generated", [script])
 
 
-@pytest.mark.xfail(strict=True, reason="round 11: under mkdocs serve the plugin reuses its key context while "
-                   "the library's sources are unchanged (SiteBuild.context watches only them), but the context "
-                   "also digests the seeds file Chapter 9's build outputs print from: after an edit to "
-                   "capstone_seeds.json the next rebuild looks build outputs up under the old key and shows "
-                   "the old numbers")
 def test_the_plugin_s_key_context_follows_the_seeds_file(tmp_path, monkeypatch):
     from netcl_lite import capstone
     from site_build.plugin import SiteBuild
@@ -341,9 +320,6 @@ def test_an_excerpt_error_shows_control_characters_escaped(page):
 
 # -- site_build.templates: what the compiled templates depend on ----------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 11: environment_key leaves out the environment's finalize, which "
-                   "Jinja compiles into every {{ expression }}: two environments that differ only by it share a "
-                   "bytecode folder, and one runs templates compiled for the other")
 def test_environments_that_compile_a_template_differently_get_other_keys():
     import jinja2
 
