@@ -140,7 +140,7 @@ class SiteBuild(BasePlugin):
     def on_files(self, files, *, config):
         self.dirty_pages.invalidate(files)
         wheel = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
-        if not wheel.is_file():                        # the cache was emptied during this session
+        if not shipped_wheel.intact(wheel):            # emptied or damaged in the cache during this session
             self.inputs.forget("wheel")
             wheel = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
         shipped_wheel.add_files(files, config, wheel)
