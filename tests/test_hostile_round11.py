@@ -129,10 +129,6 @@ def test_a_docstring_example_that_prints_a_fence_stays_inside_its_block():
 
 # -- site_build.citations: a citation inside a raw HTML tag ---------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 11: a citation inside a raw HTML tag's attribute "
-                   "(<abbr title=\"after @key\">) is turned into a Markdown link inside the attribute, whose "
-                   "quotes end the attribute early: the tag gets stray attributes and the page broken HTML. It "
-                   "should be refused naming the page and the line (or left as the text it is)")
 def test_a_citation_inside_an_html_attribute_keeps_the_tag_whole():
     from html.parser import HTMLParser
 
@@ -156,9 +152,6 @@ def test_a_citation_inside_an_html_attribute_keeps_the_tag_whole():
 
 # -- site_build.source_pages: the highlighting cache's key ----------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 11: source pages keep Pygments' HTML on disk under the file's "
-                   "content digest alone, not the lexer its name picks (Python for .py, C otherwise): a C file "
-                   "whose bytes equal a Python file's gets the Python highlighting from the cache")
 def test_a_file_s_highlighting_is_its_own_lexer_s_whatever_the_cache_holds(tmp_path, monkeypatch):
     import hashlib
 
@@ -214,10 +207,6 @@ def test_the_plugin_s_key_context_follows_the_seeds_file(tmp_path, monkeypatch):
 
 # -- site_build.source_pages: errors of the excerpts read for the source pages --------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 11: the source pages read every page's excerpts in on_files, "
-                   "before any page's own check runs, and call section_lines without the page: an excerpt of "
-                   "a missing section or of a path outside the project stops the build with an error that "
-                   "names '(no page)' instead of the page and its line")
 @pytest.mark.parametrize("include", ['"netcl_lite/capstone.py:no-such-section"', '"../../etc/passwd"'],
                          ids=["missing-section", "outside"])
 def test_an_excerpt_the_source_pages_cannot_read_names_its_page(include):
@@ -272,9 +261,6 @@ def _check_seconds(unit: str, n: int) -> float:
     return time.perf_counter() - start
 
 
-@pytest.mark.xfail(strict=True, reason="round 11: citations.check is quadratic: _in_link walks back to the "
-                   "line's start for every citation on a long line (a valid line of 1,600 citations: seconds), "
-                   "and _NOT_PROSE's lazy '.*?' rescans to the end from every unclosed '<!--' (or '<code>', '\\(')")
 @pytest.mark.parametrize("unit,n", [("@vaswani2017attention shows ", 400), ("<!--a ", 2000)],
                          ids=["citations-on-one-line", "unclosed-comments"])
 def test_the_citation_check_takes_time_linear_in_the_page(unit, n):
@@ -301,10 +287,6 @@ def test_segments_refuses_counts_it_cannot_lay_out_naming_them(n_tokens, streams
 
 # -- site_build.copyable: the page's own text in its errors ---------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 11: copyable's excerpt errors quote the page's line as it is "
-                   "(an excerpt-like fence in another form, an excerpt never closed): an ESC or a bidi mark in "
-                   "it reaches the terminal as a control sequence; it should be written out escaped, as the "
-                   "marker and include errors do")
 @pytest.mark.parametrize("page", [
     '# P\n\n~~~{.python .excerpt title="\x1b[31mred"}\n--8<-- "netcl_lite/capstone.py:recipe"\n~~~\n',
     '# P\n\n```{.python .excerpt title="x"}\n--8<-- "netcl_lite/capstone.py:rec\x1b[31mipe"\n',
@@ -352,10 +334,6 @@ def test_the_command_line_names_a_cache_folder_it_cannot_make(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "in.txt"]
 
 
-@pytest.mark.xfail(strict=True, reason="round 11: the source pages' highlighting cache trusts its entries: an "
-                   "empty or truncated entry (it is written without a flush to disk, so a crash can leave one) "
-                   "is shown as the file's listing, blank lines past its end, until the file changes; the "
-                   "execution cache checks each entry's digest and runs a damaged one again")
 @pytest.mark.parametrize("damage", ["empty", "truncated"])
 def test_a_damaged_highlighting_entry_is_not_shown(tmp_path, monkeypatch, damage):
     import hashlib
