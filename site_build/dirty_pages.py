@@ -173,6 +173,8 @@ class DirtyPages:
         so that MkDocs renders it again."""
         if not self.dirty:
             return
+        self._reads.stop()                              # a render that failed half way recorded no page
+        self._rendering = None
         library = fingerprint.library_sources()         # listed once for all the pages
         for file in files.documentation_pages():
             now = digest(Path(file.abs_src_path), self.files, library, file.src_uri)
