@@ -15,10 +15,10 @@ in a page                           shown as                                    
 
 Each becomes a Markdown link to the work's entry on the Bibliography page (``bibliography.md#KEY``,
 which MkDocs checks under ``--strict``), titled with the full reference. Code (fenced and indented
-blocks, inline code, raw HTML ``<code>``, ``<pre>``, ``<kbd>``, ``<samp>``), math and HTML comments are
-left as they are. A key that is not in the source, and anything else in prose that looks like a
-citation (an ``@`` beginning a word: ``[@near-miss]``, ``[see @key]``, ``[@a, @b]``), fails the build,
-naming the page and the line. The Bibliography page holds ``<!-- bibliography -->``, which becomes every
+blocks, inline code, raw HTML ``<code>``, ``<pre>``, ``<kbd>``, ``<samp>``), math, HTML comments and
+HTML tags (their attributes) are left as they are. A key that is not in the source, and anything
+else in prose that looks like a citation (an ``@`` beginning a word: ``[@near-miss]``, ``[see @key]``,
+``[@a, @b]``), fails the build, naming the page and the line. The Bibliography page holds ``<!-- bibliography -->``, which becomes every
 entry, sorted by first author and year, with the pages that cite it.
 """
 
@@ -370,7 +370,7 @@ def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, fi
     ``markdown``'s first) for the first citation in its prose whose key is not in the source, and for
     anything there that looks like a citation but is not one: an ``@`` or ``-@`` that begins a word
     outside the forms of the module's table (``[@near-miss]``, ``[see @key]``, ``[@a, @b]``, an unclosed
-    ``[@key``, ``-@key`` outside brackets). Code, math and HTML comments are not read."""
+    ``[@key``, ``-@key`` outside brackets). Code, math, HTML comments and tags are not read."""
     known = works() if known is None else known
 
     def fail(at: int, why: str) -> None:

@@ -185,6 +185,18 @@ def test_under_dirty_a_page_is_rendered_again_when_a_file_it_read_as_it_rendered
     assert clean.read == {}
 
 
+def test_a_page_s_inputs_hold_the_apparatus_it_shows():
+    """The glossary's tooltip pages show its definitions; the Bibliography lists the pages that cite."""
+    from site_build import citations, glossary
+    from site_build.paths import DOCS
+
+    tooltips = dirty_pages.page_inputs("# Ch\n\nText.\n", library=[], page_uri=glossary.TOOLTIP_PAGES[0])
+    assert tooltips == [glossary.SOURCE]
+    assert dirty_pages.page_inputs("# Ch\n\nText.\n", library=[], page_uri="index.md") == []
+    listing = dirty_pages.page_inputs("# Bibliography\n\n<!-- bibliography -->\n", library=[])
+    assert citations.SOURCE in listing and DOCS / "chapter-7.md" in listing
+
+
 def test_under_dirty_a_page_not_utf8_or_including_a_name_the_system_refuses_is_left_to_mkdocs(tmp_path, monkeypatch):
     """Under --dirty each page's inputs are digested before MkDocs reads the pages: a page that is not
     UTF-8, or that includes a name the system cannot look up (past NAME_MAX, a NUL), stopped the build
