@@ -153,9 +153,11 @@ def build_wheel() -> Path:
     stored = fingerprint.cache_root() / "wheel" / sources_digest() / wheel_name()
     if intact(stored):
         return stored
-    if stored.exists():
+    if _record(stored).exists():
         log.warning(f"{stored} does not match the digest stored with it (emptied, truncated or edited); "
                     f"building it again")
+    elif stored.exists():                  # stored before wheels had a record, or its record never written
+        log.info(f"{stored} has no digest stored with it; building it again")
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                                "-q", "-w", tmp, str(ROOT)], capture_output=True, text=True, timeout=600,
