@@ -15,10 +15,10 @@ in a page                           shown as                                    
 
 Each becomes a Markdown link to the work's entry on the Bibliography page (``bibliography.md#KEY``,
 which MkDocs checks under ``--strict``), titled with the full reference. Code (fenced and indented
-blocks, inline code, raw HTML ``<code>``, ``<pre>``, ``<kbd>``, ``<samp>``), math and HTML comments are
-left as they are. A key that is not in the source, and anything else in prose that looks like a
-citation (an ``@`` beginning a word: ``[@near-miss]``, ``[see @key]``, ``[@a, @b]``), fails the build,
-naming the page and the line. The Bibliography page holds ``<!-- bibliography -->``, which becomes every
+blocks, inline code, raw HTML ``<code>``, ``<pre>``, ``<kbd>``, ``<samp>``), math, HTML comments and
+HTML tags (their attributes) are left as they are. A key that is not in the source, and anything
+else in prose that looks like a citation (an ``@`` beginning a word: ``[@near-miss]``, ``[see @key]``,
+``[@a, @b]``), fails the build, naming the page and the line. The Bibliography page holds ``<!-- bibliography -->``, which becomes every
 entry, sorted by first author and year, with the pages that cite it.
 """
 
@@ -43,11 +43,15 @@ BRACKETED = re.compile(rf"\[(?P<items>-?@{KEY}[^\]\[;@]*(?:;\s*-?@{KEY}[^\]\[;@]
 #: ``@key`` or ``@key [locator]``: a narrative citation (not an e-mail address, not a decorator in code)
 NARRATIVE = re.compile(rf"(?<![\w@./\\-])@(?P<key>{KEY})\b(?:\s\[(?P<locator>[^\]\[@]+)\])?")
 _ITEM = re.compile(rf"^\s*(?P<year_only>-)?@(?P<key>{KEY})\s*(?:,\s*(?P<locator>.*?))?\s*$", re.S)
-#: what is not prose inside a block of text: inline code, math, HTML comments, and raw HTML elements
-#: whose text is code (``<code>``, ``<pre>``, ``<kbd>``, ``<samp>``, ``<script>``, ``<style>``, ``<textarea>``)
-_NOT_PROSE = re.compile(r"(?P<ticks>`+).+?(?<!`)(?P=ticks)(?!`)|\\\(.*?\\\)|\\\[.*?\\\]|<!--.*?-->"
-                        r"|<(?P<tag>code|pre|kbd|samp|script|style|textarea)\b[^>]*>.*?</(?P=tag)\s*>",
-                        re.S | re.I)
+#: where something that is not prose may start inside a block of text: a run of backticks (inline
+#: code), ``\(`` or ``\[`` (math), an HTML comment, a raw HTML element whose text is code (``<code>``,
+#: ``<pre>``, ``<kbd>``, ``<samp>``, ``<script>``, ``<style>``, ``<textarea>``) or any other HTML tag (its
+#: name and attributes are not prose: a citation there would become a link inside an attribute)
+_NOT_PROSE_START = re.compile(r"(?P<ticks>`+)|\\(?P<math>[(\[])|(?P<comment><!--)"
+                              r"|<(?P<tag>code|pre|kbd|samp|script|style|textarea)\b|(?P<html></?[A-Za-z])", re.I)
+#: a whole HTML tag from its ``<``: a name, then anything but ``<`` and ``>`` outside quoted values
+_HTML_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:[^<>\"']|\"[^\"]*\"|'[^']*')*>")
+_MATH_CLOSE = {"(": "\\)", "[": "\\]"}
 #: the opening line of a fenced code block (a backtick fence's info holds no backtick)
 _FENCE_OPEN = re.compile(r"^(?P<ws>[ \t>]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 #: a list item's marker with nothing after it: a number there is what makes the line an item
@@ -278,14 +282,69 @@ def _code_blocks(markdown: str) -> list[tuple[int, int]]:
     return spans
 
 
+def _not_prose(text: str, start: int, end: int):
+    """The (start, end) spans of ``text[start:end]`` that are not prose (:data:`_NOT_PROSE_START`), in
+    order, in one pass: a closer searched for and not found is remembered, so an opener never closed
+    (a lone ``<!--``, backtick run or ``\\(``) costs one search however often it repeats. A run of
+    backticks closes at the next run of the same length, as CommonMark reads inline code; an opener
+    never closed is text."""
+    missing: dict[object, int] = {}           # closer → a position from which it was not found
+
+    def find(closer, pattern: re.Pattern | str, at: int) -> re.Match | int | None:
+        if closer in missing and missing[closer] <= at:
+            return None
+        found = pattern.search(text, at, end) if isinstance(pattern, re.Pattern) else text.find(pattern, at, end)
+        if found is None or found == -1:
+            missing[closer] = at
+            return None
+        return found
+
+    at = start
+    while (m := _NOT_PROSE_START.search(text, at, end)) is not None:
+        stop = None
+        if m["ticks"]:
+            n = len(m["ticks"])
+            close = find(("`", n), _tick_run(n), m.end() + 1)
+            stop = close.end() if close is not None else None
+        elif m["math"]:
+            close = find(m["math"], _MATH_CLOSE[m["math"]], m.end())
+            stop = close + 2 if close is not None else None
+        elif m["comment"]:
+            close = find("-->", "-->", m.end())
+            stop = close + 3 if close is not None else None
+        elif m["tag"]:
+            opened = find(">", ">", m.end())
+            name = m["tag"].lower()
+            close = find(name, _element_close(name), opened + 1) if opened is not None else None
+            stop = close.end() if close is not None else None
+        if stop is None and (m["tag"] or m["html"]):      # any tag, a raw element's own included
+            tag = _HTML_TAG.match(text, m.start(), end)
+            stop = tag.end() if tag else None
+        if stop is None:
+            at = m.end() if m["ticks"] or m["math"] or m["comment"] else m.start() + 1
+            continue
+        yield m.start(), stop
+        at = stop
+
+
+@functools.lru_cache(maxsize=16)
+def _tick_run(n: int) -> re.Pattern:
+    return re.compile(rf"(?<!`)`{{{n}}}(?!`)")
+
+
+@functools.lru_cache(maxsize=16)
+def _element_close(name: str) -> re.Pattern:
+    return re.compile(rf"</{name}\s*>", re.I)
+
+
 def prose_spans(markdown: str) -> list[tuple[int, int]]:
     """The (start, end) spans of ``markdown`` that are prose: outside code (fenced and indented blocks,
-    inline code, raw HTML ``<code>``, ``<pre>`` and the like), math and HTML comments."""
+    inline code, raw HTML ``<code>``, ``<pre>`` and the like), math, HTML comments and HTML tags."""
     spans, at = [], 0
     for block_start, block_end in [*_code_blocks(markdown), (len(markdown), len(markdown))]:
-        for m in _NOT_PROSE.finditer(markdown, at, block_start):
-            spans.append((at, m.start()))
-            at = m.end()
+        for not_start, not_end in _not_prose(markdown, at, block_start):
+            spans.append((at, not_start))
+            at = not_end
         spans.append((at, block_start))
         at = block_end
     return spans
@@ -311,7 +370,7 @@ def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, fi
     ``markdown``'s first) for the first citation in its prose whose key is not in the source, and for
     anything there that looks like a citation but is not one: an ``@`` or ``-@`` that begins a word
     outside the forms of the module's table (``[@near-miss]``, ``[see @key]``, ``[@a, @b]``, an unclosed
-    ``[@key``, ``-@key`` outside brackets). Code, math and HTML comments are not read."""
+    ``[@key``, ``-@key`` outside brackets). Code, math, HTML comments and tags are not read."""
     known = works() if known is None else known
 
     def fail(at: int, why: str) -> None:
@@ -327,66 +386,121 @@ def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, fi
             "(README, Citations), or put the text in code")
     for start, end in prose_spans(markdown):
         text = markdown[start:end]
+        if "@" not in text:
+            continue
+        links = _Brackets(text)
         for m in BRACKETED.finditer(text):
             for item in m["items"].split(";"):
                 unknown(start + m.start(), _ITEM.match(item)["key"])
-            if where := _in_link(text, m.start(), m.end()):
+            if where := links.in_link(m.start(), m.end()):
                 fail(start + m.start(), f"{m.group(0)!r} stands inside {where}, where a citation cannot become "
                                         "a link (the page would show its Markdown); cite outside the link")
         for m in NARRATIVE.finditer(text):
-            if where := _in_link(text, m.start(), m.end()):
+            if where := links.in_link(m.start(), m.end()):
                 fail(start + m.start(), f"{m.group(0)!r} stands inside {where}, where a citation cannot become "
                                         "a link (the page would show its Markdown); cite outside the link")
         text = BRACKETED.sub(_blank, text)
+        brackets = _Brackets(text)
         for m in NARRATIVE.finditer(text):
-            if (bracket := _in_brackets(text, m.start(), m.end())) is not None:
+            if (bracket := brackets.in_brackets(m.start(), m.end())) is not None:
                 fail(start + m.start(), f"{bracket!r} is not a citation: a key inside brackets stands in "
                                         f"[@key] or [@a; @b] alone" + form)
             unknown(start + m.start(), m["key"])
         text = NARRATIVE.sub(_blank, text)
         for m in AT.finditer(text):
-            shown = _in_brackets(text, m.start(), m.end()) or re.match(r"-?@[\w.:-]*", text[m.start():]).group(0)
+            shown = (_Brackets(text).in_brackets(m.start(), m.end())
+                     or re.match(r"-?@[\w.:-]*", text[m.start():]).group(0))
             fail(start + m.start(), f"{shown!r} looks like a citation but is not one (no key authorYEARword "
                                     f"there, or it stands outside the syntax)" + form)
 
 
-def _in_link(text: str, start: int, end: int) -> str | None:
-    """What link part ``text[start:end]`` stands in on its line, or None: the text of a link (an open
-    ``[``, no image's ``![``, whose ``]`` is followed by ``(`` or ``[``), or a link's target or title
-    (after ``](``, before its ``)``)."""
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    line_end = len(text) if line_end < 0 else line_end
-    target = text.rfind("](", line_start, start)
-    if target >= 0 and text.find(")", target, start) < 0:
-        return "a link's target or title"
-    depth, opened = 0, None
-    for i in range(start - 1, line_start - 1, -1):      # the innermost bracket open before it
-        if text[i] in "[]":
-            depth += 1 if text[i] == "]" else -1
-            if depth < 0:
-                opened = i
-                break
-    if opened is None or (opened and text[opened - 1] == "!"):
-        return None
-    depth = 0
-    for i in range(end, line_end):                       # and where that bracket closes
-        if text[i] in "[]":
-            depth += 1 if text[i] == "[" else -1
-            if depth < 0:
-                return "a link's text" if text.startswith(("(", "["), i + 1) else None
-    return None
+class _Brackets:
+    """Where the brackets of a text open and close, line by line, found in one pass, so that the link
+    part or bracket around each of many citations on a line is found without walking the line again
+    (:meth:`in_link`, :meth:`in_brackets`)."""
 
+    _TOKEN = re.compile(r"\]\(|[\[\]\n)]")
 
-def _in_brackets(text: str, start: int, end: int) -> str | None:
-    """The bracket around ``text[start:end]`` on its line (to its ``]`` or the end of the match), or None."""
-    line_start = text.rfind("\n", 0, start) + 1
-    opened = text.rfind("[", line_start, start)
-    if opened <= text.rfind("]", line_start, start):
-        return None
-    line_end = text.find("\n", end)
-    closed = text.find("]", end, len(text) if line_end < 0 else line_end)
-    return text[opened:closed + 1 if closed >= 0 else end].strip()
+    def __init__(self, text: str):
+        self.text = text
+        self.at: list[int] = []           # each token's position, in order
+        self.top: list[int] = []          # after it: the innermost bracket open on its line, or -1
+        self.target: list[int] = []       # after it: the "](" of a link target open on its line, or -1
+        stack, target = [], -1
+        for m in self._TOKEN.finditer(text):
+            i, token = m.start(), m.group(0)
+            if token == "\n":
+                stack, target = [], -1
+            elif token == "[":
+                stack.append(i)
+            elif token == ")":
+                target = -1
+            elif stack:                                 # "]" or "](": closes the innermost bracket
+                stack.pop()
+            self.at.append(i)
+            self.top.append(stack[-1] if stack else -1)
+            self.target.append(target)
+            if token == "](":                           # a target starts after its "(": from i + 2
+                target = i
+                self.at.append(i + 1)
+                self.top.append(stack[-1] if stack else -1)
+                self.target.append(target)
+        self.brackets = [(m.start(), m.group(0)) for m in re.finditer(r"[\[\]\n]", text)]
+        self.bracket_at = [i for i, _ in self.brackets]
+        # from each bracket or newline on, the first "]" on its line that no "[" from there on closes
+        # (what closes a bracket open before it): one pass from the end, "]"s waiting on a stack
+        self.unclosed: list[int] = [-1] * len(self.brackets)
+        waiting: list[int] = []
+        for k in range(len(self.brackets) - 1, -1, -1):
+            i, b = self.brackets[k]
+            if b == "\n":
+                waiting = []
+            elif b == "]":
+                waiting.append(i)
+            elif waiting:
+                waiting.pop()
+            self.unclosed[k] = waiting[-1] if waiting else -1
+        self.closers = [(i, b) for i, b in self.brackets if b != "["]     # "]" and newlines
+        self.closer_at = [i for i, _ in self.closers]
+
+    def _state(self, start: int) -> int:
+        """The index of the last token before ``start``, or -1."""
+        import bisect
+
+        return bisect.bisect_left(self.at, start) - 1
+
+    def in_link(self, start: int, end: int) -> str | None:
+        """What link part ``text[start:end]`` stands in on its line, or None: the text of a link (an open
+        ``[``, no image's ``![``, whose ``]`` is followed by ``(`` or ``[``), or a link's target or title
+        (after ``](``, before its ``)``)."""
+        k = self._state(start)
+        if k < 0:
+            return None
+        if self.target[k] >= 0:
+            return "a link's target or title"
+        opened = self.top[k]
+        if opened < 0 or (opened and self.text[opened - 1] == "!"):
+            return None
+        import bisect
+
+        k = bisect.bisect_left(self.bracket_at, end)
+        closed = self.unclosed[k] if k < len(self.brackets) else -1
+        if closed < 0:
+            return None
+        return "a link's text" if self.text.startswith(("(", "["), closed + 1) else None
+
+    def in_brackets(self, start: int, end: int) -> str | None:
+        """The bracket around ``text[start:end]`` on its line (to its ``]`` or the end of the match), or
+        None: the last ``[`` before it on its line, when no ``]`` follows that ``[`` before it."""
+        import bisect
+
+        k = bisect.bisect_left(self.bracket_at, start) - 1
+        if k < 0 or self.brackets[k][1] != "[":
+            return None
+        opened = self.brackets[k][0]
+        j = bisect.bisect_left(self.closer_at, end)
+        closed = self.closers[j][0] if j < len(self.closers) and self.closers[j][1] == "]" else -1
+        return self.text[opened:closed + 1 if closed >= 0 else end].strip()
 
 
 def _escape(text: str) -> str:

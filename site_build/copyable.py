@@ -24,6 +24,8 @@ import html
 import posixpath
 import re
 
+from netcl_lite.files import visible
+
 from . import markers
 from .includes import INCLUDE_ROOTS, inside
 from .paths import ROOT
@@ -103,7 +105,7 @@ def _excerpt(lines: list[str], i: int, where: str) -> tuple[re.Match, markers.In
         raise ValueError(f"{where}: {below.strip()!r}: an excerpt holds one include of a library file, "
                          f"{markers.include('netcl_lite/<file>.py', '<section>')} on the line under its fence")
     if inc.ranges is not None:
-        raise ValueError(f"{where}: {below.strip()}: an excerpt names a section of its file, not line ranges "
+        raise ValueError(f"{where}: {visible(below.strip())}: an excerpt names a section of its file, not line ranges "
                          f"(they would show other lines once the file changes); mark the lines "
                          f"{' … '.join(markers.section_bounds('<name>'))} and include "
                          f"{markers.include(inc.path, '<name>')}")
@@ -125,7 +127,7 @@ def check_excerpts(markdown: str, page_uri: str, first_line: int = 1) -> None:
     inside = {i for start, end in markers.fences(lines) for i in range(start + 1, end + 1)}
     for i, line in enumerate(lines):
         if i not in inside and markers.EXCERPT_LIKE.match(line) and not markers.EXCERPT_OPEN.match(line):
-            raise ValueError(f"docs/{page_uri}:{first_line + i}: {line.strip()}: {EXCERPT_FORM}")
+            raise ValueError(f"docs/{page_uri}:{first_line + i}: {visible(line.strip())}: {EXCERPT_FORM}")
     for i in range(len(lines)):
         where = f"docs/{page_uri}:{first_line + i + 1}"
         found = _excerpt(lines, i, where)
@@ -133,7 +135,7 @@ def check_excerpts(markdown: str, page_uri: str, first_line: int = 1) -> None:
             continue
         m, inc = found
         if not any(later.strip() == m["ticks"] for later in lines[i + 2:]):
-            raise ValueError(f"{where}: {lines[i + 1].strip()}: the excerpt's fence is never closed")
+            raise ValueError(f"{where}: {visible(lines[i + 1].strip())}: the excerpt's fence is never closed")
         section_lines(inc.path, inc.section, where)
 
 
@@ -164,7 +166,7 @@ def label_excerpts(markdown: str, page_uri: str) -> str:
         out.append(f"{m['indent']}{m['ticks']}{{{attrs}}}")
         close = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == m["ticks"]), None)
         if close is None:
-            raise ValueError(f"docs/{page_uri}: {lines[i + 1].strip()}: the excerpt's fence is never closed")
+            raise ValueError(f"docs/{page_uri}: {visible(lines[i + 1].strip())}: the excerpt's fence is never closed")
         out += lines[i + 1:close + 1]
         note = excerpt_note(inc.path, inc.section, page_uri)
         out += ["", *(m["indent"] + line for line in note.split("\n"))]

@@ -3,95 +3,184 @@
 A dirty build renders a page again only when its Markdown file is newer than its HTML, which
 makes a prose edit show in about a second: the other pages, the API reference above all, are
 not rendered again. But a page also shows what it includes (``--8<--`` snippets and library
-sections), its build outputs and figures, Chapter 8's measured tables and, on the reference
-pages, the library's docstrings. :class:`DirtyPages` keeps a digest of those inputs per page and
-deletes the HTML of a page whose digest changed, so the dirty build renders that page too.
-Without ``--dirty`` every build renders every page and it does nothing. A file's digest is
-computed again only when the file's status changed (:class:`FileDigests`), so a save does not
-read the whole library again for the pages that show it.
+sections, and what those include), its build outputs (the library and the data files they print
+from) and figures, Chapter 8's measured tables, its citations' references, the glossary's
+definitions and, on the reference pages, the library's docstrings. :class:`DirtyPages` keeps a
+digest of those inputs per page and deletes the HTML of a page whose digest changed, so the dirty
+build renders that page too. Without ``--dirty`` every build renders every page and it does nothing.
+
+Two sources name a page's inputs, so that neither alone has to be complete:
+
+* :func:`page_inputs`, read from the page's Markdown before it renders (what its markers, includes
+  and citations name, and the files the stages they run are known to read);
+* every file the process opened for reading while the page rendered (:class:`PageReads`, an audit
+  hook: whatever a stage, an extension or a report module reads, whether or not anyone listed it).
+
+A file's digest is computed again only when the file's status changed (:class:`FileDigests`), so a
+save does not read the whole library again for the pages that show it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import stat
+import sys
 from pathlib import Path
 
 from netcl_lite import fingerprint
 
-from . import markers
+from . import citations, glossary, markers, store
+from .inputs import FileDigests
 from .measured import REPORT, RESULTS
-from .paths import FIGURES, ROOT
+from .paths import DOCS, FIGURES, ROOT
+
+__all__ = ["DirtyPages", "FileDigests", "PageReads", "digest", "page_inputs"]
+
+#: what Chapter 8's measured sections read besides kernels.json as they render
+MEASURED_DATA = (RESULTS.with_name("roofline.json"),)
 
 
-def page_inputs(text: str, library: list[Path] | None = None) -> list[Path]:
-    """The files besides its Markdown that a page's HTML is made from (``library``: the library's
-    sources, :func:`netcl_lite.fingerprint.library_sources` when None)."""
+def _nested_includes(paths: list[Path]) -> list[Path]:
+    """The files that ``paths`` (included files) include in turn, at any depth, as pymdownx.snippets
+    reads them (paths from the project's root); each file is read once, and one that is missing,
+    not a regular file or not text includes nothing."""
+    seen, todo, found = set(paths), list(paths), []
+    while todo:
+        path = todo.pop()
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except (OSError, ValueError):               # missing, a folder, not UTF-8, a name refused
+            continue
+        for inc in markers.includes(text.split("\n")):
+            nested = ROOT / inc.path
+            if nested not in seen:
+                seen.add(nested)
+                todo.append(nested)
+                found.append(nested)
+    return found
+
+
+def page_inputs(text: str, library: list[Path] | None = None, page_uri: str | None = None) -> list[Path]:
+    """The files besides its Markdown that a page's HTML is made from, as its Markdown ``text`` names
+    them (``library``: the library's sources, :func:`netcl_lite.fingerprint.library_sources` when
+    None; ``page_uri``: the page's path under ``docs/``, for the pages that get glossary tooltips)."""
     paths = [ROOT / inc.path for inc in markers.includes(text.split("\n"))]
+    paths += _nested_includes(paths)
     paths += [FIGURES / f"{m.group('name')}.svg" for m in markers.FIGURE.finditer(text)]
     if "<!-- kernels.json:" in text:
-        paths += [RESULTS, REPORT]
+        paths += [RESULTS, *MEASURED_DATA, REPORT]
     if "<!-- build-output:" in text or markers.API.search(text):
-        # what a build output prints; an API page's docstrings
+        # what a build output prints (the library and the data files the key context digests, the
+        # snippet); an API page's docstrings
         paths += fingerprint.library_sources() if library is None else library
+        paths += store.data_files()
+        paths += [ROOT / m["path"] for m in markers.BUILD_OUTPUT.finditer(text)]
+    if "@" in text:                                 # a citation's link is titled with its reference
+        paths.append(citations.SOURCE)
+    if markers.BIBLIOGRAPHY.search(text):           # each entry lists the pages that cite it
+        paths += [citations.SOURCE, *sorted(DOCS.rglob("*.md"))]
+    if markers.GLOSSARY.search(text) or page_uri in glossary.TOOLTIP_PAGES:
+        paths.append(glossary.SOURCE)
     return paths
 
 
-class FileDigests:
-    """The SHA-256 of files, each read again only when its size, modification or status-change time
-    or inode changed since it was last read (any write changes the status-change time, which no
-    tool sets back; an editor's replace-by-rename changes the inode)."""
+class PageReads:
+    """The files the process opens for reading while a page renders, by the page's path under
+    ``docs/``: a Python audit hook (:func:`sys.addaudithook`) sees every ``open`` (``open``,
+    ``Path.read_text``, ``io.open_code``, ``os.open``), so a file a stage reads is an input of the
+    page whether or not :func:`page_inputs` names it. The hook is added once per process, on the
+    first :meth:`start`, and does nothing while no page renders."""
 
-    def __init__(self):
-        self._held: dict[Path, tuple[tuple[int, ...], bytes]] = {}
+    _current: set[str] | None = None      # the paths opened since start(), while a page renders
+    _hooked = False
 
-    def __call__(self, path: Path) -> bytes:
-        """The digest of ``path``'s bytes, or ``b"(missing)"`` when it is not a file."""
-        try:
-            st = os.stat(path)
-        except (OSError, ValueError):                # missing, or a name the system refuses (too long, a NUL)
-            return b"(missing)"
-        if not stat.S_ISREG(st.st_mode):
-            return b"(missing)"
-        seen = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        held = self._held.get(path)
-        if held is None or held[0] != seen:
-            held = (seen, hashlib.sha256(Path(path).read_bytes()).digest())
-            self._held[path] = held
-        return held[1]
+    @staticmethod
+    def _audit(event: str, args: tuple) -> None:
+        current = PageReads._current
+        if current is None or event != "open":
+            return
+        path, mode, flags = args
+        if isinstance(path, int) or path is None:
+            return                                          # a descriptor: its file was opened before
+        writes = ("w" in mode or "a" in mode or "x" in mode or "+" in mode) if isinstance(mode, str) else (
+            isinstance(flags, int) and flags & os.O_ACCMODE != os.O_RDONLY)
+        if not writes:
+            current.add(os.path.abspath(os.fsdecode(path)))
+
+    def start(self) -> None:
+        """Record from now on the files opened for reading."""
+        if not PageReads._hooked:
+            sys.addaudithook(PageReads._audit)
+            PageReads._hooked = True
+        PageReads._current = set()
+
+    def stop(self) -> list[Path]:
+        """Stop recording; the files opened for reading since :meth:`start`, sorted."""
+        current, PageReads._current = PageReads._current, None
+        return [Path(p) for p in sorted(current or ())]
 
 
-def digest(src: Path, files: FileDigests | None = None, library: list[Path] | None = None) -> str:
+def _files_digest(paths, files: FileDigests) -> bytes:
+    h = hashlib.sha256()
+    for path in paths:
+        h.update(str(path).encode() + b"\0" + files(path))
+    return h.digest()
+
+
+def digest(src: Path, files: FileDigests | None = None, library: list[Path] | None = None,
+           page_uri: str | None = None) -> str:
     """A digest of a page's Markdown and of every file in its :func:`page_inputs` (``files``: the
     digests of files already read, kept across builds, so the library is read once for all API
-    pages and again only where it changed; ``library``: as :func:`page_inputs` takes it)."""
+    pages and again only where it changed; ``library`` and ``page_uri``: as :func:`page_inputs`
+    takes them)."""
     files = FileDigests() if files is None else files
     if not isinstance(files, FileDigests):
         raise TypeError(f"files must be a FileDigests or None, got {type(files).__name__}")
     data = Path(src).read_bytes()              # not UTF-8: MkDocs reports it, naming the page
     h = hashlib.sha256(data)
-    for path in page_inputs(data.decode("utf-8", errors="replace"), library):
-        h.update(str(path).encode() + b"\0" + files(path))
+    h.update(_files_digest(page_inputs(data.decode("utf-8", errors="replace"), library, page_uri), files))
     return h.hexdigest()
 
 
 class DirtyPages:
-    """The digest of each page's inputs as the last build saw them (one per serve session)."""
+    """The digest of each page's inputs as the last build saw them (one per serve session): those its
+    Markdown names (:func:`page_inputs`) and those it read as it rendered (:class:`PageReads`)."""
 
     def __init__(self, dirty: bool = False):
         self.dirty = dirty
         self.digests: dict[str, str] = {}
+        self.read: dict[str, tuple[list[Path], bytes]] = {}    # page → the files it read, and their digest
         self.files = FileDigests()
+        self._reads = PageReads()
+        self._rendering: str | None = None
+
+    def rendering(self, page_uri: str) -> None:
+        """Under ``--dirty``: the page ``page_uri`` starts rendering; record the files it reads."""
+        if self.dirty:
+            self._rendering = page_uri
+            self._reads.start()
+
+    def rendered(self) -> None:
+        """Under ``--dirty``: the page :meth:`rendering` named is rendered; keep what it read, with
+        the files' digests as they were read."""
+        if self.dirty and self._rendering is not None:
+            paths = self._reads.stop()
+            self.read[self._rendering] = (paths, _files_digest(paths, self.files))
+            self._rendering = None
 
     def invalidate(self, files) -> None:
         """Under ``--dirty``: delete the built HTML of each page whose inputs changed since the last build,
         so that MkDocs renders it again."""
         if not self.dirty:
             return
+        self._reads.stop()                              # a render that failed half way recorded no page
+        self._rendering = None
         library = fingerprint.library_sources()         # listed once for all the pages
         for file in files.documentation_pages():
-            now = digest(Path(file.abs_src_path), self.files, library)
-            if self.digests.get(file.src_uri, now) != now:
+            now = digest(Path(file.abs_src_path), self.files, library, file.src_uri)
+            read = self.read.get(file.src_uri)
+            if (self.digests.get(file.src_uri, now) != now
+                    or read is not None and _files_digest(read[0], self.files) != read[1]):
                 Path(file.abs_dest_path).unlink(missing_ok=True)   # MkDocs renders a page without HTML
+                self.read.pop(file.src_uri, None)
             self.digests[file.src_uri] = now

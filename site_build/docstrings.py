@@ -11,7 +11,8 @@ package has been loaded and before mkdocstrings parses it:
   a name without its module is resolved in the scope of the docstring's object.
 * Python-Markdown reads a line starting with ``>`` as a blockquote, so an interactive example
   would render as three levels of quotes. Each run of ``>>>`` lines and their printed results
-  becomes a ``pycon`` fence. The doctest test runs those examples, not the page tests.
+  becomes a ``pycon`` fence, longer than any run of backticks inside it, so that nothing the
+  example prints can close it. The doctest test runs those examples, not the page tests.
 * A module docstring indents its example under the paragraph it follows (doctest's habit).
   Four more spaces than that paragraph would make Markdown read the fence as an indented code
   block and show the backticks as text, so the fence goes at the paragraph's own indentation.
@@ -29,6 +30,7 @@ import griffe
 _PROMPT = re.compile(r"^(\s*)>>> ")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d+\.)\s")
+_TICKS = re.compile(r"`+")
 ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|exc|obj):`(~?)([\w.]+)`")
 
 
@@ -70,7 +72,8 @@ def markup(text: str, resolve: Callable[[str], str] = str) -> str:
             i += 1
         before = next((prev for prev in reversed(out) if prev.strip()), "")
         at = " " * min(len(indent), _content_indent(before))
-        out += ["", at + "```pycon", *(at + b for b in block), at + "```", ""]
+        ticks = "`" * max(3, 1 + max((len(run) for b in block for run in _TICKS.findall(b)), default=0))
+        out += ["", at + ticks + "pycon", *(at + b for b in block), at + ticks, ""]
     return "\n".join(out)
 
 

@@ -19,7 +19,9 @@ event                       stages, in this order
                             (:mod:`.source_pages`)
 ``on_env``                  the theme's templates compiled once and kept, compiled, in a
                             bytecode cache for the next builds (:mod:`.templates`)
-``on_page_markdown``        0. citations, excerpts' sections and figures' captions checked, naming
+``on_page_markdown``        under ``--dirty``, the files read from here to the end of
+                            ``on_page_content`` recorded as the page's inputs (:mod:`.dirty_pages`);
+                            0. citations, excerpts' sections and figures' captions checked, naming
                             the line (:mod:`.apparatus`, :mod:`.copyable`, :mod:`.generated`);
                             1. every marker checked (:mod:`.markers`), then, in one pass, measured
                             sections, build outputs' places and needs-extra notes; 2. excerpt
@@ -98,9 +100,10 @@ class SiteBuild(BasePlugin):
     # -- across builds ---------------------------------------------------------------------------
 
     def context(self) -> str:
-        """The execution cache's key context, computed again only when the library or the result
-        variables changed since (the packages and the device do not change within a process)."""
-        return self.inputs.value("context", fingerprint.library_sources(), store.context)
+        """The execution cache's key context, computed again only when a file it digests
+        (:func:`.store.context_files`: the library, the seeds file) or the result variables changed
+        since (the packages and the device do not change within a process)."""
+        return self.inputs.value("context", store.context_files(), store.context)
 
     def on_startup(self, *, command, dirty) -> None:
         self.dirty_pages.dirty = dirty
@@ -137,7 +140,7 @@ class SiteBuild(BasePlugin):
     def on_files(self, files, *, config):
         self.dirty_pages.invalidate(files)
         wheel = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
-        if not wheel.is_file():                        # the cache was emptied during this session
+        if not shipped_wheel.intact(wheel):            # emptied or damaged in the cache during this session
             self.inputs.forget("wheel")
             wheel = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
         shipped_wheel.add_files(files, config, wheel)
@@ -145,6 +148,7 @@ class SiteBuild(BasePlugin):
         return files
 
     def on_page_markdown(self, markdown, *, page, config, files):
+        self.dirty_pages.rendering(page.file.src_uri)      # under --dirty: what it reads is its input
         first_line = _first_line(page, markdown)
         self.page.name, self.page.markdown, self.page.first_line = f"docs/{page.file.src_uri}", markdown, first_line
         for check in (apparatus.check_markdown, copyable.check_excerpts, generated.check_captions):
@@ -166,7 +170,9 @@ class SiteBuild(BasePlugin):
         html = apparatus.render_content(html, page.file.src_uri)
         markers.unreplaced(html, name)
         html = self.state.outputs.insert(html, name)
-        return source_pages.fill(html, page)
+        html = source_pages.fill(html, page)
+        self.dirty_pages.rendered()
+        return html
 
     def on_env(self, env, *, config, files):
         return templates.use_bytecode_cache(env)

@@ -15,8 +15,10 @@ Hatchling writes each file's mode into the wheel (644 or 755 as the owner's exec
 its reproducible mode) and dates every entry ``SOURCE_DATE_EPOCH``: the digest covers the modes as
 hatchling writes them, and the build pins the date (:data:`WHEEL_EPOCH`), so the wheel's bytes
 follow from what the digest covers.
-It is put there whole (:func:`netcl_lite.files.atomic_write`): builds share the cache, and an
-interrupted copy must never be found as a wheel.
+It is put there whole (:func:`netcl_lite.files.atomic_write`), then its SHA-256 beside it: builds
+share the cache, and an interrupted copy must never be found as a wheel. A stored wheel is shipped
+only when it matches that digest and reads as a zip archive (:func:`intact`); one damaged in the
+cache is built again.
 
 Every file of the wheel is also a page of the site, ``source/<path>.html``
 (:mod:`site_build.source_pages`), so a library excerpt can link to the whole file it is cut from
@@ -29,11 +31,13 @@ and then restored) replaces the newer one in the site.
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import os
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 from mkdocs.structure.files import File
@@ -120,11 +124,40 @@ def sources_digest() -> str:
     return h.hexdigest()[:24]
 
 
+def _record(wheel: Path) -> Path:
+    """Where the SHA-256 of the stored ``wheel``, written with it, is kept."""
+    return wheel.with_name(wheel.name + ".sha256")
+
+
+def intact(wheel: Path) -> bool:
+    """Whether the stored ``wheel`` is the one written there: its bytes match the digest recorded
+    with it, and it reads as a zip archive whose every member matches its CRC. A wheel emptied,
+    truncated or edited in the cache, or one left without its record, is not."""
+    try:
+        data = Path(wheel).read_bytes()
+        recorded = _record(Path(wheel)).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    if recorded != hashlib.sha256(data).hexdigest():
+        return False
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return archive.testzip() is None
+    except (zipfile.BadZipFile, OSError, EOFError):
+        return False
+
+
 def build_wheel() -> Path:
-    """The project's wheel, from the cache when its sources are unchanged, else built now."""
+    """The project's wheel, from the cache when its sources are unchanged and the stored wheel is
+    :func:`intact`, else built now (and stored with its digest)."""
     stored = fingerprint.cache_root() / "wheel" / sources_digest() / wheel_name()
-    if stored.is_file():
+    if intact(stored):
         return stored
+    if _record(stored).exists():
+        log.warning(f"{stored} does not match the digest stored with it (emptied, truncated or edited); "
+                    f"building it again")
+    elif stored.exists():                  # stored before wheels had a record, or its record never written
+        log.info(f"{stored} has no digest stored with it; building it again")
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                                "-q", "-w", tmp, str(ROOT)], capture_output=True, text=True, timeout=600,
@@ -134,7 +167,9 @@ def build_wheel() -> Path:
             raise RuntimeError(f"building {wheel_name()} failed (is hatchling installed? it is in the docs "
                                f"extra):\n{proc.stderr[-3000:]}")
         stored.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(stored, built.read_bytes())     # builds share the cache: never a half wheel there
+        data = built.read_bytes()
+        atomic_write(stored, data)                   # builds share the cache: never a half wheel there
+        atomic_write(_record(stored), hashlib.sha256(data).hexdigest().encode() + b"\n")   # then its digest
     log.info(f"built {wheel_name()}")
     return stored
 

@@ -11,8 +11,8 @@ code would crowd out the prose) and out of the navigation.
 MkDocs renders a page's Markdown (title, links back, a placeholder); :func:`fill` then puts the
 highlighted file in place of the placeholder and tells MkDocs its anchors, which its link check
 uses (parsing eighty files of raw HTML as Markdown would cost seconds a build). Pygments' output
-is kept under the cache root by the file's digest and Pygments' version, so a build highlights
-only the files that changed, and a ``mkdocs serve --dirty`` save renders again only the pages
+is kept under the cache root by Pygments' version, the lexer and the file's digest, each entry
+checked against its own digest as it is read, so a build highlights only the files that changed, and a ``mkdocs serve --dirty`` save renders again only the pages
 whose Markdown or listing changed (:class:`SourcePage`).
 """
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import posixpath
 import re
 from pathlib import Path
@@ -54,47 +53,62 @@ def line_range(first: int, last: int) -> str:
 
 def excerpts(pages: dict[str, str]) -> dict[str, list[tuple[str, int, int]]]:
     """For each file that excerpts show, ``(page, first line, last line)`` of each excerpt, from
-    ``pages`` (a page's path under ``docs/`` to its Markdown)."""
+    ``pages`` (a page's path under ``docs/`` to its Markdown); an excerpt that cannot be read raises
+    ``ValueError`` naming the page and the line of its include (:func:`.copyable.section_lines`)."""
     from .copyable import section_lines
 
     found: dict[str, list[tuple[str, int, int]]] = {}
     for page, text in pages.items():
+        line, counted = 1, 0
         for m in _OPEN_THEN_INCLUDE.finditer(text):
             inc = markers.include_line(m.group(1))
             if inc is not None and inc.ranges is None:
-                first, last = section_lines(inc.path, inc.section)
+                line += text.count("\n", counted, m.start(1))
+                counted = m.start(1)
+                first, last = section_lines(inc.path, inc.section, f"docs/{page}:{line}")
                 found.setdefault(inc.path, []).append((page, first, last))
     return found
 
 
+def _lexer(rel: str):
+    """The Pygments lexer of the file ``rel`` by its name: Python for ``.py``, C (OpenCL C's base) for
+    the rest."""
+    from pygments.lexers import CLexer, PythonLexer
+
+    return PythonLexer if rel.endswith(".py") else CLexer
+
+
 @functools.lru_cache(maxsize=256)
 def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
-    """The file's lines as Pygments' HTML, one string per line (kept per content digest, on disk too)."""
+    """The file's lines as Pygments' HTML, one string per line, kept on disk too under Pygments'
+    version, the lexer and the content's digest. An entry holds its own digest and length
+    (:func:`.store.entry`): one that does not match them (emptied, truncated) is highlighted again
+    and replaced, whole (:func:`netcl_lite.files.atomic_write`)."""
     import pygments
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
-    from pygments.lexers import CLexer, PythonLexer
 
     from netcl_lite import fingerprint
-    from netcl_lite.files import temporary_name
+    from netcl_lite.files import atomic_write
 
+    from . import store
+
+    lexer = _lexer(rel)
     stored = (fingerprint.cache_root() / "source-pages" / f"pygments-{pygments.__version__}-keepnl"
-              / f"{digest}.html")
+              / lexer.__name__ / f"{digest}.html")
     try:
-        out = stored.read_text(encoding="utf-8")
+        raw = store.payload(stored.read_bytes())
     except OSError:
+        raw = None
+    if raw is not None:
+        out = raw.decode("utf-8", errors="replace")
+    else:
         text = (ROOT / rel).read_text(encoding="utf-8")
         # stripnl=False: Pygments' default drops a file's leading blank lines, which would number
         # every later line wrong
-        lexer = (PythonLexer if rel.endswith(".py") else CLexer)(stripnl=False)
-        out = highlight(text, lexer, HtmlFormatter(nowrap=True))
+        out = highlight(text, lexer(stripnl=False), HtmlFormatter(nowrap=True))
         stored.parent.mkdir(parents=True, exist_ok=True)
-        temporary = temporary_name(stored)                 # unique per process and thread
-        try:
-            temporary.write_text(out, encoding="utf-8")
-            os.replace(temporary, stored)                  # whole or not at all
-        finally:
-            temporary.unlink(missing_ok=True)
+        atomic_write(stored, store.entry(out.encode("utf-8")))
     lines = out.split("\n")
     count = len(markers.file_lines((ROOT / rel).read_text(encoding="utf-8")))
     return tuple(lines[:count] + [""] * (count - len(lines)))

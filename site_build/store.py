@@ -36,16 +36,27 @@ _ENTRY_MAGIC = b"netcl-lite-cache-entry 1 sha256="
 log = logging.getLogger("mkdocs.plugins.site_build.execution_cache")
 
 
-def context() -> str:
-    """What every key of one build shares: :func:`netcl_lite.fingerprint.context` with :data:`PACKAGES`
-    on the default device, the data file the library reads for the pages
-    (:func:`netcl_lite.capstone.seeds_file`, the seeds' results Chapter 9 prints), and the fixed
-    environment every snippet, figure and notebook runs in (:data:`site_build.runner.HOW`)."""
+def data_files() -> list[Path]:
+    """The data files the library reads for the pages: :func:`netcl_lite.capstone.seeds_file`, the
+    seeds' results Chapter 9 prints."""
     from netcl_lite import capstone
 
+    return [capstone.seeds_file()]
+
+
+def context_files() -> list[Path]:
+    """Every file :func:`context` digests: the library's sources and kernels, then :func:`data_files`
+    (what a caller watches to know when to compute the context again)."""
+    return fingerprint.library_sources() + data_files()
+
+
+def context() -> str:
+    """What every key of one build shares: :func:`netcl_lite.fingerprint.context` with :data:`PACKAGES`
+    on the default device, the data files the library reads for the pages (:func:`data_files`), and
+    the fixed environment every snippet, figure and notebook runs in (:data:`site_build.runner.HOW`)."""
     from .runner import HOW
 
-    data = fingerprint.files_digest([capstone.seeds_file()])
+    data = fingerprint.files_digest(data_files())
     return f"{fingerprint.context(packages=PACKAGES)}\nlibrary data {data}\nrun as {HOW}"
 
 

@@ -8,13 +8,15 @@ the environment a :class:`jinja2.FileSystemBytecodeCache` under the cache root
 A stored template is never stale: Jinja keys it by the template's name and file and reuses it
 only when the checksum of the template's source matches (an edited template is compiled again),
 and only under the Python version it was compiled by. What else the compiled code depends on,
-the Jinja version and the environment (its syntax settings, policies, extensions, and each
-filter's and test's name and the arguments Jinja passes it), names the cache's folder
-(:func:`environment_key`).
+the Jinja version and the environment (its class and code generator, its syntax settings and
+delimiters, autoescape, finalize, undefined, policies, extensions, and each filter and test: its
+name, the arguments Jinja passes it and its code, since Jinja calls filters, tests and finalize on
+constants as it compiles), names the cache's folder (:func:`environment_key`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 from pathlib import Path
@@ -30,32 +32,53 @@ _SETTINGS = ("block_start_string", "block_end_string", "variable_start_string", 
              "keep_trailing_newline", "optimized", "is_async", "newstyle_gettext")
 
 
+def _code(code) -> str:
+    """A digest of a code object's instructions, names and constants (nested code objects by their
+    own digest): the same in every process, and another for a function whose body differs."""
+    h = hashlib.sha256(code.co_code + "\0".join(code.co_names).encode())
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            h.update(_code(const).encode())
+        else:                                   # a frozenset's order follows the string hash seed
+            h.update(repr(sorted(map(repr, const)) if isinstance(const, frozenset) else const).encode())
+    return h.hexdigest()[:16]
+
+
 def _plain(value) -> str:
-    """``value`` as text that is the same in every process (a function by its qualified name)."""
+    """``value`` as text that is the same in every process: a function by its qualified name and a
+    digest of its code (two lambdas of one module differ), a partial by its function and arguments."""
     if value is None or isinstance(value, (str, bool, int, float)):
         return repr(value)
     if isinstance(value, (tuple, list)):
         return "(" + ", ".join(map(_plain, value)) + ")"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{_plain(k)}: {_plain(v)}" for k, v in sorted(value.items())) + "}"
-    return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', type(value).__qualname__)}"
+    if isinstance(value, functools.partial):
+        return f"partial({_plain(value.func)}, {_plain(value.args)}, {_plain(value.keywords)})"
+    name = f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', type(value).__qualname__)}"
+    code = getattr(value, "__code__", None) or getattr(getattr(value, "__func__", None), "__code__", None)
+    return f"{name}[{_code(code)}]" if code is not None else name
 
 
 def _callables(table: dict) -> list[str]:
-    """Each filter's or test's name and what Jinja passes it (context, eval context, environment: the
-    ``jinja_pass_arg`` that ``jinja2.pass_context`` and its kin set)."""
-    return [f"{name}:{getattr(func, 'jinja_pass_arg', None)}" for name, func in sorted(table.items())]
+    """Each filter's or test's name, what Jinja passes it (context, eval context, environment: the
+    ``jinja_pass_arg`` that ``jinja2.pass_context`` and its kin set) and the function itself."""
+    return [f"{name}:{getattr(func, 'jinja_pass_arg', None)}:{_plain(func)}" for name, func in sorted(table.items())]
 
 
 def environment_key(env: jinja2.Environment) -> str:
     """A digest of what, besides a template's source, the code Jinja compiles it to depends on."""
     if not isinstance(env, jinja2.Environment):
         raise TypeError(f"env must be a jinja2.Environment, got {type(env).__name__}")
+    finalize = env.finalize
     parts = [f"jinja2 {jinja2.__version__}", f"python {sys.implementation.name} {sys.version_info[:2]}",
+             f"environment {_plain(type(env))}", f"code generator {_plain(env.code_generator_class)}",
+             f"context {_plain(env.context_class)}",
              *(f"{name}={_plain(getattr(env, name, None))}" for name in _SETTINGS),
              f"autoescape={_plain(env.autoescape)}", f"policies={_plain(env.policies)}",
-             *sorted(f"extension {type(ext).__module__}.{type(ext).__qualname__}"
-                     for ext in env.extensions.values()),
+             f"finalize={_plain(finalize)}:{getattr(finalize, 'jinja_pass_arg', None)}",
+             f"undefined={_plain(env.undefined)}",
+             *sorted(f"extension {_plain(type(ext))} priority {ext.priority}" for ext in env.extensions.values()),
              *_callables(env.filters), *_callables(env.tests)]
     return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:24]
 

@@ -23,11 +23,6 @@ def _shown_inputs():
             ("# Roofline\n\n<!-- kernels.json: roofline -->\n", RESULTS.with_name("roofline.json"))]
 
 
-@pytest.mark.xfail(strict=True, reason="round 11: under mkdocs serve --dirty a page's digest "
-                   "(dirty_pages.page_inputs) leaves out files the page shows: references.bib for a page that "
-                   "cites (its links' titles), glossary.yml for the Glossary page, the seeds file a build "
-                   "output prints from (which store.context keys), and roofline.json, which Chapter 8's roofline "
-                   "sections read as they render; an edit to them leaves the page stale")
 @pytest.mark.parametrize("case", range(4), ids=["citation", "glossary", "build-output-data", "roofline"])
 def test_a_page_s_digest_covers_the_files_it_shows(case):
     from site_build import dirty_pages
@@ -36,9 +31,6 @@ def test_a_page_s_digest_covers_the_files_it_shows(case):
     assert source in dirty_pages.page_inputs(text, library=[]), f"{source} is not among the page's inputs"
 
 
-@pytest.mark.xfail(strict=True, reason="round 11: under mkdocs serve --dirty a page's digest covers the files "
-                   "it includes but not the files those include (nested includes), so an edit to a nested "
-                   "file leaves the page stale")
 def test_a_page_s_digest_covers_its_nested_includes(tmp_path, monkeypatch):
     from site_build import dirty_pages
 
@@ -125,10 +117,6 @@ def test_an_excerpt_holds_its_include_and_nothing_else(rest):
 
 # -- site_build.docstrings: a >>> example whose printed text holds a fence -----------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 11: docstrings.markup fences a >>> example with three backticks "
-                   "whatever it holds, so an example that prints a line of three backticks closes its pycon "
-                   "block; the rest of the example becomes quotes and raw HTML on the reference page. The fence "
-                   "should be longer than any backtick run inside it (or the line escaped)")
 def test_a_docstring_example_that_prints_a_fence_stays_inside_its_block():
     import markdown
 
@@ -141,10 +129,6 @@ def test_a_docstring_example_that_prints_a_fence_stays_inside_its_block():
 
 # -- site_build.citations: a citation inside a raw HTML tag ---------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 11: a citation inside a raw HTML tag's attribute "
-                   "(<abbr title=\"after @key\">) is turned into a Markdown link inside the attribute, whose "
-                   "quotes end the attribute early: the tag gets stray attributes and the page broken HTML. It "
-                   "should be refused naming the page and the line (or left as the text it is)")
 def test_a_citation_inside_an_html_attribute_keeps_the_tag_whole():
     from html.parser import HTMLParser
 
@@ -168,9 +152,6 @@ def test_a_citation_inside_an_html_attribute_keeps_the_tag_whole():
 
 # -- site_build.source_pages: the highlighting cache's key ----------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 11: source pages keep Pygments' HTML on disk under the file's "
-                   "content digest alone, not the lexer its name picks (Python for .py, C otherwise): a C file "
-                   "whose bytes equal a Python file's gets the Python highlighting from the cache")
 def test_a_file_s_highlighting_is_its_own_lexer_s_whatever_the_cache_holds(tmp_path, monkeypatch):
     import hashlib
 
@@ -196,10 +177,6 @@ def test_a_file_s_highlighting_is_its_own_lexer_s_whatever_the_cache_holds(tmp_p
 
 # -- site_build.inputs: a stage's inputs seen by size and modification time alone ----------------------
 
-@pytest.mark.xfail(strict=True, reason="round 11: InputWatch (mkdocs serve's skip of a stage whose inputs did "
-                   "not change) compares each file's size and modification time only: an edit that keeps both "
-                   "(cp -p, rsync -t, a restored mtime) skips the figures or the training run, where "
-                   "dirty_pages.FileDigests also checks the status-change time and inode and sees it")
 def test_a_stage_whose_input_changed_at_the_same_size_and_time_runs_again(tmp_path):
     import os
 
@@ -215,11 +192,6 @@ def test_a_stage_whose_input_changed_at_the_same_size_and_time_runs_again(tmp_pa
     assert watch.changed("generated", [script])
 
 
-@pytest.mark.xfail(strict=True, reason="round 11: under mkdocs serve the plugin reuses its key context while "
-                   "the library's sources are unchanged (SiteBuild.context watches only them), but the context "
-                   "also digests the seeds file Chapter 9's build outputs print from: after an edit to "
-                   "capstone_seeds.json the next rebuild looks build outputs up under the old key and shows "
-                   "the old numbers")
 def test_the_plugin_s_key_context_follows_the_seeds_file(tmp_path, monkeypatch):
     from netcl_lite import capstone
     from site_build.plugin import SiteBuild
@@ -235,10 +207,6 @@ def test_the_plugin_s_key_context_follows_the_seeds_file(tmp_path, monkeypatch):
 
 # -- site_build.source_pages: errors of the excerpts read for the source pages --------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 11: the source pages read every page's excerpts in on_files, "
-                   "before any page's own check runs, and call section_lines without the page: an excerpt of "
-                   "a missing section or of a path outside the project stops the build with an error that "
-                   "names '(no page)' instead of the page and its line")
 @pytest.mark.parametrize("include", ['"netcl_lite/capstone.py:no-such-section"', '"../../etc/passwd"'],
                          ids=["missing-section", "outside"])
 def test_an_excerpt_the_source_pages_cannot_read_names_its_page(include):
@@ -293,9 +261,6 @@ def _check_seconds(unit: str, n: int) -> float:
     return time.perf_counter() - start
 
 
-@pytest.mark.xfail(strict=True, reason="round 11: citations.check is quadratic: _in_link walks back to the "
-                   "line's start for every citation on a long line (a valid line of 1,600 citations: seconds), "
-                   "and _NOT_PROSE's lazy '.*?' rescans to the end from every unclosed '<!--' (or '<code>', '\\(')")
 @pytest.mark.parametrize("unit,n", [("@vaswani2017attention shows ", 400), ("<!--a ", 2000)],
                          ids=["citations-on-one-line", "unclosed-comments"])
 def test_the_citation_check_takes_time_linear_in_the_page(unit, n):
@@ -322,10 +287,6 @@ def test_segments_refuses_counts_it_cannot_lay_out_naming_them(n_tokens, streams
 
 # -- site_build.copyable: the page's own text in its errors ---------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 11: copyable's excerpt errors quote the page's line as it is "
-                   "(an excerpt-like fence in another form, an excerpt never closed): an ESC or a bidi mark in "
-                   "it reaches the terminal as a control sequence; it should be written out escaped, as the "
-                   "marker and include errors do")
 @pytest.mark.parametrize("page", [
     '# P\n\n~~~{.python .excerpt title="\x1b[31mred"}\n--8<-- "netcl_lite/capstone.py:recipe"\n~~~\n',
     '# P\n\n```{.python .excerpt title="x"}\n--8<-- "netcl_lite/capstone.py:rec\x1b[31mipe"\n',
@@ -341,9 +302,6 @@ def test_an_excerpt_error_shows_control_characters_escaped(page):
 
 # -- site_build.templates: what the compiled templates depend on ----------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 11: environment_key leaves out the environment's finalize, which "
-                   "Jinja compiles into every {{ expression }}: two environments that differ only by it share a "
-                   "bytecode folder, and one runs templates compiled for the other")
 def test_environments_that_compile_a_template_differently_get_other_keys():
     import jinja2
 
@@ -376,10 +334,6 @@ def test_the_command_line_names_a_cache_folder_it_cannot_make(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "in.txt"]
 
 
-@pytest.mark.xfail(strict=True, reason="round 11: the source pages' highlighting cache trusts its entries: an "
-                   "empty or truncated entry (it is written without a flush to disk, so a crash can leave one) "
-                   "is shown as the file's listing, blank lines past its end, until the file changes; the "
-                   "execution cache checks each entry's digest and runs a damaged one again")
 @pytest.mark.parametrize("damage", ["empty", "truncated"])
 def test_a_damaged_highlighting_entry_is_not_shown(tmp_path, monkeypatch, damage):
     import hashlib

@@ -1089,6 +1089,39 @@ def test_a_wheel_interrupted_on_its_way_into_the_cache_is_not_shipped_later(tmp_
     assert shipped_wheel.build_wheel().read_bytes() == wheel
 
 
+@pytest.mark.parametrize("damage", ["empty", "truncated", "a byte changed", "no record"])
+def test_a_wheel_damaged_in_the_cache_is_built_again_not_shipped(tmp_path, monkeypatch, damage):
+    """A stored wheel was shipped when it was a file at all: one emptied, truncated or edited in the
+    shared cache (a crash, a full disk, a hand) reached the site. It is checked against the digest
+    written with it, and read as a zip archive, before it is shipped."""
+    import io
+
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(shipped_wheel, "sources_digest", lambda: "digest")
+    made = io.BytesIO()
+    with zipfile.ZipFile(made, "w") as archive:
+        archive.writestr("netcl_lite/__init__.py", "x = 1\n" * 500)
+    wheel, builds = made.getvalue(), []
+
+    def pip_wheel(command, **kwargs):                 # what pip wheel -w <folder> leaves
+        builds.append(command)
+        (Path(command[command.index("-w") + 1]) / shipped_wheel.wheel_name()).write_bytes(wheel)
+        return SimpleNamespace(returncode=0, stderr="")
+
+    monkeypatch.setattr(shipped_wheel.subprocess, "run", pip_wheel)
+    stored = shipped_wheel.build_wheel()
+    assert shipped_wheel.build_wheel() == stored and len(builds) == 1      # intact: taken from the cache
+    data = bytearray(stored.read_bytes())
+    if damage == "a byte changed":
+        data[len(data) // 2] ^= 0xFF
+    elif damage == "no record":
+        stored.with_name(stored.name + ".sha256").unlink()
+    stored.write_bytes(b"" if damage == "empty" else data[:len(data) // 2] if damage == "truncated" else data)
+    assert not shipped_wheel.intact(stored)
+    assert shipped_wheel.build_wheel().read_bytes() == wheel and len(builds) == 2
+    assert shipped_wheel.intact(stored)
+
+
 @pytest.mark.parametrize("marker", ["<!-- ｂｕｉｌｄ-output: snippets/hostile/ok.py -->",
                                     "<!-- ＢＵＩＬＤ－ＯＵＴＰＵＴ: snippets/hostile/ok.py -->",
                                     "<!-- needs－extra: compare -->"])

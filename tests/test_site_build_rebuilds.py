@@ -146,6 +146,57 @@ def test_under_dirty_a_page_is_rendered_again_when_a_file_it_includes_changed(tm
         dirty_pages.digest(page, {})
 
 
+def test_under_dirty_a_page_is_rendered_again_when_a_file_it_read_as_it_rendered_changed(tmp_path):
+    """What a page's stages read as it renders is among its inputs, whether or not page_inputs names it;
+    what they write is not."""
+    data, written = tmp_path / "data.json", tmp_path / "written.txt"
+    data.write_text("1\n")
+    src, dest = tmp_path / "page.md", tmp_path / "site" / "page.html"
+    src.write_text("# A page\n")
+    dest.parent.mkdir()
+
+    class Page:
+        src_uri, abs_src_path, abs_dest_path = "page.md", str(src), str(dest)
+
+    class Files:
+        @staticmethod
+        def documentation_pages():
+            return [Page]
+
+    def build(watch: dirty_pages.DirtyPages) -> bool:
+        watch.invalidate(Files)
+        rendered = not dest.exists()
+        watch.rendering("page.md")
+        data.read_text()
+        written.write_text("out\n")
+        watch.rendered()
+        dest.write_text("<html>")
+        return rendered
+
+    watch = dirty_pages.DirtyPages(dirty=True)
+    assert build(watch) and not build(watch)
+    assert watch.read["page.md"][0] == [data]
+    stat = data.stat()
+    data.write_text("2\n")
+    os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert build(watch) and not build(watch)
+    clean = dirty_pages.DirtyPages(dirty=False)            # without --dirty nothing is recorded
+    build(clean)
+    assert clean.read == {}
+
+
+def test_a_page_s_inputs_hold_the_apparatus_it_shows():
+    """The glossary's tooltip pages show its definitions; the Bibliography lists the pages that cite."""
+    from site_build import citations, glossary
+    from site_build.paths import DOCS
+
+    tooltips = dirty_pages.page_inputs("# Ch\n\nText.\n", library=[], page_uri=glossary.TOOLTIP_PAGES[0])
+    assert tooltips == [glossary.SOURCE]
+    assert dirty_pages.page_inputs("# Ch\n\nText.\n", library=[], page_uri="index.md") == []
+    listing = dirty_pages.page_inputs("# Bibliography\n\n<!-- bibliography -->\n", library=[])
+    assert citations.SOURCE in listing and DOCS / "chapter-7.md" in listing
+
+
 def test_under_dirty_a_page_not_utf8_or_including_a_name_the_system_refuses_is_left_to_mkdocs(tmp_path, monkeypatch):
     """Under --dirty each page's inputs are digested before MkDocs reads the pages: a page that is not
     UTF-8, or that includes a name the system cannot look up (past NAME_MAX, a NUL), stopped the build
