@@ -134,8 +134,13 @@ def check_excerpts(markdown: str, page_uri: str, first_line: int = 1) -> None:
         if found is None:
             continue
         m, inc = found
-        if not any(later.strip() == m["ticks"] for later in lines[i + 2:]):
-            raise ValueError(f"{where}: {visible(lines[i + 1].strip())}: the excerpt's fence is never closed")
+        after = lines[i + 2] if i + 2 < len(lines) else None
+        if after is None or after.strip() != m["ticks"]:
+            # the fence holds its include and nothing else: a line of its own under the include would
+            # be shown as the file's, and a missing close swallows the page up to a later block's
+            shown = "the page ends" if after is None else f"line {first_line + i + 3} holds {visible(after.strip())!r}"
+            raise ValueError(f"{where}: {visible(lines[i + 1].strip())}: an excerpt's fence holds its include "
+                             f"line and nothing else, closed by {m['ticks']} on the next line; {shown}")
         section_lines(inc.path, inc.section, where)
 
 
@@ -164,9 +169,10 @@ def label_excerpts(markdown: str, page_uri: str) -> str:
         name = title.group(1) if title else inc.path
         attrs = _TITLE.sub("", attrs).strip() + f' .no-copy title="Excerpt · {name}"'
         out.append(f"{m['indent']}{m['ticks']}{{{attrs}}}")
-        close = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == m["ticks"]), None)
-        if close is None:
-            raise ValueError(f"docs/{page_uri}: {visible(lines[i + 1].strip())}: the excerpt's fence is never closed")
+        close = i + 2                          # check_excerpts saw the fence close under its include
+        if close >= len(lines) or lines[close].strip() != m["ticks"]:
+            raise ValueError(f"docs/{page_uri}: {visible(lines[i + 1].strip())}: an excerpt's fence holds its "
+                             f"include line and nothing else, closed by {m['ticks']} on the next line")
         out += lines[i + 1:close + 1]
         note = excerpt_note(inc.path, inc.section, page_uri)
         out += ["", *(m["indent"] + line for line in note.split("\n"))]

@@ -100,10 +100,6 @@ def test_more_pocl_threads_than_cpus_still_compresses(tmp_path):
 _EXCERPT = '```{.python .excerpt title="netcl_lite/capstone.py"}\n--8<-- "netcl_lite/capstone.py:recipe"\n'
 
 
-@pytest.mark.xfail(strict=True, reason="round 11: an excerpt fence holding, under its include, lines of its "
-                   "own (code the file does not hold, or prose up to a later block's closing fence when its own "
-                   "close is missing) is accepted and labelled 'lines 53-88 of netcl_lite/capstone.py'; the "
-                   "module says anything else under the fence is refused naming the page and the line")
 @pytest.mark.parametrize("rest", [
     'print("a line the file does not hold")\n```\n\nProse.\n',
     "\nProse the excerpt swallows.\n\n```python\nprint(1)\n```\n",
