@@ -77,19 +77,14 @@ def _check_figures(page: CurrentPage, expansion: Expansion) -> None:
     if not any("figures/" in after[j] or "![" in after[j] or "<img" in after[j].lower()
                for j in range(len(after)) if _brought(expansion, j)):
         return
-    text = "\n".join(after)
-    starts = [0]
-    for line in after[:-1]:
-        starts.append(starts[-1] + len(line) + 1)
-    for i, m in generated.uncaptioned(text):
-        last = bisect.bisect_right(starts, m.end() - 1) - 1
+    for i, last, image in generated.uncaptioned("\n".join(after)):
         j = next((j for j in range(i, last + 1) if _brought(expansion, j)), None)
         if j is None:                                  # the page's own figure, once its includes are expanded
             at = _own_line(page, expansion, i)
-            raise ValueError(f"{page.name}{f':{at}' if at is not None else ''}: {shown_path(m.group(0))}: has no "
+            raise ValueError(f"{page.name}{f':{at}' if at is not None else ''}: {shown_path(image)}: has no "
                              f"caption under it once the page's includes are expanded (an include brings its "
                              f"link reference definition?): {generated.CAPTION_RULE}")
-        raise ValueError(f"{_where(page, expansion, j)}: brings the figure {shown_path(m.group(0))} "
+        raise ValueError(f"{_where(page, expansion, j)}: brings the figure {shown_path(image)} "
                          f"({expansion.source(j)}): {generated.CAPTION_RULE}")
 
 
