@@ -51,17 +51,6 @@ def _where(page: CurrentPage, expansion: Expansion, j: int) -> str:
     return f"{page.name}{f':{at}' if at is not None else ''}: {shown_path(markers.include(inc.path))}"
 
 
-def _own_line(page: CurrentPage, expansion: Expansion, j: int) -> int | None:
-    """The page's line (as its file numbers it) of line ``j`` of ``expansion.after``, one of the page's
-    own: the line of its own text that reads the same, counted as many times (the Markdown being read
-    may hold lines the build put in, such as a needs-extra note, above it)."""
-    index = expansion.origins[j][0][1]
-    text = expansion.before[index].strip()
-    nth = sum(line.strip() == text for line in expansion.before[:index])
-    own = (i for i, line in enumerate(page.markdown.split("\n")) if line.strip() == text)
-    return next((page.first_line + i for k, i in enumerate(own) if k == nth), None)
-
-
 def _brought(expansion: Expansion, j: int) -> bool:
     """Whether line ``j`` of ``expansion.after`` came from an include (not from the page itself)."""
     return len(expansion.origins[j]) > 1
@@ -80,7 +69,7 @@ def _check_figures(page: CurrentPage, expansion: Expansion) -> None:
     for i, last, image in generated.uncaptioned("\n".join(after)):
         j = next((j for j in range(i, last + 1) if _brought(expansion, j)), None)
         if j is None:                                  # the page's own figure, once its includes are expanded
-            at = _own_line(page, expansion, i)
+            at = page.own_line(expansion.before, expansion.origins[i][0][1])
             raise ValueError(f"{page.name}{f':{at}' if at is not None else ''}: {shown_path(image)}: has no "
                              f"caption under it once the page's includes are expanded (an include brings its "
                              f"link reference definition?): {generated.CAPTION_RULE}")

@@ -112,6 +112,18 @@ class CurrentPage:
         found = [inc.index for inc in markers.includes(self.markdown.split("\n")) if inc.path == path]
         return self.first_line + found[nth] if nth < len(found) else None
 
+    def own_line(self, lines: list[str], index: int, tab_length: int = 4) -> int | None:
+        """The page's line (as its file numbers it) of ``lines[index]``, a line of the Markdown being read,
+        which has what the build puts in (a needs-extra note) above it: the line of the page's own text
+        that reads the same (tabs expanded to ``tab_length`` columns, spaces at the ends aside), counted
+        as many times; None when there is none."""
+        def same(line: str) -> str:
+            return line.expandtabs(tab_length).strip()
+        text = same(lines[index])
+        nth = sum(same(line) == text for line in lines[:index])
+        own = (i for i, line in enumerate(self.markdown.split("\n")) if same(line) == text)
+        return next((self.first_line + i for k, i in enumerate(own) if k == nth), None)
+
 
 def _indent(line: str, tab_length: int) -> int:
     """The spaces pymdownx.snippets puts before each line that the include on ``line`` brings: the
@@ -403,7 +415,8 @@ def contained_snippets(page: CurrentPage, **options):
             nth = sum(inc.path == (outer or path) for inc in markers.includes(lines[:index])) if lines else 0
             top = page.line_of(outer or path, nth) or page.line_of(outer or path)
             if top is None and lines:       # an include naming no path, a page not set: the line as read
-                top = page.first_line + self._own_index(index)
+                top = page.own_line(self.page_lines, index, self.tab_length)
+                top = page.first_line + index if top is None else top
             where = f"{page.name}:{top}" if top is not None else page.name
             if file_name is not None:
                 try:
@@ -423,17 +436,6 @@ def contained_snippets(page: CurrentPage, **options):
                 numbers = [int(line.split("\x00", 1)[0]) for line in tagged]
             self.numbered = target.get("snippet"), numbers
             return selected
-
-        def _own_index(self, index: int) -> int:
-            """The index in the page's own text (``page.markdown``) of line ``index`` of the Markdown being
-            read, which has what the build puts in (a needs-extra note) above it: the line that reads the
-            same, counted as many times (spaces at the ends aside); ``index`` itself when there is none."""
-            def same(line: str) -> str:
-                return line.expandtabs(self.tab_length).strip()
-            text = same(self.page_lines[index])
-            nth = sum(same(line) == text for line in self.page_lines[:index])
-            own = (i for i, line in enumerate(page.markdown.split("\n")) if same(line) == text)
-            return next((i for k, i in enumerate(own) if k == nth), index)
 
         def read_lines(self, path):
             # a UTF-8 byte order mark starts the file, not its first line (MkDocs drops a page's too):
