@@ -421,13 +421,18 @@ def uncaptioned(markdown: str) -> list[tuple[int, int, str]]:
         for i, line in enumerate(shown):
             if i not in figures and (ref := _reference_images(line, figure_labels)):
                 figures[i] = (line[ref[0]:ref[1]], ref[0], i)
-    # a figure in an indented code block or an HTML comment is not shown; a line that starts with HTML
-    # (up to 3 spaces in) is an HTML block or raw inline HTML to Markdown, never code
-    code, hidden = markers.rendered_places(lines, {i: column for i, (_, column, _) in figures.items()}, width=2)
+    bare = {i: found for i, found in figures.items()
+            if not _CAPTION.match(next((line for line in lines[found[2] + 1:] if line.strip()), ""))}
+    # a figure in an indented code block or an HTML comment is not shown: the page is rendered to tell,
+    # when it may be (a line indented four columns or more, quote markers aside; a '<!--' above it). A
+    # line that starts with HTML (up to 3 spaces in) is an HTML block or raw inline HTML, never code
+    comment = outside.find("<!--")
+    asked = {i: column for i, (_, column, _) in bare.items()
+             if len(re.match(r"[ \t>]*", lines[i])[0].replace(">", "").expandtabs(4)) >= 4
+             or 0 <= comment < starts[i] + column}
+    code, hidden = markers.rendered_places(lines, asked, width=2)
     code = {i for i in code if not re.match(r" {0,3}<", lines[i])}
-    return [(i, last, image) for i, (image, _, last) in sorted(figures.items())
-            if i not in code and i not in hidden
-            and not _CAPTION.match(next((line for line in lines[last + 1:] if line.strip()), ""))]
+    return [(i, last, image) for i, (image, _, last) in sorted(bare.items()) if i not in code and i not in hidden]
 
 
 #: what a figure needs, as errors say it
