@@ -57,22 +57,19 @@ def _brought(expansion: Expansion, j: int) -> bool:
 
 
 def _check_figures(page: CurrentPage, expansion: Expansion) -> None:
-    """Raise ``ValueError`` naming the include when a generated figure with a line an include brought
-    has no caption under it once the includes are expanded. A figure of the page's own lines alone
-    was checked on them (its caption is the page's next line that is not blank, which an include
-    cannot be unless that include's line was the next and the page was refused), unless an include
-    made it a figure: it brings the link reference definition that names a figure."""
-    after = expansion.after
-    if not any("figures/" in after[j] or "![" in after[j] or "<img" in after[j].lower()
-               for j in range(len(after)) if _brought(expansion, j)):
-        return
-    for i, last, image in generated.uncaptioned("\n".join(after)):
+    """Raise ``ValueError`` naming the include and the file's line when a generated figure with a line an
+    include brought has no caption under it once the includes are expanded, and naming the page's line
+    for a figure of the page's own lines that has none only then: the page's own lines were checked
+    before, so what the include brought made it a figure (a link reference definition) or showed it
+    (it ends a comment around it, or it turns an indented code block into a list item's text)."""
+    for i, last, image in generated.uncaptioned("\n".join(expansion.after)):
         j = next((j for j in range(i, last + 1) if _brought(expansion, j)), None)
-        if j is None:                                  # the page's own figure, once its includes are expanded
+        if j is None:
             at = page.own_line(expansion.before, expansion.origins[i][0][1])
             raise ValueError(f"{page.name}{f':{at}' if at is not None else ''}: {shown_path(image)}: has no "
-                             f"caption under it once the page's includes are expanded (an include brings its "
-                             f"link reference definition?): {generated.CAPTION_RULE}")
+                             f"caption under it once the page's includes are expanded (one brings its link "
+                             f"reference definition, or ends a comment or code block around it): "
+                             f"{generated.CAPTION_RULE}")
         raise ValueError(f"{_where(page, expansion, j)}: brings the figure {shown_path(image)} "
                          f"({expansion.source(j)}): {generated.CAPTION_RULE}")
 

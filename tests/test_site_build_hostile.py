@@ -1286,6 +1286,21 @@ def test_a_page_s_image_that_an_included_reference_makes_a_figure_is_refused_nam
         render_page('# H\n\nText.\n\n![a curve][fig]\n\nMore text.\n\n--8<-- "snippets/refs.md"\n')
 
 
+@pytest.mark.parametrize("page, files", [
+    ('# H\n\n<!-- an old figure:\n--8<-- "snippets/close.md"\n![a curve](figures/hostile/f.svg)\n-->\n\nText.\n',
+     {"close.md": "the end -->\n"}),
+    ('# H\n\n--8<-- "snippets/item.md"\n\n    ![a curve](figures/hostile/f.svg)\n\nText.\n',
+     {"item.md": "- an item\n"}),
+], ids=["an-include-ends-the-comment", "an-include-makes-the-code-a-list-item-s-text"])
+def test_a_page_s_hidden_figure_that_an_include_shows_is_refused_naming_its_line(tmp_path, monkeypatch, page, files):
+    _included_figures_root(tmp_path, monkeypatch)
+    for name, text in files.items():
+        (tmp_path / "snippets" / name).write_text(text, encoding="utf-8")
+    line = page.split("\n").index(next(line for line in page.split("\n") if "figures/" in line)) + 1
+    with pytest.raises(ValueError, match=rf"^docs/hostile\.md:{line}: .*figures/hostile/f\.svg.*: has no caption"):
+        render_page(page)
+
+
 def test_a_backtick_excerpt_fence_with_a_backtick_in_its_attributes_that_an_include_brings_is_refused(
         tmp_path, monkeypatch):
     _included_figures_root(tmp_path, monkeypatch)
