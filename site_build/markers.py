@@ -236,23 +236,31 @@ def _backticks():
     return BacktickInlineProcessor(BACKTICK_RE)
 
 
-def without_code_spans(text: str) -> str:
-    """``text`` with each inline code span (backticks included) blanked to spaces, its newlines kept
-    so that lines keep their numbers. The spans are those Python-Markdown renders as ``<code>``: its
-    own processor pairs the backticks (an escaped one opens none), within a paragraph (a span may
-    go over lines, never over a blank line)."""
-    processor, out = _backticks(), []
+def code_spans(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each inline code span of ``text``, backticks included, in order: those that
+    Python-Markdown renders as ``<code>``. Its own processor pairs the backticks (an escaped one opens
+    none), within a paragraph (a span may go over lines, never over a blank line)."""
+    processor, spans, offset = _backticks(), [], 0
     for part in re.split(r"(\n[ \t]*\n)", text):            # paragraphs, and the blank lines between them
-        pos, kept = 0, []
+        pos = 0
         while (m := processor.compiled_re.search(part, pos)) is not None:
             element, begin, end = processor.handleMatch(m, part)
             end = max(end if end is not None else m.end(), m.start() + 1)
             if element is not None and getattr(element, "tag", None) == "code":
-                kept += [part[pos:begin], re.sub(r"[^\n]", " ", part[begin:end])]
-            else:
-                kept.append(part[pos:end])
+                spans.append((offset + begin, offset + end))
             pos = end
-        out += [*kept, part[pos:]]
+        offset += len(part)
+    return spans
+
+
+def without_code_spans(text: str) -> str:
+    """``text`` with each inline code span (:func:`code_spans`, backticks included) blanked to spaces, its
+    newlines kept so that lines keep their numbers."""
+    out, pos = [], 0
+    for begin, end in code_spans(text):
+        out += [text[pos:begin], re.sub(r"[^\n]", " ", text[begin:end])]
+        pos = end
+    out.append(text[pos:])
     return "".join(out)
 
 
@@ -551,15 +559,18 @@ def replace(markdown: str, page: str, handlers: dict[str, Callable[[Marker], str
     return "\n".join(lines)
 
 
-_COMMENT = re.compile(r"<!--(.*?)-->", re.S)
-
-
 def unreplaced(html: str, page: str) -> None:
     """Raise :class:`MarkerError` naming ``page`` when its rendered ``html`` still holds a comment that
     looks like a marker other than :data:`EXPECTED_OUTPUT` (which stays, for the output labels): a
     marker that no stage replaced, such as one inside an HTML block or an included file."""
-    for m in _COMMENT.finditer(html):
-        if m.group(0) != EXPECTED_OUTPUT and looks_like(m.group(1)):
-            raise MarkerError(f"{page}: {m.group(0)[:200]!r} is left in the rendered page: a marker stands "
+    pos = 0
+    while (start := html.find("<!--", pos)) != -1:       # each comment, '<!--' to the next '-->', in one
+        end = html.find("-->", start + 4)                # pass: once one is never closed, no later one is
+        if end == -1:
+            return
+        pos = end + 3
+        comment = html[start:pos]
+        if comment != EXPECTED_OUTPUT and looks_like(html[start + 4:end]):
+            raise MarkerError(f"{page}: {comment[:200]!r} is left in the rendered page: a marker stands "
                               f"where the build does not read it (inside an HTML block, a list or an "
                               f"included file?), or it is not a marker; write markers alone on their line")
