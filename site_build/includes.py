@@ -84,7 +84,7 @@ class Expansion:
 
     def source(self, j: int) -> str:
         """``<file>:<line>``: the file (relative to the includes' base) and its line that gave line ``j``
-        of :attr:`after`; ``<page>:<line>`` counted in :attr:`before` for a line of the page itself."""
+        of :attr:`after`; ``the page's line <n>``, counted in :attr:`before`, for a line of the page itself."""
         file_name, line = self.origins[j][-1]
         if file_name is None:
             return f"the page's line {line + 1}"
