@@ -42,6 +42,7 @@ from netcl_lite import fingerprint
 from netcl_lite.files import atomic_write
 
 from . import runner, store
+from .tags import Positions, Tags
 from .paths import DOCS, FIGURES, ROOT, SNIPPETS, pyproject_version
 
 #: the longest one figure script may run, in seconds
@@ -52,7 +53,7 @@ FIGURE_LIMIT = 2 << 20
 NOTEBOOK_OUTPUT_LIMIT = 64 * 1024
 _DESCRIPTION = re.compile(r"<dc:description>(.*?)</dc:description>", re.S)
 #: an <img> start tag (attribute values in either quotes may hold '>') and each attribute in it
-#: (read by :class:`_Tags`, which finds where one ends from many places in linear time)
+#: (read by :class:`Tags`, which finds where one ends from many places in linear time)
 _IMG_TAG = re.compile(r"""<img(?=[\s/>])(?:"[^"]*"|'[^']*'|[^"'>])*>""", re.I)
 #: (tried only where a run of white space starts: from inside one it would end the same way)
 _ATTRIBUTE = re.compile(r"""(?<!\s)\s+([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
@@ -250,54 +251,7 @@ _FIGURE_REFERENCE = re.compile(rf"^ {{0,3}}\[(?P<label>[^\]\n]+)\]:[ \t]*(?:{_FI
 _CAPTION = re.compile(r"^[ \t]*/// caption[ \t]*$")
 
 
-class _Positions:
-    """Where each of some characters stands in a text, for the next one at or after a place in
-    logarithmic time: a scan that starts at many places reads the text once."""
-
-    def __init__(self, text: str, chars: str):
-        self.at = {c: [] for c in chars}
-        for m in re.finditer(f"[{re.escape(chars)}]", text):
-            self.at[m.group(0)].append(m.start())
-
-    def next(self, char: str, start: int) -> int | None:
-        at = self.at[char]
-        k = bisect.bisect_left(at, start)
-        return at[k] if k < len(at) else None
-
-
-class _Tags:
-    """The end of an HTML start tag, read as :data:`_IMG_TAG` reads one (a quoted attribute value may
-    hold '>'), from any place in a text; each step of a reading is kept, so reading tags from many
-    places (many unclosed ``<img``) reads each quote and '>' once."""
-
-    def __init__(self, text: str):
-        self.text, self.marks = text, _Positions(text, "\"'>")
-        self.special = sorted(i for at in self.marks.at.values() for i in at)
-        self.known: dict[int, int | None] = {}
-
-    def end(self, start: int) -> int | None:
-        """The index just past the '>' that ends the tag whose text starts at ``start``, or None
-        (none does: a quote opened and never closed, or no '>')."""
-        i, walked, end = bisect.bisect_left(self.special, start), [], None
-        while i < len(self.special):
-            if i in self.known:
-                end = self.known[i]
-                break
-            walked.append(i)
-            at = self.special[i]
-            if self.text[at] == ">":
-                end = at + 1
-                break
-            close = self.marks.next(self.text[at], at + 1)     # the quote that closes the value
-            if close is None:
-                break
-            i = bisect.bisect_right(self.special, close)
-        for k in walked:
-            self.known[k] = end
-        return end
-
-
-def _image_end(text: str, close: int, quotes: _Positions) -> int | None:
+def _image_end(text: str, close: int, quotes: Positions) -> int | None:
     """The end of an inline image whose alt text ends at ``close`` (its ']') when what follows is a
     generated figure's link, ``(path)`` or ``(<path>)``, with or without a title in "", '' or (); else
     None. The path is the whole run of path characters after the '(' (what follows it is no path
@@ -332,11 +286,11 @@ def _figure_images(text: str) -> list[tuple[int, int]]:
     (the path bare or in <>, with or without a title in "", '' or ()) with its alt over one paragraph's
     lines, or a raw <img> element whose src is a figure's path. Linear time: an alt text ends at its
     first ']' (or fails at a paragraph's end), so every '![' before that ']' ends the same way and is
-    read once; an <img> tag's end is read once from each place (:class:`_Tags`)."""
+    read once; an <img> tag's end is read once from each place (:class:`Tags`)."""
     found: list[tuple[int, int]] = []
-    quotes = _Positions(text, "\"')")
+    quotes = Positions(text, "\"')")
     breaks = [m.start() for m in _PARAGRAPH_END.finditer(text)]
-    tags = _Tags(text)
+    tags = Tags(text)
     pos = image_from = tag_from = 0
     image = text.find("![")
     tag = _IMG_START.search(text)
@@ -672,7 +626,7 @@ def build(shared: str) -> None:
 def with_alt(content: str, page: str = "(no page)") -> str:
     """A page's HTML with each generated figure's ``alt`` set to the description its script gave
     (``page``, ``docs/<page>``, names a figure that has none)."""
-    tags, out, pos = _Tags(content), [], 0
+    tags, out, pos = Tags(content), [], 0
     for m in _IMG_START.finditer(content):          # each <img> tag, as _IMG_TAG reads them, in one pass
         if m.start() < pos:
             continue

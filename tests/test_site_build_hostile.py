@@ -1350,6 +1350,17 @@ def test_comments_left_in_the_rendered_page_are_read_in_linear_time():
         markers.unreplaced("<p><!-- a --><!-- build-output: snippets/x.py --></p>", "docs/hostile.md")
 
 
+def test_the_glossary_reads_a_page_s_html_in_linear_time():
+    from site_build import glossary
+
+    # this took seconds when every '<!--' never closed was read again to the end of the page
+    page = "<p>" + "<!--" * 20_000 + "</p>"
+    start = time.perf_counter()
+    marked, _ = glossary.mark_first_uses(page)
+    assert time.perf_counter() - start < 2.0
+    assert marked == page
+
+
 def test_a_formula_the_converter_rejects_fails_naming_why_on_one_line_without_escapes():
     from site_build import mathml
 
