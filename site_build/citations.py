@@ -43,15 +43,11 @@ BRACKETED = re.compile(rf"\[(?P<items>-?@{KEY}[^\]\[;@]*(?:;\s*-?@{KEY}[^\]\[;@]
 #: ``@key`` or ``@key [locator]``: a narrative citation (not an e-mail address, not a decorator in code)
 NARRATIVE = re.compile(rf"(?<![\w@./\\-])@(?P<key>{KEY})\b(?:\s\[(?P<locator>[^\]\[@]+)\])?")
 _ITEM = re.compile(rf"^\s*(?P<year_only>-)?@(?P<key>{KEY})\s*(?:,\s*(?P<locator>.*?))?\s*$", re.S)
-#: what is not prose inside a block of text: inline code (:func:`site_build.markers.code_spans`), math,
-#: HTML comments, and raw HTML elements whose text is code (``<code>``, ``<pre>``, ``<kbd>``, ``<samp>``,
-#: ``<script>``, ``<style>``, ``<textarea>``): where each but inline code opens, and each alone
-#: (:func:`_not_prose`)
-_NOT_PROSE_OPEN = re.compile(r"\\[(\[]|<!--|<(?:code|pre|kbd|samp|script|style|textarea)\b", re.I)
-_NOT_PROSE_PARTS = {"\\(": re.compile(r"\\\(.*?\\\)", re.S), "\\[": re.compile(r"\\\[.*?\\\]", re.S),
-                    "<!--": re.compile(r"<!--.*?-->", re.S),
-                    "<": re.compile(r"<(?P<tag>code|pre|kbd|samp|script|style|textarea)\b[^>]*>.*?</(?P=tag)\s*>",
-                                    re.S | re.I)}
+#: what is not prose inside a block of text: inline code, math, HTML comments, and raw HTML elements
+#: whose text is code (``<code>``, ``<pre>``, ``<kbd>``, ``<samp>``, ``<script>``, ``<style>``, ``<textarea>``)
+_NOT_PROSE = re.compile(r"(?P<ticks>`+).+?(?<!`)(?P=ticks)(?!`)|\\\(.*?\\\)|\\\[.*?\\\]|<!--.*?-->"
+                        r"|<(?P<tag>code|pre|kbd|samp|script|style|textarea)\b[^>]*>.*?</(?P=tag)\s*>",
+                        re.S | re.I)
 #: the opening line of a fenced code block (a backtick fence's info holds no backtick)
 _FENCE_OPEN = re.compile(r"^(?P<ws>[ \t>]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 #: a list item's marker with nothing after it: a number there is what makes the line an item
@@ -282,48 +278,14 @@ def _code_blocks(markdown: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _not_prose(text: str, start: int, end: int):
-    """The (start, end) of each part of ``text[start:end]`` that is not prose, in order, in linear time:
-    inline code as Python-Markdown pairs its backticks (:func:`site_build.markers.code_spans`; a pattern
-    of a backtick run, text and the same run takes cubic time in a long run of backticks), and an opening whose closing never comes (``\\(`` with no ``\\)`` after it, ``<!--``
-    with no ``-->``, ``<code>`` with no ``</code>``) matches nothing, nor does any later opening of its
-    kind, so no kind is read to the end twice."""
-    from .markers import code_spans
-
-    spans = [(start + a, start + b) for a, b in code_spans(text[start:end])]
-    k, dead, pos = 0, set(), start
-    while True:
-        while k < len(spans) and spans[k][0] < pos:
-            k += 1
-        opening = _NOT_PROSE_OPEN.search(text, pos, spans[k][0] if k < len(spans) else end)
-        if opening is None:
-            if k == len(spans):
-                return
-            yield spans[k]
-            pos = spans[k][1]
-            continue
-        at, kind = opening.start(), opening.group(0)
-        name = kind[1:].lower() if kind.startswith("<") and kind != "<!--" else None
-        if (name or kind) in dead or (name and "<" in dead):
-            pos = at + 1
-            continue
-        m = _NOT_PROSE_PARTS["<" if name else kind].match(text, at, end)
-        if m is not None:
-            yield m.start(), m.end()
-            pos = m.end()
-            continue
-        dead.add("<" if name and text.find(">", at, end) == -1 else name or kind)   # no '>': no tag closes
-        pos = at + 1
-
-
 def prose_spans(markdown: str) -> list[tuple[int, int]]:
     """The (start, end) spans of ``markdown`` that are prose: outside code (fenced and indented blocks,
     inline code, raw HTML ``<code>``, ``<pre>`` and the like), math and HTML comments."""
     spans, at = [], 0
     for block_start, block_end in [*_code_blocks(markdown), (len(markdown), len(markdown))]:
-        for begin, end in _not_prose(markdown, at, block_start):
-            spans.append((at, begin))
-            at = end
+        for m in _NOT_PROSE.finditer(markdown, at, block_start):
+            spans.append((at, m.start()))
+            at = m.end()
         spans.append((at, block_start))
         at = block_end
     return spans

@@ -236,31 +236,23 @@ def _backticks():
     return BacktickInlineProcessor(BACKTICK_RE)
 
 
-def code_spans(text: str) -> list[tuple[int, int]]:
-    """The (start, end) of each inline code span of ``text``, backticks included, in order: those that
-    Python-Markdown renders as ``<code>``. Its own processor pairs the backticks (an escaped one opens
-    none), within a paragraph (a span may go over lines, never over a blank line)."""
-    processor, spans, offset = _backticks(), [], 0
+def without_code_spans(text: str) -> str:
+    """``text`` with each inline code span (backticks included) blanked to spaces, its newlines kept
+    so that lines keep their numbers. The spans are those Python-Markdown renders as ``<code>``: its
+    own processor pairs the backticks (an escaped one opens none), within a paragraph (a span may
+    go over lines, never over a blank line)."""
+    processor, out = _backticks(), []
     for part in re.split(r"(\n[ \t]*\n)", text):            # paragraphs, and the blank lines between them
-        pos = 0
+        pos, kept = 0, []
         while (m := processor.compiled_re.search(part, pos)) is not None:
             element, begin, end = processor.handleMatch(m, part)
             end = max(end if end is not None else m.end(), m.start() + 1)
             if element is not None and getattr(element, "tag", None) == "code":
-                spans.append((offset + begin, offset + end))
+                kept += [part[pos:begin], re.sub(r"[^\n]", " ", part[begin:end])]
+            else:
+                kept.append(part[pos:end])
             pos = end
-        offset += len(part)
-    return spans
-
-
-def without_code_spans(text: str) -> str:
-    """``text`` with each inline code span (:func:`code_spans`, backticks included) blanked to spaces, its
-    newlines kept so that lines keep their numbers."""
-    out, pos = [], 0
-    for begin, end in code_spans(text):
-        out += [text[pos:begin], re.sub(r"[^\n]", " ", text[begin:end])]
-        pos = end
-    out.append(text[pos:])
+        out += [*kept, part[pos:]]
     return "".join(out)
 
 

@@ -1330,18 +1330,6 @@ def test_figures_and_img_tags_are_read_in_linear_time(read, text):
     assert time.perf_counter() - start < 2.0
 
 
-@pytest.mark.parametrize("text", ["Text " + "\\(" * 20_000, "Text " + "<!--" * 20_000, "Text " + "<code>" * 20_000,
-                                  "Text " + "`" * 5_000],
-                         ids=["unclosed-math", "unclosed-comments", "unclosed-code-elements", "a-run-of-backticks"])
-def test_the_prose_of_a_page_is_found_in_linear_time(text):
-    from site_build import citations
-
-    # each took seconds (the run of backticks: minutes) when every opening was read again to the end
-    start = time.perf_counter()
-    citations.prose_spans(text + "\n")
-    assert time.perf_counter() - start < 2.0
-
-
 def test_comments_left_in_the_rendered_page_are_read_in_linear_time():
     start = time.perf_counter()
     markers.unreplaced("<p>" + "<!--" * 20_000 + "</p>", "docs/hostile.md")   # never closed: no comment
