@@ -42,6 +42,7 @@ from netcl_lite import fingerprint
 from netcl_lite.files import atomic_write
 
 from . import runner, store
+from .tags import Positions, Tags
 from .paths import DOCS, FIGURES, ROOT, SNIPPETS, pyproject_version
 
 #: the longest one figure script may run, in seconds
@@ -52,8 +53,10 @@ FIGURE_LIMIT = 2 << 20
 NOTEBOOK_OUTPUT_LIMIT = 64 * 1024
 _DESCRIPTION = re.compile(r"<dc:description>(.*?)</dc:description>", re.S)
 #: an <img> start tag (attribute values in either quotes may hold '>') and each attribute in it
+#: (read by :class:`Tags`, which finds where one ends from many places in linear time)
 _IMG_TAG = re.compile(r"""<img(?=[\s/>])(?:"[^"]*"|'[^']*'|[^"'>])*>""", re.I)
-_ATTRIBUTE = re.compile(r"""\s+([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
+#: (tried only where a run of white space starts: from inside one it would end the same way)
+_ATTRIBUTE = re.compile(r"""(?<!\s)\s+([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
 #: a generated figure's path as an <img>'s src gives it (group 1: ``<page>/<name>``)
 _FIGURE_SRC = re.compile(r"(?:[^\s\"'<>]*/)?figures/([\w-]+/[\w-]+)\.svg")
 
@@ -204,11 +207,10 @@ def figure_description(svg: Path) -> str | None:
     return " ".join(html.unescape(m.group(1)).split()) if m else None
 
 
-def _with_alt(m: re.Match, page: str) -> str:
-    """The <img> tag ``m`` with its alt the description of the generated figure its src shows (the
+def _with_alt(tag: str, page: str) -> str:
+    """The <img> tag ``tag`` with its alt the description of the generated figure its src shows (the
     first alt attribute replaced in place, any other dropped, or one added after ``<img``), in any
     quotes or none; the tag as it was when it shows no generated figure."""
-    tag = m.group(0)
     attributes = list(_ATTRIBUTE.finditer(tag, len("<img")))
     src = next((a for a in attributes if a[1].lower() == "src"), None)
     figure = _FIGURE_SRC.fullmatch(html.unescape((src[2] or "").strip("\"'"))) if src is not None else None
@@ -233,22 +235,128 @@ def _with_alt(m: re.Match, page: str) -> str:
 
 #: the path of a generated figure, as a page links it (a query or a fragment after it or not)
 _FIGURE_PATH = r"(?:[^()\s<>\"']*/)?figures/[\w-]+/[\w-]+\.svg(?:[?#][^()\s<>\"']*)?"
-#: an image of a generated figure in a page's Markdown: inline (the path bare or in <>, with or
-#: without a title in "", '' or ()) or a raw <img> element, either over several lines of a paragraph
-_FIGURE_MD = re.compile(rf"""!\[(?:[^\]\n]|\n(?![ \t]*\n))*\]\(\s*(?:{_FIGURE_PATH}|<{_FIGURE_PATH}>)(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*\)"""
-                        rf"""|<img\b[^>]*?\bsrc\s*=\s*["']?{_FIGURE_PATH}(?=["'\s>/])[^>]*>""", re.I)
-#: a reference-style image, ![alt][label], ![alt][] or ![alt]
-_REFERENCE_IMAGE = re.compile(r"!\[(?P<alt>[^\]\n]*)\](?:\[(?P<label>[^\]\n]*)\])?(?![(\[:])")
+_FIGURE_PATH_RE = re.compile(_FIGURE_PATH, re.I)
+#: the characters a figure's path is made of: it runs to the first other one
+_PATH_RUN = re.compile(r"[^()\s<>\"']*")
+_SPACES = re.compile(r"\s*")
+#: a line break inside a paragraph, not one that ends it (a blank line follows)
+_PARAGRAPH_END = re.compile(r"\n(?=[ \t]*\n)")
+#: the start of an <img> tag
+_IMG_START = re.compile(r"<img(?=[\s/>])", re.I)
+#: a reference-style image, ![alt][label], ![alt][] or ![alt], read from the ']' that ends its alt
+_REFERENCE_TAIL = re.compile(r"(?:\[(?P<label>[^\]\n]*)\])?(?![(\[:])")
 #: a link reference definition whose target is a generated figure
 _FIGURE_REFERENCE = re.compile(rf"^ {{0,3}}\[(?P<label>[^\]\n]+)\]:[ \t]*(?:{_FIGURE_PATH}|<{_FIGURE_PATH}>)(?:\s|$)",
                                re.M)
 _CAPTION = re.compile(r"^[ \t]*/// caption[ \t]*$")
 
 
-def uncaptioned(markdown: str) -> list[tuple[int, re.Match]]:
-    """(line index, match) of each generated figure of ``markdown`` outside code (fenced and indented
-    blocks, inline code spans) that no ``/// caption`` block follows on the next line that is not blank
-    (the line index is the line the image starts on; an image may span lines, its caption follows the last)."""
+def _image_end(text: str, close: int, quotes: Positions) -> int | None:
+    """The end of an inline image whose alt text ends at ``close`` (its ']') when what follows is a
+    generated figure's link, ``(path)`` or ``(<path>)``, with or without a title in "", '' or (); else
+    None. The path is the whole run of path characters after the '(' (what follows it is no path
+    character), so nothing is tried twice."""
+    at = close + 1
+    if at >= len(text) or text[at] != "(":
+        return None
+    at = _SPACES.match(text, at + 1).end()
+    bracketed = at < len(text) and text[at] == "<"
+    start = at + 1 if bracketed else at
+    run = _PATH_RUN.match(text, start).end()
+    if not _FIGURE_PATH_RE.fullmatch(text, start, run):
+        return None
+    if bracketed:
+        if run >= len(text) or text[run] != ">":
+            return None
+        run += 1
+    gap = _SPACES.match(text, run).end()
+    if gap < len(text) and text[gap] == ")":
+        return gap + 1
+    if gap == run or gap >= len(text) or text[gap] not in "\"'(":
+        return None
+    ends = quotes.next(")" if text[gap] == "(" else text[gap], gap + 1)     # the title's closing mark
+    if ends is None:
+        return None
+    after = _SPACES.match(text, ends + 1).end()
+    return after + 1 if after < len(text) and text[after] == ")" else None
+
+
+def _figure_images(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each image of a generated figure in ``text``, a page's Markdown, in order: inline
+    (the path bare or in <>, with or without a title in "", '' or ()) with its alt over one paragraph's
+    lines, or a raw <img> element whose src is a figure's path. Linear time: an alt text ends at its
+    first ']' (or fails at a paragraph's end), so every '![' before that ']' ends the same way and is
+    read once; an <img> tag's end is read once from each place (:class:`Tags`)."""
+    found: list[tuple[int, int]] = []
+    quotes = Positions(text, "\"')")
+    breaks = [m.start() for m in _PARAGRAPH_END.finditer(text)]
+    tags = Tags(text)
+    pos = image_from = tag_from = 0
+    image = text.find("![")
+    tag = _IMG_START.search(text)
+    tag_at = tag.start() if tag else -1
+    while True:                                         # each search goes on from where the last stopped
+        if image != -1 and image < max(pos, image_from):
+            image = text.find("![", max(pos, image_from))
+        if tag_at != -1 and tag_at < max(pos, tag_from):
+            tag = _IMG_START.search(text, max(pos, tag_from))
+            tag_at = tag.start() if tag else -1
+        if image == -1 and tag_at == -1:
+            return found
+        if image != -1 and (tag_at == -1 or image < tag_at):
+            close = text.find("]", image + 2)
+            if close == -1:                             # no alt text ends: no more inline images
+                image_from = len(text)
+                image = -1
+                continue
+            k = bisect.bisect_left(breaks, image)
+            if k < len(breaks) and breaks[k] < close:  # the paragraph ends first: so it does for every
+                image_from = breaks[k] + 1              # '![' before its end
+                continue
+            end = _image_end(text, close, quotes)
+            if end is None:
+                image_from = close + 1
+                continue
+            found.append((image, end))
+            pos = end
+        else:
+            end = tags.end(tag_at + len("<img"))
+            if end is None:                             # never closed: the next <img> may be
+                tag_from = tag_at + 1
+                continue
+            src = next((a for a in _ATTRIBUTE.finditer(text, tag_at + len("<img"), end - 1)
+                        if a[1].lower() == "src"), None)
+            value = html.unescape((src[2] or "").strip("\"'")) if src is not None else ""
+            if _FIGURE_PATH_RE.fullmatch(value):
+                found.append((tag_at, end))
+                pos = end
+            else:
+                tag_from = tag_at + 1
+
+
+def _reference_images(line: str, labels: set[str]) -> tuple[int, int] | None:
+    """(start, end) of the first reference-style image on ``line`` (``![alt][label]``, ``![alt][]`` or
+    ``![alt]``) whose label is one of ``labels`` (folded), or None; linear time, as
+    :func:`_figure_images` reads alt texts."""
+    pos = 0
+    while (start := line.find("![", pos)) != -1:
+        close = line.find("]", start + 2)
+        if close == -1:
+            return None
+        tail = _REFERENCE_TAIL.match(line, close + 1)
+        if tail is not None:
+            label = tail["label"] or line[start + 2:close]     # ![alt][] and ![alt] use the alt as the label
+            if " ".join(label.split()).casefold() in labels:
+                return start, tail.end()
+        pos = close + 1
+    return None
+
+
+def uncaptioned(markdown: str) -> list[tuple[int, int, str]]:
+    """(first line index, last line index, image) of each generated figure of ``markdown`` that the page shows (outside code:
+    fenced and indented blocks, inline code spans; outside HTML comments) and that no ``/// caption``
+    block follows on the next line that is not blank (the line index is the line the image starts
+    on; an image may span lines, its caption follows the last). Linear time in the text's length."""
     from . import markers
 
     lines = markdown.split("\n")
@@ -256,30 +364,29 @@ def uncaptioned(markdown: str) -> list[tuple[int, re.Match]]:
     outside = markers.without_code_spans("\n".join("" if i in fenced else line for i, line in enumerate(lines)))
     shown = outside.split("\n")                     # the lines as they show: no code, fenced or inline
     figure_labels = {" ".join(m["label"].split()).casefold() for m in _FIGURE_REFERENCE.finditer(outside)}
-
-    def shown_by_reference(line: str) -> re.Match | None:
-        for ref in _REFERENCE_IMAGE.finditer(line):
-            label = ref["label"] or ref["alt"]              # ![alt][] and ![alt] use the alt as the label
-            if " ".join(label.split()).casefold() in figure_labels:
-                return ref
-        return None
-
     starts = [0]                                    # each shown line's offset in ``outside``
     for line in shown[:-1]:
         starts.append(starts[-1] + len(line) + 1)
-    figures: dict[int, tuple[re.Match, int, int]] = {}  # first line: (match, column, last line)
-    for m in _FIGURE_MD.finditer(outside):          # an image may span lines: matched over the whole text
-        i = bisect.bisect_right(starts, m.start()) - 1
-        figures.setdefault(i, (m, m.start() - starts[i], bisect.bisect_right(starts, m.end() - 1) - 1))
+    figures: dict[int, tuple[str, int, int]] = {}   # first line: (image, column, last line)
+    for start, end in _figure_images(outside):      # an image may span lines: found over the whole text
+        i = bisect.bisect_right(starts, start) - 1
+        figures.setdefault(i, (outside[start:end], start - starts[i], bisect.bisect_right(starts, end - 1) - 1))
     if figure_labels:
         for i, line in enumerate(shown):
-            if i not in figures and (m := shown_by_reference(line)):
-                figures[i] = (m, m.start(), i)
-    # a line that starts with HTML (up to 3 spaces in) is an HTML block to Markdown, never code
-    code = markers.indented_code(lines, {i: column for i, (_, column, _) in figures.items()
-                                         if not re.match(r" {0,3}<", lines[i])})
-    return [(i, m) for i, (m, _, last) in sorted(figures.items())
-            if i not in code and not _CAPTION.match(next((line for line in lines[last + 1:] if line.strip()), ""))]
+            if i not in figures and (ref := _reference_images(line, figure_labels)):
+                figures[i] = (line[ref[0]:ref[1]], ref[0], i)
+    bare = {i: found for i, found in figures.items()
+            if not _CAPTION.match(next((line for line in lines[found[2] + 1:] if line.strip()), ""))}
+    # a figure in an indented code block or an HTML comment is not shown: the page is rendered to tell,
+    # when it may be (a line indented four columns or more, quote markers aside; a '<!--' above it). A
+    # line that starts with HTML (up to 3 spaces in) is an HTML block or raw inline HTML, never code
+    comment = outside.find("<!--")
+    asked = {i: column for i, (_, column, _) in bare.items()
+             if len(re.match(r"[ \t>]*", lines[i])[0].replace(">", "").expandtabs(4)) >= 4
+             or 0 <= comment < starts[i] + column}
+    code, hidden = markers.rendered_places(lines, asked, width=2)
+    code = {i for i in code if not re.match(r" {0,3}<", lines[i])}
+    return [(i, last, image) for i, (image, _, last) in sorted(bare.items()) if i not in code and i not in hidden]
 
 
 #: what a figure needs, as errors say it
@@ -290,8 +397,8 @@ def check_captions(markdown: str, page_uri: str, first_line: int = 1) -> None:
     """Raise ``ValueError`` naming the page and the line (``first_line``: the file's line of
     ``markdown``'s first) for the first figure of :func:`uncaptioned`. What a page's includes bring is
     checked once they are expanded (:mod:`site_build.brought`)."""
-    for i, m in uncaptioned(markdown):
-        raise ValueError(f"docs/{page_uri}:{first_line + i}: {m.group(0)}: {CAPTION_RULE}")
+    for i, _, image in uncaptioned(markdown):
+        raise ValueError(f"docs/{page_uri}:{first_line + i}: {image}: {CAPTION_RULE}")
 
 
 def _source_lines(text: str) -> list[str]:
@@ -519,4 +626,13 @@ def build(shared: str) -> None:
 def with_alt(content: str, page: str = "(no page)") -> str:
     """A page's HTML with each generated figure's ``alt`` set to the description its script gave
     (``page``, ``docs/<page>``, names a figure that has none)."""
-    return _IMG_TAG.sub(lambda m: _with_alt(m, page), content)
+    tags, out, pos = Tags(content), [], 0
+    for m in _IMG_START.finditer(content):          # each <img> tag, as _IMG_TAG reads them, in one pass
+        if m.start() < pos:
+            continue
+        end = tags.end(m.end())
+        if end is not None:
+            out += [content[pos:m.start()], _with_alt(content[m.start():end], page)]
+            pos = end
+    out.append(content[pos:])
+    return "".join(out)

@@ -29,7 +29,10 @@ SKIP = frozenset({"a", "abbr", "code", "pre", "kbd", "samp", "math", "svg", "scr
                   "dt", "select", "option", "title", "nav"})
 _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
                    "track", "wbr"})
-_TOKEN = re.compile(r"<!--.*?-->|<(/?)([A-Za-z][\w:-]*)(?:[^>\"']|\"[^\"]*\"|'[^']*')*?(/?)>", re.S)
+#: where a comment or a tag may start in a page's HTML (:func:`_tokens`)
+_TOKEN_START = re.compile(r"<(?:!--|/?[A-Za-z])")
+#: a tag's opening: ``/`` for a closing tag, and its name
+_TAG_NAME = re.compile(r"<(/?)([A-Za-z][\w:-]*)")
 #: a character reference: named (``&times;``, or a legacy one without its ``;``), decimal or hexadecimal
 _REFERENCE = re.compile(r"&(?:#[0-9]+|#[xX][0-9A-Fa-f]+|[A-Za-z][A-Za-z0-9]*);?")
 
@@ -139,6 +142,35 @@ def _pattern(entries: tuple[Term, ...]) -> tuple[re.Pattern, dict[str, Term]]:
     return re.compile(rf"(?<![\w-])(?:{alternation})(?![\w-])"), by_form
 
 
+def _tokens(content: str):
+    """(start, end, "/" or "", lower-case name, "/" or "") of each comment (no name) and tag of the HTML
+    ``content``, in order: a comment runs from ``<!--`` to the next ``-->``, a tag from ``<name`` to the
+    first '>' outside its quoted attribute values (the second "/": it ends ``/>``). Linear time: once a
+    comment is never closed no later one is, and each tag's end is read once from each place
+    (:class:`site_build.tags.Tags`), where a pattern tried at every ``<`` would read the rest of the
+    text again from each one that is never closed."""
+    from .tags import Tags
+
+    tags, comments, pos = Tags(content), True, 0
+    while (m := _TOKEN_START.search(content, pos)) is not None:
+        start = m.start()
+        if m.group(0) == "<!--":
+            end = content.find("-->", start + 4) if comments else -1
+            if end == -1:
+                comments, pos = False, start + 1
+                continue
+            yield start, end + 3, "", "", ""
+            pos = end + 3
+            continue
+        head = _TAG_NAME.match(content, start)
+        end = tags.end(head.end())
+        if end is None:
+            pos = start + 1
+            continue
+        yield start, end, head[1], head[2].lower(), "/" if content[end - 2] == "/" and end - 2 >= head.end() else ""
+        pos = end
+
+
 def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tuple[str, int]:
     """``content`` (a page's HTML) with the first use of each term in running text wrapped in an
     ``<abbr>`` whose title is its definition, and how many were marked."""
@@ -166,12 +198,11 @@ def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tu
             last = m.end()
         return "".join(pieces) + text[last:]
 
-    for m in _TOKEN.finditer(content):
-        text = content[at:m.start()]
+    for start, end, closing, name, self_closing in _tokens(content):
+        text = content[at:start]
         out.append(mark(text) if text and not skipping else text)
-        out.append(m.group(0))
-        at = m.end()
-        closing, name, self_closing = m.group(1), (m.group(2) or "").lower(), m.group(3)
+        out.append(content[start:end])
+        at = end
         if not name or name in _VOID or self_closing:
             continue
         if closing:

@@ -20,6 +20,13 @@ included section or line range names the file's own line. Lines superfences keep
 as a longer fence or one indented more than the block's (an indented include indents every line it
 brings), are accepted; a longer fence on the page shows a file's own fence as code.
 
+As it expands the includes, the preprocessor records where each line it gives came from: the
+page's own line, or the include on the page that brought it and the included file's own line
+(:class:`Expansion`, left on the Markdown instance for :mod:`site_build.brought`). A line of the page
+itself that shows a section marker (``--8<-- [start:name]`` in prose or in a code block) stays on
+the page as written: sections are chosen in included files, and pymdownx.snippets would delete the
+line from the page without a word.
+
 :func:`contain` puts :func:`contained_snippets` in place of the ``pymdownx.snippets`` extension,
 with the same options. The page named in errors is read from a :class:`CurrentPage`, which the
 plugin sets before each page is rendered.
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -57,6 +65,34 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 _FENCE_ANYWHERE = re.compile(r"`{3,}|~{3,}")
 #: the fence that starts a line (a block's opening line)
 _FENCE_OPEN = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})")
+#: the line that opens (and closes) the block form of includes, whose lines between are paths
+_BLOCK = "--8<--"
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """A page's lines before and after pymdownx.snippets expanded its includes, and where each line
+    after came from, as recorded while the includes were expanded: ``origins[j]`` is a tuple of
+    (file, 0-based line) pairs from the page's own line (file None) down to the line of the innermost
+    included file that holds line ``j`` (a section's or line range's line numbered as in its file);
+    one pair: a line of the page itself."""
+
+    before: list[str]
+    after: list[str]
+    origins: list[tuple[tuple[str | None, int], ...]]
+    base: Path = ROOT
+
+    def source(self, j: int) -> str:
+        """``<file>:<line>``: the file (relative to the includes' base) and its line that gave line ``j``
+        of :attr:`after`; ``the page's line <n>``, counted in :attr:`before`, for a line of the page itself."""
+        file_name, line = self.origins[j][-1]
+        if file_name is None:
+            return f"the page's line {line + 1}"
+        try:
+            shown = Path(file_name).relative_to(self.base).as_posix()
+        except ValueError:
+            shown = str(file_name)
+        return f"{shown_path(shown)}:{line + 1}"
 
 
 class PathError(ValueError):
@@ -75,6 +111,18 @@ class CurrentPage:
         numbers it, or None."""
         found = [inc.index for inc in markers.includes(self.markdown.split("\n")) if inc.path == path]
         return self.first_line + found[nth] if nth < len(found) else None
+
+    def own_line(self, lines: list[str], index: int, tab_length: int = 4) -> int | None:
+        """The page's line (as its file numbers it) of ``lines[index]``, a line of the Markdown being read,
+        which has what the build puts in (a needs-extra note) above it: the line of the page's own text
+        that reads the same (tabs expanded to ``tab_length`` columns, spaces at the ends aside), counted
+        as many times; None when there is none."""
+        def same(line: str) -> str:
+            return line.expandtabs(tab_length).strip()
+        text = same(lines[index])
+        nth = sum(same(line) == text for line in lines[:index])
+        own = (i for i, line in enumerate(self.markdown.split("\n")) if same(line) == text)
+        return next((self.first_line + i for k, i in enumerate(own) if k == nth), None)
 
 
 def _indent(line: str, tab_length: int) -> int:
@@ -134,7 +182,10 @@ def contained_snippets(page: CurrentPage, **options):
             self.attempts, self.trees, self.brought = markers.attempts(lines), {}, 0
             self.starts = [start for start, _, _ in self.attempts]
             self.page_lines = lines
-            return super().run(lines)
+            before = list(lines)
+            after = super().run(lines)
+            self.md.expansion = Expansion(before, after, self.__dict__.pop("origins"), self._base())
+            return after
 
         def parse_snippets(self, lines, file_name=None, *args, **kwargs):
             # which file and line is being read, innermost last: where an include that fails stands
@@ -144,26 +195,52 @@ def contained_snippets(page: CurrentPage, **options):
             # the file's own line (0-based) of each line of a section or line ranges of it
             numbered = self.__dict__.pop("numbered", None)
             numbers = numbered[1] if numbered and file_name is not None and numbered[0] == file_name else None
-
-            def counted():
-                for i, line in enumerate(lines):
-                    where[1:] = (numbers[i] if numbers is not None and i < len(numbers) else i), line
-                    yield line
             try:
+                found, origins = self._expand(lines, file_name, numbers, where, *args, **kwargs)
+                if file_name is not None and len(reading) == 2 and reading[0][0] is None:
+                    self._keeps_blocks(reading[0][1], found, file_name)
+                self.origins = origins                  # for the line of the file that included this one
+                return found
+            finally:
+                reading.pop()
+
+        def _expand(self, lines, file_name, numbers, where, *args, **kwargs):
+            """What pymdownx.snippets makes of ``lines`` (of ``file_name``; None: the page), with the origin
+            of each line it gives: a tuple of (file, 0-based line) from the page's line down to the line
+            of the innermost file that holds it (one entry: a line of ``lines`` itself). Each line is
+            given to pymdownx.snippets alone, after a block marker when it stands inside the block form
+            (so it reads it as a path), and what comes back is that line's: its own text, nothing, or
+            what its include brings, whose origins the include's own reading recorded. On the page
+            itself, a line showing a section marker is kept as written: a section is chosen in an
+            included file, and on a page the line is prose or code that shows the marker."""
+            found, origins, block = [], [], False
+            for i, line in enumerate(lines):
+                own = numbers[i] if numbers is not None and i < len(numbers) else i
+                where[1:] = own, line
+                m = self.RE_ALL_SNIPPETS.match(line)
+                if file_name is None and not block and m is None and (s := self.match_section(line)) is not None \
+                        and not s["escape"]:
+                    found.append(line)
+                    origins.append(((file_name, own),))
+                    continue
+                self.origins = None
                 try:
-                    found = super().parse_snippets(counted(), file_name, *args, **kwargs)
+                    got = super().parse_snippets([_BLOCK, line] if block else [line], file_name, *args, **kwargs)
                 except SnippetMissingError as err:      # a section the file lacks, an include naming no path
-                    line = where[2]
                     inc = markers.include_line(line)
                     raise ValueError(f"{self._where(inc.path if inc else None, self._base())}: "
                                      f"{visible(line.strip())}: {visible(str(err))}; name a file under "
                                      f"{', '.join(f'{r}/' for r in INCLUDE_ROOTS)} and, after a colon, a "
                                      f"section it marks or line numbers") from None
-                if file_name is not None and len(reading) == 2 and reading[0][0] is None:
-                    self._keeps_blocks(reading[0][1], found, file_name)
-                return found
-            finally:
-                reading.pop()
+                if m is not None and not m["escape"] and not m["inline_marker"]:
+                    block = not block                   # a block marker opens or closes the block form
+                brought, self.origins = self.origins, None
+                found += got
+                if brought is not None:                 # the line was an include: each line it brought
+                    origins += [((file_name, own), *chain) for chain in brought]
+                else:
+                    origins += [((file_name, own),)] * len(got)
+            return found, origins
 
         def _keeps_blocks(self, index: int, brought: list[str], file_name: str) -> None:
             """Raise naming the page, the include's line and the file when the lines that the include on
@@ -338,7 +415,8 @@ def contained_snippets(page: CurrentPage, **options):
             nth = sum(inc.path == (outer or path) for inc in markers.includes(lines[:index])) if lines else 0
             top = page.line_of(outer or path, nth) or page.line_of(outer or path)
             if top is None and lines:       # an include naming no path, a page not set: the line as read
-                top = page.first_line + self._own_index(index)
+                top = page.own_line(self.page_lines, index, self.tab_length)
+                top = page.first_line + index if top is None else top
             where = f"{page.name}:{top}" if top is not None else page.name
             if file_name is not None:
                 try:
@@ -358,17 +436,6 @@ def contained_snippets(page: CurrentPage, **options):
                 numbers = [int(line.split("\x00", 1)[0]) for line in tagged]
             self.numbered = target.get("snippet"), numbers
             return selected
-
-        def _own_index(self, index: int) -> int:
-            """The index in the page's own text (``page.markdown``) of line ``index`` of the Markdown being
-            read, which has what the build puts in (a needs-extra note) above it: the line that reads the
-            same, counted as many times (spaces at the ends aside); ``index`` itself when there is none."""
-            def same(line: str) -> str:
-                return line.expandtabs(self.tab_length).strip()
-            text = same(self.page_lines[index])
-            nth = sum(same(line) == text for line in self.page_lines[:index])
-            own = (i for i, line in enumerate(page.markdown.split("\n")) if same(line) == text)
-            return next((i for k, i in enumerate(own) if k == nth), index)
 
         def read_lines(self, path):
             # a UTF-8 byte order mark starts the file, not its first line (MkDocs drops a page's too):
@@ -407,7 +474,9 @@ def contained_snippets(page: CurrentPage, **options):
         def extendMarkdown(self, md):
             self.md = md
             md.registerExtension(self)
-            md.preprocessors.register(ContainedPreprocessor(self.getConfigs(), md), "snippet", 32)
+            preprocessor = ContainedPreprocessor(self.getConfigs(), md)
+            preprocessor.md = md                        # where it leaves the expansion it records
+            md.preprocessors.register(preprocessor, "snippet", 32)
 
     return ContainedSnippets(**options)
 

@@ -51,8 +51,10 @@ KERNELS_JSON = re.compile(r"^<!-- kernels\.json: (?P<section>[\w-]+) -->[ \t]*$"
 EXCERPT_OPEN = re.compile(
     r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})\{(?P<attrs>[^}\n]*\.excerpt\b[^}\n]*)\}[ \t]*$")
 #: a fence's opening line that carries the ``.excerpt`` class in any form (tildes, a space before the
-#: braces, the language first): only :data:`EXCERPT_OPEN`'s form is labelled and checked, the others refused
-EXCERPT_LIKE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^`\n]*\.excerpt\b")
+#: braces, the language first, a backtick in its attributes, which pymdownx.superfences accepts after
+#: either fence): only :data:`EXCERPT_OPEN`'s form is labelled and checked, the others refused. The
+#: fence is read whole (possessive), so a line of many backticks or tildes is read once
+EXCERPT_LIKE = re.compile(r"^[ \t]*(?:`{3,}+|~{3,}+)[^\n]*?\.excerpt\b")
 #: a whole excerpt fence in a page's text: indent, ticks, ``{attributes}``, body
 EXCERPT_FENCE = re.compile(r"^(\s*)(`{3,})(\{[^}\n]*\.excerpt[^}\n]*\})\s*\n((?:.*\n)*?)\1\2\s*$", re.M)
 #: what precedes a block's verified output (pytest-codeblocks' own marker)
@@ -425,22 +427,40 @@ def indented_code(lines: list[str], asked: dict[int, int], width: int = 4) -> se
     holds, a plain word to Markdown (an HTML comment that does not start its line is text to it too,
     so the blocks stay as they were), and the tokens found in the code blocks name the lines. The
     caller chooses characters whose replacement by a word changes no block of the page."""
+    return rendered_places(lines, asked, width)[0]
+
+
+def rendered_places(lines: list[str], asked: dict[int, int], width: int = 4) -> tuple[set[int], set[int]]:
+    """(:func:`indented_code`, and which of the ``asked`` lines stand inside an HTML comment of the
+    rendered page, which the reader does not see): one rendering answers both. A comment is what
+    Python-Markdown leaves as one: a block that starts ``<!--`` (blank lines and all, up to ``-->``),
+    or one inside a paragraph; ``<!--`` shown as text is escaped (``&lt;!--``) and hides nothing."""
     if not asked:
-        return set()
-    return set(_indented_code("\n".join(lines), tuple(sorted(asked.items())), width))
+        return set(), set()
+    code, hidden = _rendered_places("\n".join(lines), tuple(sorted(asked.items())), width)
+    return set(code), set(hidden)
 
 
 @lru_cache(maxsize=16)
-def _indented_code(text: str, asked: tuple[tuple[int, int], ...], width: int = 4) -> frozenset[int]:
-    """:func:`indented_code` of a page's ``text``, kept for the next stage that reads its markers."""
+def _rendered_places(text: str, asked: tuple[tuple[int, int], ...], width: int = 4) -> tuple[frozenset[int],
+                                                                                             frozenset[int]]:
+    """:func:`rendered_places` of a page's ``text``, kept for the next stage that reads its markers."""
     md, token, marked = _indented_code_scanner(), f"q{secrets.token_hex(8)}n", text.split("\n")
     for i, column in asked:
         marked[i] = f"{marked[i][:column]}{token}{i}x{marked[i][column + width:]}"
     md.reset()
     md.indented_code = []
-    md.convert("\n".join(marked))
+    rendered = md.convert("\n".join(marked))
     found = re.compile(rf"{token}(\d+)x")
-    return frozenset(int(m[1]) for code in md.indented_code for m in found.finditer(code))
+    code = frozenset(int(m[1]) for block in md.indented_code for m in found.finditer(block))
+    hidden, pos = set(), 0
+    while (start := rendered.find("<!--", pos)) != -1:    # one pass: an unclosed comment ends the search
+        end = rendered.find("-->", start + 4)
+        if end == -1:
+            break
+        hidden.update(int(m[1]) for m in found.finditer(rendered, start, end))
+        pos = end + 3
+    return code, frozenset(hidden)
 
 
 def _misplaced(marker: Marker, lines: list[str], blocks: list[tuple[int, int]]) -> str | None:
@@ -531,15 +551,18 @@ def replace(markdown: str, page: str, handlers: dict[str, Callable[[Marker], str
     return "\n".join(lines)
 
 
-_COMMENT = re.compile(r"<!--(.*?)-->", re.S)
-
-
 def unreplaced(html: str, page: str) -> None:
     """Raise :class:`MarkerError` naming ``page`` when its rendered ``html`` still holds a comment that
     looks like a marker other than :data:`EXPECTED_OUTPUT` (which stays, for the output labels): a
     marker that no stage replaced, such as one inside an HTML block or an included file."""
-    for m in _COMMENT.finditer(html):
-        if m.group(0) != EXPECTED_OUTPUT and looks_like(m.group(1)):
-            raise MarkerError(f"{page}: {m.group(0)[:200]!r} is left in the rendered page: a marker stands "
+    pos = 0
+    while (start := html.find("<!--", pos)) != -1:       # each comment, '<!--' to the next '-->', in one
+        end = html.find("-->", start + 4)                # pass: once one is never closed, no later one is
+        if end == -1:
+            return
+        pos = end + 3
+        comment = html[start:pos]
+        if comment != EXPECTED_OUTPUT and looks_like(html[start + 4:end]):
+            raise MarkerError(f"{page}: {comment[:200]!r} is left in the rendered page: a marker stands "
                               f"where the build does not read it (inside an HTML block, a list or an "
                               f"included file?), or it is not a marker; write markers alone on their line")

@@ -1,6 +1,6 @@
 """Read the pages the way MkDocs renders them, and pull out their code blocks.
 
-``expand(page)`` runs pymdownx.snippets with the settings in ``mkdocs.yml``, so
+``expand(page)`` runs pymdownx.snippets (the build's contained form) with the settings in ``mkdocs.yml``, so
 ``--8<--`` includes become the code the reader sees. ``blocks(page)`` then
 normalizes fence info strings (``python title="x"``, ``py``, ``{.python}``…)
 to plain ``python`` before handing the text to
@@ -53,11 +53,19 @@ def pages() -> list[Path]:
 
 
 def expand(page: Path) -> str:
-    """The page text after pymdownx.snippets, exactly as MkDocs would preprocess it."""
+    """The page text after pymdownx.snippets, exactly as MkDocs would preprocess it: with the settings in
+    ``mkdocs.yml``, through the build's contained form of it (:func:`site_build.includes.contained_snippets`,
+    which, unlike pymdownx.snippets alone, keeps a page's own line that shows a section marker)."""
+    from site_build import includes
+
     cfg = config()
-    md = markdown.Markdown(extensions=["pymdownx.snippets"], extension_configs={"pymdownx.snippets": cfg["mdx_configs"].get("pymdownx.snippets", {})})
+    text = page.read_text(encoding="utf-8")
+    name = f"docs/{page.relative_to(DOCS).as_posix()}" if page.is_relative_to(DOCS) else str(page)
+    snippets = includes.contained_snippets(includes.CurrentPage(name, text),
+                                           **cfg["mdx_configs"].get("pymdownx.snippets", {}))
+    md = markdown.Markdown(extensions=[snippets])
     with _in_root():
-        lines = md.preprocessors["snippet"].run(page.read_text(encoding="utf-8").split("\n"))
+        lines = md.preprocessors["snippet"].run(text.split("\n"))
     return "\n".join(lines) + "\n"
 
 

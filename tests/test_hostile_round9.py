@@ -203,13 +203,14 @@ def test_an_error_inside_a_section_or_range_names_the_file_s_own_line(tmp_path, 
     assert f"in snippets/a.txt:{line}: " in str(err.value), str(err.value)
 
 
-#: a page of many repeated lines whose include brings a figure with no caption, checked by brought.check in a
-#: child process (a quadratic alignment of the page's lines would run for minutes; the child is stopped)
+#: a page of many repeated lines whose include brings the same lines and a figure with no caption, checked by
+#: brought.check in a child process (a quadratic scan of the page's lines would run for minutes; the child is
+#: stopped); the expansion records, as the includes record it, which lines the include brought
 _REFUSE_UNCAPTIONED = r"""
 import sys
 from pathlib import Path
 from site_build import brought, generated
-from site_build.includes import CurrentPage
+from site_build.includes import CurrentPage, Expansion
 
 root = Path(sys.argv[1])
 (root / "hostile").mkdir(parents=True)
@@ -217,9 +218,12 @@ root = Path(sys.argv[1])
 generated.FIGURES = root
 n = int(sys.argv[2])
 page = ["# Hostile", ""] + ["x", ""] * n + ['--8<-- "snippets/fig.md"']
-after = page[:-1] + ["x", ""] * n + ["![a curve](figures/hostile/f.svg)", "", "No caption."]
+fig = ["x", ""] * n + ["![a curve](figures/hostile/f.svg)", "", "No caption."]
+after = page[:-1] + fig
+origins = [((None, i),) for i in range(len(page) - 1)] + [((None, len(page) - 1), ("snippets/fig.md", k))
+                                                           for k in range(len(fig))]
 try:
-    brought.check(CurrentPage("docs/hostile.md", "\n".join(page)), page, after)
+    brought.check(CurrentPage("docs/hostile.md", "\n".join(page)), Expansion(page, after, origins))
 except ValueError as err:
     print(err)
 """

@@ -1294,6 +1294,94 @@ def test_an_uncaptioned_figure_or_an_excerpt_an_include_brings_fails_naming_the_
         render_page(page)
 
 
+def test_a_brought_figure_s_error_names_the_line_of_the_file_that_holds_it(tmp_path, monkeypatch):
+    _included_figures_root(tmp_path, monkeypatch)
+    with pytest.raises(ValueError) as err:                     # nested: the page's include, the file's line
+        render_page('# H\n\n--8<-- "snippets/nested.md"\n')
+    assert str(err.value).startswith('docs/hostile.md:3: --8<-- "snippets/nested.md": brings the figure '), \
+        str(err.value)
+    assert "(snippets/bare.md:1)" in str(err.value), str(err.value)
+
+
+def test_an_include_in_the_block_form_that_brings_a_citation_is_refused_naming_its_path_line(tmp_path, monkeypatch):
+    _included_figures_root(tmp_path, monkeypatch)
+    (tmp_path / "snippets" / "cites.md").write_text("Intro.\n\nThe Transformer [@nosuchwork2099x].\n",
+                                                   encoding="utf-8")
+    with pytest.raises(ValueError, match=r'^docs/hostile\.md:7: --8<-- "snippets/cites\.md": brings the citation '
+                                         r"'\[@nosuchwork2099x\]' \(snippets/cites\.md:3\)"):
+        render_page("# H\n\nText.\n\n--8<--\nsnippets/plain.md\nsnippets/cites.md\n--8<--\n")
+
+
+def test_a_page_s_image_that_an_included_reference_makes_a_figure_is_refused_naming_its_line(tmp_path, monkeypatch):
+    _included_figures_root(tmp_path, monkeypatch)
+    (tmp_path / "snippets" / "refs.md").write_text("[fig]: figures/hostile/f.svg\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"^docs/hostile\.md:5: !\[a curve\]\[fig\]: has no caption"):
+        render_page('# H\n\nText.\n\n![a curve][fig]\n\nMore text.\n\n--8<-- "snippets/refs.md"\n')
+
+
+@pytest.mark.parametrize("page, files", [
+    ('# H\n\n<!-- an old figure:\n--8<-- "snippets/close.md"\n![a curve](figures/hostile/f.svg)\n-->\n\nText.\n',
+     {"close.md": "the end -->\n"}),
+    ('# H\n\n--8<-- "snippets/item.md"\n\n    ![a curve](figures/hostile/f.svg)\n\nText.\n',
+     {"item.md": "- an item\n"}),
+], ids=["an-include-ends-the-comment", "an-include-makes-the-code-a-list-item-s-text"])
+def test_a_page_s_hidden_figure_that_an_include_shows_is_refused_naming_its_line(tmp_path, monkeypatch, page, files):
+    _included_figures_root(tmp_path, monkeypatch)
+    for name, text in files.items():
+        (tmp_path / "snippets" / name).write_text(text, encoding="utf-8")
+    line = page.split("\n").index(next(line for line in page.split("\n") if "figures/" in line)) + 1
+    with pytest.raises(ValueError, match=rf"^docs/hostile\.md:{line}: .*figures/hostile/f\.svg.*: has no caption"):
+        render_page(page)
+
+
+def test_a_backtick_excerpt_fence_with_a_backtick_in_its_attributes_that_an_include_brings_is_refused(
+        tmp_path, monkeypatch):
+    _included_figures_root(tmp_path, monkeypatch)
+    (tmp_path / "netcl_lite").symlink_to(ROOT / "netcl_lite")
+    (tmp_path / "snippets" / "ex.md").write_text(
+        '```{.python title="a`b" .excerpt}\n--8<-- "netcl_lite/capstone.py:recipe"\n```\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r'^docs/hostile\.md:3: --8<-- "snippets/ex\.md": brings the excerpt fence'):
+        render_page('# H\n\n--8<-- "snippets/ex.md"\n')
+
+
+def test_an_img_whose_quoted_attribute_holds_a_closing_bracket_is_a_figure_that_needs_a_caption():
+    found = generated.uncaptioned('# H\n\n<img alt="a > b" src="figures/hostile/f.svg">\n\nText.\n')
+    assert [(i, image) for i, _, image in found] == [(2, '<img alt="a > b" src="figures/hostile/f.svg">')]
+
+
+@pytest.mark.parametrize("read, text", [
+    (lambda text: generated.with_alt(text), "<img " * 20_000),
+    (lambda text: generated.with_alt(text), "<img" + " " * 40_000 + '"x">'),
+    (lambda text: generated.uncaptioned(text), "# H\n\n[f]: figures/x/y.svg\n\n" + "![a" * 16_000 + "\n"),
+    (lambda text: generated.uncaptioned(text), "# H\n\n" + '![a](figures/x/y.svg "' * 4_000 + "\n"),
+    (lambda text: generated.uncaptioned(text), "# H\n\n" + "![a](figures/x/y.svg (" * 4_000 + "\n"),
+], ids=["unclosed-img-tags", "spaces-before-a-quote", "reference-images", "unclosed-titles", "unclosed-paren-titles"])
+def test_figures_and_img_tags_are_read_in_linear_time(read, text):
+    # each of these took seconds to minutes when every '<img', '![' or space was read again to the end
+    start = time.perf_counter()
+    read(text)
+    assert time.perf_counter() - start < 2.0
+
+
+def test_comments_left_in_the_rendered_page_are_read_in_linear_time():
+    start = time.perf_counter()
+    markers.unreplaced("<p>" + "<!--" * 20_000 + "</p>", "docs/hostile.md")   # never closed: no comment
+    assert time.perf_counter() - start < 2.0
+    with pytest.raises(markers.MarkerError, match="build-output"):
+        markers.unreplaced("<p><!-- a --><!-- build-output: snippets/x.py --></p>", "docs/hostile.md")
+
+
+def test_the_glossary_reads_a_page_s_html_in_linear_time():
+    from site_build import glossary
+
+    # this took seconds when every '<!--' never closed was read again to the end of the page
+    page = "<p>" + "<!--" * 20_000 + "</p>"
+    start = time.perf_counter()
+    marked, _ = glossary.mark_first_uses(page)
+    assert time.perf_counter() - start < 2.0
+    assert marked == page
+
+
 def test_a_formula_the_converter_rejects_fails_naming_why_on_one_line_without_escapes():
     from site_build import mathml
 

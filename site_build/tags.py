@@ -1,0 +1,59 @@
+"""Scans of HTML and Markdown text that start from many places and still read the text once.
+
+A pattern such as ``<img(?:"[^"]*"|'[^']*'|[^"'>])*>`` tried from every ``<img`` of a text reads the
+rest of the text again from each one that is never closed: quadratic time in hostile input. These
+keep what each place's reading found, so the next reading from a later place stops where an
+earlier one passed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+
+class Positions:
+    """Where each of some characters stands in a text, for the next one at or after a place in
+    logarithmic time: a scan that starts at many places reads the text once."""
+
+    def __init__(self, text: str, chars: str):
+        self.at = {c: [] for c in chars}
+        for m in re.finditer(f"[{re.escape(chars)}]", text):
+            self.at[m.group(0)].append(m.start())
+
+    def next(self, char: str, start: int) -> int | None:
+        at = self.at[char]
+        k = bisect.bisect_left(at, start)
+        return at[k] if k < len(at) else None
+
+
+class Tags:
+    """The end of an HTML tag, read as a pattern ``<name(?:[^>"']|"[^"]*"|'[^']*')*>`` reads one (a
+    quoted attribute value may hold '>'), from any place in a text; each step of a reading is kept,
+    so reading tags from many places (many unclosed ``<img``) reads each quote and '>' once."""
+
+    def __init__(self, text: str):
+        self.text, self.marks = text, Positions(text, "\"'>")
+        self.special = sorted(i for at in self.marks.at.values() for i in at)
+        self.known: dict[int, int | None] = {}
+
+    def end(self, start: int) -> int | None:
+        """The index just past the '>' that ends the tag whose text starts at ``start``, or None
+        (none does: a quote opened and never closed, or no '>')."""
+        i, walked, end = bisect.bisect_left(self.special, start), [], None
+        while i < len(self.special):
+            if i in self.known:
+                end = self.known[i]
+                break
+            walked.append(i)
+            at = self.special[i]
+            if self.text[at] == ">":
+                end = at + 1
+                break
+            close = self.marks.next(self.text[at], at + 1)     # the quote that closes the value
+            if close is None:
+                break
+            i = bisect.bisect_right(self.special, close)
+        for k in walked:
+            self.known[k] = end
+        return end
