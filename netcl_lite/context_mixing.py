@@ -17,8 +17,9 @@ weight sets selected by the order the n-gram's context reached, learned online b
 the coded token's log-probability, and an online bias per previous token. Then secondary
 estimation (:class:`TreeSSE`): each token is a path of binary decisions down a tree of the
 vocabulary, and an adaptive probability map (APM) refines each decision's probability. Every
-part is float64 NumPy over arrays that depend only on the tokens coded, the same code on both
-sides of the coder, with no reduction whose order depends on threads. The constants were chosen
+part is NumPy (float64, but for the geometric mixer's logs and their weighted sums, float32) over
+arrays that depend only on the tokens coded, the same code on both sides of the coder, with no
+reduction whose order depends on threads. The constants were chosen
 on Chapter 9's validation split (``benchmarks/results/capstone.md``).
 """
 
@@ -88,7 +89,9 @@ class StreamCache:
         self.window = STREAM_WINDOW
         self.ring = self.window + 1
         self.counts = np.zeros((b, vocab))
-        self.history = np.zeros((b, 2 * self.ring), np.int64)
+        # int16 ids where they fit (the mixer's vocabulary is at most MAX_VOCAB): the window's compare
+        # reads a quarter of int64's bytes
+        self.history = np.zeros((b, 2 * self.ring), np.int16 if vocab <= 1 << 15 else np.int64)
         self.decay = STREAM_DECAY ** np.arange(self.ring)
         self.step = 0
 
@@ -112,7 +115,10 @@ class StreamCache:
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         rows = np.flatnonzero(active)
-        self.counts[rows] *= STREAM_DECAY
+        if rows.size == active.size:          # the usual step: in place, no rows copied out and back
+            self.counts *= STREAM_DECAY
+        else:
+            self.counts[rows] *= STREAM_DECAY
         self.counts[rows, tokens[rows]] += 1.0
         slot = self.step % self.ring
         self.history[:, [slot, slot + self.ring]] = np.where(active, tokens, 0)[:, None]   # a finished stream: 0
@@ -149,17 +155,25 @@ class GeometricMixer:
     def mix(self, parts: list, context: np.ndarray, boosts: list, prev: np.ndarray) -> np.ndarray:
         """``parts``: (B, vocab) distributions; ``context`` (B,): each stream's weight set;
         ``boosts``: (table, tokens (B,) with -1 for none, index (B,) into that table's weights);
-        ``prev``: each stream's previous token."""
-        w = self.w[context]
-        if getattr(self, "_logs", None) is None or self._logs.shape != (len(parts), *parts[0].shape):
-            self._logs = np.empty((len(parts), *parts[0].shape))     # kept for update, reused each step
-        logs = list(self._logs)
-        s = self.bias[prev] if self.bias is not None else np.zeros(parts[0].shape)
-        term = np.empty_like(s)
-        for i, (p, lg) in enumerate(zip(parts, logs)):
-            np.log(p, out=lg)
-            np.maximum(lg, LOG_FLOOR, out=lg)
-            s += np.multiply(lg, w[:, i:i + 1], out=term)
+        ``prev``: each stream's previous token.
+
+        The inputs' logs are float32, in one (B, inputs, vocab) array kept for :meth:`update`, and
+        their weighted sum one ``einsum`` (its own loops, no BLAS: the same order on every call).
+        A float32 log is off by at most 2^-24 of its size, under 2e-6 above the floor of −30 (a
+        probability too small for float32 is below e^−30 and floored either way), far below what
+        moves a coded bit; the passes read half the bytes and the logs take under half the time
+        (``benchmarks/results/tried.md``)."""
+        b, v = parts[0].shape
+        if getattr(self, "_logs", None) is None or self._logs.shape != (b, len(parts), v):
+            self._logs = np.empty((b, len(parts), v), np.float32)     # kept for update, reused each step
+        logs = self._logs
+        with np.errstate(divide="ignore"):            # a zero (or a float32 underflow): -inf, floored next
+            for i, p in enumerate(parts):
+                np.log(p, out=logs[:, i], dtype=np.float32, casting="unsafe")
+        np.maximum(logs, np.float32(LOG_FLOOR), out=logs)
+        s = np.einsum("bi,biv->bv", self.w[context].astype(np.float32), logs).astype(np.float64)
+        if self.bias is not None:
+            s += self.bias[prev]
         rows_of = []
         for table, tokens, index in boosts:
             rows = np.flatnonzero(tokens >= 0)
@@ -177,7 +191,8 @@ class GeometricMixer:
         x = tokens[rows]
         every = rows.size == p.shape[0]               # the usual step: no rows to copy out
         pr = p if every else p[rows]
-        grad = np.stack([lg[rows, x] - np.einsum("bv,bv->b", pr, lg if every else lg[rows]) for lg in logs], axis=1)
+        expected = np.einsum("bv,biv->bi", pr.astype(np.float32), logs if every else logs[rows])
+        grad = (logs[rows, :, x] - expected).astype(np.float64)
         np.add.at(self.w, context[rows], GEOMETRIC_RATE * grad)
         for (table, predicted, index), r in zip(boosts, rows_of):
             r = r[active[r]]
@@ -232,11 +247,13 @@ class TreeSSE:
             s = slice((1 << depth) - 1, (1 << (depth + 1)) - 1)
             acc = np.stack([acc + log_left[:, s], acc + log_right[:, s]], axis=2).reshape(b, -1)
         scale = np.exp(acc - logs[-1])                                       # new / old, per subtree
+        # the new total is Σ over subtrees of scale · the subtree's old mass, so one pass over the
+        # leaves scales and normalizes them
+        scale /= (scale * groups).sum(axis=1, keepdims=True)
         out = (leaves.reshape(b, scale.shape[1], -1) * scale[:, :, None]).reshape(b, -1)[:, :self.vocab]
-        total = out.sum(axis=1, keepdims=True)
-        # in place where ``out`` is its own array (a full tree); a slice of the leaves gets a
-        # contiguous array of its own, as the coder needs
-        return np.divide(out, total, out=out) if out.flags.c_contiguous else out / total
+        # a slice of the leaves (a tree wider than the vocabulary) gets a contiguous array of its
+        # own, as the coder needs
+        return out if out.flags.c_contiguous else np.ascontiguousarray(out)
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         i, f, apm = self._state
@@ -319,7 +336,8 @@ class ContextMixer:
         if not isinstance(p_model, np.ndarray) or p_model.shape != shape or p_model.dtype.kind != "f":
             got = f"{p_model.dtype} of shape {p_model.shape}" if isinstance(p_model, np.ndarray) else type(p_model).__name__
             raise ValueError(f"p_model must be a float array of shape {shape} (streams, vocab), got {got}")
-        if not np.isfinite(p_model).all() or (p_model < 0).any():
+        # two reductions, no temporaries: a NaN fails both, an infinity or a negative value one
+        if not (p_model.min() >= 0 and np.isfinite(p_model.max())):
             raise ValueError("p_model must hold finite probabilities >= 0; it holds a NaN, an infinity or "
                              "a negative value (check the model's weights)")
         if self._prepared is None:
