@@ -31,15 +31,16 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_kernels import pocl_target  # noqa: E402
+from ffn_fusion import alternating_rounds  # noqa: E402
 from machine import cpu_name  # noqa: E402
 from profile_step import build_step  # noqa: E402
+from step_ceiling import launches_per_step  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "microbatch_step.json"
 
@@ -163,29 +164,14 @@ def main() -> None:
     steps = {"whole": build_step(queue)[0]}
     for c in args.chunks:
         steps[f"{c} chunks"] = build_step(queue, step_class=chunked_step(c))[0]
-    from netcl_lite.core.stream import stream_of
-
-    stream, launches = stream_of(queue), {}
+    launches = {}
     for name, step in steps.items():
         for _ in range(3):
             step()
-        stream.profile = []
-        step()
-        launches[name] = len(stream.profile)
-        stream.profile = None
+        launches[name] = launches_per_step(queue, step)
     names = list(steps)
     load_before = os.getloadavg()[0]
-    wall = {n: [] for n in names}
-    cpu = {n: [] for n in names}
-    for r in range(args.rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            times, began_cpu = [], time.process_time()
-            for _ in range(args.steps):
-                began = time.perf_counter()
-                steps[name]()
-                times.append(time.perf_counter() - began)
-            cpu[name].append((time.process_time() - began_cpu) / args.steps * 1e3)
-            wall[name].append(statistics.median(times) * 1e3)
+    wall, cpu = alternating_rounds(steps, args.rounds, args.steps)
     load_after = os.getloadavg()[0]
     ratio = {n: {"wall": [a / b for a, b in zip(wall[n], wall["whole"])],
                  "cpu": [a / b for a, b in zip(cpu[n], cpu["whole"])]} for n in names if n != "whole"}

@@ -31,14 +31,14 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_kernels import pocl_target, timed  # noqa: E402
+from bench_kernels import pocl_target  # noqa: E402
 from fma_ceiling import Ceiling  # noqa: E402
 from machine import cpu_name  # noqa: E402
-from profile_step import build_step, cpu_seconds, matmul_flops_per_step  # noqa: E402
+from profile_step import build_step, matmul_flops_per_step  # noqa: E402
+from step_ceiling import ceiling_round, launches_per_step  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "step_shapes.json"
 HEAD_WIDTH = 32          # the recipe's 128 / 4 heads
@@ -81,7 +81,6 @@ def main() -> None:
     import netcl_lite as nl
     from netcl_lite import capstone
     from netcl_lite.core.kernels import vector_lanes
-    from netcl_lite.core.stream import stream_of
 
     device = nl.device()
     queue = device.queue
@@ -91,42 +90,23 @@ def main() -> None:
     if committed not in grid:
         grid.insert(0, committed)                       # the anchor is always measured
     shapes = {}
-    stream = stream_of(queue)
     for w, b, t in grid:
         step, model, tokens = build_step(queue, model_changes=scaled(w), batch_size=b, block_size=t)
         for _ in range(3):
             step()                                      # builds, codegen, the recording, pools
-        stream.profile = []
-        step()
-        launches = len(stream.profile)
-        stream.profile = None
+        launches = launches_per_step(queue, step)
         shapes[(w, b, t)] = {"step": step, "model": model, "tokens": tokens, "launches": launches,
                              "flops": matmul_flops_per_step(model, tokens)}
         print(f"built width {w}, {b}x{t}: {model.num_parameters():,} parameters, {launches} launches", flush=True)
 
     load_before = os.getloadavg()[0]
-    keys = ("ceiling_gflops", "step_ms", "fraction", "ceiling_gflop_per_cpu_s", "step_cpu_ms", "fraction_per_cpu_s")
-    per_round = {s: {k: [] for k in keys} for s in shapes}
+    per_round = {s: {} for s in shapes}
     order = list(shapes)
     for r in range(args.rounds):
         for s in order[r % len(order):] + order[:r % len(order)]:
-            entry, rec = shapes[s], per_round[s]
-            peak = ceiling.flops() / timed(ceiling.run)
-            peak_cpu = ceiling.flops() / cpu_seconds(queue, ceiling.run, 3)
-            time.sleep(0.3)
-            times, cpu = [], time.process_time()
-            for _ in range(args.steps):
-                began = time.perf_counter()
-                entry["step"]()
-                times.append(time.perf_counter() - began)
-            step_cpu = (time.process_time() - cpu) / args.steps
-            sec = statistics.median(times)
-            rec["ceiling_gflops"].append(peak / 1e9)
-            rec["step_ms"].append(sec * 1e3)
-            rec["fraction"].append(entry["flops"] / sec / peak)
-            rec["ceiling_gflop_per_cpu_s"].append(peak_cpu / 1e9)
-            rec["step_cpu_ms"].append(step_cpu * 1e3)
-            rec["fraction_per_cpu_s"].append(entry["flops"] / step_cpu / peak_cpu)
+            entry = shapes[s]
+            for key, value in ceiling_round(queue, ceiling, entry["step"], entry["flops"], args.steps).items():
+                per_round[s].setdefault(key, []).append(value)
         print(f"round {r + 1}/{args.rounds} done, load {os.getloadavg()[0]:.1f}", flush=True)
     load_after = os.getloadavg()[0]
 
