@@ -10,7 +10,8 @@ K/V heads half as many, SwiGLU 2.5 x width), with the committed batch (32 window
    of ``results/step_shapes.json``'s per-round ratio of process CPU per step for that row, measured in
    one process with the committed row). Trained for the committed recipe's seconds it gets ``960 / R`` steps; the
    schedule keeps its shape (20 warmup steps, the peak held, a straight line to 0 over the last 30 %
-   of the steps after warmup) and its peak rate unless ``--learning-rate`` gives another. Within the 300 s budget on the slowest kind, projected as
+   of the steps after warmup) and its peak rate unless ``--learning-rate`` gives another; ``--steps``
+   trains another number of steps (e.g. the committed width for the whole budget). Within the 300 s budget on the slowest kind, projected as
    ``training_budget.py`` projects the committed recipe (its last projection, times R), it could
    train ``960 x 300 / (projection x R)`` steps.
 2. The wider model is trained so (``capstone._train_into``, seed ``--seed``, no measures between
@@ -98,6 +99,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--speed-rounds", type=int, default=3, help="0: no speeds")
     ap.add_argument("--learning-rate", type=float, default=None, help="the wider model's peak rate (default: the recipe's)")
+    ap.add_argument("--steps", type=int, default=None, help="the wider model's steps (default: 960 / the step ratio)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
     if args.speed_rounds < 0:
@@ -119,7 +121,9 @@ def main() -> None:
     budget = json.loads(BUDGET.read_text(encoding="utf-8"))["runs"][-1]
     projected = budget["projected_slowest_seconds"]
     within_budget = int(training.max_steps * capstone.TRAINING_BUDGET_SECONDS / (projected * ratio))
-    wide_training = schedule(training, same_seconds)
+    if args.steps is not None and args.steps <= training.warmup_steps:
+        raise ValueError(f"--steps must exceed the {training.warmup_steps} warmup steps")
+    wide_training = schedule(training, args.steps or same_seconds)
     if args.learning_rate is not None:
         wide_training = dataclasses.replace(wide_training, learning_rate=args.learning_rate)
     d = capstone.data()
