@@ -36,6 +36,26 @@ from profile_step import build_step  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results" / "ffn_fusion.json"
 
 
+def alternating_rounds(steps: dict, rounds: int, per_round: int) -> tuple[dict, dict]:
+    """(wall, cpu): per name of ``steps`` (callables), per round, the median wall ms of a burst of
+    ``per_round`` calls and the process's CPU ms per call; round r starts at the r-th name (mod their
+    count) and goes round in order, so each takes its turn going first."""
+    names = list(steps)
+    wall = {name: [] for name in names}
+    cpu = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            times, began_cpu = [], time.process_time()
+            for _ in range(per_round):
+                began = time.perf_counter()
+                steps[name]()
+                times.append(time.perf_counter() - began)
+            cpu[name].append((time.process_time() - began_cpu) / per_round * 1e3)
+            wall[name].append(statistics.median(times) * 1e3)
+    return wall, cpu
+
+
+
 def apart(self, x, residual=None):
     """FeedForward's forward as three nodes (the composition ``swiglu_linear`` replaced)."""
     from netcl_lite import autograd as ag
@@ -73,17 +93,7 @@ def main() -> None:
     losses = {name: step() for name, step in steps.items()}
 
     load_before = os.getloadavg()[0]
-    wall = {name: [] for name in steps}
-    cpu = {name: [] for name in steps}
-    for r in range(args.rounds):
-        for name in (("fused", "apart") if r % 2 else ("apart", "fused")):
-            times, began_cpu = [], time.process_time()
-            for _ in range(args.steps):
-                began = time.perf_counter()
-                steps[name]()
-                times.append(time.perf_counter() - began)
-            cpu[name].append((time.process_time() - began_cpu) / args.steps * 1e3)
-            wall[name].append(statistics.median(times) * 1e3)
+    wall, cpu = alternating_rounds({"apart": steps["apart"], "fused": steps["fused"]}, args.rounds, args.steps)
     load_after = os.getloadavg()[0]
     ratio = {"wall": [f / a for f, a in zip(wall["fused"], wall["apart"])],
              "cpu": [f / a for f, a in zip(cpu["fused"], cpu["apart"])]}

@@ -39,6 +39,7 @@ Nothing here is a pass/fail test.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -54,10 +55,13 @@ from machine import cpu_name  # noqa: E402
 CLOCK = time.CLOCK_MONOTONIC_RAW
 
 
-def build_step(queue, seed: int = 0):
+def build_step(queue, seed: int = 0, model_changes: dict | None = None, batch_size: int | None = None,
+               block_size: int | None = None, step_class=None):
     """(step, model, tokens): a callable running one training step of the capstone's recipe on
     random ids as ``netcl_lite.train.train`` runs it (the loss and the clipped norm read back
-    once, at the end), returning the loss; the model; tokens per step."""
+    once, at the end), returning the loss; the model; tokens per step. ``model_changes`` (LMConfig
+    fields), ``batch_size`` and ``block_size`` replace the recipe's (the model's positions follow
+    ``block_size``); ``step_class`` replaces ``RecordedStep`` (same constructor)."""
     from netcl_lite import capstone
     from netcl_lite.core.tensor import read
     from netcl_lite.nn import DecoderLM, LMConfig
@@ -65,11 +69,15 @@ def build_step(queue, seed: int = 0):
     from netcl_lite.train import RecordedStep, WindowLoader, parameter_groups
 
     cfg = capstone.TRAINING
-    model = DecoderLM(LMConfig(vocab_size=capstone.VOCAB_SIZE, **capstone.MODEL), queue=queue, seed=seed)
+    if batch_size is not None or block_size is not None:
+        cfg = dataclasses.replace(cfg, batch_size=batch_size or cfg.batch_size, block_size=block_size or cfg.block_size)
+    shape = {**capstone.MODEL, **(model_changes or {})}
+    shape["max_position_embeddings"] = max(shape["max_position_embeddings"], cfg.block_size)
+    model = DecoderLM(LMConfig(vocab_size=capstone.VOCAB_SIZE, **shape), queue=queue, seed=seed)
     ids = np.random.default_rng(seed).integers(0, capstone.VOCAB_SIZE, 200_000)
     loader = WindowLoader(ids, cfg.batch_size, cfg.block_size, seed=seed)
     opt = AdamW(parameter_groups(model, cfg.weight_decay), lr=1e-4, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps)
-    forward_backward = RecordedStep(model, cfg.grad_clip, cfg.batch_size, cfg.block_size)
+    forward_backward = (step_class or RecordedStep)(model, cfg.grad_clip, cfg.batch_size, cfg.block_size)
 
     def step() -> float:
         x, y = loader.next_batch()

@@ -40,6 +40,40 @@ from profile_step import build_step, cpu_seconds, matmul_flops_per_step  # noqa:
 RESULTS = Path(__file__).resolve().parent / "results" / "step_ceiling.json"
 
 
+def launches_per_step(queue, step) -> int:
+    """Kernel launches one call of ``step`` enqueues (counted by the stream's profiling list)."""
+    from netcl_lite.core.stream import stream_of
+
+    stream = stream_of(queue)
+    stream.profile = []
+    try:
+        step()
+        return len(stream.profile)
+    finally:
+        stream.profile = None
+
+
+def ceiling_round(queue, ceiling, step, flops: float, steps: int) -> dict:
+    """One round: the ceiling (a pause, a warm burst; then its work per CPU second), a pause, then
+    ``steps`` calls of ``step`` back to back. The step's wall time is the burst's median, its CPU time
+    the process's per step; fractions are ``flops`` per step over the ceiling's, by wall time and per
+    CPU second."""
+    peak = ceiling.flops() / timed(ceiling.run)
+    peak_cpu = ceiling.flops() / cpu_seconds(queue, ceiling.run, 3)
+    time.sleep(0.3)
+    times, cpu = [], time.process_time()
+    for _ in range(steps):
+        began = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - began)
+    step_cpu = (time.process_time() - cpu) / steps
+    sec = statistics.median(times)
+    return {"ceiling_gflops": peak / 1e9, "step_ms": sec * 1e3, "step_gflops": flops / sec / 1e9,
+            "fraction": flops / sec / peak, "ceiling_gflop_per_cpu_s": peak_cpu / 1e9,
+            "step_cpu_ms": step_cpu * 1e3, "fraction_per_cpu_s": flops / step_cpu / peak_cpu}
+
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
@@ -49,7 +83,6 @@ def main() -> None:
 
     import netcl_lite as nl
     from netcl_lite.core.kernels import vector_lanes
-    from netcl_lite.core.stream import stream_of
 
     device = nl.device()
     queue = device.queue
@@ -57,35 +90,15 @@ def main() -> None:
     step, model, tokens = build_step(queue)
     for _ in range(3):
         step()                                            # builds, codegen, buffer pools
-    stream = stream_of(queue)
-    stream.profile = []
-    step()
-    launches = len(stream.profile)
-    stream.profile = None
+    launches = launches_per_step(queue, step)
     flops = matmul_flops_per_step(model, tokens)
 
     load_before = os.getloadavg()[0]
     rounds = {"ceiling_gflops": [], "step_ms": [], "step_gflops": [], "fraction": [],
               "ceiling_gflop_per_cpu_s": [], "step_cpu_ms": [], "fraction_per_cpu_s": []}
     for _ in range(args.rounds):
-        cpu = time.process_time()
-        peak = ceiling.flops() / timed(ceiling.run)
-        peak_cpu = ceiling.flops() / cpu_seconds(queue, ceiling.run, 3)
-        time.sleep(0.3)
-        times, cpu = [], time.process_time()
-        for _ in range(args.steps):
-            began = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - began)
-        step_cpu = (time.process_time() - cpu) / args.steps
-        sec = statistics.median(times)
-        rounds["ceiling_gflops"].append(peak / 1e9)
-        rounds["step_ms"].append(sec * 1e3)
-        rounds["step_gflops"].append(flops / sec / 1e9)
-        rounds["fraction"].append(flops / sec / peak)
-        rounds["ceiling_gflop_per_cpu_s"].append(peak_cpu / 1e9)
-        rounds["step_cpu_ms"].append(step_cpu * 1e3)
-        rounds["fraction_per_cpu_s"].append(flops / step_cpu / peak_cpu)
+        for key, value in ceiling_round(queue, ceiling, step, flops, args.steps).items():
+            rounds[key].append(value)
     load_after = os.getloadavg()[0]
     med = {k: statistics.median(v) for k, v in rounds.items()}
     report = {
