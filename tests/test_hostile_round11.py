@@ -77,11 +77,6 @@ def test_a_path_holding_a_nul_is_named_and_exits_1(tmp_path, capsys, which):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
 
 
-@pytest.mark.xfail(strict=True, reason="round 11: with POCL_MAX_PTHREAD_COUNT above the CPU count (PoCL runs "
-                   "that many workers), the library still sets POCL_AFFINITY=1 (pin_pocl_workers checks only "
-                   "POCL_PTHREAD_MIN_THREADS), PoCL pins a worker to a CPU that does not exist and the process "
-                   "dies ('PTHREAD ERROR'): a compress or decompress asked for more threads never runs; it "
-                   "should run (unpinned) or refuse naming the variable")
 def test_more_pocl_threads_than_cpus_still_compresses(tmp_path):
     import os
     import subprocess
