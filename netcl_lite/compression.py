@@ -1200,6 +1200,12 @@ def _main(argv) -> int:
 
     in_mode = None                                      # OUT's permission bits: IN's, once IN is read
 
+    def unwritable_cache(exc: OSError, whose: str, more: str) -> int:
+        from .fingerprint import cache_root
+
+        return fail(f"{whose} cache folder {shown_path(cache_root())} cannot be made or written "
+                    f"({exc.strerror or exc}); set NETCL_LITE_CACHE to a folder you can write{more}")
+
     def deliver(result: bytes) -> int:
         """Write ``result`` to OUT (or standard output): the exit status."""
         if args.output == "-":
@@ -1296,11 +1302,7 @@ def _main(argv) -> int:
             except OSError as exc:                      # only the default model's cache writes files here
                 if args.model is not None:
                     raise
-                from .fingerprint import cache_root
-
-                return fail(f"{which}: its cache folder {shown_path(cache_root())} cannot be made or written "
-                            f"({exc.strerror or exc}); set NETCL_LITE_CACHE to a folder you can write, or give "
-                            "--model DIR")
+                return unwritable_cache(exc, f"{which}: its", "; or give --model DIR")
             # a bar for long inputs on a terminal only: into a file or a pipe it writes each update
             bar = None if sys.stderr is not None and sys.stderr.isatty() else False
             try:
@@ -1322,6 +1324,8 @@ def _main(argv) -> int:
                             "retrain it or scale its weights down")
             except ValueError as exc:
                 return fail(f"{source}: {exc}")
+            except OSError as exc:                      # the primer's corpus, read once into the cache
+                return unwritable_cache(exc, "the primer's corpus:", "")
         return deliver(result)
     except (NoDeviceError, KernelBuildError) as exc:    # this machine's OpenCL, not IN nor the model
         return fail(f"OpenCL: {visible(' '.join(str(exc).split()))[:600]}")
