@@ -393,8 +393,16 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
 
 
 def segments(n_tokens: int, streams: int) -> np.ndarray:
-    """Token counts of the ``streams`` contiguous segments (the first ``n_tokens % streams`` one longer)."""
+    """Token counts of the ``streams`` contiguous segments (the first ``n_tokens % streams`` one longer).
+    ``n_tokens`` is below 2**63 (the counts are int64) and ``streams`` at most :data:`STREAMS`, the
+    format's maximum, and at most ``n_tokens`` (each stream holds at least one token)."""
     n_tokens, streams = nonnegative_int("n_tokens", n_tokens), positive_int("streams", streams)
+    if n_tokens >= 1 << 63:
+        raise ValueError(f"n_tokens={n_tokens:,} is past the largest count the segments' int64 lengths hold "
+                         f"(2**63 - 1); pass a token count below 2**63")
+    if streams > STREAMS:
+        raise ValueError(f"streams={streams:,} is more than the format's maximum, STREAMS={STREAMS}; pass at most "
+                         f"{STREAMS} (stream_count(n_tokens) is what compress uses)")
     if streams > max(1, n_tokens):
         raise ValueError(f"streams={streams:,} is more than the n_tokens={n_tokens:,} to cut: each stream holds "
                          f"at least one token (one stream for none); pass at most {max(1, n_tokens):,} "
@@ -1028,13 +1036,14 @@ def _within(text: str, folder) -> str:
     return shown_path(path.sub(lambda m: m["name"] or ".", text))
 
 
-def _write_new(path, data: bytes) -> None:
+def _write_new(path, data: bytes, mode: int | None = None) -> None:
     """Write ``path`` whole or not at all, never over an existing file: a temporary file in the
     same folder is written, flushed to disk and linked to the name (which fails if the name
     exists), then removed, whatever happens (an error, Ctrl-C). On a file system without hard
     links (``os.link`` refused), the name itself is created exclusively (``O_EXCL``: it fails if
     the name exists), written and flushed; on any failure or Ctrl-C the file so created is
-    removed, so a partial file never stays."""
+    removed, so a partial file never stays. ``mode``: permission bits the file gets before
+    its name appears (IN's, as gzip gives them), else the umask's."""
     import os
     from pathlib import Path
 
@@ -1044,6 +1053,8 @@ def _write_new(path, data: bytes) -> None:
     tmp = temporary_name(path)                          # a valid name beside any valid OUT
     try:
         write_new(tmp, data)
+        if mode is not None:
+            os.chmod(tmp, mode)
         try:
             os.link(tmp, path)
             return
@@ -1054,6 +1065,8 @@ def _write_new(path, data: bytes) -> None:
     finally:
         tmp.unlink(missing_ok=True)
     write_new(path, data)
+    if mode is not None:
+        os.chmod(path, mode)
 
 
 def _probe_folder(path) -> None:
@@ -1088,7 +1101,8 @@ def _read_input(name: str, limit: int, what: str) -> bytes:
 
 _EPILOG = f"""\
 IN and OUT may be - for standard input and output (OUT is written whole, once the work is
-done). OUT names a new file: an existing one is never overwritten, and a device (/dev/null
+done). OUT gets IN's permission bits, as gzip gives them (a 0600 file stays private); from
+standard input, the umask's. OUT names a new file: an existing one is never overwritten, and a device (/dev/null
 too), a pipe or a socket is refused; write - >/dev/null to discard the result. IN must be a
 regular file (not a device, a pipe or a folder) of at most {MAX_INPUT_BYTES:,} bytes to
 compress (MAX_INPUT_BYTES), {MAX_BLOB_BYTES:,} to decompress. A progress bar shows on standard
@@ -1101,7 +1115,9 @@ that takes no new file (read-only, no permission, even for root) is named at onc
 
 exit status:
   0    done: OUT holds the whole result
-  1    refused or failed: a message on standard error names the path at fault; OUT is not written
+  1    refused or failed: a message on standard error names the path at fault (or the default
+       model's cache folder, or OpenCL when no device is found or a kernel cannot be built);
+       OUT is not written
   2    the command line is wrong (usage; --model-only or --adapt given to decompress too)
   130  interrupted (Ctrl-C): no partial or temporary file is left
   143  terminated (SIGTERM; 129 for SIGHUP): no partial or temporary file is left
@@ -1148,6 +1164,8 @@ def _main(argv) -> int:
     import sys
     from pathlib import Path
 
+    from .core.device import NoDeviceError
+    from .core.kernels import KernelBuildError
     from .files import shown_path, visible
 
     class Parser(argparse.ArgumentParser):
@@ -1180,6 +1198,14 @@ def _main(argv) -> int:
         _say(f"{parser.prog}: {message}")
         return 1
 
+    in_mode = None                                      # OUT's permission bits: IN's, once IN is read
+
+    def unwritable_cache(exc: OSError, whose: str, more: str) -> int:
+        from .fingerprint import cache_root
+
+        return fail(f"{whose} cache folder {shown_path(cache_root())} cannot be made or written "
+                    f"({exc.strerror or exc}); set NETCL_LITE_CACHE to a folder you can write{more}")
+
     def deliver(result: bytes) -> int:
         """Write ``result`` to OUT (or standard output): the exit status."""
         if args.output == "-":
@@ -1191,13 +1217,16 @@ def _main(argv) -> int:
                 return fail(f"standard output: {exc.strerror or exc}")
             return 0
         try:
-            _write_new(out, result)
+            _write_new(out, result, in_mode)
         except FileExistsError:
             return fail(f"{shown_path(out)}: file exists; remove it or choose another name")
         except OSError as exc:
             return fail(f"{shown_path(out)}: cannot write it: {exc.strerror or exc}")
         return 0
 
+    for name in (args.input, args.output):              # no system call takes one (ValueError from os)
+        if "\x00" in name:
+            return fail(f"{shown_path(name)}: a path cannot hold a NUL character; give the file's real name")
     squeezing = args.command == "compress"
     source = "standard input" if args.input == "-" else shown_path(args.input)
     which = f"--model {shown_path(args.model)}" if args.model is not None else "the default model (Chapter 9's)"
@@ -1250,6 +1279,11 @@ def _main(argv) -> int:
             return fail(str(exc))
         except OSError as exc:                          # without strerror: read_regular's, naming the path
             return fail(f"{source}: {exc.strerror}" if exc.strerror else str(exc))
+        if args.input != "-":                           # OUT gets IN's permission bits (0600 stays private)
+            try:
+                in_mode = os.stat(args.input).st_mode & 0o777
+            except OSError:                             # gone since it was read: the umask's, then
+                pass
         if not squeezing:                               # the header first: no model for a file that needs none
             try:
                 stored = _stored_original(data)
@@ -1265,6 +1299,10 @@ def _main(argv) -> int:
                     check_vocab(model.config.vocab_size)
             except ValueError as exc:                   # names --model DIR
                 return fail(str(exc) if str(exc).startswith("--model") else f"{which}: {exc}")
+            except OSError as exc:                      # only the default model's cache writes files here
+                if args.model is not None:
+                    raise
+                return unwritable_cache(exc, f"{which}: its", "; or give --model DIR")
             # a bar for long inputs on a terminal only: into a file or a pipe it writes each update
             bar = None if sys.stderr is not None and sys.stderr.isatty() else False
             try:
@@ -1286,7 +1324,11 @@ def _main(argv) -> int:
                             "retrain it or scale its weights down")
             except ValueError as exc:
                 return fail(f"{source}: {exc}")
+            except OSError as exc:                      # the primer's corpus, read once into the cache
+                return unwritable_cache(exc, "the primer's corpus:", "")
         return deliver(result)
+    except (NoDeviceError, KernelBuildError) as exc:    # this machine's OpenCL, not IN nor the model
+        return fail(f"OpenCL: {visible(' '.join(str(exc).split()))[:600]}")
     except KeyboardInterrupt:
         _say(f"{parser.prog}: interrupted")
         return 130

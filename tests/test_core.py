@@ -130,6 +130,30 @@ def test_pocl_workers_are_pinned_and_batched_only_where_every_cpu_is_allowed():
         assert confined["ok"] and confined["var"] is None, confined
 
 
+@pytest.mark.parametrize("name", device_mod.WORKER_COUNT_VARS)
+@pytest.mark.parametrize("value,pinned", [("4", True), ("0", True), ("", True), (" 2 ", True), ("5", False),
+                                          ("64", False), ("-1", False), ("+3", False), ("two", False),
+                                          ("3x", False), ("\u0663", False)])
+def test_workers_are_pinned_only_when_every_count_set_fits_the_cpus(monkeypatch, name, value, pinned):
+    """On a machine of four CPUs, all allowed: a worker-count variable above four, or one PoCL's
+    ``atoi`` may read otherwise than Python, leaves POCL_AFFINITY unset (PoCL would pin a worker to
+    a CPU that does not exist and abort); counts that fit keep the pinning."""
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("pinning is asked for only where the process's CPUs can be read")
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(device_mod, "_pinned_by_us", False)
+    for other in device_mod.WORKER_COUNT_VARS:
+        monkeypatch.delenv(other, raising=False)
+    monkeypatch.delenv(device_mod.AFFINITY_VAR, raising=False)
+    monkeypatch.setenv(name, value)
+    assert device_mod.pin_pocl_workers() is pinned
+    assert os.environ.get(device_mod.AFFINITY_VAR) == ("1" if pinned else None)
+    monkeypatch.delenv(device_mod.AFFINITY_VAR, raising=False)
+    monkeypatch.setenv("POCL_PTHREAD_MIN_THREADS", "9")          # any one count that does not fit is enough
+    assert device_mod.pin_pocl_workers() is False
+
+
 def test_tensor_round_trip_and_float32(queue):
     host = np.arange(12, dtype=np.float64).reshape(3, 4)
     t = Tensor.from_host(queue, host)

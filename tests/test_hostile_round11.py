@@ -48,9 +48,6 @@ def test_a_page_s_digest_covers_its_nested_includes(tmp_path, monkeypatch):
 
 # -- the compressor's command line --------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 11: main() given a path holding a NUL (a list of str may; no "
-                   "shell passes one) lets a ValueError out of the OUT folder's probe as a traceback for OUT, and "
-                   "says only 'embedded null byte' for IN: it should exit 1 naming the path, escaped")
 @pytest.mark.parametrize("which", ["IN", "OUT"])
 def test_a_path_holding_a_nul_is_named_and_exits_1(tmp_path, capsys, which):
     from netcl_lite import compression as cz
@@ -69,11 +66,6 @@ def test_a_path_holding_a_nul_is_named_and_exits_1(tmp_path, capsys, which):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
 
 
-@pytest.mark.xfail(strict=True, reason="round 11: with POCL_MAX_PTHREAD_COUNT above the CPU count (PoCL runs "
-                   "that many workers), the library still sets POCL_AFFINITY=1 (pin_pocl_workers checks only "
-                   "POCL_PTHREAD_MIN_THREADS), PoCL pins a worker to a CPU that does not exist and the process "
-                   "dies ('PTHREAD ERROR'): a compress or decompress asked for more threads never runs; it "
-                   "should run (unpinned) or refuse naming the variable")
 def test_more_pocl_threads_than_cpus_still_compresses(tmp_path):
     import os
     import subprocess
@@ -214,9 +206,6 @@ def test_an_excerpt_the_source_pages_cannot_read_names_its_page(include):
     assert "docs/hostile.md:6" in str(err.value), str(err.value)
 
 
-@pytest.mark.xfail(strict=True, reason="round 11: on a machine with no OpenCL device (no platform, or PoCL "
-                   "unable to start) the command line ends in a traceback of NoDeviceError, which it does not "
-                   "catch; it should exit 1 with the error's message on one line, as for other failures")
 def test_the_command_line_without_a_device_fails_with_a_message_not_a_traceback(queue, tmp_path):
     import os
     import subprocess
@@ -269,9 +258,6 @@ def test_the_citation_check_takes_time_linear_in_the_page(unit, n):
 
 # -- the compressor's public helpers at their bounds ---------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 11: segments() checks streams only against n_tokens: "
-                   "segments(2**40, 2**40) asks NumPy for 8 TiB (MemoryError) and segments(2**63, 1) overflows "
-                   "int64 (OverflowError); each should be a ValueError naming the parameter, before allocating")
 @pytest.mark.parametrize("n_tokens,streams", [(2**40, 2**40), (2**63, 1), (2**70, 2)],
                          ids=["2^40-streams", "2^63-tokens", "2^70-tokens"])
 def test_segments_refuses_counts_it_cannot_lay_out_naming_them(n_tokens, streams):
@@ -309,10 +295,6 @@ def test_environments_that_compile_a_template_differently_get_other_keys():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="round 11: with the default model and a cache folder that cannot be made "
-                   "(NETCL_LITE_CACHE under a regular file, or a read-only home), the command line ends in a "
-                   "traceback of NotADirectoryError/PermissionError from the corpus: it should exit 1 with one line "
-                   "naming the cache folder (and NETCL_LITE_CACHE)")
 def test_the_command_line_names_a_cache_folder_it_cannot_make(tmp_path):
     import os
     import subprocess
@@ -350,3 +332,22 @@ def test_a_damaged_highlighting_entry_is_not_shown(tmp_path, monkeypatch, damage
         assert source_pages._highlighted("a.py", digest) == whole
     finally:
         source_pages._highlighted.cache_clear()
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o444])
+def test_out_gets_the_input_s_permission_bits(tmp_path, mode):
+    """A private file stays private: OUT gets IN's permission bits (as gzip gives them), not the umask's."""
+    import os
+
+    from netcl_lite import compression as cz
+
+    source = tmp_path / "in.nclz"
+    source.write_bytes(cz._stored(b"private text\n"))
+    source.chmod(mode)
+    old = os.umask(0o022)
+    try:
+        assert cz.main(["decompress", str(source), str(tmp_path / "out.txt")]) == 0
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out.txt").read_bytes() == b"private text\n"
+    assert (tmp_path / "out.txt").stat().st_mode & 0o777 == mode

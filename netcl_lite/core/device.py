@@ -108,6 +108,27 @@ def _kind_of(device: cl.Device) -> str | None:
 AFFINITY_VAR = "POCL_AFFINITY"
 
 
+#: the variables that set how many worker threads PoCL's CPU driver starts, in the PoCL versions
+#: from 3.0 on (the driver reads each with C's ``atoi``; which wins differs between versions)
+WORKER_COUNT_VARS = ("POCL_MAX_PTHREAD_COUNT", "POCL_PTHREAD_MIN_THREADS", "POCL_CPU_MAX_CU_COUNT",
+                     "POCL_CPU_MIN_CU_COUNT", "POCL_MAX_COMPUTE_UNITS")
+
+
+def _worker_counts_fit(cpus: int) -> bool:
+    """Whether every worker-count variable that is set holds a whole number from 0 to ``cpus``
+    (empty reads as 0, PoCL's default), written in ASCII digits: then PoCL starts at most ``cpus``
+    workers, each of which pinning can put on a CPU of its own. A sign (a negative count PoCL
+    takes as unsigned: a huge one) or any other text fits nothing."""
+    for name in WORKER_COUNT_VARS:
+        value = os.environ.get(name)
+        if value is None:
+            continue
+        digits = value.strip() or "0"
+        if not (digits.isascii() and digits.isdigit()) or int(digits) > cpus:
+            return False
+    return True
+
+
 def pin_pocl_workers() -> bool:
     """Ask PoCL's CPU driver to pin its worker threads, one per CPU, unless the caller chose.
 
@@ -122,17 +143,17 @@ def pin_pocl_workers() -> bool:
     cpuset that leaves some out would make that call fail), and only when ``POCL_AFFINITY``
     is unset: ``POCL_AFFINITY=0`` keeps the threads free. It has effect only if it runs before
     PoCL starts, which the first device lookup in a process does. Returns whether it set it.
+
+    Nor is it set when a worker-count variable (:data:`WORKER_COUNT_VARS`) asks for more workers
+    than there are CPUs, or holds anything but a whole number: PoCL would pin a worker to a CPU
+    that does not exist and abort the process. The caller's count stands (it is a choice, part of
+    the execution cache's key) and the workers run unpinned: pinning is a matter of speed only.
     """
     global _pinned_by_us
     if AFFINITY_VAR in os.environ or not hasattr(os, "sched_getaffinity"):
         return False
     cpus = os.cpu_count() or 1
-    if os.sched_getaffinity(0) != set(range(cpus)):
-        return False
-    try:                                    # more workers than CPUs would be pinned to CPUs that do not exist
-        if int(os.environ.get("POCL_PTHREAD_MIN_THREADS") or 0) > cpus:
-            return False
-    except ValueError:
+    if os.sched_getaffinity(0) != set(range(cpus)) or not _worker_counts_fit(cpus):
         return False
     os.environ[AFFINITY_VAR] = "1"
     _pinned_by_us = True
