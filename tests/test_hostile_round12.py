@@ -54,3 +54,37 @@ def test_a_private_input_s_data_is_never_in_a_wider_file(tmp_path, monkeypatch):
 def test_without_hard_links_out_never_shows_wider_bits(tmp_path, monkeypatch):
     seen = _modes_while_written(tmp_path, monkeypatch, hard_links=False)
     assert seen and all(mode & 0o077 == 0 for mode in seen), f"OUT appeared with mode {[oct(m) for m in seen]}"
+
+
+# -- site_build.mathml: openings that unclosed() takes for closed ------------------------------------------
+
+#: MATH_UNCLOSED_LIMIT's comment: six unclosed openings take under a tenth of a second at the longest
+#: formula allowed; this one, which unclosed() counts as leaving none open, is given fifty times that
+_STATED_SECONDS = 0.1
+
+
+@pytest.mark.parametrize("closer", ["x^)", "x_)", "\\operatorname)"])
+@pytest.mark.xfail(strict=True, reason="round 12: unclosed() takes a ')' that is a script's or a command's argument "
+                                       "for a closing delimiter, so twenty openings so 'closed' pass the bound and "
+                                       "the converter runs for seconds to minutes (each one doubles it); such a "
+                                       "')' should close nothing, and the formula be refused")
+def test_a_script_s_closing_delimiter_does_not_hide_unclosed_openings(closer):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from site_build import mathml
+
+    formula = "(" * 20 + closer * 20 + "x" * 2000
+    assert len(formula) <= mathml.MATH_LENGTH_LIMIT and mathml.nesting(formula) <= mathml.MATH_DEPTH_LIMIT
+    code = ("from site_build import mathml\n"
+            "try:\n"
+            f"    mathml.render('<span class=\"arithmatex\">\\\\(' + {formula!r} + '\\\\)</span>', 'hostile.md')\n"
+            "except ValueError as exc:\n"
+            "    print('refused:', str(exc)[:200])\n")
+    budget = 50 * _STATED_SECONDS + 2                   # and two for the interpreter and imports to start
+    try:
+        subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], timeout=budget,
+                       check=True, capture_output=True)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"rendering a formula unclosed() counts {mathml.unclosed(formula)} open in ran past {budget} s")
