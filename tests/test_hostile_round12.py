@@ -111,3 +111,24 @@ def test_every_figure_the_page_renders_is_checked_for_its_caption(image):
     assert 'src="figures/chapter-1/x.svg"' in markdown.markdown(page) or "src=figures/chapter-1/x.svg" in \
         markdown.markdown(page), "the case must render as the figure's <img>"
     assert len(generated.uncaptioned(page)) == 1, "the uncaptioned figure is not listed"
+
+
+# -- site_build.citations: a citation in a reference definition ----------------------------------------------
+
+@pytest.mark.parametrize("definition", ['[r]: https://example.org "[@vaswani2017attention]"',
+                                        "[r]: https://example.org '[@vaswani2017attention]'",
+                                        "[r]: https://example.org ([@vaswani2017attention])"],
+                         ids=["double-quoted-title", "single-quoted-title", "parenthesized-title"])
+@pytest.mark.xfail(strict=True, reason="round 12: a citation in a reference definition's title is rewritten into a "
+                                       "Markdown link, which the page then shows raw in the link's tooltip "
+                                       "('([Vaswani et al., 2017](bibliography.md#... \"...\"))'); as in an inline "
+                                       "link's title, it should be refused naming the page and line")
+def test_a_citation_in_a_reference_definition_s_title_is_refused_not_shown_as_markdown(definition):
+    from site_render import render_page
+
+    try:
+        html = render_page(f"# Hostile\n\nSee [the paper][r].\n\n{definition}\n")
+    except ValueError as err:
+        assert str(err).startswith("docs/hostile.md:5: "), str(err)
+        return
+    assert "](bibliography.md" not in html, "the citation's Markdown is shown in the page: " + html[:400]
