@@ -175,3 +175,18 @@ def test_the_command_line_names_the_device_variable_it_cannot_satisfy(tmp_path):
                          text=True, timeout=120)
     assert run.returncode == 1, (run.returncode, run.stderr[-2000:])
     assert "NETCL_LITE_DEVICE" in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("opening, closing", [("<![CDATA[", "]]>"), ("<?note", "?>")], ids=["cdata", "processing"])
+@pytest.mark.xfail(strict=True, reason="round 12: a figure inside a CDATA section or a processing instruction, which "
+                                       "Markdown leaves raw and a browser reads as a comment (the reader sees "
+                                       "nothing), is refused as uncaptioned; like a figure in an HTML comment it "
+                                       "should pass, since the page does not show it")
+def test_a_figure_hidden_in_cdata_or_a_processing_instruction_is_not_refused(opening, closing):
+    import markdown
+
+    from site_build import generated
+
+    page = f"# Hostile\n\n{opening}\n\n![fig](figures/chapter-1/x.svg)\n\n{closing}\n\nText.\n"
+    assert "<img" not in markdown.markdown(page, extensions=["md_in_html"]), "the case must not render an <img>"
+    assert generated.uncaptioned(page) == []
