@@ -212,3 +212,33 @@ def test_an_include_spelled_with_the_digraph_is_written_in(tmp_path, monkeypatch
         assert "a.cl:1" in str(err), str(err)
         return
     assert "#define TWO 2" in text, text
+
+
+# -- site_build.templates: the bytecode key and a filter's defaults or closure ----------------------------------
+
+def _times(n: int):
+    return lambda x: x * n
+
+
+@pytest.mark.parametrize("make", [lambda n: (lambda x, k=n: x * k), _times], ids=["default-argument", "closure"])
+@pytest.mark.xfail(strict=True, reason="round 12: environment_key digests a filter's code but not its default "
+                                       "arguments or closure, and Jinja folds a filter over constants into the "
+                                       "compiled template: an environment whose filter multiplies by 3 renders "
+                                       "the 10 its predecessor (by 2) compiled; the key should cover them (or such "
+                                       "a filter be refused)")
+def test_a_filter_s_defaults_and_closure_are_in_the_bytecode_key(tmp_path, make):
+    import jinja2
+
+    from site_build import templates
+
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "page.html").write_text("{{ 5|times }}", encoding="utf-8")
+
+    def render(n: int) -> str:
+        env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path / "t")))
+        env.filters["times"] = make(n)
+        templates.use_bytecode_cache(env, root=tmp_path / "cache")
+        return env.get_template("page.html").render()
+
+    assert render(2) == "10"
+    assert render(3) == "15", "the template compiled with the other filter was reused"
