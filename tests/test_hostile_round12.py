@@ -40,20 +40,15 @@ def _modes_while_written(tmp_path, monkeypatch, *, hard_links: bool) -> list[int
     return seen
 
 
-@pytest.mark.xfail(strict=True, reason="round 12: OUT's temporary file holds a 0600 IN's data readable by "
-                                       "everyone (0644 under umask 022) until it is chmod-ed after the write; "
-                                       "it should be created with IN's bits (or 0600) before any data goes in")
-def test_a_private_input_s_data_is_never_in_a_wider_file(tmp_path, monkeypatch):
-    seen = _modes_while_written(tmp_path, monkeypatch, hard_links=True)
+@pytest.mark.parametrize("hard_links", [True, False], ids=["temporary-file", "without-hard-links"])
+@pytest.mark.xfail(strict=True, reason="round 12: _write_new writes a 0600 IN's data into a file made with the "
+                                       "umask's bits (0644 under umask 022: everyone may open it) and chmods it "
+                                       "after: the temporary file, or without hard links OUT itself, against its "
+                                       "docstring's 'bits the file gets before its name appears'; it should create "
+                                       "the file with IN's bits (or 0600) before any data goes in")
+def test_a_private_input_s_data_is_never_in_a_wider_file(tmp_path, monkeypatch, hard_links):
+    seen = _modes_while_written(tmp_path, monkeypatch, hard_links=hard_links)
     assert seen and all(mode & 0o077 == 0 for mode in seen), f"IN's data sat in files of mode {[oct(m) for m in seen]}"
-
-
-@pytest.mark.xfail(strict=True, reason="round 12: without hard links OUT's name appears holding a 0600 IN's data "
-                                       "with the umask's bits (0644), against _write_new's 'bits the file gets "
-                                       "before its name appears'; it should be created with them")
-def test_without_hard_links_out_never_shows_wider_bits(tmp_path, monkeypatch):
-    seen = _modes_while_written(tmp_path, monkeypatch, hard_links=False)
-    assert seen and all(mode & 0o077 == 0 for mode in seen), f"OUT appeared with mode {[oct(m) for m in seen]}"
 
 
 # -- site_build.mathml: openings that unclosed() takes for closed ------------------------------------------
@@ -113,26 +108,34 @@ def test_every_figure_the_page_renders_is_checked_for_its_caption(image):
     assert len(generated.uncaptioned(page)) == 1, "the uncaptioned figure is not listed"
 
 
-# -- site_build.citations: a citation in a reference definition ----------------------------------------------
+# -- site_build.citations: a citation where Markdown makes an attribute ---------------------------------------
+
+def _cited_where_shown_as_markdown(text: str, line: int | None) -> list[str]:
+    """The lines of ``text`` rendered as the page ``docs/hostile.md`` that show a citation's Markdown or an
+    attribute list as text; [] when the build refuses it naming the page (and ``line`` when given)."""
+    from site_render import render_page
+
+    try:
+        html = render_page(f"# Hostile\n\n{text}\n")
+    except ValueError as err:
+        assert str(err).startswith(f"docs/hostile.md:{line if line is not None else ''}"), str(err)
+        return []
+    return [row for row in html.splitlines() if "bibliography.md" in row
+            and ("](bibliography.md" in row or "{ title=" in row)]
+
 
 @pytest.mark.parametrize("definition", ['[r]: https://example.org "[@vaswani2017attention]"',
                                         "[r]: https://example.org '[@vaswani2017attention]'",
                                         "[r]: https://example.org ([@vaswani2017attention])",
                                         "[r]: https://example.org/[@vaswani2017attention]"],
                          ids=["double-quoted-title", "single-quoted-title", "parenthesized-title", "target"])
-@pytest.mark.xfail(strict=True, reason="round 12: a citation in a reference definition's title or target is rewritten into a "
-                                       "Markdown link, which the page then shows raw in the link's tooltip "
+@pytest.mark.xfail(strict=True, reason="round 12: a citation in a reference definition's title or target is rewritten "
+                                       "into a Markdown link, which the page then shows raw in the link's tooltip "
                                        "('([Vaswani et al., 2017](bibliography.md#... \"...\"))'); as in an inline "
                                        "link's title, it should be refused naming the page and line")
-def test_a_citation_in_a_reference_definition_s_title_is_refused_not_shown_as_markdown(definition):
-    from site_render import render_page
-
-    try:
-        html = render_page(f"# Hostile\n\nSee [the paper][r].\n\n{definition}\n")
-    except ValueError as err:
-        assert str(err).startswith("docs/hostile.md:5: "), str(err)
-        return
-    assert "](bibliography.md" not in html, "the citation's Markdown is shown in the page: " + html[:400]
+def test_a_citation_in_a_reference_definition_is_refused_not_shown_as_markdown(definition):
+    shown = _cited_where_shown_as_markdown(f"See [the paper][r].\n\n{definition}", 5)
+    assert not shown, "the citation's Markdown is shown in the page: " + " ".join(shown)[:400]
 
 
 @pytest.mark.parametrize("text", ["The HTML way.\n\n*[HTML]: Hyper [@vaswani2017attention]",
@@ -143,16 +146,8 @@ def test_a_citation_in_a_reference_definition_s_title_is_refused_not_shown_as_ma
                                        "'([Vaswani et al., 2017](bibliography.md#...', or the '{ title=...' list "
                                        "itself shown); it should be refused naming the page and line")
 def test_a_citation_where_markdown_makes_an_attribute_is_refused_not_shown(text):
-    from site_render import render_page
-
-    try:
-        html = render_page(f"# Hostile\n\n{text}\n")
-    except ValueError as err:
-        assert str(err).startswith("docs/hostile.md:"), str(err)
-        return
-    shown = [line for line in html.splitlines() if "bibliography.md" in line]
-    assert not any("](bibliography.md" in line or "{ title=" in line for line in shown), \
-        "the citation's Markdown or the attribute list is shown in the page: " + " ".join(shown)[:400]
+    shown = _cited_where_shown_as_markdown(text, None)
+    assert not shown, "the citation's Markdown or the attribute list is shown in the page: " + " ".join(shown)[:400]
 
 
 # -- the compressor's command line: the device a variable asks for ------------------------------------------
