@@ -1052,9 +1052,7 @@ def _write_new(path, data: bytes, mode: int | None = None) -> None:
     path = Path(path)
     tmp = temporary_name(path)                          # a valid name beside any valid OUT
     try:
-        write_new(tmp, data)
-        if mode is not None:
-            os.chmod(tmp, mode)
+        write_new(tmp, data, mode)
         try:
             os.link(tmp, path)
             return
@@ -1064,9 +1062,7 @@ def _write_new(path, data: bytes, mode: int | None = None) -> None:
             pass
     finally:
         tmp.unlink(missing_ok=True)
-    write_new(path, data)
-    if mode is not None:
-        os.chmod(path, mode)
+    write_new(path, data, mode)
 
 
 def _probe_folder(path) -> None:

@@ -164,14 +164,20 @@ def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
     _fsync_folder(path.parent)
 
 
-def write_new(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> None:
+def write_new(path: str | os.PathLike, data: bytes | bytearray | memoryview, mode: int | None = None) -> None:
     """Create ``path`` (``FileExistsError`` if the name exists: nothing is overwritten), write
-    ``data`` and flush it to disk; on any failure or interrupt the file it created is removed."""
+    ``data`` and flush it to disk; on any failure or interrupt the file it created is removed.
+    ``mode``: the permission bits the file has before any data goes in (it is created readable by
+    its owner alone, then given them), else the umask's."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"data must be bytes (encode text first), got {type(data).__name__}")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    if mode is not None and (isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o7777):
+        raise ValueError(f"mode must be permission bits (an int from 0 to 0o7777), got {mode!r}")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
+            if mode is not None:
+                os.fchmod(f.fileno(), mode)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

@@ -248,16 +248,16 @@ class DeviceManager:
         Raises ``NoDeviceError`` saying what is missing and what to install on this
         platform (:func:`install_hint`) when no device of that kind exists.
         """
-        kind = resolve_kind(kind)
+        asked, kind = kind, resolve_kind(kind)
         found = self._cache.get(kind)
         if found is not None:                 # made already: no lock on the common path
             return found
         with self._lock:
             if kind not in self._cache:
-                self._cache[kind] = self._create(kind)
+                self._cache[kind] = self._create(kind, from_env=asked != kind)
             return self._cache[kind]
 
-    def _create(self, kind: str) -> Device:
+    def _create(self, kind: str, from_env: bool = False) -> Device:
         threads_before = _thread_ids()
         by_kind: dict[str, list[cl.Device]] = {"cpu": [], "gpu": []}
         for device in _all_devices():
@@ -279,7 +279,10 @@ class DeviceManager:
         raise NoDeviceError(
             f"no OpenCL {kind.upper() if kind != 'auto' else 'CPU or GPU'} device found "
             f"(devices seen: {found}); "
-            + ("use kind='cpu' or 'auto', or install a GPU's OpenCL driver" if kind == "gpu" else install_hint())
+            + (install_hint() if kind != "gpu" else
+               f"{ENV_VAR}={os.environ.get(ENV_VAR, '').strip()!r} asks for one: set it to 'cpu' or 'auto' (or unset "
+               "it), or install a GPU's OpenCL driver" if from_env else
+               "use kind='cpu' or 'auto', or install a GPU's OpenCL driver")
         )
 
 

@@ -161,16 +161,31 @@ class _Directive(NamedTuple):
     name: str | None
 
 
+#: the C preprocessor's trigraphs, replaced before anything else is read (PoCL's compiler converts them)
+_TRIGRAPHS = {"=": "#", "/": "\\", "'": "^", "(": "[", ")": "]", "!": "|", "<": "{", ">": "}", "-": "~"}
+
+
 def _spliced(text: str) -> tuple[str, list[int]]:
-    """``text`` with each backslash-newline removed (the preprocessor's line splicing, before it reads
-    comments and directives), and the offset in ``text`` of each character kept, plus one past the end."""
+    """``text`` as the preprocessor reads it before comments and directives: trigraphs replaced
+    (``??=`` is ``#``, ``??/`` a backslash), then each backslash-newline removed (line splicing); and
+    the offset in ``text`` of each character kept, plus one past the end."""
     kept, where, i = [], [], 0
-    for m in re.finditer(r"\\\r?\n", text):
+    for m in re.finditer(r"\?\?[=/'()!<>-]", text):
         kept.append(text[i:m.start()])
         where.extend(range(i, m.start()))
+        kept.append(_TRIGRAPHS[m[0][2]])
+        where.append(m.start())
         i = m.end()
     kept.append(text[i:])
     where.extend(range(i, len(text) + 1))
+    replaced, at = "".join(kept), where
+    kept, where, i = [], [], 0
+    for m in re.finditer(r"\\\r?\n", replaced):
+        kept.append(replaced[i:m.start()])
+        where.extend(at[i:m.start()])
+        i = m.end()
+    kept.append(replaced[i:])
+    where.extend(at[i:])
     return "".join(kept), where
 
 
@@ -222,8 +237,8 @@ def _directives(text: str, filename: str) -> list[_Directive]:
             i += 1
             line_start, first = i, True
             continue
-        if first and c == "#":
-            name, j = _word(s, _blank(s, i + 1))
+        if first and (c == "#" or s.startswith("%:", i)):     # '%:' is the digraph of '#'
+            name, j = _word(s, _blank(s, i + (1 if c == "#" else 2)))
             j = _blank(s, j)
             included = None
             if name == "include" and s.startswith('"', j):
