@@ -13,7 +13,8 @@ from . import citations, glossary
 #: the printable book, as mkdocs-print-site-plugin writes it under the site
 PRINT_PAGE = Path("print_page") / "index.html"
 _ID = re.compile(r"""\bid=["']([^"']+)["']""")
-_LOCAL_LINK = re.compile(r'<a\b[^>]*\bhref="#([^"]+)"[^>]*>(.*?)</a>', re.S)
+_LINK_OPEN = re.compile(r"<a\b")
+_LOCAL_HREF = re.compile(r'\bhref="#([^"]+)"')
 
 
 def check_markdown(markdown: str, page_uri: str, first_line: int = 1) -> None:
@@ -65,14 +66,24 @@ def repair_print_page(site_dir: Path) -> int:
     ids = set(_ID.findall(text))
     broken = 0
 
-    def unwrap(m: re.Match) -> str:
-        nonlocal broken
-        if m.group(1) in ids:
-            return m.group(0)
-        broken += 1
-        return m.group(2)
-
-    repaired = _LOCAL_LINK.sub(unwrap, text)
+    kept, at, scan = [], 0, 0
+    while (m := _LINK_OPEN.search(text, scan)) is not None:    # one pass: linear, closed links or not
+        tag_end = text.find(">", m.end())
+        if tag_end < 0:
+            break
+        href = _LOCAL_HREF.search(text, m.end(), tag_end)
+        if href is None:                                    # not a local link: look past its tag
+            scan = tag_end + 1
+            continue
+        close = text.find("</a>", tag_end + 1)
+        if close < 0:                                       # no link closes here, nor after it
+            break
+        if href.group(1) not in ids:
+            kept += [text[at:m.start()], text[tag_end + 1:close]]
+            at, broken = close + len("</a>"), broken + 1
+        scan = close + len("</a>")
+    kept.append(text[at:])
+    repaired = "".join(kept)
     if broken:
         path.write_text(repaired, encoding="utf-8")
     return broken

@@ -1,0 +1,69 @@
+"""The build's two scans of generated HTML (a notebook page's loaders, the printable book's local
+links) give what their defining patterns give, in one pass over the page, with elements left
+unclosed by a notebook's or a page's own HTML."""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+
+import pytest
+
+from site_build import apparatus, offline
+
+# The definitions the scans follow, as regular expressions (which backtrack over unclosed elements).
+# A script element runs from its tag to the first '</script>', as a browser reads it: text in its body
+# that looks like a tag is text.
+_SCRIPT = re.compile(r"<script\b([^>]*)>(.*?)</script>", re.I | re.S)
+_LINK = re.compile(r'<a\b[^>]*\bhref="#([^"]+)"[^>]*>(.*?)</a>', re.S)
+
+
+def _loader_or_remote(m: re.Match) -> bool:
+    remote = re.search(r'\bsrc="(?:https?:)?//[^"]*"', m.group(1), re.I) is not None and not m.group(2).strip()
+    return remote or re.search("MathJax|mermaid", m.group(2), re.I) is not None
+
+_SCRIPT_PIECES = ['<script>', '<SCRIPT type="x">', '<script src="//cdn.example/x.js">', '</script>', '</SCRIPT>',
+                  'MathJax.Hub', 'mermaid.init()', 'var a = 1;', ' ', '\n', '<p>text</p>',
+                  '<script src="local.js">', '>', 'plain']
+_LINK_PIECES = ['<a href="#here">', '<a href="#gone">', '<a class="x" href="#gone" title="t">', '<a href="other.html">',
+                '</a>', 'word', ' ', '<span id="here">', '>', '<a', '\n']
+
+
+def _random_page(pieces: list[str], rng: random.Random) -> str:
+    return "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 30)))
+
+
+def test_a_notebook_page_loses_the_scripts_its_definition_names_and_nothing_else():
+    rng = random.Random(0)
+    for _ in range(3000):
+        page = _random_page(_SCRIPT_PIECES, rng)
+        expected = _SCRIPT.sub(lambda m: "" if _loader_or_remote(m) else m.group(0), page)
+        assert offline.strip_loaders(page, "drills/x.ipynb") == expected, page
+    assert offline.strip_loaders("<script>MathJax</script>", "page.md") == "<script>MathJax</script>"
+
+
+def test_the_printable_book_unwraps_the_links_its_definition_names_and_nothing_else(tmp_path):
+    rng = random.Random(1)
+    (tmp_path / apparatus.PRINT_PAGE).parent.mkdir(parents=True)
+    for _ in range(2000):
+        page = _random_page(_LINK_PIECES, rng)
+        ids = set(re.findall(r"""\bid=["']([^"']+)["']""", page))
+        expected_count = sum(m.group(1) not in ids for m in _LINK.finditer(page))
+        expected = _LINK.sub(lambda m: m.group(0) if m.group(1) in ids else m.group(2), page)
+        (tmp_path / apparatus.PRINT_PAGE).write_text(page, encoding="utf-8")
+        assert apparatus.repair_print_page(tmp_path) == expected_count, page
+        assert (tmp_path / apparatus.PRINT_PAGE).read_text(encoding="utf-8") == expected, page
+
+
+@pytest.mark.parametrize("unit", ['<script>', '<script src="//x"', '<a href="#x">', '<a '], ids=str)
+def test_unclosed_elements_take_one_pass(tmp_path, unit):
+    """40,000 unclosed elements: a pattern that backtracks tries each start to the page's end, some
+    10^10 steps (minutes); one pass takes milliseconds. The bound, a second, is 100 times that."""
+    page = unit * 40_000
+    (tmp_path / apparatus.PRINT_PAGE).parent.mkdir(parents=True)
+    (tmp_path / apparatus.PRINT_PAGE).write_text(page, encoding="utf-8")
+    start = time.process_time()
+    assert offline.strip_loaders(page, "drills/x.ipynb") == page
+    assert apparatus.repair_print_page(tmp_path) == 0
+    assert time.process_time() - start < 1.0
