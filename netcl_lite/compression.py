@@ -127,6 +127,10 @@ _MAX_VARINT = 10               # bytes: a 64-bit count
 STORED_HEADER_BYTES = len(MAGIC) + 2 + 3 + _CHECKSUM_BYTES + _CRC.size
 #: the longest blob :func:`compress` writes (a coded blob is shorter than the stored one)
 MAX_BLOB_BYTES = MAX_INPUT_BYTES + STORED_HEADER_BYTES
+#: the smallest file-size limit (``ulimit -f``) the command line works under: OpenCL's compiler
+#: writes each program it builds (up to about 1 MiB) into PoCL's kernel cache, and a write the limit
+#: cuts short aborts the whole process inside the compiler, where no error can be caught
+MIN_FILE_SIZE_LIMIT = 16 << 20
 #: token ids spelled per call of the tokenizer's decode (a bounded list at a time)
 _SPELL_CHUNK = 1 << 16
 
@@ -1107,7 +1111,9 @@ error for inputs over 20,000 tokens when it is a terminal (never in a file or a 
 --model-only and --adapt choose how compress codes; a blob's header records that choice and
 decompress follows it, so decompress refuses them (a usage error, exit status 2).
 Before any work, an empty temporary file is created in OUT's folder and removed: a folder
-that takes no new file (read-only, no permission, even for root) is named at once.
+that takes no new file (read-only, no permission, even for root) is named at once. A file-size
+limit (ulimit -f) under {MIN_FILE_SIZE_LIMIT:,} bytes is refused at once: OpenCL's compiler,
+which writes the kernels it builds, aborts the process when a write is cut short.
 
 exit status:
   0    done: OUT holds the whole result
@@ -1223,6 +1229,17 @@ def _main(argv) -> int:
     for name in (args.input, args.output):              # no system call takes one (ValueError from os)
         if "\x00" in name:
             return fail(f"{shown_path(name)}: a path cannot hold a NUL character; give the file's real name")
+    try:
+        import resource                                 # POSIX: no file-size limit to read elsewhere
+    except ImportError:
+        resource = None
+    if resource is not None:
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if soft != resource.RLIM_INFINITY and soft < MIN_FILE_SIZE_LIMIT:
+            return fail(f"the file-size limit (ulimit -f) is {soft:,} bytes, under the {MIN_FILE_SIZE_LIMIT:,} this "
+                        f"needs: OpenCL's compiler writes the kernels it builds (up to about 1 MiB each) and a write "
+                        f"the limit cuts short aborts the process; raise it (ulimit -f "
+                        f"{MIN_FILE_SIZE_LIMIT // 1024}) or lift it (ulimit -f unlimited)")
     squeezing = args.command == "compress"
     source = "standard input" if args.input == "-" else shown_path(args.input)
     which = f"--model {shown_path(args.model)}" if args.model is not None else "the default model (Chapter 9's)"

@@ -922,3 +922,20 @@ def test_a_vocabulary_too_large_to_mix_is_refused_and_codes_with_the_model_alone
     assert "Traceback" not in stderr and _listing(tmp_path) == ["big", "in.txt"]
     done = _cli("compress", src, tmp_path / "out.nclz", "--model", folder, "--model-only", cwd=tmp_path)
     assert done.returncode == 0, done.stderr.decode()[-600:]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="file-size limits (ulimit -f) are POSIX's")
+@pytest.mark.parametrize("limit", [1024, cz.MIN_FILE_SIZE_LIMIT - 1])
+def test_a_small_file_size_limit_is_refused_before_the_compiler_can_abort(tmp_path, limit):
+    """Under a file-size limit, a kernel build whose cache write is cut short aborts the process in
+    OpenCL's compiler (exit 134, no message): the command line refuses the limit first, with exit 1."""
+    import resource
+
+    (tmp_path / "in.txt").write_bytes(b"some text\n")
+    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    done = subprocess.run([sys.executable, "-m", "netcl_lite.compression", "compress", "in.txt", "out.nclz"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard)))
+    assert done.returncode == 1, (done.returncode, done.stderr[-1000:])
+    assert "ulimit -f" in done.stderr and f"{limit:,} bytes" in done.stderr, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
