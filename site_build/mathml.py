@@ -99,8 +99,15 @@ def unclosed(source: str) -> int:
     """How many opening delimiters (:data:`_OPENING`) of ``source`` (a formula's LaTeX) no closing one
     (:data:`_CLOSING`, of any kind) follows in the same sequence, counted from above: each group, each
     ``\\left`` … ``\\right``, each environment and each matrix cell is a sequence, whose openings left
-    open all count; the delimiter ``\\left``, ``\\middle`` or ``\\right`` takes is none of them."""
+    open all count; the delimiter ``\\left``, ``\\middle`` or ``\\right`` takes is none of them.
+
+    A closing delimiter that is an argument closes nothing, as the converter reads it (``x^)``,
+    ``\\operatorname)``, ``\\frac a)``): the token or group after a script sign, and the two after a
+    control word that is no delimiter. Where that reading is not the converter's, the count errs high:
+    taking two arguments for every command (most take none or one), ``(\\alpha)`` counts one open;
+    an opening delimiter counts as one, argument or not."""
     open_in = [0]                       # per sequence, from the outermost: its openings not closed yet
+    pending = [0]                       # per sequence: how many of its next tokens or groups are arguments
     total = 0
     takes_delimiter = False
     for m in _TOKEN.finditer(source):
@@ -110,17 +117,27 @@ def unclosed(source: str) -> int:
         if takes_delimiter:
             takes_delimiter = False
             continue
+        argument = pending[-1] > 0
+        if argument:
+            pending[-1] -= 1
         if token in ("\\left", "\\right", "\\middle"):
             takes_delimiter = True
+        elif token in ("^", "_"):
+            pending[-1] = max(pending[-1], 1)
+        elif token[0] == "\\" and token[1:].isalpha() and token not in _OPENING and token not in _CLOSING:
+            pending[-1] = 2
         if token in _SEQUENCE_OPENS:
             open_in.append(0)
+            pending.append(0)
         elif token in _SEQUENCE_CLOSES:
             total += open_in.pop() if len(open_in) > 1 else 0
+            if len(pending) > 1:
+                pending.pop()
         elif token in _CELL_ENDS:
-            total, open_in[-1] = total + open_in[-1], 0
-        elif token in _OPENING:
+            total, open_in[-1], pending[-1] = total + open_in[-1], 0, 0
+        elif token in _OPENING:         # an argument too: the count errs high for those that take one
             open_in[-1] += 1
-        elif token in _CLOSING and open_in[-1]:
+        elif token in _CLOSING and open_in[-1] and not argument:    # an argument closes nothing
             open_in[-1] -= 1
     return total + sum(open_in)
 

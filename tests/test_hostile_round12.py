@@ -54,10 +54,6 @@ _STATED_SECONDS = 0.1
 
 
 @pytest.mark.parametrize("closer", ["x^)", "x_)", "\\operatorname)"])
-@pytest.mark.xfail(strict=True, reason="round 12: unclosed() takes a ')' that is a script's or a command's argument "
-                                       "for a closing delimiter, so twenty openings so 'closed' pass the bound and "
-                                       "the converter runs for seconds to minutes (each one doubles it); such a "
-                                       "')' should close nothing, and the formula be refused")
 def test_a_script_s_closing_delimiter_does_not_hide_unclosed_openings(closer):
     import subprocess
     import sys

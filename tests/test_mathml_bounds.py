@@ -91,6 +91,11 @@ def test_a_formula_with_too_many_unclosed_opening_delimiters_is_refused_before_t
     ("\\{ x \\mid x > 0 \\}", 0),
     ("[0, 1) \\cup (2, 3]", 0),
     ("\\text{(((}", 3),                                    # counted from above: text too
+    ("(" * 8 + "x^)" * 4 + "x_)" * 4, 8),                  # a script's argument closes nothing
+    ("(" * 8 + "\\operatorname)" * 8, 8),                   # nor a command's, its first argument
+    ("(" * 6 + "\\frac a)" * 3 + "\\frac{a})" * 3, 6),      # or its second
+    ("(" * 6 + "x^{a})" * 6, 0),                           # after the argument, a ')' closes
+    ("\\alpha(" * 8, 8),                                   # an opening counts, argument or not
 ])
 def test_unclosed_counts_the_openings_no_closing_one_follows_in_their_sequence(formula, count):
     assert mathml.unclosed(formula) == count
