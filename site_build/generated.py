@@ -56,7 +56,7 @@ _DESCRIPTION = re.compile(r"<dc:description>(.*?)</dc:description>", re.S)
 #: (read by :class:`Tags`, which finds where one ends from many places in linear time)
 _IMG_TAG = re.compile(r"""<img(?=[\s/>])(?:"[^"]*"|'[^']*'|[^"'>])*>""", re.I)
 #: (tried only where a run of white space starts: from inside one it would end the same way)
-_ATTRIBUTE = re.compile(r"""(?<!\s)\s+([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
+_ATTRIBUTE = re.compile(r"""(?<![\s/])[\s/]+([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
 #: a generated figure's path as an <img>'s src gives it (group 1: ``<page>/<name>``)
 _FIGURE_SRC = re.compile(r"(?:[^\s\"'<>]*/)?figures/([\w-]+/[\w-]+)\.svg")
 
@@ -251,7 +251,64 @@ _FIGURE_REFERENCE = re.compile(rf"^ {{0,3}}\[(?P<label>[^\]\n]+)\]:[ \t]*(?:{_FI
 _CAPTION = re.compile(r"^[ \t]*/// caption[ \t]*$")
 
 
-def _image_end(text: str, close: int, quotes: Positions) -> int | None:
+#: what a backslash escapes in Python-Markdown (its ``ESCAPED_CHARS``): the character is then text
+_ESCAPABLE = frozenset("\\`*_{}[]()>#+-.!")
+
+
+class _Marks:
+    """What Python-Markdown's inline patterns read in a page's Markdown before they match a link or
+    an image, found in one pass: the characters a backslash escapes (``escaped``: their offsets),
+    each '[' with the ']' that closes it in the same paragraph, brackets nested in between
+    (``closing``; escaped ones are text), and for each quote character the ')' whose last character
+    before it but spaces is that quote (``title_ends``: the ends a link's title in it can have)."""
+
+    def __init__(self, text: str):
+        self.escaped: set[int] = set()
+        self.closing: dict[int, int] = {}
+        ends: dict[str, list[tuple[int, int]]] = {'"': [], "'": []}
+        breaks = {m.start() for m in _PARAGRAPH_END.finditer(text)}
+        opened: list[int] = []
+        last = -1                                       # the last character but a space, as getLink keeps it
+        for m in _MARK.finditer(text):
+            i = m.start()
+            c = m.group(0)
+            if c == "\\" and i + 1 < len(text) and text[i + 1] in _ESCAPABLE and i not in self.escaped:
+                self.escaped.add(i + 1)
+            elif i in self.escaped:
+                pass
+            elif c == "\n" and i in breaks:
+                opened.clear()
+            elif c == "[":
+                opened.append(i)
+            elif c == "]" and opened:
+                self.closing[opened.pop()] = i
+            elif c == ")" and last >= 0 and text[last] in ends and _only_spaces(text, last + 1, i):
+                ends[text[last]].append((i, last))
+            if c != " ":
+                last = m.end() - 1
+        self.breaks = sorted(breaks)
+        self.title_ends = {q: ([p for p, _ in e], [at for _, at in e]) for q, e in ends.items()}
+
+    def title_end(self, quote: str, opening: int, limit: int) -> int | None:
+        """The ')' that ends a title opened by ``quote`` at ``opening``, as Python-Markdown's getLink
+        ends it: the first after it whose last character but spaces is another ``quote``, before
+        ``limit`` (the paragraph's end); or None."""
+        ps, ats = self.title_ends[quote]
+        k = bisect.bisect_right(ps, opening)
+        if k < len(ps) and ats[k] == opening:           # '"  )': the opening quote is no closing one
+            k += 1
+        return ps[k] if k < len(ps) and ps[k] < limit else None
+
+
+#: the characters :class:`_Marks` reads; every other one is neither a space nor one of these
+_MARK = re.compile(r"[\\\[\]()\n\"' ]|[^\\\[\]()\n\"' ]+")
+
+
+def _only_spaces(text: str, start: int, end: int) -> bool:
+    return text.count(" ", start, end) == end - start
+
+
+def _image_end(text: str, close: int, quotes: Positions, marks: _Marks) -> int | None:
     """The end of an inline image whose alt text ends at ``close`` (its ']') when what follows is a
     generated figure's link, ``(path)`` or ``(<path>)``, with or without a title in "", '' or (); else
     None. The path is the whole run of path characters after the '(' (what follows it is no path
@@ -272,8 +329,16 @@ def _image_end(text: str, close: int, quotes: Positions) -> int | None:
     gap = _SPACES.match(text, run).end()
     if gap < len(text) and text[gap] == ")":
         return gap + 1
-    if gap == run or gap >= len(text) or text[gap] not in "\"'(":
-        return None
+    if gap >= len(text) or text[gap] not in "\"'(" or (gap == run and (bracketed or text[gap] == "(")):
+        return None                                     # a quoted title may follow a bare path unspaced
+    if text[gap] != "(" and not bracketed:    # a quoted title, as getLink reads it
+        k = bisect.bisect_left(marks.breaks, gap)
+        limit = marks.breaks[k] if k < len(marks.breaks) else len(text)
+        end = marks.title_end(text[gap], gap, limit)
+        if end is None and text.startswith("(", gap + 1) and not text[gap + 2:limit].strip("\n"):
+            return gap + 2      # getLink's fallback for an unclosed title that starts '(' at the paragraph's end:
+                                # its link is the paragraph less those two characters, the figure's path
+        return None if end is None else end + 1
     ends = quotes.next(")" if text[gap] == "(" else text[gap], gap + 1)     # the title's closing mark
     if ends is None:
         return None
@@ -289,7 +354,7 @@ def _figure_images(text: str) -> list[tuple[int, int]]:
     read once; an <img> tag's end is read once from each place (:class:`Tags`)."""
     found: list[tuple[int, int]] = []
     quotes = Positions(text, "\"')")
-    breaks = [m.start() for m in _PARAGRAPH_END.finditer(text)]
+    marks = _Marks(text)
     tags = Tags(text)
     pos = image_from = tag_from = 0
     image = text.find("![")
@@ -304,18 +369,13 @@ def _figure_images(text: str) -> list[tuple[int, int]]:
         if image == -1 and tag_at == -1:
             return found
         if image != -1 and (tag_at == -1 or image < tag_at):
-            close = text.find("]", image + 2)
-            if close == -1:                             # no alt text ends: no more inline images
-                image_from = len(text)
-                image = -1
+            close = marks.closing.get(image + 1)
+            if close is None or image in marks.escaped:   # no alt text ends in its paragraph, or '\![' is no image
+                image_from = image + 2
                 continue
-            k = bisect.bisect_left(breaks, image)
-            if k < len(breaks) and breaks[k] < close:  # the paragraph ends first: so it does for every
-                image_from = breaks[k] + 1              # '![' before its end
-                continue
-            end = _image_end(text, close, quotes)
-            if end is None:
-                image_from = close + 1
+            end = _image_end(text, close, quotes, marks)
+            if end is None:                             # no image here; one inside its alt text may be
+                image_from = image + 2
                 continue
             found.append((image, end))
             pos = end
@@ -380,7 +440,7 @@ def uncaptioned(markdown: str) -> list[tuple[int, int, str]]:
     # a figure in an indented code block or an HTML comment is not shown: the page is rendered to tell,
     # when it may be (a line indented four columns or more, quote markers aside; a '<!--' above it). A
     # line that starts with HTML (up to 3 spaces in) is an HTML block or raw inline HTML, never code
-    comment = outside.find("<!--")
+    comment = min((at for at in (outside.find(o) for o in markers.HIDING_OPENINGS) if at >= 0), default=-1)
     asked = {i: column for i, (_, column, _) in bare.items()
              if len(re.match(r"[ \t>]*", lines[i])[0].replace(">", "").expandtabs(4)) >= 4
              or 0 <= comment < starts[i] + column}

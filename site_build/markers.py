@@ -434,7 +434,9 @@ def rendered_places(lines: list[str], asked: dict[int, int], width: int = 4) -> 
     """(:func:`indented_code`, and which of the ``asked`` lines stand inside an HTML comment of the
     rendered page, which the reader does not see): one rendering answers both. A comment is what
     Python-Markdown leaves as one: a block that starts ``<!--`` (blank lines and all, up to ``-->``),
-    or one inside a paragraph; ``<!--`` shown as text is escaped (``&lt;!--``) and hides nothing."""
+    or one inside a paragraph; ``<!--`` shown as text is escaped (``&lt;!--``) and hides nothing.
+    A CDATA section or a processing instruction it leaves raw hides what it holds up to its first
+    ``>``, where a browser ends it (:data:`HIDING_OPENINGS`)."""
     if not asked:
         return set(), set()
     code, hidden = _rendered_places("\n".join(lines), tuple(sorted(asked.items())), width)
@@ -454,13 +456,21 @@ def _rendered_places(text: str, asked: tuple[tuple[int, int], ...], width: int =
     found = re.compile(rf"{token}(\d+)x")
     code = frozenset(int(m[1]) for block in md.indented_code for m in found.finditer(block))
     hidden, pos = set(), 0
-    while (start := rendered.find("<!--", pos)) != -1:    # one pass: an unclosed comment ends the search
-        end = rendered.find("-->", start + 4)
+    while (opening := _HIDING.search(rendered, pos)) is not None:    # one pass: an unclosed one ends it
+        start = opening.end()
+        closing = "-->" if opening[0] == "<!--" else ">"
+        end = rendered.find(closing, start)
         if end == -1:
             break
         hidden.update(int(m[1]) for m in found.finditer(rendered, start, end))
-        pos = end + 3
+        pos = end + len(closing)
     return code, frozenset(hidden)
+
+
+#: what opens text a browser does not show: a comment (to ``-->``), and what HTML reads as a bogus
+#: comment (to the first ``>``): a CDATA section outside SVG and MathML, a processing instruction
+HIDING_OPENINGS = ("<!--", "<![CDATA[", "<?")
+_HIDING = re.compile("|".join(re.escape(o) for o in HIDING_OPENINGS))
 
 
 def _misplaced(marker: Marker, lines: list[str], blocks: list[tuple[int, int]]) -> str | None:
