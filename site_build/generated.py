@@ -398,17 +398,18 @@ def _reference_images(line: str, labels: set[str]) -> tuple[int, int] | None:
     """(start, end) of the first reference-style image on ``line`` (``![alt][label]``, ``![alt][]`` or
     ``![alt]``) whose label is one of ``labels`` (folded), or None; linear time, as
     :func:`_figure_images` reads alt texts."""
-    pos = 0
+    pos, marks = 0, _Marks(line)
     while (start := line.find("![", pos)) != -1:
-        close = line.find("]", start + 2)
-        if close == -1:
-            return None
+        close = marks.closing.get(start + 1)             # brackets nested in the alt text, escaped ones text
+        if close is None or start in marks.escaped:
+            pos = start + 2
+            continue
         tail = _REFERENCE_TAIL.match(line, close + 1)
         if tail is not None:
             label = tail["label"] or line[start + 2:close]     # ![alt][] and ![alt] use the alt as the label
             if " ".join(label.split()).casefold() in labels:
                 return start, tail.end()
-        pos = close + 1
+        pos = start + 2
     return None
 
 
