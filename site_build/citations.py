@@ -24,6 +24,7 @@ entry, sorted by first author and year, with the pages that cite it.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import posixpath
 import re
@@ -384,18 +385,28 @@ def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, fi
 
     form = ("; a citation is [@authorYEARword], [@key, locator], [@a; @b], [-@key], @key or @key [locator] "
             "(README, Citations), or put the text in code")
+    places = _AttributePlaces(markdown)
+
+    def in_attribute(at: int, shown: str) -> None:
+        if where := places.of(at):
+            fail(at, f"{shown!r} stands inside {where}, which Markdown makes an attribute or a link's target, "
+                     f"not text: a citation there cannot become a link (the page would show its Markdown); "
+                     f"cite in the text")
+
     for start, end in prose_spans(markdown):
         text = markdown[start:end]
         if "@" not in text:
             continue
         links = _Brackets(text)
         for m in BRACKETED.finditer(text):
+            in_attribute(start + m.start(), m.group(0))
             for item in m["items"].split(";"):
                 unknown(start + m.start(), _ITEM.match(item)["key"])
             if where := links.in_link(m.start(), m.end()):
                 fail(start + m.start(), f"{m.group(0)!r} stands inside {where}, where a citation cannot become "
                                         "a link (the page would show its Markdown); cite outside the link")
         for m in NARRATIVE.finditer(text):
+            in_attribute(start + m.start(), m.group(0))
             if where := links.in_link(m.start(), m.end()):
                 fail(start + m.start(), f"{m.group(0)!r} stands inside {where}, where a citation cannot become "
                                         "a link (the page would show its Markdown); cite outside the link")
@@ -412,6 +423,65 @@ def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, fi
                      or re.match(r"-?@[\w.:-]*", text[m.start():]).group(0))
             fail(start + m.start(), f"{shown!r} looks like a citation but is not one (no key authorYEARword "
                                     f"there, or it stands outside the syntax)" + form)
+
+
+#: a link reference definition's start (its target and title follow the colon) and an abbreviation's
+_REFERENCE_DEFINITION = re.compile(r" {0,3}\[(?!\^)(?:[^\]\\\n]|\\.)+\]:")  # [^1]: is a footnote: text
+_ABBREVIATION = re.compile(r"\*\[(?:[^\]\\\n]|\\.)*\]:")
+#: a line that can hold the title of the reference definition on the line above it
+_TITLE_LINE = re.compile(r"[ \t]+[\"'(]")
+
+
+class _AttributePlaces:
+    """Where, line by line, Markdown reads text as an attribute or a link's target rather than as text:
+    a link reference definition after its ``]:`` (target and title, the title maybe on the next line),
+    an abbreviation's definition (``*[HTML]: …``, the ``<abbr>``'s title), and braces ``{ … }``, which
+    attr_list reads as an attribute list. Each line is read once, when a citation on it asks."""
+
+    def __init__(self, markdown: str):
+        self.markdown = markdown
+        self.lines: dict[int, tuple[str | None, int, list[tuple[int, int]]]] = {}
+        self.newlines: list[int] | None = None          # found when a citation first asks
+
+    def _line(self, line_start: int) -> tuple[str | None, int, list[tuple[int, int]]]:
+        """(what the whole line after ``after`` is, or None; ``after``; the braces' spans) of the line
+        that starts at ``line_start``."""
+        if line_start in self.lines:
+            return self.lines[line_start]
+        text = self.markdown
+        line_end = text.find("\n", line_start)
+        line_end = len(text) if line_end < 0 else line_end
+        kind, after = None, line_start
+        if m := _REFERENCE_DEFINITION.match(text, line_start, line_end):
+            kind, after = "a link reference definition", m.end()
+        elif m := _ABBREVIATION.match(text, line_start, line_end):
+            kind, after = "an abbreviation's definition", m.end()
+        elif line_start > 0 and _TITLE_LINE.match(text, line_start, line_end):
+            above = text.rfind("\n", 0, line_start - 1) + 1
+            if _REFERENCE_DEFINITION.match(text, above, line_start - 1):
+                kind = "the title of the link reference definition above it"
+        braces, at = [], line_start
+        while (opened := text.find("{", at, line_end)) >= 0:
+            closed = text.find("}", opened + 1, line_end)
+            if closed < 0:
+                break
+            braces.append((opened, closed))
+            at = closed + 1
+        self.lines[line_start] = (kind, after, braces)
+        return self.lines[line_start]
+
+    def of(self, at: int) -> str | None:
+        """What place of those the character at ``at`` stands in, or None."""
+        if self.newlines is None:
+            self.newlines = [m.start() for m in re.finditer("\n", self.markdown)]
+        k = bisect.bisect_left(self.newlines, at) - 1
+        kind, after, braces = self._line(self.newlines[k] + 1 if k >= 0 else 0)
+        if kind is not None and at >= after:
+            return kind
+        k = bisect.bisect_right(braces, (at, len(self.markdown))) - 1
+        if k >= 0 and braces[k][0] < at < braces[k][1]:
+            return "braces, which attr_list reads as an attribute list"
+        return None
 
 
 class _Brackets:

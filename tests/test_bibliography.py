@@ -238,3 +238,23 @@ def test_a_citation_inside_a_link_fails_naming_the_page_and_the_line(line, where
 def test_e_mail_addresses_paths_and_link_targets_are_not_near_misses():
     text = "Write to a.b@example.org, see [the list](mailto:list@example.org) or docs/@scope/x.\n"
     assert citations.render(text, "chapter-7.md") == text
+
+
+@pytest.mark.parametrize("text, line", [
+    (f'See [x][r].\n\n[r]: https://example.org\n    "by [@{KEY}]"', 10),       # the title on the next line
+    (f"The HTML way.\n\n*[HTML]: Hyper @{KEY}", 9),
+    (f'A *word*{{ title="@{KEY}" }} here.', 7),
+])
+def test_a_citation_where_markdown_reads_an_attribute_or_a_target_fails_naming_the_line(text, line):
+    with pytest.raises(ValueError, match=rf"^docs/chapter-7.md:{line}: .* stands inside "):
+        citations.render(f"# Title\n\n{text}\n", "chapter-7.md", first_line=5)
+
+
+def test_many_citations_on_one_line_are_placed_in_linear_time():
+    """20,000 citations on one line: each asks which place it stands in; the line is read once."""
+    import time
+
+    line = f"[@{KEY}] " * 20_000
+    start = time.process_time()
+    citations.check(f"# Title\n\n{line}\n", "chapter-7.md")
+    assert time.process_time() - start < 5.0

@@ -142,10 +142,6 @@ def _cited_where_shown_as_markdown(text: str, line: int | None) -> list[str]:
                                         "[r]: https://example.org ([@vaswani2017attention])",
                                         "[r]: https://example.org/[@vaswani2017attention]"],
                          ids=["double-quoted-title", "single-quoted-title", "parenthesized-title", "target"])
-@pytest.mark.xfail(strict=True, reason="round 12: a citation in a reference definition's title or target is rewritten "
-                                       "into a Markdown link, which the page then shows raw in the link's tooltip "
-                                       "('([Vaswani et al., 2017](bibliography.md#... \"...\"))'); as in an inline "
-                                       "link's title, it should be refused naming the page and line")
 def test_a_citation_in_a_reference_definition_is_refused_not_shown_as_markdown(definition):
     shown = _cited_where_shown_as_markdown(f"See [the paper][r].\n\n{definition}", 5)
     assert not shown, "the citation's Markdown is shown in the page: " + " ".join(shown)[:400]
@@ -154,10 +150,6 @@ def test_a_citation_in_a_reference_definition_is_refused_not_shown_as_markdown(d
 @pytest.mark.parametrize("text", ["The HTML way.\n\n*[HTML]: Hyper [@vaswani2017attention]",
                                   'Text **bold**{ title="[@vaswani2017attention]" } here.'],
                          ids=["abbreviation", "attribute-list"])
-@pytest.mark.xfail(strict=True, reason="round 12: a citation in an abbreviation's definition or an attribute list is "
-                                       "rewritten into a link the page then shows as text (an <abbr> title holding "
-                                       "'([Vaswani et al., 2017](bibliography.md#...', or the '{ title=...' list "
-                                       "itself shown); it should be refused naming the page and line")
 def test_a_citation_where_markdown_makes_an_attribute_is_refused_not_shown(text):
     shown = _cited_where_shown_as_markdown(text, None)
     assert not shown, "the citation's Markdown or the attribute list is shown in the page: " + " ".join(shown)[:400]
