@@ -44,20 +44,75 @@ def _code(code) -> str:
     return h.hexdigest()[:16]
 
 
-def _plain(value) -> str:
-    """``value`` as text that is the same in every process: a function by its qualified name and a
-    digest of its code (two lambdas of one module differ), a partial by its function and arguments."""
-    if value is None or isinstance(value, (str, bool, int, float)):
+#: how many functions deep :func:`_plain` follows what a function reads (a filter, the functions its
+#: defaults, closure or globals hold, theirs): deeper ones are named by their code alone
+_DEPTH = 3
+
+
+def _plain(value, seen: frozenset[int] = frozenset(), depth: int = 0) -> str:
+    """``value`` as text that is the same in every process: a function by its qualified name, a
+    digest of its code (two lambdas of one module differ) and what its code reads besides its
+    arguments (its defaults, the cells of its closure, the module globals it names but modules),
+    :data:`_DEPTH` functions deep; a partial by its function and arguments. A value of another kind
+    is its ``repr``, or where that holds an address (``<… at 0x…>``, another in the next process)
+    its type and its attributes."""
+    if value is None or isinstance(value, (str, bool, int, float, complex, bytes)):
         return repr(value)
-    if isinstance(value, (tuple, list)):
-        return "(" + ", ".join(map(_plain, value)) + ")"
+    if id(value) in seen:                       # a function that reads itself, a list that holds itself
+        return "<recursion>"
+    seen = seen | {id(value)}
+    if isinstance(value, (tuple, list, set, frozenset)):
+        items = [_plain(v, seen, depth) for v in value]
+        return type(value).__name__ + "(" + ", ".join(sorted(items) if isinstance(value, (set, frozenset))
+                                                      else items) + ")"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_plain(k)}: {_plain(v)}" for k, v in sorted(value.items())) + "}"
+        return "{" + ", ".join(sorted(f"{_plain(k, seen, depth)}: {_plain(v, seen, depth)}"
+                                      for k, v in value.items())) + "}"
     if isinstance(value, functools.partial):
-        return f"partial({_plain(value.func)}, {_plain(value.args)}, {_plain(value.keywords)})"
+        return (f"partial({_plain(value.func, seen, depth)}, {_plain(value.args, seen, depth)}, "
+                f"{_plain(value.keywords, seen, depth)})")
+    if isinstance(value, type):
+        return f"{value.__module__}.{value.__qualname__}"
+    function = next((f for f in (value, getattr(value, "__func__", None), getattr(value, "__wrapped__", None))
+                     if hasattr(f, "__code__")), None)      # a function, a method, a cache's wrapper
+    if function is None:
+        kind = f"{type(value).__module__}.{type(value).__qualname__}"
+        shown = repr(value)
+        if " at 0x" not in shown:
+            return f"{kind}:{shown}"
+        return f"{kind}:{_plain(vars(value), seen, depth)}" if hasattr(value, "__dict__") else kind
     name = f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', type(value).__qualname__)}"
-    code = getattr(value, "__code__", None) or getattr(getattr(value, "__func__", None), "__code__", None)
-    return f"{name}[{_code(code)}]" if code is not None else name
+    code = function.__code__
+    if depth >= _DEPTH:
+        return f"{name}[{_code(code)}]"
+    cells = tuple(c.cell_contents if _filled(c) else "<empty cell>" for c in (function.__closure__ or ()))
+    module = getattr(function, "__globals__", {})
+    named = {n: module[n] for n in _names(code) if n in module and not _module(module[n])}
+    reads = _plain((function.__defaults__, function.__kwdefaults__, cells, named), seen, depth + 1)
+    return f"{name}[{_code(code)}]{reads}"
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:                          # a cell its function has not set yet
+        return False
+    return True
+
+
+def _names(code) -> set[str]:
+    """The global names ``code`` and the code nested in it read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            names |= _names(const)
+    return names
+
+
+def _module(value) -> bool:
+    import types
+
+    return isinstance(value, types.ModuleType)
 
 
 def _callables(table: dict) -> list[str]:

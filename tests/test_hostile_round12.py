@@ -221,11 +221,6 @@ def _times(n: int):
 
 
 @pytest.mark.parametrize("make", [lambda n: (lambda x, k=n: x * k), _times], ids=["default-argument", "closure"])
-@pytest.mark.xfail(strict=True, reason="round 12: environment_key digests a filter's code but not its default "
-                                       "arguments or closure, and Jinja folds a filter over constants into the "
-                                       "compiled template: an environment whose filter multiplies by 3 renders "
-                                       "the 10 its predecessor (by 2) compiled; the key should cover them (or such "
-                                       "a filter be refused)")
 def test_a_filter_s_defaults_and_closure_are_in_the_bytecode_key(tmp_path, make):
     import jinja2
 
@@ -242,3 +237,17 @@ def test_a_filter_s_defaults_and_closure_are_in_the_bytecode_key(tmp_path, make)
 
     assert render(2) == "10"
     assert render(3) == "15", "the template compiled with the other filter was reused"
+
+
+def test_the_theme_s_bytecode_key_is_the_same_in_every_process():
+    """What the key now reads of each filter (defaults, closures, the values its module holds) must
+    not name addresses, or every build would compile the theme's templates again."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("from mkdocs.theme import Theme\nfrom site_build import templates\n"
+            "print(templates.environment_key(Theme(name='material').get_env()))\n")
+    keys = {subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], check=True,
+                           capture_output=True, text=True, timeout=120).stdout.strip() for _ in range(2)}
+    assert len(keys) == 1, keys
