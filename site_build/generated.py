@@ -622,9 +622,13 @@ def execute_notebook(source: str) -> str:
     from nbclient import NotebookClient
 
     node = nbformat.reads(source, as_version=4)
-    with tempfile.TemporaryDirectory() as tmp:
-        NotebookClient(node, timeout=600, kernel_name="python3", allow_errors=False, record_timing=False,
-                       resources={"metadata": {"path": tmp}}).execute(env=runner.reader_env())
+    env = runner.reader_env()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            NotebookClient(node, timeout=600, kernel_name="python3", allow_errors=False, record_timing=False,
+                           resources={"metadata": {"path": tmp}}).execute(env=env)
+    finally:
+        runner.release(env)                             # its MPLCONFIGDIR: a serve session runs many
     for cell in node.cells:
         cell.source = _source_lines(cell.source)       # nbformat.writes splits a str source at every line break
         if cell.cell_type == "code":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 
 import pytest
 
@@ -251,3 +252,21 @@ def test_the_theme_s_bytecode_key_is_the_same_in_every_process():
     keys = {subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], check=True,
                            capture_output=True, text=True, timeout=120).stdout.strip() for _ in range(2)}
     assert len(keys) == 1, keys
+
+
+def test_a_notebook_s_matplotlib_folder_is_removed_when_its_run_ends():
+    """Each run gets an empty MPLCONFIGDIR; a notebook's stayed until the process ended, so a serve
+    session that rebuilt its drills kept one more folder each time."""
+    import json
+
+    from site_build import generated, runner
+
+    notebook = {"cells": [{"cell_type": "code", "id": "a", "metadata": {}, "execution_count": None, "outputs": [],
+                           "source": ["import os\n", "print(os.environ['MPLCONFIGDIR'])"]}],
+                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    before = set(runner._mpl_folders)
+    ran = json.loads(generated.execute_notebook(json.dumps(notebook)))
+    folder = "".join(ran["cells"][0]["outputs"][0]["text"]).strip()
+    assert folder.startswith(tempfile.gettempdir()) and not os.path.exists(folder), folder
+    assert runner._mpl_folders == before
