@@ -329,8 +329,8 @@ def _image_end(text: str, close: int, quotes: Positions, marks: _Marks) -> int |
     gap = _SPACES.match(text, run).end()
     if gap < len(text) and text[gap] == ")":
         return gap + 1
-    if gap >= len(text) or text[gap] not in "\"'(" or (gap == run and (bracketed or text[gap] == "(")):
-        return None                                     # a quoted title may follow a bare path unspaced
+    if gap >= len(text) or text[gap] not in "\"'(" or (gap == run and text[gap] == "("):
+        return None                                     # a quoted title may follow the path unspaced
     if text[gap] != "(" and not bracketed:    # a quoted title, as getLink reads it
         k = bisect.bisect_left(marks.breaks, gap)
         limit = marks.breaks[k] if k < len(marks.breaks) else len(text)

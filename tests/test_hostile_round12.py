@@ -114,7 +114,8 @@ def test_every_figure_python_markdown_renders_from_random_inline_images_is_found
         alt = "".join(rng.choice(alt_pieces) for _ in range(rng.randrange(0, 6)))
         title = "".join(rng.choice(title_pieces) for _ in range(rng.randrange(0, 7)))
         before = "".join(rng.choice(alt_pieces) for _ in range(rng.randrange(0, 3)))
-        page = (f"{before}![{alt}](figures/chapter-1/x.svg{rng.choice(['', ' ', '  '])}{title}"
+        path = rng.choice(["figures/chapter-1/x.svg", "<figures/chapter-1/x.svg>"])
+        page = (f"{before}![{alt}]({path}{rng.choice(['', ' ', '  '])}{title}"
                 f"{rng.choice([')', '', ' )'])}{rng.choice(['', ')', ' x', chr(10) * 2 + 'next'])}")
         shown = len(re.findall(r'<img[^>]*src="figures/chapter-1/x\.svg"', markdown.markdown(page)))
         rendered += shown
