@@ -34,6 +34,12 @@ def render_markdown(markdown: str, page_uri: str, files) -> str:
     return citations.render(markdown, page_uri)
 
 
+def check_content(html: str, page_uri: str, markdown: str, first_line: int = 1) -> None:
+    """Raise ``ValueError`` naming the page and the line of ``markdown`` (the page as written) for a
+    citation that did not become a link in the rendered ``html`` (:func:`.citations.check_rendered`)."""
+    citations.check_rendered(html, page_uri, markdown, first_line)
+
+
 def render_content(html: str, page_uri: str) -> str:
     """The page's HTML with a tooltip on each glossary term's first use, on the pages that get them."""
     if page_uri in glossary.TOOLTIP_PAGES:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import html as _html
 import posixpath
 import re
 from dataclasses import dataclass
@@ -387,11 +388,15 @@ def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, fi
             "(README, Citations), or put the text in code")
     places = _AttributePlaces(markdown)
 
-    def in_attribute(at: int, shown: str) -> None:
+    def in_attribute(at: int, shown: str, joins: str) -> None:
         if where := places.of(at):
             fail(at, f"{shown!r} stands inside {where}, which Markdown makes an attribute or a link's target, "
                      f"not text: a citation there cannot become a link (the page would show its Markdown); "
                      f"cite in the text")
+        if at > 0 and markdown[at - 1] in joins:       # its link's '[' (or '(') would join what ends there
+            fail(at, f"{shown!r} follows {markdown[at - 1]!r} directly: Markdown would read the two as one "
+                     f"{'image' if markdown[at - 1] == '!' else 'link'} (the page would show the citation's "
+                     f"Markdown); put a space or a word between them")
 
     for start, end in prose_spans(markdown):
         text = markdown[start:end]
@@ -399,14 +404,17 @@ def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, fi
             continue
         links = _Brackets(text)
         for m in BRACKETED.finditer(text):
-            in_attribute(start + m.start(), m.group(0))
+            in_attribute(start + m.start(), m.group(0), "]")      # rendered "([...](...))"
             for item in m["items"].split(";"):
-                unknown(start + m.start(), _ITEM.match(item)["key"])
+                if (parts := _ITEM.match(item)) is None:       # '[@key words]': no comma before a locator
+                    fail(start + m.start(), f"{m.group(0)!r} is not a citation: after a key comes ', ' and "
+                                            f"a locator, '; ' and another key, or ']'" + form)
+                unknown(start + m.start(), parts["key"])
             if where := links.in_link(m.start(), m.end()):
                 fail(start + m.start(), f"{m.group(0)!r} stands inside {where}, where a citation cannot become "
                                         "a link (the page would show its Markdown); cite outside the link")
         for m in NARRATIVE.finditer(text):
-            in_attribute(start + m.start(), m.group(0))
+            in_attribute(start + m.start(), m.group(0), "]!")     # rendered "[...](...)"
             if where := links.in_link(m.start(), m.end()):
                 fail(start + m.start(), f"{m.group(0)!r} stands inside {where}, where a citation cannot become "
                                         "a link (the page would show its Markdown); cite outside the link")
@@ -571,6 +579,54 @@ class _Brackets:
         j = bisect.bisect_left(self.closer_at, end)
         closed = self.closers[j][0] if j < len(self.closers) and self.closers[j][1] == "]" else -1
         return self.text[opened:closed + 1 if closed >= 0 else end].strip()
+
+
+#: a rendered citation's link Markdown (:func:`render`) that Markdown did not turn into a link
+_UNLINKED = re.compile(rf"\]\((?:\.\./)*{re.escape(PAGE)}#(?P<key>{KEY})")
+#: HTML elements whose text is code, which may show citation syntax as it is typed
+#: a key as a citation names it, narrative (``@key``) or in brackets (``[@key]``, ``[-@key]``)
+_TYPED = re.compile(rf"(?<![\w.@/\\-])-?@(?P<key>{KEY})\b")
+_CODE_ELEMENT = re.compile(r"<(code|pre|kbd|samp|script|style|textarea)\b", re.I)
+
+
+def check_rendered(html: str, page_uri: str, source: str, first_line: int = 1) -> None:
+    """Raise ``ValueError`` naming the page (and the first line of ``source``, the page's Markdown,
+    that names the key) when a citation did not become a link in the rendered ``html``: its link's
+    Markdown kept as text or in an attribute (Markdown read it as part of a link's target, an
+    attribute, an image ... around it), or a citation's syntax kept as typed outside code: in an
+    HTML attribute's value (a tooltip), or in text :func:`check` read as HTML and Markdown showed as
+    text. The page's checks before rendering name most such places; this one, on what the reader
+    gets, misses none. Linear in the page."""
+    def fail(key: str, why: str) -> None:
+        at = next((m.start() for m in re.finditer(rf"@{re.escape(key)}\b", source)), -1)
+        line = f":{first_line + source.count(chr(10), 0, at)}" if at >= 0 else ""
+        raise ValueError(f"docs/{page_uri}{line}: the citation of @{key} {why}; cite it in plain text, "
+                         f"with a space before it and outside links, attributes and raw HTML")
+
+    if m := _UNLINKED.search(html):
+        fail(m["key"], "did not become a link: the page would show its Markdown")
+    if "@" not in html:
+        return
+    text, at = [], 0                                    # the text the reader sees, code left out
+    while (m := _CODE_ELEMENT.search(html, at)) is not None:
+        close = _close_of(html, m[1], m.end())
+        text.append(html[at:m.start()])
+        if close < 0:
+            at = len(html)
+            break
+        at = close
+    text.append(html[at:])
+    shown = _html.unescape("".join(text))               # text and attributes' values alike
+    for m in _TYPED.finditer(shown):
+        if m["key"] in works():
+            fail(m["key"], "shows as typed, in the text or in an attribute's value (a tooltip): in raw HTML, "
+                           "or in what the check before rendering read as HTML and Markdown showed as text")
+
+
+def _close_of(html: str, name: str, start: int) -> int:
+    """The end of the first ``</name>`` (any case) at or after ``start``, or -1."""
+    m = _element_close(name.lower()).search(html, start)
+    return m.end() if m else -1
 
 
 def _escape(text: str) -> str:

@@ -29,10 +29,11 @@ event                       stages, in this order
                             Bibliography's and Glossary's entries (:mod:`.apparatus`)
 ``on_page_content``         1. figure alt texts (:mod:`.generated`); 2. LaTeX to MathML
                             (:mod:`.mathml`); 3. the ``output`` class (:mod:`.outputs`);
-                            4. ``no-copy`` and ``>>>`` copies (:mod:`.copyable`); 5. tooltips on
-                            each glossary term's first use (:mod:`.apparatus`); 6. no marker
-                            left unread; 7. what build outputs printed, escaped, in their places;
-                            8. a source page's listing (:mod:`.source_pages`)
+                            4. ``no-copy`` and ``>>>`` copies (:mod:`.copyable`); 5. every
+                            citation became a link (:mod:`.apparatus`); 6. tooltips on each
+                            glossary term's first use (:mod:`.apparatus`); 7. no marker left
+                            unread; 8. what build outputs printed, escaped, in their places;
+                            9. a source page's listing (:mod:`.source_pages`)
 ``on_post_page``            which source pages were rendered (:mod:`.source_pages`); notebook pages
                             without CDN loaders (:mod:`.offline`)
 ``on_post_build``           the execution cache's reuse count; last, after print-site: links of the
@@ -167,6 +168,7 @@ class SiteBuild(BasePlugin):
         html = mathml.render(html, page.file.src_uri)
         html = outputs.label(html)
         html = copyable.render_content(html)
+        apparatus.check_content(html, page.file.src_uri, self.page.markdown, self.page.first_line)
         html = apparatus.render_content(html, page.file.src_uri)
         markers.unreplaced(html, name)
         html = self.state.outputs.insert(html, name)

@@ -258,3 +258,46 @@ def test_many_citations_on_one_line_are_placed_in_linear_time():
     start = time.process_time()
     citations.check(f"# Title\n\n{line}\n", "chapter-7.md")
     assert time.process_time() - start < 5.0
+
+
+@pytest.mark.parametrize("text", [f"See [@{KEY} words] here.", f"See [@{KEY}```] here.", f"See [@{KEY}; @{KEY} x]."])
+def test_words_after_a_key_in_brackets_fail_naming_the_line_not_with_a_type_error(text):
+    with pytest.raises(ValueError, match=rf"^docs/chapter-7.md:7: .* is not a citation"):
+        citations.render(f"# Title\n\n{text}\n", "chapter-7.md", first_line=5)
+
+
+@pytest.mark.parametrize("text", [f"A note[^1][@{KEY}].\n\n[^1]: The note.", f"See [x]@{KEY}.", f"An image !@{KEY}."])
+def test_a_citation_right_after_a_bracket_or_a_bang_fails_naming_the_line(text):
+    """Its link's '[' (or the bracketed form's '(') would join the ']' or '!' before it into one
+    link or image, whose Markdown the page would show."""
+    with pytest.raises(ValueError, match=rf"^docs/chapter-7.md:7: .* follows '[\]!]' directly"):
+        citations.render(f"# Title\n\n{text}\n", "chapter-7.md", first_line=5)
+
+
+def test_random_pages_either_fail_naming_the_page_or_show_every_citation_as_a_link():
+    """The page's checks before rendering emulate Markdown; this one reads what the reader gets.
+    Random mixes of citations with links, attributes, raw HTML, code, footnotes and blocks: each page
+    either fails naming the page, or its HTML holds no citation's Markdown and no key as typed, in
+    text or attributes, outside code."""
+    import html
+    import random
+
+    from site_render import render_page
+
+    pieces = [f"[@{KEY}]", f"@{KEY}", f"[-@{KEY}]", "[x]", "(", ")", "{", "}", "*[HTML]: ", "[r]: https://e.org ",
+              '"', "'", "`", "<kbd>", "</kbd>", "<span title='", "'>", "</span>", "**b**", "\n", "\n\n", "> ",
+              "- ", "|", "<!--", "-->", "\\", "![i](x.svg ", "[t](", "a ", " ", ":", "    ", "\\(", "\\)", "^[",
+              "]", "[^1]", "[^1]: ", '<abbr title="', '">', "</abbr>", "{: ", "<div markdown>", "</div>", "```\n"]
+    rng, refused = random.Random(58), 0
+    for _ in range(150):
+        body = "".join(rng.choice(pieces) for _ in range(rng.randrange(2, 14)))
+        try:
+            out = render_page(f"# Hostile\n\nIntro.\n\n{body}\n")
+        except ValueError as err:
+            assert str(err).startswith("docs/hostile.md"), (body, str(err))
+            refused += 1
+            continue
+        shown = re.sub(r"<(code|kbd|pre)\b.*?</\1>", "", out, flags=re.S | re.I)
+        assert "](bibliography.md" not in shown, (body, out)
+        assert not re.search(rf"(?<![\w./\\-])-?@{KEY}", html.unescape(shown)), (body, out)
+    assert 0 < refused < 150
