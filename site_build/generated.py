@@ -688,6 +688,50 @@ def build(shared: str) -> None:
                        + (f"; ran {', '.join(ran)}" if ran else ""))
 
 
+#: what the rendered page's figure check reads: an image, a figure element's start and end, its
+#: caption's start, and what hides HTML from the reader (a comment to ``-->``; CDATA or a processing
+#: instruction, which HTML reads as a comment, to ``>``)
+_FIGURE_EVENT = re.compile(r"<img(?=[\s/>])|<(/?)(figure|figcaption)(?=[\s>/])|(<!--)|<!\[CDATA\[|<\?", re.I)
+
+
+def check_rendered_figures(content: str, page: str, source: str = "", first_line: int = 1) -> None:
+    """Raise ``ValueError`` naming ``page`` (``docs/<page>``) and the first line of ``source`` (the page as
+    written) that names the figure, for a generated figure the rendered page shows outside a
+    ``<figure>`` that has a ``<figcaption>``: what :func:`uncaptioned` reads before rendering, checked on
+    what the reader gets. One pass; an image in a comment is not shown."""
+    tags, figures, captioned, shown, pos = Tags(content), [], [], [], 0
+    while (m := _FIGURE_EVENT.search(content, pos)) is not None:
+        pos = m.end()
+        token = m.group(0).lower()
+        if token == "<img":
+            end = tags.end(m.end())
+            if end is None:
+                continue
+            tag = content[m.start():end]
+            src = next((a for a in _ATTRIBUTE.finditer(tag, len("<img")) if a[1].lower() == "src"), None)
+            figure = _FIGURE_SRC.fullmatch(html.unescape((src[2] or "").strip("\"'"))) if src is not None else None
+            if figure is not None:
+                shown.append((figure.group(1), figures[-1] if figures else None))
+            pos = end
+        elif m.group(2) is None:                        # a comment, CDATA or a processing instruction
+            close = content.find("-->" if m.group(3) else ">", m.end())
+            pos = len(content) if close < 0 else close + (3 if m.group(3) else 1)
+        elif m.group(2).lower() == "figure":
+            if not m.group(1):
+                figures.append(len(captioned))
+                captioned.append(False)
+            elif figures:
+                figures.pop()
+        elif not m.group(1) and figures:                # the innermost figure's <figcaption>
+            captioned[figures[-1]] = True
+    for name, figure in shown:
+        if figure is None or not captioned[figure]:
+            at = source.find(f"figures/{name}.svg")
+            line = f":{first_line + source.count(chr(10), 0, at)}" if at >= 0 else ""
+            raise ValueError(f"{page}{line}: figures/{name}.svg shows without a caption in the rendered page; "
+                             f"{CAPTION_RULE}")
+
+
 def with_alt(content: str, page: str = "(no page)") -> str:
     """A page's HTML with each generated figure's ``alt`` set to the description its script gave
     (``page``, ``docs/<page>``, names a figure that has none)."""

@@ -27,7 +27,8 @@ event                       stages, in this order
                             sections, build outputs' places and needs-extra notes; 2. excerpt
                             labels (:mod:`.copyable`); 3. citations as links, and the
                             Bibliography's and Glossary's entries (:mod:`.apparatus`)
-``on_page_content``         1. figure alt texts (:mod:`.generated`); 2. LaTeX to MathML
+``on_page_content``         1. figure alt texts, and every figure shown with its caption
+                            (:mod:`.generated`); 2. LaTeX to MathML
                             (:mod:`.mathml`); 3. the ``output`` class (:mod:`.outputs`);
                             4. ``no-copy`` and ``>>>`` copies (:mod:`.copyable`); 5. every
                             citation became a link (:mod:`.apparatus`); 6. tooltips on each
@@ -165,6 +166,7 @@ class SiteBuild(BasePlugin):
     def on_page_content(self, html, *, page, config, files):
         name = f"docs/{page.file.src_uri}"
         html = generated.with_alt(html, name)
+        generated.check_rendered_figures(html, name, self.page.markdown, self.page.first_line)
         html = mathml.render(html, page.file.src_uri)
         html = outputs.label(html)
         html = copyable.render_content(html)

@@ -67,3 +67,41 @@ def test_unclosed_elements_take_one_pass(tmp_path, unit):
     assert offline.strip_loaders(page, "drills/x.ipynb") == page
     assert apparatus.repair_print_page(tmp_path) == 0
     assert time.process_time() - start < 1.0
+
+
+# -- the rendered page's figures and their captions ---------------------------------------------------------
+
+_FIG = '<img alt="a" src="../figures/chapter-9/curve.svg" />'
+
+
+@pytest.mark.parametrize("page, shown", [
+    (f"<figure><p>{_FIG}</p><figcaption><p>What to see.</p></figcaption></figure>", False),
+    (f"<p>{_FIG}</p>", True),
+    (f"<figure><p>{_FIG}</p></figure><figcaption>a caption of nothing</figcaption>", True),
+    (f"<figure><figure><p>{_FIG}</p></figure><figcaption>the outer one's</figcaption></figure>", True),
+    (f"<!-- <p>{_FIG}</p> -->", False),
+    (f"<![CDATA[ {_FIG} ]]>", False),               # HTML reads it as a comment to the first '>': the <img
+    (f"<?pi {_FIG} ?>", False),                      # ... tag is inside it
+    (f"<p><img src='x.png' /></p>", False),          # not a generated figure
+    (f"<img/src=../figures/chapter-9/curve.svg>", True),
+], ids=["captioned", "bare", "caption-outside", "caption-of-the-outer-figure", "comment", "cdata", "processing",
+        "other-image", "slash-src"])
+def test_the_rendered_page_shows_every_figure_with_its_caption(page, shown):
+    from site_build import generated
+
+    source = "# Page\n\nText.\n\n![a](../figures/chapter-9/curve.svg)\n"
+    if not shown:
+        generated.check_rendered_figures(page, "docs/chapter-9.md", source)
+        return
+    with pytest.raises(ValueError, match=r"^docs/chapter-9\.md:5: figures/chapter-9/curve\.svg shows without a "
+                                         r"caption"):
+        generated.check_rendered_figures(page, "docs/chapter-9.md", source)
+
+
+def test_many_unclosed_images_and_figures_take_one_pass():
+    from site_build import generated
+
+    page = "<figure><img src=" * 20_000 + "<!--" * 20_000
+    start = time.process_time()
+    generated.check_rendered_figures(page, "docs/x.md")
+    assert time.process_time() - start < 2.0
