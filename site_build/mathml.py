@@ -15,12 +15,17 @@ readings of it: its time doubles with each unclosed opening delimiter (``(`` twe
 second; twenty-five: seconds; thirty: minutes). :func:`unclosed` counts them and a formula with more than
 :data:`MATH_UNCLOSED_LIMIT` fails the same way. A formula that holds a control character (which HTML
 does not allow, and which the converter copies into the page) fails too.
+
+Whatever these bounds miss, the converter runs in a process of its own (:class:`_Converter`): a
+formula that keeps it busy past :data:`MATH_SECONDS_LIMIT`, or that kills it, fails the build
+naming the page and the line, and the next formula gets a fresh process.
 """
 
 from __future__ import annotations
 
 import html
 import re
+import threading
 
 import math_core
 
@@ -41,7 +46,9 @@ MATH_LENGTH_LIMIT = 20_000
 #: CPU, 10 about a second), and the site's own formulas leave none open
 MATH_UNCLOSED_LIMIT = 6
 
-_CONVERTER = math_core.LatexToMathML()
+#: the longest the converter may take on one formula (the site's take a few milliseconds each)
+MATH_SECONDS_LIMIT = 20
+_CONVERTER = None              # the _Converter, made below once the class is defined
 _INLINE = re.compile(r'<span class="arithmatex">\\\((.*?)\\\)</span>', re.S)
 _BLOCK = re.compile(r'<div class="arithmatex">\\\[(.*?)\\\]</div>', re.S)
 #: a formula's tokens as nesting sees them: a control word, an escaped character, a group's brace,
@@ -152,7 +159,9 @@ def _line_of(source: str, page: str) -> str:
     return f":{text.count(chr(10), 0, at) + 1}" if at >= 0 else ""
 
 
-def _convert(latex: str, display: bool, page_uri: str) -> str:
+def _checked(latex: str, page_uri: str) -> str:
+    """The formula ``latex`` (as the page's HTML holds it) as the converter is given it, once the
+    bounds above hold; else ``ValueError`` naming the page and the line."""
     source = html.unescape(latex).strip()
     page = f"docs/{page_uri}"
     bound = ""
@@ -172,10 +181,98 @@ def _convert(latex: str, display: bool, page_uri: str) -> str:
         raise ValueError(f"{page}{_line_of(source, page_uri)}: the formula {_shown(source)} {bound}, the most the "
                          f"MathML converter is given (deeper or longer, it overflows its stack and the build's "
                          f"process dies); split it")
-    try:
-        return _CONVERTER.convert_with_local_state(source, displaystyle=display)
-    except math_core.LatexError as err:
-        raise ValueError(f"{page}{_line_of(source, page_uri)}: cannot render math {source!r}: {_reason(err)}") from None
+    return source
+
+
+def _converted(formulas: list[tuple[str, bool]], page_uri: str) -> list[str]:
+    """The MathML of each checked formula (source, display), converted in the converter's process,
+    in order; the first that fails raises ``ValueError`` naming the page and the line."""
+    if not formulas:
+        return []
+    page = f"docs/{page_uri}"
+    out = []
+    for (source, _), (kind, value) in zip(formulas, _CONVERTER.convert_many(formulas)):
+        where = f"{page}{_line_of(source, page_uri)}"
+        if kind == "ok":
+            out.append(value)
+        elif kind == "error":
+            raise ValueError(f"{where}: cannot render math {source!r}: {value}")
+        elif kind == "stalled":
+            raise ValueError(f"{where}: the formula {_shown(source)} took the MathML converter more than "
+                             f"MATH_SECONDS_LIMIT = {MATH_SECONDS_LIMIT} s (stopped); simplify or split it")
+        else:
+            raise ValueError(f"{where}: the MathML converter's process died converting the formula "
+                             f"{_shown(source)} ({value}); simplify or split it")
+    return out
+
+
+def _serve(conn) -> None:
+    """The converter's own process: a list of (formula, display) in, then one answer per formula,
+    as soon as it is converted: ("ok", MathML) or ("error", the converter's message)."""
+    converter = math_core.LatexToMathML()
+    while True:
+        try:
+            formulas = conn.recv()
+        except EOFError:                    # the build ended
+            return
+        for source, display in formulas:
+            try:
+                conn.send(("ok", converter.convert_with_local_state(source, displaystyle=display)))
+            except math_core.LatexError as err:
+                conn.send(("error", _reason(err)))
+
+
+class _Converter:
+    """The converter, run in a process of its own (started on first use, again after it is stopped):
+    a formula that keeps it busy past :data:`MATH_SECONDS_LIMIT` stops it, and one that kills it
+    (a stack overflow) kills it alone; either fails the build naming the page, where in the build's
+    own process it would hang the build or end it with SIGSEGV, naming nothing. A page's formulas
+    go to it at once, their answers come back one by one."""
+
+    def __init__(self) -> None:
+        self.process = self.conn = None
+        self.lock = threading.Lock()
+
+    def convert_many(self, formulas: list[tuple[str, bool]]) -> list[tuple[str, str]]:
+        """(kind, value) for each (source, display) in order, up to the first that is not "ok":
+        "ok" and its MathML, "error" and the converter's message, "stalled" (past the limit: the
+        process is stopped) or "died" and how."""
+        if not formulas:
+            return []
+        answers: list[tuple[str, str]] = []
+        with self.lock:
+            if self.process is None or not self.process.is_alive():
+                self._start()
+            self.conn.send(formulas)
+            for _ in formulas:
+                if not self.conn.poll(MATH_SECONDS_LIMIT):
+                    self._stop()
+                    return [*answers, ("stalled", "")]
+                try:
+                    answers.append(self.conn.recv())
+                except (EOFError, OSError):
+                    self.process.join(5)
+                    code = self.process.exitcode
+                    self._stop()
+                    return [*answers, ("died", f"exit status {code}" if code is not None else "no answer")]
+        return answers
+
+    def _start(self) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")          # no copy of the build's threads (PoCL's)
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child,), name="mathml-converter", daemon=True)
+        self.process.start()
+        child.close()
+
+    def _stop(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.join()
+        if self.conn is not None:
+            self.conn.close()
+        self.process = self.conn = None
 
 
 def _shown(source: str) -> str:
@@ -197,6 +294,12 @@ def _reason(err: Exception) -> str:
 def render(content: str, page_uri: str) -> str:
     """A page's HTML with its formulas as MathML. ``page_uri``: the page's path in ``docs/``; an error
     names the page as every build error does, ``docs/<page_uri>``, and its line."""
-    content = _BLOCK.sub(lambda m: f'<div class="math-display">{_convert(m.group(1), True, page_uri)}</div>',
-                         content)
-    return _INLINE.sub(lambda m: _convert(m.group(1), False, page_uri), content)
+    for pattern, display in ((_BLOCK, True), (_INLINE, False)):
+        found = list(pattern.finditer(content))
+        mathml = iter(_converted([(_checked(m.group(1), page_uri), display) for m in found], page_uri))
+        wrap = '<div class="math-display">{}</div>' if display else "{}"
+        content = pattern.sub(lambda m: wrap.format(next(mathml)), content)
+    return content
+
+
+_CONVERTER = _Converter()

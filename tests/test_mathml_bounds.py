@@ -29,8 +29,8 @@ def page(tmp_path, monkeypatch):
 class _Untouched:
     """A converter that must not be called."""
 
-    def convert_with_local_state(self, source, displaystyle):
-        raise AssertionError(f"the converter was given {source[:40]!r}")
+    def convert_many(self, formulas):
+        raise AssertionError(f"the converter was given {formulas[0][0][:40]!r}")
 
 
 def test_a_rejected_formula_names_the_page_as_docs_slash_its_path(page):
@@ -99,3 +99,27 @@ def test_a_formula_with_too_many_unclosed_opening_delimiters_is_refused_before_t
 ])
 def test_unclosed_counts_the_openings_no_closing_one_follows_in_their_sequence(formula, count):
     assert mathml.unclosed(formula) == count
+
+
+def test_a_formula_that_keeps_the_converter_busy_past_the_limit_is_stopped_naming_the_page(page, monkeypatch):
+    """The bounds let no such formula through; the converter's own process is the last guard: here
+    the unclosed bound is lifted, and 30 unclosed '(' would take the converter minutes."""
+    monkeypatch.setattr(mathml, "MATH_UNCLOSED_LIMIT", 1000)
+    monkeypatch.setattr(mathml, "MATH_SECONDS_LIMIT", 2)
+    formula = "(" * 30 + "x"
+    page(formula)
+    with pytest.raises(ValueError, match=r"^docs/hostile\.md:6: the formula .* took the MathML converter more "
+                                         r"than MATH_SECONDS_LIMIT = 2 s"):
+        mathml.render(inline(formula), "hostile.md")
+    assert "<math" in mathml.render(inline("x + 1"), "hostile.md")       # a fresh process for the next one
+
+
+def test_a_formula_that_kills_the_converter_fails_naming_the_page_and_the_build_goes_on(page, monkeypatch):
+    """Nested 20,000 deep, the converter overflows its stack (SIGSEGV): in its own process, not the build's."""
+    monkeypatch.setattr(mathml, "MATH_DEPTH_LIMIT", 10**6)
+    monkeypatch.setattr(mathml, "MATH_LENGTH_LIMIT", 10**6)
+    formula = "{" * 20_000 + "x" + "}" * 20_000
+    page(formula)
+    with pytest.raises(ValueError, match=r"^docs/hostile\.md:6: the MathML converter's process died"):
+        mathml.render(inline(formula), "hostile.md")
+    assert "<math" in mathml.render(inline("x + 1"), "hostile.md")
