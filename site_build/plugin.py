@@ -166,11 +166,13 @@ class SiteBuild(BasePlugin):
     def on_page_content(self, html, *, page, config, files):
         name = f"docs/{page.file.src_uri}"
         html = generated.with_alt(html, name)
-        generated.check_rendered_figures(html, name, self.page.markdown, self.page.first_line)
+        # the page as written, for the line an error names (a notebook's page has no Markdown stage)
+        source, first_line = (self.page.markdown, self.page.first_line) if self.page.name == name else ("", 1)
+        generated.check_rendered_figures(html, name, source, first_line)
         html = mathml.render(html, page.file.src_uri)
         html = outputs.label(html)
         html = copyable.render_content(html)
-        apparatus.check_content(html, page.file.src_uri, self.page.markdown, self.page.first_line)
+        apparatus.check_content(html, page.file.src_uri, source, first_line)
         html = apparatus.render_content(html, page.file.src_uri)
         markers.unreplaced(html, name)
         html = self.state.outputs.insert(html, name)
