@@ -583,9 +583,9 @@ class _Brackets:
 
 #: a rendered citation's link Markdown (:func:`render`) that Markdown did not turn into a link
 _UNLINKED = re.compile(rf"\]\((?:\.\./)*{re.escape(PAGE)}#(?P<key>{KEY})")
-#: HTML elements whose text is code, which may show citation syntax as it is typed
 #: a key as a citation names it, narrative (``@key``) or in brackets (``[@key]``, ``[-@key]``)
 _TYPED = re.compile(rf"(?<![\w.@/\\-])-?@(?P<key>{KEY})\b")
+#: HTML elements whose text is code, which may show citation syntax as it is typed
 _CODE_ELEMENT = re.compile(r"<(code|pre|kbd|samp|script|style|textarea)\b", re.I)
 
 
@@ -603,9 +603,7 @@ def check_rendered(html: str, page_uri: str, source: str, first_line: int = 1) -
         raise ValueError(f"docs/{page_uri}{line}: the citation of @{key} {why}; cite it in plain text, "
                          f"with a space before it and outside links, attributes and raw HTML")
 
-    if m := _UNLINKED.search(html):
-        fail(m["key"], "did not become a link: the page would show its Markdown")
-    if "@" not in html:
+    if "](" not in html and "@" not in html:
         return
     text, at = [], 0                                    # the text the reader sees, code left out
     while (m := _CODE_ELEMENT.search(html, at)) is not None:
@@ -617,6 +615,8 @@ def check_rendered(html: str, page_uri: str, source: str, first_line: int = 1) -
         at = close
     text.append(html[at:])
     shown = _html.unescape("".join(text))               # text and attributes' values alike
+    if m := _UNLINKED.search(shown):
+        fail(m["key"], "did not become a link: the page would show its Markdown")
     for m in _TYPED.finditer(shown):
         if m["key"] in works():
             fail(m["key"], "shows as typed, in the text or in an attribute's value (a tooltip): in raw HTML, "

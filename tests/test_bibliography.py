@@ -301,3 +301,10 @@ def test_random_pages_either_fail_naming_the_page_or_show_every_citation_as_a_li
         assert "](bibliography.md" not in shown, (body, out)
         assert not re.search(rf"(?<![\w./\\-])-?@{KEY}", html.unescape(shown)), (body, out)
     assert 0 < refused < 150
+
+
+def test_a_page_may_show_a_citation_s_markdown_in_code():
+    from site_render import render_page
+
+    page = render_page(f"# P\n\nIt becomes `[Vaswani et al., 2017](bibliography.md#{KEY})`, and `@{KEY}` is a key.\n")
+    assert f"bibliography.md#{KEY})</code>" in page
