@@ -8,27 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-TEXT = ("Each stream is coded from the model's predictions; a header says how to read it back.\n"
-        "Counts of what followed each context sharpen the guesses as the text goes on.\r\n") * 6
-
-#: a one-layer model over a 16-token window (as tests/test_compression_hostile.py's)
-SMALL = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-             num_key_value_heads=1, max_position_embeddings=16)
-
-
-@pytest.fixture(scope="module")
-def model_dir(queue, tmp_path_factory):
-    """A folder the command line's --model reads: a small untrained model and a 300-token BPE."""
-    from netcl_lite.nn import DecoderLM, LMConfig
-    from netcl_lite.text import BPETokenizer
-
-    tok = BPETokenizer()
-    tok.train_from_iterator([TEXT], 300, progress=False)
-    model = DecoderLM(LMConfig(vocab_size=300, **SMALL), queue=queue, seed=1)
-    folder = tmp_path_factory.mktemp("model")
-    model.save_pretrained(folder)
-    tok.save(folder / "tokenizer.json")
-    return folder
+# the small model and its text the command line's --model reads, as round 4 makes them
+from test_hostile_round4 import TEXT, model_dir  # noqa: F401  (model_dir: a fixture)
 
 
 # -- the command line: an environment variable at fault is blamed on IN --------------------------------------
@@ -36,7 +17,7 @@ def model_dir(queue, tmp_path_factory):
 @pytest.mark.xfail(strict=True, reason="round 13: a relative NETCL_LITE_CACHE, met while the primer's corpus is "
                    "read, is reported as IN's fault ('in.txt: NETCL_LITE_CACHE=... is a relative path'); the "
                    "message should name the variable, not IN or the blob")
-@pytest.mark.parametrize("command", ["compress", "decompress"])
+@pytest.mark.parametrize("command", ["compress", pytest.param("decompress", marks=pytest.mark.slow)])
 def test_a_relative_cache_variable_is_named_not_in(model_dir, tmp_path, monkeypatch, capsys, command):
     from netcl_lite import compression
 
