@@ -1306,6 +1306,8 @@ def _main(argv) -> int:
                 return deliver(stored)
         # nothing but the result goes to standard output (a model trained on the way prints)
         with contextlib.redirect_stdout(sys.stderr):
+            if (problem := _environment_problem()) is not None:
+                return fail(problem)
             try:
                 model, tokenizer = _load(args.model)
                 if squeezing and not args.model_only:   # a model too large to mix is at fault, not IN
@@ -1345,6 +1347,30 @@ def _main(argv) -> int:
     except KeyboardInterrupt:
         _say(f"{parser.prog}: interrupted")
         return 130
+
+
+def _environment_problem() -> str | None:
+    """What the environment's settings make impossible, as the command line says it, or None: each
+    NETCL_LITE_* variable read (the cache's folder, rerunning, the device and its compiler target),
+    and the OpenCL device made, before a model is loaded or IN coded, so that a setting at fault is
+    named as such, not as a fault of --model or IN."""
+    import pyopencl as cl
+
+    from .core.compiler_target import CompilerTargetError
+    from .core.device import NoDeviceError, device, resolve_kind
+    from .files import visible
+    from .fingerprint import cache_root, rerun_forced
+
+    try:
+        cache_root()
+        rerun_forced()
+        resolve_kind("auto")
+        device()                                        # NETCL_LITE_POCL_CPU is read as it is made
+    except ValueError as exc:                           # each names its variable
+        return visible(str(exc))
+    except (NoDeviceError, CompilerTargetError, cl.Error) as exc:
+        return f"OpenCL: {visible(' '.join(str(exc).split()))[:600]}"
+    return None
 
 
 def _exit_cleanly_on_termination() -> None:

@@ -52,6 +52,10 @@ class Term:
         return "term-" + re.sub(r"[^a-z0-9]+", "-", self.term.lower()).strip("-")
 
 
+#: what ends a line, for Python-Markdown or a reader: a term holding one would split into two
+_LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
 def _term(entry: dict, index: int) -> Term:
     if not isinstance(entry, dict):
         raise ValueError(f"{SOURCE.name}: entry {index} must be a mapping with term and definition")
@@ -68,6 +72,10 @@ def _term(entry: dict, index: int) -> Term:
     for key in ("expansion", "see"):
         if key in entry and not isinstance(entry[key], str):
             raise ValueError(f"{SOURCE.name}: {entry['term']}: {key} must be text, got {entry[key]!r}")
+    for key in ("term", "expansion"):                   # each is one line of the page's definition list
+        if key in entry and _LINE_BREAK.search(entry[key]):
+            raise ValueError(f"{SOURCE.name}: entry {index} ({entry['term']!r}): {key} must be one line, got "
+                             f"{entry[key]!r}; the page lists it as one definition term")
     forms = entry.get("forms", [entry["term"]])
     if not isinstance(forms, list) or not forms or not all(isinstance(f, str) and f.strip() for f in forms):
         raise ValueError(f"{SOURCE.name}: {entry['term']}: forms must be a non-empty list of non-empty strings, "
@@ -113,12 +121,22 @@ def glossary(page_uri: str = PAGE, entries: tuple[Term, ...] | None = None) -> s
     out = []
     for t in sorted(entries, key=lambda t: t.term.lower()):
         name = f"{t.term} ({t.expansion})" if t.expansion else t.term
-        text = re.sub(r"([\\`*_\[\]])", r"\\\1", html.escape(t.definition, quote=False))
+        text = _as_written(t.definition)
         if t.see:
             link = posixpath.relpath(t.see, posixpath.dirname(page_uri) or ".")
             text += f" See [{_page_name(t.see)}]({link})."
-        out.append(f"{html.escape(name, quote=False)} {{ #{t.anchor} }}\n:   {text}")
+        out.append(f"{_as_written(name)} {{ #{t.anchor} }}\n:   {text}")
     return "\n\n".join(out) + "\n"
+
+
+#: what Markdown (and arithmatex's ``$``) would read in a glossary's text: escaped, so that a term,
+#: its expansion and its definition show as written, as the tooltips show them
+_MARKUP = re.compile(r"([\\`*_\[\]{}$#!])")
+
+
+def _as_written(text: str) -> str:
+    """``text`` as Markdown that shows it as written: HTML's characters as entities, Markdown's escaped."""
+    return _MARKUP.sub(r"\\\1", html.escape(text, quote=False))
 
 
 def _page_name(uri: str) -> str:

@@ -8,10 +8,14 @@ remaining reference to another host.
 
 from __future__ import annotations
 
+import html
 import re
 
 _SCRIPT = re.compile(r"<script\b", re.I)
-_REMOTE_SRC = re.compile(r'\bsrc="(?:https?:)?//[^"]*"', re.I)
+#: an attribute of a tag as HTML reads it: a name after a blank or '/', its value in either quotes or none
+_ATTRIBUTE = re.compile(r"""[\s/]([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
+#: a URL of another host: a scheme or none, then two slashes (a browser reads backslashes as slashes)
+_OTHER_HOST = re.compile(r"\s*(?:[a-z][a-z0-9+.-]*:)?[/\\]{2}", re.I)
 _LOADS = re.compile(r"MathJax|mermaid", re.I)
 _CLOSE = "</script>"
 
@@ -19,8 +23,8 @@ _CLOSE = "</script>"
 def strip_loaders(output: str, src_uri: str) -> str:
     """The page ``output`` of ``src_uri`` without remote scripts and loaders, when it is a notebook.
 
-    A script element goes when its opening tag loads from another host (``src="//…"`` or
-    ``"http(s)://…"``) and its body is blank, or when its body names MathJax or Mermaid. One pass,
+    A script element goes when its opening tag loads from another host (a ``src`` of ``//…`` or
+    ``scheme://…``, in any quotes or none) and its body is blank, or when its body names MathJax or Mermaid. One pass,
     each element from its ``<script`` to the first ``</script>`` (any case) after its tag: linear in
     the page, however many scripts a notebook's own HTML leaves unclosed."""
     if not src_uri.endswith(".ipynb"):
@@ -34,8 +38,18 @@ def strip_loaders(output: str, src_uri: str) -> str:
             break
         end = close + len(_CLOSE)
         tag, body = output[m.start():tag_end + 1], output[tag_end + 1:close]
-        drop = (_REMOTE_SRC.search(tag) is not None and not body.strip()) or _LOADS.search(body) is not None
+        drop = (_loads_from_another_host(tag) and not body.strip()) or _LOADS.search(body) is not None
         kept.append(output[at:m.start() if drop else end])
         at = end
     kept.append(output[at:])
     return "".join(kept)
+
+
+def _loads_from_another_host(tag: str) -> bool:
+    """Whether the script tag ``tag``'s first ``src`` (in either quotes or none, spaces around its
+    '=' or not, character references resolved) names another host."""
+    for m in _ATTRIBUTE.finditer(tag, len("<script")):
+        if m[1].lower() == "src":
+            value = html.unescape((m[2] or "").strip("\"'"))
+            return _OTHER_HOST.match(value) is not None
+    return False

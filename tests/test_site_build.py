@@ -8,7 +8,8 @@ import re
 import doc_blocks
 
 _LOCAL = ("http://127.0.0.1", "http://localhost")
-_URL_ATTR = re.compile(r'\b(?:src|href|srcset|data|poster|action)\s*=\s*"((?:https?:)?//[^"]+)"', re.I)
+_URL_ATTR = re.compile(r"""\b(?:src|href|srcset|data|poster|action)\s*=\s*["']?\s*((?:[a-z][a-z0-9+.-]*:)?[/\\]{2}[^"'\s>]+)""",
+                       re.I)
 _CSS_URL = re.compile(r"""url\(\s*['"]?((?:https?:)?//[^'")]+)""", re.I)
 _IMPORT = re.compile(r"""@import\s+(?:url\()?['"]((?:https?:)?//[^'"]+)""", re.I)
 

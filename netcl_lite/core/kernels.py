@@ -68,7 +68,14 @@ def compiles_avx512(device: cl.Device) -> bool:
     """Whether the OpenCL compiler of ``device`` targets AVX-512F (its ``__AVX512F__`` macro), from
     the kernel name a two-line probe program declares; built once per device."""
     compiler_target.retarget(device)
-    program = cl.Program(cl.Context([device]), _PROBE_SOURCE).build(options=list(compiler_target.build_option(device)))
+    try:
+        program = cl.Program(cl.Context([device]), _PROBE_SOURCE).build(
+            options=list(compiler_target.build_option(device)))
+    except cl.Error as exc:                 # the compiler cannot build at all (its cache folder unusable, say)
+        log = " ".join(str(exc).split())[:400]
+        raise KernelBuildError(f"OpenCL's compiler cannot build a two-line probe kernel on {device.name.strip()} "
+                               f"({log}); check the driver's setup (PoCL: POCL_CACHE_DIR must be a folder it "
+                               f"can write)") from None
     return "avx512" in program.kernel_names.split(";")
 
 
