@@ -1,7 +1,7 @@
 """Issue 58, independent hostile check, round 13: reproducers of defects found in the compressor, its
 command line and the build plugin, beyond the cases of earlier rounds.
 
-Each test asserts the correct behaviour and is marked xfail (strict) until its defect is fixed.
+Each test asserts the correct behaviour; each failed on the code before its fix.
 """
 
 from __future__ import annotations
@@ -14,9 +14,6 @@ from test_hostile_round4 import TEXT, model_dir  # noqa: F401  (model_dir: a fix
 
 # -- the command line: an environment variable at fault is blamed on IN --------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 13: a relative NETCL_LITE_CACHE, met while the primer's corpus is "
-                   "read, is reported as IN's fault ('in.txt: NETCL_LITE_CACHE=... is a relative path'); the "
-                   "message should name the variable, not IN or the blob")
 @pytest.mark.parametrize("command", ["compress", pytest.param("decompress", marks=pytest.mark.slow)])
 def test_a_relative_cache_variable_is_named_not_in(model_dir, tmp_path, monkeypatch, capsys, command):
     from netcl_lite import compression
@@ -42,9 +39,6 @@ def test_a_relative_cache_variable_is_named_not_in(model_dir, tmp_path, monkeypa
 
 # -- the command line: OpenCL's compiler failing in its first build ---------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 13: when OpenCL's compiler cannot build (POCL_CACHE_DIR names a "
-                   "file), the AVX-512 probe's pyopencl RuntimeError escapes as a traceback; --help promises exit "
-                   "status 1 with one line naming OpenCL when a kernel cannot be built")
 def test_a_compiler_that_cannot_build_is_named_without_a_traceback(model_dir, tmp_path):
     import os
     import subprocess
@@ -80,10 +74,6 @@ def _glossary_html(term: str, definition: str, expansion: str = "") -> str:
     return render_page(glossary.glossary(entries=(entry,)))
 
 
-@pytest.mark.xfail(strict=True, reason="round 13: the Glossary page renders a term's name and expansion as "
-                   "Markdown ('*nix*' becomes <em>nix</em>, a backticked word code), though glossary.yml says the "
-                   "term is the name as the page lists it; they should be shown as written, as the definition's "
-                   "Markdown characters are escaped")
 @pytest.mark.parametrize("term, expansion", [("*nix*", ""), ("KV", "key-`value`"), ("x_1_", "__dunder__")])
 def test_a_glossary_term_and_expansion_are_shown_as_written(term, expansion):
     import html
@@ -94,18 +84,12 @@ def test_a_glossary_term_and_expansion_are_shown_as_written(term, expansion):
     assert "<em>" not in page and "<strong>" not in page and "<code>" not in page, page
 
 
-@pytest.mark.xfail(strict=True, reason="round 13: a definition's '$...$' becomes a formula on the Glossary page "
-                   "(its other Markdown characters and backslashes are escaped: 'no Markdown'), while the tooltip "
-                   "shows the same text as written; the page should show the dollars as written too")
 def test_a_glossary_definition_with_dollars_is_shown_as_written():
     page = _glossary_html("shell variable", "A name such as $HOME$ or $x$ that a shell expands.")
     assert "$HOME$ or $x$" in page, page
     assert "arithmatex" not in page and "<math" not in page, page
 
 
-@pytest.mark.xfail(strict=True, reason="round 13: a glossary term holding a line break splits into two "
-                   "definition terms on the page (the first with no anchor) instead of being refused by "
-                   "glossary.yml's checks, as an empty term is")
 def test_a_glossary_term_over_two_lines_is_refused(tmp_path):
     from site_build import glossary
 
@@ -117,10 +101,6 @@ def test_a_glossary_term_over_two_lines_is_refused(tmp_path):
 
 # -- site_build.offline: a notebook's remote script kept by how its attribute is quoted -------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 13: offline.strip_loaders removes a notebook's script that loads "
-                   "from another host only when its src is double-quoted with no space around '='; "
-                   "src='https://…', src=https://… and src = \"https://…\" stay in the page (and the first two "
-                   "pass the site's own offline check too); each should be removed, as HTML reads them alike")
 @pytest.mark.parametrize("tag", ["<script src='https://cdn.example/loader.js'>",
                                  "<script src=https://cdn.example/loader.js>",
                                  '<script src = "https://cdn.example/loader.js">',
@@ -134,11 +114,6 @@ def test_a_notebook_s_remote_script_goes_however_its_source_is_quoted(tag):
 
 # -- the command line: an environment variable at fault is blamed on --model or IN ------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 13: an environment variable the command line cannot use is reported "
-                   "as the fault of a path that is fine: NETCL_LITE_POCL_CPU=<a CPU PoCL lacks> and "
-                   "NETCL_LITE_DEVICE=<not auto/cpu/gpu> as '--model DIR: cannot load the model there (...)', "
-                   "NETCL_LITE_RERUN=maybe as 'in.txt: ...'; the message should name the variable alone, as it "
-                   "does for NETCL_LITE_DEVICE=gpu on a machine without one")
 @pytest.mark.parametrize("name, value", [("NETCL_LITE_POCL_CPU", "no-such-cpu"), ("NETCL_LITE_DEVICE", "bogus"),
                                          ("NETCL_LITE_RERUN", "maybe")])
 def test_an_environment_variable_at_fault_is_named_not_a_path(model_dir, tmp_path, name, value):
