@@ -133,3 +133,21 @@ def test_an_environment_variable_at_fault_is_named_not_a_path(model_dir, tmp_pat
     assert "--model" not in run.stderr and "in.txt" not in run.stderr, \
         f"the message blames a path for the environment: {run.stderr}"
     assert not (tmp_path / "out").exists()
+
+
+def test_a_pocl_setting_that_keeps_the_device_from_starting_is_named(tmp_path):
+    """Noticed in round 13: with POCL_CACHE_DIR where no folder can be made, the message only said to
+    install PoCL; it names the settings the user gave."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "in.txt").write_bytes(TEXT.encode())
+    run = subprocess.run([sys.executable, "-m", "netcl_lite.compression", "compress", "in.txt", "out", "--model-only"],
+                         cwd=tmp_path, env={**os.environ, "POCL_CACHE_DIR": "/proc/no-such-folder",
+                                            "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, (run.returncode, run.stderr[-2000:])
+    assert "none offers a device" in run.stderr and "POCL_CACHE_DIR='/proc/no-such-folder'" in run.stderr, run.stderr
+    assert not (tmp_path / "out").exists()

@@ -198,6 +198,7 @@ def let_host_thread_lead(new_threads: set[int]) -> int:
 
 
 def _all_devices() -> list[cl.Device]:
+    given = {k: v for k, v in os.environ.items() if k.startswith("POCL_")}    # the user's, not the pinning's
     pin_pocl_workers()
     try:
         platforms = cl.get_platforms()
@@ -213,8 +214,19 @@ def _all_devices() -> list[cl.Device]:
             continue  # a platform with no usable device
     if not devices:
         names = ", ".join(repr(p.name.strip()) for p in platforms)
-        raise NoDeviceError(f"OpenCL platforms found ({names}), but none offers a device; {install_hint()}")
+        raise NoDeviceError(f"OpenCL platforms found ({names}), but none offers a device; {_driver_settings(given)}"
+                            f"{install_hint()}")
     return devices
+
+
+def _driver_settings(given: dict[str, str]) -> str:
+    """For a message saying no device started: the PoCL settings the environment ``given`` holds,
+    which can keep its device from starting (a POCL_CACHE_DIR it cannot make, say), or ""."""
+    pocl = sorted(f"{k}={v!r}" for k, v in given.items())
+    if not pocl:
+        return ""
+    shown = ", ".join(pocl[:6]) + (", ..." if len(pocl) > 6 else "")
+    return f"PoCL's settings in the environment ({shown}) can keep its device from starting: unset them to try; else "
 
 
 def resolve_kind(kind: str) -> str:
