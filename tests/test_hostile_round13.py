@@ -1,0 +1,71 @@
+"""Issue 58, independent hostile check, round 13: reproducers of defects found in the compressor, its
+command line and the build plugin, beyond the cases of earlier rounds (tests/test_hostile*.py).
+
+Each test asserts the correct behaviour and is marked xfail (strict) until its defect is fixed.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from netcl_lite import autograd as ag
+from netcl_lite import compression as cz
+from netcl_lite.nn import DecoderLM, LMConfig
+from netcl_lite.text import BPETokenizer
+
+TEXT = ("Each stream is coded from the model's predictions; a header says how to read it back.\n"
+        "Counts of what followed each context sharpen the guesses as the text goes on.\r\n") * 6
+
+#: a one-layer model over a 16-token window (as the earlier rounds')
+SMALL = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+             num_key_value_heads=1, max_position_embeddings=16)
+
+
+@pytest.fixture(scope="module")
+def tiny(queue):
+    """(model, tokenizer, primer ids): a small untrained model, a 300-token BPE trained on TEXT and TEXT's ids."""
+    tok = BPETokenizer()
+    tok.train_from_iterator([TEXT], 300, progress=False)
+    model = DecoderLM(LMConfig(vocab_size=300, **SMALL), queue=queue, seed=1)
+    return model, tok, np.asarray(tok.encode_ordinary(TEXT), np.int64)
+
+
+# -- the compressor: threads ------------------------------------------------------------------------------
+
+class _TapeElsewhere:
+    """A ``with ag.Tape():`` block held open by another thread (a training loop running beside the coder)."""
+
+    def __enter__(self):
+        self.entered, self.leave = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._hold, daemon=True)
+        self.thread.start()
+        assert self.entered.wait(30)
+        return self
+
+    def _hold(self):
+        with ag.Tape():
+            self.entered.set()
+            self.leave.wait(120)
+
+    def __exit__(self, *exc):
+        self.leave.set()
+        self.thread.join(30)
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason="round 13: autograd's recording state (autograd._ACTIVE) is process-wide, "
+                   "so a Tape open in any other thread (a training loop beside the coder) makes compress and "
+                   "decompress in this thread raise ValueError 'decode_step is inference: call it outside `with "
+                   "Tape()`' (and adapt=True 'dynamic evaluation runs its own tapes'); a thread's tape should "
+                   "record that thread's ops only, and the coder should work whatever other threads record")
+@pytest.mark.parametrize("adapt", [False, True], ids=["model", "adapting"])
+def test_a_tape_open_in_another_thread_does_not_stop_the_coder(tiny, adapt):
+    model, tok, primer = tiny
+    data = (TEXT * 3).encode()
+    blob = cz.compress(data, model, tok, mix=False, adapt=adapt, primer=primer)
+    with _TapeElsewhere():
+        assert cz.decompress(blob, model, tok, primer=primer) == data
+        again = cz.compress(data, model, tok, mix=False, adapt=adapt, primer=primer)
+    assert again == blob
