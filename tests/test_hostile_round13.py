@@ -69,3 +69,39 @@ def test_a_tape_open_in_another_thread_does_not_stop_the_coder(tiny, adapt):
         assert cz.decompress(blob, model, tok, primer=primer) == data
         again = cz.compress(data, model, tok, mix=False, adapt=adapt, primer=primer)
     assert again == blob
+
+
+# -- the command line: what an environment variable gets wrong is blamed on IN or --model -----------------
+
+@pytest.fixture(scope="module")
+def model_dir(tiny, tmp_path_factory):
+    """A folder the command line's --model reads: the tiny model and its tokenizer."""
+    model, tok, _ = tiny
+    folder = tmp_path_factory.mktemp("model")
+    model.save_pretrained(folder)
+    tok.save(folder / "tokenizer.json")
+    return folder
+
+
+def _command(args, cwd, env=None, timeout=300):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "netcl_lite.compression", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+@pytest.mark.xfail(strict=True, reason="round 13: a variable the command line cannot use is blamed on IN or on "
+                   "--model DIR ('in.txt: NETCL_LITE_CACHE=... is a relative path', '--model DIR: cannot load the "
+                   "model there (NETCL_LITE_POCL_CPU=... is not a CPU ...)'), which are fine; the message should "
+                   "name the variable as what is at fault, as it does for the cache folder it cannot write")
+@pytest.mark.parametrize("name, value", [("NETCL_LITE_CACHE", "relative/cache"), ("NETCL_LITE_POCL_CPU", "no-such-cpu")])
+def test_a_variable_the_command_line_cannot_use_is_named_not_in_or_the_model(model_dir, tmp_path, name, value):
+    (tmp_path / "in.txt").write_text(TEXT, encoding="utf-8")
+    run = _command(["compress", "in.txt", "out.nclz", "--model", str(model_dir)], tmp_path, {name: value})
+    assert run.returncode == 1, (run.returncode, run.stderr[-2000:])
+    assert name in run.stderr, run.stderr
+    message = run.stderr.strip().splitlines()[-1].split(": ", 1)[1]
+    assert not message.startswith(("in.txt", "--model")), f"IN or --model is blamed for {name}: {message}"
+    assert not (tmp_path / "out.nclz").exists()
