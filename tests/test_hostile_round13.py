@@ -128,3 +128,21 @@ def test_a_tokenizer_json_that_is_not_a_file_is_named_for_what_it_is(model_dir, 
     err = capsys.readouterr().err
     assert status == 1, err
     assert "no tokenizer.json there" not in err and ("directory" in err or "FIFO" in err or "pipe" in err), err
+
+
+# -- the build plugin: the glossary's tooltips -------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 13: glossary.mark_first_uses reads a processing instruction, a CDATA "
+                   "section or a <!...> declaration as running text and puts an <abbr ...> into it; HTML ends such "
+                   "a bogus comment at its first '>', which is now the abbr's, so the rest of the hidden text shows "
+                   "on the page; text inside them should be left as it is")
+@pytest.mark.parametrize("opening, closing", [("<?note ", " ?>"), ("<![CDATA[ ", " ]]>"), ("<!note ", " >")],
+                         ids=["processing-instruction", "cdata", "declaration"])
+def test_a_term_hidden_in_a_bogus_comment_gets_no_tooltip(opening, closing):
+    from site_build import glossary
+
+    term = glossary.terms()[0]
+    hidden = f"{opening}the {term.forms[0]} is not shown{closing}"
+    page = f"<p>Plain text first.</p>\n{hidden}\n<p>The end.</p>\n"
+    marked, _ = glossary.mark_first_uses(page)
+    assert hidden in marked, marked
