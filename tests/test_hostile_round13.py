@@ -191,3 +191,36 @@ def test_a_non_blocking_standard_input_is_read_to_its_end_or_refused(model_dir, 
         assert proc.returncode == 0, err[-1500:]
         model, tok = DecoderLM.from_pretrained(model_dir), BPETokenizer.load(model_dir / "tokenizer.json")
         assert cz.decompress(out.read_bytes(), model, tok) == first + rest
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="round 13: with standard output non-blocking (O_NONBLOCK on the pipe), "
+                   "`decompress BLOB -` writes what the pipe takes at once (64 KiB here) and exits 0: "
+                   "sys.stdout.buffer.write returns the count it wrote, which deliver() ignores, so the rest of "
+                   "the original is lost without a word; it should write it all (waiting for the reader) or fail "
+                   "with status 1 and a message")
+def test_a_non_blocking_standard_output_gets_the_whole_result_or_a_failure(tmp_path):
+    import fcntl
+    import os
+    import subprocess
+    import sys
+
+    data = np.random.default_rng(13).integers(0, 256, 300_000, dtype=np.uint8).tobytes()
+    blob = tmp_path / "stored.nclz"
+    blob.write_bytes(cz._header(cz.STORED, data))          # a stored blob: decompress loads no model for it
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETFL, fcntl.fcntl(write_end, fcntl.F_GETFL) | os.O_NONBLOCK)
+    proc = subprocess.Popen([sys.executable, "-m", "netcl_lite.compression", "decompress", str(blob), "-"],
+                            stdout=write_end, stderr=subprocess.PIPE, text=True)
+    os.close(write_end)
+    try:
+        proc.wait(timeout=20)               # nothing is read yet: the pipe holds only part of the result
+    except subprocess.TimeoutExpired:
+        pass
+    got = bytearray()
+    while chunk := os.read(read_end, 1 << 16):
+        got += chunk
+    os.close(read_end)
+    err = proc.communicate(timeout=120)[1]
+    assert (proc.returncode == 0 and bytes(got) == data) or (proc.returncode == 1 and "standard output" in err), \
+        f"status {proc.returncode}, {len(got):,} of {len(data):,} bytes delivered; {err[-1500:]}"
