@@ -28,6 +28,7 @@ an inner tape's treats values made before it as constants.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -36,7 +37,17 @@ from .core.device import manager
 from .core.stream import BadInputError, NonFiniteError, stream_of
 from .core.tensor import Tensor
 
-_ACTIVE: list[Tape] = []  # the tapes whose `with` block is running, innermost last
+_THREAD = threading.local()   # each thread's tapes whose `with` block is running, innermost last
+
+
+def _active() -> list[Tape]:
+    """This thread's open tapes, innermost last: a tape records the ops of the thread that opened it,
+    so a training loop in one thread and inference (the compressor's coder, say) in another do not
+    see each other's tapes."""
+    tapes = getattr(_THREAD, "tapes", None)
+    if tapes is None:
+        tapes = _THREAD.tapes = []
+    return tapes
 #: let rules that can (matmul, linear, rms_norm) add a parent's gradient gathered so far as they
 #: form their own share, instead of a separate add per extra use of a value (False: always add)
 FUSED_ACCUMULATION = True
@@ -127,11 +138,11 @@ class Tape:
         self.released = False
 
     def __enter__(self):
-        _ACTIVE.append(self)
+        _active().append(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        _ACTIVE.remove(self)
+        _active().remove(self)
 
     def backward(self, node: Node, grad=None, *, retain_graph: bool = False) -> None:
         """Accumulate d(node)/d(x) into ``x.grad`` for every x the node depends on.
@@ -207,7 +218,7 @@ class Tape:
 
 def recording() -> bool:
     """True inside a ``with Tape():`` block."""
-    return bool(_ACTIVE)
+    return bool(_active())
 
 
 def zero_grad(nodes) -> None:
@@ -245,12 +256,12 @@ def as_nodes(*xs) -> list[Node]:
 
 def _record(value: Tensor, parents, rule, op: str) -> Node:
     """The op's output; recorded (with its rule) on every active tape when an input needs a gradient."""
-    needs = bool(_ACTIVE) and any(p.requires_grad for p in parents)
+    needs = bool(_active()) and any(p.requires_grad for p in parents)
     node = Node(value, needs, parents if needs else (), rule if needs else None, op)
     if needs:
-        for tape in _ACTIVE:
+        for tape in _active():
             tape.nodes.append(node)
-        node.tape = _ACTIVE[-1]
+        node.tape = _active()[-1]
     return node
 
 
@@ -375,7 +386,7 @@ def flash_attention(q, k, v, *, mask=None, causal: bool = False, scale=None, blo
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     if kv_length is None:
         ops.backward_uses_tiles(kernel, q.shape[-1], v.shape[-1])   # refuse a backward it cannot run, now
-    elif _ACTIVE and any(n.requires_grad for n in (q, k, v)):
+    elif _active() and any(n.requires_grad for n in (q, k, v)):
         raise ValueError("kv_length (attention over a cache's prefix) is inference only: call it outside a Tape")
     out, lse, m = ops.flash_attention_with_mask(q.value, k.value, v.value, mask=mask, causal=causal, scale=scale,
                                                 block_size=block_size, kernel=kernel, kv_length=kv_length)

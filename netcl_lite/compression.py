@@ -1008,8 +1008,12 @@ def _load(model_dir):
                                                       f"is {kind}, not a folder (one with config.json, "
                                                       "model.safetensors and tokenizer.json)"))
         if not (folder / "tokenizer.json").is_file():
-            raise ValueError(f"--model {shown_path(folder)}: no tokenizer.json there (a Chapter 9 run's folder "
-                             "has one)")
+            from .files import kind_of
+
+            kind = kind_of(folder / "tokenizer.json")
+            raise ValueError(f"--model {shown_path(folder)}: " + (
+                "no tokenizer.json there (a Chapter 9 run's folder has one)" if kind == "missing" else
+                f"its tokenizer.json is {kind}, not a regular file (a Chapter 9 run's folder has one)"))
     except OSError as exc:                              # the system refuses to look it up (a name too long)
         raise ValueError(f"--model {shown_path(folder)}: cannot read it: {exc.strerror or exc}") from None
     try:
@@ -1092,11 +1096,62 @@ def _read_input(name: str, limit: int, what: str) -> bytes:
 
     if name != "-":
         return read_regular(name, limit, what)
-    data = sys.stdin.buffer.read(limit + 1)
+    data = _read_all(sys.stdin.buffer, limit + 1)
     if len(data) > limit:
         raise ValueError(f"standard input holds more than {limit:,} bytes; {what} is read only up to "
                          f"{limit:,} bytes")
     return data
+
+
+def _wait(stream, for_writing: bool) -> None:
+    """Wait until ``stream`` (a non-blocking pipe's end, say) can be read or written again."""
+    import select
+    import time
+
+    try:
+        fd = stream.fileno()
+        select.select([] if for_writing else [fd], [fd] if for_writing else [], [])
+    except (OSError, ValueError, AttributeError):       # no descriptor to wait on (or not here): a short pause
+        time.sleep(0.01)
+
+
+def _read_all(stream, most: int) -> bytes:
+    """Up to ``most`` bytes of the binary ``stream``, to its end: a non-blocking one (its descriptor set
+    O_NONBLOCK by whoever shares the pipe) is waited on when it has nothing yet, never cut short."""
+    chunks, size = [], 0
+    while size < most:
+        try:
+            chunk = stream.read(min(1 << 20, most - size))
+        except BlockingIOError:
+            chunk = None
+        if chunk is None:                               # nothing there yet, the input not ended
+            _wait(stream, for_writing=False)
+            continue
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(stream, data: bytes) -> None:
+    """All of ``data`` to the binary ``stream``, then flushed: a non-blocking one, which takes part of a
+    write (or none), is waited on and written again until it has taken everything."""
+    view = memoryview(data)
+    while view:
+        try:
+            n = stream.write(view)
+        except BlockingIOError as exc:
+            n = exc.characters_written
+        view = view[n or 0:]
+        if view:
+            _wait(stream, for_writing=True)
+    while True:
+        try:
+            stream.flush()
+            return
+        except BlockingIOError:
+            _wait(stream, for_writing=True)
 
 
 _EPILOG = f"""\
@@ -1212,8 +1267,7 @@ def _main(argv) -> int:
         """Write ``result`` to OUT (or standard output): the exit status."""
         if args.output == "-":
             try:
-                sys.stdout.buffer.write(result)
-                sys.stdout.buffer.flush()
+                _write_all(sys.stdout.buffer, result)
             except OSError as exc:
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
                 return fail(f"standard output: {exc.strerror or exc}")

@@ -30,7 +30,7 @@ SKIP = frozenset({"a", "abbr", "code", "pre", "kbd", "samp", "math", "svg", "scr
 _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
                    "track", "wbr"})
 #: where a comment or a tag may start in a page's HTML (:func:`_tokens`)
-_TOKEN_START = re.compile(r"<(?:!--|/?[A-Za-z])")
+_TOKEN_START = re.compile(r"<(?:!--|/?[A-Za-z]|!|\?)")
 #: a tag's opening: ``/`` for a closing tag, and its name
 _TAG_NAME = re.compile(r"<(/?)([A-Za-z][\w:-]*)")
 #: a character reference: named (``&times;``, or a legacy one without its ``;``), decimal or hexadecimal
@@ -162,16 +162,25 @@ def _pattern(entries: tuple[Term, ...]) -> tuple[re.Pattern, dict[str, Term]]:
 
 def _tokens(content: str):
     """(start, end, "/" or "", lower-case name, "/" or "") of each comment (no name) and tag of the HTML
-    ``content``, in order: a comment runs from ``<!--`` to the next ``-->``, a tag from ``<name`` to the
+    ``content``, in order: a comment runs from ``<!--`` to the next ``-->``, a declaration, a CDATA section
+    or a processing instruction (``<!…``, ``<?…``: HTML's bogus comments) to the next '>', a tag from ``<name`` to the
     first '>' outside its quoted attribute values (the second "/": it ends ``/>``). Linear time: once a
     comment is never closed no later one is, and each tag's end is read once from each place
     (:class:`site_build.tags.Tags`), where a pattern tried at every ``<`` would read the rest of the
     text again from each one that is never closed."""
     from .tags import Tags
 
-    tags, comments, pos = Tags(content), True, 0
+    tags, comments, bogus, pos = Tags(content), True, True, 0
     while (m := _TOKEN_START.search(content, pos)) is not None:
         start = m.start()
+        if m.group(0) in ("<!", "<?"):                  # a declaration, CDATA, a processing instruction:
+            end = content.find(">", start + 2) if bogus else -1     # HTML reads each as a comment to its '>'
+            if end == -1:
+                bogus, pos = False, start + 1
+                continue
+            yield start, end + 1, "", "", ""
+            pos = end + 1
+            continue
         if m.group(0) == "<!--":
             end = content.find("-->", start + 4) if comments else -1
             if end == -1:

@@ -1,7 +1,7 @@
-"""Issue 58, a second independent hostile check, round 13 (run beside the first): reproducers of defects
-command line and the build plugin, beyond the cases of earlier rounds (tests/test_hostile*.py).
+"""Issue 58, a second independent hostile check, round 13 (run beside the first): reproducers of defects in
+the compressor, its command line and the build plugin, beyond the cases of earlier rounds (tests/test_hostile*.py).
 
-Each test asserts the correct behaviour and is marked xfail (strict) until its defect is fixed.
+Each test asserts the correct behaviour; each failed on the code before its fix.
 """
 
 from __future__ import annotations
@@ -55,11 +55,6 @@ class _TapeElsewhere:
         self.thread.join(30)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason="round 13: autograd's recording state (autograd._ACTIVE) is process-wide, "
-                   "so a Tape open in any other thread (a training loop beside the coder) makes compress and "
-                   "decompress in this thread raise ValueError 'decode_step is inference: call it outside `with "
-                   "Tape()`' (and adapt=True 'dynamic evaluation runs its own tapes'); a thread's tape should "
-                   "record that thread's ops only, and the coder should work whatever other threads record")
 @pytest.mark.parametrize("adapt", [False, True], ids=["model", "adapting"])
 def test_a_tape_open_in_another_thread_does_not_stop_the_coder(tiny, adapt):
     model, tok, primer = tiny
@@ -92,10 +87,6 @@ def _command(args, cwd, env=None, timeout=300):
                           text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
-@pytest.mark.xfail(strict=True, reason="round 13: a variable the command line cannot use is blamed on IN or on "
-                   "--model DIR ('in.txt: NETCL_LITE_CACHE=... is a relative path', '--model DIR: cannot load the "
-                   "model there (NETCL_LITE_POCL_CPU=... is not a CPU ...)'), which are fine; the message should "
-                   "name the variable as what is at fault, as it does for the cache folder it cannot write")
 @pytest.mark.parametrize("name, value", [("NETCL_LITE_CACHE", "relative/cache"), ("NETCL_LITE_POCL_CPU", "no-such-cpu")])
 def test_a_variable_the_command_line_cannot_use_is_named_not_in_or_the_model(model_dir, tmp_path, name, value):
     (tmp_path / "in.txt").write_text(TEXT, encoding="utf-8")
@@ -107,9 +98,6 @@ def test_a_variable_the_command_line_cannot_use_is_named_not_in_or_the_model(mod
     assert not (tmp_path / "out.nclz").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="round 13: a --model folder whose tokenizer.json is a folder or a named pipe "
-                   "is refused as having 'no tokenizer.json there'; it is there, and the message should say what it "
-                   "is (as for config.json and model.safetensors: 'is a directory, not a regular file')")
 @pytest.mark.parametrize("kind", ["folder", "fifo"])
 def test_a_tokenizer_json_that_is_not_a_file_is_named_for_what_it_is(model_dir, tmp_path, capsys, kind):
     import os
@@ -132,10 +120,6 @@ def test_a_tokenizer_json_that_is_not_a_file_is_named_for_what_it_is(model_dir, 
 
 # -- the build plugin: the glossary's tooltips -------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 13: glossary.mark_first_uses reads a processing instruction, a CDATA "
-                   "section or a <!...> declaration as running text and puts an <abbr ...> into it; HTML ends such "
-                   "a bogus comment at its first '>', which is now the abbr's, so the rest of the hidden text shows "
-                   "on the page; text inside them should be left as it is")
 @pytest.mark.parametrize("opening, closing", [("<?note ", " ?>"), ("<![CDATA[ ", " ]]>"), ("<!note ", " >")],
                          ids=["processing-instruction", "cdata", "declaration"])
 def test_a_term_hidden_in_a_bogus_comment_gets_no_tooltip(opening, closing):
@@ -151,11 +135,6 @@ def test_a_term_hidden_in_a_bogus_comment_gets_no_tooltip(opening, closing):
 # -- the command line: a non-blocking standard input -------------------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="round 13: with standard input non-blocking (O_NONBLOCK, set by whoever shares "
-                   "the pipe), `compress - OUT` reads only what the pipe holds at that moment and writes a blob of "
-                   "that part with exit status 0 (silent truncation), or, with nothing there yet, ends in a "
-                   "TypeError traceback (read() returned None); it should read to the end of the input (waiting "
-                   "for it) or refuse a non-blocking standard input with a clear message and no OUT")
 @pytest.mark.parametrize("first", [b"the first part\n" * 20, b""], ids=["part-waiting", "nothing-yet"])
 def test_a_non_blocking_standard_input_is_read_to_its_end_or_refused(model_dir, tmp_path, first):
     import fcntl
@@ -194,11 +173,6 @@ def test_a_non_blocking_standard_input_is_read_to_its_end_or_refused(model_dir, 
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="round 13: with standard output non-blocking (O_NONBLOCK on the pipe), "
-                   "`decompress BLOB -` writes what the pipe takes at once (64 KiB here) and exits 0: "
-                   "sys.stdout.buffer.write returns the count it wrote, which deliver() ignores, so the rest of "
-                   "the original is lost without a word; it should write it all (waiting for the reader) or fail "
-                   "with status 1 and a message")
 def test_a_non_blocking_standard_output_gets_the_whole_result_or_a_failure(tmp_path):
     import fcntl
     import os
