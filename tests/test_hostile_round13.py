@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-# the small model and its text the command line's --model reads, as round 4 makes them
-from test_hostile_round4 import TEXT, model_dir  # noqa: F401  (model_dir: a fixture)
+from cli_model import TEXT, write_model_folder
+
+
+@pytest.fixture(scope="module")
+def model_dir(queue, tmp_path_factory):
+    """A folder the command line's --model reads: a small untrained model and a 300-token BPE."""
+    return write_model_folder(queue, tmp_path_factory.mktemp("model"))
 
 
 # -- the command line: an environment variable at fault is blamed on IN --------------------------------------

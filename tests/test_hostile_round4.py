@@ -12,28 +12,17 @@ import pytest
 
 from netcl_lite import compression as cz
 from netcl_lite import fingerprint
-from netcl_lite.nn import DecoderLM, LMConfig
+from netcl_lite.nn import DecoderLM
 from netcl_lite.text import BPETokenizer
 from site_build import build_output, generated, runner
 
-TEXT = ("Each stream is coded from the model's predictions; a header says how to read it back.\n"
-        "Counts of what followed each context sharpen the guesses as the text goes on.\r\n") * 6
-
-#: a one-layer model over a 16-token window (as tests/test_compression_hostile.py's)
-SMALL = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-             num_key_value_heads=1, max_position_embeddings=16)
+from cli_model import TEXT, write_model_folder
 
 
 @pytest.fixture(scope="module")
 def model_dir(queue, tmp_path_factory):
     """A folder the command line's --model reads: a small untrained model and a 300-token BPE."""
-    tok = BPETokenizer()
-    tok.train_from_iterator([TEXT], 300, progress=False)
-    model = DecoderLM(LMConfig(vocab_size=300, **SMALL), queue=queue, seed=1)
-    folder = tmp_path_factory.mktemp("model")
-    model.save_pretrained(folder)
-    tok.save(folder / "tokenizer.json")
-    return folder
+    return write_model_folder(queue, tmp_path_factory.mktemp("model"))
 
 
 # -- the compressor and its command line ------------------------------------------------------------
