@@ -170,24 +170,20 @@ def _tokens(content: str):
     text again from each one that is never closed."""
     from .tags import Tags
 
-    tags, comments, bogus, pos = Tags(content), True, True, 0
+    tags, pos = Tags(content), 0
+    # what ends a comment ('<!--'), and what ends a declaration, CDATA or a processing instruction
+    # ('<!', '<?': HTML reads each as a comment to its '>'); once one is not found, none is after it
+    closers = {"<!--": "-->", "<!": ">", "<?": ">"}
+    found = {"-->": True, ">": True}
     while (m := _TOKEN_START.search(content, pos)) is not None:
         start = m.start()
-        if m.group(0) in ("<!", "<?"):                  # a declaration, CDATA, a processing instruction:
-            end = content.find(">", start + 2) if bogus else -1     # HTML reads each as a comment to its '>'
+        if (closer := closers.get(m.group(0))) is not None:
+            end = content.find(closer, m.end()) if found[closer] else -1
             if end == -1:
-                bogus, pos = False, start + 1
+                found[closer], pos = False, start + 1
                 continue
-            yield start, end + 1, "", "", ""
-            pos = end + 1
-            continue
-        if m.group(0) == "<!--":
-            end = content.find("-->", start + 4) if comments else -1
-            if end == -1:
-                comments, pos = False, start + 1
-                continue
-            yield start, end + 3, "", "", ""
-            pos = end + 3
+            yield start, end + len(closer), "", "", ""
+            pos = end + len(closer)
             continue
         head = _TAG_NAME.match(content, start)
         end = tags.end(head.end())

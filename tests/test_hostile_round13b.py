@@ -16,12 +16,7 @@ from netcl_lite import compression as cz
 from netcl_lite.nn import DecoderLM, LMConfig
 from netcl_lite.text import BPETokenizer
 
-TEXT = ("Each stream is coded from the model's predictions; a header says how to read it back.\n"
-        "Counts of what followed each context sharpen the guesses as the text goes on.\r\n") * 6
-
-#: a one-layer model over a 16-token window (as the earlier rounds')
-SMALL = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-             num_key_value_heads=1, max_position_embeddings=16)
+from cli_model import SMALL, TEXT, write_model_folder
 
 
 @pytest.fixture(scope="module")
@@ -69,13 +64,9 @@ def test_a_tape_open_in_another_thread_does_not_stop_the_coder(tiny, adapt):
 # -- the command line: what an environment variable gets wrong is blamed on IN or --model -----------------
 
 @pytest.fixture(scope="module")
-def model_dir(tiny, tmp_path_factory):
-    """A folder the command line's --model reads: the tiny model and its tokenizer."""
-    model, tok, _ = tiny
-    folder = tmp_path_factory.mktemp("model")
-    model.save_pretrained(folder)
-    tok.save(folder / "tokenizer.json")
-    return folder
+def model_dir(queue, tmp_path_factory):
+    """A folder the command line's --model reads: a model and tokenizer made as the tiny ones are."""
+    return write_model_folder(queue, tmp_path_factory.mktemp("model"))
 
 
 def _command(args, cwd, env=None, timeout=300):
