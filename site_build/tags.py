@@ -28,9 +28,10 @@ class Positions:
 
 
 class Tags:
-    """The end of an HTML tag, read as a pattern ``<name(?:[^>"']|"[^"]*"|'[^']*')*>`` reads one (a
-    quoted attribute value may hold '>'), from any place in a text; each step of a reading is kept,
-    so reading tags from many places (many unclosed ``<img``) reads each quote and '>' once."""
+    """The end of an HTML tag as a browser reads it: at the first '>' outside a quoted attribute value
+    (one may hold '>'; a quote opens one only right after an attribute's ``=``), from any place in a
+    text; each step of a reading is kept, so reading tags from many places (many unclosed ``<img``)
+    reads each quote and '>' once."""
 
     def __init__(self, text: str):
         self.text, self.marks = text, Positions(text, "\"'>")
@@ -50,6 +51,9 @@ class Tags:
             if self.text[at] == ">":
                 end = at + 1
                 break
+            if not self._opens_value(at):               # a quote inside a name or an unquoted value: text
+                i += 1
+                continue
             close = self.marks.next(self.text[at], at + 1)     # the quote that closes the value
             if close is None:
                 break
@@ -57,3 +61,11 @@ class Tags:
         for k in walked:
             self.known[k] = end
         return end
+
+    def _opens_value(self, at: int) -> bool:
+        """Whether the quote at ``at`` opens a quoted attribute value: HTML reads one so only right after
+        the ``=`` of an attribute (blanks between); elsewhere (``class=it's``) it is part of the text."""
+        j = at - 1
+        while j >= 0 and self.text[j] in " \t\n\r\f":
+            j -= 1
+        return j >= 0 and self.text[j] == "="

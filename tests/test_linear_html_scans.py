@@ -105,3 +105,12 @@ def test_many_unclosed_images_and_figures_take_one_pass():
     start = time.process_time()
     generated.check_rendered_figures(page, "docs/x.md")
     assert time.process_time() - start < 2.0
+
+
+@pytest.mark.parametrize("tag, end", [("<img class=it's src=x>", 22), ('<img alt="a > b" src=x>', 23),
+                                      ("<img alt = 'q>' x>", 18), ('<img a"b=c>d', 11)])
+def test_a_tag_ends_where_a_browser_ends_it(tag, end):
+    """A quote opens a quoted value only right after an attribute's '='; elsewhere it is text."""
+    from site_build.tags import Tags
+
+    assert Tags(tag).end(len("<img")) == end
