@@ -142,7 +142,7 @@ def test_a_non_blocking_standard_input_is_read_to_its_end_or_refused(model_dir, 
                              str(model_dir), "--model-only"], stdin=read_end, stderr=subprocess.PIPE, text=True)
     os.close(read_end)
     try:
-        proc.wait(timeout=20)               # the input has not ended: a run that ends now did not read it all
+        proc.wait(timeout=5)                # the input has not ended: a run that ends now did not read it all
     except subprocess.TimeoutExpired:
         ended_early = False
     else:
@@ -179,7 +179,7 @@ def test_a_non_blocking_standard_output_gets_the_whole_result_or_a_failure(tmp_p
                             stdout=write_end, stderr=subprocess.PIPE, text=True)
     os.close(write_end)
     try:
-        proc.wait(timeout=20)               # nothing is read yet: the pipe holds only part of the result
+        proc.wait(timeout=5)                # nothing is read yet: the pipe holds only part of the result
     except subprocess.TimeoutExpired:
         pass
     got = bytearray()
