@@ -1177,7 +1177,8 @@ exit status:
        OUT is not written
   2    the command line is wrong (usage; --model-only or --adapt given to decompress too)
   130  interrupted (Ctrl-C): no partial or temporary file is left
-  143  terminated (SIGTERM; 129 for SIGHUP): no partial or temporary file is left
+  128+N  ended by signal N: SIGTERM (143), SIGHUP (129), SIGQUIT (131), SIGXCPU (a CPU-time
+       limit, 152), SIGALRM, SIGUSR1, SIGUSR2 or SIGVTALRM; no partial or temporary file is left
 """
 
 
@@ -1427,16 +1428,21 @@ def _environment_problem() -> str | None:
     return None
 
 
+TERMINATION_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGXCPU", "SIGALRM", "SIGUSR1", "SIGUSR2", "SIGVTALRM")
+
+
 def _exit_cleanly_on_termination() -> None:
-    """Make SIGTERM and SIGHUP (``kill``, ``timeout``, a closed terminal) end the command as an
-    exception, not at once: the temporary file of a write in progress is removed as it unwinds,
-    and the exit status is 128 + the signal's number, as the signal's own would be."""
+    """Make every signal whose default action ends the process and that a user or a limit sends
+    (``kill``, ``timeout``, a closed terminal, Ctrl-\\, ``ulimit -t``, an alarm, the user signals)
+    end the command as an exception, not at once: the temporary file of a write in progress is
+    removed as it unwinds, and the exit status is 128 + the signal's number, as the signal's own
+    would be. SIGKILL cannot be caught; a fault (SIGSEGV, SIGBUS) is not a request to stop."""
     import signal
 
     def terminated(signum, frame):
         raise SystemExit(128 + signum)
 
-    for name in ("SIGTERM", "SIGHUP"):
+    for name in TERMINATION_SIGNALS:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), terminated)
 

@@ -577,11 +577,12 @@ def test_ctrl_c_while_the_command_line_still_imports_exits_130_without_a_traceba
     assert during_import, "every SIGINT came after the package had imported"
 
 
-@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("name", cz.TERMINATION_SIGNALS)
 def test_a_termination_signal_during_the_write_leaves_no_temporary_file(model_dir, tmp_path, name):
-    """``kill`` (SIGTERM) or a closed terminal (SIGHUP) while OUT is being written: the command, run
-    as ``python -m``, exits 128 + the signal's number and leaves neither OUT nor its temporary file
-    (the signal arrives inside the flush to disk, where the temporary file exists)."""
+    """``kill`` (SIGTERM), a closed terminal (SIGHUP), Ctrl-\\ (SIGQUIT), a CPU-time limit (SIGXCPU)
+    and the other signals that end a process by default, while OUT is being written: the command,
+    run as ``python -m``, exits 128 + the signal's number and leaves neither OUT nor its temporary
+    file (the signal arrives inside the flush to disk, where the temporary file exists)."""
     src = tmp_path / "in.txt"
     src.write_bytes(TEXT.encode())
     script = (f"import os, runpy, signal, sys, time\n"
