@@ -1200,19 +1200,29 @@ def main(argv=None) -> int:
     the exit status is 0 (done), 1 (refused or failed), 2 (usage) or 130 (interrupted)."""
     import signal
     import sys
+    import threading
 
     import netcl_lite
 
     if argv is not None and (not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv)):
         raise TypeError(f"argv must be a list of str (the command line's words) or None for sys.argv[1:], "
                         f"got {argv!r:.200}")
-    if signal.getsignal(signal.SIGINT) is netcl_lite._interrupted_while_starting:
-        signal.signal(signal.SIGINT, signal.default_int_handler)   # from here Ctrl-C cleans up as it unwinds
+    # From here Ctrl-C cleans up as it unwinds; Python's own handler is made to wait out the few
+    # steps that must not be cut (files.signals_held), and is put back when the command returns.
+    ours = (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) in (signal.default_int_handler, netcl_lite._interrupted_while_starting))
+    if ours:
+        from .files import deferrable
+
+        signal.signal(signal.SIGINT, deferrable(signal.default_int_handler))
     try:
         return _main(argv)
     except KeyboardInterrupt:
         _say("python -m netcl_lite.compression: interrupted")
         return 130
+    finally:
+        if ours:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _main(argv) -> int:
@@ -1439,6 +1449,9 @@ def _exit_cleanly_on_termination() -> None:
     would be. SIGKILL cannot be caught; a fault (SIGSEGV, SIGBUS) is not a request to stop."""
     import signal
 
+    from .files import deferrable
+
+    @deferrable
     def terminated(signum, frame):
         raise SystemExit(128 + signum)
 

@@ -154,11 +154,11 @@ def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
         mode = None
     if mode is not None and not stat.S_ISREG(mode):
         raise ValueError(f"{shown_path(path)} is {kind_of(path)}, not a regular file; give the path of a file to write")
-    tmp = temporary_name(path)
-    write_new(tmp, data)
+    tmp = temporary_name(path)           # pid, thread and random characters: no one else's
     try:
+        write_new(tmp, data)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException:                # an interrupt between the two leaves no temporary file
         tmp.unlink(missing_ok=True)
         raise
     _fsync_folder(path.parent)
@@ -173,8 +173,10 @@ def write_new(path: str | os.PathLike, data: bytes | bytearray | memoryview, mod
         raise TypeError(f"data must be bytes (encode text first), got {type(data).__name__}")
     if mode is not None and (isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o7777):
         raise ValueError(f"mode must be permission bits (an int from 0 to 0o7777), got {mode!r}")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else 0o600)
+    fd = None
     try:
+        with signals_held():             # a signal's exception waits until ``fd`` says the file is ours
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else 0o600)
         with os.fdopen(fd, "wb") as f:
             if mode is not None:
                 os.fchmod(f.fileno(), mode)
@@ -182,8 +184,51 @@ def write_new(path: str | os.PathLike, data: bytes | bytearray | memoryview, mod
             f.flush()
             os.fsync(f.fileno())
     except BaseException:
-        os.unlink(path)                  # ours: O_EXCL created it
+        if fd is not None:
+            os.unlink(path)              # ours: O_EXCL created it
         raise
+
+
+_held = 0                                 # depth of signals_held() in the main thread
+_pending: list = []                       # (handler, signum) of the signals that arrived meanwhile
+
+
+class signals_held:
+    """``with signals_held():`` a signal whose handler was made by :func:`deferrable` (the command
+    lines' Ctrl-C and termination handlers) is acted on when the block ends, not inside it: a block
+    that creates a file and records that it did so cannot be cut between the two, and the caller's
+    cleanup, which reads the record, removes the file. Elsewhere than the main thread, or for other
+    handlers, it changes nothing (Python runs signal handlers in the main thread only)."""
+
+    def __enter__(self):
+        global _held
+        self.main = threading.current_thread() is threading.main_thread()
+        if self.main:
+            _held += 1
+        return self
+
+    def __exit__(self, *exc):
+        global _held
+        if self.main:
+            _held -= 1
+            if _held == 0 and _pending:
+                handler, signum = _pending[0]
+                _pending.clear()
+                handler(signum, None)    # raises the signal's exception here, after the block
+        return False
+
+
+def deferrable(handler):
+    """``handler`` (a signal handler) made to wait while :class:`signals_held` is open."""
+    def wait_or_handle(signum, frame):
+        if _held:
+            if not _pending:
+                _pending.append((handler, signum))
+            return None
+        return handler(signum, frame)
+
+    wait_or_handle.__wrapped__ = handler
+    return wait_or_handle
 
 
 def kind_of(path: str | os.PathLike) -> str:

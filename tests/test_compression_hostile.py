@@ -940,3 +940,51 @@ def test_a_small_file_size_limit_is_refused_before_the_compiler_can_abort(tmp_pa
     assert done.returncode == 1, (done.returncode, done.stderr[-1000:])
     assert "ulimit -f" in done.stderr and f"{limit:,} bytes" in done.stderr, done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_signal_right_after_the_exclusive_create_leaves_no_empty_file(model_dir, tmp_path, name):
+    """Without hard links OUT is created with ``O_EXCL`` and written: a Ctrl-C or a kill that arrives
+    just as the create returns (before the code could record that the file is its own) still
+    leaves no OUT, run as ``python -m`` with the command line's handlers."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    out = tmp_path / "out.nclz"
+    script = (f"import os, runpy, signal, sys\n"
+              f"def no_links(*a, **k):\n"
+              f"    raise PermissionError(1, 'Operation not permitted')\n"
+              f"os.link = no_links\n"
+              f"real_open = os.open\n"
+              f"def signalled_open(path, *a, **k):\n"
+              f"    fd = real_open(path, *a, **k)\n"
+              f"    if os.fspath(path) == {str(out)!r}:\n"
+              f"        os.kill(os.getpid(), signal.{name})\n"
+              f"        signal.pthread_sigmask(signal.SIG_SETMASK, [])   # delivered now, acted on at once\n"
+              f"    return fd\n"
+              f"os.open = signalled_open\n"
+              f"sys.argv = ['compression', 'compress', {str(src)!r}, {str(out)!r}, '--model', {str(model_dir)!r}]\n"
+              f"runpy.run_module('netcl_lite.compression', run_name='__main__', alter_sys=True)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=120)
+    assert done.returncode == 128 + getattr(signal, name), (done.returncode, done.stderr[-600:])
+    assert _listing(tmp_path) == ["in.txt"]
+
+
+def test_signals_held_defers_a_deferrable_handler_to_the_end_of_the_block():
+    from netcl_lite import files
+
+    seen = []
+
+    @files.deferrable
+    def handler(signum, frame):
+        seen.append(signum)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        with files.signals_held():
+            assert handler(2, None) is None and seen == []     # held: recorded, not acted on
+            seen.append("inside")
+    assert seen == ["inside", 2]
+    with pytest.raises(KeyboardInterrupt):
+        handler(15, None)                                      # outside a block: at once
+    assert seen == ["inside", 2, 15] and files._pending == [] and files._held == 0
