@@ -614,7 +614,8 @@ def check_rendered(html: str, page_uri: str, source: str, first_line: int = 1) -
             break
         at = close
     text.append(html[at:])
-    shown = _html.unescape("".join(text))               # text and attributes' values alike
+    shown = _html.unescape("".join(text).replace(AT_SIGN, "\\@"))   # text and attributes' values alike;
+    # an escaped '@' (``\@key`` in the Markdown) is read as escaped, as check() read it
     if m := _UNLINKED.search(shown):
         fail(m["key"], "did not become a link: the page would show its Markdown")
     for m in _TYPED.finditer(shown):
@@ -671,9 +672,20 @@ def render(markdown: str, page_uri: str, known: dict[str, Work] | None = None, f
     out, at = [], 0
     for start, end in prose_spans(markdown):
         out.append(markdown[at:start])
-        out.append(NARRATIVE.sub(narrative, BRACKETED.sub(bracketed, markdown[start:end])))
+        out.append(_AT_ESCAPE.sub(_at_escaped, NARRATIVE.sub(narrative, BRACKETED.sub(bracketed, markdown[start:end]))))
         at = end
     return "".join(out)
+
+
+#: a backslash escape in prose: ``\\`` (a backslash) or ``\@`` (an ``@`` that cites nothing)
+_AT_ESCAPE = re.compile(r"\\([\\@])")
+#: what ``\@`` becomes: an ``@`` the page shows as itself (Python-Markdown, unlike CommonMark, would
+#: keep the backslash of ``\@``); :func:`check_rendered` reads it as an escaped ``@``, not a citation
+AT_SIGN = "&#64;"
+
+
+def _at_escaped(m: re.Match) -> str:
+    return AT_SIGN if m[1] == "@" else m.group(0)
 
 
 def _page_title(file) -> str:

@@ -308,3 +308,20 @@ def test_a_page_may_show_a_citation_s_markdown_in_code():
 
     page = render_page(f"# P\n\nIt becomes `[Vaswani et al., 2017](bibliography.md#{KEY})`, and `@{KEY}` is a key.\n")
     assert f"bibliography.md#{KEY})</code>" in page
+
+
+def test_a_backslash_before_an_at_shows_the_at_alone_and_cites_nothing():
+    """``\\@key`` is an escaped ``@``: the page shows ``@key`` (Python-Markdown alone would keep the
+    backslash), no link is made, and the check of the rendered page reads it as escaped; ``\\\\`` stays
+    a backslash's escape, and a citation beside an escaped ``@`` still becomes a link."""
+    import markdown as md
+
+    text = f"Type \\@{KEY} to cite it, a path C:\\\\@home, and cite [@{KEY}].\n"
+    out = citations.render(text, "chapter-7.md")
+    assert f"&#64;{KEY} to cite" in out and "\\@" not in out.replace("\\\\@", "")
+    assert out.count(f"bibliography.md#{KEY}") == 1
+    html = md.markdown(out)
+    assert f"@{KEY} to cite" in __import__("html").unescape(html) and f"\\@{KEY}" not in html
+    citations.check_rendered(html, "chapter-7.md", text)
+    with pytest.raises(ValueError, match="shows as typed"):     # typed without the escape: still caught
+        citations.check_rendered(f"<p>see @{KEY}</p>", "chapter-7.md", text)
