@@ -200,7 +200,8 @@ def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tu
     entries = terms() if entries is None else entries
     pattern, by_form = _pattern(entries)
     used: set[str] = set()
-    out, at, skipping = [], 0, []
+    out, at = [], 0
+    open_ = _OpenElements()
 
     def mark(text: str) -> str:
         # positions strictly inside a character reference: a match may neither start nor end there
@@ -223,16 +224,61 @@ def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tu
 
     for start, end, closing, name, self_closing in _tokens(content):
         text = content[at:start]
-        out.append(mark(text) if text and not skipping else text)
+        out.append(mark(text) if text and not open_.skipping else text)
         out.append(content[start:end])
         at = end
         if not name or name in _VOID or self_closing:
             continue
         if closing:
-            if skipping and skipping[-1] == name:
-                skipping.pop()
-        elif name in SKIP or skipping and name == skipping[-1]:
-            skipping.append(name)
+            open_.close(name)
+        else:
+            open_.open(name)
     tail = content[at:]
-    out.append(mark(tail) if tail and not skipping else tail)
+    out.append(mark(tail) if tail and not open_.skipping else tail)
     return "".join(out), len(used)
+
+
+#: a start tag that ends an open element a browser closes for it (HTML's optional end tags among the
+#: elements of :data:`SKIP`): ``<option>`` an open ``<option>``, ``<optgroup>`` an option or an optgroup,
+#: ``<dt>`` and ``<dd>`` an open ``<dt>`` or ``<dd>`` of their list
+_ENDS = {"option": ("option",), "optgroup": ("option", "optgroup"), "dt": ("dt", "dd"), "dd": ("dt", "dd")}
+#: where the search for an element that such a start tag ends stops: its list or a block around it
+_ENDS_STOP = frozenset({"dl", "select", "datalist", "div", "body", "html", "main", "article", "section", "table"})
+
+
+class _OpenElements:
+    """The elements open at a point of a page's HTML, as a browser nests them closely enough to say
+    whether that point is inside an element of :data:`SKIP`: an end tag closes its element and every
+    element opened inside it and left unclosed (``<p><code>x</p>``: the ``</p>`` ends the code), an end
+    tag with no open element of its name is ignored, and an ``<option>`` or a ``<dt>`` whose end tag is
+    left out ends where HTML ends it (:data:`_ENDS`). Each tag costs O(1), amortised."""
+
+    def __init__(self):
+        self.stack: list[str] = []
+        self.count: dict[str, int] = {}
+        self.skipping = 0                               # how many open elements are in SKIP
+
+    def _pop(self) -> str:
+        name = self.stack.pop()
+        self.count[name] -= 1
+        self.skipping -= name in SKIP
+        return name
+
+    def close(self, name: str) -> None:
+        if self.count.get(name):
+            while self._pop() != name:
+                pass
+
+    def open(self, name: str) -> None:
+        if (ends := _ENDS.get(name)) is not None:
+            for i in range(len(self.stack) - 1, max(-1, len(self.stack) - 9), -1):   # a few levels, as lists nest
+                if self.stack[i] in ends:
+                    del_to = i
+                    while len(self.stack) > del_to:
+                        self._pop()
+                    break
+                if self.stack[i] in _ENDS_STOP:
+                    break
+        self.stack.append(name)
+        self.count[name] = self.count.get(name, 0) + 1
+        self.skipping += name in SKIP

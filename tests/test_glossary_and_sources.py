@@ -58,6 +58,34 @@ def test_a_term_with_an_ampersand_or_angle_brackets_is_marked_as_the_page_spells
     assert re.sub(r"</?abbr[^>]*>", "", out) == page
 
 
+
+@pytest.mark.parametrize("html, skipped", [
+    # an option's end tag left out, as HTML allows: the next option, the optgroup or </select> ends it
+    ('<select><option>softmax<option>softmax</select><p>softmax here</p>', 2),
+    ('<select><optgroup label="g"><option>softmax<optgroup label="h"><option>softmax</select><p>softmax here</p>', 2),
+    # a definition list's terms without their end tags
+    ('<dl><dt>softmax<dd>a word<dt>softmax</dl><p>softmax here</p>', 2),
+    # a <code> left open in raw HTML ends with the paragraph around it, as a browser ends it
+    ('<p>code <code>softmax(x)</p><p>softmax here</p>', 1),
+    ('<div><p><kbd>softmax</div><p>softmax here</p>', 1),
+])
+def test_an_element_left_unclosed_where_html_allows_it_stops_skipping_where_a_browser_closes_it(html, skipped):
+    """Tooltips are not put inside code, options or terms of a definition list, but an element whose
+    end tag is left out (HTML's optional end tags, or an author's unclosed <code>) ends where a
+    browser ends it: the running text after it still gets its first use marked, once."""
+    terms = (glossary.Term("softmax", "Normalized exponentials.", ("softmax",)),)
+    out, marked = glossary.mark_first_uses(html, terms)
+    assert marked == 1 and out.endswith('<p><abbr class="glossary" title="Normalized exponentials.">softmax</abbr> here</p>'), out
+    assert out.count("softmax") == skipped + 1
+
+
+def test_an_end_tag_with_nothing_open_of_its_name_is_ignored():
+    terms = (glossary.Term("softmax", "Normalized exponentials.", ("softmax",)),)
+    out, marked = glossary.mark_first_uses("<p></code></a>x</p><pre><code>softmax</code></pre><p>softmax</p>", terms)
+    assert marked == 1 and "<code>softmax</code>" in out and out.endswith(
+        '<p><abbr class="glossary" title="Normalized exponentials.">softmax</abbr></p>'), out
+
+
 @pytest.mark.parametrize("reference", ["&times;", "&#215;", "&#xD7;", "&#XD7;", "&times"])
 def test_a_term_is_never_marked_inside_a_character_reference_a_tag_or_an_attribute(reference):
     """``times`` in ``3&times;4`` is part of a character reference (named, decimal, hexadecimal, or a
