@@ -1,4 +1,5 @@
-"""Under ``mkdocs serve --dirty``, rebuild a page when anything it shows changed.
+"""Under ``--dirty`` (``mkdocs serve --dirty``, ``mkdocs build --dirty``), rebuild a page when anything it
+shows changed.
 
 A dirty build renders a page again only when its Markdown file is newer than its HTML, which
 makes a prose edit show in about a second: the other pages, the API reference above all, are
@@ -143,16 +144,80 @@ def digest(src: Path, files: FileDigests | None = None, library: list[Path] | No
 
 
 class DirtyPages:
-    """The digest of each page's inputs as the last build saw them (one per serve session): those its
-    Markdown names (:func:`page_inputs`) and those it read as it rendered (:class:`PageReads`)."""
+    """The digest of each page's inputs as the last build saw them: those its Markdown names
+    (:func:`page_inputs`) and those it read as it rendered (:class:`PageReads`), with the size and time
+    of the HTML that build wrote. Kept in memory across the builds of a serve session, and on disk
+    (:meth:`save`, under the cache root, one record per site folder) for the next ``mkdocs build
+    --dirty``: a page whose HTML is not the one recorded (no record, or another build wrote it since)
+    is rendered again, so a dirty build never keeps a page whose inputs changed in between."""
 
     def __init__(self, dirty: bool = False):
         self.dirty = dirty
         self.digests: dict[str, str] = {}
         self.read: dict[str, tuple[list[Path], bytes]] = {}    # page → the files it read, and their digest
+        self.html: dict[str, tuple[int, int]] = {}              # page → its HTML's (mtime_ns, size) as written
         self.files = FileDigests()
         self._reads = PageReads()
         self._rendering: str | None = None
+        self._site: Path | None = None                          # the site folder the record is of
+
+    @staticmethod
+    def record_path(site_dir: Path) -> Path:
+        """Where the record of the pages built into ``site_dir`` is kept (:meth:`save`)."""
+        name = hashlib.sha256(str(Path(site_dir).resolve()).encode()).hexdigest()[:24]
+        return fingerprint.cache_root() / "dirty-pages" / f"{name}.json"
+
+    def _load(self, site_dir: Path) -> None:
+        """Read the record of ``site_dir`` when this process has not built it yet; a record that is
+        missing or unreadable is no record (every page is rendered)."""
+        import json
+
+        site_dir = Path(site_dir).resolve()
+        if self._site == site_dir:
+            return
+        self._site = site_dir
+        self.digests, self.read, self.html = {}, {}, {}
+        try:
+            record = json.loads(self.record_path(site_dir).read_text(encoding="utf-8"))
+            for uri, page in record["pages"].items():
+                digest_, read, read_digest, html = page["digest"], page["read"], page["read_digest"], page["html"]
+                if not (isinstance(digest_, str) and isinstance(read, list) and all(isinstance(r, str) for r in read)
+                        and isinstance(read_digest, str) and isinstance(html, list) and len(html) == 2
+                        and all(isinstance(v, int) for v in html)):
+                    raise ValueError(uri)
+                self.digests[uri] = digest_
+                self.read[uri] = ([Path(r) for r in read], bytes.fromhex(read_digest))
+                self.html[uri] = (html[0], html[1])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            self.digests, self.read, self.html = {}, {}, {}
+
+    def save(self, files, site_dir: Path) -> None:
+        """Under ``--dirty``, after a build: record each page's input digest, what it read, and the
+        HTML now in ``site_dir`` (:meth:`record_path`), for the next dirty build in another process."""
+        import json
+
+        from netcl_lite.files import atomic_write
+
+        if not self.dirty or files is None:
+            return
+        pages = {}
+        for file in files.documentation_pages():
+            uri = file.src_uri
+            try:
+                st = os.stat(file.abs_dest_path)
+            except OSError:
+                continue
+            if uri in self.digests and uri in self.read:
+                paths, read_digest = self.read[uri]
+                pages[uri] = {"digest": self.digests[uri], "read": [str(p) for p in paths],
+                              "read_digest": read_digest.hex(), "html": [st.st_mtime_ns, st.st_size]}
+                self.html[uri] = (st.st_mtime_ns, st.st_size)
+        path = self.record_path(site_dir)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, json.dumps({"pages": pages}, sort_keys=True).encode())
+        except OSError:
+            pass                                         # no record: the next dirty build renders every page
 
     def rendering(self, page_uri: str) -> None:
         """Under ``--dirty``: the page ``page_uri`` starts rendering; record the files it reads."""
@@ -168,19 +233,29 @@ class DirtyPages:
             self.read[self._rendering] = (paths, _files_digest(paths, self.files))
             self._rendering = None
 
-    def invalidate(self, files) -> None:
-        """Under ``--dirty``: delete the built HTML of each page whose inputs changed since the last build,
-        so that MkDocs renders it again."""
+    def invalidate(self, files, site_dir: Path | None = None) -> None:
+        """Under ``--dirty``: delete the built HTML of each page whose inputs changed since the last build
+        (of this process, or the one recorded for ``site_dir``), or whose HTML is not the one that
+        build wrote, so that MkDocs renders it again."""
         if not self.dirty:
             return
+        if site_dir is not None:
+            self._load(site_dir)
         self._reads.stop()                              # a render that failed half way recorded no page
         self._rendering = None
         library = fingerprint.library_sources()         # listed once for all the pages
         for file in files.documentation_pages():
-            now = digest(Path(file.abs_src_path), self.files, library, file.src_uri)
-            read = self.read.get(file.src_uri)
-            if (self.digests.get(file.src_uri, now) != now
-                    or read is not None and _files_digest(read[0], self.files) != read[1]):
-                Path(file.abs_dest_path).unlink(missing_ok=True)   # MkDocs renders a page without HTML
-                self.read.pop(file.src_uri, None)
-            self.digests[file.src_uri] = now
+            uri, dest = file.src_uri, Path(file.abs_dest_path)
+            now = digest(Path(file.abs_src_path), self.files, library, uri)
+            read = self.read.get(uri)
+            try:
+                st = dest.stat()
+                html = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                html = None
+            if (self.digests.get(uri, now) != now
+                    or read is not None and _files_digest(read[0], self.files) != read[1]
+                    or site_dir is not None and html is not None and self.html.get(uri) != html):
+                dest.unlink(missing_ok=True)            # MkDocs renders a page without HTML
+                self.read.pop(uri, None)
+            self.digests[uri] = now

@@ -3,7 +3,7 @@
 ==========================  ====================================================================
 event                       stages, in this order
 ==========================  ====================================================================
-``on_startup``              remember whether ``mkdocs serve --dirty`` runs (:mod:`.dirty_pages`)
+``on_startup``              remember whether ``--dirty`` (serve or build) runs (:mod:`.dirty_pages`)
 ``on_config``               includes confined to the project (:mod:`.includes`), and what they
                             bring into a page checked as the page is (:mod:`.brought`); under
                             ``mkdocs serve --dirty``, no printable book
@@ -37,8 +37,10 @@ event                       stages, in this order
                             9. a source page's listing (:mod:`.source_pages`)
 ``on_post_page``            which source pages were rendered (:mod:`.source_pages`); notebook pages
                             without CDN loaders (:mod:`.offline`)
-``on_post_build``           the execution cache's reuse count; last, after print-site: links of the
-                            printable book to no anchor of it, unwrapped (:mod:`.apparatus`)
+``on_post_build``           under ``--dirty``, the pages' record for the next dirty build
+                            (:mod:`.dirty_pages`); the execution cache's reuse count; last,
+                            after print-site: links of the printable book to no anchor of
+                            it, unwrapped (:mod:`.apparatus`)
 ==========================  ====================================================================
 
 Docstrings are rewritten by a Griffe extension (:mod:`.docstrings`), which ``mkdocs.yml`` gives
@@ -98,6 +100,7 @@ class SiteBuild(BasePlugin):
         self.dirty_pages = DirtyPages()
         self.state: BuildState | None = None
         self.quick_loop = False          # mkdocs serve --dirty: the README's quick loop
+        self.files = None                # this build's files (on_files), for the dirty record
 
     # -- across builds ---------------------------------------------------------------------------
 
@@ -140,7 +143,8 @@ class SiteBuild(BasePlugin):
         self.state = BuildState(outputs=build_output.BuildOutputs(self.context), measured=sections)
 
     def on_files(self, files, *, config):
-        self.dirty_pages.invalidate(files)
+        self.files = files
+        self.dirty_pages.invalidate(files, Path(config.site_dir))
         wheel = self.inputs.value("wheel", shipped_wheel.wheel_sources(), shipped_wheel.site_files)
         if not shipped_wheel.intact(wheel):            # emptied or damaged in the cache during this session
             self.inputs.forget("wheel")
@@ -188,6 +192,7 @@ class SiteBuild(BasePlugin):
         return offline.strip_loaders(output, page.file.src_uri)
 
     def _report_reuse(self, *, config) -> None:
+        self.dirty_pages.save(self.files, Path(config.site_dir))   # under --dirty, for the next build
         if self.state is not None and self.state.outputs.reused:
             store.log.info(f"execution cache: {self.state.outputs.reused} build outputs reused")
         self.state = None

@@ -248,3 +248,49 @@ def test_a_dirty_build_puts_back_a_wheel_older_than_the_sites_copy(tmp_path):
     dest.write_bytes(b"wheel of the edited sources")
     wheel.copy_file(dirty=True)
     assert dest.read_bytes() == b"wheel of the restored sources"
+
+
+def test_mkdocs_build_dirty_in_a_new_process_renders_again_a_page_whose_inputs_changed(tmp_path, monkeypatch):
+    """``mkdocs build --dirty`` runs in a new process each time: the digests of the last dirty build are
+    read from its record, so a page whose included file changed is rendered again though its Markdown
+    is older than its HTML; a page whose HTML another build wrote since (or that has no record) is
+    rendered again too, and one whose inputs and HTML are as recorded is not."""
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(dirty_pages, "ROOT", tmp_path)
+    data = tmp_path / "data.txt"
+    data.write_text("1\n")
+    src, site = tmp_path / "page.md", tmp_path / "site"
+    src.write_text("# A page\n")
+    dest = site / "page.html"
+    site.mkdir()
+
+    class Page:
+        src_uri, abs_src_path, abs_dest_path = "page.md", str(src), str(dest)
+
+    class Files:
+        @staticmethod
+        def documentation_pages():
+            return [Page]
+
+    def build(html: str = "<html>") -> bool:               # one `mkdocs build --dirty`: a new process
+        watch = dirty_pages.DirtyPages(dirty=True)
+        watch.invalidate(Files, site)
+        rendered = not dest.exists()
+        if rendered:
+            watch.rendering("page.md")
+            data.read_text()
+            watch.rendered()
+            dest.write_text(html)
+        watch.save(Files, site)
+        return rendered
+
+    dest.write_text("<html> of a plain build")            # HTML with no record: rendered again
+    assert build() and not build()
+    stat = data.stat()
+    data.write_text("2\n")                                 # what the page read changed, its Markdown did not
+    os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert build() and not build()
+    dest.write_text("<html> written by another build")    # not the HTML the record names
+    assert build() and not build()
+    dirty_pages.DirtyPages.record_path(site).write_text("{not json")   # a damaged record is no record
+    assert build() and not build()
