@@ -333,3 +333,25 @@ def test_a_kernel_cache_on_a_full_disk_is_named_not_an_abort(model_dir, tmp_path
     assert "POCL_CACHE_DIR" in run.stderr or str(small_disk) in run.stderr, run.stderr[-2000:]
     assert "Traceback" not in run.stderr, run.stderr[-3000:]
     assert not (tmp_path / "out.nclz").exists()
+
+
+# -- the command line: a model file that is a symlink loop ------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 14a: a config.json or model.safetensors that is a symlink loop is called "
+                                       "missing ('no config.json', 'a symlink to the missing ...')")
+@pytest.mark.parametrize("name", ["config.json", "model.safetensors"])
+def test_a_model_file_that_is_a_symlink_loop_is_named_as_one(model_dir, tmp_path, name):
+    """tokenizer.json as a link to itself is named for what it is ('unreadable (Too many levels of symbolic
+    links)'); config.json so is 'no config.json; is . a checkpoint directory?', and model.safetensors 'no such
+    file (a symlink to the missing .../model.safetensors)': the file is there, the link loops."""
+    import shutil
+
+    folder = tmp_path / "model"
+    shutil.copytree(model_dir, folder)
+    (folder / name).unlink()
+    (folder / name).symlink_to(name)
+    (tmp_path / "in.txt").write_bytes(TEXT.encode())
+    run = _cli(["compress", "in.txt", "out.nclz", "--model", str(folder), "--model-only"], tmp_path, _env())
+    assert run.returncode == 1, (run.returncode, run.stderr[-2000:])
+    assert name in run.stderr and "symbolic links" in run.stderr, run.stderr
+    assert "missing" not in run.stderr and f"no {name}" not in run.stderr, run.stderr
