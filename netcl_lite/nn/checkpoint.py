@@ -263,10 +263,13 @@ def read_config(directory) -> LMConfig:
     JSON, another architecture, or an option this model does not implement.
     """
     file = Path(directory) / CONFIG_FILE
-    if not file.exists():
+    kind = files.kind_of(file)       # a link that loops is named as one, not as missing
+    if kind == "missing":
         raise FileNotFoundError(f"{file}: no {CONFIG_FILE}; is {directory} a checkpoint directory?")
+    if kind == "a symlink to a missing file":
+        raise FileNotFoundError(f"{file}: no such file (a symlink to the missing {os.path.realpath(file)})")
     if not file.is_file():           # a directory or a FIFO (reading one would block): say what it is
-        raise ValueError(f"{file} is not a regular file ({files.kind_of(file)}); {CONFIG_FILE} must be a JSON file")
+        raise ValueError(f"{file} is not a regular file ({kind}); {CONFIG_FILE} must be a JSON file")
     if file.stat().st_size > MAX_CONFIG_BYTES:
         raise ValueError(f"{file} is {file.stat().st_size} bytes; a {CONFIG_FILE} is a few hundred bytes "
                          f"(at most {MAX_CONFIG_BYTES} read): is it the right file?")
@@ -288,8 +291,9 @@ def _require_weights_file(file: Path) -> None:
     a symlink to a device or a named pipe (``ValueError`` saying what it is), before it is opened."""
     if file.is_file():
         return
-    if file.exists():
-        raise ValueError(f"{file} is {files.kind_of(file)}, not a regular file; the weights must be a "
+    kind = files.kind_of(file)       # a link that loops is named as one, not as missing
+    if kind not in ("missing", "a symlink to a missing file"):
+        raise ValueError(f"{file} is {kind}, not a regular file; the weights must be a "
                          f"safetensors file")
     index = file.with_name(file.name + ".index.json")
     hint = " (sharded checkpoints are not supported)" if index.is_file() else ""
