@@ -25,6 +25,8 @@ on Chapter 9's validation split (``benchmarks/results/capstone.md``).
 
 from __future__ import annotations
 
+import itertools
+
 from collections.abc import Mapping
 
 import numpy as np
@@ -290,6 +292,16 @@ class ContextMixer:
         if isinstance(techniques, str):
             raise TypeError(f"techniques must be a collection of names from {TECHNIQUES}, got the "
                             f"string {techniques!r} (pass ({techniques!r},))")
+        try:        # read once (an iterator or a generator too), and never without end
+            techniques = tuple(itertools.islice(techniques, 4 * len(TECHNIQUES) + 1))
+        except TypeError:
+            raise TypeError(f"techniques must be a collection of names from {TECHNIQUES}, got "
+                            f"{type(techniques).__name__} {techniques!r:.80}") from None
+        if len(techniques) > 4 * len(TECHNIQUES):
+            raise ValueError(f"techniques: more than {4 * len(TECHNIQUES)} names; name each of {TECHNIQUES} "
+                             f"at most once")
+        if not all(isinstance(t, str) for t in techniques):
+            raise TypeError(f"techniques must be names (str) from {TECHNIQUES}, got {techniques!r:.200}")
         unknown = set(techniques) - set(TECHNIQUES)
         if unknown:
             raise ValueError(f"techniques: unknown {sorted(unknown)}; choose from {TECHNIQUES}")
