@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import os
 import platform
+import stat
 import sys
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyopencl as cl
 
@@ -219,14 +221,95 @@ def _all_devices() -> list[cl.Device]:
     return devices
 
 
+def pocl_cache_folder() -> tuple[Path, str]:
+    """The folder where PoCL's CPU driver keeps the kernels it builds, and the setting that places it:
+    ``POCL_CACHE_DIR``, else ``XDG_CACHE_HOME/pocl``, else ``~/.cache/pocl``."""
+    if os.environ.get("POCL_CACHE_DIR"):
+        return Path(os.environ["POCL_CACHE_DIR"]), "POCL_CACHE_DIR"
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "pocl", "XDG_CACHE_HOME"
+    return Path.home() / ".cache" / "pocl", "your home folder"
+
+
+def _unmakeable(folder: Path) -> str | None:
+    """Why ``folder`` cannot be a folder (a file where it or a folder above it should be, no
+    permission), or None: it is one, or can be made (nothing is made here)."""
+    at = folder
+    while True:
+        try:
+            st = at.stat()
+        except FileNotFoundError:
+            if at.parent == at:
+                return None
+            at = at.parent
+            continue
+        except OSError as exc:
+            return f"{at}: {exc.strerror}"
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{at} is not a folder"
+        if at != folder and not os.access(at, os.W_OK | os.X_OK):
+            return f"{at} takes no new folder (no permission)"
+        return None
+
+
 def _driver_settings(given: dict[str, str]) -> str:
     """For a message saying no device started: the PoCL settings the environment ``given`` holds,
-    which can keep its device from starting (a POCL_CACHE_DIR it cannot make, say), or ""."""
+    which can keep its device from starting (a POCL_CACHE_DIR it cannot make, say), and the kernel
+    cache's folder when that cannot be made where ``XDG_CACHE_HOME`` or the home folder puts it, or ""."""
+    said = ""
+    if "POCL_CACHE_DIR" not in given:
+        folder, setting = pocl_cache_folder()
+        if (why := _unmakeable(folder)) is not None:
+            by = f"XDG_CACHE_HOME={os.environ.get('XDG_CACHE_HOME')!r}" if setting == "XDG_CACHE_HOME" else setting
+            said = (f"PoCL keeps its kernels in {folder} (from {by}), which cannot be made ({why}): set "
+                    f"XDG_CACHE_HOME or POCL_CACHE_DIR to a folder you can write; else ")
     pocl = sorted(f"{k}={v!r}" for k, v in given.items())
     if not pocl:
-        return ""
+        return said
     shown = ", ".join(pocl[:6]) + (", ..." if len(pocl) > 6 else "")
-    return f"PoCL's settings in the environment ({shown}) can keep its device from starting: unset them to try; else "
+    return (said + f"PoCL's settings in the environment ({shown}) can keep its device from starting: unset them "
+            f"to try; else ")
+
+
+class OpenCLCacheError(NoDeviceError):
+    """pyopencl's cache of kernel launchers (kept by pytools under ``XDG_CACHE_HOME``) cannot be used:
+    its folder cannot be made, or its database is damaged. Raised as the device is made, naming the
+    folder and what to do, instead of a traceback at the first kernel launch."""
+
+
+def _launcher_cache_problem() -> str | None:
+    """Import pyopencl's kernel-launcher module, which opens its on-disk cache as it loads; why that
+    cache cannot be used, or None. The half-made cache object it leaves when it fails is collected
+    here, its complaint while being collected kept quiet (it is this same failure)."""
+    import gc
+    import sqlite3
+    import sys
+
+    if "pyopencl.invoker" in sys.modules or getattr(cl, "_PYOPENCL_NO_CACHE", False):
+        return None
+    problem = None
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda unraisable: None
+    try:
+        try:
+            import pyopencl.invoker  # noqa: F401
+        except (OSError, sqlite3.Error) as exc:
+            import platformdirs
+
+            folder = platformdirs.user_cache_dir("pytools", "pytools")
+            by = (f" (from XDG_CACHE_HOME={os.environ['XDG_CACHE_HOME']!r})" if os.environ.get("XDG_CACHE_HOME")
+                  else "")
+            if isinstance(exc, OSError):
+                problem = (f"pyopencl's kernel-launcher cache in {folder}{by} cannot be made "
+                           f"({exc.strerror or exc}): set XDG_CACHE_HOME to a folder you can write")
+            else:
+                problem = (f"pyopencl's kernel-launcher cache in {folder}{by} holds a damaged database ({exc}): "
+                           f"remove its pdict-*.sqlite files, or set XDG_CACHE_HOME to another folder")
+            sys.modules.pop("pyopencl.invoker", None)
+    finally:
+        gc.collect()
+        sys.unraisablehook = hook
+    return problem
 
 
 def resolve_kind(kind: str) -> str:
@@ -284,6 +367,8 @@ class DeviceManager:
                 context = cl.Context([chosen])
                 # Profiling timestamps cost nothing measurable on PoCL and let profile_kernels() time kernels.
                 queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+                if (problem := _launcher_cache_problem()) is not None:
+                    raise OpenCLCacheError(problem)
                 if _pinned_by_us:         # PoCL has started its workers by now: the threads that are new
                     let_host_thread_lead(_thread_ids() - threads_before)
                 return Device(chosen, context, queue, k)
