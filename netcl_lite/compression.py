@@ -249,7 +249,23 @@ def arithmetic(model: DecoderLM) -> str:
     kind = "cpu" if device.type & cl.device_type.CPU else "gpu" if device.type & cl.device_type.GPU else "other"
     return (f"{kind} {compiler_target.target_of(device) or device.name} {vector_lanes(device)} lanes; "
             f"{device.platform.version}; sources {forward_sources()[:12]}; "
-            f"numpy {np.__version__}; constriction {_version('constriction', constriction)}")
+            f"numpy {np.__version__}; constriction {_version('constriction', constriction)}{_pocl_code_settings()}")
+
+
+def _pocl_code_settings() -> str:
+    """The PoCL settings in the environment that can change the code its compiler makes
+    (``POCL_EXTRA_BUILD_FLAGS=-cl-fast-relaxed-math`` changes the probabilities' bits), as a part of
+    :func:`arithmetic`, or "" when none is set. Left out: those that change no computed value
+    (:data:`~netcl_lite.fingerprint.POCL_NOT_A_CHOICE`) and the worker counts, since the kernels give
+    the same bits on any number of cores."""
+    import os
+
+    from .core.device import WORKER_COUNT_VARS
+    from .fingerprint import POCL_NOT_A_CHOICE
+
+    given = sorted(f"{k}={v}" for k, v in os.environ.items()
+                   if k.startswith("POCL_") and k not in POCL_NOT_A_CHOICE and k not in WORKER_COUNT_VARS)
+    return f"; PoCL {' '.join(given)}" if given else ""
 
 
 def _version(name: str, module) -> str:
@@ -623,15 +639,49 @@ def kept_positions(model: DecoderLM) -> int:
     return max(1, min(KEEP, model.config.max_position_embeddings // 2))
 
 
+class _BarStream:
+    """Standard error as a progress bar writes to it: a write or flush that fails (a reader gone, a
+    terminal hung up: ``OSError``; a closed stream: ``ValueError``) silences the bar from then on
+    instead of ending the coding: the bar is a courtesy, the result is what was asked for."""
+
+    def __init__(self, stream):
+        self.stream, self.failed = stream, False
+
+    def write(self, text):
+        if not self.failed:
+            try:
+                return self.stream.write(text)
+            except (OSError, ValueError):
+                self.failed = True
+        return len(text)
+
+    def flush(self):
+        if not self.failed:
+            try:
+                self.stream.flush()
+            except (OSError, ValueError):
+                self.failed = True
+
+    def isatty(self):
+        try:
+            return not self.failed and self.stream.isatty()
+        except (OSError, ValueError, AttributeError):
+            return False
+
+    def __getattr__(self, name):                        # encoding and the like, as the stream has them
+        return getattr(self.stream, name)
+
+
 def _progress(total: int, enabled: bool | None, what: str):
     """A tqdm bar on standard error, disabled when not asked for or when standard error is closed
-    (``sys.stderr`` None: tqdm would write to None)."""
+    (``sys.stderr`` None: tqdm would write to None); one whose writes fail goes quiet (:class:`_BarStream`)."""
     import sys
 
     from tqdm.auto import tqdm
 
     shown = (enabled if enabled is not None else total >= 20_000) and sys.stderr is not None
-    return tqdm(total=total, unit="tok", desc=what, disable=not shown, leave=False)
+    return tqdm(total=total, unit="tok", desc=what, disable=not shown, leave=False,
+                file=_BarStream(sys.stderr) if shown else None)
 
 
 def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: bool = True, adapt: bool = False,
@@ -676,6 +726,7 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
 
     family = constriction.stream.model.Categorical(perfect=False)
     encoder = constriction.stream.queue.RangeEncoder()
+    weights = model_fingerprint(model)     # the weights coded with: checked again at the end
     predictor = make_predictor(model, tokenizer, lengths, keep, mix, primer_ids, adapt=AdaptConfig() if adapt else None)
     sizes = _piece_lengths(model, tokenizer)
     coded_bytes = 0
@@ -697,6 +748,10 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
     padding = np.zeros(max(0, _payload_words(ids.size) - words.size), np.uint32)
     payload = np.concatenate([words, padding]).astype("<u4").tobytes()
     parts = _parts(mode, model, tokenizer, primer_ids, AdaptConfig(), default=(mix or adapt) and given is None)
+    if parts["weights"] != hashlib.sha256(weights).digest():
+        raise ValueError("model: its weights changed while compress ran (another thread trained it or loaded "
+                         "weights into it), so no one set of weights could decode the result; compress again "
+                         "once they stay put, or give each thread a model of its own")
     blob = _header(mode, data, ids.size, parts, payload)
     stored = _stored(data)
     return blob if len(blob) < len(stored) else stored
@@ -1167,8 +1222,9 @@ error for inputs over 20,000 tokens when it is a terminal (never in a file or a 
 decompress follows it, so decompress refuses them (a usage error, exit status 2).
 Before any work, an empty temporary file is created in OUT's folder and removed: a folder
 that takes no new file (read-only, no permission, even for root) is named at once. A file-size
-limit (ulimit -f) under {MIN_FILE_SIZE_LIMIT:,} bytes is refused at once: OpenCL's compiler,
-which writes the kernels it builds, aborts the process when a write is cut short.
+limit (ulimit -f) under {MIN_FILE_SIZE_LIMIT:,} bytes, or a disk under PoCL's kernel cache
+(POCL_CACHE_DIR, else XDG_CACHE_HOME/pocl or ~/.cache/pocl) with less free, is refused at once:
+OpenCL's compiler, which writes the kernels it builds, aborts the process when a write is cut short.
 
 exit status:
   0    done: OUT holds the whole result
@@ -1305,6 +1361,8 @@ def _main(argv) -> int:
                         f"needs: OpenCL's compiler writes the kernels it builds (up to about 1 MiB each) and a write "
                         f"the limit cuts short aborts the process; raise it (ulimit -f "
                         f"{MIN_FILE_SIZE_LIMIT // 1024}) or lift it (ulimit -f unlimited)")
+    if (room := _kernel_cache_room()) is not None:
+        return fail(room)
     squeezing = args.command == "compress"
     source = "standard input" if args.input == "-" else shown_path(args.input)
     which = f"--model {shown_path(args.model)}" if args.model is not None else "the default model (Chapter 9's)"
@@ -1405,13 +1463,53 @@ def _main(argv) -> int:
             except ValueError as exc:
                 return fail(f"{source}: {exc}")
             except OSError as exc:                      # the primer's corpus, read once into the cache
-                return unwritable_cache(exc, "the primer's corpus:", "")
+                from .fingerprint import cache_root
+
+                where = exc.filename if isinstance(exc.filename, (str, bytes, os.PathLike)) else None
+                if where is not None and _inside(where, cache_root()):
+                    return unwritable_cache(exc, "the primer's corpus:", "")
+                return fail(f"{shown_path(where) + ': ' if where is not None else ''}{exc.strerror or exc} "
+                            f"(while coding {source})")
         return deliver(result)
     except (NoDeviceError, KernelBuildError) as exc:    # this machine's OpenCL, not IN nor the model
         return fail(f"OpenCL: {visible(' '.join(str(exc).split()))[:600]}")
     except KeyboardInterrupt:
         _say(f"{parser.prog}: interrupted")
         return 130
+
+
+def _kernel_cache_room() -> str | None:
+    """Why PoCL's kernel cache has too little room for the kernels OpenCL's compiler writes there
+    (under :data:`MIN_FILE_SIZE_LIMIT` bytes free on its disk: a write that fails there aborts the
+    process inside the compiler), as the command line says it, or None."""
+    import os
+
+    from .core.device import pocl_cache_folder
+    from .files import shown_path
+
+    folder, setting = pocl_cache_folder()
+    at = folder
+    while not os.path.isdir(at) and at.parent != at:     # the folder PoCL would make it in
+        at = at.parent
+    try:
+        st = os.statvfs(at)
+    except (OSError, AttributeError):                   # no statvfs (Windows), or not readable: PoCL says
+        return None
+    free = st.f_bavail * st.f_frsize
+    if free >= MIN_FILE_SIZE_LIMIT or st.f_blocks == 0:    # no blocks at all: /proc and its kin, no disk
+        return None
+    return (f"PoCL's kernel cache {shown_path(folder)} (placed by {setting}) has {free:,} bytes free on its disk, "
+            f"under the {MIN_FILE_SIZE_LIMIT:,} this needs: OpenCL's compiler writes the kernels it builds there and "
+            f"a write that fails aborts the process; free some space, or set POCL_CACHE_DIR to a folder on a disk "
+            f"with room")
+
+
+def _inside(path, folder) -> bool:
+    """Whether ``path`` is ``folder`` or under it (both made absolute, links not followed)."""
+    import os
+
+    path, folder = os.path.abspath(os.fsdecode(path)), os.path.abspath(os.fsdecode(folder))
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _environment_problem() -> str | None:

@@ -1,7 +1,7 @@
 """Issue 58, an independent hostile check, round 14a: reproducers of defects in the compressor and its
 command line beyond the cases of earlier rounds (tests/test_hostile*.py, tests/test_compression_hostile.py).
 
-Each test asserts the correct behaviour and is marked ``xfail(strict=True)`` until the defect is fixed.
+Each test asserts the correct behaviour; each failed on the code before its fix.
 """
 
 from __future__ import annotations
@@ -64,8 +64,6 @@ def _cli(args, cwd, env) -> subprocess.CompletedProcess:
 
 # -- the compressor: a model that changes while compress runs ---------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 14a: weights changed during compress (another thread training or "
-                                       "loading) give a blob that decodes with neither the old nor the new weights")
 def test_weights_that_change_while_compress_runs_never_give_a_blob_that_cannot_come_back(queue, tiny, monkeypatch):
     """Another thread loads new weights into the model (a training step, ``load_state_dict``) while
     ``compress`` codes with it. The blob's fingerprint is taken from the weights at the end, the
@@ -125,8 +123,6 @@ print(cz.arithmetic(model))
 """
 
 
-@pytest.mark.xfail(strict=True, reason="round 14a: POCL_EXTRA_BUILD_FLAGS=-cl-fast-relaxed-math changes the coded "
-                                       "probabilities but not arithmetic(), so the blob's fingerprint does not tell")
 def test_a_pocl_build_flag_that_changes_the_probabilities_changes_the_arithmetic():
     """The fingerprint's arithmetic part is to cover everything that decides the probabilities' bits
     besides the weights; netcl_lite.fingerprint says itself that POCL_EXTRA_BUILD_FLAGS changes the code.
@@ -165,8 +161,6 @@ class _BrokenStream(io.TextIOBase):
         raise self.error
 
 
-@pytest.mark.xfail(strict=True, reason="round 14a: compress(progress=True) with a standard error that cannot be "
-                                       "written raises BrokenPipeError from the bar and loses the result")
 def test_a_progress_bar_that_cannot_be_written_does_not_lose_the_result(tiny, monkeypatch):
     """The bar is a courtesy: a closed standard error (None) already leaves it out (round 4). One whose
     writes fail (its reader gone: BrokenPipeError) ends the whole call with that error instead of
@@ -187,8 +181,6 @@ def _tokens_over_bar_threshold() -> bytes:
     return symbols[np.random.default_rng(0).integers(0, 16, 24_000)].tobytes()
 
 
-@pytest.mark.xfail(strict=True, reason="round 14a: a terminal standard error that fails (EIO) makes the command "
-                                       "line blame 'the primer's corpus: cache folder', even with --model-only")
 def test_a_terminal_that_fails_under_the_bar_is_not_blamed_on_the_cache(model_dir, tmp_path, monkeypatch):
     """``compress big.txt out --model-only`` with standard error a terminal that has gone (writes fail
     with EIO; its hangup ignored). The command line catches every OSError from coding as the primer's
@@ -211,8 +203,6 @@ def test_a_terminal_that_fails_under_the_bar_is_not_blamed_on_the_cache(model_di
 
 # -- the command line: the OpenCL caches under XDG_CACHE_HOME ---------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 14a: a broken pyopencl cache under XDG_CACHE_HOME gives a traceback, "
-                                       "or blames NETCL_LITE_CACHE's folder and the primer (with --model-only)")
 @pytest.mark.parametrize("broken", ["a regular file", "a damaged cache"])
 def test_a_broken_opencl_cache_under_xdg_cache_home_is_named(model_dir, tmp_path, broken):
     """pyopencl keeps its kernel-invoker cache (an SQLite file) under XDG_CACHE_HOME. When that is a
@@ -243,8 +233,6 @@ def test_a_broken_opencl_cache_under_xdg_cache_home_is_named(model_dir, tmp_path
     assert not (tmp_path / "out.nclz").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="round 14a: with POCL_CACHE_DIR unset and XDG_CACHE_HOME a file, the message "
-                                       "says to install PoCL and names no setting")
 def test_an_xdg_cache_home_that_keeps_pocl_from_starting_is_named(model_dir, tmp_path):
     """PoCL puts its kernel cache under XDG_CACHE_HOME when POCL_CACHE_DIR is unset; where no folder
     can be made there, no device starts. Round 13 names the POCL_* settings in that message; this one,
@@ -275,8 +263,6 @@ def _steps(model, tok, primer, techniques, n: int = 6) -> np.ndarray:
     return np.concatenate(rows)
 
 
-@pytest.mark.xfail(strict=True, reason="round 14a: techniques given as an iterator is read twice: every technique "
-                                       "is silently dropped (the linear mix alone)")
 def test_techniques_given_as_an_iterator_are_the_techniques_named(tiny):
     """``make_predictor(..., techniques=iter(TECHNIQUES))``: ContextMixer checks the names with
     ``set(techniques)`` and then takes ``set(techniques)`` again, which an iterator has exhausted: the
@@ -292,8 +278,6 @@ def test_techniques_given_as_an_iterator_are_the_techniques_named(tiny):
     assert np.array_equal(listed, iterated), "an iterator of every technique coded as the linear mix alone"
 
 
-@pytest.mark.xfail(strict=True, reason="round 14a: make_predictor(techniques=5) raises TypeError "
-                                       "\"'int' object is not iterable\", naming no parameter")
 def test_techniques_that_are_not_a_collection_are_refused_naming_the_parameter(tiny):
     model, tok, primer = tiny
     with pytest.raises(TypeError, match="techniques"):
@@ -318,8 +302,6 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(folder)], capture_output=True)
 
 
-@pytest.mark.xfail(strict=True, reason="round 14a: PoCL's kernel cache on a full disk aborts the command line inside "
-                                       "the compiler (exit 134, 'LLVM ERROR ... No space left on device')")
 def test_a_kernel_cache_on_a_full_disk_is_named_not_an_abort(model_dir, tmp_path, small_disk):
     """The command line refuses a small file-size limit (ulimit -f) up front, since a write the limit cuts
     short aborts the process inside OpenCL's compiler. A full disk under PoCL's kernel cache
@@ -337,8 +319,6 @@ def test_a_kernel_cache_on_a_full_disk_is_named_not_an_abort(model_dir, tmp_path
 
 # -- the command line: a model file that is a symlink loop ------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 14a: a config.json or model.safetensors that is a symlink loop is called "
-                                       "missing ('no config.json', 'a symlink to the missing ...')")
 @pytest.mark.parametrize("name", ["config.json", "model.safetensors"])
 def test_a_model_file_that_is_a_symlink_loop_is_named_as_one(model_dir, tmp_path, name):
     """tokenizer.json as a link to itself is named for what it is ('unreadable (Too many levels of symbolic
