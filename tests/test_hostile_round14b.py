@@ -359,3 +359,47 @@ def test_many_unclosed_formula_spans_are_read_in_linear_time():
     start = time.process_time()
     assert mathml.render(page, "hostile.md") == page
     assert time.process_time() - start < 2.0, time.process_time() - start
+
+
+@pytest.mark.xfail(strict=True, reason="round 14b: >>> sessions' copy pattern backtracks in cubic time over "
+                                       "pycon blocks left without </code> in a page's raw HTML")
+def test_many_unclosed_pycon_blocks_are_read_in_linear_time():
+    """``copyable.render_content`` finds each ``>>>`` session with ``<div class="language-pycon highlight"``
+    ``(>.*?<code>)(.*?)(</code>)``: with no ``</code>`` after them (raw HTML the page passes through), each
+    opening tries every later ``<code>`` and reads on to the page's end from each: 400 of them, 18 KB,
+    take about 5 s here, 2,000 (90 KB) some ten minutes."""
+    from site_build import copyable
+
+    page = '<div class="language-pycon highlight"><code>&gt;&gt;&gt; x' * 400
+    start = time.process_time()
+    assert copyable.render_content(page) == page
+    assert time.process_time() - start < 1.0, time.process_time() - start
+
+
+@pytest.mark.xfail(strict=True, reason="round 14b: a figure's description is searched in quadratic time in its "
+                                       "SVG, which may hold 2 MiB")
+def test_a_figure_s_description_is_read_in_linear_time(tmp_path):
+    """The alt text is the SVG's ``<dc:description>(.*?)</dc:description>``; an SVG of openings never
+    closed (a figure script writes what it likes, up to FIGURE_LIMIT = 2 MiB) is read to its end from
+    each: 8,000 of them, 130 KB, take about 4 s here, and 2 MiB some twenty minutes, on every page
+    render that shows the figure."""
+    svg = tmp_path / "f.svg"
+    svg.write_text("<svg>" + "<dc:description>" * 8000 + "</svg>", encoding="utf-8")
+    start = time.process_time()
+    assert generated.figure_description(svg) is None
+    assert time.process_time() - start < 1.0, time.process_time() - start
+
+
+@pytest.mark.xfail(strict=True, reason="round 14b: a drill step's heading line is matched in quadratic time in its "
+                                       "blanks")
+def test_a_drill_step_s_heading_is_read_in_linear_time(tmp_path, monkeypatch):
+    """A step's first line must be a heading, ``#+ (\\w.*?)[ \\t]*`` read whole: a lazy ``.*?`` before
+    ``[ \\t]*`` tries the blanks again from each place, so a heading of 60,000 blanks and then a word
+    takes about 7 s here (a megabyte, half an hour) before the notebook is assembled."""
+    week = tmp_path / "week99"
+    week.mkdir()
+    (week / "drill_1_x.py").write_text("# Step 1" + " " * 60_000 + "x\nprint(1)\n", encoding="utf-8")
+    monkeypatch.setattr(generated, "install_cell", lambda: "print('install')\n")
+    start = time.process_time()
+    generated.drill_notebook(week)
+    assert time.process_time() - start < 1.0, time.process_time() - start
