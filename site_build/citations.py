@@ -43,14 +43,18 @@ KEY = r"[a-z][a-z-]*(?:19|20)\d\d[a-z0-9]*"
 #: ``[@key]``, ``[-@key, locator]``, ``[@a; @b]``: a bracketed citation of one or more works
 BRACKETED = re.compile(rf"\[(?P<items>-?@{KEY}[^\]\[;@]*(?:;\s*-?@{KEY}[^\]\[;@]*)*)\]")
 #: ``@key`` or ``@key [locator]``: a narrative citation (not an e-mail address, not a decorator in code)
-NARRATIVE = re.compile(rf"(?<![\w@./\\-])@(?P<key>{KEY})\b(?:\s\[(?P<locator>[^\]\[@]+)\])?")
+#: (a bracket that is a link's text, ``[text](url)`` or ``[text][ref]``, or a footnote's ``[^1]``, is no locator)
+NARRATIVE = re.compile(rf"(?<![\w@./\\-])@(?P<key>{KEY})\b(?:\s\[(?P<locator>[^\]\[@^][^\]\[@]*)\](?![(\[]))?")
 _ITEM = re.compile(rf"^\s*(?P<year_only>-)?@(?P<key>{KEY})\s*(?:,\s*(?P<locator>.*?))?\s*$", re.S)
 #: where something that is not prose may start inside a block of text: a run of backticks (inline
 #: code), ``\(`` or ``\[`` (math), an HTML comment, a raw HTML element whose text is code (``<code>``,
 #: ``<pre>``, ``<kbd>``, ``<samp>``, ``<script>``, ``<style>``, ``<textarea>``) or any other HTML tag (its
 #: name and attributes are not prose: a citation there would become a link inside an attribute)
 _NOT_PROSE_START = re.compile(r"(?P<ticks>`+)|\\(?P<math>[(\[])|(?P<comment><!--)"
+                              r"|(?P<dollars>\$\$)|(?<!\\)(?P<dollar>\$)(?!\s)|\\begin\{(?P<env>[a-z]+\*?)\}"
                               r"|<(?P<tag>code|pre|kbd|samp|script|style|textarea)\b|(?P<html></?[A-Za-z])", re.I)
+#: the ``$`` that ends ``$…$`` math as arithmatex reads it: the next one not escaped (its text holds no ``$``)
+_DOLLAR_CLOSE = re.compile(r"(?<!\\)\$")
 #: a whole HTML tag from its ``<``: a name, then anything but ``<`` and ``>`` outside quoted values
 _HTML_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:[^<>\"']|\"[^\"]*\"|'[^']*')*>")
 _MATH_CLOSE = {"(": "\\)", "[": "\\]"}
@@ -170,7 +174,15 @@ def _load(path: str, stamp: tuple[int, int]) -> dict[str, Work]:
             what = f"lacks {', '.join(missing)}" if missing else "has a key no page can cite"
             raise ValueError(f"{path}: the entry {key!r} {what}; an entry has a key authorYEARword "
                              f"(lower case), an author, a year and a title")
-        out[key] = _work(key, entry)
+        work = _work(key, entry)
+        if not re.fullmatch(r"\d{4}", work.year):
+            raise ValueError(f"{path}: the entry {key!r} has the year {work.year!r:.80}; a year is four digits "
+                             f"(every citation of the work shows it)")
+        if not [s for s in work.surnames if s != "others"] or not all(s.strip() for s in work.surnames):
+            raise ValueError(f"{path}: the entry {key!r} names no author (author = {{{entry.fields.get('author', '')}}}"
+                             f" or only 'others' or an empty name); give at least one author's name, "
+                             f"'Surname, First'")
+        out[key] = work
     return out
 
 
@@ -314,6 +326,17 @@ def _not_prose(text: str, start: int, end: int):
         elif m["comment"]:
             close = find("-->", "-->", m.end())
             stop = close + 3 if close is not None else None
+        elif m["dollars"]:                                # $$…$$: display math
+            close = find("$$", "$$", m.end())
+            stop = close + 2 if close is not None else None
+        elif m["dollar"]:                                 # $…$: math when its end is not after a space
+            close = _DOLLAR_CLOSE.search(text, m.end(), end)
+            if close is not None and not text[close.start() - 1].isspace() and close.start() > m.end() \
+                    and "\n\n" not in text[m.end():close.start()]:
+                stop = close.end()
+        elif m["env"]:                                    # \begin{env}…\end{env}: a display environment
+            close = find(("env", m["env"]), "\\end{" + m["env"] + "}", m.end())
+            stop = close + len(m["env"]) + 6 if close is not None else None
         elif m["tag"]:
             opened = find(">", ">", m.end())
             name = m["tag"].lower()
@@ -323,7 +346,7 @@ def _not_prose(text: str, start: int, end: int):
             tag = _HTML_TAG.match(text, m.start(), end)
             stop = tag.end() if tag else None
         if stop is None:
-            at = m.end() if m["ticks"] or m["math"] or m["comment"] else m.start() + 1
+            at = m.end() if m["ticks"] or m["math"] or m["comment"] or m["dollars"] or m["env"] else m.start() + 1
             continue
         yield m.start(), stop
         at = stop
@@ -398,10 +421,20 @@ def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, fi
                      f"{'image' if markdown[at - 1] == '!' else 'link'} (the page would show the citation's "
                      f"Markdown); put a space or a word between them")
 
-    for start, end in prose_spans(markdown):
+    spans = prose_spans(markdown)
+    no_link = _NoLinkElements(markdown, spans)
+    for start, end in spans:
         text = markdown[start:end]
+        if (odd := _COMPATIBILITY_AT.search(text)) is not None:
+            fail(start + odd.start(), f"{odd.group(0)!r} is typed with {'a full-width' if odd[1] == chr(0xFF20) else 'a small'} "
+                                      f"at sign, which reads as an @ but cites nothing; type '@'" + form)
         if "@" not in text:
             continue
+        for m in AT.finditer(text):
+            if (element := no_link.around(start + m.start())) is not None:
+                fail(start + m.start(), f"{text[m.start():m.start() + 40].split()[0]!r} stands inside raw HTML "
+                                        f"<{element}>, where a citation cannot become a link (a link there is "
+                                        f"dropped, nested in another or shown as text); cite outside the element")
         links = _Brackets(text)
         for m in BRACKETED.finditer(text):
             in_attribute(start + m.start(), m.group(0), "]")      # rendered "([...](...))"
@@ -431,6 +464,47 @@ def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, fi
                      or re.match(r"-?@[\w.:-]*", text[m.start():]).group(0))
             fail(start + m.start(), f"{shown!r} looks like a citation but is not one (no key authorYEARword "
                                     f"there, or it stands outside the syntax)" + form)
+
+
+#: an at sign a keyboard's input method may type for '@': U+FF20 FULLWIDTH, U+FE6B SMALL COMMERCIAL AT
+_COMPATIBILITY_AT = re.compile(r"(?<![\w.@/\\-])-?([\uff20\ufe6b])(?=[\w-])")
+#: a raw HTML element in whose text a citation cannot become a link: a link (nested links are not
+#: HTML), a form control's text, a page's title and the raw text of ``<xmp>``
+_NO_LINK_OPEN = re.compile(r"<(a|option|select|datalist|button|title|xmp|iframe|noscript)(?=[\s/>])", re.I)
+
+
+class _NoLinkElements:
+    """The spans of ``markdown`` inside raw HTML elements of :data:`_NO_LINK_OPEN`, from the end of
+    their start tag (one that stands in prose: right after a prose span of ``spans``) to their end
+    tag; an element never closed is not counted (HTML closes an ``<option>`` on its own, say). Each
+    end tag searched for and not found is remembered: linear in the page."""
+
+    def __init__(self, markdown: str, spans: list[tuple[int, int]]):
+        import bisect
+
+        self._bisect = bisect.bisect_right
+        ends = {end for _, end in spans}
+        missing: dict[str, int] = {}
+        self.starts, self.ends, self.names = [], [], []
+        if "<" not in markdown:
+            return
+        for m in _NO_LINK_OPEN.finditer(markdown):
+            name = m[1].lower()
+            if m.start() not in ends or (name in missing and missing[name] <= m.end()) \
+                    or (self.ends and m.start() < self.ends[-1]):
+                continue
+            close = _element_close(name).search(markdown, m.end())
+            if close is None:
+                missing[name] = m.end()
+                continue
+            self.starts.append(m.end())
+            self.ends.append(close.start())
+            self.names.append(name)
+
+    def around(self, at: int) -> str | None:
+        """The name of the element whose text holds position ``at``, or None."""
+        i = self._bisect(self.starts, at) - 1
+        return self.names[i] if i >= 0 and at < self.ends[i] else None
 
 
 #: a link reference definition's start (its target and title follow the colon) and an abbreviation's
@@ -630,6 +704,15 @@ def _close_of(html: str, name: str, start: int) -> int:
     return m.end() if m else -1
 
 
+def _code_span(text: str) -> str:
+    """``text`` as a Markdown code span, shown as written whatever backticks it holds: fenced by one
+    backtick more than its longest run, padded with a space where it starts or ends with one."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)
 
@@ -712,7 +795,7 @@ def bibliography(files, known: dict[str, Work] | None = None) -> str:
                  f"{_escape(work.venue)}{', ' + _escape(work.details) if work.details else ''}."]
         if work.note:
             parts.append(f"{_escape(work.note)}.")
-        parts += [f"`{i}`." for i in work.identifiers]
+        parts += [f"{_code_span(i)}." for i in work.identifiers]
         where = cited_on[work.key]
         if where:
             pages = ", ".join(f"[{_escape(_page_title(f))}]({posixpath.relpath(f.src_uri, posixpath.dirname(PAGE) or '.')})"

@@ -60,10 +60,10 @@ def test_a_year_that_is_not_a_year_is_refused_or_shown_as_written(tmp_path, monk
     and into the Bibliography's entry as it is, so markup there becomes the page's HTML (an image from
     another host on every page that cites the work). A year that is not a year should be refused
     naming the file, or shown as written."""
-    known = _bibliography(tmp_path, monkeypatch, "@article{smith2020x, author = {Smith, Ann}, title = {A title}, "
-                                                 "journal = {J}, year = {2020 <img src=\"//evil.example/y.png\">}, "
-                                                 "doi = {10.1234/x}}")
     try:
+        known = _bibliography(tmp_path, monkeypatch, "@article{smith2020x, author = {Smith, Ann}, title = {A title}, "
+                                                     "journal = {J}, year = {2020 <img src=\"//evil.example/y.png\">}, "
+                                                     "doi = {10.1234/x}}")
         pages = [render_page("As [@smith2020x] and @smith2020x show.\n"),
                  render_page(citations.bibliography(NO_FILES, known))]
     except ValueError as err:
