@@ -24,7 +24,10 @@ MARKER = "<!-- glossary -->"
 #: the pages whose first uses of each term get a tooltip
 TOOLTIP_PAGES = ("chapter-7.md", "chapter-8.md", "chapter-9.md", "week-22.md", "week-23.md")
 #: elements whose text is not running prose (a tooltip there would break code, math or a link)
-SKIP = frozenset({"a", "abbr", "code", "pre", "kbd", "samp", "math", "svg", "script", "style", "textarea",
+#: elements whose text is text, not tags, up to their own end tag (HTML's raw text elements)
+RAW_TEXT = frozenset({"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes"})
+SKIP = frozenset({"a", "abbr", "code", "pre", "kbd", "samp", "math", "svg", "script", "style", "textarea", "xmp",
+                  "iframe", "noembed", "noframes",
                   "button", "label", "summary", "figure", "figcaption", "h1", "h2", "h3", "h4", "h5", "h6",
                   "dt", "select", "option", "title", "nav"})
 _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
@@ -131,12 +134,20 @@ def glossary(page_uri: str = PAGE, entries: tuple[Term, ...] | None = None) -> s
 
 #: what Markdown (and arithmatex's ``$``) would read in a glossary's text: escaped, so that a term,
 #: its expansion and its definition show as written, as the tooltips show them
-_MARKUP = re.compile(r"([\\`*_\[\]{}$#!])")
+_MARKUP = re.compile(r"([\\`*_\[\]{}$#!@])")
+#: what starts a block at a line's start (a list item's marker): escaped too, so a term stays its own text
+_BLOCK_START = re.compile(r"^(\s*)([-+]|\d+(?=[.)]))")
 
 
 def _as_written(text: str) -> str:
-    """``text`` as Markdown that shows it as written: HTML's characters as entities, Markdown's escaped."""
-    return _MARKUP.sub(r"\\\1", html.escape(text, quote=False))
+    """``text`` as Markdown that shows it as written: HTML's characters as entities, Markdown's escaped
+    (an ``@`` too, which the citation stage would read as a citation's, and a list item's marker at
+    the start, which would make the line a list)."""
+    text = _MARKUP.sub(r"\\\1", html.escape(text, quote=False))
+    if m := _BLOCK_START.match(text):                  # '- x' -> '\\- x', '1. x' -> '1\\. x'
+        at = m.end() if m[2][0].isdigit() else m.end(1)   # before the '.' or ')' of a number, else the marker
+        text = text[:at] + "\\" + text[at:]
+    return text
 
 
 def _page_name(uri: str) -> str:
@@ -171,6 +182,7 @@ def _tokens(content: str):
     from .tags import Tags
 
     tags, pos = Tags(content), 0
+    raw_missing: dict[str, int] = {}                  # a raw text element's end tag not found from here
     # what ends a comment ('<!--'), and what ends a declaration, CDATA or a processing instruction
     # ('<!', '<?': HTML reads each as a comment to its '>'); once one is not found, none is after it
     closers = {"<!--": "-->", "<!": ">", "<?": ">"}
@@ -190,8 +202,19 @@ def _tokens(content: str):
         if end is None:
             pos = start + 1
             continue
-        yield start, end, head[1], head[2].lower(), "/" if content[end - 2] == "/" and end - 2 >= head.end() else ""
+        name = head[2].lower()
+        yield start, end, head[1], name, "/" if content[end - 2] == "/" and end - 2 >= head.end() else ""
         pos = end
+        if name in RAW_TEXT and not head[1]:           # its text holds no tags: on to its own end tag
+            if raw_missing.get(name, len(content) + 1) <= pos:
+                pos = len(content)
+                continue
+            close = re.compile(rf"</{name}(?=[\s/>])", re.I).search(content, pos)
+            if close is None:
+                raw_missing[name] = pos
+                pos = len(content)                     # never closed: the rest is its text, as a browser reads it
+            else:
+                pos = close.start()
 
 
 def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tuple[str, int]:
