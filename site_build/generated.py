@@ -477,19 +477,35 @@ def _cell(kind: str, text: str, cell_id: str) -> dict:
     return cell
 
 
+def site_address() -> str:
+    """``site_url`` of mkdocs.yml as MkDocs reads it: a YAML value (quoted or not), ending with a slash;
+    a ``ValueError`` naming mkdocs.yml when it is missing or not an http(s) address."""
+    import yaml
+
+    mkdocs_yml = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    line = re.search(r"^site_url:[ \t]*(.*)$", mkdocs_yml, re.M)
+    try:
+        value = yaml.safe_load(line[1]) if line else None
+    except yaml.YAMLError:
+        value = None
+    if not isinstance(value, str) or not re.match(r"https?://[^\s\"'\\]+$", value):
+        raise ValueError(f"{ROOT / 'mkdocs.yml'}: site_url is {value!r:.80}; the drill notebooks install the wheel "
+                         f"from the site's address: set site_url to it (https://...)")
+    return value if value.endswith("/") else value + "/"
+
+
 def install_cell() -> str:
     """The notebook's first code cell: install this site's wheel into the kernel's environment, unless
     that version is already there (as in a clone's venv, where the build runs the notebook)."""
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     version = pyproject_version(pyproject)
-    mkdocs_yml = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
-    site_url = re.search(r"^site_url:\s*(\S+)", mkdocs_yml, re.M).group(1)
+    wheel = json.dumps(f"{site_address()}netcl_lite-{version}-py3-none-any.whl")   # a Python string literal
     return f"""import subprocess
 import sys
 from importlib import metadata
 
 # This site's wheel; put the site's address here if it is served elsewhere.
-WHEEL = "{site_url}netcl_lite-{version}-py3-none-any.whl"
+WHEEL = {wheel}
 try:
     installed = metadata.version("netcl_lite")
 except metadata.PackageNotFoundError:
