@@ -157,11 +157,12 @@ def _referenced(reference: str) -> str:
 
 def code_key(code: str, shared: str | None = None) -> str:
     """The execution-cache key of ``code`` run as :mod:`site_build.runner` runs it (how it is run,
-    the code without its leading and trailing blank lines, which change nothing it does, and
-    ``shared``: the key context, :func:`site_build.store.context` when None)."""
+    the code without its trailing blank lines, which change nothing it does: leading ones move the
+    line numbers it may print, in a traceback say, so they are kept; and ``shared``: the key
+    context, :func:`site_build.store.context` when None)."""
     if not isinstance(code, str):
         raise TypeError(f"code must be str, got {type(code).__name__}")
-    return fingerprint.key(runner.HOW + "\n" + code.strip("\n") + "\n",
+    return fingerprint.key(runner.HOW + "\n" + code.rstrip("\n") + "\n",
                            shared=store.context() if shared is None else shared)
 
 
@@ -180,6 +181,9 @@ def run_stored(code: str, folder: str | Path, shared: str) -> subprocess.Complet
     :class:`subprocess.TimeoutExpired`."""
     if not isinstance(code, str):
         raise TypeError(f"code must be str, got {type(code).__name__}")
+    # a page's block is a snippet as the page includes it, after the blank line the include adds: run
+    # (and keyed) from its first line, as the snippet's own build output runs, so the two share a run
+    code = code.lstrip("\n")
     command = ["python", runner.SCRIPT_NAME]
     key = code_key(code, shared)
     stored = store.lookup("build_output", key)
