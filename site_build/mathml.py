@@ -159,6 +159,12 @@ def _line_of(source: str, page: str) -> str:
     return f":{text.count(chr(10), 0, at) + 1}" if at >= 0 else ""
 
 
+#: what numbers equations or refers to their numbers: an environment that numbers its lines unless
+#: starred, and \label, \ref, \eqref (numbers and references need one state across a page's formulas)
+_NUMBERED = re.compile(r"\\begin\s*\{(?:equation|align|alignat|gather|multline|flalign|eqnarray)\}"
+                       r"|\\(?:label|eqref|ref|nonumber|notag)(?![A-Za-z])")
+
+
 def _checked(latex: str, page_uri: str) -> str:
     """The formula ``latex`` (as the page's HTML holds it) as the converter is given it, once the
     bounds above hold; else ``ValueError`` naming the page and the line."""
@@ -173,6 +179,11 @@ def _checked(latex: str, page_uri: str) -> str:
     elif (depth := nesting(source)) > MATH_DEPTH_LIMIT:
         bound = (f"nests {depth:,} levels deep (groups, \\left … \\right, \\begin … \\end, commands applied to "
                  f"commands), over MATH_DEPTH_LIMIT = {MATH_DEPTH_LIMIT}")
+    elif numbered := _NUMBERED.search(source):
+        raise ValueError(f"{page}{_line_of(source, page_uri)}: the formula {_shown(source)} uses {numbered[0]!r}: "
+                         f"the converter is given each formula alone, so every numbered equation would show (1) and "
+                         f"a reference (??); use the starred environment (align*, equation*) and \\tag{{...}} "
+                         f"for a number you write, and refer to it in the text")
     elif (left_open := unclosed(source)) > MATH_UNCLOSED_LIMIT:
         raise ValueError(f"{page}{_line_of(source, page_uri)}: the formula {_shown(source)} leaves {left_open} "
                          f"opening delimiters unclosed, over MATH_UNCLOSED_LIMIT = {MATH_UNCLOSED_LIMIT}: the MathML "
@@ -300,6 +311,27 @@ def render(content: str, page_uri: str) -> str:
         wrap = '<div class="math-display">{}</div>' if display else "{}"
         content = pattern.sub(lambda m: wrap.format(next(mathml)), content)
     return content
+
+
+#: a formula in a table of contents entry's title: the heading's text, arithmatex's span stripped
+_TOC_INLINE = re.compile(r"\\\((.+?)\\\)", re.S)
+
+
+def render_toc(toc, page_uri: str) -> None:
+    """Give the formulas in the titles of ``toc`` (a page's table of contents, which the theme shows
+    beside the page) their MathML, as :func:`render` gives the headings themselves: else the reader
+    sees a heading's LaTeX there, ``The \\(O(n^2)\\) cost``."""
+    items, stack = [], list(toc or ())
+    while stack:
+        item = stack.pop()
+        items.append(item)
+        stack.extend(getattr(item, "children", ()))
+    found = [(item, m) for item in items if "\\(" in item.title for m in _TOC_INLINE.finditer(item.title)]
+    if not found:
+        return
+    mathml = iter(_converted([(_checked(m.group(1), page_uri), False) for _, m in found], page_uri))
+    for item in {id(item): item for item, _ in found}.values():
+        item.title = _TOC_INLINE.sub(lambda m: next(mathml), item.title)
 
 
 _CONVERTER = _Converter()

@@ -28,8 +28,8 @@ event                       stages, in this order
                             labels (:mod:`.copyable`); 3. citations as links, and the
                             Bibliography's and Glossary's entries (:mod:`.apparatus`)
 ``on_page_content``         1. figure alt texts, and every figure shown with its caption
-                            (:mod:`.generated`); 2. LaTeX to MathML
-                            (:mod:`.mathml`); 3. the ``output`` class (:mod:`.outputs`);
+                            (:mod:`.generated`); 2. LaTeX to MathML, in the
+                            page and its table of contents (:mod:`.mathml`); 3. the ``output`` class (:mod:`.outputs`);
                             4. ``no-copy`` and ``>>>`` copies (:mod:`.copyable`); 5. every
                             citation became a link (:mod:`.apparatus`); 6. tooltips on each
                             glossary term's first use (:mod:`.apparatus`); 7. no marker left
@@ -174,6 +174,7 @@ class SiteBuild(BasePlugin):
         source, first_line = (self.page.markdown, self.page.first_line) if self.page.name == name else ("", 1)
         generated.check_rendered_figures(html, name, source, first_line)
         html = mathml.render(html, page.file.src_uri)
+        mathml.render_toc(getattr(page, "toc", None), page.file.src_uri)   # the sidebar's titles of headings
         html = outputs.label(html)
         html = copyable.render_content(html)
         apparatus.check_content(html, page.file.src_uri, source, first_line)
