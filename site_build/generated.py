@@ -90,11 +90,13 @@ def drill_weeks() -> list[Path]:
 
 
 def figure_reads(script: Path) -> list[Path]:
-    """The files a figure script may draw from besides the library: every other file of its own
-    folder (a module or data beside it), and the benchmark reports and their results for the scripts
-    that name them (Chapter 8's). A script runs in a scratch working folder, so a path relative to
-    the working folder reaches none of the repository."""
-    beside = sorted(p for p in script.parent.iterdir() if p.is_file() and p != script and p.suffix != ".pyc")
+    """The files a figure script may draw from besides the library: every other file under its own
+    folder, at any depth (a module or data beside it, or in a subfolder such as ``data/``, which the
+    script reaches through ``__file__`` just as it reaches its neighbours), and the benchmark reports
+    and their results for the scripts that name them (Chapter 8's). A script runs in a scratch working
+    folder, so a path relative to the working folder reaches none of the repository. Compiled
+    ``.pyc`` files are left out: Python writes them, and they hold nothing their source does not."""
+    beside = sorted(p for p in script.parent.rglob("*") if p.is_file() and p != script and p.suffix != ".pyc")
     if "benchmarks" not in _script_text(script):
         return beside
     bench = ROOT / "benchmarks"

@@ -268,8 +268,6 @@ def test_the_drill_notebook_installs_the_wheel_at_the_site_s_address(tmp_path, m
 
 # -- the execution cache ------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 14b: a figure script's key leaves out files in subfolders of its "
-                                       "folder, which it reads beside itself")
 def test_a_figure_s_key_covers_the_files_under_its_folder(tmp_path):
     """A figure's key covers "every other file in its own folder", read by the script through
     ``__file__`` (Chapter 8's scripts reach benchmarks/ that way); a data file in a subfolder of
