@@ -51,7 +51,8 @@ FIGURES_TIMEOUT_S = 900
 FIGURE_LIMIT = 2 << 20
 #: the most output one code cell of a drill notebook may hold, in bytes of its JSON (the page shows it whole)
 NOTEBOOK_OUTPUT_LIMIT = 64 * 1024
-_DESCRIPTION = re.compile(r"<dc:description>(.*?)</dc:description>", re.S)
+#: the tags around the text a figure script gives as its SVG's description (:func:`figure_description`)
+_DESCRIPTION_TAGS = ("<dc:description>", "</dc:description>")
 #: an <img> start tag (attribute values in either quotes may hold '>') and each attribute in it
 #: (read by :class:`Tags`, which finds where one ends from many places in linear time)
 _IMG_TAG = re.compile(r"""<img(?=[\s/>])(?:"[^"]*"|'[^']*'|[^"'>])*>""", re.I)
@@ -204,9 +205,16 @@ def _figure_failure(script: Path, run: runner.Bounded) -> str:
 
 
 def figure_description(svg: Path) -> str | None:
-    """The text a figure script gave as its SVG description (its alt text), or None."""
-    m = _DESCRIPTION.search(svg.read_text(encoding="utf-8"))
-    return " ".join(html.unescape(m.group(1)).split()) if m else None
+    """The text a figure script gave as its SVG description (its alt text), or None: what lies between
+    the first ``<dc:description>`` and the first ``</dc:description>`` after it. Found with two
+    ``str.find`` calls, so an SVG of openings never closed is read once, not to its end again from each
+    opening (a figure may hold 2 MiB, and it is read on every render of a page that shows it): when
+    the first opening has no closing after it, no later one has."""
+    text = svg.read_text(encoding="utf-8")
+    opening, closing = _DESCRIPTION_TAGS
+    start = text.find(opening)
+    end = text.find(closing, start + len(opening)) if start >= 0 else -1
+    return " ".join(html.unescape(text[start + len(opening):end]).split()) if end >= 0 else None
 
 
 def _with_alt(tag: str, page: str) -> str:

@@ -346,8 +346,6 @@ def test_many_unclosed_pycon_blocks_are_read_in_linear_time():
     assert time.process_time() - start < 1.0, time.process_time() - start
 
 
-@pytest.mark.xfail(strict=True, reason="round 14b: a figure's description is searched in quadratic time in its "
-                                       "SVG, which may hold 2 MiB")
 def test_a_figure_s_description_is_read_in_linear_time(tmp_path):
     """The alt text is the SVG's ``<dc:description>(.*?)</dc:description>``; an SVG of openings never
     closed (a figure script writes what it likes, up to FIGURE_LIMIT = 2 MiB) is read to its end from
