@@ -581,9 +581,18 @@ def _plain_outputs(outputs: list) -> list:
 
 
 #: a drill step's first line: a ``#`` comment whose text, from a letter or digit on, is its heading
-_STEP_HEADING = re.compile(r"#+[ \t]+(?P<heading>\w.*?)[ \t]*")
+#: (its trailing blanks stripped by :func:`_step_heading`, not by the pattern: a lazy text followed by
+#: optional blanks tries the blanks again from each place, quadratic in a line of many blanks)
+_STEP_HEADING = re.compile(r"#+[ \t]+(?P<heading>\w.*)")
 #: ASCII punctuation, each of which a backslash makes literal in Markdown (CommonMark's escapes)
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def _step_heading(first: str) -> str | None:
+    """The heading a drill step's first line ``first`` gives (:data:`_STEP_HEADING`), without its
+    trailing spaces and tabs, or None when that line is no heading."""
+    m = _STEP_HEADING.fullmatch(first)
+    return m["heading"].rstrip(" \t") if m else None
 
 
 def as_markdown_text(text: str) -> str:
@@ -624,12 +633,12 @@ def drill_notebook(week_dir: Path) -> dict:
         except UnicodeDecodeError as err:
             raise ValueError(f"{_rel(step)} is not UTF-8 text (at byte {err.start})") from None
         first = code.split("\n", 1)[0]
-        m = _STEP_HEADING.fullmatch(first)
-        if m is None:
+        heading = _step_heading(first)
+        if heading is None:
             raise ValueError(f"{_rel(step)}: its first line, {first!r}, is no heading: a drill step starts "
                              f"with a comment that names it ('# Step {n} — what it shows'), its heading in the "
                              f"notebook (not a shebang, a coding line or a bare '#')")
-        heading = as_markdown_text(m["heading"])       # the comment's text as written, never markup
+        heading = as_markdown_text(heading)            # the comment's text as written, never markup
         cells += [_cell("markdown", f"## {heading}", f"step-{n}-heading"), _cell("code", code, f"step-{n}")]
     return {
         "cells": cells,

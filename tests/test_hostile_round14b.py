@@ -358,8 +358,6 @@ def test_a_figure_s_description_is_read_in_linear_time(tmp_path):
     assert time.process_time() - start < 1.0, time.process_time() - start
 
 
-@pytest.mark.xfail(strict=True, reason="round 14b: a drill step's heading line is matched in quadratic time in its "
-                                       "blanks")
 def test_a_drill_step_s_heading_is_read_in_linear_time(tmp_path, monkeypatch):
     """A step's first line must be a heading, ``#+ (\\w.*?)[ \\t]*`` read whole: a lazy ``.*?`` before
     ``[ \\t]*`` tries the blanks again from each place, so a heading of 60,000 blanks and then a word
