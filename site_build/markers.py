@@ -473,26 +473,55 @@ HIDING_OPENINGS = ("<!--", "<![CDATA[", "<?")
 _HIDING = re.compile("|".join(re.escape(o) for o in HIDING_OPENINGS))
 
 
-def _misplaced(marker: Marker, lines: list[str], blocks: list[tuple[int, int]]) -> str | None:
+class _Surroundings:
+    """What :func:`_misplaced` reads around each marker of one page, worked out once for the page: the
+    code blocks' first and last lines, and, for needs-extra notes, where each run of blank lines and
+    notes ends and which notes are repeated lower in their run. Read afresh for each marker, a run of
+    n notes took n^2/2 lines before any note was checked."""
+
+    def __init__(self, lines: list[str], blocks: list[tuple[int, int]]):
+        self.lines = lines
+        self.closing = {end: start for start, end in blocks}
+        self.opening = {start for start, _ in blocks}
+        self._notes: tuple[list[int], set[int]] | None = None
+
+    def notes(self) -> tuple[list[int], set[int]]:
+        """(for each line, the first line from it on, itself included, that is neither blank nor a
+        needs-extra note, ``len(lines)`` when none is; the notes whose extra another note lower in the
+        same run names). One pass from the page's end, on the first needs-extra marker found."""
+        if self._notes is None:
+            ends, repeated, end, named = [0] * len(self.lines), set(), len(self.lines), set()
+            for i in range(len(self.lines) - 1, -1, -1):
+                note = NEEDS_EXTRA.fullmatch(self.lines[i])
+                if note is None and self.lines[i].strip():
+                    end, named = i, set()
+                elif note is not None:
+                    if note["extra"] in named:
+                        repeated.add(i)
+                    named.add(note["extra"])
+                ends[i] = end
+            self._notes = ends, repeated
+        return self._notes
+
+
+def _misplaced(marker: Marker, around: _Surroundings) -> str | None:
     """Why ``marker`` stands where it does not belong, or None."""
-    closing = {end: start for start, end in blocks}
-    opening = {start for start, _ in blocks}
+    lines = around.lines
     if marker.kind == "build-output":
         path = marker.match["path"]
         above = next((j for j in range(marker.index - 1, -1, -1) if lines[j].strip()), None)
-        body = lines[closing[above] + 1:above] if above in closing else []
+        body = lines[around.closing[above] + 1:above] if above in around.closing else []
         if not any(inc.path == path for inc in includes(body)):
             return (f"a build output goes right under the block that includes its snippet "
                     f"({include(path)}), one marker per block")
     if marker.kind in APPARATUS_PAGES and marker.page != APPARATUS_PAGES[marker.kind]:
         return f"the {marker.kind} marker belongs on {APPARATUS_PAGES[marker.kind]} alone"
     if marker.kind == "needs-extra":
-        below = marker.index + 1
-        while below < len(lines) and (not lines[below].strip() or NEEDS_EXTRA.fullmatch(lines[below])):
-            if (other := NEEDS_EXTRA.fullmatch(lines[below])) and other["extra"] == marker.match["extra"]:
-                return "the same note twice above one block"
-            below += 1
-        if below not in opening or not re.match(r"[ \t]*`{3,}\s*(\{\s*\.)?(python|py)\b", lines[below]):
+        ends, repeated = around.notes()
+        if marker.index in repeated:                   # a note is its own line: its run goes on below it
+            return "the same note twice above one block"
+        below = ends[marker.index]
+        if below not in around.opening or not re.match(r"[ \t]*`{3,}\s*(\{\s*\.)?(python|py)\b", lines[below]):
             return "a needs-extra note goes right above the python block that needs the extra"
     return None
 
@@ -517,17 +546,20 @@ def find(markdown: str, page: str, first_line: int = 1) -> list[Marker]:
     fenced = {i for start, end in blocks for i in range(start, end + 1)}
     text = "\n".join("" if i in fenced else without_code_spans(line) for i, line in enumerate(lines))
     comments, pos = [], 0
+    index, line_start, counted = 0, 0, 0                # the line and its start, counted up to `counted`
     while (start := text.find("<!--", pos)) >= 0:
         end = text.find("-->", start + 4)
         pos = len(text) if end < 0 else end + 3
         kind = looks_like(text[start + 4:pos])
-        if kind is not None:
-            index = text.count("\n", 0, start)
-            comments.append((kind, index, start - (text.rfind("\n", 0, start) + 1)))
+        if kind is not None:                           # counted on from the last comment, not from the top
+            index += text.count("\n", counted, start)
+            line_start = max(line_start, text.rfind("\n", counted, start) + 1)
+            counted = start
+            comments.append((kind, index, start - line_start))
     # a comment that starts its line (up to 3 spaces in) is an HTML block to Markdown, never code
     code = indented_code(lines, {index: column for _, index, column in comments
                                  if not re.match(r" {0,3}<!--", lines[index])})
-    found = []
+    found, around = [], _Surroundings(lines, blocks)
     for kind, index, _ in comments:
         if index in code:                              # shown as code, as written
             continue
@@ -539,7 +571,7 @@ def find(markdown: str, page: str, first_line: int = 1) -> list[Marker]:
             raise MarkerError(f"{where}: {shown!r} looks like a {kind} marker but is not one; "
                               f"write {form}")
         marker = Marker(kind, page, first_line + index, index, m)
-        why = _misplaced(marker, lines, blocks)
+        why = _misplaced(marker, around)
         if why:
             raise MarkerError(f"{marker.where}: {why}")
         found.append(marker)

@@ -304,7 +304,6 @@ def test_a_build_output_whose_line_numbers_moved_runs_again(tmp_path, monkeypatc
 
 # -- scans that read the page again from each of many places ----------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 14b: many needs-extra markers in a row are checked in quadratic time")
 def test_many_needs_extra_markers_in_a_row_are_checked_in_linear_time():
     """Each needs-extra marker looks down the page, past blank lines and the other notes, for its python
     block: a run of n notes reads n^2/2 lines before any note's extra is checked (4,000 lines, about
