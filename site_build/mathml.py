@@ -49,8 +49,9 @@ MATH_UNCLOSED_LIMIT = 6
 #: the longest the converter may take on one formula (the site's take a few milliseconds each)
 MATH_SECONDS_LIMIT = 20
 _CONVERTER = None              # the _Converter, made below once the class is defined
-_INLINE = re.compile(r'<span class="arithmatex">\\\((.*?)\\\)</span>', re.S)
-_BLOCK = re.compile(r'<div class="arithmatex">\\\[(.*?)\\\]</div>', re.S)
+#: what pymdownx.arithmatex puts around an inline formula and a display formula (:func:`_formulas`)
+_INLINE = ('<span class="arithmatex">\\(', '\\)</span>')
+_BLOCK = ('<div class="arithmatex">\\[', '\\]</div>')
 #: a formula's tokens as nesting sees them: a control word, an escaped character, a group's brace,
 #: an optional argument's bracket, a script sign, white space, anything else
 _TOKEN = re.compile(r"\\[A-Za-z]+|\\.|[{}\[\]^_]|\s+|.", re.S)
@@ -302,14 +303,35 @@ def _reason(err: Exception) -> str:
     return shown_path(lines[0].removeprefix("Error: ") if lines else "rejected")
 
 
+def _formulas(content: str, delimiters: tuple[str, str]) -> list[tuple[int, int, str]]:
+    """Each formula ``content`` holds between ``delimiters`` (opening, closing), in order, as (where its
+    opening starts, where its closing ends, its LaTeX): from each opening to the first closing after it.
+    Found with ``str.find``: a page's raw HTML may hold openings that no closing follows, and a pattern
+    that read from each of them to the page's end took quadratic time; once an opening has no closing
+    after it, none later has, and the search stops."""
+    opening, closing = delimiters
+    found, pos = [], 0
+    while (start := content.find(opening, pos)) >= 0:
+        end = content.find(closing, start + len(opening))
+        if end < 0:
+            break
+        pos = end + len(closing)
+        found.append((start, pos, content[start + len(opening):end]))
+    return found
+
+
 def render(content: str, page_uri: str) -> str:
     """A page's HTML with its formulas as MathML. ``page_uri``: the page's path in ``docs/``; an error
     names the page as every build error does, ``docs/<page_uri>``, and its line."""
-    for pattern, display in ((_BLOCK, True), (_INLINE, False)):
-        found = list(pattern.finditer(content))
-        mathml = iter(_converted([(_checked(m.group(1), page_uri), display) for m in found], page_uri))
+    for delimiters, display in ((_BLOCK, True), (_INLINE, False)):
+        found = _formulas(content, delimiters)
+        mathml = _converted([(_checked(latex, page_uri), display) for _, _, latex in found], page_uri)
         wrap = '<div class="math-display">{}</div>' if display else "{}"
-        content = pattern.sub(lambda m: wrap.format(next(mathml)), content)
+        pieces, pos = [], 0
+        for (start, end, _), shown in zip(found, mathml):
+            pieces += [content[pos:start], wrap.format(shown)]
+            pos = end
+        content = "".join(pieces) + content[pos:]
     return content
 
 

@@ -316,8 +316,6 @@ def test_many_needs_extra_markers_in_a_row_are_checked_in_linear_time():
     assert time.process_time() - start < 2.0, time.process_time() - start
 
 
-@pytest.mark.xfail(strict=True, reason="round 14b: unclosed arithmatex spans in a page's raw HTML make the MathML "
-                                       "stage quadratic")
 def test_many_unclosed_formula_spans_are_read_in_linear_time():
     """The MathML stage finds formulas with ``<span class="arithmatex">\\((.*?)\\)</span>``: from each such
     opening never closed (raw HTML may hold them: an HTML block is passed through as written) the
