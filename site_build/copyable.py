@@ -32,7 +32,8 @@ from .paths import ROOT
 from .shipped_wheel import wheel_name
 
 _TITLE = re.compile(r'title="([^"]*)"')
-_PYCON = re.compile(r'(<div class="language-pycon highlight")(>.*?<code>)(.*?)(</code>)', re.S)
+#: the start of a ``>>>`` session's block, up to where its ``data-copy`` goes (:func:`_pycon_sessions`)
+_PYCON = '<div class="language-pycon highlight"'
 _TAG = re.compile(r"<[^>]+>")
 _NOT_A_PROGRAM = re.compile(r'<div class="((?:language-text|language-python doc-signature) highlight[^"]*)"')
 
@@ -217,12 +218,35 @@ def pycon_code(code_html: str) -> str:
     return "\n".join(keep).rstrip() + "\n"
 
 
+def _pycon_sessions(content: str) -> list[tuple[int, str]]:
+    """Each ``>>>`` session of a page's HTML, in order, as (where its ``data-copy`` goes: right after
+    :data:`_PYCON`, whose start tag must end there, its code's HTML: from the first ``<code>`` after
+    that to the first ``</code>`` after the ``<code>``). Found with ``str.find``, each session read from
+    where the last one ended: a pattern that tried every later ``<code>`` of a block left without
+    ``</code>`` (raw HTML the page passes through) read to the page's end from each, in cubic time.
+    Once an opening has no ``<code>``, or its ``<code>`` no ``</code>``, after it, none later has."""
+    found, pos = [], 0
+    while (start := content.find(_PYCON, pos)) >= 0:
+        after = start + len(_PYCON)
+        if not content.startswith(">", after):
+            pos = start + 1
+            continue
+        code = content.find("<code>", after + 1)
+        end = content.find("</code>", code + len("<code>")) if code >= 0 else -1
+        if end < 0:
+            break
+        found.append((after, content[code + len("<code>"):end]))
+        pos = end + len("</code>")
+    return found
+
+
 def render_content(content: str) -> str:
     """A page's HTML with ``no-copy`` on what is read, not run, and a ``data-copy`` on each ``>>>``
-    session."""
-    def copy_code(m: re.Match) -> str:
-        copied = html.escape(pycon_code(m.group(3)), quote=True)
-        return f'{m.group(1)} data-copy="{copied}"{m.group(2)}{m.group(3)}{m.group(4)}'
-
+    session (:func:`_pycon_sessions`)."""
     content = _NOT_A_PROGRAM.sub(lambda m: f'<div class="{m.group(1)} no-copy"', content)
-    return _PYCON.sub(copy_code, content)
+    pieces, pos = [], 0
+    for at, code_html in _pycon_sessions(content):
+        copied = html.escape(pycon_code(code_html), quote=True)
+        pieces += [content[pos:at], f' data-copy="{copied}"']
+        pos = at
+    return "".join(pieces) + content[pos:]

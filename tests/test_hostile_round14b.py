@@ -328,8 +328,6 @@ def test_many_unclosed_formula_spans_are_read_in_linear_time():
     assert time.process_time() - start < 2.0, time.process_time() - start
 
 
-@pytest.mark.xfail(strict=True, reason="round 14b: >>> sessions' copy pattern backtracks in cubic time over "
-                                       "pycon blocks left without </code> in a page's raw HTML")
 def test_many_unclosed_pycon_blocks_are_read_in_linear_time():
     """``copyable.render_content`` finds each ``>>>`` session with ``<div class="language-pycon highlight"``
     ``(>.*?<code>)(.*?)(</code>)``: with no ``</code>`` after them (raw HTML the page passes through), each
