@@ -17,6 +17,20 @@ SMALL = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_atte
              num_key_value_heads=1, max_position_embeddings=16)
 
 
+def tiny_model(queue):
+    """(model, tokenizer, primer ids): a small untrained model, a 300-token BPE trained on :data:`TEXT`,
+    and TEXT's ids."""
+    import numpy as np
+
+    from netcl_lite.nn import DecoderLM, LMConfig
+    from netcl_lite.text import BPETokenizer
+
+    tok = BPETokenizer()
+    tok.train_from_iterator([TEXT], 300, progress=False)
+    model = DecoderLM(LMConfig(vocab_size=300, **SMALL), queue=queue, seed=1)
+    return model, tok, np.asarray(tok.encode_ordinary(TEXT), np.int64)
+
+
 def write_model_folder(queue, folder: Path) -> Path:
     """``folder`` holding a small untrained model (config.json, model.safetensors) and a 300-token
     BPE (tokenizer.json) trained on :data:`TEXT`."""

@@ -20,7 +20,7 @@ from netcl_lite.context_mixing import TECHNIQUES
 from netcl_lite.nn import DecoderLM, LMConfig
 from netcl_lite.text import BPETokenizer
 
-from cli_model import SMALL, TEXT, write_model_folder
+from cli_model import SMALL, TEXT, tiny_model, write_model_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,10 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def tiny(queue):
     """(model, tokenizer, primer ids): a small untrained model, a 300-token BPE trained on TEXT and TEXT's ids."""
-    tok = BPETokenizer()
-    tok.train_from_iterator([TEXT], 300, progress=False)
-    model = DecoderLM(LMConfig(vocab_size=300, **SMALL), queue=queue, seed=1)
-    return model, tok, np.asarray(tok.encode_ordinary(TEXT), np.int64)
+    return tiny_model(queue)
 
 
 @pytest.fixture(scope="module")

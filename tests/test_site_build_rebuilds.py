@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import jinja2
 import pytest
@@ -146,6 +147,13 @@ def test_under_dirty_a_page_is_rendered_again_when_a_file_it_includes_changed(tm
         dirty_pages.digest(page, {})
 
 
+
+def _one_page(src: Path, dest: Path):
+    """MkDocs' files of a site of one page, ``page.md`` (``src``) built to ``dest``, as DirtyPages reads them."""
+    page = SimpleNamespace(src_uri="page.md", abs_src_path=str(src), abs_dest_path=str(dest))
+    return SimpleNamespace(documentation_pages=lambda: [page])
+
+
 def test_under_dirty_a_page_is_rendered_again_when_a_file_it_read_as_it_rendered_changed(tmp_path):
     """What a page's stages read as it renders is among its inputs, whether or not page_inputs names it;
     what they write is not."""
@@ -155,13 +163,7 @@ def test_under_dirty_a_page_is_rendered_again_when_a_file_it_read_as_it_rendered
     src.write_text("# A page\n")
     dest.parent.mkdir()
 
-    class Page:
-        src_uri, abs_src_path, abs_dest_path = "page.md", str(src), str(dest)
-
-    class Files:
-        @staticmethod
-        def documentation_pages():
-            return [Page]
+    Files = _one_page(src, dest)
 
     def build(watch: dirty_pages.DirtyPages) -> bool:
         watch.invalidate(Files)
@@ -264,13 +266,7 @@ def test_mkdocs_build_dirty_in_a_new_process_renders_again_a_page_whose_inputs_c
     dest = site / "page.html"
     site.mkdir()
 
-    class Page:
-        src_uri, abs_src_path, abs_dest_path = "page.md", str(src), str(dest)
-
-    class Files:
-        @staticmethod
-        def documentation_pages():
-            return [Page]
+    Files = _one_page(src, dest)
 
     def build(html: str = "<html>") -> bool:               # one `mkdocs build --dirty`: a new process
         watch = dirty_pages.DirtyPages(dirty=True)
