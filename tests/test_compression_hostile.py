@@ -15,6 +15,7 @@ import sys
 import threading
 import tracemalloc
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -585,18 +586,24 @@ def test_a_termination_signal_during_the_write_leaves_no_temporary_file(model_di
     file (the signal arrives inside the flush to disk, where the temporary file exists)."""
     src = tmp_path / "in.txt"
     src.write_bytes(TEXT.encode())
-    script = (f"import os, runpy, signal, sys, time\n"
-              f"def fsync(fd):\n"
-              f"    os.kill(os.getpid(), signal.{name})\n"
-              f"    time.sleep(30)\n"
-              f"os.fsync = fsync\n"
-              f"sys.argv = ['compression', 'compress', {str(src)!r}, {str(tmp_path / 'out.nclz')!r}, "
-              f"'--model', {str(model_dir)!r}]\n"
-              f"runpy.run_module('netcl_lite.compression', run_name='__main__', alter_sys=True)\n")
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, stdin=subprocess.DEVNULL,
-                          capture_output=True, timeout=120)
+    patch = (f"import time\n"
+             f"def fsync(fd):\n"
+             f"    os.kill(os.getpid(), signal.{name})\n"
+             f"    time.sleep(30)\n"
+             f"os.fsync = fsync\n")
+    done = _compress_patched(patch, src, tmp_path / "out.nclz", model_dir)
     assert done.returncode == 128 + getattr(signal, name), (done.returncode, done.stderr[-600:])
     assert _listing(tmp_path) == ["in.txt"]
+
+
+def _compress_patched(patch: str, src, out, model_dir) -> subprocess.CompletedProcess:
+    """``python -m netcl_lite.compression compress SRC OUT --model DIR`` in a new process, its ``os``
+    functions patched first by the code ``patch`` (os, signal and sys imported for it)."""
+    script = (f"import os, runpy, signal, sys\n{patch}"
+              f"sys.argv = ['compression', 'compress', {str(src)!r}, {str(out)!r}, '--model', {str(model_dir)!r}]\n"
+              f"runpy.run_module('netcl_lite.compression', run_name='__main__', alter_sys=True)\n")
+    return subprocess.run([sys.executable, "-c", script], cwd=Path(out).parent, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=120)
 
 
 def test_an_interrupted_write_leaves_neither_the_file_nor_a_temporary_one(tmp_path, monkeypatch):
@@ -950,8 +957,7 @@ def test_a_signal_right_after_the_exclusive_create_leaves_no_empty_file(model_di
     src = tmp_path / "in.txt"
     src.write_bytes(TEXT.encode())
     out = tmp_path / "out.nclz"
-    script = (f"import os, runpy, signal, sys\n"
-              f"def no_links(*a, **k):\n"
+    patch = (f"def no_links(*a, **k):\n"
               f"    raise PermissionError(1, 'Operation not permitted')\n"
               f"os.link = no_links\n"
               f"real_open = os.open\n"
@@ -961,11 +967,8 @@ def test_a_signal_right_after_the_exclusive_create_leaves_no_empty_file(model_di
               f"        os.kill(os.getpid(), signal.{name})\n"
               f"        signal.pthread_sigmask(signal.SIG_SETMASK, [])   # delivered now, acted on at once\n"
               f"    return fd\n"
-              f"os.open = signalled_open\n"
-              f"sys.argv = ['compression', 'compress', {str(src)!r}, {str(out)!r}, '--model', {str(model_dir)!r}]\n"
-              f"runpy.run_module('netcl_lite.compression', run_name='__main__', alter_sys=True)\n")
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, stdin=subprocess.DEVNULL,
-                          capture_output=True, timeout=120)
+              f"os.open = signalled_open\n")
+    done = _compress_patched(patch, src, out, model_dir)
     assert done.returncode == 128 + getattr(signal, name), (done.returncode, done.stderr[-600:])
     assert _listing(tmp_path) == ["in.txt"]
 
