@@ -1,0 +1,333 @@
+"""Round 15b of the hostile check of the build plugin (``site_build``): what a hostile author, a hostile
+bibliography, glossary, dirty-build record or configuration still gets past it after round 14b. Each
+test asserts the behaviour the README and issue 58 promise and is marked xfail until it is fixed.
+"""
+
+from __future__ import annotations
+
+import html as html_module
+import re
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from site_build import build_output, citations, generated, glossary
+from site_render import render_page
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "vaswani2017attention"
+NO_FILES = SimpleNamespace(documentation_pages=lambda: [])
+
+
+def _rendered_page(text: str):
+    """A MkDocs page made from ``text`` and rendered as ``mkdocs build`` renders it, with the plugin's
+    Markdown and content stages: its title, table of contents and HTML as the theme gets them."""
+    from mkdocs.config import load_config
+    from mkdocs.structure.files import File, Files
+    from mkdocs.structure.pages import Page
+
+    from site_build import measured
+    from site_build.plugin import BuildState, SiteBuild
+
+    config = load_config(str(ROOT / "mkdocs.yml"))
+    plugin = SiteBuild()
+    plugin.on_config(config)
+    plugin.state = BuildState(outputs=build_output.BuildOutputs(lambda: "hostile tests"),
+                              measured=measured.MeasuredSections())
+    config.plugins._current_plugin = None
+    file = File.generated(config, "hostile.md", content=text)
+    files = Files([file])
+    page = Page(None, file, config)
+    page.read_source(config)
+    page.markdown = plugin.on_page_markdown(page.markdown, page=page, config=config, files=files)
+    page.render(config, files)
+    page.content = plugin.on_page_content(page.content, page=page, config=config, files=files)
+    return page
+
+
+def _bibliography(tmp_path: Path, monkeypatch, entry: str) -> dict:
+    """The works of a references.bib that holds ``entry``, made the build's bibliography."""
+    source = tmp_path / "references.bib"
+    source.write_text(entry + "\n", encoding="utf-8")
+    known = citations.works(source)
+    monkeypatch.setattr(citations, "works", lambda path=None: known)
+    return known
+
+
+# -- citations: math that arithmatex reads after an escaped backslash ----------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 15b: math after an escaped backslash is read as prose, "
+                                       "the citation's link goes into the formula")
+@pytest.mark.parametrize("text", [f"A \\\\$x @{KEY} y$ b.\n", f"Text \\(a \\\\) @{KEY} b\\) end.\n"])
+def test_a_citation_in_math_that_follows_an_escaped_backslash_is_left_to_the_math(text):
+    """Arithmatex reads ``\\\\`` as an escaped backslash, so ``\\\\$x … y$`` is ``$…$`` math after a
+    backslash, and inside ``\\(a \\\\) … \\)`` the ``\\\\`` is a pair, not the formula's end. The citation
+    scan reads ``$`` after a backslash as escaped and ends ``\\(`` math at the first ``\\)``: the
+    citation there becomes its link's Markdown inside the formula, and the converter refuses it in an
+    error that names no line. The citation should be left to the math, or the build fail naming the
+    page and the line."""
+    try:
+        page = render_page(text)
+    except ValueError as err:
+        assert str(err).startswith("docs/hostile.md:1:"), err
+        return
+    assert "<math" in page and "bibliography.md#" not in page, page
+
+
+# -- citations: what is text, what is a link ----------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 15b: a raw <a> whose attribute holds '</a>' ends there, "
+                                       "a citation inside it makes a nested link")
+def test_a_citation_inside_a_raw_link_whose_attribute_holds_its_end_tag_fails_naming_the_line():
+    """A citation inside a raw HTML ``<a>`` fails naming the line (round 14b). The element's end is
+    searched from the end of ``<a``, inside its own attributes: ``title='</a>'`` ends it there, and
+    the citation after the start tag becomes a link nested in the link."""
+    with pytest.raises(ValueError, match=r"^docs/hostile\.md:2:"):
+        render_page(f"Text\nSee <a title='</a>' href=\"chapter-8.md\">as @{KEY} said</a> here.\n")
+
+
+@pytest.mark.xfail(strict=True, reason="round 15b: a narrative citation takes the next line's link "
+                                       "reference definition as its locator")
+def test_a_link_reference_definition_after_a_narrative_citation_stays_a_definition():
+    """``@key [locator]`` allows any blank between the key and the bracket, a newline too: a link reference
+    definition on the line under a citation (Python-Markdown reads one inside a paragraph) becomes
+    the citation's locator, the page shows ": chapter-8.md", and every link that used the reference
+    shows as its Markdown, "[the appendix][app]"."""
+    text = f"As shown by @{KEY}\n[app]: chapter-8.md\n\nSee [the appendix][app].\n"
+    try:
+        page = render_page(text)
+    except ValueError as err:
+        assert str(err).startswith("docs/hostile.md:"), err
+        return
+    assert '<a href="chapter-8.md">the appendix</a>' in page, page
+
+
+@pytest.mark.xfail(strict=True, reason="round 15b: a shortcut reference link after a narrative citation "
+                                       "is taken as its locator")
+def test_a_shortcut_reference_link_after_a_narrative_citation_stays_a_link():
+    """Round 14b kept ``[text](url)`` and ``[text][ref]`` after ``@key`` links; the shortcut form, ``[text]``
+    with ``[text]: url`` defined on the page, is still read as the locator: the link is gone and its
+    text shows inside the citation, "Vaswani et al. (2017, appendix)"."""
+    text = f"As shown by @{KEY} [appendix], attention works.\n\n[appendix]: chapter-8.md\n"
+    try:
+        page = render_page(text)
+    except ValueError as err:
+        assert str(err).startswith("docs/hostile.md:1:"), err
+        return
+    assert '<a href="chapter-8.md">appendix</a>' in page, page
+
+
+@pytest.mark.xfail(strict=True, reason="round 15b: citations in <plaintext>, <noembed>, <noframes> are "
+                                       "linked, their markup shown as text or hidden")
+@pytest.mark.parametrize("html", [f"<plaintext>as @{KEY} said", f"<noembed>as @{KEY} said</noembed>",
+                                  f"<noframes>as [@{KEY}]</noframes>"])
+def test_a_citation_inside_another_raw_text_element_fails_naming_the_line(html):
+    """Round 14b refused citations in ``<xmp>`` and ``<title>``, whose text is raw: the other raw text
+    elements still get the link, ``<plaintext>`` (its text, to the page's end, shows the link's tags
+    as text), ``<noembed>`` and ``<noframes>`` (raw text a browser does not show)."""
+    with pytest.raises(ValueError, match=r"^docs/hostile\.md:2:"):
+        render_page(f"Text\n{html} here.\n")
+
+
+@pytest.mark.xfail(strict=True, reason="round 15b: '\\\\@key' shows the key as typed, neither cited nor refused")
+def test_a_key_after_an_escaped_backslash_is_cited_or_refused():
+    """``\\@`` is the escape that shows an ``@`` and cites nothing; ``\\\\`` is an escaped backslash, so in
+    ``C:\\\\@key`` the key follows a backslash the page shows. The scan takes the ``@`` as escaped all
+    the same: the page shows "C:\\@vaswani2017attention", no link and no error, where anything that
+    looks like a citation and is not one fails naming the line."""
+    try:
+        page = render_page(f"A path C:\\\\@{KEY} here.\n")
+    except ValueError as err:
+        assert str(err).startswith("docs/hostile.md:1:"), err
+        return
+    assert "bibliography.md#" in page, page
+
+
+# -- the table of contents and the page's title ----------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 15b: a heading's code or escaped text '\\(x\\)' becomes a "
+                                       "formula in the table of contents")
+@pytest.mark.parametrize("heading", ["The `\\(x\\)` code", "The \\\\(x\\\\) text"])
+def test_a_heading_s_code_is_not_a_formula_in_the_table_of_contents(heading):
+    """The table of contents gets the heading's formulas as MathML by finding ``\\(…\\)`` in its title, the
+    heading's text with its tags stripped: a heading that shows ``\\(x\\)`` as code, or as text
+    (``\\\\(``), shows a formula in the table of contents."""
+    page = _rendered_page(f"# A page\n\n## {heading}\n\nText.\n")
+    assert "<math" not in page.content, page.content
+    titles = [item.title for top in page.toc for item in [top, *top.children]]
+    assert not any("<math" in title for title in titles), titles
+
+
+@pytest.mark.xfail(strict=True, reason="round 15b: the page's title keeps the H1's LaTeX")
+def test_a_formula_in_the_first_heading_is_not_raw_latex_in_the_page_title():
+    """The first heading gives the page its title (the browser's tab, the navigation, the header): the
+    heading and the table of contents get MathML, the title keeps the LaTeX, "The \\(O(n)\\) page"."""
+    page = _rendered_page("# The \\(O(n)\\) page\n\n## Sub\n\nText.\n")
+    assert "\\(" not in (page.title or ""), page.title
+
+
+@pytest.mark.xfail(strict=True, reason="round 15b: a formula in a heading's attribute list leaves the list "
+                                       "as the heading's text")
+def test_a_formula_in_a_heading_s_toc_label_is_rendered_or_refused():
+    """``## Heading { data-toc-label="Short \\(x\\)" }``: arithmatex turns the formula inside the braces
+    into its span before attr_list reads them, so the heading and the table of contents show the
+    attribute list as text, a formula inside it. It should label the entry, or fail naming the page."""
+    try:
+        page = _rendered_page("# A page\n\n## Heading { data-toc-label=\"Short \\(x\\)\" }\n\nText.\n")
+    except ValueError as err:
+        assert str(err).startswith("docs/hostile.md"), err
+        return
+    titles = [item.title for top in page.toc for item in [top, *top.children]]
+    assert "data-toc-label" not in page.content and not any("data-toc-label" in t for t in titles), titles
+
+
+# -- the Bibliography page ------------------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 15b: dollars in two fields of an entry make one formula on "
+                                       "the Bibliography page")
+def test_dollars_in_an_entry_are_not_math_on_the_bibliography_page(tmp_path, monkeypatch):
+    """Authors, titles, venues and notes are escaped as Markdown, but not ``$``: a title "Paying $5 for
+    attention" and a note "At 5$ each" make ``$5 … 5$`` arithmatex math, and the entry shows a formula
+    of its letters in place of its title, its venue and its note."""
+    known = _bibliography(tmp_path, monkeypatch, "@article{smith2020x, author = {Smith, Ann}, "
+                                                 "title = {Paying $5 for attention}, journal = {J}, year = {2020}, "
+                                                 "note = {At 5$ each}}")
+    page = render_page(citations.bibliography(NO_FILES, known))
+    assert "<math" not in page, page
+
+
+@pytest.mark.xfail(strict=True, reason="round 15b: a '<' in a title shows as '\\<' on the Bibliography page")
+def test_a_less_than_sign_in_a_title_shows_as_written(tmp_path, monkeypatch):
+    """The entry's text is escaped with a backslash before each of ``\\`*_[]<>#|``; Python-Markdown has
+    no escape for ``<``, so the page shows the backslash: "Why x \\< y matters"."""
+    known = _bibliography(tmp_path, monkeypatch, "@article{smith2020x, author = {Smith, Ann}, "
+                                                 "title = {Why x < y matters}, journal = {J}, year = {2020}}")
+    page = render_page(citations.bibliography(NO_FILES, known))
+    item = re.search(r"<li[^>]*>(.*?)</li>", page, re.S).group(1)
+    assert "Why x < y matters" in html_module.unescape(re.sub(r"<[^>]+>", "", item)), item
+
+
+# -- the glossary page ----------------------------------------------------------------------------------------
+
+def _glossary_page(entries) -> str:
+    return render_page(glossary.glossary(entries=tuple(entries)))
+
+
+@pytest.mark.xfail(strict=True, reason="round 15b: a term starting with ': ' or four blanks is a broken "
+                                       "definition list or a code block")
+@pytest.mark.parametrize("term", [": colon", "    code"])
+def test_a_term_that_reads_as_another_block_is_shown_as_written(term):
+    """Round 14b escaped a term's list marker; a term that starts with ``: `` is read as a definition of
+    nothing (the whole entry becomes a paragraph, "{ #term-colon }" shown), one that starts with four
+    blanks as an indented code block (the definition is left without its term)."""
+    page = _glossary_page([glossary.Term(term=term, definition="A definition.", forms=(term.strip(),))])
+    dt = re.search(r"<dt[^>]*>(.*?)</dt>", page, re.S)
+    assert dt is not None and html_module.unescape(dt.group(1)).strip() == term.strip(), page
+
+
+@pytest.mark.xfail(strict=True, reason="round 15b: a definition starting with '??? ', '/// ' or '=== ' "
+                                       "becomes a details, figure or tab block")
+@pytest.mark.parametrize("definition", ["??? note", "/// caption", '=== "Tab"'])
+def test_a_definition_that_reads_as_a_block_is_shown_as_written(definition):
+    """A definition shows as written (``_as_written``); one that starts like a pymdownx block, ``??? note``
+    (details), ``/// caption`` (blocks.caption) or ``=== "Tab"`` (tabbed), becomes an empty block of
+    that kind in the ``<dd>``, its text gone."""
+    page = _glossary_page([glossary.Term(term="attention", definition=definition, forms=("attention",))])
+    dd = re.search(r"<dd>(.*?)</dd>", page, re.S)
+    assert dd is not None and html_module.unescape(re.sub(r"<[^>]+>", "", dd.group(1))).strip() == definition, page
+
+
+# -- glossary tooltips ---------------------------------------------------------------------------------------
+
+TOKENIZER = (glossary.Term(term="tokenizer", definition="Splits text into tokens.", forms=("tokenizer",)),)
+
+
+@pytest.mark.xfail(strict=True, reason="round 15b: the tooltip goes on a use the browser does not show "
+                                       "(noscript, template, fallback content)")
+@pytest.mark.parametrize("hidden", ["<noscript>A tokenizer here.</noscript>",
+                                    "<template><p>A tokenizer here.</p></template>",
+                                    '<video src="v.mp4"><p>A tokenizer here.</p></video>'])
+def test_the_tooltip_goes_on_the_first_use_the_reader_sees(hidden):
+    """The first use of a term gets the tooltip, later ones stay plain. ``<noscript>`` (raw text when
+    scripts run, as the theme needs), ``<template>`` and a ``<video>``'s fallback are never shown: the
+    tooltip goes there, and the first use the reader sees has none."""
+    content, _ = glossary.mark_first_uses(f"{hidden}<p>The tokenizer.</p>", TOKENIZER)
+    assert content.endswith('<p>The <abbr class="glossary" title="Splits text into tokens.">tokenizer</abbr>.</p>'), content
+
+
+@pytest.mark.xfail(strict=True, reason="round 15b: a code or link element left open in a paragraph is "
+                                       "reopened by the browser, the tooltip lands inside it")
+@pytest.mark.parametrize("opened", ["<code>x", '<a href="x.html">link'])
+def test_an_element_a_browser_reopens_in_the_next_paragraph_gets_no_tooltip(opened):
+    """``_OpenElements`` takes ``</p>`` to end a ``<code>`` or ``<a>`` left open in it; a browser closes
+    it there but reopens it in the next paragraph (HTML's active formatting elements): the term there
+    is code or a link's text, and gets a tooltip inside it. (Markdown writes this for raw HTML such
+    as ``Text <code>x`` followed by a new paragraph.)"""
+    content, marked = glossary.mark_first_uses(f"<p>Text {opened}</p>\n<p>The tokenizer.</p>", TOKENIZER)
+    assert marked == 0, content
+
+
+@pytest.mark.xfail(strict=True, reason="round 15b: an SVG's <title> or <style> is read as raw text to the "
+                                       "page's end")
+@pytest.mark.parametrize("svg", ["<svg><title>A curve</svg>", "<svg><style>.a{}</svg>"])
+def test_an_svg_s_title_or_style_is_not_raw_text(svg):
+    """``<title>`` and ``<style>`` are raw text in HTML, but inside ``<svg>`` (foreign content) they are
+    ordinary elements that ``</svg>`` closes. Left unclosed there, the glossary reads the rest of the
+    page as their text, and no later term gets its tooltip."""
+    content, marked = glossary.mark_first_uses(f"<p>{svg} The tokenizer.</p>", TOKENIZER)
+    assert marked == 1, content
+
+
+@pytest.mark.xfail(strict=True, reason="round 15b: a tooltip inside <plaintext> shows its markup as text")
+def test_plaintext_gets_no_tooltip():
+    """``<plaintext>`` makes the rest of the page text (no tag ends it): a tooltip there shows as its
+    markup, ``<abbr class="glossary" …>``, as round 14b found for ``<xmp>``."""
+    content, marked = glossary.mark_first_uses("<p>Text</p><plaintext>The tokenizer.", TOKENIZER)
+    assert marked == 0 and "<abbr" not in content, content
+
+
+# -- mkdocs build --dirty: the record on disk ------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 15b: a deeply nested dirty-pages record stops the build with "
+                                       "a RecursionError")
+def test_a_deeply_nested_dirty_record_is_no_record(tmp_path, monkeypatch):
+    """A record that is missing or unreadable is no record: every page is rendered. A damaged one that
+    nests JSON arrays deep (``[`` repeated) raises ``RecursionError`` from ``json.loads``, which the
+    loader does not catch: the dirty build stops with a traceback naming no page."""
+    from site_build.dirty_pages import DirtyPages
+
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    site = tmp_path / "site"
+    site.mkdir()
+    record = DirtyPages.record_path(site)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text("[" * 200_000, encoding="utf-8")
+    pages = DirtyPages(dirty=True)
+    pages.invalidate(NO_FILES, site)
+    assert pages.digests == {}
+
+
+# -- the drill notebook's wheel address ------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 15b: with site_url given twice the notebook takes the first, "
+                                       "MkDocs the last")
+def test_the_drill_notebook_reads_the_site_url_mkdocs_reads(tmp_path, monkeypatch):
+    """``site_address`` reads the first ``site_url:`` line; MkDocs reads mkdocs.yml as YAML, where a key
+    given twice takes its last value: the site is served from one address and the notebook installs
+    the wheel from another. It should use MkDocs' value, or fail naming mkdocs.yml."""
+    from mkdocs.config import load_config
+
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\nsite_url: https://old.example/\n"
+                                         "site_url: https://example.org/book/\n", encoding="utf-8")
+    monkeypatch.setattr(generated, "ROOT", tmp_path)
+    served = load_config(str(tmp_path / "mkdocs.yml")).site_url
+    try:
+        address = generated.site_address()
+    except ValueError as err:
+        assert "mkdocs.yml" in str(err), err
+        return
+    assert address == served, (address, served)
