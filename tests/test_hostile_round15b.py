@@ -368,3 +368,38 @@ def test_an_apparatus_marker_given_twice_fails_naming_the_line(page, marker, mon
     monkeypatch.setattr(citations, "bibliography", lambda files, known=None: whole(NO_FILES, known))
     with pytest.raises(ValueError, match=rf"^docs/{re.escape(page)}:5:"):
         render_page(f"# Title\n\n{marker}\n\n{marker}\n", page=page)
+
+
+# -- figures: the caption ------------------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 15b: an empty '/// caption' block passes the caption check")
+@pytest.mark.parametrize("caption", ["/// caption\n///\n", "/// caption\n   \n///\n"])
+def test_a_figure_with_an_empty_caption_fails_naming_the_line(tmp_path, monkeypatch, caption):
+    """A figure needs a caption under it, "what to see in it" (``CAPTION_RULE``); a ``/// caption`` block
+    with nothing in it passes, and the page shows the figure over an empty ``<figcaption>``."""
+    from site_render import figure_root
+
+    figure_root(tmp_path, monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"^docs/hostile\.md:[345]:"):
+        render_page(f"# T\n\n![A curve](figures/hostile/f.svg)\n{caption}\nText.\n")
+
+
+@pytest.mark.xfail(strict=True, reason="round 15b: a '/// caption' never closed takes the rest of the page "
+                                       "into the figcaption")
+def test_a_caption_never_closed_fails_naming_the_line(tmp_path, monkeypatch):
+    """A ``/// caption`` block ends at its ``///``; left open, pymdownx.blocks runs it to the page's end:
+    every later heading, paragraph and figure of the page is inside the ``<figcaption>`` (the table of
+    contents links into a caption). It should fail naming the page and the caption's line."""
+    from site_render import figure_root
+
+    figure_root(tmp_path, monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    try:
+        page = render_page("# T\n\n![A curve](figures/hostile/f.svg)\n/// caption\nThe curve.\n\n"
+                           "## Next\n\nMore text.\n")
+    except ValueError as err:
+        assert str(err).startswith("docs/hostile.md:"), err
+        return
+    caption = re.search(r"<figcaption>(.*?)</figcaption>", page, re.S).group(1)
+    assert "<h2" not in caption and "More text" not in caption, caption
