@@ -449,3 +449,22 @@ def test_a_citation_inside_a_code_span_that_starts_in_a_skipped_span_shows_no_li
         assert str(err).startswith("docs/hostile.md:1:"), err
         return
     assert "](bibliography.md" not in page, page
+
+
+# -- mathml: the line an error names -------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 15b: a formula's error names the first line holding its text, "
+                                       "code or a comment above it")
+@pytest.mark.parametrize("above", ["The code `\\frac{` here.", "<!-- \\frac{ -->"])
+def test_a_formula_s_error_names_the_formula_s_line(tmp_path, monkeypatch, above):
+    """The MathML stage names the line of a formula it cannot convert by finding the formula's text in
+    the page's file (``_line_of``): the first place it appears, inline code or an HTML comment above
+    the formula included. The error points the author at line 3, where nothing is wrong; the formula
+    stands on line 5."""
+    from site_build import mathml
+
+    text = f"# T\n\n{above}\n\nBad \\(\\frac{{\\) formula.\n"
+    (tmp_path / "hostile.md").write_text(text, encoding="utf-8")
+    monkeypatch.setattr(mathml, "DOCS", tmp_path)
+    with pytest.raises(ValueError, match=r"^docs/hostile\.md:5:"):
+        render_page(text)
