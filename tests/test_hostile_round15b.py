@@ -507,3 +507,30 @@ def test_a_build_output_that_reads_its_own_file_runs_again_when_the_file_changes
     snippet.write_bytes(changed.encode())
     shown = build_output.BuildOutputs(lambda: "shared").cached_output(str(snippet))
     assert shown.strip() == f"{len(changed)} bytes", shown
+
+
+@pytest.mark.xfail(strict=True, reason="round 15b: a figure whose helper module (not its script) reads "
+                                       "benchmarks/ is keyed without the benchmark results")
+def test_a_figure_s_key_covers_the_benchmarks_its_helper_reads(tmp_path, monkeypatch):
+    """A figure's key covers the benchmark reports and results "for the scripts that name them": it
+    looks for the word ``benchmarks`` in the script's own text. A script that draws from a helper
+    module beside it (covered), the helper reading ``benchmarks/results/``, is keyed without the
+    results: after a new benchmark run the store serves the old figure."""
+    root = tmp_path
+    (root / "benchmarks" / "results").mkdir(parents=True)
+    results = root / "benchmarks" / "results" / "kernels.json"
+    results.write_text('{"gflops": 1}\n', encoding="utf-8")
+    folder = root / "snippets" / "chapter99"
+    folder.mkdir(parents=True)
+    (folder / "helper.py").write_text(
+        "import json, pathlib\n"
+        "ROOT = pathlib.Path(__file__).resolve().parents[2]\n"
+        "def measured():\n    return json.loads((ROOT / 'benchmarks' / 'results' / 'kernels.json').read_text())\n",
+        encoding="utf-8")
+    script = folder / "figure_speed.py"
+    script.write_text("import sys\nfrom helper import measured\n"
+                      "open(sys.argv[1], 'w').write(f'<svg><desc>{measured()}</desc></svg>')\n", encoding="utf-8")
+    monkeypatch.setattr(generated, "ROOT", root)
+    before = generated.figure_key(script, "shared")
+    results.write_text('{"gflops": 2}\n', encoding="utf-8")
+    assert generated.figure_key(script, "shared") != before
