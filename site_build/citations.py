@@ -44,20 +44,22 @@ KEY = r"[a-z][a-z-]*(?:19|20)\d\d[a-z0-9]*"
 BRACKETED = re.compile(rf"\[(?P<items>-?@{KEY}[^\]\[;@]*(?:;\s*-?@{KEY}[^\]\[;@]*)*)\]")
 #: ``@key`` or ``@key [locator]``: a narrative citation (not an e-mail address, not a decorator in code)
 #: (a bracket that is a link's text, ``[text](url)`` or ``[text][ref]``, or a footnote's ``[^1]``, is no locator)
-NARRATIVE = re.compile(rf"(?<![\w@./\\-])@(?P<key>{KEY})\b(?:\s\[(?P<locator>[^\]\[@^][^\]\[@]*)\](?![(\[]))?")
+NARRATIVE = re.compile(rf"(?<![\w@./\\-])@(?P<key>{KEY})\b(?:[ \t]\[(?P<locator>[^\]\[@^][^\]\[@]*)\](?![(\[]))?")
 _ITEM = re.compile(rf"^\s*(?P<year_only>-)?@(?P<key>{KEY})\s*(?:,\s*(?P<locator>.*?))?\s*$", re.S)
 #: where something that is not prose may start inside a block of text: a run of backticks (inline
 #: code), ``\(`` or ``\[`` (math), an HTML comment, a raw HTML element whose text is code (``<code>``,
 #: ``<pre>``, ``<kbd>``, ``<samp>``, ``<script>``, ``<style>``, ``<textarea>``) or any other HTML tag (its
 #: name and attributes are not prose: a citation there would become a link inside an attribute)
-_NOT_PROSE_START = re.compile(r"(?P<ticks>`+)|\\(?P<math>[(\[])|(?P<comment><!--)"
-                              r"|(?P<dollars>\$\$)|(?<!\\)(?P<dollar>\$)(?!\s)|\\begin\{(?P<env>[a-z]+\*?)\}"
+_NOT_PROSE_START = re.compile(r"(?P<escape>\\[\\$`])|(?P<ticks>`+)|\\(?P<math>[(\[])|(?P<comment><!--)"
+                              r"|(?P<dollars>\$\$)|(?P<dollar>\$)(?!\s)|(?m:^)[ \t]*(?-i:\\begin\{(?P<env>[a-z]+\*?)\})"
                               r"|<(?P<tag>code|pre|kbd|samp|script|style|textarea)\b|(?P<html></?[A-Za-z])", re.I)
-#: the ``$`` that ends ``$…$`` math as arithmatex reads it: the next one not escaped (its text holds no ``$``)
-_DOLLAR_CLOSE = re.compile(r"(?<!\\)\$")
+#: ``$…$`` math's text and its end as arithmatex reads it, from after the opening ``$``: characters but
+#: a backslash or ``$``, or a backslash and the character it escapes, up to the next ``$``
+_DOLLAR_CLOSE = re.compile(r"(?:[^\\$]|\\.)*\$", re.S)
+#: ``\(…\)`` and ``\[…\]`` math's text and end likewise: an escaped pair (``\\)``) does not end it
+_MATH_END = {"(": re.compile(r"(?:[^\\]|\\[^)])*\\\)", re.S), "[": re.compile(r"(?:[^\\]|\\[^\]])*\\\]", re.S)}
 #: a whole HTML tag from its ``<``: a name, then anything but ``<`` and ``>`` outside quoted values
 _HTML_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:[^<>\"']|\"[^\"]*\"|'[^']*')*>")
-_MATH_CLOSE = {"(": "\\)", "[": "\\]"}
 #: the opening line of a fenced code block (a backtick fence's info holds no backtick)
 _FENCE_OPEN = re.compile(r"^(?P<ws>[ \t>]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 #: a list item's marker with nothing after it: a number there is what makes the line an item
@@ -66,7 +68,7 @@ _BARE_ITEM = re.compile(r"(?:[-*+]|\d+[.)])[ \t]*")
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 #: what looks like the start of a citation: an ``@`` (or ``-@``) that begins a word
 AT = re.compile(r"(?<![\w.@/\\-])-?@(?=[\w-])")
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]>#|])")
 
 
 @dataclass(frozen=True)
@@ -296,7 +298,7 @@ def _code_blocks(markdown: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _not_prose(text: str, start: int, end: int):
+def _not_prose(text: str, start: int, end: int, math: bool = True, tags: bool = True):
     """The (start, end) spans of ``text[start:end]`` that are not prose (:data:`_NOT_PROSE_START`), in
     order, in one pass: a closer searched for and not found is remembered, so an opener never closed
     (a lone ``<!--``, backtick run or ``\\(``) costs one search however often it repeats. A run of
@@ -320,9 +322,16 @@ def _not_prose(text: str, start: int, end: int):
             n = len(m["ticks"])
             close = find(("`", n), _tick_run(n), m.end() + 1)
             stop = close.end() if close is not None else None
-        elif m["math"]:
-            close = find(m["math"], _MATH_CLOSE[m["math"]], m.end())
-            stop = close + 2 if close is not None else None
+        elif m["escape"] or not math and (m["math"] or m["dollars"] or m["dollar"] or m["env"]) \
+                or not tags and m["html"]:
+            at = m.end()                                  # an escaped backslash, dollar or backtick: text
+            continue
+        elif m["math"]:                                   # read as arithmatex reads it, escapes paired
+            if missing.get(("math", m["math"]), end + 1) > m.end():
+                close = _MATH_END[m["math"]].match(text, m.end(), end)
+                if close is None:
+                    missing[("math", m["math"])] = m.end()
+                stop = close.end() if close is not None else None
         elif m["comment"]:
             close = find("-->", "-->", m.end())
             stop = close + 3 if close is not None else None
@@ -330,9 +339,9 @@ def _not_prose(text: str, start: int, end: int):
             close = find("$$", "$$", m.end())
             stop = close + 2 if close is not None else None
         elif m["dollar"]:                                 # $…$: math when its end is not after a space
-            close = _DOLLAR_CLOSE.search(text, m.end(), end)
-            if close is not None and not text[close.start() - 1].isspace() and close.start() > m.end() \
-                    and "\n\n" not in text[m.end():close.start()]:
+            close = _DOLLAR_CLOSE.match(text, m.end(), end)
+            if close is not None and not text[close.end() - 2].isspace() and close.end() - 1 > m.end() \
+                    and "\n\n" not in text[m.end():close.end()]:
                 stop = close.end()
         elif m["env"]:                                    # \begin{env}…\end{env}: a display environment
             close = find(("env", m["env"]), "\\end{" + m["env"] + "}", m.end())
@@ -362,12 +371,13 @@ def _element_close(name: str) -> re.Pattern:
     return re.compile(rf"</{name}\s*>", re.I)
 
 
-def prose_spans(markdown: str) -> list[tuple[int, int]]:
+def prose_spans(markdown: str, math: bool = True, tags: bool = True) -> list[tuple[int, int]]:
     """The (start, end) spans of ``markdown`` that are prose: outside code (fenced and indented blocks,
-    inline code, raw HTML ``<code>``, ``<pre>`` and the like), math, HTML comments and HTML tags."""
+    inline code, raw HTML ``<code>``, ``<pre>`` and the like), math, HTML comments and HTML tags
+    (``math``/``tags`` False: math or tags count as prose, for naming the line a rendered key stands on)."""
     spans, at = [], 0
     for block_start, block_end in [*_code_blocks(markdown), (len(markdown), len(markdown))]:
-        for not_start, not_end in _not_prose(markdown, at, block_start):
+        for not_start, not_end in _not_prose(markdown, at, block_start, math, tags):
             spans.append((at, not_start))
             at = not_end
         spans.append((at, block_start))
@@ -430,6 +440,10 @@ def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, fi
                                       f"at sign, which reads as an @ but cites nothing; type '@'" + form)
         if "@" not in text:
             continue
+        if (pair := _ESCAPED_BACKSLASH_AT.search(text)) is not None:
+            fail(start + pair.start(), f"{text[pair.start():pair.end() + 30].split()[0]!r}: an escaped backslash ('\\\\') "
+                                       f"before an @ leaves the @ unescaped, so it is neither a citation nor an @ shown "
+                                       f"as typed; write '\\@' for an @, or a space before a citation" + form)
         for m in AT.finditer(text):
             if (element := no_link.around(start + m.start())) is not None:
                 fail(start + m.start(), f"{text[m.start():m.start() + 40].split()[0]!r} stands inside raw HTML "
@@ -466,11 +480,24 @@ def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, fi
                                     f"there, or it stands outside the syntax)" + form)
 
 
+#: ``\\@key``: escaped backslashes (an even run) right before an ``@`` that begins a word
+_ESCAPED_BACKSLASH_AT = re.compile(r"(?<!\\)(?:\\\\)+-?@(?=[\w-])")
+#: a link reference definition's label, at a line's start (``[label]: url``), to tell a shortcut reference link
+_DEFINED_LABEL = re.compile(r"^ {0,3}\[(?!\^)((?:[^\]\\\n]|\\.)+)\]:", re.M)
+
+
+def _labels(markdown: str) -> set[str]:
+    """The labels of the page's link reference definitions, as Markdown matches them (case and runs of
+    white space ignored): ``@key [label]`` is then a citation followed by a shortcut reference link."""
+    return {" ".join(m[1].split()).casefold() for m in _DEFINED_LABEL.finditer(markdown)}
+
+
 #: an at sign a keyboard's input method may type for '@': U+FF20 FULLWIDTH, U+FE6B SMALL COMMERCIAL AT
 _COMPATIBILITY_AT = re.compile(r"(?<![\w.@/\\-])-?([\uff20\ufe6b])(?=[\w-])")
 #: a raw HTML element in whose text a citation cannot become a link: a link (nested links are not
 #: HTML), a form control's text, a page's title and the raw text of ``<xmp>``
-_NO_LINK_OPEN = re.compile(r"<(a|option|select|datalist|button|title|xmp|iframe|noscript)(?=[\s/>])", re.I)
+_NO_LINK_OPEN = re.compile(r"<(a|option|select|datalist|button|title|xmp|iframe|noscript|noembed|noframes|plaintext)"
+                           r"(?=[\s/>])", re.I)
 
 
 class _NoLinkElements:
@@ -493,11 +520,18 @@ class _NoLinkElements:
             if m.start() not in ends or (name in missing and missing[name] <= m.end()) \
                     or (self.ends and m.start() < self.ends[-1]):
                 continue
-            close = _element_close(name).search(markdown, m.end())
+            tag = _HTML_TAG.match(markdown, m.start())  # its end tag is looked for after its attributes
+            opened = tag.end() if tag else m.end()
+            if name == "plaintext":                     # never ends: the rest of the page is its text
+                self.starts.append(opened)
+                self.ends.append(len(markdown))
+                self.names.append(name)
+                break
+            close = _element_close(name).search(markdown, opened)
             if close is None:
                 missing[name] = m.end()
                 continue
-            self.starts.append(m.end())
+            self.starts.append(opened)
             self.ends.append(close.start())
             self.names.append(name)
 
@@ -672,7 +706,18 @@ def check_rendered(html: str, page_uri: str, source: str, first_line: int = 1) -
     text. The page's checks before rendering name most such places; this one, on what the reader
     gets, misses none. Linear in the page."""
     def fail(key: str, why: str) -> None:
-        at = next((m.start() for m in re.finditer(rf"@{re.escape(key)}\b", source)), -1)
+        # the line of the first use of the key where a citation can stand: not in code or a comment
+        import bisect
+
+        spans = prose_spans(source, math=False, tags=False)
+        starts = [s for s, _ in spans]
+
+        def in_text(at: int) -> bool:
+            i = bisect.bisect_right(starts, at) - 1
+            return i >= 0 and at < spans[i][1]
+
+        found = [m.start() for m in re.finditer(rf"@{re.escape(key)}\b", source)]
+        at = next((a for a in found if in_text(a)), found[0] if found else -1)
         line = f":{first_line + source.count(chr(10), 0, at)}" if at >= 0 else ""
         raise ValueError(f"docs/{page_uri}{line}: the citation of @{key} {why}; cite it in plain text, "
                          f"with a space before it and outside links, attributes and raw HTML")
@@ -714,6 +759,10 @@ def _code_span(text: str) -> str:
 
 
 def _escape(text: str) -> str:
+    """``text`` as Markdown that shows it as written: Markdown's characters escaped, ``<`` as a character
+    reference (Python-Markdown has no escape for ``<``: ``\\<`` would show its backslash),
+    and ``$`` as one, so that dollars in two fields never make arithmatex math of what is between."""
+    text = text.replace("<", "&lt;").replace("$", "&#36;")
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
@@ -747,9 +796,14 @@ def render(markdown: str, page_uri: str, known: dict[str, Work] | None = None, f
             cites.append(_link(text, work, target))
         return "(" + "; ".join(cites) + ")"
 
+    labels = _labels(markdown) if "]:" in markdown else set()
+
     def narrative(m: re.Match) -> str:
         work = find(m["key"])
-        inner = work.year + (f", {m['locator']}" if m["locator"] else "")
+        locator = m["locator"]
+        if locator and " ".join(locator.split()).casefold() in labels:   # a shortcut reference link: kept
+            return _link(f"{_escape(work.who)} ({work.year})", work, target) + m.group(0)[m.end("key") - m.start():]
+        inner = work.year + (f", {locator}" if locator else "")
         return _link(f"{_escape(work.who)} ({inner})", work, target)
 
     out, at = [], 0

@@ -156,8 +156,23 @@ def _line_of(source: str, page: str) -> str:
         text = (DOCS / page).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError, ValueError):
         return ""
-    at = text.find(source[:200])
-    return f":{text.count(chr(10), 0, at) + 1}" if at >= 0 else ""
+    import bisect
+
+    from .citations import prose_spans
+
+    needle = source[:200]
+    first = at = text.find(needle)
+    if at < 0:
+        return ""
+    spans = prose_spans(text, math=False, tags=False)    # not in code or a comment: where math is read
+    starts = [start for start, _ in spans]
+    while at >= 0:
+        i = bisect.bisect_right(starts, at) - 1
+        if i >= 0 and at < spans[i][1]:
+            break
+        at = text.find(needle, at + 1)
+    at = at if at >= 0 else first
+    return f":{text.count(chr(10), 0, at) + 1}"
 
 
 #: what numbers equations or refers to their numbers: an environment that numbers its lines unless
@@ -335,25 +350,82 @@ def render(content: str, page_uri: str) -> str:
     return content
 
 
-#: a formula in a table of contents entry's title: the heading's text, arithmatex's span stripped
-_TOC_INLINE = re.compile(r"\\\((.+?)\\\)", re.S)
+#: a heading line whose attribute list (``{ … }`` at its end, attr_list's) holds a formula's delimiter
+_MATH_IN_ATTRIBUTES = re.compile(r"^ {0,3}#{1,6}[ \t][^\n]*?\{[^{}\n]*(?:\\\(|\\\[|\$)[^{}\n]*\}[ \t#]*$", re.M)
 
 
-def render_toc(toc, page_uri: str) -> None:
-    """Give the formulas in the titles of ``toc`` (a page's table of contents, which the theme shows
-    beside the page) their MathML, as :func:`render` gives the headings themselves: else the reader
-    sees a heading's LaTeX there, ``The \\(O(n^2)\\) cost``."""
+def check_attribute_lists(markdown: str, page_uri: str, first_line: int = 1) -> None:
+    """Refuse, naming the page and the line, a heading whose attribute list holds a formula
+    (``## Heading { data-toc-label="Short \\(x\\)" }``): arithmatex makes the formula a span before
+    attr_list reads the braces, so the heading and the table of contents show the list as text."""
+    if "{" not in markdown or "#" not in markdown:
+        return
+    from .citations import _code_blocks
+
+    code = None
+    for m in _MATH_IN_ATTRIBUTES.finditer(markdown):
+        code = _code_blocks(markdown) if code is None else code        # a comment line in code is code
+        if any(start <= m.start() < end for start, end in code):
+            continue
+        line = first_line + markdown.count("\n", 0, m.start())
+        raise ValueError(f"docs/{page_uri}:{line}: a heading's attribute list holds a formula ({m.group(0).strip()[:120]!r}): "
+                         f"the math is rendered before the list is read, so the page shows the list as text; "
+                         f"write the label without math (data-toc-label=\"Short x\")")
+
+
+#: a heading's start tag with its id (Markdown's toc extension gives every heading one)
+_HEADING_OPEN = re.compile(r'<h([1-6])\b[^<>]*?\bid="([^"<>]*)"[^<>]*>')
+
+
+def heading_formulas(content: str) -> dict[str, list[str]]:
+    """The inline formulas (arithmatex's, as the page's HTML holds them before :func:`render`) in each
+    heading of ``content``, by the heading's id: what the table of contents and the page's title
+    show of that heading as ``\\(…\\)``. A heading's code or escaped text is not among them. Linear:
+    an end tag looked for and not found is not looked for again."""
+    found: dict[str, list[str]] = {}
+    missing: dict[str, int] = {}
+    for m in _HEADING_OPEN.finditer(content):
+        close = f"</h{m[1]}>"
+        if missing.get(close, len(content) + 1) <= m.end():
+            continue
+        end = content.find(close, m.end())
+        if end < 0:
+            missing[close] = m.end()
+            continue
+        inner = content[m.end():end]
+        if _INLINE[0] in inner:
+            found[m[2]] = [latex for _, _, latex in _formulas(inner, _INLINE)]
+    return found
+
+
+def render_toc(toc, formulas: dict[str, list[str]], page_uri: str) -> None:
+    """Give the formulas of ``toc``'s titles (a page's table of contents, which the theme shows beside
+    the page) their MathML, as :func:`render` gives the headings themselves: else the reader sees a
+    heading's LaTeX there, ``The \\(O(n^2)\\) cost``. ``formulas``: :func:`heading_formulas` of the
+    page, so that only what the heading shows as math becomes MathML (its code stays code)."""
     items, stack = [], list(toc or ())
     while stack:
         item = stack.pop()
         items.append(item)
         stack.extend(getattr(item, "children", ()))
-    found = [(item, m) for item in items if "\\(" in item.title for m in _TOC_INLINE.finditer(item.title)]
-    if not found:
+    todo = [(item, latex) for item in items for latex in formulas.get(getattr(item, "id", None), ())
+            if f"\\({latex}\\)" in item.title]
+    if not todo:
         return
-    mathml = iter(_converted([(_checked(m.group(1), page_uri), False) for _, m in found], page_uri))
-    for item in {id(item): item for item, _ in found}.values():
-        item.title = _TOC_INLINE.sub(lambda m: next(mathml), item.title)
+    mathml = _converted([(_checked(latex, page_uri), False) for _, latex in todo], page_uri)
+    for (item, latex), shown in zip(todo, mathml):
+        item.title = item.title.replace(f"\\({latex}\\)", shown, 1)
+
+
+def plain_title(title: str | None, formulas: list[str]) -> str | None:
+    """A page's title (its first heading's text, for the browser's tab, the navigation and the header,
+    which show text, not MathML) with each of ``formulas`` (the heading's) shown as its LaTeX without
+    the ``\\( \\)`` around it."""
+    if not title:
+        return title
+    for latex in formulas:
+        title = title.replace(f"\\({latex}\\)", html.unescape(latex), 1)
+    return title
 
 
 _CONVERTER = _Converter()

@@ -157,7 +157,8 @@ class SiteBuild(BasePlugin):
         self.dirty_pages.rendering(page.file.src_uri)      # under --dirty: what it reads is its input
         first_line = _first_line(page, markdown)
         self.page.name, self.page.markdown, self.page.first_line = f"docs/{page.file.src_uri}", markdown, first_line
-        for check in (apparatus.check_markdown, copyable.check_excerpts, generated.check_captions):
+        for check in (apparatus.check_markdown, copyable.check_excerpts, generated.check_captions,
+                      mathml.check_attribute_lists):
             check(markdown, page.file.src_uri, first_line)                     # on the page's own lines
         markdown = markers.replace(markdown, self.page.name, {
             "kernels.json": self.state.measured.section,
@@ -173,8 +174,13 @@ class SiteBuild(BasePlugin):
         # the page as written, for the line an error names (a notebook's page has no Markdown stage)
         source, first_line = (self.page.markdown, self.page.first_line) if self.page.name == name else ("", 1)
         generated.check_rendered_figures(html, name, source, first_line)
+        formulas = mathml.heading_formulas(html)          # for the table of contents and the title
         html = mathml.render(html, page.file.src_uri)
-        mathml.render_toc(getattr(page, "toc", None), page.file.src_uri)   # the sidebar's titles of headings
+        if formulas and hasattr(page, "toc"):
+            mathml.render_toc(page.toc, formulas, page.file.src_uri)
+            first = next(iter(page.toc), None)
+            if first is not None and first.level == 1 and "\\(" in (page.title or ""):
+                page.title = mathml.plain_title(page.title, formulas.get(first.id, []))
         html = outputs.label(html)
         html = copyable.render_content(html)
         apparatus.check_content(html, page.file.src_uri, source, first_line)
