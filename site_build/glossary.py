@@ -59,6 +59,17 @@ class Term:
 _LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 
+#: a page of the site as ``see`` names it: a path under docs/ of plain segments, ending ``.md``
+_PAGE_PATH = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*/)*[A-Za-z0-9_][A-Za-z0-9_.-]*\.md")
+
+
+def _is_page(see: str) -> bool:
+    """Whether ``see`` names a page of the site: a relative path under docs/ (no ``..``, no address of
+    another host, nothing Markdown would read in a link's target) to a Markdown file that exists."""
+    return (_PAGE_PATH.fullmatch(see) is not None and ".." not in see.split("/")
+            and (DOCS / see).is_file())
+
+
 def _term(entry: dict, index: int) -> Term:
     if not isinstance(entry, dict):
         raise ValueError(f"{SOURCE.name}: entry {index} must be a mapping with term and definition")
@@ -75,6 +86,9 @@ def _term(entry: dict, index: int) -> Term:
     for key in ("expansion", "see"):
         if key in entry and not isinstance(entry[key], str):
             raise ValueError(f"{SOURCE.name}: {entry['term']}: {key} must be text, got {entry[key]!r}")
+    if "see" in entry and entry["see"] and not _is_page(entry["see"]):
+        raise ValueError(f"{SOURCE.name}: {entry['term']}: see must name a page of the site (a docs/ path ending "
+                         f".md, such as chapter-7.md), got {entry['see']!r}")
     for key in ("term", "expansion"):                   # each is one line of the page's definition list
         if key in entry and _LINE_BREAK.search(entry[key]):
             raise ValueError(f"{SOURCE.name}: entry {index} ({entry['term']!r}): {key} must be one line, got "

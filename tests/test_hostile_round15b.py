@@ -388,8 +388,6 @@ def test_a_caption_never_closed_fails_naming_the_line(tmp_path, monkeypatch):
 
 # -- the glossary's "see" -----------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15b: a glossary entry's 'see' goes into the page's Markdown as "
-                                       "written: extra links, another host mangled to a broken relative link")
 @pytest.mark.parametrize("see", ["chapter-7.md) [x](https://evil.example/", "https://evil.example/x"])
 def test_a_see_that_is_not_a_page_is_refused_naming_the_file(see):
     """``see`` is "the page that explains it" (docs/glossary.yml); the Glossary page links it as
