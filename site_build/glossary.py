@@ -157,10 +157,14 @@ def _as_written(text: str) -> str:
     """``text`` as Markdown that shows it as written: HTML's characters as entities, Markdown's escaped
     (an ``@`` too, which the citation stage would read as a citation's, and a list item's marker at
     the start, which would make the line a list)."""
-    text = _MARKUP.sub(r"\\\1", html.escape(text, quote=False))
+    text = _MARKUP.sub(r"\\\1", html.escape(text.lstrip(), quote=False))
     if m := _BLOCK_START.match(text):                  # '- x' -> '\\- x', '1. x' -> '1\\. x'
         at = m.end() if m[2][0].isdigit() else m.end(1)   # before the '.' or ')' of a number, else the marker
         text = text[:at] + "\\" + text[at:]
+    if text and not (text[0].isalnum() or text[0] in "\\&"):
+        # any other mark that may open a block (': ' a definition, '??? ' details, '/// ' a caption,
+        # '=== ' a tab, '~~~' a fence, '|' a table): a character reference, which no block reads
+        text = f"&#{ord(text[0])};" + text[1:]
     return text
 
 

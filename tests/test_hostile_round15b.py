@@ -196,8 +196,6 @@ def _glossary_page(entries) -> str:
     return render_page(glossary.glossary(entries=tuple(entries)))
 
 
-@pytest.mark.xfail(strict=True, reason="round 15b: a term starting with ': ' or four blanks is a broken "
-                                       "definition list or a code block")
 @pytest.mark.parametrize("term", [": colon", "    code"])
 def test_a_term_that_reads_as_another_block_is_shown_as_written(term):
     """Round 14b escaped a term's list marker; a term that starts with ``: `` is read as a definition of
@@ -208,8 +206,6 @@ def test_a_term_that_reads_as_another_block_is_shown_as_written(term):
     assert dt is not None and html_module.unescape(dt.group(1)).strip() == term.strip(), page
 
 
-@pytest.mark.xfail(strict=True, reason="round 15b: a definition starting with '??? ', '/// ' or '=== ' "
-                                       "becomes a details, figure or tab block")
 @pytest.mark.parametrize("definition", ["??? note", "/// caption", '=== "Tab"'])
 def test_a_definition_that_reads_as_a_block_is_shown_as_written(definition):
     """A definition shows as written (``_as_written``); one that starts like a pymdownx block, ``??? note``
