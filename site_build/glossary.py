@@ -25,9 +25,13 @@ MARKER = "<!-- glossary -->"
 TOOLTIP_PAGES = ("chapter-7.md", "chapter-8.md", "chapter-9.md", "week-22.md", "week-23.md")
 #: elements whose text is not running prose (a tooltip there would break code, math or a link)
 #: elements whose text is text, not tags, up to their own end tag (HTML's raw text elements)
-RAW_TEXT = frozenset({"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes"})
+#: (``<noscript>`` is raw text where scripts run, as the theme needs them); none is inside ``<svg>`` or ``<math>``
+RAW_TEXT = frozenset({"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript"})
+#: what a reader is never shown as the page's text is skipped too: ``<noscript>``, a ``<template>``, the
+#: fallback content of media and embedded objects, and ``<plaintext>`` (the rest of the page as text)
 SKIP = frozenset({"a", "abbr", "code", "pre", "kbd", "samp", "math", "svg", "script", "style", "textarea", "xmp",
-                  "iframe", "noembed", "noframes",
+                  "iframe", "noembed", "noframes", "noscript", "template", "video", "audio", "object", "canvas",
+                  "plaintext",
                   "button", "label", "summary", "figure", "figcaption", "h1", "h2", "h3", "h4", "h5", "h6",
                   "dt", "select", "option", "title", "nav"})
 _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
@@ -189,14 +193,16 @@ def _pattern(entries: tuple[Term, ...]) -> tuple[re.Pattern, dict[str, Term]]:
     return re.compile(rf"(?<![\w-])(?:{alternation})(?![\w-])"), by_form
 
 
-def _tokens(content: str):
+def _tokens(content: str, foreign=lambda: False):
     """(start, end, "/" or "", lower-case name, "/" or "") of each comment (no name) and tag of the HTML
     ``content``, in order: a comment runs from ``<!--`` to the next ``-->``, a declaration, a CDATA section
     or a processing instruction (``<!…``, ``<?…``: HTML's bogus comments) to the next '>', a tag from ``<name`` to the
     first '>' outside its quoted attribute values (the second "/": it ends ``/>``). Linear time: once a
     comment is never closed no later one is, and each tag's end is read once from each place
     (:class:`site_build.tags.Tags`), where a pattern tried at every ``<`` would read the rest of the
-    text again from each one that is never closed."""
+    text again from each one that is never closed. ``foreign()``, asked right after a start tag is
+    yielded, says whether that element is inside ``<svg>`` or ``<math>`` (foreign content), where no element
+    is raw text; ``<plaintext>`` outside them makes the rest of the content its text."""
     from .tags import Tags
 
     tags, pos = Tags(content), 0
@@ -223,16 +229,21 @@ def _tokens(content: str):
         name = head[2].lower()
         yield start, end, head[1], name, "/" if content[end - 2] == "/" and end - 2 >= head.end() else ""
         pos = end
-        if name in RAW_TEXT and not head[1]:           # its text holds no tags: on to its own end tag
-            if raw_missing.get(name, len(content) + 1) <= pos:
-                pos = len(content)
-                continue
-            close = re.compile(rf"</{name}(?=[\s/>])", re.I).search(content, pos)
-            if close is None:
-                raw_missing[name] = pos
-                pos = len(content)                     # never closed: the rest is its text, as a browser reads it
-            else:
-                pos = close.start()
+        if head[1] or (name not in RAW_TEXT and name != "plaintext") or foreign():
+            continue
+        if name == "plaintext":                        # no end tag ends it: the rest is its text
+            pos = len(content)
+            continue
+        # its text holds no tags: on to its own end tag
+        if raw_missing.get(name, len(content) + 1) <= pos:
+            pos = len(content)
+            continue
+        close = re.compile(rf"</{name}(?=[\s/>])", re.I).search(content, pos)
+        if close is None:
+            raw_missing[name] = pos
+            pos = len(content)                     # never closed: the rest is its text, as a browser reads it
+        else:
+            pos = close.start()
 
 
 def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tuple[str, int]:
@@ -263,17 +274,17 @@ def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tu
             last = m.end()
         return "".join(pieces) + text[last:]
 
-    for start, end, closing, name, self_closing in _tokens(content):
+    for start, end, closing, name, self_closing in _tokens(content, lambda: open_.opened_foreign):
         text = content[at:start]
         out.append(mark(text) if text and not open_.skipping else text)
         out.append(content[start:end])
         at = end
-        if not name or name in _VOID or self_closing:
+        if not name:
             continue
         if closing:
             open_.close(name)
-        else:
-            open_.open(name)
+        else:                                          # '/>' closes a foreign element only; HTML ignores it
+            open_.open(name, push=name not in _VOID and not (self_closing and (open_.foreign or name in _FOREIGN)))
     tail = content[at:]
     out.append(mark(tail) if tail and not open_.skipping else tail)
     return "".join(out), len(used)
@@ -287,31 +298,67 @@ _ENDS = {"option": ("option",), "optgroup": ("option", "optgroup"), "dt": ("dt",
 _ENDS_STOP = frozenset({"dl", "select", "datalist", "div", "body", "html", "main", "article", "section", "table"})
 
 
+#: the elements whose content is foreign (SVG, MathML): there no element is raw text, and ``/>`` closes one
+_FOREIGN = frozenset({"svg", "math"})
+#: the elements inside foreign content whose content is HTML again (HTML's integration points)
+_INTEGRATION = frozenset({"foreignobject", "desc", "title", "mi", "mo", "mn", "ms", "mtext"})
+#: HTML's formatting elements among :data:`SKIP`: one closed by another's end tag is reopened by a browser
+#: where text next goes (``<p><code>x</p><p>y``: ``y`` is code too), until its own end tag or a marker's end
+_FORMATTING = frozenset({"a", "code"})
+#: the elements that bound that reopening (HTML's markers in the list of active formatting elements)
+_MARKERS = frozenset({"td", "th", "caption", "template", "object", "applet", "marquee"})
+
+
 class _OpenElements:
     """The elements open at a point of a page's HTML, as a browser nests them closely enough to say
     whether that point is inside an element of :data:`SKIP`: an end tag closes its element and every
-    element opened inside it and left unclosed (``<p><code>x</p>``: the ``</p>`` ends the code), an end
+    element opened inside it and left unclosed (``<p><a>x</p>``: the ``</p>`` ends the link), an end
     tag with no open element of its name is ignored, and an ``<option>`` or a ``<dt>`` whose end tag is
-    left out ends where HTML ends it (:data:`_ENDS`). Each tag costs O(1), amortised."""
+    left out ends where HTML ends it (:data:`_ENDS`). A link or code so ended is reopened by a browser
+    (:data:`_FORMATTING`): it is still skipped until its own end tag (or a new ``<a>``, for a link) or the
+    end of the cell, caption, template or object it is in. Each tag costs O(1), amortised."""
 
     def __init__(self):
         self.stack: list[str] = []
+        self.html: list[bool] = []                     # whether each open element is an HTML element
+        self.inner_foreign: list[bool] = []            # whether each one's content is foreign (SVG, MathML)
         self.count: dict[str, int] = {}
-        self.skipping = 0                               # how many open elements are in SKIP
+        self.skipping = 0                               # how many open or reopened elements are in SKIP
+        self.reopened: dict[str, int] = {}              # formatting elements a browser reopens, by name
+        self.outer: list[dict[str, int]] = []           # those of the scopes outside each open marker
+        self.opened_foreign = False                     # whether the last start tag was in foreign content
 
-    def _pop(self) -> str:
-        name = self.stack.pop()
+    @property
+    def foreign(self) -> bool:
+        """Whether what comes next is inside ``<svg>`` or ``<math>`` (and not back in HTML)."""
+        return bool(self.inner_foreign) and self.inner_foreign[-1]
+
+    def _pop(self, implied: bool = True) -> str:
+        name, html_ = self.stack.pop(), self.html.pop()
+        self.inner_foreign.pop()
         self.count[name] -= 1
-        self.skipping -= name in SKIP
+        if implied and html_ and name in _FORMATTING:  # still skipped: a browser reopens it
+            self.reopened[name] = self.reopened.get(name, 0) + 1
+        else:
+            self.skipping -= name in SKIP
+        if html_ and name in _MARKERS:                  # what was reopened inside it ends with it
+            self.skipping -= sum(self.reopened.values())
+            self.reopened = self.outer.pop()
+            self.skipping += sum(self.reopened.values())
         return name
 
     def close(self, name: str) -> None:
         if self.count.get(name):
-            while self._pop() != name:
-                pass
+            while self.stack[-1] != name:
+                self._pop()
+            self._pop(implied=False)
+        elif self.reopened.get(name):                   # a reopened element's own end tag ends it
+            self.reopened[name] -= 1
+            self.skipping -= 1
 
-    def open(self, name: str) -> None:
-        if (ends := _ENDS.get(name)) is not None:
+    def open(self, name: str, push: bool = True) -> None:
+        foreign = self.opened_foreign = self.foreign
+        if not foreign and (ends := _ENDS.get(name)) is not None:
             for i in range(len(self.stack) - 1, max(-1, len(self.stack) - 9), -1):   # a few levels, as lists nest
                 if self.stack[i] in ends:
                     del_to = i
@@ -320,6 +367,17 @@ class _OpenElements:
                     break
                 if self.stack[i] in _ENDS_STOP:
                     break
+        if not foreign and name == "a" and self.reopened.get("a"):   # a new link ends a reopened one
+            self.reopened["a"] -= 1
+            self.skipping -= 1
+        if not push:
+            return
+        if not foreign and name in _MARKERS:
+            self.outer.append(self.reopened)
+            self.skipping -= sum(self.reopened.values())
+            self.reopened = {}
         self.stack.append(name)
+        self.html.append(not foreign)
+        self.inner_foreign.append(name in _FOREIGN or (foreign and name not in _INTEGRATION))
         self.count[name] = self.count.get(name, 0) + 1
         self.skipping += name in SKIP

@@ -221,8 +221,6 @@ def test_a_definition_that_reads_as_a_block_is_shown_as_written(definition):
 TOKENIZER = (glossary.Term(term="tokenizer", definition="Splits text into tokens.", forms=("tokenizer",)),)
 
 
-@pytest.mark.xfail(strict=True, reason="round 15b: the tooltip goes on a use the browser does not show "
-                                       "(noscript, template, fallback content)")
 @pytest.mark.parametrize("hidden", ["<noscript>A tokenizer here.</noscript>",
                                     "<template><p>A tokenizer here.</p></template>",
                                     '<video src="v.mp4"><p>A tokenizer here.</p></video>'])
@@ -234,8 +232,6 @@ def test_the_tooltip_goes_on_the_first_use_the_reader_sees(hidden):
     assert content.endswith('<p>The <abbr class="glossary" title="Splits text into tokens.">tokenizer</abbr>.</p>'), content
 
 
-@pytest.mark.xfail(strict=True, reason="round 15b: a code or link element left open in a paragraph is "
-                                       "reopened by the browser, the tooltip lands inside it")
 @pytest.mark.parametrize("opened", ["<code>x", '<a href="x.html">link'])
 def test_an_element_a_browser_reopens_in_the_next_paragraph_gets_no_tooltip(opened):
     """``_OpenElements`` takes ``</p>`` to end a ``<code>`` or ``<a>`` left open in it; a browser closes
@@ -246,8 +242,6 @@ def test_an_element_a_browser_reopens_in_the_next_paragraph_gets_no_tooltip(open
     assert marked == 0, content
 
 
-@pytest.mark.xfail(strict=True, reason="round 15b: an SVG's <title> or <style> is read as raw text to the "
-                                       "page's end")
 @pytest.mark.parametrize("svg", ["<svg><title>A curve</svg>", "<svg><style>.a{}</svg>"])
 def test_an_svg_s_title_or_style_is_not_raw_text(svg):
     """``<title>`` and ``<style>`` are raw text in HTML, but inside ``<svg>`` (foreign content) they are
@@ -257,7 +251,6 @@ def test_an_svg_s_title_or_style_is_not_raw_text(svg):
     assert marked == 1, content
 
 
-@pytest.mark.xfail(strict=True, reason="round 15b: a tooltip inside <plaintext> shows its markup as text")
 def test_plaintext_gets_no_tooltip():
     """``<plaintext>`` makes the rest of the page text (no tag ends it): a tooltip there shows as its
     markup, ``<abbr class="glossary" …>``, as round 14b found for ``<xmp>``."""
