@@ -220,3 +220,67 @@ def test_two_threads_running_main_each_write_their_result_to_standard_output(mod
     assert not swapped, "sys.stdout was left redirected to standard error"
     assert out_bytes.getvalue() == blob + blob, (len(out_bytes.getvalue()), len(err_bytes.getvalue()), len(blob))
 
+
+
+# -- the command line: signals the caller ignores (nohup) ---------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 15a: under nohup (SIGHUP ignored) the command installs its own "
+                                       "SIGHUP handler and a closed terminal ends it with status 129")
+@pytest.mark.parametrize("name", ["SIGHUP", "SIGQUIT"])
+def test_a_signal_the_caller_ignores_stays_ignored(model_dir, tmp_path, name):
+    """``nohup cmd`` starts the command with SIGHUP ignored so that closing the terminal does not end
+    it; a shell's background job (``cmd &`` in a script) starts with SIGINT and SIGQUIT ignored. The
+    command line keeps SIGINT ignored (``main`` takes it over only from Python's default handler), but
+    ``_exit_cleanly_on_termination`` installs its handler for every termination signal whatever it
+    found, so the hang-up that nohup was meant to absorb ends the command with status 129 and no OUT.
+    A signal ignored at start should stay ignored (as gzip does)."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    out = tmp_path / "out.nclz"
+    script = (f"import os, runpy, signal, sys\n"
+              f"signal.signal(signal.{name}, signal.SIG_IGN)          # as nohup, or a background job, starts it\n"
+              f"real_fsync = os.fsync\n"
+              f"def fsync(fd):\n"
+              f"    os.kill(os.getpid(), signal.{name})                # the terminal closes while OUT is written\n"
+              f"    return real_fsync(fd)\n"
+              f"os.fsync = fsync\n"
+              f"sys.argv = ['compression', 'compress', {str(src)!r}, {str(out)!r}, '--model', {str(model_dir)!r}]\n"
+              f"runpy.run_module('netcl_lite.compression', run_name='__main__', alter_sys=True)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=120, env=_env())
+    assert done.returncode == 0, (done.returncode, done.stderr[-600:])
+    assert _listing(tmp_path) == ["in.txt", "out.nclz"]
+
+
+# -- the command line: a signal while a temporary file is being removed --------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 15a: a signal as the probe's or the write's temporary file is "
+                                       "removed (in a finally, not held) leaves that temporary file behind")
+@pytest.mark.parametrize("nth", [1, 2], ids=["the folder probe", "after the link"])
+def test_a_signal_while_a_temporary_file_is_removed_leaves_none(model_dir, tmp_path, nth):
+    """``_probe_folder`` and ``_write_new`` remove their temporary file in a ``finally`` that
+    ``signals_held`` does not cover: a SIGTERM that arrives as the removal begins (here: just before
+    the ``os.unlink`` of the ``nth`` temporary name) raises there, and the temporary file stays
+    (beside OUT, for the second). The help promises that a signal leaves no partial or temporary
+    file."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    out = tmp_path / "out.nclz"
+    script = (f"import os, runpy, signal, sys\n"
+              f"real_unlink, seen = os.unlink, []\n"
+              f"def unlink(path, *a, **k):\n"
+              f"    if os.fspath(path).endswith('.tmp'):\n"
+              f"        seen.append(path)\n"
+              f"        if len(seen) == {nth}:\n"
+              f"            os.kill(os.getpid(), signal.SIGTERM)\n"
+              f"            signal.pthread_sigmask(signal.SIG_SETMASK, [])\n"
+              f"    return real_unlink(path, *a, **k)\n"
+              f"os.unlink = unlink\n"
+              f"sys.argv = ['compression', 'compress', {str(src)!r}, {str(out)!r}, '--model', {str(model_dir)!r}]\n"
+              f"runpy.run_module('netcl_lite.compression', run_name='__main__', alter_sys=True)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=120, env=_env())
+    listing = _listing(tmp_path)
+    assert not [name for name in listing if name.endswith(".tmp")], (done.returncode, listing, done.stderr[-600:])
+    assert (done.returncode == 0 and listing == ["in.txt", "out.nclz"]) or \
+        (done.returncode == 128 + signal.SIGTERM and listing == ["in.txt"]), (done.returncode, listing)
