@@ -284,3 +284,72 @@ def test_a_signal_while_a_temporary_file_is_removed_leaves_none(model_dir, tmp_p
     assert not [name for name in listing if name.endswith(".tmp")], (done.returncode, listing, done.stderr[-600:])
     assert (done.returncode == 0 and listing == ["in.txt", "out.nclz"]) or \
         (done.returncode == 128 + signal.SIGTERM and listing == ["in.txt"]), (done.returncode, listing)
+
+
+# -- the fingerprint: a config equal in value, written another way ------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 15a: rope_theta=10000 and 10000.0 (same model, same weights) hash "
+                                       "to other fingerprints: the blob is refused as 'another model'")
+def test_a_config_equal_in_value_is_the_same_model(queue, tiny):
+    """``model_fingerprint`` hashes ``json.dumps(config.__dict__)``, so ``rope_theta=10000`` (as a
+    hand-written or Hugging Face ``config.json`` often has it, and ``from_pretrained`` keeps the int)
+    and ``rope_theta=10000.0`` (LMConfig's default) give other fingerprints for one model computing the
+    same probabilities: a blob written with one is refused by the other as "another model (its config
+    or its weights differ)". Values equal as numbers should fingerprint alike."""
+    _, tok = tiny
+    as_int = DecoderLM(LMConfig(vocab_size=300, rope_theta=10000, **SMALL), queue=queue, seed=1)
+    as_float = DecoderLM(LMConfig(vocab_size=300, rope_theta=10000.0, **SMALL), queue=queue, seed=1)
+    data = TEXT.encode()
+    blob = cz.compress(data, as_int, tok, mix=False)
+    assert cz.read_header(blob)["mode"] == cz.MODEL
+    assert cz.decompress(blob, as_float, tok) == data
+
+
+# -- AdaptationDiverged: a public exception's arguments -------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 15a: AdaptationDiverged(1, '0.1', ...) fails inside its message "
+                                       "('Unknown format code g'), naming no parameter")
+def test_adaptation_diverged_names_an_argument_it_cannot_take():
+    """``AdaptationDiverged`` is public (the command line and callers catch it, a caller may raise it).
+    Given a learning rate as text it fails while formatting its own message with "Unknown format code
+    'g' for object of type 'str'", which names no parameter. It should refuse naming ``lr`` (or take
+    it)."""
+    try:
+        exc = cz.AdaptationDiverged(1, "0.1", "inf in logits")
+    except (TypeError, ValueError) as err:
+        assert "lr" in str(err), err
+    else:
+        assert "0.1" in str(exc)
+
+
+# -- files: the helpers' paths -------------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 15a: atomic_write('new/', data) writes a FILE named 'new': the "
+                                       "trailing slash that says 'a folder' is dropped by Path")
+def test_atomic_write_refuses_a_path_that_names_a_folder_by_its_trailing_slash(tmp_path):
+    """``files.atomic_write`` refuses "a folder or a non-regular file at path", and the command line
+    refuses an OUT ending in '/' (round 6). But ``Path('…/new/')`` drops the slash, so
+    ``atomic_write(str(tmp_path) + '/new/', b'x')`` creates a regular file named ``new`` where the
+    caller named a folder. It should refuse naming the path (as ``open('new/', 'wb')`` does)."""
+    from netcl_lite import files
+
+    target = str(tmp_path / "new") + "/"
+    with pytest.raises((ValueError, OSError)) as caught:
+        files.atomic_write(target, b"x")
+    assert "new" in str(caught.value)
+    assert _listing(tmp_path) == []
+
+
+@pytest.mark.xfail(strict=True, reason="round 15a: read_regular/kind_of of a path holding NUL raise os's "
+                                       "'embedded null byte', naming neither the path nor the parameter")
+def test_the_file_helpers_name_a_path_holding_a_nul():
+    """``files.read_regular`` (the command line's reader of IN) and ``files.kind_of`` pass a path
+    holding NUL to ``os.stat``, whose ``ValueError: embedded null byte`` says nothing of which path
+    or parameter. The command line checks for NUL itself; a caller of the helpers gets no such
+    message. They should name the path (as the command line does) or the parameter."""
+    from netcl_lite import files
+
+    for call in (lambda: files.read_regular("in\x00.txt", 100, "a text file"), lambda: files.kind_of("in\x00.txt")):
+        with pytest.raises(ValueError) as caught:
+            call()
+        assert "in\\x00.txt" in str(caught.value) or "path" in str(caught.value), caught.value
