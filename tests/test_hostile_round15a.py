@@ -415,3 +415,25 @@ def test_out_s_folder_entry_is_flushed_to_disk_after_the_link(tmp_path, monkeypa
     cz._write_new(tmp_path / "out.nclz", b"x" * 1000)
     assert (tmp_path / "out.nclz").read_bytes() == b"x" * 1000
     assert "link" in events and "folder" in events[events.index("link"):], events
+
+
+# -- the command line: a PoCL setting's value shown raw in a refusal -----------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="round 15a: a POCL_* value holding a newline or ESC reaches the terminal "
+                                       "raw inside the 'other arithmetic (here: ...)' refusal")
+def test_a_pocl_setting_with_control_characters_is_shown_escaped_in_a_refusal(model_dir, tmp_path):
+    """``arithmetic(model)`` ends with every ``POCL_*`` setting of the environment as written, and
+    ``decompress`` quotes it in its refusal ("blob was compressed with other arithmetic (here: ...;
+    PoCL POCL_X=...)"), which the command line prints as is. A value holding a newline and ESC
+    splits the message over two lines and sends a colour change to the terminal; the command line
+    escapes such characters everywhere else (paths, --model, NETCL_LITE_* values: rounds 6 to 14). The
+    message should stay on one line with the characters written out."""
+    model, tok = cz._load(str(model_dir))
+    blob = cz.compress((TEXT * 3).encode(), model, tok, mix=False)
+    assert cz.read_header(blob)["mode"] == cz.MODEL
+    (tmp_path / "in.nclz").write_bytes(blob)
+    run = subprocess.run([sys.executable, "-m", "netcl_lite.compression", "decompress", "in.nclz", "out.txt",
+                          "--model", str(model_dir)], cwd=tmp_path, env=_env(POCL_NOTHING="x\n\x1b[31mred"),
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1 and "arithmetic" in run.stderr, (run.returncode, run.stderr[-1000:])
+    assert run.stderr.count("\n") == 1 and "\x1b" not in run.stderr, run.stderr[-1000:]
