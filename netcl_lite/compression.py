@@ -169,7 +169,9 @@ def device_lock(model: DecoderLM) -> threading.RLock:
 def model_fingerprint(model: DecoderLM) -> bytes:
     """8 bytes of SHA-256 over the model's config and every weight (transformers' names, sorted)."""
     _model_only(model)
-    h = hashlib.sha256(json.dumps(model.config.__dict__, sort_keys=True, default=str).encode())
+    # numbers equal in value fingerprint alike: rope_theta=10000 (a config.json's int) is 10000.0
+    config = {k: (int(v) if isinstance(v, float) and v.is_integer() else v) for k, v in model.config.__dict__.items()}
+    h = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode())
     with device_lock(model):
         weights = model.state_dict()
     for name, value in sorted(weights.items()):
@@ -449,6 +451,12 @@ class AdaptationDiverged(NonFiniteError):
     adaptation is the way out (the format fixes the learning rate)."""
 
     def __init__(self, updates: int, lr: float, cause: str):
+        if isinstance(updates, bool) or not isinstance(updates, (int, np.integer)) or updates < 0:
+            raise TypeError(f"updates must be a whole number of updates (int >= 0), got {updates!r:.80}")
+        if isinstance(lr, bool) or not isinstance(lr, (int, float, np.integer, np.floating)):
+            raise TypeError(f"lr must be the learning rate (a float), got {type(lr).__name__} {lr!r:.80}")
+        if not isinstance(cause, str):
+            raise TypeError(f"cause must be str (what overflowed), got {type(cause).__name__}")
         self.updates, self.lr, self.cause = updates, lr, cause
         super().__init__(f"dynamic evaluation diverged: after {self.counted} its adapted weights overflow "
                          f"float32 as the model runs ({cause}), where the trained weights ran finite before "
@@ -623,12 +631,15 @@ def _buffer(data, name: str, what: str) -> memoryview:
 def _training_ids(fingerprint: bytes, tokenizer: BPETokenizer) -> np.ndarray:
     from . import capstone
 
-    return np.asarray(tokenizer.encode_ordinary(capstone.data().train_text), np.int64)
+    ids = np.asarray(tokenizer.encode_ordinary(capstone.data().train_text), np.int64)
+    ids.flags.writeable = False          # kept for the process: a caller's edit would change every later primer
+    return ids
 
 
 def default_primer(tokenizer: BPETokenizer) -> np.ndarray:
     """The n-gram's starting counts when none are given: Chapter 9's training text
-    (:func:`netcl_lite.capstone.data`) in ``tokenizer``'s ids, encoded once per process."""
+    (:func:`netcl_lite.capstone.data`) in ``tokenizer``'s ids, encoded once per process and read-only
+    (copy it to change it: the blobs say they were primed with this text)."""
     _check_tokenizer(tokenizer)
     return _training_ids(tokenizer_fingerprint(tokenizer), tokenizer)
 
@@ -836,14 +847,23 @@ def _header(mode: int, data: bytes, n_tokens: int = 0, parts: dict | None = None
     return head + _CRC.pack(zlib.crc32(payload, zlib.crc32(head))) + payload
 
 
+#: the most bytes a header takes: magic, version and mode, two varints of at most 10 bytes, the
+#: checksum, the fingerprint, a tag per part and the CRC
+_MAX_HEADER_BYTES = len(MAGIC) + 2 + 2 * 10 + _CHECKSUM_BYTES + _FINGERPRINT_BYTES + len(PARTS) + _CRC.size
+
+
 def read_header(blob: bytes) -> dict:
     """The header's fields of ``blob`` (``magic``, ``version``, ``mode``, ``length``, ``checksum``;
     for a coded mode ``tokens``, ``fingerprint``, ``tags``; ``crc``, ``end``: where the data or
     the payload starts), or ValueError for a blob too short or not of this format. The fields are
     read, not checked against each other or the payload."""
-    blob = _buffer(blob, "blob", "what compress returned").tobytes()
-    if len(blob) < len(MAGIC) + 2:
-        raise ValueError(f"blob is truncated: {len(blob)} bytes, shorter than any header")
+    view = _buffer(blob, "blob", "what compress returned")
+    size = view.nbytes
+    # only the header's bytes are read: a large mapped file is not copied whole to read a few dozen
+    head = view.cast("B")[:_MAX_HEADER_BYTES] if view.c_contiguous else memoryview(view.tobytes())[:_MAX_HEADER_BYTES]
+    blob = head.tobytes()
+    if size < len(MAGIC) + 2:
+        raise ValueError(f"blob is truncated: {size} bytes, shorter than any header")
     if blob[:len(MAGIC)] != MAGIC:
         raise ValueError(f"blob is not netcl_lite.compression output (it starts {blob[:4]!r}, not {MAGIC!r})")
     version, mode = blob[len(MAGIC)], blob[len(MAGIC) + 1]

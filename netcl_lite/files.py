@@ -145,6 +145,9 @@ def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
     ``path`` is left as it was."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"data must be bytes (encode text first), got {type(data).__name__}")
+    _no_nul(path)
+    if os.fspath(path).endswith(("/", os.sep)):
+        raise ValueError(f"{shown_path(path)} names a folder (it ends with '/'); give the path of a file to write")
     path = Path(path)
     if path.is_symlink():                # replace the file the link names, and keep the link
         path = Path(os.path.realpath(path))
@@ -231,9 +234,18 @@ def deferrable(handler):
     return wait_or_handle
 
 
+def _no_nul(path) -> None:
+    """Refuse, naming it, a path that holds a NUL character (no file system takes one; ``os`` says only
+    "embedded null byte")."""
+    text = os.fspath(path)
+    if ("\0" if isinstance(text, str) else b"\0") in text:
+        raise ValueError(f"{shown_path(path)}: a path cannot hold a NUL character; give the file's real name")
+
+
 def kind_of(path: str | os.PathLike) -> str:
     """What ``path`` is, in words, following symlinks: ``'a regular file'``, ``'a directory'``,
     ``'a FIFO'`` (a named pipe), ``'a character device'`` ... or ``'missing'``."""
+    _no_nul(path)
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -253,6 +265,7 @@ def regular_size(path: str | os.PathLike, max_bytes: int, what: str) -> int:
     most ``max_bytes``: ``FileNotFoundError`` when missing, ``ValueError`` naming ``what`` the file
     should be otherwise."""
     nonnegative_int("max_bytes", max_bytes)
+    _no_nul(path)
     try:
         st = os.stat(path)
     except FileNotFoundError:
