@@ -188,7 +188,8 @@ class DirtyPages:
                 self.digests[uri] = digest_
                 self.read[uri] = ([Path(r) for r in read], bytes.fromhex(read_digest))
                 self.html[uri] = (html[0], html[1])
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            # RecursionError: json.loads of arrays or objects nested deeper than the interpreter recurses
             self.digests, self.read, self.html = {}, {}, {}
 
     def save(self, files, site_dir: Path) -> None:

@@ -260,8 +260,6 @@ def test_plaintext_gets_no_tooltip():
 
 # -- mkdocs build --dirty: the record on disk ------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15b: a deeply nested dirty-pages record stops the build with "
-                                       "a RecursionError")
 def test_a_deeply_nested_dirty_record_is_no_record(tmp_path, monkeypatch):
     """A record that is missing or unreadable is no record: every page is rendered. A damaged one that
     nests JSON arrays deep (``[`` repeated) raises ``RecursionError`` from ``json.loads``, which the
