@@ -247,7 +247,15 @@ class DirtyPages:
         library = fingerprint.library_sources()         # listed once for all the pages
         for file in files.documentation_pages():
             uri, dest = file.src_uri, Path(file.abs_dest_path)
-            now = digest(Path(file.abs_src_path), self.files, library, uri)
+            try:
+                now = digest(Path(file.abs_src_path), self.files, library, uri)
+            except OSError:
+                # a page that cannot be read (a dangling link, a folder, no permission): MkDocs reports
+                # it as it reads the page, naming it; keep no record of it, so it is rendered again
+                dest.unlink(missing_ok=True)
+                self.digests.pop(uri, None)
+                self.read.pop(uri, None)
+                continue
             read = self.read.get(uri)
             try:
                 st = dest.stat()

@@ -301,8 +301,6 @@ def test_the_drill_notebook_reads_the_site_url_mkdocs_reads(tmp_path, monkeypatc
     assert address == served, (address, served)
 
 
-@pytest.mark.xfail(strict=True, reason="round 15b: under --dirty a page that is a dangling link stops the "
-                                       "build with a FileNotFoundError traceback")
 def test_a_dirty_build_with_a_page_that_cannot_be_read_leaves_the_error_to_mkdocs(tmp_path, monkeypatch):
     """MkDocs lists a ``docs/x.md`` that is a symbolic link to nothing among the pages, and reports it
     when it reads the page ("Error reading page 'x.md'"). Under ``--dirty`` the plugin's ``on_files``
