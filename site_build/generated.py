@@ -488,18 +488,25 @@ def _cell(kind: str, text: str, cell_id: str) -> dict:
 
 
 def site_address() -> str:
-    """``site_url`` of mkdocs.yml as MkDocs reads it: a YAML value (quoted or not), ending with a slash;
-    a ``ValueError`` naming mkdocs.yml when it is missing or not an http(s) address."""
+    """``site_url`` of mkdocs.yml as MkDocs reads it: parsed with MkDocs' own YAML loader (so a key given
+    twice takes its last value, ``!ENV`` and ``INHERIT`` are followed), ending with a slash; a
+    ``ValueError`` naming mkdocs.yml when it is missing, not an http(s) address or the file is not
+    YAML MkDocs can read."""
     import yaml
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.exceptions import ConfigurationError
+    from mkdocs.utils.yaml import get_yaml_loader, yaml_load
 
-    mkdocs_yml = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
-    line = re.search(r"^site_url:[ \t]*(.*)$", mkdocs_yml, re.M)
-    try:
-        value = yaml.safe_load(line[1]) if line else None
-    except yaml.YAMLError:
-        value = None
+    path = ROOT / "mkdocs.yml"
+    with open(path, "rb") as fd:
+        try:
+            settings = yaml_load(fd, get_yaml_loader(config=MkDocsConfig(config_file_path=str(path))))
+        except (ConfigurationError, yaml.YAMLError, ValueError, TypeError) as err:
+            raise ValueError(f"{path}: MkDocs cannot read it ({err}); the drill notebooks install the wheel "
+                             f"from the site's address, site_url") from None
+    value = settings.get("site_url") if isinstance(settings, dict) else None
     if not isinstance(value, str) or not re.match(r"https?://[^\s\"'\\]+$", value):
-        raise ValueError(f"{ROOT / 'mkdocs.yml'}: site_url is {value!r:.80}; the drill notebooks install the wheel "
+        raise ValueError(f"{path}: site_url is {value!r:.80}; the drill notebooks install the wheel "
                          f"from the site's address: set site_url to it (https://...)")
     return value if value.endswith("/") else value + "/"
 

@@ -279,8 +279,6 @@ def test_a_deeply_nested_dirty_record_is_no_record(tmp_path, monkeypatch):
 
 # -- the drill notebook's wheel address ------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15b: with site_url given twice the notebook takes the first, "
-                                       "MkDocs the last")
 def test_the_drill_notebook_reads_the_site_url_mkdocs_reads(tmp_path, monkeypatch):
     """``site_address`` reads the first ``site_url:`` line; MkDocs reads mkdocs.yml as YAML, where a key
     given twice takes its last value: the site is served from one address and the notebook installs
