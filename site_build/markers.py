@@ -484,6 +484,7 @@ class _Surroundings:
         self.closing = {end: start for start, end in blocks}
         self.opening = {start for start, _ in blocks}
         self._notes: tuple[list[int], set[int]] | None = None
+        self.apparatus: dict[str, int] = {}            # an apparatus marker's kind → the line it is on
 
     def notes(self) -> tuple[list[int], set[int]]:
         """(for each line, the first line from it on, itself included, that is neither blank nor a
@@ -516,6 +517,11 @@ def _misplaced(marker: Marker, around: _Surroundings) -> str | None:
                     f"({include(path)}), one marker per block")
     if marker.kind in APPARATUS_PAGES and marker.page != APPARATUS_PAGES[marker.kind]:
         return f"the {marker.kind} marker belongs on {APPARATUS_PAGES[marker.kind]} alone"
+    if marker.kind in APPARATUS_PAGES:                 # it becomes every entry, each with its id: once
+        first = around.apparatus.setdefault(marker.kind, marker.line)
+        if first != marker.line:
+            return (f"the {marker.kind} marker is given twice (first on line {first}): each entry would "
+                    f"be listed twice, with its id twice; keep one")
     if marker.kind == "needs-extra":
         ends, repeated = around.notes()
         if marker.index in repeated:                   # a note is its own line: its run goes on below it

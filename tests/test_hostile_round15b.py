@@ -319,8 +319,6 @@ def test_a_dirty_build_with_a_page_that_cannot_be_read_leaves_the_error_to_mkdoc
 
 # -- the apparatus markers ------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15b: an apparatus marker given twice on its page lists every "
-                                       "entry twice, each anchor twice")
 @pytest.mark.parametrize("page, marker", [("glossary.md", "<!-- glossary -->"),
                                           ("bibliography.md", "<!-- bibliography -->")])
 def test_an_apparatus_marker_given_twice_fails_naming_the_line(page, marker, monkeypatch):
