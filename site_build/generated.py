@@ -423,14 +423,12 @@ def _reference_images(line: str, labels: set[str]) -> tuple[int, int] | None:
     return None
 
 
-def uncaptioned(markdown: str) -> list[tuple[int, int, str]]:
-    """(first line index, last line index, image) of each generated figure of ``markdown`` that the page shows (outside code:
-    fenced and indented blocks, inline code spans; outside HTML comments) and that no ``/// caption``
-    block follows on the next line that is not blank (the line index is the line the image starts
-    on; an image may span lines, its caption follows the last). Linear time in the text's length."""
+def _page_figures(lines: list[str]) -> tuple[set[int], dict[int, tuple[str, int, int]], str, list[int]]:
+    """The generated figures a page's ``lines`` show outside code, fenced and inline: (the fenced
+    lines, {first line: (image, column, last line)}, the text without its code, each line's offset in
+    that text). Linear time in the text's length."""
     from . import markers
 
-    lines = markdown.split("\n")
     fenced = {i for start, end in markers.fences(lines) for i in range(start, end + 1)}
     outside = markers.without_code_spans("\n".join("" if i in fenced else line for i, line in enumerate(lines)))
     shown = outside.split("\n")                     # the lines as they show: no code, fenced or inline
@@ -446,6 +444,74 @@ def uncaptioned(markdown: str) -> list[tuple[int, int, str]]:
         for i, line in enumerate(shown):
             if i not in figures and (ref := _reference_images(line, figure_labels)):
                 figures[i] = (line[ref[0]:ref[1]], ref[0], i)
+    return fenced, figures, outside, starts
+
+
+#: a pymdownx.blocks block's first line (``/// name``, ``/// name | title``) and its last (``///``),
+#: the slashes in group 1: a block ends at the first end line of as many slashes as it opened with
+_BLOCK_START = re.compile(r"[ \t]*(/{3,})[ \t]*[\w-]+[ \t]*(?:\|.*)?")
+_BLOCK_END = re.compile(r"[ \t]*(/{3,})[ \t]*")
+
+
+def _block_ends(lines: list[str], fenced: set[int]) -> dict[int, int]:
+    """{first line: last line} of each pymdownx.blocks block of ``lines`` that is closed (outside the
+    ``fenced`` lines), in one pass: an end line closes the innermost open block when their slashes
+    are as many, and is text otherwise; a block never closed is left out."""
+    ends, open_ = {}, []
+    for i, line in enumerate(lines):
+        if i in fenced or "///" not in line:
+            continue
+        if (m := _BLOCK_END.fullmatch(line)) is not None:
+            if open_ and open_[-1][1] == len(m[1]):
+                ends[open_.pop()[0]] = i
+        elif (m := _BLOCK_START.fullmatch(line)) is not None:
+            open_.append((i, len(m[1])))
+    return ends
+
+
+def caption_faults(markdown: str) -> list[tuple[int, str]]:
+    """(line index, why) of each ``/// caption`` block under a generated figure of ``markdown`` that is
+    never closed (pymdownx.blocks runs it to the page's end: every later heading and paragraph would be
+    inside the ``<figcaption>``) or that holds nothing but blank lines (and options): the figure would
+    show over an empty caption. Linear time in the text's length."""
+    lines = markdown.split("\n")
+    fenced, figures, _, _ = _page_figures(lines)
+    if not figures:
+        return []
+    following, after = [len(lines)] * (len(lines) + 1), len(lines)   # the first line from i on that is not blank
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].strip():
+            after = i
+        following[i] = after
+    ends = _block_ends(lines, fenced)
+    faults = []
+    for _, _, last in sorted(figures.values(), key=lambda found: found[2]):
+        at = following[last + 1]
+        if at >= len(lines) or not _CAPTION.match(lines[at]):
+            continue                                # no caption: uncaptioned() says so
+        end = ends.get(at)
+        if end is None:
+            faults.append((at, "this /// caption is never closed: it takes the rest of the page into the "
+                               "figure's caption; end it with a line '///'"))
+            continue
+        indent = len(lines[at]) - len(lines[at].lstrip(" \t"))
+        j = at + 1                                  # the block's options: lines indented four more, right under it
+        while j < end and re.match(rf"[ \t]{{{indent + 4},}}\S", lines[j]):
+            j += 1
+        if following[j] >= end:
+            faults.append((at, "this /// caption is empty; " + CAPTION_RULE))
+    return faults
+
+
+def uncaptioned(markdown: str) -> list[tuple[int, int, str]]:
+    """(first line index, last line index, image) of each generated figure of ``markdown`` that the page shows (outside code:
+    fenced and indented blocks, inline code spans; outside HTML comments) and that no ``/// caption``
+    block follows on the next line that is not blank (the line index is the line the image starts
+    on; an image may span lines, its caption follows the last). Linear time in the text's length."""
+    from . import markers
+
+    lines = markdown.split("\n")
+    _, figures, outside, starts = _page_figures(lines)
     bare = {i: found for i, found in figures.items()
             if not _CAPTION.match(next((line for line in lines[found[2] + 1:] if line.strip()), ""))}
     # a figure in an indented code block or an HTML comment is not shown: the page is rendered to tell,
@@ -470,6 +536,8 @@ def check_captions(markdown: str, page_uri: str, first_line: int = 1) -> None:
     checked once they are expanded (:mod:`site_build.brought`)."""
     for i, _, image in uncaptioned(markdown):
         raise ValueError(f"docs/{page_uri}:{first_line + i}: {image}: {CAPTION_RULE}")
+    for i, why in caption_faults(markdown):
+        raise ValueError(f"docs/{page_uri}:{first_line + i}: {why}")
 
 
 def _source_lines(text: str) -> list[str]:

@@ -334,7 +334,6 @@ def test_an_apparatus_marker_given_twice_fails_naming_the_line(page, marker, mon
 
 # -- figures: the caption ------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15b: an empty '/// caption' block passes the caption check")
 @pytest.mark.parametrize("caption", ["/// caption\n///\n", "/// caption\n   \n///\n"])
 def test_a_figure_with_an_empty_caption_fails_naming_the_line(tmp_path, monkeypatch, caption):
     """A figure needs a caption under it, "what to see in it" (``CAPTION_RULE``); a ``/// caption`` block
@@ -347,8 +346,6 @@ def test_a_figure_with_an_empty_caption_fails_naming_the_line(tmp_path, monkeypa
         render_page(f"# T\n\n![A curve](figures/hostile/f.svg)\n{caption}\nText.\n")
 
 
-@pytest.mark.xfail(strict=True, reason="round 15b: a '/// caption' never closed takes the rest of the page "
-                                       "into the figcaption")
 def test_a_caption_never_closed_fails_naming_the_line(tmp_path, monkeypatch):
     """A ``/// caption`` block ends at its ``///``; left open, pymdownx.blocks runs it to the page's end:
     every later heading, paragraph and figure of the page is inside the ``<figcaption>`` (the table of
