@@ -156,19 +156,21 @@ def _referenced(reference: str) -> str:
 
 
 def code_key(code: str, shared: str | None = None) -> str:
-    """The execution-cache key of ``code`` run as :mod:`site_build.runner` runs it (how it is run,
-    the code without its trailing blank lines, which change nothing it does: leading ones move the
-    line numbers it may print, in a traceback say, so they are kept; and ``shared``: the key
-    context, :func:`site_build.store.context` when None)."""
+    """The execution-cache key of ``code`` run as :mod:`site_build.runner` runs it: how it is run and
+    the code exactly as it runs (nothing stripped or normalised: a snippet that reads its own file,
+    ``__file__``, prints another size once a blank line is added or its line endings change; leading
+    blank lines move the line numbers it may print), and ``shared``: the key context,
+    :func:`site_build.store.context` when None."""
     if not isinstance(code, str):
         raise TypeError(f"code must be str, got {type(code).__name__}")
-    return fingerprint.key(runner.HOW + "\n" + code.rstrip("\n") + "\n",
-                           shared=store.context() if shared is None else shared)
+    return fingerprint.key(runner.HOW + "\n" + code, shared=store.context() if shared is None else shared)
 
 
 def snippet_key(path: str, shared: str | None = None) -> str:
-    """The execution-cache key of a build-output snippet: :func:`code_key` of its text."""
-    return code_key((ROOT / path).read_text(encoding="utf-8"), shared)
+    """The execution-cache key of a build-output snippet: :func:`code_key` of its bytes as they are
+    (the run copies them, :func:`site_build.runner.run_snippet`), decoded as UTF-8 with its line
+    endings as written."""
+    return code_key((ROOT / path).read_bytes().decode("utf-8"), shared)
 
 
 def run_stored(code: str, folder: str | Path, shared: str) -> subprocess.CompletedProcess:
@@ -181,9 +183,11 @@ def run_stored(code: str, folder: str | Path, shared: str) -> subprocess.Complet
     :class:`subprocess.TimeoutExpired`."""
     if not isinstance(code, str):
         raise TypeError(f"code must be str, got {type(code).__name__}")
-    # a page's block is a snippet as the page includes it, after the blank line the include adds: run
-    # (and keyed) from its first line, as the snippet's own build output runs, so the two share a run
-    code = code.lstrip("\n")
+    # a page's block is a snippet as the page includes it, after the blank line the include adds and
+    # with the line the fence's end adds: run (and keyed) from its first line to one newline after its
+    # last, the bytes of a snippet file that ends its last line, so the block and the snippet's own
+    # build output run the same bytes and share a run
+    code = code.lstrip("\n").rstrip("\n") + "\n"
     command = ["python", runner.SCRIPT_NAME]
     key = code_key(code, shared)
     stored = store.lookup("build_output", key)

@@ -116,7 +116,7 @@ def run_ahead(lanes: int | None = None) -> None:
     shared, reading, others = store.context(), [], []
     for path in untimed_snippets():
         text = (ROOT / path).read_text(encoding="utf-8")
-        if store.lookup("build_output", build_output.code_key(text, shared)) is None:     # not stored yet
+        if store.lookup("build_output", build_output.snippet_key(path, shared)) is None:  # not stored yet
             (reading if _READS_MEASURES.search(text) else others).append((path, [_SNIPPET, path], False))
     tasks = [("Chapter 9's measures", [_MEASURES], False), *reading, *others,
              ("figures and drill notebooks", [_FIGURES_AND_NOTEBOOKS], figures_wait)]

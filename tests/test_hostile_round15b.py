@@ -449,8 +449,6 @@ def test_an_environment_arithmatex_does_not_read_as_math_is_prose_to_the_citatio
 
 # -- the execution cache ------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15b: a build output's key ignores trailing blank lines and line "
-                                       "endings, which a snippet that reads its own file prints")
 @pytest.mark.parametrize("change", ["trailing newline", "CRLF"])
 def test_a_build_output_that_reads_its_own_file_runs_again_when_the_file_changes(tmp_path, monkeypatch, change):
     """A build output runs the snippet's bytes as they are (a copy, ``read_bytes``), but its key is the
