@@ -94,14 +94,37 @@ def figure_reads(script: Path) -> list[Path]:
     """The files a figure script may draw from besides the library: every other file under its own
     folder, at any depth (a module or data beside it, or in a subfolder such as ``data/``, which the
     script reaches through ``__file__`` just as it reaches its neighbours), and the benchmark reports
-    and their results for the scripts that name them (Chapter 8's). A script runs in a scratch working
-    folder, so a path relative to the working folder reaches none of the repository. Compiled
-    ``.pyc`` files are left out: Python writes them, and they hold nothing their source does not."""
+    and their results for the scripts that name them (Chapter 8's), or whose files beside them do (a
+    helper module that reads ``benchmarks/results/``). A script runs in a scratch working folder, so a
+    path relative to the working folder reaches none of the repository. Compiled ``.pyc`` files are
+    left out: Python writes them, and they hold nothing their source does not."""
     beside = sorted(p for p in script.parent.rglob("*") if p.is_file() and p != script and p.suffix != ".pyc")
-    if "benchmarks" not in _script_text(script):
+    if "benchmarks" not in _script_text(script) and not any(_names_benchmarks(p) for p in beside):
         return beside
     bench = ROOT / "benchmarks"
     return beside + sorted(bench.glob("*.py")) + sorted(p for p in (bench / "results").rglob("*") if p.is_file())
+
+
+def _names_benchmarks(path: Path) -> bool:
+    """Whether the file ``path`` (a module or data beside a figure script) names ``benchmarks``: in a
+    Python module's code or strings (a comment reads nothing), anywhere in another file's bytes. One
+    that cannot be read names nothing (the key's digest of it says it changed)."""
+    import io
+    import tokenize
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    if b"benchmarks" not in data:
+        return False
+    if path.suffix != ".py":
+        return True
+    try:
+        return any("benchmarks" in tok.string for tok in tokenize.tokenize(io.BytesIO(data).readline)
+                   if tok.type != tokenize.COMMENT)
+    except (tokenize.TokenError, SyntaxError, UnicodeDecodeError):
+        return True                                  # not Python as it stands: read as bytes
 
 
 def _script_text(script: Path) -> str:

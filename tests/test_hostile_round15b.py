@@ -469,8 +469,6 @@ def test_a_build_output_that_reads_its_own_file_runs_again_when_the_file_changes
     assert shown.strip() == f"{len(changed)} bytes", shown
 
 
-@pytest.mark.xfail(strict=True, reason="round 15b: a figure whose helper module (not its script) reads "
-                                       "benchmarks/ is keyed without the benchmark results")
 def test_a_figure_s_key_covers_the_benchmarks_its_helper_reads(tmp_path, monkeypatch):
     """A figure's key covers the benchmark reports and results "for the scripts that name them": it
     looks for the word ``benchmarks`` in the script's own text. A script that draws from a helper
