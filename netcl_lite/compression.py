@@ -56,6 +56,7 @@ one step at a time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -737,7 +738,8 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
 
     family = constriction.stream.model.Categorical(perfect=False)
     encoder = constriction.stream.queue.RangeEncoder()
-    weights = model_fingerprint(model)     # the weights coded with: checked again at the end
+    weights = model_fingerprint(model)     # the weights and tokenizer coded with: checked again at the end
+    vocabulary = tokenizer_fingerprint(tokenizer)
     predictor = make_predictor(model, tokenizer, lengths, keep, mix, primer_ids, adapt=AdaptConfig() if adapt else None)
     sizes = _piece_lengths(model, tokenizer)
     coded_bytes = 0
@@ -763,6 +765,10 @@ def compress(data: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, mix: boo
         raise ValueError("model: its weights changed while compress ran (another thread trained it or loaded "
                          "weights into it), so no one set of weights could decode the result; compress again "
                          "once they stay put, or give each thread a model of its own")
+    if parts["tokenizer"] != hashlib.sha256(vocabulary).digest():
+        raise ValueError("tokenizer: it changed while compress ran (another thread trained or loaded it), so "
+                         "no one tokenizer could decode the result; compress again once it stays put, or give "
+                         "each thread a tokenizer of its own")
     blob = _header(mode, data, ids.size, parts, payload)
     stored = _stored(data)
     return blob if len(blob) < len(stored) else stored
@@ -795,7 +801,7 @@ def _check_predictor_args(model, tokenizer, lengths, keep, mix, primer_ids, adap
     _check_model(model, tokenizer)
     _not_masked(lengths, "lengths")
     if not isinstance(lengths, np.ndarray) or lengths.ndim != 1 or lengths.dtype.kind not in "iu" \
-            or not lengths.size or (lengths < 0).any() or (np.diff(lengths) > 0).any():
+            or not lengths.size or (lengths < 0).any() or (np.diff(lengths.astype(np.float64)) > 0).any():
         raise ValueError(f"lengths must be a 1-D integer array of the streams' token counts, longest first "
                          f"(segments(n_tokens, streams) makes one), got {lengths!r:.200}")
     window = model.config.max_position_embeddings
@@ -994,7 +1000,8 @@ def _decode(body, fields, model, tokenizer, primer_ids, progress) -> bytes:
             return
         what = {"weights": "another model (its config or its weights differ)", "tokenizer": "another tokenizer",
                 "primer": primer,
-                "arithmetic": f"other arithmetic (here: {arithmetic(model)}), which computes other probabilities",
+                "arithmetic": f"other arithmetic (here: {_visible(arithmetic(model))}), which computes other "
+                              f"probabilities",
                 "coder": f"another coder (here: {coder(mode, AdaptConfig())})"}
         message = "blob was compressed with " + "; and with ".join(what[name] for name in differ)
         if {"arithmetic", "coder"} & set(differ):       # the sources are hashed there: another version wrote it
@@ -1125,27 +1132,51 @@ def _write_new(path, data: bytes, mode: int | None = None) -> None:
     exists), then removed, whatever happens (an error, Ctrl-C). On a file system without hard
     links (``os.link`` refused), the name itself is created exclusively (``O_EXCL``: it fails if
     the name exists), written and flushed; on any failure or Ctrl-C the file so created is
-    removed, so a partial file never stays. ``mode``: permission bits the file gets before
-    its name appears (IN's, as gzip gives them), else the umask's."""
+    removed, so a partial file never stays. The folder's entry is flushed to disk too. ``mode``:
+    permission bits the file gets before its name appears (IN's, as gzip gives them), else the
+    umask's. A signal that arrives as the name appears is acted on once the step is done, and then
+    takes the name away again: the command's status and OUT agree (done and there, or ended and
+    not)."""
     import os
     from pathlib import Path
 
-    from .files import temporary_name, write_new
+    from .files import _fsync_folder, signals_held, temporary_name, write_new
 
     path = Path(path)
     tmp = temporary_name(path)                          # a valid name beside any valid OUT
+    linked = False
     try:
         write_new(tmp, data, mode)
-        try:
-            os.link(tmp, path)
-            return
-        except FileExistsError:
-            raise
-        except (OSError, NotImplementedError):          # no hard links here (EPERM, ENOTSUP, ...)
-            pass
+        with signals_held():                            # link, flush the folder, remove the temporary name
+            try:
+                os.link(tmp, path)
+                linked = True
+            except FileExistsError:
+                raise
+            except (OSError, NotImplementedError):      # no hard links here (EPERM, ENOTSUP, ...)
+                pass
+            tmp.unlink(missing_ok=True)
+            if linked:
+                _fsync_folder(path.parent)
+    except BaseException:
+        if linked:                                      # ours: the link made it a moment ago
+            path.unlink(missing_ok=True)
+        raise
     finally:
-        tmp.unlink(missing_ok=True)
-    write_new(path, data, mode)
+        with signals_held():
+            tmp.unlink(missing_ok=True)
+    if linked:
+        return
+    written = False
+    try:
+        write_new(path, data, mode)
+        written = True
+        with signals_held():
+            _fsync_folder(path.parent)
+    except BaseException:
+        if written:
+            path.unlink(missing_ok=True)
+        raise
 
 
 def _probe_folder(path) -> None:
@@ -1155,11 +1186,14 @@ def _probe_folder(path) -> None:
     that would be lost. Root passes ``os.access``'s check of any folder; this one it can fail."""
     from .files import temporary_name, write_new
 
+    from .files import signals_held
+
     probe = temporary_name(path)
-    try:
-        write_new(probe, b"")
-    finally:
-        probe.unlink(missing_ok=True)
+    with signals_held():                                # made and removed as one step: none is left
+        try:
+            write_new(probe, b"")
+        finally:
+            probe.unlink(missing_ok=True)
 
 
 def _read_input(name: str, limit: int, what: str) -> bytes:
@@ -1448,7 +1482,7 @@ def _main(argv) -> int:
             if stored is not None:
                 return deliver(stored)
         # nothing but the result goes to standard output (a model trained on the way prints)
-        with contextlib.redirect_stdout(sys.stderr):
+        with _stdout_to_stderr():
             if (problem := _environment_problem()) is not None:
                 return fail(problem)
             try:
@@ -1524,6 +1558,65 @@ def _kernel_cache_room() -> str | None:
             f"with room")
 
 
+class _ThreadStdout:
+    """``sys.stdout`` while the command line loads and codes: what a thread inside
+    :func:`_stdout_to_stderr` prints goes to standard error (a model trained on the way prints), what
+    any other thread prints to the standard output it found, so two commands run in two threads
+    each deliver their result to standard output."""
+
+    def __init__(self, real):
+        self.real, self.threads = real, set()
+
+    def _target(self):
+        import sys
+        import threading
+
+        return sys.stderr if threading.get_ident() in self.threads else self.real
+
+    def write(self, text):
+        target = self._target()
+        return target.write(text) if target is not None else len(text)
+
+    def flush(self):
+        target = self._target()
+        if target is not None:
+            target.flush()
+
+    def __getattr__(self, name):                        # buffer, encoding, fileno ...: the real stream's
+        return getattr(self.real, name)
+
+
+_STDOUT_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """What this thread prints goes to standard error while the block runs (:class:`_ThreadStdout`);
+    ``sys.stdout`` is what it was once no thread is inside."""
+    import sys
+    import threading
+
+    me = threading.get_ident()
+    with _STDOUT_LOCK:
+        if not isinstance(sys.stdout, _ThreadStdout):
+            sys.stdout = _ThreadStdout(sys.stdout)
+        proxy = sys.stdout
+        proxy.threads.add(me)
+    try:
+        yield
+    finally:
+        with _STDOUT_LOCK:
+            proxy.threads.discard(me)
+            if not proxy.threads and sys.stdout is proxy:
+                sys.stdout = proxy.real
+
+
+def _visible(text: str) -> str:
+    from .files import visible
+
+    return visible(text)
+
+
 def _inside(path, folder) -> bool:
     """Whether ``path`` is ``folder`` or under it (both made absolute, links not followed)."""
     import os
@@ -1573,8 +1666,8 @@ def _exit_cleanly_on_termination() -> None:
     def terminated(signum, frame):
         raise SystemExit(128 + signum)
 
-    for name in TERMINATION_SIGNALS:
-        if hasattr(signal, name):
+    for name in TERMINATION_SIGNALS:              # one the caller ignores (nohup, a background job) stays so
+        if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) is not signal.SIG_IGN:
             signal.signal(getattr(signal, name), terminated)
 
 

@@ -1,7 +1,7 @@
 """Issue 58, an independent hostile check, round 15a: reproducers of defects in the compressor and its
 command line beyond the cases of earlier rounds (tests/test_hostile*.py, tests/test_compression_hostile.py).
 
-Each test asserts the correct behaviour and is marked xfail (strict) until the defect is fixed.
+Each test asserts the correct behaviour; each failed on the code before its fix.
 """
 
 from __future__ import annotations
@@ -53,8 +53,6 @@ def _listing(folder: Path) -> list[str]:
 
 # -- the default primer: a shared cache handed out writable ------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15a: default_primer hands out its cached array, writable: "
-                                       "a caller's edit changes every later compress/decompress")
 def test_the_default_primer_cannot_be_changed_through_the_array_it_returns(tiny):
     """``default_primer(tok)`` returns the very array its ``lru_cache`` keeps, writable. A caller that
     edits it (normalises ids, shuffles it for an experiment) changes the primer every later
@@ -77,8 +75,6 @@ def test_the_default_primer_cannot_be_changed_through_the_array_it_returns(tiny)
 
 # -- the compressor: a tokenizer that changes while compress runs -----------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15a: a tokenizer retrained while compress runs gives a blob "
-                                       "that neither tokenizer decodes (only the weights are checked)")
 def test_a_tokenizer_retrained_while_compress_runs_never_gives_a_blob_that_cannot_come_back(queue, monkeypatch):
     """Round 14a made ``compress`` check the weights before and after coding; the tokenizer gets no such
     check. Another thread retrains the tokenizer (``train_from_iterator``) while ``compress`` codes:
@@ -119,8 +115,6 @@ def test_a_tokenizer_retrained_while_compress_runs_never_gives_a_blob_that_canno
 
 # -- the command line: a signal just after OUT's name is linked --------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15a: a signal right after os.link exits 143 yet leaves OUT "
-                                       "written: the status says interrupted, the file says done")
 def test_a_signal_just_after_out_is_linked_gives_a_status_that_matches_the_file(model_dir, tmp_path):
     """OUT appears when its temporary file is hard-linked to the name; the link is not inside
     ``signals_held``. A SIGTERM that arrives just as ``os.link`` returns unwinds through
@@ -151,8 +145,6 @@ def test_a_signal_just_after_out_is_linked_gives_a_status_that_matches_the_file(
 
 # -- make_predictor: stream lengths of an unsigned integer type ---------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15a: make_predictor refuses unsigned lengths that are longest "
-                                       "first: np.diff wraps around below zero")
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint32, np.uint64])
 def test_unsigned_stream_lengths_longest_first_are_taken(tiny, dtype):
     """``make_predictor`` takes "a 1-D integer array of the streams' token counts, longest first", and
@@ -170,8 +162,6 @@ def test_unsigned_stream_lengths_longest_first_are_taken(tiny, dtype):
 
 # -- the command line in two threads: standard output redirected process-wide -------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15a: main() in two threads: redirect_stdout is process-wide, so "
-                                       "one thread's result goes to standard error and sys.stdout stays swapped")
 def test_two_threads_running_main_each_write_their_result_to_standard_output(model_dir, tmp_path, monkeypatch):
     """``main`` wraps loading and coding in ``contextlib.redirect_stdout(sys.stderr)``, which swaps the
     process's ``sys.stdout``. Two threads that run the command line at once (a server compressing two
@@ -224,8 +214,6 @@ def test_two_threads_running_main_each_write_their_result_to_standard_output(mod
 
 # -- the command line: signals the caller ignores (nohup) ---------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15a: under nohup (SIGHUP ignored) the command installs its own "
-                                       "SIGHUP handler and a closed terminal ends it with status 129")
 @pytest.mark.parametrize("name", ["SIGHUP", "SIGQUIT"])
 def test_a_signal_the_caller_ignores_stays_ignored(model_dir, tmp_path, name):
     """``nohup cmd`` starts the command with SIGHUP ignored so that closing the terminal does not end
@@ -254,8 +242,6 @@ def test_a_signal_the_caller_ignores_stays_ignored(model_dir, tmp_path, name):
 
 # -- the command line: a signal while a temporary file is being removed --------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15a: a signal as the probe's or the write's temporary file is "
-                                       "removed (in a finally, not held) leaves that temporary file behind")
 @pytest.mark.parametrize("nth", [1, 2], ids=["the folder probe", "after the link"])
 def test_a_signal_while_a_temporary_file_is_removed_leaves_none(model_dir, tmp_path, nth):
     """``_probe_folder`` and ``_write_new`` remove their temporary file in a ``finally`` that
@@ -288,8 +274,6 @@ def test_a_signal_while_a_temporary_file_is_removed_leaves_none(model_dir, tmp_p
 
 # -- the fingerprint: a config equal in value, written another way ------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15a: rope_theta=10000 and 10000.0 (same model, same weights) hash "
-                                       "to other fingerprints: the blob is refused as 'another model'")
 def test_a_config_equal_in_value_is_the_same_model(queue, tiny):
     """``model_fingerprint`` hashes ``json.dumps(config.__dict__)``, so ``rope_theta=10000`` (as a
     hand-written or Hugging Face ``config.json`` often has it, and ``from_pretrained`` keeps the int)
@@ -307,8 +291,6 @@ def test_a_config_equal_in_value_is_the_same_model(queue, tiny):
 
 # -- AdaptationDiverged: a public exception's arguments -------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15a: AdaptationDiverged(1, '0.1', ...) fails inside its message "
-                                       "('Unknown format code g'), naming no parameter")
 def test_adaptation_diverged_names_an_argument_it_cannot_take():
     """``AdaptationDiverged`` is public (the command line and callers catch it, a caller may raise it).
     Given a learning rate as text it fails while formatting its own message with "Unknown format code
@@ -324,8 +306,6 @@ def test_adaptation_diverged_names_an_argument_it_cannot_take():
 
 # -- files: the helpers' paths -------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15a: atomic_write('new/', data) writes a FILE named 'new': the "
-                                       "trailing slash that says 'a folder' is dropped by Path")
 def test_atomic_write_refuses_a_path_that_names_a_folder_by_its_trailing_slash(tmp_path):
     """``files.atomic_write`` refuses "a folder or a non-regular file at path", and the command line
     refuses an OUT ending in '/' (round 6). But ``Path('…/new/')`` drops the slash, so
@@ -340,8 +320,6 @@ def test_atomic_write_refuses_a_path_that_names_a_folder_by_its_trailing_slash(t
     assert _listing(tmp_path) == []
 
 
-@pytest.mark.xfail(strict=True, reason="round 15a: read_regular/kind_of of a path holding NUL raise os's "
-                                       "'embedded null byte', naming neither the path nor the parameter")
 def test_the_file_helpers_name_a_path_holding_a_nul():
     """``files.read_regular`` (the command line's reader of IN) and ``files.kind_of`` pass a path
     holding NUL to ``os.stat``, whose ``ValueError: embedded null byte`` says nothing of which path
@@ -373,8 +351,6 @@ print(fields["mode"], fields["length"], fields["end"])
 """
 
 
-@pytest.mark.xfail(strict=True, reason="round 15a: read_header copies the whole buffer (tobytes) to read its "
-                                       "first bytes: a 4 GiB mapped file needs 4 GiB more memory")
 def test_read_header_of_a_large_mapped_file_reads_only_its_header(tmp_path):
     """``read_header`` reads a few dozen bytes, but first turns the whole buffer into bytes
     (``_buffer(...).tobytes()``), with no size check (``decompress`` checks ``MAX_BLOB_BYTES`` first).
@@ -390,8 +366,6 @@ def test_read_header_of_a_large_mapped_file_reads_only_its_header(tmp_path):
 
 # -- the command line: OUT's folder entry never flushed ------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15a: _write_new links OUT into its folder but never fsyncs the "
-                                       "folder (atomic_write and replace do): a crash can lose OUT after exit 0")
 def test_out_s_folder_entry_is_flushed_to_disk_after_the_link(tmp_path, monkeypatch):
     """``files.atomic_write`` and ``files.replace`` flush the file, rename it into place, then flush the
     folder, so that the new name survives a power cut. The command line's ``_write_new`` flushes the
@@ -419,8 +393,6 @@ def test_out_s_folder_entry_is_flushed_to_disk_after_the_link(tmp_path, monkeypa
 
 # -- the command line: a PoCL setting's value shown raw in a refusal -----------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="round 15a: a POCL_* value holding a newline or ESC reaches the terminal "
-                                       "raw inside the 'other arithmetic (here: ...)' refusal")
 def test_a_pocl_setting_with_control_characters_is_shown_escaped_in_a_refusal(model_dir, tmp_path):
     """``arithmetic(model)`` ends with every ``POCL_*`` setting of the environment as written, and
     ``decompress`` quotes it in its refusal ("blob was compressed with other arithmetic (here: ...;
