@@ -6,7 +6,13 @@ Test modules import from here, so no test module imports from another.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+#: the repository's root, put on a subprocess's path
+ROOT = Path(__file__).resolve().parents[1]
 
 #: the text the tokenizer is trained on and the command line codes
 TEXT = ("Each stream is coded from the model's predictions; a header says how to read it back.\n"
@@ -43,3 +49,30 @@ def write_model_folder(queue, folder: Path) -> Path:
     model.save_pretrained(folder)
     tok.save(folder / "tokenizer.json")
     return folder
+
+
+def environment(**changes) -> dict:
+    """This process's environment with the repository on the path and ``changes`` (None: unset)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for name, value in changes.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+def listing(folder: Path) -> list[str]:
+    """The names in ``folder``, sorted."""
+    return sorted(p.name for p in Path(folder).iterdir())
+
+
+def compress_patched(patch: str, src, out, model_dir) -> subprocess.CompletedProcess:
+    """``python -m netcl_lite.compression compress SRC OUT --model DIR`` in a new process, run in OUT's
+    folder with its ``os`` functions patched first by the code ``patch`` (os, signal and sys imported
+    for it), standard input empty."""
+    script = (f"import os, runpy, signal, sys\n{patch}"
+              f"sys.argv = ['compression', 'compress', {str(src)!r}, {str(out)!r}, '--model', {str(model_dir)!r}]\n"
+              f"runpy.run_module('netcl_lite.compression', run_name='__main__', alter_sys=True)\n")
+    return subprocess.run([sys.executable, "-c", script], cwd=Path(out).parent, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=120, env=environment())

@@ -15,7 +15,6 @@ import sys
 import threading
 import tracemalloc
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +23,8 @@ from netcl_lite import adaptation
 from netcl_lite import compression as cz
 from netcl_lite.nn import DecoderLM, LMConfig
 from netcl_lite.text import BPETokenizer
+
+from cli_model import compress_patched
 
 TEXT = ("Each stream is coded from the model's predictions; a header says how to read it back.\n"
         "Counts of what followed each context sharpen the guesses as the text goes on.\r\n") * 6
@@ -591,19 +592,9 @@ def test_a_termination_signal_during_the_write_leaves_no_temporary_file(model_di
              f"    os.kill(os.getpid(), signal.{name})\n"
              f"    time.sleep(30)\n"
              f"os.fsync = fsync\n")
-    done = _compress_patched(patch, src, tmp_path / "out.nclz", model_dir)
+    done = compress_patched(patch, src, tmp_path / "out.nclz", model_dir)
     assert done.returncode == 128 + getattr(signal, name), (done.returncode, done.stderr[-600:])
     assert _listing(tmp_path) == ["in.txt"]
-
-
-def _compress_patched(patch: str, src, out, model_dir) -> subprocess.CompletedProcess:
-    """``python -m netcl_lite.compression compress SRC OUT --model DIR`` in a new process, its ``os``
-    functions patched first by the code ``patch`` (os, signal and sys imported for it)."""
-    script = (f"import os, runpy, signal, sys\n{patch}"
-              f"sys.argv = ['compression', 'compress', {str(src)!r}, {str(out)!r}, '--model', {str(model_dir)!r}]\n"
-              f"runpy.run_module('netcl_lite.compression', run_name='__main__', alter_sys=True)\n")
-    return subprocess.run([sys.executable, "-c", script], cwd=Path(out).parent, stdin=subprocess.DEVNULL,
-                          capture_output=True, timeout=120)
 
 
 def test_an_interrupted_write_leaves_neither_the_file_nor_a_temporary_one(tmp_path, monkeypatch):
@@ -968,7 +959,7 @@ def test_a_signal_right_after_the_exclusive_create_leaves_no_empty_file(model_di
               f"        signal.pthread_sigmask(signal.SIG_SETMASK, [])   # delivered now, acted on at once\n"
               f"    return fd\n"
               f"os.open = signalled_open\n")
-    done = _compress_patched(patch, src, out, model_dir)
+    done = compress_patched(patch, src, out, model_dir)
     assert done.returncode == 128 + getattr(signal, name), (done.returncode, done.stderr[-600:])
     assert _listing(tmp_path) == ["in.txt"]
 

@@ -20,7 +20,7 @@ from netcl_lite.context_mixing import TECHNIQUES
 from netcl_lite.nn import DecoderLM, LMConfig
 from netcl_lite.text import BPETokenizer
 
-from cli_model import SMALL, TEXT, tiny_model, write_model_folder
+from cli_model import SMALL, TEXT, environment as _env, tiny_model, write_model_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,17 +34,6 @@ def tiny(queue):
 @pytest.fixture(scope="module")
 def model_dir(queue, tmp_path_factory):
     return write_model_folder(queue, tmp_path_factory.mktemp("round14a") / "model")
-
-
-def _env(**changes) -> dict:
-    """This process's environment with the repository on the path and ``changes`` (None: unset)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for name, value in changes.items():
-        if value is None:
-            env.pop(name, None)
-        else:
-            env[name] = value
-    return env
 
 
 def _pocl_cache() -> str:

@@ -14,20 +14,11 @@ from types import SimpleNamespace
 import pytest
 
 from site_build import build_output, citations, generated, glossary
-from site_render import render_page
+from site_render import bibliography_of as _bibliography, rendered_page as _rendered_page, render_page
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "vaswani2017attention"
 NO_FILES = SimpleNamespace(documentation_pages=lambda: [])
-
-
-def _bibliography(tmp_path: Path, monkeypatch, entry: str) -> dict:
-    """The works of a references.bib that holds ``entry``, made the build's bibliography."""
-    source = tmp_path / "references.bib"
-    source.write_text(entry + "\n", encoding="utf-8")
-    known = citations.works(source)
-    monkeypatch.setattr(citations, "works", lambda path=None: known)
-    return known
 
 
 # -- citations.bibliography: an identifier is code, its backticks included -----------------------------------
@@ -153,32 +144,6 @@ def test_numbered_equations_are_numbered_in_order_or_refused():
 
 
 # -- mathml: the table of contents ---------------------------------------------------------------------------
-
-def _rendered_page(text: str):
-    """A MkDocs page made from ``text`` and rendered as ``mkdocs build`` renders it, with the plugin's
-    Markdown and content stages: its title, table of contents and HTML as the theme gets them."""
-    from mkdocs.config import load_config
-    from mkdocs.structure.files import File, Files
-    from mkdocs.structure.pages import Page
-
-    from site_build import measured
-    from site_build.plugin import BuildState, SiteBuild
-
-    config = load_config(str(ROOT / "mkdocs.yml"))
-    plugin = SiteBuild()
-    plugin.on_config(config)
-    plugin.state = BuildState(outputs=build_output.BuildOutputs(lambda: "hostile tests"),
-                              measured=measured.MeasuredSections())
-    config.plugins._current_plugin = None
-    file = File.generated(config, "hostile.md", content=text)
-    files = Files([file])
-    page = Page(None, file, config)
-    page.read_source(config)
-    page.markdown = plugin.on_page_markdown(page.markdown, page=page, config=config, files=files)
-    page.render(config, files)
-    page.content = plugin.on_page_content(page.content, page=page, config=config, files=files)
-    return page
-
 
 def test_a_formula_in_a_heading_is_not_raw_latex_in_the_table_of_contents():
     """The heading itself gets MathML, but the table of contents, which the theme draws in the left

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,36 +18,18 @@ from netcl_lite import compression as cz
 from netcl_lite.nn import DecoderLM, LMConfig
 from netcl_lite.text import BPETokenizer
 
-from cli_model import SMALL, TEXT, write_model_folder
-
-ROOT = Path(__file__).resolve().parents[1]
-
+from cli_model import SMALL, TEXT, compress_patched, environment as _env, listing as _listing, tiny_model, \
+    write_model_folder
 
 @pytest.fixture(scope="module")
 def tiny(queue):
     """(model, tokenizer): a small untrained model and a 300-token BPE trained on TEXT."""
-    tok = BPETokenizer()
-    tok.train_from_iterator([TEXT], 300, progress=False)
-    return DecoderLM(LMConfig(vocab_size=300, **SMALL), queue=queue, seed=1), tok
+    return tiny_model(queue)[:2]
 
 
 @pytest.fixture(scope="module")
 def model_dir(queue, tmp_path_factory):
     return write_model_folder(queue, tmp_path_factory.mktemp("round15a") / "model")
-
-
-def _env(**changes) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for name, value in changes.items():
-        if value is None:
-            env.pop(name, None)
-        else:
-            env[name] = value
-    return env
-
-
-def _listing(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir())
 
 
 # -- the default primer: a shared cache handed out writable ------------------------------------------------
@@ -125,18 +106,14 @@ def test_a_signal_just_after_out_is_linked_gives_a_status_that_matches_the_file(
     src = tmp_path / "in.txt"
     src.write_bytes(TEXT.encode())
     out = tmp_path / "out.nclz"
-    script = (f"import os, runpy, signal, sys\n"
-              f"real_link = os.link\n"
-              f"def signalled_link(src, dst, *a, **k):\n"
-              f"    real_link(src, dst, *a, **k)\n"
-              f"    if os.fspath(dst) == {str(out)!r}:\n"
-              f"        os.kill(os.getpid(), signal.SIGTERM)\n"
-              f"        signal.pthread_sigmask(signal.SIG_SETMASK, [])\n"
-              f"os.link = signalled_link\n"
-              f"sys.argv = ['compression', 'compress', {str(src)!r}, {str(out)!r}, '--model', {str(model_dir)!r}]\n"
-              f"runpy.run_module('netcl_lite.compression', run_name='__main__', alter_sys=True)\n")
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, stdin=subprocess.DEVNULL,
-                          capture_output=True, timeout=120, env=_env())
+    patch = (f"real_link = os.link\n"
+             f"def signalled_link(src, dst, *a, **k):\n"
+             f"    real_link(src, dst, *a, **k)\n"
+             f"    if os.fspath(dst) == {str(out)!r}:\n"
+             f"        os.kill(os.getpid(), signal.SIGTERM)\n"
+             f"        signal.pthread_sigmask(signal.SIG_SETMASK, [])\n"
+             f"os.link = signalled_link\n")
+    done = compress_patched(patch, src, out, model_dir)
     listing = _listing(tmp_path)
     assert (done.returncode == 0 and listing == ["in.txt", "out.nclz"]) or \
         (done.returncode == 128 + signal.SIGTERM and listing == ["in.txt"]), \
@@ -225,17 +202,13 @@ def test_a_signal_the_caller_ignores_stays_ignored(model_dir, tmp_path, name):
     src = tmp_path / "in.txt"
     src.write_bytes(TEXT.encode())
     out = tmp_path / "out.nclz"
-    script = (f"import os, runpy, signal, sys\n"
-              f"signal.signal(signal.{name}, signal.SIG_IGN)          # as nohup, or a background job, starts it\n"
-              f"real_fsync = os.fsync\n"
-              f"def fsync(fd):\n"
-              f"    os.kill(os.getpid(), signal.{name})                # the terminal closes while OUT is written\n"
-              f"    return real_fsync(fd)\n"
-              f"os.fsync = fsync\n"
-              f"sys.argv = ['compression', 'compress', {str(src)!r}, {str(out)!r}, '--model', {str(model_dir)!r}]\n"
-              f"runpy.run_module('netcl_lite.compression', run_name='__main__', alter_sys=True)\n")
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, stdin=subprocess.DEVNULL,
-                          capture_output=True, timeout=120, env=_env())
+    patch = (f"signal.signal(signal.{name}, signal.SIG_IGN)          # as nohup, or a background job, starts it\n"
+             f"real_fsync = os.fsync\n"
+             f"def fsync(fd):\n"
+             f"    os.kill(os.getpid(), signal.{name})                # the terminal closes while OUT is written\n"
+             f"    return real_fsync(fd)\n"
+             f"os.fsync = fsync\n")
+    done = compress_patched(patch, src, out, model_dir)
     assert done.returncode == 0, (done.returncode, done.stderr[-600:])
     assert _listing(tmp_path) == ["in.txt", "out.nclz"]
 
@@ -252,20 +225,16 @@ def test_a_signal_while_a_temporary_file_is_removed_leaves_none(model_dir, tmp_p
     src = tmp_path / "in.txt"
     src.write_bytes(TEXT.encode())
     out = tmp_path / "out.nclz"
-    script = (f"import os, runpy, signal, sys\n"
-              f"real_unlink, seen = os.unlink, []\n"
-              f"def unlink(path, *a, **k):\n"
-              f"    if os.fspath(path).endswith('.tmp'):\n"
-              f"        seen.append(path)\n"
-              f"        if len(seen) == {nth}:\n"
-              f"            os.kill(os.getpid(), signal.SIGTERM)\n"
-              f"            signal.pthread_sigmask(signal.SIG_SETMASK, [])\n"
-              f"    return real_unlink(path, *a, **k)\n"
-              f"os.unlink = unlink\n"
-              f"sys.argv = ['compression', 'compress', {str(src)!r}, {str(out)!r}, '--model', {str(model_dir)!r}]\n"
-              f"runpy.run_module('netcl_lite.compression', run_name='__main__', alter_sys=True)\n")
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, stdin=subprocess.DEVNULL,
-                          capture_output=True, timeout=120, env=_env())
+    patch = (f"real_unlink, seen = os.unlink, []\n"
+             f"def unlink(path, *a, **k):\n"
+             f"    if os.fspath(path).endswith('.tmp'):\n"
+             f"        seen.append(path)\n"
+             f"        if len(seen) == {nth}:\n"
+             f"            os.kill(os.getpid(), signal.SIGTERM)\n"
+             f"            signal.pthread_sigmask(signal.SIG_SETMASK, [])\n"
+             f"    return real_unlink(path, *a, **k)\n"
+             f"os.unlink = unlink\n")
+    done = compress_patched(patch, src, out, model_dir)
     listing = _listing(tmp_path)
     assert not [name for name in listing if name.endswith(".tmp")], (done.returncode, listing, done.stderr[-600:])
     assert (done.returncode == 0 and listing == ["in.txt", "out.nclz"]) or \
