@@ -1289,6 +1289,7 @@ exit status:
   130  interrupted (Ctrl-C): no partial or temporary file is left
   128+N  ended by signal N: SIGTERM (143), SIGHUP (129), SIGQUIT (131), SIGXCPU (a CPU-time
        limit, 152), SIGALRM, SIGUSR1, SIGUSR2 or SIGVTALRM; no partial or temporary file is left
+       (a signal the command was started with ignored, as under nohup, stays ignored)
 """
 
 
