@@ -1140,7 +1140,7 @@ def _write_new(path, data: bytes, mode: int | None = None) -> None:
     import os
     from pathlib import Path
 
-    from .files import _fsync_folder, signals_held, temporary_name, write_new
+    from .files import fsync_folder, signals_held, temporary_name, write_new
 
     path = Path(path)
     tmp = temporary_name(path)                          # a valid name beside any valid OUT
@@ -1157,7 +1157,7 @@ def _write_new(path, data: bytes, mode: int | None = None) -> None:
                 pass
             tmp.unlink(missing_ok=True)
             if linked:
-                _fsync_folder(path.parent)
+                fsync_folder(path.parent)
     except BaseException:
         if linked:                                      # ours: the link made it a moment ago
             path.unlink(missing_ok=True)
@@ -1172,7 +1172,7 @@ def _write_new(path, data: bytes, mode: int | None = None) -> None:
         write_new(path, data, mode)
         written = True
         with signals_held():
-            _fsync_folder(path.parent)
+            fsync_folder(path.parent)
     except BaseException:
         if written:
             path.unlink(missing_ok=True)

@@ -30,8 +30,8 @@ from pathlib import Path
 
 from .checks import nonnegative_int
 
-__all__ = ["atomic_write", "env_flag", "flush_to_disk", "kind_of", "read_regular", "regular_size", "replace",
-           "shown_path", "temporary_name", "write_new"]
+__all__ = ["atomic_write", "deferrable", "env_flag", "flush_to_disk", "fsync_folder", "kind_of", "read_regular",
+           "regular_size", "replace", "shown_path", "signals_held", "temporary_name", "write_new"]
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
@@ -99,7 +99,9 @@ def temporary_name(path: str | os.PathLike) -> Path:
     return path.with_name(f".{name}.{os.getpid()}.{threading.get_ident()}.{secrets.token_hex(4)}.tmp")
 
 
-def _fsync_folder(folder: Path) -> None:
+def fsync_folder(folder: Path) -> None:
+    """Flush ``folder``'s entries (a name just made, renamed or linked there) to disk, where the platform
+    gives folders a handle; nothing otherwise."""
     try:
         fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:                      # a platform without directory handles: the rename stands
@@ -120,7 +122,7 @@ def flush_to_disk(path: str | os.PathLike) -> None:
         for child in path.iterdir():
             if child.is_file():
                 flush_to_disk(child)
-        _fsync_folder(path)
+        fsync_folder(path)
         return
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -134,7 +136,7 @@ def replace(written: str | os.PathLike, path: str | os.PathLike) -> None:
     file that a library writes itself, such as safetensors' ``save_file``)."""
     flush_to_disk(written)
     os.replace(written, path)
-    _fsync_folder(Path(path).parent)
+    fsync_folder(Path(path).parent)
 
 
 def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> None:
@@ -164,7 +166,7 @@ def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
     except BaseException:                # an interrupt between the two leaves no temporary file
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_folder(path.parent)
+    fsync_folder(path.parent)
 
 
 def write_new(path: str | os.PathLike, data: bytes | bytearray | memoryview, mode: int | None = None) -> None:
