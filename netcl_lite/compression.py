@@ -1486,6 +1486,7 @@ def _main(argv) -> int:
         with _stdout_to_stderr():
             if (problem := _environment_problem()) is not None:
                 return fail(problem)
+            _reclaim_termination_signals()              # the device is made: LLVM has taken some over
             try:
                 model, tokenizer = _load(args.model)
                 if squeezing and not args.model_only:   # a model too large to mix is at fault, not IN
@@ -1670,6 +1671,21 @@ def _exit_cleanly_on_termination() -> None:
     for name in TERMINATION_SIGNALS:              # one the caller ignores (nohup, a background job) stays so
         if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) is not signal.SIG_IGN:
             signal.signal(getattr(signal, name), terminated)
+            _TERMINATION_HANDLERS[getattr(signal, name)] = terminated
+
+
+#: the handlers :func:`_exit_cleanly_on_termination` installed, by signal number
+_TERMINATION_HANDLERS: dict = {}
+
+
+def _reclaim_termination_signals() -> None:
+    """Install again the handlers :func:`_exit_cleanly_on_termination` installed: OpenCL's compiler
+    (LLVM, as PoCL starts it) puts its own on SIGQUIT, SIGXCPU and SIGUSR1 (it would dump core or print
+    and go on), under Python's back, so those would end the command without its cleanup."""
+    import signal
+
+    for signum, handler in _TERMINATION_HANDLERS.items():
+        signal.signal(signum, handler)
 
 
 if __name__ == "__main__":
