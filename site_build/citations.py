@@ -16,7 +16,8 @@ in a page                           shown as                                    
 Each becomes a Markdown link to the work's entry on the Bibliography page (``bibliography.md#KEY``,
 which MkDocs checks under ``--strict``), titled with the full reference. Code (fenced and indented
 blocks, inline code, raw HTML ``<code>``, ``<pre>``, ``<kbd>``, ``<samp>``), math, HTML comments and
-HTML tags (their attributes) are left as they are. A key that is not in the source, and anything
+HTML tags (their attributes) are left as they are; which text is which, Python-Markdown says
+(:func:`places`: the page read with the site's extensions). A key that is not in the source, and anything
 else in prose that looks like a citation (an ``@`` beginning a word: ``[@near-miss]``, ``[see @key]``,
 ``[@a, @b]``), fails the build, naming the page and the line. The Bibliography page holds ``<!-- bibliography -->``, which becomes every
 entry, sorted by first author and year, with the pages that cite it.
@@ -372,7 +373,8 @@ def _element_close(name: str) -> re.Pattern:
 
 
 def prose_spans(markdown: str, math: bool = True, tags: bool = True) -> list[tuple[int, int]]:
-    """The (start, end) spans of ``markdown`` that are prose: outside code (fenced and indented blocks,
+    """The (start, end) spans of ``markdown`` that a scan takes for prose, to name the line an error
+    is on (what a citation check reads as prose is :func:`places`'): outside code (fenced and indented blocks,
     inline code, raw HTML ``<code>``, ``<pre>`` and the like), math, HTML comments and HTML tags
     (``math``/``tags`` False: math or tags count as prose, for naming the line a rendered key stands on)."""
     spans, at = [], 0
@@ -385,99 +387,284 @@ def prose_spans(markdown: str, math: bool = True, tags: bool = True) -> list[tup
     return spans
 
 
-def cited_keys(markdown: str) -> list[str]:
-    """Every key the prose of ``markdown`` cites, in order, repeats included."""
-    keys = []
-    for start, end in prose_spans(markdown):
-        text = markdown[start:end]
-        for m in BRACKETED.finditer(text):
-            keys += [_ITEM.match(item)["key"] for item in m["items"].split(";")]
-        keys += [m["key"] for m in NARRATIVE.finditer(BRACKETED.sub("", text))]
-    return keys
-
-
 def _blank(m: re.Match) -> str:
     return re.sub(r"[^\n]", " ", m.group(0))
 
 
-def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, first_line: int = 1) -> None:
-    """Raise ``ValueError`` naming the page ``page_uri`` and the line (``first_line``: the file's line of
-    ``markdown``'s first) for the first citation in its prose whose key is not in the source, and for
-    anything there that looks like a citation but is not one: an ``@`` or ``-@`` that begins a word
-    outside the forms of the module's table (``[@near-miss]``, ``[see @key]``, ``[@a, @b]``, an unclosed
-    ``[@key``, ``-@key`` outside brackets). Code, math, HTML comments and tags are not read."""
-    known = works() if known is None else known
+# -- where Markdown puts a place of the page ---------------------------------------------------------------
+#
+# Whether an ``@`` stands in prose is Python-Markdown's to say, not a scan's: the page is read once by
+# the site's own Markdown extensions with a mark (private-use characters, which Markdown passes through
+# as text) at each place asked about, and each mark is looked for in what Markdown made. A mark in a
+# text Markdown made is prose; one in code, math, a comment or a raw tag's attributes is not, and one
+# in a link's text, an attribute Markdown made (an image's alt text, a link's title, an abbreviation),
+# raw HTML Markdown does not read, or nowhere (a link reference definition) is a place no citation can
+# stand. The scan's errors still name the line: each mark belongs to a place of the page as written.
 
-    def fail(at: int, why: str) -> None:
-        line = first_line + markdown.count("\n", 0, at)
-        raise ValueError(f"docs/{page_uri}:{line}: {why}")
+#: what a place is: prose, or not prose and no place for a citation either (left as it is), or a place
+#: where a citation cannot become a link (an error there)
+PROSE = "prose"
+_LEFT = frozenset({"code", "math", "comment", "tag"})
+#: raw HTML elements whose text is code, and those in whose text a citation cannot become a link
+_CODE_ELEMENTS = ("code", "pre", "kbd", "samp", "script", "style", "textarea", "xmp")
+_NO_LINK_ELEMENTS = ("a", "option", "select", "datalist", "button", "title", "iframe", "noscript", "noembed",
+                     "noframes", "plaintext", "svg", "math", "template")
+#: Markdown's own math (pymdownx.arithmatex, generic): an element of that class holds a formula's text
+_MATH_TAG = re.compile(r"""\bclass\s*=\s*(["']?)[^"'>]*\barithmatex\b""", re.I)
+#: a mark's digits: three private-use characters (3,840 values each)
+_DIGIT0, _BASE = 0xE100, 3840
+
+
+@functools.lru_cache(maxsize=1)
+def _extensions() -> tuple[tuple, str]:
+    from .markers import page_extensions
+
+    names, configs = page_extensions()
+    return tuple(names), repr(configs)
+
+
+def _reader():
+    import ast
+
+    import markdown as markdown_module
+
+    names, configs = _extensions()
+    return markdown_module.Markdown(extensions=list(names), extension_configs=ast.literal_eval(configs))
+
+
+def _sentinel(text: str) -> str:
+    """A private-use character ``text`` does not hold, to begin each mark with."""
+    for first in (0xE000, 0xF0000, 0x100000):
+        for code in range(first, first + 256):
+            if chr(code) not in text:
+                return chr(code)
+    raise ValueError("the page holds every private-use character the citation check could mark it with")
+
+
+def places(markdown: str, gaps) -> dict[int, str]:
+    """Where Python-Markdown, with the site's extensions, puts each of ``gaps`` (positions between two
+    characters of ``markdown``: gap ``i`` is just before ``markdown[i]``): :data:`PROSE`; ``"code"``,
+    ``"math"``, ``"comment"`` or ``"tag"`` (a raw HTML tag's attributes) for what is no prose; or, for
+    places where a citation cannot become a link, ``"link"`` (a link's text), ``"raw <name>"`` (the text
+    of a raw HTML element such as ``<button>``), ``"raw"`` (raw HTML that Markdown does not read),
+    ``"attribute <what>"`` (one Markdown made: a link's target or title, an abbreviation's definition;
+    an image's alt text is prose, where Markdown shows a link as its text) or ``"nowhere"`` (what the
+    page does not show: a link reference definition). Linear in the page."""
+    from .glossary import OpenElements, tokens
+
+    order = sorted(set(gaps))
+    if not order:
+        return {}
+    mark = _sentinel(markdown)
+    pieces, last = [], 0
+    for i, gap in enumerate(order):
+        pieces += [markdown[last:gap], mark, chr(_DIGIT0 + i // _BASE ** 2 % _BASE),
+                   chr(_DIGIT0 + i // _BASE % _BASE), chr(_DIGIT0 + i % _BASE)]
+        last = gap
+    pieces.append(markdown[last:])
+    md = _reader()
+    html = md.convert("".join(pieces))
+    marks = re.compile(re.escape(mark) + f"([{chr(_DIGIT0)}-{chr(_DIGIT0 + _BASE - 1)}]{{3}})")
+
+    def ids(text: str):
+        for m in marks.finditer(text):
+            a, b, c = (ord(ch) - _DIGIT0 for ch in m[1])
+            yield (a * _BASE + b) * _BASE + c
+
+    raw = {i for block in md.htmlStash.rawHtmlBlocks if isinstance(block, str) and mark in block
+           for i in ids(block)}
+    found: dict[int, set[str]] = {}
+
+    def put(text: str, where) -> None:
+        if mark in text:
+            for i in ids(text):
+                found.setdefault(i, set()).add(where(i))
+
+    open_, at, math = OpenElements(), 0, False
+    for start, end, closing, name, self_closing in tokens(html, lambda: open_.opened_foreign):
+        put(html[at:start], lambda i: _text_place(open_, math, i in raw))
+        tag = html[start:end]
+        put(tag, lambda i: ("tag" if i in raw else _attribute_place(name, tag, i, ids)) if name else "comment")
+        at, math = end, False
+        if name:
+            open_.tag(closing, name, self_closing)
+            math = not closing and bool(_MATH_TAG.search(tag))   # a formula's text, up to the next tag
+    put(html[at:], lambda i: _text_place(open_, False, i in raw))
+    rank = {"link": 0, "nowhere": 0, "raw": 1, PROSE: 2}
+    out = {}
+    for i, gap in enumerate(order):
+        seen = found.get(i, {"nowhere"})
+        out[gap] = min(seen, key=lambda w: rank.get(w, 0 if w.startswith(("raw ", "attribute ")) else 3))
+    return out
+
+
+#: an attribute's value in a tag Python-Markdown wrote (double-quoted, its quotes escaped)
+_ATTRIBUTE = re.compile(r'([\w:-]+)="([^"]*)"')
+
+
+def _attribute_place(name: str, tag: str, i: int, ids) -> str:
+    """Where mark ``i`` stands in a tag Markdown made: an image's alt text is text (Markdown makes a link
+    there its text: a citation shows as "(Vaswani et al., 2017)"), anything else an attribute."""
+    for m in _ATTRIBUTE.finditer(tag):
+        if i in set(ids(m[2])):
+            if name == "img" and m[1] == "alt":
+                return PROSE
+            return "attribute " + {("a", "href"): "a link's target or title", ("a", "title"): "a link's target or title",
+                                   ("img", "src"): "an image's source or title", ("img", "title"): "an image's source or title",
+                                   ("abbr", "title"): "an abbreviation's definition"}.get(
+                                       (name, m[1]), "an attribute (attr_list braces)")
+    return "attribute an attribute"
+
+
+def _text_place(open_, math: bool, raw: bool) -> str:
+    if math:
+        return "math"
+    if open_.inside(_CODE_ELEMENTS):
+        return "code"
+    if (name := open_.inside(_NO_LINK_ELEMENTS)) is not None:
+        return "link" if name == "a" else f"raw <{name}>"
+    return "raw" if raw else PROSE
+
+
+#: ``\@``: an ``@`` escaped (after an even run of backslashes), which cites nothing and shows as itself
+#: what a reader takes for a citation's name: ``@`` (or ``-@``) and the word after it
+_AT_WORD = re.compile(r"-?@[\w.:-]*")
+_AT_ESCAPED = re.compile(r"(?<!\\)(?:\\\\)*\\@")
+_FORM = ("; a citation is [@authorYEARword], [@key, locator], [@a; @b], [-@key], @key or @key [locator] "
+         "(README, Citations), or put the text in code")
+#: why a citation cannot stand in each place :func:`places` names that is neither prose nor left as it is
+_NO_PLACE = {
+    "link": "inside a link's text, where a citation cannot become a link (the page would show its Markdown, "
+            "or a link inside a link); cite outside the link",
+    "raw": "in raw HTML, which Markdown does not read (the page would show the citation's Markdown); cite "
+           "outside the HTML, or give its element the markdown attribute",
+    "attribute": "inside {}, which Markdown makes an attribute, not text: a citation there cannot become a "
+                 "link (the page would show its Markdown); cite in the text",
+    "nowhere": "where Markdown shows no text (a link reference definition, an abbreviation's definition): a "
+               "citation there cannot become a link; cite in the text",
+}
+
+
+@dataclass(frozen=True)
+class _Cited:
+    """A citation of the page: where it stands, and its match (:data:`BRACKETED` or :data:`NARRATIVE`)."""
+
+    start: int
+    end: int
+    match: re.Match
+    locator: str | None = None           # a narrative citation's locator, when its brackets are prose
+
+
+def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], list[int], list[tuple[int, str]]]:
+    """The citations of ``markdown``'s prose, in order; the positions of its escaped ``@``s (``\\@``) in
+    prose; and (position, why) for each thing there that is wrong: a key not in ``known`` (None: keys
+    are not looked up), text that looks like a citation and is not one, a citation where none can
+    become a link. What is prose is Python-Markdown's to say (:func:`places`)."""
+    errors: list[tuple[int, str]] = []
+    ats = list(AT.finditer(markdown))
+    compat = list(_COMPATIBILITY_AT.finditer(markdown))
+    pairs = list(_ESCAPED_BACKSLASH_AT.finditer(markdown))
+    escapes = [m.end() - 1 for m in _AT_ESCAPED.finditer(markdown)]
+    if not ats and not compat and not pairs and not escapes:
+        return [], [], []
+    brackets = list(BRACKETED.finditer(markdown))
+    narratives = [*NARRATIVE.finditer(markdown), *NARRATIVE.finditer(BRACKETED.sub(_blank, markdown))]
+    gaps = {m.end() for m in ats} | {m.end(1) for m in compat} | {m.end() for m in pairs} | {a + 1 for a in escapes}
+    gaps |= {m.end() - 1 for m in brackets}
+    gaps |= {g for m in narratives if m["locator"] is not None for g in (m.start("locator") - 1, m.end("locator"))}
+    where = places(markdown, gaps)
+
+    def prose(gap: int) -> bool:
+        return where.get(gap) == PROSE
 
     def unknown(at: int, key: str) -> None:
-        if key not in known:
-            fail(at, f"cites @{key}, which is not in {SOURCE.relative_to(DOCS.parent)}; "
-                     f"add the entry there or correct the key")
+        if known is not None and key not in known:
+            errors.append((at, f"cites @{key}, which is not in {SOURCE.relative_to(DOCS.parent)}; "
+                               f"add the entry there or correct the key"))
 
-    form = ("; a citation is [@authorYEARword], [@key, locator], [@a; @b], [-@key], @key or @key [locator] "
-            "(README, Citations), or put the text in code")
-    places = _AttributePlaces(markdown)
+    def word(at: int) -> str:
+        return markdown[at:at + 40].split()[0] if markdown[at:at + 40].split() else markdown[at:at + 1]
 
-    def in_attribute(at: int, shown: str, joins: str) -> None:
-        if where := places.of(at):
-            fail(at, f"{shown!r} stands inside {where}, which Markdown makes an attribute or a link's target, "
-                     f"not text: a citation there cannot become a link (the page would show its Markdown); "
-                     f"cite in the text")
-        if at > 0 and markdown[at - 1] in joins:       # its link's '[' (or '(') would join what ends there
-            fail(at, f"{shown!r} follows {markdown[at - 1]!r} directly: Markdown would read the two as one "
-                     f"{'image' if markdown[at - 1] == '!' else 'link'} (the page would show the citation's "
-                     f"Markdown); put a space or a word between them")
+    for m in compat:
+        if prose(m.end(1)):
+            errors.append((m.start(), f"{m.group(0)!r} is typed with {'a full-width' if m[1] == chr(0xFF20) else 'a small'} "
+                                      f"at sign, which reads as an @ but cites nothing; type '@'" + _FORM))
+    for m in pairs:
+        if prose(m.end()):
+            errors.append((m.start(), f"{word(m.start())!r}: an escaped backslash ('\\\\') before an @ leaves the @ "
+                                      f"unescaped, so it is neither a citation nor an @ shown as typed; write '\\@' "
+                                      f"for an @, or a space before a citation" + _FORM))
+    for m in ats:
+        if (place := where.get(m.end(), "nowhere")) != PROSE and place not in _LEFT:
+            why = _NO_PLACE.get(place) or (_NO_PLACE["attribute"].format(place.removeprefix("attribute "))
+                                           if place.startswith("attribute ") else f"inside raw HTML {place.removeprefix('raw ')}, where a citation cannot "
+                                           f"become a link (a link there is dropped, nested in another or shown "
+                                           f"as text); cite outside the element")
+            errors.append((m.start(), f"{_AT_WORD.match(markdown, m.start()).group(0)!r} stands {why}"))
 
-    spans = prose_spans(markdown)
-    no_link = _NoLinkElements(markdown, spans)
-    for start, end in spans:
-        text = markdown[start:end]
-        if (odd := _COMPATIBILITY_AT.search(text)) is not None:
-            fail(start + odd.start(), f"{odd.group(0)!r} is typed with {'a full-width' if odd[1] == chr(0xFF20) else 'a small'} "
-                                      f"at sign, which reads as an @ but cites nothing; type '@'" + form)
-        if "@" not in text:
+    cited: list[_Cited] = []
+    text = markdown
+    for m in brackets:
+        ats_in = [m.start() + i + 1 for i, c in enumerate(m.group(0)) if c == "@"]
+        if not all(prose(a) for a in ats_in) or not prose(m.end() - 1):
+            continue                              # code or math starts or ends inside it: not a citation
+        if m.start() > 0 and markdown[m.start() - 1] == "]":
+            errors.append((m.start(), f"{m.group(0)!r} follows ']' directly: Markdown would read the two as one "
+                                      f"link (the page would show the citation's Markdown); put a space or a word "
+                                      f"between them"))
+        for item in m["items"].split(";"):
+            if (parts := _ITEM.match(item)) is None:       # '[@key words]': no comma before a locator
+                errors.append((m.start(), f"{m.group(0)!r} is not a citation: after a key comes ', ' and a "
+                                          f"locator, '; ' and another key, or ']'" + _FORM))
+                break
+            unknown(m.start(), parts["key"])
+        cited.append(_Cited(m.start(), m.end(), m))
+        text = text[:m.start()] + _blank(m) + text[m.end():]
+    brackets_of = _Brackets(text)
+    done = text
+    for m in NARRATIVE.finditer(text):
+        if not prose(m.start() + 1):
             continue
-        if (pair := _ESCAPED_BACKSLASH_AT.search(text)) is not None:
-            fail(start + pair.start(), f"{text[pair.start():pair.end() + 30].split()[0]!r}: an escaped backslash ('\\\\') "
-                                       f"before an @ leaves the @ unescaped, so it is neither a citation nor an @ shown "
-                                       f"as typed; write '\\@' for an @, or a space before a citation" + form)
-        for m in AT.finditer(text):
-            if (element := no_link.around(start + m.start())) is not None:
-                fail(start + m.start(), f"{text[m.start():m.start() + 40].split()[0]!r} stands inside raw HTML "
-                                        f"<{element}>, where a citation cannot become a link (a link there is "
-                                        f"dropped, nested in another or shown as text); cite outside the element")
-        links = _Brackets(text)
-        for m in BRACKETED.finditer(text):
-            in_attribute(start + m.start(), m.group(0), "]")      # rendered "([...](...))"
-            for item in m["items"].split(";"):
-                if (parts := _ITEM.match(item)) is None:       # '[@key words]': no comma before a locator
-                    fail(start + m.start(), f"{m.group(0)!r} is not a citation: after a key comes ', ' and "
-                                            f"a locator, '; ' and another key, or ']'" + form)
-                unknown(start + m.start(), parts["key"])
-            if where := links.in_link(m.start(), m.end()):
-                fail(start + m.start(), f"{m.group(0)!r} stands inside {where}, where a citation cannot become "
-                                        "a link (the page would show its Markdown); cite outside the link")
-        for m in NARRATIVE.finditer(text):
-            in_attribute(start + m.start(), m.group(0), "]!")     # rendered "[...](...)"
-            if where := links.in_link(m.start(), m.end()):
-                fail(start + m.start(), f"{m.group(0)!r} stands inside {where}, where a citation cannot become "
-                                        "a link (the page would show its Markdown); cite outside the link")
-        text = BRACKETED.sub(_blank, text)
-        brackets = _Brackets(text)
-        for m in NARRATIVE.finditer(text):
-            if (bracket := brackets.in_brackets(m.start(), m.end())) is not None:
-                fail(start + m.start(), f"{bracket!r} is not a citation: a key inside brackets stands in "
-                                        f"[@key] or [@a; @b] alone" + form)
-            unknown(start + m.start(), m["key"])
-        text = NARRATIVE.sub(_blank, text)
-        for m in AT.finditer(text):
-            shown = (_Brackets(text).in_brackets(m.start(), m.end())
-                     or re.match(r"-?@[\w.:-]*", text[m.start():]).group(0))
-            fail(start + m.start(), f"{shown!r} looks like a citation but is not one (no key authorYEARword "
-                                    f"there, or it stands outside the syntax)" + form)
+        locator = m["locator"]
+        if locator is not None and not (prose(m.start("locator") - 1) and prose(m.end("locator"))):
+            locator = None                            # its bracket is not prose: the key alone cites
+        end = m.end() if locator is not None else m.end("key")
+        if m.start() > 0 and markdown[m.start() - 1] in "]!":
+            joined = "image" if markdown[m.start() - 1] == "!" else "link"
+            errors.append((m.start(), f"{markdown[m.start():end]!r} follows {markdown[m.start() - 1]!r} directly: "
+                                      f"Markdown would read the two as one {joined} (the page would show the "
+                                      f"citation's Markdown); put a space or a word between them"))
+        if (bracket := brackets_of.in_brackets(m.start(), end)) is not None:
+            errors.append((m.start(), f"{bracket!r} is not a citation: a key inside brackets stands in [@key] or "
+                                      f"[@a; @b] alone" + _FORM))
+        unknown(m.start(), m["key"])
+        cited.append(_Cited(m.start(), end, m, locator))
+        done = done[:m.start()] + " " * (end - m.start()) + done[end:]
+    for m in AT.finditer(done):
+        if prose(m.end()):
+            shown = _Brackets(done).in_brackets(m.start(), m.end()) or _AT_WORD.match(done, m.start()).group(0)
+            errors.append((m.start(), f"{shown!r} looks like a citation but is not one (no key authorYEARword "
+                                      f"there, or it stands outside the syntax)" + _FORM))
+    cited.sort(key=lambda c: c.start)
+    return cited, [a for a in escapes if prose(a + 1)], sorted(errors, key=lambda e: e[0])
+
+
+def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, first_line: int = 1) -> None:
+    """Raise ``ValueError`` naming the page ``page_uri`` and the line (``first_line``: the file's line of
+    ``markdown``'s first) for the first citation in its prose whose key is not in the source, for
+    anything there that looks like a citation but is not one (an ``@`` or ``-@`` that begins a word
+    outside the forms of the module's table: ``[@near-miss]``, ``[see @key]``, ``[@a, @b]``, an unclosed
+    ``[@key``, ``-@key`` outside brackets), and for a citation where none can become a link (a link's
+    text, an attribute, raw HTML Markdown does not read). Code, math, HTML comments and tags are not
+    read: what is what, Python-Markdown says, reading the page with the site's extensions."""
+    known = works() if known is None else known
+    _raise_first(_read(markdown, known)[2], markdown, page_uri, first_line)
+
+
+def _raise_first(errors: list[tuple[int, str]], markdown: str, page_uri: str, first_line: int) -> None:
+    if errors:
+        at, why = errors[0]
+        raise ValueError(f"docs/{page_uri}:{first_line + markdown.count(chr(10), 0, at)}: {why}")
 
 
 #: ``\\@key``: escaped backslashes (an even run) right before an ``@`` that begins a word
@@ -494,192 +681,22 @@ def _labels(markdown: str) -> set[str]:
 
 #: an at sign a keyboard's input method may type for '@': U+FF20 FULLWIDTH, U+FE6B SMALL COMMERCIAL AT
 _COMPATIBILITY_AT = re.compile(r"(?<![\w.@/\\-])-?([\uff20\ufe6b])(?=[\w-])")
-#: a raw HTML element in whose text a citation cannot become a link: a link (nested links are not
-#: HTML), a form control's text, a page's title and the raw text of ``<xmp>``
-_NO_LINK_OPEN = re.compile(r"<(a|option|select|datalist|button|title|xmp|iframe|noscript|noembed|noframes|plaintext)"
-                           r"(?=[\s/>])", re.I)
-
-
-class _NoLinkElements:
-    """The spans of ``markdown`` inside raw HTML elements of :data:`_NO_LINK_OPEN`, from the end of
-    their start tag (one that stands in prose: right after a prose span of ``spans``) to their end
-    tag; an element never closed is not counted (HTML closes an ``<option>`` on its own, say). Each
-    end tag searched for and not found is remembered: linear in the page."""
-
-    def __init__(self, markdown: str, spans: list[tuple[int, int]]):
-        import bisect
-
-        self._bisect = bisect.bisect_right
-        ends = {end for _, end in spans}
-        missing: dict[str, int] = {}
-        self.starts, self.ends, self.names = [], [], []
-        if "<" not in markdown:
-            return
-        for m in _NO_LINK_OPEN.finditer(markdown):
-            name = m[1].lower()
-            if m.start() not in ends or (name in missing and missing[name] <= m.end()) \
-                    or (self.ends and m.start() < self.ends[-1]):
-                continue
-            tag = _HTML_TAG.match(markdown, m.start())  # its end tag is looked for after its attributes
-            opened = tag.end() if tag else m.end()
-            if name == "plaintext":                     # never ends: the rest of the page is its text
-                self.starts.append(opened)
-                self.ends.append(len(markdown))
-                self.names.append(name)
-                break
-            close = _element_close(name).search(markdown, opened)
-            if close is None:
-                missing[name] = m.end()
-                continue
-            self.starts.append(opened)
-            self.ends.append(close.start())
-            self.names.append(name)
-
-    def around(self, at: int) -> str | None:
-        """The name of the element whose text holds position ``at``, or None."""
-        i = self._bisect(self.starts, at) - 1
-        return self.names[i] if i >= 0 and at < self.ends[i] else None
-
-
-#: a link reference definition's start (its target and title follow the colon) and an abbreviation's
-_REFERENCE_DEFINITION = re.compile(r" {0,3}\[(?!\^)(?:[^\]\\\n]|\\.)+\]:")  # [^1]: is a footnote: text
-_ABBREVIATION = re.compile(r"\*\[(?:[^\]\\\n]|\\.)*\]:")
-#: a line that can hold the title of the reference definition on the line above it
-_TITLE_LINE = re.compile(r"[ \t]+[\"'(]")
-
-
-class _AttributePlaces:
-    """Where, line by line, Markdown reads text as an attribute or a link's target rather than as text:
-    a link reference definition after its ``]:`` (target and title, the title maybe on the next line),
-    an abbreviation's definition (``*[HTML]: …``, the ``<abbr>``'s title), and braces ``{ … }``, which
-    attr_list reads as an attribute list. Each line is read once, when a citation on it asks."""
-
-    def __init__(self, markdown: str):
-        self.markdown = markdown
-        self.lines: dict[int, tuple[str | None, int, list[tuple[int, int]]]] = {}
-        self.newlines: list[int] | None = None          # found when a citation first asks
-
-    def _line(self, line_start: int) -> tuple[str | None, int, list[tuple[int, int]]]:
-        """(what the whole line after ``after`` is, or None; ``after``; the braces' spans) of the line
-        that starts at ``line_start``."""
-        if line_start in self.lines:
-            return self.lines[line_start]
-        text = self.markdown
-        line_end = text.find("\n", line_start)
-        line_end = len(text) if line_end < 0 else line_end
-        kind, after = None, line_start
-        if m := _REFERENCE_DEFINITION.match(text, line_start, line_end):
-            kind, after = "a link reference definition", m.end()
-        elif m := _ABBREVIATION.match(text, line_start, line_end):
-            kind, after = "an abbreviation's definition", m.end()
-        elif line_start > 0 and _TITLE_LINE.match(text, line_start, line_end):
-            above = text.rfind("\n", 0, line_start - 1) + 1
-            if _REFERENCE_DEFINITION.match(text, above, line_start - 1):
-                kind = "the title of the link reference definition above it"
-        braces, at = [], line_start
-        while (opened := text.find("{", at, line_end)) >= 0:
-            closed = text.find("}", opened + 1, line_end)
-            if closed < 0:
-                break
-            braces.append((opened, closed))
-            at = closed + 1
-        self.lines[line_start] = (kind, after, braces)
-        return self.lines[line_start]
-
-    def of(self, at: int) -> str | None:
-        """What place of those the character at ``at`` stands in, or None."""
-        if self.newlines is None:
-            self.newlines = [m.start() for m in re.finditer("\n", self.markdown)]
-        k = bisect.bisect_left(self.newlines, at) - 1
-        kind, after, braces = self._line(self.newlines[k] + 1 if k >= 0 else 0)
-        if kind is not None and at >= after:
-            return kind
-        k = bisect.bisect_right(braces, (at, len(self.markdown))) - 1
-        if k >= 0 and braces[k][0] < at < braces[k][1]:
-            return "braces, which attr_list reads as an attribute list"
-        return None
 
 
 class _Brackets:
-    """Where the brackets of a text open and close, line by line, found in one pass, so that the link
-    part or bracket around each of many citations on a line is found without walking the line again
-    (:meth:`in_link`, :meth:`in_brackets`)."""
-
-    _TOKEN = re.compile(r"\]\(|[\[\]\n)]")
+    """Where the brackets of a text stand, found in one pass, so that the bracket around each of many
+    citations on a line is found without walking the line again (:meth:`in_brackets`)."""
 
     def __init__(self, text: str):
         self.text = text
-        self.at: list[int] = []           # each token's position, in order
-        self.top: list[int] = []          # after it: the innermost bracket open on its line, or -1
-        self.target: list[int] = []       # after it: the "](" of a link target open on its line, or -1
-        stack, target = [], -1
-        for m in self._TOKEN.finditer(text):
-            i, token = m.start(), m.group(0)
-            if token == "\n":
-                stack, target = [], -1
-            elif token == "[":
-                stack.append(i)
-            elif token == ")":
-                target = -1
-            elif stack:                                 # "]" or "](": closes the innermost bracket
-                stack.pop()
-            self.at.append(i)
-            self.top.append(stack[-1] if stack else -1)
-            self.target.append(target)
-            if token == "](":                           # a target starts after its "(": from i + 2
-                target = i
-                self.at.append(i + 1)
-                self.top.append(stack[-1] if stack else -1)
-                self.target.append(target)
         self.brackets = [(m.start(), m.group(0)) for m in re.finditer(r"[\[\]\n]", text)]
         self.bracket_at = [i for i, _ in self.brackets]
-        # from each bracket or newline on, the first "]" on its line that no "[" from there on closes
-        # (what closes a bracket open before it): one pass from the end, "]"s waiting on a stack
-        self.unclosed: list[int] = [-1] * len(self.brackets)
-        waiting: list[int] = []
-        for k in range(len(self.brackets) - 1, -1, -1):
-            i, b = self.brackets[k]
-            if b == "\n":
-                waiting = []
-            elif b == "]":
-                waiting.append(i)
-            elif waiting:
-                waiting.pop()
-            self.unclosed[k] = waiting[-1] if waiting else -1
         self.closers = [(i, b) for i, b in self.brackets if b != "["]     # "]" and newlines
         self.closer_at = [i for i, _ in self.closers]
-
-    def _state(self, start: int) -> int:
-        """The index of the last token before ``start``, or -1."""
-        import bisect
-
-        return bisect.bisect_left(self.at, start) - 1
-
-    def in_link(self, start: int, end: int) -> str | None:
-        """What link part ``text[start:end]`` stands in on its line, or None: the text of a link (an open
-        ``[``, no image's ``![``, whose ``]`` is followed by ``(`` or ``[``), or a link's target or title
-        (after ``](``, before its ``)``)."""
-        k = self._state(start)
-        if k < 0:
-            return None
-        if self.target[k] >= 0:
-            return "a link's target or title"
-        opened = self.top[k]
-        if opened < 0 or (opened and self.text[opened - 1] == "!"):
-            return None
-        import bisect
-
-        k = bisect.bisect_left(self.bracket_at, end)
-        closed = self.unclosed[k] if k < len(self.brackets) else -1
-        if closed < 0:
-            return None
-        return "a link's text" if self.text.startswith(("(", "["), closed + 1) else None
 
     def in_brackets(self, start: int, end: int) -> str | None:
         """The bracket around ``text[start:end]`` on its line (to its ``]`` or the end of the match), or
         None: the last ``[`` before it on its line, when no ``]`` follows that ``[`` before it."""
-        import bisect
-
         k = bisect.bisect_left(self.bracket_at, start) - 1
         if k < 0 or self.brackets[k][1] != "[":
             return None
@@ -773,56 +790,57 @@ def _link(text: str, work: Work, target: str) -> str:
 
 def render(markdown: str, page_uri: str, known: dict[str, Work] | None = None, first_line: int = 1) -> str:
     """``markdown`` of the page ``page_uri`` (its path under ``docs/``) with each citation a link to its
-    entry on the Bibliography page; a key not in the source, or text that looks like a citation and is
-    not one, raises ``ValueError`` naming the page and the line (:func:`check`)."""
+    entry on the Bibliography page, and each ``\\@`` in prose an ``@`` shown as itself; a key not in the
+    source, or text that looks like a citation and is not one, raises ``ValueError`` naming the page
+    and the line (:func:`check`)."""
     known = works() if known is None else known
-    check(markdown, page_uri, known, first_line)
+    cited, escapes, errors = _read(markdown, known)
+    _raise_first(errors, markdown, page_uri, first_line)
     target = posixpath.relpath(PAGE, posixpath.dirname(page_uri) or ".")
-
-    def find(key: str) -> Work:
-        if key not in known:
-            raise ValueError(f"docs/{page_uri}: cites @{key}, which is not in {SOURCE.relative_to(DOCS.parent)}; "
-                             f"add the entry there or correct the key")
-        return known[key]
+    labels = _labels(markdown) if "]:" in markdown else set()
 
     def bracketed(m: re.Match) -> str:
         cites = []
         for item in m["items"].split(";"):
             parts = _ITEM.match(item)
-            work = find(parts["key"])
+            work = known[parts["key"]]
             text = work.year if parts["year_only"] else f"{_escape(work.who)}, {work.year}"
             if parts["locator"]:
                 text += f", {parts['locator']}"
             cites.append(_link(text, work, target))
         return "(" + "; ".join(cites) + ")"
 
-    labels = _labels(markdown) if "]:" in markdown else set()
-
-    def narrative(m: re.Match) -> str:
-        work = find(m["key"])
-        locator = m["locator"]
+    def narrative(c: _Cited) -> str:
+        work, locator = known[c.match["key"]], c.locator
         if locator and " ".join(locator.split()).casefold() in labels:   # a shortcut reference link: kept
-            return _link(f"{_escape(work.who)} ({work.year})", work, target) + m.group(0)[m.end("key") - m.start():]
+            return _link(f"{_escape(work.who)} ({work.year})", work, target) + markdown[c.match.end("key"):c.end]
         inner = work.year + (f", {locator}" if locator else "")
         return _link(f"{_escape(work.who)} ({inner})", work, target)
 
+    edits = [(c.start, c.end, bracketed(c.match) if c.match.re is BRACKETED else narrative(c)) for c in cited]
+    edits += [(a - 1, a + 1, AT_SIGN) for a in escapes]
     out, at = [], 0
-    for start, end in prose_spans(markdown):
-        out.append(markdown[at:start])
-        out.append(_AT_ESCAPE.sub(_at_escaped, NARRATIVE.sub(narrative, BRACKETED.sub(bracketed, markdown[start:end]))))
+    for start, end, new in sorted(edits):
+        out += [markdown[at:start], new]
         at = end
+    out.append(markdown[at:])
     return "".join(out)
 
 
-#: a backslash escape in prose: ``\\`` (a backslash) or ``\@`` (an ``@`` that cites nothing)
-_AT_ESCAPE = re.compile(r"\\([\\@])")
+def cited_keys(markdown: str) -> list[str]:
+    """Every key the prose of ``markdown`` cites, in order, repeats included."""
+    keys = []
+    for c in _read(markdown, None)[0]:
+        if c.match.re is BRACKETED:
+            keys += [parts["key"] for item in c.match["items"].split(";") if (parts := _ITEM.match(item))]
+        else:
+            keys.append(c.match["key"])
+    return keys
+
+
 #: what ``\@`` becomes: an ``@`` the page shows as itself (Python-Markdown, unlike CommonMark, would
 #: keep the backslash of ``\@``); :func:`check_rendered` reads it as an escaped ``@``, not a citation
 AT_SIGN = "&#64;"
-
-
-def _at_escaped(m: re.Match) -> str:
-    return AT_SIGN if m[1] == "@" else m.group(0)
 
 
 def _page_title(file) -> str:

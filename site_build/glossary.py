@@ -36,7 +36,7 @@ SKIP = frozenset({"a", "abbr", "code", "pre", "kbd", "samp", "math", "svg", "scr
                   "dt", "select", "option", "title", "nav"})
 _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
                    "track", "wbr"})
-#: where a comment or a tag may start in a page's HTML (:func:`_tokens`)
+#: where a comment or a tag may start in a page's HTML (:func:`tokens`)
 _TOKEN_START = re.compile(r"<(?:!--|/?[A-Za-z]|!|\?)")
 #: a tag's opening: ``/`` for a closing tag, and its name
 _TAG_NAME = re.compile(r"<(/?)([A-Za-z][\w:-]*)")
@@ -193,7 +193,7 @@ def _pattern(entries: tuple[Term, ...]) -> tuple[re.Pattern, dict[str, Term]]:
     return re.compile(rf"(?<![\w-])(?:{alternation})(?![\w-])"), by_form
 
 
-def _tokens(content: str, foreign=lambda: False):
+def tokens(content: str, foreign=lambda: False):
     """(start, end, "/" or "", lower-case name, "/" or "") of each comment (no name) and tag of the HTML
     ``content``, in order: a comment runs from ``<!--`` to the next ``-->``, a declaration, a CDATA section
     or a processing instruction (``<!…``, ``<?…``: HTML's bogus comments) to the next '>', a tag from ``<name`` to the
@@ -253,7 +253,7 @@ def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tu
     pattern, by_form = _pattern(entries)
     used: set[str] = set()
     out, at = [], 0
-    open_ = _OpenElements()
+    open_ = OpenElements()
 
     def mark(text: str) -> str:
         # positions strictly inside a character reference: a match may neither start nor end there
@@ -274,17 +274,13 @@ def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tu
             last = m.end()
         return "".join(pieces) + text[last:]
 
-    for start, end, closing, name, self_closing in _tokens(content, lambda: open_.opened_foreign):
+    for start, end, closing, name, self_closing in tokens(content, lambda: open_.opened_foreign):
         text = content[at:start]
         out.append(mark(text) if text and not open_.skipping else text)
         out.append(content[start:end])
         at = end
-        if not name:
-            continue
-        if closing:
-            open_.close(name)
-        else:                                          # '/>' closes a foreign element only; HTML ignores it
-            open_.open(name, push=name not in _VOID and not (self_closing and (open_.foreign or name in _FOREIGN)))
+        if name:
+            open_.tag(closing, name, self_closing)
     tail = content[at:]
     out.append(mark(tail) if tail and not open_.skipping else tail)
     return "".join(out), len(used)
@@ -309,7 +305,7 @@ _FORMATTING = frozenset({"a", "code"})
 _MARKERS = frozenset({"td", "th", "caption", "template", "object", "applet", "marquee"})
 
 
-class _OpenElements:
+class OpenElements:
     """The elements open at a point of a page's HTML, as a browser nests them closely enough to say
     whether that point is inside an element of :data:`SKIP`: an end tag closes its element and every
     element opened inside it and left unclosed (``<p><a>x</p>``: the ``</p>`` ends the link), an end
@@ -332,6 +328,18 @@ class _OpenElements:
     def foreign(self) -> bool:
         """Whether what comes next is inside ``<svg>`` or ``<math>`` (and not back in HTML)."""
         return bool(self.inner_foreign) and self.inner_foreign[-1]
+
+    def tag(self, closing: str, name: str, self_closing: str) -> None:
+        """Take the tag ``name`` (a :func:`tokens` item's fields): an end tag closes, a start tag opens (a
+        void element, or one ended by '/>' in foreign content, opens nothing; HTML ignores '/>')."""
+        if closing:
+            self.close(name)
+        else:
+            self.open(name, push=name not in _VOID and not (self_closing and (self.foreign or name in _FOREIGN)))
+
+    def inside(self, names) -> str | None:
+        """The first of ``names`` that is open here (reopened ones included), or None."""
+        return next((n for n in names if self.count.get(n) or self.reopened.get(n)), None)
 
     def _pop(self, implied: bool = True) -> str:
         name, html_ = self.stack.pop(), self.html.pop()
