@@ -181,15 +181,24 @@ def _page_name(uri: str) -> str:
     return stem.replace("-", " ").capitalize()
 
 
-def _pattern(entries: tuple[Term, ...]) -> tuple[re.Pattern, dict[str, Term]]:
+def _spaced(text: str) -> str:
+    """``text`` with each run of white space one space: a form's words as a reader sees them, however
+    the page's source broke its lines between them."""
+    return " ".join(text.split())
+
+
+def _pattern(entries: tuple[Term, ...]) -> tuple[re.Pattern | None, dict[str, Term]]:
     """The pattern of every form as the page's HTML spells it (``&``, ``<`` and ``>`` as the
-    references ``&amp;``, ``&lt;``, ``&gt;``), and the term of each spelling."""
+    references ``&amp;``, ``&lt;``, ``&gt;``; any white space, a line break too, between its words),
+    and the term of each spelling (its words one space apart, :func:`_spaced`); None for no form."""
     by_form: dict[str, Term] = {}
     for t in entries:
         for form in t.forms:
             for spelling in (form, form[0].upper() + form[1:]) if form[0].islower() else (form,):
-                by_form.setdefault(html.escape(spelling, quote=False), t)
-    alternation = "|".join(re.escape(f) for f in sorted(by_form, key=len, reverse=True))
+                by_form.setdefault(_spaced(html.escape(spelling, quote=False)), t)
+    if not by_form:                                    # an empty alternation would match everywhere
+        return None, by_form
+    alternation = "|".join(r"\s+".join(map(re.escape, f.split(" "))) for f in sorted(by_form, key=len, reverse=True))
     return re.compile(rf"(?<![\w-])(?:{alternation})(?![\w-])"), by_form
 
 
@@ -251,6 +260,8 @@ def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tu
     ``<abbr>`` whose title is its definition, and how many were marked."""
     entries = terms() if entries is None else entries
     pattern, by_form = _pattern(entries)
+    if pattern is None:
+        return content, 0
     used: set[str] = set()
     out, at = [], 0
     open_ = OpenElements()
@@ -265,7 +276,7 @@ def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tu
                 pos = m.start() + 1
                 continue
             pos = m.end()
-            term = by_form[m.group(0)]
+            term = by_form[_spaced(m.group(0))]
             if term.term in used:
                 continue
             used.add(term.term)
