@@ -24,13 +24,19 @@ def check_markdown(markdown: str, page_uri: str, first_line: int = 1) -> None:
     citations.check(markdown, page_uri, first_line=first_line)
 
 
+def entries(marker, page_uri: str, files) -> str:
+    """The Markdown that takes the place of an apparatus ``marker`` (a :class:`.markers.Marker` of kind
+    ``bibliography`` or ``glossary``, which :mod:`.markers` finds on its own page only, outside code):
+    every work of the Bibliography or every term of the Glossary."""
+    if marker.kind == "bibliography":
+        return citations.bibliography(files)
+    return glossary.glossary(page_uri)
+
+
 def render_markdown(markdown: str, page_uri: str, files) -> str:
-    """The page ``page_uri``'s Markdown with its citations as links; on the Bibliography and
-    Glossary pages, their marker replaced by the entries."""
-    if page_uri == citations.PAGE:
-        markdown = markdown.replace(citations.MARKER, citations.bibliography(files))
-    elif page_uri == glossary.PAGE:
-        markdown = markdown.replace(glossary.MARKER, glossary.glossary(page_uri))
+    """The page ``page_uri``'s Markdown with its citations as links (the apparatus markers are
+    replaced by :func:`entries` in the markers' pass, :func:`.markers.replace`, which leaves a marker
+    in code as the text it is)."""
     return citations.render(markdown, page_uri)
 
 

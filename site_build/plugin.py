@@ -24,9 +24,9 @@ event                       stages, in this order
                             0. citations, excerpts' sections and figures' captions checked, naming
                             the line (:mod:`.apparatus`, :mod:`.copyable`, :mod:`.generated`);
                             1. every marker checked (:mod:`.markers`), then, in one pass, measured
-                            sections, build outputs' places and needs-extra notes; 2. excerpt
-                            labels (:mod:`.copyable`); 3. citations as links, and the
-                            Bibliography's and Glossary's entries (:mod:`.apparatus`)
+                            sections, build outputs' places, needs-extra notes and the
+                            Bibliography's and Glossary's entries (:mod:`.apparatus`); 2. excerpt
+                            labels (:mod:`.copyable`); 3. citations as links (:mod:`.apparatus`)
 ``on_page_content``         1. figure alt texts, and every figure shown with its caption
                             (:mod:`.generated`); 2. LaTeX to MathML, in the
                             page and its table of contents (:mod:`.mathml`); 3. the ``output`` class (:mod:`.outputs`);
@@ -164,6 +164,8 @@ class SiteBuild(BasePlugin):
             "kernels.json": self.state.measured.section,
             "build-output": self.state.outputs.block,
             "needs-extra": lambda marker: copyable.needs_extra_note(marker, config.site_url),
+            "bibliography": lambda marker: apparatus.entries(marker, page.file.src_uri, files),
+            "glossary": lambda marker: apparatus.entries(marker, page.file.src_uri, files),
         }, first_line=first_line)
         markdown = copyable.label_excerpts(markdown, page.file.src_uri)
         return apparatus.render_markdown(markdown, page.file.src_uri, files)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from site_build import glossary
+from site_build import citations, glossary
+from site_render import render_page
 
 ROTARY = glossary.Term(term="RoPE", definition="Rotates query and key pairs.",
                        forms=("RoPE", "rotary position embedding"))
@@ -34,3 +35,21 @@ def test_an_empty_glossary_marks_nothing():
     none); the pattern of no form matched the empty string, and every page that gets tooltips failed
     with ``KeyError: ''``, naming no page."""
     assert glossary.mark_first_uses("<p>Hi, you!</p>", ()) == ("<p>Hi, you!</p>", 0)
+
+
+# -- the apparatus markers ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("page, marker", [("glossary.md", "<!-- glossary -->"),
+                                          ("bibliography.md", "<!-- bibliography -->")])
+@pytest.mark.parametrize("shown", ["The page holds `{marker}` once.\n", "```text\n{marker}\n```\n"])
+def test_an_apparatus_marker_in_code_is_shown_as_written(page, marker, shown, monkeypatch):
+    """The README: inside code (a fenced block, inline code) a marker is text, shown as written. The
+    Glossary's and the Bibliography's marker was replaced by every entry wherever its text stood
+    (``str.replace``), in code too: the code span or block was cut open by the list of entries."""
+    whole = citations.bibliography
+    monkeypatch.setattr(citations, "bibliography", lambda files, known=None: whole(
+        type("NoFiles", (), {"documentation_pages": lambda self: []})(), known))
+    page_html = render_page(f"# Title\n\n{shown.format(marker=marker)}\n{marker}\n", page=page)
+    escaped = marker.replace("<", "&lt;").replace(">", "&gt;")
+    assert escaped in page_html, page_html
+    assert page_html.count("<dl>" if page == "glossary.md" else 'id="vaswani2017attention"') == 1, page_html
