@@ -31,11 +31,17 @@ class MeasuredSections:
         self.report = module.load()
 
     def section(self, marker: markers.Marker) -> str:
-        """The section a ``kernels.json`` marker names, rendered; an unknown name fails the build."""
+        """The section a ``kernels.json`` marker names, rendered; an unknown name, or results the report
+        cannot render (a field missing or of another type, roofline.json of another machine), fails the
+        build naming the page and the marker's line."""
         name = marker.match["section"]
         if name not in self.sections:
             raise ValueError(f"{marker.where}: no measured section {name!r}; known: {sorted(self.sections)}")
-        return self.sections[name](self.report).rstrip("\n")
+        try:
+            return self.sections[name](self.report).rstrip("\n")
+        except Exception as err:                   # the report reads the results' fields as it renders
+            raise ValueError(f"{marker.where}: {REPORT.relative_to(ROOT).as_posix()} cannot render the section "
+                             f"{name!r} from {RESULTS.relative_to(ROOT).as_posix()}: {type(err).__name__}: {err}") from err
 
     def render(self, markdown: str, page: str, first_line: int = 1) -> str:
         """``markdown`` with each ``kernels.json`` marker replaced by its section (``page`` names errors)."""

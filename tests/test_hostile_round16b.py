@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from site_build import citations, glossary
+from site_build import citations, glossary, measured
 from site_render import render_page
 
 ROTARY = glossary.Term(term="RoPE", definition="Rotates query and key pairs.",
@@ -53,3 +53,16 @@ def test_an_apparatus_marker_in_code_is_shown_as_written(page, marker, shown, mo
     escaped = marker.replace("<", "&lt;").replace(">", "&gt;")
     assert escaped in page_html, page_html
     assert page_html.count("<dl>" if page == "glossary.md" else 'id="vaswani2017attention"') == 1, page_html
+
+
+# -- Chapter 8's measured sections ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("section", ["setup", "gemm", "findings"])
+def test_results_a_section_cannot_render_fail_naming_the_page_and_the_line(section):
+    """Every build error names the page (issue 58). A measured section is rendered from
+    benchmarks/results/kernels.json by the report's own functions, which read its fields as they go: a
+    field missing from the results ended the build with a bare ``KeyError: 'rows'``, naming no page."""
+    sections = measured.MeasuredSections()
+    sections.report = {"device": "cpu"}
+    with pytest.raises(ValueError, match=rf"^docs/chapter-8\.md:3: <!-- kernels\.json: {section} -->: .*kernels\.json"):
+        sections.render(f"Text\n\n<!-- kernels.json: {section} -->\n", "docs/chapter-8.md")
