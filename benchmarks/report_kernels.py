@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from pathlib import Path
 
@@ -75,6 +76,21 @@ def _mib(value) -> str:
     return "—" if value is None else f"{value / 2**20:.1f} MiB"
 
 
+def _text(value) -> str:
+    """A value of the JSON as Markdown that shows it as written: ``<`` and ``&`` as character references,
+    Markdown's characters escaped (a results file holding markup puts none on the page)."""
+    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"([\\`*_\[\]{}#|$!])", r"\\\1", " ".join(text.split()))
+
+
+def _code(value) -> str:
+    """A value of the JSON as a code span, shown as written whatever backticks it holds."""
+    text = " ".join(str(value).split())
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _table(head: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
     return "\n".join(lines + ["| " + " | ".join(cells) + " |" for cells in rows]) + "\n"
@@ -84,7 +100,7 @@ def setup(report: dict) -> str:
     """Where, when and how the numbers were measured."""
     blas = next((b for b in report.get("numpy_blas") or [] if isinstance(b, dict) and b.get("internal_api") == "openblas"), {})
     load = report["loadavg_1min_before_after"]
-    target = f", compiling for `{report['pocl_target']}`" if report.get("pocl_target") else ""
+    target = f", compiling for {_code(report['pocl_target'])}" if report.get("pocl_target") else ""
     pinned = {"1": ", its worker threads pinned to cores", "0": ", its worker threads free to move"}.get(
         report.get("pocl_affinity"), "")
     if pinned and report.get("sched_batch_threads"):
@@ -94,11 +110,12 @@ def setup(report: dict) -> str:
               f"in the median row and method, {_pct(spreads[-1])} at most; every round is in the JSON."
               if spreads else "")
     return (
-        f"Measured on {report['date'][:10]} on `{report['device']}` ({report['platform']}{target}{pinned}), "
-        f"{report['threads']} threads for every library, NumPy {report['numpy']} with OpenBLAS "
-        f"{blas.get('version') or '?'} ({blas.get('architecture') or 'kernel not reported'} kernels), "
-        f"torch {report.get('torch') or 'not installed'}; {report['statistic']}, {report['repeats']} rounds; "
-        f"1-minute load average {load[0]} before, {load[1]} after (a shared machine).{spread}\n"
+        f"Measured on {_text(report['date'][:10])} on {_code(report['device'])} ({_text(report['platform'])}{target}"
+        f"{pinned}), {_text(report['threads'])} threads for every library, NumPy {_text(report['numpy'])} with OpenBLAS "
+        f"{_text(blas.get('version') or '?')} ({_text(blas.get('architecture') or 'kernel not reported')} kernels), "
+        f"torch {_text(report.get('torch') or 'not installed')}; {_text(report['statistic'])}, "
+        f"{_text(report['repeats'])} rounds; 1-minute load average {_text(load[0])} before, {_text(load[1])} after "
+        f"(a shared machine).{spread}\n"
     )
 
 
@@ -127,8 +144,8 @@ def ratio_keys(rows: list[dict]) -> list[tuple[str, str, str]]:
 def gemm_table(report: dict) -> str:
     rows = gemm_rows(report)
     methods, ratios = keyed(rows, suffix="_ms"), ratio_keys(rows)
-    head = ["GEMM, float32", *(GEMM_LABELS.get(m, m) for m in methods),
-            *(f"{RATIO_METHODS[m]} / {SHORT.get(a, a)}" for _, m, a in ratios)]
+    head = ["GEMM, float32", *(GEMM_LABELS.get(m) or _text(m) for m in methods),
+            *(f"{RATIO_METHODS[m]} / {SHORT.get(a) or _text(a)}" for _, m, a in ratios)]
     body = []
     for r in rows:
         cells = [f"{r['n']}³"]
@@ -150,15 +167,15 @@ def attention_time_table(report: dict) -> str:
     r0 = rows[0]
     methods, speedups = keyed(rows, suffix="_ms"), _speedup_columns(rows)
     head = [f"attention forward, B={r0['B']}, H={r0['H']}, d={r0['d']} (ms)",
-            *(ATTENTION_LABELS.get(m, m) for m in methods),
-            *(f"flash vs {SHORT.get(m, m)}" for m in speedups)]
+            *(ATTENTION_LABELS.get(m) or _text(m) for m in methods),
+            *(f"flash vs {SHORT.get(m) or _text(m)}" for m in speedups)]
     return _table(head, [[_row_label(r), *(_ms(r, m) for m in methods), *(_x(r, m) for m in speedups)] for r in rows])
 
 
 def attention_memory_table(report: dict) -> str:
     rows = attention_rows(report)
     methods = keyed(rows, suffix="_extra_bytes")
-    head = ["extra memory beyond inputs and output", *(ATTENTION_LABELS.get(m, m) for m in methods)]
+    head = ["extra memory beyond inputs and output", *(ATTENTION_LABELS.get(m) or _text(m) for m in methods)]
     body = [[_row_label(r), *("not run" if m + "_skipped" in r else _mib(r.get(m + "_extra_bytes")) for m in methods)]
             for r in rows]
     return _table(head, body)
@@ -168,8 +185,8 @@ def skipped_note(report: dict) -> str:
     rows = attention_rows(report)
     notes = []
     for m in keyed(rows, suffix="_skipped"):
-        reasons = sorted({r[m + "_skipped"] for r in rows if m + "_skipped" in r})
-        notes.append(f"{SENTENCE.get(m, m)} was not run where it {'; '.join(reasons)}.")
+        reasons = sorted({_text(r[m + "_skipped"]) for r in rows if m + "_skipped" in r})
+        notes.append(f"{SENTENCE.get(m) or _text(m)} was not run where it {'; '.join(reasons)}.")
     return " ".join(notes) + "\n" if notes else ""
 
 
@@ -207,7 +224,7 @@ def memory_finding(report: dict) -> str:
         g = _growth(rows, m + "_extra_bytes")
         if g:
             a, b, p = g
-            parts.append(f"{PROSE.get(m, m)} from {_mib(a[m + '_extra_bytes'])} at T = {a['T']} "
+            parts.append(f"{PROSE.get(m) or _text(m)} from {_mib(a[m + '_extra_bytes'])} at T = {a['T']} "
                          f"to {_mib(b[m + '_extra_bytes'])} at T = {b['T']}, about \\(T^{{{p:.1f}}}\\)")
     if not parts:
         return ""
@@ -269,7 +286,7 @@ def gemm_finding(report: dict) -> str:
         ratios = [r[key] for r in rows if key in r]
         sizes = [r["n"] for r in rows if key in r]
         verdict = "faster" if min(ratios) > 1 else "slower" if max(ratios) < 1 else "faster at some sizes, slower at others"
-        sentences.setdefault(method, []).append(f"{_span(ratios)} the speed of {SHORT.get(a, a)} at n = {_and(sizes)} ({verdict})")
+        sentences.setdefault(method, []).append(f"{_span(ratios)} the speed of {SHORT.get(a) or _text(a)} at n = {_and(sizes)} ({verdict})")
     if not sentences:
         return ""
     lead = {"": "ours, with the packing of its operands counted and a wait for each result, ran at ",

@@ -358,3 +358,21 @@ def test_close_rows_count_their_rounds_and_setup_states_the_spread():
             r[key] = [1.0, 1.0, 1.0]
     row["flash_ms_rounds"] = [1.0, 2.0, 1.5]                 # spread (2 - 1) / 1.5
     assert "at most; every round is in the JSON" in rk.setup(report) and "67% at most" in rk.setup(report)
+
+
+def test_text_from_the_results_file_is_shown_as_written_not_read_as_markup():
+    """The results file's strings (device, platform, versions, a skip's reason, a method's name) reach
+    Chapter 8's Markdown: markup there is shown as text, never made HTML or a link on the page."""
+    import markdown as markdown_module
+
+    rk = _report_module()
+    report = copy.deepcopy(REPORT)
+    hostile = "<img src=//evil.example/x> [a](//evil.example) `x` *y*"
+    for field in ("platform", "numpy", "torch", "statistic", "device", "pocl_target"):
+        report[field] = hostile
+    row = next(r for r in report["rows"] if r.get("op") == "attention")
+    row["torch_skipped"] = hostile
+    row["<b>new</b>_ms"] = 1.0
+    page = markdown_module.markdown(rk.markdown(report), extensions=["tables"])
+    assert "<img" not in page and "<b>" not in page and "href" not in page, page
+    assert html.unescape(re.sub(r"<[^>]+>", "", page)).count("<img src=//evil.example/x>") >= 7, page
