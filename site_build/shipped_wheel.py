@@ -20,7 +20,8 @@ share the cache, and an interrupted copy must never be found as a wheel. A store
 only when it matches that digest and reads as a zip archive (:func:`intact`); one damaged in the
 cache is built again.
 
-Every file of the wheel is also a page of the site, ``source/<path>.html``
+Every source file of the wheel (the package's Python and the kernels; not the seeds file it also
+carries, which no excerpt cuts) is also a page of the site, ``source/<path>.html``
 (:mod:`site_build.source_pages`), so a library excerpt can link to the whole file it is cut from
 (:mod:`site_build.copyable`). MkDocs copies a file from disk, under ``--dirty``, only when it is
 newer than its copy in the site. The wheel is a :class:`SiteCopy` instead, which a dirty build

@@ -1,4 +1,5 @@
-"""Every file of the wheel as a page of the site, in the theme: ``source/<path>.html``.
+"""Every source file of the wheel (the package's Python, the kernels) as a page of the site, in the
+theme: ``source/<path>.html``.
 
 A library excerpt on a page links to the lines it shows in the whole file (:mod:`.copyable`); this
 module makes those files' pages. Each is a page like the others (the theme's header, palette and
