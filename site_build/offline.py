@@ -24,7 +24,8 @@ def strip_loaders(output: str, src_uri: str) -> str:
     """The page ``output`` of ``src_uri`` without remote scripts and loaders, when it is a notebook.
 
     A script element goes when its opening tag loads from another host (a ``src`` of ``//…`` or
-    ``scheme://…``, in any quotes or none) and its body is blank, or when its body names MathJax or Mermaid. One pass,
+    ``scheme://…``, in any quotes or none: a browser then runs what it fetches and ignores the body,
+    blank or not), or when its body names MathJax or Mermaid. One pass,
     each element from its ``<script`` to the first ``</script>`` (any case) after its tag: linear in
     the page, however many scripts a notebook's own HTML leaves unclosed."""
     if not src_uri.endswith(".ipynb"):
@@ -38,7 +39,7 @@ def strip_loaders(output: str, src_uri: str) -> str:
             break
         end = close + len(_CLOSE)
         tag, body = output[m.start():tag_end + 1], output[tag_end + 1:close]
-        drop = (_loads_from_another_host(tag) and not body.strip()) or _LOADS.search(body) is not None
+        drop = _loads_from_another_host(tag) or _LOADS.search(body) is not None
         kept.append(output[at:m.start() if drop else end])
         at = end
     kept.append(output[at:])

@@ -20,7 +20,7 @@ _LINK = re.compile(r'<a\b[^>]*\bhref="#([^"]+)"[^>]*>(.*?)</a>', re.S)
 
 
 def _loader_or_remote(m: re.Match) -> bool:
-    remote = re.search(r'\bsrc="(?:https?:)?//[^"]*"', m.group(1), re.I) is not None and not m.group(2).strip()
+    remote = re.search(r'\bsrc="(?:https?:)?//[^"]*"', m.group(1), re.I) is not None   # its body is ignored
     return remote or re.search("MathJax|mermaid", m.group(2), re.I) is not None
 
 _SCRIPT_PIECES = ['<script>', '<SCRIPT type="x">', '<script src="//cdn.example/x.js">', '</script>', '</SCRIPT>',
@@ -114,3 +114,10 @@ def test_a_tag_ends_where_a_browser_ends_it(tag, end):
     from site_build.tags import Tags
 
     assert Tags(tag).end(len("<img")) == end
+
+
+def test_a_remote_script_with_a_body_goes_too():
+    """A browser runs what a script's ``src`` fetches and ignores its body: a body does not keep a
+    script that loads from another host on a notebook's page."""
+    page = '<p>a</p><script src="https://cdn.example/x.js">var fallback = 1;</script><p>b</p>'
+    assert offline.strip_loaders(page, "drills/x.ipynb") == "<p>a</p><p>b</p>"
