@@ -309,6 +309,12 @@ _ENDS_STOP = frozenset({"dl", "select", "datalist", "div", "body", "html", "main
 _FOREIGN = frozenset({"svg", "math"})
 #: the elements inside foreign content whose content is HTML again (HTML's integration points)
 _INTEGRATION = frozenset({"foreignobject", "desc", "title", "mi", "mo", "mn", "ms", "mtext"})
+#: the HTML start tags that, inside foreign content, end it (and every foreign element open) as a
+#: browser parses them: ``<svg><p>text`` puts the text in HTML's ``<p>``, outside the SVG
+_BREAKOUT = frozenset({"b", "big", "blockquote", "body", "br", "center", "code", "dd", "div", "dl", "dt", "em",
+                       "embed", "h1", "h2", "h3", "h4", "h5", "h6", "head", "hr", "i", "img", "li", "listing",
+                       "menu", "meta", "nobr", "ol", "p", "pre", "ruby", "s", "small", "span", "strong", "strike",
+                       "sub", "sup", "table", "tt", "u", "ul", "var"})
 #: HTML's formatting elements among :data:`SKIP`: one closed by another's end tag is reopened by a browser
 #: where text next goes (``<p><code>x</p><p>y``: ``y`` is code too), until its own end tag or a marker's end
 _FORMATTING = frozenset({"a", "code"})
@@ -376,6 +382,9 @@ class OpenElements:
             self.skipping -= 1
 
     def open(self, name: str, push: bool = True) -> None:
+        if self.foreign and name in _BREAKOUT:          # HTML's element ends the SVG or MathML it stands in
+            while self.foreign:
+                self._pop(implied=False)
         foreign = self.opened_foreign = self.foreign
         if not foreign and (ends := _ENDS.get(name)) is not None:
             for i in range(len(self.stack) - 1, max(-1, len(self.stack) - 9), -1):   # a few levels, as lists nest

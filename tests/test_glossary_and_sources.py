@@ -217,3 +217,16 @@ def test_a_page_that_is_not_utf8_is_left_for_mkdocs_to_name(tmp_path, monkeypatc
     assert "Cited in [good](good.md)." in citations.bibliography(files)
     monkeypatch.setattr(generated, "DOCS", docs)
     assert generated.pages_showing("[@vaswani2017attention]") == ["docs/good.md"]
+
+
+def test_an_html_element_inside_svg_ends_the_svg_as_a_browser_reads_it():
+    """``<svg>…<p>`` ends the SVG (HTML's breakout start tags end foreign content): the paragraph is
+    HTML text, where a term's first use gets its tooltip; inside an integration point
+    (``<foreignObject>``) HTML stays inside the SVG."""
+    from site_build import glossary
+
+    term = glossary.terms()[0]
+    page = f"<svg><text>a</text><p>the {term.forms[0]} here</p>"
+    assert glossary.mark_first_uses(page)[1] == 1
+    inside = f"<svg><text>the {term.forms[0]}</text></svg>"
+    assert glossary.mark_first_uses(inside)[1] == 0
