@@ -144,6 +144,9 @@ def glossary(page_uri: str = PAGE, entries: tuple[Term, ...] | None = None) -> s
         name = f"{t.term} ({t.expansion})" if t.expansion else t.term
         text = _as_written(t.definition)
         if t.see:
+            if not _is_page(t.see):                     # checked as the file was read: the page may be gone since
+                raise ValueError(f"{SOURCE.name}: {t.term}: see names {t.see!r}, which is no page of the site now "
+                                 f"(docs/{t.see} is gone); name a page that exists")
             link = posixpath.relpath(t.see, posixpath.dirname(page_uri) or ".")
             text += f" See [{_page_name(t.see)}]({link})."
         out.append(f"{_as_written(name)} {{ #{t.anchor} }}\n:   {text}")

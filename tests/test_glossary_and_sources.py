@@ -230,3 +230,18 @@ def test_an_html_element_inside_svg_ends_the_svg_as_a_browser_reads_it():
     assert glossary.mark_first_uses(page)[1] == 1
     inside = f"<svg><text>the {term.forms[0]}</text></svg>"
     assert glossary.mark_first_uses(inside)[1] == 0
+
+
+def test_a_see_page_removed_after_the_glossary_was_read_fails_naming_the_term(tmp_path, monkeypatch):
+    """The file's terms are read once while it is unchanged (``mkdocs serve``); the page a term's
+    ``see`` names is looked for again each time the Glossary page is made, so one deleted since
+    fails naming the glossary and the term, not as a broken link naming neither."""
+    from site_build import glossary
+
+    (tmp_path / "gone.md").write_text("# Gone\n", encoding="utf-8")
+    monkeypatch.setattr(glossary, "DOCS", tmp_path)
+    term = glossary._term({"term": "attention", "definition": "A definition.", "see": "gone.md"}, 0)
+    assert "gone.md" in glossary.glossary(entries=(term,))
+    (tmp_path / "gone.md").unlink()
+    with pytest.raises(ValueError, match=r"glossary\.yml: attention: see names 'gone\.md'"):
+        glossary.glossary(entries=(term,))
