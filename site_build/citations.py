@@ -603,7 +603,6 @@ def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], l
             errors.append((m.start(), f"{_AT_WORD.match(markdown, m.start()).group(0)!r} stands {why}"))
 
     cited: list[_Cited] = []
-    text = markdown
     for m in brackets:
         ats_in = [m.start() + i + 1 for i, c in enumerate(m.group(0)) if c == "@"]
         if not all(prose(a) for a in ats_in) or not prose(m.end() - 1):
@@ -619,9 +618,9 @@ def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], l
                 break
             unknown(m.start(), parts["key"])
         cited.append(_Cited(m.start(), m.end(), m))
-        text = text[:m.start()] + _blank(m) + text[m.end():]
+    text = _blanked(markdown, [(c.start, c.end) for c in cited])
     brackets_of = _Brackets(text)
-    done = text
+    narrated: list[tuple[int, int]] = []
     for m in NARRATIVE.finditer(text):
         if not prose(m.start() + 1):
             continue
@@ -639,14 +638,27 @@ def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], l
                                       f"[@a; @b] alone" + _FORM))
         unknown(m.start(), m["key"])
         cited.append(_Cited(m.start(), end, m, locator))
-        done = done[:m.start()] + " " * (end - m.start()) + done[end:]
+        narrated.append((m.start(), end))
+    done = _blanked(text, narrated)
+    left = None
     for m in AT.finditer(done):
         if prose(m.end()):
-            shown = _Brackets(done).in_brackets(m.start(), m.end()) or _AT_WORD.match(done, m.start()).group(0)
+            left = left or _Brackets(done)
+            shown = left.in_brackets(m.start(), m.end()) or _AT_WORD.match(done, m.start()).group(0)
             errors.append((m.start(), f"{shown!r} looks like a citation but is not one (no key authorYEARword "
                                       f"there, or it stands outside the syntax)" + _FORM))
     cited.sort(key=lambda c: c.start)
     return cited, [a for a in escapes if prose(a + 1)], sorted(errors, key=lambda e: e[0])
+
+
+def _blanked(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each of ``spans`` (in order, apart) blanked: spaces, its newlines kept."""
+    out, at = [], 0
+    for start, end in spans:
+        out += [text[at:start], re.sub(r"[^\n]", " ", text[start:end])]
+        at = end
+    out.append(text[at:])
+    return "".join(out)
 
 
 def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, first_line: int = 1) -> None:
