@@ -899,12 +899,13 @@ def decompress(blob: bytes, model: DecoderLM, tokenizer: BPETokenizer, *, primer
                progress: bool | None = False) -> bytes:
     """The bytes :func:`compress` coded into ``blob``, with the same ``model``, ``tokenizer`` and
     ``primer``. Raises ``ValueError`` naming the problem when the blob is truncated, corrupted,
-    from another format, model, tokenizer, primer, arithmetic or coder. Every field of the header
-    is checked before anything is allocated by it or looped over: the original's length against
-    :data:`MAX_INPUT_BYTES`, the token count against that length and against what the payload's
-    length can hold (:data:`TOKENS_PER_WORD`), the CRC-32 over header and payload. A blob from another
-    model, tokenizer, arithmetic or coder, or of a primer given to compress when this call has none,
-    is refused before the default primer (Chapter 9's training text, tokenized) is made for it."""
+    from another format, model, tokenizer, primer, arithmetic or coder, and naming the model's weights or
+    the tokenizer when another thread changes them while it decodes (the blob is not at fault then).
+    Every field of the header is checked before anything is allocated by it or looped over: the
+    original's length against :data:`MAX_INPUT_BYTES`, the token count against that length and against
+    what the payload's length can hold (:data:`TOKENS_PER_WORD`), the CRC-32 over header and payload. A
+    blob from another model, tokenizer, arithmetic or coder, or of a primer given to compress when this
+    call has none, is refused before the default primer (Chapter 9's training text, tokenized) is made for it."""
     view = _buffer(blob, "blob", "what compress returned")
     size = view.nbytes
     _check_model(model, tokenizer)
@@ -1055,12 +1056,30 @@ def _decode(body, fields, model, tokenizer, primer_ids, progress) -> bytes:
                 out[offsets[:tokens.size] + step] = tokens
                 predictor.advance(tokens)
                 bar.update(tokens.size)
+        data = _spell(out, tokenizer)
+        if len(data) != length:
+            raise ValueError(f"blob is corrupted: it decodes to {len(data)} bytes, the header says {length}")
+        _check_checksum(data, fields)
+    except ValueError:               # the blob, unless the model or the tokenizer changed meanwhile
+        _unchanged(model, tokenizer, parts, "decompress")
+        raise
     finally:
         predictor.close()
-    data = _spell(out, tokenizer)
-    if len(data) != length:
-        raise ValueError(f"blob is corrupted: it decodes to {len(data)} bytes, the header says {length}")
     return data
+
+
+def _unchanged(model: DecoderLM, tokenizer: BPETokenizer, parts: dict, during: str) -> None:
+    """A ValueError naming the model's weights or the tokenizer when it differs from what ``parts``
+    (:func:`_parts`, taken as ``during``, a call of this module, began) records: another thread trained
+    it or loaded another into it meanwhile, and the call's work mixed the two (not the blob's fault)."""
+    if hashlib.sha256(model_fingerprint(model)).digest() != parts["weights"]:
+        raise ValueError(f"model: its weights changed while {during} ran (another thread trained it or loaded "
+                         f"weights into it), so the blob was decoded with two sets of weights, not as it was "
+                         f"coded; {during} again once they stay put, or give each thread a model of its own") from None
+    if hashlib.sha256(tokenizer_fingerprint(tokenizer)).digest() != parts["tokenizer"]:
+        raise ValueError(f"tokenizer: it changed while {during} ran (another thread trained or loaded it), so the "
+                         f"blob was decoded with two tokenizers, not as it was coded; {during} again once it "
+                         f"stays put, or give each thread a tokenizer of its own") from None
 
 
 # -- command line ---------------------------------------------------------------------------------------
