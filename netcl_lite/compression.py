@@ -1302,14 +1302,23 @@ OpenCL's compiler, which writes the kernels it builds, aborts the process when a
 exit status:
   0    done: OUT holds the whole result
   1    refused or failed: a message on standard error names the path at fault (or the default
-       model's cache folder, or OpenCL when no device is found or a kernel cannot be built);
-       OUT is not written
+       model's cache folder, or OpenCL when no device is found or a kernel cannot be built, or
+       the memory or its limit, ulimit -v, when it runs out); OUT is not written
   2    the command line is wrong (usage; --model-only or --adapt given to decompress too)
   130  interrupted (Ctrl-C): no partial or temporary file is left
   128+N  ended by signal N: SIGTERM (143), SIGHUP (129), SIGQUIT (131), SIGXCPU (a CPU-time
        limit, 152), SIGALRM, SIGUSR1, SIGUSR2 or SIGVTALRM; no partial or temporary file is left
        (a signal the command was started with ignored, as under nohup, stays ignored)
 """
+
+
+def _isatty(stream) -> bool:
+    """Whether ``stream`` is a terminal: False for None, a closed stream, or a plain writer with no
+    ``isatty`` (a logging redirect), as the progress bar's stream takes them (:class:`_BarStream`)."""
+    try:
+        return stream is not None and bool(stream.isatty())
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def _say(message: str) -> None:
@@ -1350,9 +1359,29 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         _say("python -m netcl_lite.compression: interrupted")
         return 130
+    except MemoryError:                                 # NumPy's or Python's, wherever the limit struck
+        _say(f"python -m netcl_lite.compression: {_out_of_memory()}")
+        return 1
     finally:
         if ours:
             signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _out_of_memory() -> str:
+    """What the command line says when memory runs out: the address-space limit (``ulimit -v``) when
+    one is set, else the machine's memory; OUT is not written (its temporary file is removed as the
+    error unwinds)."""
+    try:
+        import resource                                 # POSIX: no limit to read elsewhere
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        unlimited = resource.RLIM_INFINITY
+    except (ImportError, AttributeError, OSError, ValueError):
+        soft = unlimited = None
+    if soft is not None and soft != unlimited:
+        return (f"out of memory: the address-space limit (ulimit -v) is {soft // 1024:,} KiB, too little for "
+                f"the model, the coder and the input; raise it or lift it (ulimit -v unlimited). OUT is not written")
+    return ("out of memory: this machine has too little free memory for the model, the coder and the input; "
+            "free some, or code a smaller input. OUT is not written")
 
 
 def _main(argv) -> int:
@@ -1450,7 +1479,7 @@ def _main(argv) -> int:
         if getattr(sys.stdout, "buffer", None) is None:    # redirect_stdout(io.StringIO()), some notebook kernels
             return fail("standard output is a text stream that takes no bytes (no .buffer); give OUT, the file "
                         "to write")
-        if squeezing and sys.stdout.isatty():
+        if squeezing and _isatty(sys.stdout):
             return fail("standard output is a terminal; redirect it to a file or a pipe, or give OUT")
     else:
         if os.path.basename(args.output) in ("", ".", ".."):   # Path() would drop a trailing '/' or '/.'
@@ -1464,10 +1493,11 @@ def _main(argv) -> int:
                 from .files import kind_of
 
                 kind = kind_of(out)
-                if kind != "a regular file":            # /dev/null, a pipe, a socket, a dangling link
+                if not out.is_file():                   # /dev/null, a pipe, a socket, a dangling link
                     return fail(f"{shown_path(out)}: is {kind}, not a regular file; OUT is the name of a new file "
                                 "(never one that exists), or - for standard output (- >/dev/null discards it)")
-                return fail(f"{shown_path(out)}: file exists; remove it or choose another name")
+                linked = f" ({kind})" if out.is_symlink() else ""     # a link to a regular file: one that exists
+                return fail(f"{shown_path(out)}: file exists{linked}; remove it or choose another name")
             if not out.parent.is_dir():
                 from .files import kind_of
 
@@ -1517,7 +1547,7 @@ def _main(argv) -> int:
                     raise
                 return unwritable_cache(exc, f"{which}: its", "; or give --model DIR")
             # a bar for long inputs on a terminal only: into a file or a pipe it writes each update
-            bar = None if sys.stderr is not None and sys.stderr.isatty() else False
+            bar = None if _isatty(sys.stderr) else False
             try:
                 if squeezing:
                     result = compress(data, model, tokenizer, mix=not args.model_only, adapt=args.adapt, progress=bar)

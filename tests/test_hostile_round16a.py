@@ -35,6 +35,67 @@ def _main(args, stderr=None) -> tuple[int, str]:
     return code, err.getvalue() if stderr is None else "".join(stderr.parts)
 
 
+# -- the command line: memory that runs out ---------------------------------------------------------------
+
+@pytest.mark.parametrize("where", ["compress", "read_regular"])
+def test_memory_that_runs_out_is_a_message_and_exit_status_1_not_a_traceback(model_dir, tmp_path, monkeypatch,
+                                                                             where):
+    """Under an address-space limit (``ulimit -v``; 600,000 KiB here), or on a machine short of memory,
+    NumPy's or Python's ``MemoryError`` escaped the command line as a traceback (from reading the
+    tokenizer's file, or from the n-gram's counts of the primer as the coding starts). The help says a
+    failure is a message on standard error and exit status 1, OUT not written; a ``MemoryError`` is
+    one (here raised where the limit struck)."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    out = tmp_path / "out.nclz"
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError("Unable to allocate 16.2 MiB for an array with shape (2123211,) and data type int64")
+
+    if where == "compress":
+        monkeypatch.setattr(cz, "compress", no_memory)
+    else:
+        from netcl_lite import files
+        monkeypatch.setattr(files, "read_regular", no_memory)
+    code, err = _main(["compress", src, out, "--model", model_dir])
+    assert code == 1, (code, err[-600:])
+    assert "memory" in err and "Traceback" not in err, err[-600:]
+    assert _listing(tmp_path) == ["in.txt"]
+
+
+# -- the command line: a standard error without isatty ----------------------------------------------------
+
+class _Writer:
+    """A minimal text stream, as a logging redirect gives: ``write`` and ``flush``, nothing else."""
+
+    def __init__(self):
+        self.parts = []
+
+    def write(self, text):
+        self.parts.append(text)
+        return len(text)
+
+    def flush(self):
+        pass
+
+
+def test_a_standard_error_without_isatty_still_gets_the_result_written(model_dir, tmp_path):
+    """``main`` asks ``sys.stderr.isatty()`` whether to draw a progress bar; a standard error replaced
+    by a plain writer (``contextlib.redirect_stderr`` of a logging adapter, some notebook kernels)
+    has no ``isatty``, and ``main`` ended in an ``AttributeError`` traceback instead of compressing.
+    The bar is a courtesy (the compressor's own bar stream already treats such a stream as no
+    terminal)."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    out = tmp_path / "out.nclz"
+    code, err = _main(["compress", src, out, "--model", model_dir], stderr=_Writer())
+    assert code == 0, (code, err[-600:])
+    back = tmp_path / "back.txt"
+    code, err = _main(["decompress", out, back, "--model", model_dir], stderr=_Writer())
+    assert code == 0, (code, err[-600:])
+    assert back.read_bytes() == src.read_bytes()
+
+
 # -- decompress: a model or a tokenizer that changes while it runs -----------------------------------------
 
 def test_weights_that_change_while_decompress_runs_are_named_not_the_blob(queue, monkeypatch):
@@ -92,3 +153,19 @@ def test_a_tokenizer_retrained_while_decompress_runs_is_named(queue, monkeypatch
     with pytest.raises(ValueError, match="tokenizer") as caught:
         cz.decompress(blob, model, tok)
     assert "changed" in str(caught.value), caught.value
+
+
+# -- the command line: OUT a link to an existing file ------------------------------------------------------
+
+def test_an_out_that_links_to_an_existing_file_is_called_existing_not_irregular(model_dir, tmp_path):
+    """OUT a symlink to a regular file (IN itself, say) was refused as "out.nclz: is a symlink to a
+    regular file (…/in.txt), not a regular file": the message contradicts itself and hides the reason,
+    that OUT names an existing file, which is never overwritten."""
+    src = tmp_path / "in.txt"
+    src.write_bytes(TEXT.encode())
+    out = tmp_path / "out.nclz"
+    out.symlink_to(src)
+    code, err = _main(["compress", src, out, "--model", model_dir])
+    assert code == 1, (code, err)
+    assert "exists" in err and "not a regular file" not in err, err
+    assert src.read_bytes() == TEXT.encode() and os.path.islink(out)
