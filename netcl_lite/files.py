@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
@@ -171,24 +172,31 @@ def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
 
 def write_new(path: str | os.PathLike, data: bytes | bytearray | memoryview, mode: int | None = None) -> None:
     """Create ``path`` (``FileExistsError`` if the name exists: nothing is overwritten), write
-    ``data`` and flush it to disk; on any failure or interrupt the file it created is removed.
+    ``data`` and flush it to disk; on any failure or interrupt the file it created is removed, and
+    its descriptor closed.
     ``mode``: the permission bits the file has before any data goes in (it is created readable by
     its owner alone, then given them), else the umask's."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"data must be bytes (encode text first), got {type(data).__name__}")
     if mode is not None and (isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o7777):
         raise ValueError(f"mode must be permission bits (an int from 0 to 0o7777), got {mode!r}")
-    fd = None
+    fd = f = None
     try:
-        with signals_held():             # a signal's exception waits until ``fd`` says the file is ours
+        with signals_held():             # a signal's exception waits until ``fd`` says the file is ours and
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else 0o600)
-        with os.fdopen(fd, "wb") as f:
+            f = os.fdopen(fd, "wb")      # ``f`` holds it open, to be closed whatever happens next
+        with f:
             if mode is not None:
                 os.fchmod(f.fileno(), mode)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
     except BaseException:
+        with contextlib.suppress(OSError, ValueError):
+            if f is not None:
+                f.close()                # again, if ``with`` closed it: no effect
+            elif fd is not None:         # fdopen failed: the descriptor is still ours to close
+                os.close(fd)
         if fd is not None:
             os.unlink(path)              # ours: O_EXCL created it
         raise
