@@ -45,20 +45,27 @@ def coded_bits(model: DecoderLM, tokenizer, ids, config: AdaptConfig | None = No
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     twin = copy_model(model) if config is not None else model
     predictor = cz.make_predictor(twin, tokenizer, lengths, cz.kept_positions(model), False, np.zeros(0, np.int64))
+    lock = cz.device_lock(twin)                      # the device's work, one thread at a time, as compress does
     adapter = None
-    if config is not None:
-        adapter = Adapter(twin, streams, int(predictor.next_input[0]), config, train_ids=train_ids, state=state,
-                          copy=False)
     bits = np.empty(ids.size, np.float64)
-    for step in range(int(lengths[0])):
-        p = predictor.probabilities()
-        at = offsets[:p.shape[0]] + step
-        tokens = ids[at]
-        bits[at] = -np.log2(p[np.arange(tokens.size), tokens])
-        predictor.advance(tokens)
-        last = step == int(lengths[0]) - 1           # nothing is left to predict with an update
-        if adapter is not None and not last and adapter.observe(tokens) and config.refill:
-            adapter.refill(predictor.cache, predictor.window)
+    try:
+        if config is not None:
+            with lock:
+                adapter = Adapter(twin, streams, int(predictor.next_input[0]), config, train_ids=train_ids,
+                                  state=state, copy=False)
+        for step in range(int(lengths[0])):
+            p = predictor.probabilities()
+            at = offsets[:p.shape[0]] + step
+            tokens = ids[at]
+            bits[at] = -np.log2(p[np.arange(tokens.size), tokens])
+            predictor.advance(tokens)
+            last = step == int(lengths[0]) - 1       # nothing is left to predict with an update
+            if adapter is not None and not last:
+                with lock:
+                    if adapter.observe(tokens) and config.refill:
+                        adapter.refill(predictor.cache, predictor.window)
+    finally:
+        predictor.close()                            # its buffers go back whatever ended the loop
     info = {"updates": 0, "gradient_steps": 0, "refills": 0, "resets": 0, "seconds": 0.0, "setup_seconds": 0.0}
     if adapter is not None:
         info = {"updates": adapter.updates, "gradient_steps": adapter.gradient_steps, "refills": adapter.refills,

@@ -472,3 +472,40 @@ def test_bad_arguments_are_refused_by_name(tiny):
         coded_bits(model, tok, ids, {"lr": 1e-3})
     with pytest.raises(ValueError, match="ids"):
         coded_bits(model, tok, ids.astype(np.float64))
+
+
+def test_coded_bits_from_two_threads_match_one_thread_and_free_the_predictor_on_an_error(tiny, monkeypatch):
+    """coded_bits runs the adaptation's device work under the device's lock, as compress does: two
+    threads at once on one model give each the bits one thread gives. A loop that fails still frees
+    its predictor's cache (the buffers go back to the pool)."""
+    import threading
+
+    model, tok, ids = tiny
+    config = AdaptConfig(chunk=4, optimizer="sgd", lr=0.1)
+    alone, _ = coded_bits(model, tok, ids[:700], config)
+    got: list = [None, None]
+
+    def run(i):
+        got[i] = coded_bits(model, tok, ids[:700], config)[0]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(g is not None and np.array_equal(g, alone) for g in got)
+
+    closed = []
+    real = cz.make_predictor
+
+    def failing(*args, **kwargs):
+        predictor = real(*args, **kwargs)
+        predictor.advance = lambda tokens: (_ for _ in ()).throw(RuntimeError("the loop fails"))
+        close = predictor.close
+        predictor.close = lambda: (closed.append(True), close())[1]
+        return predictor
+
+    monkeypatch.setattr(cz, "make_predictor", failing)
+    with pytest.raises(RuntimeError, match="the loop fails"):
+        coded_bits(model, tok, ids[:700], config)
+    assert closed == [True]
