@@ -1009,6 +1009,11 @@ def _decode(body, fields, model, tokenizer, primer_ids, progress) -> bytes:
             message += (f". Its fingerprint, {fields['fingerprint'].hex()}, says it was written by another version "
                         f"of netcl_lite (other sources of the kernels, the model's forward pass or the coder) or "
                         f"on another device: decompress it with the version and the device that wrote it")
+            if "arithmetic" in differ and (settings := _pocl_code_settings()):
+                message += (f"; the PoCL settings in this environment are part of the arithmetic too "
+                            f"({settings.removeprefix('; PoCL ')}: any POCL_ variable but logging, caching, pinning "
+                            f"and worker counts may change the compiled code), so unset them or set the ones "
+                            f"the compressing side had")
         raise ValueError(message)
 
     # without a primer, the primer's tag alone says whether the blob's was the default one

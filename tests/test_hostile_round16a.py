@@ -205,3 +205,21 @@ def test_an_interrupt_as_write_new_creates_its_file_leaves_no_descriptor_open(tm
         signal.signal(signal.SIGINT, previous)
     assert _listing(tmp_path) == []
     assert after == before, f"{after - before} descriptors left open"
+
+
+def test_a_pocl_setting_that_differs_is_named_when_decompress_refuses_the_arithmetic(queue, monkeypatch):
+    """A PoCL variable the library does not know is taken as one that may change the compiled code, so
+    a blob written without it is refused where it is set; the refusal said only "another version of
+    netcl_lite or another device", sending the user after the wrong cause. It should name the setting."""
+    tok = BPETokenizer()
+    tok.train_from_iterator([TEXT], 300, progress=False)
+    model = DecoderLM(LMConfig(vocab_size=300, **SMALL), queue=queue, seed=5)
+    data = (TEXT * 2).encode()
+    monkeypatch.delenv("POCL_SOME_NEW_SETTING", raising=False)
+    blob = cz.compress(data, model, tok, mix=False)
+    monkeypatch.setenv("POCL_SOME_NEW_SETTING", "1")
+    with pytest.raises(ValueError, match=r"other arithmetic.*PoCL settings in this environment.*"
+                                         r"POCL_SOME_NEW_SETTING=1.*unset them"):
+        cz.decompress(blob, model, tok)
+    monkeypatch.delenv("POCL_SOME_NEW_SETTING")
+    assert cz.decompress(blob, model, tok) == data
