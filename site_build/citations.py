@@ -415,8 +415,8 @@ _MATH_TAG = re.compile(r"""\bclass\s*=\s*(["']?)[^"'>]*\barithmatex\b""", re.I)
 _DIGIT0, _BASE = 0xE100, 3840
 
 
-@functools.lru_cache(maxsize=1)
-def _extensions() -> tuple[tuple, str]:
+@functools.lru_cache(maxsize=2)
+def _extensions(stamp: tuple[int, int]) -> tuple[tuple, str]:
     from .markers import page_extensions
 
     names, configs = page_extensions()
@@ -424,11 +424,16 @@ def _extensions() -> tuple[tuple, str]:
 
 
 def _reader():
+    """A Markdown that reads a page as the site's do: ``mkdocs.yml``'s extensions (read again when the
+    file changes, as ``mkdocs serve`` reloads it), less the includes."""
     import ast
 
     import markdown as markdown_module
 
-    names, configs = _extensions()
+    from .paths import ROOT
+
+    st = (ROOT / "mkdocs.yml").stat()
+    names, configs = _extensions((st.st_mtime_ns, st.st_size))
     return markdown_module.Markdown(extensions=list(names), extension_configs=ast.literal_eval(configs))
 
 
