@@ -485,15 +485,27 @@ def places(markdown: str, gaps) -> dict[int, str]:
             for i in ids(text):
                 found.setdefault(i, set()).add(where(i))
 
-    open_, at, math = OpenElements(), 0, False
+    # a code element's text is read whole, its tags left out: highlighting may cut a mark across two of
+    # its spans (a fixed-format lexer cuts each line by its columns)
+    open_, at, math, code = OpenElements(), 0, False, []
     for start, end, closing, name, self_closing in tokens(html, lambda: open_.opened_foreign):
-        put(html[at:start], lambda i: _text_place(open_, math, i in raw))
+        if open_.inside(_CODE_ELEMENTS):
+            code.append(html[at:start])
+        else:
+            put(html[at:start], lambda i: _text_place(open_, math, i in raw))
         tag = html[start:end]
         put(tag, lambda i: ("tag" if i in raw else _attribute_place(name, tag, i, ids)) if name else "comment")
         at, math = end, False
         if name:
             open_.tag(closing, name, self_closing)
             math = not closing and bool(_MATH_TAG.search(tag))   # a formula's text, up to the next tag
+        if code and not open_.inside(_CODE_ELEMENTS):
+            put("".join(code), lambda i: "code")
+            code = []
+    if open_.inside(_CODE_ELEMENTS):
+        code.append(html[at:])
+        at = len(html)
+    put("".join(code), lambda i: "code")
     put(html[at:], lambda i: _text_place(open_, False, i in raw))
     rank = {"link": 0, "nowhere": 0, "raw": 1, PROSE: 2}
     out = {}
