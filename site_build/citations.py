@@ -391,6 +391,26 @@ def _blank(m: re.Match) -> str:
     return re.sub(r"[^\n]", " ", m.group(0))
 
 
+def _blanked(text: str, spans: list[tuple[int, int]], newlines: bool = False) -> str:
+    """``text`` with each of ``spans`` (in order, apart) made blanks, its line breaks kept (``newlines``:
+    made blanks too), in one pass: rebuilding the text for each span took time in their count times
+    the page's length."""
+    out, at = [], 0
+    for start, end in spans:
+        out += [text[at:start], " " * (end - start) if newlines else re.sub(r"[^\n]", " ", text[start:end])]
+        at = end
+    out.append(text[at:])
+    return "".join(out)
+
+
+def _escaped(text: str, at: int) -> bool:
+    """Whether ``text[at]`` follows an odd run of backslashes (Markdown's escape of it)."""
+    run = at
+    while run > 0 and text[run - 1] == "\\":
+        run -= 1
+    return (at - run) % 2 == 1
+
+
 # -- where Markdown puts a place of the page ---------------------------------------------------------------
 #
 # Whether an ``@`` stands in prose is Python-Markdown's to say, not a scan's: the page is read once by
@@ -494,7 +514,9 @@ def places(markdown: str, gaps) -> dict[int, str]:
         else:
             put(html[at:start], lambda i: _text_place(open_, math, i in raw))
         tag = html[start:end]
-        put(tag, lambda i: ("tag" if i in raw else _attribute_place(name, tag, i, ids)) if name else "comment")
+        if mark in tag:
+            in_tag = _attribute_places(name, tag, ids) if name else {}
+            put(tag, lambda i: ("tag" if i in raw else in_tag.get(i, "attribute an attribute")) if name else "comment")
         at, math = end, False
         if name:
             open_.tag(closing, name, self_closing)
@@ -519,18 +541,22 @@ def places(markdown: str, gaps) -> dict[int, str]:
 _ATTRIBUTE = re.compile(r'([\w:-]+)="([^"]*)"')
 
 
-def _attribute_place(name: str, tag: str, i: int, ids) -> str:
-    """Where mark ``i`` stands in a tag Markdown made: an image's alt text is text (Markdown makes a link
-    there its text: a citation shows as "(Vaswani et al., 2017)"), anything else an attribute."""
+def _attribute_places(name: str, tag: str, ids) -> dict[int, str]:
+    """Where each mark stands in a tag Markdown made, by its number, the tag read once: an image's alt
+    text is text (Markdown makes a link there its text: a citation shows as "(Vaswani et al., 2017)"),
+    anything else an attribute."""
+    out: dict[int, str] = {}
     for m in _ATTRIBUTE.finditer(tag):
-        if i in set(ids(m[2])):
-            if name == "img" and m[1] == "alt":
-                return PROSE
-            return "attribute " + {("a", "href"): "a link's target or title", ("a", "title"): "a link's target or title",
-                                   ("img", "src"): "an image's source or title", ("img", "title"): "an image's source or title",
-                                   ("abbr", "title"): "an abbreviation's definition"}.get(
-                                       (name, m[1]), "an attribute (attr_list braces)")
-    return "attribute an attribute"
+        if name == "img" and m[1] == "alt":
+            where = PROSE
+        else:
+            where = "attribute " + {("a", "href"): "a link's target or title", ("a", "title"): "a link's target or title",
+                                    ("img", "src"): "an image's source or title", ("img", "title"): "an image's source or title",
+                                    ("abbr", "title"): "an abbreviation's definition"}.get(
+                                        (name, m[1]), "an attribute (attr_list braces)")
+        for i in ids(m[2]):
+            out.setdefault(i, where)
+    return out
 
 
 def _text_place(open_, math: bool, raw: bool) -> str:
@@ -628,6 +654,11 @@ def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], l
             errors.append((m.start(), f"{m.group(0)!r} follows ']' directly: Markdown would read the two as one "
                                       f"link (the page would show the citation's Markdown); put a space or a word "
                                       f"between them"))
+        if _escaped(markdown, m.start()):
+            errors.append((m.start(), f"'\\{m.group(0)}' follows a backslash, which escapes its '[' (the page would "
+                                      f"show it as typed) and before the citation's '(' would open arithmatex's "
+                                      f"math \\( (the citation's Markdown would become a formula); drop the "
+                                      f"backslash to cite, or write [\\@key] to show the text"))
         for item in m["items"].split(";"):
             if (parts := _ITEM.match(item)) is None:       # '[@key words]': no comma before a locator
                 errors.append((m.start(), f"{m.group(0)!r} is not a citation: after a key comes ', ' and a "
@@ -635,9 +666,9 @@ def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], l
                 break
             unknown(m.start(), parts["key"])
         cited.append(_Cited(m.start(), m.end(), m))
-    text = _blanked(markdown, [(c.start, c.end) for c in cited])
+    text = _blanked(markdown, [(c.start, c.end) for c in cited])     # the bracketed citations blanked, in one pass
     brackets_of = _Brackets(text)
-    narrated: list[tuple[int, int]] = []
+    narrated = []
     for m in NARRATIVE.finditer(text):
         if not prose(m.start() + 1):
             continue
@@ -656,26 +687,16 @@ def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], l
         unknown(m.start(), m["key"])
         cited.append(_Cited(m.start(), end, m, locator))
         narrated.append((m.start(), end))
-    done = _blanked(text, narrated)
-    left = None
+    done = _blanked(text, narrated, newlines=True)
+    brackets_done = None                          # the brackets of what is left, found once
     for m in AT.finditer(done):
         if prose(m.end()):
-            left = left or _Brackets(done)
-            shown = left.in_brackets(m.start(), m.end()) or _AT_WORD.match(done, m.start()).group(0)
+            brackets_done = brackets_done or _Brackets(done)
+            shown = brackets_done.in_brackets(m.start(), m.end()) or _AT_WORD.match(done, m.start()).group(0)
             errors.append((m.start(), f"{shown!r} looks like a citation but is not one (no key authorYEARword "
                                       f"there, or it stands outside the syntax)" + _FORM))
     cited.sort(key=lambda c: c.start)
     return cited, [a for a in escapes if prose(a + 1)], sorted(errors, key=lambda e: e[0])
-
-
-def _blanked(text: str, spans: list[tuple[int, int]]) -> str:
-    """``text`` with each of ``spans`` (in order, apart) blanked: spaces, its newlines kept."""
-    out, at = [], 0
-    for start, end in spans:
-        out += [text[at:start], re.sub(r"[^\n]", " ", text[start:end])]
-        at = end
-    out.append(text[at:])
-    return "".join(out)
 
 
 def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, first_line: int = 1) -> None:
