@@ -457,13 +457,28 @@ def _reader():
     return markdown_module.Markdown(extensions=list(names), extension_configs=ast.literal_eval(configs))
 
 
+#: the private-use areas, where a mark's first character is chosen
+_PRIVATE_USE = ((0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD))
+
+
+class _Unmarkable(ValueError):
+    """The page holds every private-use character: none is left to begin a mark with."""
+
+
 def _sentinel(text: str) -> str:
-    """A private-use character ``text`` does not hold, to begin each mark with."""
-    for first in (0xE000, 0xF0000, 0x100000):
+    """A private-use character ``text`` does not hold, to begin each mark with (any of the 137,468: a
+    page that holds the first few is read as any other)."""
+    for first, last in _PRIVATE_USE:
         for code in range(first, first + 256):
             if chr(code) not in text:
                 return chr(code)
-    raise ValueError("the page holds every private-use character the citation check could mark it with")
+    held = set(text)
+    for first, last in _PRIVATE_USE:
+        for code in range(first, last + 1):
+            if chr(code) not in held:
+                return chr(code)
+    raise _Unmarkable("the page holds every private-use character (137,468 of them), and the citation check "
+                      "begins each of its marks with one the page does not hold; remove some")
 
 
 def places(markdown: str, gaps) -> dict[int, str]:
@@ -615,7 +630,10 @@ def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], l
     gaps = {m.end() for m in ats} | {m.end(1) for m in compat} | {m.end() for m in pairs} | {a + 1 for a in escapes}
     gaps |= {m.end() - 1 for m in brackets}
     gaps |= {g for m in narratives if m["locator"] is not None for g in (m.start("locator") - 1, m.end("locator"))}
-    where = places(markdown, gaps)
+    try:
+        where = places(markdown, gaps)
+    except _Unmarkable as err:
+        return [], [], [(0, str(err))]
 
     def prose(gap: int) -> bool:
         return where.get(gap) == PROSE
