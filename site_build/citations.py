@@ -445,7 +445,9 @@ def _extensions(stamp: tuple[int, int]) -> tuple[tuple, str]:
 
 def _reader():
     """A Markdown that reads a page as the site's do: ``mkdocs.yml``'s extensions (read again when the
-    file changes, as ``mkdocs serve`` reloads it), less the includes."""
+    file changes, as ``mkdocs serve`` reloads it), less the includes, copying none of the page's text:
+    toc's ``[TOC]`` would copy each heading's text into a link of the table of contents, where a
+    heading's citation would seem to stand inside a link (the table shows its text alone)."""
     import ast
 
     import markdown as markdown_module
@@ -454,7 +456,10 @@ def _reader():
 
     st = (ROOT / "mkdocs.yml").stat()
     names, configs = _extensions((st.st_mtime_ns, st.st_size))
-    return markdown_module.Markdown(extensions=list(names), extension_configs=ast.literal_eval(configs))
+    configs = ast.literal_eval(configs)
+    if "toc" in names:
+        configs["toc"] = {**configs.get("toc", {}), "marker": ""}
+    return markdown_module.Markdown(extensions=list(names), extension_configs=configs)
 
 
 #: the private-use areas, where a mark's first character is chosen
