@@ -924,7 +924,9 @@ def _page_title(file) -> str:
 
 def bibliography(files, known: dict[str, Work] | None = None) -> str:
     """The Bibliography page's entries as Markdown: each work, sorted by first author and year,
-    anchored by its key, with links to the pages of ``files`` (MkDocs' files) that cite it."""
+    anchored by its key, with links to the pages of ``files`` (MkDocs' files) that cite it. Its text shows
+    as written: Markdown's characters escaped, an ``@`` as :data:`AT_SIGN` (the page's citations are read
+    after the entries are in it: ``@someone`` in a title is no near miss of a citation)."""
     known = works() if known is None else known
     cited_on: dict[str, list] = {key: [] for key in known}
     for file in files.documentation_pages():
@@ -934,16 +936,20 @@ def bibliography(files, known: dict[str, Work] | None = None) -> str:
         for key in dict.fromkeys(cited_keys(text)):
             if key in cited_on:
                 cited_on[key].append(file)
+
+    def shown(text: str) -> str:                   # an '@' as itself: no citation, nor a near miss of one
+        return _escape(text).replace("@", AT_SIGN)
+
     entries = []
     for work in sorted(known.values(), key=lambda w: ([s.lower() for s in w.surnames], w.year, w.key)):
-        parts = [f"{_escape(_names(work.authors))} ({work.year}). *{_escape(work.title)}.*",
-                 f"{_escape(work.venue)}{', ' + _escape(work.details) if work.details else ''}."]
+        parts = [f"{shown(_names(work.authors))} ({work.year}). *{shown(work.title)}.*",
+                 f"{shown(work.venue)}{', ' + shown(work.details) if work.details else ''}."]
         if work.note:
-            parts.append(f"{_escape(work.note)}.")
+            parts.append(f"{shown(work.note)}.")
         parts += [f"{_code_span(i)}." for i in work.identifiers]
         where = cited_on[work.key]
         if where:
-            pages = ", ".join(f"[{_escape(_page_title(f))}]({posixpath.relpath(f.src_uri, posixpath.dirname(PAGE) or '.')})"
+            pages = ", ".join(f"[{shown(_page_title(f))}]({posixpath.relpath(f.src_uri, posixpath.dirname(PAGE) or '.')})"
                               for f in where)
             parts.append(f"Cited in {pages}.")
         entries.append(f'<li id="{work.key}" markdown="span">{" ".join(parts)}</li>')
