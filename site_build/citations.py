@@ -491,7 +491,8 @@ def places(markdown: str, gaps) -> dict[int, str]:
     characters of ``markdown``: gap ``i`` is just before ``markdown[i]``): :data:`PROSE`; ``"code"``,
     ``"math"``, ``"comment"`` or ``"tag"`` (a raw HTML tag's attributes) for what is no prose; or, for
     places where a citation cannot become a link, ``"link"`` (a link's text), ``"raw <name>"`` (the text
-    of a raw HTML element such as ``<button>``), ``"raw"`` (raw HTML that Markdown does not read),
+    of a raw HTML element such as ``<button>``), ``"raw"`` (raw HTML that Markdown does not read: an HTML
+    block, or an element without the ``markdown`` attribute inside one with it),
     ``"attribute <what>"`` (one Markdown made: a link's target or title, an abbreviation's definition;
     an image's alt text is prose, where Markdown shows a link as its text) or ``"nowhere"`` (what the
     page does not show: a link reference definition). Linear in the page."""
@@ -507,7 +508,8 @@ def places(markdown: str, gaps) -> dict[int, str]:
                    chr(_DIGIT0 + i // _BASE % _BASE), chr(_DIGIT0 + i % _BASE)]
         last = gap
     pieces.append(markdown[last:])
-    md = _reader()
+    md, unread = _reader(), []
+    md.treeprocessors.register(_unread_texts(md, mark, unread), "citations-unread", 25)   # before the inline stage
     html = md.convert("".join(pieces))
     marks = re.compile(re.escape(mark) + f"([{chr(_DIGIT0)}-{chr(_DIGIT0 + _BASE - 1)}]{{3}})")
 
@@ -516,7 +518,7 @@ def places(markdown: str, gaps) -> dict[int, str]:
             a, b, c = (ord(ch) - _DIGIT0 for ch in m[1])
             yield (a * _BASE + b) * _BASE + c
 
-    raw = {i for block in md.htmlStash.rawHtmlBlocks if isinstance(block, str) and mark in block
+    raw = {i for block in [*md.htmlStash.rawHtmlBlocks, *unread] if isinstance(block, str) and mark in block
            for i in ids(block)}
     found: dict[int, set[str]] = {}
 
@@ -555,6 +557,21 @@ def places(markdown: str, gaps) -> dict[int, str]:
         seen = found.get(i, {"nowhere"})
         out[gap] = min(seen, key=lambda w: rank.get(w, 0 if w.startswith(("raw ", "attribute ")) else 3))
     return out
+
+
+def _unread_texts(md, mark: str, found: list):
+    """A tree processor that, run before the inline stage, puts in ``found`` each text holding ``mark``
+    that Markdown will not read: its atomic strings then, which are code and math, and raw HTML that
+    md_in_html keeps as written (an element without the ``markdown`` attribute inside one with it)."""
+    from markdown.treeprocessors import Treeprocessor
+    from markdown.util import AtomicString
+
+    class Unread(Treeprocessor):
+        def run(self, root):
+            for element in root.iter():
+                found.extend(t for t in (element.text, element.tail) if isinstance(t, AtomicString) and mark in t)
+
+    return Unread(md)
 
 
 #: an attribute's value in a tag Python-Markdown wrote (double-quoted, its quotes escaped)
