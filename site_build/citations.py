@@ -812,18 +812,25 @@ def check_rendered(html: str, page_uri: str, source: str, first_line: int = 1) -
     HTML attribute's value (a tooltip), or in text :func:`check` read as HTML and Markdown showed as
     text. The page's checks before rendering name most such places; this one, on what the reader
     gets, misses none. Linear in the page."""
-    def fail(key: str, why: str) -> None:
-        # the line of the first use of the key where a citation can stand: not in code or a comment
-        import bisect
-
+    def fail(key: str, why: str, cited: bool) -> None:
+        # the line of the first use of the key where a citation can stand (not in code or a comment),
+        # among those the check before rendering took for citations (``cited``: their link's Markdown
+        # shows) or among the others (the key shows as typed), when there are such uses
         spans = prose_spans(source, math=False, tags=False)
         starts = [s for s, _ in spans]
+        read = _read(source, None)[0]
+        read_at = [c.start for c in read]
 
         def in_text(at: int) -> bool:
             i = bisect.bisect_right(starts, at) - 1
             return i >= 0 and at < spans[i][1]
 
-        found = [m.start() for m in re.finditer(rf"@{re.escape(key)}\b", source)]
+        def was_cited(at: int) -> bool:
+            i = bisect.bisect_right(read_at, at) - 1
+            return i >= 0 and at < read[i].end
+
+        found = [m.start() for m in re.finditer(rf"@{re.escape(key)}(?![a-z0-9])", source)]   # '_@key_' too
+        found = [a for a in found if was_cited(a) == cited] or found
         at = next((a for a in found if in_text(a)), found[0] if found else -1)
         line = f":{first_line + source.count(chr(10), 0, at)}" if at >= 0 else ""
         raise ValueError(f"docs/{page_uri}{line}: the citation of @{key} {why}; cite it in plain text, "
@@ -843,11 +850,11 @@ def check_rendered(html: str, page_uri: str, source: str, first_line: int = 1) -
     shown = _html.unescape("".join(text).replace(AT_SIGN, "\\@"))   # text and attributes' values alike;
     # an escaped '@' (``\@key`` in the Markdown) is read as escaped, as check() read it
     if m := _UNLINKED.search(shown):
-        fail(m["key"], "did not become a link: the page would show its Markdown")
+        fail(m["key"], "did not become a link: the page would show its Markdown", True)
     for m in _TYPED.finditer(shown):
         if m["key"] in works():
             fail(m["key"], "shows as typed, in the text or in an attribute's value (a tooltip): in raw HTML, "
-                           "or in what the check before rendering read as HTML and Markdown showed as text")
+                           "or in what the check before rendering read as HTML and Markdown showed as text", False)
 
 
 def _close_of(html: str, name: str, start: int) -> int:
