@@ -694,6 +694,10 @@ def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], l
             errors.append((m.start(), f"{m.group(0)!r} follows ']' directly: Markdown would read the two as one "
                                       f"link (the page would show the citation's Markdown); put a space or a word "
                                       f"between them"))
+        if _escaped(markdown, m.end() - 1):
+            errors.append((m.start(), f"{m.group(0)!r} ends in an escaped ']': Markdown reads no bracket there, and "
+                                      f"the citation's link would not close (the page would show its Markdown); "
+                                      f"drop the backslash before ']'"))
         if _escaped(markdown, m.start()):
             errors.append((m.start(), f"'\\{m.group(0)}' follows a backslash, which escapes its '[' (the page would "
                                       f"show it as typed) and before the citation's '(' would open arithmatex's "

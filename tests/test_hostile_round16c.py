@@ -45,12 +45,10 @@ def _seconds(text: str) -> float:
     ("@foo ", "![", "](x.svg)", 1000),                     # an image's alt text
     ("@foo ", '[x](y "', '")', 1000),                       # a link's title
     ("@foo ", "A paragraph\n{: title=\"", '" }', 1000),    # an attribute list
-    ("[@foo] ", "", "", 1000),                             # near misses in brackets
-    ("@foo ", "", "", 4000),                               # near misses
-], ids=["alt-text", "link-title", "attribute-list", "bracketed-near-misses", "near-misses"])
-def test_many_marks_in_one_attribute_or_many_near_misses_take_linear_time(unit, before, after, n):
-    """Each mark in an attribute looked through every mark of the attribute again, and each near miss
-    found the brackets of the whole page again: 4x the text took 16x the time."""
+], ids=["alt-text", "link-title", "attribute-list"])
+def test_many_marks_in_one_attribute_take_linear_time(unit, before, after, n):
+    """Each mark in an attribute looked through every mark of the attribute again: 4x the text took
+    16x the time."""
     citations.works()
     page = lambda k: f"# P\n\n{before}{unit * k}{after}\n"   # noqa: E731
     small, large = _seconds(page(n)), _seconds(page(4 * n))
@@ -68,6 +66,14 @@ def test_a_citation_after_a_backslash_fails_naming_the_line(text):
         citations.render(f"# Title\n\n{text}\n", "chapter-7.md")
     out = citations.render(f"# Title\n\nAn escaped backslash \\\\[@{KEY}] cites.\n", "chapter-7.md")
     assert f"bibliography.md#{KEY}" in out
+
+
+def test_a_citation_whose_bracket_is_escaped_fails_naming_its_line():
+    """The check's mark before the ``]`` of ``[@key, p. 3\\]`` came between the backslash and the bracket,
+    so the check read a bracket that Markdown does not; the citation's link never closed, and the
+    rendered page failed naming the line of another citation of the key."""
+    with pytest.raises(ValueError, match=r"^docs/chapter-7.md:5: .*escaped '\]'"):
+        citations.render(f"# Title\n\nSee @{KEY} first.\n\nThen [@{KEY}, p. 3\\] here.\n", "chapter-7.md")
 
 
 # -- each error names the line -----------------------------------------------------------------------------
