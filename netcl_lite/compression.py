@@ -1011,7 +1011,7 @@ def _decode(body, fields, model, tokenizer, primer_ids, progress) -> bytes:
                         f"on another device: decompress it with the version and the device that wrote it")
             if "arithmetic" in differ and (settings := _pocl_code_settings()):
                 message += (f"; the PoCL settings in this environment are part of the arithmetic too "
-                            f"({settings.removeprefix('; PoCL ')}: any POCL_ variable but logging, caching, pinning "
+                            f"({_visible(settings.removeprefix('; PoCL '))}: any POCL_ variable but logging, caching, pinning "
                             f"and worker counts may change the compiled code), so unset them or set the ones "
                             f"the compressing side had")
         raise ValueError(message)
