@@ -420,11 +420,13 @@ def render_toc(toc, formulas: dict[str, list[str]], page_uri: str) -> None:
 def plain_title(title: str | None, formulas: list[str]) -> str | None:
     """A page's title (its first heading's text, for the browser's tab, the navigation and the header,
     which show text, not MathML) with each of ``formulas`` (the heading's) shown as its LaTeX without
-    the ``\\( \\)`` around it."""
+    the ``\\( \\)`` around it. The title is HTML (MkDocs keeps the heading's character references,
+    and the theme inserts it as it is), so the LaTeX stays escaped as the heading holds it: unescaped,
+    ``\\(a<b\\)`` would put a tag into every page's navigation."""
     if not title:
         return title
     for latex in formulas:
-        title = title.replace(f"\\({latex}\\)", html.unescape(latex), 1)
+        title = title.replace(f"\\({latex}\\)", latex, 1)
     return title
 
 
