@@ -29,7 +29,7 @@ from netcl_lite.files import visible
 from . import markers
 from .includes import INCLUDE_ROOTS, inside
 from .paths import ROOT
-from .shipped_wheel import wheel_name
+from .shipped_wheel import library_files, wheel_name
 
 _TITLE = re.compile(r'title="([^"]*)"')
 #: the start of a ``>>>`` session's block, up to where its ``data-copy`` goes (:func:`_pycon_sessions`)
@@ -123,7 +123,9 @@ def check_excerpts(markdown: str, page_uri: str, first_line: int = 1) -> None:
     """Raise ``ValueError`` naming the page and the line (``first_line``: the file's line of
     ``markdown``'s first) for an excerpt that is not one include of a section or a file
     (:func:`_excerpt`), whose fence is written in another form than :data:`EXCERPT_FORM`'s, is never closed or whose section is not marked once, whole
-    (:func:`section_lines`); run on the page as written, before other stages add lines."""
+    (:func:`section_lines`), or whose file is none of the wheel's (:func:`.shipped_wheel.library_files`:
+    the files the site shows as source pages, which its note links); run on the page as written, before
+    other stages add lines."""
     lines = markdown.split("\n")
     inside = {i for start, end in markers.fences(lines) for i in range(start + 1, end + 1)}
     for i, line in enumerate(lines):
@@ -143,6 +145,11 @@ def check_excerpts(markdown: str, page_uri: str, first_line: int = 1) -> None:
             raise ValueError(f"{where}: {visible(lines[i + 1].strip())}: an excerpt's fence holds its include "
                              f"line and nothing else, closed by {m['ticks']} on the next line; {shown}")
         section_lines(inc.path, inc.section, where)
+        if ROOT / inc.path not in library_files(ROOT):
+            # its note links the file's source page, and the site has one for each file of the wheel only
+            raise ValueError(f"{where}: {visible(lines[i + 1].strip())}: an excerpt shows a source file of the "
+                             f"wheel (netcl_lite/**/*.py, kernels/), whose page on the site its note links; "
+                             f"{visible(inc.path)} is none (show a snippet as a runnable block)")
 
 
 def excerpt_note(path: str, section: str | None, page_uri: str) -> str:

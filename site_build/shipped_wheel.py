@@ -64,9 +64,11 @@ def wheel_name() -> str:
     return f"netcl_lite-{version()}-py3-none-any.whl"
 
 
-def library_files() -> list[Path]:
-    """The files the wheel carries: the package's Python and the kernel sources."""
-    return sorted(ROOT.glob("netcl_lite/**/*.py")) + sorted(p for p in (ROOT / "kernels").glob("*.[ch]*"))
+def library_files(root: Path | None = None) -> list[Path]:
+    """The files the wheel carries: the package's Python and the kernel sources (of the project at
+    ``root``, :data:`ROOT` when None)."""
+    root = ROOT if root is None else root
+    return sorted(root.glob("netcl_lite/**/*.py")) + sorted(p for p in (root / "kernels").glob("*.[ch]*"))
 
 
 #: the date of every entry of the wheel (``SOURCE_DATE_EPOCH`` of its build): hatchling's own

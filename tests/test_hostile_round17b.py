@@ -51,3 +51,17 @@ def test_a_snippet_reaches_no_module_of_the_repository_but_the_library(tmp_path,
     if not (Path(where).parent.parent / "pyproject.toml").is_file():
         pytest.skip("netcl_lite is installed as a wheel, not from a repository")
     assert _reader_imports(tmp_path, module) == "False"
+
+
+# -- excerpts -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["snippets/chapter9/flops.py", "snippets/chapter7/bpe_kernel.py"])
+def test_an_excerpt_of_a_file_the_wheel_does_not_carry_fails_naming_the_line(path):
+    """An excerpt's note says it shows "a file inside the wheel" and links its lines on the file's source
+    page, ``source/<path>.html``; the site has such a page for each source file of the wheel only. An
+    excerpt of a snippet (includes may reach ``snippets/``) was labelled so, and linked a page that does
+    not exist. It should fail naming the page and the line."""
+    from site_render import render_page
+
+    with pytest.raises(ValueError, match=r"^docs/hostile\.md:6: "):
+        render_page(f'# T\n\nText.\n\n```{{.python .excerpt title="x"}}\n--8<-- "{path}"\n```\n\nMore.\n')
