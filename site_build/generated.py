@@ -240,10 +240,12 @@ def figure_description(svg: Path) -> str | None:
     return " ".join(html.unescape(text[start + len(opening):end]).split()) if end >= 0 else None
 
 
-def _with_alt(tag: str, page: str) -> str:
+def _with_alt(tag: str, page: str, source: str = "", first_line: int = 1) -> str:
     """The <img> tag ``tag`` with its alt the description of the generated figure its src shows (the
     first alt attribute replaced in place, any other dropped, or one added after ``<img``), in any
-    quotes or none; the tag as it was when it shows no generated figure."""
+    quotes or none; the tag as it was when it shows no generated figure. A figure that is not drawn
+    or does not describe itself is a ``ValueError`` naming ``page`` and the first line of ``source``
+    (the page as written, from the file's line ``first_line``) that names it."""
     attributes = list(_ATTRIBUTE.finditer(tag, len("<img")))
     src = next((a for a in attributes if a[1].lower() == "src"), None)
     figure = _FIGURE_SRC.fullmatch(html.unescape((src[2] or "").strip("\"'"))) if src is not None else None
@@ -253,7 +255,9 @@ def _with_alt(tag: str, page: str) -> str:
     alt = figure_description(svg) if svg.is_file() else None
     if alt is None:
         made = "a generated figure must describe itself (savefig(..., metadata={'Description': ...}))"
-        raise ValueError(f"{page}: {svg.relative_to(ROOT)}: " + (made if svg.is_file() else "no such figure; a "
+        at = source.find(f"figures/{figure.group(1)}.svg")
+        line = f":{first_line + source.count(chr(10), 0, at)}" if at >= 0 else ""
+        raise ValueError(f"{page}{line}: {svg.relative_to(ROOT)}: " + (made if svg.is_file() else "no such figure; a "
                          f"figure is drawn by snippets/<page>/figure_<name>.py") + "; its description is the alt text")
     given = f' alt="{html.escape(alt)}"'
     alts = [a for a in attributes if a[1].lower() == "alt"]
@@ -865,16 +869,17 @@ def check_rendered_figures(content: str, page: str, source: str = "", first_line
                              f"{CAPTION_RULE}")
 
 
-def with_alt(content: str, page: str = "(no page)") -> str:
+def with_alt(content: str, page: str = "(no page)", source: str = "", first_line: int = 1) -> str:
     """A page's HTML with each generated figure's ``alt`` set to the description its script gave
-    (``page``, ``docs/<page>``, names a figure that has none)."""
+    (``page``, ``docs/<page>``, and the line of ``source``, the page as written from the file's line
+    ``first_line``, name a figure that has none or is not drawn)."""
     tags, out, pos = Tags(content), [], 0
     for m in _IMG_START.finditer(content):          # each <img> tag, as _IMG_TAG reads them, in one pass
         if m.start() < pos:
             continue
         end = tags.end(m.end())
         if end is not None:
-            out += [content[pos:m.start()], _with_alt(content[m.start():end], page)]
+            out += [content[pos:m.start()], _with_alt(content[m.start():end], page, source, first_line)]
             pos = end
     out.append(content[pos:])
     return "".join(out)

@@ -172,9 +172,9 @@ class SiteBuild(BasePlugin):
 
     def on_page_content(self, html, *, page, config, files):
         name = f"docs/{page.file.src_uri}"
-        html = generated.with_alt(html, name)
         # the page as written, for the line an error names (a notebook's page has no Markdown stage)
         source, first_line = (self.page.markdown, self.page.first_line) if self.page.name == name else ("", 1)
+        html = generated.with_alt(html, name, source, first_line)
         generated.check_rendered_figures(html, name, source, first_line)
         formulas = mathml.heading_formulas(html)          # for the table of contents and the title
         html = mathml.render(html, page.file.src_uri)

@@ -65,3 +65,16 @@ def test_an_excerpt_of_a_file_the_wheel_does_not_carry_fails_naming_the_line(pat
 
     with pytest.raises(ValueError, match=r"^docs/hostile\.md:6: "):
         render_page(f'# T\n\nText.\n\n```{{.python .excerpt title="x"}}\n--8<-- "{path}"\n```\n\nMore.\n')
+
+
+# -- figures --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("figure", ["chapter9/nosuchfigure", "nosuchpage/curve"])
+def test_a_figure_that_is_not_drawn_fails_naming_the_line(figure):
+    """Every build error names the page and the line where there is one (issue 58). A page that shows
+    a generated figure no script draws (a typo in its name, a script renamed) failed naming the page and
+    the figure, not the line that shows it."""
+    from site_render import render_page
+
+    with pytest.raises(ValueError, match=rf"^docs/hostile\.md:5: .*figures/{figure}\.svg: no such figure"):
+        render_page(f"# T\n\nText.\n\n![a](figures/{figure}.svg)\n/// caption\nWhat to see.\n///\n")

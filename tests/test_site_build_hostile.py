@@ -863,7 +863,7 @@ def test_a_figure_without_a_caption_under_it_fails_naming_page_and_line(site, ga
 
 
 def test_a_figure_without_its_svg_fails_naming_the_page(site):
-    with pytest.raises(ValueError, match=rf"^{PAGE}: docs/figures/nosuch/thing.svg: no such figure"):
+    with pytest.raises(ValueError, match=rf"^{PAGE}:3: docs/figures/nosuch/thing.svg: no such figure"):
         site.render("# Hostile\n\n![A figure](figures/nosuch/thing.svg)\n/// caption\nWhat to see.\n///\n")
 
 
