@@ -9,7 +9,8 @@ in one place each:
   ``<!-- needs-extra: ... -->``, ``<!-- kernels.json: ... -->``, ``--8<--`` includes, excerpt
   fences, verified outputs), imported by the tests too;
 * :mod:`site_build.runner`: how a snippet runs as a reader runs it (fresh interpreter, scratch
-  folder, ``PYTHONPATH`` unset), for the build and the tests;
+  folder, no ``PYTHONPATH`` of the build's, the library alone of the repository importable), for the
+  build and the tests;
 * :mod:`site_build.store`: the execution cache of what the build runs (figures, notebooks, build
   outputs), keyed by :func:`netcl_lite.fingerprint.key`, the key the capstone's run uses too.
 

@@ -1,6 +1,7 @@
 """Run a snippet as a reader runs it: ``python <snippet>`` in a fresh interpreter, in a scratch
-folder, with ``PYTHONPATH`` unset and no pytest variables, so only the installed ``netcl_lite`` is
-importable. The build runs build-output snippets this way, and the tests run every page block this
+folder, with no ``PYTHONPATH`` of the build's and no pytest variables, so only the installed
+``netcl_lite`` is importable (an editable install's root on the path is taken off it, the library
+excepted: :data:`_PRELUDE`). The build runs build-output snippets this way, and the tests run every page block this
 way (``tests/test_docs_blocks.py``).
 
 What a snippet prints must follow from what the execution cache keys on, so every run here (the
@@ -63,20 +64,48 @@ FIXED = {"PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF
 #: how a snippet runs; part of the execution-cache key of what it prints (and, through
 #: :func:`site_build.store.context`, of every figure and notebook)
 HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fresh interpreter, alone in a "
-       f"scratch folder, PYTHONPATH unset, no PYTHON* variable of the build but "
+       f"scratch folder, PYTHONPATH only a prelude that leaves the library alone of the repository importable, "
+       f"no PYTHON* variable of the build but "
        f"{' '.join(sorted(KEPT_PYTHON_VARIABLES))}, none of {' '.join(sorted(LEFT_OUT))}, none starting "
        f"{' '.join(LEFT_OUT_PREFIXES)}, {' '.join(f'{k}={v}' for k, v in sorted(FIXED.items()))}, "
        f"MPLCONFIGDIR an empty folder of its own for each run (matplotlib's default settings)")
 #: how much of a failing run's stderr an error shows (its end), in bytes
 STDERR_TAIL = 4000
+#: what each run's interpreter does first, as its ``sitecustomize``: an editable install's ``.pth`` puts
+#: the repository's root on every interpreter's path, so that ``site_build``, ``benchmarks`` and ``tests``
+#: would be importable from a snippet, a figure or a notebook, reading files no key covers; the root
+#: goes from the path, the library alone is found there (before a folder of the same name in
+#: site-packages, where the install puts the wheel's data files), and the interpreter's own
+#: ``sitecustomize``, if any, runs after it. Its folder and ``PYTHONPATH`` leave the run's view.
+_PRELUDE = """\
+import importlib.machinery, os, sys
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _here]
+os.environ.pop("PYTHONPATH", None)
+_root = {root!r}
+if any(os.path.realpath(p or os.curdir) == _root for p in sys.path):
+    sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != _root]
+
+    class _LibraryOnly:
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            return importlib.machinery.PathFinder.find_spec(name, [_root]) if name == "netcl_lite" else None
+
+    sys.meta_path.insert(0, _LibraryOnly)
+_theirs = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path)    # the interpreter's own
+if _theirs is not None and _theirs.loader is not None:
+    import importlib.util
+    _theirs.loader.exec_module(importlib.util.module_from_spec(_theirs))
+"""
 
 
 def reader_env(drop: tuple[str, ...] = ()) -> dict[str, str]:
     """The environment one run of a snippet runs in (see the module's text): this one without
     ``PYTEST*`` variables, any ``PYTHON*`` variable but :data:`KEPT_PYTHON_VARIABLES` (``PYTHONPATH``
     among those left out), the variables of :data:`LEFT_OUT`, those starting with one of
-    :data:`LEFT_OUT_PREFIXES` and any variable that starts with one of ``drop``; with :data:`FIXED`
-    and ``MPLCONFIGDIR`` a new empty folder. Each call makes a folder: give each run its own call.
+    :data:`LEFT_OUT_PREFIXES` and any variable that starts with one of ``drop``; with :data:`FIXED`,
+    ``MPLCONFIGDIR`` a new empty folder and ``PYTHONPATH`` another holding :data:`_PRELUDE` as
+    ``sitecustomize`` (which takes itself and ``PYTHONPATH`` out of the run's view as it starts). Each call makes a folder: give each run its own call.
     :func:`run_python` and :func:`run_bounded` remove it when the run ends (:func:`release`), and
     whatever is left is removed when this process ends."""
     if not isinstance(drop, tuple) or not all(isinstance(p, str) and p for p in drop):
@@ -84,12 +113,22 @@ def reader_env(drop: tuple[str, ...] = ()) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTEST", *LEFT_OUT_PREFIXES, *drop)) and k not in LEFT_OUT
            and (not k.startswith("PYTHON") or k in KEPT_PYTHON_VARIABLES)}
-    return {**env, **FIXED, "MPLCONFIGDIR": _matplotlib_folder()}
+    folder = _matplotlib_folder()
+    return {**env, **FIXED, "MPLCONFIGDIR": folder, "PYTHONPATH": _mpl_folders[folder]}
 
 
-#: the MPLCONFIGDIR folders reader_env made that no run has released yet
-_mpl_folders: set[str] = set()
+#: the MPLCONFIGDIR folders reader_env made that no run has released yet, each with its run's prelude folder
+_mpl_folders: dict[str, str] = {}
 _mpl_lock = threading.Lock()
+
+
+def _prelude_folder() -> str:
+    """A new folder holding :data:`_PRELUDE` as ``sitecustomize.py``, for one run's ``PYTHONPATH``."""
+    from .paths import ROOT
+
+    folder = tempfile.mkdtemp(prefix="netcl-lite-prelude-")
+    Path(folder, "sitecustomize.py").write_text(_PRELUDE.format(root=os.path.realpath(ROOT)), encoding="utf-8")
+    return folder
 
 
 def _matplotlib_folder() -> str:
@@ -98,26 +137,27 @@ def _matplotlib_folder() -> str:
     ``MPLCONFIGDIR``) nor with a ``matplotlibrc`` an earlier run wrote into its own folder, none of
     which the execution cache keys on. (Each run builds matplotlib's font list anew there: with the
     few fonts a build machine has, about as quick as reading it.)"""
-    folder = tempfile.mkdtemp(prefix="netcl-lite-matplotlib-")
+    folder, prelude = tempfile.mkdtemp(prefix="netcl-lite-matplotlib-"), _prelude_folder()
     with _mpl_lock:
-        _mpl_folders.add(folder)
+        _mpl_folders[folder] = prelude
     return folder
 
 
 def release(env: dict[str, str]) -> None:
-    """Remove the ``MPLCONFIGDIR`` folder :func:`reader_env` made for ``env``, once its run has ended
-    (nothing for an environment that holds another folder or none)."""
+    """Remove the ``MPLCONFIGDIR`` and prelude folders :func:`reader_env` made for ``env``, once its run
+    has ended (nothing for an environment that holds another folder or none)."""
     folder = env.get("MPLCONFIGDIR")
     with _mpl_lock:
         if folder not in _mpl_folders:
             return
-        _mpl_folders.discard(folder)
+        prelude = _mpl_folders.pop(folder)
     shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(prelude, ignore_errors=True)
 
 
 def _release_all() -> None:
     with _mpl_lock:
-        folders = list(_mpl_folders)
+        folders = [f for pair in _mpl_folders.items() for f in pair]
         _mpl_folders.clear()
     for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)

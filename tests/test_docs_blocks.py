@@ -31,9 +31,17 @@ def test_pages_have_runnable_blocks():
 def build_context(tmp_path_factory) -> str:
     """The key context of the build's runs (:func:`site_build.store.context`), computed as the blocks
     below run: by this interpreter, in a fresh process with the reader's environment, on the device
-    it chooses. A block the build already ran with the same inputs is not run again."""
-    proc = runner.run_code("from site_build import store\nprint(store.context(), end='')\n",
-                           tmp_path_factory.mktemp("context"))
+    it chooses (from the repository, where ``site_build`` is: a reader's run reaches the library
+    alone). A block the build already ran with the same inputs is not run again."""
+    import subprocess
+    import sys
+
+    env = runner.reader_env()
+    try:
+        proc = subprocess.run([sys.executable, "-c", "from site_build import store\nprint(store.context(), end='')\n"],
+                              cwd=doc_blocks.ROOT, env=env, capture_output=True, text=True)
+    finally:
+        runner.release(env)
     assert proc.returncode == 0, f"the key context could not be computed:\n{proc.stderr[-3000:]}"
     return proc.stdout
 

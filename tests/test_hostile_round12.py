@@ -270,4 +270,4 @@ def test_a_notebook_s_matplotlib_folder_is_removed_when_its_run_ends():
     ran = json.loads(generated.execute_notebook(json.dumps(notebook)))
     folder = "".join(ran["cells"][0]["outputs"][0]["text"]).strip()
     assert folder.startswith(tempfile.gettempdir()) and not os.path.exists(folder), folder
-    assert runner._mpl_folders == before
+    assert set(runner._mpl_folders) == before

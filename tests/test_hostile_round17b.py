@@ -32,9 +32,6 @@ def _reader_imports(tmp_path, module: str) -> str:
     return runner.run_code(code, tmp_path, timeout=60).stdout.strip()
 
 
-@pytest.mark.xfail(strict=True, reason="an editable install (pip install -e ., as the README says) puts the "
-                   "repository's root on every snippet's sys.path through hatchling's .pth: hiding it needs "
-                   "another editable mode (dev-mode-exact) or a snippet run without site, a larger change")
 @pytest.mark.parametrize("module", ["site_build", "benchmarks", "tests"])
 def test_a_snippet_reaches_no_module_of_the_repository_but_the_library(tmp_path, module):
     """The README: a build output runs "a copy of it alone in a scratch folder, as a page block runs, so
