@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import stat
 import sys
 import threading
@@ -131,6 +132,30 @@ def _worker_counts_fit(cpus: int) -> bool:
     return True
 
 
+def _as_pocl_reads(text: str) -> int:
+    """``text`` as PoCL reads a worker count: C's ``atoi`` (glibc's ``(int) strtol``: white space, a sign
+    and the digits that follow, clamped to a 64-bit long, then cut to a 32-bit int)."""
+    match = re.match(r"[ \t\n\v\f\r]*([+-]?)([0-9]*)", text)
+    value = int(match[2]) if match[2] else 0
+    value = max(-(1 << 63), min(-value if match[1] == "-" else value, (1 << 63) - 1))
+    return (value + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
+def worker_count_problem() -> str | None:
+    """Why a worker-count variable (:data:`WORKER_COUNT_VARS`) would kill the process as PoCL starts,
+    or None: one PoCL reads as negative (``-1``, or ``4294967295``, which its ``atoi`` wraps to -1) is
+    taken by its CPU driver as a huge unsigned count, and it crashes starting that many threads, with
+    no message, before any Python code can catch it."""
+    for name in WORKER_COUNT_VARS:
+        value = os.environ.get(name)
+        if value is not None and _as_pocl_reads(value) < 0:
+            return (f"{name}={value!r} is a worker count PoCL reads as {_as_pocl_reads(value)}, a negative one, "
+                    f"which its CPU driver takes as a huge unsigned count: the process would crash starting "
+                    f"that many threads. Set a whole number of threads (0: PoCL's default, one per CPU) or "
+                    f"unset it")
+    return None
+
+
 def pin_pocl_workers() -> bool:
     """Ask PoCL's CPU driver to pin its worker threads, one per CPU, unless the caller chose.
 
@@ -201,6 +226,8 @@ def let_host_thread_lead(new_threads: set[int]) -> int:
 
 def _all_devices() -> list[cl.Device]:
     given = {k: v for k, v in os.environ.items() if k.startswith("POCL_")}    # the user's, not the pinning's
+    if (problem := worker_count_problem()) is not None:    # PoCL would crash, past any message
+        raise ValueError(problem)
     pin_pocl_workers()
     try:
         platforms = cl.get_platforms()
@@ -341,7 +368,9 @@ class DeviceManager:
         """The device for ``kind`` (``"auto"``, ``"cpu"`` or ``"gpu"``).
 
         Raises ``NoDeviceError`` saying what is missing and what to install on this
-        platform (:func:`install_hint`) when no device of that kind exists.
+        platform (:func:`install_hint`) when no device of that kind exists, and ``ValueError``
+        naming a worker-count variable on which PoCL would crash as it starts
+        (:func:`worker_count_problem`).
         """
         asked, kind = kind, resolve_kind(kind)
         found = self._cache.get(kind)
