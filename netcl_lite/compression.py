@@ -492,10 +492,16 @@ class _Predictor:
         self.window = np.full((self.streams, c.max_position_embeddings), start, np.int64)   # inputs in the cache
         self.next_input = np.full(self.streams, start, np.int64)
         self.step = 0
+        self.asked = None                  # the active streams of the step predicted, until advance
+
+    def _open(self) -> None:
+        if self.cache is None:
+            raise ValueError("this predictor is closed (its cache is freed): make a new one with make_predictor")
 
     def probabilities(self) -> np.ndarray:
         """(active streams, vocab) float64 for this step (the active streams are a prefix). An
         overflow once the adapter has changed the weights is :class:`AdaptationDiverged`."""
+        self._open()
         try:
             return self._probabilities()
         except NonFiniteError as exc:
@@ -520,11 +526,23 @@ class _Predictor:
         if self.mixer is not None:
             p = self.mixer.predict(p)
         self.active = self.lengths > self.step
-        return p[:int(self.active.sum())]
+        self.asked = int(self.active.sum())
+        return p[:self.asked]
 
     def advance(self, tokens: np.ndarray) -> None:
-        """Feed the step's tokens (one per active stream); finished streams repeat their input.
-        The adapter learns from them unless the step was the last (nothing is left to predict)."""
+        """Feed the step's tokens (one id per active stream, after :meth:`probabilities`); finished
+        streams repeat their input. The adapter learns from them unless the step was the last
+        (nothing is left to predict). Ids of the wrong kind or number are refused (TypeError,
+        ValueError), the predictor left as it was."""
+        from .checks import id_array
+
+        self._open()
+        if self.asked is None:
+            raise ValueError("advance follows probabilities: call probabilities() for the step first")
+        tokens = id_array("tokens", tokens, self.model.config.vocab_size)
+        if tokens.size != self.asked:
+            raise ValueError(f"tokens must hold one id per active stream, {self.asked} at this step, got {tokens.size}")
+        self.asked = None
         full = self.next_input.copy()
         full[:tokens.size] = tokens
         if self.mixer is not None:
@@ -537,7 +555,8 @@ class _Predictor:
                     self.adapter.refill(self.cache, self.window)
 
     def close(self) -> None:
-        """Free the cache on the device (under the device's lock: its buffers return to a shared pool)."""
+        """Free the cache on the device (under the device's lock: its buffers return to a shared pool);
+        the predictor refuses any call after this."""
         with self.lock:
             self.cache = None
             self.adapter = None
