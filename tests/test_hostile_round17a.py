@@ -98,3 +98,21 @@ def test_the_predictor_refuses_a_step_out_of_turn_and_use_after_close(tiny):
         with pytest.raises(ValueError, match="closed"):
             call()
     predictor.close()                                  # closing twice is harmless
+
+
+# -- decompress: a PoCL setting named in a refusal -----------------------------------------------------------
+
+def test_the_pocl_settings_a_refusal_names_are_written_out_escaped(tiny, monkeypatch):
+    """The refusal of a blob of other arithmetic now names the PoCL settings of the environment a second
+    time, in its advice ("the PoCL settings in this environment are part of the arithmetic too (...)"),
+    and there as written: a value holding a newline and ESC split the message and sent a colour change
+    to the terminal (tests/test_hostile_round15a.py's command-line check failed again). The first
+    mention was escaped; the second must be too."""
+    model, tok, _ = tiny
+    data = (TEXT * 2).encode()
+    monkeypatch.delenv("POCL_ODD_SETTING", raising=False)
+    blob = cz.compress(data, model, tok, mix=False)
+    monkeypatch.setenv("POCL_ODD_SETTING", "x\n\x1b[31mred")
+    with pytest.raises(ValueError, match="PoCL settings in this environment") as refused:
+        cz.decompress(blob, model, tok)
+    assert "\n" not in str(refused.value) and "\x1b" not in str(refused.value), str(refused.value)
