@@ -184,6 +184,24 @@ def id_array(name: str, value, high: int | None = None, *, what: str = "token id
     return arr.astype(np.int64, copy=False)
 
 
+
+def step_ids(tokens, active, streams: int, high: int | None = None):
+    """(``tokens``, ``active``) of one coding step of ``streams`` streams as a host model's ``update``
+    takes them: one integer id per stream in [0, ``high``) (:func:`id_array`: TypeError, ValueError)
+    and a bool per stream saying whether it is still coding; ValueError for other shapes or kinds.
+
+    >>> step_ids([3, 1], [True, False], 2, 4)
+    (array([3, 1]), array([ True, False]))
+    """
+    import numpy as np
+
+    tokens = id_array("tokens", tokens, high)
+    active = np.asarray(active)
+    if tokens.shape != (streams,) or active.shape != (streams,) or active.dtype != np.bool_:
+        raise ValueError(f"tokens and active must each hold one entry per stream ({streams}), active as bools; got "
+                         f"{tokens.size} tokens and active {active.dtype} of shape {active.shape}")
+    return tokens, active
+
 # -- sizes of the compressor's host models (netcl_lite.ngram, .match, .context_mixing) --------------------
 
 #: streams the host models are sized for, at most (the compressor codes in at most 32)

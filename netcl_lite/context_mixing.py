@@ -116,6 +116,8 @@ class StreamCache:
         return unigram, np.divide(follows, n + STREAM_BIGRAM_PRIOR, out=follows)
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
+        """Count the ``active`` streams' ``tokens`` (B,), the older counts decayed."""
+        tokens, active = checks.step_ids(tokens, active, self.counts.shape[0], self.counts.shape[1])
         rows = np.flatnonzero(active)
         if rows.size == active.size:          # the usual step: in place, no rows copied out and back
             self.counts *= STREAM_DECAY

@@ -108,6 +108,7 @@ class MatchModel:
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         """Write the ``active`` streams' coded ``tokens`` (B,) into the text, extend or drop their
         matches, look for new ones, and index the newest :data:`MIN_LENGTH` tokens."""
+        tokens, active = checks.step_ids(tokens, active, self.pointer.size, np.iinfo(np.int32).max + 1)
         rows = np.flatnonzero(active)
         at = self.base[rows] + self.step
         self.text[at] = tokens[rows]

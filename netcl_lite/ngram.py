@@ -601,6 +601,7 @@ class NGram:
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         """Count ``tokens`` (B,) after each stream's context, for the ``active`` streams (bool (B,))."""
+        tokens, active = checks.step_ids(tokens, active, self.history.shape[0], self.vocab)
         rows = np.flatnonzero(active)
         np.add.at(self.unigram, tokens[rows], float(ADDED_WEIGHT))
         if self.orders:
@@ -818,6 +819,7 @@ class WordNGram:
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         """Learn λ from the coded ``tokens`` (B,) of the ``active`` streams, then count them."""
+        tokens, active = checks.step_ids(tokens, active, self.words.shape[0], self.vocab)
         rows = np.flatnonzero(active)
         x = tokens[rows]
         b, k = self.words.shape[0], self.orders

@@ -116,3 +116,35 @@ def test_the_pocl_settings_a_refusal_names_are_written_out_escaped(tiny, monkeyp
     with pytest.raises(ValueError, match="PoCL settings in this environment") as refused:
         cz.decompress(blob, model, tok)
     assert "\n" not in str(refused.value) and "\x1b" not in str(refused.value), str(refused.value)
+
+
+# -- the host models: the ids a step counts ------------------------------------------------------------------
+
+def _host_models():
+    from netcl_lite.context_mixing import StreamCache
+    from netcl_lite.match import MatchModel
+    from netcl_lite.ngram import NGram, WordNGram
+
+    primer = np.arange(50) % 7
+    pieces = {i: bytes([97 + i]) for i in range(10)}
+    return {"NGram": (NGram(primer, 10, 2), lambda m: m.predict()),
+            "WordNGram": (WordNGram(primer, 10, 2, pieces), lambda m: m.predict(np.ones(10))),
+            "MatchModel": (MatchModel(primer, np.array([5, 5])), lambda m: m.predict()),
+            "StreamCache": (StreamCache(10, np.array([5, 5])), lambda m: m.predict(np.full(10, 0.1)))}
+
+
+@pytest.mark.parametrize("name", ["NGram", "WordNGram", "MatchModel", "StreamCache"])
+@pytest.mark.parametrize("tokens, active", [(np.array([-1, 2]), np.array([True, True])),
+                                            (np.array([1.5, 2.0]), np.array([True, True])),
+                                            (np.array([1]), np.array([True]))],
+                         ids=["negative", "floats", "one-of-two"])
+def test_a_host_model_s_step_refuses_ids_it_cannot_count_naming_them(name, tokens, active):
+    """The n-gram, the word n-gram, the match model and the streams' caches each ``update`` with "the
+    coded tokens (B,)" of a step. A negative id was counted silently, as NumPy indexes from the end (the
+    n-gram's unigram added -1's count to the last token; the match model wrote it where -1 means "not
+    coded yet"), a step of one token for two streams was taken, and floats failed deep inside NumPy
+    ("arrays used as indices must be of integer type") or were taken. Each should name ``tokens``."""
+    model, predict = _host_models()[name]
+    predict(model)
+    with pytest.raises((TypeError, ValueError), match="tokens"):
+        model.update(tokens, active)
