@@ -67,8 +67,15 @@ _FENCE_OPEN = re.compile(r"^(?P<ws>[ \t>]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _BARE_ITEM = re.compile(r"(?:[-*+]|\d+[.)])[ \t]*")
 #: an HTML tag (its name and attributes may make the block what it is: ``<div markdown>``)
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>")
-#: what looks like the start of a citation: an ``@`` (or ``-@``) that begins a word
-AT = re.compile(r"(?<![\w.@/\\-])-?@(?=[\w-])")
+#: characters a reader does not see between an ``@`` and the word after it: Unicode's default ignorable
+#: code points (zero-width spaces and joiners, the soft hyphen, variation selectors, a BOM ...) and
+#: combining marks (which sit on the ``@``); ``@``, such characters and a key reads as a citation
+INVISIBLE = ("\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+             "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+             "\U000e0000-\U000e0fff\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f")
+#: what looks like the start of a citation: an ``@`` (or ``-@``) that begins a word, invisible characters
+#: (:data:`INVISIBLE`) between them or not
+AT = re.compile(rf"(?<![\w.@/\\-])-?@(?=[{INVISIBLE}]*[\w-])")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]>#|])")
 
 
@@ -608,7 +615,7 @@ def _text_place(open_, math: bool, raw: bool) -> str:
 
 #: ``\@``: an ``@`` escaped (after an even run of backslashes), which cites nothing and shows as itself
 #: what a reader takes for a citation's name: ``@`` (or ``-@``) and the word after it
-_AT_WORD = re.compile(r"-?@[\w.:-]*")
+_AT_WORD = re.compile(rf"-?@[{INVISIBLE}\w.:-]*")
 _AT_ESCAPED = re.compile(r"(?<!\\)(?:\\\\)*\\@")
 _FORM = ("; a citation is [@authorYEARword], [@key, locator], [@a; @b], [-@key], @key or @key [locator] "
          "(README, Citations), or put the text in code")
@@ -737,8 +744,10 @@ def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], l
         if prose(m.end()):
             brackets_done = brackets_done or _Brackets(done)
             shown = brackets_done.in_brackets(m.start(), m.end()) or _AT_WORD.match(done, m.start()).group(0)
-            errors.append((m.start(), f"{shown!r} looks like a citation but is not one (no key authorYEARword "
-                                      f"there, or it stands outside the syntax)" + _FORM))
+            hidden = re.search(f"[{INVISIBLE}]", done[m.start():m.end() + 8])
+            why = (f"an invisible character, U+{ord(hidden[0]):04X}, stands after its '@'" if hidden else
+                   "no key authorYEARword there, or it stands outside the syntax")
+            errors.append((m.start(), f"{shown!r} looks like a citation but is not one ({why})" + _FORM))
     cited.sort(key=lambda c: c.start)
     return cited, [a for a in escapes if prose(a + 1)], sorted(errors, key=lambda e: e[0])
 
@@ -762,7 +771,7 @@ def _raise_first(errors: list[tuple[int, str]], markdown: str, page_uri: str, fi
 
 
 #: ``\\@key``: escaped backslashes (an even run) right before an ``@`` that begins a word
-_ESCAPED_BACKSLASH_AT = re.compile(r"(?<!\\)(?:\\\\)+-?@(?=[\w-])")
+_ESCAPED_BACKSLASH_AT = re.compile(rf"(?<!\\)(?:\\\\)+-?@(?=[{INVISIBLE}]*[\w-])")
 #: a link reference definition's label, at a line's start (``[label]: url``), to tell a shortcut reference link
 _DEFINED_LABEL = re.compile(r"^ {0,3}\[(?!\^)((?:[^\]\\\n]|\\.)+)\]:", re.M)
 
@@ -774,7 +783,7 @@ def _labels(markdown: str) -> set[str]:
 
 
 #: an at sign a keyboard's input method may type for '@': U+FF20 FULLWIDTH, U+FE6B SMALL COMMERCIAL AT
-_COMPATIBILITY_AT = re.compile(r"(?<![\w.@/\\-])-?([\uff20\ufe6b])(?=[\w-])")
+_COMPATIBILITY_AT = re.compile(rf"(?<![\w.@/\\-])-?([\uff20\ufe6b])(?=[{INVISIBLE}]*[\w-])")
 
 
 class _Brackets:
@@ -804,8 +813,9 @@ class _Brackets:
 _UNLINKED = re.compile(rf"\]\((?:\.\./)*{re.escape(PAGE)}#(?P<key>{KEY})")
 #: a key as a citation names it, narrative (``@key``) or in brackets (``[@key]``, ``[-@key]``)
 _TYPED = re.compile(rf"(?<![\w.@/\\-])-?@(?P<key>{KEY})\b")
-#: HTML elements whose text is code, which may show citation syntax as it is typed
-_CODE_ELEMENT = re.compile(r"<(code|pre|kbd|samp|script|style|textarea)\b", re.I)
+#: HTML elements whose text is code, which may show citation syntax as it is typed, and formulas (MathML,
+#: what the page's math is by then: a citation in math is the math's, ``\\text{@key}`` shows as typed)
+_CODE_ELEMENT = re.compile(r"<(code|pre|kbd|samp|script|style|textarea|math)\b", re.I)
 
 
 def check_rendered(html: str, page_uri: str, source: str, first_line: int = 1) -> None:
@@ -842,7 +852,7 @@ def check_rendered(html: str, page_uri: str, source: str, first_line: int = 1) -
 
     if "](" not in html and "@" not in html:
         return
-    text, at = [], 0                                    # the text the reader sees, code left out
+    text, at = [], 0                                    # the text the reader sees, code and math left out
     while (m := _CODE_ELEMENT.search(html, at)) is not None:
         close = _close_of(html, m[1], m.end())
         text.append(html[at:m.start()])
@@ -876,16 +886,29 @@ def _code_span(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+#: an ``&`` that begins a character reference (``&amp;``, ``&#64;``), which HTML would read as one
+_REFERENCE_AMP = re.compile(r"&(?=#?[0-9A-Za-z]+;)")
+
+
 def _escape(text: str) -> str:
-    """``text`` as Markdown that shows it as written: Markdown's characters escaped, ``<`` as a character
-    reference (Python-Markdown has no escape for ``<``: ``\\<`` would show its backslash),
-    and ``$`` as one, so that dollars in two fields never make arithmatex math of what is between."""
-    text = text.replace("<", "&lt;").replace("$", "&#36;")
+    """``text`` as Markdown that shows it as written: Markdown's characters escaped, ``<`` and an ``&`` that
+    begins a character reference as references themselves (Python-Markdown has no escape for ``<``:
+    ``\\<`` would show its backslash; ``&amp;`` in the text would show as ``&``), and ``$`` as one, so
+    that dollars in two fields never make arithmatex math of what is between."""
+    text = _REFERENCE_AMP.sub("&amp;", text).replace("<", "&lt;").replace("$", "&#36;")
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
+#: what a link title's text holds as a character reference: what Markdown reads before the link (code
+#: spans, escapes, math), what ends the title (``"``), what begins a reference (``&``) or a tag (``<``),
+#: and ``@`` (a key in a title is text, not a citation the rendered page's check would find)
+_TITLE_REFERENCES = {c: f"&#{ord(c)};" for c in '&"<`\\$@'}
+
+
 def _link(text: str, work: Work, target: str) -> str:
-    title = work.reference().replace('"', "'")
+    """A citation's link Markdown: ``text`` linking to the work's entry, titled with its full reference,
+    which shows as written (:data:`_TITLE_REFERENCES`)."""
+    title = "".join(_TITLE_REFERENCES.get(c, c) for c in work.reference().strip())
     return f'[{text}]({target}#{work.key} "{title}")'
 
 
