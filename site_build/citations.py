@@ -192,8 +192,18 @@ def _load(path: str, stamp: tuple[int, int]) -> dict[str, Work]:
             raise ValueError(f"{path}: the entry {key!r} names no author (author = {{{entry.fields.get('author', '')}}}"
                              f" or only 'others' or an empty name); give at least one author's name, "
                              f"'Surname, First'")
+        shown = " ".join([*work.authors, work.title, work.venue, work.details, work.note])
+        if command := _UNREAD_COMMAND.search(shown):
+            raise ValueError(f"{path}: the entry {key!r} holds the LaTeX command {command[0]!r}, which the site "
+                             f"cannot show (the page would show it as typed); write its text plainly (accents such "
+                             f"as {{\\'e}} and escapes such as \\& are read)")
         out[key] = work
     return out
+
+
+#: a LaTeX command left in an entry's text once its accents and escapes are read (``\\emph``, ``\\url``,
+#: ``\\$``, which the LaTeX reader does not know)
+_UNREAD_COMMAND = re.compile(r"\\(?:[A-Za-z]+|[$])")
 
 
 def works(path: Path = SOURCE) -> dict[str, Work]:

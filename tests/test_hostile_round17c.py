@@ -83,3 +83,14 @@ def test_a_character_reference_in_an_entry_shows_as_written_on_the_bibliography_
     html = render_page(citations.bibliography(NO_FILES, known), page="bibliography.md")
     shown = _html.unescape(re.sub(r"<[^>]+>", "", html))
     assert "Fish &amp; chips &#64; &lt;sea&gt;." in shown, html
+
+
+# -- an entry's LaTeX the site cannot read -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("title", ["An \\emph{emphasised} word", "See \\url{x.org}", "Paying \\$5"])
+def test_an_entry_s_latex_command_the_site_cannot_show_is_refused_naming_the_file(tmp_path, monkeypatch, title):
+    """The LaTeX reader knows accents and escapes, not commands such as ``\\emph``: the Bibliography page
+    and every citation's title showed "An \\emph emphasised word"."""
+    with pytest.raises(ValueError, match=r"references\.bib: the entry 'smith2020x' holds the LaTeX command"):
+        bibliography_of(tmp_path, monkeypatch, "@article{smith2020x, author = {Smith, Ann}, title = {" + title
+                        + "}, journal = {J}, year = {2020}}")
