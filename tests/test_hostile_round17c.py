@@ -3,7 +3,8 @@
 Each test is a case the build got wrong before its fix: a citation in a formula's text failed the
 build though math is the math's, an ``@`` with an invisible character before its key was shown as a
 citation's text without a word, a link's title (the full reference) was read as Markdown, and an
-entry's character reference showed as the character it names.
+entry's character reference showed as the character it names, and an entry's LaTeX command the
+reader does not know (``\\emph``) showed as typed.
 """
 
 from __future__ import annotations
