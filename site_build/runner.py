@@ -1,6 +1,6 @@
 """Run a snippet as a reader runs it: ``python <snippet>`` in a fresh interpreter, in a scratch
 folder, with no ``PYTHONPATH`` of the build's and no pytest variables, so only the installed
-``netcl_lite`` is importable (an editable install's root on the path is taken off it, the library
+``netcl_lite`` is importable (an editable install's root, or another checkout's, on the path is taken off it, the library
 excepted: :data:`_PRELUDE`). The build runs build-output snippets this way, and the tests run every page block this
 way (``tests/test_docs_blocks.py``).
 
@@ -74,22 +74,33 @@ STDERR_TAIL = 4000
 #: what each run's interpreter does first, as its ``sitecustomize``: an editable install's ``.pth`` puts
 #: the repository's root on every interpreter's path, so that ``site_build``, ``benchmarks`` and ``tests``
 #: would be importable from a snippet, a figure or a notebook, reading files no key covers; the root
-#: goes from the path, the library alone is found there (before a folder of the same name in
-#: site-packages, where the install puts the wheel's data files), and the interpreter's own
-#: ``sitecustomize``, if any, runs after it. Its folder and ``PYTHONPATH`` leave the run's view.
+#: goes from the path, and so does any other checkout of the project (a folder holding ``pyproject.toml``
+#: and ``netcl_lite/``: the venv's editable install may point at another clone or worktree than the one
+#: building), and the library is then found alone, where the key reads it (``fingerprint.PACKAGE``: before
+#: a folder of the same name in site-packages, where the install puts the wheel's data files, and before
+#: the other checkout's library). The interpreter's own ``sitecustomize``, if any, runs after it. Its
+#: folder and ``PYTHONPATH`` leave the run's view.
 _PRELUDE = """\
 import importlib.machinery, os, sys
 _here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _here]
 os.environ.pop("PYTHONPATH", None)
-_root = {root!r}
-if any(os.path.realpath(p or os.curdir) == _root for p in sys.path):
-    sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != _root]
+_root, _library = {root!r}, {library!r}
+
+
+def _checkout(entry):
+    real = os.path.realpath(entry or os.curdir)
+    return real == _root or (os.path.isfile(os.path.join(real, "pyproject.toml"))
+                             and os.path.isfile(os.path.join(real, "netcl_lite", "__init__.py")))
+
+
+if any(_checkout(p) for p in sys.path):
+    sys.path[:] = [p for p in sys.path if not _checkout(p)]
 
     class _LibraryOnly:
         @staticmethod
         def find_spec(name, path=None, target=None):
-            return importlib.machinery.PathFinder.find_spec(name, [_root]) if name == "netcl_lite" else None
+            return importlib.machinery.PathFinder.find_spec(name, [_library]) if name == "netcl_lite" else None
 
     sys.meta_path.insert(0, _LibraryOnly)
 _theirs = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path)    # the interpreter's own
@@ -124,10 +135,14 @@ _mpl_lock = threading.Lock()
 
 def _prelude_folder() -> str:
     """A new folder holding :data:`_PRELUDE` as ``sitecustomize.py``, for one run's ``PYTHONPATH``."""
+    from netcl_lite import fingerprint
+
     from .paths import ROOT
 
     folder = tempfile.mkdtemp(prefix="netcl-lite-prelude-")
-    Path(folder, "sitecustomize.py").write_text(_PRELUDE.format(root=os.path.realpath(ROOT)), encoding="utf-8")
+    Path(folder, "sitecustomize.py").write_text(
+        _PRELUDE.format(root=os.path.realpath(ROOT), library=os.path.realpath(fingerprint.PACKAGE.parent)),
+        encoding="utf-8")
     return folder
 
 
