@@ -106,10 +106,16 @@ def _term(entry: dict, index: int) -> Term:
 
 
 @functools.lru_cache(maxsize=4)
-def _load(path: str, stamp: tuple[int, int]) -> tuple[Term, ...]:
+def _load(text: str) -> tuple[Term, ...]:
     import yaml
 
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or []
+    try:
+        data = yaml.safe_load(text) or []
+    except yaml.YAMLError as err:                   # its own message names "<unicode string>", not the file
+        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+        where = f"{SOURCE.name}:{mark.line + 1}" if mark is not None else SOURCE.name
+        problem = getattr(err, "problem", None) or str(err)
+        raise ValueError(f"{where}: not valid YAML ({problem})") from None
     if not isinstance(data, list):
         raise ValueError(f"{SOURCE.name}: must be a list of terms")
     terms = tuple(_term(entry, i) for i, entry in enumerate(data))
@@ -129,9 +135,15 @@ def _load(path: str, stamp: tuple[int, int]) -> tuple[Term, ...]:
 
 
 def terms(path: Path = SOURCE) -> tuple[Term, ...]:
-    """The glossary's terms, in the file's order (read again only when the file changed)."""
-    st = Path(path).stat()
-    return _load(str(path), (st.st_mtime_ns, st.st_size))
+    """The glossary's terms, in the file's order (parsed again only when the file's text changed: kept by
+    the text itself, so an edit that keeps the file's size and modification time is seen too)."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{SOURCE.name}: not UTF-8 (at byte {err.start}: {data[err.start:err.start + 8]!r}); "
+                         f"save it as UTF-8") from None
+    return _load(text)
 
 
 def glossary(page_uri: str = PAGE, entries: tuple[Term, ...] | None = None) -> str:
