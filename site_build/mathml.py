@@ -150,8 +150,17 @@ def unclosed(source: str) -> int:
     return total + sum(open_in)
 
 
+#: what opens and closes a formula in a page's text, as arithmatex reads it (an environment is its own)
+_DELIMITER_OPENS, _DELIMITER_CLOSES = ("\\(", "\\[", "$"), ("\\)", "\\]", "$")
+
+
 def _line_of(source: str, page: str) -> str:
-    """``:<line>`` of the page's file that holds ``source`` first, or "" when it holds none of it."""
+    """``:<line>`` of the page's file where the formula ``source`` stands, or "" when the file holds none
+    of it. Its text is looked for as the page's HTML gave it, then with HTML's characters as references
+    (``&lt;`` written in the page), then its first line alone (a formula that runs on in a block quote,
+    whose lines start ``>``); of the places found outside code and comments, one that is the whole
+    formula (its delimiters around it) is taken first, so that the same text inside an earlier formula
+    (``\\frac{`` in ``\\(\\frac{1}{2}\\)``) is not named."""
     try:
         text = (DOCS / page).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError, ValueError):
@@ -160,19 +169,34 @@ def _line_of(source: str, page: str) -> str:
 
     from .citations import prose_spans
 
-    needle = source[:200]
-    first = at = text.find(needle)
-    if at < 0:
-        return ""
-    spans = prose_spans(text, math=False, tags=False)    # not in code or a comment: where math is read
-    starts = [start for start, _ in spans]
-    while at >= 0:
-        i = bisect.bisect_right(starts, at) - 1
-        if i >= 0 and at < spans[i][1]:
-            break
-        at = text.find(needle, at + 1)
-    at = at if at >= 0 else first
-    return f":{text.count(chr(10), 0, at) + 1}"
+    spans = None
+    first_line = source.split("\n", 1)[0].rstrip()
+    for needle, to_line_end in ((source[:200], False), (html.escape(source, quote=False)[:200], False),
+                                (first_line[:200], True)):
+        first = at = text.find(needle) if needle else -1
+        if at < 0:
+            continue
+        if spans is None:
+            spans = prose_spans(text, math=False, tags=False)    # not in code or a comment: where math is read
+            starts = [start for start, _ in spans]
+        prose = None
+        while at >= 0:
+            i = bisect.bisect_right(starts, at) - 1
+            if i >= 0 and at < spans[i][1]:
+                prose = at if prose is None else prose
+                before = text[max(0, at - 200):at].rstrip(" \t\n")
+                after = text[at + len(needle):at + len(needle) + 200]
+                opened = needle.startswith("\\begin") or before.endswith(_DELIMITER_OPENS)
+                closed = (after.lstrip(" \t").startswith(("\n", "\r")) or not after.strip(" \t")) if to_line_end \
+                    else (needle.rstrip().endswith("}") and needle.startswith("\\begin")) \
+                    or after.lstrip(" \t\n").startswith(_DELIMITER_CLOSES)
+                if opened and closed:
+                    prose = at
+                    break
+            at = text.find(needle, at + 1)
+        at = first if prose is None else prose
+        return f":{text.count(chr(10), 0, at) + 1}"
+    return ""
 
 
 #: what numbers equations or refers to their numbers: an environment that numbers its lines unless

@@ -100,3 +100,25 @@ def test_a_glossary_that_cannot_be_read_is_refused_naming_the_file_and_the_line(
     with pytest.raises(ValueError, match=f"^{says}") as caught:
         glossary.terms(path)
     assert "<unicode string>" not in str(caught.value)
+
+
+# -- mathml: the line an error names -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, line", [
+    ("# T\n\nGood \\(\\frac{1}{2}\\) here.\n\nBad \\(\\frac{\\) formula.\n", 5),
+    ("# T\n\nGood $\\frac{1}{2}$ here.\n\nBad $\\frac{$ formula.\n", 5),
+    ("# T\n\nText.\n\n> Bad \\(\\frac{a\n> b\\) formula.\n", 5),
+    ("# T\n\nText.\n\nBad \\(\\frac{a &lt; \\) formula.\n", 5),
+])
+def test_a_formula_s_error_names_the_line_it_stands_on(tmp_path, monkeypatch, text, line):
+    """A formula the converter refuses fails naming the page and its line, found by looking for its text
+    in the page's file. The first place that text appears was named even inside an earlier, valid
+    formula (``\\frac{`` in ``\\(\\frac{1}{2}\\)``: line 3); a formula that runs on in a block quote (its
+    lines start ``>``) or holds a character reference the page wrote (``&lt;``) was not found, and the
+    error named no line."""
+    from site_build import mathml
+
+    (tmp_path / "hostile.md").write_text(text, encoding="utf-8")
+    monkeypatch.setattr(mathml, "DOCS", tmp_path)
+    with pytest.raises(ValueError, match=rf"^docs/hostile\.md:{line}: cannot render math"):
+        render_page(text)
