@@ -86,13 +86,17 @@ def payload(raw: bytes) -> bytes | None:
 
 
 def lookup(kind: str, item_key: str) -> bytes | None:
-    """The stored output of ``kind`` under ``item_key``, or None: not stored, a rerun is forced, or the
-    entry does not match the digest written with it (emptied, truncated or edited), in which case
+    """The stored output of ``kind`` under ``item_key``, or None: not stored (or removed by another build
+    sharing the store as it is read), a rerun is forced, or the entry does not match the digest written with it (emptied, truncated or edited), in which case
     it is removed (and logged) so that the item runs again."""
     path = _path(kind, item_key)
     if fingerprint.rerun_forced() or not path.is_file():
         return None
-    data = payload(path.read_bytes())
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:                   # another build sharing the store removed it since
+        return None
+    data = payload(raw)
     if data is None:
         log.warning(f"execution cache: {path} does not match its digest (emptied, truncated or edited); "
                     f"running it again")

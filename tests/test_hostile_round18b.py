@@ -122,3 +122,29 @@ def test_a_formula_s_error_names_the_line_it_stands_on(tmp_path, monkeypatch, te
     monkeypatch.setattr(mathml, "DOCS", tmp_path)
     with pytest.raises(ValueError, match=rf"^docs/hostile\.md:{line}: cannot render math"):
         render_page(text)
+
+
+# -- the execution cache --------------------------------------------------------------------------------------
+
+def test_an_entry_another_build_removes_as_it_is_looked_up_is_a_miss(tmp_path, monkeypatch):
+    """Two builds share one store (``NETCL_LITE_CACHE``), and a build removes an entry that does not match
+    its digest. An entry removed by the other build between the lookup's check that it is a file and its
+    read stopped this build with a bare FileNotFoundError naming the cache's file, not the page; it is a
+    miss like any entry that is not there (the item runs again)."""
+    import pathlib
+
+    from site_build import store
+
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path))
+    monkeypatch.delenv("NETCL_LITE_RERUN", raising=False)
+    store.store("build_output", "abc123", b"printed\n")
+    assert store.lookup("build_output", "abc123") == b"printed\n"
+    read = pathlib.Path.read_bytes
+
+    def removed_first(self):
+        if self.name == "abc123":
+            self.unlink()                       # the other build, between is_file() and the read
+        return read(self)
+
+    monkeypatch.setattr(pathlib.Path, "read_bytes", removed_first)
+    assert store.lookup("build_output", "abc123") is None
