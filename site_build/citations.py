@@ -910,9 +910,10 @@ def _escape(text: str) -> str:
 
 
 #: what a link title's text holds as a character reference: what Markdown reads before the link (code
-#: spans, escapes, math), what ends the title (``"``), what begins a reference (``&``) or a tag (``<``),
-#: and ``@`` (a key in a title is text, not a citation the rendered page's check would find)
-_TITLE_REFERENCES = {c: f"&#{ord(c)};" for c in '&"<`\\$@'}
+#: spans, escapes, math, a table's ``|``, which splits the row of a citation in a table cell), what ends
+#: the title (``"``), what begins a reference (``&``) or a tag (``<``), and ``@`` (a key in a title is
+#: text, not a citation the rendered page's check would find)
+_TITLE_REFERENCES = {c: f"&#{ord(c)};" for c in '&"<`\\$@|'}
 
 
 def _link(text: str, work: Work, target: str) -> str:
