@@ -184,6 +184,13 @@ def _load(path: str, stamp: tuple[int, int]) -> dict[str, Work]:
             what = f"lacks {', '.join(missing)}" if missing else "has a key no page can cite"
             raise ValueError(f"{path}: the entry {key!r} {what}; an entry has a key authorYEARword "
                              f"(lower case), an author, a year and a title")
+        read = [*(v for f, v in entry.fields.items() if f.lower() not in _AS_WRITTEN),
+                *(part for people in entry.persons.values() for person in people
+                  for part in (*person.first_names, *person.middle_names, *person.prelast_names,
+                               *person.last_names, *person.lineage_names))]
+        if any(_COMMENT.search(value) for value in read):
+            raise ValueError(f"{path}: the entry {key!r} holds an unescaped '%', which LaTeX reads as the start of "
+                             f"a comment (the rest of its text would not show); write \\% for a percent sign")
         work = _work(key, entry)
         if not re.fullmatch(r"\d{4}", work.year):
             raise ValueError(f"{path}: the entry {key!r} has the year {work.year!r:.80}; a year is four digits "
@@ -201,6 +208,11 @@ def _load(path: str, stamp: tuple[int, int]) -> dict[str, Work]:
     return out
 
 
+#: an unescaped ``%`` (after an even run of backslashes), where LaTeX's comment starts: the reader drops the
+#: rest of the text, as LaTeX would
+_COMMENT = re.compile(r"(?<!\\)(?:\\\\)*%")
+#: the fields shown as written, not read as LaTeX (identifiers)
+_AS_WRITTEN = frozenset({"doi", "eprint", "archiveprefix", "isbn", "url", "crossref"})
 #: a LaTeX command left in an entry's text once its accents and escapes are read (``\\emph``, ``\\url``,
 #: ``\\$``, which the LaTeX reader does not know)
 _UNREAD_COMMAND = re.compile(r"\\(?:[A-Za-z]+|[$])")
