@@ -86,7 +86,7 @@ class Work:
     key: str
     kind: str                 # the BibTeX entry type
     authors: tuple[str, ...]  # full names, "others" last when the list is cut
-    surnames: tuple[str, ...]
+    surnames: tuple[str, ...]  # as a citation names them, particles kept ("van Dijk"), "others" last when cut
     year: str
     title: str
     venue: str
@@ -148,7 +148,7 @@ def _work(key: str, entry) -> Work:
         surname = text(" ".join(person.prelast_names + person.last_names))
         first = text(" ".join(person.first_names + person.middle_names))
         authors.append(" ".join(p for p in (first, surname) if p) if surname != "others" else "others")
-        surnames.append(text(" ".join(person.last_names)) if surname != "others" else "others")
+        surnames.append(surname)          # with its particle: "van Dijk" (2020), as the reference names him
     details = []
     if "volume" in fields and "journal" in fields:
         details.append(f"vol. {text(fields['volume'])}" + (f"({text(fields['number'])})" if "number" in fields else ""))
@@ -996,6 +996,19 @@ def _page_title(file) -> str:
     return title or file.src_uri.removesuffix(".md")
 
 
+#: letters that Unicode's decomposition leaves whole, as a sort reads them
+_SORT_LETTERS = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "æ": "ae", "œ": "oe", "ı": "i"})
+
+
+def _sort_form(name: str) -> str:
+    """``name`` as the Bibliography's order reads it: its accents dropped and its case folded, so that
+    "Ávila" sorts among the A's, not after "Zhang" (an accented letter's code point is above Z's)."""
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKD", name.casefold())
+    return "".join(c for c in folded if not unicodedata.combining(c)).translate(_SORT_LETTERS)
+
+
 def bibliography(files, known: dict[str, Work] | None = None) -> str:
     """The Bibliography page's entries as Markdown: each work, sorted by first author and year,
     anchored by its key, with links to the pages of ``files`` (MkDocs' files) that cite it. Its text shows
@@ -1015,7 +1028,7 @@ def bibliography(files, known: dict[str, Work] | None = None) -> str:
         return _escape(text).replace("@", AT_SIGN)
 
     entries = []
-    for work in sorted(known.values(), key=lambda w: ([s.lower() for s in w.surnames], w.year, w.key)):
+    for work in sorted(known.values(), key=lambda w: ([_sort_form(s) for s in w.surnames], w.year, w.key)):
         parts = [f"{shown(_names(work.authors))} ({work.year}). *{shown(work.title)}.*",
                  f"{shown(work.venue)}{', ' + shown(work.details) if work.details else ''}."]
         if work.note:
