@@ -20,8 +20,10 @@ _LOCAL_HREF = re.compile(r'\bhref="#([^"]+)"')
 def check_markdown(markdown: str, page_uri: str, first_line: int = 1) -> None:
     """Raise ``ValueError`` naming the page and the line for a citation whose key is not in the
     bibliography and for text that looks like a citation but is not one (:func:`.citations.check`);
-    run on the page as written, before other stages add lines."""
-    citations.check(markdown, page_uri, first_line=first_line)
+    run on the page as written, before other stages add lines. A page that is not Markdown (a drill
+    notebook, whose text MkDocs hands on as its JSON) is not read (:func:`.citations.cites`)."""
+    if citations.cites(page_uri):
+        citations.check(markdown, page_uri, first_line=first_line)
 
 
 def entries(marker, page_uri: str, files) -> str:
@@ -36,8 +38,8 @@ def entries(marker, page_uri: str, files) -> str:
 def render_markdown(markdown: str, page_uri: str, files) -> str:
     """The page ``page_uri``'s Markdown with its citations as links (the apparatus markers are
     replaced by :func:`entries` in the markers' pass, :func:`.markers.replace`, which leaves a marker
-    in code as the text it is)."""
-    return citations.render(markdown, page_uri)
+    in code as the text it is); a page that is not Markdown, as it is (:func:`.citations.cites`)."""
+    return citations.render(markdown, page_uri) if citations.cites(page_uri) else markdown
 
 
 def check_content(html: str, page_uri: str, markdown: str, first_line: int = 1) -> None:

@@ -990,6 +990,16 @@ def cited_keys(markdown: str) -> list[str]:
 AT_SIGN = "&#64;"
 
 
+def cites(page_uri: str) -> bool:
+    """Whether the page ``page_uri`` (its path under ``docs/``) is Markdown, where citations are read: a
+    drill notebook is not (MkDocs hands on its JSON as the page's text, where a code cell's
+    ``@functools.cache`` or ``[@key]`` in a comment would read as prose; its cells are code and text
+    that are shown as written)."""
+    from mkdocs.utils import is_markdown_file
+
+    return is_markdown_file(page_uri)
+
+
 def _page_title(file) -> str:
     page = getattr(file, "page", None)
     title = getattr(page, "title", None) if page is not None else None
@@ -1017,7 +1027,7 @@ def bibliography(files, known: dict[str, Work] | None = None) -> str:
     known = works() if known is None else known
     cited_on: dict[str, list] = {key: [] for key in known}
     for file in files.documentation_pages():
-        if file.src_uri == PAGE or file.abs_src_path is None:
+        if file.src_uri == PAGE or file.abs_src_path is None or not cites(file.src_uri):
             continue
         text = Path(file.abs_src_path).read_text(encoding="utf-8-sig", errors="replace")   # MkDocs names a bad page
         for key in dict.fromkeys(cited_keys(text)):
