@@ -464,6 +464,11 @@ class AdaptationDiverged(NonFiniteError):
                          f"the first; code without it (adapt=False): its learning rate, AdaptConfig.lr = "
                          f"{lr:g}, is fixed by the format")
 
+    def __reduce__(self):
+        # pickled (an error a worker process sends its parent) and copied with the arguments it was
+        # made from: its message alone, what an exception's default gives, is not enough to make one
+        return type(self), (self.updates, self.lr, self.cause)
+
     @property
     def counted(self) -> str:
         """``'1 update'``, ``'3 updates'``."""

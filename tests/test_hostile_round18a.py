@@ -1,0 +1,56 @@
+"""Issue 58, an independent hostile check, round 18a: reproducers of defects in the compressor and its
+command line beyond the cases of earlier rounds (tests/test_hostile*.py, tests/test_compression_hostile.py):
+a public exception that cannot cross a process boundary, numbers too large for a float, the host
+models' steps taken out of turn, and command-line messages whose advice cannot be followed.
+
+Each test asserts the correct behaviour; each failed on the code before its fix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import pickle
+
+import numpy as np
+import pytest
+
+from netcl_lite import compression as cz
+
+from cli_model import TEXT, listing as _listing, tiny_model, write_model_folder
+
+
+@pytest.fixture(scope="module")
+def tiny(queue):
+    """(model, tokenizer, primer ids): a small untrained model, a 300-token BPE trained on TEXT, TEXT's ids."""
+    return tiny_model(queue)
+
+
+@pytest.fixture(scope="module")
+def model_dir(queue, tmp_path_factory):
+    return write_model_folder(queue, tmp_path_factory.mktemp("round18a") / "model")
+
+
+def _main(args) -> tuple[int, str]:
+    """(exit status, standard error) of the command line run in this process."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = cz.main([str(a) for a in args])
+    return code, err.getvalue()
+
+
+# -- AdaptationDiverged: a public exception that crosses a process boundary -----------------------------------
+
+@pytest.mark.parametrize("how", ["pickle", "copy", "deepcopy"])
+def test_adaptation_diverged_survives_pickling_and_copying(how):
+    """``compress(..., adapt=True)`` run in a worker process (``concurrent.futures.ProcessPoolExecutor``,
+    ``multiprocessing.Pool``) sends its exception to the parent pickled. ``AdaptationDiverged`` takes
+    three arguments but passes only its message to ``Exception``, so unpickling it (and ``copy.copy``)
+    called ``AdaptationDiverged(message)`` and failed with "missing 2 required positional arguments":
+    the parent got a broken pool, not the error. It should come back whole."""
+    exc = cz.AdaptationDiverged(3, 5e-4, "inf in the logits")
+    again = {"pickle": lambda e: pickle.loads(pickle.dumps(e)), "copy": copy.copy, "deepcopy": copy.deepcopy}[how](exc)
+    assert type(again) is cz.AdaptationDiverged and str(again) == str(exc)
+    assert (again.updates, again.lr, again.cause, again.counted) == (3, 5e-4, "inf in the logits", "3 updates")
+
