@@ -79,21 +79,39 @@ def real(name: str, value, what: str = "") -> float:
     return float(value)
 
 
+def _finite(value) -> bool:
+    """Whether the real ``value`` is finite as a float: an int too large for one (10**400) is not."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _shown(value) -> str:
+    """``repr(value)`` for a message, at most 80 characters (an int of thousands of digits is not
+    written out, nor one past the digits Python converts to text)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"an int of {value.bit_length():,} bits"
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text):,} characters)"
+
+
 def finite_real(name: str, value, what: str = "") -> float:
-    if not _is_real(value) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number{_hint(what)}, got {value!r}")
+    if not _is_real(value) or not _finite(value):
+        raise ValueError(f"{name} must be a finite real number{_hint(what)}, got {_shown(value)}")
     return float(value)
 
 
 def nonnegative_real(name: str, value, what: str = "") -> float:
-    if not _is_real(value) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a non-negative finite number{_hint(what)}, got {value!r}")
+    if not _is_real(value) or not _finite(value) or value < 0:
+        raise ValueError(f"{name} must be a non-negative finite number{_hint(what)}, got {_shown(value)}")
     return float(value)
 
 
 def positive_real(name: str, value, what: str = "") -> float:
-    if not _is_real(value) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number{_hint(what)}, got {value!r}")
+    if not _is_real(value) or not _finite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive finite number{_hint(what)}, got {_shown(value)}")
     return float(value)
 
 

@@ -54,3 +54,20 @@ def test_adaptation_diverged_survives_pickling_and_copying(how):
     assert type(again) is cz.AdaptationDiverged and str(again) == str(exc)
     assert (again.updates, again.lr, again.cause, again.counted) == (3, 5e-4, "inf in the logits", "3 updates")
 
+
+# -- AdaptConfig: a number too large for a float ---------------------------------------------------------------
+
+@pytest.mark.parametrize("field", ["lr", "decay", "eps", "rms_floor", "beta1"])
+@pytest.mark.parametrize("value", [10**400, 10**5000], ids=["400 digits", "5000 digits"])
+def test_adapt_config_refuses_a_number_too_large_for_a_float_naming_it(field, value):
+    """``AdaptConfig``'s real-valued fields are checked with ``math.isfinite``, which cannot take an int
+    too large for a float: ``AdaptConfig(lr=10**400)`` failed with ``OverflowError: int too large to
+    convert to float``, naming no field (and past 4,300 digits the message's ``repr`` would fail in
+    turn). It should be the ValueError naming the field that any other out-of-range value gets, in a
+    message of bounded length."""
+    from netcl_lite.adaptation import AdaptConfig
+
+    with pytest.raises(ValueError, match=rf"^{field} must be") as refused:
+        AdaptConfig(**{field: value})
+    assert len(str(refused.value)) < 300, str(refused.value)[:300]
+
