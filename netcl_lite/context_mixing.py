@@ -155,6 +155,7 @@ class GeometricMixer:
         self.w[:, 0] = 1.0
         self.v = [np.zeros(size) for size in boosts]
         self.bias = np.zeros((vocab, vocab)) if bias else None
+        self._state = None                 # what :meth:`mix` computed, until :meth:`update`
 
     def mix(self, parts: list, context: np.ndarray, boosts: list, prev: np.ndarray) -> np.ndarray:
         """``parts``: (B, vocab) distributions; ``context`` (B,): each stream's weight set;
@@ -190,7 +191,11 @@ class GeometricMixer:
         return p
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
+        """Move the weights by the gradient of the coded ``tokens``' log-probability; follows :meth:`mix`."""
+        if self._state is None:
+            raise ValueError("update follows mix: call mix(...) for the step first (once per update)")
         logs, context, boosts, rows_of, prev, p = self._state
+        self._state = None
         rows = np.flatnonzero(active)
         x = tokens[rows]
         every = rows.size == p.shape[0]               # the usual step: no rows to copy out
@@ -224,6 +229,7 @@ class TreeSSE:
         self.vocab = vocab
         self.node_depth = np.repeat(np.arange(self.depth), 1 << np.arange(self.depth))
         self.table = np.tile(np.linspace(-8.0, 8.0, SSE_BINS), (self.depth, 1))
+        self._state = None                 # what the call computed, until :meth:`update`
 
     def __call__(self, p: np.ndarray) -> np.ndarray:
         b = p.shape[0]
@@ -260,7 +266,12 @@ class TreeSSE:
         return out if out.flags.c_contiguous else np.ascontiguousarray(out)
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
+        """Move the entries of the coded ``tokens``' paths toward their decisions; follows a call."""
+        if self._state is None:
+            raise ValueError("update follows a call: call the TreeSSE on the step's distribution first "
+                             "(once per update)")
         i, f, apm = self._state
+        self._state = None
         rows = np.flatnonzero(active)
         d = np.arange(self.depth)
         nodes = (1 << d) - 1 + (tokens[rows, None] >> (self.bits - d))        # (R, depth)
@@ -325,6 +336,7 @@ class ContextMixer:
         self.sse = TreeSSE(vocab) if "sse" in on else None
         self.prev = np.zeros(b, np.int64)
         self._prepared = None
+        self._linear = None                # the linear mix :meth:`predict` made, until :meth:`update`
 
     def prepare(self) -> None:
         """What the step's prediction needs besides the model's: the counts' distributions, the
@@ -373,8 +385,8 @@ class ContextMixer:
         if tokens.size != self.prev.size or active.shape != tokens.shape or active.dtype != np.bool_:
             raise ValueError(f"tokens and active must be 1-D, one per stream ({self.prev.size}), active of "
                              f"bools; got {tokens.size} tokens and active {active.dtype} of shape {active.shape}")
-        if not hasattr(self, "_linear"):
-            raise ValueError("update follows predict: call predict(p_model) for the step first")
+        if self._linear is None:
+            raise ValueError("update follows predict: call predict(p_model) for the step first (once per update)")
         self.linear.update(tokens, self._linear, active)
         if self.on:
             self.geometric.update(tokens, active)
@@ -383,3 +395,4 @@ class ContextMixer:
                 part.update(tokens, active)
         self.ngram.update(tokens, active)
         self.prev = np.where(active, tokens, self.prev)
+        self._linear = None

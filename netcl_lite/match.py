@@ -97,6 +97,7 @@ class MatchModel:
         self.pointer = np.zeros(streams, np.int64)     # where the predicted token is in ``text``
         self.length = np.zeros(streams, np.int64)      # tokens of context that agree; 0: no match
         self.step = 0
+        self.predicted = None                          # what :meth:`predict` said, until :meth:`update`
 
     def predict(self) -> tuple[np.ndarray, np.ndarray]:
         """(predicted token (B,), -1 where none; the match's length (B,), 0 where none)."""
@@ -107,12 +108,17 @@ class MatchModel:
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         """Write the ``active`` streams' coded ``tokens`` (B,) into the text, extend or drop their
-        matches, look for new ones, and index the newest :data:`MIN_LENGTH` tokens."""
+        matches, look for new ones, and index the newest :data:`MIN_LENGTH` tokens. Each step's
+        update follows its :meth:`predict` (ValueError otherwise: a match extended by a stale
+        prediction, or a step counted twice)."""
         tokens, active = checks.step_ids(tokens, active, self.pointer.size, np.iinfo(np.int32).max + 1)
+        if self.predicted is None:
+            raise ValueError("update follows predict: call predict() for the step first (once per update)")
         rows = np.flatnonzero(active)
         at = self.base[rows] + self.step
         self.text[at] = tokens[rows]
         hit = (self.length[rows] > 0) & (self.predicted[rows] == tokens[rows])
+        self.predicted = None
         self.length[rows] = np.where(hit, self.length[rows] + 1, 0)
         self.pointer[rows] = np.where(hit, self.pointer[rows] + 1, 0)
         self.step += 1

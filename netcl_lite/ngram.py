@@ -675,6 +675,7 @@ class Mixer:
         self.w = np.full((orders + 1, LOG2_BUCKETS, parts), 0.1 / max(parts - 2, 1))
         self.w[..., 0], self.w[..., -1] = MIX_INIT, 0.9 - MIX_INIT
         self.w /= self.w.sum(axis=2, keepdims=True)
+        self.parts = None                  # what :meth:`mix` mixed, until :meth:`update`
 
     def mix(self, parts, reached, total):
         self.bucket = (reached, np.minimum(np.floor(np.log2(np.maximum(total, 1))).astype(np.int64),
@@ -688,6 +689,9 @@ class Mixer:
         return p
 
     def update(self, tokens, p_mix, active):
+        """Move the weights toward the parts that gave the coded ``tokens`` most; follows :meth:`mix`."""
+        if self.parts is None:
+            raise ValueError("update follows mix: call mix(parts, reached, total) for the step first (once per update)")
         rows = np.flatnonzero(active)
         px = p_mix[rows, tokens[rows]]
         ratio = np.stack([part[rows, tokens[rows]] / px for part in self.parts], axis=1)
@@ -696,6 +700,7 @@ class Mixer:
         w = self.w * np.exp(np.clip(MIX_RATE * step, -MAX_EXPONENT, MAX_EXPONENT))
         w = np.maximum(w / w.sum(axis=2, keepdims=True), MIN_WEIGHT)    # every part keeps a say
         self.w = w / w.sum(axis=2, keepdims=True)
+        self.parts = None
 
 
 
@@ -780,6 +785,7 @@ class WordNGram:
         self.sep = np.zeros(streams, np.int64)
         self.lam = np.full((orders + 1, 12, _U_EDGES.size), WORD_INIT)
         self._scratch = np.zeros((orders * streams, vocab))
+        self._look = None                  # what :meth:`predict` looked up, until :meth:`update`
 
     def _keys(self) -> np.ndarray:
         newest_first = np.maximum(self.words[:, ::-1], 0).astype(np.uint64) + np.uint64(1)
@@ -818,8 +824,11 @@ class WordNGram:
         return np.maximum(self.words[:, -1], 0) * 4 + self.sep
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
-        """Learn λ from the coded ``tokens`` (B,) of the ``active`` streams, then count them."""
+        """Learn λ from the coded ``tokens`` (B,) of the ``active`` streams, then count them; each
+        step's update follows its :meth:`predict` (ValueError otherwise)."""
         tokens, active = checks.step_ids(tokens, active, self.words.shape[0], self.vocab)
+        if self._look is None:
+            raise ValueError("update follows predict: call predict(unigram) for the step first (once per update)")
         rows = np.flatnonzero(active)
         x = tokens[rows]
         b, k = self.words.shape[0], self.orders
@@ -848,6 +857,7 @@ class WordNGram:
         self.words[word] = np.concatenate([self.words[word, 1:], cls[cls > 0, None]], axis=1)
         self.n_words[word] += 1
         self.sep[rows] = self.separators[x]
+        self._look = None
 
     def _learn(self, idx: np.ndarray, ml: np.ndarray, lam: np.ndarray, lower: np.ndarray) -> np.ndarray:
         """One online EM step on the weights ``idx`` (flat indices into ``lam``) from the coded

@@ -71,3 +71,52 @@ def test_adapt_config_refuses_a_number_too_large_for_a_float_naming_it(field, va
         AdaptConfig(**{field: value})
     assert len(str(refused.value)) < 300, str(refused.value)[:300]
 
+
+# -- the host models: a step taken out of turn ---------------------------------------------------------------
+
+def _steps():
+    """name -> (a fresh model, its predict for the step, its update with the step's tokens)."""
+    from netcl_lite.context_mixing import ContextMixer, GeometricMixer, TreeSSE
+    from netcl_lite.match import MatchModel
+    from netcl_lite.ngram import Mixer, WordNGram
+
+    primer = np.arange(50) % 7
+    pieces = {i: bytes([97 + i]) for i in range(10)}
+    tokens, active = np.array([1, 2]), np.array([True, True])
+    parts = [np.full((2, 10), 0.1), np.full((2, 10), 0.1)]
+    return {
+        "WordNGram": (lambda: WordNGram(primer, 10, 2, pieces), lambda m: m.predict(np.ones(10)),
+                      lambda m: m.update(tokens, active)),
+        "MatchModel": (lambda: MatchModel(primer, np.array([5, 5])), lambda m: m.predict(),
+                       lambda m: m.update(tokens, active)),
+        "ContextMixer": (lambda: ContextMixer(primer, 10, np.array([5, 5]), pieces),
+                         lambda m: m.predict(np.full((2, 10), 0.1)), lambda m: m.update(tokens, active)),
+        "Mixer": (lambda: Mixer(8), lambda m: m.mix(parts * 3, np.zeros(2, np.int64), np.ones(2)),
+                  lambda m: m.update(tokens, parts[0], active)),
+        "GeometricMixer": (lambda: GeometricMixer(2, 9, [], 10, True),
+                           lambda m: m.mix(parts, np.zeros(2, np.int64), [], np.zeros(2, np.int64)),
+                           lambda m: m.update(tokens, active)),
+        "TreeSSE": (lambda: TreeSSE(10), lambda m: m(parts[0]), lambda m: m.update(tokens, active)),
+    }
+
+
+@pytest.mark.parametrize("name", ["WordNGram", "MatchModel", "ContextMixer", "Mixer", "GeometricMixer", "TreeSSE"])
+def test_a_host_model_s_update_out_of_turn_is_refused_saying_so(name):
+    """Each of these takes "predict, then update with the step's tokens" (the mixer's ``ContextMixer``
+    and the compressor's predictor refuse an update before a prediction). Called before any
+    prediction, the parts' updates ended in an AttributeError ("'WordNGram' object has no attribute
+    '_look'", "'MatchModel' object has no attribute 'predicted'" ...); called twice for one prediction,
+    every one of them, ``ContextMixer`` too, took the second update silently: a match extended by a
+    stale prediction, weights moved twice by one step's gradient, tokens counted twice. Both should be
+    a ValueError saying that update follows the prediction, and the step in turn still go."""
+    make, predict, update = _steps()[name]
+    model = make()
+    with pytest.raises(ValueError, match="follows"):
+        update(model)
+    predict(model)
+    update(model)
+    with pytest.raises(ValueError, match="follows"):
+        update(model)
+    predict(model)                                   # the next step in turn still goes
+    update(model)
+
