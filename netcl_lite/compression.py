@@ -1244,19 +1244,19 @@ def _probe_folder(path) -> None:
             probe.unlink(missing_ok=True)
 
 
-def _read_input(name: str, limit: int, what: str) -> bytes:
+def _read_input(name: str, limit: int, what: str, too_large: str) -> bytes:
     """The bytes of the file ``name`` (only a regular file of at most ``limit`` bytes), or of
-    standard input for ``-`` (read up to ``limit`` bytes, refused past them)."""
+    standard input for ``-`` (read up to ``limit`` bytes, refused past them, ``too_large`` the advice)."""
     import sys
 
     from .files import read_regular
 
     if name != "-":
-        return read_regular(name, limit, what)
+        return read_regular(name, limit, what, too_large)
     data = _read_all(sys.stdin.buffer, limit + 1)
     if len(data) > limit:
         raise ValueError(f"standard input holds more than {limit:,} bytes; {what} is read only up to "
-                         f"{limit:,} bytes")
+                         f"{limit:,} bytes: {too_large}")
     return data
 
 
@@ -1541,9 +1541,15 @@ def _main(argv) -> int:
             return fail(f"{shown_path(out)}: cannot write there: its folder {shown_path(out.parent)} takes no new "
                         f"file ({exc.strerror or exc}); choose another folder for OUT")
     try:
-        limit, what = (MAX_INPUT_BYTES, "the input to compress") if squeezing else (MAX_BLOB_BYTES, "a blob to decompress")
+        if squeezing:                                   # the coder's memory bound: a longer input is split
+            limit, what = MAX_INPUT_BYTES, "the input to compress"
+            too_large = ("split it and compress each part (MAX_INPUT_BYTES: the coder's memory grows with its input), "
+                         f"e.g. split -b {MAX_INPUT_BYTES}")
+        else:                                           # no blob compress writes is longer
+            limit, what = MAX_BLOB_BYTES, "a blob to decompress"
+            too_large = "no blob compress writes is longer; is it the right file?"
         try:
-            data = _read_input(args.input, limit, what)
+            data = _read_input(args.input, limit, what, too_large)
         except ValueError as exc:                       # names the path
             return fail(str(exc))
         except OSError as exc:                          # without strerror: read_regular's, naming the path

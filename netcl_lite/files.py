@@ -270,10 +270,11 @@ def kind_of(path: str | os.PathLike) -> str:
     return "not a regular file"
 
 
-def regular_size(path: str | os.PathLike, max_bytes: int, what: str) -> int:
+def regular_size(path: str | os.PathLike, max_bytes: int, what: str, too_large: str = "is it the right file?") -> int:
     """The size of ``path`` after checking, without opening it, that it is a regular file of at
     most ``max_bytes``: ``FileNotFoundError`` when missing, ``ValueError`` naming ``what`` the file
-    should be otherwise."""
+    should be otherwise; a file over ``max_bytes`` is refused with ``too_large`` as the advice (a
+    compressor's input is split, a config file was likely the wrong one)."""
     nonnegative_int("max_bytes", max_bytes)
     _no_nul(path)
     try:
@@ -285,15 +286,15 @@ def regular_size(path: str | os.PathLike, max_bytes: int, what: str) -> int:
         raise ValueError(f"{shown_path(path)} is {kind_of(path)}, not a regular file; {what} must be a regular file")
     if st.st_size > max_bytes:
         raise ValueError(f"{shown_path(path)} is {st.st_size:,} bytes; {what} is read only up to {max_bytes:,} bytes: "
-                         f"is it the right file?")
+                         f"{too_large}")
     return st.st_size
 
 
-def read_regular(path: str | os.PathLike, max_bytes: int, what: str) -> bytes:
+def read_regular(path: str | os.PathLike, max_bytes: int, what: str, too_large: str = "is it the right file?") -> bytes:
     """The bytes of ``path``, read only if it is a regular file of at most ``max_bytes``
-    (:func:`regular_size`). It is opened without blocking and checked again once open, so a
-    file swapped for a pipe or a device in between is refused too."""
-    regular_size(path, max_bytes, what)
+    (:func:`regular_size`, ``too_large`` its advice past them). It is opened without blocking and
+    checked again once open, so a file swapped for a pipe or a device in between is refused too."""
+    regular_size(path, max_bytes, what, too_large)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())

@@ -120,3 +120,26 @@ def test_a_host_model_s_update_out_of_turn_is_refused_saying_so(name):
     predict(model)                                   # the next step in turn still goes
     update(model)
 
+
+# -- the command line: an input over the limit ----------------------------------------------------------------
+
+@pytest.mark.parametrize("source", ["file", "standard input"])
+def test_an_input_over_the_limit_is_refused_saying_to_split_it(tmp_path, monkeypatch, source):
+    """Over ``MAX_INPUT_BYTES`` (the coder's memory bound, documented), ``compress`` in Python says "split
+    it and compress each part". The command line said of such an IN "is it the right file?" (a file
+    it should take is doubted) and, from standard input, gave no advice at all. It should say what to
+    do: split it."""
+    monkeypatch.setattr(cz, "MAX_INPUT_BYTES", 100)
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"x" * 101)
+    out = tmp_path / "out.nclz"
+    if source == "file":
+        code, err = _main(["compress", src, out])
+    else:
+        stdin = io.TextIOWrapper(io.BytesIO(b"x" * 101))
+        monkeypatch.setattr("sys.stdin", stdin)
+        code, err = _main(["compress", "-", out])
+    assert code == 1, (code, err)
+    assert "100 bytes" in err and "split" in err and "right file" not in err, err
+    assert _listing(tmp_path) == ["in.txt"]
+
