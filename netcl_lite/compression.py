@@ -1321,7 +1321,10 @@ compress (MAX_INPUT_BYTES), {MAX_BLOB_BYTES:,} to decompress. A progress bar sho
 error for inputs over 20,000 tokens when it is a terminal (never in a file or a pipe).
 
 --model-only and --adapt choose how compress codes; a blob's header records that choice and
-decompress follows it, so decompress refuses them (a usage error, exit status 2).
+decompress follows it, so decompress refuses them (a usage error, exit status 2). The counts
+start from Chapter 9's training text (the primer): a blob that the library compressed with a
+primer of its own (compress(..., primer=...)) is refused before any model is loaded, and is
+decompressed in Python with the same primer.
 Before any work, an empty temporary file is created in OUT's folder and removed: a folder
 that takes no new file (read-only, no permission, even for root) is named at once. A file-size
 limit (ulimit -f) under {MIN_FILE_SIZE_LIMIT:,} bytes, or a disk under PoCL's kernel cache
@@ -1566,6 +1569,14 @@ def _main(argv) -> int:
                 return fail(f"{source}: {exc}")
             if stored is not None:
                 return deliver(stored)
+            fields = read_header(data)                  # checked: a coded blob's
+            if (fields["mode"] & 3 == MIXED or fields["mode"] & ADAPTING) \
+                    and fields["tags"][PARTS.index("primer")] != DEFAULT_PRIMER_TAG:
+                return fail(f"{source}: blob was compressed with primer ids given to compress (its primer= "
+                            f"argument); the command line decodes with Chapter 9's training text as the primer "
+                            f"and has no option for another: decompress it in Python with "
+                            f"netcl_lite.compression.decompress(blob, model, tokenizer, primer=...), the primer "
+                            f"the compressing side used")
         # nothing but the result goes to standard output (a model trained on the way prints)
         with _stdout_to_stderr():
             if (problem := _environment_problem()) is not None:

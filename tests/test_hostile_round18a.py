@@ -143,3 +143,27 @@ def test_an_input_over_the_limit_is_refused_saying_to_split_it(tmp_path, monkeyp
     assert "100 bytes" in err and "split" in err and "right file" not in err, err
     assert _listing(tmp_path) == ["in.txt"]
 
+
+# -- the command line: a blob of a primer given to compress ---------------------------------------------------
+
+def test_the_command_line_refuses_a_blob_of_a_given_primer_naming_a_way_to_decode_it(tiny, model_dir, tmp_path,
+                                                                                    monkeypatch):
+    """A blob that the library compressed with ``primer=`` (the counts started from text of the user's
+    own) was refused by ``decompress IN OUT`` only after the model was loaded, with the library's advice,
+    "pass the primer the compressing side used": the command line has no option for a primer, so the
+    advice cannot be followed. It should be refused from the header alone (before any model is loaded),
+    naming the Python call that decodes it."""
+    model, tok = cz._load(str(model_dir))
+    blob = cz.compress((TEXT * 3).encode(), model, tok, primer=tiny[2])
+    assert cz.read_header(blob)["mode"] == cz.MIXED
+    src = tmp_path / "in.nclz"
+    src.write_bytes(blob)
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(cz, "_load", no_model)
+    code, err = _main(["decompress", src, tmp_path / "out.txt", "--model", model_dir])
+    assert code == 1, (code, err[-600:])
+    assert "primer" in err and "decompress(blob, model, tokenizer, primer=" in err, err
+    assert _listing(tmp_path) == ["in.nclz"]
