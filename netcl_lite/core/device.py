@@ -141,18 +141,34 @@ def _as_pocl_reads(text: str) -> int:
     return (value + (1 << 31)) % (1 << 32) - (1 << 31)
 
 
+#: the most workers a worker-count variable may ask PoCL for (:func:`worker_count_problem`): PoCL
+#: starts every one as its device starts and aborts the process when the system refuses a thread
+#: (at ~32,000 on Linux's default ``vm.max_map_count``, earlier under a small ``ulimit -u``); 4,096 is
+#: far past any CPU count this library meets and still far from that limit.
+MAX_POCL_WORKERS = 4096
+
+
 def worker_count_problem() -> str | None:
     """Why a worker-count variable (:data:`WORKER_COUNT_VARS`) would kill the process as PoCL starts,
     or None: one PoCL reads as negative (``-1``, or ``4294967295``, which its ``atoi`` wraps to -1) is
     taken by its CPU driver as a huge unsigned count, and it crashes starting that many threads, with
-    no message, before any Python code can catch it."""
+    no message, before any Python code can catch it; one above :data:`MAX_POCL_WORKERS` may exhaust the
+    threads the system allows, which PoCL answers by aborting the process."""
     for name in WORKER_COUNT_VARS:
         value = os.environ.get(name)
-        if value is not None and _as_pocl_reads(value) < 0:
-            return (f"{name}={value!r} is a worker count PoCL reads as {_as_pocl_reads(value)}, a negative one, "
+        if value is None:
+            continue
+        read = _as_pocl_reads(value)
+        if read < 0:
+            return (f"{name}={value!r} is a worker count PoCL reads as {read}, a negative one, "
                     f"which its CPU driver takes as a huge unsigned count: the process would crash starting "
                     f"that many threads. Set a whole number of threads (0: PoCL's default, one per CPU) or "
                     f"unset it")
+        if read > MAX_POCL_WORKERS:
+            return (f"{name}={value!r} asks PoCL for {read:,} worker threads, more than the {MAX_POCL_WORKERS:,} "
+                    f"this library allows: PoCL starts them all at once and aborts the process when the "
+                    f"system refuses one. Set a whole number of threads up to {MAX_POCL_WORKERS:,} (0: PoCL's "
+                    f"default, one per CPU) or unset it")
     return None
 
 
