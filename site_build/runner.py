@@ -79,12 +79,13 @@ STDERR_TAIL = 4000
 #: building), and the library is then found alone, where the key reads it (``fingerprint.PACKAGE``: before
 #: a folder of the same name in site-packages, where the install puts the wheel's data files, and before
 #: the other checkout's library). The interpreter's own ``sitecustomize``, if any, runs after it. Its
-#: folder and ``PYTHONPATH`` leave the run's view.
+#: folder leaves the run's path, but ``PYTHONPATH`` (that folder alone) stays in its environment: a Python the
+#: run starts (``subprocess``, a ``multiprocessing`` pool under ``spawn`` or ``forkserver``) inherits it and
+#: runs the prelude too, where it would otherwise get the editable install's ``.pth`` alone.
 _PRELUDE = """\
 import importlib.machinery, os, sys
 _here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _here]
-os.environ.pop("PYTHONPATH", None)
 _root, _library = {root!r}, {library!r}
 
 
@@ -116,7 +117,8 @@ def reader_env(drop: tuple[str, ...] = ()) -> dict[str, str]:
     among those left out), the variables of :data:`LEFT_OUT`, those starting with one of
     :data:`LEFT_OUT_PREFIXES` and any variable that starts with one of ``drop``; with :data:`FIXED`,
     ``MPLCONFIGDIR`` a new empty folder and ``PYTHONPATH`` another holding :data:`_PRELUDE` as
-    ``sitecustomize`` (which takes itself and ``PYTHONPATH`` out of the run's view as it starts). Each call makes a folder: give each run its own call.
+    ``sitecustomize`` (which takes its folder off the run's path as it starts, and leaves ``PYTHONPATH`` for the
+    Pythons the run starts). Each call makes a folder: give each run its own call.
     :func:`run_python` and :func:`run_bounded` remove it when the run ends (:func:`release`), and
     whatever is left is removed when this process ends."""
     if not isinstance(drop, tuple) or not all(isinstance(p, str) and p for p in drop):

@@ -70,7 +70,9 @@ def test_the_doc_test_runner_reads_what_a_block_prints_as_the_build_does(tmp_pat
 
 def test_the_runner_runs_a_snippet_as_a_reader_does(tmp_path, monkeypatch):
     """site_build.runner, shared by the build and the doc tests: a fresh interpreter in a scratch
-    folder, without PYTHONPATH or pytest's variables; a failing snippet raises with its stderr."""
+    folder, without the build's PYTHONPATH or pytest's variables (its PYTHONPATH is the prelude's own folder,
+    new for the run and removed after it, which a Python the snippet starts inherits); a failing snippet
+    raises with its stderr."""
     from site_build import runner
 
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "planted"))
@@ -80,7 +82,8 @@ def test_the_runner_runs_a_snippet_as_a_reader_does(tmp_path, monkeypatch):
                        "print(os.environ.get('PYTEST_PLANTED'))\nprint(sys.executable)\n")
     cwd, pythonpath, planted, python = runner.run_snippet(snippet).splitlines()
     assert cwd != str(tmp_path) and not Path(cwd).exists(), "the scratch folder is new and removed after"
-    assert pythonpath == "None" and planted == "None"
+    assert planted == "None" and str(tmp_path) not in pythonpath, pythonpath
+    assert Path(pythonpath).name.startswith("netcl-lite-prelude-") and not Path(pythonpath).exists()
     proc = runner.run_code("print(1 + 1)\n", tmp_path)
     assert proc.returncode == 0 and proc.stdout == "2\n" and (tmp_path / "block.py").is_file()
     (tmp_path / "fails.py").write_text("raise SystemExit('no such model')\n")

@@ -47,9 +47,6 @@ def test_a_run_imports_the_library_its_key_covers_not_another_checkout_s(tmp_pat
     assert others == "None None", others
 
 
-@pytest.mark.xfail(strict=True, reason="the prelude reaches a run's own interpreter only: a child interpreter "
-                   "gets the venv's editable .pth, and the prelude takes PYTHONPATH out of the run's view "
-                   "(tests/test_doc_blocks_extraction.py), so nothing carries it to the child")
 def test_a_python_a_snippet_starts_reaches_no_module_of_the_repository(tmp_path):
     """A snippet that shows the command line runs ``python -m ...`` itself (``subprocess``), and a
     ``multiprocessing`` pool under ``spawn`` or ``forkserver`` starts fresh interpreters too: those get the

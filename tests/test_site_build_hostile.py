@@ -1223,7 +1223,7 @@ _BUILD_ENVIRONMENT = {"PYTHONOPTIMIZE": "2", "PYTHONIOENCODING": "ascii:backslas
 _REPORT = ("import os, sys\n"
            "assert sys.flags.optimize == 0 and sys.flags.hash_randomization, 'asserts run, hashes are random'\n"
            "print(sys.stdout.encoding, sys.flags.utf8_mode, sorted((k, os.environ[k]) for k in set(os.environ) & "
-           "set({names})))\n")
+           "set({names}) if os.environ[k] != os.path.dirname(sys.modules['sitecustomize'].__file__)))\n")
 
 
 def test_snippets_figures_and_notebooks_run_in_a_fixed_python_environment(tmp_path, monkeypatch):
