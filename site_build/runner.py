@@ -160,9 +160,43 @@ def _matplotlib_folder() -> str:
     return folder
 
 
+def _stop_strays(env: dict[str, str]) -> None:
+    """Kill every process that still runs in ``env`` (one :func:`reader_env` made: its ``MPLCONFIGDIR``
+    is the run's own), found by its environment in ``/proc``: what a run started and left behind outside
+    its process group, a daemon (fork, ``setsid``, fork) above all, which would run on after the build
+    and hold the run's output open. Only a process that replaced its environment as it started another
+    program escapes this; where there is no ``/proc``, nothing is done."""
+    folder = env.get("MPLCONFIGDIR")
+    with _mpl_lock:
+        if folder not in _mpl_folders or not os.path.exists("/proc/self/environ"):
+            return
+    tag, me = b"\0MPLCONFIGDIR=" + os.fsencode(folder) + b"\0", os.getpid()
+    for _ in range(200):                        # each round kills what the last one's forked meanwhile
+        found = False
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) == me:
+                continue
+            try:
+                with open(os.path.join(entry.path, "environ"), "rb") as f:
+                    held = tag in b"\0" + f.read()
+            except OSError:                     # gone, or another user's
+                continue
+            if held:
+                found = True
+                try:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        if not found:
+            return
+        time.sleep(0.005)
+
+
 def release(env: dict[str, str]) -> None:
-    """Remove the ``MPLCONFIGDIR`` and prelude folders :func:`reader_env` made for ``env``, once its run
-    has ended (nothing for an environment that holds another folder or none)."""
+    """Once its run has ended, kill what it left running (:func:`_stop_strays`) and remove the
+    ``MPLCONFIGDIR`` and prelude folders :func:`reader_env` made for ``env`` (nothing for an environment
+    that holds another folder or none)."""
+    _stop_strays(env)
     folder = env.get("MPLCONFIGDIR")
     with _mpl_lock:
         if folder not in _mpl_folders:
@@ -256,8 +290,9 @@ def run_bounded(command: list[str], cwd: str | Path, env: dict[str, str], timeou
                 limit: int | None) -> Bounded:
     """``command`` in its own process group, stdin empty, for at most ``timeout`` seconds, reading at
     most ``limit`` bytes of stdout (None: stdout is discarded). A run past either limit is stopped at
-    once, without reading further. When the command ends, whatever it left running in its group is
-    killed too, so nothing it started outlives it or holds its output open, and the ``MPLCONFIGDIR``
+    once, without reading further. When the command ends, whatever it left running in its group, or
+    elsewhere in ``env`` (:func:`_stop_strays`), is killed too, so nothing it started outlives it or holds
+    its output open, and the ``MPLCONFIGDIR``
     folder :func:`reader_env` made for ``env`` is removed (:func:`release`)."""
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
@@ -299,6 +334,7 @@ def run_bounded(command: list[str], cwd: str | Path, env: dict[str, str], timeou
             os.killpg(proc.pid, signal.SIGKILL)      # the group id is the unreaped child's own pid
         except (ProcessLookupError, PermissionError):
             pass
+        _stop_strays(env)                          # and what left the group, before the readers wait on it
         proc.wait()
         for reader in readers:
             reader.join(timeout=5)      # longer only if a process that left the group holds a pipe

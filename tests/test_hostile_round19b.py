@@ -54,3 +54,49 @@ def test_a_python_started_with_a_copy_of_the_environment_reaches_no_module_of_th
             f"subprocess.run([sys.executable, '-c', {probe!r}], env={{**os.environ, 'X': '1'}}, check=True)\n")
     run = runner.run_code(code, tmp_path, timeout=60)
     assert (run.returncode, run.stdout.strip()) == (0, "False"), run.stderr[-2000:]
+
+
+# -- what a run leaves behind ---------------------------------------------------------------------------------
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_a_snippet_that_daemonizes_leaves_nothing_running_and_does_not_hold_the_build(tmp_path):
+    """A snippet that starts a daemon (fork, ``setsid``, fork again: the usual way) leaves its process
+    group, which is all the runner killed: the daemon ran on after the build (here for a minute), and as
+    it held the snippet's stdout and stderr open, the build waited for the readers (5 s each) before it
+    went on. What a run starts does not outlive it, whatever group or session it moves to."""
+    import time
+
+    from site_build import runner
+
+    pids = tmp_path / "pids"
+    code = ("import os, sys, time\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            "    if os.fork() == 0:\n"
+            f"        open({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n')\n"
+            "        time.sleep(60)\n"
+            "    os._exit(0)\n"
+            "os.wait()\n"
+            f"while not os.path.exists({str(pids)!r}):\n    time.sleep(0.01)\n"
+            "print('started')\n")
+    snippet = tmp_path / "daemon.py"
+    snippet.write_text(code, encoding="utf-8")
+    began = time.monotonic()
+    assert runner.run_snippet(snippet, limit=1 << 16, timeout=30) == "started\n"
+    took = time.monotonic() - began
+    pid = int(pids.read_text())
+    deadline = time.monotonic() + 2
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _alive(pid):
+        os.kill(pid, 9)
+        pytest.fail(f"the snippet's daemon (pid {pid}) outlived its run")
+    assert took < 4, f"the build waited {took:.1f} s on what the snippet left holding its output"
