@@ -1001,9 +1001,56 @@ def cites(page_uri: str) -> bool:
 
 
 def _page_title(file) -> str:
+    """The title of the page ``file``: its own once MkDocs has read it, else the one it will have
+    (:func:`_source_title`; MkDocs reads the pages in their files' order, and the Bibliography's turn
+    may come first)."""
     page = getattr(file, "page", None)
     title = getattr(page, "title", None) if page is not None else None
-    return title or file.src_uri.removesuffix(".md")
+    return str(title or _source_title(file))
+
+
+def _source_title(file) -> str:
+    """The title MkDocs gives the page ``file`` (not in the nav, or not named there) when it reads it, from
+    its source, as :class:`mkdocs.structure.pages.Page` finds it: the front matter's ``title``; else the
+    text of the first heading when the page begins with one of level 1, as this build renders it (its
+    citations links, its formulas' LaTeX without ``\\( \\)``); else "Home" for the home page; else the
+    file's name, its ``-`` and ``_`` made spaces (capitalized when all lower case)."""
+    from mkdocs.utils import meta
+    from mkdocs.utils.rendering import get_heading_text
+    from markdown.treeprocessors import Treeprocessor
+
+    from . import mathml
+
+    text = Path(file.abs_src_path).read_text(encoding="utf-8-sig", errors="replace")
+    body, data = meta.get_data(text)
+    if "title" in data:
+        return str(data["title"])
+    try:
+        body = render(body, file.src_uri)          # as the page's Markdown stage leaves it
+    except ValueError:                             # the page's own turn names what is wrong
+        pass
+    md, first = _reader(), []
+
+    class FirstHeading(Treeprocessor):             # MkDocs' own, at its priority: close to the end
+        def run(self, root):
+            for element in root:
+                if element.tag == "h1":
+                    first.append((get_heading_text(element, md), element.get("id")))
+                break
+
+    md.treeprocessors.register(FirstHeading(md), "citations-first-heading", 1)
+    html = md.convert(body)
+    if first and first[0][0]:
+        title, anchor = first[0]
+        if "\\(" in title:                          # as the plugin's content stage makes it
+            title = mathml.plain_title(title, mathml.heading_formulas(html).get(anchor, []))
+        return title
+    stem = posixpath.splitext(posixpath.basename(file.src_uri))[0]
+    stem = "index" if stem == "README" else stem
+    if stem == "index" and "/" not in file.src_uri:
+        return "Home"
+    name = stem.replace("-", " ").replace("_", " ")
+    return name.capitalize() if name.lower() == name else name
 
 
 #: letters that Unicode's decomposition leaves whole, as a sort reads them

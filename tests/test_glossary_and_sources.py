@@ -214,7 +214,7 @@ def test_a_page_that_is_not_utf8_is_left_for_mkdocs_to_name(tmp_path, monkeypatc
     config.validate()
     files = get_files(config)
     source_pages.add_pages(files, config, [], "netcl_lite.whl")
-    assert "Cited in [good](good.md)." in citations.bibliography(files)
+    assert "Cited in [Good](good.md)." in citations.bibliography(files)
     monkeypatch.setattr(generated, "DOCS", docs)
     assert generated.pages_showing("[@vaswani2017attention]") == ["docs/good.md"]
 
