@@ -1001,12 +1001,12 @@ def cites(page_uri: str) -> bool:
 
 
 def _page_title(file) -> str:
-    """The title of the page ``file``: its own once MkDocs has read it, else the one it will have
+    """The title of the page ``file`` as text: its own once MkDocs has read it, else the one it will have
     (:func:`_source_title`; MkDocs reads the pages in their files' order, and the Bibliography's turn
-    may come first)."""
+    may come first). MkDocs' title is HTML, as the theme shows it: a heading's ``&`` is ``&amp;`` there."""
     page = getattr(file, "page", None)
     title = getattr(page, "title", None) if page is not None else None
-    return str(title or _source_title(file))
+    return _html.unescape(str(title or _source_title(file)))
 
 
 def _source_title(file) -> str:
