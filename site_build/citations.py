@@ -899,15 +899,6 @@ def _close_of(html: str, name: str, start: int) -> int:
     return m.end() if m else -1
 
 
-def _code_span(text: str) -> str:
-    """``text`` as a Markdown code span, shown as written whatever backticks it holds: fenced by one
-    backtick more than its longest run, padded with a space where it starts or ends with one."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
 #: an ``&`` that begins a character reference (``&amp;``, ``&#64;``), which HTML would read as one
 _REFERENCE_AMP = re.compile(r"&(?=#?[0-9A-Za-z]+;)")
 
@@ -1090,7 +1081,9 @@ def bibliography(files, known: dict[str, Work] | None = None) -> str:
                  f"{shown(work.venue)}{', ' + shown(work.details) if work.details else ''}."]
         if work.note:
             parts.append(f"{shown(work.note)}.")
-        parts += [f"{_code_span(i)}." for i in work.identifiers]
+        # an identifier as code, its text escaped: a code span's text is read as HTML first inside the
+        # list's raw HTML, where an identifier's "</li>" would end the entry's item
+        parts += [f"<code>{shown(i)}</code>." for i in work.identifiers]
         where = cited_on[work.key]
         if where:
             pages = ", ".join(f"[{shown(_page_title(f))}]({posixpath.relpath(f.src_uri, posixpath.dirname(PAGE) or '.')})"

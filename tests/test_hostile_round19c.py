@@ -1,7 +1,8 @@
 """Hostile input, round 19c: citations (``site_build.citations``) and the Bibliography page.
 
 Each test is a case the build got wrong before its fix: a citing page whose heading holds ``&`` or ``<``
-was listed on the Bibliography as "A &amp; B".
+was listed on the Bibliography as "A &amp; B"; and an identifier holding ``</li>`` ended its entry's list
+item early (the rest of the entry outside it, a paragraph inside the list).
 """
 
 from __future__ import annotations
@@ -44,4 +45,22 @@ def test_a_citing_page_s_title_shows_as_its_heading_does(tmp_path, heading, show
             SimpleNamespace(src_uri="page.md", abs_src_path=str(source), page=page)])
         html = render_page(citations.bibliography(files, _vaswani()), page="bibliography.md")
         assert f'Cited in <a href="page.md">{shown}</a>.' in html, html
+
+
+# -- an entry's identifiers -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("identifier", ["10.1000/a</li>b", "10.1000/a</ul>b", "10.1000/a<![CDATA[b",
+                                        "10.1000/a<?x b"])
+def test_an_identifier_holding_html_stays_in_its_entry(tmp_path, monkeypatch, identifier):
+    """An identifier is shown as code; one holding ``</li>`` ended its entry's list item inside the code
+    (the Bibliography's list is raw HTML, read before the code), so the rest of the entry stood outside
+    it, a paragraph inside the list, and ``<![CDATA[`` put the next entry inside this one."""
+    bibliography_of(tmp_path, monkeypatch, _entry("smith2020x", "Smith, Ann", more=f", doi = {{{identifier}}}")
+                    + _entry("zeta2020x", "Zeta, Zoe"))
+    html = render_page(citations.bibliography(NO_FILES, citations.works()), page="bibliography.md")
+    items = re.findall(r'<li id="(\w+)">(.*?)</li>', html, re.S)
+    assert [k for k, _ in items] == ["smith2020x", "zeta2020x"] and html.count("</li>") == 2, html
+    escaped = identifier.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    assert f"<code>doi:{escaped}</code>." in items[0][1], html
+    assert "<p>" not in html, html
 
