@@ -694,6 +694,13 @@ def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], l
             errors.append((at, f"cites @{key}, which is not in {SOURCE.relative_to(DOCS.parent)}; "
                                f"add the entry there or correct the key"))
 
+    def locator_html(at: int, citation: str, locator: str | None) -> None:
+        if locator and (tag := _html_in(locator)) is not None:
+            errors.append((at, f"{citation!r}: its locator holds HTML ({tag!r}), which would stand inside the "
+                               f"citation's link (a link inside a link, a tag the link does not close, a "
+                               f"paragraph ended inside it); a locator is text (emphasis and code are read: show a "
+                               f"tag as code, `<b>`), or put the HTML outside the citation"))
+
     def word(at: int) -> str:
         return markdown[at:at + 40].split()[0] if markdown[at:at + 40].split() else markdown[at:at + 1]
 
@@ -738,6 +745,7 @@ def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], l
                                           f"locator, '; ' and another key, or ']'" + _FORM))
                 break
             unknown(m.start(), parts["key"])
+            locator_html(m.start(), m.group(0), parts["locator"])
         cited.append(_Cited(m.start(), m.end(), m))
     text = _blanked(markdown, [(c.start, c.end) for c in cited])     # the bracketed citations blanked, in one pass
     brackets_of = _Brackets(text)
@@ -758,6 +766,7 @@ def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], l
             errors.append((m.start(), f"{bracket!r} is not a citation: a key inside brackets stands in [@key] or "
                                       f"[@a; @b] alone" + _FORM))
         unknown(m.start(), m["key"])
+        locator_html(m.start(), markdown[m.start():end], locator)
         cited.append(_Cited(m.start(), end, m, locator))
         narrated.append((m.start(), end))
     done = _blanked(text, narrated, newlines=True)
@@ -772,6 +781,18 @@ def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], l
             errors.append((m.start(), f"{shown!r} looks like a citation but is not one ({why})" + _FORM))
     cited.sort(key=lambda c: c.start)
     return cited, [a for a in escapes if prose(a + 1)], sorted(errors, key=lambda e: e[0])
+
+
+#: what begins HTML in a locator's text: a tag, an end tag, a comment, a declaration or an autolink
+_LOCATOR_HTML = re.compile(r"<[A-Za-z/!?][^<>\s]*>?")
+
+
+def _html_in(locator: str) -> str | None:
+    """The first HTML (a tag or an autolink: :data:`_LOCATOR_HTML`) in a locator's text outside its code
+    spans and comments, or None (Python-Markdown has no escape for ``<``: ``\\<b>`` is a tag too)."""
+    text = _blanked(locator, list(_not_prose(locator, 0, len(locator), math=False, tags=False)))
+    m = _LOCATOR_HTML.search(text)
+    return m.group(0) if m else None
 
 
 def check(markdown: str, page_uri: str, known: dict[str, Work] | None = None, first_line: int = 1) -> None:

@@ -1,8 +1,10 @@
 """Hostile input, round 19c: citations (``site_build.citations``) and the Bibliography page.
 
 Each test is a case the build got wrong before its fix: a citing page whose heading holds ``&`` or ``<``
-was listed on the Bibliography as "A &amp; B"; and an identifier holding ``</li>`` ended its entry's list
-item early (the rest of the entry outside it, a paragraph inside the list).
+was listed on the Bibliography as "A &amp; B"; an identifier holding ``</li>`` ended its entry's list
+item early (the rest of the entry outside it, a paragraph inside the list); and a locator holding HTML or
+an autolink put a tag or a link inside the citation's link (a link in a link, a paragraph closed
+inside it).
 """
 
 from __future__ import annotations
@@ -63,4 +65,36 @@ def test_an_identifier_holding_html_stays_in_its_entry(tmp_path, monkeypatch, id
     escaped = identifier.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     assert f"<code>doi:{escaped}</code>." in items[0][1], html
     assert "<p>" not in html, html
+
+
+# -- a locator ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("citation", [
+    f"[@{KEY}, <http://example.org/p3>]",
+    f'[@{KEY}, <a href="http://example.org">p. 3</a>]',
+    f"@{KEY} [<http://example.org/p3>]",
+    f"[@{KEY}, <b>p. 3]",
+    f"[@{KEY}, </p><p>p. 3]",
+    f"[@{KEY}, <button>p. 3</button>]",
+])
+def test_a_locator_holding_html_or_an_autolink_fails_naming_the_line(citation):
+    """A locator stands inside the citation's link; one holding an autolink or a raw ``<a>`` made a link
+    inside the link (a browser ends the citation's link there), an unclosed ``<b>`` a tag the link does
+    not close, ``</p><p>`` a link across two paragraphs, a ``<button>`` a control inside a link: each
+    with no error."""
+    with pytest.raises(ValueError, match=r"^docs/hostile\.md:5: .*locator.*HTML"):
+        render_page(f"# T\n\nText.\n\nSee {citation} here.\n")
+
+
+def test_a_locator_may_show_html_in_code_or_as_references():
+    """A locator's code span, a comment and character references are no HTML there: they still cite."""
+    html = render_page(f"# T\n\nSee [@{KEY}, `<b>` <!-- x -->] and @{KEY} [&lt;p. 3&gt;].\n")
+    assert html.count(f'href="bibliography.md#{KEY}"') == 2, html
+    assert "<code>&lt;b&gt;</code>" in html and "&lt;p. 3&gt;)" in html, html
+
+
+def test_a_locator_s_backslash_before_a_tag_is_no_escape():
+    """Python-Markdown has no escape for ``<``: ``\\<b>`` keeps its backslash and the tag."""
+    with pytest.raises(ValueError, match=r"^docs/hostile\.md:3: .*locator holds HTML \('<b>'\)"):
+        render_page(f"# T\n\nSee @{KEY} [\\<b>p. 3].\n")
 
