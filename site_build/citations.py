@@ -195,6 +195,10 @@ def _load(path: str, stamp: tuple[int, int]) -> dict[str, Work]:
         if not re.fullmatch(r"\d{4}", work.year):
             raise ValueError(f"{path}: the entry {key!r} has the year {work.year!r:.80}; a year is four digits "
                              f"(every citation of the work shows it)")
+        if not work.title.strip():
+            raise ValueError(f"{path}: the entry {key!r} has a title that reads as nothing (title = "
+                             f"{{{entry.fields['title']}}}: braces, spaces or a full stop alone); give the work's "
+                             f"title")
         if not [s for s in work.surnames if s != "others"] or not all(s.strip() for s in work.surnames):
             raise ValueError(f"{path}: the entry {key!r} names no author (author = {{{entry.fields.get('author', '')}}}"
                              f" or only 'others' or an empty name); give at least one author's name, "

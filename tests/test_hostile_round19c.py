@@ -2,9 +2,9 @@
 
 Each test is a case the build got wrong before its fix: a citing page whose heading holds ``&`` or ``<``
 was listed on the Bibliography as "A &amp; B"; an identifier holding ``</li>`` ended its entry's list
-item early (the rest of the entry outside it, a paragraph inside the list); and a locator holding HTML or
+item early (the rest of the entry outside it, a paragraph inside the list); a locator holding HTML or
 an autolink put a tag or a link inside the citation's link (a link in a link, a paragraph closed
-inside it).
+inside it); and an entry whose title reads as nothing was listed as "*.*".
 """
 
 from __future__ import annotations
@@ -98,3 +98,12 @@ def test_a_locator_s_backslash_before_a_tag_is_no_escape():
     with pytest.raises(ValueError, match=r"^docs/hostile\.md:3: .*locator holds HTML \('<b>'\)"):
         render_page(f"# T\n\nSee @{KEY} [\\<b>p. 3].\n")
 
+
+# -- an entry's text ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("field, value", [("title", "{}"), ("title", "{ {} }")])
+def test_an_entry_whose_title_reads_as_nothing_is_refused_naming_the_file(tmp_path, monkeypatch, field, value):
+    """``title = {{}}`` passed the check that an entry has a title (its field is not empty), and the
+    Bibliography listed the work as "Ann Smith (2020). *.* J.", every citation's title "…(2020). . J."."""
+    with pytest.raises(ValueError, match=r"references\.bib: the entry 'smith2020x' .*title"):
+        bibliography_of(tmp_path, monkeypatch, _entry("smith2020x", "Smith, Ann", title=value))
