@@ -26,6 +26,7 @@ entry, sorted by first author and year, with the pages that cite it.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import html as _html
 import posixpath
@@ -199,6 +200,15 @@ def _load(path: str, stamp: tuple[int, int]) -> dict[str, Work]:
             raise ValueError(f"{path}: the entry {key!r} has a title that reads as nothing (title = "
                              f"{{{entry.fields['title']}}}: braces, spaces or a full stop alone); give the work's "
                              f"title")
+        if stray := [str(person) for person in entry.persons.get("author", [])
+                     if any(part == "and" for part in (*person.first_names, *person.middle_names,
+                                                             *person.prelast_names, *person.last_names))]:
+            raise ValueError(f"{path}: the entry {key!r} reads 'and' as part of a name ({stray[0]!r} in its "
+                             f"authors as read: {' and '.join(map(str, entry.persons['author']))}): the list begins or ends with 'and', or has "
+                             f"two in a row; join the names with one 'and' between each two")
+        if "others" in work.surnames[:-1]:
+            raise ValueError(f"{path}: the entry {key!r} has 'others' before the last name (its authors as read: "
+                             f"{' and '.join(map(str, entry.persons['author']))}); 'others' stands last, for the names left out")
         if not [s for s in work.surnames if s != "others"] or not all(s.strip() for s in work.surnames):
             raise ValueError(f"{path}: the entry {key!r} names no author (author = {{{entry.fields.get('author', '')}}}"
                              f" or only 'others' or an empty name); give at least one author's name, "
@@ -209,6 +219,26 @@ def _load(path: str, stamp: tuple[int, int]) -> dict[str, Work]:
                              f"cannot show (the page would show it as typed); write its text plainly (accents such "
                              f"as {{\\'e}} and escapes such as \\& are read)")
         out[key] = work
+    return _years_told_apart(out)
+
+
+def _years_told_apart(known: dict[str, Work]) -> dict[str, Work]:
+    """``known`` with a letter after the year of works a citation would name alike (the same authors as a
+    citation shows them, the same year): "Smith (2020a)" and "Smith (2020b)", lettered in the
+    Bibliography's order (surnames, then title, then key), so that each citation points at one work."""
+    alike: dict[tuple[str, str], list[Work]] = {}
+    for work in known.values():
+        alike.setdefault((work.who, work.year), []).append(work)
+    out = dict(known)
+    for group in alike.values():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda w: ([_sort_form(s) for s in w.surnames], _sort_form(w.title), w.key))
+        if len(group) > 26:
+            raise ValueError(f"{len(group)} works would be cited as {group[0].who} ({group[0].year}): the year's "
+                             f"letters run from a to z")
+        for letter, work in zip("abcdefghijklmnopqrstuvwxyz", group):
+            out[work.key] = dataclasses.replace(work, year=work.year + letter)
     return out
 
 
@@ -677,12 +707,14 @@ def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], l
     ats = list(AT.finditer(markdown))
     compat = list(_COMPATIBILITY_AT.finditer(markdown))
     pairs = list(_ESCAPED_BACKSLASH_AT.finditer(markdown))
+    doubled = list(_DOUBLED_AT.finditer(markdown))
     escapes = [m.end() - 1 for m in _AT_ESCAPED.finditer(markdown)]
-    if not ats and not compat and not pairs and not escapes:
+    if not ats and not compat and not pairs and not doubled and not escapes:
         return [], [], []
     brackets = list(BRACKETED.finditer(markdown))
     narratives = [*NARRATIVE.finditer(markdown), *NARRATIVE.finditer(BRACKETED.sub(_blank, markdown))]
     gaps = {m.end() for m in ats} | {m.end(1) for m in compat} | {m.end() for m in pairs} | {a + 1 for a in escapes}
+    gaps |= {m.end() for m in doubled}
     gaps |= {m.end() - 1 for m in brackets}
     gaps |= {g for m in narratives if m["locator"] is not None for g in (m.start("locator") - 1, m.end("locator"))}
     try:
@@ -717,6 +749,12 @@ def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], l
             errors.append((m.start(), f"{word(m.start())!r}: an escaped backslash ('\\\\') before an @ leaves the @ "
                                       f"unescaped, so it is neither a citation nor an @ shown as typed; write '\\@' "
                                       f"for an @, or a space before a citation" + _FORM))
+    for m in doubled:
+        if prose(m.end()):
+            typed = m[0] + _AT_WORD.match(markdown, m.end() - 1).group(0)[1:]
+            errors.append((m.start(), f"{typed!r} has {m[0].count('@')} at signs before the key: it cites "
+                                      f"nothing and would show as typed; write one '@' to cite, or '\\@' for an @ "
+                                      f"shown as typed" + _FORM))
     for m in ats:
         if (place := where.get(m.end(), "nowhere")) != PROSE and place not in _LEFT:
             why = _NO_PLACE.get(place) or (_NO_PLACE["attribute"].format(place.removeprefix("attribute "))
@@ -831,6 +869,9 @@ def _labels(markdown: str) -> set[str]:
 
 #: an at sign a keyboard's input method may type for '@': U+FF20 FULLWIDTH, U+FE6B SMALL COMMERCIAL AT
 _COMPATIBILITY_AT = re.compile(rf"(?<![\w.@/\\-])-?([\uff20\ufe6b])(?=[{INVISIBLE}]*[\w-])")
+#: two or more ``@`` that begin a word before what reads as a key (``@@vaswani2017attention``): a typo that
+#: cites nothing (:data:`AT` takes no ``@`` after another) and would show as typed
+_DOUBLED_AT = re.compile(rf"(?<![\w.@/\\-])-?@@+(?=[{INVISIBLE}]*{KEY}\b)")
 
 
 class _Brackets:

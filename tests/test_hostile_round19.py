@@ -49,3 +49,69 @@ def test_the_worker_count_bound_is_the_stated_one(monkeypatch, value, refused):
         assert problem is not None and "POCL_CPU_MAX_CU_COUNT" in problem and "4,096" in problem, problem
     else:
         assert problem is None, problem
+
+
+# -- citations: near misses and entries the check let through ---------------------------------------------
+
+def _bib(tmp_path, *entries):
+    body = "".join("@article{%s,\n  author = {%s},\n  title = {%s},\n  journal = {J},\n  year = {%s},\n}\n" % e
+                   for e in entries)
+    path = tmp_path / "refs.bib"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("text", ["As @@vaswani2017attention shows.", "As [@@vaswani2017attention] shows.",
+                                  "See -@@@vaswani2017attention."])
+def test_a_doubled_at_sign_before_a_key_fails_naming_the_line(text):
+    """``@@key`` is a typo for ``@key``: no ``@`` after another starts a citation, so it cited nothing and
+    the page showed the two at signs and the key as typed, with no error, where every other near miss
+    of a citation fails naming the line."""
+    from site_build import citations
+
+    with pytest.raises(ValueError, match=r"docs/p\.md:3: .*at signs before the key"):
+        citations.check(f"# P\n\n{text}\n", "p.md")
+
+
+@pytest.mark.parametrize("text", ["mail a@@b.example", "a `@@vaswani2017attention` span", "python @@decorator",
+                                  "x @@ y"])
+def test_doubled_at_signs_that_are_no_near_miss_are_left_as_text(text):
+    from site_build import citations
+
+    citations.check(text, "p.md")
+    assert "@@" in citations.render(text, "p.md")
+
+
+def test_two_works_a_citation_names_alike_get_the_year_s_letters(tmp_path):
+    """Two works by the same author in the same year were both cited as "Smith (2020)" and listed as
+    "Ann Smith (2020)": a reader could not tell which a citation meant. They are "2020a" and "2020b",
+    lettered in the Bibliography's order (surname, then title); a work alone keeps its year."""
+    from site_build import citations
+
+    known = citations.works(_bib(tmp_path, ("smith2020zeta", "Smith, Ann", "Zeta", "2020"),
+                                 ("smith2020alpha", "Smith, Ann", "Alpha", "2020"),
+                                 ("smith2021alone", "Smith, Ann", "Alone", "2021"),
+                                 ("smith2020team", "Smith, Ann and Jones, Bob", "Team", "2020")))
+    assert {k: w.year for k, w in known.items()} == {"smith2020zeta": "2020b", "smith2020alpha": "2020a",
+                                                     "smith2021alone": "2021", "smith2020team": "2020"}
+    shown = citations.render("As @smith2020zeta and [@smith2020alpha].", "p.md", known)
+    assert "Smith (2020b)" in shown and "Smith, 2020a" in shown, shown
+
+
+@pytest.mark.parametrize("authors", ["Smith, Ann and", "and Smith, Ann", "Smith, Ann and and Jones, Bob"])
+def test_an_author_list_with_a_stray_and_is_refused_naming_the_entry(tmp_path, authors):
+    """BibTeX's reader took a trailing, leading or doubled 'and' as part of a name: ``Smith, Ann and`` was
+    listed as "Ann and Smith", with no error."""
+    from site_build import citations
+
+    with pytest.raises(ValueError, match=r"refs\.bib: the entry 'smith2020x' reads 'and' as part of a name"):
+        citations.works(_bib(tmp_path, ("smith2020x", authors, "T", "2020")))
+
+
+def test_others_before_the_last_author_is_refused_naming_the_entry(tmp_path):
+    """'others' stands for the names left out, last: ``Smith, Ann and others and Jones, Bob`` was listed
+    as "Ann Smith, others and Bob Jones"."""
+    from site_build import citations
+
+    with pytest.raises(ValueError, match=r"refs\.bib: the entry 'smith2020x' has 'others' before the last name"):
+        citations.works(_bib(tmp_path, ("smith2020x", "Smith, Ann and others and Jones, Bob", "T", "2020")))
