@@ -61,6 +61,13 @@ LEFT_OUT_PREFIXES = ("LC_", "OMP_", "KMP_", "GOMP_", "OPENBLAS_", "GOTO_", "MKL_
                      "VECLIB_", "ATEN_")
 #: what every snippet runs with, whatever the build's environment says
 FIXED = {"PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF-8", "TZ": "UTC"}
+#: the largest file a run (and whatever it starts) may write, in bytes: the prelude sets it as the run's
+#: ``RLIMIT_FSIZE`` (soft and hard, never raising one the build already has), so a write past it fails
+#: at once with ``OSError: File too large`` (Python ignores the signal that would otherwise kill it).
+#: The limits on what a build shows (a figure's ``FIGURE_LIMIT``, a notebook cell's, a snippet's
+#: printed output) are checked once the run ends; this one keeps a runaway run from filling the disk
+#: before that. A run's own files are far smaller (a checkpoint, PoCL's built kernels: a few MiB).
+FILE_LIMIT = 256 << 20
 #: how a snippet runs; part of the execution-cache key of what it prints (and, through
 #: :func:`site_build.store.context`, of every figure and notebook)
 HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fresh interpreter, alone in a "
@@ -68,7 +75,8 @@ HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fre
        f"no PYTHON* variable of the build but "
        f"{' '.join(sorted(KEPT_PYTHON_VARIABLES))}, none of {' '.join(sorted(LEFT_OUT))}, none starting "
        f"{' '.join(LEFT_OUT_PREFIXES)}, {' '.join(f'{k}={v}' for k, v in sorted(FIXED.items()))}, "
-       f"MPLCONFIGDIR an empty folder of its own for each run (matplotlib's default settings)")
+       f"MPLCONFIGDIR an empty folder of its own for each run (matplotlib's default settings), "
+       f"no file written past {FILE_LIMIT} bytes")
 #: how much of a failing run's stderr an error shows (its end), in bytes
 STDERR_TAIL = 4000
 #: what each run's interpreter does first, as its ``sitecustomize``: an editable install's ``.pth`` puts
@@ -84,6 +92,13 @@ STDERR_TAIL = 4000
 #: runs the prelude too, where it would otherwise get the editable install's ``.pth`` alone.
 _PRELUDE = """\
 import importlib.machinery, os, sys
+try:
+    import resource
+    _soft, _hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    _cap = {file_limit} if _hard == resource.RLIM_INFINITY else min(_hard, {file_limit})
+    resource.setrlimit(resource.RLIMIT_FSIZE, (_cap, _cap))
+except ImportError:                                     # no resource module (Windows): no file limit
+    pass
 _here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _here]
 _root, _library = {root!r}, {library!r}
@@ -143,7 +158,8 @@ def _prelude_folder() -> str:
 
     folder = tempfile.mkdtemp(prefix="netcl-lite-prelude-")
     Path(folder, "sitecustomize.py").write_text(
-        _PRELUDE.format(root=os.path.realpath(ROOT), library=os.path.realpath(fingerprint.PACKAGE.parent)),
+        _PRELUDE.format(root=os.path.realpath(ROOT), library=os.path.realpath(fingerprint.PACKAGE.parent),
+                        file_limit=FILE_LIMIT),
         encoding="utf-8")
     return folder
 

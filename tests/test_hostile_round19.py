@@ -115,3 +115,40 @@ def test_others_before_the_last_author_is_refused_naming_the_entry(tmp_path):
 
     with pytest.raises(ValueError, match=r"refs\.bib: the entry 'smith2020x' has 'others' before the last name"):
         citations.works(_bib(tmp_path, ("smith2020x", "Smith, Ann and others and Jones, Bob", "T", "2020")))
+
+
+# -- the build's runs: a file's size is bounded while the run writes it ---------------------------------
+
+def test_a_run_cannot_write_a_file_past_the_stated_limit(tmp_path):
+    """The limits on what the build shows (a figure's 2 MiB, a notebook cell's, a snippet's printed output)
+    were checked once a run ended: a figure script, a snippet or a notebook step could fill the disk
+    first (a write of a few GB a second, for up to the figure timeout's 900 s). Every run now has a
+    file-size limit, FILE_LIMIT, inherited by whatever it starts: a write past it fails at once."""
+    from site_build import runner
+
+    past = (f"f = open('big', 'wb')\nf.seek({runner.FILE_LIMIT})\nf.write(b'x')\nf.flush()\n")
+    run = runner.run_code(past, tmp_path, timeout=60)
+    assert run.returncode == 1 and "File too large" in run.stderr, (run.returncode, run.stderr[-400:])
+    (tmp_path / "child").mkdir()
+    (tmp_path / "within").mkdir()
+    child = runner.run_code("import subprocess\nsubprocess.run(['sh', '-c', 'ulimit -f'], check=True)\n",
+                            tmp_path / "child", timeout=60)
+    assert int(child.stdout) * 512 == runner.FILE_LIMIT, child.stdout       # sh counts 512-byte blocks
+    within = runner.run_code(f"f = open('ok', 'wb')\nf.seek({runner.FILE_LIMIT - 1})\nf.write(b'x')\nf.close()\n",
+                             tmp_path / "within", timeout=60)
+    assert within.returncode == 0, within.stderr[-400:]
+
+
+def test_a_figure_script_writing_past_the_limit_fails_at_once_naming_its_page(generated_tree, monkeypatch):
+    from site_build import generated
+
+    folder = generated_tree / "snippets" / "chapter99"
+    folder.mkdir(parents=True)
+    (folder / "figure_huge.py").write_text(
+        "import sys\nf = open(sys.argv[1], 'w')\nwhile True:\n    f.write('<svg>' * 100_000)\n")
+    (generated_tree / "docs" / "chapter-99.md").write_text("![a figure](figures/chapter99/huge.svg)\n")
+    monkeypatch.setattr(generated, "figure_scripts", lambda: [folder / "figure_huge.py"])
+    with pytest.raises(RuntimeError) as caught:
+        generated.build_figures("shared")
+    message = str(caught.value)
+    assert message.startswith("docs/chapter-99.md: the figure script ") and "File too large" in message, message
