@@ -29,7 +29,7 @@ import stat
 import threading
 from pathlib import Path
 
-from .checks import nonnegative_int
+from .checks import flag, nonnegative_int
 
 __all__ = ["atomic_write", "deferrable", "env_flag", "flush_to_disk", "fsync_folder", "kind_of", "read_regular",
            "regular_size", "replace", "shown_path", "signals_held", "temporary_name", "write_new"]
@@ -42,13 +42,15 @@ def env_flag(name: str, default: bool = False) -> bool:
     """The yes/no environment variable ``name``: ``1``, ``true``, ``yes``, ``on`` are True and
     ``0``, ``false``, ``no``, ``off`` False (any case, spaces around ignored); unset or empty
     gives ``default``. Anything else raises ``ValueError`` naming the variable, so that a
-    typo never means the opposite of what was meant."""
+    typo never means the opposite of what was meant; ``default`` must be a bool itself (TypeError
+    otherwise: ``default="no"`` is not False)."""
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty str (an environment variable), got {name!r}")
+    flag("default", default)
     raw = os.environ.get(name, "")
     value = raw.strip().lower()
     if not value:
-        return bool(default)
+        return default
     if value in TRUE_WORDS:
         return True
     if value in FALSE_WORDS:
@@ -143,11 +145,11 @@ def replace(written: str | os.PathLike, path: str | os.PathLike) -> None:
 def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> None:
     """Replace ``path`` by ``data`` all at once: written to a temporary file in the same folder,
     flushed to disk, then renamed over ``path`` (readers see the old file or the new one, never
-    part of one). A symlink keeps pointing at the file, which is replaced. A folder or a
-    non-regular file at ``path`` is refused; on any failure the temporary file is removed and
-    ``path`` is left as it was."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError(f"data must be bytes (encode text first), got {type(data).__name__}")
+    part of one). A symlink keeps pointing at the file, which is replaced. The new file gets the
+    permission bits of the one it replaces (a private 0600 file stays private), a new name the
+    umask's. A folder or a non-regular file at ``path`` is refused; on any failure the temporary
+    file is removed and ``path`` is left as it was."""
+    data = _bytes_of(data)
     _no_nul(path)
     if os.fspath(path).endswith(("/", os.sep)):
         raise ValueError(f"{shown_path(path)} names a folder (it ends with '/'); give the path of a file to write")
@@ -162,12 +164,21 @@ def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
         raise ValueError(f"{shown_path(path)} is {kind_of(path)}, not a regular file; give the path of a file to write")
     tmp = temporary_name(path)           # pid, thread and random characters: no one else's
     try:
-        write_new(tmp, data)
+        write_new(tmp, data, None if mode is None else stat.S_IMODE(mode) & 0o777)
         os.replace(tmp, path)
     except BaseException:                # an interrupt between the two leaves no temporary file
         tmp.unlink(missing_ok=True)
         raise
     fsync_folder(path.parent)
+
+
+def _bytes_of(data):
+    """``data`` (bytes, a bytearray or a memoryview) as a writer takes it: a memoryview that is not
+    C-contiguous (of a strided array) as its bytes in order, which a file's ``write`` refuses with a
+    BufferError; TypeError for anything else."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"data must be bytes (encode text first), got {type(data).__name__}")
+    return data.tobytes() if isinstance(data, memoryview) and not data.c_contiguous else data
 
 
 def write_new(path: str | os.PathLike, data: bytes | bytearray | memoryview, mode: int | None = None) -> None:
@@ -176,8 +187,7 @@ def write_new(path: str | os.PathLike, data: bytes | bytearray | memoryview, mod
     its descriptor closed.
     ``mode``: the permission bits the file has before any data goes in (it is created readable by
     its owner alone, then given them), else the umask's."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError(f"data must be bytes (encode text first), got {type(data).__name__}")
+    data = _bytes_of(data)
     if mode is not None and (isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o7777):
         raise ValueError(f"mode must be permission bits (an int from 0 to 0o7777), got {mode!r}")
     fd = f = None
@@ -290,6 +300,10 @@ def regular_size(path: str | os.PathLike, max_bytes: int, what: str, too_large: 
     return st.st_size
 
 
+#: the most bytes :func:`read_regular` asks one read for
+_READ_PIECE = 1 << 24
+
+
 def read_regular(path: str | os.PathLike, max_bytes: int, what: str, too_large: str = "is it the right file?") -> bytes:
     """The bytes of ``path``, read only if it is a regular file of at most ``max_bytes``
     (:func:`regular_size`, ``too_large`` its advice past them). It is opened without blocking and
@@ -300,7 +314,16 @@ def read_regular(path: str | os.PathLike, max_bytes: int, what: str, too_large: 
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise ValueError(f"{shown_path(path)} is not a regular file; {what} must be a regular file")
-        data = f.read(max_bytes + 1)
+        # a read of max_bytes + 1 would allocate that much at once (a limit of 2**36 is a MemoryError, one of
+        # 2**63 an OverflowError): read what the file holds, a bounded piece at a time, to its end or the limit
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = f.read(min(max_bytes + 1 - size, _READ_PIECE, st.st_size + 1 if not chunks else _READ_PIECE))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
     if len(data) > max_bytes:
         raise ValueError(f"{shown_path(path)} grew past {max_bytes:,} bytes while being read; {what} is read "
                          f"only up to {max_bytes:,} bytes")
