@@ -134,7 +134,9 @@ def _match_bucket(length: np.ndarray) -> np.ndarray:
 
 
 def check_vocab(vocab: int) -> None:
-    """A ValueError when a model's ``vocab`` is more than the mixer takes (:data:`MAX_VOCAB`)."""
+    """A ValueError when a model's ``vocab`` is more than the mixer takes (:data:`MAX_VOCAB`), or is
+    no positive int (a NaN compared as under it)."""
+    checks.positive_int("vocab", vocab, "the model's vocab_size")
     if vocab > MAX_VOCAB:
         raise ValueError(f"the model's vocab_size={vocab:,} is more than the mixed mode takes "
                          f"(context_mixing.MAX_VOCAB = {MAX_VOCAB:,}: its bias per previous token needs "
@@ -151,6 +153,20 @@ class GeometricMixer:
     b[prev] += η'' (onehot(x) − p). The first input's weight starts at 1, the others at 0."""
 
     def __init__(self, inputs: int, contexts: int, boosts: list[int], vocab: int, bias: bool):
+        inputs = checks.positive_int("inputs", inputs, "distributions mixed")
+        contexts = checks.positive_int("contexts", contexts, "weight sets")
+        vocab = checks.positive_int("vocab", vocab, "the model's vocab_size")
+        checks.flag("bias", bias)
+        if isinstance(boosts, (str, bytes)) or not isinstance(boosts, (list, tuple)) \
+                or not all(checks._is_int(size) and size > 0 for size in boosts):
+            raise TypeError(f"boosts must be a list of positive ints (each boost table's size), got {boosts!r:.200}")
+        for name, cells in (("contexts × inputs", contexts * inputs), *((f"boosts[{i}]", int(size))
+                                                                       for i, size in enumerate(boosts))):
+            if cells > checks.MAX_TABLE_CELLS:
+                raise ValueError(f"{name} makes a table of {cells:,} float64 cells, over MAX_TABLE_CELLS = "
+                                 f"{checks.MAX_TABLE_CELLS:,} (1 GiB): pass fewer")
+        if bias:                           # a (vocab, vocab) table: the mixed mode's bound
+            check_vocab(vocab)
         self.w = np.zeros((contexts, inputs))
         self.w[:, 0] = 1.0
         self.v = [np.zeros(size) for size in boosts]
@@ -224,6 +240,10 @@ class TreeSSE:
     toward what was decided."""
 
     def __init__(self, vocab: int, depth: int | None = None):
+        checks.coder_sizes(vocab=vocab)                 # a call pads each row to 2^⌈log2 vocab⌉ leaves
+        vocab = int(vocab)
+        if depth is not None:
+            checks.positive_int("depth", depth, "levels of the tree refined; None for SSE_DEPTH")
         self.bits = max(1, int(vocab - 1).bit_length())
         self.depth = min(self.bits, SSE_DEPTH if depth is None else depth)
         self.vocab = vocab
@@ -232,6 +252,10 @@ class TreeSSE:
         self._state = None                 # what the call computed, until :meth:`update`
 
     def __call__(self, p: np.ndarray) -> np.ndarray:
+        if not isinstance(p, np.ndarray) or p.ndim != 2 or p.shape[1] != self.vocab or p.dtype.kind != "f":
+            shown = f"{p.dtype} of shape {p.shape}" if isinstance(p, np.ndarray) else type(p).__name__
+            raise ValueError(f"p must be a float array of shape (streams, {self.vocab}) (a distribution per "
+                             f"stream over the vocabulary), got {shown}")
         b = p.shape[0]
         if self.vocab == 1 << self.bits:                 # a full tree: the leaves are p
             leaves = p
@@ -245,6 +269,8 @@ class TreeSSE:
         logs = [np.log(level) for level in reversed(levels)]                 # logs[d]: 2^(d + 1) subtrees
         st = np.concatenate([lg[:, 1::2] - lg[:, ::2] for lg in logs], axis=1)   # (B, nodes), heap order
         pos = (np.clip(st, -8.0, 8.0) + 8.0) * ((SSE_BINS - 1) / 16.0)
+        if np.isnan(pos).any():            # a NaN in p (a node's stretch, one per node: a cheap test)
+            raise ValueError("p must hold probabilities, got a NaN in it: the distribution it refines is broken")
         i = np.minimum(pos.astype(np.int64), SSE_BINS - 2)
         f = pos - i
         d = self.node_depth[None, :]

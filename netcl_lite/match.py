@@ -80,7 +80,8 @@ class MatchModel:
 
     def __init__(self, primer: np.ndarray, lengths: np.ndarray, min_length: int = MIN_LENGTH):
         checks.coder_sizes(lengths=lengths)            # before anything is sized by them
-        primer = checks.id_array("primer", primer)
+        # the text is int32, -1 marking what is not coded yet: a larger id would wrap (2**32 - 1 to -1)
+        primer = checks.id_array("primer", primer, np.iinfo(np.int32).max + 1)
         lengths = checks.id_array("lengths", lengths, what="token counts, one per stream")
         if lengths.size == 0:
             raise ValueError("lengths must give at least one stream's token count, got none")

@@ -522,6 +522,7 @@ class NGram:
     def __init__(self, primer: np.ndarray, vocab: int, streams: int, orders: int = ORDERS):
         checks.coder_sizes(vocab=vocab, streams=streams, orders=orders)      # before anything is sized by them
         primer = _check(primer, vocab, streams, orders)
+        vocab, streams, orders = int(vocab), int(streams), int(orders)      # NumPy integers would wrap the hashes
         self.vocab, self.orders = vocab, orders
         self.token_bits = _token_bits(vocab)
         unigram, tables = _primed_counts(primer, vocab, orders)       # tables: a _Primed
@@ -717,6 +718,8 @@ def word_classes(pieces: dict[int, bytes], vocab: int) -> tuple[np.ndarray, np.n
         >>> cls.tolist(), sep.tolist()
         ([1, 1, 0, 2], [0, 0, 2, 1])
     """
+    checks.coder_sizes(vocab=vocab, pieces=pieces)     # before the (vocab,) arrays are made
+    vocab = int(vocab)
     cls, sep, names = np.zeros(vocab, np.int64), np.zeros(vocab, np.int64), {}
     for i, piece in sorted(pieces.items()):
         if not 0 <= i < vocab:
@@ -769,6 +772,7 @@ class WordNGram:
         if not isinstance(pieces, Mapping):
             raise TypeError(f"pieces must be a mapping of token id -> bytes (the tokenizer's vocab), "
                             f"got {type(pieces).__name__}")
+        vocab, streams, orders = int(vocab), int(streams), int(orders)      # NumPy integers would wrap the hashes
         self.vocab, self.orders = vocab, orders
         self.classes, self.separators = word_classes(pieces, vocab)
         self.n_classes = int(self.classes.max())
