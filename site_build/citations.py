@@ -1123,6 +1123,15 @@ def _sort_form(name: str) -> str:
     return "".join(c for c in folded if not unicodedata.combining(c)).translate(_SORT_LETTERS)
 
 
+def _page_link(src_uri: str) -> str:
+    """The link's target from the Bibliography page to the page ``src_uri``, percent-encoded: a file's
+    name is no URL (``a)b.md`` ended the link's Markdown at its ``)``, ``a#b.md`` and ``a?b.md`` were read
+    as a fragment or a query, ``a%20b.md`` as ``a b.md``); MkDocs decodes the target to find the file."""
+    from urllib.parse import quote
+
+    return quote(posixpath.relpath(src_uri, posixpath.dirname(PAGE) or "."), safe="/")
+
+
 def bibliography(files, known: dict[str, Work] | None = None) -> str:
     """The Bibliography page's entries as Markdown: each work, sorted by first author and year,
     anchored by its key, with links to the pages of ``files`` (MkDocs' files) that cite it. Its text shows
@@ -1152,8 +1161,7 @@ def bibliography(files, known: dict[str, Work] | None = None) -> str:
         parts += [f"<code>{shown(i)}</code>." for i in work.identifiers]
         where = cited_on[work.key]
         if where:
-            pages = ", ".join(f"[{shown(_page_title(f))}]({posixpath.relpath(f.src_uri, posixpath.dirname(PAGE) or '.')})"
-                              for f in where)
+            pages = ", ".join(f"[{shown(_page_title(f))}]({_page_link(f.src_uri)})" for f in where)
             parts.append(f"Cited in {pages}.")
         entries.append(f'<li id="{work.key}" markdown="span">{" ".join(parts)}</li>')
     # a list item per work (md_in_html renders the Markdown inside): the printable book keeps a list
