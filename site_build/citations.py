@@ -1062,8 +1062,29 @@ def _page_title(file) -> str:
     (:func:`_source_title`; MkDocs reads the pages in their files' order, and the Bibliography's turn
     may come first). MkDocs' title is HTML, as the theme shows it: a heading's ``&`` is ``&amp;`` there."""
     page = getattr(file, "page", None)
+    meta = getattr(page, "meta", None) if page is not None else None
+    if isinstance(meta, dict) and "title" in meta:           # the front matter's, as YAML read it
+        return _front_title(file, meta["title"])
     title = getattr(page, "title", None) if page is not None else None
     return _html.unescape(str(title or _source_title(file)))
+
+
+def _front_title(file, title) -> str:
+    """The front matter's ``title`` of the page ``file``, which must be text and not blank: the
+    Bibliography lists the page by it (an empty one made an empty link, a null one "None", ``yes`` "True",
+    a list its Python form); else ``ValueError`` naming the page and the title's line."""
+    if isinstance(title, str) and title.strip():
+        return title
+    try:
+        text = Path(file.abs_src_path).read_text(encoding="utf-8-sig", errors="replace")
+    except (TypeError, OSError):
+        text = ""
+    m = re.search(r"^title[ \t]*:", text, re.M)
+    line = f":{text.count(chr(10), 0, m.start()) + 1}" if m else ""
+    what = "blank" if isinstance(title, str) else f"read by YAML as {type(title).__name__} {title!r}"
+    raise ValueError(f"docs/{file.src_uri}{line}: the front matter's title is {what}; the page cites a work, and "
+                     f"the Bibliography lists it by its title: give the title as text (quote it if YAML reads it "
+                     f"as something else), or drop the line to take the first heading's")
 
 
 def _source_title(file) -> str:
@@ -1081,7 +1102,7 @@ def _source_title(file) -> str:
     text = Path(file.abs_src_path).read_text(encoding="utf-8-sig", errors="replace")
     body, data = meta.get_data(text)
     if "title" in data:
-        return str(data["title"])
+        return _front_title(file, data["title"])
     try:
         body = render(body, file.src_uri)          # as the page's Markdown stage leaves it
     except ValueError:                             # the page's own turn names what is wrong

@@ -47,3 +47,29 @@ def test_a_citing_page_s_link_leads_to_its_file_whatever_its_name(tmp_path, name
     assert len(links) == 1 and links[0][1] == "The page", html
     target = urlsplit(links[0][0].replace("&amp;", "&"))       # as MkDocs reads a link's target
     assert unquote(target.path) == name and not target.query and not target.fragment, links
+
+
+# -- a citing page's title ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("front, line", [('title: ""', 3), ("title:", 3), ("title: '   '", 3), ("title: [a, b]", 3),
+                                         ("title: ~", 3), ("title: 2020", 3), ("title: yes", 3)])
+def test_a_citing_page_whose_title_is_no_text_fails_naming_its_line(tmp_path, front, line):
+    """The Bibliography lists each citing page by its title; a front matter's empty title made an empty
+    link ("Cited in ."), a null one the link "None", a list "['a', 'b']", ``yes`` "True" and ``2020`` a
+    number YAML read, each with no error. The page's title is text, not blank: the error names the page
+    and the title's line and says to quote it."""
+    with pytest.raises(ValueError, match=rf"^docs/notes/p\.md:{line}: .*title.*quote"):
+        _listed(tmp_path, "notes/p.md", f"---\nauthor: A\n{front}\n---\n\nAs [@{KEY}] shows.\n")
+
+
+def test_a_read_page_whose_title_is_no_text_fails_too(tmp_path):
+    """MkDocs gives a page the front matter's title as YAML read it (None for ``title:``); once read, the
+    page was listed by the title computed again from its source, "None"."""
+    read = SimpleNamespace(title=None, meta={"title": None})
+    with pytest.raises(ValueError, match=r"^docs/p\.md:2: .*title"):
+        _listed(tmp_path, "p.md", f"---\ntitle:\n---\n\nAs [@{KEY}] shows.\n", page=read)
+
+
+def test_a_front_matter_title_that_is_text_is_listed_as_written(tmp_path):
+    html = _listed(tmp_path, "p.md", f"---\ntitle: '2020: a year'\n---\n\nAs [@{KEY}] shows.\n")
+    assert 'Cited in <a href="p.md">2020: a year</a>.' in html, html
