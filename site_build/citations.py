@@ -219,10 +219,10 @@ def _load(path: str, stamp: tuple[int, int]) -> dict[str, Work]:
                              f"cannot show (the page would show it as typed); write its text plainly (accents such "
                              f"as {{\\'e}} and escapes such as \\& are read)")
         out[key] = work
-    return _years_told_apart(out)
+    return _years_told_apart(out, path)
 
 
-def _years_told_apart(known: dict[str, Work]) -> dict[str, Work]:
+def _years_told_apart(known: dict[str, Work], path: str = str(SOURCE)) -> dict[str, Work]:
     """``known`` with a letter after the year of works a citation would name alike (the same authors as a
     citation shows them, the same year): "Smith (2020a)" and "Smith (2020b)", lettered in the
     Bibliography's order (surnames, then title, then key), so that each citation points at one work."""
@@ -235,8 +235,10 @@ def _years_told_apart(known: dict[str, Work]) -> dict[str, Work]:
             continue
         group.sort(key=lambda w: ([_sort_form(s) for s in w.surnames], _sort_form(w.title), w.key))
         if len(group) > 26:
-            raise ValueError(f"{len(group)} works would be cited as {group[0].who} ({group[0].year}): the year's "
-                             f"letters run from a to z")
+            keys = ", ".join(repr(w.key) for w in group)
+            raise ValueError(f"{path}: {len(group)} entries would be cited as {group[0].who} ({group[0].year}), more "
+                             f"than the year's letters a to z tell apart ({keys}); check the entries' authors and "
+                             f"years, or merge the works that are one")
         for letter, work in zip("abcdefghijklmnopqrstuvwxyz", group):
             out[work.key] = dataclasses.replace(work, year=work.year + letter)
     return out

@@ -73,3 +73,15 @@ def test_a_read_page_whose_title_is_no_text_fails_too(tmp_path):
 def test_a_front_matter_title_that_is_text_is_listed_as_written(tmp_path):
     html = _listed(tmp_path, "p.md", f"---\ntitle: '2020: a year'\n---\n\nAs [@{KEY}] shows.\n")
     assert 'Cited in <a href="p.md">2020: a year</a>.' in html, html
+
+
+# -- the year's letters -----------------------------------------------------------------------------------------
+
+def test_more_works_cited_alike_than_letters_fails_naming_the_file(tmp_path):
+    """27 works by one author in one year cannot be told apart by a letter; the error said so without
+    naming the BibTeX file or an entry."""
+    source = tmp_path / "refs.bib"
+    source.write_text("".join(f"@article{{smith2020w{i}, author = {{Smith, Ann}}, title = {{T{i}}}, journal = {{J}}, "
+                              f"year = {{2020}}}}\n" for i in range(27)), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"refs\.bib: 27 entries would be cited as Smith \(2020\).*'smith2020w0'"):
+        citations.works(source)
