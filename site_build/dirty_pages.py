@@ -90,9 +90,10 @@ class PageReads:
     ``docs/``: a Python audit hook (:func:`sys.addaudithook`) sees every ``open`` (``open``,
     ``Path.read_text``, ``io.open_code``, ``os.open``), so a file a stage reads is an input of the
     page whether or not :func:`page_inputs` names it. The hook is added once per process, on the
-    first :meth:`start`, and does nothing while no page renders."""
+    first :meth:`start`, and does nothing while no page renders. Each file's status (:func:`status`) is
+    taken as it is first opened, so that :meth:`stop` can tell which changed while the page rendered."""
 
-    _current: set[str] | None = None      # the paths opened since start(), while a page renders
+    _current: dict[str, tuple[int, ...] | None] | None = None   # path → status at its first open, while a page renders
     _hooked = False
 
     @staticmethod
@@ -106,19 +107,35 @@ class PageReads:
         writes = ("w" in mode or "a" in mode or "x" in mode or "+" in mode) if isinstance(mode, str) else (
             isinstance(flags, int) and flags & os.O_ACCMODE != os.O_RDONLY)
         if not writes:
-            current.add(os.path.abspath(os.fsdecode(path)))
+            path = os.path.abspath(os.fsdecode(path))
+            if path not in current:
+                current[path] = status(path)
 
     def start(self) -> None:
         """Record from now on the files opened for reading."""
         if not PageReads._hooked:
             sys.addaudithook(PageReads._audit)
             PageReads._hooked = True
-        PageReads._current = set()
+        PageReads._current = {}
+        self.changed: list[Path] = []
 
     def stop(self) -> list[Path]:
-        """Stop recording; the files opened for reading since :meth:`start`, sorted."""
-        current, PageReads._current = PageReads._current, None
-        return [Path(p) for p in sorted(current or ())]
+        """Stop recording; the files opened for reading since :meth:`start`, sorted. Those whose status
+        changed since they were first opened (saved again while the page rendered) are left in
+        ``self.changed``."""
+        current, PageReads._current = PageReads._current or {}, None
+        self.changed = [Path(p) for p, seen in sorted(current.items()) if status(p) != seen]
+        return [Path(p) for p in sorted(current)]
+
+
+def status(path: str | Path) -> tuple[int, ...] | None:
+    """What :class:`FileDigests` reads a file again on (size, modification and status-change times,
+    inode), or None when ``path`` cannot be looked at."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def _files_digest(paths, files: FileDigests) -> bytes:
@@ -231,7 +248,10 @@ class DirtyPages:
         the files' digests as they were read."""
         if self.dirty and self._rendering is not None:
             paths = self._reads.stop()
-            self.read[self._rendering] = (paths, _files_digest(paths, self.files))
+            # a file saved again while the page rendered may show in the HTML as it was before: no digest
+            # is recorded that the next build could match, so that build renders the page again
+            read_digest = b"" if self._reads.changed else _files_digest(paths, self.files)
+            self.read[self._rendering] = (paths, read_digest)
             self._rendering = None
 
     def invalidate(self, files, site_dir: Path | None = None) -> None:

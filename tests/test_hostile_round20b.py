@@ -1,0 +1,37 @@
+"""Hostile round 20b: the build plugin (``site_build``) under a ``mkdocs serve`` rebuild race, and
+with unusual inputs. Each test failed on the code before its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from site_build import dirty_pages
+
+
+def _one_page(src: Path, dest: Path):
+    page = SimpleNamespace(src_uri="page.md", abs_src_path=str(src), abs_dest_path=str(dest))
+    return SimpleNamespace(documentation_pages=lambda: [page])
+
+
+def test_a_file_changed_while_its_page_renders_renders_the_page_again(tmp_path):
+    """Under ``mkdocs serve --dirty``, a file a page read as it rendered and that was saved again before
+    the render ended (an editor's second save during the build) was recorded with its new digest, while
+    the HTML showed the old text: the next build found nothing changed and kept the stale page."""
+    data = tmp_path / "data.json"
+    data.write_text("1\n")
+    src, dest = tmp_path / "page.md", tmp_path / "site" / "page.html"
+    src.write_text("# A page\n")
+    dest.parent.mkdir()
+    files = _one_page(src, dest)
+    watch = dirty_pages.DirtyPages(dirty=True)
+    watch.invalidate(files)
+    watch.rendering("page.md")
+    shown = data.read_text()
+    data.write_text("2, saved while the page rendered\n")
+    watch.rendered()
+    dest.write_text(f"<html>{shown}")
+    watch.invalidate(files)                     # the rebuild the save started
+    assert not dest.exists(), "the page showing the old text was kept"
