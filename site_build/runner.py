@@ -68,6 +68,12 @@ FIXED = {"PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF
 #: printed output) are checked once the run ends; this one keeps a runaway run from filling the disk
 #: before that. A run's own files are far smaller (a checkpoint, PoCL's built kernels: a few MiB).
 FILE_LIMIT = 256 << 20
+#: Memory is NOT bounded: no ``RLIMIT_AS`` or ``RLIMIT_DATA`` is set for a run, so a snippet that
+#: allocates without end takes the build machine's memory (the kernel's OOM killer, not the build,
+#: stops it). ``RLIMIT_AS`` counts address space reserved, not used, and PoCL and the OpenCL runtime
+#: reserve large ranges (Chapter 9's ``one_step.py`` peaks at about 650 MB of address space for
+#: about 320 MB resident, on two cores; more threads reserve more stacks), so a bound must come from
+#: the measured peak of every real run (figures, notebooks, Chapter 9's runs) with a wide margin.
 #: how a snippet runs; part of the execution-cache key of what it prints (and, through
 #: :func:`site_build.store.context`, of every figure and notebook)
 HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fresh interpreter, alone in a "

@@ -35,3 +35,20 @@ def test_a_file_changed_while_its_page_renders_renders_the_page_again(tmp_path):
     dest.write_text(f"<html>{shown}")
     watch.invalidate(files)                     # the rebuild the save started
     assert not dest.exists(), "the page showing the old text was kept"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "no memory bound on a run: RLIMIT_AS counts address space reserved, not used, and PoCL and the "
+    "OpenCL runtime reserve large ranges (one_step.py peaks at ~650 MB of address space for ~320 MB "
+    "resident here; Chapter 9's other runs were not measured on this 2-core machine), so a bound "
+    "needs the peak of every real run first (runner.py says so)"))
+def test_a_run_cannot_reserve_more_memory_than_a_stated_bound(tmp_path):
+    """A snippet that asks for 1 TiB of address space (reserved, never touched: it costs no memory here)
+    should be refused as a run past a stated memory bound is, as FILE_LIMIT refuses a file."""
+    from site_build import runner
+
+    code = (b"import mmap\n"
+            b"m = mmap.mmap(-1, 1 << 40, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, 'MAP_NORESERVE', 0x4000))\n"
+            b"print('reserved')\n")
+    run = runner.run_as_snippet(code, tmp_path, timeout=60, limit=1 << 16)
+    assert run.stdout != b"reserved\n", "a run reserved 1 TiB: no memory bound"
