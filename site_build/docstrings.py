@@ -17,7 +17,7 @@ package has been loaded and before mkdocstrings parses it:
   Four more spaces than that paragraph would make Markdown read the fence as an indented code
   block and show the backticks as text, so the fence goes at the paragraph's own indentation.
 
-Lines inside an existing fence are left as they are.
+Lines inside an existing fence, and roles inside a code span, are left as they are.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def markup(text: str, resolve: Callable[[str], str] = str) -> str:
             fence = None
         p = _PROMPT.match(line) if fence is None else None
         if not p:
-            out.append(ROLE.sub(lambda r: cross_reference(r, resolve), line) if fence is None else line)
+            out.append(_roles_outside_code(line, resolve) if fence is None else line)
             i += 1
             continue
         indent, block = p.group(1), []
@@ -75,6 +75,27 @@ def markup(text: str, resolve: Callable[[str], str] = str) -> str:
         ticks = "`" * max(3, 1 + max((len(run) for b in block for run in _TICKS.findall(b)), default=0))
         out += ["", at + ticks + "pycon", *(at + b for b in block), at + ticks, ""]
     return "\n".join(out)
+
+
+def _roles_outside_code(line: str, resolve: Callable[[str], str]) -> str:
+    """``line`` with each role made a cross-reference, but not inside a code span (````:func:`x` ````
+    shows the role as typed, as Markdown shows a span's text): read left to right, a role where one
+    starts, a span from its run of backticks to the next run of the same length, as Markdown reads it
+    (a run with no closing one is text)."""
+    out, i = [], 0
+    while i < len(line):
+        if (role := ROLE.match(line, i)) is not None:
+            out.append(cross_reference(role, resolve))
+            i = role.end()
+        elif (run := _TICKS.match(line, i)) is not None:
+            close = next((c for c in _TICKS.finditer(line, run.end()) if len(c[0]) == len(run[0])), None)
+            end = close.end() if close is not None else run.end()
+            out.append(line[i:end])
+            i = end
+        else:
+            out.append(line[i])
+            i += 1
+    return "".join(out)
 
 
 def _resolver(obj) -> Callable[[str], str]:

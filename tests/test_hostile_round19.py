@@ -152,3 +152,23 @@ def test_a_figure_script_writing_past_the_limit_fails_at_once_naming_its_page(ge
         generated.build_figures("shared")
     message = str(caught.value)
     assert message.startswith("docs/chapter-99.md: the figure script ") and "File too large" in message, message
+
+
+# -- docstrings: a role inside a code span ------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["Write `` :func:`netcl_lite.ops.matmul` `` to link it.",
+                                  "The form ``:class:`Name` `` and a run ```:meth:`x` ``` both stay."])
+def test_a_role_inside_a_code_span_stays_as_typed(text):
+    """A docstring that shows the role syntax in a code span had it rewritten into the cross-reference's
+    HTML inside the span, so the reference page showed ``<autoref identifier=... optional>`` as text."""
+    from site_build.docstrings import markup
+
+    assert markup(text) == text
+
+
+def test_roles_outside_code_spans_still_link():
+    from site_build.docstrings import markup
+
+    shown = markup("See :func:`~netcl_lite.ops.matmul` beside `code`, then :class:`Tensor`.")
+    assert shown == ('See <autoref identifier="netcl_lite.ops.matmul" optional>`matmul`</autoref> beside `code`, '
+                     'then <autoref identifier="Tensor" optional>`Tensor`</autoref>.')
