@@ -63,6 +63,7 @@ import re
 import struct
 import threading
 import zlib
+from collections.abc import Iterator, Mapping, Set
 from functools import lru_cache
 
 import numpy as np
@@ -612,6 +613,13 @@ def _check_primer(primer, tokenizer: BPETokenizer) -> np.ndarray:
     (TypeError for a masked array)."""
     _not_masked(primer, "primer")
     what = "primer must be a 1-D array of token ids of the tokenizer (or None for Chapter 9's training text)"
+    if isinstance(primer, (Iterator, str, bytes, bytearray, Mapping, Set)):
+        # NumPy reads these as one object (a generator: "an array of shape () and dtype object"),
+        # a set or a mapping in no stated order
+        kind = type(primer).__name__
+        raise ValueError(f"primer must be a sequence or an array of token ids of the tokenizer (or None for "
+                         f"Chapter 9's training text), got {'a' if kind[0] not in 'aeiou' else 'an'} {kind}"
+                         + ("; pass list(...) of it" if isinstance(primer, Iterator) else ""))
     try:
         arr = np.asarray(primer)
     except (ValueError, TypeError) as exc:

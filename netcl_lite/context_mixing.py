@@ -60,14 +60,36 @@ SSE_WEIGHT = 0.7            # the output is this much the APM's, the rest the in
 SSE_DEPTH = 4               # levels of the vocabulary's tree whose decisions it refines
 
 
+def _reals(name: str, value, what: str) -> np.ndarray:
+    """``value`` as a float array, or ValueError naming ``name`` for anything that is not real numbers
+    (a NaN included: it would come back as NaN, silently)."""
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{name} must be {what}; NumPy cannot read it as an array ({exc})") from None
+    if arr.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be {what}, got an array of {arr.dtype}")
+    arr = arr.astype(np.float64, copy=False)
+    if np.isnan(arr).any():
+        raise ValueError(f"{name} must be {what}, got a NaN in it")
+    return arr
+
+
 def stretch(p: np.ndarray) -> np.ndarray:
-    """ln(p / (1 − p)), the logistic domain PAQ mixes in."""
-    return np.log(p / (1 - p))
+    """ln(p / (1 − p)), the logistic domain PAQ mixes in: −inf at 0, +inf at 1; ValueError for a
+    NaN or a value outside [0, 1], which have none."""
+    p = _reals("p", p, "probabilities in [0, 1]")
+    if p.size and not (p.min() >= 0 and p.max() <= 1):
+        raise ValueError(f"p must be probabilities in [0, 1], got values from {p.min()} to {p.max()}")
+    with np.errstate(divide="ignore"):
+        return np.log(p / (1 - p))
 
 
 def squash(x: np.ndarray) -> np.ndarray:
-    """The inverse of :func:`stretch`: 1 / (1 + e^−x)."""
-    return 1.0 / (1.0 + np.exp(-x))
+    """The inverse of :func:`stretch`: 1 / (1 + e^−x) (0 at −inf, 1 at +inf); ValueError for a NaN."""
+    x = _reals("x", x, "real numbers (stretched probabilities)")
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
 
 
 class StreamCache:
@@ -98,8 +120,16 @@ class StreamCache:
         self.step = 0
 
     def predict(self, prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(unigram, bigram), each (B, vocab), from ``prior`` (vocab,)."""
+        """(unigram, bigram), each (B, vocab), from ``prior`` (vocab,): finite and >= 0 (a NaN in it would
+        be in every stream's prediction)."""
         b, v = self.counts.shape
+        if not isinstance(prior, np.ndarray) or prior.shape != (v,) or prior.dtype.kind not in "iuf":
+            shown = f"{prior.dtype} of shape {prior.shape}" if isinstance(prior, np.ndarray) else type(prior).__name__
+            raise ValueError(f"prior must be a float array of shape ({v},) (a distribution over the vocabulary), "
+                             f"got {shown}")
+        if not (prior.min() >= 0 and np.isfinite(prior.max())):
+            raise ValueError("prior must hold finite probabilities >= 0; it holds a NaN, an infinity or a "
+                             "negative value")
         unigram = (self.counts + STREAM_PRIOR * prior) / (self.counts.sum(axis=1, keepdims=True) + STREAM_PRIOR)
         t = self.step
         if t >= 2:       # pairs (i, i + 1), t - 1 - window <= i < t - 1, whose first is the last token

@@ -679,20 +679,58 @@ class Mixer:
         self.parts = None                  # what :meth:`mix` mixed, until :meth:`update`
 
     def mix(self, parts, reached, total):
-        self.bucket = (reached, np.minimum(np.floor(np.log2(np.maximum(total, 1))).astype(np.int64),
-                                           LOG2_BUCKETS - 1))
+        """The mixture (B, vocab) of ``parts``, one (B, vocab) distribution per part the weights
+        keep (the model, the snapshots after :data:`MIX_ORDERS`, the cache, the n-gram), with the
+        weight set of each stream's order ``reached`` (B,) and ``total`` (B,), the count seen there."""
+        n_parts = self.w.shape[2]
+        if not isinstance(parts, (list, tuple)) or len(parts) != n_parts:
+            got = f"{len(parts)} parts" if isinstance(parts, (list, tuple)) else type(parts).__name__
+            raise ValueError(f"parts must be a list of {n_parts} distributions (the model, the n-gram after orders "
+                             f"{', '.join(map(str, MIX_ORDERS))}, the cache, the n-gram), got {got}")
+        shape = getattr(parts[0], "shape", None)
+        for i, part in enumerate(parts):
+            if not isinstance(part, np.ndarray) or part.ndim != 2 or part.dtype.kind != "f" or part.shape != shape:
+                shown = f"{part.dtype} of shape {part.shape}" if isinstance(part, np.ndarray) else type(part).__name__
+                raise ValueError(f"parts[{i}] must be a float array of shape (streams, vocab), as parts[0] "
+                                 f"{shape}, got {shown}")
+        b = shape[0]
+        reached = np.asarray(reached)
+        if reached.shape != (b,) or (b and (reached.dtype.kind not in "iu" or reached.min() < 0
+                                            or reached.max() >= self.w.shape[0])):
+            raise ValueError(f"reached must hold one int per stream ({b}) in [0, {self.w.shape[0]}) (the order "
+                             f"each stream's context reached), got {reached.dtype} of shape {reached.shape}"
+                             + (f" from {reached.min()} to {reached.max()}" if reached.size and reached.ndim
+                                and reached.dtype.kind in "iuf" else ""))
+        total = np.asarray(total)
+        if total.shape != (b,) or total.dtype.kind not in "iuf" or (b and not (total.min() >= 0
+                                                                             and np.isfinite(total.max()))):
+            raise ValueError(f"total must hold one finite count >= 0 per stream ({b}) (what the context reached "
+                             f"has seen), got {total.dtype} of shape {total.shape}")
+        self.bucket = (reached.astype(np.int64, copy=False),
+                       np.minimum(np.floor(np.log2(np.maximum(total, 1))).astype(np.int64), LOG2_BUCKETS - 1))
         w = self.w[self.bucket]
-        self.parts = parts
         p = w[:, :1] * parts[0]
         term = np.empty_like(p)
         for i in range(1, len(parts)):
             p += np.multiply(w[:, i:i + 1], parts[i], out=term)
+        # two reductions, no temporaries: a NaN fails both, an infinity or a negative value one
+        if b and not (p.min() >= 0 and np.isfinite(p.max())):
+            self.parts = None
+            raise ValueError("parts must hold finite probabilities >= 0; one holds a NaN, an infinity or a "
+                             "negative value (check the model and the counts that gave it)")
+        self.parts = parts
         return p
 
     def update(self, tokens, p_mix, active):
-        """Move the weights toward the parts that gave the coded ``tokens`` most; follows :meth:`mix`."""
+        """Move the weights toward the parts that gave the coded ``tokens`` most; follows :meth:`mix`,
+        ``p_mix`` the mixture it returned."""
         if self.parts is None:
             raise ValueError("update follows mix: call mix(parts, reached, total) for the step first (once per update)")
+        b, v = self.parts[0].shape
+        tokens, active = checks.step_ids(tokens, active, b, v)
+        if not isinstance(p_mix, np.ndarray) or p_mix.shape != (b, v):
+            shown = f"shape {p_mix.shape}" if isinstance(p_mix, np.ndarray) else type(p_mix).__name__
+            raise ValueError(f"p_mix must be the (streams, vocab) = {(b, v)} mixture mix returned, got {shown}")
         rows = np.flatnonzero(active)
         px = p_mix[rows, tokens[rows]]
         ratio = np.stack([part[rows, tokens[rows]] / px for part in self.parts], axis=1)
