@@ -201,7 +201,44 @@ class GeometricMixer:
         self.w[:, 0] = 1.0
         self.v = [np.zeros(size) for size in boosts]
         self.bias = np.zeros((vocab, vocab)) if bias else None
+        self.vocab = vocab
         self._state = None                 # what :meth:`mix` computed, until :meth:`update`
+
+    def _check_step(self, parts, context, boosts, prev) -> None:
+        """ValueError naming the argument of :meth:`mix` that does not fit the weights: they are
+        indexed by it, so an id past a table was an IndexError and -1 silently the table's last."""
+        inputs, v = self.w.shape[1], self.vocab
+        if not isinstance(parts, (list, tuple)) or len(parts) != inputs:
+            got = f"{len(parts)} parts" if isinstance(parts, (list, tuple)) else type(parts).__name__
+            raise ValueError(f"parts must be a list of {inputs} distributions (the inputs the mixer was made "
+                             f"for), got {got}")
+        b = parts[0].shape[0] if isinstance(parts[0], np.ndarray) and parts[0].ndim == 2 else None
+        for i, part in enumerate(parts):
+            if not isinstance(part, np.ndarray) or part.dtype.kind != "f" or b is None or part.shape != (b, v):
+                shown = f"{part.dtype} of shape {part.shape}" if isinstance(part, np.ndarray) else type(part).__name__
+                raise ValueError(f"parts[{i}] must be a float array of shape (streams, {v}), the same for every "
+                                 f"part, got {shown}")
+
+        def ids(name, value, high, low=0, what=""):
+            arr = np.asarray(value)
+            if arr.shape != (b,) or arr.dtype.kind not in "iu" or (b and (arr.min() < low or arr.max() >= high)):
+                span = (f" from {arr.min()} to {arr.max()}" if arr.ndim == 1 and arr.size
+                        and arr.dtype.kind in "iuf" else "")
+                raise ValueError(f"{name} must hold one int per stream ({b}) in [{low}, {high}){what}, got "
+                                 f"{arr.dtype} of shape {arr.shape}{span}")
+            return arr
+
+        ids("context", context, self.w.shape[0], what=" (each stream's weight set)")
+        ids("prev", prev, v, what=" (each stream's previous token)")
+        if not isinstance(boosts, (list, tuple)):
+            raise ValueError(f"boosts must be a list of (table, tokens, index), got {type(boosts).__name__}")
+        for j, boost in enumerate(boosts):
+            if not isinstance(boost, (list, tuple)) or len(boost) != 3 or not checks._is_int(boost[0]) \
+                    or not 0 <= boost[0] < len(self.v):
+                raise ValueError(f"boosts[{j}] must be (table, tokens, index) with table in [0, {len(self.v)}) "
+                                 f"(the boost tables the mixer was made with), got {boost!r:.200}")
+            ids(f"boosts[{j}]'s tokens", boost[1], v, low=-1, what=" (-1 for none)")
+            ids(f"boosts[{j}]'s index", boost[2], self.v[boost[0]].size, what=" (into its table's weights)")
 
     def mix(self, parts: list, context: np.ndarray, boosts: list, prev: np.ndarray) -> np.ndarray:
         """``parts``: (B, vocab) distributions; ``context`` (B,): each stream's weight set;
@@ -214,6 +251,8 @@ class GeometricMixer:
         probability too small for float32 is below e^−30 and floored either way), far below what
         moves a coded bit; the passes read half the bytes and the logs take under half the time
         (``benchmarks/results/tried.md``)."""
+        self._check_step(parts, context, boosts, prev)
+        context, prev = np.asarray(context), np.asarray(prev)
         b, v = parts[0].shape
         if getattr(self, "_logs", None) is None or self._logs.shape != (b, len(parts), v):
             self._logs = np.empty((b, len(parts), v), np.float32)     # kept for update, reused each step
@@ -230,7 +269,12 @@ class GeometricMixer:
             rows = np.flatnonzero(tokens >= 0)
             s[rows, tokens[rows]] += self.v[table][index[rows]]
             rows_of.append(rows)
-        s -= s.max(axis=1, keepdims=True)
+        top = s.max(axis=1, keepdims=True)
+        if not np.isfinite(top).all():    # a row's max: NaN for a NaN in it, inf for an infinity
+            self._state = None
+            raise ValueError("parts must hold finite probabilities >= 0; one holds a NaN, an infinity or a "
+                             "negative value (check the model and the counts that gave it)")
+        s -= top
         p = np.exp(s, out=s)
         p /= p.sum(axis=1, keepdims=True)
         self._state = logs, context, boosts, rows_of, prev, p
@@ -241,6 +285,7 @@ class GeometricMixer:
         if self._state is None:
             raise ValueError("update follows mix: call mix(...) for the step first (once per update)")
         logs, context, boosts, rows_of, prev, p = self._state
+        tokens, active = checks.step_ids(tokens, active, p.shape[0], self.vocab)
         self._state = None
         rows = np.flatnonzero(active)
         x = tokens[rows]
@@ -327,6 +372,7 @@ class TreeSSE:
             raise ValueError("update follows a call: call the TreeSSE on the step's distribution first "
                              "(once per update)")
         i, f, apm = self._state
+        tokens, active = checks.step_ids(tokens, active, i.shape[0], self.vocab)
         self._state = None
         rows = np.flatnonzero(active)
         d = np.arange(self.depth)
