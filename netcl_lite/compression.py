@@ -506,8 +506,13 @@ class _Predictor:
 
     def probabilities(self) -> np.ndarray:
         """(active streams, vocab) float64 for this step (the active streams are a prefix). An
-        overflow once the adapter has changed the weights is :class:`AdaptationDiverged`."""
+        overflow once the adapter has changed the weights is :class:`AdaptationDiverged`. Once per step:
+        a second call before :meth:`advance` is refused (it would feed the step's input to the model
+        again, and every later prediction would differ from the other side's)."""
         self._open()
+        if self.asked is not None:
+            raise ValueError("probabilities was called for this step already: call advance(tokens) with the "
+                             "step's tokens first (a second call would feed the model the step's input twice)")
         try:
             return self._probabilities()
         except NonFiniteError as exc:
@@ -559,6 +564,13 @@ class _Predictor:
             with self.lock:
                 if self.adapter.observe(tokens) and self.adapter.config.refill:
                     self.adapter.refill(self.cache, self.window)
+
+    def _not_copied(self, *_):
+        raise TypeError("a predictor cannot be copied or pickled: it holds the model's key-value cache on the "
+                        "device, the step it is at and the mixer's counts, which a copy would share or lose; "
+                        "make another with make_predictor (same arguments) and feed it the same tokens")
+
+    __copy__ = __deepcopy__ = __reduce_ex__ = __reduce__ = _not_copied
 
     def close(self) -> None:
         """Free the cache on the device (under the device's lock: its buffers return to a shared pool);
