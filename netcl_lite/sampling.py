@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .checks import count, integer, nonnegative_real, positive_int, positive_real, real
+from .checks import count, integer, nonnegative_real, positive_int, positive_real, real, token_ids
 
 # subtle: a prefix whose mass equals p up to float rounding counts as reaching p; softmax of
 # log([.6, .3, .05, .05]) gives 0.5999999999999999 for the first token, which should satisfy top_p=0.6.
@@ -107,7 +107,7 @@ def repeated_ngram_bans(tokens, n):
     [7]
     """
     positive_int("n", n, "the n-gram length; 0 in generate turns the rule off")
-    seq = [int(t) for t in tokens]
+    seq = token_ids(tokens, "tokens")      # int() would truncate 5.7 and 5.2 to one id, and take True as 1
     if len(seq) < n - 1 or (n == 1 and not seq):
         return set()
     context = tuple(seq[len(seq) - n + 1:]) if n > 1 else ()

@@ -128,3 +128,122 @@ def test_compress_names_a_generator_primer_as_what_it_is(queue, primer, kind):
     model, tok, _ = tiny_model(queue)
     with pytest.raises(ValueError, match=rf"primer must be a sequence or an array of token ids.*got {kind}"):
         cz.compress(b"some text", model, tok, primer=primer)
+
+
+# -- context_mixing.GeometricMixer and TreeSSE: indices unchecked ---------------------------------------
+
+def _geometric(boosts=()):
+    return cm.GeometricMixer(2, 9, list(boosts), 10, True)
+
+
+_ZERO = np.zeros(2, np.int64)
+_P = [np.full((2, 10), 0.1), np.full((2, 10), 0.1)]
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda g: g.mix(_P * 2, _ZERO, [], _ZERO), r"parts must be a list of 2 distributions.*got 4 parts"),
+    (lambda g: g.mix([_P[0], np.full((2, 11), 0.1)], _ZERO, [], _ZERO), r"parts\[1\] must be a float array"),
+    (lambda g: g.mix(_P, np.array([9, 0]), [], _ZERO), r"context must hold one int per stream \(2\) in \[0, 9\)"),
+    (lambda g: g.mix(_P, np.array([-1, 0]), [], _ZERO), r"context must hold .* from -1 to 0"),
+    (lambda g: g.mix(_P, _ZERO, [], np.array([10, 0])), r"prev must hold one int per stream \(2\) in \[0, 10\)"),
+    (lambda g: g.mix(_P, _ZERO, [], np.array([-1, 0])), r"prev must hold .* from -1 to 0"),
+    (lambda g: g.mix(_P, _ZERO, [(1, np.array([1, 1]), _ZERO)], _ZERO), r"boosts\[0\] must be \(table, tokens, index\)"),
+    (lambda g: g.mix(_P, _ZERO, [(0, np.array([1, 1]), np.array([4, 0]))], _ZERO), r"boosts\[0\]'s index must hold"),
+    (lambda g: g.mix(_P, _ZERO, [(0, np.array([10, 1]), _ZERO)], _ZERO), r"boosts\[0\]'s tokens must hold .*\[-1, 10\)"),
+    (lambda g: g.mix([np.full((2, 10), np.nan)] * 2, _ZERO, [], _ZERO), "parts must hold finite probabilities"),
+    (lambda g: g.mix([np.full((2, 10), -0.1)] * 2, _ZERO, [], _ZERO), "parts must hold finite probabilities"),
+])
+def test_geometric_mixer_refuses_arguments_that_do_not_fit_its_weights(call, match):
+    """``GeometricMixer.mix`` indexed its tables with its arguments unchecked: a context, a previous token,
+    a boost's table, index or token past a table was an IndexError (a wrong number of parts NumPy's
+    broadcast error), -1 silently read a table's last entry, and a NaN part gave a NaN distribution.
+    Each should be a ValueError naming the argument."""
+    g = _geometric([4])
+    with pytest.raises(ValueError, match=match):
+        call(g)
+    with pytest.raises(ValueError, match="update follows mix"):         # a refused step left nothing to learn
+        g.update(np.array([1, 2]), np.ones(2, bool))
+
+
+@pytest.mark.parametrize("tokens", [np.array([10, 1]), np.array([-1, 1])])
+def test_geometric_mixer_and_tree_sse_updates_refuse_tokens_past_the_vocabulary(tokens):
+    """Their updates indexed by the coded tokens unchecked: 10 (a vocabulary of 10) was an IndexError in
+    the mixer and moved a TreeSSE's entries silently (a leaf of its padded tree), -1 moved the mixer's
+    weights toward the last token. Each should refuse them, naming ``tokens``, and keep the step to
+    update with the right ones."""
+    g = _geometric()
+    g.mix(_P, _ZERO, [], _ZERO)
+    sse = cm.TreeSSE(10)
+    sse(_P[0])
+    before = sse.table.copy()
+    for model in (g, sse):
+        with pytest.raises(ValueError, match=r"tokens must hold token ids in \[0, 10\)"):
+            model.update(tokens, np.ones(2, bool))
+        model.update(np.array([1, 2]), np.ones(2, bool))
+    assert not np.array_equal(sse.table, before)
+
+
+# -- compression's predictor: probabilities twice for one step ------------------------------------------
+
+@pytest.mark.parametrize("mix", [False, True])
+def test_predictor_refuses_a_second_probabilities_call_for_one_step(queue, mix):
+    """``make_predictor(...).probabilities()`` called twice before ``advance`` fed the model the step's
+    input twice: the model-only predictor's second answer differed from its first, and every later step
+    of either mode differed from a fresh predictor's fed the same tokens, so a caller driving it so
+    codes what the other side cannot decode. The second call should be refused, the predictor left as
+    it was."""
+    model, tok, primer = tiny_model(queue)
+    lengths = np.array([6, 5])
+    used, fresh = (cz.make_predictor(model, tok, lengths, 4, mix, primer) for _ in range(2))
+    try:
+        first = used.probabilities()
+        with pytest.raises(ValueError, match=r"probabilities was called for this step already: call advance"):
+            used.probabilities()
+        assert np.array_equal(first, fresh.probabilities())
+        for predictor in (used, fresh):
+            predictor.advance(np.array([1, 2]))
+        assert np.array_equal(used.probabilities(), fresh.probabilities())
+    finally:
+        used.close()
+        fresh.close()
+
+
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+def test_a_predictor_refuses_to_be_copied_saying_what_to_do(queue, how):
+    """``copy.copy`` of a predictor made a second one sharing the first's key-value cache and mixer, so
+    stepping either one moved the other's state, silently; ``deepcopy`` and ``pickle`` ended in
+    "cannot pickle 'CommandQueue' object", which says nothing of the predictor. Each should be a
+    TypeError saying that a predictor is made again with make_predictor."""
+    import copy
+    import pickle
+
+    model, tok, primer = tiny_model(queue)
+    predictor = cz.make_predictor(model, tok, np.array([6, 5]), 4, True, primer)
+    try:
+        with pytest.raises(TypeError, match="a predictor cannot be copied or pickled.*make_predictor"):
+            {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": pickle.dumps}[how](predictor)
+        predictor.probabilities()                      # the original still works
+        predictor.advance(np.array([1, 2]))
+    finally:
+        predictor.close()
+
+
+# -- sampling.repeated_ngram_bans: ids read by int() ------------------------------------------------------
+
+@pytest.mark.parametrize("tokens, error, match", [
+    ([5.7, 6, 7, 5.2, 6], TypeError, "tokens must be ints, got an element of type float"),
+    (np.array([1.5, 2.5, 1.5]), TypeError, "tokens must be integers, got an array of float64"),
+    ([True, False, True], TypeError, "tokens must be ints, got an element of type bool"),
+    ("abc", TypeError, "tokens must be a sequence of int token ids, got str"),
+    (None, TypeError, "tokens must be a sequence of int token ids, got NoneType"),
+])
+def test_repeated_ngram_bans_refuses_tokens_that_are_not_ids(tokens, error, match):
+    """``repeated_ngram_bans`` read each token with ``int()``: 5.7 and 5.2 became the one id 5 (so
+    [5.7, 6, 7, 5.2, 6] banned 7, silently), bools were ids 0 and 1, a str failed in int() ("invalid
+    literal for int() with base 10: 'a'") and None as "'NoneType' object is not iterable", neither naming
+    ``tokens``. Each should be refused naming it."""
+    from netcl_lite.sampling import repeated_ngram_bans
+
+    with pytest.raises(error, match=match):
+        repeated_ngram_bans(tokens, 3)
+    assert repeated_ngram_bans(np.array([5, 6, 7, 5, 6]), 3) == {7}
