@@ -1072,8 +1072,18 @@ def _decode(body, fields, model, tokenizer, primer_ids, progress) -> bytes:
             raise ValueError("blob was compressed with " + (
                 "Chapter 9's training text as its primer, which differs from this Python's (it is made of the "
                 "standard library's docstrings)" if default else primer) + ", or another part of its fingerprint differs")
-        raise ValueError("blob was compressed with something else than this call has (its fingerprint "
-                         f"{fields['fingerprint'].hex()} differs, though no part's tag does)")
+        # a tag is one byte: a part that differs matches the blob's tag by chance once in 256
+        message = ("blob was compressed with something else than this call has (its fingerprint "
+                   f"{fields['fingerprint'].hex()} differs, though no part's tag does: a tag is one byte, so a "
+                   f"part that differs can match by chance). One of these differs: the model's weights, the "
+                   f"tokenizer, the primer, the arithmetic (here: {_visible(arithmetic(model))}) or the coder "
+                   f"(here: {coder(mode, AdaptConfig())}): decompress it with the model, tokenizer, primer, "
+                   f"version of netcl_lite and device that wrote it")
+        if settings := _pocl_code_settings():
+            message += (f"; the PoCL settings in this environment are part of the arithmetic "
+                        f"({_visible(settings.removeprefix('; PoCL '))}), so unset them or set the ones the "
+                        f"compressing side had")
+        raise ValueError(message)
     import constriction
 
     family = constriction.stream.model.Categorical(perfect=False)

@@ -140,7 +140,9 @@ def test_a_run_cannot_write_a_file_past_the_stated_limit(tmp_path):
 
 
 def test_a_figure_script_writing_past_the_limit_fails_at_once_naming_its_page(generated_tree, monkeypatch):
-    from site_build import generated
+    from site_build import generated, runner
+
+    monkeypatch.setattr(runner, "FILE_LIMIT", 64 << 20)     # the prelude reads it as each run starts
 
     folder = generated_tree / "snippets" / "chapter99"
     folder.mkdir(parents=True)
@@ -172,3 +174,31 @@ def test_roles_outside_code_spans_still_link():
     shown = markup("See :func:`~netcl_lite.ops.matmul` beside `code`, then :class:`Tensor`.")
     assert shown == ('See <autoref identifier="netcl_lite.ops.matmul" optional>`matmul`</autoref> beside `code`, '
                      'then <autoref identifier="Tensor" optional>`Tensor`</autoref>.')
+
+
+# -- a blob whose fingerprint differs where no one-byte tag does ----------------------------------------------
+
+def test_a_part_that_differs_behind_a_matching_tag_is_still_named_among_the_candidates(queue, monkeypatch):
+    """Each part of a blob's fingerprint has a one-byte tag, so a part that differs matches the blob's tag
+    once in 256: then the refusal said only "something else ... though no part's tag does", naming no
+    part and none of the PoCL settings the arithmetic holds (a change of the library's sources gave
+    round 15a's arithmetic test exactly this collision). It now names the parts that may differ, the
+    arithmetic and coder as they are here, and the environment's PoCL settings, escaped."""
+    import hashlib
+
+    from cli_model import tiny_model
+    from netcl_lite import compression as cz
+
+    model, tok, _ = tiny_model(queue)
+    blob = cz.compress((TEXT * 2).encode(), model, tok, mix=False)
+    here = cz.arithmetic(model)
+    tag = hashlib.sha256(here.encode()).digest()[0]
+    other = next(f"{here}; other {i}" for i in range(100_000)
+                 if hashlib.sha256(f"{here}; other {i}".encode()).digest()[0] == tag)
+    monkeypatch.setattr(cz, "arithmetic", lambda m: other)
+    monkeypatch.setenv("POCL_NOTHING", "x\n\x1b[31m")
+    with pytest.raises(ValueError) as caught:
+        cz.decompress(blob, model, tok)
+    message = str(caught.value)
+    assert "match by chance" in message and "the arithmetic (here: " in message, message
+    assert "POCL_NOTHING" in message and "\n" not in message and "\x1b" not in message, message
