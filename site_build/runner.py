@@ -66,8 +66,10 @@ FIXED = {"PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF
 #: at once with ``OSError: File too large`` (Python ignores the signal that would otherwise kill it).
 #: The limits on what a build shows (a figure's ``FIGURE_LIMIT``, a notebook cell's, a snippet's
 #: printed output) are checked once the run ends; this one keeps a runaway run from filling the disk
-#: before that. A run's own files are far smaller (a checkpoint, PoCL's built kernels: a few MiB).
-FILE_LIMIT = 256 << 20
+#: before that. A run's own files are far smaller (a checkpoint, PoCL's built kernels: a few MiB); the
+#: largest file the runs' environment ever writes is a package a reader's venv installs (the tests
+#: install the wheel's extras there: torch's ``libtorch_cpu.so`` is 434 MB, a CUDA wheel up to ~0.6 GB).
+FILE_LIMIT = 2 << 30
 #: Memory is NOT bounded: no ``RLIMIT_AS`` or ``RLIMIT_DATA`` is set for a run, so a snippet that
 #: allocates without end takes the build machine's memory (the kernel's OOM killer, not the build,
 #: stops it). ``RLIMIT_AS`` counts address space reserved, not used, and PoCL and the OpenCL runtime
