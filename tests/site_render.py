@@ -107,3 +107,21 @@ def bibliography_of(tmp_path: Path, monkeypatch, entry: str) -> dict:
     known = citations.works(source)
     monkeypatch.setattr(citations, "works", lambda path=None: known)
     return known
+
+
+def failed_figure(tree: Path, monkeypatch, name: str, code: str) -> str:
+    """The error the figure stage raises for ``snippets/chapter99/figure_<name>.py`` holding ``code`` (a
+    script meant to fail), shown on ``docs/chapter-99.md``, in the scratch tree ``tree`` (the
+    ``generated_tree`` fixture)."""
+    import pytest
+
+    from site_build import generated
+
+    folder = tree / "snippets" / "chapter99"
+    folder.mkdir(parents=True)
+    (folder / f"figure_{name}.py").write_text(code)
+    (tree / "docs" / "chapter-99.md").write_text(f"![a figure](figures/chapter99/{name}.svg)\n")
+    monkeypatch.setattr(generated, "figure_scripts", lambda: [folder / f"figure_{name}.py"])
+    with pytest.raises(RuntimeError) as caught:
+        generated.build_figures("shared")
+    return str(caught.value)

@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from cli_model import TEXT, environment as _env, listing as _listing, write_model_folder
+from site_render import failed_figure
 
 
 @pytest.fixture(scope="module")
@@ -140,19 +141,11 @@ def test_a_run_cannot_write_a_file_past_the_stated_limit(tmp_path):
 
 
 def test_a_figure_script_writing_past_the_limit_fails_at_once_naming_its_page(generated_tree, monkeypatch):
-    from site_build import generated, runner
+    from site_build import runner
 
     monkeypatch.setattr(runner, "FILE_LIMIT", 64 << 20)     # the prelude reads it as each run starts
-
-    folder = generated_tree / "snippets" / "chapter99"
-    folder.mkdir(parents=True)
-    (folder / "figure_huge.py").write_text(
-        "import sys\nf = open(sys.argv[1], 'w')\nwhile True:\n    f.write('<svg>' * 100_000)\n")
-    (generated_tree / "docs" / "chapter-99.md").write_text("![a figure](figures/chapter99/huge.svg)\n")
-    monkeypatch.setattr(generated, "figure_scripts", lambda: [folder / "figure_huge.py"])
-    with pytest.raises(RuntimeError) as caught:
-        generated.build_figures("shared")
-    message = str(caught.value)
+    message = failed_figure(generated_tree, monkeypatch, "huge",
+                            "import sys\nf = open(sys.argv[1], 'w')\nwhile True:\n    f.write('<svg>' * 100_000)\n")
     assert message.startswith("docs/chapter-99.md: the figure script ") and "File too large" in message, message
 
 

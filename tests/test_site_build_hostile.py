@@ -28,7 +28,7 @@ from mkdocs.config import load_config
 
 from netcl_lite import fingerprint
 from site_build import build_output, copyable, generated, includes, markers, shipped_wheel, store
-from site_render import render_page
+from site_render import failed_figure, render_page
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "docs/hostile.md"
@@ -904,14 +904,7 @@ def test_a_figure_script_that_writes_no_svg_fails_naming_the_script_and_the_page
                                                                                  code, says):
     """A script that exits 0 without saving its figure, or saves a PNG to the .svg path: the error
     names the page, the script and the figure, not a temporary file or a codec."""
-    folder = generated_tree / "snippets" / "chapter99"
-    folder.mkdir(parents=True)
-    (folder / "figure_lost.py").write_text(code)
-    (generated_tree / "docs" / "chapter-99.md").write_text("![a figure](figures/chapter99/lost.svg)\n")
-    monkeypatch.setattr(generated, "figure_scripts", lambda: [folder / "figure_lost.py"])
-    with pytest.raises(RuntimeError) as caught:
-        generated.build_figures("shared")
-    message = str(caught.value)
+    message = failed_figure(generated_tree, monkeypatch, "lost", code)
     assert message.startswith("docs/chapter-99.md: the figure script ") and "figure_lost.py" in message, message
     assert "figures/chapter99/lost.svg" in message and says in message, message
 
