@@ -108,23 +108,30 @@ class AdaptConfig:
     ms_batches: int = 8
 
     def __post_init__(self):
-        positive_int("chunk", self.chunk, "decoding steps between updates")
-        positive_int("steps", self.steps, "gradient steps per update")
-        positive_real("lr", self.lr)
-        one_of("optimizer", self.optimizer, OPTIMIZERS)
-        nonnegative_real("decay", self.decay, "0 keeps no pull toward the trained weights")
-        one_of("adapted", self.adapted, ADAPTED)
+        # each field kept as the plain Python value it was checked as (a NumPy scalar or str becomes an
+        # int, float or str): equal settings then have one repr (the coder's fingerprint) and to_dict()
+        # writes to JSON
+        def keep(name, value):
+            object.__setattr__(self, name, value)
+
+        keep("chunk", positive_int("chunk", self.chunk, "decoding steps between updates"))
+        keep("steps", positive_int("steps", self.steps, "gradient steps per update"))
+        keep("lr", positive_real("lr", self.lr))
+        keep("optimizer", str(one_of("optimizer", self.optimizer, OPTIMIZERS)))
+        keep("decay", nonnegative_real("decay", self.decay, "0 keeps no pull toward the trained weights"))
+        keep("adapted", str(one_of("adapted", self.adapted, ADAPTED)))
         if self.window is not None:
-            positive_int("window", self.window, "or None for the model's whole window")
-        one_of("targets", self.targets, TARGETS)
+            keep("window", positive_int("window", self.window, "or None for the model's whole window"))
+        keep("targets", str(one_of("targets", self.targets, TARGETS)))
         flag("refill", self.refill)
         for name in ("beta1", "beta2"):
             value = nonnegative_real(name, getattr(self, name))
             if value >= 1:
                 raise ValueError(f"{name} must be in [0, 1), got {value}")
-        positive_real("eps", self.eps)
-        positive_real("rms_floor", self.rms_floor, "the least RMS, as a fraction of the mean")
-        positive_int("ms_batches", self.ms_batches)
+            keep(name, value)
+        keep("eps", positive_real("eps", self.eps))
+        keep("rms_floor", positive_real("rms_floor", self.rms_floor, "the least RMS, as a fraction of the mean"))
+        keep("ms_batches", positive_int("ms_batches", self.ms_batches))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -433,6 +440,9 @@ class Adapter:
         token of the stream (left of its start), or, with ``targets="chunk"``, that an
         earlier update already trained on, is ``IGNORE``."""
         c = self.config
+        if int(self.seen.max()) < 2:            # only the start input: no window holds a target yet
+            raise ValueError("no tokens observed yet: an update trains on the coded tokens, so call "
+                             "observe(tokens) with a step's tokens first (it updates every chunk steps itself)")
         w = min(self.window, int(self.seen.max()) - 1)
         k = -(-c.chunk // w)
         span = k * w + 1                                       # inputs and the last target
