@@ -57,13 +57,22 @@ class SpecialTokens:
     def chosen(self, name: str, value) -> frozenset:
         """``value`` (``"all"`` or an iterable of special-token strings) as a set; ``name`` names the
         parameter in an error."""
-        if not value and not isinstance(value, str):
-            return frozenset()
-        if value == "all":
-            return frozenset(self.ids)
-        if isinstance(value, str) or not isinstance(value, Iterable):
+        if isinstance(value, str):
+            if value == "all":
+                return frozenset(self.ids)
             raise TypeError(f'{name} must be "all" or a set of special-token strings, got {value!r}')
-        chosen = frozenset(value)
+        if not isinstance(value, Iterable) or isinstance(value, (bytes, bytearray, memoryview)):
+            if not isinstance(value, (bytes, bytearray, memoryview)) and not value:    # None, False: none
+                return frozenset()
+            raise TypeError(f'{name} must be "all" or a set of special-token strings, got {value!r:.80}')
+        try:                                    # a NumPy array too: its truth value would be ambiguous
+            chosen = frozenset(value)
+        except TypeError:                       # an element that is unhashable (a list)
+            chosen = None
+        bad = next((v for v in chosen if not isinstance(v, str)), None) if chosen is not None else value
+        if chosen is None or bad is not None:
+            raise TypeError(f'{name} must be "all" or a set of special-token strings, got '
+                            f'{"an element " + type(bad).__name__ + " " if chosen is not None else ""}{bad!r:.80}')
         unknown = sorted(map(str, chosen - set(self.ids)))
         if unknown:
             raise ValueError(f"{name}: {unknown} are not special tokens of this tokenizer "
