@@ -186,8 +186,17 @@ def key(source: str | bytes, reads=(), shared: str | None = None) -> str:
         raise TypeError(f"source must be str or bytes (what runs), got {type(source).__name__}")
     if shared is not None and not isinstance(shared, str):
         raise TypeError(f"shared must be a str from context(), got {type(shared).__name__}")
+    if isinstance(reads, (str, bytes, os.PathLike)) or not hasattr(reads, "__iter__"):
+        raise TypeError(f"reads must be a list of the files the item reads (paths), got {type(reads).__name__} "
+                        f"{reads!r:.80}; wrap a single path as [path]")
+    reads = list(reads)
+    bad = next((p for p in reads if not isinstance(p, (str, os.PathLike))), None)
+    if bad is not None:
+        raise TypeError(f"reads must hold paths (str or os.PathLike), got {type(bad).__name__} {bad!r:.80}")
+    # str and Path do not compare: a mixed list is ordered as paths (one kind keeps its own order, and its keys)
+    ordered = sorted(reads) if len({type(p) for p in reads}) <= 1 else sorted(reads, key=Path)
     h = hashlib.sha256()
-    for part in (source, context() if shared is None else shared, files_digest(sorted(reads))):
+    for part in (source, context() if shared is None else shared, files_digest(ordered)):
         data = part.encode() if isinstance(part, str) else part
         h.update(len(data).to_bytes(8, "little") + data)
     return h.hexdigest()[:24]
