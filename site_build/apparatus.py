@@ -5,6 +5,7 @@ other Markdown stages and :func:`render_content` last, once the page's math is M
 
 from __future__ import annotations
 
+import collections
 import re
 from pathlib import Path
 
@@ -15,6 +16,8 @@ PRINT_PAGE = Path("print_page") / "index.html"
 _ID = re.compile(r"""\bid=["']([^"']+)["']""")
 _LINK_OPEN = re.compile(r"<a\b")
 _LOCAL_HREF = re.compile(r'\bhref="#([^"]+)"')
+#: a page's section in the printable book, as print-site wraps it, by its key
+_SECTION = re.compile(r'<section class="print-page" id="([^"]+)"')
 
 
 def check_markdown(markdown: str, page_uri: str, first_line: int = 1) -> None:
@@ -72,13 +75,22 @@ def repair_print_page(site_dir: Path) -> int:
     print-site turns every cross-reference into an anchor of the one page, also those whose
     target has no anchor there: mkdocstrings' optional references to Python's own classes
     (``RuntimeError``), which the pages themselves leave as plain text. The book shows them as
-    plain text too."""
+    plain text too. A link whose target print-site left unprefixed (it prefixes the anchors of
+    headings, footnotes and list items only: a Glossary term's is a ``<dt>``'s) is led to it instead,
+    when the book holds that anchor once."""
     path = Path(site_dir) / PRINT_PAGE
     if not path.is_file():
         return 0
     text = path.read_text(encoding="utf-8")
-    ids = set(_ID.findall(text))
-    broken = 0
+    found = _ID.findall(text)
+    ids = set(found)
+    once = {i for i, n in collections.Counter(found).items() if n == 1}
+    # print-site prefixes a link's anchor with its page's section ("glossary.md#term-token" becomes
+    # "#glossary-term-token") but the anchor itself only on headings, footnotes and list items: a link
+    # to another element's (a Glossary term's <dt>, an attribute list's id) leads to it unprefixed, when
+    # the book holds that id once
+    sections = set(_SECTION.findall(text))
+    broken = relinked = 0
 
     kept, at, scan = [], 0, 0
     while (m := _LINK_OPEN.search(text, scan)) is not None:    # one pass: linear, closed links or not
@@ -93,11 +105,25 @@ def repair_print_page(site_dir: Path) -> int:
         if close < 0:                                       # no link closes here, nor after it
             break
         if href.group(1) not in ids:
-            kept += [text[at:m.start()], text[tag_end + 1:close]]
-            at, broken = close + len("</a>"), broken + 1
+            unprefixed = _unprefixed(href.group(1), sections, once)
+            if unprefixed is not None:
+                kept += [text[at:href.start(1)], unprefixed]
+                at, relinked = href.end(1), relinked + 1
+            else:
+                kept += [text[at:m.start()], text[tag_end + 1:close]]
+                at, broken = close + len("</a>"), broken + 1
         scan = close + len("</a>")
     kept.append(text[at:])
     repaired = "".join(kept)
-    if broken:
+    if broken or relinked:
         path.write_text(repaired, encoding="utf-8")
     return broken
+
+
+def _unprefixed(anchor: str, sections: set[str], once: set[str]) -> str | None:
+    """The id that the printable book's link ``#anchor`` (``<section>-<id>``, as print-site rewrites a link
+    to another page's anchor) leads to when print-site left that id unprefixed and the book holds it once."""
+    for at in (i for i, c in enumerate(anchor) if c == "-"):
+        if anchor[:at] in sections and anchor[at + 1:] in once:
+            return anchor[at + 1:]
+    return None
