@@ -67,6 +67,12 @@ _LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 _PAGE_PATH = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*/)*[A-Za-z0-9_][A-Za-z0-9_.-]*\.md")
 
 
+#: a control character that is not white space: a page cannot show it (Python-Markdown drops U+0002 and
+#: U+0003, its own placeholders' marks, from the Glossary page; HTML reads U+0000 as an error), so the
+#: page and the tooltip would differ
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
+
+
 def _is_page(see: str) -> bool:
     """Whether ``see`` names a page of the site: a relative path under docs/ (no ``..``, no address of
     another host, nothing Markdown would read in a link's target) to a Markdown file that exists."""
@@ -79,9 +85,9 @@ def _term(entry: dict, index: int) -> Term:
         raise ValueError(f"{SOURCE.name}: entry {index} must be a mapping with term and definition")
     unknown = set(entry) - {"term", "definition", "forms", "expansion", "see"}
     missing = {"term", "definition"} - set(entry)
-    if unknown or missing:
+    if unknown or missing:                              # a key YAML reads as no text (1, null, yes) too
         raise ValueError(f"{SOURCE.name}: entry {index} ({entry.get('term', '?')}): "
-                         f"{'unknown keys ' + str(sorted(unknown)) if unknown else ''}"
+                         f"{'unknown keys ' + str(sorted(unknown, key=repr)) if unknown else ''}"
                          f"{'missing ' + str(sorted(missing)) if missing else ''}")
     for key in ("term", "definition"):
         if not isinstance(entry[key], str) or not entry[key].strip():
@@ -101,8 +107,41 @@ def _term(entry: dict, index: int) -> Term:
     if not isinstance(forms, list) or not forms or not all(isinstance(f, str) and f.strip() for f in forms):
         raise ValueError(f"{SOURCE.name}: {entry['term']}: forms must be a non-empty list of non-empty strings, "
                          f"got {forms!r}")
+    for key, value in [(k, entry[k]) for k in ("term", "definition", "expansion", "see") if k in entry] + \
+            [("forms", f) for f in forms]:
+        if m := _CONTROL.search(value):                 # a YAML escape ("\0", "\x02") writes one
+            raise ValueError(f"{SOURCE.name}: entry {index} ({entry['term']!r}): {key} holds the control character "
+                             f"U+{ord(m[0]):04X}, which a page cannot show (Markdown drops some, HTML refuses "
+                             f"others); remove it")
     return Term(term=entry["term"], definition=" ".join(entry["definition"].split()),
                 forms=tuple(forms), expansion=entry.get("expansion", ""), see=entry.get("see", ""))
+
+
+def _loader():
+    """YAML's safe loader, refusing a key given twice in one mapping (YAML keeps the last one silently:
+    an entry's second ``definition`` replaced its first unseen), naming the file and the line."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                seen: dict = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":   # '<<': keys it brings may be overridden
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        first = seen.get(key)
+                    except TypeError:                  # an unhashable key: the constructor names it
+                        continue
+                    line = key_node.start_mark.line + 1
+                    if first is not None:
+                        raise ValueError(f"{SOURCE.name}:{line}: the key {key!r} is given twice in one mapping "
+                                         f"(first on line {first}); YAML would keep only the last: remove one")
+                    seen[key] = line
+            return super().construct_mapping(node, deep=deep)
+
+    return Loader
 
 
 @functools.lru_cache(maxsize=4)
@@ -110,7 +149,7 @@ def _load(text: str) -> tuple[Term, ...]:
     import yaml
 
     try:
-        data = yaml.safe_load(text) or []
+        data = yaml.load(text, Loader=_loader()) or []
     except yaml.YAMLError as err:                   # its own message names "<unicode string>", not the file
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
         where = f"{SOURCE.name}:{mark.line + 1}" if mark is not None else SOURCE.name
@@ -160,7 +199,7 @@ def glossary(page_uri: str = PAGE, entries: tuple[Term, ...] | None = None) -> s
                 raise ValueError(f"{SOURCE.name}: {t.term}: see names {t.see!r}, which is no page of the site now "
                                  f"(docs/{t.see} is gone); name a page that exists")
             link = posixpath.relpath(t.see, posixpath.dirname(page_uri) or ".")
-            text += f" See [{_page_name(t.see)}]({link})."
+            text += f" See [{_as_written(_page_name(t.see))}]({link})."   # '_a_.md': no emphasis
         out.append(f"{_as_written(name)} {{ #{t.anchor} }}\n:   {text}")
     return "\n\n".join(out) + "\n"
 
@@ -207,9 +246,14 @@ def _pattern(entries: tuple[Term, ...]) -> tuple[re.Pattern | None, dict[str, Te
     references ``&amp;``, ``&lt;``, ``&gt;``; any white space, a line break too, between its words),
     and the term of each spelling (its words one space apart, :func:`_spaced`); None for no form."""
     by_form: dict[str, Term] = {}
-    for t in entries:
-        for form in t.forms:
-            for spelling in (form, form[0].upper() + form[1:]) if form[0].islower() else (form,):
+    # each form as written first, then the capitalized ones: a form as a term lists it is that term's,
+    # never another's capitalized at a sentence's start ("Mamba" of one, "mamba" of the next)
+    for capitalized in (False, True):
+        for t in entries:
+            for form in t.forms:
+                if capitalized and not form[0].islower():
+                    continue
+                spelling = form[0].upper() + form[1:] if capitalized else form
                 by_form.setdefault(_spaced(html.escape(spelling, quote=False)), t)
     if not by_form:                                    # an empty alternation would match everywhere
         return None, by_form
@@ -238,6 +282,10 @@ def tokens(content: str, foreign=lambda: False):
     while (m := _TOKEN_START.search(content, pos)) is not None:
         start = m.start()
         if (closer := closers.get(m.group(0))) is not None:
+            if closer == "-->" and (empty := re.compile(r"-?>").match(content, m.end())):
+                yield start, empty.end(), "", "", ""   # '<!-->', '<!--->': an empty comment, as HTML ends it
+                pos = empty.end()
+                continue
             end = content.find(closer, m.end()) if found[closer] else -1
             if end == -1:
                 found[closer], pos = False, start + 1
