@@ -905,7 +905,8 @@ _UNLINKED = re.compile(rf"\]\((?:\.\./)*{re.escape(PAGE)}#(?P<key>{KEY})")
 _TYPED = re.compile(rf"(?<![\w.@/\\-])-?@(?P<key>{KEY})\b")
 #: HTML elements whose text is code, which may show citation syntax as it is typed, and formulas (MathML,
 #: what the page's math is by then: a citation in math is the math's, ``\\text{@key}`` shows as typed)
-_CODE_ELEMENT = re.compile(r"<(code|pre|kbd|samp|script|style|textarea|math)\b", re.I)
+#: (the name whole: a custom element such as ``<code-x>`` is no code, and has no ``</code>`` ending it)
+_CODE_ELEMENT = re.compile(r"<(code|pre|kbd|samp|script|style|textarea|math)(?=[\s/>])", re.I)
 
 
 def check_rendered(html: str, page_uri: str, source: str, first_line: int = 1) -> None:

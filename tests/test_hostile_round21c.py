@@ -110,3 +110,16 @@ def test_a_link_to_a_glossary_term_leads_to_it_in_the_printable_book(tmp_path):
     assert apparatus.repair_print_page(tmp_path) == 1
     assert path.read_text(encoding="utf-8") == book.replace("#glossary-term-token", "#term-token").replace(
         '<a href="#chapter-7-nowhere">gone</a>', "gone")
+
+
+# -- the rendered page's citation check ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("custom", ["<code-x>b</code-x>", "<pre-view>b</pre-view>", "<math-field>b</math-field>"])
+def test_a_custom_element_named_like_code_does_not_hide_the_rest_of_the_page(custom):
+    """The rendered page's check leaves out code and math, found by the name's start: ``<code-x>`` (a
+    custom element, raw HTML that Markdown keeps) was taken for ``<code>``, and with no ``</code>`` after it
+    the rest of the page was left unchecked: a citation typed in a later tag's attribute, which the check
+    names otherwise, showed as typed in the tooltip with no error."""
+    with pytest.raises(ValueError, match=r"docs/chapter-7\.md:5: the citation of @vaswani2017attention shows as typed"):
+        render_page(f"# T\n\nA {custom} c\n\nText <span title=\"@vaswani2017attention\">y</span>.\n",
+                    page="chapter-7.md")
