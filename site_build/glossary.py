@@ -56,7 +56,11 @@ class Term:
 
     @property
     def anchor(self) -> str:
-        return "term-" + re.sub(r"[^a-z0-9]+", "-", self.term.lower()).strip("-")
+        """``term-`` and the term's ASCII letters and digits, runs of anything else one ``-``; a term with
+        none (``注意力``, ``α``) keeps its own letters and digits instead, so that it still has an
+        anchor of its own (every such term was ``#term-``)."""
+        slug = re.sub(r"[^a-z0-9]+", "-", self.term.lower()).strip("-")
+        return "term-" + (slug or re.sub(r"[\W_]+", "-", self.term.casefold()).strip("-"))
 
 
 #: what ends a line, for Python-Markdown or a reader: a term holding one would split into two

@@ -195,3 +195,19 @@ def test_a_part_that_differs_behind_a_matching_tag_is_still_named_among_the_cand
     message = str(caught.value)
     assert "match by chance" in message and "the arithmetic (here: " in message, message
     assert "POCL_NOTHING" in message and "\n" not in message and "\x1b" not in message, message
+
+
+# -- glossary: terms without ASCII letters ------------------------------------------------------------------
+
+def test_terms_without_ascii_letters_get_anchors_of_their_own():
+    """A term's anchor kept only its ASCII letters and digits, so every term written in another script
+    (``注意力``, ``α``) was ``#term-``: one such term linked to a bare prefix, and a second was refused as
+    "the same term twice?". Such a term keeps its own letters; ASCII terms keep their anchors."""
+    from site_build import glossary
+
+    entries = glossary._load("- {term: 注意力, definition: Attention in Chinese.}\n"
+                             "- {term: α, definition: A learning rate.}\n"
+                             "- {term: Key-value cache, definition: What decoding keeps.}\n")
+    assert [t.anchor for t in entries] == ["term-注意力", "term-α", "term-key-value-cache"]
+    page = glossary.glossary(entries=entries)
+    assert "{ #term-注意力 }" in page and "{ #term-α }" in page, page
