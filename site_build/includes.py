@@ -167,6 +167,60 @@ def marker_path(path: str, page: str, root: Path = ROOT) -> Path:
     return inside(path, (root / "snippets",), root, what, page)
 
 
+def _check_selection(preprocessor, lines: list[str], target: dict) -> None:
+    """Raise pymdownx.snippets' ``SnippetMissingError`` (which the include's reading turns into an error
+    naming the page's line and the include) when the line ranges or the section that ``target`` takes of
+    a file's ``lines`` are not all there: a range that starts or ends past the file's last line, reaches
+    before its first or selects no line, or a section whose start or end is marked more than once (nested
+    in itself or repeated), that never ends, or that holds no line; pymdownx.snippets would clamp the
+    range, take the first of the sections or the rest of the file, or fail on the empty selection."""
+    from pymdownx.snippets import SnippetMissingError
+
+    try:
+        shown = shown_path(Path(target.get("snippet")).relative_to(preprocessor._base()).as_posix())
+    except (TypeError, ValueError):
+        shown = shown_path(str(target.get("snippet")))
+    count = len(lines) - (1 if lines and lines[-1] == "" else 0)    # a last line's newline ends no line
+    if target.get("start") and target.get("end"):
+        for first, last in zip(target["start"], target["end"]):
+            start = first if first is None or first >= 0 else count + first
+            end = count if last is None else (last if last >= 0 else count + 1 + last)
+            start = 0 if start is None else start
+            if start < 0 or start >= count or end > count or end <= start or last == 0:
+                written = f"{'' if first is None else first + 1 if first >= 0 else first}:{'' if last is None else last}"
+                raise SnippetMissingError(
+                    f"{shown} has {count} line{'s' * (count != 1)}, and the line range {written} of this include "
+                    f"selects lines past its end, before its start or none; name lines from 1 to {count}, the "
+                    f"first no later than the last")
+        return
+    section = target.get("section")
+    if not section:
+        return
+    starts, ends = [], []
+    for i, line in enumerate(lines):
+        m = preprocessor.match_section(line)
+        if m is not None and not m["escape"] and m["name"] == section:
+            (starts if m["type"] == "start" else ends).append(i + 1)
+    if not starts:
+        return                                  # pymdownx.snippets refuses it: the section is missing
+    twice = starts if len(starts) > 1 else ends if len(ends) > 1 else None
+    if twice is not None:
+        raise SnippetMissingError(
+            f"{shown} marks the {'start' if twice is starts else 'end'} of section '{section}' more than once "
+            f"(lines {', '.join(map(str, twice))}), so which lines it holds is not clear; mark one start and "
+            f"one end, or give the other section another name")
+    if not ends or ends[0] < starts[0]:
+        raise SnippetMissingError(
+            f"{shown} starts section '{section}' at line {starts[0]} and never ends it after that; mark its end "
+            f"with '--8<-- [end:{section}]' in a comment")
+    inside_ = [line for line in lines[starts[0]:ends[0] - 1]
+               if (m := preprocessor.match_section(line)) is None or m["escape"]]
+    if not inside_:
+        raise SnippetMissingError(
+            f"{shown}'s section '{section}' (lines {starts[0]} to {ends[0]}) holds no line to show; put the "
+            f"lines between its markers")
+
+
 def contained_snippets(page: CurrentPage, **options):
     """``pymdownx.snippets`` with ``options``, whose every include (nested ones too) must lead, symlinks
     resolved, to a file under ``snippets/``, ``netcl_lite/`` or ``kernels/`` of its base path, without
@@ -427,6 +481,10 @@ def contained_snippets(page: CurrentPage, **options):
             return where
 
         def select_snippet_lines(self, lines, target):
+            # what pymdownx.snippets would take without a word is refused (its error names the page's line
+            # and the include): a line range past the file's end (clamped), one that selects no line, a
+            # section marked twice (the first taken) or never ended (the rest of the file taken)
+            _check_selection(self, lines, target)
             # the same selection of the lines, each led by its index in the file, gives the file's own
             # line of each line selected (a section skips the markers of other sections inside it)
             selected = super().select_snippet_lines(lines, target)

@@ -1,0 +1,56 @@
+"""Hostile round 21b: the build plugin (``site_build``) fed includes whose line ranges or sections are not
+all there, and the bound on a run's memory. Each test failed on the code before its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from site_render import render_with_includes
+
+_TWO_LINES = "x = 1\ny = 2\n"
+
+
+@pytest.mark.parametrize("part", ["5:9", "50", "1:99", "2:1", "0:0", "1:1,40:50", "-9:-1"])
+def test_a_line_range_past_the_file_or_selecting_nothing_fails_naming_the_line(tmp_path, monkeypatch, part):
+    """pymdownx.snippets clamps a line range to the file: a range past its end (the file shrank since the
+    page was written) brought fewer lines without a word, and one that selected no line at all (past the
+    end, reversed, line 0) ended in ``ValueError: invalid literal for int() with base 10: ''`` from the
+    build's own line numbering, naming no page, line or file."""
+    page = f'Text.\n\n```python\n--8<-- "snippets/a.py:{part}"\n```\n'
+    with pytest.raises(ValueError, match=r"docs/hostile\.md:4: .*snippets/a\.py has 2 lines.*name lines from 1 to 2"):
+        render_with_includes(tmp_path, monkeypatch, page, {"a.py": _TWO_LINES})
+
+
+@pytest.mark.parametrize("part", ["1:2", "2", "1:1,2:2", "-1:-1"])
+def test_line_ranges_within_the_file_still_include(tmp_path, monkeypatch, part):
+    page = f'```python\n--8<-- "snippets/a.py:{part}"\n```\n'
+    assert "y" in render_with_includes(tmp_path, monkeypatch, page, {"a.py": _TWO_LINES})
+
+
+_SECTIONS = {
+    "marked twice": ("# --8<-- [start:s]\na = 1\n# --8<-- [end:s]\n# --8<-- [start:s]\nb = 2\n# --8<-- [end:s]\n",
+                     r"marks the start of section 's' more than once \(lines 1, 4\)"),
+    "nested in itself": ("# --8<-- [start:s]\na = 1\n# --8<-- [start:s]\nb = 2\n# --8<-- [end:s]\nc = 3\n"
+                         "# --8<-- [end:s]\n", r"marks the start of section 's' more than once \(lines 1, 3\)"),
+    "never ended": ("# --8<-- [start:s]\na = 1\n", r"starts section 's' at line 1 and never ends it"),
+    "ended before it starts": ("# --8<-- [end:s]\na = 1\n# --8<-- [start:s]\nb = 2\n",
+                               r"starts section 's' at line 3 and never ends it"),
+    "empty": ("# --8<-- [start:s]\n# --8<-- [end:s]\n", r"section 's' \(lines 1 to 2\) holds no line"),
+}
+
+
+@pytest.mark.parametrize("name", list(_SECTIONS))
+def test_a_section_marked_twice_never_ended_or_empty_fails_naming_the_line(tmp_path, monkeypatch, name):
+    """A section's markers duplicated (two sections of one name, or one nested in itself) brought the
+    first section, or the lines up to the first end, without a word; one never ended brought the rest
+    of the file; an empty one failed with the build's own ``int('')`` error naming nothing."""
+    text, says = _SECTIONS[name]
+    page = 'Text.\n\n```{.python .excerpt}\n--8<-- "snippets/a.py:s"\n```\n'
+    with pytest.raises(ValueError, match=r"docs/hostile\.md:4: .*snippets/a\.py.*" + says):
+        render_with_includes(tmp_path, monkeypatch, page, {"a.py": text})
+
+
+def test_a_section_holding_another_section_still_includes(tmp_path, monkeypatch):
+    text = "# --8<-- [start:s]\na = 1\n# --8<-- [start:t]\nb = 2\n# --8<-- [end:t]\n# --8<-- [end:s]\n"
+    out = render_with_includes(tmp_path, monkeypatch, '```python\n--8<-- "snippets/a.py:s"\n```\n', {"a.py": text})
+    assert ">a<" in out and ">b<" in out and "8&lt;" not in out
