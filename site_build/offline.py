@@ -3,7 +3,7 @@
 mkdocs-jupyter's template adds MathJax and Mermaid loaders that fetch from a
 CDN. The drills need neither (their math lives on the recall pages, rendered to
 MathML at build time), so the loaders are removed; the site tests fail on any
-remaining reference to another host.
+remaining reference to another host, which :func:`remote_references` finds.
 """
 
 from __future__ import annotations
@@ -54,3 +54,74 @@ def _loads_from_another_host(tag: str) -> bool:
             value = html.unescape((m[2] or "").strip("\"'"))
             return _OTHER_HOST.match(value) is not None
     return False
+
+
+#: the attributes whose value is one URL a browser fetches, follows or posts to (``xlink:href`` and
+#: ``xlink:src`` end as ``href`` and ``src`` do)
+_URL_ATTRIBUTES = frozenset({"src", "href", "data", "poster", "action", "formaction", "background",
+                             "manifest", "codebase", "archive", "icon",
+                             "xlink:href", "xlink:src"})
+#: a tag's name and its attributes
+_TAG = re.compile(r"<([a-z][^\s/>]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>", re.I)
+#: a CSS ``url(...)`` or ``@import "..."``: what a style sheet, a ``style`` element or attribute fetches
+_CSS_URL = re.compile(r"""url\(\s*(?:"([^"]*)"|'([^']*)'|([^)\s]*))|@import\s+(?:"([^"]*)"|'([^']*)')""", re.I)
+#: a ``style`` element's body
+_STYLE = re.compile(r"<style\b[^>]*>(.*?)</style\s*>", re.I | re.S)
+#: a meta refresh's target: ``content="5; url=…"``
+_REFRESH = re.compile(r"^\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?['\"]?([^'\"]*)", re.I)
+#: the hosts a built page may still name: the local server the tests serve the site from
+_LOCAL = re.compile(r"\s*(?:https?:)?[/\\]{2}(?:127\.0\.0\.1|localhost)(?:[:/\\]|$)", re.I)
+
+
+def remote_references(text: str, css: bool = False) -> list[str]:
+    """The URLs of other hosts that the HTML ``text`` (a style sheet when ``css``) makes a browser request
+    or go to, in order:
+    an attribute that holds a URL (``src``, ``href``, ``xlink:href``, ``data``, ``poster``, ``action``,
+    ``formaction``…), every candidate of a ``srcset`` or ``imagesrcset``, every URL of a ``ping``, a meta
+    refresh's target, and CSS ``url()`` and ``@import`` in a style sheet, a ``style`` element or a ``style``
+    attribute (CSS shown as text, in a code block, is no request); character references resolved first,
+    as a browser reads them. A URL names another host
+    when it starts with ``//`` or a scheme and ``//`` (backslashes read as slashes), the local server
+    (127.0.0.1, localhost) aside."""
+    if css:
+        return remote_references_in_css(text)
+    found: list[str] = []
+
+    def add(url: str) -> None:
+        url = url.strip()
+        if _OTHER_HOST.match(url) and not _LOCAL.match(url):
+            found.append(url)
+
+    for tag in _TAG.finditer(text):
+        name, attributes = tag[1].lower(), {}
+        for m in _ATTRIBUTE.finditer(" " + tag[2]):
+            attributes.setdefault(m[1].lower(), html.unescape((m[2] or "").strip("\"'") if m[2] and m[2][:1] in "\"'"
+                                                              and m[2][-1:] == m[2][:1] else (m[2] or "")))
+        for key, value in attributes.items():
+            if key in _URL_ATTRIBUTES:
+                add(value)
+            elif key in ("srcset", "imagesrcset"):
+                for candidate in value.split(","):
+                    add(candidate.strip().split(" ")[0] if candidate.strip() else "")
+            elif key == "ping":
+                for url in value.split():
+                    add(url)
+            elif key == "style":
+                found += remote_references_in_css(value)
+        if name == "meta" and attributes.get("http-equiv", "").strip().lower() == "refresh":
+            m = _REFRESH.match(attributes.get("content", ""))
+            if m:
+                add(m[1])
+    for style in _STYLE.finditer(text):
+        found += remote_references_in_css(style[1])
+    return found
+
+
+def remote_references_in_css(css: str) -> list[str]:
+    """The URLs of other hosts that the CSS ``css`` fetches (``url()``, ``@import``), escapes aside."""
+    found = []
+    for m in _CSS_URL.finditer(css):
+        url = next((g for g in m.groups() if g is not None), "").strip()
+        if _OTHER_HOST.match(url) and not _LOCAL.match(url):
+            found.append(url)
+    return found

@@ -1,5 +1,6 @@
 """Hostile round 21b: the build plugin (``site_build``) fed includes whose line ranges or sections are not
-all there, and the bound on a run's memory. Each test failed on the code before its fix."""
+all there, and pages that ask another host for something in ways the site's offline check did not read.
+Each test failed on the code before its fix."""
 
 from __future__ import annotations
 
@@ -54,3 +55,35 @@ def test_a_section_holding_another_section_still_includes(tmp_path, monkeypatch)
     text = "# --8<-- [start:s]\na = 1\n# --8<-- [start:t]\nb = 2\n# --8<-- [end:t]\n# --8<-- [end:s]\n"
     out = render_with_includes(tmp_path, monkeypatch, '```python\n--8<-- "snippets/a.py:s"\n```\n', {"a.py": text})
     assert ">a<" in out and ">b<" in out and "8&lt;" not in out
+
+
+@pytest.mark.parametrize("html", [
+    '<img src="a.png" srcset="a.png 1x, https://evil.example/b.png 2x">',
+    '<picture><source srcset="//evil.example/b.webp"></picture>',
+    '<link rel="preload" as="image" href="a.png" imagesrcset="a.png 1x, https://evil.example/b.png 2x">',
+    '<meta http-equiv="refresh" content="0; url=https://evil.example/">',
+    '<img src="https:&#x2F;&#x2F;evil.example/x.png">',
+    '<a ping="/local https://evil.example/p" href="#">x</a>',
+    '<button formaction="https://evil.example/">b</button>',
+    '<div style="background:url(&quot;https://evil.example/x.png&quot;)"></div>',
+    '<table background="//evil.example/t.png"></table>',
+    '<svg><image xlink:href="https://evil.example/i.png"/></svg>',
+])
+def test_the_offline_check_finds_every_request_to_another_host(html):
+    """The site test's check that the built site asks no other host read only the first URL of an
+    attribute, unescaped: a second ``srcset`` candidate, a meta refresh, a URL written with character
+    references (``&#x2F;``), a ``ping``, a ``formaction``, a ``style`` attribute's quoted ``url()`` and a
+    ``background`` all passed it, as did every SVG file of the site (it read HTML and CSS only)."""
+    from site_build import offline
+
+    assert offline.remote_references(f"<p>A page</p>{html}<p>end</p>") != []
+
+
+def test_the_offline_check_leaves_local_urls_and_shown_code_alone():
+    from site_build import offline
+
+    page = ('<a href="http://127.0.0.1:8000/x">l</a><img src="img/a.png" srcset="a.png 1x, b.png 2x">'
+            '<p>see https://example.com in text</p><pre><code>url(https://x.example) &lt;img src="//x.example"&gt;'
+            '</code></pre><meta http-equiv="refresh" content="5">')
+    assert offline.remote_references(page) == []
+    assert offline.remote_references("a { background: url('//evil.example/x.png') }", css=True) != []

@@ -6,16 +6,7 @@ import html
 import re
 
 import doc_blocks
-
-_LOCAL = ("http://127.0.0.1", "http://localhost")
-_URL_ATTR = re.compile(r"""\b(?:src|href|srcset|data|poster|action)\s*=\s*["']?\s*((?:[a-z][a-z0-9+.-]*:)?[/\\]{2}[^"'\s>]+)""",
-                       re.I)
-_CSS_URL = re.compile(r"""url\(\s*['"]?((?:https?:)?//[^'")]+)""", re.I)
-_IMPORT = re.compile(r"""@import\s+(?:url\()?['"]((?:https?:)?//[^'"]+)""", re.I)
-
-
-def _remote(urls):
-    return sorted({u for u in urls if not u.startswith(_LOCAL)})
+from site_build import offline
 
 
 def test_strict_build_renders_every_page(built_site):
@@ -23,12 +14,11 @@ def test_strict_build_renders_every_page(built_site):
         assert doc_blocks.rendered_page(built_site, page).is_file(), f"{page} was not built"
 
 
-def test_built_html_and_css_reference_no_other_host(built_site):
+def test_built_html_css_and_svg_reference_no_other_host(built_site):
     found = {}
-    for path in list(built_site.rglob("*.html")) + list(built_site.rglob("*.css")):
+    for path in [*built_site.rglob("*.html"), *built_site.rglob("*.css"), *built_site.rglob("*.svg")]:
         text = path.read_text(encoding="utf-8", errors="replace")
-        urls = _URL_ATTR.findall(text) + _CSS_URL.findall(text) + _IMPORT.findall(text)
-        remote = _remote(urls)
+        remote = sorted(set(offline.remote_references(text, css=path.suffix == ".css")))
         if remote:
             found[str(path.relative_to(built_site))] = remote
     assert not found, f"references to other hosts: {found}"
