@@ -70,12 +70,22 @@ FIXED = {"PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF
 #: largest file the runs' environment ever writes is a package a reader's venv installs (the tests
 #: install the wheel's extras there: torch's ``libtorch_cpu.so`` is 434 MB, a CUDA wheel up to ~0.6 GB).
 FILE_LIMIT = 2 << 30
-#: Memory is NOT bounded: no ``RLIMIT_AS`` or ``RLIMIT_DATA`` is set for a run, so a snippet that
-#: allocates without end takes the build machine's memory (the kernel's OOM killer, not the build,
-#: stops it). ``RLIMIT_AS`` counts address space reserved, not used, and PoCL and the OpenCL runtime
-#: reserve large ranges (Chapter 9's ``one_step.py`` peaks at about 650 MB of address space for
-#: about 320 MB resident, on two cores; more threads reserve more stacks), so a bound must come from
-#: the measured peak of every real run (figures, notebooks, Chapter 9's runs) with a wide margin.
+#: the most private writable memory a run (and each process it starts) may map, in bytes: the prelude
+#: sets it as the run's ``RLIMIT_DATA`` (soft and hard, never raising one the build already has), so an
+#: allocation past it fails at once (``MemoryError``, ``OSError: Cannot allocate memory``) and the run
+#: fails, naming its snippet, figure or notebook, before it takes the build machine's memory. Not
+#: ``RLIMIT_AS``: that counts address space reserved but never writable (glibc reserves 64 MiB per malloc
+#: arena; a GPU driver may reserve ranges the size of its memory), which ``RLIMIT_DATA`` leaves out.
+#: Measured on a 2-core machine, every run of a build from an empty cache (``VmPeak``, the peak of all
+#: address space, which bounds the peak of what this limit counts; resident ``VmHWM`` in brackets):
+#: Chapter 9's training run 877 MiB (469 MiB), its measures 1209 MiB (297 MiB); the build-output snippets
+#: at most 1711 MiB (``chapter9/coders.py``, 727 MiB) and 1445 MiB (``chapter9/mixing.py``, 1101 MiB), the
+#: others 456 to 634 MiB; the figures 302 to 536 MiB; the drill notebooks' kernels 1493 MiB (516 MiB).
+#: Besides the build's runs, ``import torch`` with a matrix product takes 768 MiB, and with 64 threads
+#: 2.9 GiB of address space (1.5 GiB of it private writable, 288 MiB resident): each thread a process
+#: starts (PoCL's, OpenMP's: one per core) maps a stack and arena space, so the limit grows with the
+#: cores, and stays above four times the largest peak measured (1711 MiB here; torch's 64 threads).
+DATA_LIMIT = (8 << 30) + (64 << 20) * (os.cpu_count() or 1)
 #: how a snippet runs; part of the execution-cache key of what it prints (and, through
 #: :func:`site_build.store.context`, of every figure and notebook)
 HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fresh interpreter, alone in a "
@@ -84,7 +94,7 @@ HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fre
        f"{' '.join(sorted(KEPT_PYTHON_VARIABLES))}, none of {' '.join(sorted(LEFT_OUT))}, none starting "
        f"{' '.join(LEFT_OUT_PREFIXES)}, {' '.join(f'{k}={v}' for k, v in sorted(FIXED.items()))}, "
        f"MPLCONFIGDIR an empty folder of its own for each run (matplotlib's default settings), "
-       f"no file written past {FILE_LIMIT} bytes")
+       f"no file written past {FILE_LIMIT} bytes, no private writable memory mapped past {DATA_LIMIT} bytes")
 #: how much of a failing run's stderr an error shows (its end), in bytes
 STDERR_TAIL = 4000
 #: what each run's interpreter does first, as its ``sitecustomize``: an editable install's ``.pth`` puts
@@ -105,7 +115,10 @@ try:
     _soft, _hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     _cap = {file_limit} if _hard == resource.RLIM_INFINITY else min(_hard, {file_limit})
     resource.setrlimit(resource.RLIMIT_FSIZE, (_cap, _cap))
-except ImportError:                                     # no resource module (Windows): no file limit
+    _soft, _hard = resource.getrlimit(resource.RLIMIT_DATA)
+    _cap = {data_limit} if _hard == resource.RLIM_INFINITY else min(_hard, {data_limit})
+    resource.setrlimit(resource.RLIMIT_DATA, (_cap, _cap))
+except ImportError:                                     # no resource module (Windows): no file or memory limit
     pass
 _here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _here]
@@ -167,7 +180,7 @@ def _prelude_folder() -> str:
     folder = tempfile.mkdtemp(prefix="netcl-lite-prelude-")
     Path(folder, "sitecustomize.py").write_text(
         _PRELUDE.format(root=os.path.realpath(ROOT), library=os.path.realpath(fingerprint.PACKAGE.parent),
-                        file_limit=FILE_LIMIT),
+                        file_limit=FILE_LIMIT, data_limit=DATA_LIMIT),
         encoding="utf-8")
     return folder
 

@@ -1,6 +1,6 @@
 """Hostile round 21b: the build plugin (``site_build``) fed includes whose line ranges or sections are not
-all there, and pages that ask another host for something in ways the site's offline check did not read.
-Each test failed on the code before its fix."""
+all there, pages that ask another host for something in ways the site's offline check did not read, and
+the bound on a run's memory. Each test failed on the code before its fix."""
 
 from __future__ import annotations
 
@@ -87,3 +87,23 @@ def test_the_offline_check_leaves_local_urls_and_shown_code_alone():
             '</code></pre><meta http-equiv="refresh" content="5">')
     assert offline.remote_references(page) == []
     assert offline.remote_references("a { background: url('//evil.example/x.png') }", css=True) != []
+
+
+def test_the_memory_bound_reaches_what_a_run_starts_and_leaves_torch_and_pip_working(tmp_path):
+    """The prelude's ``RLIMIT_DATA`` (``runner.DATA_LIMIT``) holds in a Python the run starts too, and the
+    heaviest things the runs' environment does besides the build's runs still work under it: the reader
+    tests install the wheel's extras with pip and import torch there (64 threads: each maps a stack)."""
+    pytest.importorskip("torch")
+    from site_build import runner
+
+    code = ("import resource, subprocess, sys\n"
+            "print(resource.getrlimit(resource.RLIMIT_DATA)[0])\n"
+            "print(subprocess.run([sys.executable, '-c', 'import resource; "
+            "print(resource.getrlimit(resource.RLIMIT_DATA)[1])'], capture_output=True, text=True).stdout, end='')\n"
+            "print(subprocess.run([sys.executable, '-m', 'pip', '--version'], capture_output=True).returncode)\n"
+            "import torch\n"
+            "torch.set_num_threads(64)\n"
+            "print(float((torch.ones(1024, 1024) @ torch.ones(1024, 1024))[0, 0]))\n")
+    run = runner.run_as_snippet(code.encode(), tmp_path, timeout=300, limit=1 << 16)
+    assert run.returncode == 0, run.stderr.decode("utf-8", "replace")
+    assert run.stdout.decode().split() == [str(runner.DATA_LIMIT)] * 2 + ["0", "1024.0"]
