@@ -67,9 +67,13 @@ def read_tiktoken_file(path: str | os.PathLike, expected_sha256: str | None = No
             token = _from_base64(encoded)
         except (binascii.Error, ValueError):
             raise ValueError(f"{path}: line {number}: {encoded[:80]!r} is not valid base64") from None
-        rank = int(rank_text)
+        # a rank of more digits than any line count has is out of range: int() would refuse past
+        # 4,300 digits with a message naming neither the file nor the line
+        digits = rank_text.lstrip(b"0")
+        rank = int(digits or b"0") if len(digits) <= 20 else n
         if rank >= n:
-            raise ValueError(f"{path}: line {number}: rank {rank} is out of range: {n} lines need "
+            shown = rank if len(digits) <= 20 else f"{digits[:20].decode()}... ({len(digits):,} digits)"
+            raise ValueError(f"{path}: line {number}: rank {shown} is out of range: {n} lines need "
                              f"ranks 0..{n - 1} (is a line missing, or the file truncated?)")
         if not token:
             raise ValueError(f"{path}: line {number}: the token is empty")
