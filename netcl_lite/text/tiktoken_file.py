@@ -70,9 +70,9 @@ def read_tiktoken_file(path: str | os.PathLike, expected_sha256: str | None = No
         # a rank of more digits than any line count has is out of range: int() would refuse past
         # 4,300 digits with a message naming neither the file nor the line
         digits = rank_text.lstrip(b"0")
-        rank = int(digits or b"0") if len(digits) <= 20 else n
+        rank = int(digits or b"0") if len(digits) <= 80 else n
         if rank >= n:
-            shown = rank if len(digits) <= 20 else f"{digits[:20].decode()}... ({len(digits):,} digits)"
+            shown = rank if len(digits) <= 80 else f"{digits[:20].decode()}... ({len(digits):,} digits)"
             raise ValueError(f"{path}: line {number}: rank {shown} is out of range: {n} lines need "
                              f"ranks 0..{n - 1} (is a line missing, or the file truncated?)")
         if not token:
