@@ -168,6 +168,10 @@ def token_ids(ids, name: str = "ids") -> list[int]:
     if hasattr(ids, "dtype") and hasattr(ids, "tolist"):  # NumPy array
         if ids.dtype.kind not in "iu":
             raise TypeError(f"{name} must be integers, got an array of {ids.dtype}")
+        if getattr(ids, "ndim", 1) != 1:                # tolist() gives nested lists, or one int for 0-D
+            raise TypeError(f"{name} must be a 1-D sequence of token ids, got an array of shape "
+                            f"{tuple(ids.shape)}; pass one sequence (e.g. {name}.ravel(), or decode_batch "
+                            f"for one sequence per row)")
         return ids.tolist()
     ids = ids if isinstance(ids, list) else list(ids)
     kinds = set(map(type, ids))

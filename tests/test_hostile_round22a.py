@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import base64
 
+import numpy as np
 import pytest
 
+from netcl_lite.checks import token_ids
+from netcl_lite.text import BPETokenizer
 from netcl_lite.text.tiktoken_file import read_tiktoken_file
 
 _BYTES = b"".join(base64.b64encode(bytes([b])) + b" %d\n" % b for b in range(256))
@@ -37,3 +40,20 @@ def test_a_tiktoken_rank_with_leading_zeros_is_still_read(tmp_path):
     path.write_bytes(_BYTES + b"aGk= " + b"0" * 5000 + b"256\n")
     by_rank, line_of = read_tiktoken_file(path)
     assert by_rank[256] == b"hi" and line_of[256] == 257
+
+
+# -- decoding an array of ids that is not 1-D ------------------------------------------------------------
+
+@pytest.mark.parametrize("ids", [np.array([[104, 105], [33, 33]]), np.array(104), np.zeros((0, 2), np.int64)])
+@pytest.mark.parametrize("call", ["decode", "decode_bytes"])
+def test_decoding_an_array_that_is_not_1d_is_refused_naming_ids(ids, call):
+    """``token_ids`` took any integer array's ``tolist()``: a 2-D array gave nested lists, which the
+    vocabulary lookup met as "unhashable type: 'list'", and a 0-D array one int ("'int' object is not
+    iterable"), neither naming the parameter; an empty 2-D array decoded to nothing."""
+    with pytest.raises(TypeError, match=r"ids must be a 1-D sequence of token ids, got an array of shape"):
+        getattr(BPETokenizer(), call)(ids)
+
+
+def test_decoding_a_1d_array_still_works():
+    assert BPETokenizer().decode(np.array([104, 105], np.uint16)) == "hi"
+    assert token_ids(np.array([3, 1])) == [3, 1]
