@@ -36,6 +36,11 @@ _TITLE = re.compile(r'title="([^"]*)"')
 _PYCON = '<div class="language-pycon highlight"'
 _TAG = re.compile(r"<[^>]+>")
 _NOT_A_PROGRAM = re.compile(r'<div class="((?:language-text|language-python doc-signature) highlight[^"]*)"')
+#: a highlighted block's start tag with its classes (pymdownx.highlight's, ``language-<name>`` first)
+_HIGHLIGHT = re.compile(r'<div class="([^"<>]*(?<![\w-])highlight(?![\w-])[^"<>]*)"')
+#: the languages a copy button may copy: what the doc tests run (python, py, python3) and commands (bash);
+#: a ``>>>`` session copies its code alone (:func:`_pycon_sessions`)
+_COPIED = frozenset({"language-python", "language-py", "language-python3", "language-bash"})
 
 
 def _section_markers(lines: list[str]) -> list[tuple[int, str, str]]:
@@ -251,9 +256,25 @@ def render_content(content: str) -> str:
     """A page's HTML with ``no-copy`` on what is read, not run, and a ``data-copy`` on each ``>>>``
     session (:func:`_pycon_sessions`)."""
     content = _NOT_A_PROGRAM.sub(lambda m: f'<div class="{m.group(1)} no-copy"', content)
+    content = _HIGHLIGHT.sub(_read_only, content)
     pieces, pos = [], 0
     for at, code_html in _pycon_sessions(content):
-        copied = html.escape(pycon_code(code_html), quote=True)
-        pieces += [content[pos:at], f' data-copy="{copied}"']
-        pos = at
+        code = pycon_code(code_html)
+        if code.strip():
+            pieces += [content[pos:at], f' data-copy="{html.escape(code, quote=True)}"']
+            pos = at
+        else:               # no prompt: printed text alone, nothing to copy, so no copy button
+            pieces += [content[pos:at - 1], " no-copy"]         # before the class attribute's closing quote
+            pos = at - 1
     return "".join(pieces) + content[pos:]
+
+
+def _read_only(m: re.Match) -> str:
+    """A highlighted block's start tag, with ``no-copy`` unless its language is one a reader runs
+    (:data:`_COPIED`) or a ``>>>`` session: a ``json``, ``c`` or ``console`` block (prompts and printed
+    lines) copied would not run."""
+    classes = m.group(1).split()
+    if "no-copy" in classes or classes == ["language-pycon", "highlight"] or _COPIED.intersection(classes):
+        return m.group(0)
+    return f'<div class="{m.group(1)} no-copy"'
+
