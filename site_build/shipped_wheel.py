@@ -31,6 +31,7 @@ and then restored) replaces the newer one in the site.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import io
 import logging
@@ -66,9 +67,16 @@ def wheel_name() -> str:
 
 def library_files(root: Path | None = None) -> list[Path]:
     """The files the wheel carries: the package's Python and the kernel sources (of the project at
-    ``root``, :data:`ROOT` when None)."""
+    ``root``, :data:`ROOT` when None), as hatchling lists them (:func:`wheel_inputs`): a file under
+    ``netcl_lite/`` that it leaves out (one ``.gitignore`` names, ``.ipynb_checkpoints/``) is none, so
+    it gets no source page and no excerpt cuts it, which would say the wheel carries it."""
+    from hatchling.builders.wheel import WheelBuilder
+
     root = ROOT if root is None else root
-    return sorted(root.glob("netcl_lite/**/*.py")) + sorted(p for p in (root / "kernels").glob("*.[ch]*"))
+    files = [Path(f.path) for f in WheelBuilder(str(root)).recurse_included_files()]
+    package, kernels = root / "netcl_lite", root / "kernels"
+    return (sorted(p for p in files if p.is_relative_to(package) and p.suffix == ".py")
+            + sorted(p for p in files if p.parent == kernels and fnmatch.fnmatch(p.name, "*.[ch]*")))
 
 
 #: the date of every entry of the wheel (``SOURCE_DATE_EPOCH`` of its build): hatchling's own

@@ -58,3 +58,38 @@ def test_a_session_still_copies_its_code_alone():
 def test_render_content_keeps_a_block_already_read_only_as_it_is():
     html = '<div class="language-c excerpt no-copy highlight"><pre><code>int x;</code></pre></div>'
     assert copyable.render_content(html) == html
+
+
+# -- the wheel's files and their source pages ------------------------------------------------------------
+
+def _project(root):
+    (root / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n'
+        '[project]\nname = "netcl_lite"\nversion = "0.1.0"\n\n'
+        '[tool.hatch.build.targets.wheel]\npackages = ["netcl_lite"]\n\n'
+        '[tool.hatch.build.targets.wheel.force-include]\n"kernels" = "netcl_lite/kernels"\n', encoding="utf-8")
+    (root / ".gitignore").write_text(".ipynb_checkpoints/\n_scratch.py\n", encoding="utf-8")
+    for rel in ("netcl_lite/__init__.py", "netcl_lite/core.py", "netcl_lite/.ipynb_checkpoints/core-checkpoint.py",
+                "netcl_lite/_scratch.py", "kernels/bpe.cl"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x = 1\n", encoding="utf-8")
+
+
+def test_a_package_file_the_wheel_leaves_out_is_none_of_the_library_files(tmp_path):
+    """The source pages and the excerpt check took the package's files from a glob of ``netcl_lite/``,
+    hatchling the wheel's from ``pyproject.toml`` and ``.gitignore``: a Jupyter checkpoint or an ignored
+    scratch file under ``netcl_lite/`` got a page ``source/….html`` (and an excerpt could cut it), which
+    the site says is a file of the wheel that ``pip install`` gives, and the wheel did not hold it."""
+    from site_build import shipped_wheel
+
+    _project(tmp_path)
+    got = [p.relative_to(tmp_path).as_posix() for p in shipped_wheel.library_files(tmp_path)]
+    assert got == ["netcl_lite/__init__.py", "netcl_lite/core.py", "kernels/bpe.cl"], got
+
+
+def test_the_library_files_are_the_wheel_s_sources():
+    from site_build import shipped_wheel
+
+    carried = {path for name, path in shipped_wheel.wheel_inputs() if name}
+    assert set(shipped_wheel.library_files()) <= carried
+    assert {p for p in carried if p.suffix == ".py"} <= set(shipped_wheel.library_files())
