@@ -834,6 +834,8 @@ def test_an_excerpts_line_numbers_count_newlines_as_pymdownx_and_the_source_page
     from site_build import copyable, source_pages
 
     text = f"\na = 1  # {separator}b\n# --8<-- [start:s]\nx = 2\n# --8<-- [end:s]\ny = 3\n"
+    (site.root / "pyproject.toml").write_text(       # the wheel's files are hatchling's list of this project's
+        '[project]\nname = "netcl-lite"\nversion = "0"\n[tool.hatch.build.targets.wheel]\npackages = ["netcl_lite"]\n')
     (site.root / "netcl_lite").mkdir()
     (site.root / "netcl_lite" / "odd.py").write_bytes(text.encode())
     monkeypatch.setattr(copyable, "ROOT", site.root)
