@@ -53,7 +53,7 @@ POCL_NOT_A_CHOICE = frozenset({"POCL_AFFINITY", "POCL_DEBUG", "POCL_DEBUG_LLVM_P
 
 def cache_root() -> Path:
     """``NETCL_LITE_CACHE`` if set (an absolute path), else ``.cache/netcl_lite`` in a source
-    checkout, else ``netcl_lite`` under the user's cache folder (``XDG_CACHE_HOME``). A relative
+    checkout, else ``netcl_lite`` under the user's cache folder (:func:`user_cache_folder`). A relative
     ``NETCL_LITE_CACHE`` raises ``ValueError``: each process would read it from its own working
     folder, and the build's snippets, notebooks and page blocks run in scratch folders, where they
     would find an empty cache (and train Chapter 9's model again)."""
@@ -66,7 +66,22 @@ def cache_root() -> Path:
         return root
     if (PACKAGE.parent / "pyproject.toml").is_file() and (PACKAGE.parent / "kernels").is_dir():
         return PACKAGE.parent / ".cache" / "netcl_lite"          # a source checkout
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "netcl_lite"
+    return user_cache_folder() / "netcl_lite"
+
+
+def user_cache_folder() -> Path:
+    """The user's cache folder: ``XDG_CACHE_HOME`` when it is an absolute path (the XDG base-directory
+    rules ignore a relative one), else ``.cache`` in the home folder. A home folder that is no absolute
+    path (``HOME=.``) raises ``ValueError``: each process would put its cache in the folder it runs in."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg)
+    home = Path.home()
+    if not home.is_absolute():
+        raise ValueError(f"the home folder {str(home)!r} (HOME) is a relative path, so the cache would land "
+                         "in whatever folder each process runs in; set HOME or XDG_CACHE_HOME to an absolute "
+                         "path, or NETCL_LITE_CACHE to the cache's absolute path")
+    return home / ".cache"
 
 
 def rerun_forced() -> bool:

@@ -1,0 +1,50 @@
+"""Issue 58: defects earlier hostile rounds noticed and left, fixed after round 22.
+
+Each test asserts the correct behaviour; each failed on the code before its fix.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from netcl_lite import fingerprint
+
+
+@pytest.fixture
+def installed(monkeypatch, tmp_path):
+    """``cache_root`` as an installed package sees it (no source checkout around the package), with no
+    ``NETCL_LITE_CACHE``."""
+    monkeypatch.setattr(fingerprint, "PACKAGE", tmp_path / "site-packages" / "netcl_lite")
+    monkeypatch.delenv("NETCL_LITE_CACHE", raising=False)
+    return tmp_path
+
+
+def test_a_relative_xdg_cache_home_is_ignored_as_the_xdg_rules_say(installed, monkeypatch):
+    """A relative ``XDG_CACHE_HOME`` put the cache in whatever folder each process ran in; the XDG
+    base-directory rules say to ignore a relative value, so the home folder's ``.cache`` is used."""
+    monkeypatch.setenv("HOME", str(installed / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", "rel/cache")
+    assert fingerprint.cache_root() == installed / "home" / ".cache" / "netcl_lite"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(installed / "xdg"))
+    assert fingerprint.cache_root() == installed / "xdg" / "netcl_lite"
+
+
+def test_a_relative_home_is_refused_naming_home(installed, monkeypatch):
+    """``HOME=.`` made ``Path.home()`` relative, and the cache followed each process's working folder."""
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", ".")
+    with pytest.raises(ValueError, match=r"home folder '\.' \(HOME\) is a relative path"):
+        fingerprint.cache_root()
+
+
+def test_the_command_line_reports_a_relative_home_as_an_error(installed, monkeypatch, tmp_path, capsys):
+    from netcl_lite import compression
+
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", "somewhere")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.txt").write_text("hi")
+    code = compression.main(["compress", str(tmp_path / "in.txt"), str(tmp_path / "out.nclz")])
+    assert code != 0
+    assert "(HOME) is a relative path" in capsys.readouterr().err
+    assert not (tmp_path / "somewhere").exists()
