@@ -142,6 +142,8 @@ def inside(path: str, allowed: tuple[Path, ...], base: Path, what: str, page: st
     parts = Path(path).parts
     if Path(path).is_absolute() or ".." in parts:
         raise fail(PathError, "the path must be relative to the repository root and must not contain '..'")
+    if "\x00" in path:                                 # os.stat's ValueError would name no page
+        raise fail(PathError, "the path holds a NUL character, which no file name can hold")
     try:
         target = (base / path).resolve()
     except (RuntimeError, OSError) as err:          # a symlink loop, a name too long
@@ -150,7 +152,11 @@ def inside(path: str, allowed: tuple[Path, ...], base: Path, what: str, page: st
         names = ", ".join(f"{root.name}/" for root in allowed)
         raise fail(PathError, f"leads to {shown_path(target)}, outside {names} (a symlink out of the "
                               f"project?); a page shows and runs only files under {names}")
-    if not target.is_file():
+    try:
+        regular = target.is_file()
+    except OSError as err:                          # a name too long: resolve() leaves it, is_file() raises
+        raise fail(PathError, f"cannot read the path: {visible(str(err))}") from None
+    if not regular:
         kind = kind_of(target)
         if kind != "missing":                           # a folder, a FIFO, a device: there, but no file
             raise fail(PathError, f"{shown_path(target)} is {kind}, not a regular file; a page includes files")
