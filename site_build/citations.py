@@ -193,6 +193,12 @@ def _load(path: str, stamp: tuple[int, int]) -> dict[str, Work]:
             raise ValueError(f"{path}: the entry {key!r} holds an unescaped '%', which LaTeX reads as the start of "
                              f"a comment (the rest of its text would not show); write \\% for a percent sign")
         work = _work(key, entry)
+        symbols = (t[0] for value in read for t in _CONTROL_SYMBOL.finditer(value) if not t[0][1:].isalpha()
+                   and t[0][1:] not in _READ_SYMBOLS)
+        if symbol := next(symbols, None):
+            raise ValueError(f"{path}: the entry {key!r} holds the LaTeX command {symbol!r}, which the site cannot "
+                             f"show (the page would show it as typed); write its text plainly (accents such as "
+                             f"{{\\'e}} and escapes such as \\& are read)")
         if not re.fullmatch(r"\d{4}", work.year):
             raise ValueError(f"{path}: the entry {key!r} has the year {work.year!r:.80}; a year is four digits "
                              f"(every citation of the work shows it)")
@@ -252,6 +258,13 @@ _AS_WRITTEN = frozenset({"doi", "eprint", "archiveprefix", "isbn", "url", "cross
 #: a LaTeX command left in an entry's text once its accents and escapes are read (``\\emph``, ``\\url``,
 #: ``\\$``, which the LaTeX reader does not know)
 _UNREAD_COMMAND = re.compile(r"\\(?:[A-Za-z]+|[$])")
+#: a LaTeX control word or control symbol as written in an entry (a backslash and a letter run, or it and
+#: any one character: ``\\\\`` is a line break, not an escaped backslash)
+_CONTROL_SYMBOL = re.compile(r"\\(?:[A-Za-z]+|.)", re.S)
+#: the control symbols the LaTeX reader reads (escapes, accents, a space, a soft hyphen); any other
+#: (``\\,``, ``\\/``, ``\\@``, the line break ``\\\\`` ...) it leaves as typed. Control words are
+#: :data:`_UNREAD_COMMAND`'s to find, once read: the reader knows many (``\\textbackslash``)
+_READ_SYMBOLS = frozenset("&_#%{}'\"`^~=.- \t\n") | {""}
 
 
 def works(path: Path = SOURCE) -> dict[str, Work]:
