@@ -219,6 +219,16 @@ def _load(path: str, stamp: tuple[int, int]) -> dict[str, Work]:
             raise ValueError(f"{path}: the entry {key!r} names no author (author = {{{entry.fields.get('author', '')}}}"
                              f" or only 'others' or an empty name); give at least one author's name, "
                              f"'Surname, First'")
+        if "crossref" in entry.fields:
+            raise ValueError(f"{path}: the entry {key!r} has a crossref ({entry.fields['crossref']!r:.80}), which the "
+                             f"site does not follow: the fields it would bring (a book's title, editors, year) "
+                             f"would be left out silently; write them in the entry itself")
+        if "pages" in entry.fields:
+            ends = _latex_text(entry.fields["pages"]).replace("--", "–").split("–")
+            if len(ends) > 2 or not all(end.strip(" -") for end in ends):
+                raise ValueError(f"{path}: the entry {key!r} has the pages {entry.fields['pages']!r:.80}, no page "
+                                 f"nor range of pages; write one page (pages = {{7}}) or a first and a last "
+                                 f"(pages = {{7--19}})")
         shown = " ".join([*work.authors, work.title, work.venue, work.details, work.note])
         if command := _UNREAD_COMMAND.search(shown):
             raise ValueError(f"{path}: the entry {key!r} holds the LaTeX command {command[0]!r}, which the site "

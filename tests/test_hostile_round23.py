@@ -48,3 +48,33 @@ def test_the_command_line_reports_a_relative_home_as_an_error(installed, monkeyp
     assert code != 0
     assert "(HOME) is a relative path" in capsys.readouterr().err
     assert not (tmp_path / "somewhere").exists()
+
+
+# -- the Bibliography's source: what round 23c noticed and left ------------------------------------------
+
+def _entry(tmp_path, extra: str):
+    from site_build import citations
+
+    source = tmp_path / "references.bib"
+    source.write_text("@inproceedings{smith2020x, author = {Smith, Ann}, title = {A B}, booktitle = {Proc.},"
+                      f" year = {{2020}}, {extra}}}\n", encoding="utf-8")
+    return citations.works(source)["smith2020x"]
+
+
+def test_an_entry_with_a_crossref_is_refused_since_nothing_follows_it(tmp_path):
+    """The BibTeX reader does not resolve ``crossref``: the fields it should bring were dropped silently
+    (a crossref to a missing key said nothing)."""
+    with pytest.raises(ValueError, match=r"'smith2020x' has a crossref \('proc2020'\), which the site does not follow"):
+        _entry(tmp_path, "crossref = {proc2020}")
+
+
+@pytest.mark.parametrize("pages", ["1--", "--9", "1--5--9", "-"])
+def test_pages_that_are_no_page_nor_range_are_refused(tmp_path, pages):
+    """``pages = {1--}`` was shown as "pp. 1–", a range with no end."""
+    with pytest.raises(ValueError, match=r"'smith2020x' has the pages .* no page nor range of pages"):
+        _entry(tmp_path, f"pages = {{{pages}}}")
+
+
+@pytest.mark.parametrize("pages, shown", [("7", "article 7"), ("7--19", "pp. 7–19"), ("e1--e9", "pp. e1–e9")])
+def test_a_page_or_a_range_still_shows(tmp_path, pages, shown):
+    assert _entry(tmp_path, f"pages = {{{pages}}}").details == shown
