@@ -101,6 +101,9 @@ _SEQUENCE_CLOSES = frozenset({"}", "\\right", "\\end"})
 _CELL_ENDS = frozenset({"&", "\\\\"})
 #: a control character: HTML allows none but tab, newline and carriage return
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+#: a bidirectional formatting character (the marks, embeddings, overrides and isolates): one the
+#: converter copies into the page's MathML, left open, reorders the text after the formula, outside it
+BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def unclosed(source: str) -> int:
@@ -216,6 +219,10 @@ def _checked(latex: str, page_uri: str) -> str:
     elif control := _CONTROL.search(source):
         raise ValueError(f"{page}{_line_of(source, page_uri)}: the formula {_shown(source)} holds the control "
                          f"character U+{ord(control[0]):04X}, which HTML does not allow; remove it")
+    elif bidi := BIDI.search(source):
+        raise ValueError(f"{page}{_line_of(source, page_uri)}: the formula {_shown(source)} holds the "
+                         f"bidirectional formatting character U+{ord(bidi[0]):04X}, which would reorder the "
+                         f"text after the formula; remove it")
     elif (depth := nesting(source)) > MATH_DEPTH_LIMIT:
         bound = (f"nests {depth:,} levels deep (groups, \\left … \\right, \\begin … \\end, commands applied to "
                  f"commands), over MATH_DEPTH_LIMIT = {MATH_DEPTH_LIMIT}")

@@ -1,0 +1,35 @@
+"""Issue 58, an independent hostile check, round 24b: bidirectional formatting characters.
+
+A right-to-left override (U+202E) and its kin (embeddings, isolates, the marks) are no control
+characters, so they passed the checks that refuse those; one left open in a formula's MathML or a
+glossary term's tooltip and definition reorders the text after it, outside its element (a
+Trojan-source reading of the page). Each is refused naming the page or file and the line.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+BIDI = ["\u202e", "\u202a", "\u2066", "\u2069", "\u200f", "\u061c"]
+
+
+@pytest.mark.parametrize("char", BIDI)
+def test_a_formula_holding_a_bidirectional_formatting_character_is_refused(char):
+    from site_build import mathml
+
+    page = f'<p>x <span class="arithmatex">\\(a{char}b\\)</span> y</p>'
+    with pytest.raises(ValueError, match=rf"docs/x\.md.*U\+{ord(char):04X}"):
+        mathml.render(page, "x.md")
+
+
+@pytest.mark.parametrize("key", ["term", "definition", "expansion"])
+def test_a_glossary_entry_holding_a_right_to_left_override_is_refused(tmp_path, key):
+    from site_build import glossary
+
+    entry = {"term": "key", "definition": "A pair.", "expansion": "a key"}
+    entry[key] = entry[key][:1] + "\\u202E" + entry[key][1:]
+    source = tmp_path / "glossary.yml"
+    source.write_text("".join(f'{"- " if i == 0 else "  "}{k}: "{v}"\n' for i, (k, v) in enumerate(entry.items())),
+                      encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"{key} holds .*U\+202E"):
+        glossary.terms(source)
