@@ -75,6 +75,9 @@ _PAGE_PATH = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*/)*[A-Za-z0-9_][A-Za-z0-
 #: U+0003, its own placeholders' marks, from the Glossary page; HTML reads U+0000 as an error), so the
 #: page and the tooltip would differ
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
+#: a bidirectional formatting character (marks, embeddings, overrides, isolates): left open in a term
+#: or a definition it reorders the text after it, outside the element that holds it
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _is_page(see: str) -> bool:
@@ -117,6 +120,10 @@ def _term(entry: dict, index: int) -> Term:
             raise ValueError(f"{SOURCE.name}: entry {index} ({entry['term']!r}): {key} holds the control character "
                              f"U+{ord(m[0]):04X}, which a page cannot show (Markdown drops some, HTML refuses "
                              f"others); remove it")
+        if m := _BIDI.search(value):                    # no control character, but one left open reorders the text
+            raise ValueError(f"{SOURCE.name}: entry {index} ({entry['term']!r}): {key} holds the bidirectional "
+                             f"formatting character U+{ord(m[0]):04X}, which would reorder the page's text after "
+                             f"it (and the tooltip's); remove it")
     return Term(term=entry["term"], definition=" ".join(entry["definition"].split()),
                 forms=tuple(forms), expansion=entry.get("expansion", ""), see=entry.get("see", ""))
 
