@@ -59,7 +59,8 @@ def markup(text: str, resolve: Callable[[str], str] = str) -> str:
         m = _FENCE.match(line)
         if m and fence is None:
             fence = m.group(1)
-        elif m and fence is not None and m.group(1).startswith(fence[0]) and len(m.group(1)) >= len(fence):
+        elif (m and fence is not None and m.group(1).startswith(fence[0]) and len(m.group(1)) >= len(fence)
+              and not line[m.end():].strip()):         # a closing fence is its run alone ('```python' is text)
             fence = None
         p = _PROMPT.match(line) if fence is None else None
         if not p:

@@ -33,3 +33,26 @@ def test_a_glossary_entry_holding_a_right_to_left_override_is_refused(tmp_path, 
                       encoding="utf-8")
     with pytest.raises(ValueError, match=rf"{key} holds .*U\+202E"):
         glossary.terms(source)
+
+
+# -- site_build.docstrings: a fence's info line inside another fence, and roles naming nothing -----------------
+
+def test_a_fence_s_opening_line_inside_a_fence_does_not_close_it():
+    """Markdown closes a fence only with a line of backticks (or tildes) alone: a ```` ```python ````
+    line inside a ```` ``` ```` fence is the fence's text, so the ``>>>`` lines after it are too, and
+    are not fenced again (whose fence the first one's closing line would end, leaving the rest of the
+    docstring an open code block)."""
+    from site_build.docstrings import markup
+
+    text = "Example:\n\n```\n```python\n>>> 1 + 1\n2\n```\n\nAfter."
+    assert markup(text) == text
+
+
+@pytest.mark.parametrize("role", [":func:`.`", ":class:`~.`", ":func:`~pk.`", ":func:`pk..f`", ":meth:`..x`"])
+def test_a_role_that_names_no_object_is_not_an_empty_link(role):
+    """A role whose name is no dotted name (a dot alone, one at the end, two together) names no object:
+    with ``~`` it was a link whose text was an empty code span (two backticks shown as text). It stays
+    as typed, as a role of a kind the docstrings do not know does."""
+    from site_build.docstrings import markup
+
+    assert markup(f"See {role}.") == f"See {role}."
