@@ -32,7 +32,7 @@ _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d+\.)\s")
 _TICKS = re.compile(r"`+")
 #: a role naming an object by a dotted name (a dot alone, at an end or doubled names none: left as typed)
-ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|exc|obj):`(~?)(\w+(?:\.\w+)*)`")
+ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|exc|obj):`(~?)(\.?\w+(?:\.\w+)*)`")
 
 
 def _content_indent(line: str) -> int:

@@ -48,7 +48,7 @@ def test_a_fence_s_opening_line_inside_a_fence_does_not_close_it():
     assert markup(text) == text
 
 
-@pytest.mark.parametrize("role", [":func:`.`", ":class:`~.`", ":func:`~pk.`", ":func:`pk..f`", ":meth:`..x`"])
+@pytest.mark.parametrize("role", [":func:`.`", ":class:`~.`", ":func:`~pk.`", ":func:`pk..f`", ":meth:`..x`", ":func:`.x.`"])
 def test_a_role_that_names_no_object_is_not_an_empty_link(role):
     """A role whose name is no dotted name (a dot alone, one at the end, two together) names no object:
     with ``~`` it was a link whose text was an empty code span (two backticks shown as text). It stays
@@ -56,3 +56,11 @@ def test_a_role_that_names_no_object_is_not_an_empty_link(role):
     from site_build.docstrings import markup
 
     assert markup(f"See {role}.") == f"See {role}."
+
+
+def test_a_relative_role_is_still_a_cross_reference():
+    """Sphinx's ``.name`` (searched from the docstring's module) is a name: the library writes one."""
+    from site_build.docstrings import markup
+
+    assert markup("See :mod:`.compiler_target`.") == \
+        'See <autoref identifier=".compiler_target" optional>`.compiler_target`</autoref>.'
