@@ -32,7 +32,9 @@ _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d+\.)\s")
 _TICKS = re.compile(r"`+")
 #: a role naming an object by a dotted name (a dot alone, at an end or doubled names none: left as typed)
-ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|exc|obj):`(~?)(\.?\w+(?:\.\w+)*)`")
+#: (Sphinx's explicit title, ``:meth:`record <netcl_lite.core.stream.Stream.record>```, shows the title)
+ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|exc|obj):`(~?)(?:(?P<title>[^`<>]*[^`<>\s])\s+<"
+                  r"(?P<target>\.?\w+(?:\.\w+)*)>|(\.?\w+(?:\.\w+)*))`")
 
 
 def _content_indent(line: str) -> int:
@@ -44,8 +46,8 @@ def _content_indent(line: str) -> int:
 def cross_reference(m: re.Match, resolve: Callable[[str], str] = str) -> str:
     """The mkdocstrings cross-reference of one role: the name (its last part after ``~``) in code,
     linked to the identifier ``resolve`` gives for it when a page renders that object."""
-    name = m.group(2)
-    shown = name.rsplit(".", 1)[-1] if m.group(1) else name
+    name = m["target"] or m.group(4)
+    shown = m["title"] or (name.rsplit(".", 1)[-1] if m.group(1) else name)
     return f'<autoref identifier="{resolve(name)}" optional>`{shown}`</autoref>'
 
 
