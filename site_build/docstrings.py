@@ -8,7 +8,9 @@ package has been loaded and before mkdocstrings parses it:
   cross-references: the name in code, linked to the object's entry on the reference pages when
   that object is rendered there (autorefs' ``optional`` references: one that no page renders
   stays plain code, with no warning). ``~`` shows the last part of the name only, as in Sphinx;
-  a name without its module is resolved in the scope of the docstring's object.
+  a name without its module is resolved in the scope of the docstring's object. An explicit title
+  (``:meth:`record <netcl_lite.core.stream.Stream.record>```) is shown instead of the name; a role
+  whose name is no dotted name (``.``, ``a.``, ``a..b``) names nothing and stays as typed.
 * Python-Markdown reads a line starting with ``>`` as a blockquote, so an interactive example
   would render as three levels of quotes. Each run of ``>>>`` lines and their printed results
   becomes a ``pycon`` fence, longer than any run of backticks inside it, so that nothing the
