@@ -33,6 +33,9 @@ from .paths import ROOT
 #: a whole excerpt's opening line and include: ```` ```{.python .excerpt …} ```` then ``--8<-- "path:section"``
 #: where a source page's Markdown takes its listing (:func:`fill`)
 PLACEHOLDER = "<!-- source-listing -->"
+#: a bidirectional formatting character (marks, embeddings, overrides, isolates), which a listing would
+#: copy into the page: the line would show its code reordered (Trojan source)
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _ANCHOR = re.compile(r' id="(L[0-9-L]+)"')
 _OPEN_THEN_INCLUDE = re.compile(r"^[ \t]*`{3,}\{[^}\n]*\.excerpt\b[^}\n]*\}[ \t]*\n(.*)$", re.M)
 
@@ -118,7 +121,13 @@ def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
 def listing(rel: str, ranges: list[tuple[int, int]]) -> str:
     """The highlighted file as HTML: a line per block, ``id="L<n>"``, and an anchor per range at its
     first line."""
-    digest = hashlib.sha256((ROOT / rel).read_bytes()).hexdigest()
+    data = (ROOT / rel).read_bytes()
+    if m := _BIDI.search(text := data.decode("utf-8", errors="replace")):
+        line = text.count("\n", 0, m.start()) + 1
+        raise ValueError(f"{rel}:{line}: holds the bidirectional formatting character U+{ord(m[0]):04X}, which "
+                         f"would show the line's code in an order that is not its own (Trojan source); remove it "
+                         f"(write it as an escape, '\\u{ord(m[0]):04x}', in a string)")
+    digest = hashlib.sha256(data).hexdigest()
     starts: dict[int, list[str]] = {}
     for first, last in sorted(set(ranges)):
         starts.setdefault(first, []).append(f'<span class="range-anchor" id="{line_range(first, last)}"></span>')

@@ -73,3 +73,20 @@ def test_a_role_with_an_explicit_title_is_a_cross_reference_showing_the_title():
 
     assert markup("By :meth:`Stream.record <netcl_lite.core.stream.Stream.record>` here.") == \
         'By <autoref identifier="netcl_lite.core.stream.Stream.record" optional>`Stream.record`</autoref> here.'
+
+
+# -- site_build.source_pages: a source file holding a bidirectional formatting character -----------------------
+
+@pytest.mark.parametrize("char", ["\u202e", "\u2067", "\u200f"])
+def test_a_source_file_holding_a_bidirectional_formatting_character_is_refused(tmp_path, monkeypatch, char):
+    """Trojan source: Pygments copies a right-to-left override inside a string or a comment into the
+    listing, where the line shows in an order that is not the code's. The page fails naming the file
+    and the line instead."""
+    from site_build import source_pages
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text(f'x = 1\nif access != "user{char} ":  # admin\n    pass\n',
+                                            encoding="utf-8")
+    monkeypatch.setattr(source_pages, "ROOT", tmp_path)
+    with pytest.raises(ValueError, match=rf"pkg/mod\.py:2: .*U\+{ord(char):04X}"):
+        source_pages.listing("pkg/mod.py", [(1, 2)])
