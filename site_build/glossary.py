@@ -178,9 +178,12 @@ def _load(text: str) -> tuple[Term, ...]:
     seen: dict[str, str] = {}
     for t in terms:
         for form in t.forms:
-            if form in seen and seen[form] != t.term:
-                raise ValueError(f"{SOURCE.name}: the form {form!r} belongs to both {seen[form]!r} and {t.term!r}")
-            seen[form] = t.term
+            read = _spaced(form)                        # a page's text matches a form's words, however spaced
+            if read in seen and seen[read] != t.term:
+                raise ValueError(f"{SOURCE.name}: the form {form!r} belongs to both {seen[read]!r} and {t.term!r}"
+                                 + (f" (as {read!r}: a page's words match a form however they are spaced)"
+                                    if read != form else ""))
+            seen[read] = t.term
     return terms
 
 

@@ -78,3 +78,17 @@ def test_pages_that_are_no_page_nor_range_are_refused(tmp_path, pages):
 @pytest.mark.parametrize("pages, shown", [("7", "article 7"), ("7--19", "pp. 7–19"), ("e1--e9", "pp. e1–e9")])
 def test_a_page_or_a_range_still_shows(tmp_path, pages, shown):
     assert _entry(tmp_path, f"pages = {{{pages}}}").details == shown
+
+
+# -- the glossary: what round 24b noticed and left -------------------------------------------------------
+
+def test_two_terms_forms_that_differ_only_in_spacing_are_refused(tmp_path):
+    """A page's words match a form however they are spaced, so "key  value" (two spaces) and "key value"
+    are one pattern: the second term was never marked, silently."""
+    from site_build import glossary
+
+    source = tmp_path / "glossary.yml"
+    source.write_text("- term: a\n  forms: [key value]\n  definition: one thing.\n"
+                      "- term: b\n  forms: [\"key  value\"]\n  definition: another.\n")
+    with pytest.raises(ValueError, match=r"'key  value' belongs to both 'a' and 'b' \(as 'key value'"):
+        glossary.terms(source)
