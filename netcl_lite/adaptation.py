@@ -318,6 +318,9 @@ class Adapter:
         if config.optimizer == "rms" and train_ids is None and state is None:
             raise ValueError("optimizer='rms' needs train_ids (the training text's ids) or the run's optimizer "
                              "state for its mean squares")
+        if train_ids is not None:                    # named as the caller passed it, whichever optimizer reads it
+            train_ids = check_ids("train_ids", train_ids, c.vocab_size,
+                                  self.window + 1 if config.optimizer == "rms" and state is None else 2)
         if state is not None:
             if config.optimizer == "sgd":
                 raise ValueError("state (the run's optimizer moments) serves optimizer 'adam' or 'rms', not 'sgd'")
@@ -345,8 +348,6 @@ class Adapter:
             floored = {n: np.maximum(r, config.rms_floor * mean_rms) for n, r in rms.items()}
             self.scale = {n: 1.0 / r for n, r in floored.items()}
             self.pull = {n: np.minimum(1.0, config.decay * r / mean_rms) for n, r in floored.items()}
-        elif train_ids is not None:
-            check_ids("train_ids", train_ids, c.vocab_size, 2)
         self.state = state if config.optimizer == "adam" else None
         self._fresh_moments()
         #: a loss (nats per token) above twice a uniform guess's: the adapted weights diverged

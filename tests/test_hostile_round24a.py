@@ -1,0 +1,58 @@
+"""Issue 58, an independent hostile check, round 24a: the adaptation's own arguments.
+
+An :class:`~netcl_lite.adaptation.Adapter` (and :func:`~netcl_lite.dynamic_evaluation.coded_bits`,
+which hands it ``train_ids``) refuses training ids it cannot read with an error naming
+``train_ids``, the parameter the caller passed, whatever the optimizer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from netcl_lite.adaptation import AdaptConfig, Adapter
+from netcl_lite.dynamic_evaluation import coded_bits
+from netcl_lite.nn import DecoderLM, LMConfig
+from netcl_lite.text import BPETokenizer
+
+TEXT = "Counts of what followed each context sharpen the guesses as the text goes on.\n" * 4
+
+
+@pytest.fixture(scope="module")
+def tiny(queue):
+    tok = BPETokenizer()
+    tok.train_from_iterator([TEXT], 280, progress=False)
+    model = DecoderLM(LMConfig(vocab_size=280, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                               num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16),
+                      queue=queue, seed=3)
+    return model, tok, np.asarray(tok.encode_ordinary(TEXT), np.int64)
+
+
+BAD_TRAIN_IDS = [pytest.param("abc", id="a-string"), pytest.param(np.full(100, 0.5), id="floats"),
+                 pytest.param(np.full(100, 10**6), id="past-the-vocabulary"),
+                 pytest.param(np.zeros((4, 40), np.int64), id="two-dimensional")]
+
+
+@pytest.mark.parametrize("optimizer", ["rms", "sgd", "adam"])
+@pytest.mark.parametrize("train_ids", BAD_TRAIN_IDS)
+def test_the_adapter_names_train_ids_it_cannot_read(tiny, optimizer, train_ids):
+    model, _, _ = tiny
+    with pytest.raises(ValueError, match=r"^train_ids "):
+        Adapter(model, 2, 0, AdaptConfig(optimizer=optimizer), train_ids=train_ids)
+
+
+def test_the_rms_adapter_names_train_ids_shorter_than_a_window(tiny):
+    """The mean squares read one window of the training ids and its target: fewer are refused as
+    ``train_ids``, the parameter given, not as ``ids``."""
+    model, tok, ids = tiny
+    with pytest.raises(ValueError, match=r"^train_ids holds 3 tokens"):
+        Adapter(model, 2, 0, AdaptConfig(optimizer="rms"), train_ids=np.zeros(3, np.int64))
+    with pytest.raises(ValueError, match=r"^train_ids holds 3 tokens"):
+        coded_bits(model, tok, ids[:40], AdaptConfig(), train_ids=np.zeros(3, np.int64))
+
+
+@pytest.mark.parametrize("train_ids", BAD_TRAIN_IDS)
+def test_coded_bits_names_train_ids_it_cannot_read(tiny, train_ids):
+    model, tok, ids = tiny
+    with pytest.raises(ValueError, match=r"^train_ids "):
+        coded_bits(model, tok, ids[:40], AdaptConfig(), train_ids=train_ids)
