@@ -95,6 +95,7 @@ class MatchModel:
             windows = np.lib.stride_tricks.sliding_window_view(primer[:-1], min_length)
             last_wins(_hash(windows), np.arange(min_length, primer.size), self.index)
         streams = np.asarray(lengths).size
+        self.lengths = lengths.astype(np.int64)        # each stream's tokens: an update past them is refused
         self.pointer = np.zeros(streams, np.int64)     # where the predicted token is in ``text``
         self.length = np.zeros(streams, np.int64)      # tokens of context that agree; 0: no match
         self.step = 0
@@ -115,6 +116,10 @@ class MatchModel:
         tokens, active = checks.step_ids(tokens, active, self.pointer.size, np.iinfo(np.int32).max + 1)
         if self.predicted is None:
             raise ValueError("update follows predict: call predict() for the step first (once per update)")
+        done = np.flatnonzero(active & (self.step >= self.lengths))
+        if done.size:                                  # its token would land in the next stream's text, or past all
+            raise ValueError(f"active marks stream {int(done[0])} as coding its token {self.step}, but lengths gives "
+                             f"it {int(self.lengths[done[0]])} tokens: mark a stream inactive once it is coded")
         rows = np.flatnonzero(active)
         at = self.base[rows] + self.step
         self.text[at] = tokens[rows]

@@ -56,3 +56,32 @@ def test_coded_bits_names_train_ids_it_cannot_read(tiny, train_ids):
     model, tok, ids = tiny
     with pytest.raises(ValueError, match=r"^train_ids "):
         coded_bits(model, tok, ids[:40], AdaptConfig(), train_ids=train_ids)
+
+
+# -- the match model ----------------------------------------------------------------------------------------
+
+def test_the_match_model_refuses_a_token_past_a_stream_s_length_and_keeps_its_text():
+    """A stream marked active after its ``lengths`` tokens would write into the next stream's text
+    (silently changing what the next stream had coded) or past the text's end (IndexError): it is
+    refused naming ``active``, and the model is left as it was."""
+    from netcl_lite.match import MatchModel
+
+    m = MatchModel(np.arange(10), np.array([2, 5]))
+    for _ in range(2):
+        m.predict()
+        m.update(np.array([7, 8]), np.array([True, True]))
+    text = m.text.copy()
+    m.predict()
+    with pytest.raises(ValueError, match=r"^active marks stream 0 .* lengths gives it 2 tokens"):
+        m.update(np.array([7, 8]), np.array([True, True]))
+    np.testing.assert_array_equal(m.text, text)
+    m.update(np.array([0, 8]), np.array([False, True]))             # the step goes on as it should
+    assert m.text[10:].tolist() == [7, 7, 8, 8, 8, -1, -1]
+
+    last = MatchModel(np.arange(10), np.array([2]))
+    for _ in range(2):
+        last.predict()
+        last.update(np.array([1]), np.array([True]))
+    last.predict()
+    with pytest.raises(ValueError, match=r"^active marks stream 0 "):
+        last.update(np.array([1]), np.array([True]))
