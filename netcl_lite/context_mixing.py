@@ -493,6 +493,8 @@ class ContextMixer:
                              f"bools; got {tokens.size} tokens and active {active.dtype} of shape {active.shape}")
         if self._linear is None:
             raise ValueError("update follows predict: call predict(p_model) for the step first (once per update)")
+        if self.match is not None:          # before any part learns: a refused step leaves them all as they were
+            self.match.refuse_finished(active)
         self.linear.update(tokens, self._linear, active)
         if self.on:
             self.geometric.update(tokens, active)

@@ -108,6 +108,14 @@ class MatchModel:
         self.predicted = token
         return token, self.length.copy()
 
+    def refuse_finished(self, active: np.ndarray) -> None:
+        """ValueError naming ``active`` when it marks a stream that has coded all its ``lengths``
+        tokens: its token would land in the next stream's text, or past the text's end."""
+        done = np.flatnonzero(np.asarray(active, bool) & (self.step >= self.lengths))
+        if done.size:
+            raise ValueError(f"active marks stream {int(done[0])} as coding its token {self.step}, but lengths gives "
+                             f"it {int(self.lengths[done[0]])} tokens: mark a stream inactive once it is coded")
+
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         """Write the ``active`` streams' coded ``tokens`` (B,) into the text, extend or drop their
         matches, look for new ones, and index the newest :data:`MIN_LENGTH` tokens. Each step's
@@ -116,10 +124,7 @@ class MatchModel:
         tokens, active = checks.step_ids(tokens, active, self.pointer.size, np.iinfo(np.int32).max + 1)
         if self.predicted is None:
             raise ValueError("update follows predict: call predict() for the step first (once per update)")
-        done = np.flatnonzero(active & (self.step >= self.lengths))
-        if done.size:                                  # its token would land in the next stream's text, or past all
-            raise ValueError(f"active marks stream {int(done[0])} as coding its token {self.step}, but lengths gives "
-                             f"it {int(self.lengths[done[0]])} tokens: mark a stream inactive once it is coded")
+        self.refuse_finished(active)
         rows = np.flatnonzero(active)
         at = self.base[rows] + self.step
         self.text[at] = tokens[rows]

@@ -85,3 +85,33 @@ def test_the_match_model_refuses_a_token_past_a_stream_s_length_and_keeps_its_te
     last.predict()
     with pytest.raises(ValueError, match=r"^active marks stream 0 "):
         last.update(np.array([1]), np.array([True]))
+
+
+def test_the_mixer_refuses_a_stream_past_its_length_before_any_part_learns():
+    """The mix's parts learn in turn; the match model's refusal of a finished stream comes before
+    any of them, so a refused step leaves the whole mixer as it was and can be retried."""
+    import copy
+
+    from netcl_lite.context_mixing import TECHNIQUES, ContextMixer
+
+    pieces = {i: bytes([i]) for i in range(256)}
+    mixer = ContextMixer(np.arange(50) % 256, 256, np.array([2, 3]), pieces, TECHNIQUES)
+    p = np.full((2, 256), 1 / 256)
+    for _ in range(2):
+        mixer.predict(p)
+        mixer.update(np.array([7, 8]), np.array([True, True]))
+    mixer.predict(p)
+    before = copy.deepcopy(mixer.__dict__)
+    with pytest.raises(ValueError, match=r"^active marks stream 0 "):
+        mixer.update(np.array([7, 8]), np.array([True, True]))
+    after = mixer.__dict__
+    for name, value in before.items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(after[name], value, err_msg=name)
+    for part in ("linear", "geometric", "sse", "words", "streams", "ngram"):
+        if before.get(part) is None:
+            continue
+        for name, value in vars(before[part]).items():
+            if isinstance(value, np.ndarray):
+                np.testing.assert_array_equal(getattr(after[part], name), value, err_msg=f"{part}.{name}")
+    mixer.update(np.array([0, 8]), np.array([False, True]))
