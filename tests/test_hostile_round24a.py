@@ -115,3 +115,25 @@ def test_the_mixer_refuses_a_stream_past_its_length_before_any_part_learns():
             if isinstance(value, np.ndarray):
                 np.testing.assert_array_equal(getattr(after[part], name), value, err_msg=f"{part}.{name}")
     mixer.update(np.array([0, 8]), np.array([False, True]))
+
+
+# -- the adapter's refill -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", [-3, 10**6])
+def test_a_refused_refill_leaves_the_cache_it_was_given(tiny, bad):
+    """Inputs past the vocabulary were refused only by the forward pass, after the cache had been
+    emptied: a failed refill lost every position it held (and named ``ids``, not ``inputs``)."""
+    from netcl_lite.nn import KVCache
+
+    model, _, _ = tiny
+    c = model.config
+    adapter = Adapter(model, 2, 0, AdaptConfig(chunk=4, optimizer="sgd"))
+    cache = KVCache(model.queue, c.num_hidden_layers, 2, c.num_key_value_heads, c.head_dim,
+                    c.max_position_embeddings)
+    adapter.model.hidden(np.zeros((2, 3), np.int64), cache).numpy()
+    assert cache.length(0) == 3
+    with pytest.raises(ValueError, match=r"^inputs must lie in \[0, 280\)"):
+        adapter.refill(cache, np.full((2, 5), bad))
+    assert cache.length(0) == 3
+    adapter.refill(cache, np.zeros((2, 5), np.int64))
+    assert cache.length(0) == 3
