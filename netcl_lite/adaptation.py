@@ -411,6 +411,7 @@ class Adapter:
                              f"stream's inputs at the positions the cache holds; got {arr.dtype} {arr.shape}")
         if held == cache.max_seq_len:
             return            # full: the coder empties and refills it before its next step anyway
+        self.model._check_cache(cache)      # another model's cache: refused before it is emptied
         vocab = self.model.config.vocab_size
         if held and (arr[:, :held].min() < 0 or arr[:, :held].max() >= vocab):    # before the cache is emptied
             raise ValueError(f"inputs must lie in [0, {vocab}) (the model's vocab_size), got ids from "

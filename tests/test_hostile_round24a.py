@@ -137,3 +137,20 @@ def test_a_refused_refill_leaves_the_cache_it_was_given(tiny, bad):
     assert cache.length(0) == 3
     adapter.refill(cache, np.zeros((2, 5), np.int64))
     assert cache.length(0) == 3
+
+
+@pytest.mark.parametrize("other", [dict(num_hidden_layers=2), dict(num_key_value_heads=2)])
+def test_a_refill_with_another_model_s_cache_is_refused_and_leaves_it_whole(tiny, other):
+    """A cache of another model's shape was refused by the forward pass, after it had been emptied."""
+    from netcl_lite.nn import KVCache
+
+    model, _, _ = tiny
+    adapter = Adapter(model, 2, 0, AdaptConfig(chunk=4, optimizer="sgd"))
+    twin = DecoderLM(LMConfig(**{**model.config.__dict__, **other}), queue=model.queue, seed=4)
+    c = twin.config
+    cache = KVCache(model.queue, c.num_hidden_layers, 2, c.num_key_value_heads, c.head_dim,
+                    c.max_position_embeddings)
+    twin.hidden(np.zeros((2, 3), np.int64), cache).numpy()
+    with pytest.raises(ValueError, match=r"^cache holds "):
+        adapter.refill(cache, np.zeros((2, 5), np.int64))
+    assert cache.length(0) == 3
