@@ -57,7 +57,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from . import autograd as ag
-from .checks import flag, int_in, nonnegative_real, one_of, positive_int, positive_real
+from .checks import coder_sizes, flag, int_in, nonnegative_real, one_of, positive_int, positive_real
 from .nn import DecoderLM, KVCache
 from .core.stream import NonFiniteError
 from .nn.checkpoint import write
@@ -306,6 +306,7 @@ class Adapter:
                  train_ids=None, state: dict | None = None, copy: bool = True):
         check_model(model)
         self.streams = positive_int("streams", streams, "token streams coded side by side")
+        coder_sizes(streams=self.streams)              # before the history is sized by it
         c = model.config
         self.start = int_in("start", start, 0, c.vocab_size, "a token id of the model's vocabulary")
         if config is None:

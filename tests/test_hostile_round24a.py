@@ -154,3 +154,11 @@ def test_a_refill_with_another_model_s_cache_is_refused_and_leaves_it_whole(tiny
     with pytest.raises(ValueError, match=r"^cache holds "):
         adapter.refill(cache, np.zeros((2, 5), np.int64))
     assert cache.length(0) == 3
+
+
+def test_the_adapter_refuses_more_streams_than_a_coder_has_naming_streams(tiny):
+    """The history is sized by ``streams`` (one row of tokens each): 10**12 streams was a MemoryError."""
+    model, _, _ = tiny
+    with pytest.raises(ValueError, match=r"^streams must be at most MAX_STREAMS"):
+        Adapter(model, 10**12, 0, AdaptConfig(optimizer="sgd"))
+    Adapter(model, 1024, 0, AdaptConfig(optimizer="sgd"))
