@@ -92,3 +92,38 @@ def test_two_terms_forms_that_differ_only_in_spacing_are_refused(tmp_path):
                       "- term: b\n  forms: [\"key  value\"]\n  definition: another.\n")
     with pytest.raises(ValueError, match=r"'key  value' belongs to both 'a' and 'b' \(as 'key value'"):
         glossary.terms(source)
+
+
+# -- model configs: what round 24a noticed and left ------------------------------------------------------
+
+def _small(**over):
+    from netcl_lite.nn.config import LMConfig
+
+    return LMConfig(**{**dict(vocab_size=16, hidden_size=8, intermediate_size=16, num_hidden_layers=1,
+                              num_attention_heads=2, max_position_embeddings=8), **over})
+
+
+@pytest.mark.parametrize("name", ["rms_norm_eps", "initializer_range"])
+@pytest.mark.parametrize("value", [1e39, 1e300])
+def test_a_config_value_past_float32_is_refused_naming_it(name, value):
+    """``initializer_range=1e300`` built a model of infinite weights (a RuntimeWarning only), and
+    ``rms_norm_eps=1e300`` became inf in the float32 norms: every prediction uniform, silently."""
+    with pytest.raises(ValueError, match=rf"{name}=1e\+(39|300) is past float32's largest value"):
+        _small(**{name: value})
+    assert getattr(_small(**{name: 1e30}), name) == 1e30
+
+
+def test_a_checkpoint_s_two_rope_thetas_that_disagree_are_refused():
+    """A ``config.json`` with ``rope_theta`` and ``rope_parameters.rope_theta`` that differ loaded with the
+    nested one, saying nothing about the other."""
+    from netcl_lite.nn.checkpoint import config_from_json, config_to_json
+
+    values = config_to_json(_small())
+    values["rope_parameters"] = {"rope_type": "default", "rope_theta": 500000.0}
+    values["rope_theta"] = 10000.0
+    with pytest.raises(ValueError, match=r"rope_theta=10000\.0 and rope_parameters\.rope_theta=500000\.0 disagree"):
+        config_from_json(values)
+    values["rope_theta"] = 500000
+    assert config_from_json(values).rope_theta == 500000
+    del values["rope_theta"]
+    assert config_from_json(values).rope_theta == 500000

@@ -202,6 +202,10 @@ def config_from_json(values, source: str = CONFIG_FILE) -> LMConfig:
         # RoPE written that way must not load as plain RoPE; keys we do not implement are refused.
         kind = rope.get("rope_type", rope.get("type", "default"))
         unsupported["rope_parameters.rope_type"] = (kind, "default")
+        if "rope_theta" in rope and theta is not None and rope["rope_theta"] != theta:
+            raise ValueError(f"{source}: rope_theta={theta!r} and rope_parameters.rope_theta="
+                             f"{rope['rope_theta']!r} disagree; give one value (rope_parameters' is the "
+                             f"newer spelling)")
         theta = rope.get("rope_theta", theta)
     for name, (found, wanted) in unsupported.items():
         if found != wanted:

@@ -10,6 +10,9 @@ from dataclasses import asdict, dataclass, fields
 
 from ..checks import count, flag, positive_real
 
+#: float32's largest finite value: the model's weights, activations and ``rms_norm_eps`` are float32
+_FLOAT32_MAX = 3.4028234663852886e38
+
 
 @dataclass(frozen=True)
 class LMConfig:
@@ -53,6 +56,11 @@ class LMConfig:
         for name in ("rms_norm_eps", "rope_theta", "initializer_range"):
             value = getattr(self, name)
             positive_real(name, value)
+        for name in ("rms_norm_eps", "initializer_range"):         # they reach the kernels as float32
+            if float(getattr(self, name)) > _FLOAT32_MAX:
+                raise ValueError(f"{name}={getattr(self, name)!r} is past float32's largest value "
+                                 f"({_FLOAT32_MAX:.4g}): the model computes in float32, where it would be "
+                                 f"infinite (weights or norms of inf and NaN); give a value below it")
         flag("tie_word_embeddings", self.tie_word_embeddings)
 
     @property
