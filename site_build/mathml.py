@@ -157,6 +157,23 @@ def unclosed(source: str) -> int:
 _DELIMITER_OPENS, _DELIMITER_CLOSES = ("\\(", "\\[", "$"), ("\\)", "\\]", "$")
 
 
+def loose_line_break(source: str) -> bool:
+    """Whether ``source`` (a formula's LaTeX) holds a line break ``\\\\`` outside every group and
+    environment, where the converter drops it ("x \\\\ y" draws "xy"); inside an environment
+    (``aligned``, ``gathered``, a matrix) it breaks the line, and inside a group it is left to the
+    command that takes the group."""
+    depth = 0
+    for m in _TOKEN.finditer(source):
+        token = m.group(0)
+        if token in ("{", "\\begin"):
+            depth += 1
+        elif token in ("}", "\\end"):
+            depth -= 1
+        elif token == "\\\\" and depth <= 0:
+            return True
+    return False
+
+
 def _line_of(source: str, page: str) -> str:
     """``:<line>`` of the page's file where the formula ``source`` stands, or "" when the file holds none
     of it. Its text is looked for as the page's HTML gave it, then with HTML's characters as references
@@ -231,6 +248,11 @@ def _checked(latex: str, page_uri: str) -> str:
                          f"the converter is given each formula alone, so every numbered equation would show (1) and "
                          f"a reference (??); use the starred environment (align*, equation*) and \\tag{{...}} "
                          f"for a number you write, and refer to it in the text")
+    elif loose_line_break(source):
+        raise ValueError(f"{page}{_line_of(source, page_uri)}: the formula {_shown(source)} breaks its line with "
+                         f"\\\\ outside any environment, where the MathML converter drops the break (\"x \\\\ y\" "
+                         f"shows \"xy\"); put the lines in an environment such as \\begin{{aligned}} or "
+                         f"\\begin{{gathered}}, or write two formulas")
     elif (left_open := unclosed(source)) > MATH_UNCLOSED_LIMIT:
         raise ValueError(f"{page}{_line_of(source, page_uri)}: the formula {_shown(source)} leaves {left_open} "
                          f"opening delimiters unclosed, over MATH_UNCLOSED_LIMIT = {MATH_UNCLOSED_LIMIT}: the MathML "

@@ -127,3 +127,25 @@ def test_a_checkpoint_s_two_rope_thetas_that_disagree_are_refused():
     assert config_from_json(values).rope_theta == 500000
     del values["rope_theta"]
     assert config_from_json(values).rope_theta == 500000
+
+
+# -- math: what round 23c noticed and left ---------------------------------------------------------------
+
+@pytest.mark.parametrize("latex", ["x \\\\ y", "\\\\", "a = b \\\\[2pt] c"])
+def test_a_line_break_outside_any_environment_is_refused(latex):
+    """The converter drops a line break outside an environment: "x \\\\ y" drew "xy", silently."""
+    from site_build import mathml
+
+    page = f'<div class="arithmatex">\\[{latex}\\]</div>'
+    with pytest.raises(ValueError, match=r"docs/x\.md.*outside any environment"):
+        mathml.render(page, "x.md")
+
+
+@pytest.mark.parametrize("latex", ["\\begin{aligned} x &= 1 \\\\ y &= 2 \\end{aligned}",
+                                   "\\begin{bmatrix} 1 & 0 \\\\ 0 & 1 \\end{bmatrix}",
+                                   "f = \\left\\{ \\begin{gathered} a \\\\ b \\end{gathered} \\right."])
+def test_line_breaks_inside_an_environment_or_group_still_render(latex):
+    from site_build import mathml
+
+    out = mathml.render(f'<div class="arithmatex">\\[{latex}\\]</div>', "x.md")
+    assert "<math" in out and out.count("<mtr") >= 2, out
