@@ -261,7 +261,8 @@ class GeometricMixer:
         if getattr(self, "_logs", None) is None or self._logs.shape != (b, len(parts), v):
             self._logs = np.empty((b, len(parts), v), np.float32)     # kept for update, reused each step
         logs = self._logs
-        with np.errstate(divide="ignore"):            # a zero (or a float32 underflow): -inf, floored next
+        # a zero (or a float32 underflow): -inf, floored next; a negative value: NaN, refused below by name
+        with np.errstate(divide="ignore", invalid="ignore"):
             for i, p in enumerate(parts):
                 np.log(p, out=logs[:, i], dtype=np.float32, casting="unsafe")
         np.maximum(logs, np.float32(LOG_FLOOR), out=logs)
