@@ -835,8 +835,17 @@ class WordNGram:
         return _tag_orders(_context_keys(h.T, self.token_bits), self.token_bits)
 
     def predict(self, unigram: np.ndarray) -> np.ndarray:
-        """(B, vocab) float64: every stream's distribution, from the counts ``unigram`` (vocab,) up."""
+        """(B, vocab) float64: every stream's distribution, from the counts ``unigram`` (vocab,) up:
+        finite and >= 0 (ValueError otherwise, and nothing changes)."""
         b, v, k = self.words.shape[0], self.vocab, self.orders
+        # checked before any state is touched: a refused call leaves the last predict's for update
+        if not isinstance(unigram, np.ndarray) or unigram.shape != (v,) or unigram.dtype.kind not in "iuf":
+            shown = (f"{unigram.dtype} of shape {unigram.shape}" if isinstance(unigram, np.ndarray)
+                     else type(unigram).__name__)
+            raise ValueError(f"unigram must be an array of shape ({v},) (the counts of each token), got {shown}")
+        if v and not (unigram.min() >= 0 and np.isfinite(unigram.max())):
+            raise ValueError("unigram must hold finite counts >= 0; it holds a NaN, an infinity or a negative "
+                             "value (a NaN would reach every stream's prediction and the weights λ)")
         n0 = float(unigram.sum())
         self._bucket0 = (0, int(_qn(np.array([n0]))[0]), int(_qu(np.array([np.count_nonzero(unigram)]))[0]))
         lam0 = self.lam[self._bucket0]
