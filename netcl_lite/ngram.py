@@ -733,7 +733,12 @@ class Mixer:
             raise ValueError(f"p_mix must be the (streams, vocab) = {(b, v)} mixture mix returned, got {shown}")
         rows = np.flatnonzero(active)
         px = p_mix[rows, tokens[rows]]
-        ratio = np.stack([part[rows, tokens[rows]] / px for part in self.parts], axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.stack([part[rows, tokens[rows]] / px for part in self.parts], axis=1)
+        if not np.isfinite(ratio).all():    # a NaN here would stay in the weights for good: change nothing
+            raise ValueError("p_mix must be the mixture mix returned, > 0 and finite at each coded token; it "
+                             "gives a coded token a NaN or 0 (a token the mixture gave no chance cannot be coded), "
+                             "or the parts changed since mix")
         step = np.zeros_like(self.w)
         np.add.at(step, (self.bucket[0][rows], self.bucket[1][rows]), ratio - 1)
         w = self.w * np.exp(np.clip(MIX_RATE * step, -MAX_EXPONENT, MAX_EXPONENT))

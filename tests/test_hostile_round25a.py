@@ -63,3 +63,39 @@ def test_a_refused_predict_leaves_the_last_predict_for_its_update():
         words.update(np.array([1, 2]), np.ones(2, bool))
     assert np.array_equal(plain.lam, probed.lam)
     assert np.array_equal(plain.predict(unigram), probed.predict(unigram))
+
+
+# -- ngram.Mixer.update: a coded token without a finite chance ---------------------------------------------
+
+N_PARTS = len(ng.MIX_ORDERS) + 3
+
+
+def _parts(b=2, v=10):
+    return [np.full((b, v), 1.0 / v) for _ in range(N_PARTS)]
+
+
+@pytest.mark.parametrize("spoil", ["nan in p_mix", "no chance for the token", "a part changed since mix"])
+def test_mixer_update_refuses_a_coded_token_without_a_finite_chance_and_keeps_its_weights(spoil):
+    """``Mixer.update`` divided each part's probability of the coded token by the mixture's: a NaN
+    there, a token to which every part (so the mixture) gave 0 (0 / 0), or a part set to NaN after
+    ``mix`` turned every weight of the bucket into NaN, silently and for good; every later mixture
+    was NaN. It should refuse, naming ``p_mix``, and leave the weights and the step as they were."""
+    mixer = ng.Mixer(ng.ORDERS)
+    parts = _parts()
+    if spoil == "no chance for the token":
+        for part in parts:
+            part[:, 1] = 0
+            part /= part.sum(axis=1, keepdims=True)
+    p = mixer.mix(parts, np.zeros(2, np.int64), np.ones(2))
+    given = p.copy()
+    if spoil == "nan in p_mix":
+        given[0, 1] = np.nan
+    if spoil == "a part changed since mix":
+        parts[3][0, 1] = np.nan
+    before = mixer.w.copy()
+    with pytest.raises(ValueError, match="p_mix must be the mixture mix returned"):
+        mixer.update(np.array([1, 1]), given, np.ones(2, bool))
+    assert np.array_equal(mixer.w, before)
+    if spoil == "nan in p_mix":                        # the step's own update still works
+        mixer.update(np.array([1, 1]), p, np.ones(2, bool))
+        assert np.isfinite(mixer.w).all() and np.allclose(mixer.w.sum(axis=2), 1)
