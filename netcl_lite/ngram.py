@@ -694,6 +694,9 @@ class Mixer:
                 raise ValueError(f"parts[{i}] must be a float array of shape (streams, vocab), as parts[0] "
                                  f"{shape}, got {shown}")
         b = shape[0]
+        if b and not shape[1]:                  # no token to mix: the checks below would reduce nothing
+            raise ValueError(f"parts must be distributions over a vocabulary of at least one token, got shape "
+                             f"{shape}")
         reached = np.asarray(reached)
         if reached.shape != (b,) or (b and (reached.dtype.kind not in "iu" or reached.min() < 0
                                             or reached.max() >= self.w.shape[0])):

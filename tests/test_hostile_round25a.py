@@ -99,3 +99,10 @@ def test_mixer_update_refuses_a_coded_token_without_a_finite_chance_and_keeps_it
     if spoil == "nan in p_mix":                        # the step's own update still works
         mixer.update(np.array([1, 1]), p, np.ones(2, bool))
         assert np.isfinite(mixer.w).all() and np.allclose(mixer.w.sum(axis=2), 1)
+
+
+def test_mixer_refuses_parts_over_an_empty_vocabulary_naming_them():
+    """Parts of shape (2, 0) reached NumPy's "zero-size array to reduction operation minimum", which
+    names no parameter."""
+    with pytest.raises(ValueError, match="parts must be distributions over a vocabulary of at least one token"):
+        ng.Mixer(ng.ORDERS).mix([np.zeros((2, 0)) for _ in range(N_PARTS)], np.zeros(2, np.int64), np.ones(2))
