@@ -100,15 +100,25 @@ def lookup(kind: str, item_key: str) -> bytes | None:
     if data is None:
         log.warning(f"execution cache: {path} does not match its digest (emptied, truncated or edited); "
                     f"running it again")
-        path.unlink(missing_ok=True)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as err:
+            log.warning(f"execution cache: cannot remove {path} ({err})")
     return data
 
 
 def store(kind: str, item_key: str, data: bytes) -> None:
     """Keep ``data`` as the output of ``kind`` under ``item_key``, with its digest, atomically: a
-    reader sees all or nothing, and two writers (processes or threads) never share a file."""
+    reader sees all or nothing, and two writers (processes or threads) never share a file. A place
+    that cannot hold the entry (the cache folder or a kind's folder is a file, the entry is a folder,
+    a full disk) is logged as a warning naming it, and the entry is not kept: what ran is still shown,
+    and runs again in the next build."""
     if not isinstance(data, bytes):
         raise TypeError(f"data must be bytes, got {type(data).__name__}")
     path = _path(kind, item_key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, entry(data))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, entry(data))
+    except (OSError, ValueError) as err:        # ValueError: atomic_write refuses a folder at ``path``
+        log.warning(f"execution cache: cannot keep {path} ({err}); its output is shown but runs again "
+                    f"next time (check NETCL_LITE_CACHE or the folder {fingerprint.cache_root()})")

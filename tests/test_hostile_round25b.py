@@ -1,0 +1,45 @@
+"""Issue 58, an independent hostile check, round 25b: the execution cache's place that cannot hold an
+entry (the cache folder is a file, a kind's folder is a file, an entry is a folder) must not stop a
+build with a Python traceback: what ran is shown, and the entry it could not keep is reported."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from netcl_lite import fingerprint
+from site_build import build_output, runner, store
+
+SNIPPET = "snippets/chapter7/bpe_batch.py"
+
+
+def _in_the_way(root, where):
+    """Put a file or a folder where the store writes the build output's entry of SNIPPET."""
+    if where == "the cache folder is a file":
+        root.write_bytes(b"not a folder\n")
+        return
+    key = build_output.snippet_key(SNIPPET, "ctx")
+    if where == "the kind's folder is a file":
+        (root / "executed").mkdir(parents=True)
+        (root / "executed" / "build_output").write_bytes(b"not a folder\n")
+    else:                                           # the entry is a folder
+        (root / "executed" / "build_output" / key).mkdir(parents=True)
+
+
+@pytest.mark.parametrize("where", ["the cache folder is a file", "the kind's folder is a file",
+                                   "the entry is a folder"])
+def test_a_cache_place_that_cannot_hold_an_entry_shows_the_output_and_says_so(tmp_path, monkeypatch, caplog,
+                                                                               where):
+    root = tmp_path / "cache"
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(root))
+    monkeypatch.delenv(fingerprint.RERUN, raising=False)
+    _in_the_way(root, where)
+    monkeypatch.setattr(runner, "run_snippet", lambda path, **kw: "merges: 3\n")
+    with caplog.at_level(logging.WARNING, logger=store.log.name):
+        text = build_output.BuildOutputs(lambda: "ctx").cached_output(SNIPPET, "docs/chapter-7.md:12")
+    assert text == "merges: 3\n"
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("execution cache" in m and str(root) in m for m in warned), warned
+    # the same lookup later is a miss, not an error
+    assert store.lookup("build_output", build_output.snippet_key(SNIPPET, "ctx")) is None
