@@ -28,7 +28,14 @@ class MeasuredSections:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         self.sections = module.SECTIONS
-        self.report = module.load()
+        results = getattr(module, "RESULTS", RESULTS.parent) / "kernels.json"
+        try:
+            self.report = module.load()
+        except (OSError, ValueError) as err:       # emptied, truncated, not UTF-8: not a JSON traceback
+            shown = results.relative_to(ROOT).as_posix() if results.is_relative_to(ROOT) else str(results)
+            raise ValueError(f"{shown}: the measured results that the pages' kernels.json sections render "
+                             f"cannot be read ({type(err).__name__}: {err}); run benchmarks/bench_kernels.py "
+                             f"again, or restore the file from git") from None
 
     def section(self, marker: markers.Marker) -> str:
         """The section a ``kernels.json`` marker names, rendered; an unknown name, or results the report

@@ -43,3 +43,20 @@ def test_a_cache_place_that_cannot_hold_an_entry_shows_the_output_and_says_so(tm
     assert any("execution cache" in m and str(root) in m for m in warned), warned
     # the same lookup later is a miss, not an error
     assert store.lookup("build_output", build_output.snippet_key(SNIPPET, "ctx")) is None
+
+
+@pytest.mark.parametrize("damage", ["emptied", "truncated", "not UTF-8"])
+def test_damaged_measured_results_are_named_not_a_json_traceback(tmp_path, damage):
+    import shutil
+
+    from site_build import measured
+
+    bench = tmp_path / "benchmarks"
+    (bench / "results").mkdir(parents=True)
+    shutil.copyfile(measured.REPORT, bench / "report_kernels.py")
+    whole = measured.RESULTS.read_bytes()
+    (bench / "results" / "kernels.json").write_bytes(
+        {"emptied": b"", "truncated": whole[:len(whole) // 2], "not UTF-8": b"\xff\xfe{}"}[damage])
+    with pytest.raises(ValueError, match=r"kernels\.json") as caught:
+        measured.MeasuredSections(bench / "report_kernels.py")
+    assert type(caught.value) is ValueError, type(caught.value)      # not a bare json or Unicode error
