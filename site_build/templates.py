@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import sys
 from pathlib import Path
 
 import jinja2
+import jinja2.bccache
 
 from netcl_lite import fingerprint
 
+log = logging.getLogger("mkdocs.plugins.site_build.templates")
 #: the environment's settings that change the code Jinja compiles a template to
 _SETTINGS = ("block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
              "comment_start_string", "comment_end_string", "line_statement_prefix",
@@ -126,7 +129,8 @@ def environment_key(env: jinja2.Environment) -> str:
     if not isinstance(env, jinja2.Environment):
         raise TypeError(f"env must be a jinja2.Environment, got {type(env).__name__}")
     finalize = env.finalize
-    parts = [f"jinja2 {jinja2.__version__}", f"python {sys.implementation.name} {sys.version_info[:2]}",
+    # entries with a digest line (CheckedBytecodeCache): never read from a folder of Jinja's plain ones
+    parts = ["entries checked by digest", f"jinja2 {jinja2.__version__}", f"python {sys.implementation.name} {sys.version_info[:2]}",
              f"environment {_plain(type(env))}", f"code generator {_plain(env.code_generator_class)}",
              f"context {_plain(env.context_class)}",
              *(f"{name}={_plain(getattr(env, name, None))}" for name in _SETTINGS),
@@ -147,9 +151,59 @@ def cache_folder(env: jinja2.Environment, root: Path | None = None) -> Path:
     return root / "jinja" / environment_key(env)
 
 
+class CheckedBytecodeCache(jinja2.FileSystemBytecodeCache):
+    """Jinja's file cache, each entry stored as the execution cache stores one (:func:`.store.entry`: a
+    line with the SHA-256 and length of what follows), written whole: an entry emptied, truncated or
+    edited (which Jinja would fail to unpickle, or run as it now reads) is removed and the template
+    compiled again; one that cannot be written is a warning, the template compiled next time again."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        import io
+
+        from .store import payload
+
+        path = Path(self._get_cache_filename(bucket))
+        try:
+            raw = path.read_bytes()
+        except OSError:                         # not stored, a folder, unreadable: compiled again
+            return
+        data = payload(raw)
+        if data is not None:
+            try:
+                bucket.load_bytecode(io.BytesIO(data))
+                return
+            except Exception:                   # stored whole but not by this Jinja: compiled again
+                pass
+        bucket.reset()
+        log.warning(f"template cache: {path} does not match its digest or cannot be read; compiling "
+                    f"the template again")
+        path.unlink(missing_ok=True)
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        import io
+
+        from netcl_lite.files import atomic_write
+
+        from .store import entry
+
+        out = io.BytesIO()
+        bucket.write_bytecode(out)
+        path = Path(self._get_cache_filename(bucket))
+        try:
+            atomic_write(path, entry(out.getvalue()))
+        except (OSError, ValueError) as err:
+            log.warning(f"template cache: cannot keep {path} ({err})")
+
+
 def use_bytecode_cache(env: jinja2.Environment, root: Path | None = None) -> jinja2.Environment:
-    """``env`` with a bytecode cache in :func:`cache_folder`, before any template is loaded."""
+    """``env`` with a bytecode cache in :func:`cache_folder` (:class:`CheckedBytecodeCache`), before any
+    template is loaded; a folder that cannot be made (a file in its place) leaves ``env`` without one,
+    with a warning: the templates are compiled on each build."""
     folder = cache_folder(env, root)
-    folder.mkdir(parents=True, exist_ok=True)
-    env.bytecode_cache = jinja2.FileSystemBytecodeCache(str(folder))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        log.warning(f"template cache: cannot make {folder} ({err}); compiling the templates on each build")
+        return env
+    env.bytecode_cache = CheckedBytecodeCache(str(folder))
     return env

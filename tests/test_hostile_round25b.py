@@ -60,3 +60,41 @@ def test_damaged_measured_results_are_named_not_a_json_traceback(tmp_path, damag
     with pytest.raises(ValueError, match=r"kernels\.json") as caught:
         measured.MeasuredSections(bench / "report_kernels.py")
     assert type(caught.value) is ValueError, type(caught.value)      # not a bare json or Unicode error
+
+
+def _template_env(root, templates_module):
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(root / "templates")))
+    return templates_module.use_bytecode_cache(env, root / "cache")
+
+
+@pytest.mark.parametrize("damage", ["truncated in its header", "a byte of its text edited", "emptied"])
+def test_a_damaged_compiled_template_is_compiled_again_not_an_error_nor_shown(tmp_path, damage):
+    from site_build import templates
+
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "page.html").write_text("Chapter text {{ n }}\n", encoding="utf-8")
+    assert _template_env(tmp_path, templates).get_template("page.html").render(n=1) == "Chapter text 1"
+    [entry] = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    raw = entry.read_bytes()
+    if damage == "truncated in its header":
+        import jinja2.bccache
+
+        raw = raw[:len(jinja2.bccache.bc_magic) + 3]         # inside the source's checksum
+    elif damage == "a byte of its text edited":
+        assert raw.count(b"Chapter text ") == 1
+        raw = raw.replace(b"Chapter text ", b"Chapter tExt ")
+    else:
+        raw = b""
+    entry.write_bytes(raw)
+    assert _template_env(tmp_path, templates).get_template("page.html").render(n=2) == "Chapter text 2"
+
+
+def test_a_template_cache_folder_that_is_a_file_leaves_templates_compiled_each_time(tmp_path):
+    from site_build import templates
+
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "page.html").write_text("Chapter text {{ n }}\n", encoding="utf-8")
+    (tmp_path / "cache").write_bytes(b"not a folder\n")
+    assert _template_env(tmp_path, templates).get_template("page.html").render(n=3) == "Chapter text 3"
