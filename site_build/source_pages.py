@@ -111,8 +111,12 @@ def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
         # stripnl=False: Pygments' default drops a file's leading blank lines, which would number
         # every later line wrong
         out = highlight(text, lexer(stripnl=False), HtmlFormatter(nowrap=True))
-        stored.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(stored, store.entry(out.encode("utf-8")))
+        try:
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(stored, store.entry(out.encode("utf-8")))
+        except (OSError, ValueError) as err:        # a file where a folder goes, a folder where the entry does
+            store.log.warning(f"highlighting cache: cannot keep {stored} ({err}); {rel} is highlighted "
+                              f"again next time")
     lines = out.split("\n")
     count = len(markers.file_lines((ROOT / rel).read_text(encoding="utf-8")))
     return tuple(lines[:count] + [""] * (count - len(lines)))

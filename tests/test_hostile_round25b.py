@@ -98,3 +98,24 @@ def test_a_template_cache_folder_that_is_a_file_leaves_templates_compiled_each_t
     (tmp_path / "templates" / "page.html").write_text("Chapter text {{ n }}\n", encoding="utf-8")
     (tmp_path / "cache").write_bytes(b"not a folder\n")
     assert _template_env(tmp_path, templates).get_template("page.html").render(n=3) == "Chapter text 3"
+
+
+def test_a_highlighting_cache_folder_that_is_a_file_still_shows_the_source_page(tmp_path, monkeypatch, caplog):
+    import hashlib
+
+    from site_build import source_pages, store as executed
+
+    text = "".join(f"value_{i} = {i} * 2\n" for i in range(5))
+    (tmp_path / "a.py").write_text(text, encoding="utf-8")
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    monkeypatch.setattr(source_pages, "ROOT", tmp_path)
+    (tmp_path / "cache").write_bytes(b"not a folder\n")
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    source_pages._highlighted.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING, logger=executed.log.name):
+            lines = source_pages._highlighted("a.py", digest)
+    finally:
+        source_pages._highlighted.cache_clear()
+    assert len(lines) == 5 and "value_4" in lines[4]
+    assert any(str(tmp_path / "cache") in r.getMessage() for r in caplog.records), caplog.records
