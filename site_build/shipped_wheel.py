@@ -177,10 +177,15 @@ def build_wheel() -> Path:
         if proc.returncode or not built.is_file():
             raise RuntimeError(f"building {wheel_name()} failed (is hatchling installed? it is in the docs "
                                f"extra):\n{proc.stderr[-3000:]}")
-        stored.parent.mkdir(parents=True, exist_ok=True)
         data = built.read_bytes()
-        atomic_write(stored, data)                   # builds share the cache: never a half wheel there
-        atomic_write(_record(stored), hashlib.sha256(data).hexdigest().encode() + b"\n")   # then its digest
+        try:
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(stored, data)                   # builds share the cache: never a half wheel there
+            atomic_write(_record(stored), hashlib.sha256(data).hexdigest().encode() + b"\n")   # then its digest
+        except (OSError, ValueError) as err:         # a file where a folder goes, a folder where the wheel does
+            raise RuntimeError(f"the wheel the site offers cannot be kept at {stored} in the build's cache "
+                               f"({err}); remove what is in its way, or set NETCL_LITE_CACHE to a folder the "
+                               f"build can write") from None
     log.info(f"built {wheel_name()}")
     return stored
 

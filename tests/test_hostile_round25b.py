@@ -119,3 +119,31 @@ def test_a_highlighting_cache_folder_that_is_a_file_still_shows_the_source_page(
         source_pages._highlighted.cache_clear()
     assert len(lines) == 5 and "value_4" in lines[4]
     assert any(str(tmp_path / "cache") in r.getMessage() for r in caplog.records), caplog.records
+
+
+@pytest.mark.parametrize("where", ["the cache folder is a file", "the wheel's place is a folder"])
+def test_a_wheel_cache_that_cannot_hold_the_wheel_is_named(tmp_path, monkeypatch, where):
+    import subprocess
+
+    from site_build import shipped_wheel
+
+    root = tmp_path / "cache"
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(root))
+    if where == "the cache folder is a file":
+        root.write_bytes(b"not a folder\n")
+    else:
+        (root / "wheel" / shipped_wheel.sources_digest() / shipped_wheel.wheel_name()).mkdir(parents=True)
+
+    def built(args, **kwargs):                  # pip's work, quickly: an empty wheel where it puts one
+        out = Path(args[args.index("-w") + 1])
+        with zipfile.ZipFile(out / shipped_wheel.wheel_name(), "w") as archive:
+            archive.writestr("netcl_lite/__init__.py", "")
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+    import zipfile
+    from pathlib import Path
+
+    monkeypatch.setattr(shipped_wheel.subprocess, "run", built)
+    with pytest.raises(RuntimeError, match=r"cache") as caught:
+        shipped_wheel.build_wheel()
+    assert str(root) in str(caught.value)
