@@ -98,12 +98,39 @@ def _documents(root: str) -> tuple[tuple[str, str], ...]:
     item = key(Path(__file__).read_bytes(), [path for path, _ in sources],
                shared=f"standard library docstrings of {sys.version} at {base.resolve()}")
     stored = cache_root() / "corpus" / f"{item}.json"
-    if stored.is_file() and not rerun_forced():
-        return tuple((name, text) for name, text in json.loads(stored.read_text(encoding="utf-8")))
+    if not rerun_forced():
+        kept = _stored_documents(stored)
+        if kept is not None:
+            return kept
     out = _read(sources)
+    body = json.dumps(out, ensure_ascii=False).encode("utf-8")
     stored.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(stored, json.dumps(out, ensure_ascii=False).encode("utf-8"))
+    atomic_write(stored, _DIGEST + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
     return tuple(out)
+
+
+#: the first line of a stored corpus starts so, then the SHA-256 of the JSON that follows it
+_DIGEST = b"netcl-lite corpus sha256="
+
+
+def _stored_documents(stored: Path) -> tuple[tuple[str, str], ...] | None:
+    """The documents kept at ``stored``, or None when there are none or the file does not match the
+    digest written with it (emptied, truncated, edited, or of an older format): parsed again then."""
+    try:
+        raw = stored.read_bytes()
+    except OSError:
+        return None
+    head, newline, body = raw.partition(b"\n")
+    if not newline or head != _DIGEST + hashlib.sha256(body).hexdigest().encode():
+        return None
+    try:
+        documents = json.loads(body.decode("utf-8"))
+    except ValueError:
+        return None
+    if not isinstance(documents, list) or not all(
+            isinstance(d, list) and len(d) == 2 and all(isinstance(x, str) for x in d) for d in documents):
+        return None
+    return tuple((name, text) for name, text in documents)
 
 
 def stdlib_documents(root: str | None = None) -> dict[str, str]:

@@ -147,3 +147,25 @@ def test_a_wheel_cache_that_cannot_hold_the_wheel_is_named(tmp_path, monkeypatch
     with pytest.raises(RuntimeError, match=r"cache") as caught:
         shipped_wheel.build_wheel()
     assert str(root) in str(caught.value)
+
+
+@pytest.mark.parametrize("damage", ["emptied", "truncated", "a text edited"])
+def test_a_damaged_corpus_entry_is_parsed_again_not_an_error_nor_trained_on(tmp_path, monkeypatch, damage):
+    from netcl_lite import corpus
+
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "mod.py").write_text("'''The text of a module, long enough to cut.'''\n")
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(fingerprint.RERUN, raising=False)
+    corpus._documents.cache_clear()
+    try:
+        whole = corpus.stdlib_documents(lib)
+        (stored,) = (tmp_path / "cache" / "corpus").iterdir()
+        raw = stored.read_bytes()
+        stored.write_bytes({"emptied": b"", "truncated": raw[:len(raw) // 2],
+                            "a text edited": raw.replace(b"The text", b"The TEXT")}[damage])
+        corpus._documents.cache_clear()                          # another process
+        assert corpus.stdlib_documents(lib) == whole
+    finally:
+        corpus._documents.cache_clear()
