@@ -149,3 +149,21 @@ def test_line_breaks_inside_an_environment_or_group_still_render(latex):
 
     out = mathml.render(f'<div class="arithmatex">\\[{latex}\\]</div>', "x.md")
     assert "<math" in out and out.count("<mtr") >= 2, out
+
+
+@pytest.mark.parametrize("doubled", ['"rms_norm_eps": 1e-6, "rms_norm_eps": 0.5',
+                                     '"rope_parameters": {"rope_theta": 1.0, "rope_theta": 10000.0}'])
+def test_a_config_json_that_gives_a_key_twice_is_refused_naming_it(tmp_path, doubled):
+    """Round 25a noticed: Python's json keeps the last of two equal keys, so a doubled ``rms_norm_eps``
+    loaded one of the two silently (another reader may keep the first)."""
+    import json
+
+    from netcl_lite.nn.checkpoint import config_to_json, read_config
+
+    text = json.dumps(config_to_json(_small()))
+    (tmp_path / "config.json").write_text(text[:-1] + ", " + doubled + "}", encoding="utf-8")
+    key = doubled.split('"')[-4] if "rope_parameters" in doubled else "rms_norm_eps"
+    with pytest.raises(ValueError, match=rf"config\.json: the key '{key}' is given twice"):
+        read_config(tmp_path)
+    (tmp_path / "config.json").write_text(text, encoding="utf-8")
+    assert read_config(tmp_path) == _small()

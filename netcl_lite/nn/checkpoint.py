@@ -278,12 +278,28 @@ def read_config(directory) -> LMConfig:
         raise ValueError(f"{file} is {file.stat().st_size} bytes; a {CONFIG_FILE} is a few hundred bytes "
                          f"(at most {MAX_CONFIG_BYTES} read): is it the right file?")
     try:
-        values = json.loads(file.read_text(encoding="utf-8"))
+        values = json.loads(file.read_text(encoding="utf-8"), object_pairs_hook=_once_each)
+    except _DoubledKey as err:
+        raise ValueError(f"{file}: the key {err.args[0]!r} is given twice in one object; JSON readers keep "
+                         f"either, so the model read could differ from the one meant: keep one") from None
     except (UnicodeDecodeError, ValueError) as err:   # JSONDecodeError, and integers past Python's digit limit
         raise ValueError(f"{file}: not valid JSON ({err})") from None
     except RecursionError:
         raise ValueError(f"{file}: not a config (JSON nested too deeply to read)") from None
     return config_from_json(values, str(file))
+
+
+class _DoubledKey(Exception):
+    """A JSON object names one key twice (:func:`_once_each`)."""
+
+
+def _once_each(pairs: list) -> dict:
+    """A JSON object's dict, refusing a key it gives twice (``json`` keeps the last one silently)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen = set()
+        raise _DoubledKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return out
 
 
 #: the largest config.json read (transformers' own are under 2 KiB)
