@@ -14,8 +14,15 @@ import re
 _SCRIPT = re.compile(r"<script\b", re.I)
 #: an attribute of a tag as HTML reads it: a name after a blank or '/', its value in either quotes or none
 _ATTRIBUTE = re.compile(r"""[\s/]([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
-#: a URL of another host: a scheme or none, then two slashes (a browser reads backslashes as slashes)
-_OTHER_HOST = re.compile(r"\s*(?:[a-z][a-z0-9+.-]*:)?[/\\]{2}", re.I)
+#: a URL of another host, as a browser's URL parser reads it (its leading C0 controls and blanks dropped,
+#: every tab and newline in it removed): a scheme or none, then two slashes (backslashes read as
+#: slashes), or a special scheme with no slashes at all (from a page of another scheme, ``https:host``
+#: is that host; from one of the same scheme it is a path, which the check reads as remote all the same)
+_OTHER_HOST = re.compile(r"(?:[a-z][a-z0-9+.-]*:)?[/\\]{2}|(?:https?|ftp|wss?):", re.I)
+#: what a browser drops from a URL before it parses it: C0 controls and blanks at either end, and
+#: every tab and newline
+_LEADING = re.compile(r"^[\x00-\x20]+")
+_TAB_OR_NEWLINE = re.compile(r"[\t\n\r]")
 _LOADS = re.compile(r"MathJax|mermaid", re.I)
 _CLOSE = "</script>"
 
@@ -52,7 +59,7 @@ def _loads_from_another_host(tag: str) -> bool:
     for m in _ATTRIBUTE.finditer(tag, len("<script")):
         if m[1].lower() == "src":
             value = html.unescape((m[2] or "").strip("\"'"))
-            return _OTHER_HOST.match(value) is not None
+            return _names_another_host(value)
     return False
 
 
@@ -63,14 +70,18 @@ _URL_ATTRIBUTES = frozenset({"src", "href", "data", "poster", "action", "formact
                              "xlink:href", "xlink:src"})
 #: a tag's name and its attributes
 _TAG = re.compile(r"<([a-z][^\s/>]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>", re.I)
-#: a CSS ``url(...)`` or ``@import "..."``: what a style sheet, a ``style`` element or attribute fetches
-_CSS_URL = re.compile(r"""url\(\s*(?:"([^"]*)"|'([^']*)'|([^)\s]*))|@import\s+(?:"([^"]*)"|'([^']*)')""", re.I)
 #: a ``style`` element's body
 _STYLE = re.compile(r"<style\b[^>]*>(.*?)</style\s*>", re.I | re.S)
 #: a meta refresh's target: ``content="5; url=…"``
 _REFRESH = re.compile(r"^\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?['\"]?([^'\"]*)", re.I)
 #: the hosts a built page may still name: the local server the tests serve the site from
-_LOCAL = re.compile(r"\s*(?:https?:)?[/\\]{2}(?:127\.0\.0\.1|localhost)(?:[:/\\]|$)", re.I)
+_LOCAL = re.compile(r"(?:https?:[/\\]*|[/\\]{2})(?:127\.0\.0\.1|localhost)(?:[:/\\]|$)", re.I)
+
+
+def _names_another_host(url: str) -> bool:
+    """Whether ``url`` (character references resolved) names a host other than the local server."""
+    url = _TAB_OR_NEWLINE.sub("", _LEADING.sub("", url))
+    return _OTHER_HOST.match(url) is not None and _LOCAL.match(url) is None
 
 
 def remote_references(text: str, css: bool = False) -> list[str]:
@@ -78,19 +89,19 @@ def remote_references(text: str, css: bool = False) -> list[str]:
     or go to, in order:
     an attribute that holds a URL (``src``, ``href``, ``xlink:href``, ``data``, ``poster``, ``action``,
     ``formaction``…), every candidate of a ``srcset`` or ``imagesrcset``, every URL of a ``ping``, a meta
-    refresh's target, and CSS ``url()`` and ``@import`` in a style sheet, a ``style`` element or a ``style``
+    refresh's target, and CSS ``url()``, ``@import`` and ``image-set()`` in a style sheet, a ``style`` element or a ``style``
     attribute (CSS shown as text, in a code block, is no request); character references resolved first,
     as a browser reads them. A URL names another host
-    when it starts with ``//`` or a scheme and ``//`` (backslashes read as slashes), the local server
-    (127.0.0.1, localhost) aside."""
+    when, its tabs and newlines dropped, it starts with ``//`` or a scheme and ``//`` (backslashes read as
+    slashes) or with ``http:``, ``https:``, ``ftp:``, ``ws:`` or ``wss:``, the local server (127.0.0.1,
+    localhost) aside."""
     if css:
         return remote_references_in_css(text)
     found: list[str] = []
 
     def add(url: str) -> None:
-        url = url.strip()
-        if _OTHER_HOST.match(url) and not _LOCAL.match(url):
-            found.append(url)
+        if _names_another_host(url):
+            found.append(url.strip())
 
     for tag in _TAG.finditer(text):
         name, attributes = tag[1].lower(), {}
@@ -118,10 +129,52 @@ def remote_references(text: str, css: bool = False) -> list[str]:
 
 
 def remote_references_in_css(css: str) -> list[str]:
-    """The URLs of other hosts that the CSS ``css`` fetches (``url()``, ``@import``), escapes aside."""
-    found = []
-    for m in _CSS_URL.finditer(css):
-        url = next((g for g in m.groups() if g is not None), "").strip()
-        if _OTHER_HOST.match(url) and not _LOCAL.match(url):
-            found.append(url)
+    """The URLs of other hosts that the CSS ``css`` fetches, read token by token as CSS reads it (a
+    comment is no request, a string is no comment): a ``url()``, quoted or not; the string of an
+    ``@import``, after blanks, comments or nothing; every string of an ``image-set()`` (or
+    ``-webkit-image-set()``). Escapes in a URL are resolved (``\\2f`` is a '/'); escapes in the
+    function's or the at-rule's own name are not read."""
+    found: list[str] = []
+    expect = False          # after ``url(`` or ``@import``: the next string is a URL
+    depth = 0               # inside an ``image-set(``: every string is a URL
+    for m in _CSS_TOKEN.finditer(css):
+        token, string, unquoted = m[0], m["string"], m["unquoted"]
+        if string is not None or unquoted is not None:
+            url = _css_unescape(unquoted if string is None else
+                                string[1:-1] if len(string) > 1 and string[-1] == string[0] else string[1:])
+            if (string is None or expect or depth) and _names_another_host(url):
+                found.append(url.strip())
+            expect = False
+        elif token.startswith("/*") or token.isspace():
+            continue
+        else:
+            low = token.lower()
+            expect = low in ("url(", "@import")
+            if low.endswith("image-set("):
+                depth += 1
+            elif depth and low.endswith("("):
+                depth += 1
+            elif depth and token == ")":
+                depth -= 1
     return found
+
+
+#: CSS as its tokenizer splits it, enough to find what fetches: a comment (closed or running to the
+#: end), a string (quotes kept; a string cut by a newline ends there), an unquoted ``url(…)``'s value,
+#: ``url(``, ``@import``, another function's name and its '(', blanks, or one other character
+_CSS_TOKEN = re.compile(r"""/\*.*?(?:\*/|\Z)"""
+                        r"""|(?P<string>"(?:[^"\\\n]|\\.)*(?:"|(?=\n)|\Z)|'(?:[^'\\\n]|\\.)*(?:'|(?=\n)|\Z))"""
+                        r"""|(?<![\w\\-])url\(\s*(?P<unquoted>(?:[^)"'\s\\]|\\.)+)"""
+                        r"""|@import\b|(?<![\w\\-])[-\w]+\(|\s+|.""", re.I | re.S)
+_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-f]{1,6})[ \t\n\r\f]?|(\n)|(.))", re.I | re.S)
+
+
+def _css_unescape(value: str) -> str:
+    """``value`` with its CSS escapes resolved: a hex escape, an escaped newline (dropped), any other
+    escaped character (itself)."""
+    def one(m: re.Match) -> str:
+        if m[1]:
+            code = int(m[1], 16)
+            return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
+        return "" if m[2] else m[3]
+    return _CSS_ESCAPE.sub(one, value)
