@@ -8,8 +8,11 @@ remaining reference to another host, which :func:`remote_references` finds.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import html
 import re
+import urllib.parse
 
 _SCRIPT = re.compile(r"<script\b", re.I)
 #: an attribute of a tag as HTML reads it: a name after a blank or '/', its value in either quotes or none
@@ -84,14 +87,16 @@ def _names_another_host(url: str) -> bool:
     return _OTHER_HOST.match(url) is not None and _LOCAL.match(url) is None
 
 
-def remote_references(text: str, css: bool = False) -> list[str]:
+def remote_references(text: str, css: bool = False, _depth: int = 0) -> list[str]:
     """The URLs of other hosts that the HTML ``text`` (a style sheet when ``css``) makes a browser request
     or go to, in order:
     an attribute that holds a URL (``src``, ``href``, ``xlink:href``, ``data``, ``poster``, ``action``,
     ``formaction``…), every candidate of a ``srcset`` or ``imagesrcset``, every URL of a ``ping``, a meta
     refresh's target, and CSS ``url()``, ``@import`` and ``image-set()`` in a style sheet, a ``style`` element or a ``style``
     attribute (CSS shown as text, in a code block, is no request); character references resolved first,
-    as a browser reads them. A URL names another host
+    as a browser reads them. A frame's ``srcdoc`` is a page of its own, and so is a ``data:`` URL of HTML,
+    SVG, XML or CSS: what they request counts too (one nested past :data:`_NESTING` levels is
+    itself reported, unread). A URL names another host
     when, its tabs and newlines dropped, it starts with ``//`` or a scheme and ``//`` (backslashes read as
     slashes) or with ``http:``, ``https:``, ``ftp:``, ``ws:`` or ``wss:``, the local server (127.0.0.1,
     localhost) aside."""
@@ -102,6 +107,8 @@ def remote_references(text: str, css: bool = False) -> list[str]:
     def add(url: str) -> None:
         if _names_another_host(url):
             found.append(url.strip())
+        else:
+            found.extend(_data_url_references(url, _depth + 1))
 
     for tag in _TAG.finditer(text):
         name, attributes = tag[1].lower(), {}
@@ -119,6 +126,9 @@ def remote_references(text: str, css: bool = False) -> list[str]:
                     add(url)
             elif key == "style":
                 found += remote_references_in_css(value)
+            elif key == "srcdoc":
+                found += (remote_references(value, _depth=_depth + 1) if _depth < _NESTING
+                          else [value[:80]])
         if name == "meta" and attributes.get("http-equiv", "").strip().lower() == "refresh":
             m = _REFRESH.match(attributes.get("content", ""))
             if m:
@@ -128,7 +138,7 @@ def remote_references(text: str, css: bool = False) -> list[str]:
     return found
 
 
-def remote_references_in_css(css: str) -> list[str]:
+def remote_references_in_css(css: str, _depth: int = 0) -> list[str]:
     """The URLs of other hosts that the CSS ``css`` fetches, read token by token as CSS reads it (a
     comment is no request, a string is no comment): a ``url()``, quoted or not; the string of an
     ``@import``, after blanks, comments or nothing; every string of an ``image-set()`` (or
@@ -144,6 +154,8 @@ def remote_references_in_css(css: str) -> list[str]:
                                 string[1:-1] if len(string) > 1 and string[-1] == string[0] else string[1:])
             if (string is None or expect or depth) and _names_another_host(url):
                 found.append(url.strip())
+            elif string is None or expect or depth:
+                found.extend(_data_url_references(url, _depth + 1))
             expect = False
         elif token.startswith("/*") or token.isspace():
             continue
@@ -157,6 +169,36 @@ def remote_references_in_css(css: str) -> list[str]:
             elif depth and token == ")":
                 depth -= 1
     return found
+
+
+#: how deep a ``srcdoc`` or a ``data:`` URL may nest in another before the check reports it unread
+_NESTING = 16
+#: a ``data:`` URL: its media type, whether it is base64, its data
+_DATA_URL = re.compile(r"data:([^,]*?)(\s*;\s*base64\s*)?,(.*)", re.I | re.S)
+_DATA_HTML = frozenset({"text/html", "image/svg+xml", "application/xhtml+xml", "text/xml", "application/xml"})
+
+
+def _data_url_references(url: str, depth: int) -> list[str]:
+    """The URLs of other hosts that the ``data:`` URL ``url`` requests when a browser loads it as a page,
+    an SVG or a style sheet (none when it is no ``data:`` URL or holds anything else)."""
+    m = _DATA_URL.match(_TAB_OR_NEWLINE.sub("", _LEADING.sub("", url)))
+    if m is None:
+        return []
+    kind = m[1].split(";")[0].strip().lower()
+    if kind not in _DATA_HTML and kind != "text/css":
+        return []
+    if depth > _NESTING:
+        return [url[:80]]
+    data = urllib.parse.unquote_to_bytes(m[3])
+    if m[2]:
+        try:
+            data = base64.b64decode(re.sub(rb"[\s]", b"", data) + b"==", validate=False)
+        except (binascii.Error, ValueError):
+            return []
+    text = data.decode("utf-8", "replace")
+    if kind == "text/css":
+        return remote_references_in_css(text, depth)
+    return remote_references(text, _depth=depth)
 
 
 #: CSS as its tokenizer splits it, enough to find what fetches: a comment (closed or running to the

@@ -3,6 +3,8 @@ offline check (``site_build.offline.remote_references``) let through."""
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 
@@ -50,3 +52,34 @@ def test_the_offline_check_still_leaves_local_and_relative_urls_alone():
             'a { background-image: image-set("a.png" 1x, "b.png" 2x) } b::after { content: "https://x.example" }'
             '/* url(//x.example) */</style>')
     assert offline.remote_references(page) == []
+
+
+_SVG = base64.b64encode(b'<svg xmlns="http://www.w3.org/2000/svg"><image href="//evil.example/x.png"/></svg>').decode()
+
+
+@pytest.mark.parametrize("html", [
+    '<iframe srcdoc="&lt;img src=//evil.example/x.png&gt;"></iframe>',
+    '<iframe src="data:text/html,%3Cscript%20src=%22//evil.example/x.js%22%3E%3C/script%3E"></iframe>',
+    '<link rel="stylesheet" href="data:text/css,@import%20%22//evil.example/a.css%22;">',
+    f'<object data="data:image/svg+xml;base64,{_SVG}"></object>',
+    '<style>@import url("data:text/css,@import \'//evil.example/a.css\';");</style>',
+])
+def test_the_offline_check_reads_the_pages_a_page_holds(html):
+    """A frame's ``srcdoc`` and a ``data:`` URL of HTML, SVG or CSS are documents a browser loads, and
+    what they request goes to the other host all the same; the check read neither."""
+    from site_build import offline
+
+    assert offline.remote_references(f"<p>A page</p>{html}<p>end</p>") != []
+
+
+def test_the_offline_check_reads_nested_pages_without_a_traceback():
+    """Frames nested in frames, however deep, end in a finding, never in a ``RecursionError``; a
+    harmless ``data:`` image is no finding."""
+    from site_build import offline
+
+    page = "<img src=//evil.example/x.png>"
+    for _ in range(60):
+        page = '<iframe srcdoc="' + page.replace("&", "&amp;").replace('"', "&quot;") + '"></iframe>'
+    assert offline.remote_references(page) != []
+    assert offline.remote_references('<img src="data:image/png;base64,iVBORw0KGgo=">'
+                                     '<img src="data:image/svg+xml,%3Csvg%3E%3C/svg%3E">') == []
