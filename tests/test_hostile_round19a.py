@@ -132,8 +132,8 @@ def test_the_n_grams_take_a_numpy_integer_vocabulary(kind):
     assert np.array_equal(ng.predict()[0], reference.predict()[0])
     pieces = {i: bytes([97 + i]) for i in range(10)}
     words = WordNGram(primer, kind(10), kind(2), pieces)
-    assert np.array_equal(words.predict(np.full((2, 10), 0.1)), WordNGram(primer, 10, 2, pieces).predict(
-        np.full((2, 10), 0.1)))
+    assert np.array_equal(words.predict(np.full(10, 0.1)), WordNGram(primer, 10, 2, pieces).predict(
+        np.full(10, 0.1)))                      # the counts of each token, as NGram.unigram holds them
 
 
 @pytest.mark.parametrize("args, error, match", [
