@@ -13,7 +13,12 @@ from . import citations, glossary
 
 #: the printable book, as mkdocs-print-site-plugin writes it under the site
 PRINT_PAGE = Path("print_page") / "index.html"
-_ID = re.compile(r"""\bid=["']([^"']+)["']""")
+#: a start tag: its name, then text and quoted values up to its ``>``; no part crosses a ``<`` (serializers
+#: escape it in values), so a tag left open ends its try at the next one and a page is read in one pass
+_TAG = re.compile(r"""<[A-Za-z][^\s<>/]*([^<>"']*(?:(?:"[^"<]*"|'[^'<]*')[^<>"']*)*)>""")
+#: an attribute of a start tag's text, its value quoted or not: read in turn, so text inside another
+#: attribute's value (``title="id='x'"``) is no attribute
+_ATTRIBUTE = re.compile(r"""([^\s"'<>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?""")
 _LINK_OPEN = re.compile(r"<a\b")
 _LOCAL_HREF = re.compile(r'\bhref="#([^"]+)"')
 #: a page's section in the printable book, as print-site wraps it, by its key
@@ -82,7 +87,7 @@ def repair_print_page(site_dir: Path) -> int:
     if not path.is_file():
         return 0
     text = path.read_text(encoding="utf-8")
-    found = _ID.findall(text)
+    found = _ids(text)
     ids = set(found)
     once = {i for i, n in collections.Counter(found).items() if n == 1}
     # print-site prefixes a link's anchor with its page's section ("glossary.md#term-token" becomes
@@ -118,6 +123,20 @@ def repair_print_page(site_dir: Path) -> int:
     if broken or relinked:
         path.write_text(repaired, encoding="utf-8")
     return broken
+
+
+def _ids(html: str) -> list[str]:
+    """Every element's ``id`` in ``html``, in order: the ``id`` attributes of its start tags, not text that
+    reads ``id="..."`` in prose (kept as text by Markdown), in another attribute (``data-id``) or inside
+    another attribute's value."""
+    found = []
+    for tag in _TAG.finditer(html):
+        for attribute in _ATTRIBUTE.finditer(tag.group(1)):
+            if attribute.group(1).lower() == "id":
+                value = next((v for v in attribute.group(2, 3, 4) if v is not None), "")
+                if value:
+                    found.append(value)
+    return found
 
 
 def _unprefixed(anchor: str, sections: set[str], once: set[str]) -> str | None:

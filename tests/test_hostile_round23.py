@@ -167,3 +167,26 @@ def test_a_config_json_that_gives_a_key_twice_is_refused_naming_it(tmp_path, dou
         read_config(tmp_path)
     (tmp_path / "config.json").write_text(text, encoding="utf-8")
     assert read_config(tmp_path) == _small()
+
+
+# -- the printable book: what round 25c found and left ---------------------------------------------------
+
+@pytest.mark.parametrize("decoy", ['<p>write id="term-token" in the tag</p>',
+                                   '<span data-id="term-token">x</span>',
+                                   '<span title="id=\'term-token\'">x</span>',
+                                   '<code>&lt;dt id="term-token"&gt;</code>'])
+def test_the_printable_book_counts_only_elements_ids(tmp_path, decoy):
+    """``repair_print_page`` took any ``id="..."`` in the page's text for an anchor: prose that shows one,
+    a ``data-id``, one inside another attribute's value. A Glossary term then seemed to stand twice, and
+    the link to it was unwrapped as broken instead of led to it."""
+    from site_build import apparatus
+
+    page = ('<section class="print-page" id="glossary"><dl><dt id="term-token">token</dt></dl></section>'
+            f'<section class="print-page" id="chapter-7">{decoy}<p><a href="#glossary-term-token">a token</a></p>'
+            '<p><a href="#nowhere">gone</a></p></section>')
+    path = tmp_path / apparatus.PRINT_PAGE
+    path.parent.mkdir(parents=True)
+    path.write_text(page, encoding="utf-8")
+    assert apparatus.repair_print_page(tmp_path) == 1            # only #nowhere is broken
+    out = path.read_text(encoding="utf-8")
+    assert '<a href="#term-token">a token</a>' in out and ">gone<" in out and 'href="#nowhere"' not in out
