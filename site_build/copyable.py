@@ -96,6 +96,12 @@ def section_lines(path: str, section: str | None, page: str = "(no page)") -> tu
     return start + 2, end           # the lines between the two markers
 
 
+def _nested(lines: list[str]) -> set[int]:
+    """The indices of ``lines`` inside a fenced block (:func:`markers.fences`): there an excerpt's form
+    is text the block shows (a ````` ````markdown ````` block teaching it), neither checked nor labelled."""
+    return {i for start, end in markers.fences(lines) for i in range(start + 1, end + 1)}
+
+
 def _excerpt(lines: list[str], i: int, where: str) -> tuple[re.Match, markers.Include] | None:
     """The opening fence of the excerpt that starts on ``lines[i]`` and the include on the line under
     it, or None when no excerpt starts there. An excerpt holds one include (any form
@@ -132,13 +138,13 @@ def check_excerpts(markdown: str, page_uri: str, first_line: int = 1) -> None:
     the files the site shows as source pages, which its note links); run on the page as written, before
     other stages add lines."""
     lines = markdown.split("\n")
-    inside = {i for start, end in markers.fences(lines) for i in range(start + 1, end + 1)}
+    inside = _nested(lines)
     for i, line in enumerate(lines):
         if i not in inside and markers.EXCERPT_LIKE.match(line) and not markers.EXCERPT_OPEN.match(line):
             raise ValueError(f"docs/{page_uri}:{first_line + i}: {visible(line.strip())}: {EXCERPT_FORM}")
     for i in range(len(lines)):
         where = f"docs/{page_uri}:{first_line + i + 1}"
-        found = _excerpt(lines, i, where)
+        found = None if i in inside else _excerpt(lines, i, where)
         if found is None:
             continue
         m, inc = found
@@ -170,8 +176,9 @@ def excerpt_note(path: str, section: str | None, page_uri: str) -> str:
 def label_excerpts(markdown: str, page_uri: str) -> str:
     """Each excerpt fence of ``markdown`` titled "Excerpt", without a copy button, with its note under it."""
     lines, out, i = markdown.split("\n"), [], 0
+    inside = _nested(lines)
     while i < len(lines):
-        found = _excerpt(lines, i, f"docs/{page_uri}")
+        found = None if i in inside else _excerpt(lines, i, f"docs/{page_uri}")
         if found is None:
             out.append(lines[i])
             i += 1
