@@ -35,6 +35,8 @@ _TITLE = re.compile(r'title="([^"]*)"')
 #: the start of a ``>>>`` session's block, up to where its ``data-copy`` goes (:func:`_pycon_sessions`)
 _PYCON = '<div class="language-pycon highlight"'
 _TAG = re.compile(r"<[^>]+>")
+#: the block-quote markers that start a line (``> > ``)
+_QUOTED = re.compile(r"^(?:[ \t]*>)+")
 _NOT_A_PROGRAM = re.compile(r'<div class="((?:language-text|language-python doc-signature) highlight[^"]*)"')
 #: a highlighted block's start tag with its classes (pymdownx.highlight's, ``language-<name>`` first)
 _HIGHLIGHT = re.compile(r'<div class="([^"<>]*(?<![\w-])highlight(?![\w-])[^"<>]*)"')
@@ -140,7 +142,10 @@ def check_excerpts(markdown: str, page_uri: str, first_line: int = 1) -> None:
     lines = markdown.split("\n")
     inside = _nested(lines)
     for i, line in enumerate(lines):
-        if i not in inside and markers.EXCERPT_LIKE.match(line) and not markers.EXCERPT_OPEN.match(line):
+        # a fence in a block quote is one superfences takes, and EXCERPT_OPEN never reads it: refused
+        unquoted = _QUOTED.sub("", line)
+        if i not in inside and markers.EXCERPT_LIKE.match(unquoted) and (
+                unquoted != line or not markers.EXCERPT_OPEN.match(line)):
             raise ValueError(f"docs/{page_uri}:{first_line + i}: {visible(line.strip())}: {EXCERPT_FORM}")
     for i in range(len(lines)):
         where = f"docs/{page_uri}:{first_line + i + 1}"

@@ -37,3 +37,15 @@ def test_a_real_excerpt_is_still_labelled_and_checked():
     assert "Excerpt · netcl_lite/capstone.py" in copyable.label_excerpts(page, "hostile.md")
     with pytest.raises(ValueError, match=r"^docs/hostile\.md:4: "):
         copyable.check_excerpts(page.replace(":recipe", ":1:3"), "hostile.md")
+
+
+@pytest.mark.parametrize("quote", ["> ", ">", " > > "])
+def test_an_excerpt_fence_in_a_block_quote_is_refused(quote):
+    """Superfences takes a fence inside a block quote, but the excerpt form was read only at the
+    line's start: quoted, it showed unlabelled, with a copy button that copied the include line."""
+    page = (f'# T\n\n{quote}```{{.python .excerpt title="netcl_lite/capstone.py"}}\n'
+            f'{quote}--8<-- "netcl_lite/capstone.py:recipe"\n{quote}```\n')
+    with pytest.raises(ValueError, match=r"^docs/hostile\.md:3: .*an excerpt fence opens with backticks"):
+        copyable.check_excerpts(page, "hostile.md")
+    with pytest.raises(ValueError, match=r"^docs/hostile\.md:3: "):
+        render_page(page)
