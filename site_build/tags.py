@@ -65,7 +65,18 @@ class Tags:
     def _opens_value(self, at: int) -> bool:
         """Whether the quote at ``at`` opens a quoted attribute value: HTML reads one so only right after
         the ``=`` of an attribute (blanks between); elsewhere (``class=it's``) it is part of the text."""
-        j = at - 1
-        while j >= 0 and self.text[j] in " \t\n\r\f":
+        text, j = self.text, at - 1
+        while j >= 0 and text[j] in " \t\n\r\f":
             j -= 1
-        return j >= 0 and self.text[j] == "="
+        if j < 0 or text[j] != "=":
+            return False
+        # the '=' must follow an attribute's name: not a quoted value's end (``a='x'='y``), not the tag's
+        # name (``<img ='y``), not an unquoted value's text (``a=b='y``), where HTML reads the quote as text
+        k = j - 1
+        while k >= 0 and text[k] in " \t\n\r\f":
+            k -= 1
+        if k < 0 or text[k] in "=\"'/<":
+            return False
+        while k >= 0 and text[k] not in " \t\n\r\f/\"'=<":
+            k -= 1
+        return k < 0 or text[k] not in "=<"
