@@ -153,7 +153,7 @@ def int32_range(**sizes: int) -> None:
             raise ValueError(f"{name}={value} exceeds the 32-bit index range of the kernels")
 
 
-def _not_masked(name: str, value) -> None:
+def not_masked(name: str, value) -> None:
     """TypeError naming ``name`` for a NumPy masked array (or a memoryview of one): its mask would be
     ignored, and the values under it taken as if they were there."""
     import numpy as np
@@ -175,7 +175,7 @@ def token_ids(ids, name: str = "ids") -> list[int]:
     """
     if isinstance(ids, (str, bytes, bytearray)) or not isinstance(ids, Iterable):
         raise TypeError(f"{name} must be a sequence of int token ids, got {type(ids).__name__}")
-    _not_masked(name, ids)                              # tolist() gives None where it masks
+    not_masked(name, ids)                              # tolist() gives None where it masks
     if hasattr(ids, "dtype") and hasattr(ids, "tolist"):  # NumPy array
         if ids.dtype.kind not in "iu":
             raise TypeError(f"{name} must be integers, got an array of {ids.dtype}")
@@ -207,7 +207,7 @@ def id_array(name: str, value, high: int | None = None, *, what: str = "token id
     """
     import numpy as np
 
-    _not_masked(name, value)
+    not_masked(name, value)
     arr = np.asarray(value) if not isinstance(value, (str, bytes)) else None
     if arr is None or arr.ndim != 1 or (arr.size and (arr.dtype.kind not in "iu" or arr.dtype == np.bool_)):
         shown = f"{arr.dtype} of shape {arr.shape}" if arr is not None else type(value).__name__

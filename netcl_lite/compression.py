@@ -68,6 +68,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from . import checks
 from .adaptation import AdaptConfig, Adapter
 from .checks import flag, nonnegative_int, positive_int
 from .context_mixing import ContextMixer, check_vocab
@@ -612,18 +613,10 @@ def _check_cache(model: DecoderLM, streams: int) -> None:
                          f"in one buffer); use a model with a smaller window")
 
 
-def _not_masked(value, name: str) -> None:
-    """TypeError naming ``name`` for a NumPy masked array (or a memoryview of one): its mask would be
-    ignored, and the values under it coded or counted as if they were there."""
-    if isinstance(value, np.ma.MaskedArray) or isinstance(getattr(value, "obj", None), np.ma.MaskedArray):
-        raise TypeError(f"{name} must not be a masked array: its mask would be ignored; pass the values "
-                        f"meant, e.g. {name}.compressed() (the unmasked ones) or {name}.filled(value)")
-
-
 def _check_primer(primer, tokenizer: BPETokenizer) -> np.ndarray:
     """``primer`` (not None) as int64 ids of ``tokenizer``, or ValueError saying what is wrong
     (TypeError for a masked array)."""
-    _not_masked(primer, "primer")
+    checks.not_masked("primer", primer)
     what = "primer must be a 1-D array of token ids of the tokenizer (or None for Chapter 9's training text)"
     if isinstance(primer, (Iterator, str, bytes, bytearray, Mapping, Set)):
         # NumPy reads these as one object (a generator: "an array of shape () and dtype object"),
@@ -668,7 +661,7 @@ def _buffer(data, name: str, what: str) -> memoryview:
     except ValueError:                                  # memoryview's own error names no parameter
         raise ValueError(f"{name} is a released memoryview: its bytes are gone; pass a view that is not "
                          f"released (or the bytes themselves)") from None
-    _not_masked(data, name)
+    checks.not_masked(name, data)
     return view
 
 
@@ -843,7 +836,7 @@ def _stored(data: bytes) -> bytes:
 def _check_predictor_args(model, tokenizer, lengths, keep, mix, primer_ids, adapt) -> None:
     """TypeError or ValueError naming the argument of :func:`make_predictor` that it cannot run with."""
     _check_model(model, tokenizer)
-    _not_masked(lengths, "lengths")
+    checks.not_masked("lengths", lengths)
     if not isinstance(lengths, np.ndarray) or lengths.ndim != 1 or lengths.dtype.kind not in "iu" \
             or not lengths.size or (lengths < 0).any() or (np.diff(lengths.astype(np.float64)) > 0).any():
         raise ValueError(f"lengths must be a 1-D integer array of the streams' token counts, longest first "

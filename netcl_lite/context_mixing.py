@@ -64,9 +64,7 @@ def _reals(name: str, value, what: str) -> np.ndarray:
     """``value`` as a float array, or ValueError naming ``name`` for anything that is not real numbers
     (a NaN included: it would come back as NaN, silently), TypeError for a NumPy masked array (its mask
     would be ignored, the values under it computed as if they were there)."""
-    if isinstance(value, np.ma.MaskedArray) or isinstance(getattr(value, "obj", None), np.ma.MaskedArray):
-        raise TypeError(f"{name} must not be a masked array: its mask would be ignored; pass the values "
-                        f"meant, e.g. {name}.compressed() (the unmasked ones) or {name}.filled(value)")
+    checks.not_masked(name, value)
     try:
         arr = np.asarray(value)
     except (ValueError, TypeError) as exc:
