@@ -919,7 +919,19 @@ class _Brackets:
         opened = self.brackets[k][0]
         j = bisect.bisect_left(self.closer_at, end)
         closed = self.closers[j][0] if j < len(self.closers) and self.closers[j][1] == "]" else -1
-        return self.text[opened:closed + 1 if closed >= 0 else end].strip()
+        return _excerpt(self.text, opened, closed + 1 if closed >= 0 else end)
+
+
+#: the most characters of a bracket an error quotes: each of many marks in one long bracket quoted it
+#: whole, so the errors grew with the square of the bracket's length
+EXCERPT = 80
+
+
+def _excerpt(text: str, start: int, end: int) -> str:
+    """``text[start:end]`` stripped, cut after its first :data:`EXCERPT` characters with an ellipsis
+    (copying no more than those)."""
+    shown = text[start:min(end, start + EXCERPT)].strip()
+    return shown + "\u2026" if end - start > EXCERPT else shown
 
 
 #: a rendered citation's link Markdown (:func:`render`) that Markdown did not turn into a link

@@ -33,12 +33,16 @@ def test_an_at_sign_in_code_that_highlighting_cuts_by_columns_stays_as_written(l
 # -- linear time ------------------------------------------------------------------------------------------
 
 def _seconds(text: str) -> float:
-    start = time.process_time()
-    try:
-        citations.check(text, "hostile.md")
-    except ValueError:
-        pass
-    return time.process_time() - start
+    """The least CPU time of three checks of ``text``: one run can take a pause that is not the check's."""
+    times = []
+    for _ in range(3):
+        start = time.process_time()
+        try:
+            citations.check(text, "hostile.md")
+        except ValueError:
+            pass
+        times.append(time.process_time() - start)
+    return min(times)
 
 
 @pytest.mark.parametrize("unit, before, after, n", [
@@ -53,6 +57,16 @@ def test_many_marks_in_one_attribute_take_linear_time(unit, before, after, n):
     page = lambda k: f"# P\n\n{before}{unit * k}{after}\n"   # noqa: E731
     small, large = _seconds(page(n)), _seconds(page(4 * n))
     assert large < 8 * max(small, 0.05), (small, large)
+
+
+def test_an_error_quotes_a_long_bracket_cut_short():
+    """Every mark in a long bracket quoted the whole bracket in its error: errors whose size grew with
+    the square of the bracket's length (16,000 marks in an image's alt text took 2 s and 1 GB)."""
+    page = f"# P\n\n![{'@foo ' * 2000}](x.svg)\n"
+    errors = citations._read(page, None)[2]
+    assert len(errors) == 2000
+    assert max(len(why) for _, why in errors) < 1000
+    assert "\u2026" in errors[0][1]
 
 
 # -- the rendered citation does not change what Markdown reads around it ------------------------------------
