@@ -31,7 +31,8 @@ from .includes import INCLUDE_ROOTS, inside
 from .paths import ROOT
 from .shipped_wheel import library_files, wheel_name
 
-_TITLE = re.compile(r'title="([^"]*)"')
+#: a fence's title as attr_list reads it: in double quotes, in single quotes, or bare to the next space
+_TITLE = re.compile(r"""(?<![\w-])title=(?:"([^"]*)"|'([^']*)'|([^\s"'}]+))""")
 #: the start of a ``>>>`` session's block, up to where its ``data-copy`` goes (:func:`_pycon_sessions`)
 _PYCON = '<div class="language-pycon highlight"'
 _TAG = re.compile(r"<[^>]+>")
@@ -191,7 +192,7 @@ def label_excerpts(markdown: str, page_uri: str) -> str:
         m, inc = found
         attrs = m["attrs"]
         title = _TITLE.search(attrs)
-        name = title.group(1) if title else inc.path
+        name = next(g for g in title.groups() if g is not None) if title else inc.path
         attrs = _TITLE.sub("", attrs).strip() + f' .no-copy title="Excerpt · {name}"'
         out.append(f"{m['indent']}{m['ticks']}{{{attrs}}}")
         close = i + 2                          # check_excerpts saw the fence close under its include

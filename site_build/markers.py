@@ -47,16 +47,19 @@ BUILD_OUTPUT = re.compile(r"^<!-- build-output: (?P<path>\S+)(?P<markdown> as ma
 NEEDS_EXTRA = re.compile(r"^(?P<indent>[ \t]*)<!-- needs-extra: (?P<extra>[\w-]+) -->[ \t]*$", re.M)
 #: ``<!-- kernels.json: NAME -->`` on a line of its own
 KERNELS_JSON = re.compile(r"^<!-- kernels\.json: (?P<section>[\w-]+) -->[ \t]*$", re.M)
+#: the excerpt class in a fence's attributes: ``.excerpt`` itself, not ``.excerpt-x`` or ``.excerpts``
+#: (a class name goes on with letters, digits, ``_`` and ``-``)
+EXCERPT_CLASS = r"\.excerpt(?![\w-])"
 #: the opening line of an excerpt fence: ```` ```{.python .excerpt title="…"} ````
 EXCERPT_OPEN = re.compile(
-    r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})\{(?P<attrs>[^}\n]*\.excerpt\b[^}\n]*)\}[ \t]*$")
+    rf"^(?P<indent>[ \t]*)(?P<ticks>`{{3,}})\{{(?P<attrs>[^}}\n]*{EXCERPT_CLASS}[^}}\n]*)\}}[ \t]*$")
 #: a fence's opening line that carries the ``.excerpt`` class in any form (tildes, a space before the
 #: braces, the language first, a backtick in its attributes, which pymdownx.superfences accepts after
 #: either fence): only :data:`EXCERPT_OPEN`'s form is labelled and checked, the others refused. The
 #: fence is read whole (possessive), so a line of many backticks or tildes is read once
-EXCERPT_LIKE = re.compile(r"^[ \t]*(?:`{3,}+|~{3,}+)[^\n]*?\.excerpt\b")
+EXCERPT_LIKE = re.compile(rf"^[ \t]*(?:`{{3,}}+|~{{3,}}+)[^\n]*?{EXCERPT_CLASS}")
 #: a whole excerpt fence in a page's text: indent, ticks, ``{attributes}``, body
-EXCERPT_FENCE = re.compile(r"^(\s*)(`{3,})(\{[^}\n]*\.excerpt[^}\n]*\})\s*\n((?:.*\n)*?)\1\2\s*$", re.M)
+EXCERPT_FENCE = re.compile(rf"^(\s*)(`{{3,}})(\{{[^}}\n]*{EXCERPT_CLASS}[^}}\n]*\}})\s*\n((?:.*\n)*?)\1\2\s*$", re.M)
 #: what precedes a block's verified output (pytest-codeblocks' own marker)
 EXPECTED_OUTPUT = "<!--pytest-codeblocks:expected-output-->"
 #: the line that holds :data:`EXPECTED_OUTPUT`

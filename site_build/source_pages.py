@@ -37,7 +37,7 @@ PLACEHOLDER = "<!-- source-listing -->"
 #: copy into the page: the line would show its code reordered (Trojan source)
 _BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _ANCHOR = re.compile(r' id="(L[0-9-L]+)"')
-_OPEN_THEN_INCLUDE = re.compile(r"^[ \t]*`{3,}\{[^}\n]*\.excerpt\b[^}\n]*\}[ \t]*\n(.*)$", re.M)
+_OPEN_THEN_INCLUDE = re.compile(rf"^[ \t]*`{{3,}}\{{[^}}\n]*{markers.EXCERPT_CLASS}[^}}\n]*\}}[ \t]*\n(.*)$", re.M)
 
 
 def uri(rel: str) -> str:

@@ -1,0 +1,38 @@
+"""Issue 58, what round 26 noticed and left: an excerpt's title in single quotes or bare, which
+attr_list reads as the title, was dropped (the excerpt showed its path under the author's title's
+place), and a class that begins with ``excerpt-`` (``.excerpt-x``) was taken for the excerpt class
+(``.excerpts`` and ``.excerpt_2``, which were not, stand beside it as controls)."""
+
+from __future__ import annotations
+
+import pytest
+
+from site_build import copyable, markers
+from site_render import render_page
+
+INCLUDE = '--8<-- "netcl_lite/capstone.py:recipe"'
+
+
+@pytest.mark.parametrize("title", ["'the recipe'", '"the recipe"'])
+def test_an_excerpt_title_in_either_quotes_is_kept(title):
+    page = f"# T\n\n```{{.python .excerpt title={title}}}\n{INCLUDE}\n```\n"
+    copyable.check_excerpts(page, "hostile.md")
+    labelled = copyable.label_excerpts(page, "hostile.md")
+    assert 'title="Excerpt · the recipe"' in labelled
+    assert labelled.count("title=") == 1
+
+
+def test_a_bare_excerpt_title_is_kept():
+    page = f"# T\n\n```{{.python .excerpt title=recipe.py}}\n{INCLUDE}\n```\n"
+    labelled = copyable.label_excerpts(page, "hostile.md")
+    assert 'title="Excerpt · recipe.py"' in labelled and labelled.count("title=") == 1
+
+
+@pytest.mark.parametrize("cls", [".excerpt-x", ".excerpts", ".excerpt_2"])
+def test_a_class_that_begins_with_excerpt_is_another_class(cls):
+    """Such a fence is an ordinary block of code: it is not labelled, checked or refused as an excerpt."""
+    page = f"# T\n\n```{{.python {cls}}}\nprint(1)\n```\n"
+    assert not markers.EXCERPT_LIKE.match(page.split("\n")[2])
+    copyable.check_excerpts(page, "hostile.md")
+    assert copyable.label_excerpts(page, "hostile.md") == page
+    assert "Excerpt ·" not in render_page(page)
