@@ -37,6 +37,7 @@ class Tags:
         self.text, self.marks = text, Positions(text, "\"'>")
         self.special = sorted(i for at in self.marks.at.values() for i in at)
         self.known: dict[int, int | None] = {}
+        self.begins: dict[int, bool] = {}          # what :meth:`_begins_value` found for each '='
 
     def end(self, start: int) -> int | None:
         """The index just past the '>' that ends the tag whose text starts at ``start``, or None
@@ -66,17 +67,46 @@ class Tags:
         """Whether the quote at ``at`` opens a quoted attribute value: HTML reads one so only right after
         the ``=`` of an attribute (blanks between); elsewhere (``class=it's``) it is part of the text."""
         text, j = self.text, at - 1
-        while j >= 0 and text[j] in " \t\n\r\f":
+        while j >= 0 and text[j] in _BLANKS:
             j -= 1
-        if j < 0 or text[j] != "=":
-            return False
-        # the '=' must follow an attribute's name: not a quoted value's end (``a='x'='y``), not the tag's
-        # name (``<img ='y``), not an unquoted value's text (``a=b='y``), where HTML reads the quote as text
-        k = j - 1
-        while k >= 0 and text[k] in " \t\n\r\f":
-            k -= 1
-        if k < 0 or text[k] in "=\"'/<":
-            return False
-        while k >= 0 and text[k] not in " \t\n\r\f/\"'=<":
-            k -= 1
-        return k < 0 or text[k] not in "=<"
+        return j >= 0 and text[j] == "=" and self._begins_value(j)
+
+    def _begins_value(self, j: int) -> bool:
+        """Whether the ``=`` at ``j`` is an attribute's, after which its value begins. It must follow an
+        attribute's name: not a quoted value's end (``a='x'='y``), not the tag's name (``<img ='y``), not
+        an unquoted value's text (``a=b='y``). A name after blanks that follow another attribute's ``=``
+        is that attribute's unquoted value (``a= b='y``: a's value is ``b='y'``), so a chain of them
+        alternates; the chain is read back to its first link and each answer kept, so many queries read
+        each link once."""
+        text, chain, answer = self.text, [], False
+        while True:
+            if j in self.begins:                       # known: the link before it is the opposite
+                if not chain:
+                    return self.begins[j]
+                answer = not self.begins[j]
+                break
+            chain.append(j)
+            k = j - 1
+            while k >= 0 and text[k] in _BLANKS:
+                k -= 1
+            if k < 0 or text[k] in "=\"'/<":
+                answer = False
+                break
+            while k >= 0 and text[k] not in _BLANKS + "/\"'=<":
+                k -= 1
+            if k < 0 or text[k] in "=<":             # the text's start; an unquoted value's text or the tag's name
+                answer = k < 0
+                break
+            while k >= 0 and text[k] in _BLANKS:
+                k -= 1
+            if k < 0 or text[k] != "=":               # the name follows the tag's name or another attribute
+                answer = True
+                break
+            j = k                                      # it is an attribute only if that '=' is not one
+        for link in reversed(chain):
+            self.begins[link] = answer
+            answer = not answer
+        return self.begins[chain[0]]
+
+
+_BLANKS = " \t\n\r\f"
