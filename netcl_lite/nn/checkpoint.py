@@ -328,7 +328,7 @@ def read_tensors(file) -> dict[str, np.ndarray]:
     from safetensors.numpy import load_file
 
     file = Path(file)
-    _require_weights_file(file)
+    read_header(file)        # refuses a header that names a tensor twice: load_file keeps the last silently
     try:
         return load_file(str(file))
     except (SafetensorError, ValueError, OSError, TypeError, AttributeError) as err:   # AttributeError: a dtype NumPy lacks
@@ -363,7 +363,10 @@ def read_header(file) -> dict[str, tuple[str, tuple[int, ...]]]:
         if n > min(MAX_HEADER_BYTES, size - 8):
             raise ValueError(f"{bad}: header length {n} exceeds the file ({size} bytes)")
         try:
-            header = json.loads(f.read(n).decode("utf-8"))
+            header = json.loads(f.read(n).decode("utf-8"), object_pairs_hook=_once_each)
+        except _DoubledKey as err:      # JSON readers keep either entry: the tensor read could differ from the one meant
+            raise ValueError(f"{bad}: the header names {err.args[0]!r} twice in one object; readers keep either "
+                             f"entry, so the tensor read could differ from the one meant") from None
         except (UnicodeDecodeError, ValueError, RecursionError) as err:
             raise ValueError(f"{bad}: header is not JSON ({type(err).__name__})") from None
     if not isinstance(header, dict):

@@ -1,0 +1,51 @@
+"""Hostile round 27a: the checkpoint loader's safetensors header and the compressor's inputs.
+
+Covers a safetensors header that names one tensor twice with differing entries (JSON readers keep
+either entry, so the weights read could differ from the ones meant), and compression.read_header
+given a memoryview with a zero in its shape."""
+import struct
+
+import numpy as np
+import pytest
+
+from netcl_lite.nn import checkpoint
+
+
+def _weights(path, header: str, data: bytes):
+    raw = header.encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + data)
+    return path
+
+
+_DOUBLED = ('{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},'
+            '"w":{"dtype":"F16","shape":[8],"data_offsets":[0,16]}}')
+
+
+@pytest.mark.parametrize("read", [checkpoint.read_header, checkpoint.read_tensors])
+def test_a_weights_header_naming_a_tensor_twice_is_refused(tmp_path, read):
+    """A header giving tensor 'w' twice (float32 of 4, then float16 of 8, over the same bytes) was
+    read silently as the last entry: read_header said ('F16', (8,)) and read_tensors returned eight
+    float16 values, while a reader keeping the first entry loads four float32 ones. config.json
+    refuses a doubled key for this reason; the weights header now does too, naming the tensor."""
+    file = _weights(tmp_path / "model.safetensors", _DOUBLED, np.arange(4, dtype=np.float32).tobytes())
+    with pytest.raises(ValueError, match="'w' twice"):
+        read(file)
+
+
+def test_a_weights_header_naming_each_tensor_once_is_still_read(tmp_path):
+    """The refusal leaves a well-formed file as it was."""
+    header = '{"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}}'
+    file = _weights(tmp_path / "model.safetensors", header, np.arange(4, dtype=np.float32).tobytes())
+    assert checkpoint.read_header(file) == {"w": ("F32", (2, 2))}
+    np.testing.assert_array_equal(checkpoint.read_tensors(file)["w"], np.arange(4, dtype=np.float32).reshape(2, 2))
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (3, 0)])
+def test_read_header_of_an_empty_multidimensional_view_says_the_blob_is_truncated(shape):
+    """A memoryview of shape (0, 5) or (3, 0) holds no bytes, yet read_header raised memoryview's own
+    TypeError ('cannot cast view with zeros in shape or strides'), naming no parameter, where an
+    empty 1-D view is named as a truncated blob."""
+    from netcl_lite import compression
+
+    with pytest.raises(ValueError, match="blob is truncated: 0 bytes"):
+        compression.read_header(memoryview(np.zeros(shape, np.uint8)))
