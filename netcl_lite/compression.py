@@ -903,7 +903,8 @@ def read_header(blob: bytes) -> dict:
     view = _buffer(blob, "blob", "what compress returned")
     size = view.nbytes
     # only the header's bytes are read: a large mapped file is not copied whole to read a few dozen
-    head = view.cast("B")[:_MAX_HEADER_BYTES] if view.c_contiguous else memoryview(view.tobytes())[:_MAX_HEADER_BYTES]
+    # (cast refuses a view with a zero in its shape, such as (0, 5): that one holds no bytes to read)
+    head = view.cast("B")[:_MAX_HEADER_BYTES] if view.c_contiguous and size else memoryview(view.tobytes())[:_MAX_HEADER_BYTES]
     blob = head.tobytes()
     if size < len(MAGIC) + 2:
         raise ValueError(f"blob is truncated: {size} bytes, shorter than any header")
