@@ -111,7 +111,7 @@ class StreamCache:
 
     def __init__(self, vocab: int, lengths: np.ndarray):
         checks.coder_sizes(vocab=vocab, lengths=lengths)            # before anything is sized by them
-        b = lengths.size
+        b = checks.id_array("lengths", lengths, what="token counts, one per stream").size   # a list has no .size
         self.window = STREAM_WINDOW
         self.ring = self.window + 1
         self.counts = np.zeros((b, vocab))
@@ -125,6 +125,7 @@ class StreamCache:
         """(unigram, bigram), each (B, vocab), from ``prior`` (vocab,): finite and >= 0 (a NaN in it would
         be in every stream's prediction)."""
         b, v = self.counts.shape
+        checks.not_masked("prior", prior)     # its mask would be carried into every stream's prediction
         if not isinstance(prior, np.ndarray) or prior.shape != (v,) or prior.dtype.kind not in "iuf":
             shown = f"{prior.dtype} of shape {prior.shape}" if isinstance(prior, np.ndarray) else type(prior).__name__
             raise ValueError(f"prior must be a float array of shape ({v},) (a distribution over the vocabulary), "

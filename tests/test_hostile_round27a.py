@@ -2,7 +2,8 @@
 
 Covers a safetensors header that names one tensor twice with differing entries (JSON readers keep
 either entry, so the weights read could differ from the ones meant), and compression.read_header
-given a memoryview with a zero in its shape."""
+given a memoryview with a zero in its shape, and context_mixing.StreamCache given lengths as a list
+or a masked prior."""
 import struct
 
 import numpy as np
@@ -49,3 +50,22 @@ def test_read_header_of_an_empty_multidimensional_view_says_the_blob_is_truncate
 
     with pytest.raises(ValueError, match="blob is truncated: 0 bytes"):
         compression.read_header(memoryview(np.zeros(shape, np.uint8)))
+
+
+def test_stream_cache_takes_lengths_as_a_list_as_the_other_parts_do():
+    """StreamCache(4, [3, 3]) passed the size checks (which read any integer sequence) and then
+    raised AttributeError: 'list' object has no attribute 'size'; MatchModel takes the same list."""
+    from netcl_lite.context_mixing import StreamCache
+
+    assert StreamCache(4, [3, 3]).counts.shape == (2, 4)
+
+
+def test_stream_cache_refuses_a_masked_prior_naming_it():
+    """A masked prior was taken, and its mask carried into every stream's unigram and bigram: the
+    prediction came back as a masked array, a token's chance hidden, with no error. Other inputs
+    of the coder refuse a masked array naming it; the prior now does too."""
+    from netcl_lite.context_mixing import StreamCache
+
+    cache = StreamCache(4, np.array([2, 2]))
+    with pytest.raises(TypeError, match="prior must not be a masked array"):
+        cache.predict(np.ma.array(np.full(4, 0.25), mask=[True, False, False, False]))
