@@ -331,11 +331,17 @@ class TreeSSE:
         self._state = None                 # what the call computed, until :meth:`update`
 
     def __call__(self, p: np.ndarray) -> np.ndarray:
+        checks.not_masked("p", p)          # its mask was carried into the output
         if not isinstance(p, np.ndarray) or p.ndim != 2 or p.shape[1] != self.vocab or p.dtype.kind != "f":
             shown = f"{p.dtype} of shape {p.shape}" if isinstance(p, np.ndarray) else type(p).__name__
             raise ValueError(f"p must be a float array of shape (streams, {self.vocab}) (a distribution per "
                              f"stream over the vocabulary), got {shown}")
         b = p.shape[0]
+        # a negative value came out as a negative chance, a row of zeros as NaNs (an infinity or a NaN
+        # is named by the NaN test below)
+        if p.size and (p.min() < 0 or not (p.sum(axis=1) > 0).all()) and not np.isnan(p).any():
+            raise ValueError("p must hold probabilities >= 0, each row some of them above 0; it holds a "
+                             "negative value or a row of zeros: the distribution it refines is broken")
         if self.vocab == 1 << self.bits:                 # a full tree: the leaves are p
             leaves = p
         else:
@@ -465,6 +471,7 @@ class ContextMixer:
     def predict(self, p_model: np.ndarray) -> np.ndarray:
         """(B, vocab) float64: the distribution each stream's next token is coded with."""
         shape = (self.prev.size, self.vocab)
+        checks.not_masked("p_model", p_model)     # its mask was ignored, the values under it mixed in
         if not isinstance(p_model, np.ndarray) or p_model.shape != shape or p_model.dtype.kind != "f":
             got = f"{p_model.dtype} of shape {p_model.shape}" if isinstance(p_model, np.ndarray) else type(p_model).__name__
             raise ValueError(f"p_model must be a float array of shape {shape} (streams, vocab), got {got}")

@@ -3,7 +3,8 @@
 Covers a safetensors header that names one tensor twice with differing entries (JSON readers keep
 either entry, so the weights read could differ from the ones meant), and compression.read_header
 given a memoryview with a zero in its shape, and context_mixing.StreamCache given lengths as a list
-or a masked prior."""
+or a masked prior, ContextMixer.predict given a masked p_model, and TreeSSE given a masked p or
+rows that are no distribution (zeros, negative values)."""
 import struct
 
 import numpy as np
@@ -69,3 +70,44 @@ def test_stream_cache_refuses_a_masked_prior_naming_it():
     cache = StreamCache(4, np.array([2, 2]))
     with pytest.raises(TypeError, match="prior must not be a masked array"):
         cache.predict(np.ma.array(np.full(4, 0.25), mask=[True, False, False, False]))
+
+
+def _mixer(vocab=8):
+    from netcl_lite.context_mixing import ContextMixer
+
+    return ContextMixer(np.arange(vocab), vocab, np.array([3, 3]), {i: bytes([97 + i]) for i in range(vocab)})
+
+
+def test_context_mixer_refuses_a_masked_p_model_naming_it():
+    """ContextMixer.predict took a masked p_model with no error: the mask was ignored and the values
+    under it mixed in as the model's chances of the tokens it hid."""
+    p_model = np.ma.array(np.full((2, 8), 1 / 8), mask=np.eye(2, 8, dtype=bool))
+    with pytest.raises(TypeError, match="p_model must not be a masked array"):
+        _mixer().predict(p_model)
+
+
+def test_tree_sse_refuses_a_masked_p_naming_it():
+    """TreeSSE returned a masked array for a masked p: a token's refined chance hidden, no error."""
+    from netcl_lite.context_mixing import TreeSSE
+
+    with pytest.raises(TypeError, match="p must not be a masked array"):
+        TreeSSE(8)(np.ma.array(np.full((2, 8), 1 / 8), mask=np.eye(2, 8, dtype=bool)))
+
+
+@pytest.mark.parametrize("p", [np.zeros((2, 8)), np.full((2, 8), -1.0),
+                               np.array([[0.5, -0.5] + [0.125] * 6] * 2)], ids=["zeros", "negative", "one-negative"])
+def test_tree_sse_refuses_a_row_that_is_no_distribution(p):
+    """TreeSSE gave NaNs for a row of zeros, a uniform distribution for a row of -1s and negative
+    chances for a row holding one negative value, all with no error (a NaN or an infinity was
+    already refused)."""
+    from netcl_lite.context_mixing import TreeSSE
+
+    with pytest.raises(ValueError, match="p must hold probabilities >= 0"):
+        TreeSSE(8)(p)
+
+
+def test_tree_sse_still_refines_an_unnormalized_distribution():
+    """Positive rows that do not sum to 1 are still refined and normalized, as before."""
+    from netcl_lite.context_mixing import TreeSSE
+
+    np.testing.assert_allclose(TreeSSE(8)(np.full((2, 8), 5.0)).sum(axis=1), 1.0)
