@@ -230,6 +230,7 @@ def step_ids(tokens, active, streams: int, high: int | None = None):
     import numpy as np
 
     tokens = id_array("tokens", tokens, high)
+    not_masked("active", active)          # asarray drops the mask: a masked-out stream was coded as active
     active = np.asarray(active)
     if tokens.shape != (streams,) or active.shape != (streams,) or active.dtype != np.bool_:
         raise ValueError(f"tokens and active must each hold one entry per stream ({streams}), active as bools; got "

@@ -494,6 +494,7 @@ class ContextMixer:
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         """Learn from the step's ``tokens`` (B,) of the ``active`` streams (bool (B,)), then count them."""
         tokens = checks.id_array("tokens", tokens, self.vocab)
+        checks.not_masked("active", active)      # asarray drops the mask: a masked-out stream was coded as active
         active = np.asarray(active)
         if tokens.size != self.prev.size or active.shape != tokens.shape or active.dtype != np.bool_:
             raise ValueError(f"tokens and active must be 1-D, one per stream ({self.prev.size}), active of "

@@ -689,6 +689,7 @@ class Mixer:
                              f"{', '.join(map(str, MIX_ORDERS))}, the cache, the n-gram), got {got}")
         shape = getattr(parts[0], "shape", None)
         for i, part in enumerate(parts):
+            checks.not_masked(f"parts[{i}]", part)      # its mask was carried into the mixture, or dropped
             if not isinstance(part, np.ndarray) or part.ndim != 2 or part.dtype.kind != "f" or part.shape != shape:
                 shown = f"{part.dtype} of shape {part.shape}" if isinstance(part, np.ndarray) else type(part).__name__
                 raise ValueError(f"parts[{i}] must be a float array of shape (streams, vocab), as parts[0] "

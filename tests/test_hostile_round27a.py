@@ -4,7 +4,8 @@ Covers a safetensors header that names one tensor twice with differing entries (
 either entry, so the weights read could differ from the ones meant), and compression.read_header
 given a memoryview with a zero in its shape, and context_mixing.StreamCache given lengths as a list
 or a masked prior, ContextMixer.predict given a masked p_model, and TreeSSE given a masked p or
-rows that are no distribution (zeros, negative values)."""
+rows that are no distribution (zeros, negative values), ngram.Mixer given masked parts, and the
+host models' update given a masked active."""
 import struct
 
 import numpy as np
@@ -111,3 +112,49 @@ def test_tree_sse_still_refines_an_unnormalized_distribution():
     from netcl_lite.context_mixing import TreeSSE
 
     np.testing.assert_allclose(TreeSSE(8)(np.full((2, 8), 5.0)).sum(axis=1), 1.0)
+
+
+def test_the_linear_mixer_refuses_masked_parts_naming_them():
+    """ngram.Mixer.mix returned a masked mixture for a masked parts[0] and dropped the mask of a
+    masked parts[1] (its hidden values mixed in), both with no error."""
+    from netcl_lite import ngram
+
+    mixer = ngram.Mixer(ngram.ORDERS)
+    parts = [np.full((2, 8), 1 / 8) for _ in range(mixer.w.shape[2])]
+    for i in (0, 1):
+        masked = list(parts)
+        masked[i] = np.ma.array(parts[i], mask=np.eye(2, 8, dtype=bool))
+        with pytest.raises(TypeError, match=rf"parts\[{i}\] must not be a masked array"):
+            mixer.mix(masked, np.array([0, 0]), np.array([1, 1]))
+
+
+def _match():
+    from netcl_lite.match import MatchModel
+
+    model = MatchModel(np.arange(8), np.array([3, 3]))
+    model.predict()
+    return model
+
+
+def _ngram():
+    from netcl_lite.ngram import NGram
+
+    model = NGram(np.arange(8), 8, 2)
+    model.predict()
+    return model
+
+
+@pytest.mark.parametrize("make", [_match, _ngram], ids=["MatchModel", "NGram"])
+def test_an_update_refuses_a_masked_active_naming_it(make):
+    """A masked active was read through np.asarray, which drops the mask: a stream masked out was
+    coded as active (its token written and counted), with no error; tokens were already refused."""
+    with pytest.raises(TypeError, match="active must not be a masked array"):
+        make().update(np.array([1, 2]), np.ma.array([True, True], mask=[False, True]))
+
+
+def test_the_context_mixer_update_refuses_a_masked_active_naming_it():
+    """ContextMixer.update read a masked active through np.asarray too, coding a masked-out stream."""
+    mixer = _mixer()
+    mixer.predict(np.full((2, 8), 1 / 8))
+    with pytest.raises(TypeError, match="active must not be a masked array"):
+        mixer.update(np.array([1, 2]), np.ma.array([True, True], mask=[False, True]))
