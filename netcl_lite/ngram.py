@@ -848,6 +848,7 @@ class WordNGram:
         finite and >= 0 (ValueError otherwise, and nothing changes)."""
         b, v, k = self.words.shape[0], self.vocab, self.orders
         # checked before any state is touched: a refused call leaves the last predict's for update
+        checks.not_masked("unigram", unigram)     # its mask was carried into every stream's distribution
         if not isinstance(unigram, np.ndarray) or unigram.shape != (v,) or unigram.dtype.kind not in "iuf":
             shown = (f"{unigram.dtype} of shape {unigram.shape}" if isinstance(unigram, np.ndarray)
                      else type(unigram).__name__)

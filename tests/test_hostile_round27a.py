@@ -5,7 +5,7 @@ either entry, so the weights read could differ from the ones meant), and compres
 given a memoryview with a zero in its shape, and context_mixing.StreamCache given lengths as a list
 or a masked prior, ContextMixer.predict given a masked p_model, and TreeSSE given a masked p or
 rows that are no distribution (zeros, negative values), ngram.Mixer given masked parts, and the
-host models' update given a masked active."""
+host models' update given a masked active, and WordNGram.predict given a masked unigram."""
 import struct
 
 import numpy as np
@@ -158,3 +158,13 @@ def test_the_context_mixer_update_refuses_a_masked_active_naming_it():
     mixer.predict(np.full((2, 8), 1 / 8))
     with pytest.raises(TypeError, match="active must not be a masked array"):
         mixer.update(np.array([1, 2]), np.ma.array([True, True], mask=[False, True]))
+
+
+def test_the_word_ngram_refuses_a_masked_unigram_naming_it():
+    """WordNGram.predict took a masked unigram and returned a masked distribution (the hidden token's
+    chance masked in every stream's row), with no error."""
+    from netcl_lite.ngram import WordNGram
+
+    words = WordNGram(np.arange(8), 8, 2, {i: bytes([97 + i]) for i in range(8)})
+    with pytest.raises(TypeError, match="unigram must not be a masked array"):
+        words.predict(np.ma.array(np.ones(8), mask=[True] + [False] * 7))
