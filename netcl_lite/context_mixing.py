@@ -130,9 +130,9 @@ class StreamCache:
             shown = f"{prior.dtype} of shape {prior.shape}" if isinstance(prior, np.ndarray) else type(prior).__name__
             raise ValueError(f"prior must be a float array of shape ({v},) (a distribution over the vocabulary), "
                              f"got {shown}")
-        if not (prior.min() >= 0 and np.isfinite(prior.max())):
-            raise ValueError("prior must hold finite probabilities >= 0; it holds a NaN, an infinity or a "
-                             "negative value")
+        if not (prior.min() >= 0 and prior.max() <= 1 + 1e-6):   # (rounding aside) a value past 1 could overflow to inf
+            raise ValueError("prior must hold finite probabilities >= 0 (and <= 1); it holds a NaN, an infinity, "
+                             "a negative value or one over 1")
         unigram = (self.counts + STREAM_PRIOR * prior) / (self.counts.sum(axis=1, keepdims=True) + STREAM_PRIOR)
         t = self.step
         if t >= 2:       # pairs (i, i + 1), t - 1 - window <= i < t - 1, whose first is the last token

@@ -5,7 +5,8 @@ either entry, so the weights read could differ from the ones meant), and compres
 given a memoryview with a zero in its shape, and context_mixing.StreamCache given lengths as a list
 or a masked prior, ContextMixer.predict given a masked p_model, and TreeSSE given a masked p or
 rows that are no distribution (zeros, negative values), ngram.Mixer given masked parts, and the
-host models' update given a masked active, and WordNGram.predict given a masked unigram."""
+host models' update given a masked active, WordNGram.predict given a masked unigram, and
+StreamCache.predict given a prior whose finite values overflow."""
 import struct
 
 import numpy as np
@@ -168,3 +169,15 @@ def test_the_word_ngram_refuses_a_masked_unigram_naming_it():
     words = WordNGram(np.arange(8), 8, 2, {i: bytes([97 + i]) for i in range(8)})
     with pytest.raises(TypeError, match="unigram must not be a masked array"):
         words.predict(np.ma.array(np.ones(8), mask=[True] + [False] * 7))
+
+
+def test_stream_cache_refuses_a_prior_past_one_that_overflowed_to_inf():
+    """A prior of finite values far over 1 (1e308) passed the 'finite and >= 0' check, and the
+    prior's weight overflowed: every stream's unigram and bigram came back as inf, no error."""
+    from netcl_lite.context_mixing import StreamCache
+
+    cache = StreamCache(4, np.array([2, 2]))
+    with pytest.raises(ValueError, match="prior must hold finite probabilities >= 0"):
+        cache.predict(np.full(4, 1e308))
+    unigram, bigram = cache.predict(np.full(4, 0.25))          # a distribution is still taken
+    assert np.isfinite(unigram).all() and np.isfinite(bigram).all()
