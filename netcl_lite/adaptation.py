@@ -57,7 +57,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from . import autograd as ag
-from .checks import coder_sizes, flag, int_in, nonnegative_real, one_of, positive_int, positive_real
+from .checks import coder_sizes, flag, int_in, nonnegative_real, not_masked, one_of, positive_int, positive_real
 from .nn import DecoderLM, KVCache
 from .core.stream import NonFiniteError
 from .nn.checkpoint import write
@@ -202,6 +202,7 @@ def _check_state(state, model: DecoderLM) -> dict:
                              f"{sorted(set(params) - names)[:3]}, unexpected {sorted(names - set(params))[:3]}")
         out[key] = {}
         for name, arr in got.items():
+            not_masked(f"state {key}.{name}", arr)    # asarray drops the mask: the values under it were read
             a = np.asarray(arr)
             if a.shape != params[name].shape or a.dtype.kind != "f" or not np.isfinite(a).all():
                 raise ValueError(f"state {key}.{name} must be finite floats of shape {params[name].shape}, "

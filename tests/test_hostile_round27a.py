@@ -6,7 +6,8 @@ given a memoryview with a zero in its shape, and context_mixing.StreamCache give
 or a masked prior, ContextMixer.predict given a masked p_model, and TreeSSE given a masked p or
 rows that are no distribution (zeros, negative values), ngram.Mixer given masked parts, and the
 host models' update given a masked active, WordNGram.predict given a masked unigram, and
-StreamCache.predict given a prior whose finite values overflow."""
+StreamCache.predict given a prior whose finite values overflow, and an Adapter given a masked
+optimizer state array."""
 import struct
 
 import numpy as np
@@ -181,3 +182,21 @@ def test_stream_cache_refuses_a_prior_past_one_that_overflowed_to_inf():
         cache.predict(np.full(4, 1e308))
     unigram, bigram = cache.predict(np.full(4, 0.25))          # a distribution is still taken
     assert np.isfinite(unigram).all() and np.isfinite(bigram).all()
+
+
+def test_the_adapter_refuses_a_masked_optimizer_state_array_naming_it(queue):
+    """An optimizer state whose exp_avg_sq array was masked passed the checks (np.asarray drops
+    the mask) and the values under the mask were taken as the run's mean squares, with no error."""
+    from netcl_lite.adaptation import AdaptConfig, Adapter
+    from netcl_lite.nn import DecoderLM, LMConfig
+
+    model = DecoderLM(LMConfig(vocab_size=16, hidden_size=8, intermediate_size=16, num_hidden_layers=1,
+                               num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=8),
+                      queue=queue, seed=1)
+    params = model.parameters()
+    state = {"step": 1, "exp_avg": {n: np.zeros(p.shape) for n, p in params.items()},
+             "exp_avg_sq": {n: np.ones(p.shape) for n, p in params.items()}}
+    name = sorted(params)[0]
+    state["exp_avg_sq"][name] = np.ma.array(state["exp_avg_sq"][name], mask=True)
+    with pytest.raises(TypeError, match=rf"state exp_avg_sq\.{name} must not be a masked array"):
+        Adapter(model, 1, 0, AdaptConfig(optimizer="adam", window=4), state=state)
