@@ -314,7 +314,15 @@ def load_checkpoint(directory, model, optimizer: AdamW) -> dict:
     config = read_config(path)
     if config != model.config:
         raise ValueError(f"{path}: the checkpoint's config {config} differs from the model's {model.config}")
-    state = json.loads(read_regular(path / TRAINER_STATE, MAX_STATE_BYTES, TRAINER_STATE))   # no pipe or device
+    raw = read_regular(path / TRAINER_STATE, MAX_STATE_BYTES, TRAINER_STATE)   # no pipe or device
+    try:
+        state = json.loads(raw)
+    except (ValueError, RecursionError) as err:      # RecursionError: JSON nested too deeply to read
+        raise ValueError(f"{path / TRAINER_STATE}: not a trainer state (not readable JSON: "
+                         f"{type(err).__name__})") from None
+    if not isinstance(state, dict) or not {"step", "loader", "log"} <= set(state):
+        raise ValueError(f"{path / TRAINER_STATE}: not a trainer state (expected a JSON object with 'step', "
+                         f"'loader' and 'log', as save_checkpoint writes)")
     optimizer.load_state_dict(read_optimizer_state(path))
     model.load_state_dict(read_tensors(path / WEIGHTS_FILE))
     return state

@@ -7,7 +7,8 @@ or a masked prior, ContextMixer.predict given a masked p_model, and TreeSSE give
 rows that are no distribution (zeros, negative values), ngram.Mixer given masked parts, and the
 host models' update given a masked active, WordNGram.predict given a masked unigram, and
 StreamCache.predict given a prior whose finite values overflow, and an Adapter given a masked
-optimizer state array."""
+optimizer state array; and train.load_checkpoint given a trainer_state.json that is no trainer
+state (nested too deeply, not an object, keys missing)."""
 import struct
 
 import numpy as np
@@ -200,3 +201,24 @@ def test_the_adapter_refuses_a_masked_optimizer_state_array_naming_it(queue):
     state["exp_avg_sq"][name] = np.ma.array(state["exp_avg_sq"][name], mask=True)
     with pytest.raises(TypeError, match=rf"state exp_avg_sq\.{name} must not be a masked array"):
         Adapter(model, 1, 0, AdaptConfig(optimizer="adam", window=4), state=state)
+
+
+@pytest.mark.parametrize("text", ["[" * 200_000 + "]" * 200_000, "[1]", '{"step": 3}'],
+                         ids=["nested-too-deeply", "not-an-object", "keys-missing"])
+def test_resuming_from_a_trainer_state_that_is_no_trainer_state_is_named(tmp_path, queue, text):
+    """load_checkpoint raised RecursionError for a trainer_state.json nested too deeply, and
+    returned a list, or an object without 'loader' and 'log', silently, so that train(resume=True)
+    then failed with a TypeError or KeyError naming no file. It now raises ValueError naming it."""
+    from netcl_lite.nn import DecoderLM, LMConfig
+    from netcl_lite.optim import AdamW
+    from netcl_lite.train import TRAINER_STATE, load_checkpoint, parameter_groups, save_checkpoint
+
+    model = DecoderLM(LMConfig(vocab_size=16, hidden_size=8, intermediate_size=16, num_hidden_layers=1,
+                               num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=8),
+                      queue=queue, seed=1)
+    folder = tmp_path / "run"
+    save_checkpoint(folder, model, AdamW(parameter_groups(model, 0.1), lr=1e-3), {"step": 1, "loader": {}, "log": []})
+    assert load_checkpoint(folder, model, AdamW(parameter_groups(model, 0.1), lr=1e-3))["step"] == 1
+    (folder / TRAINER_STATE).write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match="trainer_state.json: not a trainer state"):
+        load_checkpoint(folder, model, AdamW(parameter_groups(model, 0.1), lr=1e-3))
