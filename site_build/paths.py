@@ -22,4 +22,11 @@ def pyproject_version(text: str) -> str:
     version = project.get("version") if isinstance(project, dict) else None
     if not isinstance(version, str) or not version:
         raise ValueError("pyproject.toml: no version in [project]; set [project].version to a string")
-    return version
+    # the wheel's file name and its metadata carry the version as hatchling normalizes it (PEP 440):
+    # '1.0-RC1' is built as netcl_lite-1.0rc1-...; the raw text would name a wheel never built
+    from packaging.version import InvalidVersion, Version
+    try:
+        return str(Version(version))
+    except InvalidVersion:
+        raise ValueError(f"pyproject.toml: [project].version {version!r:.80} is not a PEP 440 version, which "
+                         f"the wheel needs; set it to one such as '0.1.0'") from None
