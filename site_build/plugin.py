@@ -76,6 +76,45 @@ def _first_line(page, markdown: str) -> int:
     return source.count("\n", 0, len(source) - len(markdown)) + 1 if source.endswith(markdown) else 1
 
 
+def check_metadata(page, markdown: str) -> None:
+    """Raise ``ValueError`` naming the page's line 1 when MkDocs took lines of the page's text as metadata
+    that the page does not mark as front matter, or left a front matter block that is not YAML (or a
+    list) on the page as its text; either way, without a word, the page shows something other than it
+    says: a first line such as ``Note: run this on a GPU.`` is read as MultiMarkdown metadata (key
+    ``note``) and never shown, and a front matter YAML cannot read shows as a rule and a heading."""
+    import yaml
+    from mkdocs.utils.meta import YAML_RE
+
+    meta = getattr(page, "meta", None)
+    try:
+        source = page.file.content_string
+    except (AttributeError, TypeError, OSError, ValueError):      # a page made in memory, a stand-in
+        return
+    if not isinstance(source, str):
+        return
+    name = f"docs/{page.file.src_uri}"
+    front = YAML_RE.match(source)
+    first = source.split("\n", 1)[0].strip()
+    if front is None:
+        if isinstance(meta, dict) and meta:
+            raise ValueError(f"{name}:1: {first!r:.80}: MkDocs reads the page's first lines ('Key: value', "
+                             f"MultiMarkdown metadata) as metadata and does not show them; start the page with "
+                             f"its heading, or put metadata in YAML front matter between '---' lines")
+        return
+    if not markdown.startswith(front.group(0)):        # read as front matter: stripped from the text
+        return
+    try:
+        data = yaml.safe_load(front.group(1))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = 2 + mark.line if mark is not None else 1
+        raise ValueError(f"{name}:{at}: the page's front matter is not valid YAML ({' '.join(str(err).split()):.200}); "
+                         f"MkDocs would show it as the page's text: fix it, or remove the '---' lines") from None
+    if isinstance(data, list):
+        raise ValueError(f"{name}:1: the page's front matter is a YAML list, not 'key: value' lines; MkDocs "
+                         f"would show it as the page's text: write it as a mapping, or remove the '---' lines")
+
+
 def _generated_inputs() -> list:
     """What the figures and notebooks are made from besides the library, and the files made: a
     deleted or edited figure is made again."""
@@ -155,6 +194,7 @@ class SiteBuild(BasePlugin):
 
     def on_page_markdown(self, markdown, *, page, config, files):
         self.dirty_pages.rendering(page.file.src_uri)      # under --dirty: what it reads is its input
+        check_metadata(page, markdown)
         first_line = _first_line(page, markdown)
         self.page.name, self.page.markdown, self.page.first_line = f"docs/{page.file.src_uri}", markdown, first_line
         for check in (apparatus.check_markdown, copyable.check_excerpts, generated.check_captions,

@@ -30,3 +30,72 @@ def test_a_version_that_is_no_pep_440_version_is_refused_by_name(raw):
     import json
     with pytest.raises(ValueError, match=r"pyproject\.toml: \[project\]\.version .* is not a PEP 440 version"):
         paths.pyproject_version(HEAD + f"version = {json.dumps(raw)}\n")
+
+
+# -- what MkDocs takes of a page as metadata -----------------------------------------------------------
+
+
+def _read_page(tmp_path, text: str):
+    """The page ``docs/p.md`` holding ``text`` (bytes as written), read as MkDocs reads it."""
+    from mkdocs.config import load_config
+    from mkdocs.structure.files import File
+    from mkdocs.structure.pages import Page
+
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\n", encoding="utf-8")
+    (tmp_path / "docs" / "p.md").write_bytes(text.encode("utf-8"))
+    config = load_config(str(tmp_path / "mkdocs.yml"))
+    page = Page(None, File("p.md", config.docs_dir, config.site_dir, False), config)
+    page.read_source(config)
+    return page
+
+
+@pytest.mark.parametrize("text", ["Warning: this kernel runs for an hour on a CPU.\nIt needs a GPU.\n\n# T\n",
+                                  "Note: read Chapter 2 first.\n\n# T\n",
+                                  "\ufeffTip: x\r\n# T\r\n"])
+def test_a_first_line_mkdocs_reads_as_metadata_is_refused(tmp_path, text):
+    """A page whose first line reads 'Word: text' lost that line without a word: MkDocs reads it as
+    MultiMarkdown metadata (key 'warning') and the page began at its second line."""
+    from site_build.plugin import check_metadata
+
+    page = _read_page(tmp_path, text)
+    assert page.meta                                   # what MkDocs did
+    with pytest.raises(ValueError, match=r"^docs/p\.md:1: .*MultiMarkdown metadata"):
+        check_metadata(page, page.markdown)
+
+
+@pytest.mark.parametrize("text, line", [("---\ntitle: a: b\n---\n# T\n", 2), ("---\n- a\n- b\n---\n# T\n", 1),
+                                        ("---\ntitle: x\n  bad: [\n---\n# T\n", 3)])
+def test_front_matter_mkdocs_cannot_read_is_refused(tmp_path, text, line):
+    """Front matter that is not valid YAML, or a list, was shown as the page's text (a rule and a
+    heading 'title: a: b') with no error: MkDocs keeps a block it cannot read as a mapping."""
+    from site_build.plugin import check_metadata
+
+    page = _read_page(tmp_path, text)
+    assert page.markdown.startswith("---")            # what MkDocs did
+    with pytest.raises(ValueError, match=rf"^docs/p\.md:{line}: the page's front matter"):
+        check_metadata(page, page.markdown)
+
+
+@pytest.mark.parametrize("text", ["---\ntitle: Chapter\n---\n# T\n", "# T\n\nNote: text\n", "---\nx\n---\n",
+                                  "", "---\ntitle: a\n---\n", "Title\n=====\n", "\ufeff# T\r\nbody\r"])
+def test_pages_mkdocs_reads_whole_pass(tmp_path, text):
+    """Pages whose every line MkDocs shows or reads as front matter pass."""
+    from site_build.plugin import check_metadata
+
+    page = _read_page(tmp_path, text)
+    check_metadata(page, page.markdown)
+
+
+def test_the_markdown_hook_refuses_a_first_line_read_as_metadata(tmp_path):
+    """The plugin's ``on_page_markdown`` rendered the page without its first line 'Warning: ...'."""
+    from types import SimpleNamespace
+
+    from site_build import build_output, measured
+    from site_build.plugin import BuildState, SiteBuild
+
+    page = _read_page(tmp_path, "Warning: this kernel runs for an hour on a CPU.\nIt needs a GPU.\n")
+    plugin = SiteBuild()
+    plugin.state = BuildState(outputs=build_output.BuildOutputs(lambda: "t"), measured=measured.MeasuredSections())
+    with pytest.raises(ValueError, match=r"^docs/p\.md:1: 'Warning: this kernel"):
+        plugin.on_page_markdown(page.markdown, page=page, config=SimpleNamespace(site_url="http://x/"), files=None)
