@@ -476,6 +476,28 @@ HIDING_OPENINGS = ("<!--", "<![CDATA[", "<?")
 _HIDING = re.compile("|".join(re.escape(o) for o in HIDING_OPENINGS))
 
 
+def in_raw_html(lines: list[str], asked: dict[int, int]) -> set[int]:
+    """Which of the ``asked`` lines (index: the column where the marker on it starts) stand inside a raw
+    HTML block when Python-Markdown renders ``lines`` as the site does: a block such as ``<div>`` …
+    ``</div>`` (without ``markdown``), ``<pre>`` or ``<script>`` passes through as written, so what a
+    marker becomes (Markdown) would be shown there as raw text. Each marker is replaced by a plain word
+    that no page holds (a marker on its own line is an HTML block of its own; a word standing alone
+    is a paragraph), and the words found in the raw HTML Python-Markdown keeps name the lines. A page
+    with no line that starts with a tag is not rendered."""
+    if not asked or not any(re.match(r"[ \t]*<[A-Za-z]", line) for line in lines):
+        return set()
+    md, token = _indented_code_scanner(), f"q{secrets.token_hex(8)}n"
+    marked = list(lines)
+    for i, column in asked.items():
+        marked[i] = f"{marked[i][:column]}{token}{i}x"
+    md.reset()
+    md.indented_code = []
+    md.convert("\n".join(marked))
+    found = re.compile(rf"{token}(\d+)x")
+    return {int(m[1]) for block in md.htmlStash.rawHtmlBlocks if isinstance(block, str)
+            for m in found.finditer(block)}
+
+
 class _Surroundings:
     """What :func:`_misplaced` reads around each marker of one page, worked out once for the page: the
     code blocks' first and last lines, and, for needs-extra notes, where each run of blank lines and
@@ -569,7 +591,8 @@ def find(markdown: str, page: str, first_line: int = 1) -> list[Marker]:
     code = indented_code(lines, {index: column for _, index, column in comments
                                  if not re.match(r" {0,3}<!--", lines[index])})
     found, around = [], _Surroundings(lines, blocks)
-    for kind, index, _ in comments:
+    checked = []
+    for kind, index, column in comments:
         if index in code:                              # shown as code, as written
             continue
         line, where = lines[index], f"{page}:{first_line + index}"
@@ -579,6 +602,15 @@ def find(markdown: str, page: str, first_line: int = 1) -> list[Marker]:
             shown = line.strip(" \t")                 # other white space (U+00A0, CR) stays visible in the repr
             raise MarkerError(f"{where}: {shown!r} looks like a {kind} marker but is not one; "
                               f"write {form}")
+        checked.append((kind, index, column, m))
+    # what a marker becomes is Markdown: inside a raw HTML block it would show as written
+    raw = in_raw_html(lines, {index: column for _, index, column, _ in checked})
+    for kind, index, _, m in checked:
+        if index in raw:
+            raise MarkerError(f"{page}:{first_line + index}: {lines[index].strip()!r} stands inside a raw HTML "
+                              f"block, which Markdown passes through as written: what the marker becomes would "
+                              f"show as raw text; put it outside the HTML block (or give the block the "
+                              f"'markdown' attribute)")
         marker = Marker(kind, page, first_line + index, index, m)
         why = _misplaced(marker, around)
         if why:

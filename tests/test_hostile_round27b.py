@@ -99,3 +99,33 @@ def test_the_markdown_hook_refuses_a_first_line_read_as_metadata(tmp_path):
     plugin.state = BuildState(outputs=build_output.BuildOutputs(lambda: "t"), measured=measured.MeasuredSections())
     with pytest.raises(ValueError, match=r"^docs/p\.md:1: 'Warning: this kernel"):
         plugin.on_page_markdown(page.markdown, page=page, config=SimpleNamespace(site_url="http://x/"), files=None)
+
+
+# -- markers inside raw HTML blocks --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, line", [("<div>\n<!-- kernels.json: gemm -->\n</div>\n", 2),
+                                        ("<div>\n\n<!-- kernels.json: gemm -->\n\n</div>\n", 3),
+                                        ("# T\n\n<pre>\n<!-- kernels.json: gemm -->\n</pre>\n", 4),
+                                        ("<script>\n<!-- kernels.json: gemm -->", 2)])
+def test_a_marker_inside_a_raw_html_block_is_refused(text, line):
+    """A marker inside a raw HTML block (``<div>`` without ``markdown``, ``<pre>``, ``<script>``) was
+    replaced by its Markdown, which the block passes through as written: the page showed the measured
+    section's backticks and table pipes as raw text, with no error."""
+    from site_build import markers
+
+    with pytest.raises(markers.MarkerError, match=rf"^docs/p\.md:{line}: .* stands inside a raw HTML block"):
+        markers.replace(text, "docs/p.md", {"kernels.json": lambda m: "| a |\n|---|\n| `b` |"})
+
+
+@pytest.mark.parametrize("text", ["<div markdown>\n<!-- kernels.json: gemm -->\n</div>\n",
+                                  "<div>x</div>\n\n<!-- kernels.json: gemm -->\n",
+                                  "<img src=x>\n<!-- kernels.json: gemm -->\n",
+                                  "<details markdown>\n<summary>s</summary>\n\n<!-- kernels.json: gemm -->\n\n</details>\n",
+                                  "text\n\n<!-- kernels.json: gemm -->"])
+def test_a_marker_markdown_reads_is_replaced(text):
+    """A marker outside raw HTML (after a closed block, in a ``markdown`` block, at the end of the file
+    with no newline) is replaced as before."""
+    from site_build import markers
+
+    assert "KJ" in markers.replace(text, "docs/p.md", {"kernels.json": lambda m: "KJ"})
