@@ -526,10 +526,14 @@ def contained_snippets(page: CurrentPage, **options):
                 raise PathError(f"{self._where(path, base)}: {what}: {found} is {size:,} bytes, over "
                                 f"INCLUDE_LIMIT = {INCLUDE_LIMIT:,}, the most an include brings into a page")
             try:
-                found.read_bytes().decode(self.encoding)
+                text = found.read_bytes().decode(self.encoding)
             except UnicodeDecodeError as exc:           # pymdownx.snippets' own read raised it naming no page
                 raise ValueError(f"{self._where(path, base)}: {what}: {shown_path(path)} is not {self.encoding} text (at byte {exc.start}: "
                                  f"{exc.object[exc.start:exc.start + 8]!r}); a page includes text files") from None
+            if not text.lstrip("\ufeff").strip():        # pymdownx.snippets would bring nothing, without a word
+                raise PathError(f"{self._where(path, base)}: {what}: {shown_path(path)} is empty (or blank): the "
+                                f"include would show nothing where the page expects the file; fill the file, "
+                                f"or remove the include")
             if on_page:
                 self._bounded(path, found, base, allowed)
             return str(found)

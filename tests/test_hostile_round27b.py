@@ -129,3 +129,29 @@ def test_a_marker_markdown_reads_is_replaced(text):
     from site_build import markers
 
     assert "KJ" in markers.replace(text, "docs/p.md", {"kernels.json": lambda m: "KJ"})
+
+
+# -- an include of an empty file -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("body", ["", "\n\n", "\ufeff", " \t\r\n"])
+@pytest.mark.parametrize("nested", [False, True])
+def test_an_include_of_an_empty_file_is_refused(tmp_path, monkeypatch, body, nested):
+    """An include of an empty (or blank) file showed nothing in its place, with no error: a file
+    emptied by mistake left a hole in the page. (A section or line range that selects no line was
+    already refused.)"""
+    from site_render import render_with_includes
+
+    files = {"empty.md": body, "outer.md": 'Outer\n\n--8<-- "snippets/empty.md"\n'}
+    page = f'# P\n\n--8<-- "snippets/{"outer.md" if nested else "empty.md"}"\n\nafter\n'
+    with pytest.raises(ValueError, match=r'^docs/hostile\.md:3: (in snippets/outer\.md:3: )?--8<-- "snippets/empty\.md": '
+                                         r'.* is empty'):
+        render_with_includes(tmp_path, monkeypatch, page, files)
+
+
+def test_an_include_of_a_file_with_text_still_shows_it(tmp_path, monkeypatch):
+    """A file with a line of text is brought in as before."""
+    from site_render import render_with_includes
+
+    html = render_with_includes(tmp_path, monkeypatch, '# P\n\n--8<-- "snippets/one.md"\n', {"one.md": "one\n"})
+    assert "<p>one</p>" in html
