@@ -89,7 +89,8 @@ def _check_citations(page: CurrentPage, expansion: Expansion) -> None:
         j = bisect.bisect_right(starts, m.start()) - 1
         if not _brought(expansion, j):                 # the page's own, checked and rendered already
             continue
-        cited = re.match(r"\[[^\]\n]*\]|-?@[\w.:-]*", after[j][max(0, m.start() - starts[j] - 1):])
+        col = m.start() - starts[j]                    # the '@' (or '-@'); a bracket before it opens the citation
+        cited = re.match(r"\[[^\]\n]*\]|-?@[\w.:-]*", after[j][col - 1 if col and after[j][col - 1] == "[" else col:])
         shown = cited.group(0) if cited and "@" in cited.group(0) else m.group(0)
         raise ValueError(f"{_where(page, expansion, j)}: brings the citation {shown!r} ({expansion.source(j)}); "
                          f"a citation stands on the page itself, where the build checks its key, makes it a "

@@ -155,3 +155,32 @@ def test_an_include_of_a_file_with_text_still_shows_it(tmp_path, monkeypatch):
 
     html = render_with_includes(tmp_path, monkeypatch, '# P\n\n--8<-- "snippets/one.md"\n', {"one.md": "one\n"})
     assert "<p>one</p>" in html
+
+
+# -- the citation an include brings, as its error shows it ---------------------------------------------
+
+
+@pytest.mark.parametrize("text, shown", [("As shown by @vaswani2017attention, it works.\n", "'@vaswani2017attention'"),
+                                         ("See [@vaswani2017attention] here.\n", "'[@vaswani2017attention]'"),
+                                         ("Unlike -@vaswani2017attention, x.\n", "'-@vaswani2017attention'"),
+                                         ("@vaswani2017attention says so.\n", "'@vaswani2017attention'")])
+def test_the_error_for_a_brought_citation_shows_the_citation(tmp_path, monkeypatch, text, shown):
+    """A citation an include brings in the middle of a line was shown in the error as '@' alone: the
+    citation was read from one character before its '@' (for a bracket), and a space there matched
+    nothing."""
+    import markdown
+
+    from site_build import brought, includes
+    from site_build.markers import page_extensions
+
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "snippets" / "cite.md").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    page = '# P\n\nText.\n\n--8<-- "snippets/cite.md"\n'
+    current = includes.CurrentPage("docs/p.md", page)
+    names, configs = page_extensions()
+    snippets = includes.contained_snippets(current, base_path=["."], check_paths=True, dedent_subsections=True)
+    md = markdown.Markdown(extensions=[*names, snippets, brought.BroughtChecked(current)], extension_configs=configs)
+    with pytest.raises(ValueError) as err:
+        md.convert(page)
+    assert str(err.value).startswith(f'docs/p.md:5: --8<-- "snippets/cite.md": brings the citation {shown} ')
