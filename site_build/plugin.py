@@ -102,6 +102,7 @@ def check_metadata(page, markdown: str) -> None:
                              f"its heading, or put metadata in YAML front matter between '---' lines")
         return
     if not markdown.startswith(front.group(0)):        # read as front matter: stripped from the text
+        _check_repeated_keys(name, front.group(1))
         return
     try:
         data = yaml.safe_load(front.group(1))
@@ -113,6 +114,29 @@ def check_metadata(page, markdown: str) -> None:
     if isinstance(data, list):
         raise ValueError(f"{name}:1: the page's front matter is a YAML list, not 'key: value' lines; MkDocs "
                          f"would show it as the page's text: write it as a mapping, or remove the '---' lines")
+
+
+def _check_repeated_keys(name: str, front: str) -> None:
+    """Raise ``ValueError`` naming the page's line when its front matter (``front``, the text between the
+    ``---`` lines) gives a key twice at its top level: YAML as MkDocs reads it keeps the last value
+    without a word, so an edited ``title`` above a stale one is not the title the page gets."""
+    import yaml
+
+    try:
+        node = yaml.compose(front, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:                           # MkDocs read it; a composer that cannot is no error here
+        return
+    if not isinstance(node, yaml.MappingNode):
+        return
+    seen: dict[str, int] = {}
+    for key, _ in node.value:
+        if not isinstance(key, yaml.ScalarNode):
+            continue
+        line = 2 + key.start_mark.line
+        if key.value in seen:
+            raise ValueError(f"{name}:{line}: the front matter gives {key.value!r:.80} again (first on line "
+                             f"{seen[key.value]}); MkDocs keeps the last one without a word: give it once")
+        seen[key.value] = line
 
 
 def _generated_inputs() -> list:

@@ -184,3 +184,14 @@ def test_the_error_for_a_brought_citation_shows_the_citation(tmp_path, monkeypat
     with pytest.raises(ValueError) as err:
         md.convert(page)
     assert str(err.value).startswith(f'docs/p.md:5: --8<-- "snippets/cite.md": brings the citation {shown} ')
+
+
+def test_a_key_given_twice_in_the_front_matter_is_refused(tmp_path):
+    """Front matter that gives ``title`` twice got the last one from MkDocs, without a word: the title
+    the author edited above a stale copy was not the page's."""
+    from site_build.plugin import check_metadata
+
+    page = _read_page(tmp_path, "---\ntitle: New title\nsearch:\n  exclude: true\ntitle: Old title\n---\n# T\n")
+    assert page.meta["title"] == "Old title"           # what MkDocs did
+    with pytest.raises(ValueError, match=r"^docs/p\.md:5: the front matter gives 'title' again \(first on line 2\)"):
+        check_metadata(page, page.markdown)
