@@ -22,6 +22,7 @@ chosen on Chapter 9's validation split (``benchmarks/results/capstone.md``).
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -856,7 +857,11 @@ class WordNGram:
         if v and not (unigram.min() >= 0 and np.isfinite(unigram.max())):
             raise ValueError("unigram must hold finite counts >= 0; it holds a NaN, an infinity or a negative "
                              "value (a NaN would reach every stream's prediction and the weights λ)")
-        n0 = float(unigram.sum())
+        with np.errstate(over="ignore"):     # an overflow is refused next, by name
+            n0 = float(unigram.sum())
+        if not math.isfinite(n0):            # counts each finite, their sum past float64's range
+            raise ValueError("unigram's counts sum past float64's largest value; give counts (each token's "
+                             "number of occurrences), not values near float64's range")
         self._bucket0 = (0, int(_qn(np.array([n0]))[0]), int(_qu(np.array([np.count_nonzero(unigram)]))[0]))
         lam0 = self.lam[self._bucket0]
         self._unigram = unigram / n0 if n0 else np.zeros(v)

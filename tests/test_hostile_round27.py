@@ -65,3 +65,30 @@ def test_a_long_chain_of_equals_after_blanks_is_read_once():
     assert Tags(tag).end(0) == len(tag)                 # an even chain: b is an attribute again
     assert Tags("<img " + "a= " * 50_001 + "b='x>' c>").end(0) == len(tag) + 3 - len("' c>")
     assert time.process_time() - start < 2
+
+
+# -- what round 27a noticed and left --------------------------------------------------------------------------
+
+from netcl_lite.ngram import WordNGram  # noqa: E402
+from netcl_lite.nn.config import LMConfig  # noqa: E402
+
+
+@pytest.mark.parametrize("name", ["rms_norm_eps", "initializer_range"])
+@pytest.mark.parametrize("value", [1e-300, 1e-40])
+def test_a_config_value_float32_holds_as_zero_or_subnormal_is_refused(name, value):
+    """1e-300 passed as a positive value and became 0 in the kernels' float32: a norm dividing by 0,
+    or every weight 0."""
+    with pytest.raises(ValueError, match=rf"^{name}=.*below float32's smallest normal"):
+        LMConfig(vocab_size=8, **{name: value})
+    LMConfig(vocab_size=8, **{name: 1e-30})              # small, and still float32's
+
+
+def test_word_ngram_unigram_counts_whose_sum_overflows_are_refused():
+    """Counts near float64's largest value summed to inf: every stream got an almost uniform
+    distribution, silently."""
+    import numpy as np
+
+    model = WordNGram(np.arange(8), 8, 2, {i: bytes([97 + i]) for i in range(8)})
+    with pytest.raises(ValueError, match=r"^unigram's counts sum past float64"):
+        model.predict(np.full(8, 1e308))
+    assert model.predict(np.full(8, 3.0)).shape == (2, 8)

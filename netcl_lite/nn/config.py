@@ -12,6 +12,9 @@ from ..checks import count, flag, positive_real
 
 #: float32's largest finite value: the model's weights, activations and ``rms_norm_eps`` are float32
 _FLOAT32_MAX = 3.4028234663852886e38
+#: float32's smallest normal number: below it a value loses precision, and below half its least
+#: subnormal it is 0
+_FLOAT32_TINY = 1.1754943508222875e-38
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,11 @@ class LMConfig:
                 raise ValueError(f"{name}={getattr(self, name)!r} is past float32's largest value "
                                  f"({_FLOAT32_MAX:.4g}): the model computes in float32, where it would be "
                                  f"infinite (weights or norms of inf and NaN); give a value below it")
+            if float(getattr(self, name)) < _FLOAT32_TINY:
+                raise ValueError(f"{name}={getattr(self, name)!r} is below float32's smallest normal number "
+                                 f"({_FLOAT32_TINY:.4g}): the model computes in float32, where it would be 0 "
+                                 f"or lose its precision (a norm dividing by 0, weights all 0); give a value "
+                                 f"above it")
         flag("tie_word_embeddings", self.tie_word_embeddings)
 
     @property
