@@ -34,6 +34,7 @@ import html
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -202,16 +203,31 @@ def _written_svg(script: Path, out: Path) -> str:
     the script and the figure when it wrote none or wrote what is not text (a PNG, say)."""
     figure = f"figures/{script.parent.name}/{script.stem[len('figure_'):]}.svg"
     try:
-        size = out.stat().st_size
-        if size > FIGURE_LIMIT:
-            why = (f"wrote {size:,} bytes; a figure holds at most FIGURE_LIMIT = {FIGURE_LIMIT:,} "
-                   f"(draw fewer points, or a raster inside the SVG)")
-        else:
-            return out.read_text(encoding="utf-8")
+        # not following a link, not waiting on a FIFO: only a regular file the script wrote is read, and
+        # no more of it than a figure may hold (a link to /dev/zero or to a file outside, a FIFO that no
+        # one writes, a folder would otherwise be read without end, waited on forever or end in a
+        # traceback naming no page)
+        fd = os.open(out, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         why = "exited without writing its figure (a figure script saves to the path sys.argv[1])"
-    except UnicodeDecodeError as err:
-        why = f"wrote a file that is not SVG text (not UTF-8 at byte {err.start})"
+    except OSError as err:
+        why = f"wrote what cannot be read as a file ({err.strerror or err}; a figure is a regular file, not a link)"
+    else:
+        held = os.fstat(fd)
+        if not stat.S_ISREG(held.st_mode):
+            os.close(fd)
+            why = "wrote what is not a regular file (a folder, a FIFO, a device); a figure is an SVG file"
+        else:
+            with os.fdopen(fd, "rb") as f:
+                data = f.read(FIGURE_LIMIT + 1)
+            if len(data) > FIGURE_LIMIT:
+                why = (f"wrote {held.st_size:,} bytes; a figure holds at most FIGURE_LIMIT = "
+                       f"{FIGURE_LIMIT:,} (draw fewer points, or a raster inside the SVG)")
+            else:
+                try:
+                    return data.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    why = f"wrote a file that is not SVG text (not UTF-8 at byte {err.start})"
     shown = ", ".join(pages_showing(figure)) or "no page"
     raise RuntimeError(f"{shown}: the figure script {_rel(script)} (drawing {figure}) {why}")
 

@@ -1,0 +1,95 @@
+"""Round 28a, an independent hostile check of how the build runs code and shows what it printed
+(:mod:`site_build.runner`, :mod:`site_build.build_output`, :mod:`site_build.generated`), called through
+the plugin's functions on small inputs. Covered here: what a figure script leaves at the path it is
+given to save its figure to, when that is not a regular file it wrote (a link, a FIFO, a folder).
+Each test asserts the correct behaviour, and failed on the code before its fix."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from site_build import generated
+
+
+def _script(tmp_path: Path) -> Path:
+    script = tmp_path / "snippets" / "chapter99" / "figure_odd.py"
+    script.parent.mkdir(parents=True)
+    script.write_text("pass\n")
+    return script
+
+
+def test_a_figure_path_that_is_a_fifo_fails_instead_of_waiting_forever(tmp_path):
+    """A figure script that made its output path a FIFO (``os.mkfifo(sys.argv[1])``) and ended left
+    the build waiting forever: the written figure was read with ``read_text``, which blocks opening a
+    FIFO no one writes. It should fail at once, naming the script and the figure."""
+    out = tmp_path / "figure.svg"
+    os.mkfifo(out)
+    got: list = []
+
+    def read():
+        try:
+            got.append(generated._written_svg(_script(tmp_path), out))
+        except Exception as err:                                     # noqa: BLE001 - what it raised is checked
+            got.append(err)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(20)
+    if reader.is_alive():                          # unblock the old code's open, so the thread ends
+        with open(out, "wb"):
+            pass
+        reader.join(5)
+        pytest.fail("reading a figure path that is a FIFO waited on it")
+    assert isinstance(got[0], RuntimeError)
+    assert "figure_odd.py" in str(got[0]) and "figures/chapter99/odd.svg" in str(got[0])
+    assert "not a regular file" in str(got[0])
+
+
+def test_a_figure_path_that_is_a_folder_fails_naming_the_script(tmp_path):
+    """A figure script that made its output path a folder ended the build in ``IsADirectoryError``, a
+    traceback naming neither the script nor the page that shows its figure."""
+    out = tmp_path / "figure.svg"
+    out.mkdir()
+    with pytest.raises(RuntimeError, match=r"figure_odd\.py \(drawing figures/chapter99/odd\.svg\) wrote what is "
+                                           r"not a regular file"):
+        generated._written_svg(_script(tmp_path), out)
+
+
+def test_a_figure_path_that_is_a_link_to_another_file_is_not_shown(tmp_path):
+    """A figure script that linked its output path to a file outside its run (``os.symlink``) had that
+    file read and shown on the site as its figure: a file no key covers, anywhere the build's user may
+    read. A figure is a regular file the script wrote; a link is refused, naming the script."""
+    elsewhere = tmp_path / "elsewhere.svg"
+    elsewhere.write_text("<svg><dc:description>not drawn by the script</dc:description></svg>")
+    out = tmp_path / "figure.svg"
+    out.symlink_to(elsewhere)
+    with pytest.raises(RuntimeError, match=r"figure_odd\.py \(drawing figures/chapter99/odd\.svg\) wrote what "
+                                           r"cannot be read as a file .*not a link"):
+        generated._written_svg(_script(tmp_path), out)
+
+
+def test_a_figure_path_linked_to_an_endless_device_is_not_read_without_end(tmp_path):
+    """A figure script that linked its output path to ``/dev/zero`` passed the size check (a device's
+    size is 0) and the build read it until memory ran out. Run here in a child with 1 GiB of memory,
+    so the old code's reading ends in MemoryError there, not in the test machine's memory."""
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero")
+    out = tmp_path / "figure.svg"
+    out.symlink_to("/dev/zero")
+    script = _script(tmp_path)
+    code = ("import resource, sys\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+            "from pathlib import Path\n"
+            "from site_build import generated\n"
+            "try:\n"
+            f"    generated._written_svg(Path({str(script)!r}), Path({str(out)!r}))\n"
+            "except RuntimeError as err:\n"
+            "    print(err)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "figure_odd.py" in run.stdout and "not a link" in run.stdout
