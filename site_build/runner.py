@@ -284,14 +284,16 @@ def run_python(script: str | Path, cwd: str | Path | None = None, timeout: float
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     command = [str(python), str(Path(script).resolve())]
     env = reader_env() if env is None else env
-    try:
-        if cwd is not None:
-            run = subprocess.run(command, cwd=cwd, env=env, capture_output=True, timeout=timeout)
-        else:
-            with tempfile.TemporaryDirectory() as tmp:
-                run = subprocess.run(command, cwd=tmp, env=env, capture_output=True, timeout=timeout)
-    finally:
-        release(env)
+    # run as the build runs a snippet (run_bounded): once the script ends, what it left running is
+    # killed, so a process it left holding its stdout (a daemon) does not keep the run waiting on the
+    # pipe until the timeout, to be reported as a run that took too long
+    if cwd is not None:
+        run = run_bounded(command, cwd, env, timeout, 1 << 62, stderr_tail=None)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            run = run_bounded(command, tmp, env, timeout, 1 << 62, stderr_tail=None)
+    if run.stopped == "timeout":
+        raise subprocess.TimeoutExpired(command, timeout, run.stdout, run.stderr)
     return subprocess.CompletedProcess(command, run.returncode, printed(run.stdout, script),
                                        run.stderr.decode("utf-8", "replace"))
 
@@ -310,7 +312,7 @@ def run_code(code: str, folder: str | Path, timeout: float = 600, **how) -> subp
 @dataclass(frozen=True)
 class Bounded:
     """What :func:`run_bounded` saw: the exit status (None when it stopped the run), stdout, the
-    last :data:`STDERR_TAIL` bytes of stderr and why it stopped the run (``"limit"``, ``"timeout"``)."""
+    end of stderr (its last :data:`STDERR_TAIL` bytes unless asked for more) and why it stopped the run (``"limit"``, ``"timeout"``)."""
 
     returncode: int | None
     stdout: bytes
@@ -324,10 +326,10 @@ def _exited(pid: int) -> bool:
 
 
 def run_bounded(command: list[str], cwd: str | Path, env: dict[str, str], timeout: float,
-                limit: int | None) -> Bounded:
+                limit: int | None, stderr_tail: int | None = STDERR_TAIL) -> Bounded:
     """``command`` in its own process group, stdin empty, for at most ``timeout`` seconds, reading at
     most ``limit`` bytes of stdout (None: stdout is discarded). A run past either limit is stopped at
-    once, without reading further. When the command ends, whatever it left running in its group, or
+    once, without reading further; stderr keeps its last ``stderr_tail`` bytes (None: all of it). When the command ends, whatever it left running in its group, or
     elsewhere in ``env`` (:func:`_stop_strays`), is killed too, so nothing it started outlives it or holds
     its output open, and the ``MPLCONFIGDIR``
     folder :func:`reader_env` made for ``env`` is removed (:func:`release`)."""
@@ -335,6 +337,9 @@ def run_bounded(command: list[str], cwd: str | Path, env: dict[str, str], timeou
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
         raise ValueError(f"limit must be a number of bytes (int >= 0) or None, got {limit!r}")
+    if stderr_tail is not None and (not isinstance(stderr_tail, int) or isinstance(stderr_tail, bool)
+                                    or stderr_tail < 1):
+        raise ValueError(f"stderr_tail must be a number of bytes (int >= 1) or None, got {stderr_tail!r}")
     proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL if limit is None else subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
@@ -350,7 +355,8 @@ def run_bounded(command: list[str], cwd: str | Path, env: dict[str, str], timeou
     def read_stderr():
         while chunk := proc.stderr.read1(1 << 16):
             err.extend(chunk)
-            del err[:-STDERR_TAIL]
+            if stderr_tail is not None:
+                del err[:-stderr_tail]
 
     readers = [threading.Thread(target=read_stderr, daemon=True)]
     if limit is not None:

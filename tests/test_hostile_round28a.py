@@ -93,3 +93,41 @@ def test_a_figure_path_linked_to_an_endless_device_is_not_read_without_end(tmp_p
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "figure_odd.py" in run.stdout and "not a link" in run.stdout
+
+
+# -- runner.run_python / run_code: a run that ends leaving a process that holds its stdout -----------------
+
+_DAEMON = """import os, time
+print('printed', flush=True)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(120)
+    os._exit(0)
+"""
+
+
+def test_a_block_that_leaves_a_daemon_holding_stdout_is_not_reported_as_too_long(tmp_path):
+    """``run_code`` (how the doc tests run each page block) waited on the block's stdout until its
+    timeout when the block ended at once but left a daemon (fork, ``setsid``, fork) holding it: a block
+    that took a moment was reported as ``TimeoutExpired``, after the whole timeout. The build's own runs
+    (``run_bounded``) kill what a run leaves once it ends; this run should too, and return what it
+    printed."""
+    from site_build import runner
+
+    run = runner.run_code(_DAEMON, tmp_path, timeout=30)
+    assert (run.returncode, run.stdout) == (0, "printed\n")
+
+
+def test_run_code_still_keeps_all_of_a_long_stderr_and_times_out(tmp_path):
+    """What the change above keeps: run_code returns the whole of stderr (a failing block's traceback)
+    and raises TimeoutExpired for a block that runs past its timeout."""
+    import subprocess as sp
+
+    from site_build import runner
+
+    run = runner.run_code("import sys\nsys.stderr.write('e' * 9000 + 'end')\nraise SystemExit(3)\n", tmp_path,
+                          timeout=30)
+    assert run.returncode == 3 and len(run.stderr) == 9003 and run.stderr.endswith("end")
+    with pytest.raises(sp.TimeoutExpired):
+        runner.run_code("import time\ntime.sleep(60)\n", tmp_path, timeout=2)
