@@ -229,7 +229,10 @@ class BuildOutputs:
         if self._shared is None:
             self._shared = self._context()
         try:
-            key = snippet_key(path, self._shared)
+            # read once: the key and the run are of the same bytes (a save between two reads, under
+            # mkdocs serve, stored what the new code printed under the old code's key)
+            code = (ROOT / path).read_bytes()
+            key = code_key(code.decode("utf-8"), self._shared)
         except (OSError, UnicodeDecodeError) as err:
             raise BuildOutputError(f"{where}: cannot read {path} as UTF-8 text: {err}") from None
         stored = store.lookup("build_output", key)
@@ -238,7 +241,7 @@ class BuildOutputs:
             return self._checked(stored, path, where)
         store.log.info(f"execution cache: ran {path}")
         try:
-            text = runner.run_snippet(ROOT / path, limit=OUTPUT_LIMIT, timeout=TIMEOUT_S)
+            text = runner.run_snippet(ROOT / path, limit=OUTPUT_LIMIT, timeout=TIMEOUT_S, code=code)
         except runner.SnippetError as err:
             raise BuildOutputError(f"{where}: {err}") from None
         self._checked(text.encode("utf-8"), path, where)

@@ -401,15 +401,18 @@ def run_as_snippet(code: bytes, folder: str | Path, timeout: float, limit: int |
                        (1 << 62) if limit is None else limit)
 
 
-def run_snippet(path: str | Path, limit: int | None = None, timeout: float = 900) -> str:
+def run_snippet(path: str | Path, limit: int | None = None, timeout: float = 900, code: bytes | None = None) -> str:
     """The stdout of the snippet file ``path``, run by :func:`run_as_snippet` (a fresh interpreter, a
     copy of it alone in a scratch folder, the reader's environment): at most ``timeout``
     seconds and ``limit`` bytes of stdout (None: no limit). Raises :class:`SnippetError` when it fails
-    (with the end of its stderr), runs too long, prints too much or prints bytes that are not UTF-8."""
+    (with the end of its stderr), runs too long, prints too much or prints bytes that are not UTF-8.
+    ``code``: the snippet's bytes as already read (those its cache key was made of); None: read them."""
+    if code is not None and not isinstance(code, bytes):
+        raise TypeError(f"code must be bytes or None, got {type(code).__name__}")
     with tempfile.TemporaryDirectory() as tmp:
         # a copy in the scratch folder, as a page block runs: the snippet's neighbours (which its
         # cache key does not cover) can be neither imported nor read beside it
-        run = run_as_snippet(Path(path).read_bytes(), tmp, timeout, limit)
+        run = run_as_snippet(Path(path).read_bytes() if code is None else code, tmp, timeout, limit)
     if run.stopped == "limit":
         raise SnippetError(f"{path} printed more than {limit:,} bytes, the most a build output may "
                            f"show; stopped it there")

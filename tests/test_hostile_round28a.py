@@ -1,7 +1,9 @@
 """Round 28a, an independent hostile check of how the build runs code and shows what it printed
 (:mod:`site_build.runner`, :mod:`site_build.build_output`, :mod:`site_build.generated`), called through
 the plugin's functions on small inputs. Covered here: what a figure script leaves at the path it is
-given to save its figure to, when that is not a regular file it wrote (a link, a FIFO, a folder).
+given to save its figure to, when that is not a regular file it wrote (a link, a FIFO, a folder); a
+page block run by ``runner.run_code`` that leaves a daemon holding its stdout; a build-output snippet
+saved between the read its cache key is made of and the read that runs it.
 Each test asserts the correct behaviour, and failed on the code before its fix."""
 from __future__ import annotations
 
@@ -131,3 +133,31 @@ def test_run_code_still_keeps_all_of_a_long_stderr_and_times_out(tmp_path):
     assert run.returncode == 3 and len(run.stderr) == 9003 and run.stderr.endswith("end")
     with pytest.raises(sp.TimeoutExpired):
         runner.run_code("import time\ntime.sleep(60)\n", tmp_path, timeout=2)
+
+
+# -- build_output.BuildOutputs.cached_output: the key and the run of the same bytes -----------------------
+
+def test_a_snippet_saved_while_its_output_is_looked_up_is_not_stored_under_its_old_key(tmp_path, monkeypatch):
+    """``cached_output`` read the snippet twice: once for its key, once more to run it. A save between
+    the two (an editor under ``mkdocs serve``) stored what the new code printed under the old code's
+    key, so the old code, restored, showed the new code's output from then on, with no run. The key
+    and the run should be of the same bytes."""
+    from site_build import build_output, store
+
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "store"))
+    snippet = tmp_path / "snippet.py"
+    old = "print('old code')\n"
+    snippet.write_text(old)
+    looked_up = store.lookup
+
+    def save_meanwhile(kind, key):
+        snippet.write_text("print('new code')\n")            # saved after the key was made of the old bytes
+        return looked_up(kind, key)
+
+    monkeypatch.setattr(store, "lookup", save_meanwhile)
+    outputs = build_output.BuildOutputs(lambda: "shared")
+    shown = outputs.cached_output(str(snippet))
+    monkeypatch.setattr(store, "lookup", looked_up)
+    kept = store.lookup("build_output", build_output.code_key(old, "shared"))
+    assert kept in (None, b"old code\n"), f"the old code's key holds {kept!r}"
+    assert shown == "old code\n"
