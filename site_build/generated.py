@@ -774,12 +774,47 @@ def execute_notebook(source: str) -> str:
     import nbformat
     from nbclient import NotebookClient
 
+    class Bounded(NotebookClient):
+        """A client that stops a cell once what it holds passes :data:`NOTEBOOK_OUTPUT_LIMIT` (its text,
+        without the JSON around it: no more than the merged outputs checked below), instead of keeping
+        all a cell prints, however much, until its timeout."""
+
+        held: dict = {}
+        over: ValueError | None = None
+
+        def output(self, outs, msg, display_id, cell_index):
+            out = super().output(outs, msg, display_id, cell_index)
+            count, size = self.held.get(cell_index, (0, 0))
+            if len(outs) < count:                               # cleared: count what is left
+                count, size = 0, 0
+            size += sum(len(o["text"].encode("utf-8")) if o.get("output_type") == "stream"
+                        else len(json.dumps(o, ensure_ascii=False).encode("utf-8")) for o in outs[count:])
+            self.held[cell_index] = (len(outs), size)
+            if size > NOTEBOOK_OUTPUT_LIMIT and self.over is None:
+                cell = self.nb.cells[cell_index]
+                self.over = ValueError(f"the cell {cell.get('id', '?')} put more than {NOTEBOOK_OUTPUT_LIMIT:,} bytes of "
+                                 f"output into the notebook (stopped it there); a cell shows at most "
+                                 f"NOTEBOOK_OUTPUT_LIMIT = {NOTEBOOK_OUTPUT_LIMIT:,}")
+                process = getattr(getattr(self.km, "provisioner", None), "process", None)
+                if process is not None:                         # the kernel: its messages would pile up
+                    process.kill()
+            return out
+
     node = nbformat.reads(source, as_version=4)
     env = runner.reader_env()
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            NotebookClient(node, timeout=600, kernel_name="python3", allow_errors=False, record_timing=False,
-                           resources={"metadata": {"path": tmp}}).execute(env=env)
+            client = Bounded(node, timeout=600, kernel_name="python3", allow_errors=False, record_timing=False,
+                             resources={"metadata": {"path": tmp}})
+            client.held, client.over = {}, None
+            try:
+                client.execute(env=env)
+            except Exception:
+                if client.over is not None:
+                    raise client.over from None
+                raise
+            if client.over is not None:
+                raise client.over
     finally:
         runner.release(env)                             # its MPLCONFIGDIR: a serve session runs many
     for cell in node.cells:

@@ -3,7 +3,8 @@
 the plugin's functions on small inputs. Covered here: what a figure script leaves at the path it is
 given to save its figure to, when that is not a regular file it wrote (a link, a FIFO, a folder); a
 page block run by ``runner.run_code`` that leaves a daemon holding its stdout; a build-output snippet
-saved between the read its cache key is made of and the read that runs it.
+saved between the read its cache key is made of and the read that runs it; a drill notebook's cell
+that prints without end.
 Each test asserts the correct behaviour, and failed on the code before its fix."""
 from __future__ import annotations
 
@@ -161,3 +162,38 @@ def test_a_snippet_saved_while_its_output_is_looked_up_is_not_stored_under_its_o
     kept = store.lookup("build_output", build_output.code_key(old, "shared"))
     assert kept in (None, b"old code\n"), f"the old code's key holds {kept!r}"
     assert shown == "old code\n"
+
+
+# -- generated.execute_notebook: a drill cell that prints without end -----------------------------------------
+
+def test_a_drill_cell_that_prints_without_end_is_stopped_at_the_output_limit(tmp_path):
+    """A drill notebook's cell was checked against ``NOTEBOOK_OUTPUT_LIMIT`` only once it ended: one that
+    printed without end was kept running to its 600 s timeout while the build held every line it
+    printed (gigabytes: 3.7 GB of the build's memory after 40 s of ``print('x' * 1000)``). It should be
+    stopped once it passes the limit, naming the cell."""
+    import json
+    import time
+
+    cell = ("import time\nt = time.monotonic()\nwhile time.monotonic() - t < 30:\n    print('x' * 1000)\n")
+    source = json.dumps({
+        "cells": [{"cell_type": "code", "id": "flood", "metadata": {}, "execution_count": None, "outputs": [],
+                   "source": cell}],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5})
+    started = time.monotonic()
+    with pytest.raises(ValueError, match=r"the cell flood put more than 65,536 bytes of output"):
+        generated.execute_notebook(source)
+    assert time.monotonic() - started < 25, "the cell ran on past the limit"
+
+
+def test_a_drill_cell_that_prints_many_short_lines_under_the_limit_still_runs(tmp_path):
+    """What the bound keeps: many short prints (each its own output until merged) under the limit."""
+    import json
+
+    source = json.dumps({
+        "cells": [{"cell_type": "code", "id": "lines", "metadata": {}, "execution_count": None, "outputs": [],
+                   "source": "for i in range(3000):\n    print(i, flush=True)\n"}],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5})
+    outputs = json.loads(generated.execute_notebook(source))["cells"][0]["outputs"]
+    assert "".join(outputs[0]["text"]).split() == [str(i) for i in range(3000)]
