@@ -792,9 +792,9 @@ def execute_notebook(source: str) -> str:
             self.held[cell_index] = (len(outs), size)
             if size > NOTEBOOK_OUTPUT_LIMIT and self.over is None:
                 cell = self.nb.cells[cell_index]
-                self.over = ValueError(f"the cell {cell.get('id', '?')} put more than {NOTEBOOK_OUTPUT_LIMIT:,} bytes of "
-                                 f"output into the notebook (stopped it there); a cell shows at most "
-                                 f"NOTEBOOK_OUTPUT_LIMIT = {NOTEBOOK_OUTPUT_LIMIT:,}")
+                self.over = ValueError(f"the cell {cell.get('id', '?')} put {size:,} bytes of output into the notebook "
+                                       f"(stopped there); a cell shows at most "
+                                       f"NOTEBOOK_OUTPUT_LIMIT = {NOTEBOOK_OUTPUT_LIMIT:,}")
                 process = getattr(getattr(self.km, "provisioner", None), "process", None)
                 if process is not None:                         # the kernel: its messages would pile up
                     process.kill()
