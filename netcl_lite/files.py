@@ -166,6 +166,11 @@ def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
     try:
         write_new(tmp, data, None if mode is None else stat.S_IMODE(mode) & 0o777)
         os.replace(tmp, path)
+    except OSError as exc:               # named as the caller's path, not as the temporary file's
+        tmp.unlink(missing_ok=True)
+        if exc.filename is not None and os.fsdecode(exc.filename) == os.fsdecode(tmp):
+            raise type(exc)(exc.errno, exc.strerror, os.fspath(path)) from None
+        raise
     except BaseException:                # an interrupt between the two leaves no temporary file
         tmp.unlink(missing_ok=True)
         raise
