@@ -167,14 +167,21 @@ def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
         write_new(tmp, data, None if mode is None else stat.S_IMODE(mode) & 0o777)
         os.replace(tmp, path)
     except OSError as exc:               # named as the caller's path, not as the temporary file's
-        tmp.unlink(missing_ok=True)
+        _discard(tmp)
         if exc.filename is not None and os.fsdecode(exc.filename) == os.fsdecode(tmp):
             raise type(exc)(exc.errno, exc.strerror, os.fspath(path)) from None
         raise
     except BaseException:                # an interrupt between the two leaves no temporary file
-        tmp.unlink(missing_ok=True)
+        _discard(tmp)
         raise
     fsync_folder(path.parent)
+
+
+def _discard(tmp: Path) -> None:
+    """Remove the temporary file ``tmp`` as a failed write unwinds: a removal that fails too (a read-only
+    file system says EROFS even for a name that is not there) must not replace the write's own error."""
+    with contextlib.suppress(OSError):
+        tmp.unlink(missing_ok=True)
 
 
 def _bytes_of(data):
