@@ -16,7 +16,8 @@ import urllib.parse
 
 _SCRIPT = re.compile(r"<script\b", re.I)
 #: an attribute of a tag as HTML reads it: a name after a blank or '/', its value in either quotes or none
-_ATTRIBUTE = re.compile(r"""[\s/]([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
+#: (a quote is part of a name, or of a value that opened without one: only right after '=' does one open a string)
+_ATTRIBUTE = re.compile(r"""[\s/]([^\s>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]+))?""")
 #: a URL of another host, as a browser's URL parser reads it (its leading C0 controls and blanks dropped,
 #: every tab and newline in it removed): a scheme or none, then two slashes (backslashes read as
 #: slashes), or a special scheme with no slashes at all (from a page of another scheme, ``https:host``
@@ -72,7 +73,9 @@ _URL_ATTRIBUTES = frozenset({"src", "href", "data", "poster", "action", "formact
                              "manifest", "codebase", "archive", "icon",
                              "xlink:href", "xlink:src"})
 #: a tag's name and its attributes
-_TAG = re.compile(r"<([a-z][^\s/>]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>", re.I)
+#: (a quote opens a string only right after '=' and blanks, as HTML reads it; each step atomic, so an
+#: unclosed one costs no backtracking)
+_TAG = re.compile(r"""<([a-z][^\s/>]*)((?>=\s*"[^"]*"|=\s*'[^']*'|[^>])*)>""", re.I)
 #: a ``style`` element's body
 _STYLE = re.compile(r"<style\b[^>]*>(.*?)</style\s*>", re.I | re.S)
 #: a meta refresh's target: ``content="5; url=…"``

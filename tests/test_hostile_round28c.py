@@ -1,0 +1,26 @@
+"""Hostile round 28c: the book's apparatus as the build makes it.
+
+Covers :mod:`site_build.offline`'s check for requests to another host, on tags whose
+unquoted attribute values hold a quote character (HTML keeps such a quote as part of the
+value; it opens no quoted string), and the other apparatus modules on small inputs.
+"""
+
+from __future__ import annotations
+
+from site_build.offline import remote_references
+
+
+def test_apostrophe_in_unquoted_value_does_not_hide_the_tag():
+    """An unquoted ``alt=it's`` made the tag scanner read the apostrophe as an opening quote that
+    never closed, so the whole ``<img>`` was skipped and its ``src`` of another host went unreported."""
+    assert remote_references("<img alt=it's src=//evil.example/x.png>") == ["//evil.example/x.png"]
+
+
+def test_double_quote_in_unquoted_value_does_not_hide_the_tag():
+    """The same with a '"' inside an unquoted value: the image request to another host was missed."""
+    assert remote_references('<p><img alt=a"b src=//evil.example/x.png></p>') == ["//evil.example/x.png"]
+
+
+def test_quote_in_attribute_name_does_not_hide_the_tag():
+    """A quote in an attribute's name (HTML keeps it in the name) hid the tag's later ``src``."""
+    assert remote_references("<img data-x'y src=//evil.example/x.png>") == ["//evil.example/x.png"]
