@@ -24,3 +24,29 @@ def test_double_quote_in_unquoted_value_does_not_hide_the_tag():
 def test_quote_in_attribute_name_does_not_hide_the_tag():
     """A quote in an attribute's name (HTML keeps it in the name) hid the tag's later ``src``."""
     assert remote_references("<img data-x'y src=//evil.example/x.png>") == ["//evil.example/x.png"]
+
+
+def _entry_file(tmp_path, title: str):
+    path = tmp_path / "references.bib"
+    path.write_text("@article{smith2020bound, author = {Smith, John}, year = {2020},\n"
+                    f"  title = {{{title}}}, journal = {{J}}}}\n", encoding="utf-8")
+    return path
+
+
+def test_math_in_a_bibliography_title_fails_naming_the_entry(tmp_path):
+    """A title with LaTeX math (``On $O(n^2)$ time``) was read as plain text: the Bibliography and
+    every citation's link title showed ``$O(n^2)$``, dollars and caret as typed."""
+    import pytest
+
+    from site_build import citations
+
+    with pytest.raises(ValueError, match=r"smith2020bound.*LaTeX math '\$O\(n\^2\)\$'"):
+        citations.works(_entry_file(tmp_path, "On $O(n^2)$ time"))
+
+
+def test_a_plain_title_and_a_lone_dollar_still_load(tmp_path):
+    """A single '$' is a dollar sign, not math: the entry loads as before."""
+    from site_build import citations
+
+    assert citations.works(_entry_file(tmp_path, "Costs under 5$ a day"))["smith2020bound"].title \
+        == "Costs under 5$ a day"
