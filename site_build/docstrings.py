@@ -35,8 +35,10 @@ _LIST_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d+\.)\s")
 _TICKS = re.compile(r"`+")
 #: a role naming an object by a dotted name (a dot alone, at an end or doubled names none: left as typed)
 #: (Sphinx's explicit title, ``:meth:`record <netcl_lite.core.stream.Stream.record>```, shows the title)
-ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|exc|obj):`(~?)(?:(?P<title>[^`<>]*[^`<>\s])\s+<"
-                  r"(?P<target>\.?\w+(?:\.\w+)*)>|(\.?\w+(?:\.\w+)*))`")
+#: (Sphinx's forms too: the domain written out, ``:py:func:``; a call's parentheses after the name,
+#: ``:func:`train()```, shown and not looked up; ``!`` for the name in code with no link)
+ROLE = re.compile(r"(?::py)?:(?:mod|func|class|meth|data|attr|exc|obj|const):`(?P<mark>[~!]?)(?:(?P<title>[^`<>]*[^`<>\s])\s+<"
+                  r"(?P<target>\.?\w+(?:\.\w+)*)(?:\(\))?>|(?P<name>\.?\w+(?:\.\w+)*)(?P<call>\(\))?)`")
 
 
 def _content_indent(line: str) -> int:
@@ -48,8 +50,10 @@ def _content_indent(line: str) -> int:
 def cross_reference(m: re.Match, resolve: Callable[[str], str] = str) -> str:
     """The mkdocstrings cross-reference of one role: the name (its last part after ``~``) in code,
     linked to the identifier ``resolve`` gives for it when a page renders that object."""
-    name = m["target"] or m.group(4)
-    shown = m["title"] or (name.rsplit(".", 1)[-1] if m.group(1) else name)
+    name = m["target"] or m["name"]
+    shown = m["title"] or (name.rsplit(".", 1)[-1] if m["mark"] == "~" else name) + (m["call"] or "")
+    if m["mark"] == "!":
+        return f"`{shown}`"
     return f'<autoref identifier="{resolve(name)}" optional>`{shown}`</autoref>'
 
 

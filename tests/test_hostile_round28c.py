@@ -2,7 +2,9 @@
 
 Covers :mod:`site_build.offline`'s check for requests to another host, on tags whose
 unquoted attribute values hold a quote character (HTML keeps such a quote as part of the
-value; it opens no quoted string), and the other apparatus modules on small inputs.
+value; it opens no quoted string); :mod:`site_build.citations` on a BibTeX entry holding LaTeX math
+(shown as typed); :mod:`site_build.docstrings` on Sphinx role forms it did not read (the domain
+written out, a call's parentheses, ``!``), which the page showed as typed.
 """
 
 from __future__ import annotations
@@ -50,3 +52,26 @@ def test_a_plain_title_and_a_lone_dollar_still_load(tmp_path):
 
     assert citations.works(_entry_file(tmp_path, "Costs under 5$ a day"))["smith2020bound"].title \
         == "Costs under 5$ a day"
+
+
+def test_a_role_with_its_domain_written_out_leaves_no_stray_text():
+    """``:py:func:`a.b``` matched from its ``:func:``, so the page showed a stray ``:py`` before the link."""
+    from site_build.docstrings import markup
+
+    assert markup("See :py:func:`a.b` here.") == 'See <autoref identifier="a.b" optional>`a.b`</autoref> here.'
+
+
+def test_a_role_naming_a_call_is_a_cross_reference():
+    """``:func:`a.train()``` (Sphinx allows the parentheses) matched no role: the page showed
+    ``:func:`` as typed before the code."""
+    from site_build.docstrings import markup
+
+    assert markup(":func:`a.train()`") == '<autoref identifier="a.train" optional>`a.train()`</autoref>'
+
+
+def test_a_role_marked_not_to_link_shows_its_name_in_code():
+    """``:class:`!Thing``` (Sphinx: the name, no link) matched no role: the page showed ``:class:``
+    and the ``!`` as typed."""
+    from site_build.docstrings import markup
+
+    assert markup("a :class:`!Thing` b") == "a `Thing` b"
