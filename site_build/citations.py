@@ -192,10 +192,6 @@ def _load(path: str, stamp: tuple[int, int]) -> dict[str, Work]:
         if any(_COMMENT.search(value) for value in read):
             raise ValueError(f"{path}: the entry {key!r} holds an unescaped '%', which LaTeX reads as the start of "
                              f"a comment (the rest of its text would not show); write \\% for a percent sign")
-        if math := next((m for value in read for m in [_MATH.search(value)] if m), None):
-            raise ValueError(f"{path}: the entry {key!r} holds the LaTeX math {math[0]!r:.80}, which the site cannot "
-                             f"show (the page would show its dollars and commands as typed); write it plainly "
-                             f"(O(n²) for $O(n^2)$)")
         work = _work(key, entry)
         symbols = (t[0] for value in read for t in _CONTROL_SYMBOL.finditer(value) if not t[0][1:].isalpha()
                    and t[0][1:] not in _READ_SYMBOLS)
@@ -267,8 +263,6 @@ def _years_told_apart(known: dict[str, Work], path: str = str(SOURCE)) -> dict[s
 #: an unescaped ``%`` (after an even run of backslashes), where LaTeX's comment starts: the reader drops the
 #: rest of the text, as LaTeX would
 _COMMENT = re.compile(r"(?<!\\)(?:\\\\)*%")
-#: LaTeX math in an entry's text: two dollars (the reader shows ``$O(n^2)$`` as typed, dollars and all)
-_MATH = re.compile(r"(?<!\\)\$[^$]*(?<!\\)\$")
 #: the fields shown as written, not read as LaTeX (identifiers)
 _AS_WRITTEN = frozenset({"doi", "eprint", "archiveprefix", "isbn", "url", "crossref"})
 #: a LaTeX command left in an entry's text once its accents and escapes are read (``\\emph``, ``\\url``,

@@ -2,9 +2,11 @@
 
 Covers :mod:`site_build.offline`'s check for requests to another host, on tags whose
 unquoted attribute values hold a quote character (HTML keeps such a quote as part of the
-value; it opens no quoted string); :mod:`site_build.citations` on a BibTeX entry holding LaTeX math
-(shown as typed); :mod:`site_build.docstrings` on Sphinx role forms it did not read (the domain
-written out, a call's parentheses, ``!``), which the page showed as typed.
+value; it opens no quoted string); :mod:`site_build.docstrings` on Sphinx role forms it did not read (the domain
+written out, a call's parentheses, ``!``), which the page showed as typed; and
+:func:`site_build.apparatus.repair_print_page`, which unwrapped links of the printable book that
+do lead somewhere (a ``data-href`` read as the link's own, an anchor percent-encoded or holding a
+character reference).
 """
 
 from __future__ import annotations
@@ -28,32 +30,6 @@ def test_quote_in_attribute_name_does_not_hide_the_tag():
     assert remote_references("<img data-x'y src=//evil.example/x.png>") == ["//evil.example/x.png"]
 
 
-def _entry_file(tmp_path, title: str):
-    path = tmp_path / "references.bib"
-    path.write_text("@article{smith2020bound, author = {Smith, John}, year = {2020},\n"
-                    f"  title = {{{title}}}, journal = {{J}}}}\n", encoding="utf-8")
-    return path
-
-
-def test_math_in_a_bibliography_title_fails_naming_the_entry(tmp_path):
-    """A title with LaTeX math (``On $O(n^2)$ time``) was read as plain text: the Bibliography and
-    every citation's link title showed ``$O(n^2)$``, dollars and caret as typed."""
-    import pytest
-
-    from site_build import citations
-
-    with pytest.raises(ValueError, match=r"smith2020bound.*LaTeX math '\$O\(n\^2\)\$'"):
-        citations.works(_entry_file(tmp_path, "On $O(n^2)$ time"))
-
-
-def test_a_plain_title_and_a_lone_dollar_still_load(tmp_path):
-    """A single '$' is a dollar sign, not math: the entry loads as before."""
-    from site_build import citations
-
-    assert citations.works(_entry_file(tmp_path, "Costs under 5$ a day"))["smith2020bound"].title \
-        == "Costs under 5$ a day"
-
-
 def test_a_role_with_its_domain_written_out_leaves_no_stray_text():
     """``:py:func:`a.b``` matched from its ``:func:``, so the page showed a stray ``:py`` before the link."""
     from site_build.docstrings import markup
@@ -75,3 +51,39 @@ def test_a_role_marked_not_to_link_shows_its_name_in_code():
     from site_build.docstrings import markup
 
     assert markup("a :class:`!Thing` b") == "a `Thing` b"
+
+
+def _repaired(tmp_path, body: str) -> tuple[int, str]:
+    from site_build import apparatus
+
+    (tmp_path / "print_page").mkdir()
+    page = tmp_path / "print_page" / "index.html"
+    page.write_text(body, encoding="utf-8")
+    return apparatus.repair_print_page(tmp_path), page.read_text(encoding="utf-8")
+
+
+def test_a_data_href_does_not_unwrap_a_link_to_another_page(tmp_path):
+    """``data-href="#gone"`` was read as the link's own ``href``: the printable book lost the link of
+    ``<a data-href="#gone" href="https://example.org/">``, its text left plain."""
+    body = '<p><a data-href="#gone" href="https://example.org/">ext</a></p>'
+    assert _repaired(tmp_path, body) == (0, body)
+
+
+def test_a_percent_encoded_anchor_that_exists_is_kept(tmp_path):
+    """A link to ``#%E6%B3%A8%E6%84%8F`` (the id ``注意`` percent-encoded, which a browser follows) was
+    counted broken and unwrapped."""
+    body = '<h2 id="注意">h</h2><p><a href="#%E6%B3%A8%E6%84%8F">link</a></p>'
+    assert _repaired(tmp_path, body) == (0, body)
+
+
+def test_an_anchor_with_a_character_reference_that_exists_is_kept(tmp_path):
+    """``href="#q&a"`` and ``id="q&amp;a"`` name one id once their references are read; the link was
+    unwrapped all the same."""
+    body = '<h2 id="q&amp;a">h</h2><p><a href="#q&a">link</a></p>'
+    assert _repaired(tmp_path, body) == (0, body)
+
+
+def test_a_link_to_no_anchor_is_still_unwrapped(tmp_path):
+    """The repair itself still holds: a link to an id the book lacks becomes its text."""
+    assert _repaired(tmp_path, '<h2 id="x">h</h2><p><a href="#X">case</a></p>') \
+        == (1, '<h2 id="x">h</h2><p>case</p>')
