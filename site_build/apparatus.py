@@ -6,7 +6,11 @@ other Markdown stages and :func:`render_content` last, once the page's math is M
 from __future__ import annotations
 
 import collections
+import html
 import re
+import urllib.parse
+
+_unescape = html.unescape
 from pathlib import Path
 
 from . import citations, glossary
@@ -20,7 +24,8 @@ _TAG = re.compile(r"""<[A-Za-z][^\s<>/]*([^<>"']*(?:(?:"[^"<]*"|'[^'<]*')[^<>"']
 #: attribute's value (``title="id='x'"``) is no attribute
 _ATTRIBUTE = re.compile(r"""([^\s"'<>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?""")
 _LINK_OPEN = re.compile(r"<a\b")
-_LOCAL_HREF = re.compile(r'\bhref="#([^"]+)"')
+#: a link's own ``href`` to an anchor of the page (not ``data-href`` nor ``xlink:href``, which lead nowhere)
+_LOCAL_HREF = re.compile(r'(?<![\w:-])href="#([^"]+)"')
 #: a page's section in the printable book, as print-site wraps it, by its key
 _SECTION = re.compile(r'<section class="print-page" id="([^"]+)"')
 
@@ -109,7 +114,7 @@ def repair_print_page(site_dir: Path) -> int:
         close = text.find("</a>", tag_end + 1)
         if close < 0:                                       # no link closes here, nor after it
             break
-        if href.group(1) not in ids:
+        if not _leads_to(href.group(1), ids):
             unprefixed = _unprefixed(href.group(1), sections, once)
             if unprefixed is not None:
                 kept += [text[at:href.start(1)], unprefixed]
@@ -125,6 +130,13 @@ def repair_print_page(site_dir: Path) -> int:
     return broken
 
 
+def _leads_to(anchor: str, ids: set[str]) -> bool:
+    """Whether the link ``#anchor`` (as the page's HTML writes it) leads to one of ``ids``, as a browser
+    finds a fragment's element: its character references read, then as written or percent-decoded."""
+    anchor = _unescape(anchor)
+    return anchor in ids or urllib.parse.unquote(anchor) in ids
+
+
 def _ids(html: str) -> list[str]:
     """Every element's ``id`` in ``html``, in order: the ``id`` attributes of its start tags, not text that
     reads ``id="..."`` in prose (kept as text by Markdown), in another attribute (``data-id``) or inside
@@ -135,7 +147,7 @@ def _ids(html: str) -> list[str]:
             if attribute.group(1).lower() == "id":
                 value = next((v for v in attribute.group(2, 3, 4) if v is not None), "")
                 if value:
-                    found.append(value)
+                    found.append(_unescape(value))
     return found
 
 
