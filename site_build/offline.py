@@ -77,7 +77,11 @@ _URL_ATTRIBUTES = frozenset({"src", "href", "data", "poster", "action", "formact
 #: unclosed one costs no backtracking)
 _TAG = re.compile(r"""<([a-z][^\s/>]*)((?>=\s*"[^"]*"|=\s*'[^']*'|[^>])*)>""", re.I)
 #: a ``style`` element's body
-_STYLE = re.compile(r"<style\b[^>]*>(.*?)</style\s*>", re.I | re.S)
+#: a ``style`` element's body (one never closed runs to the page's end: a browser reads the rest as its CSS)
+_STYLE = re.compile(r"<style\b[^>]*>(.*?)(?:</style\s*>|\Z)", re.I | re.S)
+#: SVG's presentation attributes whose value is CSS that may fetch (``fill="url(//host/p.svg#g)"``)
+_CSS_ATTRIBUTES = frozenset({"fill", "stroke", "filter", "mask", "clip-path", "marker", "marker-start",
+                             "marker-mid", "marker-end", "cursor"})
 #: a meta refresh's target: ``content="5; url=…"``
 _REFRESH = re.compile(r"^\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?['\"]?([^'\"]*)", re.I)
 #: the hosts a built page may still name: the local server the tests serve the site from
@@ -127,7 +131,7 @@ def remote_references(text: str, css: bool = False, _depth: int = 0) -> list[str
             elif key == "ping":
                 for url in value.split():
                     add(url)
-            elif key == "style":
+            elif key == "style" or key in _CSS_ATTRIBUTES:
                 found += remote_references_in_css(value)
             elif key == "srcdoc":
                 found += (remote_references(value, _depth=_depth + 1) if _depth < _NESTING

@@ -2,7 +2,8 @@
 
 Covers :mod:`site_build.offline`'s check for requests to another host, on tags whose
 unquoted attribute values hold a quote character (HTML keeps such a quote as part of the
-value; it opens no quoted string); :mod:`site_build.docstrings` on Sphinx role forms it did not read (the domain
+value; it opens no quoted string), on a ``<style>`` never closed and on SVG presentation
+attributes (``fill``, ``filter``, ``mask``…) whose ``url()`` fetches; :mod:`site_build.docstrings` on Sphinx role forms it did not read (the domain
 written out, a call's parentheses, ``!``), which the page showed as typed; and
 :func:`site_build.apparatus.repair_print_page`, which unwrapped links of the printable book that
 do lead somewhere (a ``data-href`` read as the link's own, an anchor percent-encoded or holding a
@@ -87,3 +88,18 @@ def test_a_link_to_no_anchor_is_still_unwrapped(tmp_path):
     """The repair itself still holds: a link to an id the book lacks becomes its text."""
     assert _repaired(tmp_path, '<h2 id="x">h</h2><p><a href="#X">case</a></p>') \
         == (1, '<h2 id="x">h</h2><p>case</p>')
+
+
+def test_a_style_element_never_closed_still_counts():
+    """A ``<style>`` with no ``</style>`` (a browser reads the rest of the page as its CSS) was not read:
+    its ``@import url(//host/…)`` went unreported."""
+    assert remote_references("<p>x</p><style>@import url(//evil.example/a.css);") == ["//evil.example/a.css"]
+
+
+def test_svg_presentation_attributes_that_fetch_are_reported():
+    """``fill``, ``filter``, ``mask``, ``clip-path`` and ``marker-*`` hold CSS, and a ``url()`` of another
+    host there is fetched (a paint server, a filter, a mask of another document); none was reported."""
+    page = ('<svg><rect fill="url(//evil.example/p.svg#g)"/><g filter="url(https://evil.example/f.svg#f)"/>'
+            '<path marker-end="url(//evil.example/m.svg#m)"/><rect clip-path="url(#local)"/></svg>')
+    assert remote_references(page) == ["//evil.example/p.svg#g", "https://evil.example/f.svg#f",
+                                       "//evil.example/m.svg#m"]
