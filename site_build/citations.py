@@ -107,10 +107,15 @@ class Work:
 
     def reference(self) -> str:
         """The full reference as plain text (a link's title)."""
-        parts = [f"{_names(self.authors)} ({self.year}). {self.title}. {self.venue}"]
-        if self.details:
-            parts.append(self.details)
-        return ", ".join(parts) + ". " + " ".join(f"{i}." for i in self.identifiers)
+        where = ", ".join(p for p in (self.venue, self.details) if p)
+        return " ".join(p for p in (f"{_names(self.authors)} ({self.year}).", _ended(self.title),
+                                    _ended(where), *(f"{i}." for i in self.identifiers)) if p)
+
+
+def _ended(text: str) -> str:
+    """``text`` as a sentence of a reference: a full stop after it unless it ends in one, a '?' or a '!'
+    ("What is attention?" stays as it is); "" for no text (no stray full stop where a field is empty)."""
+    return text if not text or text.endswith((".", "?", "!")) else text + "."
 
 
 def _latex_text(value: str) -> str:
@@ -1211,10 +1216,12 @@ def bibliography(files, known: dict[str, Work] | None = None) -> str:
 
     entries = []
     for work in sorted(known.values(), key=lambda w: ([_sort_form(s) for s in w.surnames], w.year, w.key)):
-        parts = [f"{shown(_names(work.authors))} ({work.year}). *{shown(work.title)}.*",
-                 f"{shown(work.venue)}{', ' + shown(work.details) if work.details else ''}."]
+        where = ", ".join(p for p in (work.venue, work.details) if p)
+        parts = [f"{shown(_names(work.authors))} ({work.year}). *{shown(_ended(work.title))}*"]
+        if where:
+            parts.append(shown(_ended(where)))
         if work.note:
-            parts.append(f"{shown(work.note)}.")
+            parts.append(shown(_ended(work.note)))
         # an identifier as code, its text escaped: a code span's text is read as HTML first inside the
         # list's raw HTML, where an identifier's "</li>" would end the entry's item
         parts += [f"<code>{shown(i)}</code>." for i in work.identifiers]

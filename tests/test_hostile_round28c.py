@@ -7,7 +7,8 @@ attributes (``fill``, ``filter``, ``mask``…) whose ``url()`` fetches; :mod:`si
 written out, a call's parentheses, ``!``), which the page showed as typed; and
 :func:`site_build.apparatus.repair_print_page`, which unwrapped links of the printable book that
 do lead somewhere (a ``data-href`` read as the link's own, an anchor percent-encoded or holding a
-character reference).
+character reference); and :func:`site_build.citations.bibliography` and ``Work.reference``, whose
+full stops doubled after a '?', '!' or a note's own '.', or stood alone where an entry has no venue.
 """
 
 from __future__ import annotations
@@ -103,3 +104,38 @@ def test_svg_presentation_attributes_that_fetch_are_reported():
             '<path marker-end="url(//evil.example/m.svg#m)"/><rect clip-path="url(#local)"/></svg>')
     assert remote_references(page) == ["//evil.example/p.svg#g", "https://evil.example/f.svg#f",
                                        "//evil.example/m.svg#m"]
+
+
+class _NoPages:
+    def documentation_pages(self):
+        return []
+
+
+def _entry(tmp_path, fields: str):
+    from site_build import citations
+
+    path = tmp_path / "references.bib"
+    path.write_text("@misc{smith2020x, author = {Smith, John}, year = {2020}" + fields + "}\n", encoding="utf-8")
+    known = citations.works(path)
+    return known["smith2020x"], citations.bibliography(_NoPages(), known).split("\n")[1]
+
+
+def test_a_title_ending_in_a_question_mark_gets_no_full_stop(tmp_path):
+    """A title ending in '?' or '!' showed "What is attention?." in the Bibliography and in every
+    citation's link title."""
+    work, item = _entry(tmp_path, ", title = {What is attention?}, journal = {J}")
+    assert "*What is attention?* J." in item and "?." not in item
+    assert work.reference() == "John Smith (2020). What is attention? J."
+
+
+def test_an_entry_with_no_venue_shows_no_stray_full_stop(tmp_path):
+    """An entry with no journal, book, institution or publisher showed a lone " ." after its title."""
+    work, item = _entry(tmp_path, ", title = {T}")
+    assert item.endswith("(2020). *T.*</li>"), item
+    assert work.reference() == "John Smith (2020). T."
+
+
+def test_a_note_ending_in_a_full_stop_shows_one(tmp_path):
+    """A note that ends in '.' (``note = {Preprint.}``) showed two: "Preprint..\""""
+    _, item = _entry(tmp_path, ", title = {T}, journal = {J}, note = {Preprint.}")
+    assert item.endswith("J. Preprint.</li>"), item
