@@ -206,6 +206,21 @@ def label_excerpts(markdown: str, page_uri: str) -> str:
     return "\n".join(out)
 
 
+def site_base(site_url: str | None, where: str) -> str:
+    """``site_url`` as the start of an address a file's name is appended to ('/' when there is none); a
+    ``ValueError`` naming ``where`` and site_url when it holds a query or a fragment, which would end up
+    before the file's name (``https://host/book/?x=1netcl_lite-...whl``)."""
+    from urllib.parse import urlsplit
+
+    if not site_url:
+        return "/"
+    parts = urlsplit(site_url)
+    if parts.query or parts.fragment or "?" in site_url or "#" in site_url:
+        raise ValueError(f"{where}: site_url {site_url!r:.80} holds a query or a fragment; the wheel's address "
+                         f"is site_url followed by its file name: set site_url to the site's address alone")
+    return site_url if site_url.endswith("/") else site_url + "/"
+
+
 def needs_extra_note(marker: markers.Marker, site_url: str | None) -> str:
     """The note that takes the place of a needs-extra ``marker``: the extra's modules and the ``pip``
     command that installs it from the wheel at ``site_url``."""
@@ -214,7 +229,7 @@ def needs_extra_note(marker: markers.Marker, site_url: str | None) -> str:
     extra, indent = marker.match["extra"], marker.match["indent"]
     if extra not in extras.EXTRAS:
         raise ValueError(f"{marker.where}: no such extra; they are {sorted(extras.EXTRAS)}")
-    wheel = f"{site_url or '/'}{wheel_name()}"
+    wheel = f"{site_base(site_url, marker.where)}{wheel_name()}"
     modules = ", ".join(f"`{name}`" for name in extras.EXTRAS[extra])
     command = f'pip install "netcl_lite[{extra}] @ {wheel}"'
     if extra == "interop":

@@ -616,9 +616,9 @@ def site_address() -> str:
             raise ValueError(f"{path}: MkDocs cannot read it ({err}); the drill notebooks install the wheel "
                              f"from the site's address, site_url") from None
     value = settings.get("site_url") if isinstance(settings, dict) else None
-    if not isinstance(value, str) or not re.match(r"https?://[^\s\"'\\]+$", value):
+    if not isinstance(value, str) or not re.match(r"https?://[^\s\"'\\?#]+$", value):
         raise ValueError(f"{path}: site_url is {value!r:.80}; the drill notebooks install the wheel "
-                         f"from the site's address: set site_url to it (https://...)")
+                         f"from the site's address: set site_url to it (https://..., with no query or fragment)")
     return value if value.endswith("/") else value + "/"
 
 

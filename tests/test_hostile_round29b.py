@@ -1,0 +1,42 @@
+"""Hostile round 29b: the build plugin's hooks and the mkdocs.yml settings they read, called on small
+inputs (no site build). Covered: a ``site_url`` holding a query or a fragment, which MkDocs keeps (it
+only adds the trailing slash to the path), glued before the wheel's file name in the needs-extra
+notes and in the drill notebooks' install cell.
+Each test asserts the correct behaviour, and failed on the code before its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from site_build import copyable, generated
+
+NOTE_PAGE = "<!-- needs-extra: compare -->\n\n```python\nprint(1)\n```\n"
+
+
+@pytest.mark.parametrize("site_url", ["https://example.org/book/?x=1", "https://example.org/book/#top",
+                                      "https://example.org/book/?"])
+def test_a_site_url_with_a_query_or_fragment_is_refused_by_the_needs_extra_note(site_url):
+    """MkDocs keeps ``site_url: https://example.org/book?x=1`` as ``https://example.org/book/?x=1``; the
+    needs-extra note appended the wheel's name to it and showed
+    ``pip install "netcl_lite[compare] @ https://example.org/book/?x=1netcl_lite-...whl"``, a command
+    that fetches the site's front page, without a word. It must stop naming the page and site_url."""
+    with pytest.raises(ValueError, match=r"docs/a\.md.*site_url"):
+        copyable.render_markdown(NOTE_PAGE, "a.md", site_url)
+
+
+def test_a_plain_site_url_still_gives_the_wheels_address():
+    """The fix refuses only a query or a fragment: a plain address and no address work as before."""
+    wheel = copyable.wheel_name()
+    assert f"https://example.org/book/{wheel}" in copyable.render_markdown(NOTE_PAGE, "a.md",
+                                                                           "https://example.org/book/")
+    assert f"@ /{wheel}" in copyable.render_markdown(NOTE_PAGE, "a.md", None)
+
+
+@pytest.mark.parametrize("site_url", ["https://example.org/book/?x=1", "https://example.org/book#top"])
+def test_the_drill_notebooks_refuse_a_site_url_with_a_query_or_fragment(tmp_path, monkeypatch, site_url):
+    """``site_address`` accepted any http(s) address and added a slash: the install cell's wheel became
+    ``https://example.org/book/?x=1/netcl_lite-...whl`` (or after a ``#``, which pip never fetches)."""
+    (tmp_path / "mkdocs.yml").write_text(f"site_name: x\nsite_url: {site_url}\n", encoding="utf-8")
+    monkeypatch.setattr(generated, "ROOT", tmp_path)
+    with pytest.raises(ValueError, match=r"mkdocs\.yml.*site_url"):
+        generated.site_address()
