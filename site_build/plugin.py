@@ -178,6 +178,14 @@ class SiteBuild(BasePlugin):
         self.quick_loop = command == "serve" and dirty
 
     def on_config(self, config):
+        docs_dir = Path(config.docs_dir)
+        if docs_dir.resolve() != DOCS.resolve():
+            # the stages read and write under docs/ (figures, references.bib, glossary.yml, the drill
+            # notebooks): pages from another folder would show those of docs/ without a word
+            from mkdocs.exceptions import PluginError
+            raise PluginError(f"mkdocs.yml: docs_dir is {str(docs_dir)!r:.200}; the site_build plugin reads the "
+                              f"figures, references.bib and glossary.yml from {DOCS} and writes the figures "
+                              f"and drill notebooks there: set docs_dir to docs (or a link to it)")
         if self.quick_loop:
             apparatus.no_print_page(config)
         config = includes.contain(config, self.page)

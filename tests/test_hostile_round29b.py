@@ -1,7 +1,8 @@
 """Hostile round 29b: the build plugin's hooks and the mkdocs.yml settings they read, called on small
 inputs (no site build). Covered: a ``site_url`` holding a query or a fragment, which MkDocs keeps (it
 only adds the trailing slash to the path), glued before the wheel's file name in the needs-extra
-notes and in the drill notebooks' install cell.
+notes and in the drill notebooks' install cell; a ``docs_dir`` other than the project's docs/, whose
+pages were shown with the references, glossary and figures of docs/.
 Each test asserts the correct behaviour, and failed on the code before its fix."""
 
 from __future__ import annotations
@@ -40,3 +41,38 @@ def test_the_drill_notebooks_refuse_a_site_url_with_a_query_or_fragment(tmp_path
     monkeypatch.setattr(generated, "ROOT", tmp_path)
     with pytest.raises(ValueError, match=r"mkdocs\.yml.*site_url"):
         generated.site_address()
+
+
+def _config(tmp_path, docs_dir: str):
+    from mkdocs.config import load_config
+
+    (tmp_path / "mkdocs.yml").write_text(f"site_name: x\ndocs_dir: {docs_dir}\n", encoding="utf-8")
+    return load_config(str(tmp_path / "mkdocs.yml"))
+
+
+def test_a_docs_dir_other_than_docs_is_refused_naming_docs_dir(tmp_path):
+    """With ``docs_dir: book``, MkDocs rendered book/'s pages while the plugin read references.bib and
+    glossary.yml from docs/ and wrote the figures and drill notebooks there: citations, the glossary's
+    tooltips and figures came from another folder (or were missing) without a word. on_config must stop,
+    naming docs_dir."""
+    from mkdocs.exceptions import PluginError
+
+    from site_build.plugin import SiteBuild
+
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "index.md").write_text("# x\n", encoding="utf-8")
+    plugin = SiteBuild()
+    plugin.on_startup(command="build", dirty=False)
+    with pytest.raises(PluginError, match="docs_dir"):
+        plugin.on_config(_config(tmp_path, "book"))
+
+
+def test_a_docs_dir_linking_to_docs_is_taken(tmp_path):
+    """The check compares resolved folders: a link to the project's docs/ is the same folder."""
+    from site_build.paths import DOCS
+    from site_build.plugin import SiteBuild
+
+    (tmp_path / "linked").symlink_to(DOCS, target_is_directory=True)
+    plugin = SiteBuild()
+    plugin.on_startup(command="build", dirty=False)
+    assert plugin.on_config(_config(tmp_path, "linked")) is not None
