@@ -160,6 +160,16 @@ def digest(src: Path, files: FileDigests | None = None, library: list[Path] | No
     return h.hexdigest()
 
 
+def _rendered_pages(files) -> list:
+    """The pages of ``files`` that a build may render: MkDocs' included pages and, as ``mkdocs serve``
+    renders them too, its drafts (``draft_docs``), which ``documentation_pages()`` leaves out."""
+    from mkdocs.structure.files import Files, InclusionLevel
+
+    if isinstance(files, Files):
+        return files.documentation_pages(inclusion=InclusionLevel.is_in_serve)
+    return files.documentation_pages()
+
+
 class DirtyPages:
     """The digest of each page's inputs as the last build saw them: those its Markdown names
     (:func:`page_inputs`) and those it read as it rendered (:class:`PageReads`), with the size and time
@@ -265,7 +275,7 @@ class DirtyPages:
         self._reads.stop()                              # a render that failed half way recorded no page
         self._rendering = None
         library = fingerprint.library_sources()         # listed once for all the pages
-        for file in files.documentation_pages():
+        for file in _rendered_pages(files):
             uri, dest = file.src_uri, Path(file.abs_dest_path)
             try:
                 now = digest(Path(file.abs_src_path), self.files, library, uri)

@@ -2,7 +2,8 @@
 inputs (no site build). Covered: a ``site_url`` holding a query or a fragment, which MkDocs keeps (it
 only adds the trailing slash to the path), glued before the wheel's file name in the needs-extra
 notes and in the drill notebooks' install cell; a ``docs_dir`` other than the project's docs/, whose
-pages were shown with the references, glossary and figures of docs/.
+pages were shown with the references, glossary and figures of docs/; under ``mkdocs serve --dirty``,
+a draft page (``draft_docs``), which serve renders, never rendered again when its inputs changed.
 Each test asserts the correct behaviour, and failed on the code before its fix."""
 
 from __future__ import annotations
@@ -76,3 +77,40 @@ def test_a_docs_dir_linking_to_docs_is_taken(tmp_path):
     plugin = SiteBuild()
     plugin.on_startup(command="build", dirty=False)
     assert plugin.on_config(_config(tmp_path, "linked")) is not None
+
+
+def test_under_serve_dirty_a_draft_page_is_rendered_again_when_a_file_it_includes_changed(tmp_path, monkeypatch):
+    """``mkdocs serve`` renders the pages ``draft_docs`` names (with a draft banner), but
+    ``DirtyPages.invalidate`` looked only at ``files.documentation_pages()``, MkDocs' included pages,
+    which leave the drafts out: under ``mkdocs serve --dirty`` a draft whose include changed kept its
+    stale HTML, build after build."""
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.structure.files import get_files
+
+    from site_build import dirty_pages
+
+    root, site = tmp_path / "repo", tmp_path / "site"
+    (root / "docs").mkdir(parents=True)
+    (root / "snippets").mkdir()
+    monkeypatch.setattr(dirty_pages, "ROOT", root)
+    snippet = root / "snippets" / "a.py"
+    snippet.write_text("print(1)\n")
+    (root / "docs" / "index.md").write_text("# Home\n")
+    (root / "docs" / "draft.md").write_text('# A draft\n\n```python\n--8<-- "snippets/a.py"\n```\n')
+    built = site / "draft" / "index.html"
+    config = MkDocsConfig()
+    config.load_dict({"site_name": "t", "docs_dir": str(root / "docs"), "site_dir": str(site),
+                      "draft_docs": "draft.md\n"})
+    assert not config.validate()[0]
+
+    def build_again() -> bool:
+        built.parent.mkdir(parents=True, exist_ok=True)
+        if not built.exists():
+            built.write_text("<html>")                 # what serve renders for the draft
+        watch.invalidate(get_files(config))
+        return built.exists()
+
+    watch = dirty_pages.DirtyPages(dirty=True)
+    assert build_again() and build_again()
+    snippet.write_text("print(2)\n")
+    assert not build_again()                           # the draft's include changed: rendered again
