@@ -229,7 +229,7 @@ class DirtyPages:
         if not self.dirty or files is None:
             return
         pages = {}
-        for file in files.documentation_pages():
+        for file in _rendered_pages(files):
             uri = file.src_uri
             try:
                 st = os.stat(file.abs_dest_path)

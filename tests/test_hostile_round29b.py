@@ -114,3 +114,40 @@ def test_under_serve_dirty_a_draft_page_is_rendered_again_when_a_file_it_include
     assert build_again() and build_again()
     snippet.write_text("print(2)\n")
     assert not build_again()                           # the draft's include changed: rendered again
+
+
+def test_under_serve_dirty_an_unchanged_draft_keeps_its_html(tmp_path, monkeypatch):
+    """The record of the HTML each build wrote (``DirtyPages.save``) must hold the drafts serve renders,
+    or every rebuild finds a draft's HTML unrecorded and renders it again."""
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.structure.files import get_files
+
+    from site_build import dirty_pages
+
+    root, site = tmp_path / "repo", tmp_path / "site"
+    (root / "docs").mkdir(parents=True)
+    monkeypatch.setattr(dirty_pages, "ROOT", root)
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    (root / "docs" / "index.md").write_text("# Home\n")
+    (root / "docs" / "draft.md").write_text("# A draft\n")
+    built = site / "draft" / "index.html"
+    config = MkDocsConfig()
+    config.load_dict({"site_name": "t", "docs_dir": str(root / "docs"), "site_dir": str(site),
+                      "draft_docs": "draft.md\n"})
+    assert not config.validate()[0]
+    watch = dirty_pages.DirtyPages(dirty=True)
+
+    def build_again() -> bool:
+        files = get_files(config)
+        watch.invalidate(files, site)
+        rendered = not built.exists()
+        if rendered:
+            built.parent.mkdir(parents=True, exist_ok=True)
+            watch.rendering("draft.md")
+            built.write_text("<html>")
+            watch.rendered()
+        watch.save(files, site)
+        return rendered
+
+    assert build_again()                               # the first build renders it
+    assert not build_again()                           # nothing changed: its HTML is kept
