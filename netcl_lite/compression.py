@@ -384,7 +384,8 @@ def _byte_ids(tokenizer: BPETokenizer) -> np.ndarray | None:
 def tokenize(data: bytes, tokenizer: BPETokenizer) -> np.ndarray | None:
     """Token ids whose bytes are exactly ``data``: each valid UTF-8 run is encoded as ordinary
     text (special-token strings stay text), every other byte as its single-byte token. None when
-    the tokenizer cannot spell ``data`` (a vocabulary without every single byte)."""
+    the tokenizer cannot spell ``data`` (a vocabulary without every single byte, or a pre-split
+    pattern that would leave some of its characters out of every chunk)."""
     data = _buffer(data, "data", "encode text first (text.encode('utf-8'))").tobytes()
     _check_tokenizer(tokenizer)
     byte_ids = _byte_ids(tokenizer)
@@ -392,7 +393,10 @@ def tokenize(data: bytes, tokenizer: BPETokenizer) -> np.ndarray | None:
     parts = []
     for i, run in enumerate(_ESCAPED.split(text)):
         if i % 2 == 0 and run:
-            parts.append(np.asarray(tokenizer.encode_ordinary(run), np.int64))
+            try:
+                parts.append(np.asarray(tokenizer.encode_ordinary(run), np.int64))
+            except ValueError:              # its pattern skips a character of run: the tokenizer cannot spell it
+                return None
         elif run:
             if byte_ids is None:
                 return None
@@ -1610,6 +1614,12 @@ def _main(argv) -> int:
                 model, tokenizer = _load(args.model)
                 if squeezing and not args.model_only:   # a model too large to mix is at fault, not IN
                     check_vocab(model.config.vocab_size)
+                if squeezing and (args.adapt or not args.model_only) and args.model is not None:
+                    try:                                # a pattern that cannot split the primer: the tokenizer's fault
+                        default_primer(tokenizer)       # (kept for compress: encoded once per process)
+                    except ValueError as exc:
+                        raise ValueError(f"--model {shown_path(args.model)}: its tokenizer.json cannot encode "
+                                         f"Chapter 9's training text, the default primer ({exc})") from None
             except ValueError as exc:                   # names --model DIR
                 return fail(str(exc) if str(exc).startswith("--model") else f"{which}: {exc}")
             except OSError as exc:                      # only the default model's cache writes files here
