@@ -5,6 +5,9 @@ Such a tokenizer cannot spell every input, and it cannot encode Chapter 9's trai
 default primer. ``compress`` must then store the input (as it does for a vocabulary without every
 byte) or refuse naming the model folder; before, it raised the splitter's ValueError, which the
 command line blamed on IN.
+
+Also a model file whose pattern backtracks without bound on the loader's own plain-text probe:
+loading it hung (minutes and more on a 200-byte file) instead of refusing it naming the file.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -67,3 +71,20 @@ def test_cli_blames_the_model_folder_when_its_tokenizer_cannot_encode_the_primer
     assert "tokenizer.json" in message and "primer" in message, r.stderr
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+#: exponential backtracking on any run of printable ASCII with no NUL after it (the loader's probe is one)
+BACKTRACKING = r"([ -~]|[ -~])*\x00|[\s\S]"
+
+
+def test_a_pattern_that_backtracks_without_bound_is_refused_at_load_naming_the_file(tmp_path):
+    """BPETokenizer.load hung splitting its plain-text probe with a pattern that backtracks exponentially."""
+    path = tmp_path / "tokenizer.json"
+    _tokenizer_file(path, BACKTRACKING)
+    code = ("import sys\nfrom netcl_lite.text.bpe import BPETokenizer\n"
+            "try:\n    BPETokenizer.load(sys.argv[1])\nexcept ValueError as exc:\n    print(exc)\n")
+    start = time.monotonic()
+    r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert r.stdout.startswith(f"{path}: ") and "backtracks" in r.stdout, r.stdout
+    assert time.monotonic() - start < 100

@@ -18,6 +18,8 @@ included: to a caller the whole file is one malformed value, hence ``noqa: TRY00
 from __future__ import annotations
 
 import json
+
+import regex
 from dataclasses import dataclass
 
 from netcl_lite.text.patterns import check_pattern_length, compile_splitter
@@ -26,6 +28,8 @@ from netcl_lite.text.vocabulary import Vocabulary
 #: text a model file's pattern must split without losing a character: every printable ASCII
 #: character and the common whitespace
 PATTERN_PROBE = "".join(map(chr, range(32, 127))) + " \t\n\r  x"
+#: the most time a model file's pattern may take to split :data:`PATTERN_PROBE`
+PROBE_SECONDS = 2.0
 
 __all__ = ["FORMAT", "MAX_FILE_BYTES", "VERSION", "ModelParts", "check_merges", "check_special_tokens", "dumps", "loads",
            "parse_json_object", "read_model_file", "vocabulary_of"]
@@ -100,7 +104,14 @@ def loads(text: str, source: str = "model file") -> ModelParts:
     if pattern is not None:
         check_pattern_length(pattern, source)
         try:                        # a pattern that cannot split plain text would fail at every encode
-            compile_splitter(pattern)(PATTERN_PROBE)
+            split = compile_splitter(pattern)
+            # one that backtracks without bound would hang here: real ones split the probe in microseconds
+            regex.compile(pattern).findall(PATTERN_PROBE, timeout=PROBE_SECONDS)
+            split(PATTERN_PROBE)
+        except TimeoutError:
+            raise ValueError(f"{source}: the pre-split pattern takes over {PROBE_SECONDS} s to split "
+                             f"{len(PATTERN_PROBE)} characters of plain text (it backtracks without bound): "
+                             "the file is damaged or hostile") from None
         except ValueError as exc:
             raise ValueError(f"{source}: {exc}") from None
     base = _check_base(doc["base_bytes"], source)
