@@ -19,6 +19,7 @@ for one out of range.
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 from collections.abc import Iterable, Mapping
@@ -308,3 +309,11 @@ def coder_sizes(*, vocab=None, lengths=None, streams=None, orders=1, pieces=None
             if not _is_int(key) or not isinstance(piece, bytes):
                 raise TypeError(f"pieces must map token ids (int) to their bytes (the tokenizer's vocab), got "
                                 f"{type(key).__name__} {key!r:.40} -> {type(piece).__name__} {piece!r:.40}")
+
+
+def whole_copy(obj):
+    """``copy.copy`` of a coder's part (a counts model, a mixer, a cache): a deep copy. The parts update
+    their arrays and the parts they hold in place, so a shallow copy shared them and each step coded on
+    the copy moved the original too (its counts, weights and step), silently, out of step with the
+    other side of the coder."""
+    return copy.deepcopy(obj)

@@ -109,6 +109,8 @@ class StreamCache:
     is always one contiguous slice, oldest first.
     """
 
+    __copy__ = checks.whole_copy     # a shallow copy shared the arrays updated in place
+
     def __init__(self, vocab: int, lengths: np.ndarray):
         checks.coder_sizes(vocab=vocab, lengths=lengths)            # before anything is sized by them
         b = checks.id_array("lengths", lengths, what="token counts, one per stream").size   # a list has no .size
@@ -184,6 +186,8 @@ class GeometricMixer:
     online bias per previous token. Every weight moves by the gradient of log p(x) of the coded
     token: w_i[c] += η (log p_i(x) − E_p log p_i); v_j += η' ([x = t_j] − p(t_j));
     b[prev] += η'' (onehot(x) − p). The first input's weight starts at 1, the others at 0."""
+
+    __copy__ = checks.whole_copy     # a shallow copy shared the arrays updated in place
 
     def __init__(self, inputs: int, contexts: int, boosts: list[int], vocab: int, bias: bool):
         inputs = checks.positive_int("inputs", inputs, "distributions mixed")
@@ -318,6 +322,8 @@ class TreeSSE:
     probability its path now has. After a token, only the entries of the nodes on its path move
     toward what was decided."""
 
+    __copy__ = checks.whole_copy     # a shallow copy shared the arrays updated in place
+
     def __init__(self, vocab: int, depth: int | None = None):
         checks.coder_sizes(vocab=vocab)                 # a call pads each row to 2^⌈log2 vocab⌉ leaves
         vocab = int(vocab)
@@ -401,6 +407,8 @@ class ContextMixer:
     :meth:`update` takes the step's tokens. ``pieces``: each token id's bytes (the tokenizer's
     vocabulary), for the word n-gram; ``techniques``: which of :data:`TECHNIQUES` to use (all by
     default; none is the linear mix alone)."""
+
+    __copy__ = checks.whole_copy     # a shallow copy shared the arrays updated in place
 
     def __init__(self, primer: np.ndarray, vocab: int, lengths: np.ndarray, pieces: dict[int, bytes],
                  techniques=TECHNIQUES):

@@ -78,6 +78,8 @@ class MatchModel:
     coded tokens. ``lengths`` (B,): each stream's token count (stream b is coded at offset
     Σ lengths[:b] of the coded text); :meth:`predict` then :meth:`update` once per step."""
 
+    __copy__ = checks.whole_copy     # a shallow copy shared the arrays updated in place
+
     def __init__(self, primer: np.ndarray, lengths: np.ndarray, min_length: int = MIN_LENGTH):
         checks.coder_sizes(lengths=lengths)            # before anything is sized by them
         # the text is int32, -1 marking what is not coded yet: a larger id would wrap (2**32 - 1 to -1)

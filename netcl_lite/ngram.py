@@ -520,6 +520,8 @@ class NGram:
     sides alike).
     """
 
+    __copy__ = checks.whole_copy     # a shallow copy shared the arrays updated in place
+
     def __init__(self, primer: np.ndarray, vocab: int, streams: int, orders: int = ORDERS):
         checks.coder_sizes(vocab=vocab, streams=streams, orders=orders)      # before anything is sized by them
         primer = _check(primer, vocab, streams, orders)
@@ -812,6 +814,8 @@ class WordNGram:
     probability that the token came from the shorter context, λ P_{k−1}(x) / P_k(x) (an online
     EM step).
     """
+
+    __copy__ = checks.whole_copy     # a shallow copy shared the arrays updated in place
 
     def __init__(self, primer: np.ndarray, vocab: int, streams: int, pieces: dict[int, bytes],
                  orders: int = WORD_ORDERS):
