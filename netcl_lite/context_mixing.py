@@ -483,10 +483,12 @@ class ContextMixer:
         if not isinstance(p_model, np.ndarray) or p_model.shape != shape or p_model.dtype.kind != "f":
             got = f"{p_model.dtype} of shape {p_model.shape}" if isinstance(p_model, np.ndarray) else type(p_model).__name__
             raise ValueError(f"p_model must be a float array of shape {shape} (streams, vocab), got {got}")
-        # two reductions, no temporaries: a NaN fails both, an infinity or a negative value one
-        if not (p_model.min() >= 0 and np.isfinite(p_model.max())):
-            raise ValueError("p_model must hold finite probabilities >= 0; it holds a NaN, an infinity or "
-                             "a negative value (check the model's weights)")
+        # two reductions, no temporaries: a NaN fails both, an infinity, a negative value or one past 1
+        # one (a value past 1 came back in the linear mix's rows, summing past 1, or overflowed the
+        # geometric mix, refused there as its "parts"); 1e-6 leaves a float32 softmax's rounding
+        if not (p_model.min() >= 0 and p_model.max() <= 1 + 1e-6):
+            raise ValueError("p_model must hold probabilities in [0, 1]; it holds a NaN, an infinity, a "
+                             "negative value or one over 1 (check the model's weights)")
         if self._prepared is None:
             self.prepare()
         (q, cache, *others), boosts, reached, total = self._prepared

@@ -1,11 +1,11 @@
 """Hostile round 29a: the compressor's host models as objects with state.
 
 Covers ``copy.copy`` of each of them mid-stream (ContextMixer, StreamCache, GeometricMixer, TreeSSE,
-MatchModel, NGram, WordNGram, Mixer): a shallow copy shared the arrays (and, for the mixer, the
-parts) that a step updates in place, so coding on the copy moved the original too. Also checks that
-deepcopy and pickle mid-stream, and two runs of the same input, give the same predictions as one
-uninterrupted run, and a shallow copy of ngram.Mixer (they did: its update rebinds its weights;
-kept as guards)."""
+MatchModel, NGram, WordNGram): a shallow copy shared the arrays (and, for ContextMixer, the sub-models)
+that a step updates in place, so coding on the copy moved the original too; and ContextMixer.predict
+given a p_model holding values over 1. Guards, which passed before: a shallow copy of ngram.Mixer
+(its update rebinds its weights), a deepcopy or pickle round trip of a ContextMixer mid-stream, and
+two runs of the same input (each bit for bit as one uninterrupted run)."""
 import copy
 import pickle
 
@@ -135,3 +135,19 @@ def test_two_context_mixers_on_the_same_input_agree_bit_for_bit():
     """Guard: two ContextMixers made and fed alike give the same bits at every step."""
     make, step = PARTS["ContextMixer"]
     assert _same(_run(make(), step, range(20)), _run(make(), step, range(20)))
+
+
+_SMALL = np.random.default_rng(0).integers(0, V, 200)
+
+
+@pytest.mark.parametrize("techniques,value", [((), 2.0), ((), 1e300), (("geometric",), 1e300),
+                                              (("geometric", "sse"), 1e300)])
+def test_context_mixer_refuses_a_p_model_past_one_naming_it(techniques, value):
+    """ContextMixer.predict took a p_model holding values over 1 (finite, so its check passed): with
+    the linear mix alone it returned rows summing to 19.6 (2.0 everywhere) or 9.6e300 (1e300), no
+    distribution, silently; with the geometric mix, 1e300 overflowed and the ValueError named
+    'parts', an argument of an inner mixer the caller never passed. It now names p_model."""
+    cm = ContextMixer(_SMALL, V, np.array([5]), PIECES, techniques=techniques)
+    with pytest.raises(ValueError, match="p_model must hold probabilities in"):
+        cm.predict(np.full((1, V), value))
+    assert cm.predict(np.full((1, V), 1 / V)).sum() == pytest.approx(1.0)    # still usable after
