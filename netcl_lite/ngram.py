@@ -467,6 +467,12 @@ class _DenseFirst:
         """Count ``tokens`` after the order-1 ``context`` rows; within a call, a later one is the more recent."""
         if not context.size:
             return
+        if self.coded is not None:      # int32 cells: past 2^31 - 1 they wrapped to negative counts, silently
+            room = np.iinfo(np.int32).max - weight * context.size
+            if (self.primer[context, tokens].astype(np.int64) + self.coded[context, tokens]).max() > room:
+                raise ValueError(f"the n-gram's order-1 counts of a context would pass {np.iinfo(np.int32).max:,} "
+                                 f"(int32) with these tokens (each counts {weight}): it has counted over "
+                                 f"{np.iinfo(np.int32).max // weight:,} coded tokens after one token; start a new NGram")
         np.add.at(self.total, context, float(weight))          # whole numbers: exact in any order
         last_wins(context, tokens, self.last)
         if self.coded is None:                                  # the table holds the counts
@@ -607,7 +613,6 @@ class NGram:
         """Count ``tokens`` (B,) after each stream's context, for the ``active`` streams (bool (B,))."""
         tokens, active = checks.step_ids(tokens, active, self.history.shape[0], self.vocab)
         rows = np.flatnonzero(active)
-        np.add.at(self.unigram, tokens[rows], float(ADDED_WEIGHT))
         if self.orders:
             keys = self._step_keys if self._step_keys is not None else self._keys()
             order, row = np.nonzero((self.seen[None, rows] >= np.arange(1, self.orders + 1)[:, None]))
@@ -616,6 +621,7 @@ class NGram:
                 self.dense.add(self.history[one, -1], tokens[one], ADDED_WEIGHT)
                 order, row = order[order > 0], row[order > 0]
             self.counts.add(keys[order, rows[row]], tokens[rows[row]], ADDED_WEIGHT)
+        np.add.at(self.unigram, tokens[rows], float(ADDED_WEIGHT))     # after dense.add, which may refuse
         self.history[rows] = np.concatenate([self.history[rows, 1:], tokens[rows, None]], axis=1)
         self.seen[rows] += 1
         self._step_keys = None

@@ -3,8 +3,9 @@
 Covers ``copy.copy`` of each of them mid-stream (ContextMixer, StreamCache, GeometricMixer, TreeSSE,
 MatchModel, NGram, WordNGram): a shallow copy shared the arrays (and, for ContextMixer, the sub-models)
 that a step updates in place, so coding on the copy moved the original too; and ContextMixer.predict
-given a p_model holding values over 1. Guards, which passed before: a shallow copy of ngram.Mixer
-(its update rebinds its weights), a deepcopy or pickle round trip of a ContextMixer mid-stream, and
+given a p_model holding values over 1; NGram's int32 order-1 counts wrapping past 2^31 - 1 after a
+long run; and MatchModel (and ContextMixer) with an empty primer and one stream of 0 tokens.
+Guards, which passed before: a shallow copy of ngram.Mixer (its update rebinds its weights), a deepcopy or pickle round trip of a ContextMixer mid-stream, and
 two runs of the same input (each bit for bit as one uninterrupted run)."""
 import copy
 import pickle
@@ -151,3 +152,43 @@ def test_context_mixer_refuses_a_p_model_past_one_naming_it(techniques, value):
     with pytest.raises(ValueError, match="p_model must hold probabilities in"):
         cm.predict(np.full((1, V), value))
     assert cm.predict(np.full((1, V), 1 / V)).sum() == pytest.approx(1.0)    # still usable after
+
+
+def test_ngram_refuses_order_one_counts_past_int32_instead_of_wrapping():
+    """NGram keeps order 1's counts in int32 cells (8 per coded token) with no bound on the steps fed
+    to it: after 2^28 coded tokens after one token (262,144 steps of 1,024 streams, minutes) a cell
+    wrapped past 2^31 - 1 to a negative count, silently, and predict then gave the token that
+    follows most often a probability near 0 after that token. The state is built here next to the bound; update now refuses naming the limit,
+    and leaves the counts as they were."""
+    ng = NGram(np.array([0, 1, 2, 3] * 10), 4, 1024, orders=1)
+    tokens, active = np.zeros(1024, np.int64), np.ones(1024, bool)
+    ng.predict()
+    ng.update(tokens, active)
+    d = ng.dense                         # the state of a long run: the cell and its row's sums alike
+    grow = np.iinfo(np.int32).max - 8 * 1024 * 2 + 1 - int(d.coded[0, 0])
+    d.coded[0, 0] += grow
+    d.total[0] += grow
+    d.coded_total[0] += grow
+    d.table[0, 0] = max(float(d.primer[0, 0]) + float(d.coded[0, 0]) - d.discount, 0.0)
+    d.coded_table[0, 0] = max(float(d.coded[0, 0]) - d.coded_discount, 0.0)
+    ng.predict()
+    ng.update(tokens, active)            # still fits: 2^31 - 1 - 8191
+    before = ng.dense.coded.copy(), ng.dense.total.copy()
+    p = ng.predict()[0]
+    assert p[0, 0] > 0.99
+    with pytest.raises(ValueError, match="int32"):
+        ng.update(tokens, active)
+    assert np.array_equal(ng.dense.coded, before[0]) and np.array_equal(ng.dense.total, before[1])
+
+
+def test_match_model_and_context_mixer_with_no_text_predict_no_match():
+    """A MatchModel made with an empty primer and one stream of 0 tokens (both accepted) raised
+    IndexError ("index 0 is out of bounds for axis 0 with size 0") from predict: it read its text at
+    the pointer even where no match was. A ContextMixer made so did the same. Both now predict no
+    match (-1, length 0)."""
+    m = MatchModel(np.zeros(0, np.int64), np.array([0]))
+    token, length = m.predict()
+    assert token.tolist() == [-1] and length.tolist() == [0]
+    cm = ContextMixer(np.zeros(0, np.int64), V, np.array([0]), PIECES)
+    q = cm.predict(np.full((1, V), 1 / V))
+    assert q.shape == (1, V) and q.sum() == pytest.approx(1.0)
