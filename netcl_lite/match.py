@@ -105,7 +105,9 @@ class MatchModel:
 
     def predict(self) -> tuple[np.ndarray, np.ndarray]:
         """(predicted token (B,), -1 where none; the match's length (B,), 0 where none)."""
-        token = np.where(self.length > 0, self.text[self.pointer], -1).astype(np.int64)
+        # an empty text (no primer, every stream of 0 tokens) has nothing to read: text[0] was an IndexError
+        at = self.text[self.pointer] if self.text.size else -1
+        token = np.where(self.length > 0, at, -1).astype(np.int64)
         self.length[token < 0] = 0                    # a match that runs into text not coded yet
         self.predicted = token
         return token, self.length.copy()
