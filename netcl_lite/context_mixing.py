@@ -487,7 +487,7 @@ class ContextMixer:
         # one (a value past 1 came back in the linear mix's rows, summing past 1, or overflowed the
         # geometric mix, refused there as its "parts"); 1e-6 leaves a float32 softmax's rounding
         if not (p_model.min() >= 0 and p_model.max() <= 1 + 1e-6):
-            raise ValueError("p_model must hold probabilities in [0, 1]; it holds a NaN, an infinity, a "
+            raise ValueError("p_model must hold finite probabilities in [0, 1]; it holds a NaN, an infinity, a "
                              "negative value or one over 1 (check the model's weights)")
         if self._prepared is None:
             self.prepare()

@@ -149,7 +149,7 @@ def test_context_mixer_refuses_a_p_model_past_one_naming_it(techniques, value):
     distribution, silently; with the geometric mix, 1e300 overflowed and the ValueError named
     'parts', an argument of an inner mixer the caller never passed. It now names p_model."""
     cm = ContextMixer(_SMALL, V, np.array([5]), PIECES, techniques=techniques)
-    with pytest.raises(ValueError, match="p_model must hold probabilities in"):
+    with pytest.raises(ValueError, match="p_model must hold finite probabilities in"):
         cm.predict(np.full((1, V), value))
     assert cm.predict(np.full((1, V), 1 / V)).sum() == pytest.approx(1.0)    # still usable after
 
