@@ -158,8 +158,9 @@ def test_ngram_refuses_order_one_counts_past_int32_instead_of_wrapping():
     """NGram keeps order 1's counts in int32 cells (8 per coded token) with no bound on the steps fed
     to it: after 2^28 coded tokens after one token (262,144 steps of 1,024 streams, minutes) a cell
     wrapped past 2^31 - 1 to a negative count, silently, and predict then gave the token that
-    follows most often a probability near 0 after that token. The state is built here next to the bound; update now refuses naming the limit,
-    and leaves the counts as they were."""
+    follows most often a probability near 0 after that token (the cache snapshot's row all zeros).
+    The state is built here next to the bound; update now refuses naming the limit, and leaves the
+    counts as they were."""
     ng = NGram(np.array([0, 1, 2, 3] * 10), 4, 1024, orders=1)
     tokens, active = np.zeros(1024, np.int64), np.ones(1024, bool)
     ng.predict()
@@ -173,12 +174,13 @@ def test_ngram_refuses_order_one_counts_past_int32_instead_of_wrapping():
     d.coded_table[0, 0] = max(float(d.coded[0, 0]) - d.coded_discount, 0.0)
     ng.predict()
     ng.update(tokens, active)            # still fits: 2^31 - 1 - 8191
-    before = ng.dense.coded.copy(), ng.dense.total.copy()
+    before = ng.dense.coded.copy(), ng.dense.total.copy(), ng.unigram.copy()
     p = ng.predict()[0]
     assert p[0, 0] > 0.99
     with pytest.raises(ValueError, match="int32"):
         ng.update(tokens, active)
     assert np.array_equal(ng.dense.coded, before[0]) and np.array_equal(ng.dense.total, before[1])
+    assert np.array_equal(ng.unigram, before[2])
 
 
 def test_match_model_and_context_mixer_with_no_text_predict_no_match():
