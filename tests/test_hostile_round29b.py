@@ -79,13 +79,10 @@ def test_a_docs_dir_linking_to_docs_is_taken(tmp_path):
     assert plugin.on_config(_config(tmp_path, "linked")) is not None
 
 
-def test_under_serve_dirty_a_draft_page_is_rendered_again_when_a_file_it_includes_changed(tmp_path, monkeypatch):
-    """``mkdocs serve`` renders the pages ``draft_docs`` names (with a draft banner), but
-    ``DirtyPages.invalidate`` looked only at ``files.documentation_pages()``, MkDocs' included pages,
-    which leave the drafts out: under ``mkdocs serve --dirty`` a draft whose include changed kept its
-    stale HTML, build after build."""
+def _draft_site(tmp_path, monkeypatch, draft: str):
+    """A project (its root, its site folder, its MkDocs config) whose docs/ holds index.md and the page
+    draft.md, holding ``draft``, that ``draft_docs`` names; the dirty record reads this root."""
     from mkdocs.config.defaults import MkDocsConfig
-    from mkdocs.structure.files import get_files
 
     from site_build import dirty_pages
 
@@ -93,15 +90,28 @@ def test_under_serve_dirty_a_draft_page_is_rendered_again_when_a_file_it_include
     (root / "docs").mkdir(parents=True)
     (root / "snippets").mkdir()
     monkeypatch.setattr(dirty_pages, "ROOT", root)
-    snippet = root / "snippets" / "a.py"
-    snippet.write_text("print(1)\n")
     (root / "docs" / "index.md").write_text("# Home\n")
-    (root / "docs" / "draft.md").write_text('# A draft\n\n```python\n--8<-- "snippets/a.py"\n```\n')
-    built = site / "draft" / "index.html"
+    (root / "docs" / "draft.md").write_text(draft)
     config = MkDocsConfig()
     config.load_dict({"site_name": "t", "docs_dir": str(root / "docs"), "site_dir": str(site),
                       "draft_docs": "draft.md\n"})
     assert not config.validate()[0]
+    return root, site, config
+
+
+def test_under_serve_dirty_a_draft_page_is_rendered_again_when_a_file_it_includes_changed(tmp_path, monkeypatch):
+    """``mkdocs serve`` renders the pages ``draft_docs`` names (with a draft banner), but
+    ``DirtyPages.invalidate`` looked only at ``files.documentation_pages()``, MkDocs' included pages,
+    which leave the drafts out: under ``mkdocs serve --dirty`` a draft whose include changed kept its
+    stale HTML, build after build."""
+    from mkdocs.structure.files import get_files
+
+    from site_build import dirty_pages
+
+    root, site, config = _draft_site(tmp_path, monkeypatch, '# A draft\n\n```python\n--8<-- "snippets/a.py"\n```\n')
+    snippet = root / "snippets" / "a.py"
+    snippet.write_text("print(1)\n")
+    built = site / "draft" / "index.html"
 
     def build_again() -> bool:
         built.parent.mkdir(parents=True, exist_ok=True)
@@ -119,22 +129,13 @@ def test_under_serve_dirty_a_draft_page_is_rendered_again_when_a_file_it_include
 def test_under_serve_dirty_an_unchanged_draft_keeps_its_html(tmp_path, monkeypatch):
     """The record of the HTML each build wrote (``DirtyPages.save``) must hold the drafts serve renders,
     or every rebuild finds a draft's HTML unrecorded and renders it again."""
-    from mkdocs.config.defaults import MkDocsConfig
     from mkdocs.structure.files import get_files
 
     from site_build import dirty_pages
 
-    root, site = tmp_path / "repo", tmp_path / "site"
-    (root / "docs").mkdir(parents=True)
-    monkeypatch.setattr(dirty_pages, "ROOT", root)
     monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
-    (root / "docs" / "index.md").write_text("# Home\n")
-    (root / "docs" / "draft.md").write_text("# A draft\n")
+    root, site, config = _draft_site(tmp_path, monkeypatch, "# A draft\n")
     built = site / "draft" / "index.html"
-    config = MkDocsConfig()
-    config.load_dict({"site_name": "t", "docs_dir": str(root / "docs"), "site_dir": str(site),
-                      "draft_docs": "draft.md\n"})
-    assert not config.validate()[0]
     watch = dirty_pages.DirtyPages(dirty=True)
 
     def build_again() -> bool:
