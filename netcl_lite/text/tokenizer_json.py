@@ -28,7 +28,7 @@ import os
 from collections.abc import Mapping
 
 from netcl_lite.files import read_regular
-from netcl_lite.text.model_file import MAX_FILE_BYTES, MAX_ID, parse_json_object
+from netcl_lite.text.model_file import MAX_FILE_BYTES, MAX_ID, PATTERN_PROBE, parse_json_object
 from netcl_lite.text.patterns import (
     GPT2_PATTERN,
     GPT4_PATTERN,
@@ -183,7 +183,9 @@ class _Reader:
             return known
         try:
             pattern = with_gaps(from_oniguruma(source))
-            compile_splitter(pattern)
+            # a pattern that cannot split plain text, or backtracks without bound on it, is refused
+            # here rather than at every encode (the split itself is time-limited by its length)
+            compile_splitter(pattern)(PATTERN_PROBE)
         except ValueError as exc:
             self.fail(f"{key}.pattern", str(exc))
         return pattern
