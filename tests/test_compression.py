@@ -210,7 +210,7 @@ from netcl_lite import capstone, compression as cz
 from netcl_lite.nn import DecoderLM, KVCache, LMConfig
 from netcl_lite.text import BPETokenizer
 
-folder, mode, inp, out = sys.argv[1:5]
+folder, jobs = sys.argv[1], sys.argv[2:]
 model = DecoderLM.from_pretrained(folder)
 tok = BPETokenizer.load(folder + "/tokenizer.json")
 primer = np.load(folder + "/primer.npy")
@@ -218,18 +218,21 @@ c = model.config
 cache = KVCache(model.queue, c.num_hidden_layers, 5, c.num_key_value_heads, c.head_dim, c.max_position_embeddings)
 model.hidden(np.arange(60).reshape(5, 12) % c.vocab_size, cache).numpy()
 logits = [model.decode_step(np.arange(5) * (i + 7) % c.vocab_size, cache) for i in range(6)]
-data = open(inp, "rb").read()
-if mode == "decompress":
-    result = cz.decompress(data, model, tok, primer=primer)
-else:
-    result = cz.compress(data, model, tok, primer=primer, adapt=mode == "adapt")
-open(out, "wb").write(result)
+for mode, inp, out in zip(jobs[::3], jobs[1::3], jobs[2::3]):
+    data = open(inp, "rb").read()
+    if mode == "decompress":
+        result = cz.decompress(data, model, tok, primer=primer)
+    else:
+        result = cz.compress(data, model, tok, primer=primer, adapt=mode == "adapt")
+    open(out, "wb").write(result)
 print(json.dumps({"units": model.queue.device.max_compute_units,
                   "logits": hashlib.sha256(np.stack(logits).tobytes()).hexdigest()}))
 """
 
 
-def _child(threads: int, *args) -> dict:
+def _child(threads: int, folder, *jobs) -> dict:
+    """Run ``(mode, in, out)`` jobs in order in one process with ``threads`` PoCL compute units."""
+    args = [folder, *(str(x) for job in jobs for x in job)]
     env = dict(os.environ, POCL_MAX_PTHREAD_COUNT=str(threads))
     proc = subprocess.run([sys.executable, "-c", _CHILD, *map(str, args)], env=env, capture_output=True, text=True,
                           timeout=900)
@@ -256,15 +259,19 @@ def test_a_file_compressed_with_one_compute_unit_decompresses_with_two_and_the_r
     tok.save(folder / "tokenizer.json")
     np.save(folder / "primer.npy", np.asarray(tok.encode_ordinary(TEXT), np.int64))
     data = tmp_path / "data"
-    data.write_bytes((TEXT * 30).encode() + bytes(range(256)))
-    for mode, coded in (("compress", cz.MIXED), ("adapt", cz.MIXED | cz.ADAPTING)):
-        one = _child(1, folder, mode, data, tmp_path / f"{mode}1")
-        two = _child(2, folder, mode, data, tmp_path / f"{mode}2")
-        assert (one["units"], two["units"]) == (1, 2) and one["logits"] == two["logits"]
+    # ~10 kB: 3,000 tokens, ~90 steps of each of the 32 streams, dynamic evaluation's chunks among them
+    data.write_bytes((TEXT * 7).encode() + bytes(range(256)))
+    modes = {"compress": cz.MIXED, "adapt": cz.MIXED | cz.ADAPTING}
+    # three processes: one thread codes both modes; two threads code both and decode one thread's
+    # files; one thread decodes two threads' files
+    one = _child(1, folder, *((mode, data, tmp_path / f"{mode}1") for mode in modes))
+    two = _child(2, folder, *((mode, data, tmp_path / f"{mode}2") for mode in modes),
+                 *(("decompress", tmp_path / f"{mode}1", tmp_path / f"{mode}-d2") for mode in modes))
+    _child(1, folder, *(("decompress", tmp_path / f"{mode}2", tmp_path / f"{mode}-d1") for mode in modes))
+    assert (one["units"], two["units"]) == (1, 2) and one["logits"] == two["logits"]
+    for mode, coded in modes.items():
         assert (tmp_path / f"{mode}1").read_bytes() == (tmp_path / f"{mode}2").read_bytes(), mode
         assert (tmp_path / f"{mode}1").read_bytes()[5] == coded
-        _child(2, folder, "decompress", tmp_path / f"{mode}1", tmp_path / f"{mode}-d2")
-        _child(1, folder, "decompress", tmp_path / f"{mode}2", tmp_path / f"{mode}-d1")
         assert (tmp_path / f"{mode}-d1").read_bytes() == (tmp_path / f"{mode}-d2").read_bytes() == data.read_bytes()
 
 
