@@ -21,7 +21,9 @@ comment whose text starts like a marker's name (any case, any spacing or punctua
 letters, or a letter off: ``<!--Build_Output:…-->``, ``<!-- kernel.json: … -->``) must be that
 marker, whole and alone on its line (trailing spaces allowed), or the build fails naming the page
 and the line. A build output sits right under the block that includes its snippet, one per
-block; a needs-extra note right above its python block. Inside a code block a marker is text,
+block; a needs-extra note right above its python block; a verified output's comment right under
+the python block it is the output of and right above the ```text block that holds it (pytest-codeblocks
+takes the next block under it, of any language, as the output of the last block above it). Inside a code block a marker is text,
 shown as written: a fenced block, or an indented one as Python-Markdown reads the page
 (:func:`indented_code`: after a blank line, in a quote, an admonition or a list item, but not a
 list item's own indented continuation, nor a paragraph's next line), and so is one in inline code.
@@ -530,6 +532,20 @@ class _Surroundings:
         return self._notes
 
 
+#: the languages of a fenced block that the doc tests run (an excerpt aside)
+PYTHON_NAMES = frozenset({"python", "py", "python3"})
+
+
+def fence_language(line: str) -> str:
+    """The language of the fenced block ``line`` opens: ``python`` for ```` ```python title="x" ````
+    and ```` ```{.python .excerpt} ````, ``""`` for none."""
+    info = line.strip().lstrip("`~").strip()
+    if info.startswith("{"):
+        m = re.match(r"\{\s*\.([\w-]+)", info)
+        return m[1] if m else ""
+    return info.split()[0] if info.split() else ""
+
+
 def _misplaced(marker: Marker, around: _Surroundings) -> str | None:
     """Why ``marker`` stands where it does not belong, or None."""
     lines = around.lines
@@ -547,6 +563,18 @@ def _misplaced(marker: Marker, around: _Surroundings) -> str | None:
         if first != marker.line:
             return (f"the {marker.kind} marker is given twice (first on line {first}): each entry would "
                     f"be listed twice, with its id twice; keep one")
+    if marker.kind == "pytest-codeblocks":
+        # pytest-codeblocks takes the next fenced block under the comment, whatever it is and whatever
+        # stands between, as the output of the last block above it; the page labels as output only a
+        # text block right under it (outputs.label), and the doc tests run python blocks alone
+        above = next((j for j in range(marker.index - 1, -1, -1) if lines[j].strip()), None)
+        below = next((j for j in range(marker.index + 1, len(lines)) if lines[j].strip()), None)
+        ran = above in around.closing and fence_language(lines[around.closing[above]]) in PYTHON_NAMES \
+            and not re.search(EXCERPT_CLASS, lines[around.closing[above]])
+        if not ran or below not in around.opening or fence_language(lines[below]) != "text" \
+                or not lines[below].lstrip(" \t").startswith("`"):
+            return ("a verified output goes right under the python block it is the output of (not an "
+                    "excerpt), and right above a ```text block that holds it, one per block")
     if marker.kind == "needs-extra":
         ends, repeated = around.notes()
         if marker.index in repeated:                   # a note is its own line: its run goes on below it

@@ -1,0 +1,53 @@
+"""Round 30b, an independent hostile check of the build plugin's markers: where a page's
+``<!--pytest-codeblocks:expected-output-->`` may stand. pytest-codeblocks, which the doc tests read
+pages with, takes the next fenced block under that comment (whatever its language, with prose or
+nothing between) as the verified output of the last block above it (whatever its language), while
+the build labels as output only a text block right under the comment (:func:`site_build.outputs.label`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from site_build import markers
+
+PY = "```python\nprint(1)\n```\n"
+MARK = markers.EXPECTED_OUTPUT
+TEXT = "```text\n1\n```\n"
+
+
+@pytest.mark.parametrize("text, line", [
+    # prose between the comment and its output: pytest-codeblocks compares the text block, the page
+    # shows it unlabelled, and the prose reads as if it were the output
+    (f"# H\n\n{PY}\n{MARK}\n\nSome prose.\n\n{TEXT}", 7),
+    # nothing under it: the block above is run but compared with nothing, without a word
+    (f"# H\n\n{PY}\n{MARK}\n", 7),
+    (f"# H\n\n{PY}\n{MARK}\n\nThe end.\n", 7),
+    # no block above it: the text block under it is labelled as output of nothing
+    (f"# H\n\n{MARK}\n\n{TEXT}", 3),
+    # a session or a python block under it: taken as the expected output, so a python block never runs
+    (f"# H\n\n{PY}\n{MARK}\n\n```pycon\n>>> 1\n```\n", 7),
+    (f"# H\n\n{PY}\n{MARK}\n\n```python\nprint(2)\n```\n", 7),
+    # the block above is not run by the doc tests (a shell block, an excerpt): compared with nothing
+    (f"# H\n\n```bash\necho 1\n```\n\n{MARK}\n\n{TEXT}", 7),
+    (f'# H\n\n```{{.python .excerpt title="t"}}\nx = 1\n```\n\n{MARK}\n\n{TEXT}', 7),
+    # a second output for one block: the comment stands under the first output
+    (f"# H\n\n{PY}\n{MARK}\n\n{TEXT}\n{MARK}\n\n{TEXT}", 13),
+])
+def test_an_expected_output_comment_not_between_a_python_block_and_its_text_output_fails_naming_its_line(
+        text, line):
+    """The comment was accepted anywhere: the build rendered each of these pages without a word, while
+    the doc tests compared another block than the one the page labels as output, compared nothing, or
+    took a python block for an output and never ran it."""
+    with pytest.raises(markers.MarkerError, match=rf"^docs/p\.md:{line}: .*expected-output"):
+        markers.find(text, "docs/p.md")
+
+
+@pytest.mark.parametrize("text", [
+    f"# H\n\n{PY}\n{MARK}\n{TEXT}",
+    f"# H\n\n{PY}\n\n{MARK}\n\n{TEXT}",
+    f'# H\n\n```py title="a"\nprint(1)\n```\n{MARK}\n```text title="out"\n1\n```\n',
+    f"# H\n\n```{{.python}}\nprint(1)\n```\n{MARK}\n```{{.text}}\n1\n```\n",
+    f"# H\n\n- item\n\n    ```python\n    print(1)\n    ```\n\n    {MARK}\n\n    ```text\n    1\n    ```\n",
+])
+def test_an_expected_output_comment_between_a_python_block_and_a_text_block_is_taken(text):
+    assert [m.kind for m in markers.find(text, "docs/p.md")] == ["pytest-codeblocks"]
