@@ -580,7 +580,8 @@ def _misplaced(marker: Marker, around: _Surroundings) -> str | None:
         if marker.index in repeated:                   # a note is its own line: its run goes on below it
             return "the same note twice above one block"
         below = ends[marker.index]
-        if below not in around.opening or not re.match(r"[ \t]*`{3,}\s*(\{\s*\.)?(python|py)\b", lines[below]):
+        if below not in around.opening or not lines[below].lstrip(" \t").startswith("`") \
+                or fence_language(lines[below]) not in PYTHON_NAMES:
             return "a needs-extra note goes right above the python block that needs the extra"
     return None
 

@@ -51,3 +51,20 @@ def test_an_expected_output_comment_not_between_a_python_block_and_its_text_outp
 ])
 def test_an_expected_output_comment_between_a_python_block_and_a_text_block_is_taken(text):
     assert [m.kind for m in markers.find(text, "docs/p.md")] == ["pytest-codeblocks"]
+
+
+@pytest.mark.parametrize("opening", ["```python3", "```python3 title=\"a\"", "```{.python3}"])
+def test_a_needs_extra_note_above_a_block_the_doc_tests_run_as_python_is_taken(opening):
+    """The doc tests run ```python3 blocks as python (tests/doc_blocks.py); the note above one was
+    refused as standing above no python block."""
+    text = f"# H\n\n{markers.needs_extra('interop')}\n{opening}\nimport torch\n```\n"
+    assert [m.kind for m in markers.find(text, "docs/p.md")] == ["needs-extra"]
+
+
+@pytest.mark.parametrize("opening", ["```py-x", "```python-tip", "```{.py-x}"])
+def test_a_needs_extra_note_above_a_block_of_another_language_fails_naming_its_line(opening):
+    """A language whose name merely starts with 'py' or 'python' and a hyphen was taken for python: the
+    note told readers a block needs an extra although no doc test runs that block."""
+    text = f"# H\n\n{markers.needs_extra('interop')}\n{opening}\nimport torch\n```\n"
+    with pytest.raises(markers.MarkerError, match=r"^docs/p\.md:3: .*needs-extra note goes right above"):
+        markers.find(text, "docs/p.md")
