@@ -30,7 +30,9 @@ list item's own indented continuation, nor a paragraph's next line), and so is o
 A line inside a fenced block that CommonMark would take for its close and pymdownx.superfences does
 not (a longer fence, or the same one indented more) fails the build naming the page and the line.
 pytest-codeblocks' other comments (``skip``, ``cont``, ``pytest.mark.…``) are refused: every
-block runs, on its own, and its output is compared exactly.
+block runs, on its own, and its output is compared exactly. As pytest-codeblocks reads any line
+outside its backtick blocks for its comments, one the page shows as code (in an indented code block,
+say) fails the build too (:func:`pytest_codeblocks_comments`).
 """
 
 from __future__ import annotations
@@ -586,6 +588,28 @@ def _misplaced(marker: Marker, around: _Surroundings) -> str | None:
     return None
 
 
+#: a line pytest-codeblocks reads as one of its comments, once stripped (its own patterns)
+_PYTEST_CODEBLOCKS_COMMENT = re.compile(r"<!--[-\s]*(?:pytest-codeblocks:.*|pytest\.mark\..*)-->")
+
+
+def pytest_codeblocks_comments(lines: list[str]) -> list[int]:
+    """The lines that pytest-codeblocks, which the doc tests read pages with, reads as one of its
+    comments: each line outside the blocks it sees (from a line starting ```, after any indent, to the
+    next line starting with as many backticks), stripped, that starts ``<!--`` and a
+    ``pytest-codeblocks:`` or ``pytest.mark.`` comment, whether Markdown shows it as code or not."""
+    found, ticks = [], None
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        if ticks is not None:
+            if stripped[:ticks] == "`" * ticks:
+                ticks = None
+        elif stripped.startswith("```"):
+            ticks = len(stripped) - len(stripped.lstrip("`"))
+        elif _PYTEST_CODEBLOCKS_COMMENT.match(line.strip()):
+            found.append(i)
+    return found
+
+
 def find(markdown: str, page: str, first_line: int = 1) -> list[Marker]:
     """Every comment marker of the page ``page`` (``docs/<page>``, for errors) whose text is
     ``markdown`` (``first_line``: the file's line of its first line, after any front matter), in
@@ -632,6 +656,13 @@ def find(markdown: str, page: str, first_line: int = 1) -> list[Marker]:
             raise MarkerError(f"{where}: {shown!r} looks like a {kind} marker but is not one; "
                               f"write {form}")
         checked.append((kind, index, column, m))
+    read = {index for _, index, _, _ in checked}
+    for index in pytest_codeblocks_comments(lines):
+        if index not in read:                          # shown as code or text, yet read by the doc tests
+            raise MarkerError(f"{page}:{first_line + index}: {lines[index].strip()!r} is read by pytest-codeblocks "
+                              f"(the doc tests) as its comment, but the page shows it as code: the doc tests "
+                              f"would skip, join or compare blocks without a word; put it in a fenced block "
+                              f"(```) to show it, or make it a marker of its own line")
     # what a marker becomes is Markdown: inside a raw HTML block it would show as written
     raw = in_raw_html(lines, {index: column for _, index, column, _ in checked})
     for kind, index, _, m in checked:

@@ -68,3 +68,26 @@ def test_a_needs_extra_note_above_a_block_of_another_language_fails_naming_its_l
     text = f"# H\n\n{markers.needs_extra('interop')}\n{opening}\nimport torch\n```\n"
     with pytest.raises(markers.MarkerError, match=r"^docs/p\.md:3: .*needs-extra note goes right above"):
         markers.find(text, "docs/p.md")
+
+
+@pytest.mark.parametrize("text, line", [
+    # the page's first line, indented: code to the reader, and pytest-codeblocks then skips every block
+    (f"    <!--pytest-codeblocks:skipfile-->\n\n# H\n\n{PY}", 1),
+    # in an indented code block: pytest-codeblocks joins the next block to the one above it
+    (f"# H\n\n{PY}\nShown as code:\n\n    <!--pytest-codeblocks:cont-->\n\n{PY}", 9),
+    # in an indented code block: pytest-codeblocks compares the next block as the output of the one above
+    (f"# H\n\n{PY}\nShown as code:\n\n    {MARK}\n\n```python\nprint(2)\n```\n", 9),
+    # at the start of a line inside a code span that goes over two lines
+    (f"# H\n\n{PY}\nThe comment `\n{MARK}` is shown.\n\n```python\nprint(2)\n```\n", 8),
+])
+def test_a_pytest_codeblocks_comment_the_page_shows_as_code_fails_naming_its_line(text, line):
+    """pytest-codeblocks reads each line outside its fenced blocks, stripped, for its comments, in an
+    indented code block or a code span too, where the build took it for text: a page could skip its
+    doc tests, join two blocks or turn a python block into an expected output, without a word."""
+    with pytest.raises(markers.MarkerError, match=rf"^docs/p\.md:{line}: .*pytest-codeblocks"):
+        markers.find(text, "docs/p.md")
+
+
+def test_a_pytest_codeblocks_comment_inside_a_fenced_block_is_text():
+    text = f"# H\n\n```markdown\n{MARK}\n<!--pytest-codeblocks:skip-->\n```\n\nIn prose: `{MARK}`.\n"
+    assert markers.find(text, "docs/p.md") == []
