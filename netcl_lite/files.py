@@ -151,8 +151,10 @@ def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
     file is removed and ``path`` is left as it was."""
     data = _bytes_of(data)
     _no_nul(path)
-    if os.fspath(path).endswith(("/", os.sep)):
-        raise ValueError(f"{shown_path(path)} names a folder (it ends with '/'); give the path of a file to write")
+    raw = os.fsdecode(path)
+    if raw.endswith(("/", os.sep)) or os.path.basename(raw) in (".", ".."):   # Path() drops a trailing '/.'
+        raise ValueError(f"{shown_path(path)} names a folder (it ends with '/', '/.' or '/..'); give the path of a "
+                         f"file to write")
     path = Path(path)
     if path.is_symlink():                # replace the file the link names, and keep the link
         path = Path(os.path.realpath(path))

@@ -1,0 +1,77 @@
+"""Hostile round 30a: the compressor's helpers and blob, used as a hostile caller would.
+
+``files.atomic_write`` refused a path ending in '/' (a folder) but took one ending in '/.' or
+'/..': ``pathlib.Path`` drops a trailing '/.', so ``atomic_write("new/.", data)`` created a regular
+file named ``new`` and ``atomic_write("notes.txt/.", data)`` replaced ``notes.txt``, where the
+system itself would refuse the path (it names a folder). ``BPETokenizer.save`` and the capstone's
+records write through it. The command line's OUT already refused such names.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from netcl_lite import files
+
+
+@pytest.mark.parametrize("tail", ["/.", "/..", "/./.", "/./"])
+def test_atomic_write_refuses_a_path_naming_a_folder_by_a_trailing_dot(tmp_path, tail):
+    """atomic_write("x/.") wrote a regular file at x (Path drops the '/.'), or replaced the file x."""
+    new = str(tmp_path / "new") + tail
+    with pytest.raises(ValueError, match="names a folder"):
+        files.atomic_write(new, b"data")
+    assert not os.path.lexists(tmp_path / "new")
+    kept = tmp_path / "kept.txt"
+    kept.write_bytes(b"old")
+    with pytest.raises(ValueError, match="names a folder"):
+        files.atomic_write(str(kept) + tail, b"new")
+    assert kept.read_bytes() == b"old"
+
+
+def test_atomic_write_refuses_a_bytes_path_ending_in_a_dot(tmp_path):
+    with pytest.raises(ValueError, match="names a folder"):
+        files.atomic_write(os.fsencode(tmp_path / "new") + b"/.", b"data")
+    assert not os.path.lexists(tmp_path / "new")
+
+
+def test_atomic_write_still_writes_a_name_with_dots_inside(tmp_path):
+    for name in ("a.", ".a", "..a", "a..b"):
+        files.atomic_write(tmp_path / name, b"x")
+        assert (tmp_path / name).read_bytes() == b"x"
+    (tmp_path / "sub").mkdir()
+    files.atomic_write(str(tmp_path / "sub" / ".." / "up.txt"), b"y")   # '..' inside a path, not at its end
+    assert (tmp_path / "up.txt").read_bytes() == b"y"
+
+
+# -- dynamic_evaluation.coded_bits: a token the model gives probability 0 -------------------------------
+
+def test_coded_bits_is_finite_where_the_model_gives_a_token_probability_zero(queue):
+    """coded_bits took -log2 of the model's probability as is: a token whose probability underflows to 0
+    (a sharp model) gave inf bits and a divide-by-zero RuntimeWarning (an exception under -W error),
+    where compress codes it in about 24 bits (the range coder gives every token some probability)."""
+    import warnings
+
+    import numpy as np
+
+    from netcl_lite import adaptation
+    from netcl_lite.dynamic_evaluation import coded_bits
+    from netcl_lite.nn import DecoderLM, LMConfig
+    from netcl_lite.text import BPETokenizer
+
+    text = "Each stream is coded from the model's predictions; a header says how to read it back.\n" * 4
+    tok = BPETokenizer()
+    tok.train_from_iterator([text], 300, progress=False)
+    model = DecoderLM(LMConfig(vocab_size=300, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                               num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16),
+                      queue=queue, seed=2)
+    params = model.parameters()
+    for name in params:                                 # sharpen it until some probabilities are 0 in float64
+        adaptation.write(params[name], params[name].numpy() * 1e4)
+    ids = np.asarray(tok.encode_ordinary(text), np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        bits, _ = coded_bits(model, tok, ids)
+    assert np.isfinite(bits).all()
+    assert bits.max() <= 25                             # the coder's least probability, 2**-24, and no less
