@@ -19,10 +19,16 @@ from .nn import DecoderLM
 from .text import BPETokenizer
 
 
+#: the least probability the range coder gives a token (constriction's Categorical, 24-bit precision,
+#: perfect=False: every token keeps some): a token the model gives 0 costs compress about 24 bits, not inf
+LEAST_PROBABILITY = 2.0 ** -24
+
+
 def coded_bits(model: DecoderLM, tokenizer, ids, config: AdaptConfig | None = None, *,
                train_ids=None, state: dict | None = None) -> tuple[np.ndarray, dict]:
     """(bits of each token of ``ids``, what the adaptation did): ``-log2 p`` of every token as
-    :func:`netcl_lite.compression.compress` with ``mix=False`` predicts it (the same streams,
+    :func:`netcl_lite.compression.compress` with ``mix=False`` predicts it, ``p`` at least
+    :data:`LEAST_PROBABILITY` as the coder's are (the same streams,
     cached decoding steps and refills, :func:`~netcl_lite.compression.make_predictor`), with
     dynamic evaluation under ``config`` (None: without; ``train_ids`` and ``state`` go to the
     :class:`~netcl_lite.adaptation.Adapter`).
@@ -57,7 +63,7 @@ def coded_bits(model: DecoderLM, tokenizer, ids, config: AdaptConfig | None = No
             p = predictor.probabilities()
             at = offsets[:p.shape[0]] + step
             tokens = ids[at]
-            bits[at] = -np.log2(p[np.arange(tokens.size), tokens])
+            bits[at] = -np.log2(np.maximum(p[np.arange(tokens.size), tokens], LEAST_PROBABILITY))
             predictor.advance(tokens)
             last = step == int(lengths[0]) - 1       # nothing is left to predict with an update
             if adapter is not None and not last:
