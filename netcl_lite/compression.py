@@ -856,6 +856,18 @@ def _check_predictor_args(model, tokenizer, lengths, keep, mix, primer_ids, adap
                                            and primer_ids.dtype.kind in "iu"):
         raise ValueError("primer_ids must be a 1-D integer array of the tokenizer's ids when mix or adapt is on "
                          f"(default_primer(tokenizer) is compress's), got {type(primer_ids).__name__}")
+    # named here, as make_predictor's parameter, rather than as the mixer's 'primer' or the Adapter's 'train_ids'
+    vocab = model.config.vocab_size
+    if (mix or adapt is not None) and primer_ids.size and (primer_ids.min() < 0 or primer_ids.max() >= vocab):
+        raise ValueError(f"primer_ids must lie in [0, {vocab}) (the model's vocab_size), got ids from "
+                         f"{primer_ids.min()} to {primer_ids.max()}")
+    if adapt is not None:
+        from .adaptation import window_of
+
+        need = window_of(adapt, model) + 1 if adapt.optimizer == "rms" else 2
+        if primer_ids.size < need:
+            raise ValueError(f"primer_ids holds {primer_ids.size:,} ids; adapting with optimizer "
+                             f"{adapt.optimizer!r} needs at least {need} (one window and its target)")
 
 
 def make_predictor(model, tokenizer, lengths, keep, mix, primer_ids, *, adapt: AdaptConfig | None = None,

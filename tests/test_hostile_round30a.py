@@ -75,3 +75,45 @@ def test_coded_bits_is_finite_where_the_model_gives_a_token_probability_zero(que
         bits, _ = coded_bits(model, tok, ids)
     assert np.isfinite(bits).all()
     assert bits.max() <= 25                             # the coder's least probability, 2**-24, and no less
+
+
+# -- make_predictor: its primer_ids refused under another parameter's name --------------------------------
+
+@pytest.fixture(scope="module")
+def tiny(queue):
+    from netcl_lite.nn import DecoderLM, LMConfig
+    from netcl_lite.text import BPETokenizer
+
+    tok = BPETokenizer()
+    tok.train_from_iterator(["a header says how to read it back.\n" * 4], 300, progress=False)
+    model = DecoderLM(LMConfig(vocab_size=300, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                               num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16),
+                      queue=queue, seed=1)
+    return model, tok
+
+
+@pytest.mark.parametrize("mix, adapt", [(True, False), (False, True), (True, True)])
+def test_make_predictor_names_primer_ids_with_ids_past_the_vocabulary(tiny, mix, adapt):
+    """make_predictor said 'primer must hold token ids' (mix) or 'train_ids must lie in' (adapt): names of
+    the mixer's and the Adapter's parameters, not of make_predictor's own, primer_ids."""
+    import numpy as np
+
+    from netcl_lite import compression as cz
+    from netcl_lite.adaptation import AdaptConfig
+
+    model, tok = tiny
+    with pytest.raises(ValueError, match=r"^primer_ids\b"):
+        cz.make_predictor(model, tok, np.array([5]), 3, mix, np.full(40, 999), adapt=AdaptConfig() if adapt else None)
+
+
+def test_make_predictor_names_primer_ids_too_short_to_adapt(tiny):
+    """An adapting predictor with a few primer ids said 'train_ids holds 5 tokens', the Adapter's name."""
+    import numpy as np
+
+    from netcl_lite import compression as cz
+    from netcl_lite.adaptation import AdaptConfig
+
+    model, tok = tiny
+    with pytest.raises(ValueError, match=r"^primer_ids\b"):
+        cz.make_predictor(model, tok, np.array([5]), 3, False, np.arange(5), adapt=AdaptConfig())
+    cz.make_predictor(model, tok, np.array([5]), 3, True, np.arange(5)).close()   # enough for the mixer alone
