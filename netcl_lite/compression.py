@@ -521,9 +521,15 @@ class _Predictor:
         try:
             return self._probabilities()
         except NonFiniteError as exc:
+            cause = str(exc).split(";")[0]
             if self.adapter is None or not self.adapter.updates:
-                raise
-            raise AdaptationDiverged(self.adapter.updates, self.adapter.config.lr, str(exc).split(";")[0]) from None
+                # the op's message names its operand and advises its caller: name the model, which is at fault
+                error = NonFiniteError(f"model: running it gives non-finite values ({cause}): its weights hold a "
+                                       "NaN or an infinity, or overflow float32; the model is at fault, not the "
+                                       "data: check or retrain its weights")
+                error.cause = cause
+                raise error from None
+            raise AdaptationDiverged(self.adapter.updates, self.adapter.config.lr, cause) from None
 
     def _probabilities(self) -> np.ndarray:
         cache, full = self.cache, self.model.config.max_position_embeddings
@@ -1655,7 +1661,7 @@ def _main(argv) -> int:
                             f"after {exc.counted} its adapted weights overflow float32 ({exc.cause})")
             except NonFiniteError as exc:               # the loaders took only finite weights: they overflow
                 return fail(f"{which}: its weights are finite, but running it overflows float32 "
-                            f"({str(exc).split(';')[0]}); the model is at fault, not IN: "
+                            f"({getattr(exc, 'cause', str(exc).split(';')[0])}); the model is at fault, not IN: "
                             "retrain it or scale its weights down")
             except ValueError as exc:
                 return fail(f"{source}: {exc}")

@@ -117,3 +117,32 @@ def test_make_predictor_names_primer_ids_too_short_to_adapt(tiny):
     with pytest.raises(ValueError, match=r"^primer_ids\b"):
         cz.make_predictor(model, tok, np.array([5]), 3, False, np.arange(5), adapt=AdaptConfig())
     cz.make_predictor(model, tok, np.array([5]), 3, True, np.arange(5)).close()   # enough for the mixer alone
+
+
+# -- compress with a model whose weights are not finite -----------------------------------------------------
+
+@pytest.mark.parametrize("weight", ["embed.table", "layers.0.attn.wk", "norm.weight"])
+@pytest.mark.parametrize("mix", [False, True])
+def test_compress_with_a_non_finite_model_names_the_model(tiny, weight, mix):
+    """compress with a NaN in the model's weights said 'decode_step: x has non-finite values ...; pass
+    finite numbers (use a boolean mask, not -inf, to exclude entries)': an op's operand and advice for
+    an op's caller, naming neither the model nor compress's arguments."""
+    import numpy as np
+
+    from netcl_lite import adaptation
+    from netcl_lite import compression as cz
+    from netcl_lite.core.stream import NonFiniteError
+
+    model, tok = tiny
+    param = model.parameters()[weight]
+    kept = param.numpy().copy()
+    broken = kept.copy()
+    broken.flat[0] = np.nan
+    adaptation.write(param, broken)
+    try:
+        with pytest.raises(NonFiniteError, match=r"^model: .*weights") as info:
+            cz.compress(b"a header says how to read it back.\n" * 3, model, tok, mix=mix,
+                        primer=np.arange(40) if mix else None)
+        assert "boolean mask" not in str(info.value)
+    finally:
+        adaptation.write(param, kept)
