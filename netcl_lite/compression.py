@@ -1193,7 +1193,7 @@ def _load(model_dir):
     except OSError as exc:                              # the system refuses to look it up (a name too long)
         raise ValueError(f"--model {shown_path(folder)}: cannot read it: {exc.strerror or exc}") from None
     try:
-        model, tokenizer = DecoderLM.from_pretrained(folder), BPETokenizer.load(folder / "tokenizer.json")
+        model, tokenizer = DecoderLM.from_pretrained(folder), _load_tokenizer(folder / "tokenizer.json")
     except (OSError, ValueError, TypeError, KeyError) as exc:
         raise ValueError(f"--model {shown_path(folder)}: cannot load the model there "
                          f"({_within(str(exc), folder)})") from None
@@ -1204,20 +1204,46 @@ def _load(model_dir):
     return model, tokenizer
 
 
+def _load_tokenizer(path) -> BPETokenizer:
+    """The tokenizer in ``path``: netcl_lite's own file (:meth:`BPETokenizer.save`, whose ``"format"`` field
+    is ``netcl_lite.bpe``) or Hugging Face's byte-level BPE ``tokenizer.json`` (what
+    :meth:`BPETokenizer.save_tokenizer_json` and transformers write, with a ``"model"`` and no
+    ``"format"``); both spell one vocabulary, and code alike. A file that is neither is refused naming both."""
+    from .files import read_regular
+    from .text.model_file import MAX_FILE_BYTES
+
+    raw = read_regular(path, MAX_FILE_BYTES, "a tokenizer.json")
+    try:                                                # a file that is not JSON: the loader below names why
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        doc = None
+    if isinstance(doc, dict) and "format" not in doc:
+        if "model" not in doc:
+            raise ValueError(f"{path}: neither netcl_lite's tokenizer file (a \"format\": \"netcl_lite.bpe\" field, "
+                             f"as BPETokenizer.save writes) nor Hugging Face's tokenizer.json (a \"model\" field, as "
+                             f"save_tokenizer_json and transformers write); is it the right file?")
+        return BPETokenizer.from_tokenizer_json(path)
+    return BPETokenizer.load(path)
+
+
 def _within(text: str, folder) -> str:
     """A loader's message ``text`` about files in ``folder`` as :func:`_load`'s message embeds it: each
     path in the folder it names as written (``/m/config.json``), or the folder itself, becomes the
     file's name in the folder (``config.json``) or ``.``, since the message names the folder
-    already (:func:`~netcl_lite.files.shown_path`); what is left is quoted and escaped when a
-    character in it would not show as itself (a newline, a terminal's escape), so that the
-    message stays on one line and no control sequence reaches a terminal."""
-    from .files import shown_path
+    already (:func:`~netcl_lite.files.shown_path`); in what is left each character that would not
+    show as itself (a newline, a terminal's escape) is written out (:func:`~netcl_lite.files.visible`),
+    so that the message stays on one line and no control sequence reaches a terminal, and the rest
+    stays as the loader wrote it (quoting it again would double each backslash of a pattern it names)."""
+    from .files import visible
 
     root = str(folder).rstrip("/") or "/"
     # the folder's path where a path stands in a message: after its start, a space, a quote or a bracket,
-    # and up to a colon, a space, a quote, a bracket, a comma or its end
-    path = re.compile(rf"(?<![^\s'\"(\[]){re.escape(root)}(?:/(?P<name>[^\s'\":/()]+))?(?=$|[\s'\":)\],])")
-    return shown_path(path.sub(lambda m: m["name"] or ".", text))
+    # and up to a colon, a space, a quote, a bracket, a comma or its end. A folder named by one word
+    # (``--model a``) stands alone as that word, not a path ("is not a regular file"): only its files are
+    # taken for paths then
+    alone = "?" if "/" in root else ""
+    path = re.compile(rf"(?<![^\s'\"(\[]){re.escape(root)}(?:/(?P<name>[^\s'\":/()]+)){alone}(?=$|[\s'\":)\],])")
+    return visible(path.sub(lambda m: m["name"] or ".", text))
 
 
 def _write_new(path, data: bytes, mode: int | None = None) -> None:
