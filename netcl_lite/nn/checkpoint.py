@@ -114,7 +114,8 @@ def from_llama(model, state, source: str = "state_dict") -> None:
     if model.config.tie_word_embeddings and "lm_head.weight" in state:
         # Some writers store the tied head too; accept it only when it is the embedding.
         head, table = state.pop("lm_head.weight"), state.get("model.embed_tokens.weight")
-        if table is None or np.shape(head) != np.shape(table) or not np.array_equal(head, table):
+        # NaN where the embedding has NaN is a copy still: the embedding's own check below names the NaN
+        if table is None or np.shape(head) != np.shape(table) or not _same(head, table):
             raise ValueError(f"{source}: tie_word_embeddings is true but lm_head.weight differs from "
                              "model.embed_tokens.weight; set tie_word_embeddings false in config.json")
     missing = sorted(set(names) - set(state))
@@ -135,12 +136,25 @@ def from_llama(model, state, source: str = "state_dict") -> None:
             raise ValueError(f"{source}: {theirs} has shape {arr.shape}, expected {expected}")
         if arr.dtype.kind != "f":
             raise ValueError(f"{source}: {theirs} has dtype {arr.dtype}, expected floating point")
-        arr = arr.astype(np.float32)
         if not np.isfinite(arr).all():
             raise ValueError(f"{source}: {theirs} has non-finite values")
+        with np.errstate(over="ignore"):                # past float32's range: named below, not warned
+            arr = arr.astype(np.float32)
+        if not np.isfinite(arr).all():                  # finite in float64, infinite once float32
+            raise ValueError(f"{source}: {theirs} holds values past float32's largest ({np.finfo(np.float32).max:.4g}),"
+                             f" the precision DecoderLM computes in; they would be infinite: scale the weights down")
         ready[ours] = arr.T if transposed else arr
     for ours, arr in ready.items():   # every check passed: now write
         write(params[ours], arr)
+
+
+def _same(a, b) -> bool:
+    """Whether the arrays ``a`` and ``b`` hold the same values, NaN where the other has NaN counting as equal
+    (``array_equal``'s ``equal_nan`` is only for floating-point arrays)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind in "fc" and b.dtype.kind in "fc":
+        return bool(np.array_equal(a, b, equal_nan=True))
+    return bool(np.array_equal(a, b))
 
 
 def _expected(params, entry) -> tuple[int, ...]:
