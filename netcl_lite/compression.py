@@ -1501,6 +1501,8 @@ def _main(argv) -> int:
 
     class Parser(argparse.ArgumentParser):
         def error(self, message):
+            if sys.stderr is None:                      # closed (2>&-): argparse would print its usage to
+                self.exit(2)                            # standard output, where OUT's bytes may go
             # argparse quotes some words it names (an ambiguous option, say) as they were typed: a word
             # holding a newline or ESC would split the message or reach the terminal as a control sequence
             super().error(visible(message))

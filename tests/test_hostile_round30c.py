@@ -6,6 +6,8 @@
    write) loads, and codes as the same tokenizer in netcl_lite's own format does.
    A folder named by one word that the message holds as a word too (``--model a``: "is not a regular
    file") keeps the word: only a path is shortened to the file's name in the folder.
+   A usage error made with standard error closed (``2>&-``) writes nothing to standard output, which
+   may be where OUT's bytes go (argparse prints its usage there when standard error is gone).
 3. float64 weights past float32's range are refused as such (not as "non-finite", which they are
    not), with no NumPy warning on standard error; a tied head that copies an embedding holding NaN is
    refused for the NaN, not as a head that "differs" (which would send the user to config.json).
@@ -15,11 +17,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import warnings
 
 import numpy as np
 import pytest
-from cli_model import TEXT, write_model_folder
+from cli_model import TEXT, environment, write_model_folder
 
 from netcl_lite import compression as cz
 from netcl_lite.nn import DecoderLM
@@ -66,6 +70,16 @@ def test_a_folder_named_a_leaves_the_word_a_in_the_loader_s_message(folder, tmp_
     err = capsys.readouterr().err
     assert status == 1 and "config.json is not a regular file (a directory)" in err, err
     assert " . " not in err and "(. " not in err, f"the word 'a' was taken for the folder: {err}"
+
+
+@pytest.mark.parametrize("words", [["compress"], ["compress", "in.txt", "-", "--bogus"],
+                                   ["decompress", "in.txt", "-", "--adapt"]])
+def test_a_usage_error_with_standard_error_closed_writes_nothing_to_standard_output(tmp_path, words):
+    (tmp_path / "in.txt").write_bytes(TEXT[:100].encode())
+    done = subprocess.run(["sh", "-c", 'exec "$@" 2>&-', "sh", sys.executable, "-m", "netcl_lite.compression", *words],
+                          cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, timeout=120,
+                          env=environment())
+    assert done.returncode == 2 and done.stdout == b"", f"status {done.returncode}, standard output {done.stdout!r}"
 
 
 # -- 2. Hugging Face's tokenizer.json in the folder -------------------------------------------------
