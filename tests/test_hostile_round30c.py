@@ -8,6 +8,8 @@
    file") keeps the word: only a path is shortened to the file's name in the folder.
    A usage error made with standard error closed (``2>&-``) writes nothing to standard output, which
    may be where OUT's bytes go (argparse prints its usage there when standard error is gone).
+   config.json's architectures given as one string, not a list, is named as such, not as "'X' is not
+   supported; DecoderLM reads X checkpoints".
 3. float64 weights past float32's range are refused as such (not as "non-finite", which they are
    not), with no NumPy warning on standard error; a tied head that copies an embedding holding NaN is
    refused for the NaN, not as a head that "differs" (which would send the user to config.json).
@@ -149,3 +151,12 @@ def test_a_tied_head_that_copies_an_embedding_with_nan_is_refused_for_the_nan(fo
         DecoderLM.from_pretrained(copy, queue=queue)
     message = str(refused.value)
     assert "model.embed_tokens.weight" in message and "non-finite" in message and "differs" not in message, message
+
+
+def test_architectures_given_as_a_string_is_named_as_not_a_list(folder, tmp_path, queue):
+    copy = _copy(folder, tmp_path)
+    config = json.loads((copy / "config.json").read_text())
+    config["architectures"] = "LlamaForCausalLM"
+    (copy / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"architectures must be a list"):
+        DecoderLM.from_pretrained(copy, queue=queue)

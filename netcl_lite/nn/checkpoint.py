@@ -196,7 +196,10 @@ def config_from_json(values, source: str = CONFIG_FILE) -> LMConfig:
     if not isinstance(values, dict):
         raise ValueError(f"{source}: expected a JSON object, got {type(values).__name__}")
     archs = values.get("architectures")
-    if archs is not None and (not isinstance(archs, list) or ARCHITECTURE not in archs):
+    if archs is not None and not isinstance(archs, list):
+        raise ValueError(f"{source}: architectures must be a list of class names, as transformers writes it "
+                         f"([{ARCHITECTURE!r}]), got {type(archs).__name__} {archs!r:.100}")
+    if archs is not None and ARCHITECTURE not in archs:
         raise ValueError(f"{source}: architectures {archs!r} is not supported; DecoderLM reads {ARCHITECTURE} checkpoints")
     if values.get("model_type") != MODEL_TYPE:
         raise ValueError(f"{source}: model_type {values.get('model_type')!r} is not supported; expected {MODEL_TYPE!r}")
