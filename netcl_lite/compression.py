@@ -1085,9 +1085,13 @@ def _decode(body, fields, model, tokenizer, primer_ids, progress) -> bytes:
     if _fingerprint(parts) != (fields["fingerprint"], fields["tags"]):
         refuse([name for name, tag in zip(PARTS, fields["tags"]) if tag != parts[name][0]])
         if of_default:              # the default primer's tag is fixed, so its digest is the likely difference
+            # the primer's digest is of its ids: a tokenizer with the blob's tokens (its own part agrees) but
+            # other merges splits the same text into other ids
             raise ValueError("blob was compressed with " + (
                 "Chapter 9's training text as its primer, which differs from this Python's (it is made of the "
-                "standard library's docstrings)" if default else primer) + ", or another part of its fingerprint differs")
+                "standard library's docstrings), or with a tokenizer that has this one's tokens but other merges "
+                "(it splits that text into other tokens)" if default else primer) + ", or another part of its "
+                "fingerprint differs")
         # a tag is one byte: a part that differs matches the blob's tag by chance once in 256
         message = ("blob was compressed with something else than this call has (its fingerprint "
                    f"{fields['fingerprint'].hex()} differs, though no part's tag does: a tag is one byte, so a "

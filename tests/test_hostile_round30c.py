@@ -10,6 +10,8 @@
    may be where OUT's bytes go (argparse prints its usage there when standard error is gone).
    config.json's architectures given as one string, not a list, is named as such, not as "'X' is not
    supported; DecoderLM reads X checkpoints".
+   A blob decompressed with a tokenizer of the same tokens but other merges (it encodes the primer into
+   other ids) is refused naming the tokenizer's merges too, not only the primer text.
 3. float64 weights past float32's range are refused as such (not as "non-finite", which they are
    not), with no NumPy warning on standard error; a tied head that copies an embedding holding NaN is
    refused for the NaN, not as a head that "differs" (which would send the user to config.json).
@@ -97,6 +99,22 @@ def test_a_folder_with_hugging_face_s_tokenizer_json_compresses_and_decompresses
     # the same tokenizer in netcl_lite's format decodes it: one vocabulary, whichever file spells it
     assert cz.main(["decompress", str(blob), str(back), "--model", str(folder)]) == 0, capsys.readouterr().err
     assert back.read_bytes() == src.read_bytes()
+
+
+def test_a_tokenizer_with_the_same_tokens_but_other_merges_is_named_when_decompress_refuses(folder, tmp_path, capsys):
+    hf = _copy(folder, tmp_path, "hf")
+    BPETokenizer.load(folder / "tokenizer.json").save_tokenizer_json(hf / "tokenizer.json")
+    doc = json.loads((hf / "tokenizer.json").read_text())
+    doc["model"]["ignore_merges"] = False          # the same tokens, but only the first merges apply
+    doc["model"]["merges"] = doc["model"]["merges"][:5]
+    (hf / "tokenizer.json").write_text(json.dumps(doc))
+    src, blob, back = tmp_path / "in.txt", tmp_path / "out.nclz", tmp_path / "back.txt"
+    src.write_bytes(TEXT[:300].encode())
+    assert cz.main(["compress", str(src), str(blob), "--model", str(hf)]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert cz.main(["decompress", str(blob), str(back), "--model", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert "merges" in err and "tokenizer" in err and not back.exists(), err
 
 
 def test_a_tokenizer_json_in_neither_format_is_named_with_both(folder, tmp_path, capsys):
