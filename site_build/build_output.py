@@ -258,8 +258,10 @@ class BuildOutputs:
         except UnicodeDecodeError as err:
             raise BuildOutputError(f"{where}: {path} printed bytes that are not UTF-8 (at byte {err.start})") from None
         if not text.strip():
-            raise BuildOutputError(f"{where}: {path} printed nothing on stdout, which is what a build output "
-                                   f"shows (stderr is not shown)")
+            printed_what = (f"only whitespace ({len(text):,} characters such as {text[0]!r})" if text
+                            else "nothing")
+            raise BuildOutputError(f"{where}: {path} printed {printed_what} on stdout, which is what a build "
+                                   f"output shows (stderr is not shown): print the output to show")
         return text
 
     def _place(self, page: str, html: str, paragraph: bool, where: str) -> str:

@@ -569,6 +569,7 @@ def test_a_snippet_reads_no_input(site):
 @pytest.mark.parametrize("code, says", [
     ("raise SystemExit('the model diverged')\n", "failed at build time (exit status 1):\nthe model diverged"),
     ("import sys\nsys.stderr.write('only a warning\\n')\n", "printed nothing on stdout"),
+    ("print('\\u00a0\\u3000\\r')\n", "printed only whitespace (4 characters such as '\\xa0') on stdout"),
     ("import sys\nsys.stdout.buffer.write(b'ok \\xff\\xfe\\n')\n", "not UTF-8 (at byte 3"),
     ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "signal 9"),
 ])
