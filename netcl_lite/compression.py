@@ -886,6 +886,9 @@ def make_predictor(model, tokenizer, lengths, keep, mix, primer_ids, *, adapt: A
     from .context_mixing import TECHNIQUES
 
     _check_predictor_args(model, tokenizer, lengths, keep, mix, primer_ids, adapt)
+    if techniques is not None and not mix:
+        raise ValueError(f"techniques chooses the mixer's parts, and mix is off: pass mix=True, or leave "
+                         f"techniques None, got {techniques!r:.200}")
     byte_ids = _byte_ids(tokenizer)
     start = int(byte_ids[ord("\n")]) if byte_ids is not None else 0      # each stream starts after a newline
     mixer = None

@@ -338,10 +338,11 @@ class TreeSSE:
 
     def __call__(self, p: np.ndarray) -> np.ndarray:
         checks.not_masked("p", p)          # its mask was carried into the output
-        if not isinstance(p, np.ndarray) or p.ndim != 2 or p.shape[1] != self.vocab or p.dtype.kind != "f":
+        if not isinstance(p, np.ndarray) or p.ndim != 2 or p.shape[1] != self.vocab or p.dtype.kind != "f" \
+                or not p.shape[0]:
             shown = f"{p.dtype} of shape {p.shape}" if isinstance(p, np.ndarray) else type(p).__name__
             raise ValueError(f"p must be a float array of shape (streams, {self.vocab}) (a distribution per "
-                             f"stream over the vocabulary), got {shown}")
+                             f"stream over the vocabulary, at least one stream), got {shown}")
         b = p.shape[0]
         # a negative value came out as a negative chance, a row of zeros as NaNs (an infinity or a NaN
         # is named by the NaN test below)

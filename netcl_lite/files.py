@@ -202,7 +202,10 @@ def write_new(path: str | os.PathLike, data: bytes | bytearray | memoryview, mod
     ``mode``: the permission bits the file has before any data goes in (it is created readable by
     its owner alone, then given them), else the umask's."""
     data = _bytes_of(data)
-    if mode is not None and (isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o7777):
+    if mode is not None and (isinstance(mode, bool) or not isinstance(mode, int)):
+        raise TypeError(f"mode must be permission bits (an int from 0 to 0o7777) or None, got "
+                        f"{type(mode).__name__} {mode!r:.80}")
+    if mode is not None and not 0 <= mode <= 0o7777:
         raise ValueError(f"mode must be permission bits (an int from 0 to 0o7777), got {mode!r}")
     fd = f = None
     try:
