@@ -1,8 +1,9 @@
 """What a stage's output depends on, seen cheaply: under ``mkdocs serve`` the plugin lives across
 rebuilds, and a stage whose inputs are unchanged since its last run in this process is skipped.
 
-A stage's inputs are files (their path and content digest, :class:`FileDigests`: an edit that keeps
-the size and modification time, ``cp -p`` or a restored mtime, still changes them) and the
+A stage's inputs are files (their path, content digest and the owner's executable bit, which the
+shipped wheel records as the file's mode, :class:`FileDigests`: an edit that keeps the size and
+modification time, ``cp -p`` or a restored mtime, still changes them) and the
 environment variables that change results (:func:`netcl_lite.fingerprint.result_variables`). The
 first build of a process runs every stage; the execution cache (:mod:`site_build.store`) then
 decides by content what runs again.
@@ -28,7 +29,8 @@ class FileDigests:
         self._held: dict[Path, tuple[tuple[int, ...], bytes]] = {}
 
     def __call__(self, path: Path) -> bytes:
-        """The digest of ``path``'s bytes, or ``b"(missing)"`` when it is not a file."""
+        """The digest of ``path``'s bytes, and whether its owner may execute it (hatchling writes the
+        file into the wheel as 755 or 644 by that bit), or ``b"(missing)"`` when it is not a file."""
         try:
             st = os.stat(path)
         except (OSError, ValueError):                # missing, or a name the system refuses (too long, a NUL)
@@ -43,7 +45,7 @@ class FileDigests:
             except OSError:                          # removed or made unreadable since the stat
                 return b"(missing)"
             self._held[path] = held
-        return held[1]
+        return held[1] + (b" executable" if st.st_mode & stat.S_IXUSR else b"")
 
 
 def signature(paths: Iterable[Path], files: FileDigests | None = None) -> tuple:
