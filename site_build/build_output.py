@@ -110,10 +110,11 @@ def markdown_html(text: str) -> list[str]:
     """``text``, printed Markdown, rendered on its own to HTML, as a list of its top-level elements.
     Only paragraphs, pipe tables, ``*emphasis*``, ``**strong**``, ``\\`` escapes, code spans and
     character references are read as Markdown; all else (raw HTML, links, images, headings, lists,
-    quotes, fences, indented code) stays text, escaped."""
+    quotes, fences, indented code) stays text, escaped. A table row with more cells than its header
+    raises :class:`BuildOutputError` (Markdown would drop the extra cells)."""
     import markdown
 
-    md = markdown.Markdown(extensions=["tables"])
+    md = markdown.Markdown(extensions=[_whole_row_tables()])
     for registry, names in ((md.preprocessors, ("html_block",)),
                             (md.parser.blockprocessors, ("indent", "code", "hashheader", "setextheader", "hr",
                                                          "olist", "ulist", "quote", "reference")),
@@ -124,6 +125,28 @@ def markdown_html(text: str) -> list[str]:
             registry.deregister(name, strict=False)
     converted = _visible_references(md.convert(visible(text)))
     return re.split(r"\n(?=<(?:p|table)>)", converted) if converted else []
+
+
+def _whole_row_tables():
+    """Markdown's ``tables`` extension, but a row with more cells than its header fails
+    (:class:`BuildOutputError`, naming the row) rather than dropping the cells past the header's, and
+    what they printed, from the page (a row with fewer cells gets empty ones, as Markdown makes it)."""
+    from markdown.extensions.tables import TableExtension, TableProcessor
+
+    class WholeRows(TableProcessor):
+        def _build_row(self, row, parent, align):
+            cells = self._split_row(row)
+            if any(cell.strip() for cell in cells[len(align):]):
+                raise BuildOutputError(f"printed a table row with more cells ({len(cells)}) than its header "
+                                       f"({len(align)}), which the page would leave off: {row.strip()!r:.200}")
+            super()._build_row(row, parent, align)
+
+    class Extension(TableExtension):
+        def extendMarkdown(self, md):
+            super().extendMarkdown(md)
+            md.parser.blockprocessors.register(WholeRows(md.parser, self.getConfigs()), "table", 75)
+
+    return Extension()
 
 
 #: a character reference as a browser reads it (a numeric one may lack its semicolon)
@@ -279,7 +302,10 @@ class BuildOutputs:
         if not marker.match["markdown"]:
             token = self._place(marker.page, html.escape(visible(text).strip("\n"), quote=False), False, where)
             return f'\n```text title="{TITLE}"\n{token}\n```\n'
-        parts = markdown_html(text)
+        try:
+            parts = markdown_html(text)
+        except BuildOutputError as err:
+            raise BuildOutputError(f"{where}: {path} {err}") from None
         if not parts or not parts[-1].startswith("<table>"):      # the caption is a table's
             raise BuildOutputError(f"{where}: {path} printed no Markdown table as its last lines; output "
                                    f"'as markdown' ends with the table its caption names (or drop ' as markdown')")

@@ -9,6 +9,7 @@ import stat
 import pytest
 
 from site_build import plugin, shipped_wheel
+from site_render import render_page
 
 
 def test_a_served_site_makes_its_wheel_again_when_a_wheel_file_becomes_executable(tmp_path, monkeypatch):
@@ -36,3 +37,57 @@ def test_a_served_site_makes_its_wheel_again_when_a_wheel_file_becomes_executabl
     assert wheel().endswith("644") and len(made) == 1            # unchanged: reused
     os.chmod(source, os.stat(source).st_mode | stat.S_IXUSR)
     assert wheel().endswith("755"), "the wheel of the file's old mode was reused"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A scratch project whose page shows snippets of ``snippets/hostile/`` as the build does, with a
+    cache of its own."""
+    from netcl_lite import fingerprint
+    from site_build import build_output, includes
+
+    root = tmp_path / "project"
+    (root / "snippets" / "hostile").mkdir(parents=True)
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(build_output, "ROOT", root)
+    monkeypatch.setattr(build_output, "marker_path",
+                        lambda path, page, root=root: includes.marker_path(path, page, root=root))
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(fingerprint.RERUN, raising=False)
+    return root
+
+
+def _printing_page(root, name: str, text: str) -> str:
+    from site_build import markers
+
+    path = f"snippets/hostile/{name}"
+    (root / path).write_text(f"import sys\nsys.stdout.write({text!r})\n", encoding="utf-8")
+    return (f'# Hostile\n\n```python\n--8<-- "{path}"\n```\n\n{markers.build_output(path, True)}\n\n'
+            f"After the output.\n")
+
+
+@pytest.mark.parametrize("text, hidden", [
+    ("| a | b |\n|---|---|\n| 1 | 2 | 3 |\n", "3"),
+    ("| step | loss |\n|---|---|\n| 1 | 0.5 | diverged |\n| 2 | 0.4 |\n", "diverged"),
+    ("| a |\n|---|\n| 1 | 2\n", "2"),
+])
+def test_a_printed_table_row_with_more_cells_than_its_header_fails_instead_of_losing_them(project, text, hidden):
+    """Markdown's tables keep as many cells in a row as the header has and drop the rest: a snippet
+    whose row printed one cell more had that cell, with what it said, left off the page without a word,
+    which then showed other than what was printed. The build fails, naming the page, the line of the
+    marker, the snippet and the row."""
+    from site_build import build_output
+
+    with pytest.raises(build_output.BuildOutputError) as caught:
+        render_page(_printing_page(project, "ragged.py", text))
+        pytest.fail(f"the page showed the printed table without {hidden!r}")
+    message = str(caught.value)
+    assert message.startswith("docs/hostile.md:7: ") and "snippets/hostile/ragged.py" in message, message
+    assert "more cells" in message and hidden in message, message
+
+
+def test_a_printed_table_whose_rows_have_fewer_or_blank_extra_cells_still_shows(project):
+    """What no cell loses still shows: a short row (its missing cells left empty) and a row ending in
+    an empty cell (``||``)."""
+    shown = render_page(_printing_page(project, "short.py", "| a | b |\n|---|---|\n| 1 |\n| 2 | 3 ||\n"))
+    assert "<td>1</td>" in shown and "<td>3</td>" in shown
