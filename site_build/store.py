@@ -87,7 +87,8 @@ def payload(raw: bytes) -> bytes | None:
 
 def lookup(kind: str, item_key: str) -> bytes | None:
     """The stored output of ``kind`` under ``item_key``, or None: not stored (or removed by another build
-    sharing the store as it is read), a rerun is forced, or the entry does not match the digest written with it (emptied, truncated or edited), in which case
+    sharing the store as it is read), a rerun is forced, the entry cannot be read (logged: another user's
+    in a shared store), or the entry does not match the digest written with it (emptied, truncated or edited), in which case
     it is removed (and logged) so that the item runs again."""
     path = _path(kind, item_key)
     if fingerprint.rerun_forced() or not path.is_file():
@@ -95,6 +96,9 @@ def lookup(kind: str, item_key: str) -> bytes | None:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:                   # another build sharing the store removed it since
+        return None
+    except OSError as err:                      # another user's entry in a shared store, an I/O error
+        log.warning(f"execution cache: cannot read {path} ({err}); running it again")
         return None
     data = payload(raw)
     if data is None:

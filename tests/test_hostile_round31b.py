@@ -91,3 +91,28 @@ def test_a_printed_table_whose_rows_have_fewer_or_blank_extra_cells_still_shows(
     an empty cell (``||``)."""
     shown = render_page(_printing_page(project, "short.py", "| a | b |\n|---|---|\n| 1 |\n| 2 | 3 ||\n"))
     assert "<td>1</td>" in shown and "<td>3</td>" in shown
+
+
+def test_an_entry_the_build_cannot_read_is_a_miss_that_runs_again_not_a_crash(tmp_path, monkeypatch, caplog):
+    """Builds may share a cache (``NETCL_LITE_CACHE``): an entry another user wrote with a mode this
+    one cannot read raised ``PermissionError`` out of the lookup and stopped the build with a traceback,
+    where an entry that cannot be written (or one that does not match its digest) is a logged miss."""
+    from pathlib import Path
+
+    from site_build import store
+
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("NETCL_LITE_RERUN", raising=False)
+    store.store("build_output", "abc123", b"printed\n")
+    assert store.lookup("build_output", "abc123") == b"printed\n"
+    entry = tmp_path / "cache" / "executed" / "build_output" / "abc123"
+    read_bytes = Path.read_bytes
+
+    def refused(self):
+        if self == entry:
+            raise PermissionError(13, "Permission denied", str(self))
+        return read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", refused)
+    assert store.lookup("build_output", "abc123") is None
+    assert str(entry) in caplog.text and "Permission denied" in caplog.text
