@@ -27,7 +27,8 @@ emphasis, code spans and character references only (:func:`markdown_html`; a ref
 character shown as an escape is shown as that escape): anything else it prints,
 raw HTML, links, images, headings, lists, fences, attribute lists or includes, shows as the text it
 is. A snippet fails the build, with an error that names the page, the marker's line and the snippet,
-when it exits with an error, runs longer than :data:`TIMEOUT_S`, prints more than
+when it holds an include line (the page would show it expanded, the run reads it as written), exits
+with an error, runs longer than :data:`TIMEOUT_S`, prints more than
 :data:`OUTPUT_LIMIT` bytes (it is stopped there, unread), prints bytes that are not UTF-8 or prints
 nothing.
 
@@ -178,6 +179,15 @@ def _referenced(reference: str) -> str:
     return html.unescape(f"&#{code};") or chr(code)
 
 
+def _include_line(code: str) -> int | None:
+    """The number of the first line of ``code`` that ``pymdownx.snippets`` reads as an include (or an
+    escaped one, which it shows without its ``;``) when a page includes the file, or None."""
+    from pymdownx.snippets import SnippetPreprocessor
+
+    return next((n for n, line in enumerate(re.split(r"\r\n?|\n", code), 1)
+                 if "8<-" in line and SnippetPreprocessor.RE_ALL_SNIPPETS.match(line)), None)
+
+
 def code_key(code: str, shared: str | None = None) -> str:
     """The execution-cache key of ``code`` run as :mod:`site_build.runner` runs it: how it is run and
     the code exactly as it runs (nothing stripped or normalised: a snippet that reads its own file,
@@ -258,6 +268,12 @@ class BuildOutputs:
             key = code_key(code.decode("utf-8"), self._shared)
         except (OSError, UnicodeDecodeError) as err:
             raise BuildOutputError(f"{where}: cannot read {path} as UTF-8 text: {err}") from None
+        included = _include_line(code.decode("utf-8"))
+        if included is not None:
+            raise BuildOutputError(f"{where}: {path}:{included} is an include line ('--8<--'), which the page "
+                                   f"that includes {path} shows expanded (an escaped one without its ';') "
+                                   f"while the build runs the line as written: a build output's snippet "
+                                   f"includes nothing")
         stored = store.lookup("build_output", key)
         if stored is not None:
             self.reused += 1

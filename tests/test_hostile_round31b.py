@@ -116,3 +116,22 @@ def test_an_entry_the_build_cannot_read_is_a_miss_that_runs_again_not_a_crash(tm
     monkeypatch.setattr(Path, "read_bytes", refused)
     assert store.lookup("build_output", "abc123") is None
     assert str(entry) in caplog.text and "Permission denied" in caplog.text
+
+
+@pytest.mark.parametrize("line", ['--8<-- "snippets/hostile/other.txt"', "    --8<-- 'snippets/hostile/other.txt'",
+                                  ';--8<-- "snippets/hostile/other.txt"', "--8<--\nsnippets/hostile/other.txt\n--8<--"])
+def test_a_build_output_snippet_holding_an_include_line_fails_naming_it(project, line):
+    """The page includes a build output's snippet with ``pymdownx.snippets``, which expands an include
+    line inside it (in a string, say) and drops the ``;`` of an escaped one, while the build runs the
+    file as written: the page showed code whose output is not the one shown under it."""
+    from site_build import build_output, markers
+
+    (project / "snippets" / "hostile" / "other.txt").write_text("SHOWN ON THE PAGE\n", encoding="utf-8")
+    path = "snippets/hostile/nested.py"
+    (project / path).write_text(f'text = """\n{line}\n"""\nprint(text.strip())\n', encoding="utf-8")
+    page = f'# Hostile\n\n```python\n--8<-- "{path}"\n```\n\n{markers.build_output(path)}\n\nAfter the output.\n'
+    with pytest.raises(build_output.BuildOutputError) as caught:
+        render_page(page)
+        pytest.fail("the page showed the include expanded over an output of the line as written")
+    message = str(caught.value)
+    assert message.startswith("docs/hostile.md:7: ") and f"{path}:2" in message and "include" in message, message
