@@ -767,8 +767,29 @@ def drill_notebook(week_dir: Path) -> dict:
     }
 
 
+def _native_kernel_manager():
+    """nbclient's kernel manager, but whose kernel ``python3`` is always ipykernel's own, of this
+    interpreter: Jupyter looks a name up in the user's, ``JUPYTER_PATH``'s and the system's kernel
+    folders first, where a ``python3`` spec that ``ipykernel install`` left from another environment
+    would run the notebook under that environment's interpreter, packages and variables, which no key
+    records."""
+    from ipykernel.kernelspec import RESOURCES, get_kernel_dict
+    from jupyter_client.kernelspec import KernelSpec
+    from jupyter_client.manager import AsyncKernelManager
+
+    class NativeKernelManager(AsyncKernelManager):
+        @property
+        def kernel_spec(self):
+            if self._kernel_spec is None:
+                self._kernel_spec = KernelSpec(resource_dir=RESOURCES, **get_kernel_dict())
+            return self._kernel_spec
+
+    return NativeKernelManager
+
+
 def execute_notebook(source: str) -> str:
-    """The notebook ``source`` (JSON) run top to bottom in a fresh python3 kernel in a scratch folder,
+    """The notebook ``source`` (JSON) run top to bottom in a fresh python3 kernel (ipykernel's, of this
+    interpreter: :func:`_native_kernel_manager`) in a scratch folder,
     in the snippets' fixed Python environment (:func:`site_build.runner.reader_env`), as JSON; any
     error fails the build."""
     import nbformat
@@ -805,7 +826,8 @@ def execute_notebook(source: str) -> str:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             client = Bounded(node, timeout=600, kernel_name="python3", allow_errors=False, record_timing=False,
-                             resources={"metadata": {"path": tmp}})
+                             resources={"metadata": {"path": tmp}},
+                             kernel_manager_class=_native_kernel_manager())
             client.held, client.over = {}, None
             try:
                 client.execute(env=env)

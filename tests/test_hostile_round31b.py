@@ -135,3 +135,29 @@ def test_a_build_output_snippet_holding_an_include_line_fails_naming_it(project,
         pytest.fail("the page showed the include expanded over an output of the line as written")
     message = str(caught.value)
     assert message.startswith("docs/hostile.md:7: ") and f"{path}:2" in message and "include" in message, message
+
+
+def test_a_drill_notebook_runs_in_this_interpreter_s_kernel_not_a_python3_kernelspec_installed_elsewhere(
+        tmp_path, monkeypatch):
+    """The drill notebooks run in a kernel named ``python3``, which Jupyter looks up in the user's and
+    ``JUPYTER_PATH``'s kernel folders before ipykernel's own: a spec that ``ipykernel install --user`` left
+    there from another environment ran them under that environment's interpreter and packages (and
+    its ``env``), none of which the notebook's key records."""
+    import json
+    import sys
+
+    from site_build import generated
+
+    spec = tmp_path / "jupyter" / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "another environment's", "language": "python", "env": {"FROM_ANOTHER_SPEC": "yes"}}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    source = json.dumps({"cells": [{"cell_type": "code", "id": "c", "metadata": {}, "execution_count": None,
+                                    "outputs": [], "source": "import os\nprint(os.environ.get('FROM_ANOTHER_SPEC'))"}],
+                         "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                                     "name": "python3"}},
+                         "nbformat": 4, "nbformat_minor": 5})
+    ran = json.loads(generated.execute_notebook(source))
+    assert "".join(ran["cells"][0]["outputs"][0]["text"]) == "None\n"
