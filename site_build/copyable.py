@@ -251,11 +251,37 @@ def render_markdown(markdown: str, page_uri: str, site_url: str | None) -> str:
 
 
 def pycon_code(code_html: str) -> str:
-    """What a ``>>>`` session's copy button copies: the code after the prompts, no printed results."""
+    """What a ``>>>`` session's copy button copies: the code after the prompts, no printed results: a
+    ``... `` line is code only where the interpreter would prompt for it (:func:`_prompts_again`), so a
+    printed line that starts like the prompt stays out."""
     text = html.unescape(_TAG.sub("", code_html))
-    keep = [line[4:] for line in text.split("\n")
-            if line.startswith((">>> ", "... ")) or line in (">>>", "...")]
+    keep, statement = [], None          # statement: the lines of one the interpreter still prompts for
+    for line in text.split("\n"):
+        if line.startswith(">>> ") or line == ">>>":
+            statement = [line[4:]]
+        elif statement is not None and (line.startswith("... ") or line == "..."):
+            statement.append(line[4:])
+        else:                           # printed, even where it starts with '... '
+            statement = None
+            continue
+        keep.append(line[4:])
+        if not _prompts_again(statement):
+            statement = None
     return "\n".join(keep).rstrip() + "\n"
+
+
+def _prompts_again(lines: list[str]) -> bool:
+    """Whether the interpreter shows ``...`` after ``lines`` of one statement: it is not complete yet
+    (a compound statement ends with a blank line); a statement it cannot compile is complete."""
+    import codeop
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")             # an invalid escape in a string: a warning, not code
+        try:
+            return codeop.compile_command("\n".join(lines), "<session>", "single") is None
+        except (SyntaxError, ValueError, OverflowError):
+            return False
 
 
 def _pycon_sessions(content: str) -> list[tuple[int, str]]:

@@ -161,3 +161,24 @@ def test_a_drill_notebook_runs_in_this_interpreter_s_kernel_not_a_python3_kernel
                          "nbformat": 4, "nbformat_minor": 5})
     ran = json.loads(generated.execute_notebook(source))
     assert "".join(ran["cells"][0]["outputs"][0]["text"]) == "None\n"
+
+
+@pytest.mark.parametrize("session, code", [
+    # printed lines that start like the continuation prompt, after a complete statement
+    (">>> print('... and 3 more')\n... and 3 more\n>>> x = 1\n", "print('... and 3 more')\nx = 1\n"),
+    (">>> for i in range(2):\n...     print('... step', i)\n...\n... step 0\n... step 1\n",
+     "for i in range(2):\n    print('... step', i)\n"),
+    # real continuations are still copied, to the blank line that ends a block
+    (">>> total = (1 +\n...          2)\n>>> total\n3\n", "total = (1 +\n         2)\ntotal\n"),
+    (">>> def f():\n...     return 1\n...\n>>> f()\n1\n", "def f():\n    return 1\n\nf()\n"),
+])
+def test_a_session_s_copy_keeps_only_the_lines_the_interpreter_prompted_for(session, code):
+    """A ``>>>`` session's copy button copied every line starting with ``... ``, printed ones too: a
+    session whose output printed such a line copied it as code, and the copied code failed when run
+    (``NameError`` or ``SyntaxError``). A ``... `` line is code only where the interpreter asks for one:
+    the statement above it is not complete."""
+    import html
+
+    from site_build import copyable
+
+    assert copyable.pycon_code(html.escape(session)) == code
