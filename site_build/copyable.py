@@ -14,7 +14,8 @@
   they get ``no-copy`` too, so every copy button on a page belongs to a program (a runnable
   python block), a command (bash) or a ``>>>`` session.
 * A ``>>>`` session (the reference pages' docstring examples) copies as code: its copy button
-  takes the lines after the ``>>>`` and ``...`` prompts and leaves out the printed results
+  takes the lines after the ``>>>`` and ``...`` prompts and leaves out the printed results (a
+  ``...`` line is code only while the statement above it is incomplete, as the interpreter prompts)
   (Material copies an ancestor's ``data-copy`` attribute when there is one).
 """
 
