@@ -150,8 +150,11 @@ def listed_pair_table(merges: Sequence[tuple[int, int, int]], size: int = 0) -> 
     >>> listed_pair_table([(0, 1, 5), (5, 0, 6)])[5] == {0: 1 << 32 | 6}
     True
     """
-    table = [{} for _ in range(max([size, *(max(m) + 1 for m in merges)]))]
+    none: dict[int, int] = {}     # one shared row for the ids no merge starts from (never written)
+    table = [none] * max([size, *(max(m) + 1 for m in merges)])
     for k, (left, right, merged) in enumerate(merges):
+        if table[left] is none:
+            table[left] = {}
         table[left][right] = k << 32 | merged
     return table
 

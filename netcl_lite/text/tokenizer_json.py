@@ -53,6 +53,9 @@ _TOP_KEYS = {"version", "truncation", "padding", "added_tokens", "normalizer", "
 _MODEL_KEYS = {"type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk",
                "byte_fallback", "ignore_merges", "vocab", "merges"}
 _ADDED_KEYS = {"id", "content", "single_word", "lstrip", "rstrip", "normalized", "special"}
+#: the largest id a byte-level token of ``model.vocab`` may have: the tokenizer's merge table has a row
+#: for every id up to the largest, and 2**22 is sixteen times the largest published vocabulary (262,144)
+MAX_TOKEN_ID = 2**22 - 1
 
 
 def read_tokenizer_json(path: str | os.PathLike) -> Vocabulary:
@@ -268,6 +271,10 @@ class _Reader:
             if token_id in special_ids:
                 self.fail(key, f"collides with the added token {special_ids[token_id]!r} (id {token_id}): "
                           f"one id, two tokens")
+            if token_id > MAX_TOKEN_ID:
+                self.fail(key, f"id {token_id:,} is past {MAX_TOKEN_ID:,}, the largest id netcl_lite gives a "
+                          f"byte-level token (its tables hold a row for every id up to the largest); number "
+                          f"the vocabulary's tokens from 0 without wide gaps")
             tokens[token_id] = self.token_bytes(text, key)
             ids[text] = token_id
         missing = [b for b in range(256) if BYTE_TO_CHAR[b] not in ids]

@@ -1,0 +1,65 @@
+"""Round 31c: the compressor's command line and the Hugging Face tokenizer.json it loads with --model.
+
+1. A tokenizer.json whose model.vocab gives a byte-level token an id in the billions (ids need not be
+   contiguous, and 0..2**32-1 are u32) made the tokenizer build a merge table with a row per id up to
+   the largest: tens of GB, so the command line was killed by the system with no message. Such an id
+   is refused naming the key and the id; ids with a gap within reach still load and encode as the
+   same tokens numbered without the gap.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from cli_model import TEXT, environment, write_model_folder
+
+from netcl_lite.text import BPETokenizer
+
+#: the address space a probe process may use: a table of 2**32 rows would need ~300 GiB
+MEMORY_LIMIT = 4 << 30
+
+
+@pytest.fixture(scope="module")
+def folder(queue, tmp_path_factory):
+    folder = write_model_folder(queue, tmp_path_factory.mktemp("model"))
+    BPETokenizer.load(folder / "tokenizer.json").save_tokenizer_json(folder / "tokenizer.json")
+    return folder
+
+
+def _limited(code: str, cwd) -> subprocess.CompletedProcess:
+    """``code`` in a new Python process whose address space is limited to :data:`MEMORY_LIMIT`."""
+    script = f"import resource\nresource.setrlimit(resource.RLIMIT_AS, ({MEMORY_LIMIT}, {MEMORY_LIMIT}))\n{code}"
+    return subprocess.run([sys.executable, "-c", script], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=300, env=environment())
+
+
+def test_a_byte_level_token_with_an_id_in_the_billions_is_refused_naming_it(folder, tmp_path):
+    model = tmp_path / "m"
+    shutil.copytree(folder, model)
+    doc = json.loads((model / "tokenizer.json").read_text(encoding="utf-8"))
+    doc["model"]["vocab"]["ab"] = 2**32 - 1              # a token no merge makes, at the last u32 id
+    (model / "tokenizer.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "in.txt").write_text(TEXT, encoding="utf-8")
+    run = _limited("import sys, runpy\nsys.argv = ['compression', 'compress', 'in.txt', 'out.bin', '--model', 'm']\n"
+                   "runpy.run_module('netcl_lite.compression', run_name='__main__', alter_sys=True)\n", tmp_path)
+    assert run.returncode == 1, run.stderr[-2000:]
+    assert "tokenizer.json: model.vocab['ab']: id 4,294,967,295 is past" in run.stderr
+    assert "memory" not in run.stderr.lower()
+    assert not (tmp_path / "out.bin").exists()
+
+
+def test_a_vocabulary_with_a_gap_in_its_ids_encodes_as_the_same_tokens_without_it(folder, tmp_path):
+    tok = BPETokenizer.from_tokenizer_json(folder / "tokenizer.json")
+    doc = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    gap = 1_000_000
+    doc["model"]["vocab"] = {s: i if i < 256 else i + gap for s, i in doc["model"]["vocab"].items()}
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    gapped = BPETokenizer.from_tokenizer_json(path)
+    ids = tok.encode_ordinary(TEXT)
+    assert gapped.encode_ordinary(TEXT) == [i if i < 256 else i + gap for i in ids]
+    assert gapped.decode(gapped.encode_ordinary(TEXT)) == TEXT
