@@ -1675,10 +1675,15 @@ def _main(argv) -> int:
                                          f"Chapter 9's training text, the default primer ({exc})") from None
             except ValueError as exc:                   # names --model DIR
                 return fail(str(exc) if str(exc).startswith("--model") else f"{which}: {exc}")
-            except OSError as exc:                      # only the default model's cache writes files here
-                if args.model is not None:
-                    raise
-                return unwritable_cache(exc, f"{which}: its", "; or give --model DIR")
+            except OSError as exc:                      # the default model's cache, or the primer's corpus
+                if args.model is None:
+                    return unwritable_cache(exc, f"{which}: its", "; or give --model DIR")
+                from .fingerprint import cache_root
+
+                where = exc.filename if isinstance(exc.filename, (str, bytes, os.PathLike)) else None
+                if where is not None and _inside(where, cache_root()):
+                    return unwritable_cache(exc, "the primer's corpus:", "")
+                raise
             # a bar for long inputs on a terminal only: into a file or a pipe it writes each update
             bar = None if _isatty(sys.stderr) else False
             try:

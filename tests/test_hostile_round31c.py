@@ -5,6 +5,9 @@
    the largest: tens of GB, so the command line was killed by the system with no message. Such an id
    is refused naming the key and the id; ids with a gap within reach still load and encode as the
    same tokens numbered without the gap.
+2. NETCL_LITE_CACHE naming a file (or a folder that cannot be made) with --model DIR: the primer's
+   corpus, read once into the cache, failed with a traceback; it is named as the cache folder that
+   cannot be made or written, as it is without --model.
 """
 
 from __future__ import annotations
@@ -63,3 +66,21 @@ def test_a_vocabulary_with_a_gap_in_its_ids_encodes_as_the_same_tokens_without_i
     ids = tok.encode_ordinary(TEXT)
     assert gapped.encode_ordinary(TEXT) == [i if i < 256 else i + gap for i in ids]
     assert gapped.decode(gapped.encode_ordinary(TEXT)) == TEXT
+
+
+@pytest.mark.parametrize("command", ["compress", "decompress"])
+def test_a_cache_that_is_a_file_is_named_with_a_model_folder_too(folder, tmp_path, command):
+    (tmp_path / "cache").write_bytes(b"")
+    (tmp_path / "in.txt").write_text(TEXT, encoding="utf-8")
+    if command == "decompress":
+        subprocess.run([sys.executable, "-m", "netcl_lite.compression", "compress", "in.txt", "in.bin", "--model",
+                        str(folder)], cwd=tmp_path, check=True, capture_output=True, timeout=300, env=environment())
+    run = subprocess.run([sys.executable, "-m", "netcl_lite.compression", command,
+                          "in.bin" if command == "decompress" else "in.txt", "out", "--model", str(folder)],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env=environment(NETCL_LITE_CACHE=str(tmp_path / "cache")))
+    assert run.returncode == 1, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr
+    assert f"cache folder {tmp_path / 'cache'} cannot be made or written (Not a directory)" in run.stderr
+    assert "NETCL_LITE_CACHE" in run.stderr
+    assert not (tmp_path / "out").exists()
