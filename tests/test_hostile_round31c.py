@@ -8,11 +8,15 @@
 2. NETCL_LITE_CACHE naming a file (or a folder that cannot be made) with --model DIR: the primer's
    corpus, read once into the cache, failed with a traceback; it is named as the cache folder that
    cannot be made or written, as it is without --model.
+3. An added token spelled like a byte-level token the vocabulary needs (a single byte's, or one a merge
+   makes) was refused as "has no token for the bytes [33] ... train with initial_alphabet" or "makes
+   'Ġt', which is not in model.vocab" (it is there): it is named as the added token it is.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -84,3 +88,16 @@ def test_a_cache_that_is_a_file_is_named_with_a_model_folder_too(folder, tmp_pat
     assert f"cache folder {tmp_path / 'cache'} cannot be made or written (Not a directory)" in run.stderr
     assert "NETCL_LITE_CACHE" in run.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("content, role", [("!", "the byte 33's token"), ("Ġt", "the token model.merges[0] makes")])
+def test_an_added_token_spelled_like_a_needed_byte_level_token_is_named(folder, tmp_path, content, role):
+    doc = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    token_id = doc["model"]["vocab"][content]
+    assert content == "!" or doc["model"]["merges"][0] == ["Ġ", "t"]
+    doc["added_tokens"] = [{"id": token_id, "content": content, "single_word": False, "lstrip": False,
+                            "rstrip": False, "normalized": False, "special": True}]
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(f"added_tokens[0]: {content!r} (id {token_id}) is also {role} ")):
+        BPETokenizer.from_tokenizer_json(path)

@@ -80,6 +80,7 @@ class _Reader:
 
     def __init__(self, source: str):
         self.source = source
+        self.added: dict[str, int] = {}     # the added tokens' ids, once read
 
     def fail(self, key: str, message: str):
         raise ValueError(f"{self.source}: {key}: {message}")
@@ -123,7 +124,7 @@ class _Reader:
         self.expect(model, "fuse_unk", "model", [False, True, None])
         self.expect(model, "ignore_merges", "model", [False, True, None])
         vocab = self.vocab(model.get("vocab"))
-        specials = self.added_tokens(doc.get("added_tokens", []), vocab)
+        specials = self.added = self.added_tokens(doc.get("added_tokens", []), vocab)
         tokens, ids = self.tokens(vocab, specials)
         merges = self.merges(model.get("merges"), ids)
         return Vocabulary(pattern, tokens, specials, merges, bool(model.get("ignore_merges")))
@@ -278,10 +279,19 @@ class _Reader:
             tokens[token_id] = self.token_bytes(text, key)
             ids[text] = token_id
         missing = [b for b in range(256) if BYTE_TO_CHAR[b] not in ids]
+        for b in missing:
+            if BYTE_TO_CHAR[b] in specials:
+                self.added_is_byte_level(BYTE_TO_CHAR[b], specials, f"the byte {b}'s token")
         if missing:
             self.fail("model.vocab", f"has no token for the bytes {missing[:10]}{' ...' if len(missing) > 10 else ''}; "
                       "byte-level BPE needs all 256 (train with initial_alphabet=ByteLevel.alphabet())")
         return tokens, ids
+
+    def added_is_byte_level(self, content: str, specials: dict[str, int], role: str) -> None:
+        """Refuse an added token spelled like a byte-level token the vocabulary needs, naming it."""
+        self.fail(f"added_tokens[{list(specials).index(content)}]", f"{content!r} (id {specials[content]}) is "
+                  f"also {role} in model.vocab; netcl_lite keeps added tokens apart from the byte-level ones "
+                  "and cannot hold one token as both: remove it from added_tokens")
 
     def token_bytes(self, text, key: str) -> bytes:
         if not text:
@@ -308,6 +318,8 @@ class _Reader:
                 if side not in ids:
                     self.fail(key, f"{side!r} is not a byte-level token of model.vocab")
             merged = ids.get(left + right)
+            if merged is None and left + right in self.added:
+                self.added_is_byte_level(left + right, self.added, f"the token model.merges[{k}] makes")
             if merged is None:
                 self.fail(key, f"makes {left + right!r}, which is not in model.vocab")
             if (left, right) in seen:
