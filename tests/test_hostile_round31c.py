@@ -11,6 +11,8 @@
 3. An added token spelled like a byte-level token the vocabulary needs (a single byte's, or one a merge
    makes) was refused as "has no token for the bytes [33] ... train with initial_alphabet" or "makes
    'Ġt', which is not in model.vocab" (it is there): it is named as the added token it is.
+   A Sequence post-processor whose "processors" is not a list (null, a string, an object) was read as
+   no steps, or as its characters or keys ("processors[0]: 'x' is not supported"): it is named.
 """
 
 from __future__ import annotations
@@ -100,4 +102,15 @@ def test_an_added_token_spelled_like_a_needed_byte_level_token_is_named(folder, 
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
     with pytest.raises(ValueError, match=re.escape(f"added_tokens[0]: {content!r} (id {token_id}) is also {role} ")):
+        BPETokenizer.from_tokenizer_json(path)
+
+
+@pytest.mark.parametrize("steps", [None, "x", {"type": "ByteLevel"}])
+def test_a_sequence_post_processor_whose_processors_are_no_list_is_named(folder, tmp_path, steps):
+    doc = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    doc["post_processor"] = {"type": "Sequence", "processors": steps}
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(f"post_processor.processors: expected a list of post-processors, "
+                                                   f"got {type(steps).__name__}")):
         BPETokenizer.from_tokenizer_json(path)

@@ -200,7 +200,10 @@ class _Reader:
             return
         if isinstance(post, dict) and post.get("type") == "Sequence":
             self.check_keys(post, {"type", "processors"}, key)
-            for i, step in enumerate(post.get("processors") or []):
+            steps = post.get("processors")
+            if not isinstance(steps, list):
+                self.fail(f"{key}.processors", f"expected a list of post-processors, got {type(steps).__name__}")
+            for i, step in enumerate(steps):
                 self.post_processor(step, f"{key}.processors[{i}]")
             return
         if not (isinstance(post, dict) and post.get("type") == "ByteLevel"):
