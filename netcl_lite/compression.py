@@ -1715,10 +1715,25 @@ def _main(argv) -> int:
                             f"(while coding {source})")
         return deliver(result)
     except (NoDeviceError, KernelBuildError) as exc:    # this machine's OpenCL, not IN nor the model
-        return fail(f"OpenCL: {visible(' '.join(str(exc).split()))[:600]}")
+        return fail(f"OpenCL: {_kernel_cache_unmakeable(exc)}{visible(' '.join(str(exc).split()))[:600]}")
     except KeyboardInterrupt:
         _say(f"{parser.prog}: interrupted")
         return 130
+
+
+def _kernel_cache_unmakeable(exc: Exception) -> str:
+    """For a kernel that failed to build: that PoCL's kernel cache cannot be made, where and why, as the
+    start of the command line's message, or "" (a device that started builds into that folder, and
+    fails every build when it is a file)."""
+    from .core.device import _unmakeable, pocl_cache_folder
+    from .core.kernels import KernelBuildError
+    from .files import shown_path
+
+    folder, setting = pocl_cache_folder()
+    if not isinstance(exc, KernelBuildError) or (why := _unmakeable(folder)) is None:
+        return ""
+    return (f"PoCL's kernel cache {shown_path(folder)} (placed by {setting}) cannot be made ({why}), so no kernel "
+            f"builds: set POCL_CACHE_DIR to a folder you can write. ")
 
 
 def _kernel_cache_room() -> str | None:

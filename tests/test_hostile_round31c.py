@@ -13,6 +13,9 @@
    'Ġt', which is not in model.vocab" (it is there): it is named as the added token it is.
    A Sequence post-processor whose "processors" is not a list (null, a string, an object) was read as
    no steps, or as its characters or keys ("processors[0]: 'x' is not supported"): it is named.
+4. POCL_CACHE_DIR naming a file: the device starts, but every kernel build fails, and the message was
+   only OpenCL's "BUILD_PROGRAM_FAILURE"; it now names the kernel cache's folder, the setting and what
+   to do.
 """
 
 from __future__ import annotations
@@ -114,3 +117,17 @@ def test_a_sequence_post_processor_whose_processors_are_no_list_is_named(folder,
     with pytest.raises(ValueError, match=re.escape(f"post_processor.processors: expected a list of post-processors, "
                                                    f"got {type(steps).__name__}")):
         BPETokenizer.from_tokenizer_json(path)
+
+
+def test_a_pocl_cache_dir_that_is_a_file_is_named_when_a_kernel_fails_to_build(folder, tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_bytes(b"")
+    (tmp_path / "in.txt").write_text(TEXT, encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "netcl_lite.compression", "compress", "in.txt", "out", "--model",
+                          str(folder)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env=environment(POCL_CACHE_DIR=str(blocker)))
+    assert run.returncode == 1, run.stderr[-2000:]
+    assert run.stderr.startswith(f"python -m netcl_lite.compression: OpenCL: PoCL's kernel cache {blocker} (placed by "
+                                 f"POCL_CACHE_DIR) cannot be made ({blocker} is not a folder)"), run.stderr[-2000:]
+    assert "set POCL_CACHE_DIR to a folder you can write" in run.stderr
+    assert not (tmp_path / "out").exists()
