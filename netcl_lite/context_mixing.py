@@ -344,11 +344,21 @@ class TreeSSE:
             raise ValueError(f"p must be a float array of shape (streams, {self.vocab}) (a distribution per "
                              f"stream over the vocabulary, at least one stream), got {shown}")
         b = p.shape[0]
-        # a negative value came out as a negative chance, a row of zeros as NaNs (an infinity or a NaN
-        # is named by the NaN test below)
-        if p.size and (p.min() < 0 or not (p.sum(axis=1) > 0).all()) and not np.isnan(p).any():
+        # a negative value came out as a negative chance, a row of zeros as NaNs, an infinity as NaNs
+        # (inf / inf), silently (a NaN is named by the NaN test below)
+        top = p.max(axis=1, keepdims=True)
+        if p.size and (p.min() < 0 or not (top > 0).all()) and not np.isnan(p).any():
             raise ValueError("p must hold probabilities >= 0, each row some of them above 0; it holds a "
                              "negative value or a row of zeros: the distribution it refines is broken")
+        if p.size and np.isinf(top).any():
+            raise ValueError("p must hold finite probabilities, got an infinity in it: the distribution it "
+                             "refines is broken")
+        odd = (top < 1e-200) | (top > 1e200)
+        if odd.any():
+            # a row of subnormal values came out as infinities and NaNs (its subtrees' masses are floored
+            # at 1e-300), one of huge values overflowed its sums: such a row is scaled to a maximum of 1
+            # first (the output is normalized, so it is the same distribution); other rows stay as they are
+            p = np.where(odd, p / np.where(odd, top, 1.0), p)
         if self.vocab == 1 << self.bits:                 # a full tree: the leaves are p
             leaves = p
         else:

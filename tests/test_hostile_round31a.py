@@ -1,0 +1,58 @@
+"""Hostile round 31a: the compressor's mixing parts fed values a hostile caller would pass.
+
+``context_mixing.TreeSSE`` checked its ``p`` for NaNs, negative values and rows of zeros, but a row
+holding an infinity came back as NaNs (inf / inf) with no error, and a row of tiny positive values
+(all subnormal: a valid, unnormalized distribution) came back as infinities and NaNs, since each
+subtree's mass is floored at 1e-300; a row of huge values overflowed its sums (a RuntimeWarning,
+then an error that spoke of a NaN the caller never passed).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from netcl_lite.context_mixing import TreeSSE
+
+
+def test_tree_sse_refuses_an_infinity_naming_it():
+    p = np.zeros((1, 8))
+    p[0, 3] = np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="p must hold finite probabilities, got an infinity"):
+            TreeSSE(8)(p)
+
+
+@pytest.mark.parametrize("vocab", [3, 8])
+@pytest.mark.parametrize("value", [1e-320, 1e-250, 1e250, 1e308])
+def test_tree_sse_of_a_row_scaled_far_from_one_is_the_row_normalized(vocab, value):
+    """A row of equal tiny (subnormal) or huge values is the uniform distribution, as a row of ones is."""
+    rows = np.vstack([np.full(vocab, value), np.full(vocab, 1.0 / vocab)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = TreeSSE(vocab)(rows)
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out[0], out[1], rtol=1e-12)
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=1e-12)
+
+
+def test_tree_sse_of_one_subnormal_value_puts_its_mass_there():
+    p = np.zeros((1, 8))
+    p[0, 5] = 1e-310
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = TreeSSE(8)(p)
+    assert np.isfinite(out).all() and out[0].argmax() == 5
+    np.testing.assert_allclose(out.sum(), 1.0, rtol=1e-12)
+
+
+def test_tree_sse_leaves_an_ordinary_row_bit_for_bit_as_it_was():
+    """Rows near 1 are not rescaled: the coder's probabilities keep their bits."""
+    rng = np.random.default_rng(3)
+    p = rng.random((3, 11))
+    p /= p.sum(axis=1, keepdims=True)
+    odd = np.vstack([p, np.full((1, 11), 1e-320)])
+    np.testing.assert_array_equal(TreeSSE(11)(odd)[:3], TreeSSE(11)(p))
