@@ -209,6 +209,9 @@ def _check_state(state, model: DecoderLM) -> dict:
                                  f"got {a.dtype} {a.shape}")
             if key == "exp_avg_sq" and (a < 0).any():
                 raise ValueError(f"state exp_avg_sq.{name} has negative entries: a mean of squares is >= 0")
+            if a.size and np.abs(a).max() > FLOAT32_MAX:    # Adam's bias correction overflowed such a moment
+                raise ValueError(f"state {key}.{name} holds values past float32's range ({FLOAT32_MAX:.4g}): "
+                                 f"a training run's moments are float32; pass the run's optimizer state")
             out[key][name] = a.astype(np.float64)
     return out
 

@@ -5,6 +5,10 @@ holding an infinity came back as NaNs (inf / inf) with no error, and a row of ti
 (all subnormal: a valid, unnormalized distribution) came back as infinities and NaNs, since each
 subtree's mass is floored at 1e-300; a row of huge values overflowed its sums (a RuntimeWarning,
 then an error that spoke of a NaN the caller never passed).
+
+``adaptation.Adapter`` took a ``state`` whose moments were finite float64 past float32's range (a
+training run's are float32); Adam's bias correction overflowed them (a RuntimeWarning) into
+infinities and NaNs.
 """
 
 from __future__ import annotations
@@ -56,3 +60,29 @@ def test_tree_sse_leaves_an_ordinary_row_bit_for_bit_as_it_was():
     p /= p.sum(axis=1, keepdims=True)
     odd = np.vstack([p, np.full((1, 11), 1e-320)])
     np.testing.assert_array_equal(TreeSSE(11)(odd)[:3], TreeSSE(11)(p))
+
+
+# -- adaptation: an optimizer state past float32's range -----------------------------------------------
+
+@pytest.mark.parametrize("key", ["exp_avg", "exp_avg_sq"])
+def test_adapter_refuses_a_state_past_float32_s_range_naming_it(queue, key):
+    """A state's moments of 1.7e308 (finite float64) passed the state's checks; Adam's bias
+    correction then overflowed them (a RuntimeWarning, an error under -W error) into infinities
+    and NaNs. A training run's moments are float32, so such a state is none of its."""
+    from netcl_lite.adaptation import AdaptConfig, Adapter
+    from netcl_lite.nn import DecoderLM, LMConfig
+
+    model = DecoderLM(LMConfig(vocab_size=64, hidden_size=16, intermediate_size=16, num_hidden_layers=1,
+                               num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=8),
+                      queue=queue, seed=2)
+    params = model.parameters()
+    state = {"step": 5, "exp_avg": {n: np.zeros(p.shape) for n, p in params.items()},
+             "exp_avg_sq": {n: np.ones(p.shape) for n, p in params.items()}}
+    name = sorted(params)[0]
+    state[key][name] = np.full(params[name].shape, 1.7e308)
+    with pytest.raises(ValueError, match=f"state {key}.{name} holds values past float32's range"):
+        Adapter(model, 1, 0, AdaptConfig(optimizer="adam"), state=state)
+    state[key][name] = np.full(params[name].shape, 3e38)          # within float32's range: taken
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Adapter(model, 1, 0, AdaptConfig(optimizer="adam"), state=state).restore()
