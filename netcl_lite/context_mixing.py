@@ -264,8 +264,9 @@ class GeometricMixer:
         if getattr(self, "_logs", None) is None or self._logs.shape != (b, len(parts), v):
             self._logs = np.empty((b, len(parts), v), np.float32)     # kept for update, reused each step
         logs = self._logs
-        # a zero (or a float32 underflow): -inf, floored next; a negative value: NaN, refused below by name
-        with np.errstate(divide="ignore", invalid="ignore"):
+        # a zero (or a float32 underflow): -inf, floored next; a negative value: NaN, and a value past
+        # float32's range: inf (it overflowed as it was cast), each refused below by name
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             for i, p in enumerate(parts):
                 np.log(p, out=logs[:, i], dtype=np.float32, casting="unsafe")
         np.maximum(logs, np.float32(LOG_FLOOR), out=logs)
@@ -280,8 +281,9 @@ class GeometricMixer:
         top = s.max(axis=1, keepdims=True)
         if not np.isfinite(top).all():    # a row's max: NaN for a NaN in it, inf for an infinity
             self._state = None
-            raise ValueError("parts must hold finite probabilities >= 0; one holds a NaN, an infinity or a "
-                             "negative value (check the model and the counts that gave it)")
+            raise ValueError("parts must hold finite probabilities >= 0; one holds a NaN, an infinity, a "
+                             "negative value or one past float32's range (check the model and the counts "
+                             "that gave it)")
         s -= top
         p = np.exp(s, out=s)
         p /= p.sum(axis=1, keepdims=True)

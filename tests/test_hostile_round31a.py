@@ -9,6 +9,9 @@ then an error that spoke of a NaN the caller never passed).
 ``adaptation.Adapter`` took a ``state`` whose moments were finite float64 past float32's range (a
 training run's are float32); Adam's bias correction overflowed them (a RuntimeWarning) into
 infinities and NaNs.
+
+``context_mixing.GeometricMixer`` takes its parts' logs in float32: a part of 1e300 overflowed as it
+was cast (a RuntimeWarning), then was refused as holding a NaN, an infinity or a negative value.
 """
 
 from __future__ import annotations
@@ -86,3 +89,21 @@ def test_adapter_refuses_a_state_past_float32_s_range_naming_it(queue, key):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Adapter(model, 1, 0, AdaptConfig(optimizer="adam"), state=state).restore()
+
+
+# -- GeometricMixer: a part past float32's range ------------------------------------------------------
+
+@pytest.mark.parametrize("which", [0, 1])
+@pytest.mark.parametrize("value", [1e300, 1.7e308])
+def test_geometric_mixer_names_a_part_past_float32_s_range_without_a_warning(which, value):
+    """Its logs are float32: a part of 1e300 overflowed as it was cast (a RuntimeWarning, an error under
+    -W error), then was refused as holding "a NaN, an infinity or a negative value", none of which it held."""
+    from netcl_lite.context_mixing import GeometricMixer
+
+    mixer = GeometricMixer(2, 3, [4], 6, True)
+    parts = [np.full((2, 6), 1 / 6), np.full((2, 6), 1 / 6)]
+    parts[which] = np.full((2, 6), value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="one past float32's range"):
+            mixer.mix(parts, np.array([0, 1]), [(0, np.array([1, -1]), np.array([0, 3]))], np.array([0, 5]))
