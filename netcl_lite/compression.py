@@ -1725,12 +1725,12 @@ def _kernel_cache_unmakeable(exc: Exception) -> str:
     """For a kernel that failed to build: that PoCL's kernel cache cannot be made, where and why, as the
     start of the command line's message, or "" (a device that started builds into that folder, and
     fails every build when it is a file)."""
-    from .core.device import _unmakeable, pocl_cache_folder
+    from .core.device import pocl_cache_folder, unmakeable_folder
     from .core.kernels import KernelBuildError
     from .files import shown_path
 
     folder, setting = pocl_cache_folder()
-    if not isinstance(exc, KernelBuildError) or (why := _unmakeable(folder)) is None:
+    if not isinstance(exc, KernelBuildError) or (why := unmakeable_folder(folder)) is None:
         return ""
     return (f"PoCL's kernel cache {shown_path(folder)} (placed by {setting}) cannot be made ({why}), so no kernel "
             f"builds: set POCL_CACHE_DIR to a folder you can write. ")

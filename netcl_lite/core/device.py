@@ -274,10 +274,12 @@ def pocl_cache_folder() -> tuple[Path, str]:
     return Path.home() / ".cache" / "pocl", "your home folder"
 
 
-def _unmakeable(folder: Path) -> str | None:
+def unmakeable_folder(folder: str | os.PathLike) -> str | None:
     """Why ``folder`` cannot be a folder (a file where it or a folder above it should be, no
     permission), or None: it is one, or can be made (nothing is made here)."""
-    at = folder
+    if not isinstance(folder, (str, os.PathLike)):
+        raise TypeError(f"folder must be a path (str or os.PathLike), got {type(folder).__name__}")
+    folder = at = Path(folder)
     while True:
         try:
             st = at.stat()
@@ -302,7 +304,7 @@ def _driver_settings(given: dict[str, str]) -> str:
     said = ""
     if "POCL_CACHE_DIR" not in given:
         folder, setting = pocl_cache_folder()
-        if (why := _unmakeable(folder)) is not None:
+        if (why := unmakeable_folder(folder)) is not None:
             by = f"XDG_CACHE_HOME={os.environ.get('XDG_CACHE_HOME')!r}" if setting == "XDG_CACHE_HOME" else setting
             said = (f"PoCL keeps its kernels in {folder} (from {by}), which cannot be made ({why}): set "
                     f"XDG_CACHE_HOME or POCL_CACHE_DIR to a folder you can write; else ")
