@@ -707,6 +707,8 @@ class Mixer:
         if b and not shape[1]:                  # no token to mix: the checks below would reduce nothing
             raise ValueError(f"parts must be distributions over a vocabulary of at least one token, got shape "
                              f"{shape}")
+        checks.not_masked("reached", reached)     # asarray drops the mask: a masked-out value picked a weight set
+        checks.not_masked("total", total)
         reached = np.asarray(reached)
         if reached.shape != (b,) or (b and (reached.dtype.kind not in "iu" or reached.min() < 0
                                             or reached.max() >= self.w.shape[0])):
@@ -741,17 +743,19 @@ class Mixer:
             raise ValueError("update follows mix: call mix(parts, reached, total) for the step first (once per update)")
         b, v = self.parts[0].shape
         tokens, active = checks.step_ids(tokens, active, b, v)
+        checks.not_masked("p_mix", p_mix)         # its mask would be ignored
         if not isinstance(p_mix, np.ndarray) or p_mix.shape != (b, v):
             shown = f"shape {p_mix.shape}" if isinstance(p_mix, np.ndarray) else type(p_mix).__name__
             raise ValueError(f"p_mix must be the (streams, vocab) = {(b, v)} mixture mix returned, got {shown}")
         rows = np.flatnonzero(active)
         px = p_mix[rows, tokens[rows]]
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):   # refused next, by name
             ratio = np.stack([part[rows, tokens[rows]] / px for part in self.parts], axis=1)
-        if not np.isfinite(ratio).all():    # a NaN here would stay in the weights for good: change nothing
+        # a NaN here would stay in the weights for good, and a negative px is finite: change nothing
+        if not (np.isfinite(ratio).all() and (px > 0).all()):
             raise ValueError("p_mix must be the mixture mix returned, > 0 and finite at each coded token; it "
-                             "gives a coded token a NaN or 0 (a token the mixture gave no chance cannot be coded), "
-                             "or the parts changed since mix")
+                             "gives a coded token a NaN, 0 or a negative value (a token the mixture gave no "
+                             "chance cannot be coded), or the parts changed since mix")
         step = np.zeros_like(self.w)
         np.add.at(step, (self.bucket[0][rows], self.bucket[1][rows]), ratio - 1)
         w = self.w * np.exp(np.clip(MIX_RATE * step, -MAX_EXPONENT, MAX_EXPONENT))
@@ -868,7 +872,8 @@ class WordNGram:
             raise ValueError("unigram must hold finite counts >= 0; it holds a NaN, an infinity or a negative "
                              "value (a NaN would reach every stream's prediction and the weights λ)")
         with np.errstate(over="ignore"):     # an overflow is refused next, by name
-            n0 = float(unigram.sum())
+            # summed in float64: integer counts summed in their own dtype wrapped past 2^63, silently
+            n0 = float(unigram.sum(dtype=np.float64))
         if not math.isfinite(n0):            # counts each finite, their sum past float64's range
             raise ValueError("unigram's counts sum past float64's largest value; give counts (each token's "
                              "number of occurrences), not values near float64's range")
