@@ -18,7 +18,7 @@ import numbers
 
 import numpy as np
 
-from .checks import count
+from .checks import count, not_masked
 
 
 def encoder(valid):
@@ -138,6 +138,7 @@ def _positions(name, valid):
     """int T -> T True values; a (T,) bool array-like -> itself as a bool array."""
     if isinstance(valid, numbers.Integral) and not isinstance(valid, (bool, np.bool_)):
         return np.ones(_length(name, valid), dtype=bool)
+    not_masked(name, valid)            # asarray drops the mask: a masked-out flag read as the value under it
     array = np.asarray(valid)
     if array.dtype != bool:
         raise TypeError(
@@ -154,6 +155,7 @@ def _length(name, value):
 
 
 def _mask(name, mask):
+    not_masked(name, mask)             # asarray drops the mask: a masked-out cell read as the value under it
     array = np.asarray(mask)
     if array.dtype != bool:
         raise TypeError(f"{name} must be a bool array (True = allowed), got dtype {array.dtype}")
