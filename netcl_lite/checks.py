@@ -137,9 +137,11 @@ def one_of(name: str, value, choices, what: str = ""):
 def dtype_is(name: str, value, dtype: str, what: str = "Tensor"):
     """``value`` when its ``dtype`` is ``dtype`` (a NumPy dtype name such as ``"float32"``);
     TypeError naming the dtype found otherwise."""
-    if value.dtype != dtype:
+    found = getattr(value, "dtype", None)
+    if found is None or found != dtype:
         article = "an" if dtype[0] in "aeiou" else "a"
-        raise TypeError(f"{name} must be {article} {dtype} {what}, got {value.dtype}")
+        shown = found if found is not None else type(value).__name__      # a list has no dtype
+        raise TypeError(f"{name} must be {article} {dtype} {what}, got {shown}")
     return value
 
 
@@ -216,6 +218,9 @@ def id_array(name: str, value, high: int | None = None, *, what: str = "token id
     if arr.size and (arr.min() < 0 or (high is not None and arr.max() >= high)):
         bound = f"[0, {high})" if high is not None else "[0, ∞)"
         raise ValueError(f"{name} must hold {what} in {bound}, got values from {int(arr.min())} to {int(arr.max())}")
+    if arr.size and arr.max() > np.iinfo(np.int64).max:     # uint64: the int64 copy wrapped them negative
+        raise ValueError(f"{name} must hold {what} below 2^63 (they are kept as int64), got values up to "
+                         f"{int(arr.max())}")
     return arr.astype(np.int64, copy=False)
 
 

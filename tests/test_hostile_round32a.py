@@ -91,3 +91,19 @@ def test_masks_refuse_a_masked_valid_array(call):
 def test_masks_refuse_a_masked_mask(call):
     with pytest.raises(TypeError, match="masked"):
         call(np.ma.array(np.ones((2, 2), bool), mask=[[False, True], [False, False]]))
+
+
+from netcl_lite import checks  # noqa: E402
+
+
+@pytest.mark.parametrize("value", [2**63, 2**64 - 1])
+def test_id_array_without_a_bound_refuses_uint64_ids_past_int64_rather_than_wrapping_them(value):
+    # the int64 copy wrapped them to negative ids (2^64 - 1 to -1), which it promises never to give
+    with pytest.raises(ValueError, match="lengths"):
+        checks.id_array("lengths", np.array([3, value], np.uint64))
+    assert checks.id_array("lengths", np.array([3, 2**63 - 1], np.uint64)).tolist() == [3, 2**63 - 1]
+
+
+def test_dtype_is_names_a_value_without_a_dtype():
+    with pytest.raises(TypeError, match="x must be a float32 Tensor, got list"):
+        checks.dtype_is("x", [1.0], "float32")
