@@ -19,7 +19,8 @@ package has been loaded and before mkdocstrings parses it:
   Four more spaces than that paragraph would make Markdown read the fence as an indented code
   block and show the backticks as text, so the fence goes at the paragraph's own indentation.
 
-Lines inside an existing fence, and roles inside a code span, are left as they are.
+Lines inside an existing fence, and roles inside a code span, are left as they are (a paragraph is
+read whole: its code span may go on over a line's end, as Markdown reads it).
 """
 
 from __future__ import annotations
@@ -63,6 +64,13 @@ def markup(text: str, resolve: Callable[[str], str] = str) -> str:
         raise TypeError(f"text must be a docstring (str), got {type(text).__name__}")
     lines = text.split("\n")
     out, fence, i = [], None, 0
+    paragraph: list[str] = []          # prose lines read as one text: a code span may go on over a line's end
+
+    def flush() -> None:
+        if paragraph:
+            out.extend(_roles_outside_code("\n".join(paragraph), resolve).split("\n"))
+            paragraph.clear()
+
     while i < len(lines):
         line = lines[i]
         m = _FENCE.match(line)
@@ -73,9 +81,14 @@ def markup(text: str, resolve: Callable[[str], str] = str) -> str:
             fence = None
         p = _PROMPT.match(line) if fence is None else None
         if not p:
-            out.append(_roles_outside_code(line, resolve) if fence is None else line)
+            if fence is None and not m and line.strip():
+                paragraph.append(line)
+            else:                                      # a fence's line or a blank one ends a paragraph's spans
+                flush()
+                out.append(line)
             i += 1
             continue
+        flush()
         indent, block = p.group(1), []
         while i < len(lines) and lines[i].strip() and lines[i].startswith(indent):
             block.append(lines[i][len(indent):])
@@ -84,6 +97,7 @@ def markup(text: str, resolve: Callable[[str], str] = str) -> str:
         at = " " * min(len(indent), _content_indent(before))
         ticks = "`" * max(3, 1 + max((len(run) for b in block for run in _TICKS.findall(b)), default=0))
         out += ["", at + ticks + "pycon", *(at + b for b in block), at + ticks, ""]
+    flush()
     return "\n".join(out)
 
 

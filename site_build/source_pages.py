@@ -24,6 +24,7 @@ import hashlib
 import posixpath
 import re
 from pathlib import Path
+from urllib.parse import quote
 
 from mkdocs.structure.files import File
 
@@ -152,6 +153,18 @@ def _page_title(page: str) -> str:
     return stem.rsplit("/", 1)[-1].replace("-", " ").capitalize()
 
 
+def _text(shown: str) -> str:
+    """``shown`` as Markdown text that reads as itself: its ASCII punctuation as character references, so a
+    page's name (``a*b*``, ``a]b``, ``<b>``) is neither emphasis, nor the end of a link's text, nor HTML."""
+    return "".join(f"&#{ord(c)};" if c.isascii() and not c.isalnum() and c != " " else c for c in shown)
+
+
+def _destination(path: str) -> str:
+    """A relative path as a link's destination: percent-encoded (MkDocs decodes it as it resolves the link),
+    so a name's '#' is not read as the anchor's start, its '%' not as an escape, its blank not as the end."""
+    return quote(path, safe="/")
+
+
 def markdown(rel: str, shown: list[tuple[str, int, int]], wheel: str) -> str:
     """The Markdown of the page of ``rel``, whose excerpts ``shown`` (page, first, last) link to it."""
     here = posixpath.dirname(uri(rel))
@@ -160,7 +173,7 @@ def markdown(rel: str, shown: list[tuple[str, int, int]], wheel: str) -> str:
         by_page: dict[str, list[str]] = {}
         for page, first, last in shown:
             by_page.setdefault(page, []).append(f"[lines {first}–{last}](#{line_range(first, last)})")
-        back = "; ".join(f"[{_page_title(page)}]({posixpath.relpath(page, here)}) shows "
+        back = "; ".join(f"[{_text(_page_title(page))}]({_destination(posixpath.relpath(page, here))}) shows "
                          + ", ".join(links) for page, links in by_page.items())
         back = f"Excerpts of it: {back}."
     else:

@@ -1,0 +1,49 @@
+"""Hostile round 32b: the build plugin's page-text stages (docstrings' roles, source pages' links back)."""
+
+from __future__ import annotations
+
+import html
+import posixpath
+import re
+from urllib.parse import unquote, urlsplit
+
+import markdown
+import pytest
+
+from site_build import docstrings, source_pages
+
+
+def test_a_role_inside_a_code_span_that_goes_on_over_a_line_end_stays_as_typed():
+    # Markdown reads a paragraph's code span over a line's end: ``a\n:func:`x` `` shows the role as text;
+    # an autoref put inside it would show its HTML on the page, as text.
+    text = "Use ``a\n:func:`x` `` here."
+    assert docstrings.markup(text) == text
+    html = markdown.markdown(docstrings.markup(text))
+    assert "autoref" not in html
+
+
+def test_roles_on_the_lines_of_a_paragraph_outside_its_code_spans_are_still_links():
+    out = docstrings.markup("See :func:`a` and\n:func:`~m.b`.\n\n```\n:func:`c`\n```\nthen :func:`d`")
+    assert out.count("<autoref") == 3 and ":func:`c`" in out
+
+
+def _links_back(page: str) -> list[tuple[str, str]]:
+    """(text, href) of the links back on the source page of kernels/bpe.cl shown on ``page``."""
+    text = source_pages.markdown("kernels/bpe.cl", [(page, 1, 2)], "w.whl")
+    page_html = markdown.markdown(text.split("---\n", 2)[2], extensions=["attr_list"])
+    intro = page_html.split("Excerpts of it:", 1)[1].split(" shows ", 1)[0]
+    return re.findall(r'<a href="([^"]*)">(.*?)</a>', intro)
+
+
+@pytest.mark.parametrize("page", ["notes/#1.md", "a]b.md", "x/100%41.md", "my page.md", "a<b>c.md", "a*b*c.md"])
+def test_the_link_back_to_a_page_whose_name_markdown_reads_leads_to_that_page_and_shows_its_name(page):
+    # the link back goes to the page as MkDocs resolves it (the path unquoted, before any '#'),
+    # and its text is the page's name, not Markdown read from it (emphasis, an HTML tag, a broken link)
+    links = _links_back(page)
+    assert len(links) == 1, links
+    href, shown = links[0]
+    here = posixpath.dirname(source_pages.uri("kernels/bpe.cl"))
+    assert posixpath.normpath(posixpath.join(here, unquote(urlsplit(href).path))) == page
+    assert "<" not in shown
+    stem = page.removesuffix(".md").rsplit("/", 1)[-1]
+    assert html.unescape(shown) == stem[0].upper() + stem[1:]
