@@ -141,7 +141,7 @@ def status(path: str | Path) -> tuple[int, ...] | None:
 def _files_digest(paths, files: FileDigests) -> bytes:
     h = hashlib.sha256()
     for path in paths:
-        h.update(str(path).encode() + b"\0" + files(path))
+        h.update(os.fsencode(path) + b"\0" + files(path))    # a name not UTF-8 as its bytes (surrogate escapes)
     return h.digest()
 
 

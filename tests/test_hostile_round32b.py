@@ -47,3 +47,37 @@ def test_the_link_back_to_a_page_whose_name_markdown_reads_leads_to_that_page_an
     assert "<" not in shown
     stem = page.removesuffix(".md").rsplit("/", 1)[-1]
     assert html.unescape(shown) == stem[0].upper() + stem[1:]
+
+
+def test_a_page_that_reads_a_file_whose_name_is_not_utf8_is_recorded_and_rendered_again_when_it_changes(
+        tmp_path, monkeypatch):
+    # the audit hook records the name as os.fsdecode gives it (surrogate escapes); the digest of what the
+    # page read must take that name, not fail the dirty build with UnicodeEncodeError
+    import os
+    import types
+
+    from site_build.dirty_pages import DirtyPages
+
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    odd = os.path.join(os.fsencode(tmp_path), b"\xff-data.txt")
+    with open(odd, "wb") as f:
+        f.write(b"one")
+    page, html = tmp_path / "a.md", tmp_path / "site" / "a" / "index.html"
+    page.write_text("# A\n", encoding="utf-8")
+    html.parent.mkdir(parents=True)
+    html.write_text("<p>A</p>", encoding="utf-8")
+    file = types.SimpleNamespace(src_uri="a.md", abs_src_path=str(page), abs_dest_path=str(html))
+    files = types.SimpleNamespace(documentation_pages=lambda: [file])
+    pages = DirtyPages(dirty=True)
+    pages.invalidate(files)
+    pages.rendering("a.md")
+    with open(odd, "rb") as f:
+        f.read()
+    pages.rendered()
+    assert os.fsdecode(odd) in {str(p) for p in pages.read["a.md"][0]}
+    pages.invalidate(files)
+    assert html.is_file()                        # nothing changed: kept
+    with open(odd, "wb") as f:
+        f.write(b"two, longer")
+    pages.invalidate(files)
+    assert not html.exists()                     # what it read changed: rendered again
