@@ -191,7 +191,7 @@ class DirtyPages:
     @staticmethod
     def record_path(site_dir: Path) -> Path:
         """Where the record of the pages built into ``site_dir`` is kept (:meth:`save`)."""
-        name = hashlib.sha256(str(Path(site_dir).resolve()).encode()).hexdigest()[:24]
+        name = hashlib.sha256(os.fsencode(Path(site_dir).resolve())).hexdigest()[:24]
         return fingerprint.cache_root() / "dirty-pages" / f"{name}.json"
 
     def _load(self, site_dir: Path) -> None:

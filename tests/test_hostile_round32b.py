@@ -81,3 +81,16 @@ def test_a_page_that_reads_a_file_whose_name_is_not_utf8_is_recorded_and_rendere
         f.write(b"two, longer")
     pages.invalidate(files)
     assert not html.exists()                     # what it read changed: rendered again
+
+
+def test_the_dirty_record_of_a_site_folder_whose_name_is_not_utf8_has_a_place_of_its_own(tmp_path, monkeypatch):
+    import os
+    from pathlib import Path
+
+    from site_build.dirty_pages import DirtyPages
+
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    odd = Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"\xff", b"site")))
+    other = Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"\xfe", b"site")))
+    assert DirtyPages.record_path(odd) != DirtyPages.record_path(other)
+    assert DirtyPages.record_path(odd).parent == DirtyPages.record_path(tmp_path / "site").parent
