@@ -31,7 +31,9 @@ from collections.abc import Callable
 import griffe
 
 _PROMPT = re.compile(r"^(\s*)>>> ")
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+#: a fence's opening or closing run; a run of backticks with a backtick after it on its line opens no fence
+#: (```` ```x``` is code ```` is a paragraph that starts with a code span, as Markdown reads it)
+_FENCE = re.compile(r"^\s*(`{3,}(?=[^`]*$)|~{3,})")
 _LIST_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d+\.)\s")
 _TICKS = re.compile(r"`+")
 #: a role naming an object by a dotted name (a dot alone, at an end or doubled names none: left as typed)

@@ -94,3 +94,14 @@ def test_the_dirty_record_of_a_site_folder_whose_name_is_not_utf8_has_a_place_of
     other = Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"\xfe", b"site")))
     assert DirtyPages.record_path(odd) != DirtyPages.record_path(other)
     assert DirtyPages.record_path(odd).parent == DirtyPages.record_path(tmp_path / "site").parent
+
+
+def test_a_line_that_starts_with_a_triple_backtick_code_span_opens_no_fence_in_a_docstring():
+    # Markdown reads '```x``` is code.' as a paragraph (a backtick fence's line holds no other backtick):
+    # the example and the role after it are still made a pycon fence and a link
+    out = docstrings.markup("```x``` is code.\n\n>>> 1 + 1\n2\n\nSee :func:`f`.")
+    assert "```pycon\n>>> 1 + 1\n2\n```" in out
+    assert '<autoref identifier="f" optional>' in out
+    # a fence's own lines are still left alone, its info string included
+    fenced = "```python\n>>> 1\n:func:`g`\n```"
+    assert docstrings.markup(fenced) == fenced
