@@ -56,7 +56,8 @@ def _plain(value, seen: frozenset[int] = frozenset(), depth: int = 0) -> str:
     """``value`` as text that is the same in every process: a function by its qualified name, a
     digest of its code (two lambdas of one module differ) and what its code reads besides its
     arguments (its defaults, the cells of its closure, the module globals it names but modules),
-    :data:`_DEPTH` functions deep; a partial by its function and arguments. A value of another kind
+    :data:`_DEPTH` functions deep; a partial by its function and arguments; a callable object (a
+    filter's instance) by its class's ``__call__`` as a function, then as any value. A value of another kind
     is its ``repr``, or where that holds an address (``<… at 0x…>``, another in the next process)
     its type and its attributes."""
     if value is None or isinstance(value, (str, bool, int, float, complex, bytes)):
@@ -80,6 +81,9 @@ def _plain(value, seen: frozenset[int] = frozenset(), depth: int = 0) -> str:
                      if hasattr(f, "__code__")), None)      # a function, a method, a cache's wrapper
     if function is None:
         kind = f"{type(value).__module__}.{type(value).__qualname__}"
+        call = getattr(type(value), "__call__", None)
+        if hasattr(call, "__code__"):           # a callable object (a filter's instance): the code it runs
+            kind += f"[{_plain(call, seen, depth)}]"
         shown = repr(value)
         if " at 0x" not in shown:
             return f"{kind}:{shown}"

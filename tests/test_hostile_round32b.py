@@ -105,3 +105,25 @@ def test_a_line_that_starts_with_a_triple_backtick_code_span_opens_no_fence_in_a
     # a fence's own lines are still left alone, its info string included
     fenced = "```python\n>>> 1\n:func:`g`\n```"
     assert docstrings.markup(fenced) == fenced
+
+
+def test_a_filter_that_is_a_callable_object_keys_the_template_cache_by_the_code_it_runs():
+    # Jinja folds a filter on constants as it compiles ({{ 'Ab'|shout }} is compiled to 'AB'): a filter
+    # whose __call__ now runs other code must not load templates compiled with the old one
+    import types
+
+    import jinja2
+
+    from site_build.templates import environment_key
+
+    def environment(body: str) -> jinja2.Environment:
+        module = types.ModuleType("hostile_filters")
+        exec(f"class Shout:\n    def __call__(self, s):\n        return {body}\n", module.__dict__)
+        env = jinja2.Environment()
+        env.filters["shout"] = module.Shout()
+        return env
+
+    upper, lower = environment("s.upper()"), environment("s.lower()")
+    assert "'AB'" in upper.compile("{{ 'Ab'|shout }}", raw=True)
+    assert environment_key(upper) != environment_key(lower)
+    assert environment_key(upper) == environment_key(environment("s.upper()"))
