@@ -56,7 +56,8 @@ def _plain(value, seen: frozenset[int] = frozenset(), depth: int = 0) -> str:
     """``value`` as text that is the same in every process: a function by its qualified name, a
     digest of its code (two lambdas of one module differ) and what its code reads besides its
     arguments (its defaults, the cells of its closure, the module globals it names but modules),
-    :data:`_DEPTH` functions deep; a partial by its function and arguments; a callable object (a
+    :data:`_DEPTH` functions deep, a bound method's object too; a partial by its function and arguments;
+    a callable object (a
     filter's instance) by its class's ``__call__`` as a function, then as any value. A value of another kind
     is its ``repr``, or where that holds an address (``<… at 0x…>``, another in the next process)
     its type and its attributes."""
@@ -96,6 +97,9 @@ def _plain(value, seen: frozenset[int] = frozenset(), depth: int = 0) -> str:
     module = getattr(function, "__globals__", {})
     named = {n: module[n] for n in _names(code) if n in module and not _module(module[n])}
     reads = _plain((function.__defaults__, function.__kwdefaults__, cells, named), seen, depth + 1)
+    bound = getattr(value, "__self__", None)     # a bound method reads its object too (a plugin's settings)
+    if bound is not None and not _module(bound) and not isinstance(bound, type):
+        reads += f"[self {_plain(bound, seen, depth + 1)}]"
     return f"{name}[{_code(code)}]{reads}"
 
 

@@ -127,3 +127,27 @@ def test_a_filter_that_is_a_callable_object_keys_the_template_cache_by_the_code_
     assert "'AB'" in upper.compile("{{ 'Ab'|shout }}", raw=True)
     assert environment_key(upper) != environment_key(lower)
     assert environment_key(upper) == environment_key(environment("s.upper()"))
+
+
+def test_a_filter_that_is_a_bound_method_keys_the_template_cache_by_its_object_s_state():
+    # a plugin's method as a filter reads its object's settings; Jinja folds it on constants as it
+    # compiles ({{ 'x'|prefixed }} is compiled to 'ax'): other settings must not load that code
+    import jinja2
+
+    from site_build.templates import environment_key
+
+    class Prefixer:
+        def __init__(self, prefix: str):
+            self.prefix = prefix
+
+        def apply(self, s: str) -> str:
+            return self.prefix + s
+
+    def environment(prefix: str) -> jinja2.Environment:
+        env = jinja2.Environment()
+        env.filters["prefixed"] = Prefixer(prefix).apply
+        return env
+
+    assert "'ax'" in environment("a").compile("{{ 'x'|prefixed }}", raw=True)
+    assert environment_key(environment("a")) != environment_key(environment("b"))
+    assert environment_key(environment("a")) == environment_key(environment("a"))
