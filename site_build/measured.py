@@ -31,7 +31,8 @@ class MeasuredSections:
         results = getattr(module, "RESULTS", RESULTS.parent) / "kernels.json"
         try:
             self.report = module.load()
-        except (OSError, ValueError) as err:       # emptied, truncated, not UTF-8: not a JSON traceback
+        except (OSError, ValueError, RecursionError) as err:   # emptied, truncated, not UTF-8, nested deeper
+            # than json.loads recurses: not a JSON traceback
             shown = results.relative_to(ROOT).as_posix() if results.is_relative_to(ROOT) else str(results)
             raise ValueError(f"{shown}: the measured results that the pages' kernels.json sections render "
                              f"cannot be read ({type(err).__name__}: {err}); run benchmarks/bench_kernels.py "

@@ -151,3 +151,19 @@ def test_a_filter_that_is_a_bound_method_keys_the_template_cache_by_its_object_s
     assert "'ax'" in environment("a").compile("{{ 'x'|prefixed }}", raw=True)
     assert environment_key(environment("a")) != environment_key(environment("b"))
     assert environment_key(environment("a")) == environment_key(environment("a"))
+
+
+def test_measured_results_nested_deeper_than_json_recurses_fail_naming_the_file(tmp_path):
+    # a kernels.json of arrays nested 100 000 deep makes json.loads raise RecursionError: the build
+    # must fail with the message that names the results file, as for one truncated
+    import shutil
+    from pathlib import Path
+
+    from site_build.measured import REPORT, MeasuredSections
+
+    report = tmp_path / "report_kernels.py"
+    shutil.copy(REPORT, report)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "kernels.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(ValueError, match=r"kernels\.json: the measured results .* cannot be read \(RecursionError"):
+        MeasuredSections(Path(report))
