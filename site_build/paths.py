@@ -19,6 +19,8 @@ def pyproject_version(text: str) -> str:
         project = tomllib.loads(text).get("project", {})
     except tomllib.TOMLDecodeError as err:
         raise ValueError(f"pyproject.toml: not valid TOML ({err})") from err
+    except RecursionError:                      # arrays or tables nested deeper than tomllib recurses
+        raise ValueError("pyproject.toml: not valid TOML (nested deeper than it can be read)") from None
     version = project.get("version") if isinstance(project, dict) else None
     if not isinstance(version, str) or not version:
         raise ValueError("pyproject.toml: no version in [project]; set [project].version to a string")

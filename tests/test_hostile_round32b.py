@@ -167,3 +167,11 @@ def test_measured_results_nested_deeper_than_json_recurses_fail_naming_the_file(
     (tmp_path / "results" / "kernels.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
     with pytest.raises(ValueError, match=r"kernels\.json: the measured results .* cannot be read \(RecursionError"):
         MeasuredSections(Path(report))
+
+
+@pytest.mark.parametrize("nested", ["x = " + "[" * 100_000 + "]" * 100_000, "x = " + "{a = " * 5_000 + "1" + "}" * 5_000])
+def test_a_pyproject_nested_deeper_than_tomllib_recurses_is_a_value_error_naming_the_file(nested):
+    from site_build.paths import pyproject_version
+
+    with pytest.raises(ValueError, match=r"^pyproject\.toml: not valid TOML"):
+        pyproject_version(f'[project]\nversion = "1.0"\n{nested}\n')
