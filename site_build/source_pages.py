@@ -38,7 +38,10 @@ PLACEHOLDER = "<!-- source-listing -->"
 #: copy into the page: the line would show its code reordered (Trojan source)
 _BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _ANCHOR = re.compile(r' id="(L[0-9-L]+)"')
-_OPEN_THEN_INCLUDE = re.compile(rf"^[ \t]*`{{3,}}\{{[^}}\n]*{markers.EXCERPT_CLASS}[^}}\n]*\}}[ \t]*\n(.*)$", re.M)
+#: (the attributes read whole, then searched for the class: a pattern with the class between two runs of
+#: ``[^}\n]*`` tries the second from each of the class's places, quadratic time on a line that repeats it)
+_OPEN_THEN_INCLUDE = re.compile(r"^[ \t]*`{3,}\{(?P<attributes>[^}\n]*)\}[ \t]*\n(?=(?P<line>.*)$)", re.M)
+_EXCERPT_CLASS = re.compile(markers.EXCERPT_CLASS)
 
 
 def uri(rel: str) -> str:
@@ -66,10 +69,12 @@ def excerpts(pages: dict[str, str]) -> dict[str, list[tuple[str, int, int]]]:
     for page, text in pages.items():
         line, counted = 1, 0
         for m in _OPEN_THEN_INCLUDE.finditer(text):
-            inc = markers.include_line(m.group(1))
+            if not _EXCERPT_CLASS.search(m["attributes"]):
+                continue
+            inc = markers.include_line(m["line"])
             if inc is not None and inc.ranges is None:
-                line += text.count("\n", counted, m.start(1))
-                counted = m.start(1)
+                line += text.count("\n", counted, m.start("line"))
+                counted = m.start("line")
                 first, last = section_lines(inc.path, inc.section, f"docs/{page}:{line}")
                 found.setdefault(inc.path, []).append((page, first, last))
     return found

@@ -175,3 +175,26 @@ def test_a_pyproject_nested_deeper_than_tomllib_recurses_is_a_value_error_naming
 
     with pytest.raises(ValueError, match=r"^pyproject\.toml: not valid TOML"):
         pyproject_version(f'[project]\nversion = "1.0"\n{nested}\n')
+
+
+def test_reading_the_excerpts_of_a_page_is_linear_on_a_fence_line_that_repeats_the_excerpt_class():
+    # '```{' then '.excerpt ' many times and no '}': a pattern with the class between two runs of
+    # [^}\n]* tried the second run from each of the class's places (16 000 of them took seconds)
+    import time
+
+    def seconds(n: int) -> float:
+        text = "```{" + ".excerpt " * n + "\nx\n"
+        start = time.perf_counter()
+        assert source_pages.excerpts({"p.md": text}) == {}
+        return time.perf_counter() - start
+
+    seconds(100)
+    assert seconds(64_000) < 1.0
+
+
+def test_an_excerpt_fence_right_after_another_fence_s_opening_line_is_still_found(monkeypatch):
+    import site_build.copyable as copyable
+
+    monkeypatch.setattr(copyable, "section_lines", lambda path, section, where: (3, 4))
+    text = '```{.python}\n```{.python .excerpt}\n--8<-- "kernels/bpe.cl:merge"\n```\n'
+    assert source_pages.excerpts({"p.md": text}) == {"kernels/bpe.cl": [("p.md", 3, 4)]}
