@@ -28,85 +28,84 @@ class Positions:
 
 
 class Tags:
-    """The end of an HTML tag as a browser reads it: at the first '>' outside a quoted attribute value
-    (one may hold '>'; a quote opens one only right after an attribute's ``=``), from any place in a
-    text; each step of a reading is kept, so reading tags from many places (many unclosed ``<img``)
-    reads each quote and '>' once."""
+    """The end of an HTML tag as a browser reads it, from any place in its name onward: a browser's
+    tokenizer (its tag name, attribute name and value states), so a quote opens a value only where the
+    tokenizer reads an attribute's value to begin (``a="x>"``; not in a name, ``<a"b=">``, nor after an
+    ``=`` that starts an attribute's name, ``<a /="x>``). Each place and state a reading passes is kept
+    with its answer, so reading tags from many places (many unclosed ``<img``) reads each character in
+    each state once."""
 
     def __init__(self, text: str):
-        self.text, self.marks = text, Positions(text, "\"'>")
-        self.special = sorted(i for at in self.marks.at.values() for i in at)
-        self.known: dict[int, int | None] = {}
-        self.begins: dict[int, bool] = {}          # what :meth:`_begins_value` found for each '='
+        self.text = text
+        self.known: dict[tuple[int, str], int | None] = {}
 
     def end(self, start: int) -> int | None:
-        """The index just past the '>' that ends the tag whose text starts at ``start``, or None
+        """The index just past the '>' that ends the tag whose name goes on at ``start``, or None
         (none does: a quote opened and never closed, or no '>')."""
-        i, walked, end = bisect.bisect_left(self.special, start), [], None
-        while i < len(self.special):
-            if i in self.known:
-                end = self.known[i]
+        text, n, walked = self.text, len(self.text), []
+        i, state, answer = start, "name", None
+        while i < n:
+            if (i, state) in self.known:
+                answer = self.known[(i, state)]
                 break
-            walked.append(i)
-            at = self.special[i]
-            if self.text[at] == ">":
-                end = at + 1
-                break
-            if not self._opens_value(at):               # a quote inside a name or an unquoted value: text
-                i += 1
+            walked.append((i, state))
+            c = text[i]
+            if state in ("dq", "sq"):                  # a quoted value: to its closing quote
+                close = text.find('"' if state == "dq" else "'", i)
+                if close < 0:
+                    break
+                i, state = close + 1, "after_quoted"
                 continue
-            close = self.marks.next(self.text[at], at + 1)     # the quote that closes the value
-            if close is None:
+            if c == ">":                              # ends the tag in every state but a quoted value's
+                answer = i + 1
                 break
-            i = bisect.bisect_right(self.special, close)
-        for k in walked:
-            self.known[k] = end
-        return end
-
-    def _opens_value(self, at: int) -> bool:
-        """Whether the quote at ``at`` opens a quoted attribute value: HTML reads one so only right after
-        the ``=`` of an attribute (blanks between); elsewhere (``class=it's``) it is part of the text."""
-        text, j = self.text, at - 1
-        while j >= 0 and text[j] in _BLANKS:
-            j -= 1
-        return j >= 0 and text[j] == "=" and self._begins_value(j)
-
-    def _begins_value(self, j: int) -> bool:
-        """Whether the ``=`` at ``j`` is an attribute's, after which its value begins. It must follow an
-        attribute's name: not a quoted value's end (``a='x'='y``), not the tag's name (``<img ='y``), not
-        an unquoted value's text (``a=b='y``). A name after blanks that follow another attribute's ``=``
-        is that attribute's unquoted value (``a= b='y``: a's value is ``b='y'``), so a chain of them
-        alternates; the chain is read back to its first link and each answer kept, so many queries read
-        each link once."""
-        text, chain, answer = self.text, [], False
-        while True:
-            if j in self.begins:                       # known: the link before it is the opposite
-                if not chain:
-                    return self.begins[j]
-                answer = not self.begins[j]
-                break
-            chain.append(j)
-            k = j - 1
-            while k >= 0 and text[k] in _BLANKS:
-                k -= 1
-            if k < 0 or text[k] in "=\"'/<":
-                answer = False
-                break
-            while k >= 0 and text[k] not in _BLANKS + "/\"'=<":
-                k -= 1
-            if k < 0 or text[k] in "=<":             # the text's start; an unquoted value's text or the tag's name
-                answer = k < 0
-                break
-            while k >= 0 and text[k] in _BLANKS:
-                k -= 1
-            if k < 0 or text[k] != "=":               # the name follows the tag's name or another attribute
-                answer = True
-                break
-            j = k                                      # it is an attribute only if that '=' is not one
-        for link in reversed(chain):
-            self.begins[link] = answer
-            answer = not answer
-        return self.begins[chain[0]]
+            blank = c in _BLANKS
+            if state in ("name", "unquoted"):
+                if blank:
+                    state = "before_attribute"
+                elif c == "/" and state == "name":
+                    state = "solidus"
+                i += 1
+            elif state == "before_attribute":
+                if c == "/":
+                    state = "after_name"
+                    continue
+                if not blank:
+                    state = "attribute"                # '=' here starts the name
+                i += 1
+            elif state == "attribute":
+                if blank or c == "/":
+                    state = "after_name"
+                    continue
+                if c == "=":
+                    state = "before_value"
+                i += 1
+            elif state == "after_name":
+                if c == "/":
+                    state = "solidus"
+                elif c == "=":
+                    state = "before_value"
+                elif not blank:
+                    state = "attribute"
+                i += 1
+            elif state == "before_value":
+                if c == '"':
+                    state = "dq"
+                elif c == "'":
+                    state = "sq"
+                elif not blank:
+                    state = "unquoted"
+                    continue
+                i += 1
+            elif state == "after_quoted":
+                state = "solidus" if c == "/" else "before_attribute"
+                if blank or c == "/":
+                    i += 1
+            else:                                      # "solidus": a '/' not before '>'
+                state = "before_attribute"
+        for key in walked:
+            self.known[key] = answer
+        return answer
 
 
 _BLANKS = " \t\n\r\f"

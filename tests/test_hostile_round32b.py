@@ -198,3 +198,16 @@ def test_an_excerpt_fence_right_after_another_fence_s_opening_line_is_still_foun
     monkeypatch.setattr(copyable, "section_lines", lambda path, section, where: (3, 4))
     text = '```{.python}\n```{.python .excerpt}\n--8<-- "kernels/bpe.cl:merge"\n```\n'
     assert source_pages.excerpts({"p.md": text}) == {"kernels/bpe.cl": [("p.md", 3, 4)]}
+
+
+# found by a differential fuzz of Tags.end against the tokenizer's states: a quote inside the tag's name or an
+# attribute's name is part of that name, and an '=' that starts an attribute is its name
+@pytest.mark.parametrize("text, end", [
+    ('<a "=\n">', None),              # '"' is an attribute's name; its '=' opens a quoted value never closed
+    ('<a/=b="b=> >b=', None),         # after '/', '=b' is an attribute's name; its value is never closed
+    ('<a"aa=">"= \nb=', 8),           # the tag's name is 'a"aa="': no attribute, the first '>' ends it
+])
+def test_a_malformed_tag_ends_where_a_browser_ends_it(text, end):
+    from site_build.tags import Tags
+
+    assert Tags(text).end(0) == end
