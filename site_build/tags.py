@@ -37,7 +37,7 @@ class Tags:
 
     def __init__(self, text: str):
         self.text = text
-        self.known: dict[tuple[int, str], int | None] = {}
+        self.known: dict[int, int | None] = {}     # place * 16 + state's number → the answer
 
     def end(self, start: int) -> int | None:
         """The index just past the '>' that ends the tag whose name goes on at ``start``, or None
@@ -45,11 +45,18 @@ class Tags:
         text, n, walked = self.text, len(self.text), []
         i, state, answer = start, "name", None
         while i < n:
-            if (i, state) in self.known:
-                answer = self.known[(i, state)]
+            key = i << 4 | _STATES[state]              # an int, not a tuple: no work for the collector
+            if key in self.known:
+                answer = self.known[key]
                 break
-            walked.append((i, state))
+            walked.append(key)
             c = text[i]
+            if state in ("name", "unquoted", "attribute") and c not in _SPECIAL_CHARS:
+                m = _SPECIAL.search(text, i)               # a run that keeps the state: read at once
+                if m is None:
+                    break
+                i = m.start()
+                continue
             if state in ("dq", "sq"):                  # a quoted value: to its closing quote
                 close = text.find('"' if state == "dq" else "'", i)
                 if close < 0:
@@ -109,3 +116,8 @@ class Tags:
 
 
 _BLANKS = " \t\n\r\f"
+_STATES = {name: k for k, name in enumerate(("name", "solidus", "before_attribute", "attribute", "after_name",
+                                              "before_value", "dq", "sq", "unquoted", "after_quoted"))}
+#: what changes the state of a tag's name, an attribute's name or its unquoted value
+_SPECIAL_CHARS = _BLANKS + "/=>"
+_SPECIAL = re.compile(f"[{re.escape(_SPECIAL_CHARS)}]")
