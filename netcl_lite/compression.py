@@ -75,6 +75,7 @@ from .context_mixing import ContextMixer, check_vocab
 from .core.stream import NonFiniteError
 from .nn import DecoderLM, KVCache
 from .text import BPETokenizer
+from .text.patterns import split_budget
 
 MAGIC = b"NCLZ"
 #: 3: the header's counts are varints, one fingerprint with a tag per part, one CRC-32 of header
@@ -391,16 +392,17 @@ def tokenize(data: bytes, tokenizer: BPETokenizer) -> np.ndarray | None:
     byte_ids = _byte_ids(tokenizer)
     text = data.decode("utf-8", errors="surrogateescape")    # invalid bytes -> U+DC80..U+DCFF
     parts = []
-    for i, run in enumerate(_ESCAPED.split(text)):
-        if i % 2 == 0 and run:
-            try:
-                parts.append(np.asarray(tokenizer.encode_ordinary(run), np.int64))
-            except ValueError:              # its pattern skips a character of run: the tokenizer cannot spell it
-                return None
-        elif run:
-            if byte_ids is None:
-                return None
-            parts.append(byte_ids[[ord(c) - 0xDC00 for c in run]])
+    with split_budget(len(text)):   # the runs share the data's time limit for a custom pattern, not one each
+        for i, run in enumerate(_ESCAPED.split(text)):
+            if i % 2 == 0 and run:
+                try:
+                    parts.append(np.asarray(tokenizer.encode_ordinary(run), np.int64))
+                except ValueError:  # its pattern skips a character of run, or runs out of time: it cannot spell it
+                    return None
+            elif run:
+                if byte_ids is None:
+                    return None
+                parts.append(byte_ids[[ord(c) - 0xDC00 for c in run]])
     ids = np.concatenate(parts) if parts else np.zeros(0, np.int64)
     return ids if _spell(ids, tokenizer) == data else None
 

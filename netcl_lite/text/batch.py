@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 
 from netcl_lite.checks import count
 from netcl_lite.text.dispatch import Dispatcher, utf8
+from netcl_lite.text.patterns import split_budget
 from netcl_lite.text.specials import SpecialTokens
 
 __all__ = ["check_texts", "decode_batch", "encode_batch", "encode_ordinary_batch"]
@@ -52,8 +53,9 @@ def encode_ordinary_batch(encode: Encode, dispatch: Dispatcher, texts, num_threa
     texts = check_texts(texts)
     count("num_threads", num_threads, 1, "tiktoken's default is 8")
     encode_one = _naming(encode)
-    done = dispatch.encode_documents(texts, encode_one)
-    return done if done is not None else list(map(encode_one, range(len(texts)), texts))
+    with split_budget(sum(map(len, texts))):   # the documents share one time limit, not one each
+        done = dispatch.encode_documents(texts, encode_one)
+        return done if done is not None else list(map(encode_one, range(len(texts)), texts))
 
 
 def _naming(encode: Encode) -> Callable[[int, str], list[int]]:

@@ -35,7 +35,7 @@ from netcl_lite.text.byte_pair import UnmadeTokenError, chunk_encoder, listed_pa
 from netcl_lite.text.chunk_cache import ChunkCache
 from netcl_lite.text.dispatch import KERNEL_MIN_BYTES, KERNEL_TEXT_MIN_BYTES, Dispatcher
 from netcl_lite.text.model_file import ModelParts, dumps, read_model_file, vocabulary_of
-from netcl_lite.text.patterns import GPT4_PATTERN, compile_splitter
+from netcl_lite.text.patterns import GPT4_PATTERN, compile_splitter, split_budget
 from netcl_lite.text.ranks import check_ranks, derive_merges
 from netcl_lite.text.specials import SpecialTokens
 from netcl_lite.text.tiktoken_file import read_tiktoken_file, tiktoken_file_bytes
@@ -268,11 +268,12 @@ class BPETokenizer:
         if not allowed:
             return self.encode_ordinary(text)
         ids = []
-        for part in self._specials.split(text, allowed):
-            if isinstance(part, str):
-                ids += self.encode_ordinary(part)
-            else:
-                ids.append(part)
+        with split_budget(len(text)):   # the pieces share the text's time limit, not one each
+            for part in self._specials.split(text, allowed):
+                if isinstance(part, str):
+                    ids += self.encode_ordinary(part)
+                else:
+                    ids.append(part)
         return ids
 
     def encode_ordinary_batch(self, text: list[str], *, num_threads: int = 8) -> list[list[int]]:

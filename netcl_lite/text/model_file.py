@@ -194,7 +194,7 @@ def check_merges(base_bytes, merges, source: str = "merges") -> list[bytes]:
 
 
 def check_special_tokens(specials: dict, byte_level_ids, source: str = "special_tokens") -> None:
-    """Special tokens: non-empty strings, distinct integer ids that no byte-level token has.
+    """Special tokens: non-empty strings UTF-8 can encode, distinct integer ids that no byte-level token has.
 
     ``byte_level_ids``: the ids of the byte-level tokens (any container, e.g. ``range(n)``).
     """
@@ -202,6 +202,11 @@ def check_special_tokens(specials: dict, byte_level_ids, source: str = "special_
     for name, token_id in specials.items():
         if not isinstance(name, str) or not name:
             raise ValueError(f"{source}: special token {name!r} must be a non-empty string")
+        try:                # a lone surrogate (JSON's "\ud800") has no bytes: decode could never spell it
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{source}: special token {name!r} is not UTF-8 text (it holds a lone "
+                             f"surrogate); special tokens must be text that UTF-8 can encode") from None
         if type(token_id) is not int or not 0 <= token_id <= MAX_ID:
             raise ValueError(f"{source}: special token {name!r} has id {token_id!r}; ids are integers "
                              f"in 0..{MAX_ID}")

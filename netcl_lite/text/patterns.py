@@ -18,17 +18,20 @@ the same offsets. The tests check it splits exactly like ``regex``.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import re
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from itertools import accumulate
 
 import numpy as np
 import regex
 
-__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "compile_splitter", "from_oniguruma", "to_oniguruma",
-           "with_gaps"]
+__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "compile_splitter", "from_oniguruma", "split_budget", "split_time_limit",
+           "to_oniguruma", "with_gaps"]
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 """GPT-2's pre-split pattern (tiktoken's ``r50k_base`` spelling): contractions, letter runs,
@@ -118,6 +121,34 @@ def split_time_limit(length: int) -> float:
     return SPLIT_SECONDS_BASE + SPLIT_SECONDS_PER_CHAR * length
 
 
+#: the budget of the call under way: (deadline on time.monotonic(), its seconds, its characters), or None
+_BUDGET: contextvars.ContextVar[tuple[float, float, int] | None] = contextvars.ContextVar("split_budget", default=None)
+
+
+@contextlib.contextmanager
+def split_budget(length: int) -> Iterator[None]:
+    """Make every custom-pattern split inside share one :func:`split_time_limit` of ``length`` characters.
+
+    A call that splits its text in pieces (the runs of valid UTF-8 the compressor encodes, the text
+    between allowed special tokens, the documents of a batch) would otherwise grant each piece the
+    limit's one-second base afresh: thousands of short pieces, each split just inside it, ran for
+    hours where the same text in one piece is refused in a second. Nested budgets keep the earlier
+    deadline.
+
+    >>> with split_budget(100):
+    ...     compile_splitter(r"\w+|\W")("two words")
+    ['two', ' ', 'words']
+    """
+    seconds = split_time_limit(length)
+    budget = (time.monotonic() + seconds, seconds, length)
+    outer = _BUDGET.get()
+    token = _BUDGET.set(budget if outer is None or budget[0] < outer[0] else outer)
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
 def _checked_splitter(compiled, pattern: str) -> Callable[[str], list[str]]:
     if compiled.groups:  # findall would return groups, not whole matches
         find = lambda text, timeout: [m.group() for m in compiled.finditer(text, timeout=timeout)]
@@ -125,14 +156,18 @@ def _checked_splitter(compiled, pattern: str) -> Callable[[str], list[str]]:
         find = lambda text, timeout: compiled.findall(text, timeout=timeout)
 
     def split(text: str) -> list[str]:
-        limit = split_time_limit(len(text))
+        limit, seconds, length = split_time_limit(len(text)), None, len(text)
+        if (budget := _BUDGET.get()) is not None and budget[0] - time.monotonic() < limit:
+            limit, (_, seconds, length) = budget[0] - time.monotonic(), budget  # the call's budget runs out first
         try:
+            if limit <= 0:
+                raise TimeoutError
             found = find(text, limit)
         except TimeoutError:
             raise ValueError(
-                f"pattern {pattern[:200]!r} took over {limit:.1f} s to split {len(text):,} characters (it "
-                f"backtracks without bound on this text; real pre-split patterns take well under a microsecond "
-                f"a character): fix or replace the tokenizer's pattern"
+                f"pattern {pattern[:200]!r} took over {seconds or limit:.1f} s to split {length:,} characters "
+                f"{'(in pieces) ' if seconds else ''}(it backtracks without bound on this text; real pre-split "
+                f"patterns take well under a microsecond a character): fix or replace the tokenizer's pattern"
             ) from None
         chunks = [c for c in found if c]
         if sum(map(len, chunks)) != len(text):

@@ -1,0 +1,109 @@
+"""Round 32c: the tokenizer as ``--model DIR`` reaches it, with untrusted files and untrusted text.
+
+1. A special token whose string holds a lone surrogate (JSON's ``"\\ud800"`` reads as one) was checked
+   as a non-empty string and then failed to become bytes: a model file's was refused with Python's bare
+   ``'utf-8' codec can't encode character`` (no file, no field), and ``register_special_tokens`` or
+   ``add_token`` raised that only after registering it, so the tokenizer kept a special token that
+   ``n_vocab`` did not count and ``decode`` did not know, and ``encode(..., allowed_special="all")``
+   turned text that is not UTF-8 into its id. It is refused, naming the token, before anything changes.
+2. A custom pattern's split is time-limited by the length of the text it splits, but the limit
+   (one second plus 20 µs a character) was granted afresh to every call: text the compressor cuts at
+   each invalid UTF-8 byte, a text cut at each allowed special token, and a batch of documents each
+   took up to a second a piece, so a few kB whose runs each took just under a second ran for hours
+   where the same text in one piece is refused in about a second. A call now shares one limit, of its
+   whole length, among all its splits.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from netcl_lite.text import BPETokenizer
+from netcl_lite.text.patterns import split_time_limit
+
+#: 2^n steps on a run of n ``a`` (as in test_pattern_time_limit): 21 ``a`` take about half a second
+EXPONENTIAL = r"(a|a)*b|[\s\S]"
+RUN = "a" * 21
+PIECES = 16
+
+
+def _model_file(tmp_path, **fields):
+    doc = {"format": "netcl_lite.bpe", "version": 1, "pattern": None, "base_bytes": None,
+           "special_tokens": {}, "merges": []} | fields
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(doc))   # ensure_ascii: a lone surrogate is written as "\ud800"
+    return path
+
+
+# -- 1. special tokens that are not UTF-8 text -------------------------------------------------------
+
+def test_a_model_file_special_token_with_a_lone_surrogate_is_refused_naming_it(tmp_path):
+    path = _model_file(tmp_path, special_tokens={"<|x\ud800|>": 300})
+    with pytest.raises(ValueError, match=r"special token '<\|x\\ud800\|>'.*UTF-8") as info:
+        BPETokenizer.load(path)
+    assert str(path) in str(info.value)
+    assert not isinstance(info.value, UnicodeError)
+
+
+@pytest.mark.parametrize("how", ["register", "add_token", "constructor"])
+def test_a_special_token_with_a_lone_surrogate_is_refused_and_not_kept(how):
+    tok = BPETokenizer(special_tokens={"<|end|>": 256})
+    with pytest.raises(ValueError, match=r"special token '\\udc80'.*UTF-8"):
+        if how == "register":
+            tok.register_special_tokens({"\udc80": 300})
+        elif how == "add_token":
+            tok.add_token("\udc80")
+        else:
+            BPETokenizer(special_tokens={"\udc80": 300})
+    assert dict(tok.special_tokens) == {"<|end|>": 256}
+    assert tok.n_vocab == 257
+    with pytest.raises(ValueError, match="surrogate|UTF-8"):   # not silently turned into a special id
+        tok.encode("a\udc80", allowed_special="all")
+
+
+# -- 2. one time limit per call, not per split ------------------------------------------------------
+
+def _refused_in_time(call, length: int) -> float:
+    start = time.monotonic()
+    result = call()
+    elapsed = time.monotonic() - start
+    # each piece takes ~0.5 s: without a shared limit the call ran PIECES times that (8 s or more)
+    assert elapsed < split_time_limit(length) + 2.5, f"{elapsed:.1f} s for {length} characters"
+    return result
+
+
+def test_the_compressor_tokenize_shares_one_limit_across_its_utf8_runs():
+    from netcl_lite.compression import tokenize
+
+    tok = BPETokenizer(pattern=EXPONENTIAL)
+    data = (RUN.encode() + b"\xff") * PIECES
+    assert tokenize(b"ab\xffba", tok) is not None
+    assert _refused_in_time(lambda: tokenize(data, tok), len(data)) is None   # stored, not tokenized
+
+
+def test_encode_shares_one_limit_across_the_pieces_between_allowed_special_tokens():
+    tok = BPETokenizer(pattern=EXPONENTIAL, special_tokens={"<|s|>": 256})
+    assert tok.encode("ab<|s|>b", allowed_special="all") == [97, 98, 256, 98]
+    text = (RUN + "<|s|>") * PIECES
+
+    def call():
+        with pytest.raises(ValueError, match="backtracks"):
+            tok.encode(text, allowed_special="all")
+
+    _refused_in_time(call, len(text))
+
+
+@pytest.mark.parametrize("method", ["encode_ordinary_batch", "encode_batch"])
+def test_a_batch_shares_one_limit_across_its_documents(method):
+    tok = BPETokenizer(pattern=EXPONENTIAL)
+    assert getattr(tok, method)(["ab", "b"]) == [[97, 98], [98]]
+    texts = [RUN] * PIECES
+
+    def call():
+        with pytest.raises(ValueError, match="backtracks"):
+            getattr(tok, method)(texts)
+
+    _refused_in_time(call, sum(map(len, texts)))
