@@ -12,6 +12,10 @@
    took up to a second a piece, so a few kB whose runs each took just under a second ran for hours
    where the same text in one piece is refused in about a second. A call now shares one limit, of its
    whole length, among all its splits.
+3. ``regex`` compiles a counted repeat in time about its count, before any split's limit applies: a
+   model file whose pattern was ``x{4294967294}|[\s\S]`` (20 characters) or three nested ``{1000}``
+   hung ``BPETokenizer.load`` for hours. Counted repeats that spell out more than
+   :data:`~netcl_lite.text.patterns.MAX_REPEATS` are refused before compiling, naming the pattern.
 """
 
 from __future__ import annotations
@@ -107,3 +111,27 @@ def test_a_batch_shares_one_limit_across_its_documents(method):
             getattr(tok, method)(texts)
 
     _refused_in_time(call, sum(map(len, texts)))
+
+
+# -- 3. a short pattern that takes hours to compile -------------------------------------------------
+
+@pytest.mark.parametrize("pattern", [r"x{4294967294}|[\s\S]", r"(?:(?:(?:x{1000}){1000}){1000})|[\s\S]"])
+def test_a_pattern_whose_counted_repeats_take_hours_to_compile_is_refused_at_once(tmp_path, pattern):
+    """``regex`` compiles ``x{n}`` in time about n: loading such a 20-character pattern hung."""
+    import subprocess
+    import sys
+
+    path = _model_file(tmp_path, pattern=pattern)
+    code = ("import sys\nfrom netcl_lite.text.bpe import BPETokenizer\n"
+            "for make in (lambda: BPETokenizer.load(sys.argv[1]), lambda: BPETokenizer(pattern=sys.argv[2])):\n"
+            "    try:\n        make()\n    except ValueError as exc:\n        print(exc)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(path), pattern], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    first, second = r.stdout.splitlines()
+    assert str(path) in first and "repeats" in first and "x{" in first, first
+    assert "repeats" in second, second
+
+
+@pytest.mark.parametrize("pattern", [r"\p{N}{1,3}+|[\s\S]", r"(?:ab){2,50}|x{300}|[\s\S]"])
+def test_patterns_that_count_a_little_still_load(pattern):
+    assert BPETokenizer(pattern=pattern).encode("1234 ab") == list(b"1234 ab")

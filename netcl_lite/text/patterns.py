@@ -65,12 +65,51 @@ _STAND_IN_LETTER, _STAND_IN_NUMBER, _STAND_IN_OTHER = "\u4e00", "\u0660", "\ue00
 MAX_PATTERN_CHARS = 10_000
 
 
+#: the most repeats a pattern's counted quantifiers may spell out (``x{1000}`` is 1000; nested ones multiply).
+#: ``regex`` compiles a counted repeat in time about its count: ``x{4294967294}`` (17 characters) or
+#: ``((x{1000}){1000}){1000}`` compiled for hours, before any split's time limit could apply. Real
+#: patterns count to a few (``\p{N}{1,3}``); 100,000 compiles in about a tenth of a second.
+MAX_REPEATS = 100_000
+
+
 def check_pattern_length(pattern: str, source: str = "pattern") -> None:
-    """Refuse a pattern longer than :data:`MAX_PATTERN_CHARS` before anything compiles it."""
+    """Refuse a pattern longer than :data:`MAX_PATTERN_CHARS`, or one whose counted repeats spell out more
+    than :data:`MAX_REPEATS`, before anything compiles it."""
     if len(pattern) > MAX_PATTERN_CHARS:
         raise ValueError(f"{source}: the pre-split pattern is {len(pattern)} characters long; patterns of real "
                          f"tokenizers are a few hundred (at most {MAX_PATTERN_CHARS} accepted): the file is "
                          "damaged or not a tokenizer")
+    if _counted_repeats(pattern) > MAX_REPEATS:
+        raise ValueError(f"{source}: the pre-split pattern {pattern[:200]!r} counts more than {MAX_REPEATS:,} repeats "
+                         f"in its {{m,n}} quantifiers (nested ones multiply), which would take minutes or hours to compile; "
+                         f"real tokenizers' patterns count to a few: the file is damaged or hostile")
+
+
+def _counted_repeats(pattern: str) -> int:
+    """The atoms a pattern's counted quantifiers spell out, nested ones multiplied (an overestimate: a
+    ``{`` in a comment counts too); stops counting past :data:`MAX_REPEATS`."""
+    groups, last, i, n = [0], 0, 0, len(pattern)   # groups: the weight of each open group; last: the last atom's
+    while i < n and groups[0] <= MAX_REPEATS:
+        c = pattern[i]
+        if c in "\\[":
+            i = _escape_end(pattern, i) if c == "\\" else _class_end(pattern, i)
+            groups[-1], last = groups[-1] + 1, 1
+            continue
+        if c == "(":
+            groups.append(0)
+            last = 0
+        elif c == ")" and len(groups) > 1:
+            last = max(groups.pop(), 1)
+            groups[-1] += last
+        elif c == "{" and (m := _INTERVAL.match(pattern, i)) and last:
+            bound = max((int(d) if len(d) < 10 else 10**10 for d in m.group()[1:-1].split(",") if d), default=1)
+            groups[-1] += last * (bound - 1)
+            last, i = 0, m.end()
+            continue
+        else:
+            groups[-1], last = groups[-1] + 1, 0 if c in "|*+?" else 1
+        i += 1
+    return sum(groups)
 
 
 def compile_splitter(pattern: str | None) -> Callable[[str], list[str]]:
