@@ -8,8 +8,8 @@
    turned text that is not UTF-8 into its id. It is refused, naming the token, before anything changes.
 2. A custom pattern's split is time-limited by the length of the text it splits, but the limit
    (one second plus 20 µs a character) was granted afresh to every call: text the compressor cuts at
-   each invalid UTF-8 byte, a text cut at each allowed special token, and a batch of documents each
-   took up to a second a piece, so a few kB whose runs each took just under a second ran for hours
+   each invalid UTF-8 byte, a text cut at each allowed special token, a batch of documents and the
+   messages of a ChatFormat each took up to a second a piece, so a few kB whose runs each took just under a second ran for hours
    where the same text in one piece is refused in about a second. A call now shares one limit, of its
    whole length, among all its splits.
 3. ``regex`` compiles a counted repeat in time about its count, before any split's limit applies: a
@@ -135,3 +135,20 @@ def test_a_pattern_whose_counted_repeats_take_hours_to_compile_is_refused_at_onc
 @pytest.mark.parametrize("pattern", [r"\p{N}{1,3}+|[\s\S]", r"(?:ab){2,50}|x{300}|[\s\S]"])
 def test_patterns_that_count_a_little_still_load(pattern):
     assert BPETokenizer(pattern=pattern).encode("1234 ab") == list(b"1234 ab")
+
+
+def test_a_chat_shares_one_limit_across_its_messages():
+    from netcl_lite.text.chat import ChatFormat
+
+    tok = BPETokenizer(pattern=EXPONENTIAL)
+    for marker in ("<|start|>", "<|message|>", "<|end|>"):
+        tok.add_token(marker)
+    chat = ChatFormat(tok)
+    assert chat.render([{"role": "user", "content": "ab"}])[-3:] == [97, 98, tok.special_tokens["<|end|>"]]
+    messages = [{"role": "user", "content": RUN}] * PIECES
+
+    def call():
+        with pytest.raises(ValueError, match="backtracks"):
+            chat.render(messages)
+
+    _refused_in_time(call, PIECES * (len(RUN) + len("user")))

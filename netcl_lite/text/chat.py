@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from netcl_lite.checks import flag
+from netcl_lite.text.patterns import split_budget
 
 __all__ = ["DEFAULT_ROLES", "ChatFormat"]
 
@@ -56,14 +57,15 @@ class ChatFormat:
     def render(self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool = False
                ) -> list[int]:
         """Token ids of the conversation (contents encoded as ordinary text)."""
-        ids = []
-        for role, content in self._checked(messages, add_generation_prompt):
-            ids.append(self._ids["start"])
-            ids += self.tokenizer.encode_ordinary(role)
-            ids.append(self._ids["message"])
-            if content is not None:
-                ids += self.tokenizer.encode_ordinary(content)
-                ids.append(self._ids["end"])
+        ids, turns = [], list(self._checked(messages, add_generation_prompt))
+        with split_budget(sum(len(role) + len(content or "") for role, content in turns)):  # one limit, not one a message
+            for role, content in turns:
+                ids.append(self._ids["start"])
+                ids += self.tokenizer.encode_ordinary(role)
+                ids.append(self._ids["message"])
+                if content is not None:
+                    ids += self.tokenizer.encode_ordinary(content)
+                    ids.append(self._ids["end"])
         return ids
 
     def render_text(self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool = False
