@@ -15,7 +15,8 @@
 3. ``regex`` compiles a counted repeat in time about its count, before any split's limit applies: a
    model file whose pattern was ``x{4294967294}|[\s\S]`` (20 characters) or three nested ``{1000}``
    hung ``BPETokenizer.load`` for hours. Counted repeats that spell out more than
-   :data:`~netcl_lite.text.patterns.MAX_REPEATS` are refused before compiling, naming the pattern.
+   :data:`~netcl_lite.text.patterns.MAX_REPEATS` are refused before compiling, naming the pattern, and
+   counts are read as verbose mode reads them (``(?x)x{42949 67294}`` is ``x{4294967294}``).
 """
 
 from __future__ import annotations
@@ -152,3 +153,16 @@ def test_a_chat_shares_one_limit_across_its_messages():
             chat.render(messages)
 
     _refused_in_time(call, PIECES * (len(RUN) + len("user")))
+
+
+@pytest.mark.parametrize("pattern", ["(?x)x{42949 67294}|[\\s\\S]", "(?x)x{4294#\n967294}|[\\s\\S]",
+                                     "(?x:x{1 000 000 000})|[\\s\\S]"])
+def test_a_verbose_pattern_cannot_hide_its_count_in_spaces_or_comments(pattern):
+    """In verbose mode ``regex`` reads ``x{1 0}`` as ``x{10}``: the count must be read the same way."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom netcl_lite.text.bpe import BPETokenizer\n"
+            "try:\n    BPETokenizer(pattern=sys.argv[1])\nexcept ValueError as exc:\n    print(exc)\n")
+    r = subprocess.run([sys.executable, "-c", code, pattern], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "repeats" in r.stdout, (r.stdout, r.stderr)

@@ -85,6 +85,20 @@ def check_pattern_length(pattern: str, source: str = "pattern") -> None:
                          f"real tokenizers' patterns count to a few: the file is damaged or hostile")
 
 
+_BRACES = re.compile(r"\{([^{}]*)\}")
+
+
+def _count_of(inside: str) -> int:
+    """The largest count of a ``{m,n}`` quantifier's inside, read as verbose mode reads it (whitespace
+    and ``#`` comments between the digits); 0: not a count. A comment in a count is taken as unbounded."""
+    if "#" in inside:
+        return 10**10
+    numbers = "".join(inside.split()).split(",")
+    if len(numbers) > 2 or not all(re.fullmatch("[0-9]*", d) for d in numbers):
+        return 0
+    return max((int(d) if len(d) < 10 else 10**10 for d in numbers if d), default=1)
+
+
 def _counted_repeats(pattern: str) -> int:
     """The atoms a pattern's counted quantifiers spell out, nested ones multiplied (an overestimate: a
     ``{`` in a comment counts too); stops counting past :data:`MAX_REPEATS`."""
@@ -101,8 +115,7 @@ def _counted_repeats(pattern: str) -> int:
         elif c == ")" and len(groups) > 1:
             last = max(groups.pop(), 1)
             groups[-1] += last
-        elif c == "{" and (m := _INTERVAL.match(pattern, i)) and last:
-            bound = max((int(d) if len(d) < 10 else 10**10 for d in m.group()[1:-1].split(",") if d), default=1)
+        elif c == "{" and (m := _BRACES.match(pattern, i)) and last and (bound := _count_of(m.group(1))):
             groups[-1] += last * (bound - 1)
             last, i = 0, m.end()
             continue
