@@ -211,3 +211,20 @@ def test_the_readme_shows_the_quick_loop_beside_the_full_command():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_every_python_file_compiles_without_a_warning():
+    """An invalid escape such as ``"\\w"`` in a docstring is a DeprecationWarning now and a
+    SyntaxWarning in later Pythons: every file of the project compiles with warnings as errors."""
+    import warnings
+
+    found = []
+    for folder in ("netcl_lite", "site_build", "tests", "snippets", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                try:
+                    compile(path.read_text(encoding="utf-8"), str(path), "exec")
+                except (SyntaxError, SyntaxWarning, DeprecationWarning) as exc:
+                    found.append(f"{path.relative_to(ROOT)}: {exc}")
+    assert not found, "\n".join(found)

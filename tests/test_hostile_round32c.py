@@ -1,4 +1,4 @@
-"""Round 32c: the tokenizer as ``--model DIR`` reaches it, with untrusted files and untrusted text.
+r"""Round 32c: the tokenizer as ``--model DIR`` reaches it, with untrusted files and untrusted text.
 
 1. A special token whose string holds a lone surrogate (JSON's ``"\\ud800"`` reads as one) was checked
    as a non-empty string and then failed to become bytes: a model file's was refused with Python's bare

@@ -179,7 +179,7 @@ _BUDGET: contextvars.ContextVar[tuple[float, float, int] | None] = contextvars.C
 
 @contextlib.contextmanager
 def split_budget(length: int) -> Iterator[None]:
-    """Make every custom-pattern split inside share one :func:`split_time_limit` of ``length`` characters.
+    r"""Make every custom-pattern split inside share one :func:`split_time_limit` of ``length`` characters.
 
     A call that splits its text in pieces (the runs of valid UTF-8 the compressor encodes, the text
     between allowed special tokens, the documents of a batch) would otherwise grant each piece the
