@@ -20,6 +20,10 @@ import numpy as np
 
 from .checks import count, not_masked
 
+#: the most cells a mask built here may hold (256 MiB of bool): 16,384 queries by 16,384 keys. A
+#: length of 2**40 asked NumPy for terabytes and failed with a bare MemoryError naming nothing.
+MAX_CELLS = 1 << 28
+
 
 def encoder(valid):
     """Bidirectional self-attention: each real query sees every real key.
@@ -30,6 +34,7 @@ def encoder(valid):
     4
     """
     real = _positions("valid", valid)
+    _check_cells("valid", "valid", real.size, real.size)
     return real[:, None] & real[None, :]
 
 
@@ -65,6 +70,7 @@ def causal(query_len, key_len=None):
             f"query_len {query_len} > key_len {key_len}: the queries are the last query_len "
             "of key_len positions, so pass key_len >= query_len"
         )
+    _check_cells("query_len", "key_len", query_len, key_len)
     return np.arange(key_len)[None, :] <= query_start(query_len, key_len) + np.arange(query_len)[:, None]
 
 
@@ -78,6 +84,7 @@ def cross(target_valid, source_valid):
     """
     target = _positions("target_valid", target_valid)
     source = _positions("source_valid", source_valid)
+    _check_cells("target_valid", "source_valid", target.size, source.size)
     return target[:, None] & source[None, :]
 
 
@@ -151,7 +158,18 @@ def _positions(name, valid):
 
 
 def _length(name, value):
-    return count(name, value, 0)
+    value = count(name, value, 0)
+    if value > MAX_CELLS:
+        raise ValueError(f"{name} must be at most {MAX_CELLS:,} (a mask of that many positions already holds "
+                         f"{MAX_CELLS:,} cells per row), got {value:,}")
+    return value
+
+
+def _check_cells(rows_name, cols_name, rows: int, cols: int) -> None:
+    """Refuse a (rows, cols) mask past :data:`MAX_CELLS` before NumPy is asked for it."""
+    if rows * cols > MAX_CELLS:
+        raise ValueError(f"{rows_name} x {cols_name} is {rows:,} x {cols:,} = {rows * cols:,} cells; masks built "
+                         f"here hold at most {MAX_CELLS:,} (16,384 x 16,384): build a smaller one, or a block of it")
 
 
 def _mask(name, mask):

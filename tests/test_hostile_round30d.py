@@ -5,6 +5,8 @@
 - ``TreeSSE`` given no streams (shape (0, vocab)) failed inside a reshape, naming no parameter.
 - ``files.write_new`` refused a mode of the wrong type (a float, a NumPy integer) with a ValueError;
   a wrong type is a TypeError, as everywhere else in the library.
+- ``masks.causal(2**40)`` (noticed by round 32a) asked NumPy for terabytes and failed with a bare
+  MemoryError; every mask builder now refuses more than ``masks.MAX_CELLS`` cells naming its lengths.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from netcl_lite import files
+from netcl_lite import files, masks
 from netcl_lite.context_mixing import TreeSSE
 
 
@@ -60,3 +62,16 @@ def test_write_new_refuses_a_mode_out_of_range_with_value_error(tmp_path, mode):
         files.write_new(tmp_path / "f", b"x", mode)
     files.write_new(tmp_path / "f", b"x", 0o640)
     assert (tmp_path / "f").stat().st_mode & 0o777 == 0o640
+
+
+@pytest.mark.parametrize("build", [lambda: masks.causal(2**40), lambda: masks.causal(2**15, 2**15),
+                                   lambda: masks.encoder(2**15), lambda: masks.cross(2**15, 2**14 + 1)])
+def test_a_mask_past_max_cells_is_refused_naming_its_lengths(build):
+    """masks.causal(2**40) asked NumPy for terabytes: a bare MemoryError naming no parameter (round 32a)."""
+    with pytest.raises(ValueError, match=r"(query_len|valid|target_valid).*(at most|cells)"):
+        build()
+
+
+def test_masks_at_max_cells_are_still_built():
+    assert masks.causal(2**14).sum() == 2**14 * (2**14 + 1) // 2
+    assert masks.cross(2**14, 2**14).shape == (2**14, 2**14)
