@@ -447,8 +447,9 @@ class BPETokenizer:
         """Load a Hugging Face byte-level BPE ``tokenizer.json`` (GPT-2 style), ids as the file has them.
 
         Its merges apply as ``tokenizers`` applies them (only the listed pairs, earliest first);
-        added tokens become special tokens; a component this tokenizer cannot reproduce exactly
-        raises ``ValueError`` naming the key (:mod:`~netcl_lite.text.tokenizer_json`).
+        its added tokens, each marked ``"special": true``, become special tokens (a non-special
+        one, which ``tokenizers`` matches in ordinary text, is refused); a component this tokenizer
+        cannot reproduce exactly raises ``ValueError`` naming the key (:mod:`~netcl_lite.text.tokenizer_json`).
 
         >>> import os, tempfile; path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
         >>> tok = BPETokenizer(special_tokens={"<|endoftext|>": 258})

@@ -2,7 +2,7 @@
 
 What such a file holds, and what netcl_lite makes of it::
 
-    {"added_tokens": [{"id": 0, "content": "<|endoftext|>", ...}],   -> special tokens
+    {"added_tokens": [{"id": 0, "content": "<|endoftext|>", "special": true, ...}],   -> special tokens
      "normalizer": null,
      "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
          {"type": "Split", "pattern": {"Regex": "..."}, "behavior": "Isolated", "invert": false},
@@ -19,6 +19,14 @@ Anything that would make the ids differ from what this tokenizer computes (a nor
 another pre-tokenizer or model, a post-processor that adds tokens, dropout, byte fallback,
 ``lstrip``/``rstrip`` on added tokens, truncation, padding, an unknown key) is a
 ``ValueError`` naming the key, never silently dropped.
+
+Every added token must say ``"special": true``: netcl_lite's added tokens are special tokens,
+cut out of text only where a call allows them. ``tokenizers`` treats a non-special added token
+as ordinary vocabulary: it cuts it out of any text before the pre-tokenizer (even with
+``encode_special_tokens`` on, which leaves special tokens as plain text) and keeps it when
+decoding skips special tokens. This tokenizer has no such token, so a file with one is refused,
+naming ``added_tokens[i].special``. An added token that lacks one of its seven keys, or holds a
+null flag, is refused too, as ``tokenizers`` refuses it.
 """
 
 from __future__ import annotations
@@ -52,7 +60,8 @@ _TOP_KEYS = {"version", "truncation", "padding", "added_tokens", "normalizer", "
              "post_processor", "decoder", "model"}
 _MODEL_KEYS = {"type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk",
                "byte_fallback", "ignore_merges", "vocab", "merges"}
-_ADDED_KEYS = {"id", "content", "single_word", "lstrip", "rstrip", "normalized", "special"}
+_ADDED_ORDER = ("id", "content", "single_word", "lstrip", "rstrip", "normalized", "special")
+_ADDED_KEYS = set(_ADDED_ORDER)
 #: the largest id a byte-level token of ``model.vocab`` may have: the tokenizer's merge table has a row
 #: for every id up to the largest, and 2**22 is sixteen times the largest published vocabulary (262,144)
 MAX_TOKEN_ID = 2**22 - 1
@@ -60,6 +69,9 @@ MAX_TOKEN_ID = 2**22 - 1
 
 def read_tokenizer_json(path: str | os.PathLike) -> Vocabulary:
     """Read a byte-level BPE ``tokenizer.json``; every problem is a ``ValueError`` naming the key.
+
+    Its added tokens become the vocabulary's special tokens; each must be marked ``"special": true``
+    (a non-special added token, which ``tokenizers`` matches in ordinary text, is refused).
 
     >>> import os, tempfile; path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
     >>> tokens = {i: bytes([i]) for i in range(256)} | {256: b" t"}
@@ -243,10 +255,19 @@ class _Reader:
         for i, token in enumerate(added):
             key = f"added_tokens[{i}]"
             self.check_keys(token, _ADDED_KEYS, key)
+            for name in _ADDED_ORDER:      # tokenizers refuses an added token without any of them
+                if name not in token:
+                    self.fail(f"{key}.{name}", "is missing; tokenizers refuses an added token without it")
             for flag in ("single_word", "lstrip", "rstrip"):
-                self.expect(token, flag, key, [False, None])
-            for flag in ("normalized", "special"):       # tokenizers refuses anything but a bool here
-                self.expect(token, flag, key, [True, False, None])
+                self.expect(token, flag, key, [False])
+            self.expect(token, "normalized", key, [True, False])   # tokenizers refuses anything but a bool
+            if token["special"] is not True:
+                if token["special"] is not False:
+                    self.expect(token, "special", key, [True])
+                self.fail(f"{key}.special", "false is not supported: tokenizers treats a non-special added "
+                          "token as ordinary vocabulary, cut out of any text, while netcl_lite's added tokens are "
+                          "special tokens, cut out only where a call allows them (mark it \"special\": true if "
+                          "it is a control token)")
             content, token_id = token.get("content"), token.get("id")
             if not isinstance(content, str) or not content:
                 self.fail(f"{key}.content", f"{content!r} is not a non-empty string")
