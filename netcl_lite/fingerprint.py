@@ -151,6 +151,9 @@ def environment(device=None, packages=None) -> str:
         except metadata.PackageNotFoundError:
             lines.append(f"{name} absent")
     lines.append(cl.VERSION_TEXT)
+    from .core.device import keep_pocl_cache_absolute
+
+    keep_pocl_cache_absolute()                   # before PoCL starts: the platform query starts it
     try:
         lines += [device_description(d) for p in cl.get_platforms() for d in p.get_devices()]
     except cl.Error as exc:                      # no platform: outputs made that way differ too

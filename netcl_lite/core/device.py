@@ -245,6 +245,7 @@ def _all_devices() -> list[cl.Device]:
     if (problem := worker_count_problem()) is not None:    # PoCL would crash, past any message
         raise ValueError(problem)
     pin_pocl_workers()
+    keep_pocl_cache_absolute()
     try:
         platforms = cl.get_platforms()
     except cl.LogicError as err:  # the ICD loader found no platform at all
@@ -264,13 +265,41 @@ def _all_devices() -> list[cl.Device]:
     return devices
 
 
+def keep_pocl_cache_absolute() -> bool:
+    """Set ``POCL_CACHE_DIR`` to ``~/.cache/pocl`` when ``XDG_CACHE_HOME`` is a relative path and
+    ``POCL_CACHE_DIR`` is unset; return whether it set it.
+
+    The XDG base-directory rules say a relative ``XDG_CACHE_HOME`` is invalid and to be ignored, as
+    this library's own cache ignores it (:func:`netcl_lite.fingerprint.user_cache_folder`); PoCL takes
+    it as it is, and would make its kernel cache inside whatever folder each process runs in. Like
+    :func:`pin_pocl_workers`, it has effect only before PoCL starts, which the first platform query
+    in a process does; the device lookup runs it first. A home folder that is no absolute path
+    (``HOME=.``) is left to PoCL: there is no better folder to name.
+    """
+    global _cache_dir_by_us
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if os.environ.get("POCL_CACHE_DIR") or not xdg or os.path.isabs(xdg):
+        return False
+    home = os.path.expanduser("~")
+    if not os.path.isabs(home):
+        return False
+    _cache_dir_by_us = os.environ["POCL_CACHE_DIR"] = os.path.join(home, ".cache", "pocl")
+    return True
+
+
+_cache_dir_by_us: str | None = None
+
+
 def pocl_cache_folder() -> tuple[Path, str]:
     """The folder where PoCL's CPU driver keeps the kernels it builds, and the setting that places it:
-    ``POCL_CACHE_DIR``, else ``XDG_CACHE_HOME/pocl``, else ``~/.cache/pocl``."""
+    ``POCL_CACHE_DIR``, else ``XDG_CACHE_HOME/pocl`` when that is an absolute path (a relative one is
+    ignored: :func:`keep_pocl_cache_absolute`), else ``~/.cache/pocl``."""
     if os.environ.get("POCL_CACHE_DIR"):
-        return Path(os.environ["POCL_CACHE_DIR"]), "POCL_CACHE_DIR"
-    if os.environ.get("XDG_CACHE_HOME"):
-        return Path(os.environ["XDG_CACHE_HOME"]) / "pocl", "XDG_CACHE_HOME"
+        set_by_us = os.environ["POCL_CACHE_DIR"] == _cache_dir_by_us
+        return Path(os.environ["POCL_CACHE_DIR"]), "your home folder" if set_by_us else "POCL_CACHE_DIR"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "pocl", "XDG_CACHE_HOME"
     return Path.home() / ".cache" / "pocl", "your home folder"
 
 
