@@ -150,8 +150,9 @@ INT_MAX = 2**31 - 1
 
 
 def int32_range(**sizes: int) -> None:
-    """Refuse sizes the kernels cannot index with 32-bit ints."""
+    """Refuse sizes the kernels cannot index with 32-bit ints (TypeError, naming it, for a non-int)."""
     for name, value in sizes.items():
+        integer(name, value, "a size the kernels index")
         if value > INT_MAX:
             raise ValueError(f"{name}={value} exceeds the 32-bit index range of the kernels")
 
