@@ -9,9 +9,10 @@ miss and runs again.
 
 The store is ``<cache root>/executed/<kind>/<key>`` (:func:`netcl_lite.fingerprint.cache_root`:
 ``.cache/netcl_lite`` in a source checkout, so a fresh clone runs everything), one folder per kind
-of :data:`KINDS`. Each entry starts with a line holding the SHA-256 and length of what follows;
-an entry that no longer matches them (emptied, truncated, edited by hand) is a miss, removed and
-run again. Entries are written whole (:func:`netcl_lite.files.atomic_write`).
+of :data:`KINDS`. Each entry starts with a line holding the length of what follows and a SHA-256
+of its kind and key with it; an entry that no longer matches them (emptied, truncated, edited by
+hand, or copied or renamed under another key or kind, which would show one snippet's output for
+another's) is a miss, removed and run again, as is an entry of an older format. Entries are written whole (:func:`netcl_lite.files.atomic_write`).
 ``NETCL_LITE_RERUN=1`` (or ``true``, ``yes``, ``on``) makes every lookup a miss, so everything
 runs again and the store is refreshed.
 """
@@ -32,7 +33,7 @@ PACKAGES = (fingerprint.RUN_PACKAGES + ("matplotlib", "ipykernel", "nbclient")
             + tuple(sorted({name for names in extras.EXTRAS.values() for name in names})))
 #: the kinds of output the build stores, one folder each
 KINDS = ("build_output", "figure", "notebook")
-_ENTRY_MAGIC = b"netcl-lite-cache-entry 1 sha256="
+_ENTRY_MAGIC = b"netcl-lite-cache-entry 2 sha256="
 log = logging.getLogger("mkdocs.plugins.site_build.execution_cache")
 
 
@@ -69,18 +70,34 @@ def _path(kind: str, item_key: str) -> Path:
     return fingerprint.cache_root() / "executed" / kind / item_key
 
 
-def entry(data: bytes) -> bytes:
-    """``data`` as stored: a line with its SHA-256 and length, then ``data``."""
-    return _ENTRY_MAGIC + hashlib.sha256(data).hexdigest().encode() + b" %d\n" % len(data) + data
+def _digest(data: bytes, key: str) -> bytes:
+    """The SHA-256 of ``key`` (its length first, so no key runs into the data) and ``data``."""
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"key must name what the entry holds (such as 'figure/<key>'), got {key!r}")
+    name = key.encode("utf-8")
+    return hashlib.sha256(b"%d:" % len(name) + name + data).hexdigest().encode()
 
 
-def payload(raw: bytes) -> bytes | None:
-    """What an entry stored, or None when the entry does not match its own digest and length."""
+def _entry_key(kind: str, item_key: str) -> str:
+    """What an entry of the store is checked against: its kind and key."""
+    return f"execution cache {kind}/{item_key}"
+
+
+def entry(data: bytes, key: str) -> bytes:
+    """``data`` as stored under ``key`` (what identifies it: its kind and key in the store, a place in
+    another cache): a line with the SHA-256 of ``key`` and ``data`` and the length of ``data``, then
+    ``data``."""
+    return _ENTRY_MAGIC + _digest(data, key) + b" %d\n" % len(data) + data
+
+
+def payload(raw: bytes, key: str) -> bytes | None:
+    """What an entry stored under ``key`` holds, or None when the entry does not match its own digest
+    and length, or was written for another key (copied or renamed), or in an older format."""
     head, newline, data = raw.partition(b"\n")
     if not newline or not head.startswith(_ENTRY_MAGIC):
         return None
     digest, _, length = head[len(_ENTRY_MAGIC):].partition(b" ")
-    if length != str(len(data)).encode() or digest != hashlib.sha256(data).hexdigest().encode():
+    if length != str(len(data)).encode() or digest != _digest(data, key):
         return None
     return data
 
@@ -100,10 +117,10 @@ def lookup(kind: str, item_key: str) -> bytes | None:
     except OSError as err:                      # another user's entry in a shared store, an I/O error
         log.warning(f"execution cache: cannot read {path} ({err}); running it again")
         return None
-    data = payload(raw)
+    data = payload(raw, _entry_key(kind, item_key))
     if data is None:
-        log.warning(f"execution cache: {path} does not match its digest (emptied, truncated or edited); "
-                    f"running it again")
+        log.warning(f"execution cache: {path} does not match its digest (emptied, truncated, edited, "
+                    f"written under another key or by an older build); running it again")
         try:
             path.unlink(missing_ok=True)
         except OSError as err:
@@ -122,7 +139,7 @@ def store(kind: str, item_key: str, data: bytes) -> None:
     path = _path(kind, item_key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, entry(data))
+        atomic_write(path, entry(data, _entry_key(kind, item_key)))
     except (OSError, ValueError) as err:        # ValueError: atomic_write refuses a folder at ``path``
         log.warning(f"execution cache: cannot keep {path} ({err}); its output is shown but runs again "
                     f"next time (check NETCL_LITE_CACHE or the folder {fingerprint.cache_root()})")

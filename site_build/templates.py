@@ -159,10 +159,17 @@ def cache_folder(env: jinja2.Environment, root: Path | None = None) -> Path:
     return root / "jinja" / environment_key(env)
 
 
+def _entry_key(bucket: jinja2.bccache.Bucket) -> str:
+    """What a compiled template's entry is checked against: its bucket's key (the template's name and
+    file), which names its file."""
+    return f"template cache {bucket.key}"
+
+
 class CheckedBytecodeCache(jinja2.FileSystemBytecodeCache):
     """Jinja's file cache, each entry stored as the execution cache stores one (:func:`.store.entry`: a
-    line with the SHA-256 and length of what follows), written whole: an entry emptied, truncated or
-    edited (which Jinja would fail to unpickle, or run as it now reads) is removed and the template
+    line with the SHA-256 of the template's bucket key and what follows, and its length), written whole:
+    an entry emptied, truncated, edited or copied from another template's (which Jinja would fail to
+    unpickle, or run as it now reads, or run as that other template) is removed and the template
     compiled again; one that cannot be written is a warning, the template compiled next time again."""
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
@@ -175,7 +182,7 @@ class CheckedBytecodeCache(jinja2.FileSystemBytecodeCache):
             raw = path.read_bytes()
         except OSError:                         # not stored, a folder, unreadable: compiled again
             return
-        data = payload(raw)
+        data = payload(raw, _entry_key(bucket))
         if data is not None:
             try:
                 bucket.load_bytecode(io.BytesIO(data))
@@ -198,7 +205,7 @@ class CheckedBytecodeCache(jinja2.FileSystemBytecodeCache):
         bucket.write_bytecode(out)
         path = Path(self._get_cache_filename(bucket))
         try:
-            atomic_write(path, entry(out.getvalue()))
+            atomic_write(path, entry(out.getvalue(), _entry_key(bucket)))
         except (OSError, ValueError) as err:
             log.warning(f"template cache: cannot keep {path} ({err})")
 
