@@ -37,7 +37,7 @@ from netcl_lite import fingerprint
 
 from . import build_output, markers, runner, store
 from .includes import PathError, marker_path
-from .paths import DOCS, ROOT, SNIPPETS
+from .paths import DOCS, ROOT, SNIPPETS, pages
 
 _TRAIN = "from netcl_lite import capstone; capstone.run(progress=True)"
 
@@ -85,7 +85,7 @@ _SNIPPET = "import sys; from site_build import build_output; build_output.BuildO
 def untimed_snippets() -> list[str]:
     """The build-output snippets of the pages (paths, in page order) that read no clock."""
     found = []
-    for page in sorted(DOCS.rglob("*.md")):
+    for page in pages(DOCS):
         name = f"docs/{page.relative_to(DOCS)}"
         try:                                           # as the build finds them: none inside fenced code
             shown = [m.match for m in markers.find(page.read_text(encoding="utf-8-sig"), name)

@@ -33,7 +33,7 @@ from netcl_lite import fingerprint
 from . import citations, glossary, markers, store
 from .inputs import FileDigests
 from .measured import REPORT, RESULTS
-from .paths import DOCS, FIGURES, ROOT
+from .paths import DOCS, FIGURES, ROOT, pages
 
 __all__ = ["DirtyPages", "FileDigests", "PageReads", "digest", "page_inputs"]
 
@@ -79,7 +79,7 @@ def page_inputs(text: str, library: list[Path] | None = None, page_uri: str | No
     if "@" in text:                                 # a citation's link is titled with its reference
         paths.append(citations.SOURCE)
     if markers.BIBLIOGRAPHY.search(text):           # each entry lists the pages that cite it
-        paths += [citations.SOURCE, *sorted(DOCS.rglob("*.md"))]
+        paths += [citations.SOURCE, *pages(DOCS)]
     if markers.GLOSSARY.search(text) or page_uri in glossary.TOOLTIP_PAGES:
         paths.append(glossary.SOURCE)
     return paths

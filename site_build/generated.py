@@ -44,7 +44,7 @@ from netcl_lite.files import atomic_write
 
 from . import runner, store
 from .tags import Positions, Tags
-from .paths import DOCS, FIGURES, ROOT, SNIPPETS, pyproject_version
+from .paths import DOCS, FIGURES, ROOT, SNIPPETS, pages, pyproject_version
 
 #: the longest one figure script may run, in seconds
 FIGURES_TIMEOUT_S = 900
@@ -190,7 +190,7 @@ def _draw(script: Path) -> bytes | RuntimeError:
 def pages_showing(text: str) -> list[str]:
     """The pages (``docs/<page>``) whose source holds ``text``: those that show a figure or include a
     drill's steps."""
-    return [f"docs/{page.relative_to(DOCS).as_posix()}" for page in sorted(DOCS.rglob("*.md"))
+    return [f"docs/{page.relative_to(DOCS).as_posix()}" for page in pages(DOCS)
             if text in page.read_text(encoding="utf-8", errors="replace")]      # MkDocs names a page not UTF-8
 
 

@@ -12,6 +12,31 @@ DOCS = ROOT / "docs"
 FIGURES = DOCS / "figures"
 
 
+def is_page(name: str) -> bool:
+    """Whether MkDocs makes a page of a file named ``name``: its name ends with one of MkDocs' own
+    Markdown suffixes (:data:`mkdocs.utils.markdown_extensions`: ``.md``, ``.markdown``, ``.mdown`` and
+    the others), exactly as MkDocs tells them."""
+    from mkdocs.utils import is_markdown_file
+
+    return is_markdown_file(name)
+
+
+def page_stem(uri: str) -> str:
+    """``uri`` without the Markdown suffix that makes it a page (:func:`is_page`), if it has one."""
+    from mkdocs.utils import markdown_extensions
+
+    for suffix in markdown_extensions:
+        if uri.endswith(suffix):
+            return uri[:-len(suffix)]
+    return uri
+
+
+def pages(docs: Path = DOCS) -> list[Path]:
+    """The Markdown files under ``docs`` that MkDocs makes pages of (:func:`is_page`), sorted: not only
+    the ``*.md`` ones."""
+    return sorted(p for p in docs.rglob("*") if is_page(p.name) and p.is_file())
+
+
 @functools.lru_cache(maxsize=4)
 def pyproject_version(text: str) -> str:
     """``[project].version`` of a pyproject.toml whose text is ``text``: the version the wheel carries."""

@@ -29,7 +29,7 @@ from urllib.parse import quote
 from mkdocs.structure.files import File
 
 from . import markers
-from .paths import ROOT
+from .paths import ROOT, page_stem
 
 #: a whole excerpt's opening line and include: ```` ```{.python .excerpt …} ```` then ``--8<-- "path:section"``
 #: where a source page's Markdown takes its listing (:func:`fill`)
@@ -91,8 +91,9 @@ def _lexer(rel: str):
 @functools.lru_cache(maxsize=256)
 def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
     """The file's lines as Pygments' HTML, one string per line, kept on disk too under Pygments'
-    version, the lexer and the content's digest. An entry holds its own digest and length
-    (:func:`.store.entry`): one that does not match them (emptied, truncated) is highlighted again
+    version, the lexer and the content's digest. An entry holds its own digest (of that place and its
+    text) and length (:func:`.store.entry`): one that does not match them (emptied, truncated, copied
+    from another file's place) is highlighted again
     and replaced, whole (:func:`netcl_lite.files.atomic_write`)."""
     import pygments
     from pygments import highlight
@@ -104,10 +105,11 @@ def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
     from . import store
 
     lexer = _lexer(rel)
-    stored = (fingerprint.cache_root() / "source-pages" / f"pygments-{pygments.__version__}-keepnl"
-              / lexer.__name__ / f"{digest}.html")
+    place = f"pygments-{pygments.__version__}-keepnl/{lexer.__name__}/{digest}.html"
+    stored = fingerprint.cache_root() / "source-pages" / place
+    key = f"source pages {place}"                  # an entry copied to another file's place is a miss
     try:
-        raw = store.payload(stored.read_bytes())
+        raw = store.payload(stored.read_bytes(), key)
     except OSError:
         raw = None
     if raw is not None:
@@ -119,7 +121,7 @@ def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
         out = highlight(text, lexer(stripnl=False), HtmlFormatter(nowrap=True))
         try:
             stored.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(stored, store.entry(out.encode("utf-8")))
+            atomic_write(stored, store.entry(out.encode("utf-8"), key))
         except (OSError, ValueError) as err:        # a file where a folder goes, a folder where the entry does
             store.log.warning(f"highlighting cache: cannot keep {stored} ({err}); {rel} is highlighted "
                               f"again next time")
@@ -149,7 +151,7 @@ def listing(rel: str, ranges: list[tuple[int, int]]) -> str:
 
 
 def _page_title(page: str) -> str:
-    stem = page.removesuffix(".md")
+    stem = page_stem(page)
     if stem == "index":
         return "the home page"
     for prefix, name in (("chapter-", "Chapter "), ("week-", "Week ")):
