@@ -33,15 +33,44 @@ class Tags:
     tokenizer reads an attribute's value to begin (``a="x>"``; not in a name, ``<a"b=">``, nor after an
     ``=`` that starts an attribute's name, ``<a /="x>``). Each place and state a reading passes is kept
     with its answer, so reading tags from many places (many unclosed ``<img``) reads each character in
-    each state once."""
+    each state once.
+
+    Only an ``=`` leads to a quoted value (the tokenizer's "before attribute value" state follows
+    none but an attribute name's ``=``), and outside a quoted value every state ends the tag at ``>``:
+    from a place outside a quoted value with no ``=`` before the next ``>``, that ``>`` ends the tag,
+    found at once (:meth:`_plain_end`) without reading the characters between (a run of ``<img `` that
+    none closes, where reading each character was most of the time, is answered so from each place)."""
 
     def __init__(self, text: str):
         self.text = text
         self.known: dict[int, int | None] = {}     # place * 16 + state's number → the answer
+        self._stretches: dict[str, tuple[int, int]] = {}   # '=' and '>': the last search's start and find
+
+    def _next(self, char: str, i: int) -> int:
+        """The place of the next ``char`` at or after ``i`` (the text's length: none). Each character
+        keeps the stretch its last search read (no ``char`` from where it started to what it found),
+        so searches from increasing places, as callers make them, read the text once between them."""
+        lo, at = self._stretches.get(char, (1, 0))
+        if not lo <= i <= at:
+            found = self.text.find(char, i)
+            lo, at = i, len(self.text) if found < 0 else found
+            self._stretches[char] = (lo, at)
+        return at
+
+    def _plain_end(self, i: int) -> int | None | bool:
+        """From place ``i`` outside a quoted value: the tag's end when no ``=`` stands before the next
+        ``>`` (None: no ``>`` either, so the tag never ends), else False (the characters must be read)."""
+        close = self._next(">", i)
+        if self._next("=", i) < close:
+            return False
+        return None if close == len(self.text) else close + 1
 
     def end(self, start: int) -> int | None:
         """The index just past the '>' that ends the tag whose name goes on at ``start``, or None
         (none does: a quote opened and never closed, or no '>')."""
+        plain = self._plain_end(start) if start >= 0 else False
+        if plain is not False:
+            return plain
         text, n, walked = self.text, len(self.text), []
         i, state, answer = start, "name", None
         while i < n:
