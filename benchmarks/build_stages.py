@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from site_build import capstone_run, markers  # noqa: E402
 from site_build.includes import marker_path  # noqa: E402
-from site_build.paths import DOCS  # noqa: E402
+from site_build.paths import DOCS, pages  # noqa: E402
 
 
 class Timed:
@@ -85,7 +85,7 @@ def _name(args) -> str:
 def timed_snippets() -> list[str]:
     """The build-output snippets that read a clock, in page order: the build runs them at their places."""
     found = []
-    for page in sorted(DOCS.rglob("*.md")):
+    for page in pages(DOCS):
         name = f"docs/{page.relative_to(DOCS)}"
         for m in markers.find(page.read_text(encoding="utf-8-sig"), name):
             if m.kind == "build-output" and m.match["path"] not in found:

@@ -82,6 +82,24 @@ def test_a_snippet_shown_on_a_page_with_another_markdown_suffix_runs_ahead(tmp_p
     assert capstone_run.untimed_snippets() == ["snippets/p/a.py", "snippets/p/b.py"]
 
 
+def test_the_timed_snippets_of_a_page_with_another_markdown_suffix_are_listed(tmp_path, monkeypatch):
+    """The benchmark of the build's stages lists the snippets that read a clock as the run-ahead stage
+    lists the others: from every page MkDocs makes, ``.markdown`` included."""
+    from site_build.paths import ROOT
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import build_stages
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "snippets" / "p").mkdir(parents=True)
+    (tmp_path / "snippets" / "p" / "t.py").write_text("import time\nprint(time.time())\n", encoding="utf-8")
+    (tmp_path / "docs" / "b.markdown").write_text(_shown("t.py"), encoding="utf-8")
+    monkeypatch.setattr(build_stages, "DOCS", tmp_path / "docs")
+    monkeypatch.setattr(build_stages, "marker_path",
+                        lambda path, page: includes.marker_path(path, page, root=tmp_path))
+    assert build_stages.timed_snippets() == ["snippets/p/t.py"]
+
+
 @pytest.fixture
 def docs(tmp_path, monkeypatch):
     docs = tmp_path / "docs"
