@@ -59,6 +59,53 @@ def test_an_entry_read_for_another_key_gives_nothing():
     assert executed.payload(executed.entry(data, "a"), "a\0") is None
 
 
+def test_a_highlighted_listing_copied_to_another_files_place_is_highlighted_again(tmp_path, monkeypatch):
+    """The source pages keep each file's highlighted lines by the digest of its bytes, checked as the
+    execution cache checks an entry: one copied to another file's place showed that file's listing
+    with the first file's code."""
+    from site_build.paths import ROOT
+
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path))
+    first, second = "netcl_lite/files.py", "netcl_lite/fingerprint.py"
+    source_pages._highlighted.cache_clear()
+    source_pages.listing(first, [])
+    expected = source_pages.listing(second, [])
+    places = {p.stem: p for p in tmp_path.rglob("*.html")}
+    digest = {rel: hashlib.sha256((ROOT / rel).read_bytes()).hexdigest() for rel in (first, second)}
+    places[digest[second]].write_bytes(places[digest[first]].read_bytes())
+    source_pages._highlighted.cache_clear()
+    try:
+        shown = source_pages.listing(second, [])
+    finally:
+        source_pages._highlighted.cache_clear()
+    assert shown == expected
+
+
+def test_a_compiled_template_copied_to_another_templates_place_is_compiled_again(tmp_path):
+    """Two templates of the same text: Jinja's own check (the source's checksum) passes the one's
+    compiled code in the other's place, which then runs as the first (its name, in every error)."""
+    import jinja2
+
+    from site_build import templates
+
+    (tmp_path / "templates").mkdir()
+    for name in ("a.html", "b.html"):
+        (tmp_path / "templates" / name).write_text("Text {{ n }}\n", encoding="utf-8")
+
+    def env():
+        return templates.use_bytecode_cache(
+            jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path / "templates"))), tmp_path / "cache")
+
+    first = env()
+    first.get_template("a.html")
+    before = {p.name for p in (tmp_path / "cache").rglob("*") if p.is_file()}
+    first.get_template("b.html")
+    [a_entry] = [p for p in (tmp_path / "cache").rglob("*") if p.name in before]
+    [b_entry] = [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.name not in before]
+    b_entry.write_bytes(a_entry.read_bytes())
+    assert env().get_template("b.html").name == "b.html"
+
+
 # -- 2. pages as MkDocs finds them -------------------------------------------------------------------
 
 def _shown(name: str) -> str:
