@@ -49,12 +49,17 @@ class Tags:
     def _next(self, char: str, i: int) -> int:
         """The place of the next ``char`` at or after ``i`` (the text's length: none). Each character
         keeps the stretch its last search read (no ``char`` from where it started to what it found),
-        so searches from increasing places, as callers make them, read the text once between them."""
+        so searches from increasing places (as callers make them), or from decreasing ones, read the text
+        once between them."""
         lo, at = self._stretches.get(char, (1, 0))
-        if not lo <= i <= at:
+        if lo <= i <= at:
+            return at
+        if i < lo <= at and (found := self.text.find(char, i, lo)) < 0:
+            lo = i                                  # none before the stretch either: it grows back to i
+        else:
             found = self.text.find(char, i)
             lo, at = i, len(self.text) if found < 0 else found
-            self._stretches[char] = (lo, at)
+        self._stretches[char] = (lo, at)
         return at
 
     def _plain_end(self, i: int) -> int | None | bool:
