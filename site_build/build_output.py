@@ -206,14 +206,17 @@ def snippet_key(path: str, shared: str | None = None) -> str:
     return code_key((ROOT / path).read_bytes().decode("utf-8"), shared)
 
 
-def run_stored(code: str, folder: str | Path, shared: str) -> subprocess.CompletedProcess:
+def run_stored(code: str, folder: str | Path, shared: str,
+               where: str = "the block") -> subprocess.CompletedProcess:
     """``code`` run in ``folder`` as the build runs a snippet (:func:`site_build.runner.run_as_snippet`:
     the same file name, stdout read as bytes, so what it prints is what the build would store), unless
     the store holds what it printed under :func:`code_key` (``shared``: the key context of the
     interpreter and environment it runs in, :func:`site_build.store.context`); a hit runs nothing and
     returns a completed process with that stdout. A run that exits 0 and prints UTF-8 is stored; a
     failing one is not, so it runs again. A run past :data:`TIMEOUT_S` raises
-    :class:`subprocess.TimeoutExpired`."""
+    :class:`subprocess.TimeoutExpired`; one that prints more than :data:`OUTPUT_LIMIT` bytes, the most a
+    build output shows, is stopped there, unread past it, and raises :class:`BuildOutputError` naming
+    ``where`` (the page and line of the block)."""
     if not isinstance(code, str):
         raise TypeError(f"code must be str, got {type(code).__name__}")
     # a page's block is a snippet as the page includes it, after the blank line the include adds and
@@ -226,14 +229,17 @@ def run_stored(code: str, folder: str | Path, shared: str) -> subprocess.Complet
     stored = store.lookup("build_output", key)
     if stored is not None:
         return subprocess.CompletedProcess(command, 0, stored.decode("utf-8"), "")
-    run = runner.run_as_snippet(code.encode("utf-8"), folder, TIMEOUT_S)
+    run = runner.run_as_snippet(code.encode("utf-8"), folder, TIMEOUT_S, limit=OUTPUT_LIMIT)
     if run.stopped == "timeout":
         raise subprocess.TimeoutExpired(command, TIMEOUT_S, run.stdout, run.stderr)
+    if run.stopped == "limit":
+        raise BuildOutputError(f"{where} printed more than {OUTPUT_LIMIT:,} bytes, the most a build output "
+                               f"may show; stopped it there")
     try:
         printed = run.stdout.decode("utf-8")
     except UnicodeDecodeError:
         printed = None
-    if run.returncode == 0 and printed is not None and len(run.stdout) <= OUTPUT_LIMIT:   # the build shows no more
+    if run.returncode == 0 and printed is not None:
         store.store("build_output", key, run.stdout)
     stdout = run.stdout.decode("utf-8", "replace") if printed is None else printed
     return subprocess.CompletedProcess(command, run.returncode, stdout, run.stderr.decode("utf-8", "replace"))

@@ -170,6 +170,32 @@ def check_excerpts(markdown: str, page_uri: str, first_line: int = 1) -> None:
                              f"{visible(inc.path)} is none (show a snippet as a runnable block)")
 
 
+def check_python_blocks(markdown: str, page_uri: str, first_line: int = 1) -> None:
+    """Raise ``ValueError`` naming the page and the line (``first_line``: the file's line of
+    ``markdown``'s first) for a python block (python, py, python3; not an excerpt) that the page shows
+    and the doc tests never run. pytest-codeblocks, which they read pages with, opens a block only at a
+    line that starts with backticks once its indent is stripped: a block in a block quote
+    (``> ```python``) or fenced with tildes is rendered as code, yet escapes "every block runs". A
+    block indented under a list item or an admonition is read, and runs. Run on the page as written."""
+    lines = markdown.split("\n")
+    for start, _ in markers.fences(lines):
+        line = lines[start]
+        unquoted = _QUOTED.sub("", line)
+        if markers.fence_language(unquoted) not in markers.PYTHON_NAMES \
+                or re.search(markers.EXCERPT_CLASS, unquoted):
+            continue
+        if unquoted != line:
+            why = "it stands in a block quote"
+        elif not line.lstrip().startswith("```"):
+            why = "it is fenced with tildes"
+        else:
+            continue
+        raise ValueError(f"docs/{page_uri}:{first_line + start}: {visible(line.strip())}: a python block the doc "
+                         f"tests (pytest-codeblocks) never run, as {why}: every python block on a page runs; "
+                         f"move it out of the quote and fence it with backticks, or show it as ```text if it "
+                         f"is not to run")
+
+
 def excerpt_note(path: str, section: str | None, page_uri: str) -> str:
     """The line under an excerpt: which lines of which file it shows, linked to that file on the site."""
     from .source_pages import line_range, uri

@@ -61,6 +61,17 @@ def _nested_includes(paths: list[Path]) -> list[Path]:
     return found
 
 
+def _build_outputs(text: str) -> list[str]:
+    """The snippets that the build-output markers of a page's Markdown ``text`` name, as the build reads
+    them (:func:`site_build.markers.find`): a marker shown in a code block or a code span is text, and
+    names no input. On a page whose markers the build refuses, every line that reads as one (the
+    build fails there, naming the page and the line)."""
+    try:
+        return [m.match["path"] for m in markers.find(text, "page") if m.kind == "build-output"]
+    except markers.MarkerError:
+        return [m["path"] for m in markers.BUILD_OUTPUT.finditer(text)]
+
+
 def page_inputs(text: str, library: list[Path] | None = None, page_uri: str | None = None) -> list[Path]:
     """The files besides its Markdown that a page's HTML is made from, as its Markdown ``text`` names
     them (``library``: the library's sources, :func:`netcl_lite.fingerprint.library_sources` when
@@ -70,12 +81,13 @@ def page_inputs(text: str, library: list[Path] | None = None, page_uri: str | No
     paths += [FIGURES / f"{m.group('name')}.svg" for m in markers.FIGURE.finditer(text)]
     if "<!-- kernels.json:" in text:
         paths += [RESULTS, *MEASURED_DATA, REPORT]
-    if "<!-- build-output:" in text or markers.API.search(text):
+    outputs = _build_outputs(text) if "<!-- build-output:" in text else []
+    if outputs or markers.API.search(text):
         # what a build output prints (the library and the data files the key context digests, the
         # snippet); an API page's docstrings
         paths += fingerprint.library_sources() if library is None else library
         paths += store.data_files()
-        paths += [ROOT / m["path"] for m in markers.BUILD_OUTPUT.finditer(text)]
+        paths += [ROOT / path for path in outputs]
     if "@" in text:                                 # a citation's link is titled with its reference
         paths.append(citations.SOURCE)
     if markers.BIBLIOGRAPHY.search(text):           # each entry lists the pages that cite it

@@ -229,7 +229,8 @@ class SiteBuild(BasePlugin):
         check_metadata(page, markdown)
         first_line = _first_line(page, markdown)
         self.page.name, self.page.markdown, self.page.first_line = f"docs/{page.file.src_uri}", markdown, first_line
-        for check in (apparatus.check_markdown, copyable.check_excerpts, generated.check_captions,
+        for check in (apparatus.check_markdown, copyable.check_excerpts, copyable.check_python_blocks,
+                      generated.check_captions,
                       mathml.check_attribute_lists):
             check(markdown, page.file.src_uri, first_line)                     # on the page's own lines
         markdown = markers.replace(markdown, self.page.name, {

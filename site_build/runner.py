@@ -94,7 +94,37 @@ HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fre
        f"{' '.join(sorted(KEPT_PYTHON_VARIABLES))}, none of {' '.join(sorted(LEFT_OUT))}, none starting "
        f"{' '.join(LEFT_OUT_PREFIXES)}, {' '.join(f'{k}={v}' for k, v in sorted(FIXED.items()))}, "
        f"MPLCONFIGDIR an empty folder of its own for each run (matplotlib's default settings), "
-       f"no file written past {FILE_LIMIT} bytes, no private writable memory mapped past {DATA_LIMIT} bytes")
+       f"no file written past {FILE_LIMIT} bytes, no private writable memory mapped past {DATA_LIMIT} bytes, "
+       f"run by a wrapper that exits 1 on a SystemExit whose nonzero code the OS would read as 0")
+#: what runs a snippet (``python -c`` this, then the script's path): the script as ``python <script>`` runs
+#: it (``__main__``, its ``__file__``, ``sys.argv[0]`` and its folder first on the path), but a
+#: ``SystemExit`` whose code is a nonzero int the OS keeps only the low 8 bits of (256, -512: it would
+#: read as 0, success) exits 1, saying so on stderr. Any other code exits as Python makes it exit (a
+#: string: printed, status 1). Only ``os._exit`` of such a code escapes it (no exception is raised).
+_MAIN = """\
+import os, runpy, sys
+_script = sys.argv[1]
+sys.argv[:] = sys.argv[1:]
+sys.path[0] = os.path.dirname(os.path.realpath(_script))
+try:
+    runpy.run_path(_script, run_name="__main__")
+except SystemExit as _stop:
+    _code = _stop.code
+    if isinstance(_code, int) and _code != 0 and _code % 256 == 0:
+        sys.stderr.write(f"SystemExit({_code!r}): an exit status the OS would read as 0 (it keeps the low "
+                         f"8 bits); the run failed\\n")
+        sys.stderr.flush()
+        raise SystemExit(1) from None
+    raise
+"""
+
+
+def python_command(script: str | Path, python: str | Path = sys.executable) -> list[str]:
+    """The command that runs ``script`` as a snippet runs (:data:`_MAIN`): as ``python <script>`` does,
+    but a nonzero ``SystemExit`` code is never read as success."""
+    return [str(python), "-c", _MAIN, str(script)]
+
+
 #: how much of a failing run's stderr an error shows (its end), in bytes
 STDERR_TAIL = 4000
 #: what each run's interpreter does first, as its ``sitecustomize``: an editable install's ``.pth`` puts
@@ -282,16 +312,16 @@ def run_python(script: str | Path, cwd: str | Path | None = None, timeout: float
         raise TypeError(f"script must be a path, got {type(script).__name__}")
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    command = [str(python), str(Path(script).resolve())]
+    command = [str(python), str(Path(script).resolve())]          # as errors show it; run by python_command
     env = reader_env() if env is None else env
     # run as the build runs a snippet (run_bounded): once the script ends, what it left running is
     # killed, so a process it left holding its stdout (a daemon) does not keep the run waiting on the
     # pipe until the timeout, to be reported as a run that took too long
     if cwd is not None:
-        run = run_bounded(command, cwd, env, timeout, 1 << 62, stderr_tail=None)
+        run = run_bounded(python_command(command[1], python), cwd, env, timeout, 1 << 62, stderr_tail=None)
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            run = run_bounded(command, tmp, env, timeout, 1 << 62, stderr_tail=None)
+            run = run_bounded(python_command(command[1], python), tmp, env, timeout, 1 << 62, stderr_tail=None)
     if run.stopped == "timeout":
         raise subprocess.TimeoutExpired(command, timeout, run.stdout, run.stderr)
     return subprocess.CompletedProcess(command, run.returncode, printed(run.stdout, script),
@@ -397,7 +427,7 @@ def run_as_snippet(code: bytes, folder: str | Path, timeout: float, limit: int |
     and the doc test runs a page block whose output the build may show (:data:`HOW`)."""
     script = Path(folder) / SCRIPT_NAME
     script.write_bytes(code)
-    return run_bounded([sys.executable, str(script)], folder, reader_env(), timeout,
+    return run_bounded(python_command(script), folder, reader_env(), timeout,
                        (1 << 62) if limit is None else limit)
 
 

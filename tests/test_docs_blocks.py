@@ -50,7 +50,7 @@ def build_context(tmp_path_factory) -> str:
 def test_block_runs_and_prints_what_the_page_shows(page, index, block, tmp_path, build_context):
     # as a reader runs it (netcl_lite installed, nothing else), or what that run printed when the
     # store holds it under the same code, library, packages, device and variables
-    proc = build_output.run_stored(block.code, tmp_path, build_context)
+    proc = build_output.run_stored(block.code, tmp_path, build_context, f"{page.name}:{block.lineno}")
     assert proc.returncode == 0, f"block at {page.name}:{block.lineno} failed:\n{proc.stderr[-4000:]}"
     if block.expected_output is not None:
         assert _clean(proc.stdout) == _clean(block.expected_output), (
