@@ -591,10 +591,11 @@ def test_a_snippet_that_cannot_be_read_fails_naming_page_and_line(site):
             site.render(page_with(path, markers.build_output(path)))
 
 
-def test_a_page_block_that_prints_more_than_a_build_output_shows_is_not_stored(tmp_path, monkeypatch):
+def test_a_page_block_that_prints_more_than_a_build_output_shows_fails_and_is_not_stored(tmp_path, monkeypatch):
     monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
     code = "print('x' * 200_000)\n"                    # over the limit, 64 KiB
-    assert build_output.run_stored(code, tmp_path, "shared").returncode == 0
+    with pytest.raises(build_output.BuildOutputError, match="^docs/x.md:3 printed more than 65,536 bytes"):
+        build_output.run_stored(code, tmp_path, "shared", "docs/x.md:3")
     assert store.lookup("build_output", build_output.code_key(code, "shared")) is None
 
 
@@ -709,8 +710,8 @@ def test_an_included_fence_line_fails_the_block_that_it_would_close(site):
         with pytest.raises(ValueError, match=rf'^{PAGE}:6: --8<-- "snippets/hostile/{name}": line \d+ of what '
                                              rf"snippets/hostile/{name} brings into the page, '```', would close"):
             site.render(f'# Hostile\n\nText.\n\n```python\n--8<-- "snippets/hostile/{name}"\n```\n')
-    for fence in ("````", "~~~"):
-        page_html = site.render(f'# Hostile\n\n{fence}python\n--8<-- "snippets/hostile/outer.py"\n{fence}\n\nAfter.\n')
+    for fence, language in (("````", "python"), ("~~~", "text")):     # a python block fenced with tildes never runs
+        page_html = site.render(f'# Hostile\n\n{fence}{language}\n--8<-- "snippets/hostile/outer.py"\n{fence}\n\nAfter.\n')
         assert [t for t, _ in Tags(page_html).found if t in ("script", "h1")] == ["h1"], page_html
         assert "window.injected" in html.unescape(page_html) and page_html.rstrip().endswith("<p>After.</p>")
 
