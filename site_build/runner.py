@@ -100,7 +100,8 @@ HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fre
 #: it (``__main__``, its ``__file__``, ``sys.argv[0]`` and its folder first on the path), but a
 #: ``SystemExit`` whose code is a nonzero int the OS keeps only the low 8 bits of (256, -512: it would
 #: read as 0, success) exits 1, saying so on stderr. Any other code exits as Python makes it exit (a
-#: string: printed, status 1). Only ``os._exit`` of such a code escapes it (no exception is raised).
+#: string: printed, status 1); an uncaught exception's traceback starts at the script, as it would. Only
+#: ``os._exit`` of such a code escapes it (no exception is raised).
 _MAIN = """\
 import os, runpy, sys
 _script = sys.argv[1]
@@ -116,6 +117,14 @@ except SystemExit as _stop:
         sys.stderr.flush()
         raise SystemExit(1) from None
     raise
+except Exception as _error:                             # its traceback as python <script> shows it: from the
+    _tb = _error.__traceback__                          # script's own first frame, none of this wrapper's
+    while _tb is not None and _tb.tb_frame.f_code.co_filename != _script:
+        _tb = _tb.tb_next
+    if _tb is not None or isinstance(_error, SyntaxError):     # one in the script: no frame ran, none shown
+        _error.__traceback__ = _tb
+    sys.excepthook(type(_error), _error, _error.__traceback__)
+    raise SystemExit(1) from None
 """
 
 

@@ -151,7 +151,9 @@ def test_a_snippet_still_runs_as_python_runs_a_script(tmp_path):
     assert run.returncode == 0, run.stderr.decode()
     assert run.stdout.decode() == "__main__ block.py ['block.py']\nTrue\n__main__\n"
     failing = runner.run_as_snippet(b"x = 1\nraise ValueError('boom')\n", tmp_path, 60, limit=1 << 16)
-    assert failing.returncode == 1 and b"block.py\", line 2" in failing.stderr and b"ValueError: boom" in failing.stderr
+    assert failing.returncode == 1 and b"ValueError: boom" in failing.stderr
+    frames = [line for line in failing.stderr.decode().splitlines() if line.lstrip().startswith("File ")]
+    assert len(frames) == 1 and frames[0].strip().endswith('block.py", line 2, in <module>'), failing.stderr
 
 
 # -- 4. a page block's output is bounded -------------------------------------------------------------
@@ -183,3 +185,9 @@ def test_a_page_block_within_the_limit_still_runs_and_is_stored(project, tmp_pat
         proc = build_output.run_stored(code, tmp_path / name, "round33b fits")
         assert proc.returncode == 0 and len(proc.stdout) == build_output.OUTPUT_LIMIT
 
+
+
+def test_a_snippet_with_a_syntax_error_shows_it_as_python_does(tmp_path):
+    run = runner.run_as_snippet(b"x = (\n", tmp_path, 60, limit=1 << 16)
+    assert run.returncode == 1 and b"SyntaxError" in run.stderr
+    assert b"Traceback" not in run.stderr and b"runpy" not in run.stderr, run.stderr
