@@ -71,7 +71,13 @@ matplotlib.use("Agg")
 matplotlib.rcParams["svg.hashsalt"] = "netcl-lite"      # stable ids: unchanged figures stay byte-identical
 matplotlib.rcParams["svg.fonttype"] = "path"           # text as paths: no font request from the page
 sys.argv = sys.argv[1:]                                 # [script, out], as `python script out` sees them
-runpy.run_path(sys.argv[0], run_name="__main__")
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit as stop:                              # a code the OS reads as 0 (256: it keeps the low 8 bits)
+    if isinstance(stop.code, int) and stop.code != 0 and stop.code % 256 == 0:
+        sys.stderr.write(f"SystemExit({stop.code!r}): an exit status the OS would read as 0; the run failed\n")
+        raise SystemExit(1) from None
+    raise
 """
 
 

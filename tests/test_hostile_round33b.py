@@ -191,3 +191,13 @@ def test_a_snippet_with_a_syntax_error_shows_it_as_python_does(tmp_path):
     run = runner.run_as_snippet(b"x = (\n", tmp_path, 60, limit=1 << 16)
     assert run.returncode == 1 and b"SyntaxError" in run.stderr
     assert b"Traceback" not in run.stderr and b"runpy" not in run.stderr, run.stderr
+
+
+def test_a_figure_script_that_exits_256_fails_though_it_wrote_its_figure(tmp_path):
+    from site_build import generated
+
+    script = tmp_path / "figure_exit.py"
+    script.write_text("import sys\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.savefig(sys.argv[1])\n"
+                      "raise SystemExit(256)\n", encoding="utf-8")
+    drawn = generated._draw(script)
+    assert isinstance(drawn, RuntimeError) and "SystemExit(256)" in str(drawn), drawn
