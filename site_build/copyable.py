@@ -13,6 +13,9 @@
 * Printed text (verified outputs, what the build printed) and API signatures are read, not run:
   they get ``no-copy`` too, so every copy button on a page belongs to a program (a runnable
   python block), a command (bash) or a ``>>>`` session.
+* A python block the doc tests never run (in a block quote, or fenced with tildes: pytest-codeblocks
+  opens blocks only at a line that starts with backticks) fails the build, naming the page and the
+  line (:func:`check_python_blocks`); one under a list item or in an admonition runs.
 * A ``>>>`` session (the reference pages' docstring examples) copies as code: its copy button
   takes the lines after the ``>>>`` and ``...`` prompts and leaves out the printed results (a
   ``...`` line is code only while the statement above it is incomplete, as the interpreter prompts)
