@@ -188,7 +188,10 @@ def tokenizer_fingerprint(tokenizer: BPETokenizer) -> bytes:
     _check_tokenizer(tokenizer)
     h = hashlib.sha256(str(tokenizer.pattern).encode() + b"\0")
     for i, piece in sorted(tokenizer.vocab.items()):
-        h.update(struct.pack("<IH", i, len(piece)) + piece)
+        # a length past 16 bits (a long special token's) as 0xFFFF and 64 bits: shorter ones keep
+        # the digest they always had
+        size = struct.pack("<H", len(piece)) if len(piece) < 0xFFFF else struct.pack("<HQ", 0xFFFF, len(piece))
+        h.update(struct.pack("<I", i) + size + piece)
     h.update(json.dumps(sorted(tokenizer.special_tokens.items())).encode())
     return h.digest()[:8]
 
@@ -888,6 +891,7 @@ def make_predictor(model, tokenizer, lengths, keep, mix, primer_ids, *, adapt: A
     from .context_mixing import TECHNIQUES
 
     _check_predictor_args(model, tokenizer, lengths, keep, mix, primer_ids, adapt)
+    lengths = lengths.copy()          # read every step: a caller's later change to its array is not ours
     if techniques is not None and not mix:
         raise ValueError(f"techniques chooses the mixer's parts, and mix is off: pass mix=True, or leave "
                          f"techniques None, got {techniques!r:.200}")

@@ -192,6 +192,11 @@ def _bytes_of(data):
     BufferError; TypeError for anything else."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"data must be bytes (encode text first), got {type(data).__name__}")
+    if isinstance(data, memoryview):
+        try:
+            data.nbytes
+        except ValueError:                    # "operation forbidden on released memoryview object"
+            raise ValueError("data is a released memoryview: pass a view of live bytes") from None
     return data.tobytes() if isinstance(data, memoryview) and not data.c_contiguous else data
 
 

@@ -18,7 +18,7 @@ import numbers
 
 import numpy as np
 
-from .checks import count, not_masked
+from .checks import count, integer, not_masked
 
 #: the most cells a mask built here may hold (256 MiB of bool): 16,384 queries by 16,384 keys. A
 #: length of 2**40 asked NumPy for terabytes and failed with a bare MemoryError naming nothing.
@@ -49,7 +49,8 @@ def query_start(query_len, key_len):
     >>> query_start(1, 5)           # one new token after four cached ones sits at position 4
     4
     """
-    return key_len - query_len
+    return (integer("key_len", key_len, "a count of key positions")
+            - integer("query_len", query_len, "a count of query positions"))
 
 
 def causal(query_len, key_len=None):
