@@ -80,7 +80,8 @@ class AdaptConfig:
 
     ``chunk``: decoding steps (tokens per stream) between updates. ``steps``: gradient steps
     per update, on the same tokens. ``lr``: η. ``optimizer``: one of :data:`OPTIMIZERS`.
-    ``decay``: λ, the pull back toward the trained weights per step. ``adapted``: which
+    ``decay``: λ, the pull back toward the trained weights per step: in [0, 1] for ``"sgd"``
+    and ``"adam"`` (1 a full pull back), any λ >= 0 for ``"rms"`` (its pull is capped at 1). ``adapted``: which
     weights change, one of :data:`ADAPTED`. ``window``: positions each training window holds,
     at most the model's ``max_position_embeddings`` (None, or a model with a shorter window:
     all of them). ``targets``: ``"chunk"``
@@ -119,6 +120,11 @@ class AdaptConfig:
         keep("lr", positive_real("lr", self.lr))
         keep("optimizer", str(one_of("optimizer", self.optimizer, OPTIMIZERS)))
         keep("decay", nonnegative_real("decay", self.decay, "0 keeps no pull toward the trained weights"))
+        if self.optimizer != "rms" and self.decay > 1:
+            # "sgd" and "adam" pull by decay itself: 1 is a full pull back each step; past it the weights
+            # land beyond the trained ones, farther each step, until they overflow ("rms" caps its pull at 1)
+            raise ValueError(f"decay must be in [0, 1] with optimizer {self.optimizer!r} (the share of the way "
+                             f"back to the trained weights each step; 1 pulls fully back), got {self.decay}")
         keep("adapted", str(one_of("adapted", self.adapted, ADAPTED)))
         if self.window is not None:
             keep("window", positive_int("window", self.window, "or None for the model's whole window"))
