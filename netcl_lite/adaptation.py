@@ -541,6 +541,14 @@ class Adapter:
         self.weights = {n: self.trained[n].copy() for n in self.names}
         self._fresh_moments()
 
+    def _not_copied(self, *_):
+        raise TypeError("an Adapter cannot be copied or pickled: it holds the adapted model on the device, the "
+                        "streams' history and the optimizer's state, which a copy would share or lose; make "
+                        "another with Adapter(model, ...) (same arguments, from the trained model) and feed it "
+                        "the same tokens")
+
+    __copy__ = __deepcopy__ = __reduce_ex__ = __reduce__ = _not_copied
+
     def _open(self) -> None:
         if self.closed:
             raise ValueError("this Adapter was restored (or its with block ended); make a new one to adapt again")
