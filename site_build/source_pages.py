@@ -37,6 +37,21 @@ PLACEHOLDER = "<!-- source-listing -->"
 #: a bidirectional formatting character (marks, embeddings, overrides, isolates), which a listing would
 #: copy into the page: the line would show its code reordered (Trojan source)
 _BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: characters HTML allows nowhere in a page (control characters but tab, line feed, form feed and carriage
+#: return); Pygments copies them into a listing as they are
+_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
+
+
+def _source_text(rel: str) -> str:
+    """The file ``rel`` as text: UTF-8, else ValueError naming it (a source page shows the file's
+    characters; a module in another encoding is valid Python, but its page would show other ones)."""
+    data = (ROOT / rel).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ValueError(f"{rel}:{line}: is not UTF-8 (byte 0x{data[err.start]:02x}); a source page shows a "
+                         f"UTF-8 file: save it as UTF-8") from None
 _ANCHOR = re.compile(r' id="(L[0-9-L]+)"')
 #: (the attributes read whole, then searched for the class: a pattern with the class between two runs of
 #: ``[^}\n]*`` tries the second from each of the class's places, quadratic time on a line that repeats it)
@@ -115,7 +130,7 @@ def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
     if raw is not None:
         out = raw.decode("utf-8", errors="replace")
     else:
-        text = (ROOT / rel).read_text(encoding="utf-8")
+        text = _source_text(rel)
         # stripnl=False: Pygments' default drops a file's leading blank lines, which would number
         # every later line wrong
         out = highlight(text, lexer(stripnl=False), HtmlFormatter(nowrap=True))
@@ -126,20 +141,24 @@ def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
             store.log.warning(f"highlighting cache: cannot keep {stored} ({err}); {rel} is highlighted "
                               f"again next time")
     lines = out.split("\n")
-    count = len(markers.file_lines((ROOT / rel).read_text(encoding="utf-8")))
+    count = len(markers.file_lines(_source_text(rel)))
     return tuple(lines[:count] + [""] * (count - len(lines)))
 
 
 def listing(rel: str, ranges: list[tuple[int, int]]) -> str:
     """The highlighted file as HTML: a line per block, ``id="L<n>"``, and an anchor per range at its
     first line."""
-    data = (ROOT / rel).read_bytes()
-    if m := _BIDI.search(text := data.decode("utf-8", errors="replace")):
+    text = _source_text(rel)
+    if m := _BIDI.search(text):
         line = text.count("\n", 0, m.start()) + 1
         raise ValueError(f"{rel}:{line}: holds the bidirectional formatting character U+{ord(m[0]):04X}, which "
                          f"would show the line's code in an order that is not its own (Trojan source); remove it "
                          f"(write it as an escape, '\\u{ord(m[0]):04x}', in a string)")
-    digest = hashlib.sha256(data).hexdigest()
+    if m := _CONTROL.search(text):
+        line = text.count("\n", 0, m.start()) + 1
+        raise ValueError(f"{rel}:{line}: holds the control character U+{ord(m[0]):04X}, which no HTML page may "
+                         f"hold; write it as an escape ('\\x{ord(m[0]):02x}') in a string")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     starts: dict[int, list[str]] = {}
     for first, last in sorted(set(ranges)):
         starts.setdefault(first, []).append(f'<span class="range-anchor" id="{line_range(first, last)}"></span>')
@@ -172,10 +191,19 @@ def _destination(path: str) -> str:
     return quote(path, safe="/")
 
 
+def _code(shown: str) -> str:
+    """``shown`` as a Markdown code span: fenced by one backtick more than its longest run of them, and
+    padded by a blank where it holds one (which the span then strips), so a name's backtick stays in it."""
+    if "`" not in shown:
+        return f"`{shown}`"
+    fence = "`" * (max(len(run) for run in re.findall("`+", shown)) + 1)
+    return f"{fence} {shown} {fence}"
+
+
 def markdown(rel: str, shown: list[tuple[str, int, int]], wheel: str) -> str:
     """The Markdown of the page of ``rel``, whose excerpts ``shown`` (page, first, last) link to it."""
     here = posixpath.dirname(uri(rel))
-    count = len(markers.file_lines((ROOT / rel).read_text(encoding="utf-8")))
+    count = len(markers.file_lines(_source_text(rel)))
     if shown:
         by_page: dict[str, list[str]] = {}
         for page, first, last in shown:
@@ -186,7 +214,7 @@ def markdown(rel: str, shown: list[tuple[str, int, int]], wheel: str) -> str:
     else:
         back = f"No page shows an excerpt of it; [the home page]({posixpath.relpath('index.md', here)}) links them all."
     return ("---\nsearch:\n  exclude: true\n---\n\n"
-            f"# `{rel}`\n\n"
+            f"# {_code(rel)}\n\n"
             f"A file of `{wheel}`, {count} lines, shown with its line numbers. {back}\n"
             "{: .source-intro }\n\n"
             f"{PLACEHOLDER}\n")
