@@ -37,8 +37,8 @@ PLACEHOLDER = "<!-- source-listing -->"
 #: a bidirectional formatting character (marks, embeddings, overrides, isolates), which a listing would
 #: copy into the page: the line would show its code reordered (Trojan source)
 _BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-#: characters HTML allows nowhere in a page (control characters but tab, line feed, form feed and carriage
-#: return); Pygments copies them into a listing as they are
+#: control characters but tab, line feed, form feed and carriage return: HTML allows them nowhere in a page,
+#: and Pygments copies them into a listing as they are, so the listing writes them out as escapes
 _CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
 
 
@@ -46,8 +46,8 @@ def _source_text(rel: str) -> str:
     """The file ``rel`` as text: UTF-8, else ValueError naming it (a source page shows the file's
     characters; a module in another encoding is valid Python, but its page would show other ones)."""
     data = (ROOT / rel).read_bytes()
-    try:
-        return data.decode("utf-8")
+    try:                                # line ends as text mode reads them, as editors and pymdownx do
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
         raise ValueError(f"{rel}:{line}: is not UTF-8 (byte 0x{data[err.start]:02x}); a source page shows a "
@@ -140,6 +140,8 @@ def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
         except (OSError, ValueError) as err:        # a file where a folder goes, a folder where the entry does
             store.log.warning(f"highlighting cache: cannot keep {stored} ({err}); {rel} is highlighted "
                               f"again next time")
+    out = _CONTROL.sub(lambda m: f'<span class="control-character" title="U+{ord(m[0]):04X}">\\x{ord(m[0]):02x}</span>',
+                       out)
     lines = out.split("\n")
     count = len(markers.file_lines(_source_text(rel)))
     return tuple(lines[:count] + [""] * (count - len(lines)))
@@ -154,10 +156,6 @@ def listing(rel: str, ranges: list[tuple[int, int]]) -> str:
         raise ValueError(f"{rel}:{line}: holds the bidirectional formatting character U+{ord(m[0]):04X}, which "
                          f"would show the line's code in an order that is not its own (Trojan source); remove it "
                          f"(write it as an escape, '\\u{ord(m[0]):04x}', in a string)")
-    if m := _CONTROL.search(text):
-        line = text.count("\n", 0, m.start()) + 1
-        raise ValueError(f"{rel}:{line}: holds the control character U+{ord(m[0]):04X}, which no HTML page may "
-                         f"hold; write it as an escape ('\\x{ord(m[0]):02x}') in a string")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     starts: dict[int, list[str]] = {}
     for first, last in sorted(set(ranges)):
