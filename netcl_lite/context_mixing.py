@@ -259,7 +259,10 @@ class GeometricMixer:
         moves a coded bit; the passes read half the bytes and the logs take under half the time
         (``benchmarks/results/tried.md``)."""
         self._check_step(parts, context, boosts, prev)
-        context, prev = np.asarray(context), np.asarray(prev)
+        # copies of what was checked, kept for update: a caller that reuses its arrays before update
+        # would otherwise move other weights than the ones mixed (-1 silently the last)
+        context, prev = np.array(context), np.array(prev)
+        boosts = [(int(table), np.array(tokens), np.array(index)) for table, tokens, index in boosts]
         b, v = parts[0].shape
         if getattr(self, "_logs", None) is None or self._logs.shape != (b, len(parts), v):
             self._logs = np.empty((b, len(parts), v), np.float32)     # kept for update, reused each step
@@ -288,7 +291,7 @@ class GeometricMixer:
         p = np.exp(s, out=s)
         p /= p.sum(axis=1, keepdims=True)
         self._state = logs, context, boosts, rows_of, prev, p
-        return p
+        return p.copy()             # the caller's to edit: update reads the mixer's own
 
     def update(self, tokens: np.ndarray, active: np.ndarray) -> None:
         """Move the weights by the gradient of the coded ``tokens``' log-probability; follows :meth:`mix`."""
@@ -507,10 +510,13 @@ class ContextMixer:
         (q, cache, *others), boosts, reached, total = self._prepared
         self._prepared = None
         ng = self.ngram
-        p = self.linear.mix([p_model, *ng.snapshots[:-1], cache, q], reached, total)
+        # the linear mix's update reads its parts at the coded tokens: a copy of the caller's p_model
+        # (the other parts are the n-gram's, made anew each step), so a caller that reuses its array
+        # before update changes nothing learned
+        p = self.linear.mix([p_model.copy(), *ng.snapshots[:-1], cache, q], reached, total)
         self._linear = p
         if not self.on:
-            return p
+            return p.copy()         # the caller's to edit: update reads the mixer's own
         p = self.geometric.mix([p, p_model, q, cache, *others], reached, boosts, self.prev)
         return self.sse(p) if self.sse is not None else p
 

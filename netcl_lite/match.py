@@ -110,7 +110,7 @@ class MatchModel:
         token = np.where(self.length > 0, at, -1).astype(np.int64)
         self.length[token < 0] = 0                    # a match that runs into text not coded yet
         self.predicted = token
-        return token, self.length.copy()
+        return token.copy(), self.length.copy()      # the caller's to edit: update reads its own
 
     def refuse_finished(self, active: np.ndarray) -> None:
         """ValueError naming ``active`` when it marks a stream that has coded all its ``lengths``

@@ -690,7 +690,11 @@ class Mixer:
     def mix(self, parts, reached, total):
         """The mixture (B, vocab) of ``parts``, one (B, vocab) distribution per part the weights
         keep (the model, the snapshots after :data:`MIX_ORDERS`, the cache, the n-gram), with the
-        weight set of each stream's order ``reached`` (B,) and ``total`` (B,), the count seen there."""
+        weight set of each stream's order ``reached`` (B,) and ``total`` (B,), the count seen there.
+        :meth:`update` reads the parts at the coded tokens, so they are kept as they are (not copied:
+        six (B, vocab) arrays a step) until then; a caller that reuses an array of its own for the
+        next step before :meth:`update` passes a copy (:class:`~netcl_lite.context_mixing.ContextMixer`
+        copies the model's distribution)."""
         n_parts = self.w.shape[2]
         if not isinstance(parts, (list, tuple)) or len(parts) != n_parts:
             got = f"{len(parts)} parts" if isinstance(parts, (list, tuple)) else type(parts).__name__
@@ -733,7 +737,7 @@ class Mixer:
             self.parts = None
             raise ValueError("parts must hold finite probabilities >= 0; one holds a NaN, an infinity or a "
                              "negative value (check the model and the counts that gave it)")
-        self.parts = parts
+        self.parts = tuple(parts)          # the caller's list may change; its arrays are read as they are
         return p
 
     def update(self, tokens, p_mix, active):
