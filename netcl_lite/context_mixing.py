@@ -477,7 +477,9 @@ class ContextMixer:
     def prepare(self) -> None:
         """What the step's prediction needs besides the model's: the counts' distributions, the
         streams' caches, the match model's predictions. :meth:`predict` calls it when the caller
-        has not (the compressor calls it while the model's step runs on the device)."""
+        has not (the compressor calls it while the model's step runs on the device); one made
+        between :meth:`predict` and :meth:`update` is from before the step's tokens, and
+        :meth:`update` drops it."""
         ng = self.ngram
         q, reached, total = ng.predict()
         parts = [q, ng.snapshots[-1]]
@@ -541,3 +543,6 @@ class ContextMixer:
         self.ngram.update(tokens, active)
         self.prev = np.where(active, tokens, self.prev)
         self._linear = None
+        # a prepare() between predict and update counted the state before this step's tokens: the
+        # next predict prepares again
+        self._prepared = None
