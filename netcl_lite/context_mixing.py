@@ -349,6 +349,9 @@ class TreeSSE:
             raise ValueError(f"p must be a float array of shape (streams, {self.vocab}) (a distribution per "
                              f"stream over the vocabulary, at least one stream), got {shown}")
         b = p.shape[0]
+        # in float64, as the mixer's distributions are (no copy of those): a float16 or float32 p summed
+        # its subtrees in its own precision, and the bounds below (1e±200) overflowed as they were cast to it
+        p = p.astype(np.float64, copy=False)
         # a negative value came out as a negative chance, a row of zeros as NaNs, an infinity as NaNs
         # (inf / inf), silently (a NaN is named by the NaN test below)
         top = p.max(axis=1, keepdims=True)
