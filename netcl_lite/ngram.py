@@ -33,7 +33,9 @@ from . import checks
 from .match import last_wins
 
 ORDERS = 8                     # longest context the n-gram counts, in tokens
-DISCOUNT = (0.5, 0.5, 0.7, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8)    # absolute discount per order 0..ORDERS
+#: absolute discount per order 0..15 (:data:`MAX_ORDERS`): chosen for orders 0..ORDERS, from order 3 on
+#: 0.8; the orders past ORDERS, which the n-gram also counts when asked, keep that 0.8
+DISCOUNT = (0.5, 0.5, 0.7) + (0.8,) * 13
 ADDED_WEIGHT = 8               # what a coded token adds to its counts (a training token adds 1)
 MIX_ORDERS = (1, 2, 4)         # the n-gram's distributions after these orders are mixed in too
 SUCCESSOR_ORDERS = 6           # contexts up to this order keep their most recent successor
