@@ -132,26 +132,34 @@ class _Primed:
 SEARCH_BLOCK = 16
 
 
-def sorted_search(table: np.ndarray, sample: np.ndarray, keys: np.ndarray) -> np.ndarray:
+def sorted_search(table: np.ndarray, sample: np.ndarray, keys) -> np.ndarray:
     """``np.searchsorted(table, keys)`` (the left side) for a sorted 1-D ``table`` and ``sample`` =
-    ``table[::SEARCH_BLOCK]``: the sample (1/SEARCH_BLOCK of the table, searched with fewer cache
-    misses than the table) finds each key's block, then one gather of each block's keys and a
-    count of those below the key finish: a couple of cache lines read per key, where a binary
-    search over a table of millions misses the cache at most of its two dozen steps."""
+    ``table[::SEARCH_BLOCK]``, for ``keys`` of any shape (a 0-d key too), as that gives: for an
+    integer table and keys of a type it holds (the n-gram's uint64 contexts), the sample
+    (1/SEARCH_BLOCK of the table, searched with fewer cache misses than the table) finds each key's
+    block, then one gather of each block's keys and a count of those below the key finish: a couple
+    of cache lines read per key, where a binary search over a table of millions misses the cache at
+    most of its two dozen steps. Any other table or keys (floats, where a NaN sorts last; keys that
+    would change as the table's type, a float key or a negative one in an unsigned table) take
+    ``np.searchsorted`` itself."""
     if not isinstance(table, np.ndarray) or not isinstance(sample, np.ndarray) or table.ndim != 1 \
             or sample.shape != ((table.size + SEARCH_BLOCK - 1) // SEARCH_BLOCK,):
         raise ValueError(f"sorted_search: table must be a 1-D array and sample its every {SEARCH_BLOCK}-th "
                          f"key (table[::SEARCH_BLOCK]); got shapes {getattr(table, 'shape', None)} and "
                          f"{getattr(sample, 'shape', None)}")
-    keys = np.asarray(keys, table.dtype)
+    keys = np.asarray(keys)
+    if table.dtype.kind not in "iu" or not np.can_cast(keys.dtype, table.dtype):
+        return np.searchsorted(table, keys)
+    shape = keys.shape
+    keys = keys.astype(table.dtype, copy=False).reshape(-1)
     if not table.size or not keys.size:
-        return np.zeros(keys.shape, np.int64)
+        return np.zeros(shape, np.int64)
     # the last block whose first key is below the key: every key before it is below too, none after
     start = (sample.searchsorted(keys) - 1) * SEARCH_BLOCK          # -SEARCH_BLOCK: none below
     at = np.maximum(start, 0)[:, None] + np.arange(SEARCH_BLOCK)
     inside = at < table.size
     below = (table[np.minimum(at, table.size - 1)] < keys[:, None]) & inside
-    return np.where(start < 0, 0, start + below.sum(axis=1))
+    return np.where(start < 0, 0, start + below.sum(axis=1)).reshape(shape)
 
 
 def _sampled(table: np.ndarray) -> np.ndarray:
