@@ -484,3 +484,134 @@ def plain_title(title: str | None, formulas: list[str]) -> str | None:
 
 
 _CONVERTER = _Converter()
+
+
+# -- math signs in inline raw HTML ------------------------------------------------------------------
+#
+# pymdownx.arithmatex reads a paragraph's text before Python-Markdown stashes its inline raw HTML
+# (its pattern runs at priority 189.9, the raw HTML one at 90): ``$…$`` inside a tag's attribute, a
+# raw ``<code>``, ``<kbd>``, ``<textarea>`` or ``<script>`` became a formula there, and then MathML,
+# whose own quotes (``style="…"``) ended the attribute or the script's string. :class:`RawHtmlMath`
+# leaves such math as written, as the browser shows the rest of that text.
+
+#: arithmatex's inline pattern, as the Markdown extension registers it
+_ARITHMATEX_INLINE = "arithmatex-inline"
+#: the priority of the pass that reads each text's raw HTML just before arithmatex's (189.9) and after
+#: the code spans (190), whose text arithmatex does not read either
+_RAW_HTML_PRIORITY = 189.95
+
+
+class _RawContexts:
+    """Where a text that Markdown reads inline (a paragraph's, a cell's) holds inline raw HTML that is
+    not prose: a tag (its attributes, ``href`` included), a comment, and the text of a code element
+    (:data:`site_build.citations._CODE_ELEMENTS`: ``code``, ``pre``, ``kbd``, ``samp``, ``script``,
+    ``style``, ``textarea``, ``xmp``), read as the citations pass reads a page's HTML
+    (:func:`site_build.glossary.tokens`, :class:`site_build.glossary.OpenElements`). Each text is read
+    once, with its formulas blanked (a formula's ``<`` or quote is no tag's), in linear time; arithmatex
+    then replaces its formulas from left to right by placeholders, and the places after each move by
+    the change in length, which the next text arithmatex is given shows."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []       # the raw places, apart and in order: their starts and ends
+        self.ends: list[int] = []
+        self.shift = 0                    # how far the places after ``moved_from`` have moved
+        self.moved_from = 0
+        self.length = 0                   # the text's length as arithmatex last had it
+        self.pending: tuple[int, int] | None = None   # the formula replaced last: (start, end)
+
+    def read(self, data: str, pattern: re.Pattern) -> None:
+        from .citations import _CODE_ELEMENTS, _blanked
+        from .glossary import OpenElements, tokens
+
+        self.starts, self.ends, self.shift, self.moved_from = [], [], 0, 0
+        self.length, self.pending = len(data), None
+        if "<" not in data:
+            return
+        text = _blanked(data, [m.span() for m in pattern.finditer(data)], newlines=True)
+        open_, at = OpenElements(), 0
+
+        def add(start: int, end: int) -> None:
+            if start >= end:
+                return
+            if self.ends and self.ends[-1] >= start:
+                self.ends[-1] = max(self.ends[-1], end)
+            else:
+                self.starts.append(start)
+                self.ends.append(end)
+
+        for start, end, closing, name, self_closing in tokens(text, lambda: open_.opened_foreign):
+            if open_.inside(_CODE_ELEMENTS):
+                add(at, start)
+            add(start + 1, end)           # inside the tag or the comment, past its '<'
+            at = end
+            if name:
+                open_.tag(closing, name, self_closing)
+        if open_.inside(_CODE_ELEMENTS):
+            add(at, len(text))
+
+    def holds(self, data: str, at: int) -> bool:
+        """Whether position ``at`` of ``data`` (the text as read, or as arithmatex has changed it since)
+        stands in raw HTML that is not prose."""
+        if self.pending is not None:      # the placeholder of the formula replaced last: its length
+            start, end = self.pending
+            placeholder = len(data) - self.length + (end - start)
+            self.shift += placeholder - (end - start)
+            self.moved_from, self.length, self.pending = start + placeholder, len(data), None
+        elif len(data) != self.length:    # a text this pass did not read: nothing known of it
+            return False
+        if not self.starts or at < self.moved_from:     # before: a formula replaced, never raw
+            return False
+        import bisect
+
+        at -= self.shift
+        i = bisect.bisect_right(self.starts, at) - 1
+        return i >= 0 and at < self.ends[i]
+
+    def replaced(self, start: int, end: int) -> None:
+        """Arithmatex replaced ``data[start:end]`` (a formula or an escape) by a placeholder."""
+        self.pending = (start, end)
+
+
+class RawHtmlMath:
+    """A Markdown extension (the build plugin adds it after the site's own): math signs that stand in
+    inline raw HTML that is not prose (:class:`_RawContexts`) stay as written, where arithmatex made
+    them a formula, and the build then MathML, inside the tag or the code."""
+
+    def __new__(cls, *args, **kwargs):
+        from markdown.extensions import Extension
+        from markdown.inlinepatterns import InlineProcessor
+
+        class Reader(InlineProcessor):
+            """Reads each text's raw HTML right before arithmatex reads the text; matches nothing."""
+
+            def __init__(self, contexts: _RawContexts, pattern: re.Pattern):
+                super().__init__(r"\A")
+                self.contexts, self.math = contexts, pattern
+
+            def handleMatch(self, m, data):
+                self.contexts.read(data, self.math)
+                return None, None, None
+
+        class MathLeftInRawHtml(Extension):
+            def extendMarkdown(self, md):
+                if _ARITHMATEX_INLINE not in md.inlinePatterns:
+                    return
+                inline = md.inlinePatterns[_ARITHMATEX_INLINE]
+                if getattr(inline, "raw_html_contexts", None) is not None:
+                    return
+                contexts = inline.raw_html_contexts = _RawContexts()
+                handle = inline.handleMatch
+
+                def handle_match(m, data):
+                    if contexts.holds(data, m.start(0)):
+                        return None, None, None
+                    node, start, end = handle(m, data)
+                    if node is not None and start is not None:
+                        contexts.replaced(start, end)
+                    return node, start, end
+
+                inline.handleMatch = handle_match
+                md.inlinePatterns.register(Reader(contexts, inline.compiled_re), "mathml-raw-html",
+                                           _RAW_HTML_PRIORITY)
+
+        return MathLeftInRawHtml(*args, **kwargs)

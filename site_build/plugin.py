@@ -190,6 +190,7 @@ class SiteBuild(BasePlugin):
             apparatus.no_print_page(config)
         config = includes.contain(config, self.page)
         config.markdown_extensions.append(brought.BroughtChecked(self.page))
+        config.markdown_extensions.append(mathml.RawHtmlMath())      # math signs in raw HTML's tags and code
         return config
 
     # -- one build -------------------------------------------------------------------------------
