@@ -168,9 +168,9 @@ def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview) 
     try:
         write_new(tmp, data, None if mode is None else stat.S_IMODE(mode) & 0o777)
         os.replace(tmp, path)
-    except OSError as exc:               # named as the caller's path, not as the temporary file's
-        _discard(tmp)
-        if exc.filename is not None and os.fsdecode(exc.filename) == os.fsdecode(tmp):
+    except OSError as exc:               # named as the caller's path, not as the temporary file's or no file's
+        _discard(tmp)                    # (a write that fails for a full disk, a quota or EIO names none)
+        if exc.filename is None or os.fsdecode(exc.filename) == os.fsdecode(tmp):
             raise type(exc)(exc.errno, exc.strerror, os.fspath(path)) from None
         raise
     except BaseException:                # an interrupt between the two leaves no temporary file
