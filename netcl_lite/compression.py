@@ -170,11 +170,18 @@ def device_lock(model: DecoderLM) -> threading.RLock:
 
 # -- fingerprints ------------------------------------------------------------------------------
 
+#: config fields no probability is computed from: the spread the weights were first drawn with (a model
+#: that differs only there, with the same weights, codes the same bits)
+_NOT_COMPUTED = frozenset({"initializer_range"})
+
+
 def model_fingerprint(model: DecoderLM) -> bytes:
-    """8 bytes of SHA-256 over the model's config and every weight (transformers' names, sorted)."""
+    """8 bytes of SHA-256 over the model's config (but :data:`_NOT_COMPUTED`) and every weight
+    (transformers' names, sorted)."""
     _model_only(model)
     # numbers equal in value fingerprint alike: rope_theta=10000 (a config.json's int) is 10000.0
-    config = {k: (int(v) if isinstance(v, float) and v.is_integer() else v) for k, v in model.config.__dict__.items()}
+    config = {k: (int(v) if isinstance(v, float) and v.is_integer() else v) for k, v in model.config.__dict__.items()
+              if k not in _NOT_COMPUTED}
     h = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode())
     with device_lock(model):
         weights = model.state_dict()
