@@ -14,10 +14,19 @@ import html
 import re
 import urllib.parse
 
+from .tags import Tags
+
 _SCRIPT = re.compile(r"<script\b", re.I)
-#: an attribute of a tag as HTML reads it: a name after a blank or '/', its value in either quotes or none
-#: (a quote is part of a name, or of a value that opened without one: only right after '=' does one open a string)
-_ATTRIBUTE = re.compile(r"""[\s/]([^\s>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]+))?""")
+#: where HTML ends a script element: ``</script`` (any case) and a blank, '/' or '>'; the end tag then
+#: runs to its own '>' (:class:`~site_build.tags.Tags` finds it)
+_SCRIPT_END = re.compile(r"</script(?=[\t\n\f\r />])", re.I)
+#: a tag's attributes as HTML's tokenizer reads them, read one step at a time from where the last one
+#: ended: blanks and '/' between attributes (none needed after a quoted value: ``alt="a"src=…`` is two),
+#: a name (an '=' at its start is part of it), then an '=' and its value, in either quotes or none (a quote
+#: opens a string only right after '=' and blanks; one never closed runs to the end of what is read)
+_BETWEEN = re.compile(r"[\t\n\f\r /]*")
+_NAME = re.compile(r"[^\t\n\f\r />][^\t\n\f\r />=]*")
+_VALUE = re.compile(r"""[\t\n\f\r ]*=[\t\n\f\r ]*("[^"]*"?|'[^']*'?|[^\t\n\f\r >]*)""")
 #: a URL of another host, as a browser's URL parser reads it (its leading C0 controls and blanks dropped,
 #: every tab and newline in it removed): a scheme or none, then two slashes (backslashes read as
 #: slashes), or a special scheme with no slashes at all (from a page of another scheme, ``https:host``
@@ -28,7 +37,6 @@ _OTHER_HOST = re.compile(r"(?:[a-z][a-z0-9+.-]*:)?[/\\]{2}|(?:https?|ftp|wss?):"
 _LEADING = re.compile(r"^[\x00-\x20]+")
 _TAB_OR_NEWLINE = re.compile(r"[\t\n\r]")
 _LOADS = re.compile(r"MathJax|mermaid", re.I)
-_CLOSE = "</script>"
 
 
 def strip_loaders(output: str, src_uri: str) -> str:
@@ -37,19 +45,21 @@ def strip_loaders(output: str, src_uri: str) -> str:
     A script element goes when its opening tag loads from another host (a ``src`` of ``//…`` or
     ``scheme://…``, in any quotes or none: a browser then runs what it fetches and ignores the body,
     blank or not), or when its body names MathJax or Mermaid. One pass,
-    each element from its ``<script`` to the first ``</script>`` (any case) after its tag: linear in
-    the page, however many scripts a notebook's own HTML leaves unclosed."""
+    each element from its ``<script`` tag (to the '>' that ends it as HTML reads it, quotes and all) to
+    the first end tag after it, as HTML ends a script: ``</script`` (any case) and a blank, '/' or '>',
+    then on to that end tag's '>'. Linear in the page, however many scripts a notebook's own HTML leaves
+    unclosed."""
     if not src_uri.endswith(".ipynb"):
         return output
-    lower = output.lower()
+    tags = Tags(output)
     kept, at = [], 0
     while (m := _SCRIPT.search(output, at)) is not None:
-        tag_end = output.find(">", m.end())
-        close = lower.find(_CLOSE, tag_end + 1) if tag_end >= 0 else -1
-        if close < 0:                   # no element starts here, and none can after it
+        tag_end = tags.end(m.end())
+        close = _SCRIPT_END.search(output, tag_end) if tag_end is not None else None
+        end = tags.end(close.end()) if close is not None else None
+        if end is None:                 # no element ends here, and none can after it
             break
-        end = close + len(_CLOSE)
-        tag, body = output[m.start():tag_end + 1], output[tag_end + 1:close]
+        tag, body = output[m.start():tag_end], output[tag_end:close.start()]
         drop = _loads_from_another_host(tag) or _LOADS.search(body) is not None
         kept.append(output[at:m.start() if drop else end])
         at = end
@@ -60,11 +70,25 @@ def strip_loaders(output: str, src_uri: str) -> str:
 def _loads_from_another_host(tag: str) -> bool:
     """Whether the script tag ``tag``'s first ``src`` (in either quotes or none, spaces around its
     '=' or not, character references resolved) names another host."""
-    for m in _ATTRIBUTE.finditer(tag, len("<script")):
-        if m[1].lower() == "src":
-            value = html.unescape((m[2] or "").strip("\"'"))
-            return _names_another_host(value)
+    for name, value in _attributes(tag[len("<script"):].removesuffix(">")):
+        if name.lower() == "src":
+            return _names_another_host(html.unescape(value.strip("\"'")))
     return False
+
+
+def _attributes(text: str) -> list[tuple[str, str]]:
+    """The attributes of the tag whose attributes (its name and its '>' aside) are ``text``, as HTML's
+    tokenizer reads them: each name and its value as written (a quoted one with its quotes), in order,
+    to the first '>' outside a quoted value. Each step reads on from where the last ended: linear."""
+    found, at, n = [], 0, len(text)
+    while True:
+        at = _BETWEEN.match(text, at).end()
+        if at >= n or text[at] == ">":
+            return found
+        name = _NAME.match(text, at)
+        value = _VALUE.match(text, name.end())
+        found.append((name[0], value[1] if value else ""))
+        at = value.end() if value else name.end()
 
 
 #: the attributes whose value is one URL a browser fetches, follows or posts to (``xlink:href`` and
@@ -119,9 +143,9 @@ def remote_references(text: str, css: bool = False, _depth: int = 0) -> list[str
 
     for tag in _TAG.finditer(text):
         name, attributes = tag[1].lower(), {}
-        for m in _ATTRIBUTE.finditer(" " + tag[2]):
-            attributes.setdefault(m[1].lower(), html.unescape((m[2] or "").strip("\"'") if m[2] and m[2][:1] in "\"'"
-                                                              and m[2][-1:] == m[2][:1] else (m[2] or "")))
+        for key, raw in _attributes(tag[2]):
+            attributes.setdefault(key.lower(), html.unescape(raw.strip("\"'") if raw[:1] in "\"'"
+                                                             and raw[-1:] == raw[:1] else raw))
         for key, value in attributes.items():
             if key in _URL_ATTRIBUTES:
                 add(value)
