@@ -109,13 +109,22 @@ _CSS_ATTRIBUTES = frozenset({"fill", "stroke", "filter", "mask", "clip-path", "m
 #: a meta refresh's target: ``content="5; url=…"``
 _REFRESH = re.compile(r"^\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?['\"]?([^'\"]*)", re.I)
 #: the hosts a built page may still name: the local server the tests serve the site from
-_LOCAL = re.compile(r"(?:https?:[/\\]*|[/\\]{2})(?:127\.0\.0\.1|localhost)(?:[:/\\]|$)", re.I)
+_LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost"})
+#: the authority of a URL of ``http:``/``https:`` or none, as a browser's URL parser reads it: after the
+#: scheme and its slashes (backslashes read as slashes; from ``http:`` any number, none too), up to the
+#: first '/', '\\', '?' or '#'
+_AUTHORITY = re.compile(r"(?:https?:[/\\]*|[/\\]{2})([^/\\?#]*)", re.I)
 
 
 def _names_another_host(url: str) -> bool:
-    """Whether ``url`` (character references resolved) names a host other than the local server."""
+    """Whether ``url`` (character references resolved) names a host other than the local server: the
+    host is what follows the authority's last '@' (``http://localhost:1@evil.example/`` is evil.example's,
+    ``localhost:1`` its user and password), up to its port."""
     url = _TAB_OR_NEWLINE.sub("", _LEADING.sub("", url))
-    return _OTHER_HOST.match(url) is not None and _LOCAL.match(url) is None
+    if _OTHER_HOST.match(url) is None:
+        return False
+    authority = _AUTHORITY.match(url)
+    return authority is None or authority[1].rpartition("@")[2].partition(":")[0].lower() not in _LOCAL_HOSTS
 
 
 def remote_references(text: str, css: bool = False, _depth: int = 0) -> list[str]:
@@ -164,9 +173,33 @@ def remote_references(text: str, css: bool = False, _depth: int = 0) -> list[str
             m = _REFRESH.match(attributes.get("content", ""))
             if m:
                 add(m[1])
+        if name == "set" or name.startswith("animate"):
+            target = attributes.get("attributename", "").strip().lower()
+            for value in [attributes.get(key, "") for key in ("from", "to", "by")] + (
+                    attributes.get("values", "").split(";")):
+                if target in _URL_ATTRIBUTES:
+                    add(value.strip())
+                elif target == "style" or target in _CSS_ATTRIBUTES:
+                    found += remote_references_in_css(value)
     for style in _STYLE.finditer(text):
         found += remote_references_in_css(style[1])
+    at = 0
+    while (m := _STYLESHEET_PI.search(text, at)) is not None:
+        close = text.find("?>", m.end())
+        content = text[m.end():] if close < 0 else text[m.end():close]
+        for href in _PSEUDO_HREF.finditer(content):
+            add(html.unescape(href[1][1:-1] if href[1][:1] in "\"'" else href[1]))
+        if close < 0:
+            break
+        at = close + 2
     return found
+
+
+#: an XML document's style-sheet processing instruction (an SVG page's ``<?xml-stylesheet href=…?>``),
+#: which a browser fetches; read wherever it stands (in an HTML page it is a comment, reported all the same)
+_STYLESHEET_PI = re.compile(r"<\?xml-stylesheet(?=[\s?]|\Z)", re.I)
+#: its ``href`` pseudo-attribute's value, quoted (or not, read up to a blank)
+_PSEUDO_HREF = re.compile(r"""(?<!\S)href\s*=\s*("[^"]*"|'[^']*'|[^\s"'?]+)""", re.I)
 
 
 def remote_references_in_css(css: str, _depth: int = 0) -> list[str]:
