@@ -96,13 +96,14 @@ def _attributes(text: str) -> list[tuple[str, str]]:
 _URL_ATTRIBUTES = frozenset({"src", "href", "data", "poster", "action", "formaction", "background",
                              "manifest", "codebase", "archive", "icon",
                              "xlink:href", "xlink:src"})
-#: a tag's name and its attributes
-#: (a quote opens a string only right after '=' and blanks, as HTML reads it; each step atomic, so an
-#: unclosed one costs no backtracking)
-_TAG = re.compile(r"""<([a-z][^\s/>]*)((?>=\s*"[^"]*"|=\s*'[^']*'|[^>])*)>""", re.I)
-#: a ``style`` element's body
+#: a tag's start and its name; :class:`~site_build.tags.Tags` finds its end, as HTML reads it (a quote
+#: opens a string only right after '=' and blanks), reading the page once however many tags stay unclosed;
+#: its name is read only once its end is known (``<a<a<a…`` unclosed is one long name, not many)
+_TAG, _TAG_NAME = re.compile(r"<[a-z]", re.I), re.compile(r"[^\s/>]*")
 #: a ``style`` element's body (one never closed runs to the page's end: a browser reads the rest as its CSS)
-_STYLE = re.compile(r"<style\b[^>]*>(.*?)(?:</style\s*>|\Z)", re.I | re.S)
+#: (its tag runs to the first '>', its body to the first ``</style>``: each found by a search from where the
+#: last ended, so many ``<style`` never closed are read once, not once each)
+_STYLE, _STYLE_END = re.compile(r"<style\b", re.I), re.compile(r"</style\s*>", re.I)
 #: SVG's presentation attributes whose value is CSS that may fetch (``fill="url(//host/p.svg#g)"``)
 _CSS_ATTRIBUTES = frozenset({"fill", "stroke", "filter", "mask", "clip-path", "marker", "marker-start",
                              "marker-mid", "marker-end", "cursor"})
@@ -133,7 +134,9 @@ def remote_references(text: str, css: bool = False, _depth: int = 0) -> list[str
     an attribute that holds a URL (``src``, ``href``, ``xlink:href``, ``data``, ``poster``, ``action``,
     ``formaction``…), every candidate of a ``srcset`` or ``imagesrcset``, every URL of a ``ping``, a meta
     refresh's target, and CSS ``url()``, ``@import`` and ``image-set()`` in a style sheet, a ``style`` element or a ``style``
-    attribute (CSS shown as text, in a code block, is no request); character references resolved first,
+    attribute (CSS shown as text, in a code block, is no request), the URLs an SVG ``<set>`` or
+    ``<animate…>`` gives an ``href`` (``from``, ``to``, ``by``, ``values``), and the ``href`` of an
+    ``<?xml-stylesheet?>``; character references resolved first,
     as a browser reads them. A frame's ``srcdoc`` is a page of its own, and so is a ``data:`` URL of HTML,
     SVG, XML or CSS: what they request counts too (one nested past :data:`_NESTING` levels is
     itself reported, unread). A URL names another host
@@ -150,9 +153,16 @@ def remote_references(text: str, css: bool = False, _depth: int = 0) -> list[str
         else:
             found.extend(_data_url_references(url, _depth + 1))
 
-    for tag in _TAG.finditer(text):
-        name, attributes = tag[1].lower(), {}
-        for key, raw in _attributes(tag[2]):
+    tags, at = Tags(text), 0
+    while (tag := _TAG.search(text, at)) is not None:
+        end = tags.end(tag.end())
+        if end is None:                 # never closed: a browser reads no tag here; one may start after it
+            at = tag.start() + 1
+            continue
+        at = end
+        name_end = _TAG_NAME.match(text, tag.end(), end - 1).end()
+        name, attributes = text[tag.start() + 1:name_end].lower(), {}
+        for key, raw in _attributes(text[name_end:end - 1]):
             attributes.setdefault(key.lower(), html.unescape(raw.strip("\"'") if raw[:1] in "\"'"
                                                              and raw[-1:] == raw[:1] else raw))
         for key, value in attributes.items():
@@ -181,8 +191,11 @@ def remote_references(text: str, css: bool = False, _depth: int = 0) -> list[str
                     add(value.strip())
                 elif target == "style" or target in _CSS_ATTRIBUTES:
                     found += remote_references_in_css(value)
-    for style in _STYLE.finditer(text):
-        found += remote_references_in_css(style[1])
+    at = 0
+    while (style := _STYLE.search(text, at)) is not None and (start := text.find(">", style.end())) >= 0:
+        close = _STYLE_END.search(text, start + 1)
+        found += remote_references_in_css(text[start + 1:close.start() if close else len(text)])
+        at = close.end() if close else len(text)
     at = 0
     while (m := _STYLESHEET_PI.search(text, at)) is not None:
         close = text.find("?>", m.end())
