@@ -33,7 +33,8 @@ PACKAGES = (fingerprint.RUN_PACKAGES + ("matplotlib", "ipykernel", "nbclient")
             + tuple(sorted({name for names in extras.EXTRAS.values() for name in names})))
 #: the kinds of output the build stores, one folder each
 KINDS = ("build_output", "figure", "notebook")
-_ENTRY_MAGIC = b"netcl-lite-cache-entry 2 sha256="
+_ENTRY_PREFIX = b"netcl-lite-cache-entry "
+_ENTRY_MAGIC = _ENTRY_PREFIX + b"2 sha256="
 log = logging.getLogger("mkdocs.plugins.site_build.execution_cache")
 
 
@@ -90,6 +91,12 @@ def entry(data: bytes, key: str) -> bytes:
     return _ENTRY_MAGIC + _digest(data, key) + b" %d\n" % len(data) + data
 
 
+def older_format(raw: bytes) -> bool:
+    """Whether ``raw`` is an entry an older build wrote, in a format this one no longer reads: a miss to
+    replace quietly (every entry of a cache that outlived an upgrade is one), not damage to report."""
+    return raw.startswith(_ENTRY_PREFIX) and not raw.startswith(_ENTRY_MAGIC)
+
+
 def payload(raw: bytes, key: str) -> bytes | None:
     """What an entry stored under ``key`` holds, or None when the entry does not match its own digest
     and length, or was written for another key (copied or renamed), or in an older format."""
@@ -119,8 +126,11 @@ def lookup(kind: str, item_key: str) -> bytes | None:
         return None
     data = payload(raw, _entry_key(kind, item_key))
     if data is None:
-        log.warning(f"execution cache: {path} does not match its digest (emptied, truncated, edited, "
-                    f"written under another key or by an older build); running it again")
+        if older_format(raw):                   # a cache that outlived an upgrade: no damage to report
+            log.info(f"execution cache: {path} was written by an older build; running it again")
+        else:
+            log.warning(f"execution cache: {path} does not match its digest (emptied, truncated, edited or "
+                        f"written under another key); running it again")
         try:
             path.unlink(missing_ok=True)
         except OSError as err:

@@ -175,7 +175,7 @@ class CheckedBytecodeCache(jinja2.FileSystemBytecodeCache):
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         import io
 
-        from .store import payload
+        from .store import older_format, payload
 
         path = Path(self._get_cache_filename(bucket))
         try:
@@ -190,8 +190,11 @@ class CheckedBytecodeCache(jinja2.FileSystemBytecodeCache):
             except Exception:                   # stored whole but not by this Jinja: compiled again
                 pass
         bucket.reset()
-        log.warning(f"template cache: {path} does not match its digest or cannot be read; compiling "
-                    f"the template again")
+        if data is None and older_format(raw):      # a cache that outlived an upgrade: no damage
+            log.info(f"template cache: {path} was written by an older build; compiling the template again")
+        else:
+            log.warning(f"template cache: {path} does not match its digest or cannot be read; compiling "
+                        f"the template again")
         path.unlink(missing_ok=True)
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
