@@ -30,6 +30,7 @@ import numbers
 import os
 import platform
 import shutil
+import stat
 import statistics
 import time
 import warnings
@@ -44,7 +45,7 @@ from . import corpus, fingerprint
 from .checks import positive_int
 from .core.device import manager
 from .fingerprint import cache_root
-from .files import atomic_write, read_regular
+from .files import read_regular, replace_entry
 from .nn import DecoderLM, LMConfig
 from .text import BPETokenizer
 from .train import TrainConfig, WindowLoader, eval_windows, evaluate, train
@@ -217,7 +218,7 @@ def run(queue=None, progress: bool | None = None) -> Run:
     root = cache_root() / "capstone"
     root.mkdir(parents=True, exist_ok=True)
     folder = root / key
-    with open(root / f"{key}.lock", "w") as lock:
+    with _lock_file(root / f"{key}.lock") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)     # a second process waits for the first to finish training
         problem = _check_run_folder(folder)
         if problem is not None:
@@ -229,9 +230,51 @@ def run(queue=None, progress: bool | None = None) -> Run:
                 raise RuntimeError(f"capstone: the run just trained fails its own check: {problem}")
         tok = BPETokenizer.load(folder / "tokenizer.json")
         model = DecoderLM.from_pretrained(folder, queue=queue)
-        log = json.loads((folder / "log.json").read_text(encoding="utf-8"))
+        log = _read_log(folder)
         train_ids, held_out_ids = _stored_ids(folder, tok, d)
     return Run(model, tok, d, train_ids, held_out_ids, log, folder)
+
+
+def _lock_file(path: Path):
+    """The lock file ``path`` open for :func:`fcntl.flock` (a file object): made if missing, never
+    truncated (a lock is only locked, not written), opened without following a symlink and without
+    waiting on a named pipe. Anything but a regular file there, a symlink included, is refused with a
+    ``ValueError`` that names it: a link could name another file, a pipe would never be locked."""
+    from .files import kind_of, shown_path
+
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
+        | getattr(os, "O_CLOEXEC", 0)
+    refusal = ("; it is the lock of Chapter 9's training run in the cache, where only a regular file belongs: "
+               "remove it and run again")
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if os.path.islink(path):             # O_NOFOLLOW: ELOOP (EMLINK on some systems)
+            raise ValueError(f"{shown_path(path)} is a symlink ({kind_of(path)}), not a regular file"
+                             f"{refusal}") from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{shown_path(path)} is {kind_of(path)}, not a regular file{refusal}")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "r+b", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _read_log(folder: Path) -> dict:
+    """The run's ``log.json`` (its digest already matched ``done.json``'s): ``ValueError`` naming it when
+    it is not a log's JSON (not a dict, or nested past the parser's depth)."""
+    path = folder / "log.json"
+    try:
+        log = json.loads(read_regular(path, 256 << 20, "a run's log.json"))
+    except RecursionError:
+        log = None
+    if not isinstance(log, dict):
+        raise ValueError(f"{path} is not a training log (JSON of an object)")
+    return log
 
 
 def _sha256(path: Path) -> str:
@@ -250,7 +293,7 @@ def _check_run_folder(folder: Path) -> str | None:
         return f"{done} is missing (the run never finished)"
     try:
         recorded = json.loads(read_regular(done, 1 << 20, "a run's done.json"))["files"]
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, RecursionError):
         return f"{done} is not a run's record (no digests of its files)"
     for name in RUN_FILES:
         path = folder / name
@@ -258,6 +301,10 @@ def _check_run_folder(folder: Path) -> str | None:
             return f"{path} is missing"
         if not isinstance(recorded, dict) or recorded.get(name) != _sha256(path):
             return f"{path} does not match the digest in {done} (emptied, truncated or edited)"
+    try:                                     # its digest matches, but run() must be able to read it
+        _read_log(folder)
+    except (OSError, ValueError) as exc:
+        return str(exc)
     return None
 
 
@@ -286,7 +333,7 @@ def _stored_ids(folder: Path, tok: BPETokenizer, d: Data) -> tuple[np.ndarray, n
     buffer = io.BytesIO()
     np.savez(buffer, train=train_ids, held_out=held_out_ids,
              sha256=np.array(_ids_digest(tie, train_ids, held_out_ids)))
-    atomic_write(path, buffer.getvalue())
+    replace_entry(path, buffer.getvalue())
     return train_ids, held_out_ids
 
 
@@ -312,6 +359,8 @@ def _train_into(folder: Path, d: Data, queue, progress, seed: int = 0, training:
     windows' order) or ``training`` config (the benchmarks' seeds and recipe table). ``curve=False``
     skips the measures between steps (``curve.json`` then holds only the final one), for a benchmark
     that needs only the finished model: they train nothing, so the weights are the same."""
+    if os.path.islink(folder) or (os.path.lexists(folder) and not folder.is_dir()):
+        os.unlink(folder)                    # the name itself: never train into (or remove) what a link names
     shutil.rmtree(folder, ignore_errors=True)
     began = time.perf_counter()
     tok = train_tokenizer(d.train_text)
@@ -356,11 +405,11 @@ def _train_into(folder: Path, d: Data, queue, progress, seed: int = 0, training:
     log = train(model, train_ids, validation, config, folder, progress=progress, callback=after_step)
     load = [load, os.getloadavg()[0]]
     tok.save(folder / "tokenizer.json")
-    atomic_write(folder / "curve.json", (json.dumps(points, indent=1) + "\n").encode())
+    replace_entry(folder / "curve.json", (json.dumps(points, indent=1) + "\n").encode())
     files = {name: _sha256(folder / name) for name in RUN_FILES}
-    atomic_write(folder / "done.json", (json.dumps({"seconds": time.perf_counter() - began,
-                                                    "train_seconds": log["train"][-1]["seconds"],
-                                                    "load_average": load, "files": files}) + "\n").encode())
+    replace_entry(folder / "done.json", (json.dumps({"seconds": time.perf_counter() - began,
+                                                     "train_seconds": log["train"][-1]["seconds"],
+                                                     "load_average": load, "files": files}) + "\n").encode())
 
 
 def training_load(run: Run) -> list | None:
@@ -427,9 +476,9 @@ def split_ids(run: Run, split: str) -> np.ndarray:
     if path.is_file():
         return np.load(path)
     ids = _ids(run.tokenizer, getattr(run.data, f"{split}_text"))
-    tmp = run.directory / f"ids-{split}.tmp-{os.getpid()}.npy"
-    np.save(tmp, ids)
-    tmp.replace(path)
+    buffer = io.BytesIO()
+    np.save(buffer, ids)
+    replace_entry(path, buffer.getvalue())
     return ids
 
 
@@ -486,7 +535,7 @@ def load_result(run: Run, name: str) -> dict | None:
         result = stored["measures"]
         ok = (stored["run"] == run_digest(run) and isinstance(result, dict)
               and stored["sha256"] == _result_digest(run, result))
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, RecursionError):
         ok = False
     if not ok:
         warnings.warn(f"capstone: {path} was not computed from this run's model, or was edited; "
@@ -498,7 +547,7 @@ def load_result(run: Run, name: str) -> dict | None:
 def store_result(run: Run, name: str, result: dict) -> None:
     """Keep ``result`` as ``name`` in the run's folder, tied to the run's weights (:func:`load_result`)."""
     record = {"run": run_digest(run), "sha256": _result_digest(run, result), "measures": result}
-    atomic_write(run.directory / name, (json.dumps(record, indent=1) + "\n").encode())
+    replace_entry(run.directory / name, (json.dumps(record, indent=1) + "\n").encode())
 
 
 def seeds_file() -> Path:

@@ -29,6 +29,7 @@ import numbers
 import os
 import sys
 import sysconfig
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
@@ -89,7 +90,7 @@ def _read(sources: list[tuple[Path, str]]) -> list[tuple[str, str]]:
 
 @lru_cache(maxsize=1)
 def _documents(root: str) -> tuple[tuple[str, str], ...]:
-    from .files import atomic_write
+    from .files import replace_entry
     from .fingerprint import cache_root, key, rerun_forced
 
     base = Path(root)
@@ -105,7 +106,7 @@ def _documents(root: str) -> tuple[tuple[str, str], ...]:
     out = _read(sources)
     body = json.dumps(out, ensure_ascii=False).encode("utf-8")
     stored.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(stored, _DIGEST + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    replace_entry(stored, _DIGEST + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
     return tuple(out)
 
 
@@ -113,24 +114,47 @@ def _documents(root: str) -> tuple[tuple[str, str], ...]:
 _DIGEST = b"netcl-lite corpus sha256="
 
 
+#: the most bytes a stored corpus is read up to (a library's docstrings are a few MB)
+MAX_STORED_BYTES = 256 << 20
+
+
 def _stored_documents(stored: Path) -> tuple[tuple[str, str], ...] | None:
     """The documents kept at ``stored``, or None when there are none or the file does not match the
-    digest written with it (emptied, truncated, edited, or of an older format): parsed again then."""
+    digest written with it (emptied, truncated, edited, or of an older format): parsed again then.
+    The entry is read as an input is (:func:`netcl_lite.files.read_regular`: a regular file of at most
+    :data:`MAX_STORED_BYTES`, a named pipe never waited on, a device never read); one that is not a
+    regular file, cannot be read, or matches its digest but holds no corpus (JSON nested past the
+    parser's depth) is a damaged cache entry: None too, with a warning naming it, and the caller's
+    new corpus replaces the entry itself."""
+    from .files import read_regular
+
     try:
-        raw = stored.read_bytes()
-    except OSError:
+        raw = read_regular(stored, MAX_STORED_BYTES, "a stored corpus")
+    except FileNotFoundError:
         return None
+    except (OSError, ValueError) as exc:
+        return _damaged(stored, str(exc) if isinstance(exc, ValueError) else f"cannot be read ({exc.strerror or exc})")
     head, newline, body = raw.partition(b"\n")
     if not newline or head != _DIGEST + hashlib.sha256(body).hexdigest().encode():
         return None
     try:
         documents = json.loads(body.decode("utf-8"))
-    except ValueError:
-        return None
+    except (ValueError, RecursionError):             # UnicodeDecodeError is a ValueError
+        return _damaged(stored, "matches its digest but is not a corpus's JSON")
     if not isinstance(documents, list) or not all(
             isinstance(d, list) and len(d) == 2 and all(isinstance(x, str) for x in d) for d in documents):
-        return None
+        return _damaged(stored, "matches its digest but is not a list of documents")
     return tuple((name, text) for name, text in documents)
+
+
+def _damaged(stored: Path, why: str) -> None:
+    """Warn that the cache entry ``stored`` is damaged (``why``, which may name it already) and will be replaced."""
+    from .files import shown_path
+
+    name = shown_path(stored)
+    warnings.warn(f"corpus: {why if name in why else f'{name} {why}'}; reading the library again and replacing "
+                  f"that cache entry", stacklevel=4)
+    return None
 
 
 def stdlib_documents(root: str | None = None) -> dict[str, str]:

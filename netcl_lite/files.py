@@ -32,7 +32,7 @@ from pathlib import Path
 from .checks import flag, nonnegative_int
 
 __all__ = ["atomic_write", "deferrable", "env_flag", "flush_to_disk", "fsync_folder", "kind_of", "read_regular",
-           "regular_size", "replace", "shown_path", "signals_held", "temporary_name", "write_new"]
+           "regular_size", "replace", "replace_entry", "shown_path", "signals_held", "temporary_name", "write_new"]
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
@@ -350,3 +350,41 @@ def read_regular(path: str | os.PathLike, max_bytes: int, what: str, too_large: 
         raise ValueError(f"{shown_path(path)} grew past {max_bytes:,} bytes while being read; {what} is read "
                          f"only up to {max_bytes:,} bytes")
     return data
+
+
+def replace_entry(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> None:
+    """Replace the name ``path``, an entry of a cache the library keeps, by a regular file holding ``data``,
+    all at once as :func:`atomic_write` does, but as a name in its folder: whatever is there is replaced
+    itself, never written through. A symlink is replaced, not followed (the file it names is left as it
+    was), and so are a named pipe, a device or a socket; an empty folder is removed first. A folder with
+    something in it is refused (``OSError`` naming ``path``), as is any failure to write, named by ``path``
+    when the system named no file or the temporary one. A regular file keeps its permission bits, a new
+    file gets the umask's. For a user's own path, whose link should keep pointing at the file it names,
+    use :func:`atomic_write`."""
+    data = _bytes_of(data)
+    _no_nul(path)
+    path = Path(path)
+    try:
+        st = os.lstat(path)                  # the entry itself, not what a link there names
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        try:
+            os.rmdir(path)
+        except OSError as exc:
+            raise type(exc)(exc.errno, f"{exc.strerror} (a folder where the cache keeps a file: remove it)",
+                            os.fspath(path)) from None
+    mode = stat.S_IMODE(st.st_mode) & 0o777 if st is not None and stat.S_ISREG(st.st_mode) else None
+    tmp = temporary_name(path)
+    try:
+        write_new(tmp, data, mode)
+        os.replace(tmp, path)                # rename(2) replaces the name: a link there, not its target
+    except OSError as exc:
+        _discard(tmp)
+        if exc.filename is None or os.fsdecode(exc.filename) == os.fsdecode(tmp):
+            raise type(exc)(exc.errno, exc.strerror, os.fspath(path)) from None
+        raise
+    except BaseException:
+        _discard(tmp)
+        raise
+    fsync_folder(path.parent)
