@@ -220,12 +220,12 @@ def run(queue=None, progress: bool | None = None) -> Run:
     folder = root / key
     with _lock_file(root / f"{key}.lock") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)     # a second process waits for the first to finish training
-        problem = _check_run_folder(folder)
+        problem = _run_problem(folder)
         if problem is not None:
             if (folder / "done.json").exists():
                 warnings.warn(f"capstone: {problem}; training the run again", stacklevel=2)
             _train_into(folder, d, queue, progress)
-            problem = _check_run_folder(folder)
+            problem = _run_problem(folder)
             if problem is not None:
                 raise RuntimeError(f"capstone: the run just trained fails its own check: {problem}")
         tok = BPETokenizer.load(folder / "tokenizer.json")
@@ -250,7 +250,7 @@ def _lock_file(path: Path):
         fd = os.open(path, flags, 0o666)
     except OSError as exc:
         if os.path.islink(path):             # O_NOFOLLOW: ELOOP (EMLINK on some systems)
-            raise ValueError(f"{shown_path(path)} is a symlink ({kind_of(path)}), not a regular file"
+            raise ValueError(f"{shown_path(path)} is {kind_of(path)}, which a lock is never opened through"
                              f"{refusal}") from None
         raise
     try:
@@ -301,11 +301,19 @@ def _check_run_folder(folder: Path) -> str | None:
             return f"{path} is missing"
         if not isinstance(recorded, dict) or recorded.get(name) != _sha256(path):
             return f"{path} does not match the digest in {done} (emptied, truncated or edited)"
-    try:                                     # its digest matches, but run() must be able to read it
-        _read_log(folder)
-    except (OSError, ValueError) as exc:
-        return str(exc)
     return None
+
+
+def _run_problem(folder: Path) -> str | None:
+    """:func:`_check_run_folder`'s answer, and then whether ``log.json``, which matches its digest, is a
+    log :func:`run` can read (a ``done.json`` updated to match an edited log would pass the digests)."""
+    problem = _check_run_folder(folder)
+    if problem is None:
+        try:
+            _read_log(folder)
+        except (OSError, ValueError) as exc:
+            return str(exc)
+    return problem
 
 
 def run_digest(run: Run) -> str:

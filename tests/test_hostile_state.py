@@ -305,9 +305,15 @@ def test_a_stored_run_is_loaded_and_not_trained_again(tiny_capstone):
 
 
 @pytest.mark.parametrize("damage", ["weights deleted", "weights edited", "tokenizer emptied", "log edited",
-                                    "no digests in done.json"])
+                                    "no digests in done.json", "log nested too deep, its digest updated"])
 def test_a_damaged_run_folder_trains_again_instead_of_failing_or_loading_it(tiny_capstone, damage):
     folder = capstone.run().directory
+    if damage == "log nested too deep, its digest updated":     # the digests pass: only parsing tells
+        (folder / "log.json").write_text("[" * 100_000)
+        done = json.loads((folder / "done.json").read_text())
+        done["files"]["log.json"] = capstone._sha256(folder / "log.json")
+        (folder / "done.json").write_text(json.dumps(done))
+        assert capstone._check_run_folder(folder) is None
     if damage == "weights deleted":
         (folder / "model.safetensors").unlink()
     elif damage == "weights edited":
@@ -318,7 +324,7 @@ def test_a_damaged_run_folder_trains_again_instead_of_failing_or_loading_it(tiny
         (folder / "tokenizer.json").write_text("")
     elif damage == "log edited":
         (folder / "log.json").write_text('{"train": [{"loss": 0.01, "seconds": 1}], "eval": []}')
-    else:
+    elif damage == "no digests in done.json":
         (folder / "done.json").write_text('{"seconds": 1}\n')
     with pytest.warns(UserWarning, match="training the run again"):
         again = capstone.run()
@@ -337,6 +343,19 @@ def test_edited_token_ids_are_encoded_again(tiny_capstone):
         again = capstone.run()
     np.testing.assert_array_equal(again.held_out_ids, run.held_out_ids)
     assert len(tiny_capstone) == 1
+
+
+def test_token_ids_that_are_a_symlink_are_replaced_as_a_name_never_through_the_link(tiny_capstone, tmp_path):
+    run = capstone.run()
+    victim = tmp_path / "notes.txt"
+    victim.write_text("a file of the user's\n")
+    (run.directory / "ids.npz").unlink()
+    (run.directory / "ids.npz").symlink_to(victim)
+    with pytest.warns(UserWarning, match="ids.npz does not match"):
+        again = capstone.run()
+    np.testing.assert_array_equal(again.held_out_ids, run.held_out_ids)
+    assert victim.read_text() == "a file of the user's\n"
+    assert not (run.directory / "ids.npz").is_symlink()
 
 
 def test_a_planted_measures_json_does_not_come_back(tiny_capstone):
