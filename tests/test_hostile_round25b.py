@@ -169,3 +169,52 @@ def test_a_damaged_corpus_entry_is_parsed_again_not_an_error_nor_trained_on(tmp_
         assert corpus.stdlib_documents(lib) == whole
     finally:
         corpus._documents.cache_clear()
+
+
+@pytest.mark.parametrize("damage", ["a folder", "a named pipe", "a link to /dev/zero", "a link to a user's file",
+                                    "nested too deep, its digest matching"])
+def test_a_corpus_entry_that_is_no_file_of_the_cache_is_read_around_and_replaced_itself(tmp_path, monkeypatch,
+                                                                                        damage):
+    import hashlib
+    import os
+    import re
+
+    from netcl_lite import corpus
+
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "mod.py").write_text('"""The text of a module."""\n')
+    victim = tmp_path / "notes.txt"
+    victim.write_text("a file of the user's\n")
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(fingerprint.RERUN, raising=False)
+    corpus._documents.cache_clear()
+    try:
+        whole = corpus.stdlib_documents(lib)
+        (stored,) = (tmp_path / "cache" / "corpus").iterdir()
+        stored.unlink()
+        if damage == "a folder":
+            stored.mkdir()
+        elif damage == "a named pipe":
+            if not hasattr(os, "mkfifo"):
+                pytest.skip("named pipes are POSIX's")
+            os.mkfifo(stored)
+        elif damage == "a link to /dev/zero":
+            stored.symlink_to("/dev/zero")
+        elif damage == "a link to a user's file":
+            stored.symlink_to(victim)
+        else:
+            body = b"[" * 100_000
+            stored.write_bytes(corpus._DIGEST + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+        corpus._documents.cache_clear()                          # another process
+        if damage == "a link to a user's file":                  # no digest: parsed again, as an edit is
+            assert corpus.stdlib_documents(lib) == whole
+        else:
+            with pytest.warns(UserWarning, match="corpus: .*" + re.escape(stored.name)):
+                assert corpus.stdlib_documents(lib) == whole
+        assert stored.is_file() and not stored.is_symlink()
+        assert victim.read_text() == "a file of the user's\n"
+        corpus._documents.cache_clear()
+        assert corpus.stdlib_documents(lib) == whole             # read back from the replaced entry
+    finally:
+        corpus._documents.cache_clear()

@@ -646,6 +646,32 @@ def test_a_file_written_atomically_refuses_a_folder_and_non_bytes(tmp_path):
         files.atomic_write(tmp_path / "a", "text")
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX's")
+def test_a_cache_entry_is_replaced_as_a_name_whatever_is_there(tmp_path):
+    """replace_entry (a cache's own files) replaces the name: a symlink there, not the file it names; a
+    named pipe without waiting on it; an empty folder. A folder holding files is refused, naming it."""
+    victim = tmp_path / "notes.txt"
+    victim.write_text("a file of the user's\n")
+    (tmp_path / "link").symlink_to(victim)
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "private").write_bytes(b"old")
+    os.chmod(tmp_path / "private", 0o600)
+    for name in ("link", "pipe", "empty", "private", "new"):
+        files.replace_entry(tmp_path / name, b"entry")
+        assert not (tmp_path / name).is_symlink() and (tmp_path / name).read_bytes() == b"entry", name
+    assert victim.read_text() == "a file of the user's\n"
+    assert (tmp_path / "private").stat().st_mode & 0o777 == 0o600
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "kept").write_text("kept")
+    with pytest.raises(OSError) as caught:
+        files.replace_entry(tmp_path / "full", b"entry")
+    assert caught.value.filename == str(tmp_path / "full")
+    assert (tmp_path / "full" / "kept").read_text() == "kept"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "full", "link", "new", "notes.txt", "pipe",
+                                                        "private"], "no temporary file is left"
+
+
 # -- 9. loads: regular files only, of a sane size, without blocking ------------------------------
 
 _LOADERS = {
