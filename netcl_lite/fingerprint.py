@@ -152,10 +152,11 @@ def environment(device=None, packages=None) -> str:
             lines.append(f"{name} absent")
     lines.append(cl.VERSION_TEXT)
     from .core.device import keep_pocl_cache_absolute
+    from .core.forking import platforms
 
     keep_pocl_cache_absolute()                   # before PoCL starts: the platform query starts it
     try:
-        lines += [device_description(d) for p in cl.get_platforms() for d in p.get_devices()]
+        lines += [device_description(d) for p in platforms() for d in p.get_devices()]
     except cl.Error as exc:                      # no platform: outputs made that way differ too
         lines.append(f"no OpenCL platform: {exc}")
     else:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pyopencl as cl
 
-from . import compiler_target
+from . import compiler_target, forking
 
 KINDS = ("auto", "cpu", "gpu")
 ENV_VAR = "NETCL_LITE_DEVICE"
@@ -247,7 +247,7 @@ def _all_devices() -> list[cl.Device]:
     pin_pocl_workers()
     keep_pocl_cache_absolute()
     try:
-        platforms = cl.get_platforms()
+        platforms = forking.platforms()     # notes that this process started OpenCL
     except cl.LogicError as err:  # the ICD loader found no platform at all
         raise NoDeviceError(f"no OpenCL platform found ({err}); {install_hint()}") from None
     if not platforms:
@@ -417,8 +417,11 @@ class DeviceManager:
         Raises ``NoDeviceError`` saying what is missing and what to install on this
         platform (:func:`install_hint`) when no device of that kind exists, and ``ValueError``
         naming a worker-count variable on which PoCL would crash as it starts
-        (:func:`worker_count_problem`).
+        (:func:`worker_count_problem`). In a child forked after this process started OpenCL, raises
+        ``RuntimeError`` saying so (:mod:`netcl_lite.core.forking`): neither the parent's device nor a
+        new one would run a command there.
         """
+        forking.check()
         asked, kind = kind, resolve_kind(kind)
         found = self._cache.get(kind)
         if found is not None:                 # made already: no lock on the common path

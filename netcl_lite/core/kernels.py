@@ -24,7 +24,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.cltypes as cltypes
 
-from . import compiler_target
+from . import compiler_target, forking
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -331,6 +331,7 @@ def get_program(context: cl.Context, filename: str, options: tuple[str, ...] = (
     key = (_context_key(context), filename, options)
     program = _programs.get(key)
     if program is None:
+        forking.check()                             # a forked child: refused, its launches would never run
         source = kernel_source(filename)
         compiler_target.retarget(context.devices[0])   # a context made without nl.device() too
         target = compiler_target.build_option(context.devices[0])

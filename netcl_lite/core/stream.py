@@ -44,6 +44,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..checks import nonnegative_int
+from . import forking
 from .kernels import get_kernel
 
 INT_MAX = 2**31 - 1
@@ -265,6 +266,7 @@ class Stream:
     def check(self, mark: tuple[cl.Event, np.ndarray]) -> None:
         """Wait for ``mark`` (from :meth:`mark`) only, and raise as :meth:`sync` does if an op
         enqueued before it reported a failure (that op, or an earlier one, is named)."""
+        forking.check()                       # in a forked child the wait would never end
         event, host = mark
         event.wait()
         if (host != INT_MAX).any():
@@ -279,6 +281,7 @@ class Stream:
     # -- the one sync point ---------------------------------------------------------------------
     def sync(self) -> None:
         """Wait for every queued kernel, release what they used, and raise if one reported a failure."""
+        forking.check()                       # in a forked child the wait would never end
         if self.recording is not None:
             self.recording.refuse("a read-back inside the recorded stretch")
         cl.enqueue_copy(self.queue, self._status_host, self.status)    # blocking: in-order queue, so all done
@@ -366,7 +369,10 @@ _streams: dict[int, Stream] = {}
 
 
 def stream_of(queue: cl.CommandQueue) -> Stream:
-    """The one :class:`Stream` of ``queue``."""
+    """The one :class:`Stream` of ``queue``; every op asks for it, so here a forked child's use of the
+    parent's device is refused (:func:`netcl_lite.core.forking.check`: one read of a variable)."""
+    if forking.forked_from is not None:
+        forking.check()
     stream = _streams.get(queue.int_ptr)
     if stream is None or stream.queue is not queue:
         stream = _streams[queue.int_ptr] = Stream(queue)

@@ -26,6 +26,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..checks import positive_int
+from . import forking
 from .stream import stream_of
 
 #: dtypes a Tensor can hold: float32 for values, int32 for token ids / positions.
@@ -248,6 +249,7 @@ class DeviceMemory:
 
 
 def check_queue(queue) -> cl.CommandQueue:
+    forking.check()                          # a forked child: refused before anything is queued
     if not isinstance(queue, cl.CommandQueue):
         raise TypeError(
             f"queue must be a pyopencl.CommandQueue (e.g. nl.device().queue), got {type(queue).__name__}"
@@ -377,10 +379,11 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """A NumPy copy of the values (waits for the queue; raises what its kernels reported)."""
+        stream = stream_of(self.queue)               # first: it refuses a forked child's use
         out = np.empty(self.shape, self.dtype)
         if out.size:
             cl.enqueue_copy(self.queue, out, self.buffer, is_blocking=False)
-        stream_of(self.queue).sync()
+        stream.sync()
         return out
 
     def reshape(self, *shape) -> "Tensor":
@@ -435,6 +438,7 @@ def _reshaped(shape: tuple, size: int) -> tuple[int, ...] | None:
 def read(*tensors: Tensor) -> tuple[np.ndarray, ...]:
     """NumPy copies of several tensors with one wait for the queue (what ``t.numpy()`` each
     would do with one wait apiece); raises what the queue's kernels reported."""
+    forking.check()                          # a forked child: refused before anything is queued
     hosts = []
     for t in tensors:
         if not isinstance(t, Tensor):

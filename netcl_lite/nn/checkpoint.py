@@ -25,6 +25,7 @@ import pyopencl as cl
 
 from .. import autograd as ag
 from .. import files
+from ..core import forking
 from .config import LMConfig
 
 CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
@@ -454,4 +455,5 @@ def write(node: ag.Node, array) -> None:
     if host.shape != node.shape:
         raise ValueError(f"expected shape {node.shape}, got {host.shape}")
     if host.size:
+        forking.check()                                     # a forked child: refused, the copy would never end
         cl.enqueue_copy(node.queue, node.value.buffer, host)   # blocking, in queue order

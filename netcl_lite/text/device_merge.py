@@ -175,9 +175,12 @@ class DeviceMerger:
                  merges: Sequence[tuple[int, int, int]] | None = None, device=None):
         import pyopencl as cl
 
+        from netcl_lite.core import forking
         from netcl_lite.core.device import device as default_device
         from netcl_lite.core.kernels import get_kernel, get_program
 
+        forking.check()          # a forked child: its blocking reads would wait for ever
+        self._forking = forking
         if (tokens is None) == (merges is None):
             raise TypeError("DeviceMerger: pass exactly one of tokens (tiktoken's rule) or merges (a merge list)")
         self._cl = cl
@@ -292,6 +295,7 @@ class DeviceMerger:
                 or (np.diff(doc_starts.astype(np.int64)) < 0).any()):
             raise ValueError(f"doc_starts must run from 0 to len(data)={len(data)} without going down, "
                              f"one more than the documents; got {doc_starts.tolist()[:10]}")
+        self._forking.check()
         with self._lock:
             return self._merge_text_locked(data, np.ascontiguousarray(doc_starts, np.uint32))
 
@@ -388,6 +392,7 @@ class DeviceMerger:
         >>> DeviceMerger(range(256), tokens=[bytes([b]) for b in range(256)]).split_text(b"Hi, it's 2024!").tolist()
         [0, 2, 3, 6, 8, 9, 12, 13, 14]
         """
+        self._forking.check()
         with self._lock:
             return self._split_text_locked(data)
 
@@ -437,6 +442,7 @@ class DeviceMerger:
         """tiktoken's rule: the device's index of the tokens, ``(2^k, 2)`` uint32 slots ``(id, hash)``."""
         if self._listed:
             raise ValueError("a merge list's merger has no token index; see table()")
+        self._forking.check()
         out = np.empty((self._index_mask + 1, 2), np.uint32)
         self._cl.enqueue_copy(self.device.queue, out, self._index, is_blocking=True)
         return out
@@ -445,6 +451,7 @@ class DeviceMerger:
         """A merge list: the device's pair table, ``(2^k, 2)`` uint32 slots ``(x, y)`` as ``kernels/bpe.cl`` packs them."""
         if not self._listed:
             raise ValueError("tiktoken's rule keeps no pair table; see index()")
+        self._forking.check()
         out = np.empty(((0xFFFFFFFF >> self._shift) + 1, 2), np.uint32)
         self._cl.enqueue_copy(self.device.queue, out, self._table, is_blocking=True)
         return out
@@ -460,6 +467,7 @@ class DeviceMerger:
 
     def merge(self, pieces: Sequence[bytes]) -> list[tuple[int, ...]]:
         """The ids of each piece (UTF-8 bytes of a chunk, 1..``MAX_CHUNK`` bytes), in order."""
+        self._forking.check()
         with self._lock:
             return self._merge_locked(pieces)
 
