@@ -516,10 +516,15 @@ class _Predictor:
         self.next_input = np.full(self.streams, start, np.int64)
         self.step = 0
         self.asked = None                  # the active streams of the step predicted, until advance
+        self.failed = None                 # why a step failed part way (its input fed, its cache moved on)
 
     def _open(self) -> None:
         if self.cache is None:
             raise ValueError("this predictor is closed (its cache is freed): make a new one with make_predictor")
+        if self.failed is not None:
+            raise ValueError(f"this predictor's step {self.step} failed part way ({self.failed:.300}): the model "
+                             "was fed the step's input and its cache moved on, so it cannot predict that step "
+                             "again; make a new one with make_predictor and feed it the same tokens")
 
     def probabilities(self) -> np.ndarray:
         """(active streams, vocab) float64 for this step (the active streams are a prefix). An
@@ -530,9 +535,19 @@ class _Predictor:
         if self.asked is not None:
             raise ValueError("probabilities was called for this step already: call advance(tokens) with the "
                              "step's tokens first (a second call would feed the model the step's input twice)")
+        if self.step >= int(self.lengths[0]):
+            raise ValueError(f"every stream has coded its tokens (lengths {self.lengths.tolist()!r:.200} "
+                             f"after {self.step} steps): there is no step left to predict")
         try:
             return self._probabilities()
-        except NonFiniteError as exc:
+        except BaseException as exc:
+            self.failed = f"{type(exc).__name__}: {str(exc).split(';')[0]}"
+            self._failed(exc)
+
+    def _failed(self, exc: BaseException):
+        """Raise what a step that failed part way raised, named as its cause: a model whose weights run
+        non-finite, or an adaptation that diverged."""
+        if isinstance(exc, NonFiniteError):
             cause = str(exc).split(";")[0]
             if self.adapter is None or not self.adapter.updates:
                 # the op's message names its operand and advises its caller: name the model, which is at fault
@@ -542,6 +557,7 @@ class _Predictor:
                 error.cause = cause
                 raise error from None
             raise AdaptationDiverged(self.adapter.updates, self.adapter.config.lr, cause) from None
+        raise exc
 
     def _probabilities(self) -> np.ndarray:
         cache, full = self.cache, self.model.config.max_position_embeddings
