@@ -386,14 +386,22 @@ def unclosed_fence(lines: list[str]) -> int | None:
 _NOT_SCANNED = ("pymdownx.snippets",)
 
 
-def page_extensions() -> tuple[list, dict]:
-    """The Markdown extensions of the site's pages and their settings, as ``mkdocs.yml`` lists them,
-    less :data:`_NOT_SCANNED`: ``(extensions, extension_configs)`` for :class:`markdown.Markdown`."""
-    import yaml
-
+def _site_config() -> bytes:
+    """``mkdocs.yml`` as it is now: what the scanners below are made from and keyed by (``mkdocs serve``
+    reads it again when it changes and builds in the same process)."""
     from .paths import ROOT
 
-    listed = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["markdown_extensions"]
+    return (ROOT / "mkdocs.yml").read_bytes()
+
+
+def page_extensions(config: bytes | None = None) -> tuple[list, dict]:
+    """The Markdown extensions of the site's pages and their settings, as ``mkdocs.yml`` lists them
+    (``config``: its bytes, None to read it now), less :data:`_NOT_SCANNED`: ``(extensions,
+    extension_configs)`` for :class:`markdown.Markdown`."""
+    import yaml
+
+    text = (_site_config() if config is None else config).decode("utf-8")
+    listed = yaml.safe_load(text)["markdown_extensions"]
     names, configs = [], {}
     for entry in listed:
         name, config = next(iter(entry.items())) if isinstance(entry, dict) else (entry, None)
@@ -404,15 +412,16 @@ def page_extensions() -> tuple[list, dict]:
     return names, configs
 
 
-@lru_cache(maxsize=1)
-def _indented_code_scanner():
-    """A Markdown set up as the site's pages are (:func:`page_extensions`) whose processor of indented
+@lru_cache(maxsize=2)
+def _indented_code_scanner(config: bytes):
+    """A Markdown set up as the site's pages are (:func:`page_extensions` of ``config``, the bytes of
+    ``mkdocs.yml``) whose processor of indented
     code blocks records the text of each block it makes: the blocks of a page are Python-Markdown's
     own, after a blank line, in block quotes, admonitions and list items, never a list item's
     continuation (Python-Markdown takes that for the item's) or a paragraph's lazy line."""
     import markdown
 
-    names, configs = page_extensions()
+    names, configs = page_extensions(config)
     md = markdown.Markdown(extensions=names, extension_configs=configs)
     code = md.parser.blockprocessors["code"]
     make = code.run
@@ -446,15 +455,16 @@ def rendered_places(lines: list[str], asked: dict[int, int], width: int = 4) -> 
     ``>``, where a browser ends it (:data:`HIDING_OPENINGS`)."""
     if not asked:
         return set(), set()
-    code, hidden = _rendered_places("\n".join(lines), tuple(sorted(asked.items())), width)
+    code, hidden = _rendered_places(_site_config(), "\n".join(lines), tuple(sorted(asked.items())), width)
     return set(code), set(hidden)
 
 
 @lru_cache(maxsize=16)
-def _rendered_places(text: str, asked: tuple[tuple[int, int], ...], width: int = 4) -> tuple[frozenset[int],
-                                                                                             frozenset[int]]:
-    """:func:`rendered_places` of a page's ``text``, kept for the next stage that reads its markers."""
-    md, token, marked = _indented_code_scanner(), f"q{secrets.token_hex(8)}n", text.split("\n")
+def _rendered_places(config: bytes, text: str, asked: tuple[tuple[int, int], ...],
+                     width: int = 4) -> tuple[frozenset[int], frozenset[int]]:
+    """:func:`rendered_places` of a page's ``text`` under ``config`` (the bytes of ``mkdocs.yml``), kept
+    for the next stage that reads its markers."""
+    md, token, marked = _indented_code_scanner(config), f"q{secrets.token_hex(8)}n", text.split("\n")
     for i, column in asked:
         marked[i] = f"{marked[i][:column]}{token}{i}x{marked[i][column + width:]}"
     md.reset()
@@ -490,7 +500,7 @@ def in_raw_html(lines: list[str], asked: dict[int, int]) -> set[int]:
     with no line that starts with a tag is not rendered."""
     if not asked or not any(re.match(r"[ \t]*<[A-Za-z]", line) for line in lines):
         return set()
-    md, token = _indented_code_scanner(), f"q{secrets.token_hex(8)}n"
+    md, token = _indented_code_scanner(_site_config()), f"q{secrets.token_hex(8)}n"
     marked = list(lines)
     for i, column in asked.items():
         marked[i] = f"{marked[i][:column]}{token}{i}x"

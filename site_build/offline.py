@@ -132,8 +132,8 @@ def remote_references(text: str, css: bool = False, _depth: int = 0) -> list[str
     """The URLs of other hosts that the HTML ``text`` (a style sheet when ``css``) makes a browser request
     or go to, in order:
     an attribute that holds a URL (``src``, ``href``, ``xlink:href``, ``data``, ``poster``, ``action``,
-    ``formaction``…), every candidate of a ``srcset`` or ``imagesrcset``, every URL of a ``ping``, a meta
-    refresh's target, and CSS ``url()``, ``@import`` and ``image-set()`` in a style sheet, a ``style`` element or a ``style``
+    ``formaction``…), every candidate of a ``srcset`` or ``imagesrcset``, every URL of a ``ping`` or an
+    ``attributionsrc``, a meta refresh's target, and CSS ``url()``, ``@import`` and ``image-set()`` in a style sheet, a ``style`` element or a ``style``
     attribute (CSS shown as text, in a code block, is no request), the URLs an SVG ``<set>`` or
     ``<animate…>`` gives an ``href`` (``from``, ``to``, ``by``, ``values``), and the ``href`` of an
     ``<?xml-stylesheet?>``; character references resolved first,
@@ -171,7 +171,7 @@ def remote_references(text: str, css: bool = False, _depth: int = 0) -> list[str
             elif key in ("srcset", "imagesrcset"):
                 for candidate in value.split(","):
                     add(candidate.strip().split(" ")[0] if candidate.strip() else "")
-            elif key == "ping":
+            elif key in ("ping", "attributionsrc"):      # space-separated URLs, each fetched
                 for url in value.split():
                     add(url)
             elif key == "style" or key in _CSS_ATTRIBUTES:

@@ -95,7 +95,8 @@ HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fre
        f"{' '.join(LEFT_OUT_PREFIXES)}, {' '.join(f'{k}={v}' for k, v in sorted(FIXED.items()))}, "
        f"MPLCONFIGDIR an empty folder of its own for each run (matplotlib's default settings), "
        f"no file written past {FILE_LIMIT} bytes, no private writable memory mapped past {DATA_LIMIT} bytes, "
-       f"run by a wrapper that exits 1 on a SystemExit whose nonzero code the OS would read as 0")
+       f"run by a wrapper that gives it a script's globals and exits 1 on a SystemExit whose nonzero code "
+       f"the OS would read as 0 or an uncaught exception")
 #: what runs a snippet (``python -c`` this, then the script's path): the script as ``python <script>`` runs
 #: it (``__main__``, its ``__file__``, ``sys.argv[0]`` and its folder first on the path), but a
 #: ``SystemExit`` whose code is a nonzero int the OS keeps only the low 8 bits of (256, -512: it would
@@ -103,28 +104,40 @@ HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fre
 #: string: printed, status 1); an uncaught exception's traceback starts at the script, as it would. Only
 #: ``os._exit`` of such a code escapes it (no exception is raised).
 _MAIN = """\
-import os, runpy, sys
-_script = sys.argv[1]
-sys.argv[:] = sys.argv[1:]
-sys.path[0] = os.path.dirname(os.path.realpath(_script))
-try:
-    runpy.run_path(_script, run_name="__main__")
-except SystemExit as _stop:
-    _code = _stop.code
-    if isinstance(_code, int) and _code != 0 and _code % 256 == 0:
-        sys.stderr.write(f"SystemExit({_code!r}): an exit status the OS would read as 0 (it keeps the low "
-                         f"8 bits); the run failed\\n")
-        sys.stderr.flush()
+def _run():
+    import builtins, importlib.machinery, os, sys
+    script = sys.argv[1]
+    sys.argv[:] = sys.argv[1:]
+    sys.path[0] = os.path.dirname(os.path.realpath(script))
+    with open(script, "rb") as f:
+        source = f.read()
+    main = sys.modules["__main__"]                       # this module, as a script's: pickle finds its classes
+    names = main.__dict__
+    names.clear()                                        # the globals python <script> gives, and no others
+    names.update(__name__="__main__", __doc__=None, __package__=None, __spec__=None, __cached__=None,
+                 __file__=script, __builtins__=builtins, __annotations__={},
+                 __loader__=importlib.machinery.SourceFileLoader("__main__", script))
+    try:
+        exec(compile(source, script, "exec"), names)
+    except SystemExit as stop:
+        code = stop.code
+        if isinstance(code, int) and code != 0 and code % 256 == 0:
+            sys.stderr.write(f"SystemExit({code!r}): an exit status the OS would read as 0 (it keeps the low "
+                             f"8 bits); the run failed\\n")
+            sys.stderr.flush()
+            raise SystemExit(1) from None
+        raise
+    except BaseException as error:                       # its traceback as python <script> shows it: from the
+        tb = error.__traceback__                         # script's own first frame, none of this wrapper's
+        while tb is not None and tb.tb_frame.f_code.co_filename != script:
+            tb = tb.tb_next
+        if tb is not None or isinstance(error, SyntaxError):     # one in the script: no frame ran, none shown
+            error.__traceback__ = tb
+        sys.excepthook(type(error), error, error.__traceback__)
         raise SystemExit(1) from None
-    raise
-except Exception as _error:                             # its traceback as python <script> shows it: from the
-    _tb = _error.__traceback__                          # script's own first frame, none of this wrapper's
-    while _tb is not None and _tb.tb_frame.f_code.co_filename != _script:
-        _tb = _tb.tb_next
-    if _tb is not None or isinstance(_error, SyntaxError):     # one in the script: no frame ran, none shown
-        _error.__traceback__ = _tb
-    sys.excepthook(type(_error), _error, _error.__traceback__)
-    raise SystemExit(1) from None
+
+
+_run()
 """
 
 
