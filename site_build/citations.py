@@ -175,12 +175,19 @@ def _work(key: str, entry) -> Work:
 
 
 @functools.lru_cache(maxsize=4)
-def _load(path: str, stamp: tuple[int, int]) -> dict[str, Work]:
-    from pybtex.database import parse_file
+def _load(path: str, data: bytes) -> dict[str, Work]:
+    """The works of the BibTeX file ``path`` whose bytes are ``data`` (kept by the bytes themselves, as
+    read once: an edit that keeps the file's size and modification time is read too)."""
     from pybtex.exceptions import PybtexError
+    from pybtex.plugin import find_plugin
 
+    parser = find_plugin("pybtex.database.input", "bibtex")()
+    parser.filename = path                          # as pybtex's parse_file names the file in its errors
     try:
-        bib = parse_file(path, bib_format="bibtex")
+        try:
+            bib = parser.parse_bytes(data)
+        except UnicodeDecodeError as err:           # as pybtex's parse_file reports it
+            raise PybtexError(str(err), filename=path) from None
     except PybtexError as err:
         raise ValueError(f"{path}: {err}") from None
     out = {}
@@ -283,9 +290,9 @@ _READ_SYMBOLS = frozenset("&_#%{}'\"`^~=.- \t\n") | {""}
 
 
 def works(path: Path = SOURCE) -> dict[str, Work]:
-    """Every entry of the BibTeX file ``path`` by key (read again only when the file changed)."""
-    st = Path(path).stat()
-    return _load(str(path), (st.st_mtime_ns, st.st_size))
+    """Every entry of the BibTeX file ``path`` by key (parsed again only when the file's bytes changed,
+    whatever its size and modification time say)."""
+    return _load(str(path), Path(path).read_bytes())
 
 
 def _fenced(lines: list[str]) -> set[int]:
@@ -510,7 +517,7 @@ def _escaped(text: str, at: int) -> bool:
 # the site's own Markdown extensions with a mark (private-use characters, which Markdown passes through
 # as text) at each place asked about, and each mark is looked for in what Markdown made. A mark in a
 # text Markdown made is prose; one in code, math, a comment or a raw tag's attributes is not, and one
-# in a link's text, an attribute Markdown made (an image's alt text, a link's title, an abbreviation),
+# in a link's text, an attribute Markdown made (an alt text from attr_list, a link's title, an abbreviation),
 # raw HTML Markdown does not read, or nowhere (a link reference definition) is a place no citation can
 # stand. The scan's errors still name the line: each mark belongs to a place of the page as written.
 
@@ -529,7 +536,10 @@ _DIGIT0, _BASE = 0xE100, 3840
 
 
 @functools.lru_cache(maxsize=2)
-def _extensions(stamp: tuple[int, int]) -> tuple[tuple, str]:
+def _extensions(config: bytes) -> tuple[tuple, str]:
+    """The pages' extensions and their settings (:func:`site_build.markers.page_extensions`), kept by
+    the bytes ``config`` of mkdocs.yml as :func:`_reader` read them: an edit that keeps the file's size
+    and modification time is read too."""
     from .markers import page_extensions
 
     names, configs = page_extensions()
@@ -547,8 +557,7 @@ def _reader():
 
     from .paths import ROOT
 
-    st = (ROOT / "mkdocs.yml").stat()
-    names, configs = _extensions((st.st_mtime_ns, st.st_size))
+    names, configs = _extensions((ROOT / "mkdocs.yml").read_bytes())
     configs = ast.literal_eval(configs)
     if "toc" in names:
         configs["toc"] = {**configs.get("toc", {}), "marker": ""}
@@ -587,7 +596,8 @@ def places(markdown: str, gaps) -> dict[int, str]:
     of a raw HTML element such as ``<button>``), ``"raw"`` (raw HTML that Markdown does not read: an HTML
     block, or an element without the ``markdown`` attribute inside one with it),
     ``"attribute <what>"`` (one Markdown made: a link's target or title, an abbreviation's definition;
-    an image's alt text is prose, where Markdown shows a link as its text) or ``"nowhere"`` (what the
+    an image's alt text that attr_list's braces set; the alt text an image's brackets hold is prose, where
+    Markdown shows a link as its text) or ``"nowhere"`` (what the
     page does not show: a link reference definition). Linear in the page."""
     from .glossary import OpenElements, tokens
 
@@ -601,8 +611,9 @@ def places(markdown: str, gaps) -> dict[int, str]:
                    chr(_DIGIT0 + i // _BASE % _BASE), chr(_DIGIT0 + i % _BASE)]
         last = gap
     pieces.append(markdown[last:])
-    md, unread = _reader(), []
+    md, unread, alts = _reader(), [], []
     md.treeprocessors.register(_unread_texts(md, mark, unread), "citations-unread", 25)   # before the inline stage
+    md.treeprocessors.register(_image_alts(mark, alts), "citations-alts", 9)   # after it, before attr_list's (8)
     html = md.convert("".join(pieces))
     marks = re.compile(re.escape(mark) + f"([{chr(_DIGIT0)}-{chr(_DIGIT0 + _BASE - 1)}]{{3}})")
 
@@ -613,6 +624,7 @@ def places(markdown: str, gaps) -> dict[int, str]:
 
     raw = {i for block in [*md.htmlStash.rawHtmlBlocks, *unread] if isinstance(block, str) and mark in block
            for i in ids(block)}
+    bracketed = {i for alt in alts for i in ids(alt)}     # the marks of the alt texts images' brackets hold
     found: dict[int, set[str]] = {}
 
     def put(text: str, where) -> None:
@@ -630,7 +642,7 @@ def places(markdown: str, gaps) -> dict[int, str]:
             put(html[at:start], lambda i: _text_place(open_, math, i in raw))
         tag = html[start:end]
         if mark in tag:
-            in_tag = _attribute_places(name, tag, ids) if name else {}
+            in_tag = _attribute_places(name, tag, ids, bracketed) if name else {}
             put(tag, lambda i: ("tag" if i in raw else in_tag.get(i, "attribute an attribute")) if name else "comment")
         at, math = end, False
         if name:
@@ -667,23 +679,40 @@ def _unread_texts(md, mark: str, found: list):
     return Unread(md)
 
 
+def _image_alts(mark: str, found: list):
+    """A tree processor that, run after the inline stage and before attr_list's, puts in ``found`` the alt
+    text of each image holding ``mark``, as the image's brackets gave it (attr_list's braces may then
+    set another: ``![x](a.png){: alt='...' }``)."""
+    from markdown.treeprocessors import Treeprocessor
+
+    class Alts(Treeprocessor):
+        def run(self, root):
+            found.extend(alt for element in root.iter("img") if mark in (alt := element.get("alt") or ""))
+
+    return Alts()
+
+
 #: an attribute's value in a tag Python-Markdown wrote (double-quoted, its quotes escaped)
 _ATTRIBUTE = re.compile(r'([\w:-]+)="([^"]*)"')
+#: where a mark stands in an image's alt text that attr_list's braces set
+_BRACED_ALT = "attribute an image's alt text given in attribute-list braces"
 
 
-def _attribute_places(name: str, tag: str, ids) -> dict[int, str]:
+def _attribute_places(name: str, tag: str, ids, bracketed: set[int] = frozenset()) -> dict[int, str]:
     """Where each mark stands in a tag Markdown made, by its number, the tag read once: an image's alt
-    text is text (Markdown makes a link there its text: a citation shows as "(Vaswani et al., 2017)"),
-    anything else an attribute."""
+    text is text where the image's brackets hold it (``bracketed``: those marks; Markdown makes a link
+    there its text: a citation shows as "(Vaswani et al., 2017)") and an attribute where attr_list's
+    braces set it, anything else an attribute."""
     out: dict[int, str] = {}
     for m in _ATTRIBUTE.finditer(tag):
         if name == "img" and m[1] == "alt":
-            where = PROSE
-        else:
-            where = "attribute " + {("a", "href"): "a link's target or title", ("a", "title"): "a link's target or title",
-                                    ("img", "src"): "an image's source or title", ("img", "title"): "an image's source or title",
-                                    ("abbr", "title"): "an abbreviation's definition"}.get(
-                                        (name, m[1]), "an attribute (attr_list braces)")
+            for i in ids(m[2]):
+                out.setdefault(i, PROSE if i in bracketed else _BRACED_ALT)
+            continue
+        where = "attribute " + {("a", "href"): "a link's target or title", ("a", "title"): "a link's target or title",
+                                ("img", "src"): "an image's source or title", ("img", "title"): "an image's source or title",
+                                ("abbr", "title"): "an abbreviation's definition"}.get(
+                                    (name, m[1]), "an attribute (attr_list braces)")
         for i in ids(m[2]):
             out.setdefault(i, where)
     return out
@@ -798,6 +827,11 @@ def _read(markdown: str, known: dict[str, Work] | None) -> tuple[list[_Cited], l
         ats_in = [m.start() + i + 1 for i, c in enumerate(m.group(0)) if c == "@"]
         if not all(prose(a) for a in ats_in) or not prose(m.end() - 1):
             continue                              # code or math starts or ends inside it: not a citation
+        if m.start() > 0 and markdown[m.start() - 1] == "!" and not _escaped(markdown, m.start() - 1):
+            errors.append((m.start(), f"'!{m.group(0)}' is an image's alt text to Markdown, not a citation: the "
+                                      f"citation's link after the '!' would stand where the image's brackets "
+                                      f"were (the page would show no image and the citation's Markdown); cite "
+                                      f"beside the image, or write [\\@key] to show the key as the alt text"))
         if m.start() > 0 and markdown[m.start() - 1] == "]":
             errors.append((m.start(), f"{m.group(0)!r} follows ']' directly: Markdown would read the two as one "
                                       f"link (the page would show the citation's Markdown); put a space or a word "
