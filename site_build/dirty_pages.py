@@ -17,6 +17,9 @@ Two sources name a page's inputs, so that neither alone has to be complete:
 * every file the process opened for reading while the page rendered (:class:`PageReads`, an audit
   hook: whatever a stage, an extension or a report module reads, whether or not anyone listed it).
 
+A file a stage only looks at without opening (the pages the Glossary links, checked to exist) is read
+by neither: :func:`page_checks` names those, and their existence is part of the digest.
+
 A file's digest is computed again only when the file's status changed (:class:`FileDigests`), so a
 save does not read the whole library again for the pages that show it.
 """
@@ -35,7 +38,7 @@ from .inputs import FileDigests
 from .measured import REPORT, RESULTS
 from .paths import DOCS, FIGURES, ROOT, pages
 
-__all__ = ["DirtyPages", "FileDigests", "PageReads", "digest", "page_inputs"]
+__all__ = ["DirtyPages", "FileDigests", "PageReads", "digest", "page_checks", "page_inputs"]
 
 #: what Chapter 8's measured sections read besides kernels.json as they render
 MEASURED_DATA = (RESULTS.with_name("roofline.json"),)
@@ -95,6 +98,23 @@ def page_inputs(text: str, library: list[Path] | None = None, page_uri: str | No
     if markers.GLOSSARY.search(text) or page_uri in glossary.TOOLTIP_PAGES:
         paths.append(glossary.SOURCE)
     return paths
+
+
+def page_checks(text: str) -> list[Path]:
+    """The files whose existence alone (not their text) a page's HTML shows, as its Markdown ``text``
+    names them: a stage that looks at a file (``is_file``) without opening it is not seen by
+    :class:`PageReads`. The Glossary page links each page an entry's ``see`` names once it has checked
+    that the page exists, and fails when it is gone (:func:`site_build.glossary.see_pages`)."""
+    if markers.GLOSSARY.search(text):
+        return glossary.see_pages(glossary.SOURCE)
+    return []
+
+
+def _exists_digest(paths) -> bytes:
+    h = hashlib.sha256()
+    for path in paths:
+        h.update(os.fsencode(path) + b"\0" + (b"file" if Path(path).is_file() else b"(missing)") + b"\0")
+    return h.digest()
 
 
 class PageReads:
@@ -159,7 +179,8 @@ def _files_digest(paths, files: FileDigests) -> bytes:
 
 def digest(src: Path, files: FileDigests | None = None, library: list[Path] | None = None,
            page_uri: str | None = None) -> str:
-    """A digest of a page's Markdown and of every file in its :func:`page_inputs` (``files``: the
+    """A digest of a page's Markdown, of every file in its :func:`page_inputs` and of whether each file
+    of its :func:`page_checks` exists (``files``: the
     digests of files already read, kept across builds, so the library is read once for all API
     pages and again only where it changed; ``library`` and ``page_uri``: as :func:`page_inputs`
     takes them)."""
@@ -168,7 +189,9 @@ def digest(src: Path, files: FileDigests | None = None, library: list[Path] | No
         raise TypeError(f"files must be a FileDigests or None, got {type(files).__name__}")
     data = Path(src).read_bytes()              # not UTF-8: MkDocs reports it, naming the page
     h = hashlib.sha256(data)
-    h.update(_files_digest(page_inputs(data.decode("utf-8", errors="replace"), library, page_uri), files))
+    text = data.decode("utf-8", errors="replace")
+    h.update(_files_digest(page_inputs(text, library, page_uri), files))
+    h.update(_exists_digest(page_checks(text)))
     return h.hexdigest()
 
 

@@ -199,6 +199,18 @@ def terms(path: Path = SOURCE) -> tuple[Term, ...]:
     return _load(text)
 
 
+def see_pages(path: Path = SOURCE) -> list[Path]:
+    """The files under docs/ that the entries' ``see`` name: the Glossary page links each one after
+    checking that it is a file (:func:`glossary`), so whether each exists is an input of that page
+    (:func:`site_build.dirty_pages.page_checks`). Empty when the file cannot be read as terms (the
+    Glossary page then fails to build, whatever the pages)."""
+    try:
+        entries = terms(path)
+    except (OSError, ValueError, RecursionError):
+        return []
+    return [DOCS / t.see for t in entries if t.see]
+
+
 def glossary(page_uri: str = PAGE, entries: tuple[Term, ...] | None = None) -> str:
     """The Glossary page's entries as a Markdown definition list, sorted case-insensitively."""
     import posixpath
