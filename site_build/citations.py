@@ -542,7 +542,7 @@ def _extensions(config: bytes) -> tuple[tuple, str]:
     and modification time is read too."""
     from .markers import page_extensions
 
-    names, configs = page_extensions()
+    names, configs = page_extensions(config)        # the bytes it is kept by, not the file read again
     return tuple(names), repr(configs)
 
 
