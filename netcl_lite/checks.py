@@ -167,6 +167,20 @@ def not_masked(name: str, value) -> None:
                         f"meant, e.g. {name}.compressed() (the unmasked ones) or {name}.filled(value)")
 
 
+def plain_array(name: str, value):
+    """``value`` as the host models read an array: TypeError naming ``name`` for a NumPy masked array
+    (:func:`not_masked`), any other ndarray subclass read as the plain ndarray it holds (a view, no copy:
+    ``np.matrix`` makes ``*`` a matrix product and keeps its reductions 2-D, which failed inside NumPy,
+    naming no parameter), anything else (a plain ndarray, a list...) returned as it is, for the caller's
+    own checks."""
+    import numpy as np
+
+    not_masked(name, value)
+    if isinstance(value, np.ndarray) and type(value) is not np.ndarray:
+        return np.asarray(value)
+    return value
+
+
 def token_ids(ids, name: str = "ids") -> list[int]:
     """Token ids as a list of ``int``, from any iterable of integers (a NumPy array included).
 

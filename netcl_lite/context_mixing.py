@@ -127,7 +127,8 @@ class StreamCache:
         """(unigram, bigram), each (B, vocab), from ``prior`` (vocab,): finite and >= 0 (a NaN in it would
         be in every stream's prediction)."""
         b, v = self.counts.shape
-        checks.not_masked("prior", prior)     # its mask would be carried into every stream's prediction
+        # its mask would be carried into every stream's prediction; an np.matrix is read as its array
+        prior = checks.plain_array("prior", prior)
         if not isinstance(prior, np.ndarray) or prior.shape != (v,) or prior.dtype.kind not in "iuf":
             shown = f"{prior.dtype} of shape {prior.shape}" if isinstance(prior, np.ndarray) else type(prior).__name__
             raise ValueError(f"prior must be a float array of shape ({v},) (a distribution over the vocabulary), "
@@ -258,6 +259,8 @@ class GeometricMixer:
         probability too small for float32 is below e^−30 and floored either way), far below what
         moves a coded bit; the passes read half the bytes and the logs take under half the time
         (``benchmarks/results/tried.md``)."""
+        if isinstance(parts, (list, tuple)):     # a masked part refused, an np.matrix read as its array
+            parts = [checks.plain_array(f"parts[{i}]", part) for i, part in enumerate(parts)]
         self._check_step(parts, context, boosts, prev)
         # copies of what was checked, kept for update: a caller that reuses its arrays before update
         # would otherwise move other weights than the ones mixed (-1 silently the last)
@@ -342,7 +345,7 @@ class TreeSSE:
         self._state = None                 # what the call computed, until :meth:`update`
 
     def __call__(self, p: np.ndarray) -> np.ndarray:
-        checks.not_masked("p", p)          # its mask was carried into the output
+        p = checks.plain_array("p", p)     # a mask was carried into the output; an np.matrix failed in max(keepdims=)
         if not isinstance(p, np.ndarray) or p.ndim != 2 or p.shape[1] != self.vocab or p.dtype.kind != "f" \
                 or not p.shape[0]:
             shown = f"{p.dtype} of shape {p.shape}" if isinstance(p, np.ndarray) else type(p).__name__
@@ -500,7 +503,8 @@ class ContextMixer:
     def predict(self, p_model: np.ndarray) -> np.ndarray:
         """(B, vocab) float64: the distribution each stream's next token is coded with."""
         shape = (self.prev.size, self.vocab)
-        checks.not_masked("p_model", p_model)     # its mask was ignored, the values under it mixed in
+        # a mask was ignored, the values under it mixed in; an np.matrix's * was a matrix product in the mix
+        p_model = checks.plain_array("p_model", p_model)
         if not isinstance(p_model, np.ndarray) or p_model.shape != shape or p_model.dtype.kind != "f":
             got = f"{p_model.dtype} of shape {p_model.shape}" if isinstance(p_model, np.ndarray) else type(p_model).__name__
             raise ValueError(f"p_model must be a float array of shape {shape} (streams, vocab), got {got}")

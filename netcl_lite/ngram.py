@@ -710,9 +710,10 @@ class Mixer:
             got = f"{len(parts)} parts" if isinstance(parts, (list, tuple)) else type(parts).__name__
             raise ValueError(f"parts must be a list of {n_parts} distributions (the model, the n-gram after orders "
                              f"{', '.join(map(str, MIX_ORDERS))}, the cache, the n-gram), got {got}")
+        # a mask was carried into the mixture, or dropped; an np.matrix's * was a matrix product
+        parts = [checks.plain_array(f"parts[{i}]", part) for i, part in enumerate(parts)]
         shape = getattr(parts[0], "shape", None)
         for i, part in enumerate(parts):
-            checks.not_masked(f"parts[{i}]", part)      # its mask was carried into the mixture, or dropped
             if not isinstance(part, np.ndarray) or part.ndim != 2 or part.dtype.kind != "f" or part.shape != shape:
                 shown = f"{part.dtype} of shape {part.shape}" if isinstance(part, np.ndarray) else type(part).__name__
                 raise ValueError(f"parts[{i}] must be a float array of shape (streams, vocab), as parts[0] "
@@ -757,7 +758,7 @@ class Mixer:
             raise ValueError("update follows mix: call mix(parts, reached, total) for the step first (once per update)")
         b, v = self.parts[0].shape
         tokens, active = checks.step_ids(tokens, active, b, v)
-        checks.not_masked("p_mix", p_mix)         # its mask would be ignored
+        p_mix = checks.plain_array("p_mix", p_mix)     # its mask would be ignored; an np.matrix read as its array
         if not isinstance(p_mix, np.ndarray) or p_mix.shape != (b, v):
             shown = f"shape {p_mix.shape}" if isinstance(p_mix, np.ndarray) else type(p_mix).__name__
             raise ValueError(f"p_mix must be the (streams, vocab) = {(b, v)} mixture mix returned, got {shown}")
@@ -877,7 +878,8 @@ class WordNGram:
         finite and >= 0 (ValueError otherwise, and nothing changes)."""
         b, v, k = self.words.shape[0], self.vocab, self.orders
         # checked before any state is touched: a refused call leaves the last predict's for update
-        checks.not_masked("unigram", unigram)     # its mask was carried into every stream's distribution
+        # its mask was carried into every stream's distribution; an np.matrix is read as its array
+        unigram = checks.plain_array("unigram", unigram)
         if not isinstance(unigram, np.ndarray) or unigram.shape != (v,) or unigram.dtype.kind not in "iuf":
             shown = (f"{unigram.dtype} of shape {unigram.shape}" if isinstance(unigram, np.ndarray)
                      else type(unigram).__name__)
