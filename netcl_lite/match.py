@@ -38,10 +38,29 @@ def _hash(windows: np.ndarray) -> np.ndarray:
     return (h >> np.uint64(64 - INDEX_BITS)).astype(np.int64)
 
 
+def _rows(name: str, index: np.ndarray, rows: int) -> np.ndarray:
+    """``index`` (integers in [-rows, rows)) with each negative one as the row NumPy takes it for
+    (i + rows): sorted as it was, -1 was another index than rows - 1, though it names the same row.
+    IndexError naming ``name`` for an index past the table either side."""
+    if index.dtype.kind not in "iu":
+        raise IndexError(f"{name} must hold integer row indices, got {index.dtype}")
+    low, high = (index.min(), index.max()) if index.size else (0, 0)
+    if low < -rows or high >= rows:
+        bad = low if low < -rows else high
+        raise IndexError(f"{name} holds {bad}, outside [-{rows}, {rows}) (the table's {rows} rows)")
+    return np.where(index < 0, index + rows, index) if low < 0 else index
+
+
 def last_wins(slots: np.ndarray, values: np.ndarray, table: np.ndarray) -> None:
-    """table[slots[i]] = values[i], the last i winning where slots repeat (stable, so both sides agree)."""
+    """table[slots[i]] = values[i], the last i winning where slots repeat (stable, so both sides agree);
+    a negative slot is the row NumPy takes it for (-1 the last), one past the table an IndexError."""
+    slots = np.asarray(slots)
     order = np.argsort(slots, kind="stable")
     s = slots[order]
+    if s.size and (s[0] < 0 or s[-1] >= table.shape[0]):    # sorted: its first is the least, its last the most
+        slots = _rows("slots", slots, table.shape[0])
+        order = np.argsort(slots, kind="stable")
+        s = slots[order]
     last = np.concatenate((s[1:] != s[:-1], [True])) if s.size else np.zeros(0, bool)
     table[s[last]] = values[order][last]
 
@@ -51,7 +70,8 @@ def add_in_order(table: np.ndarray, index: np.ndarray, values: np.ndarray) -> No
     axis and ``values`` (N, ...) of its rows' shape: the rows of each repeated index added in
     the order they come, in rounds of distinct indices (the first of each, then the second...),
     each round one gather and one scatter; ``np.add.at`` adds row by row, which costs ~10x more
-    when rows are long."""
+    when rows are long. As there, a negative index is the row NumPy takes it for (-1 the last), and
+    one past the table an IndexError."""
     index = np.asarray(index)
     if index.ndim != 1 or not isinstance(values, np.ndarray) or values.shape[:1] != index.shape \
             or values.shape[1:] != table.shape[1:]:
@@ -60,8 +80,13 @@ def add_in_order(table: np.ndarray, index: np.ndarray, values: np.ndarray) -> No
                          f"table of shape {table.shape}")
     if not index.size:
         return
+    values = np.asarray(values)            # an np.matrix's rows were 2-D
     order = np.argsort(index, kind="stable")
     s = index[order]
+    if s[0] < 0 or s[-1] >= table.shape[0] or index.dtype.kind not in "iu":   # sorted: the least first, the most last
+        index = _rows("index", index, table.shape[0])       # -1 is the row NumPy takes it for, not another one
+        order = np.argsort(index, kind="stable")
+        s = index[order]
     starts = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))
     if starts.size == s.size:                            # every index once: one round
         table[index] += values
