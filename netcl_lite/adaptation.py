@@ -452,16 +452,23 @@ class Adapter:
 
     def batch(self) -> tuple[np.ndarray, np.ndarray]:
         """The training windows of an update: (inputs, targets), each (streams · k, w). Each
-        stream contributes the k = ceil(chunk / w) windows that end at its last coded token
-        (w: ``window``, or fewer while fewer tokens are coded); a target that is not a coded
-        token of the stream (left of its start), or, with ``targets="chunk"``, that an
-        earlier update already trained on, is ``IGNORE``."""
+        stream contributes the k windows that end at its last coded token (w: ``window``, or
+        fewer while fewer tokens are coded): k = ceil(chunk / w), or fewer when no stream has
+        that many targets to count (an update called before ``chunk`` steps were observed), so
+        that the batch grows with the tokens there are to train on, not with ``chunk``; a target
+        that is not a coded token of the stream (left of its start), or, with
+        ``targets="chunk"``, that an earlier update already trained on, is ``IGNORE``."""
         c = self.config
         if int(self.seen.max()) < 2:            # only the start input: no window holds a target yet
             raise ValueError("no tokens observed yet: an update trains on the coded tokens, so call "
                              "observe(tokens) with a step's tokens first (it updates every chunk steps itself)")
         w = min(self.window, int(self.seen.max()) - 1)
-        k = -(-c.chunk // w)
+        # the most targets a stream counts: its entries from the first counted one to its last coded one,
+        # the windows ending at its last token holding them all in ceil(most / w). Every chunk steps of
+        # observe, the first stream (always active) counts chunk or more: k is ceil(chunk / w) as it was
+        first = self.trained_upto if c.targets == "chunk" else 1
+        most = int(np.max(self.seen - np.maximum(first, 1)))
+        k = max(1, min(-(-c.chunk // w), -(-most // w)))
         span = k * w + 1                                       # inputs and the last target
         pad = max(0, span - int(self.seen.min()))
         hist = np.concatenate([np.full((self.streams, pad), self.start, np.int64), self.history], axis=1)
