@@ -490,26 +490,42 @@ _CONVERTER = _Converter()
 #
 # pymdownx.arithmatex reads a paragraph's text before Python-Markdown stashes its inline raw HTML
 # (its pattern runs at priority 189.9, the raw HTML one at 90): ``$…$`` inside a tag's attribute, a
-# raw ``<code>``, ``<kbd>``, ``<textarea>`` or ``<script>`` became a formula there, and then MathML,
-# whose own quotes (``style="…"``) ended the attribute or the script's string. :class:`RawHtmlMath`
-# leaves such math as written, as the browser shows the rest of that text.
+# comment, a raw ``<code>``, ``<kbd>``, ``<textarea>``, ``<script>``, ``<svg>`` or ``<math>`` became a
+# formula there, and then MathML, whose own quotes (``style="…"``) ended the attribute or the script's
+# string; a formula that started in prose and ended inside a tag or a comment (``<span title="a $b">c$``,
+# ``<!-- costs $5 --> and b$``) swallowed the tag's or the comment's end, so the tag or the comment showed
+# as text. :class:`RawHtmlMath` leaves such math as written, as the browser shows the rest of that text.
 
 #: arithmatex's inline pattern, as the Markdown extension registers it
 _ARITHMATEX_INLINE = "arithmatex-inline"
 #: the priority of the pass that reads each text's raw HTML just before arithmatex's (189.9) and after
 #: the code spans (190), whose text arithmatex does not read either
 _RAW_HTML_PRIORITY = 189.95
+#: where raw HTML starts in a text, as :class:`_RawContexts` takes it: a comment, a CDATA section, a
+#: doctype, a processing instruction (``<?xml``), or a tag whose name a blank, ``/`` or ``>`` ends. A
+#: browser opens a tag at any ``<`` before a letter, but in a formula's text ``<`` before a letter is
+#: "less than" (``t_{<i}``, ``a<b``): a name that runs into another sign (``<i}``, ``<b$``) names no
+#: element a page writes, so it is read as math, as arithmatex reads it
+_RAW_HTML_START = re.compile(r"<(?:!--|!\[CDATA\[|!doctype|\?[a-z]|/?[a-z][\w:-]*(?=[\s/>]))", re.I)
+#: a ``<`` in a text: one that starts no raw HTML (:data:`_RAW_HTML_START`) is hidden from the tokenizer
+#: (Python-Markdown does not escape ``<``: ``\<span>`` is a tag after a backslash)
+_LESS_THAN = re.compile("<")
+#: the elements whose text is no prose for math besides code (:data:`site_build.citations._CODE_ELEMENTS`):
+#: SVG and MathML (a formula's MathML inside either is broken markup), and HTML's other raw text elements,
+#: whose text a browser shows as text or not at all
+_NO_MATH_ELEMENTS = ("svg", "math", "title", "iframe", "noembed", "noframes")
 
 
 class _RawContexts:
     """Where a text that Markdown reads inline (a paragraph's, a cell's) holds inline raw HTML that is
-    not prose: a tag (its attributes, ``href`` included), a comment, and the text of a code element
-    (:data:`site_build.citations._CODE_ELEMENTS`: ``code``, ``pre``, ``kbd``, ``samp``, ``script``,
-    ``style``, ``textarea``, ``xmp``), read as the citations pass reads a page's HTML
-    (:func:`site_build.glossary.tokens`, :class:`site_build.glossary.OpenElements`). Each text is read
-    once, with its formulas blanked (a formula's ``<`` or quote is no tag's), in linear time; arithmatex
-    then replaces its formulas from left to right by placeholders, and the places after each move by
-    the change in length, which the next text arithmatex is given shows."""
+    not prose: a tag (its attributes, ``href`` included), a comment, a CDATA section, and the text of a
+    code element or of one of :data:`_NO_MATH_ELEMENTS`, with the tags around it, read as the citations
+    pass reads a page's HTML (:func:`site_build.glossary.tokens`, :class:`site_build.glossary.OpenElements`).
+    Each text is read once as written (not with its formulas blanked, which hid a tag that a formula
+    crosses), where raw HTML starts as :data:`_RAW_HTML_START` says, in linear time; a formula that
+    starts or ends in any of these places is left as written.
+    Arithmatex then replaces its formulas from left to right by placeholders, and the places after each
+    move by the change in length, which the next text arithmatex is given shows."""
 
     def __init__(self) -> None:
         self.starts: list[int] = []       # the raw places, apart and in order: their starts and ends
@@ -518,17 +534,22 @@ class _RawContexts:
         self.moved_from = 0
         self.length = 0                   # the text's length as arithmatex last had it
         self.pending: tuple[int, int] | None = None   # the formula replaced last: (start, end)
+        self.none_after: tuple[str, int] | None = None  # a text and a place after which no formula is left
 
-    def read(self, data: str, pattern: re.Pattern) -> None:
-        from .citations import _CODE_ELEMENTS, _blanked
+    def read(self, data: str) -> None:
+        from .citations import _CODE_ELEMENTS
         from .glossary import OpenElements, tokens
 
         self.starts, self.ends, self.shift, self.moved_from = [], [], 0, 0
-        self.length, self.pending = len(data), None
+        self.length, self.pending, self.none_after = len(data), None, None
         if "<" not in data:
             return
-        text = _blanked(data, [m.span() for m in pattern.finditer(data)], newlines=True)
-        open_, at = OpenElements(), 0
+
+        def less_than(m: re.Match) -> str:
+            return "<" if _RAW_HTML_START.match(data, m.start()) else "\x00"
+
+        text = _LESS_THAN.sub(less_than, data)      # as long as data: its places are data's
+        open_, at, no_math = OpenElements(), 0, (*_CODE_ELEMENTS, *_NO_MATH_ELEMENTS)
 
         def add(start: int, end: int) -> None:
             if start >= end:
@@ -540,18 +561,18 @@ class _RawContexts:
                 self.ends.append(end)
 
         for start, end, closing, name, self_closing in tokens(text, lambda: open_.opened_foreign):
-            if open_.inside(_CODE_ELEMENTS):
+            if open_.inside(no_math):
                 add(at, start)
-            add(start + 1, end)           # inside the tag or the comment, past its '<'
+            add(start, end)               # the whole tag or comment, its '<' and '>' included
             at = end
             if name:
                 open_.tag(closing, name, self_closing)
-        if open_.inside(_CODE_ELEMENTS):
+        if open_.inside(no_math):
             add(at, len(text))
 
-    def holds(self, data: str, at: int) -> bool:
-        """Whether position ``at`` of ``data`` (the text as read, or as arithmatex has changed it since)
-        stands in raw HTML that is not prose."""
+    def _known(self, data: str) -> bool:
+        """Whether the places read are known in ``data`` (the text as read, or as arithmatex has changed
+        it since): the shift of the placeholder of the formula replaced last is taken here."""
         if self.pending is not None:      # the placeholder of the formula replaced last: its length
             start, end = self.pending
             placeholder = len(data) - self.length + (end - start)
@@ -559,13 +580,25 @@ class _RawContexts:
             self.moved_from, self.length, self.pending = start + placeholder, len(data), None
         elif len(data) != self.length:    # a text this pass did not read: nothing known of it
             return False
-        if not self.starts or at < self.moved_from:     # before: a formula replaced, never raw
-            return False
+        return True
+
+    def raw_end(self, data: str, start: int, end: int) -> int | None:
+        """None when ``data[start:end]`` (a formula arithmatex found) neither starts nor ends in a raw
+        place (one it holds whole, ``\\(x <img src=x> y\\)``, is the formula's text, as before); else
+        where arithmatex's next formula may start, in ``data``: past the raw places it starts or ends
+        in, and at its closing sign at the earliest, so that no text is searched twice."""
+        if not self._known(data) or not self.starts:
+            return None
         import bisect
 
-        at -= self.shift
-        i = bisect.bisect_right(self.starts, at) - 1
-        return i >= 0 and at < self.ends[i]
+        after = None
+        for at in (start, end - 1):
+            if at < self.moved_from:      # before: a formula replaced, never raw
+                continue
+            i = bisect.bisect_right(self.starts, at - self.shift) - 1
+            if i >= 0 and at - self.shift < self.ends[i]:
+                after = max(after or 0, self.ends[i] + self.shift)
+        return None if after is None else max(after, end - 1)
 
     def replaced(self, start: int, end: int) -> None:
         """Arithmatex replaced ``data[start:end]`` (a formula or an escape) by a placeholder."""
@@ -575,7 +608,9 @@ class _RawContexts:
 class RawHtmlMath:
     """A Markdown extension (the build plugin adds it after the site's own): math signs that stand in
     inline raw HTML that is not prose (:class:`_RawContexts`) stay as written, where arithmatex made
-    them a formula, and the build then MathML, inside the tag or the code."""
+    them a formula, and the build then MathML, inside the tag or the code, or across its end. Where
+    arithmatex's formula starts or ends in raw HTML, its next formula after that HTML is taken instead: in
+    ``<!-- costs $5 --> and $b$``, ``$b$`` is one."""
 
     def __new__(cls, *args, **kwargs):
         from markdown.extensions import Extension
@@ -584,12 +619,12 @@ class RawHtmlMath:
         class Reader(InlineProcessor):
             """Reads each text's raw HTML right before arithmatex reads the text; matches nothing."""
 
-            def __init__(self, contexts: _RawContexts, pattern: re.Pattern):
+            def __init__(self, contexts: _RawContexts):
                 super().__init__(r"\A")
-                self.contexts, self.math = contexts, pattern
+                self.contexts = contexts
 
             def handleMatch(self, m, data):
-                self.contexts.read(data, self.math)
+                self.contexts.read(data)
                 return None, None, None
 
         class MathLeftInRawHtml(Extension):
@@ -600,18 +635,26 @@ class RawHtmlMath:
                 if getattr(inline, "raw_html_contexts", None) is not None:
                     return
                 contexts = inline.raw_html_contexts = _RawContexts()
-                handle = inline.handleMatch
+                handle, pattern = inline.handleMatch, inline.compiled_re
 
                 def handle_match(m, data):
-                    if contexts.holds(data, m.start(0)):
-                        return None, None, None
+                    # each search starts past raw HTML that the last formula started or ended in, and at
+                    # its closing sign at the earliest; once one finds none, no later one is made in that
+                    # text: the text is read once
+                    while (after := contexts.raw_end(data, m.start(0), m.end(0))) is not None:
+                        known = contexts.none_after
+                        if known is not None and known[0] is data and after >= known[1]:
+                            return None, None, None
+                        m = pattern.search(data, after)
+                        if m is None:
+                            contexts.none_after = (data, after)
+                            return None, None, None
                     node, start, end = handle(m, data)
                     if node is not None and start is not None:
                         contexts.replaced(start, end)
                     return node, start, end
 
                 inline.handleMatch = handle_match
-                md.inlinePatterns.register(Reader(contexts, inline.compiled_re), "mathml-raw-html",
-                                           _RAW_HTML_PRIORITY)
+                md.inlinePatterns.register(Reader(contexts), "mathml-raw-html", _RAW_HTML_PRIORITY)
 
         return MathLeftInRawHtml(*args, **kwargs)
