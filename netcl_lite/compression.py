@@ -1502,6 +1502,12 @@ def main(argv=None) -> int:
     except MemoryError:                                 # NumPy's or Python's, wherever the limit struck
         _say(f"python -m netcl_lite.compression: {_out_of_memory()}")
         return 1
+    except Warning as exc:                              # a warning made an error (PYTHONWARNINGS=error, -W error)
+        from .files import visible
+
+        _say(f"python -m netcl_lite.compression: {type(exc).__name__} (warnings are errors here): "
+             f"{visible(' '.join(str(exc).split()))}")
+        return 1
     finally:
         if ours:
             signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -1543,6 +1549,13 @@ def _main(argv) -> int:
             # holding a newline or ESC would split the message or reach the terminal as a control sequence
             super().error(visible(message))
 
+        def _print_message(self, message, file=None):
+            if file is None or file is not sys.stdout:
+                return super()._print_message(message, file)
+            if message:                                 # the help: a write that fails is an error, as the
+                file.write(message)                     # result's is (argparse would let it pass unsaid)
+                file.flush()
+
     parser = Parser(prog="python -m netcl_lite.compression", epilog=_EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      description="Compress or decompress a file with a language model's predictions.")
@@ -1554,7 +1567,13 @@ def _main(argv) -> int:
     parser.add_argument("--model-only", action="store_true", help="compress with the model alone, no counts mixed in")
     parser.add_argument("--adapt", action="store_true", help="let the model learn from the text as it codes it "
                         "(dynamic evaluation): fewer bits, several times slower")
-    args, stray = parser.parse_known_args(argv)
+    try:
+        args, stray = parser.parse_known_args(argv)
+    except OSError as exc:                              # --help that standard output did not take
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
+        _say(f"python -m netcl_lite.compression: standard output: {exc.strerror or exc}")
+        return 1
     if stray:                                           # named as paths are: quoted on one line, escaped
         parser.error(f"unrecognized arguments: {' '.join(shown_path(word) for word in stray)}")
     if args.command == "decompress" and (args.adapt or args.model_only):    # the blob's header says how it was coded
@@ -1870,6 +1889,10 @@ def _environment_problem() -> str | None:
     from .files import visible
     from .fingerprint import cache_root, rerun_forced
 
+    from .core import forking
+
+    if forking.forked_from is not None:             # a child forked from a process that used the device
+        return forking.message()
     try:
         cache_root()
         rerun_forced()

@@ -267,7 +267,8 @@ def _all_devices() -> list[cl.Device]:
 
 def keep_pocl_cache_absolute() -> bool:
     """Set ``POCL_CACHE_DIR`` to ``~/.cache/pocl`` when ``XDG_CACHE_HOME`` is a relative path and
-    ``POCL_CACHE_DIR`` is unset; return whether it set it.
+    ``POCL_CACHE_DIR`` is unset; return whether it set it. A relative ``POCL_CACHE_DIR`` is a
+    ``ValueError`` naming it.
 
     The XDG base-directory rules say a relative ``XDG_CACHE_HOME`` is invalid and to be ignored, as
     this library's own cache ignores it (:func:`netcl_lite.fingerprint.user_cache_folder`); PoCL takes
@@ -277,8 +278,14 @@ def keep_pocl_cache_absolute() -> bool:
     (``HOME=.``) is left to PoCL: there is no better folder to name.
     """
     global _cache_dir_by_us
+    given = os.environ.get("POCL_CACHE_DIR", "")
+    if given and not os.path.isabs(given):
+        # taken as it is, it makes a kernel cache in whatever folder each process runs in (as a relative
+        # NETCL_LITE_CACHE would, which the library refuses too)
+        raise ValueError(f"POCL_CACHE_DIR={given!r} is a relative path: PoCL would keep its kernel cache in "
+                         f"whatever folder each process runs in; set it to an absolute path, or unset it")
     xdg = os.environ.get("XDG_CACHE_HOME", "")
-    if os.environ.get("POCL_CACHE_DIR") or not xdg or os.path.isabs(xdg):
+    if given or not xdg or os.path.isabs(xdg):
         return False
     home = os.path.expanduser("~")
     if not os.path.isabs(home):
