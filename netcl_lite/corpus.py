@@ -90,7 +90,7 @@ def _read(sources: list[tuple[Path, str]]) -> list[tuple[str, str]]:
 
 @lru_cache(maxsize=1)
 def _documents(root: str) -> tuple[tuple[str, str], ...]:
-    from .files import replace_entry
+    from .files import folder_entry_error, replace_entry
     from .fingerprint import cache_root, key, rerun_forced
 
     base = Path(root)
@@ -106,7 +106,13 @@ def _documents(root: str) -> tuple[tuple[str, str], ...]:
     out = _read(sources)
     body = json.dumps(out, ensure_ascii=False).encode("utf-8")
     stored.parent.mkdir(parents=True, exist_ok=True)
-    replace_entry(stored, _DIGEST + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    try:
+        replace_entry(stored, _DIGEST + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    except OSError:                                  # this one entry at fault, not the cache folder: named
+        refusal = folder_entry_error(stored, "the stored corpus")
+        if refusal is not None:
+            raise refusal from None
+        raise
     return tuple(out)
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from .checks import flag, nonnegative_int
 
-__all__ = ["atomic_write", "deferrable", "env_flag", "flush_to_disk", "fsync_folder", "kind_of", "read_regular",
+__all__ = ["CacheEntryError", "atomic_write", "deferrable", "env_flag", "flush_to_disk", "fsync_folder", "kind_of", "read_regular",
            "regular_size", "replace", "replace_entry", "shown_path", "signals_held", "temporary_name", "write_new"]
 
 TRUE_WORDS = ("1", "true", "yes", "on")
@@ -352,14 +352,32 @@ def read_regular(path: str | os.PathLike, max_bytes: int, what: str, too_large: 
     return data
 
 
+class CacheEntryError(ValueError):
+    """One entry of a cache the library keeps is something that it cannot use or replace (a folder with
+    something in it where a file belongs, a lock file that is a folder): the message names that entry and
+    says to remove it; the cache folder itself is not at fault, so this is no ``OSError`` (which a command
+    line reports as a cache folder that cannot be made or written)."""
+
+
+def folder_entry_error(path: str | os.PathLike, what: str) -> CacheEntryError | None:
+    """The :class:`CacheEntryError` for the cache entry ``path`` (``what`` it should be, in words) after
+    :func:`replace_entry` failed because a folder with something in it is there; None when ``path`` is no
+    such folder (the failure was the system's: a full disk, a read-only cache)."""
+    if os.path.islink(path) or not os.path.isdir(path):
+        return None
+    return CacheEntryError(f"{shown_path(path)} is a folder with something in it, where the cache keeps {what} "
+                           f"(a file); remove that folder and run again")
+
+
 def replace_entry(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> None:
     """Replace the name ``path``, an entry of a cache the library keeps, by a regular file holding ``data``,
     all at once as :func:`atomic_write` does, but as a name in its folder: whatever is there is replaced
     itself, never written through. A symlink is replaced, not followed (the file it names is left as it
     was), and so are a named pipe, a device or a socket; an empty folder is removed first. A folder with
     something in it is refused (``OSError`` naming ``path``), as is any failure to write, named by ``path``
-    when the system named no file or the temporary one. A regular file keeps its permission bits, a new
-    file gets the umask's. For a user's own path, whose link should keep pointing at the file it names,
+    when the system named no file or the temporary one. A regular file keeps its permission bits with its
+    owner's read and write added (a damaged entry of mode 000 is not written back unreadable), a new file
+    gets the umask's. For a user's own path, whose link should keep pointing at the file it names,
     use :func:`atomic_write`."""
     data = _bytes_of(data)
     _no_nul(path)
@@ -374,7 +392,10 @@ def replace_entry(path: str | os.PathLike, data: bytes | bytearray | memoryview)
         except OSError as exc:
             raise type(exc)(exc.errno, f"{exc.strerror} (a folder where the cache keeps a file: remove it)",
                             os.fspath(path)) from None
-    mode = stat.S_IMODE(st.st_mode) & 0o777 if st is not None and stat.S_ISREG(st.st_mode) else None
+    # a regular file's group and other bits are kept (a cache made private stays private, one shared with a
+    # group stays shared), with its owner's read and write added: an entry replaced because it could not be
+    # read (mode 000, or write-only) must not be written back as unreadable, found damaged by every run
+    mode = (stat.S_IMODE(st.st_mode) & 0o777) | 0o600 if st is not None and stat.S_ISREG(st.st_mode) else None
     tmp = temporary_name(path)
     try:
         write_new(tmp, data, mode)
