@@ -34,6 +34,7 @@ import stat
 import statistics
 import time
 import warnings
+import zipfile
 import zlib
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
@@ -45,7 +46,7 @@ from . import corpus, fingerprint
 from .checks import positive_int
 from .core.device import manager
 from .fingerprint import cache_root
-from .files import read_regular, replace_entry
+from .files import CacheEntryError, folder_entry_error, read_regular, replace_entry
 from .nn import DecoderLM, LMConfig
 from .text import BPETokenizer
 from .train import TrainConfig, WindowLoader, eval_windows, evaluate, train
@@ -219,7 +220,7 @@ def run(queue=None, progress: bool | None = None) -> Run:
     root.mkdir(parents=True, exist_ok=True)
     folder = root / key
     with _lock_file(root / f"{key}.lock") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)     # a second process waits for the first to finish training
+        _wait_for_lock(lock, root / f"{key}.lock")   # a second process waits for the first to finish training
         problem = _run_problem(folder)
         if problem is not None:
             if (folder / "done.json").exists():
@@ -235,30 +236,71 @@ def run(queue=None, progress: bool | None = None) -> Run:
     return Run(model, tok, d, train_ids, held_out_ids, log, folder)
 
 
+def _wait_for_lock(lock, path: Path) -> None:
+    """``flock`` the open lock file ``lock`` (at ``path``) exclusively: at once when no other process holds
+    it, else after saying on standard error that this process waits for the one that does (training the
+    default model, or reading it; one stopped with Ctrl-Z holds it until it goes on), then waiting."""
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    import sys
+
+    from .files import shown_path
+
+    if sys.stderr is not None:               # started with it closed (2>&-): wait without a word
+        try:
+            print(f"capstone: waiting for another process that holds {shown_path(path)} (training or reading "
+                  f"Chapter 9's default model); a process stopped with Ctrl-Z holds it until it goes on",
+                  file=sys.stderr, flush=True)
+        except (OSError, ValueError):         # a standard error that cannot be written
+            pass
+    fcntl.flock(lock, fcntl.LOCK_EX)
+
+
 def _lock_file(path: Path):
     """The lock file ``path`` open for :func:`fcntl.flock` (a file object): made if missing, never
     truncated (a lock is only locked, not written), opened without following a symlink and without
-    waiting on a named pipe. Anything but a regular file there, a symlink included, is refused with a
-    ``ValueError`` that names it: a link could name another file, a pipe would never be locked."""
+    waiting on a named pipe. Anything but a regular file there, a symlink or a folder included, is refused
+    with a ``ValueError`` that names it: a link could name another file, a pipe would never be locked.
+    A lock file that this user may only read (a cache shared by another user, or on a read-only file
+    system) is opened for reading: ``flock`` needs no more."""
+    import errno
+
     from .files import kind_of, shown_path
 
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
-        | getattr(os, "O_CLOEXEC", 0)
+    flags = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     refusal = ("; it is the lock of Chapter 9's training run in the cache, where only a regular file belongs: "
                "remove it and run again")
-    try:
-        fd = os.open(path, flags, 0o666)
-    except OSError as exc:
+
+    def refused() -> CacheEntryError:       # a ValueError, naming the lock (not the cache folder)
         if os.path.islink(path):             # O_NOFOLLOW: ELOOP (EMLINK on some systems)
-            raise ValueError(f"{shown_path(path)} is {kind_of(path)}, which a lock is never opened through"
-                             f"{refusal}") from None
-        raise
+            return CacheEntryError(f"{shown_path(path)} is {kind_of(path)}, which a lock is never opened through"
+                                   f"{refusal}")
+        return CacheEntryError(f"{shown_path(path)} is {kind_of(path)}, not a regular file{refusal}")
+
+    writable = True
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | flags, 0o666)
+    except OSError as exc:
+        if os.path.islink(path) or os.path.isdir(path):    # EISDIR for a folder: the entry, not the cache
+            raise refused() from None
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS) or not os.path.lexists(path):
+            raise
+        try:                                 # there, but not ours to write: reading is enough to lock it
+            fd = os.open(path, os.O_RDONLY | flags)
+            writable = False
+        except OSError:
+            if os.path.islink(path) or os.path.isdir(path):
+                raise refused() from None
+            raise exc from None              # the first refusal says why it could not be written
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError(f"{shown_path(path)} is {kind_of(path)}, not a regular file{refusal}")
+            raise refused()
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
-        return os.fdopen(fd, "r+b", buffering=0)
+        return os.fdopen(fd, "r+b" if writable else "rb", buffering=0)
     except BaseException:
         os.close(fd)
         raise
@@ -325,24 +367,63 @@ def run_digest(run: Run) -> str:
 def _stored_ids(folder: Path, tok: BPETokenizer, d: Data) -> tuple[np.ndarray, np.ndarray]:
     """The training and validation token ids, encoded once per run and kept in its folder
     (the folder's name already covers the text and the tokenizer's code) with a digest of the
-    ids and of the run they belong to; a file that does not match is encoded again."""
+    ids and of the run they belong to; a file that does not match is encoded again, and so is one that
+    cannot be read as the arrays it should hold (a damaged zip, or an array's header claiming more than
+    the file holds: NumPy would allocate the claimed array first, a MemoryError that is not this
+    machine's fault)."""
     path = folder / "ids.npz"
     tie = _sha256(folder / "done.json")
     if path.is_file():
         try:
-            with np.load(path) as stored:
+            _check_ids_sizes(path)
+            with np.load(path, allow_pickle=False) as stored:
                 train_ids, held_out_ids, digest = stored["train"], stored["held_out"], str(stored["sha256"])
             if digest == _ids_digest(tie, train_ids, held_out_ids):
                 return train_ids, held_out_ids
-        except (OSError, ValueError, KeyError, EOFError):
+        except (OSError, ValueError, KeyError, EOFError, MemoryError, OverflowError, zipfile.BadZipFile,
+                NotImplementedError, RuntimeError):    # zipfile: an unknown compression, a bad CRC or header
             pass
         warnings.warn(f"capstone: {path} does not match its digest; encoding the text again", stacklevel=3)
     train_ids, held_out_ids = _ids(tok, d.train_text), _ids(tok, d.validation_text)
     buffer = io.BytesIO()
     np.savez(buffer, train=train_ids, held_out=held_out_ids,
              sha256=np.array(_ids_digest(tie, train_ids, held_out_ids)))
-    replace_entry(path, buffer.getvalue())
+    try:
+        replace_entry(path, buffer.getvalue())
+    except OSError:                              # this one entry at fault, not the cache folder: named
+        refusal = folder_entry_error(path, "the run's encoded text")
+        if refusal is not None:
+            raise refusal from None
+        raise
     return train_ids, held_out_ids
+
+
+#: the arrays ``ids.npz`` holds
+_IDS_ARRAYS = ("train", "held_out", "sha256")
+
+
+def _check_ids_sizes(path: Path) -> None:
+    """``ValueError`` unless ``path`` is a zip of :data:`_IDS_ARRAYS`' ``.npy`` files, each as long as its
+    header says its array is (a header's shape alone makes ``np.load`` allocate the array, before any of
+    it is read)."""
+    from numpy.lib import format as npformat
+
+    with zipfile.ZipFile(path) as z:
+        for name in _IDS_ARRAYS:
+            info = z.getinfo(f"{name}.npy")          # KeyError when missing
+            with z.open(info) as member:
+                version = npformat.read_magic(member)
+                if version == (1, 0):
+                    shape, _, dtype = npformat.read_array_header_1_0(member)
+                elif version == (2, 0):
+                    shape, _, dtype = npformat.read_array_header_2_0(member)
+                else:
+                    raise ValueError(f"{name}.npy: format version {version}")
+                if dtype.hasobject:
+                    raise ValueError(f"{name}.npy holds Python objects")
+                need = math.prod(shape) * dtype.itemsize
+                if need > info.file_size - member.tell():
+                    raise ValueError(f"{name}.npy: its header claims {need:,} bytes, more than the file holds")
 
 
 def _ids_digest(tie: str, *arrays: np.ndarray) -> str:
