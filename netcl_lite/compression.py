@@ -1539,7 +1539,7 @@ def _main(argv) -> int:
 
     from .core.device import NoDeviceError
     from .core.kernels import KernelBuildError
-    from .files import shown_path, visible
+    from .files import CacheEntryError, shown_path, visible
 
     class Parser(argparse.ArgumentParser):
         def error(self, message):
@@ -1718,9 +1718,13 @@ def _main(argv) -> int:
                 if squeezing and (args.adapt or not args.model_only) and args.model is not None:
                     try:                                # a pattern that cannot split the primer: the tokenizer's fault
                         default_primer(tokenizer)       # (kept for compress: encoded once per process)
+                    except CacheEntryError:             # a damaged entry of the cache: neither's fault
+                        raise
                     except ValueError as exc:
                         raise ValueError(f"--model {shown_path(args.model)}: its tokenizer.json cannot encode "
                                          f"Chapter 9's training text, the default primer ({exc})") from None
+            except CacheEntryError as exc:              # names the entry: not --model's fault, nor IN's
+                return fail(str(exc))
             except ValueError as exc:                   # names --model DIR
                 return fail(str(exc) if str(exc).startswith("--model") else f"{which}: {exc}")
             except OSError as exc:                      # the default model's cache, or the primer's corpus
@@ -1751,6 +1755,8 @@ def _main(argv) -> int:
                 return fail(f"{which}: its weights are finite, but running it overflows float32 "
                             f"({getattr(exc, 'cause', str(exc).split(';')[0])}); the model is at fault, not IN: "
                             "retrain it or scale its weights down")
+            except CacheEntryError as exc:              # the primer's corpus, first read while coding
+                return fail(str(exc))
             except ValueError as exc:
                 return fail(f"{source}: {exc}")
             except OSError as exc:                      # the primer's corpus, read once into the cache
