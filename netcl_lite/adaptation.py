@@ -462,6 +462,9 @@ class Adapter:
         if int(self.seen.max()) < 2:            # only the start input: no window holds a target yet
             raise ValueError("no tokens observed yet: an update trains on the coded tokens, so call "
                              "observe(tokens) with a step's tokens first (it updates every chunk steps itself)")
+        if c.targets == "chunk" and np.array_equal(self.seen, self.trained_upto):
+            raise ValueError("no token was observed since the last update (targets='chunk' trains on the tokens "
+                             "observed since then): call observe(tokens) with a step's tokens first")
         w = min(self.window, int(self.seen.max()) - 1)
         # the most targets a stream counts: its entries from the first counted one to its last coded one,
         # the windows ending at its last token holding them all in ceil(most / w). Every chunk steps of

@@ -46,7 +46,7 @@ from . import corpus, fingerprint
 from .checks import positive_int
 from .core.device import manager
 from .fingerprint import cache_root
-from .files import CacheEntryError, folder_entry_error, read_regular, replace_entry
+from .files import CacheEntryError, folder_entry_error, make_entry_folder, read_regular, replace_entry
 from .nn import DecoderLM, LMConfig
 from .text import BPETokenizer
 from .train import TrainConfig, WindowLoader, eval_windows, evaluate, train
@@ -217,7 +217,7 @@ def run(queue=None, progress: bool | None = None) -> Run:
     d = data()
     key = run_key(queue, d.train_text + "\0" + d.held_out_text)
     root = cache_root() / "capstone"
-    root.mkdir(parents=True, exist_ok=True)
+    make_entry_folder(root, "Chapter 9's trained runs")
     folder = root / key
     with _lock_file(root / f"{key}.lock") as lock:
         _wait_for_lock(lock, root / f"{key}.lock")   # a second process waits for the first to finish training
@@ -284,7 +284,8 @@ def _lock_file(path: Path):
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | flags, 0o666)
     except OSError as exc:
-        if os.path.islink(path) or os.path.isdir(path):    # EISDIR for a folder: the entry, not the cache
+        # EISDIR for a folder, ENXIO for a socket: the entry at fault, not the cache
+        if os.path.islink(path) or (os.path.lexists(path) and not os.path.isfile(path)):
             raise refused() from None
         if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS) or not os.path.lexists(path):
             raise

@@ -162,7 +162,10 @@ def device_lock(model: DecoderLM) -> threading.RLock:
     this lock for a step's device work (a refill and a decoding step, ending with the logits
     read back) and keeps its own cache, n-gram, mixer and coder, whose host work runs while
     another thread holds the device."""
+    from .core import forking
+
     _model_only(model)
+    forking.check()        # in a child forked while a thread held it, the lock would never be free
     key = model.queue.context.int_ptr
     with _LOCKS_GUARD:
         return _LOCKS.setdefault(key, threading.RLock())
@@ -593,16 +596,20 @@ class _Predictor:
         if tokens.size != self.asked:
             raise ValueError(f"tokens must hold one id per active stream, {self.asked} at this step, got {tokens.size}")
         self.asked = None
-        full = self.next_input.copy()
-        full[:tokens.size] = tokens
-        if self.mixer is not None:
-            self.mixer.update(full, self.active)
-        self.next_input = full
-        self.step += 1
-        if self.adapter is not None and self.step < int(self.lengths[0]):
-            with self.lock:
-                if self.adapter.observe(tokens) and self.adapter.config.refill:
-                    self.adapter.refill(self.cache, self.window)
+        try:                               # past the checks, a failure leaves the step half taken
+            full = self.next_input.copy()
+            full[:tokens.size] = tokens
+            if self.mixer is not None:
+                self.mixer.update(full, self.active)
+            self.next_input = full
+            self.step += 1
+            if self.adapter is not None and self.step < int(self.lengths[0]):
+                with self.lock:
+                    if self.adapter.observe(tokens) and self.adapter.config.refill:
+                        self.adapter.refill(self.cache, self.window)
+        except BaseException as exc:
+            self.failed = f"advance: {type(exc).__name__}: {str(exc).split(';')[0]}"
+            raise
 
     def _not_copied(self, *_):
         raise TypeError("a predictor cannot be copied or pickled: it holds the model's key-value cache on the "

@@ -90,7 +90,7 @@ def _read(sources: list[tuple[Path, str]]) -> list[tuple[str, str]]:
 
 @lru_cache(maxsize=1)
 def _documents(root: str) -> tuple[tuple[str, str], ...]:
-    from .files import folder_entry_error, replace_entry
+    from .files import folder_entry_error, make_entry_folder, replace_entry
     from .fingerprint import cache_root, key, rerun_forced
 
     base = Path(root)
@@ -105,7 +105,7 @@ def _documents(root: str) -> tuple[tuple[str, str], ...]:
             return kept
     out = _read(sources)
     body = json.dumps(out, ensure_ascii=False).encode("utf-8")
-    stored.parent.mkdir(parents=True, exist_ok=True)
+    make_entry_folder(stored.parent, "the stored corpora")
     try:
         replace_entry(stored, _DIGEST + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
     except OSError:                                  # this one entry at fault, not the cache folder: named

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from .checks import flag, nonnegative_int
 
-__all__ = ["CacheEntryError", "atomic_write", "deferrable", "env_flag", "flush_to_disk", "fsync_folder", "kind_of", "read_regular",
+__all__ = ["CacheEntryError", "atomic_write", "deferrable", "env_flag", "flush_to_disk", "fsync_folder", "kind_of", "make_entry_folder", "read_regular",
            "regular_size", "replace", "replace_entry", "shown_path", "signals_held", "temporary_name", "write_new"]
 
 TRUE_WORDS = ("1", "true", "yes", "on")
@@ -357,6 +357,19 @@ class CacheEntryError(ValueError):
     something in it where a file belongs, a lock file that is a folder): the message names that entry and
     says to remove it; the cache folder itself is not at fault, so this is no ``OSError`` (which a command
     line reports as a cache folder that cannot be made or written)."""
+
+
+def make_entry_folder(path: str | os.PathLike, what: str) -> None:
+    """Make the folder ``path`` of a cache the library keeps (and the folders above it) unless it is there;
+    a file, link or anything else that is no folder at ``path`` is a :class:`CacheEntryError` naming it
+    (``what`` the folder holds, in words), not blamed on the cache folder it stands in."""
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        if not os.path.lexists(path) or os.path.isdir(path):
+            raise                                # a file further up: the cache folder's own fault
+        raise CacheEntryError(f"{shown_path(path)} is {kind_of(path)}, where the cache keeps {what} (a folder); "
+                              f"remove it and run again") from None
 
 
 def folder_entry_error(path: str | os.PathLike, what: str) -> CacheEntryError | None:

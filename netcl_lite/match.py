@@ -48,7 +48,8 @@ def _rows(name: str, index: np.ndarray, rows: int) -> np.ndarray:
     if low < -rows or high >= rows:
         bad = low if low < -rows else high
         raise IndexError(f"{name} holds {bad}, outside [-{rows}, {rows}) (the table's {rows} rows)")
-    return np.where(index < 0, index + rows, index) if low < 0 else index
+    # in int64: index + rows in a narrow index's own type (int8 and 200 rows) overflows
+    return np.where(index < 0, index.astype(np.int64) + rows, index) if low < 0 else index
 
 
 def last_wins(slots: np.ndarray, values: np.ndarray, table: np.ndarray) -> None:

@@ -40,6 +40,12 @@ class LMConfig:
     initializer_range: float = 0.02
 
     def __post_init__(self):
+        import numpy as np
+
+        for field in fields(self):             # NumPy scalars as the Python numbers they hold: a config
+            value = getattr(self, field.name)  # is written as JSON and fingerprinted by its text
+            if isinstance(value, np.generic):
+                object.__setattr__(self, field.name, value.item())
         for name in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
                      "num_attention_heads", "max_position_embeddings"):
             count(name, getattr(self, name))
