@@ -104,13 +104,24 @@ HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fre
 #: string: printed, status 1); an uncaught exception's traceback starts at the script, as it would. Only
 #: ``os._exit`` of such a code escapes it (no exception is raised).
 _MAIN = """\
-def _run():
+def _run(BaseException=BaseException, SystemExit=SystemExit, SyntaxError=SyntaxError, isinstance=isinstance,
+         int=int, type=type, compile=compile, exec=exec):
+    # every name it uses once the script runs is its own (these defaults, the imports below): the script's
+    # globals are this module's, and a script may bind ``type`` or ``BaseException`` for itself
     import builtins, importlib.machinery, os, sys
     script = sys.argv[1]
     sys.argv[:] = sys.argv[1:]
     sys.path[0] = os.path.dirname(os.path.realpath(script))
     with open(script, "rb") as f:
         source = f.read()
+    nul = source.find(b"\\0")
+    if nul >= 0:                                         # as python <script> says it: the file and the line
+        start = source.rfind(b"\\n", 0, nul) + 1
+        error = SyntaxError("source code cannot contain null bytes",
+                            (script, source.count(b"\\n", 0, nul) + 1, None,
+                             source[start:nul].decode("utf-8", "replace")))
+        sys.excepthook(type(error), error, None)
+        raise SystemExit(1)
     main = sys.modules["__main__"]                       # this module, as a script's: pickle finds its classes
     names = main.__dict__
     names.clear()                                        # the globals python <script> gives, and no others
