@@ -15,7 +15,9 @@
   python block), a command (bash) or a ``>>>`` session.
 * A python block the doc tests never run (in a block quote, or fenced with tildes: pytest-codeblocks
   opens blocks only at a line that starts with backticks) fails the build, naming the page and the
-  line (:func:`check_python_blocks`); one under a list item or in an admonition runs.
+  line (:func:`check_python_blocks`); one under a list item or in an admonition runs. So does a block
+  Pygments shows as Python under another spelling (``Python``, ``py3``, ``.python``) or with a backtick
+  in its info string: the doc tests take python, py and python3 alone.
 * A ``>>>`` session (the reference pages' docstring examples) copies as code: its copy button
   takes the lines after the ``>>>`` and ``...`` prompts and leaves out the printed results (a
   ``...`` line is code only while the statement above it is incomplete, as the interpreter prompts)
@@ -173,17 +175,54 @@ def check_excerpts(markdown: str, page_uri: str, first_line: int = 1) -> None:
                              f"{visible(inc.path)} is none (show a snippet as a runnable block)")
 
 
+def _python_lexed(language: str) -> bool:
+    """Whether the site highlights a block of ``language`` as Python: superfences takes the language with
+    a leading ``.`` dropped, and Pygments finds its lexer by any case of a name or an alias."""
+    from pygments.lexers import get_lexer_by_name
+    from pygments.lexers.python import Python2Lexer, PythonLexer
+    from pygments.util import ClassNotFound
+
+    try:
+        lexer = get_lexer_by_name(language.lstrip("."))
+    except ClassNotFound:
+        return False
+    return isinstance(lexer, (PythonLexer, Python2Lexer))
+
+
+def _unusual_python(opener: str) -> str | None:
+    """Why the fence ``opener`` (out of any block quote) holds a block shown as Python that the doc tests
+    do not read as one (``tests/doc_blocks.normalize``: python, py, python3 exactly, in an info string
+    with no backtick), or None."""
+    language = markers.fence_language(opener)
+    if not language or not _python_lexed(language):
+        return None
+    if language not in markers.PYTHON_NAMES:
+        return f"spelled {language!r}"
+    if "`" in opener.strip().lstrip("`~"):
+        return "with a backtick in its info string"
+    return None
+
+
 def check_python_blocks(markdown: str, page_uri: str, first_line: int = 1) -> None:
     """Raise ``ValueError`` naming the page and the line (``first_line``: the file's line of
     ``markdown``'s first) for a python block (python, py, python3; not an excerpt) that the page shows
     and the doc tests never run. pytest-codeblocks, which they read pages with, opens a block only at a
     line that starts with backticks once its indent is stripped: a block in a block quote
     (``> ```python``) or fenced with tildes is rendered as code, yet escapes "every block runs". A
-    block indented under a list item or an admonition is read, and runs. Run on the page as written."""
+    block indented under a list item or an admonition is read, and runs. A block shown as Python under
+    another spelling, or with a backtick in its info string, is refused too (:func:`_unusual_python`).
+    Run on the page as written."""
     lines = markdown.split("\n")
     for start, _ in markers.fences(lines):
         line = lines[start]
         unquoted = _QUOTED.sub("", line)
+        spelled = _unusual_python(unquoted)
+        if spelled:
+            raise ValueError(f"docs/{page_uri}:{first_line + start}: {visible(line.strip())}: a block Pygments "
+                             f"highlights as Python, {spelled}, which the doc tests (they take python, py and "
+                             f"python3 alone, an info string with no backtick) never run: every python block "
+                             f"on a page runs; write ```python (or ```{{.python ...}}), or ```text if it is "
+                             f"not to run")
         if markers.fence_language(unquoted) not in markers.PYTHON_NAMES \
                 or re.search(markers.EXCERPT_CLASS, unquoted):
             continue
