@@ -394,12 +394,10 @@ def _site_config() -> bytes:
     return (ROOT / "mkdocs.yml").read_bytes()
 
 
-def page_extensions(config: bytes | None = None) -> tuple[list, dict]:
-    """The Markdown extensions of the site's pages and their settings, as ``mkdocs.yml`` lists them
-    (``config``: its bytes, None to read it now), less :data:`_NOT_SCANNED`: ``(extensions,
-    extension_configs)`` for :class:`markdown.Markdown`. The bytes are read as MkDocs reads its
-    configuration (:func:`mkdocs.utils.yaml.yaml_load` with MkDocs' loader): its tags (``!ENV``,
-    ``!relative``, ``!!python/name:``) and an ``INHERIT`` of a file beside ``mkdocs.yml`` included."""
+def site_config(config: bytes) -> dict:
+    """``mkdocs.yml`` of bytes ``config`` as MkDocs reads it, before it checks the settings
+    (:func:`mkdocs.utils.yaml.yaml_load` with MkDocs' loader): its tags (``!ENV``, ``!relative``,
+    ``!!python/name:``) and an ``INHERIT`` of a file beside ``mkdocs.yml`` included."""
     import io
 
     from mkdocs.config.defaults import MkDocsConfig
@@ -408,9 +406,17 @@ def page_extensions(config: bytes | None = None) -> tuple[list, dict]:
     from .paths import ROOT
 
     path = str(ROOT / "mkdocs.yml")
-    stream = io.BytesIO(_site_config() if config is None else config)
+    stream = io.BytesIO(config)
     stream.name = path                                  # what an INHERIT is resolved against, as MkDocs does
-    listed = yaml_load(stream, get_yaml_loader(config=MkDocsConfig(config_file_path=path)))["markdown_extensions"]
+    return yaml_load(stream, get_yaml_loader(config=MkDocsConfig(config_file_path=path)))
+
+
+def page_extensions(config: bytes | None = None) -> tuple[list, dict]:
+    """The Markdown extensions of the site's pages and their settings, as ``mkdocs.yml`` lists them
+    (``config``: its bytes, None to read it now), less :data:`_NOT_SCANNED`: ``(extensions,
+    extension_configs)`` for :class:`markdown.Markdown`. The bytes are read as MkDocs reads them
+    (:func:`site_config`)."""
+    listed = site_config(_site_config() if config is None else config)["markdown_extensions"]
     names, configs = [], {}
     for entry in listed:
         name, config = next(iter(entry.items())) if isinstance(entry, dict) else (entry, None)

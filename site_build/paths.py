@@ -33,8 +33,33 @@ def page_stem(uri: str) -> str:
 
 def pages(docs: Path = DOCS) -> list[Path]:
     """The Markdown files under ``docs`` that MkDocs makes pages of (:func:`is_page`), sorted: not only
-    the ``*.md`` ones."""
-    return sorted(p for p in docs.rglob("*") if is_page(p.name) and p.is_file())
+    the ``*.md`` ones, and none it leaves out of the site (:func:`excluded`)."""
+    return sorted(p for p in docs.rglob("*")
+                  if is_page(p.name) and p.is_file() and not excluded(p.relative_to(docs).as_posix()))
+
+
+def excluded(uri: str) -> bool:
+    """Whether MkDocs leaves the file ``uri`` (a path under docs/, with ``/``) out of the site it builds:
+    its default exclusion (a dot file or folder, the top ``templates/`` folder) or ``exclude_docs`` of
+    ``mkdocs.yml``, matched as MkDocs matches them (gitignore patterns)."""
+    return _exclusion((ROOT / "mkdocs.yml").read_bytes()).match_file(uri)
+
+
+@functools.lru_cache(maxsize=2)
+def _exclusion(config: bytes):
+    """MkDocs' exclusion of files from the site for a ``mkdocs.yml`` of bytes ``config``
+    (:func:`mkdocs.structure.files.set_exclusions`)."""
+    import pathspec
+    from mkdocs.structure import files
+
+    default = getattr(files, "_default_exclude", None) or \
+        pathspec.gitignore.GitIgnoreSpec.from_lines([".*", "/templates/"])
+    from .markers import site_config
+
+    patterns = site_config(config).get("exclude_docs")
+    if isinstance(patterns, str) and patterns.strip():
+        return default + pathspec.gitignore.GitIgnoreSpec.from_lines(patterns.splitlines())
+    return default
 
 
 @functools.lru_cache(maxsize=4)
