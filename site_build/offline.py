@@ -219,13 +219,27 @@ def remote_references_in_css(css: str, _depth: int = 0) -> list[str]:
     """The URLs of other hosts that the CSS ``css`` fetches, read token by token as CSS reads it (a
     comment is no request, a string is no comment): a ``url()``, quoted or not; the string of an
     ``@import``, after blanks, comments or nothing; every string of an ``image-set()`` (or
-    ``-webkit-image-set()``). Escapes in a URL are resolved (``\\2f`` is a '/'); escapes in the
-    function's or the at-rule's own name are not read."""
+    ``-webkit-image-set()``). Escapes are resolved as CSS resolves them, in a URL (``\\2f`` is a '/') and
+    in a function's or an at-rule's own name alike (``u\\rl(`` and ``\\75rl(`` are ``url(``, ``@imp\\ort``
+    is ``@import``): a name is compared once its escapes are read. One pass, each token read from where
+    the last ended."""
+    css = _CSS_NEWLINES.sub("\n", css).replace("\0", "\ufffd")     # CSS's preprocessing of its input
     found: list[str] = []
     expect = False          # after ``url(`` or ``@import``: the next string is a URL
     depth = 0               # inside an ``image-set(``: every string is a URL
-    for m in _CSS_TOKEN.finditer(css):
-        token, string, unquoted = m[0], m["string"], m["unquoted"]
+    at, n = 0, len(css)
+    while at < n:
+        m = _CSS_TOKEN.match(css, at)
+        at = m.end()
+        token, string, unquoted = m[0], m["string"], None
+        if m["name"] is not None:
+            name = _css_unescape(m["name"]).lower()
+            if m["at"]:
+                token = "@" + name
+            elif m["paren"]:
+                token = name + "("
+                if name == "url" and (value := _CSS_URL_VALUE.match(css, at)) is not None:
+                    unquoted, at = value[1], value.end()
         if string is not None or unquoted is not None:
             url = _css_unescape(unquoted if string is None else
                                 string[1:-1] if len(string) > 1 and string[-1] == string[0] else string[1:])
@@ -255,9 +269,49 @@ _DATA_URL = re.compile(r"data:([^,]*?)(\s*;\s*base64\s*)?,(.*)", re.I | re.S)
 _DATA_HTML = frozenset({"text/html", "image/svg+xml", "application/xhtml+xml", "text/xml", "application/xml"})
 
 
+#: the byte order marks a browser reads before anything else (UTF-32's are no encoding a browser knows:
+#: ``FF FE 00 00`` is UTF-16LE's mark and a NUL, ``00 00 FE FF`` no mark at all)
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe", "utf-16-le"))
+#: the ``charset`` labels (the Encoding Standard's, matched in any case) of the encodings a browser reads
+#: ASCII's characters differently from UTF-8 in: UTF-16 (two bytes each) and the multi-byte encodings whose
+#: second byte may be an ASCII byte, or whose escapes switch ASCII off and on. Every other label a browser
+#: knows names an encoding that reads every ASCII byte as ASCII, as UTF-8 does; one a browser does not know
+#: is ignored (a page in ``charset=utf-7``, ``cp037`` or ``unicode_escape`` is read in the default): for
+#: both, UTF-8 reads what HTML and CSS make of the page.
+_CHARSETS = {
+    **dict.fromkeys(("unicodefffe", "utf-16be"), "utf-16-be"),
+    **dict.fromkeys(("csunicode", "iso-10646-ucs-2", "ucs-2", "unicode", "unicodefeff", "utf-16",
+                     "utf-16le"), "utf-16-le"),
+    **dict.fromkeys(("csshiftjis", "ms932", "ms_kanji", "shift-jis", "shift_jis", "sjis", "windows-31j",
+                     "x-sjis"), "cp932"),
+    **dict.fromkeys(("chinese", "csgb2312", "csiso58gb231280", "gb2312", "gb_2312", "gb_2312-80", "gbk",
+                     "iso-ir-58", "x-gbk", "gb18030"), "gb18030"),
+    **dict.fromkeys(("big5", "big5-hkscs", "cn-big5", "csbig5", "x-x-big5"), "big5hkscs"),
+    **dict.fromkeys(("cseuckr", "csksc56011987", "euc-kr", "iso-ir-149", "korean", "ks_c_5601-1987",
+                     "ks_c_5601-1989", "ksc5601", "ksc_5601", "windows-949"), "cp949"),
+    **dict.fromkeys(("cseucpkdfmtjapanese", "euc-jp", "x-euc-jp"), "euc_jp"),
+    **dict.fromkeys(("csiso2022jp", "iso-2022-jp"), "iso2022_jp"),
+}
+
+
+def _data_encoding(media_type: str, data: bytes) -> tuple[str, int]:
+    """The encoding a browser reads the ``data:`` URL's ``data`` in (its media type and parameters
+    ``media_type``): the one its byte order mark names, else its ``charset`` parameter's (quoted or not,
+    in any case), else UTF-8 (see :data:`_CHARSETS`); with where the text starts, past the mark."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return encoding, len(bom)
+    for parameter in media_type.split(";")[1:]:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return _CHARSETS.get(value.strip().strip('"').strip().lower(), "utf-8"), 0
+    return "utf-8", 0
+
+
 def _data_url_references(url: str, depth: int) -> list[str]:
     """The URLs of other hosts that the ``data:`` URL ``url`` requests when a browser loads it as a page,
-    an SVG or a style sheet (none when it is no ``data:`` URL or holds anything else)."""
+    an SVG or a style sheet (none when it is no ``data:`` URL or holds anything else), its data read in
+    the encoding a browser reads it in (:func:`_data_encoding`): a UTF-16 page fetches as a UTF-8 one does."""
     m = _DATA_URL.match(_TAB_OR_NEWLINE.sub("", _LEADING.sub("", url)))
     if m is None:
         return []
@@ -272,19 +326,27 @@ def _data_url_references(url: str, depth: int) -> list[str]:
             data = base64.b64decode(re.sub(rb"[\s]", b"", data) + b"==", validate=False)
         except (binascii.Error, ValueError):
             return []
-    text = data.decode("utf-8", "replace")
+    encoding, start = _data_encoding(m[1], data)
+    text = data[start:].decode(encoding, "replace")
     if kind == "text/css":
         return remote_references_in_css(text, depth)
     return remote_references(text, _depth=depth)
 
 
+#: the newlines CSS reads as one (its input is preprocessed: CR LF, CR and FF become LF)
+_CSS_NEWLINES = re.compile(r"\r\n?|\f")
+#: the code points of an identifier as CSS reads them: a letter, digit, '_', '-' or any non-ASCII code
+#: point, or an escape (a backslash and 1 to 6 hex digits and one blank, or a backslash and any other
+#: character but a newline); each alternative's first character tells which one it is, so no backtracking
+_CSS_NAME = r"""(?:[-\w]|[^\x00-\x7f]|\\[0-9a-f]{1,6}[ \t\n]?|\\[^\n0-9a-f])+"""
 #: CSS as its tokenizer splits it, enough to find what fetches: a comment (closed or running to the
-#: end), a string (quotes kept; a string cut by a newline ends there), an unquoted ``url(…)``'s value,
-#: ``url(``, ``@import``, another function's name and its '(', blanks, or one other character
+#: end), a string (quotes kept; a string cut by a newline ends there), an at-keyword or an identifier
+#: (its escapes as written, with the '(' that makes it a function), blanks, or one other character
 _CSS_TOKEN = re.compile(r"""/\*.*?(?:\*/|\Z)"""
                         r"""|(?P<string>"(?:[^"\\\n]|\\.)*(?:"|(?=\n)|\Z)|'(?:[^'\\\n]|\\.)*(?:'|(?=\n)|\Z))"""
-                        r"""|(?<![\w\\-])url\(\s*(?P<unquoted>(?:[^)"'\s\\]|\\.)+)"""
-                        r"""|@import\b|(?<![\w\\-])[-\w]+\(|\s+|.""", re.I | re.S)
+                        rf"""|(?P<at>@)?(?P<name>{_CSS_NAME})(?P<paren>\()?|\s+|.""", re.I | re.S)
+#: an unquoted ``url(…)``'s value, after its ``url(`` and blanks
+_CSS_URL_VALUE = re.compile(r"""\s*((?:[^)"'\s\\]|\\.)+)""", re.S)
 _CSS_ESCAPE = re.compile(r"\\(?:([0-9a-f]{1,6})[ \t\n\r\f]?|(\n)|(.))", re.I | re.S)
 
 
