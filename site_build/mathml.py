@@ -512,8 +512,9 @@ _RAW_HTML_START = re.compile(r"<(?:!--|!\[CDATA\[|!doctype|\?[a-z]|/?[a-z][\w:-]
 _LESS_THAN = re.compile("<")
 #: the elements whose text is no prose for math besides code (:data:`site_build.citations._CODE_ELEMENTS`):
 #: SVG and MathML (a formula's MathML inside either is broken markup), and HTML's other raw text elements,
-#: whose text a browser shows as text or not at all
-_NO_MATH_ELEMENTS = ("svg", "math", "title", "iframe", "noembed", "noframes")
+#: whose text a browser shows as text or not at all (``<noscript>``'s too: raw text where scripts run, as
+#: for every reader of the site)
+_NO_MATH_ELEMENTS = ("svg", "math", "title", "iframe", "noembed", "noframes", "noscript")
 
 
 class _RawContexts:
@@ -523,7 +524,10 @@ class _RawContexts:
     pass reads a page's HTML (:func:`site_build.glossary.tokens`, :class:`site_build.glossary.OpenElements`).
     Each text is read once as written (not with its formulas blanked, which hid a tag that a formula
     crosses), where raw HTML starts as :data:`_RAW_HTML_START` says, in linear time; a formula that
-    starts or ends in any of these places is left as written.
+    starts or ends in any of these places is left as written, and so is one that holds a tag whose
+    element opens or closes outside it (``<b>$a</b> <i>b$</i>``: as MathML, the ``</b>`` and the ``<i>``
+    would be operators, the bold never closed); one that holds whole elements, or void ones
+    (``\\(x <img src=x> y\\)``), is the formula's text, as before.
     Arithmatex then replaces its formulas from left to right by placeholders, and the places after each
     move by the change in length, which the next text arithmatex is given shows."""
 
@@ -535,13 +539,18 @@ class _RawContexts:
         self.length = 0                   # the text's length as arithmatex last had it
         self.pending: tuple[int, int] | None = None   # the formula replaced last: (start, end)
         self.none_after: tuple[str, int] | None = None  # a text and a place after which no formula is left
+        self.tag_starts: list[int] = []   # the tags read, in order: their starts, ends, and names
+        self.tag_ends: list[int] = []     # ("/name" for an end tag; void elements are left out)
+        self.tag_names: list[str] = []
+        self.outcomes: tuple[str, dict] | None = None   # a text, and the formula each search in it came to
 
     def read(self, data: str) -> None:
         from .citations import _CODE_ELEMENTS
-        from .glossary import OpenElements, tokens
+        from .glossary import _FOREIGN, _VOID, OpenElements, tokens
 
         self.starts, self.ends, self.shift, self.moved_from = [], [], 0, 0
         self.length, self.pending, self.none_after = len(data), None, None
+        self.tag_starts, self.tag_ends, self.tag_names, self.outcomes = [], [], [], None
         if "<" not in data:
             return
 
@@ -566,6 +575,11 @@ class _RawContexts:
             add(start, end)               # the whole tag or comment, its '<' and '>' included
             at = end
             if name:
+                # an end tag, or a start tag that opens its element (as OpenElements.tag takes it)
+                if closing or not (name in _VOID or self_closing and (open_.foreign or name in _FOREIGN)):
+                    self.tag_starts.append(start)
+                    self.tag_ends.append(end)
+                    self.tag_names.append(closing + name)
                 open_.tag(closing, name, self_closing)
         if open_.inside(no_math):
             add(at, len(text))
@@ -584,9 +598,10 @@ class _RawContexts:
 
     def raw_end(self, data: str, start: int, end: int) -> int | None:
         """None when ``data[start:end]`` (a formula arithmatex found) neither starts nor ends in a raw
-        place (one it holds whole, ``\\(x <img src=x> y\\)``, is the formula's text, as before); else
-        where arithmatex's next formula may start, in ``data``: past the raw places it starts or ends
-        in, and at its closing sign at the earliest, so that no text is searched twice."""
+        place and holds no tag whose element opens or closes outside it (one it holds whole,
+        ``\\(x <img src=x> y\\)``, is the formula's text, as before); else where arithmatex's next formula
+        may start, in ``data``: past the raw places it starts or ends in, and at its closing sign at the
+        earliest, so that no text is searched twice."""
         if not self._known(data) or not self.starts:
             return None
         import bisect
@@ -598,7 +613,39 @@ class _RawContexts:
             i = bisect.bisect_right(self.starts, at - self.shift) - 1
             if i >= 0 and at - self.shift < self.ends[i]:
                 after = max(after or 0, self.ends[i] + self.shift)
+        if after is None and start >= self.moved_from and not self._balanced(start - self.shift, end - self.shift):
+            after = end - 1
         return None if after is None else max(after, end - 1)
+
+    def _balanced(self, start: int, end: int) -> bool:
+        """Whether each tag between ``start`` and ``end`` (places as read) closes or opens an element
+        that the same stretch opens or closes: an end tag closes the element the last start tag still
+        open there opened."""
+        import bisect
+
+        open_: list[str] = []
+        for i in range(bisect.bisect_left(self.tag_starts, start), len(self.tag_starts)):
+            if self.tag_ends[i] > end:
+                break
+            name = self.tag_names[i]
+            if name[0] != "/":
+                open_.append(name)
+            elif not open_ or open_.pop() != name[1:]:
+                return False
+        return not open_
+
+    def outcome(self, data: str, at: int):
+        """What the search from ``at`` in ``data`` came to, as :meth:`came_to` noted it: the formula (a
+        match) that arithmatex is given, ``None`` for none, or ``False`` when not known."""
+        if self.outcomes is None or self.outcomes[0] is not data:
+            return False
+        return self.outcomes[1].get(at, False)
+
+    def came_to(self, data: str, places: list[int], found) -> None:
+        """The searches from each of ``places`` in ``data`` came to ``found``: none is made again."""
+        if self.outcomes is None or self.outcomes[0] is not data:
+            self.outcomes = (data, {})
+        self.outcomes[1].update(dict.fromkeys(places, found))
 
     def replaced(self, start: int, end: int) -> None:
         """Arithmatex replaced ``data[start:end]`` (a formula or an escape) by a placeholder."""
@@ -640,15 +687,29 @@ class RawHtmlMath:
                 def handle_match(m, data):
                     # each search starts past raw HTML that the last formula started or ended in, and at
                     # its closing sign at the earliest; once one finds none, no later one is made in that
-                    # text: the text is read once
-                    while (after := contexts.raw_end(data, m.start(0), m.end(0))) is not None:
+                    # text, and what each formula declined came to is noted, so that no formula is looked
+                    # at twice: the text is read once
+                    visited = []
+                    while True:
+                        known = contexts.outcome(data, m.start(0))
+                        if known is not False:
+                            m = known
+                            break
+                        visited.append(m.start(0))
+                        after = contexts.raw_end(data, m.start(0), m.end(0))
+                        if after is None:
+                            break
                         known = contexts.none_after
                         if known is not None and known[0] is data and after >= known[1]:
-                            return None, None, None
+                            m = None
+                            break
                         m = pattern.search(data, after)
                         if m is None:
                             contexts.none_after = (data, after)
-                            return None, None, None
+                            break
+                    contexts.came_to(data, visited, m)
+                    if m is None:
+                        return None, None, None
                     node, start, end = handle(m, data)
                     if node is not None and start is not None:
                         contexts.replaced(start, end)
