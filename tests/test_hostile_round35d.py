@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import fcntl
 import os
+import select
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -89,11 +91,18 @@ def test_a_lock_held_by_another_process_is_said_not_waited_on_in_silence(tmp_pat
                                  str(tmp_path / "out")], cwd=tmp_path, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=environment(NETCL_LITE_CACHE=str(cache)))
-        try:
-            _, err = proc.communicate(timeout=45)
-        except subprocess.TimeoutExpired:
+        err, deadline = b"", time.monotonic() + 45
+        try:                                     # read until the lock is named (or 45 s), then stop it
+            while lock.name.encode() not in err and time.monotonic() < deadline:
+                ready, _, _ = select.select([proc.stderr], [], [], 1.0)
+                if ready:
+                    chunk = os.read(proc.stderr.fileno(), 65536)
+                    if not chunk:
+                        break
+                    err += chunk
+        finally:
             proc.kill()
-            _, err = proc.communicate()
+            proc.communicate()
     said = err.decode(errors="replace")
     assert lock.name in said, (f"compress waited 45 s on a lock another process holds without naming it; "
                                f"standard error: {said[-2000:]!r}")
