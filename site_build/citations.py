@@ -1030,8 +1030,9 @@ def check_rendered(html: str, page_uri: str, source: str, first_line: int = 1) -
     # an escaped '@' (``\@key`` in the Markdown) is read as escaped, as check() read it
     if m := _UNLINKED.search(shown):
         fail(m["key"], "did not become a link: the page would show its Markdown", True)
+    known = works()                                 # read once, not once a key
     for m in _TYPED.finditer(shown):
-        if m["key"] in works():
+        if m["key"] in known:
             fail(m["key"], "shows as typed, in the text or in an attribute's value (a tooltip): in raw HTML, "
                            "or in what the check before rendering read as HTML and Markdown showed as text", False)
 

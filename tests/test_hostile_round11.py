@@ -252,7 +252,10 @@ def test_the_citation_check_takes_time_linear_in_the_page(unit, n):
     from site_build import citations
 
     citations.works()                              # the bibliography, read once
-    small, large = _check_seconds(unit, n), _check_seconds(unit, 4 * n)
+    # the fastest of three each: one run can stall for a moment on a shared machine (another test's
+    # processes), which says nothing about how the check grows
+    small = min(_check_seconds(unit, n) for _ in range(3))
+    large = min(_check_seconds(unit, 4 * n) for _ in range(3))
     assert large < 8 * max(small, 0.05), (small, large)     # 4x the text: about 4x the time
 
 
