@@ -7,6 +7,7 @@ Test modules import from here, so no test module imports from another.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,14 @@ def compress_patched(patch: str, src, out, model_dir) -> subprocess.CompletedPro
               f"runpy.run_module('netcl_lite.compression', run_name='__main__', alter_sys=True)\n")
     return subprocess.run([sys.executable, "-c", script], cwd=Path(out).parent, stdin=subprocess.DEVNULL,
                           capture_output=True, timeout=120, env=environment())
+
+
+def seed_corpus(cache: Path, corpus_cache: Path) -> Path:
+    """Copy the primer's stored corpus from ``corpus_cache`` (the session fixture of that name, which
+    parses the standard library once per run) into ``cache``, as the first run of the command line
+    with that cache would store it, and return the entry's path. A test that damages the entry then
+    costs one parse of the library (when the damaged entry is read around), not two."""
+    shutil.copytree(Path(corpus_cache) / "corpus", Path(cache) / "corpus")
+    entries = listing(Path(cache) / "corpus")
+    assert len(entries) == 1, entries
+    return Path(cache) / "corpus" / entries[0]

@@ -209,6 +209,25 @@ def built_site(tmp_path_factory) -> Path:
     return shared / "site"
 
 
+@pytest.fixture(scope="session")
+def corpus_cache(tmp_path_factory) -> Path:
+    """A cache folder holding only the primer's stored corpus (the standard library's docstrings),
+    parsed once per run for all ``pytest -n`` workers (the first takes a lock and parses, the others
+    wait and read it). Tests that damage a cache's corpus copy it in (``cli_model.seed_corpus``)
+    instead of parsing the library again for every test."""
+    shared = _shared_dir(tmp_path_factory)
+    folder = shared / "corpus-cache"
+    with open(shared / "corpus-cache.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not folder.is_dir():
+            partial = shared / "corpus-cache.partial"
+            env = {**os.environ, "PYTHONPATH": str(ROOT), "NETCL_LITE_CACHE": str(partial)}
+            subprocess.run([sys.executable, "-c", "from netcl_lite import corpus; corpus.stdlib_documents()"],
+                           env=env, check=True, timeout=600)
+            partial.rename(folder)
+    return folder
+
+
 from text_cases import cl100k, small, texts, trained  # noqa: E402, F401 (fixtures several modules share)
 
 

@@ -57,7 +57,7 @@ import textwrap
 
 import pytest
 
-from cli_model import environment, listing, write_model_folder
+from cli_model import environment, listing, seed_corpus, write_model_folder
 
 #: the parent codes once (the device is in use), forks, and the child codes again; the parent reports
 #: what the child did, or that it was still running after 30 s
@@ -156,7 +156,7 @@ def test_a_cache_folder_on_a_full_disk_is_named_not_a_traceback(queue, tmp_path)
         assert ".tmp" not in "".join(listing(tmp_path))
 
 
-def test_a_damaged_cache_entry_is_not_blamed_on_the_model_or_the_input(queue, tmp_path):
+def test_a_damaged_cache_entry_is_not_blamed_on_the_model_or_the_input(queue, tmp_path, corpus_cache):
     from cli_model import TEXT
 
     folder = write_model_folder(queue, tmp_path / "model")
@@ -170,7 +170,8 @@ def test_a_damaged_cache_entry_is_not_blamed_on_the_model_or_the_input(queue, tm
                               cwd=tmp_path, capture_output=True, text=True, timeout=300,
                               env=environment(NETCL_LITE_CACHE=str(cache)))
 
-    done = cli("compress", src, blob)            # writes the primer's corpus into the cache
+    seed_corpus(cache, corpus_cache)             # the primer's corpus, as a first run stores it
+    done = cli("compress", src, blob)
     assert done.returncode == 0, done.stderr
     stored = list((cache / "corpus").glob("*.json"))
     assert len(stored) == 1, stored
@@ -190,7 +191,7 @@ def test_a_damaged_cache_entry_is_not_blamed_on_the_model_or_the_input(queue, tm
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes and /dev/zero are POSIX's")
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
-def test_a_cache_entry_that_is_a_pipe_or_a_device_is_neither_waited_on_nor_read_for_ever(queue, tmp_path, kind):
+def test_a_cache_entry_that_is_a_pipe_or_a_device_is_neither_waited_on_nor_read_for_ever(queue, tmp_path, corpus_cache, kind):
     import resource
 
     from cli_model import TEXT
@@ -207,7 +208,8 @@ def test_a_cache_entry_that_is_a_pipe_or_a_device_is_neither_waited_on_nor_read_
                               cwd=tmp_path, capture_output=True, text=True, timeout=timeout, preexec_fn=limit,
                               env=environment(NETCL_LITE_CACHE=str(cache)))
 
-    done = cli("compress", src, tmp_path / "first")  # writes the primer's corpus into the cache
+    seed_corpus(cache, corpus_cache)             # the primer's corpus, as a first run stores it
+    done = cli("compress", src, tmp_path / "first")
     assert done.returncode == 0, done.stderr
     stored = list((cache / "corpus").glob("*.json"))
     assert len(stored) == 1, stored
@@ -237,10 +239,11 @@ _KEY = textwrap.dedent("""
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX's")
-def test_the_default_model_s_lock_file_made_a_pipe_is_not_waited_on_for_ever(tmp_path):
+def test_the_default_model_s_lock_file_made_a_pipe_is_not_waited_on_for_ever(tmp_path, corpus_cache):
     from cli_model import TEXT
 
     cache = tmp_path / "cache"
+    seed_corpus(cache, corpus_cache)             # finding the run's key reads the corpus
     env = environment(NETCL_LITE_CACHE=str(cache))
     key = subprocess.run([sys.executable, "-c", _KEY], capture_output=True, text=True, timeout=300, env=env)
     assert key.returncode == 0, key.stderr
@@ -300,7 +303,7 @@ def test_a_config_that_differs_only_in_initializer_range_decodes_the_blob(queue,
     assert cz.decompress(blob, b, tok) == data
 
 
-def test_a_stored_corpus_nested_too_deep_is_no_traceback(queue, tmp_path):
+def test_a_stored_corpus_nested_too_deep_is_no_traceback(queue, tmp_path, corpus_cache):
     import hashlib
 
     from cli_model import TEXT
@@ -315,7 +318,8 @@ def test_a_stored_corpus_nested_too_deep_is_no_traceback(queue, tmp_path):
                               cwd=tmp_path, capture_output=True, text=True, timeout=300,
                               env=environment(NETCL_LITE_CACHE=str(cache)))
 
-    done = cli("compress", src, tmp_path / "first")  # writes the primer's corpus into the cache
+    seed_corpus(cache, corpus_cache)             # the primer's corpus, as a first run stores it
+    done = cli("compress", src, tmp_path / "first")
     assert done.returncode == 0, done.stderr
     stored = list((cache / "corpus").glob("*.json"))
     assert len(stored) == 1, stored
@@ -355,7 +359,7 @@ def test_the_default_model_s_lock_file_never_empties_the_file_a_symlink_names(tm
     assert victim.read_text(encoding="utf-8") == "a file of the user's\n"
 
 
-def test_a_stored_corpus_that_is_a_symlink_never_overwrites_the_file_it_names(queue, tmp_path):
+def test_a_stored_corpus_that_is_a_symlink_never_overwrites_the_file_it_names(queue, tmp_path, corpus_cache):
     from cli_model import TEXT
 
     folder = write_model_folder(queue, tmp_path / "model")
@@ -368,7 +372,8 @@ def test_a_stored_corpus_that_is_a_symlink_never_overwrites_the_file_it_names(qu
                               cwd=tmp_path, capture_output=True, text=True, timeout=300,
                               env=environment(NETCL_LITE_CACHE=str(cache)))
 
-    done = cli("compress", src, tmp_path / "first")  # writes the primer's corpus into the cache
+    seed_corpus(cache, corpus_cache)             # the primer's corpus, as a first run stores it
+    done = cli("compress", src, tmp_path / "first")
     assert done.returncode == 0, done.stderr
     stored = list((cache / "corpus").glob("*.json"))
     assert len(stored) == 1, stored

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_model import TEXT, environment, write_model_folder
+from cli_model import TEXT, environment, seed_corpus, write_model_folder
 
 _KEY = textwrap.dedent("""
     from netcl_lite import capstone
@@ -45,17 +45,11 @@ _KEY = textwrap.dedent("""
     print(capstone.run_key(manager.default().queue, d.train_text + "\\0" + d.held_out_text))
 """)
 
-_CORPUS_NAME = textwrap.dedent("""
-    import sys
-    from pathlib import Path
-    from netcl_lite import corpus
-    from netcl_lite.fingerprint import cache_root
-    corpus.stdlib_documents()
-    print(*sorted(p.name for p in (cache_root() / "corpus").iterdir()))
-""")
 
-
-def _lock_path(cache: Path) -> Path:
+def _lock_path(cache: Path, corpus_cache: Path) -> Path:
+    """The default model's lock file in ``cache``, which is given the session's stored corpus first
+    (finding the run's key reads the corpus)."""
+    seed_corpus(cache, corpus_cache)
     env = environment(NETCL_LITE_CACHE=str(cache))
     key = subprocess.run([sys.executable, "-c", _KEY], capture_output=True, text=True, timeout=300, env=env)
     assert key.returncode == 0, key.stderr
@@ -63,14 +57,9 @@ def _lock_path(cache: Path) -> Path:
     return cache / "capstone" / f"{key.stdout.strip()}.lock"
 
 
-def _corpus_entry(cache: Path) -> Path:
-    """The stored corpus's path in ``cache`` (made there once)."""
-    env = environment(NETCL_LITE_CACHE=str(cache))
-    done = subprocess.run([sys.executable, "-c", _CORPUS_NAME], capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 0, done.stderr
-    names = done.stdout.split()
-    assert len(names) == 1, names
-    return cache / "corpus" / names[0]
+def _corpus_entry(cache: Path, corpus_cache: Path) -> Path:
+    """The stored corpus's path in ``cache``, copied there from the session's (``seed_corpus``)."""
+    return seed_corpus(cache, corpus_cache)
 
 
 def _cli(*args, cache: Path, cwd: Path, timeout: float) -> subprocess.CompletedProcess:
@@ -80,9 +69,9 @@ def _cli(*args, cache: Path, cwd: Path, timeout: float) -> subprocess.CompletedP
 
 
 @pytest.mark.skipif(not hasattr(fcntl, "flock"), reason="flock is POSIX's")
-def test_a_lock_held_by_another_process_is_said_not_waited_on_in_silence(tmp_path):
+def test_a_lock_held_by_another_process_is_said_not_waited_on_in_silence(tmp_path, corpus_cache):
     cache = tmp_path / "cache"
-    lock = _lock_path(cache)
+    lock = _lock_path(cache, corpus_cache)
     src = tmp_path / "in.txt"
     src.write_text(TEXT, encoding="utf-8")
     with open(lock, "a+b") as held:
@@ -154,9 +143,9 @@ def test_the_command_line_in_a_forked_child_says_so_without_a_traceback(tmp_path
     assert not (tmp_path / "out").exists()
 
 
-def test_a_damaged_unreadable_cache_entry_is_not_written_back_unreadable(tmp_path, queue):
+def test_a_damaged_unreadable_cache_entry_is_not_written_back_unreadable(tmp_path, corpus_cache, queue):
     cache = tmp_path / "cache"
-    entry = _corpus_entry(cache)
+    entry = _corpus_entry(cache, corpus_cache)
     entry.write_bytes(b"damaged\n")
     entry.chmod(0o000)                                # an ordinary user cannot read it: "damaged"
     folder = write_model_folder(queue, tmp_path / "model")
@@ -169,9 +158,9 @@ def test_a_damaged_unreadable_cache_entry_is_not_written_back_unreadable(tmp_pat
                                    "cannot read it, so every run finds it damaged and parses the library again")
 
 
-def test_a_stored_corpus_that_is_a_full_folder_is_named_not_the_cache_folder(tmp_path, queue):
+def test_a_stored_corpus_that_is_a_full_folder_is_named_not_the_cache_folder(tmp_path, corpus_cache, queue):
     cache = tmp_path / "cache"
-    entry = _corpus_entry(cache)
+    entry = _corpus_entry(cache, corpus_cache)
     entry.unlink()
     entry.mkdir()
     (entry / "kept").write_text("x")
@@ -185,9 +174,9 @@ def test_a_stored_corpus_that_is_a_full_folder_is_named_not_the_cache_folder(tmp
     assert "set NETCL_LITE_CACHE to a folder you can write" not in last, last
 
 
-def test_a_lock_file_that_is_a_folder_is_refused_naming_it(tmp_path):
+def test_a_lock_file_that_is_a_folder_is_refused_naming_it(tmp_path, corpus_cache):
     cache = tmp_path / "cache"
-    lock = _lock_path(cache)
+    lock = _lock_path(cache, corpus_cache)
     lock.mkdir()
     src = tmp_path / "in.txt"
     src.write_text(TEXT, encoding="utf-8")
@@ -227,12 +216,12 @@ def test_a_lock_file_the_user_may_only_read_is_still_locked(tmp_path, monkeypatc
         fcntl.flock(held, fcntl.LOCK_EX)
 
 
-def _warm_run_copy(cache: Path) -> Path:
+def _warm_run_copy(cache: Path, corpus_cache: Path) -> Path:
     """A copy in ``cache`` of the default model's trained run from this environment's cache (the
     tests' NETCL_LITE_CACHE); the test is skipped when that cache has none (training takes minutes)."""
     import shutil
 
-    lock = _lock_path(cache)                     # makes the corpus in ``cache`` too
+    lock = _lock_path(cache, corpus_cache)                     # makes the corpus in ``cache`` too
     from netcl_lite.fingerprint import cache_root
 
     warm = cache_root() / "capstone" / lock.name[:-len(".lock")]
@@ -243,7 +232,7 @@ def _warm_run_copy(cache: Path) -> Path:
     return folder
 
 
-def test_a_damaged_ids_entry_of_the_default_model_is_not_called_out_of_memory(tmp_path):
+def test_a_damaged_ids_entry_of_the_default_model_is_not_called_out_of_memory(tmp_path, corpus_cache):
     """6. The trained run's ``ids.npz`` (the encoded training text, kept with a digest of its own, not
     among ``done.json``'s) damaged so that an array's header claims 10**15 tokens (an 828-byte file):
     ``np.load`` allocates the claimed array first, the ``MemoryError`` is not caught by the reader (it
@@ -257,7 +246,7 @@ def test_a_damaged_ids_entry_of_the_default_model_is_not_called_out_of_memory(tm
     from numpy.lib import format as npformat
 
     cache = tmp_path / "cache"
-    folder = _warm_run_copy(cache)
+    folder = _warm_run_copy(cache, corpus_cache)
     with zipfile.ZipFile(folder / "ids.npz", "w") as z:
         for name in ("train", "held_out"):
             head = io.BytesIO()
@@ -310,14 +299,14 @@ def test_help_that_cannot_be_written_is_not_exit_status_0(tmp_path):
     assert run.returncode != 0 and "standard output" in run.stderr, (run.returncode, run.stderr[-2000:])
 
 
-def test_a_damaged_cache_entry_under_pythonwarnings_error_gives_no_traceback(tmp_path, queue):
+def test_a_damaged_cache_entry_under_pythonwarnings_error_gives_no_traceback(tmp_path, corpus_cache, queue):
     """9. ``PYTHONWARNINGS=error`` (a strict CI's setting) turns the library's warning about a damaged
     cache entry it is about to repair (here a stored corpus made an empty folder, which ``replace_entry``
     replaces) into an exception nothing catches: ``compress IN OUT --model DIR`` ends with a
     ``UserWarning`` traceback from ``corpus._damaged``, exit status 1, OUT not written. The command
     should repair the entry and code IN, or say what is wrong in one line, never a traceback."""
     cache = tmp_path / "cache"
-    entry = _corpus_entry(cache)
+    entry = _corpus_entry(cache, corpus_cache)
     entry.unlink()
     entry.mkdir()
     folder = write_model_folder(queue, tmp_path / "model")
