@@ -599,7 +599,8 @@ def places(markdown: str, gaps) -> dict[int, str]:
     an image's alt text that attr_list's braces set; the alt text an image's brackets hold is prose, where
     Markdown shows a link as its text) or ``"nowhere"`` (what the
     page does not show: a link reference definition). Linear in the page."""
-    from .glossary import OpenElements, tokens
+    from .glossary import OpenElements
+    from .tags import tokens
 
     order = sorted(set(gaps))
     if not order:
@@ -635,7 +636,7 @@ def places(markdown: str, gaps) -> dict[int, str]:
     # a code element's text is read whole, its tags left out: highlighting may cut a mark across two of
     # its spans (a fixed-format lexer cuts each line by its columns)
     open_, at, math, code = OpenElements(), 0, False, []
-    for start, end, closing, name, self_closing in tokens(html, lambda: open_.opened_foreign):
+    for start, end, closing, name, self_closing in tokens(html, lambda: open_.opened_foreign, lambda: open_.foreign):
         if open_.inside(_CODE_ELEMENTS):
             code.append(html[at:start])
         else:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .paths import DOCS, drafted, excluded
+from .tags import tokens
 
 SOURCE = DOCS / "glossary.yml"
 PAGE = "glossary.md"
@@ -24,9 +25,6 @@ MARKER = "<!-- glossary -->"
 #: the pages whose first uses of each term get a tooltip
 TOOLTIP_PAGES = ("chapter-7.md", "chapter-8.md", "chapter-9.md", "week-22.md", "week-23.md")
 #: elements whose text is not running prose (a tooltip there would break code, math or a link)
-#: elements whose text is text, not tags, up to their own end tag (HTML's raw text elements)
-#: (``<noscript>`` is raw text where scripts run, as the theme needs them); none is inside ``<svg>`` or ``<math>``
-RAW_TEXT = frozenset({"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript"})
 #: what a reader is never shown as the page's text is skipped too: ``<noscript>``, a ``<template>``, the
 #: fallback content of media and embedded objects, and ``<plaintext>`` (the rest of the page as text)
 SKIP = frozenset({"a", "abbr", "code", "pre", "kbd", "samp", "math", "svg", "script", "style", "textarea", "xmp",
@@ -36,10 +34,6 @@ SKIP = frozenset({"a", "abbr", "code", "pre", "kbd", "samp", "math", "svg", "scr
                   "dt", "select", "option", "title", "nav"})
 _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
                    "track", "wbr"})
-#: where a comment or a tag may start in a page's HTML (:func:`tokens`)
-_TOKEN_START = re.compile(r"<(?:!--|/?[A-Za-z]|!|\?)")
-#: a tag's opening: ``/`` for a closing tag, and its name
-_TAG_NAME = re.compile(r"<(/?)([A-Za-z][\w:-]*)")
 #: a character reference: named (``&times;``, or a legacy one without its ``;``), decimal or hexadecimal
 _REFERENCE = re.compile(r"&(?:#[0-9]+|#[xX][0-9A-Fa-f]+|[A-Za-z][A-Za-z0-9]*);?")
 
@@ -290,63 +284,6 @@ def _pattern(entries: tuple[Term, ...]) -> tuple[re.Pattern | None, dict[str, Te
     return re.compile(rf"(?<![\w-])(?:{alternation})(?![\w-])"), by_form
 
 
-def tokens(content: str, foreign=lambda: False):
-    """(start, end, "/" or "", lower-case name, "/" or "") of each comment (no name) and tag of the HTML
-    ``content``, in order: a comment runs from ``<!--`` to the next ``-->``, a declaration, a CDATA section
-    or a processing instruction (``<!…``, ``<?…``: HTML's bogus comments) to the next '>', a tag from ``<name`` to the
-    first '>' outside its quoted attribute values (the second "/": it ends ``/>``). Linear time: once a
-    comment is never closed no later one is, and each tag's end is read once from each place
-    (:class:`site_build.tags.Tags`), where a pattern tried at every ``<`` would read the rest of the
-    text again from each one that is never closed. ``foreign()``, asked right after a start tag is
-    yielded, says whether that element is inside ``<svg>`` or ``<math>`` (foreign content), where no element
-    is raw text; ``<plaintext>`` outside them makes the rest of the content its text."""
-    from .tags import Tags
-
-    tags, pos = Tags(content), 0
-    raw_missing: dict[str, int] = {}                  # a raw text element's end tag not found from here
-    # what ends a comment ('<!--'), and what ends a declaration, CDATA or a processing instruction
-    # ('<!', '<?': HTML reads each as a comment to its '>'); once one is not found, none is after it
-    closers = {"<!--": "-->", "<!": ">", "<?": ">"}
-    found = {"-->": True, ">": True}
-    while (m := _TOKEN_START.search(content, pos)) is not None:
-        start = m.start()
-        if (closer := closers.get(m.group(0))) is not None:
-            if closer == "-->" and (empty := re.compile(r"-?>").match(content, m.end())):
-                yield start, empty.end(), "", "", ""   # '<!-->', '<!--->': an empty comment, as HTML ends it
-                pos = empty.end()
-                continue
-            end = content.find(closer, m.end()) if found[closer] else -1
-            if end == -1:
-                found[closer], pos = False, start + 1
-                continue
-            yield start, end + len(closer), "", "", ""
-            pos = end + len(closer)
-            continue
-        head = _TAG_NAME.match(content, start)
-        end = tags.end(head.end())
-        if end is None:
-            pos = start + 1
-            continue
-        name = head[2].lower()
-        yield start, end, head[1], name, "/" if content[end - 2] == "/" and end - 2 >= head.end() else ""
-        pos = end
-        if head[1] or (name not in RAW_TEXT and name != "plaintext") or foreign():
-            continue
-        if name == "plaintext":                        # no end tag ends it: the rest is its text
-            pos = len(content)
-            continue
-        # its text holds no tags: on to its own end tag
-        if raw_missing.get(name, len(content) + 1) <= pos:
-            pos = len(content)
-            continue
-        close = re.compile(rf"</{name}(?=[\s/>])", re.I).search(content, pos)
-        if close is None:
-            raw_missing[name] = pos
-            pos = len(content)                     # never closed: the rest is its text, as a browser reads it
-        else:
-            pos = close.start()
-
-
 def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tuple[str, int]:
     """``content`` (a page's HTML) with the first use of each term in running text wrapped in an
     ``<abbr>`` whose title is its definition, and how many were marked."""
@@ -377,7 +314,8 @@ def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tu
             last = m.end()
         return "".join(pieces) + text[last:]
 
-    for start, end, closing, name, self_closing in tokens(content, lambda: open_.opened_foreign):
+    for start, end, closing, name, self_closing in tokens(content, lambda: open_.opened_foreign,
+                                                          lambda: open_.foreign):
         text = content[at:start]
         out.append(mark(text) if text and not open_.skipping else text)
         out.append(content[start:end])
@@ -439,7 +377,7 @@ class OpenElements:
         return bool(self.inner_foreign) and self.inner_foreign[-1]
 
     def tag(self, closing: str, name: str, self_closing: str) -> None:
-        """Take the tag ``name`` (a :func:`tokens` item's fields): an end tag closes, a start tag opens (a
+        """Take the tag ``name`` (a :func:`~site_build.tags.tokens` item's fields): an end tag closes, a start tag opens (a
         void element, or one ended by '/>' in foreign content, opens nothing; HTML ignores '/>')."""
         if closing:
             self.close(name)
@@ -501,3 +439,25 @@ class OpenElements:
         self.inner_foreign.append(name in _FOREIGN or (foreign and name not in _INTEGRATION))
         self.count[name] = self.count.get(name, 0) + 1
         self.skipping += name in SKIP
+
+
+def elements(content: str, xml: bool = False):
+    """(start, end, "/" or "", lower-case name, "/" or "", foreign) of each comment and tag of ``content``
+    (:func:`~site_build.tags.tokens`), read as a browser reads them: ``foreign`` says whether the token
+    stands in foreign content (for a start tag: whether its element is an SVG or MathML one), where no
+    element is raw text and ``<![CDATA[`` runs to ``]]>``; the open elements are followed as
+    :class:`OpenElements` follows them (``<svg><p>`` is back in HTML). An XML document (``xml``: an SVG
+    file, a ``data:image/svg+xml`` page) is foreign content throughout. Linear time, as ``tokens`` is."""
+    if xml:
+        for token in tokens(content, lambda: True, lambda: True):
+            yield *token, True
+        return
+    open_ = OpenElements()
+    for start, end, closing, name, self_closing in tokens(content, lambda: open_.opened_foreign,
+                                                          lambda: open_.foreign):
+        here = open_.foreign
+        if name:
+            open_.tag(closing, name, self_closing)
+            if not closing:
+                here = open_.opened_foreign
+        yield start, end, closing, name, self_closing, here

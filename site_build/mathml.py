@@ -521,7 +521,7 @@ class _RawContexts:
     """Where a text that Markdown reads inline (a paragraph's, a cell's) holds inline raw HTML that is
     not prose: a tag (its attributes, ``href`` included), a comment, a CDATA section, and the text of a
     code element or of one of :data:`_NO_MATH_ELEMENTS`, with the tags around it, read as the citations
-    pass reads a page's HTML (:func:`site_build.glossary.tokens`, :class:`site_build.glossary.OpenElements`).
+    pass reads a page's HTML (:func:`site_build.tags.tokens`, :class:`site_build.glossary.OpenElements`).
     Each text is read once as written (not with its formulas blanked, which hid a tag that a formula
     crosses), where raw HTML starts as :data:`_RAW_HTML_START` says, in linear time; a formula that
     starts or ends in any of these places is left as written, and so is one that holds a tag whose
@@ -546,7 +546,8 @@ class _RawContexts:
 
     def read(self, data: str) -> None:
         from .citations import _CODE_ELEMENTS
-        from .glossary import _FOREIGN, _VOID, OpenElements, tokens
+        from .glossary import _FOREIGN, _VOID, OpenElements
+        from .tags import tokens
 
         self.starts, self.ends, self.shift, self.moved_from = [], [], 0, 0
         self.length, self.pending, self.none_after = len(data), None, None
@@ -569,7 +570,7 @@ class _RawContexts:
                 self.starts.append(start)
                 self.ends.append(end)
 
-        for start, end, closing, name, self_closing in tokens(text, lambda: open_.opened_foreign):
+        for start, end, closing, name, self_closing in tokens(text, lambda: open_.opened_foreign, lambda: open_.foreign):
             if open_.inside(no_math):
                 add(at, start)
             add(start, end)               # the whole tag or comment, its '<' and '>' included

@@ -155,3 +155,118 @@ _STATES = {name: k for k, name in enumerate(("name", "solidus", "before_attribut
 #: what changes the state of a tag's name, an attribute's name or its unquoted value
 _SPECIAL_CHARS = _BLANKS + "/=>"
 _SPECIAL = re.compile(f"[{re.escape(_SPECIAL_CHARS)}]")
+
+
+#: HTML's raw text and escapable raw text elements: their text holds no tags, up to their own end tag
+#: (``<noscript>`` is raw text where scripts run, as for every reader of the site); none is inside ``<svg>``
+#: or ``<math>``, and ``<plaintext>`` (not listed) makes the rest of the page its text
+RAW_TEXT = frozenset({"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript"})
+#: where a comment, a declaration, a processing instruction or a tag may start (HTML's tag open state):
+#: ``<!--``, a start or end tag's name, ``<!`` and ``<?`` (a doctype, CDATA or a bogus comment), and ``</``
+#: before anything but a letter (a bogus comment, or ``</>``, which is dropped)
+_TOKEN_START = re.compile(r"<(?:!--|/?[A-Za-z]|!|\?|/)")
+#: a tag's name, from its first letter to a blank, '/' or '>' (read only up to the tag's known end)
+_TAG_NAME = re.compile(r"[^\t\n\f\r />]*")
+#: what ends a comment: ``-->`` or ``--!>``; right after ``<!--``, ``>`` or ``->`` ends an empty one
+_COMMENT_END, _EMPTY_COMMENT = re.compile(r"--!?>"), re.compile(r"-?>")
+#: what ends a raw text element ``name``: ``</name`` (any case) and a blank, '/' or '>'
+_RAW_ENDS: dict[str, re.Pattern] = {}
+#: a script's text as HTML reads it (its script data states): in plain script text ``<!--`` starts an
+#: escaped stretch; in an escaped one ``<script`` starts a doubly escaped one, where ``</script`` only goes
+#: back to the escaped one; ``-->`` ends either. Only ``</script`` in plain or escaped text ends the element.
+_SCRIPT_PLAIN = re.compile(r"</script(?=[\t\n\f\r />])|<!--", re.I)
+_SCRIPT_ESCAPED = re.compile(r"</script(?=[\t\n\f\r />])|<script(?=[\t\n\f\r />])|-->", re.I)
+_SCRIPT_DOUBLE = re.compile(r"</script(?=[\t\n\f\r />])|-->", re.I)
+_DASHES_THEN_GT = re.compile(r"-*>")
+
+
+def _script_end(text: str, at: int) -> int | None:
+    """Where the end tag that ends the script whose text starts at ``at`` starts, or None (the rest of
+    ``text`` is the script's). One pass: each search goes on from where the last one stopped."""
+    state = _SCRIPT_PLAIN
+    while (m := state.search(text, at)) is not None:
+        found, at = m.group(0), m.end()
+        if found == "-->":                            # an escaped stretch ends: plain script text again
+            state = _SCRIPT_PLAIN
+        elif state is _SCRIPT_PLAIN and found == "<!--":
+            dashes = _DASHES_THEN_GT.match(text, at)   # '<!-->', '<!--->': escaped, and at once plain again
+            if dashes is not None:
+                at = dashes.end()
+            else:
+                state = _SCRIPT_ESCAPED
+        elif found[1] != "/":                         # '<script' in an escaped stretch
+            state, at = _SCRIPT_DOUBLE, at + 1
+        elif state is _SCRIPT_DOUBLE:                 # '</script' in a doubly escaped one: back to escaped
+            state, at = _SCRIPT_ESCAPED, at + 1
+        else:
+            return m.start()
+    return None
+
+
+def tokens(content: str, foreign=lambda: False, cdata=lambda: False):
+    """(start, end, "/" or "", lower-case name, "/" or "") of each comment (no name) and tag of the HTML
+    ``content``, in order, as HTML's tokenizer reads them: a comment runs from ``<!--`` to the next ``-->``
+    or ``--!>`` (``<!-->`` and ``<!--->`` are empty ones); a doctype, a declaration, a processing
+    instruction and ``</`` before anything but a letter (``<!…``, ``<?…``, ``</ …``: HTML's bogus comments)
+    to the next '>'; ``<![CDATA[`` to ``]]>`` where ``cdata()`` (asked there) says what comes next is
+    foreign content (in ``<svg>`` or ``<math>``), elsewhere a bogus comment; ``</>`` is a token of no name
+    (a browser drops it); a tag runs from ``<name`` to the first '>' outside its quoted attribute values
+    (the second "/": it ends ``/>``). ``foreign()``, asked right after a start tag is yielded, says whether
+    that element is in foreign content, where no element is raw text; elsewhere the text of a raw text
+    element (:data:`RAW_TEXT`) holds no tags up to its own end tag (``</name`` and a blank, '/' or '>', in
+    any case; a script's as HTML reads its text, :func:`_script_end`), one never closed to the end, and
+    ``<plaintext>`` makes the rest of the content its text.
+
+    Linear time: once a comment, a bogus comment or CDATA is never closed no later one is (it is read as
+    text, as is a tag that never ends), and each tag's end is read once from each place (:class:`Tags`),
+    where a pattern tried at every ``<`` would read the rest of the text again from each one never closed.
+    """
+    tags, pos, n = Tags(content), 0, len(content)
+    closes = {"--": True, ">": True, "]]>": True}      # whether each closer may still be found after here
+    while (m := _TOKEN_START.search(content, pos)) is not None:
+        start, opening = m.start(), m.group(0)
+        if opening == "<!--":
+            close = _EMPTY_COMMENT.match(content, m.end()) or (
+                _COMMENT_END.search(content, m.end()) if closes["--"] else None)
+            if close is None:
+                closes["--"], pos = False, start + 1
+                continue
+            yield start, close.end(), "", "", ""
+            pos = close.end()
+            continue
+        if opening == "</" and content.startswith(">", m.end()):
+            yield start, m.end() + 1, "", "", ""
+            pos = m.end() + 1
+            continue
+        if opening in ("<!", "<?", "</"):
+            closer = "]]>" if opening == "<!" and content.startswith("[CDATA[", m.end()) and cdata() else ">"
+            end = content.find(closer, m.end()) if closes[closer] else -1
+            if end < 0:
+                closes[closer], pos = False, start + 1
+                continue
+            yield start, end + len(closer), "", "", ""
+            pos = end + len(closer)
+            continue
+        closing = "/" if opening[1] == "/" else ""
+        name_from = start + 1 + len(closing)
+        end = tags.end(name_from + 1)
+        if end is None:                                # never closed: no tag here; one may start after it
+            pos = start + 1
+            continue
+        name_end = _TAG_NAME.match(content, name_from, end - 1).end()
+        name = content[name_from:name_end].lower()
+        yield start, end, closing, name, "/" if end - 2 >= name_end and content[end - 2] == "/" else ""
+        pos = end
+        if closing or (name not in RAW_TEXT and name != "plaintext") or foreign():
+            continue
+        if name == "plaintext":                        # no end tag ends it: the rest is its text
+            pos = n
+            continue
+        if name == "script":
+            close = _script_end(content, pos)
+        else:
+            if name not in _RAW_ENDS:
+                _RAW_ENDS[name] = re.compile(rf"</{name}(?=[\t\n\f\r />])", re.I)
+            close = _RAW_ENDS[name].search(content, pos)
+            close = None if close is None else close.start()
+        pos = n if close is None else close           # never closed: the rest is its text, as a browser reads it
