@@ -14,12 +14,8 @@ import html
 import re
 import urllib.parse
 
-from .tags import Tags
+from .glossary import elements
 
-_SCRIPT = re.compile(r"<script\b", re.I)
-#: where HTML ends a script element: ``</script`` (any case) and a blank, '/' or '>'; the end tag then
-#: runs to its own '>' (:class:`~site_build.tags.Tags` finds it)
-_SCRIPT_END = re.compile(r"</script(?=[\t\n\f\r />])", re.I)
 #: a tag's attributes as HTML's tokenizer reads them, read one step at a time from where the last one
 #: ended: blanks and '/' between attributes (none needed after a quoted value: ``alt="a"src=…`` is two),
 #: a name (an '=' at its start is part of it), then an '=' and its value, in either quotes or none (a quote
@@ -44,25 +40,33 @@ def strip_loaders(output: str, src_uri: str) -> str:
 
     A script element goes when its opening tag loads from another host (a ``src`` of ``//…`` or
     ``scheme://…``, in any quotes or none: a browser then runs what it fetches and ignores the body,
-    blank or not), or when its body names MathJax or Mermaid. One pass,
-    each element from its ``<script`` tag (to the '>' that ends it as HTML reads it, quotes and all) to
-    the first end tag after it, as HTML ends a script: ``</script`` (any case) and a blank, '/' or '>',
-    then on to that end tag's '>'. Linear in the page, however many scripts a notebook's own HTML leaves
-    unclosed."""
+    blank or not), or when its body names MathJax or Mermaid. The page is read as a browser reads it
+    (:func:`~site_build.glossary.elements`): a ``<script>`` written in a comment, in a textarea's or another
+    raw text element's text is no element; an element runs from its start tag (to the '>' that ends it as
+    HTML reads it, quotes and all) to the end tag that ends it as HTML ends a script (``</script`` in any
+    case and a blank, '/' or '>', its text read as HTML reads a script's), on to that end tag's '>'. One
+    pass, linear in the page; a script never closed keeps the rest of the page as it is."""
     if not src_uri.endswith(".ipynb"):
         return output
-    tags = Tags(output)
-    kept, at = [], 0
-    while (m := _SCRIPT.search(output, at)) is not None:
-        tag_end = tags.end(m.end())
-        close = _SCRIPT_END.search(output, tag_end) if tag_end is not None else None
-        end = tags.end(close.end()) if close is not None else None
-        if end is None:                 # no element ends here, and none can after it
-            break
-        tag, body = output[m.start():tag_end], output[tag_end:close.start()]
-        drop = _loads_from_another_host(tag) or _LOADS.search(body) is not None
-        kept.append(output[at:m.start() if drop else end])
-        at = end
+    kept, at, script = [], 0, None
+    for start, end, closing, name, self_closing, foreign in elements(output):
+        if script is None:
+            if name == "script" and not closing:
+                script = (start, end, foreign)
+                if foreign and self_closing:           # an SVG script closed by '/>': no text
+                    script = None
+                    if _loads_from_another_host(output[start:end]):
+                        kept.append(output[at:start])
+                        at = end
+            continue
+        opened, tag_end, in_foreign = script
+        if not (closing and name == "script"):
+            if in_foreign:                             # an SVG script's text holds tags: on to its end tag
+                continue
+            break                                      # its end tag is never read: no element ends here
+        drop = _loads_from_another_host(output[opened:tag_end]) or _LOADS.search(output, tag_end, start) is not None
+        kept.append(output[at:opened if drop else end])
+        at, script = end, None
     kept.append(output[at:])
     return "".join(kept)
 
@@ -92,18 +96,21 @@ def _attributes(text: str) -> list[tuple[str, str]]:
 
 
 #: the attributes whose value is one URL a browser fetches, follows or posts to (``xlink:href`` and
-#: ``xlink:src`` end as ``href`` and ``src`` do)
+#: ``xlink:src`` end as ``href`` and ``src`` do, and so does an ``href`` or ``src`` under any other prefix:
+#: in XML the prefix is whatever the document binds to XLink's namespace, :func:`_holds_a_url`)
 _URL_ATTRIBUTES = frozenset({"src", "href", "data", "poster", "action", "formaction", "background",
                              "manifest", "codebase", "archive", "icon",
                              "xlink:href", "xlink:src"})
-#: a tag's start and its name; :class:`~site_build.tags.Tags` finds its end, as HTML reads it (a quote
-#: opens a string only right after '=' and blanks), reading the page once however many tags stay unclosed;
-#: its name is read only once its end is known (``<a<a<a…`` unclosed is one long name, not many)
-_TAG, _TAG_NAME = re.compile(r"<[a-z]", re.I), re.compile(r"[^\s/>]*")
-#: a ``style`` element's body (one never closed runs to the page's end: a browser reads the rest as its CSS)
-#: (its tag runs to the first '>', its body to the first ``</style>``: each found by a search from where the
-#: last ended, so many ``<style`` never closed are read once, not once each)
-_STYLE, _STYLE_END = re.compile(r"<style\b", re.I), re.compile(r"</style\s*>", re.I)
+#: an XML document (an SVG file, as the site's are written): an XML declaration, or an SVG doctype or
+#: root element, first (a byte order mark and blanks aside)
+_XML_START = re.compile(r"\ufeff?[\t\n\f\r ]*<(?:\?xml(?=[\s?])|!doctype[\t\n\f\r ]+svg\b|svg(?=[\s/>]))", re.I)
+#: a declaration of a document's own DTD that may hide a URL: an entity (expanded in attribute values and
+#: text, ``href="&u;"``) or an attribute list (which gives elements attributes by default); read wherever it
+#: stands, and reported unread (:func:`remote_references`)
+_DTD_DECLARATION = re.compile(r"<!(?:ENTITY|ATTLIST)(?![A-Za-z])", re.I)
+_CDATA = "<![CDATA["
+#: a tag's name, read up to its known end (``<a<a<a…`` never closed is no tag, and its name is not read)
+_TAG_NAME = re.compile(r"[^\t\n\f\r />]*")
 #: SVG's presentation attributes whose value is CSS that may fetch (``fill="url(//host/p.svg#g)"``)
 _CSS_ATTRIBUTES = frozenset({"fill", "stroke", "filter", "mask", "clip-path", "marker", "marker-start",
                              "marker-mid", "marker-end", "cursor"})
@@ -128,7 +135,7 @@ def _names_another_host(url: str) -> bool:
     return authority is None or authority[1].rpartition("@")[2].partition(":")[0].lower() not in _LOCAL_HOSTS
 
 
-def remote_references(text: str, css: bool = False, _depth: int = 0) -> list[str]:
+def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool | None = None) -> list[str]:
     """The URLs of other hosts that the HTML ``text`` (a style sheet when ``css``) makes a browser request
     or go to, in order:
     an attribute that holds a URL (``src``, ``href``, ``xlink:href``, ``data``, ``poster``, ``action``,
@@ -142,7 +149,19 @@ def remote_references(text: str, css: bool = False, _depth: int = 0) -> list[str
     itself reported, unread). A URL names another host
     when, its tabs and newlines dropped, it starts with ``//`` or a scheme and ``//`` (backslashes read as
     slashes) or with ``http:``, ``https:``, ``ftp:``, ``ws:`` or ``wss:``, the local server (127.0.0.1,
-    localhost) aside."""
+    localhost) aside.
+
+    The page is read as a browser reads it (:func:`~site_build.glossary.elements`), in one pass: nothing in
+    a comment (bogus ones too: ``<!…>``, ``<?…>``), in CDATA or in the text of a raw text element (a
+    script, a textarea, a title…) is a tag, so a quote written there hides no later tag; a ``style``
+    element's CSS runs from the '>' that ends its start tag as HTML reads it (quotes and all) to its end
+    tag (``</style`` and a blank, '/' or '>'; one never closed to the end), or, as an SVG element (in
+    ``<svg>``, or in an XML document), is its text and CDATA up to ``</style``. An XML document (``xml``; by
+    default one whose text starts with an XML declaration or an SVG doctype or root element, and a
+    ``data:`` URL of SVG or XML) is foreign content throughout: no element is raw text. A declaration of a
+    document's own DTD (``<!ENTITY``, ``<!ATTLIST``: an entity expanded in an attribute, a default
+    attribute) may hide a URL and is reported itself, unread, wherever it stands (in an HTML page it
+    means nothing, and no built page holds one)."""
     if css:
         return remote_references_in_css(text)
     found: list[str] = []
@@ -153,20 +172,34 @@ def remote_references(text: str, css: bool = False, _depth: int = 0) -> list[str
         else:
             found.extend(_data_url_references(url, _depth + 1))
 
-    tags, at = Tags(text), 0
-    while (tag := _TAG.search(text, at)) is not None:
-        end = tags.end(tag.end())
-        if end is None:                 # never closed: a browser reads no tag here; one may start after it
-            at = tag.start() + 1
+    if xml is None:
+        xml = _XML_START.match(text) is not None
+    for m in _DTD_DECLARATION.finditer(text):    # a URL an entity or a default attribute may hold: unread
+        found.append(text[m.start():m.start() + 80])
+    html_css = None                 # where the text of the HTML style element being read starts
+    svg_css: list[str] | None = None  # the text read so far of the SVG style element being read
+    css_at = 0                      # where its text goes on
+    for start, end, closing, name, self_closing, foreign in elements(text, xml):
+        if html_css is not None:    # a raw text element: its text runs to the next token, its end tag
+            found += remote_references_in_css(text[html_css:start])
+            html_css = None
+        if svg_css is not None:     # its text and its CDATA sections, up to its end tag
+            svg_css.append(html.unescape(text[css_at:start]))
+            if text.startswith(_CDATA, start) and text.endswith("]]>", start, end):
+                svg_css.append(text[start + len(_CDATA):end - 3])
+            css_at = end
+            if closing and name == "style":
+                found += remote_references_in_css("".join(svg_css))
+                svg_css = None
+        if not name or closing:
             continue
-        at = end
-        name_end = _TAG_NAME.match(text, tag.end(), end - 1).end()
-        name, attributes = text[tag.start() + 1:name_end].lower(), {}
+        attributes = {}
+        name_end = _TAG_NAME.match(text, start + 1, end - 1).end()
         for key, raw in _attributes(text[name_end:end - 1]):
             attributes.setdefault(key.lower(), html.unescape(raw.strip("\"'") if raw[:1] in "\"'"
                                                              and raw[-1:] == raw[:1] else raw))
         for key, value in attributes.items():
-            if key in _URL_ATTRIBUTES:
+            if _holds_a_url(key):
                 add(value)
             elif key in ("srcset", "imagesrcset"):
                 for candidate in value.split(","):
@@ -177,7 +210,7 @@ def remote_references(text: str, css: bool = False, _depth: int = 0) -> list[str
             elif key == "style" or key in _CSS_ATTRIBUTES:
                 found += remote_references_in_css(value)
             elif key == "srcdoc":
-                found += (remote_references(value, _depth=_depth + 1) if _depth < _NESTING
+                found += (remote_references(value, _depth=_depth + 1, xml=False) if _depth < _NESTING
                           else [value[:80]])
         if name == "meta" and attributes.get("http-equiv", "").strip().lower() == "refresh":
             m = _REFRESH.match(attributes.get("content", ""))
@@ -187,15 +220,18 @@ def remote_references(text: str, css: bool = False, _depth: int = 0) -> list[str
             target = attributes.get("attributename", "").strip().lower()
             for value in [attributes.get(key, "") for key in ("from", "to", "by")] + (
                     attributes.get("values", "").split(";")):
-                if target in _URL_ATTRIBUTES:
+                if _holds_a_url(target):
                     add(value.strip())
                 elif target == "style" or target in _CSS_ATTRIBUTES:
                     found += remote_references_in_css(value)
-    at = 0
-    while (style := _STYLE.search(text, at)) is not None and (start := text.find(">", style.end())) >= 0:
-        close = _STYLE_END.search(text, start + 1)
-        found += remote_references_in_css(text[start + 1:close.start() if close else len(text)])
-        at = close.end() if close else len(text)
+        if name == "style" and not foreign:
+            html_css = end
+        elif name == "style" and not self_closing:
+            svg_css, css_at = [], end
+    if html_css is not None:        # never closed: a browser reads the rest as its CSS
+        found += remote_references_in_css(text[html_css:])
+    if svg_css is not None:
+        found += remote_references_in_css("".join(svg_css) + html.unescape(text[css_at:]))
     at = 0
     while (m := _STYLESHEET_PI.search(text, at)) is not None:
         close = text.find("?>", m.end())
@@ -330,7 +366,14 @@ def _data_url_references(url: str, depth: int) -> list[str]:
     text = data[start:].decode(encoding, "replace")
     if kind == "text/css":
         return remote_references_in_css(text, depth)
-    return remote_references(text, _depth=depth)
+    return remote_references(text, _depth=depth, xml=kind != "text/html")
+
+
+def _holds_a_url(attribute: str) -> bool:
+    """Whether the attribute ``attribute`` (its name in lower case) holds one URL a browser fetches,
+    follows or posts to (:data:`_URL_ATTRIBUTES`): an ``href`` or a ``src`` under any prefix counts, since
+    an XML document may bind any prefix to XLink's namespace (``l:href``)."""
+    return attribute in _URL_ATTRIBUTES or attribute.rpartition(":")[2] in ("href", "src")
 
 
 #: the newlines CSS reads as one (its input is preprocessed: CR LF, CR and FF become LF)
