@@ -43,6 +43,7 @@ from netcl_lite import fingerprint
 from netcl_lite.files import atomic_write
 
 from . import runner, store
+from .glossary import elements
 from .tags import Positions, Tags
 from .paths import DOCS, FIGURES, ROOT, SNIPPETS, pages, pyproject_version
 
@@ -54,9 +55,7 @@ FIGURE_LIMIT = 2 << 20
 NOTEBOOK_OUTPUT_LIMIT = 64 * 1024
 #: the tags around the text a figure script gives as its SVG's description (:func:`figure_description`)
 _DESCRIPTION_TAGS = ("<dc:description>", "</dc:description>")
-#: an <img> start tag (attribute values in either quotes may hold '>') and each attribute in it
-#: (read by :class:`Tags`, which finds where one ends from many places in linear time)
-_IMG_TAG = re.compile(r"""<img(?=[\s/>])(?:"[^"]*"|'[^']*'|[^"'>])*>""", re.I)
+#: each attribute of an <img> start tag (the tag as :func:`~site_build.glossary.elements` reads it)
 #: (tried only where a run of white space starts: from inside one it would end the same way)
 _ATTRIBUTE = re.compile(r"""(?<![\s/])[\s/]+([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
 #: a generated figure's path as an <img>'s src gives it (group 1: ``<page>/<name>``)
@@ -904,41 +903,28 @@ def build(shared: str) -> None:
                        + (f"; ran {', '.join(ran)}" if ran else ""))
 
 
-#: what the rendered page's figure check reads: an image, a figure element's start and end, its
-#: caption's start, and what hides HTML from the reader (a comment to ``-->``; CDATA or a processing
-#: instruction, which HTML reads as a comment, to ``>``)
-_FIGURE_EVENT = re.compile(r"<img(?=[\s/>])|<(/?)(figure|figcaption)(?=[\s>/])|(<!--)|<!\[CDATA\[|<\?", re.I)
-
-
 def check_rendered_figures(content: str, page: str, source: str = "", first_line: int = 1) -> None:
     """Raise ``ValueError`` naming ``page`` (``docs/<page>``) and the first line of ``source`` (the page as
     written) that names the figure, for a generated figure the rendered page shows outside a
     ``<figure>`` that has a ``<figcaption>``: what :func:`uncaptioned` reads before rendering, checked on
-    what the reader gets. One pass; an image in a comment is not shown."""
-    tags, figures, captioned, shown, pos = Tags(content), [], [], [], 0
-    while (m := _FIGURE_EVENT.search(content, pos)) is not None:
-        pos = m.end()
-        token = m.group(0).lower()
-        if token == "<img":
-            end = tags.end(m.end())
-            if end is None:
-                continue
-            tag = content[m.start():end]
+    what the reader gets. One pass, reading the page as a browser reads it
+    (:func:`~site_build.glossary.elements`): an image in a comment, CDATA or a raw text element's text (a
+    textarea's, a script's) is not shown."""
+    figures, captioned, shown = [], [], []
+    for start, end, closing, name, *_ in elements(content):
+        if name == "img" and not closing:
+            tag = content[start:end]
             src = next((a for a in _ATTRIBUTE.finditer(tag, len("<img")) if a[1].lower() == "src"), None)
             figure = _FIGURE_SRC.fullmatch(html.unescape((src[2] or "").strip("\"'"))) if src is not None else None
             if figure is not None:
                 shown.append((figure.group(1), figures[-1] if figures else None))
-            pos = end
-        elif m.group(2) is None:                        # a comment, CDATA or a processing instruction
-            close = content.find("-->" if m.group(3) else ">", m.end())
-            pos = len(content) if close < 0 else close + (3 if m.group(3) else 1)
-        elif m.group(2).lower() == "figure":
-            if not m.group(1):
+        elif name == "figure":
+            if not closing:
                 figures.append(len(captioned))
                 captioned.append(False)
             elif figures:
                 figures.pop()
-        elif not m.group(1) and figures:                # the innermost figure's <figcaption>
+        elif name == "figcaption" and not closing and figures:   # the innermost figure's <figcaption>
             captioned[figures[-1]] = True
     for name, figure in shown:
         if figure is None or not captioned[figure]:
@@ -951,14 +937,13 @@ def check_rendered_figures(content: str, page: str, source: str = "", first_line
 def with_alt(content: str, page: str = "(no page)", source: str = "", first_line: int = 1) -> str:
     """A page's HTML with each generated figure's ``alt`` set to the description its script gave
     (``page``, ``docs/<page>``, and the line of ``source``, the page as written from the file's line
-    ``first_line``, name a figure that has none or is not drawn)."""
-    tags, out, pos = Tags(content), [], 0
-    for m in _IMG_START.finditer(content):          # each <img> tag, as _IMG_TAG reads them, in one pass
-        if m.start() < pos:
-            continue
-        end = tags.end(m.end())
-        if end is not None:
-            out += [content[pos:m.start()], _with_alt(content[m.start():end], page, source, first_line)]
+    ``first_line``, name a figure that has none or is not drawn). The page is read as a browser reads it
+    (:func:`~site_build.glossary.elements`): an ``<img>`` written in a comment or in a raw text element's text
+    is no image, and a quote in it hides no later one. One pass."""
+    out, pos = [], 0
+    for start, end, closing, name, *_ in elements(content):
+        if name == "img" and not closing:
+            out += [content[pos:start], _with_alt(content[start:end], page, source, first_line)]
             pos = end
     out.append(content[pos:])
     return "".join(out)
