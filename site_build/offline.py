@@ -102,11 +102,13 @@ _URL_ATTRIBUTES = frozenset({"src", "href", "data", "poster", "action", "formact
                              "manifest", "codebase", "archive", "icon",
                              "xlink:href", "xlink:src"})
 #: an XML document (an SVG file, as the site's are written): an XML declaration, or an SVG doctype or
-#: root element, first (a byte order mark and blanks aside)
-_XML_START = re.compile(r"\ufeff?[\t\n\f\r ]*<(?:\?xml(?=[\s?])|!doctype[\t\n\f\r ]+svg\b|svg(?=[\s/>]))", re.I)
-#: a declaration of a document's own DTD that may hide a URL: an entity (expanded in attribute values and
-#: text, ``href="&u;"``) or an attribute list (which gives elements attributes by default); read wherever it
-#: stands, and reported unread (:func:`remote_references`)
+#: root element, first (a byte order mark, blanks and comments aside; each comment is read one way only,
+#: to its first ``-->``, so a text that is none is read once)
+_XML_START = re.compile(r"\ufeff?(?:[\t\n\f\r ]|<!--(?:[^-]|-(?!->))*-->)*"
+                        r"<(?:\?xml(?=[\s?])|!doctype[\t\n\f\r ]+svg(?![\w:-])|svg(?=[\s/>]))", re.I)
+#: a declaration of an XML document's own DTD that may hide a URL: an entity (expanded in attribute values
+#: and text, ``href="&u;"``) or an attribute list (which gives elements attributes by default); read
+#: wherever it stands in the document, and reported unread (:func:`remote_references`)
 _DTD_DECLARATION = re.compile(r"<!(?:ENTITY|ATTLIST)(?![A-Za-z])", re.I)
 _CDATA = "<![CDATA["
 #: a tag's name, read up to its known end (``<a<a<a…`` never closed is no tag, and its name is not read)
@@ -160,8 +162,8 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
     default one whose text starts with an XML declaration or an SVG doctype or root element, and a
     ``data:`` URL of SVG or XML) is foreign content throughout: no element is raw text. A declaration of a
     document's own DTD (``<!ENTITY``, ``<!ATTLIST``: an entity expanded in an attribute, a default
-    attribute) may hide a URL and is reported itself, unread, wherever it stands (in an HTML page it
-    means nothing, and no built page holds one)."""
+    attribute) may hide a URL: an XML document that holds one is reported (the first, unread; in an HTML
+    page it means nothing, and a script's text may well hold one)."""
     if css:
         return remote_references_in_css(text)
     found: list[str] = []
@@ -174,7 +176,7 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
 
     if xml is None:
         xml = _XML_START.match(text) is not None
-    for m in _DTD_DECLARATION.finditer(text):    # a URL an entity or a default attribute may hold: unread
+    if xml and (m := _DTD_DECLARATION.search(text)) is not None:   # what it may hold is not read: reported
         found.append(text[m.start():m.start() + 80])
     html_css = None                 # where the text of the HTML style element being read starts
     svg_css: list[str] | None = None  # the text read so far of the SVG style element being read
