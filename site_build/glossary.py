@@ -447,9 +447,10 @@ def elements(content: str, xml: bool = False):
     stands in foreign content (for a start tag: whether its element is an SVG or MathML one), where no
     element is raw text and ``<![CDATA[`` runs to ``]]>``; the open elements are followed as
     :class:`OpenElements` follows them (``<svg><p>`` is back in HTML). An XML document (``xml``: an SVG
-    file, a ``data:image/svg+xml`` page) is foreign content throughout. Linear time, as ``tokens`` is."""
+    file, a ``data:image/svg+xml`` page) is foreign content throughout, and its processing instructions
+    run to ``?>``. Linear time, as ``tokens`` is."""
     if xml:
-        for token in tokens(content, lambda: True, lambda: True):
+        for token in tokens(content, lambda: True, lambda: True, xml=True):
             yield *token, True
         return
     open_ = OpenElements()

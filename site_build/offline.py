@@ -106,10 +106,12 @@ _URL_ATTRIBUTES = frozenset({"src", "href", "data", "poster", "action", "formact
 #: to its first ``-->``, so a text that is none is read once)
 _XML_START = re.compile(r"\ufeff?(?:[\t\n\f\r ]|<!--(?:[^-]|-(?!->))*-->)*"
                         r"<(?:\?xml(?=[\s?])|!doctype[\t\n\f\r ]+svg(?![\w:-])|svg(?=[\s/>]))", re.I)
-#: a declaration of an XML document's own DTD that may hide a URL: an entity (expanded in attribute values
-#: and text, ``href="&u;"``) or an attribute list (which gives elements attributes by default); read
-#: wherever it stands in the document, and reported unread (:func:`remote_references`)
-_DTD_DECLARATION = re.compile(r"<!(?:ENTITY|ATTLIST)(?![A-Za-z])", re.I)
+#: a declaration of an XML document's own DTD (its internal subset): an entity may hide a URL (expanded in
+#: attribute values and text, ``href="&u;"``), an attribute list too (it gives elements attributes by
+#: default), and any declaration's quoted text may hold a '>' that the tokenizer, which reads HTML's bogus
+#: comments, would take for its end; read wherever it stands in the document, and reported unread
+#: (:func:`remote_references`)
+_DTD_DECLARATION = re.compile(r"<!(?:ENTITY|ATTLIST|ELEMENT|NOTATION)(?![A-Za-z])", re.I)
 _CDATA = "<![CDATA["
 #: a tag's name, read up to its known end (``<a<a<a…`` never closed is no tag, and its name is not read)
 _TAG_NAME = re.compile(r"[^\t\n\f\r />]*")
@@ -162,8 +164,8 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
     default one whose text starts with an XML declaration or an SVG doctype or root element, and a
     ``data:`` URL of SVG or XML) is foreign content throughout: no element is raw text. A declaration of a
     document's own DTD (``<!ENTITY``, ``<!ATTLIST``: an entity expanded in an attribute, a default
-    attribute) may hide a URL: an XML document that holds one is reported (the first, unread; in an HTML
-    page it means nothing, and a script's text may well hold one)."""
+    attribute; ``<!ELEMENT``, ``<!NOTATION``) may hide a URL: an XML document that holds one is reported
+    (the first, unread; in an HTML page it means nothing, and a script's text may well hold one)."""
     if css:
         return remote_references_in_css(text)
     found: list[str] = []

@@ -203,7 +203,7 @@ def _script_end(text: str, at: int) -> int | None:
     return None
 
 
-def tokens(content: str, foreign=lambda: False, cdata=lambda: False):
+def tokens(content: str, foreign=lambda: False, cdata=lambda: False, xml: bool = False):
     """(start, end, "/" or "", lower-case name, "/" or "") of each comment (no name) and tag of the HTML
     ``content``, in order, as HTML's tokenizer reads them: a comment runs from ``<!--`` to the next ``-->``
     or ``--!>`` (``<!-->`` and ``<!--->`` are empty ones); a doctype, a declaration, a processing
@@ -215,14 +215,15 @@ def tokens(content: str, foreign=lambda: False, cdata=lambda: False):
     that element is in foreign content, where no element is raw text; elsewhere the text of a raw text
     element (:data:`RAW_TEXT`) holds no tags up to its own end tag (``</name`` and a blank, '/' or '>', in
     any case; a script's as HTML reads its text, :func:`_script_end`), one never closed to the end, and
-    ``<plaintext>`` makes the rest of the content its text.
+    ``<plaintext>`` makes the rest of the content its text. In an XML document (``xml``) a processing
+    instruction runs to ``?>``, not to the first '>'.
 
     Linear time: once a comment, a bogus comment or CDATA is never closed no later one is (it is read as
     text, as is a tag that never ends), and each tag's end is read once from each place (:class:`Tags`),
     where a pattern tried at every ``<`` would read the rest of the text again from each one never closed.
     """
     tags, pos, n = Tags(content), 0, len(content)
-    closes = {"--": True, ">": True, "]]>": True}      # whether each closer may still be found after here
+    closes = {"--": True, ">": True, "]]>": True, "?>": True}   # whether each may still be found after here
     while (m := _TOKEN_START.search(content, pos)) is not None:
         start, opening = m.start(), m.group(0)
         if opening == "<!--":
@@ -239,7 +240,12 @@ def tokens(content: str, foreign=lambda: False, cdata=lambda: False):
             pos = m.end() + 1
             continue
         if opening in ("<!", "<?", "</"):
-            closer = "]]>" if opening == "<!" and content.startswith("[CDATA[", m.end()) and cdata() else ">"
+            if opening == "<?" and xml:
+                closer = "?>"
+            elif opening == "<!" and content.startswith("[CDATA[", m.end()) and cdata():
+                closer = "]]>"
+            else:
+                closer = ">"
             end = content.find(closer, m.end()) if closes[closer] else -1
             if end < 0:
                 closes[closer], pos = False, start + 1

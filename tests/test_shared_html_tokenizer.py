@@ -104,3 +104,18 @@ def test_each_scan_reads_a_page_of_unclosed_pieces_once(piece):
     remote_references(page, xml=True)
     strip_loaders(page, "drills/x.ipynb")
     assert time.process_time() - start < 4.0, piece
+
+
+def test_an_xml_processing_instruction_runs_to_its_own_end():
+    """In an XML document a processing instruction ends at ``?>``: a quote in it hides no later tag."""
+    svg = ('<?xml version="1.0"?><svg><?x a> <a title=" ?><image href="//evil.example/a.png"/>'
+           '<?x " ?></svg>')
+    assert remote_references(svg) == ["//evil.example/a.png"]
+
+
+def test_an_xml_document_with_any_markup_declaration_is_reported():
+    """A notation's quoted system identifier may hold a '>' (and then a quote that would swallow a later
+    tag): a document whose DTD declares anything is reported, unread."""
+    svg = ('<?xml version="1.0"?><!DOCTYPE svg [<!NOTATION n SYSTEM "x> <a title=\'">]>'
+           '<svg><image href="a.png"/></svg>')
+    assert remote_references(svg)
