@@ -113,6 +113,7 @@ _XML_START = re.compile(r"\ufeff?(?:[\t\n\f\r ]|<!--(?:[^-]|-(?!->))*-->)*"
 #: (:func:`remote_references`)
 _DTD_DECLARATION = re.compile(r"<!(?:ENTITY|ATTLIST|ELEMENT|NOTATION)(?![A-Za-z])", re.I)
 _CDATA = "<![CDATA["
+_DOCTYPE = re.compile(r"<!doctype", re.I)
 #: a tag's name, read up to its known end (``<a<a<a…`` never closed is no tag, and its name is not read)
 _TAG_NAME = re.compile(r"[^\t\n\f\r />]*")
 #: SVG's presentation attributes whose value is CSS that may fetch (``fill="url(//host/p.svg#g)"``)
@@ -165,7 +166,8 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
     ``data:`` URL of SVG or XML) is foreign content throughout: no element is raw text. A declaration of a
     document's own DTD (``<!ENTITY``, ``<!ATTLIST``: an entity expanded in an attribute, a default
     attribute; ``<!ELEMENT``, ``<!NOTATION``) may hide a URL: an XML document that holds one is reported
-    (the first, unread; in an HTML page it means nothing, and a script's text may well hold one)."""
+    (the first, unread; in an HTML page it means nothing, and a script's text may well hold one), and so
+    is one whose doctype holds a '>' in a quoted literal (XML reads on past it, HTML's reading stops)."""
     if css:
         return remote_references_in_css(text)
     found: list[str] = []
@@ -195,6 +197,8 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
             if closing and name == "style":
                 found += remote_references_in_css("".join(svg_css))
                 svg_css = None
+        if xml and not name and _DOCTYPE.match(text, start) and _cut_in_a_literal(text[start:end]):
+            found.append(text[start:start + 80])     # it ends further on, where XML reads it: reported unread
         if not name or closing:
             continue
         attributes = {}
@@ -371,6 +375,18 @@ def _data_url_references(url: str, depth: int) -> list[str]:
     if kind == "text/css":
         return remote_references_in_css(text, depth)
     return remote_references(text, _depth=depth, xml=kind != "text/html")
+
+
+def _cut_in_a_literal(doctype: str) -> bool:
+    """Whether the doctype ``doctype``, read to its first '>' as HTML reads it, ends inside a quoted
+    literal (``<!DOCTYPE svg PUBLIC "a>…``), where XML reads on to the literal's closing quote."""
+    quote = ""
+    for c in doctype:
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "\"'":
+            quote = c
+    return bool(quote)
 
 
 def _holds_a_url(attribute: str) -> bool:

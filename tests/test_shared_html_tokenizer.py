@@ -119,3 +119,9 @@ def test_an_xml_document_with_any_markup_declaration_is_reported():
     svg = ('<?xml version="1.0"?><!DOCTYPE svg [<!NOTATION n SYSTEM "x> <a title=\'">]>'
            '<svg><image href="a.png"/></svg>')
     assert remote_references(svg)
+
+
+def test_an_xml_doctype_with_a_greater_than_sign_in_a_literal_is_reported():
+    svg = ('<?xml version="1.0"?><!DOCTYPE svg PUBLIC "x> <a title=\'" "y">'
+           '<svg><image href="a.png"/></svg>')
+    assert remote_references(svg)
