@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .paths import DOCS, drafted, excluded
-from .tags import tokens
 
 SOURCE = DOCS / "glossary.yml"
 PAGE = "glossary.md"
@@ -287,6 +286,8 @@ def _pattern(entries: tuple[Term, ...]) -> tuple[re.Pattern | None, dict[str, Te
 def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tuple[str, int]:
     """``content`` (a page's HTML) with the first use of each term in running text wrapped in an
     ``<abbr>`` whose title is its definition, and how many were marked."""
+    from .tags import tokens
+
     entries = terms() if entries is None else entries
     pattern, by_form = _pattern(entries)
     if pattern is None:
@@ -449,6 +450,8 @@ def elements(content: str, xml: bool = False):
     :class:`OpenElements` follows them (``<svg><p>`` is back in HTML). An XML document (``xml``: an SVG
     file, a ``data:image/svg+xml`` page) is foreign content throughout, and its processing instructions
     run to ``?>``. Linear time, as ``tokens`` is."""
+    from .tags import tokens
+
     if xml:
         for token in tokens(content, lambda: True, lambda: True, xml=True):
             yield *token, True
