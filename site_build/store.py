@@ -12,7 +12,9 @@ The store is ``<cache root>/executed/<kind>/<key>`` (:func:`netcl_lite.fingerpri
 of :data:`KINDS`. Each entry starts with a line holding the length of what follows and a SHA-256
 of its kind and key with it; an entry that no longer matches them (emptied, truncated, edited by
 hand, or copied or renamed under another key or kind, which would show one snippet's output for
-another's) is a miss, removed and run again, as is an entry of an older format. Entries are written whole (:func:`netcl_lite.files.atomic_write`).
+another's) is a miss, removed and run again, as is an entry of an older format. Entries are written whole,
+each replacing the name itself (:func:`netcl_lite.files.replace_entry`: a symlink left at an entry's name is
+replaced, never written through to the file it names).
 ``NETCL_LITE_RERUN=1`` (or ``true``, ``yes``, ``on``) makes every lookup a miss, so everything
 runs again and the store is refreshed.
 """
@@ -24,7 +26,7 @@ import logging
 from pathlib import Path
 
 from netcl_lite import extras, fingerprint
-from netcl_lite.files import atomic_write
+from netcl_lite.files import replace_entry
 
 #: what the build's executed code (and a page block the tests run) runs on: the library's packages,
 #: the plotting library of the figures, the Jupyter kernel of the notebooks and every package of the
@@ -149,7 +151,7 @@ def store(kind: str, item_key: str, data: bytes) -> None:
     path = _path(kind, item_key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, entry(data, _entry_key(kind, item_key)))
-    except (OSError, ValueError) as err:        # ValueError: atomic_write refuses a folder at ``path``
+        replace_entry(path, entry(data, _entry_key(kind, item_key)))   # a link at ``path`` replaced, not followed
+    except (OSError, ValueError) as err:        # a folder with something in it at ``path``, a full disk ...
         log.warning(f"execution cache: cannot keep {path} ({err}); its output is shown but runs again "
                     f"next time (check NETCL_LITE_CACHE or the folder {fingerprint.cache_root()})")
