@@ -13,16 +13,19 @@ of :data:`KINDS`. Each entry starts with a line holding the length of what follo
 of its kind and key with it; an entry that no longer matches them (emptied, truncated, edited by
 hand, or copied or renamed under another key or kind, which would show one snippet's output for
 another's) is a miss, removed and run again, as is an entry of an older format. Entries are written whole,
-each replacing the name itself (:func:`netcl_lite.files.replace_entry`: a symlink left at an entry's name is
-replaced, never written through to the file it names).
+each replacing the name itself (:func:`write_entry`: a symlink left at an entry's name is replaced, never
+written through to the file it names).
 ``NETCL_LITE_RERUN=1`` (or ``true``, ``yes``, ``on``) makes every lookup a miss, so everything
 runs again and the store is refreshed.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
+import os
+import stat
 from pathlib import Path
 
 from netcl_lite import extras, fingerprint
@@ -62,6 +65,21 @@ def context() -> str:
 
     data = fingerprint.files_digest(data_files())
     return f"{fingerprint.context(packages=PACKAGES)}\nlibrary data {data}\nrun as {HOW}"
+
+
+def write_entry(path: Path, data: bytes) -> None:
+    """Put ``data`` at ``path``, an entry under the cache folder (of this store, or of the build's other
+    caches: highlighted sources, compiled templates, the wheel, a dirty build's record), whole, as the
+    name itself (:func:`netcl_lite.files.replace_entry`): a symlink, pipe or device left there is
+    replaced, never written through, so no file outside the cache is ever overwritten or made. A folder
+    at ``path``, even an empty one, is no entry the build wrote: refused (``IsADirectoryError`` naming
+    it), left as it is."""
+    try:
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            raise IsADirectoryError(errno.EISDIR, "a folder where the cache keeps an entry (a file)", os.fspath(path))
+    except FileNotFoundError:
+        pass
+    replace_entry(path, data)
 
 
 def _path(kind: str, item_key: str) -> Path:
@@ -151,7 +169,7 @@ def store(kind: str, item_key: str, data: bytes) -> None:
     path = _path(kind, item_key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        replace_entry(path, entry(data, _entry_key(kind, item_key)))   # a link at ``path`` replaced, not followed
-    except (OSError, ValueError) as err:        # a folder with something in it at ``path``, a full disk ...
+        write_entry(path, entry(data, _entry_key(kind, item_key)))     # a link at ``path`` replaced, not followed
+    except (OSError, ValueError) as err:        # a folder at ``path``, a full disk ...
         log.warning(f"execution cache: cannot keep {path} ({err}); its output is shown but runs again "
                     f"next time (check NETCL_LITE_CACHE or the folder {fingerprint.cache_root()})")
