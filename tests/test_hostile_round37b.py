@@ -237,3 +237,62 @@ def test_a_compiled_template_s_entry_that_is_a_dangling_symlink_never_makes_the_
     assert env.get_template("page.html").render(name="you") == "Hello you"
     assert not os.path.lexists(elsewhere), "the build made the file that the entry's link names"
     assert not os.path.islink(entry)
+
+
+def test_a_stored_corpus_of_the_older_format_is_parsed_again_and_replaced_without_a_warning(tmp_path, monkeypatch):
+    """The stored corpus's format changed (its key now goes under the digest): an entry a previous
+    version wrote, which matches its own digest, must be a quiet miss -- a warning per old entry once
+    failed MkDocs' strict build when a warm cache outlived a format change -- and be replaced."""
+    import hashlib
+    import json
+    import warnings
+
+    from netcl_lite import corpus
+
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("NETCL_LITE_RERUN", raising=False)
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "mod.py").write_text('"""The text of a module."""\n', encoding="utf-8")
+    corpus._documents.cache_clear()
+    try:
+        whole = corpus.stdlib_documents(lib)
+        (stored,) = (tmp_path / "cache" / "corpus").iterdir()
+        body = json.dumps([["mod.py", "An older version's text."]]).encode()
+        stored.write_bytes(b"netcl-lite corpus sha256=" + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+        corpus._documents.cache_clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert corpus.stdlib_documents(lib) == whole
+    finally:
+        corpus._documents.cache_clear()
+    assert stored.read_bytes().startswith(corpus._DIGEST)
+
+
+@pytest.mark.parametrize("where", ["a loop of links", "a name too long"])
+def test_a_cache_folder_that_cannot_be_reached_is_no_damaged_corpus_entry(tmp_path, monkeypatch, where):
+    """As the first test, for the other errors of a path that never reaches the entry (ELOOP,
+    ENAMETOOLONG): the error itself, naming the cache's path, and no warning about a damaged entry."""
+    import warnings
+
+    from netcl_lite import corpus
+
+    if where == "a loop of links":
+        cache = tmp_path / "loop"
+        cache.symlink_to(cache)
+    else:
+        cache = tmp_path / ("x" * 300)
+    monkeypatch.setenv("NETCL_LITE_CACHE", str(cache))
+    monkeypatch.delenv("NETCL_LITE_RERUN", raising=False)
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "mod.py").write_text('"""The text of a module."""\n', encoding="utf-8")
+    corpus._documents.cache_clear()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(OSError) as caught:
+                corpus.stdlib_documents(lib)
+    finally:
+        corpus._documents.cache_clear()
+    assert str(cache) in str(caught.value), caught.value
