@@ -57,7 +57,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from . import autograd as ag
-from .checks import coder_sizes, flag, int_in, nonnegative_real, not_masked, one_of, positive_int, positive_real
+from .checks import (MAX_STREAMS, coder_sizes, flag, int_in, nonnegative_real, not_masked, one_of, positive_int,
+                     positive_real)
 from .nn import DecoderLM, KVCache
 from .core.stream import NonFiniteError
 from .nn.checkpoint import write
@@ -71,6 +72,9 @@ TARGETS = ("chunk", "window")
 IGNORE = -100
 #: the largest weight that float32 holds (a NaN fails the comparison too)
 FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: batches of training windows :func:`gradient_mean_squares` runs, at most (``ms_batches``): each is a
+#: forward and backward pass of the model, and 8 is the chosen setting
+MAX_MS_BATCHES = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,10 @@ class AdaptConfig:
         keep("eps", positive_real("eps", self.eps))
         keep("rms_floor", positive_real("rms_floor", self.rms_floor, "the least RMS, as a fraction of the mean"))
         keep("ms_batches", positive_int("ms_batches", self.ms_batches))
+        if self.ms_batches > MAX_MS_BATCHES:        # refused here, before an Adapter lays out their windows
+            raise ValueError(f"ms_batches must be at most MAX_MS_BATCHES = {MAX_MS_BATCHES:,} (each batch is a "
+                             f"forward and backward pass of the model; 8 is the chosen setting), got "
+                             f"{self.ms_batches:,}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -145,6 +153,7 @@ class AdaptConfig:
 
 def adapted_names(model: DecoderLM, adapted: str) -> list[str]:
     """The names (``model.parameters()``'s) of the weights that ``adapted`` lets change, sorted."""
+    _decoder_lm(model)
     one_of("adapted", adapted, ADAPTED)
     names = sorted(model.parameters())
     if adapted == "all":
@@ -163,22 +172,32 @@ def window_of(config: AdaptConfig, model: DecoderLM) -> int:
     """Positions each training window of ``config`` holds on ``model``: ``config.window``, at most the
     model's ``max_position_embeddings`` (all of them when ``config.window`` is None). The ``"rms"``
     optimizer reads at least one such window of ``train_ids`` and its target, ``window_of(...) + 1`` ids."""
-    c = model.config
+    if not isinstance(config, AdaptConfig):
+        raise TypeError(f"config must be an AdaptConfig, got {type(config).__name__}")
+    c = _decoder_lm(model).config
     return c.max_position_embeddings if config.window is None else min(config.window, c.max_position_embeddings)
+
+
+def _decoder_lm(model) -> DecoderLM:
+    """``model`` when it is a :class:`~netcl_lite.nn.DecoderLM`; TypeError naming it otherwise."""
+    if not isinstance(model, DecoderLM):
+        raise TypeError(f"model must be a netcl_lite.nn.DecoderLM, got {type(model).__name__}")
+    return model
 
 
 def check_model(model) -> DecoderLM:
     """``model`` when it is a :class:`~netcl_lite.nn.DecoderLM` and no tape records (the
     adaptation runs its own)."""
-    if not isinstance(model, DecoderLM):
-        raise TypeError(f"model must be a netcl_lite.nn.DecoderLM, got {type(model).__name__}")
+    _decoder_lm(model)
     if ag.recording():
         raise ValueError("dynamic evaluation runs its own tapes: call it outside `with Tape()`")
     return model
 
 
 def check_ids(name: str, ids, vocab: int, need: int) -> np.ndarray:
-    """``ids`` as a 1-D int64 array of at least ``need`` token ids, each in [0, vocab)."""
+    """``ids`` as a 1-D int64 array of at least ``need`` token ids, each in [0, vocab); TypeError naming
+    ``name`` for a NumPy masked array (:func:`~netcl_lite.checks.not_masked`)."""
+    not_masked(name, ids)                    # asarray drops the mask: the values under it were coded, trained on
     arr = np.asarray(ids)
     if arr.ndim != 1 or arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
         raise ValueError(f"{name} must be a 1-D array of integer token ids, got {arr.dtype} of shape {arr.shape}")
@@ -262,10 +281,17 @@ def gradient_mean_squares(model: DecoderLM, ids, *, batches: int, batch_size: in
     windows of ``block`` tokens of ``ids`` (the training text), every target counted: the MS
     of Krause et al.'s RMS update. The windows start at evenly spaced positions (no random
     draw), so both sides of a coder compute the same values. ``names``: the weights to measure
-    (None: all)."""
+    (None: all). At most :data:`MAX_MS_BATCHES` batches of at most
+    :data:`~netcl_lite.checks.MAX_STREAMS` windows."""
     check_model(model)
     for name, value in (("batches", batches), ("batch_size", batch_size), ("block", block)):
         positive_int(name, value)
+    if batches > MAX_MS_BATCHES:                  # each one is a forward and backward pass
+        raise ValueError(f"batches must be at most MAX_MS_BATCHES = {MAX_MS_BATCHES:,} (each is a forward and "
+                         f"backward pass of the model), got {batches:,}")
+    if batch_size > MAX_STREAMS:                  # the Adapter passes its stream count, at most MAX_STREAMS
+        raise ValueError(f"batch_size must be at most MAX_STREAMS = {MAX_STREAMS:,} (windows in one pass; the "
+                         f"Adapter passes its stream count), got {batch_size:,}")
     if block > model.config.max_position_embeddings:
         raise ValueError(f"block={block} exceeds the model's max_position_embeddings="
                          f"{model.config.max_position_embeddings}")
@@ -275,11 +301,12 @@ def gradient_mean_squares(model: DecoderLM, ids, *, batches: int, batch_size: in
     if unknown or not names:
         raise ValueError(f"names must name some of the model's parameters; unknown: {unknown}")
     windows = batches * batch_size
-    starts = (np.arange(windows, dtype=np.int64) * (ids.size - block - 1)) // max(windows - 1, 1)
-    rows = starts[:, None] + np.arange(block + 1)
     total = {n: np.zeros(model.parameters()[n].shape, np.float64) for n in names}
     for b in range(batches):
-        part = ids[rows[b * batch_size:(b + 1) * batch_size]]
+        # this batch's windows alone: every window's positions at once would be batches times as large
+        first = np.arange(b * batch_size, (b + 1) * batch_size, dtype=np.int64)
+        starts = (first * (ids.size - block - 1)) // max(windows - 1, 1)
+        part = ids[starts[:, None] + np.arange(block + 1)]
         _, grads = _gradients(model, part[:, :-1], part[:, 1:], names)
         for n, g in grads.items():
             total[n] += np.square(g.astype(np.float64))
@@ -382,6 +409,7 @@ class Adapter:
         """Record one decoding step's tokens (1-D, one per active stream, the active streams
         first); after every ``chunk`` steps, update the weights and return True."""
         self._open()
+        not_masked("tokens", tokens)         # asarray drops the mask: a masked-out token was recorded, trained on
         arr = np.asarray(tokens)
         if arr.ndim != 1 or arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
             raise ValueError(f"tokens must be a 1-D array of integer token ids, got {arr.dtype} of shape {arr.shape}")

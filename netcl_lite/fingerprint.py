@@ -31,7 +31,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from .files import env_flag
+from .files import env_flag, read_regular
 
 RERUN = "NETCL_LITE_RERUN"           # set to 1: ignore every stored result (and the capstone run)
 PACKAGE = Path(__file__).resolve().parent
@@ -49,6 +49,8 @@ POCL_NOT_A_CHOICE = frozenset({"POCL_AFFINITY", "POCL_DEBUG", "POCL_DEBUG_LLVM_P
                                "POCL_CACHE_DIR", "POCL_LEAVE_KERNEL_COMPILER_TEMP_FILES",
                                "POCL_VECTORIZER_REMARKS", "POCL_TRACING", "POCL_TRACING_OPT",
                                "POCL_TRACING_FILTER", "POCL_MEMORY_LIMIT"})
+#: the largest file a key reads (each is read whole, into memory, to be hashed)
+MAX_KEYED_BYTES = 1 << 32
 
 
 def cache_root() -> Path:
@@ -102,6 +104,31 @@ def library_sources() -> list[Path]:
             + sorted(p for p in kernels.rglob("*") if p.is_file() and "__pycache__" not in p.parts))
 
 
+def _check_device(device) -> None:
+    """TypeError naming ``device`` unless it is None or has what the key reads of a ``pyopencl.Device``
+    (a stand-in that has them, with some facts replaced, is taken as one)."""
+    facts = ("name", "driver_version", "platform", "max_compute_units", "local_mem_size")
+    if device is not None and not all(hasattr(device, fact) for fact in facts):
+        raise TypeError(f"device must be a pyopencl.Device, or None for the default device, got "
+                        f"{type(device).__name__} {device!r:.80}")
+
+
+def _package_names(packages) -> tuple[str, ...]:
+    """``packages`` as a tuple of package names (None: :data:`RUN_PACKAGES`); TypeError naming
+    ``packages`` for anything but names (str) in a list or other iterable: one name alone (a str)
+    would be read as one package per character."""
+    if packages is None:
+        return RUN_PACKAGES
+    if isinstance(packages, (str, bytes)) or not hasattr(packages, "__iter__"):
+        raise TypeError(f"packages must be a list of package names (str), or None for RUN_PACKAGES, got "
+                        f"{type(packages).__name__} {packages!r:.80}; wrap a single name as [name]")
+    names = tuple(packages)
+    bad = next((p for p in names if not isinstance(p, str)), None)
+    if bad is not None:
+        raise TypeError(f"packages must hold package names (str), got {type(bad).__name__} {bad!r:.80}")
+    return names
+
+
 def device_description(device) -> str:
     """One OpenCL device as the key sees it: name, driver, platform and its version."""
     return f"{device.name} {device.driver_version} {device.platform.name} {device.platform.version}"
@@ -125,6 +152,7 @@ def device_facts(device=None) -> str:
     from .core import compiler_target
     from .core.kernels import vector_lanes
 
+    _check_device(device)
     if device is None:
         from .core.device import NoDeviceError, manager
 
@@ -143,9 +171,11 @@ def environment(device=None, packages=None) -> str:
     what executed code could depend on besides its source."""
     import pyopencl as cl
 
+    _check_device(device)
+    packages = _package_names(packages)
     variables = result_variables()            # before the device is made: it may set POCL_AFFINITY
     lines = [sys.version]
-    for name in RUN_PACKAGES if packages is None else packages:
+    for name in packages:
         try:
             lines.append(f"{name}=={metadata.version(name)}")
         except metadata.PackageNotFoundError:
@@ -178,14 +208,16 @@ def file_name(path: Path) -> str:
     return str(path.relative_to(PACKAGE.parent)) if path.is_relative_to(PACKAGE.parent) else str(path)
 
 
-def files_digest(paths) -> str:
-    """A SHA-256 of the files ``paths``, each as its name in a key (:func:`file_name`) and its bytes."""
+def files_digest(paths, *, name: str = "paths") -> str:
+    """A SHA-256 of the files ``paths``, each as its name in a key (:func:`file_name`, as its bytes: a name
+    that is not UTF-8 keeps its own) and its bytes. Each must be a regular file of at most
+    :data:`MAX_KEYED_BYTES` (a pipe would block the read, a folder has no bytes): ``ValueError`` naming
+    it and ``name``, the parameter the caller took ``paths`` as, otherwise."""
     h = hashlib.sha256()
     for path in paths:
         path = Path(path).resolve()
-        name = file_name(path)
-        data = path.read_bytes()
-        h.update(name.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+        data = read_regular(path, MAX_KEYED_BYTES, f"every file in {name}", "a key reads each file whole")
+        h.update(os.fsencode(file_name(path)) + b"\0" + len(data).to_bytes(8, "little") + data)
     return h.hexdigest()
 
 
@@ -194,6 +226,8 @@ def context(device=None, packages=None) -> str:
     (of ``device``, a ``pyopencl.Device``, or of the default device when None; of ``packages``, None
     for :data:`RUN_PACKAGES`). A caller that keys many items computes it once and passes it to
     :func:`key` for each."""
+    _check_device(device)                    # before the library's sources are read
+    packages = _package_names(packages)      # an iterator is read once, here
     return f"library {files_digest(library_sources())}\n{environment(device, packages)}"
 
 
@@ -218,7 +252,7 @@ def key(source: str | bytes, reads=(), shared: str | None = None) -> str:
     # str and Path do not compare: a mixed list is ordered as paths (one kind keeps its own order, and its keys)
     ordered = sorted(reads) if len({type(p) for p in reads}) <= 1 else sorted(reads, key=Path)
     h = hashlib.sha256()
-    for part in (source, context() if shared is None else shared, files_digest(ordered)):
+    for part in (source, context() if shared is None else shared, files_digest(ordered, name="reads")):
         data = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part
         h.update(len(data).to_bytes(8, "little") + data)
     return h.hexdigest()[:24]

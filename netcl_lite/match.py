@@ -54,8 +54,12 @@ def _rows(name: str, index: np.ndarray, rows: int) -> np.ndarray:
 
 def last_wins(slots: np.ndarray, values: np.ndarray, table: np.ndarray) -> None:
     """table[slots[i]] = values[i], the last i winning where slots repeat (stable, so both sides agree);
-    a negative slot is the row NumPy takes it for (-1 the last), one past the table an IndexError."""
+    a negative slot is the row NumPy takes it for (-1 the last), one past the table an IndexError.
+    ``slots`` and ``values`` are one-dimensional, of one length."""
     slots = np.asarray(slots)
+    if slots.ndim != 1 or np.ndim(values) != 1 or len(values) != slots.size:
+        raise ValueError(f"slots and values must be one-dimensional and of one length, got shapes "
+                         f"{slots.shape} and {np.shape(values)}")
     order = np.argsort(slots, kind="stable")
     s = slots[order]
     if s.size and (s[0] < 0 or s[-1] >= table.shape[0]):    # sorted: its first is the least, its last the most

@@ -759,9 +759,11 @@ class Mixer:
         b, v = self.parts[0].shape
         tokens, active = checks.step_ids(tokens, active, b, v)
         p_mix = checks.plain_array("p_mix", p_mix)     # its mask would be ignored; an np.matrix read as its array
-        if not isinstance(p_mix, np.ndarray) or p_mix.shape != (b, v):
-            shown = f"shape {p_mix.shape}" if isinstance(p_mix, np.ndarray) else type(p_mix).__name__
-            raise ValueError(f"p_mix must be the (streams, vocab) = {(b, v)} mixture mix returned, got {shown}")
+        # a complex mixture moved the weights by its real parts, a bool one as if every token had probability 1
+        if not isinstance(p_mix, np.ndarray) or p_mix.shape != (b, v) or p_mix.dtype.kind != "f":
+            shown = f"{p_mix.dtype} of shape {p_mix.shape}" if isinstance(p_mix, np.ndarray) else type(p_mix).__name__
+            raise ValueError(f"p_mix must be the (streams, vocab) = {(b, v)} mixture mix returned (floats), "
+                             f"got {shown}")
         rows = np.flatnonzero(active)
         px = p_mix[rows, tokens[rows]]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):   # refused next, by name

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .paths import DOCS, excluded
+from .paths import DOCS, drafted, excluded
 
 SOURCE = DOCS / "glossary.yml"
 PAGE = "glossary.md"
@@ -83,9 +83,10 @@ _BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 def _is_page(see: str) -> bool:
     """Whether ``see`` names a page of the site: a relative path under docs/ (no ``..``, no address of
     another host, nothing Markdown would read in a link's target) to a Markdown file that exists and
-    that MkDocs builds (not under ``templates/``, nor anything else it excludes: :func:`paths.excluded`)."""
+    that MkDocs builds (not under ``templates/``, nor anything else it excludes: :func:`paths.excluded`,
+    nor a draft, which ``mkdocs build`` leaves out: :func:`paths.drafted`)."""
     return (_PAGE_PATH.fullmatch(see) is not None and ".." not in see.split("/")
-            and (DOCS / see).is_file() and not excluded(see))
+            and (DOCS / see).is_file() and not excluded(see) and not drafted(see))
 
 
 def _term(entry: dict, index: int) -> Term:
@@ -106,8 +107,8 @@ def _term(entry: dict, index: int) -> Term:
             raise ValueError(f"{SOURCE.name}: {entry['term']}: {key} must be text, got {entry[key]!r}")
     if "see" in entry and entry["see"] and not _is_page(entry["see"]):
         raise ValueError(f"{SOURCE.name}: {entry['term']}: see must name a page of the site (a docs/ path ending "
-                         f".md, such as chapter-7.md, of a page MkDocs builds: none under templates/ or "
-                         f"exclude_docs), got {entry['see']!r}")
+                         f".md, such as chapter-7.md, of a page MkDocs builds: none under templates/, "
+                         f"exclude_docs or draft_docs), got {entry['see']!r}")
     for key in ("term", "expansion"):                   # each is one line of the page's definition list
         if key in entry and _LINE_BREAK.search(entry[key]):
             raise ValueError(f"{SOURCE.name}: entry {index} ({entry['term']!r}): {key} must be one line, got "

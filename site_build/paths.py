@@ -62,6 +62,24 @@ def _exclusion(config: bytes):
     return default
 
 
+def drafted(uri: str) -> bool:
+    """Whether ``uri`` (a path under docs/, with ``/``) is a draft of ``mkdocs.yml``'s ``draft_docs``:
+    a page ``mkdocs serve`` shows but ``mkdocs build`` leaves out of the site."""
+    return _drafts((ROOT / "mkdocs.yml").read_bytes()).match_file(uri)
+
+
+@functools.lru_cache(maxsize=2)
+def _drafts(config: bytes):
+    """The ``draft_docs`` patterns of a ``mkdocs.yml`` of bytes ``config``, matched as MkDocs matches them."""
+    import pathspec
+
+    from .markers import site_config
+
+    patterns = site_config(config).get("draft_docs")
+    lines = patterns.splitlines() if isinstance(patterns, str) else []
+    return pathspec.gitignore.GitIgnoreSpec.from_lines(lines)
+
+
 @functools.lru_cache(maxsize=4)
 def pyproject_version(text: str) -> str:
     """``[project].version`` of a pyproject.toml whose text is ``text``: the version the wheel carries."""

@@ -101,11 +101,12 @@ HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fre
 #: it (``__main__``, its ``__file__``, ``sys.argv[0]`` and its folder first on the path), but a
 #: ``SystemExit`` whose code is a nonzero int the OS keeps only the low 8 bits of (256, -512: it would
 #: read as 0, success) exits 1, saying so on stderr. Any other code exits as Python makes it exit (a
-#: string: printed, status 1); an uncaught exception's traceback starts at the script, as it would. Only
-#: ``os._exit`` of such a code escapes it (no exception is raised).
+#: string: printed, status 1); an uncaught exception's traceback starts at the script, as it would, and an
+#: uncaught ``KeyboardInterrupt`` ends the process by SIGINT, as Python does. Only ``os._exit`` of such a
+#: code escapes it (no exception is raised).
 _MAIN = """\
 def _run(BaseException=BaseException, SystemExit=SystemExit, SyntaxError=SyntaxError, isinstance=isinstance,
-         int=int, type=type, compile=compile, exec=exec):
+         int=int, type=type, compile=compile, exec=exec, KeyboardInterrupt=KeyboardInterrupt):
     # every name it uses once the script runs is its own (these defaults, the imports below): the script's
     # globals are this module's, and a script may bind ``type`` or ``BaseException`` for itself
     import builtins, importlib.machinery, os, sys
@@ -145,6 +146,15 @@ def _run(BaseException=BaseException, SystemExit=SystemExit, SyntaxError=SyntaxE
         if tb is not None or isinstance(error, SyntaxError):     # one in the script: no frame ran, none shown
             error.__traceback__ = tb
         sys.excepthook(type(error), error, error.__traceback__)
+        if type(error) is KeyboardInterrupt:              # as python <script> ends on one (not a subclass):
+            import signal                                # its output flushed, then killed by SIGINT (130)
+            for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+                try:
+                    stream.flush()
+                except BaseException:
+                    pass
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
         raise SystemExit(1) from None
 
 

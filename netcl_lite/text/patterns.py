@@ -141,6 +141,9 @@ def compile_splitter(pattern: str | None) -> Callable[[str], list[str]]:
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be a str or None, got {type(pattern).__name__}")
     check_pattern_length(pattern)
+    from netcl_lite.text.dispatch import utf8
+
+    utf8(pattern, "pattern")    # a lone surrogate: no text holds one, and the tokenizer's fingerprint hashes its bytes
     try:
         compiled = regex.compile(pattern)
     except (regex.error, OverflowError, RecursionError) as exc:
