@@ -11,8 +11,9 @@ device. The training is deterministic (no atomics, seeded windows), so the folde
 exactly what running the recipe again would produce; any edit trains anew. The hash is
 :func:`netcl_lite.fingerprint.key`, the key the site build uses too, so it covers the device's
 compute units and compiler target and the variables that change results just as the build does.
-The folder's ``done.json`` records a SHA-256 of each file that is loaded from it; a file
-that no longer matches trains the run again. In a source checkout the folder is under
+The folder's ``done.json`` records the key the run was trained for and a SHA-256 of each file
+that is loaded from it; a file that no longer matches, or a record of another key (a run folder
+copied or renamed under this one's name) or of none, trains the run again. In a source checkout the folder is under
 ``.cache/`` in the checkout (a fresh clone trains), elsewhere under the user's cache;
 ``NETCL_LITE_CACHE`` overrides both.
 """
@@ -210,9 +211,11 @@ def run(queue=None, progress: bool | None = None) -> Run:
     """Train the recipe once (sized for a target of ``TRAINING_BUDGET_SECONDS`` of training steps on
     the slowest test machine) or load the identical earlier run.
 
-    A stored run is loaded only when each of :data:`RUN_FILES` matches the digest its
-    ``done.json`` recorded; a missing, emptied or edited file (or a folder without ``done.json``)
-    trains the run again, with a warning naming the file."""
+    A stored run is loaded only when its ``done.json`` names this run's key and each of
+    :data:`RUN_FILES` matches the digest it recorded; a missing, emptied or edited file (or a folder
+    without ``done.json``), or a ``done.json`` of another key or of none (a run folder copied or renamed
+    under this key, one kept from before runs recorded their key), trains the run again, with a warning
+    naming the file."""
     queue = manager.default().queue if queue is None else queue
     d = data()
     key = run_key(queue, d.train_text + "\0" + d.held_out_text)
@@ -221,12 +224,12 @@ def run(queue=None, progress: bool | None = None) -> Run:
     folder = root / key
     with _lock_file(root / f"{key}.lock") as lock:
         _wait_for_lock(lock, root / f"{key}.lock")   # a second process waits for the first to finish training
-        problem = _run_problem(folder)
+        problem = _run_problem(folder, key)
         if problem is not None:
             if (folder / "done.json").exists():
                 warnings.warn(f"capstone: {problem}; training the run again", stacklevel=2)
-            _train_into(folder, d, queue, progress)
-            problem = _run_problem(folder)
+            _train_into(folder, d, queue, progress, key=key)
+            problem = _run_problem(folder, key)
             if problem is not None:
                 raise RuntimeError(f"capstone: the run just trained fails its own check: {problem}")
         tok = BPETokenizer.load(folder / "tokenizer.json")
@@ -328,16 +331,22 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _check_run_folder(folder: Path) -> str | None:
-    """None when ``folder`` holds a finished run whose files match ``done.json``'s digests, else
-    what is wrong, naming the file."""
+def _check_run_folder(folder: Path, key: str | None = None) -> str | None:
+    """None when ``folder`` holds a finished run whose files match ``done.json``'s digests (and, for a
+    ``key``, whose ``done.json`` says it was trained for that key), else what is wrong, naming the file."""
     done = folder / "done.json"
     if not done.is_file():
         return f"{done} is missing (the run never finished)"
     try:
-        recorded = json.loads(read_regular(done, 1 << 20, "a run's done.json"))["files"]
+        record = json.loads(read_regular(done, 1 << 20, "a run's done.json"))
+        recorded = record["files"]
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, RecursionError):
         return f"{done} is not a run's record (no digests of its files)"
+    if key is not None and record.get("key") != key:
+        if "key" not in record:
+            return f"{done} records no key (kept from before runs recorded theirs, or copied from elsewhere)"
+        return (f"{done} records the run of another key ({record['key']!r:.80}, not {key}): a run folder copied "
+                f"or renamed under this one's name")
     for name in RUN_FILES:
         path = folder / name
         if not path.is_file():
@@ -347,10 +356,10 @@ def _check_run_folder(folder: Path) -> str | None:
     return None
 
 
-def _run_problem(folder: Path) -> str | None:
+def _run_problem(folder: Path, key: str | None = None) -> str | None:
     """:func:`_check_run_folder`'s answer, and then whether ``log.json``, which matches its digest, is a
     log :func:`run` can read (a ``done.json`` updated to match an edited log would pass the digests)."""
-    problem = _check_run_folder(folder)
+    problem = _check_run_folder(folder, key)
     if problem is None:
         try:
             _read_log(folder)
@@ -444,11 +453,13 @@ GAP_WINDOWS = 128
 
 
 def _train_into(folder: Path, d: Data, queue, progress, seed: int = 0, training: TrainConfig | None = None,
-                curve: bool = True) -> None:
+                curve: bool = True, key: str | None = None) -> None:
     """Train into ``folder``: the recipe, or with another ``seed`` (the initial weights and the
     windows' order) or ``training`` config (the benchmarks' seeds and recipe table). ``curve=False``
     skips the measures between steps (``curve.json`` then holds only the final one), for a benchmark
-    that needs only the finished model: they train nothing, so the weights are the same."""
+    that needs only the finished model: they train nothing, so the weights are the same. ``key``: the
+    :func:`run_key` the run is trained for, recorded in ``done.json`` (:func:`run` loads a run only for
+    the key it records)."""
     if os.path.islink(folder) or (os.path.lexists(folder) and not folder.is_dir()):
         os.unlink(folder)                    # the name itself: never train into (or remove) what a link names
     shutil.rmtree(folder, ignore_errors=True)
@@ -497,9 +508,11 @@ def _train_into(folder: Path, d: Data, queue, progress, seed: int = 0, training:
     tok.save(folder / "tokenizer.json")
     replace_entry(folder / "curve.json", (json.dumps(points, indent=1) + "\n").encode())
     files = {name: _sha256(folder / name) for name in RUN_FILES}
-    replace_entry(folder / "done.json", (json.dumps({"seconds": time.perf_counter() - began,
-                                                     "train_seconds": log["train"][-1]["seconds"],
-                                                     "load_average": load, "files": files}) + "\n").encode())
+    record = {"seconds": time.perf_counter() - began, "train_seconds": log["train"][-1]["seconds"],
+              "load_average": load, "files": files}
+    if key is not None:
+        record["key"] = key
+    replace_entry(folder / "done.json", (json.dumps(record) + "\n").encode())
 
 
 def training_load(run: Run) -> list | None:

@@ -100,11 +100,13 @@ def _documents(root: str) -> tuple[tuple[str, str], ...]:
                shared=f"standard library docstrings of {sys.version} at {base.resolve()}")
     stored = cache_root() / "corpus" / f"{item}.json"
     if not rerun_forced():
-        kept = _stored_documents(stored)
+        kept = _stored_documents(stored, item)
         if kept is not None:
             return kept
     out = _read(sources)
-    body = json.dumps(out, ensure_ascii=False).encode("utf-8")
+    # the key it is stored under goes in with the documents (so under the digest): an entry copied or
+    # renamed under another key is a miss, never another library's documents
+    body = json.dumps({"key": item, "documents": out}, ensure_ascii=False).encode("utf-8")
     make_entry_folder(stored.parent, "the stored corpora")
     try:
         replace_entry(stored, _DIGEST + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
@@ -117,21 +119,26 @@ def _documents(root: str) -> tuple[tuple[str, str], ...]:
 
 
 #: the first line of a stored corpus starts so, then the SHA-256 of the JSON that follows it
-_DIGEST = b"netcl-lite corpus sha256="
+#: (``{"key": <the key it is stored under>, "documents": [[name, text], ...]}``); an entry of the older
+#: format (``netcl-lite corpus sha256=``, documents alone, bound to no key) is a quiet miss
+_DIGEST = b"netcl-lite corpus 2 sha256="
 
 
 #: the most bytes a stored corpus is read up to (a library's docstrings are a few MB)
 MAX_STORED_BYTES = 256 << 20
 
 
-def _stored_documents(stored: Path) -> tuple[tuple[str, str], ...] | None:
-    """The documents kept at ``stored``, or None when there are none or the file does not match the
-    digest written with it (emptied, truncated, edited, or of an older format): parsed again then.
+def _stored_documents(stored: Path, item: str) -> tuple[tuple[str, str], ...] | None:
+    """The documents kept at ``stored`` for the key ``item``, or None when there are none, the file does
+    not match the digest written with it (emptied, truncated, edited, or of an older format) or was
+    written for another key (copied or renamed under this one's name): parsed again then, quietly.
     The entry is read as an input is (:func:`netcl_lite.files.read_regular`: a regular file of at most
     :data:`MAX_STORED_BYTES`, a named pipe never waited on, a device never read); one that is not a
     regular file, cannot be read, or matches its digest but holds no corpus (JSON nested past the
     parser's depth) is a damaged cache entry: None too, with a warning naming it, and the caller's
-    new corpus replaces the entry itself."""
+    new corpus replaces the entry itself. A read that fails before the entry is reached (the cache
+    folder is a file, a loop of links or a name too long above it, a folder that cannot be searched) is
+    no fault of the entry: None with no warning, and the caller's write names the cache folder."""
     from .files import read_regular
 
     try:
@@ -139,18 +146,36 @@ def _stored_documents(stored: Path) -> tuple[tuple[str, str], ...] | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
+        if isinstance(exc, OSError) and not _reached(stored):
+            return None
         return _damaged(stored, str(exc) if isinstance(exc, ValueError) else f"cannot be read ({exc.strerror or exc})")
     head, newline, body = raw.partition(b"\n")
     if not newline or head != _DIGEST + hashlib.sha256(body).hexdigest().encode():
         return None
     try:
-        documents = json.loads(body.decode("utf-8"))
+        stored_as = json.loads(body.decode("utf-8"))
     except (ValueError, RecursionError):             # UnicodeDecodeError is a ValueError
         return _damaged(stored, "matches its digest but is not a corpus's JSON")
+    if not isinstance(stored_as, dict) or set(stored_as) != {"key", "documents"}:
+        return _damaged(stored, "matches its digest but is not a stored corpus")
+    if stored_as["key"] != item:                     # written for another key: a miss
+        return None
+    documents = stored_as["documents"]
     if not isinstance(documents, list) or not all(
             isinstance(d, list) and len(d) == 2 and all(isinstance(x, str) for x in d) for d in documents):
         return _damaged(stored, "matches its digest but is not a list of documents")
     return tuple((name, text) for name, text in documents)
+
+
+def _reached(stored: Path) -> bool:
+    """Whether the name ``stored`` itself is there (as anything: a file, a folder, a link), so that a
+    failure to read it is the entry's own; False when the path to it fails (a file where a folder of the
+    cache goes, a loop of links or a name too long above it, a folder that cannot be searched)."""
+    try:
+        os.lstat(stored)
+    except OSError:
+        return False
+    return True
 
 
 def _damaged(stored: Path, why: str) -> None:

@@ -234,7 +234,10 @@ def context(device=None, packages=None) -> str:
 def key(source: str | bytes, reads=(), shared: str | None = None) -> str:
     """The key of one executed item: its ``source``, the files it ``reads`` and the :func:`context`
     (``shared``: one computed earlier, for the device and the packages the item runs on; None: the
-    default device's with :data:`RUN_PACKAGES`)."""
+    default device's with :data:`RUN_PACKAGES`). Text is keyed as its UTF-8 bytes; a character that
+    stands for a byte that is not UTF-8 (a ``NETCL_LITE_*`` or ``POCL_*`` variable's value as
+    ``os.environ`` holds it, which any shell can export) as that byte, so such a value is keyed too
+    and every UTF-8 text keeps its key."""
     if not isinstance(source, (str, bytes)):
         raise TypeError(f"source must be str or bytes (what runs), got {type(source).__name__}")
     if shared is not None and not isinstance(shared, str):
@@ -250,6 +253,6 @@ def key(source: str | bytes, reads=(), shared: str | None = None) -> str:
     ordered = sorted(reads) if len({type(p) for p in reads}) <= 1 else sorted(reads, key=Path)
     h = hashlib.sha256()
     for part in (source, context() if shared is None else shared, files_digest(ordered, name="reads")):
-        data = part.encode() if isinstance(part, str) else part
+        data = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part
         h.update(len(data).to_bytes(8, "little") + data)
     return h.hexdigest()[:24]

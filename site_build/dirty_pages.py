@@ -259,8 +259,6 @@ class DirtyPages:
         HTML now in ``site_dir`` (:meth:`record_path`), for the next dirty build in another process."""
         import json
 
-        from netcl_lite.files import atomic_write
-
         if not self.dirty or files is None:
             return
         pages = {}
@@ -278,7 +276,7 @@ class DirtyPages:
         path = self.record_path(site_dir)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, json.dumps({"pages": pages}, sort_keys=True).encode())
+            store.write_entry(path, json.dumps({"pages": pages}, sort_keys=True).encode())   # a link there replaced
         except OSError:
             pass                                         # no record: the next dirty build renders every page
 

@@ -15,8 +15,9 @@ Hatchling writes each file's mode into the wheel (644 or 755 as the owner's exec
 its reproducible mode) and dates every entry ``SOURCE_DATE_EPOCH``: the digest covers the modes as
 hatchling writes them, and the build pins the date (:data:`WHEEL_EPOCH`), so the wheel's bytes
 follow from what the digest covers.
-It is put there whole (:func:`netcl_lite.files.atomic_write`), then its SHA-256 beside it: builds
-share the cache, and an interrupted copy must never be found as a wheel. A stored wheel is shipped
+It is put there whole (:func:`site_build.store.write_entry`: a symlink at either name is replaced, never
+written through), then its SHA-256 beside it: builds share the cache, and an interrupted copy must never
+be found as a wheel. A stored wheel is shipped
 only when it matches that digest and reads as a zip archive (:func:`intact`); one damaged in the
 cache is built again.
 
@@ -45,9 +46,9 @@ from pathlib import Path
 from mkdocs.structure.files import File
 
 from netcl_lite import fingerprint
-from netcl_lite.files import atomic_write
 
 from .paths import ROOT, pyproject_version
+from .store import write_entry
 
 log = logging.getLogger("mkdocs.plugins.site_build.wheel")
 
@@ -180,8 +181,8 @@ def build_wheel() -> Path:
         data = built.read_bytes()
         try:
             stored.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(stored, data)                   # builds share the cache: never a half wheel there
-            atomic_write(_record(stored), hashlib.sha256(data).hexdigest().encode() + b"\n")   # then its digest
+            write_entry(stored, data)                    # builds share the cache: never a half wheel there
+            write_entry(_record(stored), hashlib.sha256(data).hexdigest().encode() + b"\n")   # then its digest
         except (OSError, ValueError) as err:         # a file where a folder goes, a folder where the wheel does
             raise RuntimeError(f"the wheel the site offers cannot be kept at {stored} in the build's cache "
                                f"({err}); remove what is in its way, or set NETCL_LITE_CACHE to a folder the "

@@ -109,13 +109,13 @@ def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
     version, the lexer and the content's digest. An entry holds its own digest (of that place and its
     text) and length (:func:`.store.entry`): one that does not match them (emptied, truncated, copied
     from another file's place) is highlighted again
-    and replaced, whole (:func:`netcl_lite.files.atomic_write`)."""
+    and replaced, whole, the name itself (:func:`.store.write_entry`: a symlink there is replaced, never
+    written through)."""
     import pygments
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
 
     from netcl_lite import fingerprint
-    from netcl_lite.files import atomic_write
 
     from . import store
 
@@ -136,7 +136,7 @@ def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
         out = highlight(text, lexer(stripnl=False), HtmlFormatter(nowrap=True))
         try:
             stored.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(stored, store.entry(out.encode("utf-8"), key))
+            store.write_entry(stored, store.entry(out.encode("utf-8"), key))
         except (OSError, ValueError) as err:        # a file where a folder goes, a folder where the entry does
             store.log.warning(f"highlighting cache: cannot keep {stored} ({err}); {rel} is highlighted "
                               f"again next time")

@@ -12,19 +12,24 @@ The store is ``<cache root>/executed/<kind>/<key>`` (:func:`netcl_lite.fingerpri
 of :data:`KINDS`. Each entry starts with a line holding the length of what follows and a SHA-256
 of its kind and key with it; an entry that no longer matches them (emptied, truncated, edited by
 hand, or copied or renamed under another key or kind, which would show one snippet's output for
-another's) is a miss, removed and run again, as is an entry of an older format. Entries are written whole (:func:`netcl_lite.files.atomic_write`).
+another's) is a miss, removed and run again, as is an entry of an older format. Entries are written whole,
+each replacing the name itself (:func:`write_entry`: a symlink left at an entry's name is replaced, never
+written through to the file it names).
 ``NETCL_LITE_RERUN=1`` (or ``true``, ``yes``, ``on``) makes every lookup a miss, so everything
 runs again and the store is refreshed.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
+import os
+import stat
 from pathlib import Path
 
 from netcl_lite import extras, fingerprint
-from netcl_lite.files import atomic_write
+from netcl_lite.files import replace_entry
 
 #: what the build's executed code (and a page block the tests run) runs on: the library's packages,
 #: the plotting library of the figures, the Jupyter kernel of the notebooks and every package of the
@@ -60,6 +65,21 @@ def context() -> str:
 
     data = fingerprint.files_digest(data_files())
     return f"{fingerprint.context(packages=PACKAGES)}\nlibrary data {data}\nrun as {HOW}"
+
+
+def write_entry(path: Path, data: bytes) -> None:
+    """Put ``data`` at ``path``, an entry under the cache folder (of this store, or of the build's other
+    caches: highlighted sources, compiled templates, the wheel, a dirty build's record), whole, as the
+    name itself (:func:`netcl_lite.files.replace_entry`): a symlink, pipe or device left there is
+    replaced, never written through, so no file outside the cache is ever overwritten or made. A folder
+    at ``path``, even an empty one, is no entry the build wrote: refused (``IsADirectoryError`` naming
+    it), left as it is."""
+    try:
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            raise IsADirectoryError(errno.EISDIR, "a folder where the cache keeps an entry (a file)", os.fspath(path))
+    except FileNotFoundError:
+        pass
+    replace_entry(path, data)
 
 
 def _path(kind: str, item_key: str) -> Path:
@@ -149,7 +169,7 @@ def store(kind: str, item_key: str, data: bytes) -> None:
     path = _path(kind, item_key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, entry(data, _entry_key(kind, item_key)))
-    except (OSError, ValueError) as err:        # ValueError: atomic_write refuses a folder at ``path``
+        write_entry(path, entry(data, _entry_key(kind, item_key)))     # a link at ``path`` replaced, not followed
+    except (OSError, ValueError) as err:        # a folder at ``path``, a full disk ...
         log.warning(f"execution cache: cannot keep {path} ({err}); its output is shown but runs again "
                     f"next time (check NETCL_LITE_CACHE or the folder {fingerprint.cache_root()})")

@@ -200,15 +200,13 @@ class CheckedBytecodeCache(jinja2.FileSystemBytecodeCache):
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         import io
 
-        from netcl_lite.files import atomic_write
-
-        from .store import entry
+        from .store import entry, write_entry
 
         out = io.BytesIO()
         bucket.write_bytecode(out)
         path = Path(self._get_cache_filename(bucket))
         try:
-            atomic_write(path, entry(out.getvalue(), _entry_key(bucket)))
+            write_entry(path, entry(out.getvalue(), _entry_key(bucket)))       # a link there replaced, not followed
         except (OSError, ValueError) as err:
             log.warning(f"template cache: cannot keep {path} ({err})")
 
