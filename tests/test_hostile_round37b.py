@@ -22,7 +22,7 @@ import sys
 
 import pytest
 
-from cli_model import TEXT, environment
+from cli_model import TEXT, environment, seed_corpus
 
 
 # --- 1. NETCL_LITE_CACHE naming a file --------------------------------------------------------------------
@@ -78,27 +78,33 @@ def test_a_key_variable_that_is_not_utf8_is_keyed_or_named(monkeypatch, queue, n
     assert re.fullmatch(r"[0-9a-f]{24}", got)
 
 
-def test_the_command_line_does_not_blame_the_default_model_for_a_variable_that_is_not_utf8(tmp_path):
-    """The same variable on the command line, with the default model: the message says "the default
-    model (Chapter 9's): 'utf-8' codec can't encode character '\\udcff' in position ...". Right: the
-    variable named as the setting at fault (or keyed by its bytes and the command run). The cache is a
-    fresh folder, so a fix that keys the bytes trains there: the test then only asks that no message blames
-    the model within its time."""
+#: the command line with the default model, its training replaced by an exit with status 7: a run
+#: that gets as far as training has keyed every setting
+_UP_TO_TRAINING = """
+import runpy, sys
+from netcl_lite import capstone
+def train_into(*args, **kwargs):
+    sys.exit(7)
+capstone._train_into = train_into
+sys.argv = ["compression", "compress", sys.argv[1], sys.argv[2]]
+runpy.run_module("netcl_lite.compression", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_the_command_line_keys_a_variable_that_is_not_utf8_and_goes_on(tmp_path, corpus_cache):
+    """The same variable on the command line, with the default model: the message said "the default
+    model (Chapter 9's): 'utf-8' codec can't encode character '\\udcff' in position ...", blaming the
+    model for a setting. Right: the variable keyed by its bytes and the command gone on, here as far as
+    training the default model in the fresh cache (replaced by an exit, so nothing is trained)."""
     src = tmp_path / "in.txt"
     src.write_text(TEXT, encoding="utf-8")
+    seed_corpus(tmp_path / "cache", corpus_cache)
     env = environment(NETCL_LITE_CACHE=str(tmp_path / "cache"))
     env = {k.encode(): v.encode() for k, v in env.items()}
     env[b"NETCL_LITE_ZZZ_ROUND37B"] = b"a\xff"
-    try:
-        run = subprocess.run([sys.executable, "-m", "netcl_lite.compression", "compress", str(src),
-                              str(tmp_path / "out")], cwd=tmp_path, stdin=subprocess.DEVNULL,
-                             capture_output=True, text=True, timeout=60, env=env)
-    except subprocess.TimeoutExpired:          # keyed and training: not blamed on anything
-        return
-    assert "Traceback" not in run.stderr, run.stderr[-2000:]
-    if run.returncode != 0:
-        last = run.stderr.strip().splitlines()[-1]
-        assert "NETCL_LITE_ZZZ_ROUND37B" in last, last
+    run = subprocess.run([sys.executable, "-c", _UP_TO_TRAINING, str(src), str(tmp_path / "out")], cwd=tmp_path,
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 7 and "Traceback" not in run.stderr, (run.returncode, run.stderr[-2000:])
 
 
 # --- 3. a stored corpus copied under another key ------------------------------------------------------------
@@ -135,32 +141,38 @@ def test_a_stored_corpus_copied_under_another_key_is_a_miss_not_the_other_librar
 
 # --- 4. a trained run copied under another key --------------------------------------------------------------
 
-def test_a_trained_run_copied_under_another_key_is_trained_again_not_loaded(tmp_path, monkeypatch, queue):
+@pytest.mark.parametrize("recorded", ["another key", "no key"])
+def test_a_trained_run_copied_under_another_key_is_trained_again_not_loaded(tmp_path, monkeypatch, queue,
+                                                                            corpus_cache, recorded):
     """``capstone.run`` loads ``<cache>/capstone/<key>`` when its files match the digests in its
-    ``done.json``; nothing there says which key (recipe, text, library, device, settings) the run was
+    ``done.json``; nothing there said which key (recipe, text, library, device, settings) the run was
     trained for. A run folder copied or renamed under another key -- a cache carried to another machine or
-    library version, an old run restored under the new name -- passes the check and is loaded as the
+    library version, an old run restored under the new name -- passed the check and was loaded as the
     default model of a recipe it was never trained with. The execution cache refuses such an entry (round
     33c); here the run should be a miss (trained again), as a run whose files were edited is.
 
-    The source run is any finished one in the cache this test runs with (skipped if there is none)."""
+    The run is made up: every file of a run, and a ``done.json`` whose digests match them but which
+    records another key (or none, as runs did before they recorded theirs)."""
+    import json
+
     from netcl_lite import capstone
-    from netcl_lite.fingerprint import cache_root
 
-    stored = sorted(p.parent for p in (cache_root() / "capstone").glob("*/done.json")) \
-        if (cache_root() / "capstone").is_dir() else []
-    if not stored:
-        pytest.skip("no trained run in the cache to copy")
-    import shutil
-
+    seed_corpus(tmp_path / "cache", corpus_cache)
     monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("NETCL_LITE_RERUN", raising=False)
     d = capstone.data()
     key = capstone.run_key(queue, d.train_text + "\0" + d.held_out_text)
-    source = next((p for p in stored if p.name != key), None)
-    if source is None:
-        pytest.skip("the only trained run in the cache is this key's own")
-    shutil.copytree(source, tmp_path / "cache" / "capstone" / key)
+    folder = tmp_path / "cache" / "capstone" / key
+    folder.mkdir(parents=True)
+    for name in capstone.RUN_FILES:
+        (folder / name).write_text(f"{name} of a run trained elsewhere\n", encoding="utf-8")
+    record = {"files": {name: capstone._sha256(folder / name) for name in capstone.RUN_FILES}}
+    if recorded == "another key":
+        record["key"] = "0" * len(key)
+    (folder / "done.json").write_text(json.dumps(record), encoding="utf-8")
+    problem = capstone._check_run_folder(folder, key)
+    assert problem is not None and "key" in problem, problem
+    assert capstone._check_run_folder(folder) is None       # without a key to check, its digests match
 
     class Trained(Exception):
         pass
@@ -169,7 +181,7 @@ def test_a_trained_run_copied_under_another_key_is_trained_again_not_loaded(tmp_
         raise Trained
 
     monkeypatch.setattr(capstone, "_train_into", train_into)
-    with pytest.raises(Trained):
+    with pytest.warns(UserWarning, match="key"), pytest.raises(Trained):
         capstone.run(queue, progress=False)
 
 
