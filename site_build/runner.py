@@ -102,14 +102,28 @@ HOW = (f"stdout bytes, decoded as UTF-8 (CR kept), of: python {SCRIPT_NAME}, fre
 #: ``SystemExit`` whose code is a nonzero int the OS keeps only the low 8 bits of (256, -512: it would
 #: read as 0, success) exits 1, saying so on stderr. Any other code exits as Python makes it exit (a
 #: string: printed, status 1); an uncaught exception's traceback starts at the script, as it would, and an
-#: uncaught ``KeyboardInterrupt`` ends the process by SIGINT, as Python does. Only ``os._exit`` of such a
+#: uncaught ``KeyboardInterrupt`` ends the process by SIGINT once it is finalized (its threads joined,
+#: its ``atexit`` handlers run), as Python does. Only ``os._exit`` of such a
 #: code escapes it (no exception is raised).
 _MAIN = """\
 def _run(BaseException=BaseException, SystemExit=SystemExit, SyntaxError=SyntaxError, isinstance=isinstance,
          int=int, type=type, compile=compile, exec=exec, KeyboardInterrupt=KeyboardInterrupt):
     # every name it uses once the script runs is its own (these defaults, the imports below): the script's
     # globals are this module's, and a script may bind ``type`` or ``BaseException`` for itself
-    import builtins, importlib.machinery, os, sys
+    import atexit, builtins, importlib.machinery, os, sys
+    interrupted = []
+
+    def end_by_sigint():                                 # registered first, so it runs last of the
+        if interrupted:                                  # atexit handlers: after the script's own and
+            import signal                                # after its threads were joined, as python
+            for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):  # <script> does
+                try:
+                    stream.flush()
+                except BaseException:
+                    pass
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+    atexit.register(end_by_sigint)
     script = sys.argv[1]
     sys.argv[:] = sys.argv[1:]
     sys.path[0] = os.path.dirname(os.path.realpath(script))
@@ -147,14 +161,7 @@ def _run(BaseException=BaseException, SystemExit=SystemExit, SyntaxError=SyntaxE
             error.__traceback__ = tb
         sys.excepthook(type(error), error, error.__traceback__)
         if type(error) is KeyboardInterrupt:              # as python <script> ends on one (not a subclass):
-            import signal                                # its output flushed, then killed by SIGINT (130)
-            for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-                try:
-                    stream.flush()
-                except BaseException:
-                    pass
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGINT)
+            interrupted.append(True)                     # finalized, then killed by SIGINT (a shell's 130)
         raise SystemExit(1) from None
 
 
