@@ -25,13 +25,14 @@ compute again (:func:`rerun_forced`).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import sys
 from importlib import metadata
 from pathlib import Path
 
-from .files import env_flag, read_regular
+from .files import env_flag, read_regular, shown_path
 
 RERUN = "NETCL_LITE_RERUN"           # set to 1: ignore every stored result (and the capstone run)
 PACKAGE = Path(__file__).resolve().parent
@@ -126,6 +127,8 @@ def _package_names(packages) -> tuple[str, ...]:
     bad = next((p for p in names if not isinstance(p, str)), None)
     if bad is not None:
         raise TypeError(f"packages must hold package names (str), got {type(bad).__name__} {bad!r:.80}")
+    if any(not p.strip() for p in names):       # importlib's "A distribution name is required." names nothing
+        raise ValueError(f"packages must hold package names, got an empty one: {list(names)!r:.200}")
     return names
 
 
@@ -208,14 +211,47 @@ def file_name(path: Path) -> str:
     return str(path.relative_to(PACKAGE.parent)) if path.is_relative_to(PACKAGE.parent) else str(path)
 
 
-def files_digest(paths, *, name: str = "paths") -> str:
-    """A SHA-256 of the files ``paths``, each as its name in a key (:func:`file_name`, as its bytes: a name
-    that is not UTF-8 keeps its own) and its bytes. Each must be a regular file of at most
-    :data:`MAX_KEYED_BYTES` (a pipe would block the read, a folder has no bytes): ``ValueError`` naming
-    it and ``name``, the parameter the caller took ``paths`` as, otherwise."""
-    h = hashlib.sha256()
+def _path_list(paths, name: str) -> list:
+    """``paths`` as a list of paths (str or ``os.PathLike`` of a str); TypeError naming ``name`` for one
+    path alone (a str would be read as one path per character), for anything that is no list of paths, or
+    for a path-like that gives bytes (pathlib takes none)."""
+    if isinstance(paths, (str, bytes, os.PathLike)) or not hasattr(paths, "__iter__"):
+        raise TypeError(f"{name} must be a list of paths, got {type(paths).__name__} {paths!r:.80}; "
+                        f"wrap a single path as [path]")
+    paths = list(paths)
     for path in paths:
-        path = Path(path).resolve()
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"{name} must hold paths (str or os.PathLike), got {type(path).__name__} {path!r:.80}")
+        if not isinstance(os.fspath(path), str):
+            raise TypeError(f"{name} must hold paths of str, got {type(path).__name__} {path!r:.80} whose "
+                            f"__fspath__ gives {type(os.fspath(path)).__name__}; give it as os.fsdecode(path)")
+    return paths
+
+
+def _resolved(path, name: str) -> Path:
+    """``path`` made absolute with its links followed, as a key names it: a NUL in it is a ValueError and a
+    symlink loop an OSError (ELOOP; Python 3.11's ``Path.resolve`` says RuntimeError), each naming the path
+    and ``name``, as any other unreadable entry is."""
+    if "\0" in os.fspath(path):
+        raise ValueError(f"{shown_path(path)} in {name}: a path cannot hold a NUL character; give the file's "
+                         f"real name")
+    try:
+        return Path(path).resolve()
+    except RuntimeError as exc:                  # "Symlink loop from ..."
+        raise OSError(errno.ELOOP, f"{os.strerror(errno.ELOOP)} (a symlink loop; every file in {name} must "
+                                   f"be a regular file)", os.fspath(path)) from exc
+
+
+def files_digest(paths, *, name: str = "paths") -> str:
+    """A SHA-256 of the files ``paths`` (a list of paths, str or ``os.PathLike``: TypeError naming ``name``
+    for anything else, one path alone included), each as its name in a key (:func:`file_name`, as its
+    bytes: a name that is not UTF-8 keeps its own) and its bytes. Each must be a regular file of at most
+    :data:`MAX_KEYED_BYTES` (a pipe would block the read, a folder has no bytes): ``ValueError`` naming
+    it and ``name``, the parameter the caller took ``paths`` as, otherwise (``OSError`` for one that
+    cannot be reached: missing, a symlink loop)."""
+    h = hashlib.sha256()
+    for path in _path_list(paths, name):
+        path = _resolved(path, name)
         data = read_regular(path, MAX_KEYED_BYTES, f"every file in {name}", "a key reads each file whole")
         h.update(os.fsencode(file_name(path)) + b"\0" + len(data).to_bytes(8, "little") + data)
     return h.hexdigest()
@@ -237,7 +273,9 @@ def key(source: str | bytes, reads=(), shared: str | None = None) -> str:
     default device's with :data:`RUN_PACKAGES`). Text is keyed as its UTF-8 bytes; a character that
     stands for a byte that is not UTF-8 (a ``NETCL_LITE_*`` or ``POCL_*`` variable's value as
     ``os.environ`` holds it, which any shell can export) as that byte, so such a value is keyed too
-    and every UTF-8 text keeps its key."""
+    and every UTF-8 text keeps its key. A ``source`` or ``shared`` that no bytes decode to (a lone
+    surrogate that stands for no byte, or surrogates spelling another text's UTF-8) is refused with a
+    ValueError naming it (:func:`_keyed_bytes`): two texts never share a key."""
     if not isinstance(source, (str, bytes)):
         raise TypeError(f"source must be str or bytes (what runs), got {type(source).__name__}")
     if shared is not None and not isinstance(shared, str):
@@ -245,14 +283,41 @@ def key(source: str | bytes, reads=(), shared: str | None = None) -> str:
     if isinstance(reads, (str, bytes, os.PathLike)) or not hasattr(reads, "__iter__"):
         raise TypeError(f"reads must be a list of the files the item reads (paths), got {type(reads).__name__} "
                         f"{reads!r:.80}; wrap a single path as [path]")
-    reads = list(reads)
-    bad = next((p for p in reads if not isinstance(p, (str, os.PathLike))), None)
-    if bad is not None:
-        raise TypeError(f"reads must hold paths (str or os.PathLike), got {type(bad).__name__} {bad!r:.80}")
+    reads = _path_list(reads, "reads")
+    # before the context is computed and any file read: a text no key can stand for is refused at once
+    source = _keyed_bytes("source", source) if isinstance(source, str) else source
+    shared = None if shared is None else _keyed_bytes("shared", shared)
     # str and Path do not compare: a mixed list is ordered as paths (one kind keeps its own order, and its keys)
     ordered = sorted(reads) if len({type(p) for p in reads}) <= 1 else sorted(reads, key=Path)
     h = hashlib.sha256()
-    for part in (source, context() if shared is None else shared, files_digest(ordered, name="reads")):
-        data = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part
+    for part in (source, _keyed_bytes("shared", context()) if shared is None else shared,
+                 files_digest(ordered, name="reads")):
+        data = part.encode("ascii") if isinstance(part, str) else part      # the digest: hex digits
         h.update(len(data).to_bytes(8, "little") + data)
     return h.hexdigest()[:24]
+
+
+def _keyed_bytes(name: str, text: str) -> bytes:
+    """The bytes that stand for ``text`` in a key: its UTF-8, with each character U+DC80..U+DCFF as the
+    byte it stands for (how Python decodes bytes that are not UTF-8 with ``surrogateescape``:
+    ``os.environ``'s values, ``os.fsdecode``'s names), so that those bytes decode back to ``text``.
+    Any other str is refused, with a ValueError naming ``name``: a lone surrogate that stands for no
+    byte (U+D800..U+DC7F, U+DD00..U+DFFF) has no bytes, and surrogates whose bytes are valid UTF-8
+    (U+DCC3 U+DCA9 are the bytes of "\u00e9") would share another text's key. The rule is one-to-one,
+    and every text without surrogates keeps its UTF-8 (its key)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        pass
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{name} holds a lone surrogate {text[exc.start]!r} at index {exc.start}, which stands "
+                         f"for no byte, so no key can stand for it; repair the string") from None
+    if data.decode("utf-8", "surrogateescape") != text:
+        back = data.decode("utf-8", "surrogateescape")
+        at = next((i for i, (a, b) in enumerate(zip(text, back)) if a != b), min(len(text), len(back)))
+        raise ValueError(f"{name} holds lone surrogates from index {at} ({text[at:at + 4]!r:.40}) whose bytes are "
+                         f"valid UTF-8 of another text, which would share its key; decode those bytes "
+                         f"(bytes.decode('utf-8', 'surrogateescape') gives each character once)") from None
+    return data
