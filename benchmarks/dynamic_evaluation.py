@@ -103,7 +103,7 @@ def _save(out: dict, path: Path) -> None:
 
 def _row(run, ids, n_bytes: int, fields: dict | None, state) -> dict:
     config, use_state = _config(fields) if fields is not None else (None, False)
-    bits, info = coded_bits(run.model, run.tokenizer, ids, config, train_ids=run.train_ids,
+    bits, info = coded_bits(run.model, run.tokenizer, ids, config, train_ids=None if config is None else run.train_ids,
                             state=state if use_state else None)
     return {"config": fields, "settings": None if config is None else config.to_dict(),
             "run moments": use_state, "bits per byte": float(bits.sum() / n_bytes), "tokens": int(ids.size), **info}

@@ -296,7 +296,13 @@ def gradient_mean_squares(model: DecoderLM, ids, *, batches: int, batch_size: in
         raise ValueError(f"block={block} exceeds the model's max_position_embeddings="
                          f"{model.config.max_position_embeddings}")
     ids = check_ids("ids", ids, model.config.vocab_size, block + 1)
+    if isinstance(names, (str, bytes)) or not (names is None or hasattr(names, "__iter__")):
+        raise TypeError(f"names must be a list of the model's parameter names (str), or None for all, got "
+                        f"{type(names).__name__} {names!r:.80}; wrap a single name as [name]")
     names = sorted(model.parameters()) if names is None else list(names)
+    bad = next((n for n in names if not isinstance(n, str)), None)
+    if bad is not None:                       # set() of a list was "unhashable type: 'list'", naming nothing
+        raise TypeError(f"names must hold parameter names (str), got {type(bad).__name__} {bad!r:.80}")
     unknown = sorted(set(names) - set(model.parameters()))
     if unknown or not names:
         raise ValueError(f"names must name some of the model's parameters; unknown: {unknown}")
@@ -444,6 +450,7 @@ class Adapter:
         if not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a netcl_lite.nn.KVCache, got {type(cache).__name__}")
         held = cache.length(0)
+        not_masked("inputs", inputs)         # asarray drops the mask: the values under it were run into the cache
         arr = np.asarray(inputs)
         if arr.ndim != 2 or arr.shape[0] != cache.batch or arr.shape[1] < held or arr.dtype.kind not in "iu":
             raise ValueError(f"inputs must be integer token ids of shape ({cache.batch}, >= {held}): each "

@@ -31,7 +31,7 @@ def coded_bits(model: DecoderLM, tokenizer, ids, config: AdaptConfig | None = No
     :data:`LEAST_PROBABILITY` as the coder's are (the same streams,
     cached decoding steps and refills, :func:`~netcl_lite.compression.make_predictor`), with
     dynamic evaluation under ``config`` (None: without; ``train_ids`` and ``state`` go to the
-    :class:`~netcl_lite.adaptation.Adapter`).
+    :class:`~netcl_lite.adaptation.Adapter`, and without a config are refused by name: nothing would read them).
 
     After each step but the last, the predictor's ``advance`` takes the step's tokens, then
     ``Adapter.observe`` does; when that returns True (an update ran) and ``config.refill``,
@@ -44,6 +44,11 @@ def coded_bits(model: DecoderLM, tokenizer, ids, config: AdaptConfig | None = No
         raise TypeError(f"tokenizer must be a netcl_lite.text.BPETokenizer, got {type(tokenizer).__name__}")
     if config is not None and not isinstance(config, AdaptConfig):
         raise TypeError(f"config must be an AdaptConfig or None, got {type(config).__name__}")
+    if config is None:                               # no Adapter reads them: bits unadapted, silently
+        for name, value in (("train_ids", train_ids), ("state", state)):
+            if value is not None:
+                raise ValueError(f"{name} is given but config is None, so nothing would adapt and {name} would be "
+                                 f"ignored; pass an AdaptConfig to adapt, or leave {name} out")
     ids = check_ids("ids", ids, model.config.vocab_size, 1)
     began = time.perf_counter()
     streams = int(max(1, min(cz.STREAMS, ids.size // cz.MIN_SEGMENT)))
