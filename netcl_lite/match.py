@@ -57,9 +57,12 @@ def last_wins(slots: np.ndarray, values: np.ndarray, table: np.ndarray) -> None:
     a negative slot is the row NumPy takes it for (-1 the last), one past the table an IndexError.
     ``slots`` and ``values`` are one-dimensional, of one length."""
     slots = np.asarray(slots)
-    if slots.ndim != 1 or np.ndim(values) != 1 or len(values) != slots.size:
+    values = np.asarray(values)               # a list: values[order] was "only integer scalar arrays ..."
+    if slots.ndim != 1 or values.ndim != 1 or values.size != slots.size:
         raise ValueError(f"slots and values must be one-dimensional and of one length, got shapes "
-                         f"{slots.shape} and {np.shape(values)}")
+                         f"{slots.shape} and {values.shape}")
+    if slots.dtype.kind not in "iu":          # float, NaN, object: NumPy's indexing error named nothing
+        slots = _rows("slots", slots, table.shape[0])
     order = np.argsort(slots, kind="stable")
     s = slots[order]
     if s.size and (s[0] < 0 or s[-1] >= table.shape[0]):    # sorted: its first is the least, its last the most
