@@ -287,8 +287,12 @@ def key(source: str | bytes, reads=(), shared: str | None = None) -> str:
     # before the context is computed and any file read: a text no key can stand for is refused at once
     source = _keyed_bytes("source", source) if isinstance(source, str) else source
     shared = None if shared is None else _keyed_bytes("shared", shared)
-    # str and Path do not compare: a mixed list is ordered as paths (one kind keeps its own order, and its keys)
-    ordered = sorted(reads) if len({type(p) for p in reads}) <= 1 else sorted(reads, key=Path)
+    # str and Path do not compare: a mixed list is ordered as paths (one kind keeps its own order, and its keys),
+    # as is one kind of os.PathLike with no order of its own ("'<' not supported", naming nothing)
+    try:
+        ordered = sorted(reads) if len({type(p) for p in reads}) <= 1 else sorted(reads, key=Path)
+    except TypeError:
+        ordered = sorted(reads, key=Path)
     h = hashlib.sha256()
     for part in (source, _keyed_bytes("shared", context()) if shared is None else shared,
                  files_digest(ordered, name="reads")):

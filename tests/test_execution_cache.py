@@ -88,6 +88,25 @@ def test_the_source_the_files_it_reads_the_packages_and_the_device_choice_change
         assert fingerprint.device_description(device) in env
 
 
+
+def test_reads_of_a_path_like_with_no_order_of_its_own_are_keyed_as_paths(tmp_path):
+    """Two entries of one ``os.PathLike`` class that defines no ``<`` were "'<' not supported between
+    instances", naming nothing: they are ordered as paths, so the key is that of the same files as str."""
+    import os
+
+    class Named(os.PathLike):
+        def __init__(self, path):
+            self.path = str(path)
+
+        def __fspath__(self):
+            return self.path
+
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("a")
+    b.write_text("b")
+    assert (fingerprint.key("x", [Named(b), Named(a)], shared="s")
+            == fingerprint.key("x", [str(a), str(b)], shared="s"))
+
 def _variables_the_library_reads() -> set[str]:
     """Every ``NETCL_LITE_*`` name in the library's sources (a name that ends in ``_`` is a prefix of a
     compiler macro, not a variable)."""
