@@ -9,6 +9,7 @@ earlier one passed.
 from __future__ import annotations
 
 import bisect
+import html
 import re
 
 
@@ -174,10 +175,60 @@ _RAW_ENDS: dict[str, re.Pattern] = {}
 #: a script's text as HTML reads it (its script data states): in plain script text ``<!--`` starts an
 #: escaped stretch; in an escaped one ``<script`` starts a doubly escaped one, where ``</script`` only goes
 #: back to the escaped one; ``-->`` ends either. Only ``</script`` in plain or escaped text ends the element.
-_SCRIPT_PLAIN = re.compile(r"</script(?=[\t\n\f\r />])|<!--", re.I)
-_SCRIPT_ESCAPED = re.compile(r"</script(?=[\t\n\f\r />])|<script(?=[\t\n\f\r />])|-->", re.I)
-_SCRIPT_DOUBLE = re.compile(r"</script(?=[\t\n\f\r />])|-->", re.I)
+#: Every tag name is matched in ASCII case only (``re.A`` with ``re.I``), as HTML compares them: Python's
+#: ``re.I`` alone takes U+017F (long s) for ``s`` and U+212A (Kelvin sign) for ``k``
+_SCRIPT_PLAIN = re.compile(r"</script(?=[\t\n\f\r />])|<!--", re.I | re.A)
+_SCRIPT_ESCAPED = re.compile(r"</script(?=[\t\n\f\r />])|<script(?=[\t\n\f\r />])|-->", re.I | re.A)
+_SCRIPT_DOUBLE = re.compile(r"</script(?=[\t\n\f\r />])|-->", re.I | re.A)
 _DASHES_THEN_GT = re.compile(r"-*>")
+#: HTML's lowering of a tag's or an attribute's name: ASCII letters only (``str.lower`` would make U+212A,
+#: the Kelvin sign, a ``k``: ``<striKe>`` is no ``strike`` to a browser)
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+#: from a place between a tag's attributes: the blanks and '/' before the next attribute (a '/' not
+#: before the tag's '>' is read as a blank), its name (any first character but a blank, '/' or '>', an
+#: '=' too; then none of those nor '='), and its value after an '=' (blanks around it): quoted, or unquoted
+#: to a blank or the '>' (a '/' in it is the value's, ``x=y/>``)
+_ATTRIBUTE = re.compile(r"""[\t\n\f\r /]*([^\t\n\f\r />][^\t\n\f\r />=]*)"""
+                        r"""(?:[\t\n\f\r ]*=[\t\n\f\r ]*("[^"]*"|'[^']*'|[^\t\n\f\r >]*))?""")
+
+
+def ascii_lower(name: str) -> str:
+    """``name`` with its ASCII capitals lowered, and nothing else: HTML's lowering of tag and attribute names."""
+    return name.translate(_ASCII_LOWER)
+
+
+def _attribute_matches(text: str, at: int, end: int):
+    """Each attribute (:data:`_ATTRIBUTE`) of the tag whose attributes run from ``at`` to its '>' at ``end``,
+    in order; each match reads on from where the last one ended."""
+    while (m := _ATTRIBUTE.match(text, at, end)) is not None:
+        yield m
+        at = m.end()
+
+
+def _self_closing(text: str, name_end: int, end: int) -> bool:
+    """Whether the tag whose name ends at ``name_end`` and whose '>' is at ``end - 1`` is self-closing as
+    HTML's tokenizer reads it: a '/' right before its '>' that is read between attributes (its self-closing
+    start tag state), not the last character of an unquoted value (``<a x=y/>``: the value is ``y/``)."""
+    if end - 2 < name_end or text[end - 2] != "/":
+        return False
+    last = None
+    for last in _attribute_matches(text, name_end, end - 1):
+        pass
+    return last is None or last.end() <= end - 2
+
+
+def attributes(tag: str) -> dict[str, str]:
+    """The attributes of the start tag ``tag`` (from its ``<`` to its ``>``) as HTML's tokenizer gives them:
+    each name in ASCII lower case, its value with its quotes taken off and its character references
+    resolved; of two of one name, the first (a browser drops the second). Linear in the tag."""
+    found: dict[str, str] = {}
+    name_end = _TAG_NAME.match(tag, 1, max(1, len(tag) - 1)).end()
+    for m in _attribute_matches(tag, name_end, len(tag) - 1 if tag.endswith(">") else len(tag)):
+        value = m[2] or ""
+        if value[:1] in ("'", '"'):
+            value = value[1:-1]
+        found.setdefault(ascii_lower(m[1]), html.unescape(value))
+    return found
 
 
 def _script_end(text: str, at: int) -> int | None:
@@ -204,17 +255,18 @@ def _script_end(text: str, at: int) -> int | None:
 
 
 def tokens(content: str, foreign=lambda: False, cdata=lambda: False, xml: bool = False):
-    """(start, end, "/" or "", lower-case name, "/" or "") of each comment (no name) and tag of the HTML
+    """(start, end, "/" or "", name, "/" or "") of each comment (no name) and tag of the HTML
     ``content``, in order, as HTML's tokenizer reads them: a comment runs from ``<!--`` to the next ``-->``
     or ``--!>`` (``<!-->`` and ``<!--->`` are empty ones); a doctype, a declaration, a processing
     instruction and ``</`` before anything but a letter (``<!…``, ``<?…``, ``</ …``: HTML's bogus comments)
-    to the next '>'; ``<![CDATA[`` to ``]]>`` where ``cdata()`` (asked there) says what comes next is
-    foreign content (in ``<svg>`` or ``<math>``), elsewhere a bogus comment; ``</>`` is a token of no name
+    to the next '>'; ``<![CDATA[`` to ``]]>`` where ``cdata()`` (asked there) says the current node is an
+    SVG or MathML element (an integration point such as ``foreignObject`` too), elsewhere a bogus comment; ``</>`` is a token of no name
     (a browser drops it); a tag runs from ``<name`` to the first '>' outside its quoted attribute values
-    (the second "/": it ends ``/>``). ``foreign()``, asked right after a start tag is yielded, says whether
+    (its name lowered in ASCII only, :func:`ascii_lower`; the second "/": it ends ``/>`` with a '/' read
+    between attributes, not the last character of an unquoted value, :func:`_self_closing`). ``foreign()``, asked right after a start tag is yielded, says whether
     that element is in foreign content, where no element is raw text; elsewhere the text of a raw text
     element (:data:`RAW_TEXT`) holds no tags up to its own end tag (``</name`` and a blank, '/' or '>', in
-    any case; a script's as HTML reads its text, :func:`_script_end`), one never closed to the end, and
+    any ASCII case; a script's as HTML reads its text, :func:`_script_end`), one never closed to the end, and
     ``<plaintext>`` makes the rest of the content its text. In an XML document (``xml``) a processing
     instruction runs to ``?>``, not to the first '>'.
 
@@ -260,8 +312,8 @@ def tokens(content: str, foreign=lambda: False, cdata=lambda: False, xml: bool =
             pos = start + 1
             continue
         name_end = _TAG_NAME.match(content, name_from, end - 1).end()
-        name = content[name_from:name_end].lower()
-        yield start, end, closing, name, "/" if end - 2 >= name_end and content[end - 2] == "/" else ""
+        name = ascii_lower(content[name_from:name_end])
+        yield start, end, closing, name, "/" if _self_closing(content, name_end, end) else ""
         pos = end
         if closing or (name not in RAW_TEXT and name != "plaintext") or foreign():
             continue
@@ -272,7 +324,7 @@ def tokens(content: str, foreign=lambda: False, cdata=lambda: False, xml: bool =
             close = _script_end(content, pos)
         else:
             if name not in _RAW_ENDS:
-                _RAW_ENDS[name] = re.compile(rf"</{name}(?=[\t\n\f\r />])", re.I)
+                _RAW_ENDS[name] = re.compile(rf"</{name}(?=[\t\n\f\r />])", re.I | re.A)
             close = _RAW_ENDS[name].search(content, pos)
             close = None if close is None else close.start()
         pos = n if close is None else close           # never closed: the rest is its text, as a browser reads it
