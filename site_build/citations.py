@@ -647,7 +647,7 @@ def places(markdown: str, gaps) -> dict[int, str]:
             put(tag, lambda i: ("tag" if i in raw else in_tag.get(i, "attribute an attribute")) if name else "comment")
         at, math = end, False
         if name:
-            open_.tag(closing, name, self_closing)
+            open_.tag(closing, name, self_closing, tag)
             math = not closing and bool(_MATH_TAG.search(tag))   # a formula's text, up to the next tag
         if code and not open_.inside(_CODE_ELEMENTS):
             put("".join(code), lambda i: "code")

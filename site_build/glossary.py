@@ -322,7 +322,7 @@ def mark_first_uses(content: str, entries: tuple[Term, ...] | None = None) -> tu
         out.append(content[start:end])
         at = end
         if name:
-            open_.tag(closing, name, self_closing)
+            open_.tag(closing, name, self_closing, content[start:end])
     tail = content[at:]
     out.append(mark(tail) if tail and not open_.skipping else tail)
     return "".join(out), len(used)
@@ -336,16 +336,36 @@ _ENDS = {"option": ("option",), "optgroup": ("option", "optgroup"), "dt": ("dt",
 _ENDS_STOP = frozenset({"dl", "select", "datalist", "div", "body", "html", "main", "article", "section", "table"})
 
 
-#: the elements whose content is foreign (SVG, MathML): there no element is raw text, and ``/>`` closes one
+#: the elements that HTML's rules open as foreign content (``<svg>`` an SVG element, ``<math>`` a MathML
+#: one): in them no element is raw text, ``/>`` closes one, and ``<![CDATA[`` opens CDATA
 _FOREIGN = frozenset({"svg", "math"})
-#: the elements inside foreign content whose content is HTML again (HTML's integration points)
-_INTEGRATION = frozenset({"foreignobject", "desc", "title", "mi", "mo", "mn", "ms", "mtext"})
-#: the HTML start tags that, inside foreign content, end it (and every foreign element open) as a
-#: browser parses them: ``<svg><p>text`` puts the text in HTML's ``<p>``, outside the SVG
+#: the namespaces of the open elements
+_HTML, _SVG, _MATHML = 0, 1, 2
+#: SVG's HTML integration points (HTML's rules read a start tag in them); in MathML the names are no such
+#: point (``<math><title>`` is a plain MathML element)
+_SVG_POINTS = frozenset({"foreignobject", "desc", "title"})
+#: the encodings (in ASCII case only) that make MathML's ``annotation-xml`` an HTML integration point
+_HTML_ENCODINGS = frozenset({"text/html", "application/xhtml+xml"})
+#: MathML's text integration points: HTML's rules read a start tag in them, but ``mglyph``'s and
+#: ``malignmark``'s (:data:`_MATHML_GLYPHS`), which stay MathML elements
+_MATHML_TEXT = frozenset({"mi", "mo", "mn", "ms", "mtext"})
+_MATHML_GLYPHS = frozenset({"mglyph", "malignmark"})
+#: the SVG and MathML elements that HTML counts as special (its scopes stop there): an HTML end tag
+#: closes no element open outside the last of them
+_SPECIAL_FOREIGN = {_SVG: _SVG_POINTS, _MATHML: _MATHML_TEXT | {"annotation-xml"}}
+#: the HTML start tags that, inside foreign content, end it (and every foreign element open, down to an
+#: integration point) as a browser parses them: ``<svg><p>text`` puts the text in HTML's ``<p>``, outside
+#: the SVG; so does a ``<font>`` with any of :data:`_FONT_BREAKOUT`, and so do the end tags ``</p>`` and
+#: ``</br>`` (:data:`_END_BREAKOUT`)
 _BREAKOUT = frozenset({"b", "big", "blockquote", "body", "br", "center", "code", "dd", "div", "dl", "dt", "em",
                        "embed", "h1", "h2", "h3", "h4", "h5", "h6", "head", "hr", "i", "img", "li", "listing",
                        "menu", "meta", "nobr", "ol", "p", "pre", "ruby", "s", "small", "span", "strong", "strike",
                        "sub", "sup", "table", "tt", "u", "ul", "var"})
+_FONT_BREAKOUT = frozenset({"color", "face", "size"})
+_END_BREAKOUT = frozenset({"p", "br"})
+#: what each open element is to HTML's tree construction: neither, an HTML integration point, a MathML
+#: text integration point
+_POINT_NONE, _POINT_HTML, _POINT_TEXT = 0, 1, 2
 #: HTML's formatting elements among :data:`SKIP`: one closed by another's end tag is reopened by a browser
 #: where text next goes (``<p><code>x</p><p>y``: ``y`` is code too), until its own end tag or a marker's end
 _FORMATTING = frozenset({"a", "code"})
@@ -353,45 +373,84 @@ _FORMATTING = frozenset({"a", "code"})
 _MARKERS = frozenset({"td", "th", "caption", "template", "object", "applet", "marquee"})
 
 
+def _attributes(source: str) -> dict[str, str]:
+    """The attributes of the start tag ``source``, as :func:`site_build.tags.attributes` reads them."""
+    from .tags import attributes
+
+    return attributes(source)
+
+
+def _encoding(source: str) -> str:
+    """The ``encoding`` attribute of the start tag ``source``, in ASCII lower case (HTML compares it so)."""
+    from .tags import ascii_lower
+
+    return ascii_lower(_attributes(source).get("encoding", ""))
+
+
 class OpenElements:
     """The elements open at a point of a page's HTML, as a browser nests them closely enough to say
-    whether that point is inside an element of :data:`SKIP`: an end tag closes its element and every
-    element opened inside it and left unclosed (``<p><a>x</p>``: the ``</p>`` ends the link), an end
-    tag with no open element of its name is ignored, and an ``<option>`` or a ``<dt>`` whose end tag is
-    left out ends where HTML ends it (:data:`_ENDS`). A link or code so ended is reopened by a browser
-    (:data:`_FORMATTING`): it is still skipped until its own end tag (or a new ``<a>``, for a link) or the
-    end of the cell, caption, template or object it is in. Each tag costs O(1), amortised."""
+    whether that point is inside an element of :data:`SKIP` and whether it is in foreign content: an end
+    tag closes its element and every element opened inside it and left unclosed (``<p><a>x</p>``: the
+    ``</p>`` ends the link), an end tag with no open element of its name is ignored, and an ``<option>`` or
+    a ``<dt>`` whose end tag is left out ends where HTML ends it (:data:`_ENDS`). A link or code so ended is
+    reopened by a browser (:data:`_FORMATTING`): it is still skipped until its own end tag (or a new
+    ``<a>``, for a link) or the end of the cell, caption, template or object it is in.
+
+    Each element's namespace is followed as HTML's tree construction dispatches each tag: a start tag is
+    read by HTML's rules where the current node is an HTML element, an HTML integration point (SVG's
+    ``foreignObject``, ``desc``, ``title``; MathML's ``annotation-xml`` of an HTML encoding), or a MathML text
+    integration point (``mi``, ``mo``, ``mn``, ``ms``, ``mtext``; not for ``mglyph``, ``malignmark``), and
+    ``<svg>`` in MathML's ``annotation-xml``; elsewhere in SVG or MathML by the rules for foreign content,
+    where a start tag opens an element of the current node's namespace, but a breakout tag
+    (:data:`_BREAKOUT`) first closes the foreign elements down to an integration point or an HTML element;
+    an end tag there closes the foreign element of its name open above the last HTML element, or else
+    is read by HTML's rules, which close no element outside an SVG or MathML special element. Each tag
+    costs O(1), amortised (a start tag of ``<font>`` or ``<annotation-xml>`` in foreign content reads its
+    attributes, linear in the tag)."""
 
     def __init__(self):
         self.stack: list[str] = []
-        self.html: list[bool] = []                     # whether each open element is an HTML element
-        self.inner_foreign: list[bool] = []            # whether each one's content is foreign (SVG, MathML)
+        self.ns: list[int] = []                         # each open element's namespace
+        self.point: list[int] = []                      # whether each one is an integration point, and which
+        self.html_places: dict[str, list[int]] = {}     # the places in the stack of HTML elements, by name
+        self.foreign_places: dict[str, list[int]] = {}  # and of SVG and MathML ones
+        self.html_at: list[int] = []                    # the places of the HTML elements
+        self.bounds: list[int] = []                     # the places of the special SVG and MathML elements
         self.count: dict[str, int] = {}
         self.skipping = 0                               # how many open or reopened elements are in SKIP
         self.reopened: dict[str, int] = {}              # formatting elements a browser reopens, by name
         self.outer: list[dict[str, int]] = []           # those of the scopes outside each open marker
-        self.opened_foreign = False                     # whether the last start tag was in foreign content
+        self.opened_foreign = False                     # whether the last start tag opened an SVG or MathML element
 
     @property
     def foreign(self) -> bool:
-        """Whether what comes next is inside ``<svg>`` or ``<math>`` (and not back in HTML)."""
-        return bool(self.inner_foreign) and self.inner_foreign[-1]
+        """Whether the current node (the element open last) is an SVG or MathML element: there
+        ``<![CDATA[`` opens CDATA, even in an HTML integration point (``<svg><foreignObject>``)."""
+        return bool(self.ns) and self.ns[-1] != _HTML
 
-    def tag(self, closing: str, name: str, self_closing: str) -> None:
-        """Take the tag ``name`` (a :func:`~site_build.tags.tokens` item's fields): an end tag closes, a start tag opens (a
-        void element, or one ended by '/>' in foreign content, opens nothing; HTML ignores '/>')."""
+    def tag(self, closing: str, name: str, self_closing: str, source: str = "") -> bool:
+        """Take the tag ``name`` (a :func:`~site_build.tags.tokens` item's fields, and the tag's text
+        ``source``, whose attributes are read for ``<font>`` and ``<annotation-xml>``): an end tag closes, a
+        start tag opens (a void HTML element, or a foreign one ended by '/>', opens nothing; HTML ignores
+        '/>'). Whether the tag is an end tag or a start tag that opened its element."""
         if closing:
             self.close(name)
-        else:
-            self.open(name, push=name not in _VOID and not (self_closing and (self.foreign or name in _FOREIGN)))
+            return True
+        return self.open(name, self_closing, source)
 
     def inside(self, names) -> str | None:
         """The first of ``names`` that is open here (reopened ones included), or None."""
         return next((n for n in names if self.count.get(n) or self.reopened.get(n)), None)
 
     def _pop(self, implied: bool = True) -> str:
-        name, html_ = self.stack.pop(), self.html.pop()
-        self.inner_foreign.pop()
+        place = len(self.stack) - 1
+        name, html_ = self.stack.pop(), self.ns.pop() == _HTML
+        self.point.pop()
+        (self.html_places if html_ else self.foreign_places)[name].pop()
+        if html_:
+            self.html_at.pop()
+        if self.bounds and self.bounds[-1] == place:
+            self.bounds.pop()
         self.count[name] -= 1
         if implied and html_ and name in _FORMATTING:  # still skipped: a browser reopens it
             self.reopened[name] = self.reopened.get(name, 0) + 1
@@ -403,43 +462,82 @@ class OpenElements:
             self.skipping += sum(self.reopened.values())
         return name
 
-    def close(self, name: str) -> None:
-        if self.count.get(name):
-            while self.stack[-1] != name:
-                self._pop()
+    def _pop_to(self, place: int) -> None:
+        """Close the element at ``place`` and every one opened inside it."""
+        while len(self.stack) > place + 1:
+            self._pop()
+        self._pop(implied=False)
+
+    def _pop_to_point(self) -> None:
+        """Close the foreign elements open down to an integration point or an HTML element (a breakout)."""
+        while self.ns and self.ns[-1] != _HTML and self.point[-1] == _POINT_NONE:
             self._pop(implied=False)
+
+    def close(self, name: str) -> None:
+        if self.foreign:                                # the rules for an end tag in foreign content
+            if name in _END_BREAKOUT:
+                self._pop_to_point()
+            elif (places := self.foreign_places.get(name)) and places[-1] > (self.html_at[-1] if self.html_at
+                                                                             else -1):
+                self._pop_to(places[-1])
+                return
+        # HTML's rules: its element, if no special SVG or MathML element is open inside it
+        if (places := self.html_places.get(name)) and places[-1] > (self.bounds[-1] if self.bounds else -1):
+            self._pop_to(places[-1])
         elif self.reopened.get(name):                   # a reopened element's own end tag ends it
             self.reopened[name] -= 1
             self.skipping -= 1
 
-    def open(self, name: str, push: bool = True) -> None:
-        if self.foreign and name in _BREAKOUT:          # HTML's element ends the SVG or MathML it stands in
-            while self.foreign:
-                self._pop(implied=False)
-        foreign = self.opened_foreign = self.foreign
-        if not foreign and (ends := _ENDS.get(name)) is not None:
+    def _read_as_html(self, name: str) -> bool:
+        """Whether HTML's rules read a start tag ``name`` here (its tree construction's dispatcher)."""
+        if not self.ns or self.ns[-1] == _HTML or self.point[-1] == _POINT_HTML:
+            return True
+        if self.point[-1] == _POINT_TEXT:
+            return name not in _MATHML_GLYPHS
+        return name == "svg" and self.ns[-1] == _MATHML and self.stack[-1] == "annotation-xml"
+
+    def open(self, name: str, self_closing: str = "", source: str = "") -> bool:
+        if self._read_as_html(name):
+            ns = _SVG if name == "svg" else _MATHML if name == "math" else _HTML
+        elif name in _BREAKOUT or name == "font" and not _FONT_BREAKOUT.isdisjoint(_attributes(source)):
+            self._pop_to_point()                        # HTML's element ends the SVG or MathML it stands in
+            ns = _HTML
+        else:
+            ns = self.ns[-1]
+        self.opened_foreign = ns != _HTML
+        if ns == _HTML and (ends := _ENDS.get(name)) is not None:
             for i in range(len(self.stack) - 1, max(-1, len(self.stack) - 9), -1):   # a few levels, as lists nest
+                if self.ns[i] != _HTML or self.stack[i] in _ENDS_STOP:
+                    break
                 if self.stack[i] in ends:
-                    del_to = i
-                    while len(self.stack) > del_to:
-                        self._pop()
+                    self._pop_to(i)
                     break
-                if self.stack[i] in _ENDS_STOP:
-                    break
-        if not foreign and name == "a" and self.reopened.get("a"):   # a new link ends a reopened one
+        if ns == _HTML and name == "a" and self.reopened.get("a"):   # a new link ends a reopened one
             self.reopened["a"] -= 1
             self.skipping -= 1
-        if not push:
-            return
-        if not foreign and name in _MARKERS:
+        if name in _VOID if ns == _HTML else self_closing:
+            return False
+        if ns == _HTML and name in _MARKERS:
             self.outer.append(self.reopened)
             self.skipping -= sum(self.reopened.values())
             self.reopened = {}
+        place = len(self.stack)
+        if ns == _SVG and name in _SVG_POINTS or ns == _MATHML and name == "annotation-xml" and (
+                _encoding(source) in _HTML_ENCODINGS):
+            point = _POINT_HTML
+        else:
+            point = _POINT_TEXT if ns == _MATHML and name in _MATHML_TEXT else _POINT_NONE
         self.stack.append(name)
-        self.html.append(not foreign)
-        self.inner_foreign.append(name in _FOREIGN or (foreign and name not in _INTEGRATION))
+        self.ns.append(ns)
+        self.point.append(point)
+        (self.html_places if ns == _HTML else self.foreign_places).setdefault(name, []).append(place)
+        if ns == _HTML:
+            self.html_at.append(place)
+        elif name in _SPECIAL_FOREIGN[ns]:
+            self.bounds.append(place)
         self.count[name] = self.count.get(name, 0) + 1
         self.skipping += name in SKIP
+        return True
 
 
 def elements(content: str, xml: bool = False):
@@ -461,7 +559,7 @@ def elements(content: str, xml: bool = False):
                                                           lambda: open_.foreign):
         here = open_.foreign
         if name:
-            open_.tag(closing, name, self_closing)
+            open_.tag(closing, name, self_closing, content[start:end])
             if not closing:
                 here = open_.opened_foreign
         yield start, end, closing, name, self_closing, here

@@ -546,7 +546,7 @@ class _RawContexts:
 
     def read(self, data: str) -> None:
         from .citations import _CODE_ELEMENTS
-        from .glossary import _FOREIGN, _VOID, OpenElements
+        from .glossary import OpenElements
         from .tags import tokens
 
         self.starts, self.ends, self.shift, self.moved_from = [], [], 0, 0
@@ -575,13 +575,11 @@ class _RawContexts:
                 add(at, start)
             add(start, end)               # the whole tag or comment, its '<' and '>' included
             at = end
-            if name:
-                # an end tag, or a start tag that opens its element (as OpenElements.tag takes it)
-                if closing or not (name in _VOID or self_closing and (open_.foreign or name in _FOREIGN)):
-                    self.tag_starts.append(start)
-                    self.tag_ends.append(end)
-                    self.tag_names.append(closing + name)
-                open_.tag(closing, name, self_closing)
+            # an end tag, or a start tag that opens its element (as OpenElements.tag takes it)
+            if name and open_.tag(closing, name, self_closing, text[start:end]):
+                self.tag_starts.append(start)
+                self.tag_ends.append(end)
+                self.tag_names.append(closing + name)
         if open_.inside(no_math):
             add(at, len(text))
 
