@@ -350,9 +350,32 @@ _HTML_ENCODINGS = frozenset({"text/html", "application/xhtml+xml"})
 #: ``malignmark``'s (:data:`_MATHML_GLYPHS`), which stay MathML elements
 _MATHML_TEXT = frozenset({"mi", "mo", "mn", "ms", "mtext"})
 _MATHML_GLYPHS = frozenset({"mglyph", "malignmark"})
-#: the SVG and MathML elements that HTML counts as special (its scopes stop there): an HTML end tag
+#: the SVG and MathML elements that HTML counts as special, where its scopes stop too: an HTML end tag
 #: closes no element open outside the last of them
 _SPECIAL_FOREIGN = {_SVG: _SVG_POINTS, _MATHML: _MATHML_TEXT | {"annotation-xml"}}
+#: HTML's special elements: the end tag of an element of no rule of its own (HTML's "any other end tag",
+#: ``</span>``, ``</label>``) closes nothing when one of these is open inside it (``<span><div></span>``)
+_SPECIAL = frozenset({
+    "address", "applet", "area", "article", "aside", "base", "basefont", "bgsound", "blockquote", "body", "br",
+    "button", "caption", "center", "col", "colgroup", "dd", "details", "dir", "div", "dl", "dt", "embed",
+    "fieldset", "figcaption", "figure", "footer", "form", "frame", "frameset", "h1", "h2", "h3", "h4", "h5",
+    "h6", "head", "header", "hgroup", "hr", "html", "iframe", "img", "input", "keygen", "li", "link", "listing",
+    "main", "marquee", "menu", "meta", "nav", "noembed", "noframes", "noscript", "object", "ol", "p", "param",
+    "plaintext", "pre", "script", "search", "section", "select", "source", "style", "summary", "table", "tbody",
+    "td", "template", "textarea", "tfoot", "th", "thead", "title", "tr", "track", "ul", "wbr", "xmp"})
+#: where HTML's scope of an element stops (with :data:`_SPECIAL_FOREIGN`)
+_SCOPE = frozenset({"applet", "caption", "html", "table", "td", "th", "marquee", "object", "template"})
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+#: the end tags that close their element when it is in scope (a special element inside it or not): the
+#: blocks', ``</p>`` (in button scope), ``</li>`` (in list item scope), the headings' (any heading),
+#: the formatting elements' (HTML's adoption agency, as closely as skipping needs)
+_SCOPED_ENDS = frozenset({
+    "address", "article", "aside", "blockquote", "button", "center", "details", "dialog", "dir", "div", "dl",
+    "fieldset", "figcaption", "figure", "footer", "header", "hgroup", "listing", "main", "menu", "nav", "ol",
+    "pre", "search", "section", "summary", "ul", "form", "p", "li", "dd", "dt", *_HEADINGS, "a", "b", "big",
+    "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong", "tt", "u", "applet", "marquee", "object"})
+#: the elements that also end the scope of ``p``'s and ``li``'s end tags
+_SCOPE_ALSO = {"p": ("button",), "li": ("ol", "ul")}
 #: the HTML start tags that, inside foreign content, end it (and every foreign element open, down to an
 #: integration point) as a browser parses them: ``<svg><p>text`` puts the text in HTML's ``<p>``, outside
 #: the SVG; so does a ``<font>`` with any of :data:`_FONT_BREAKOUT`, and so do the end tags ``</p>`` and
@@ -391,7 +414,9 @@ class OpenElements:
     """The elements open at a point of a page's HTML, as a browser nests them closely enough to say
     whether that point is inside an element of :data:`SKIP` and whether it is in foreign content: an end
     tag closes its element and every element opened inside it and left unclosed (``<p><a>x</p>``: the
-    ``</p>`` ends the link), an end tag with no open element of its name is ignored, and an ``<option>`` or
+    ``</p>`` ends the link), unless an element where HTML's scopes stop is open inside it (for an end tag
+    of a rule of its own, :data:`_SCOPED_ENDS`) or a special one (for any other, :data:`_SPECIAL`:
+    ``<span><div></span>`` closes nothing); an end tag with no open element of its name is ignored, and an ``<option>`` or
     a ``<dt>`` whose end tag is left out ends where HTML ends it (:data:`_ENDS`). A link or code so ended is
     reopened by a browser (:data:`_FORMATTING`): it is still skipped until its own end tag (or a new
     ``<a>``, for a link) or the end of the cell, caption, template or object it is in.
@@ -415,7 +440,8 @@ class OpenElements:
         self.html_places: dict[str, list[int]] = {}     # the places in the stack of HTML elements, by name
         self.foreign_places: dict[str, list[int]] = {}  # and of SVG and MathML ones
         self.html_at: list[int] = []                    # the places of the HTML elements
-        self.bounds: list[int] = []                     # the places of the special SVG and MathML elements
+        self.bounds: list[int] = []                     # the places of the elements where scopes stop
+        self.specials: list[int] = []                   # and of the special ones (:data:`_SPECIAL`)
         self.count: dict[str, int] = {}
         self.skipping = 0                               # how many open or reopened elements are in SKIP
         self.reopened: dict[str, int] = {}              # formatting elements a browser reopens, by name
@@ -451,6 +477,8 @@ class OpenElements:
             self.html_at.pop()
         if self.bounds and self.bounds[-1] == place:
             self.bounds.pop()
+        if self.specials and self.specials[-1] == place:
+            self.specials.pop()
         self.count[name] -= 1
         if implied and html_ and name in _FORMATTING:  # still skipped: a browser reopens it
             self.reopened[name] = self.reopened.get(name, 0) + 1
@@ -481,9 +509,20 @@ class OpenElements:
                                                                              else -1):
                 self._pop_to(places[-1])
                 return
-        # HTML's rules: its element, if no special SVG or MathML element is open inside it
-        if (places := self.html_places.get(name)) and places[-1] > (self.bounds[-1] if self.bounds else -1):
-            self._pop_to(places[-1])
+        # HTML's rules: its element, if in scope (no element where scopes stop is open inside it) for an
+        # end tag of a rule of its own, else if no special element is open inside it
+        if name in _HEADINGS:
+            place = max((self.html_places[h][-1] for h in _HEADINGS if self.html_places.get(h)), default=-1)
+        else:
+            place = self.html_places[name][-1] if self.html_places.get(name) else -1
+        if place >= 0:
+            if name in _SCOPED_ENDS:
+                stop = max([self.bounds[-1] if self.bounds else -1] + [
+                    self.html_places[n][-1] for n in _SCOPE_ALSO.get(name, ()) if self.html_places.get(n)])
+            else:
+                stop = self.specials[-1] if self.specials else -1
+            if place >= stop:
+                self._pop_to(place)
         elif self.reopened.get(name):                   # a reopened element's own end tag ends it
             self.reopened[name] -= 1
             self.skipping -= 1
@@ -533,8 +572,13 @@ class OpenElements:
         (self.html_places if ns == _HTML else self.foreign_places).setdefault(name, []).append(place)
         if ns == _HTML:
             self.html_at.append(place)
+            if name in _SCOPE:
+                self.bounds.append(place)
+            if name in _SPECIAL:
+                self.specials.append(place)
         elif name in _SPECIAL_FOREIGN[ns]:
             self.bounds.append(place)
+            self.specials.append(place)
         self.count[name] = self.count.get(name, 0) + 1
         self.skipping += name in SKIP
         return True
