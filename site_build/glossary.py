@@ -544,6 +544,8 @@ class OpenElements:
         else:
             ns = self.ns[-1]
         self.opened_foreign = ns != _HTML
+        if ns == _HTML and name == "image":             # HTML's rules make an <image> an <img>
+            name = "img"
         if ns == _HTML and (ends := _ENDS.get(name)) is not None:
             for i in range(len(self.stack) - 1, max(-1, len(self.stack) - 9), -1):   # a few levels, as lists nest
                 if self.ns[i] != _HTML or self.stack[i] in _ENDS_STOP:

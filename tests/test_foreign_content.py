@@ -76,3 +76,12 @@ def test_each_scan_of_foreign_content_reads_the_page_once(piece):
     remote_references(page)
     list(elements(page))
     assert time.process_time() - start < 4.0, piece
+
+
+def test_an_image_start_tag_opens_no_element_in_html_and_an_svg_image_in_svg():
+    from site_build.glossary import OpenElements
+
+    open_ = OpenElements()
+    assert open_.tag("", "image", "", "<image>") is False         # HTML's <img>: void
+    assert open_.tag("", "svg", "", "<svg>") and open_.tag("", "image", "", "<image>")   # SVG's, open
+    assert open_.stack == ["svg", "image"]
