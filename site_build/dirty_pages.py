@@ -231,7 +231,8 @@ class DirtyPages:
 
     def _load(self, site_dir: Path) -> None:
         """Read the record of ``site_dir`` when this process has not built it yet; a record that is
-        missing or unreadable is no record (every page is rendered)."""
+        missing or unreadable, or anything but a regular file there (a named pipe, never waited on:
+        :func:`.store.read_entry`), is no record (every page is rendered)."""
         import json
 
         site_dir = Path(site_dir).resolve()
@@ -240,7 +241,10 @@ class DirtyPages:
         self._site = site_dir
         self.digests, self.read, self.html = {}, {}, {}
         try:
-            record = json.loads(self.record_path(site_dir).read_text(encoding="utf-8"))
+            raw = store.read_entry(self.record_path(site_dir))     # a pipe there: no record, never waited on
+            if raw is None:
+                return
+            record = json.loads(raw.decode("utf-8"))
             for uri, page in record["pages"].items():
                 digest_, read, read_digest, html = page["digest"], page["read"], page["read_digest"], page["html"]
                 if not (isinstance(digest_, str) and isinstance(read, list) and all(isinstance(r, str) for r in read)

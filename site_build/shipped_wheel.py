@@ -48,7 +48,7 @@ from mkdocs.structure.files import File
 from netcl_lite import fingerprint
 
 from .paths import ROOT, pyproject_version
-from .store import write_entry
+from .store import read_entry, write_entry
 
 log = logging.getLogger("mkdocs.plugins.site_build.wheel")
 
@@ -144,10 +144,14 @@ def _record(wheel: Path) -> Path:
 def intact(wheel: Path) -> bool:
     """Whether the stored ``wheel`` is the one written there: its bytes match the digest recorded
     with it, and it reads as a zip archive whose every member matches its CRC. A wheel emptied,
-    truncated or edited in the cache, or one left without its record, is not."""
+    truncated or edited in the cache, or one left without its record, is not; nor is a named pipe or a
+    device at either name, which is never opened to wait on (:func:`.store.read_entry`)."""
     try:
-        data = Path(wheel).read_bytes()
-        recorded = _record(Path(wheel)).read_text(encoding="ascii").strip()
+        data = read_entry(Path(wheel))                   # a pipe or a device there: not intact, never waited on
+        record = read_entry(_record(Path(wheel)))
+        if data is None or record is None:
+            return False
+        recorded = record.decode("ascii").strip()
     except (OSError, UnicodeDecodeError):
         return False
     if recorded != hashlib.sha256(data).hexdigest():

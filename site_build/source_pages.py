@@ -108,9 +108,9 @@ def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
     """The file's lines as Pygments' HTML, one string per line, kept on disk too under Pygments'
     version, the lexer and the content's digest. An entry holds its own digest (of that place and its
     text) and length (:func:`.store.entry`): one that does not match them (emptied, truncated, copied
-    from another file's place) is highlighted again
-    and replaced, whole, the name itself (:func:`.store.write_entry`: a symlink there is replaced, never
-    written through)."""
+    from another file's place), or anything but a regular file at its name (a named pipe, never waited
+    on: :func:`.store.read_entry`), is highlighted again and replaced, whole, the name itself
+    (:func:`.store.write_entry`: a symlink there is replaced, never written through)."""
     import pygments
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
@@ -124,7 +124,8 @@ def _highlighted(rel: str, digest: str) -> tuple[str, ...]:
     stored = fingerprint.cache_root() / "source-pages" / place
     key = f"source pages {place}"                  # an entry copied to another file's place is a miss
     try:
-        raw = store.payload(stored.read_bytes(), key)
+        entry = store.read_entry(stored)             # a pipe or a device there: a miss, never waited on
+        raw = None if entry is None else store.payload(entry, key)
     except OSError:
         raw = None
     if raw is not None:

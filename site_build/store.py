@@ -29,7 +29,7 @@ import stat
 from pathlib import Path
 
 from netcl_lite import extras, fingerprint
-from netcl_lite.files import replace_entry
+from netcl_lite.files import read_regular, replace_entry
 
 #: what the build's executed code (and a page block the tests run) runs on: the library's packages,
 #: the plotting library of the figures, the Jupyter kernel of the notebooks and every package of the
@@ -40,6 +40,8 @@ PACKAGES = (fingerprint.RUN_PACKAGES + ("matplotlib", "ipykernel", "nbclient")
 KINDS = ("build_output", "figure", "notebook")
 _ENTRY_PREFIX = b"netcl-lite-cache-entry "
 _ENTRY_MAGIC = _ENTRY_PREFIX + b"2 sha256="
+#: the most bytes :func:`read_entry` reads of one entry (the largest, the shipped wheel, is a few MB)
+MAX_ENTRY_BYTES = 1 << 30
 log = logging.getLogger("mkdocs.plugins.site_build.execution_cache")
 
 
@@ -80,6 +82,21 @@ def write_entry(path: Path, data: bytes) -> None:
     except FileNotFoundError:
         pass
     replace_entry(path, data)
+
+
+def read_entry(path: Path) -> bytes | None:
+    """The bytes of the entry at ``path`` (under the cache folder: of the build's other caches, which
+    :func:`write_entry` writes), or None when no entry is there to read: nothing at ``path``, or
+    something that is no regular file of at most :data:`MAX_ENTRY_BYTES` (a named pipe, a device, a
+    folder), which is never opened to wait on or read without end (:func:`netcl_lite.files.read_regular`)
+    and is a miss, replaced by the write that follows. An entry that cannot be read (another user's,
+    an I/O error) raises ``OSError``, for the caller to treat as a miss too."""
+    try:
+        return read_regular(path, MAX_ENTRY_BYTES, "an entry of the build's cache")
+    except FileNotFoundError:                   # not stored, or removed by another build meanwhile
+        return None
+    except ValueError:                          # a pipe, a device, a folder, or no entry the build wrote
+        return None
 
 
 def _path(kind: str, item_key: str) -> Path:

@@ -170,17 +170,21 @@ class CheckedBytecodeCache(jinja2.FileSystemBytecodeCache):
     line with the SHA-256 of the template's bucket key and what follows, and its length), written whole:
     an entry emptied, truncated, edited or copied from another template's (which Jinja would fail to
     unpickle, or run as it now reads, or run as that other template) is removed and the template
-    compiled again; one that cannot be written is a warning, the template compiled next time again."""
+    compiled again, as is one that is no regular file (a named pipe, never waited on:
+    :func:`.store.read_entry`), replaced as the template is stored; one that cannot be written is a
+    warning, the template compiled next time again."""
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         import io
 
-        from .store import older_format, payload
+        from .store import older_format, payload, read_entry
 
         path = Path(self._get_cache_filename(bucket))
         try:
-            raw = path.read_bytes()
-        except OSError:                         # not stored, a folder, unreadable: compiled again
+            raw = read_entry(path)              # a pipe or a device there: never waited on
+        except OSError:                         # unreadable: compiled again
+            return
+        if raw is None:                         # not stored, a folder, a pipe: compiled again (and replaced)
             return
         data = payload(raw, _entry_key(bucket))
         if data is not None:
