@@ -194,6 +194,11 @@ def environment(device=None, packages=None) -> str:
         lines.append(f"no OpenCL platform: {exc}")
     else:
         lines.append(device_facts(device))
+    # one line a variable: NAME=value as it is, but a value holding a line break (which would read as more
+    # lines, as other variables) as the name, a NUL and the value's repr, a line no plain one can be (no name
+    # or value in the environment holds a NUL): each setting keyed apart, every other key as it was
+    variables = [f"{name}\0{value!r}" if "\n" in value or "\r" in value else f"{name}={value}"
+                 for name, _, value in (v.partition("=") for v in variables)]
     return "\n".join(lines + variables)
 
 
