@@ -47,7 +47,7 @@ from . import corpus, fingerprint
 from .checks import positive_int
 from .core.device import manager
 from .fingerprint import cache_root
-from .files import CacheEntryError, folder_entry_error, make_entry_folder, read_regular, replace_entry
+from .files import CacheEntryError, folder_entry_error, kind_of, make_entry_folder, read_regular, replace_entry
 from .nn import DecoderLM, LMConfig
 from .text import BPETokenizer
 from .train import TrainConfig, WindowLoader, eval_windows, evaluate, train
@@ -336,6 +336,8 @@ def _check_run_folder(folder: Path, key: str | None = None) -> str | None:
     ``key``, whose ``done.json`` says it was trained for that key), else what is wrong, naming the file."""
     done = folder / "done.json"
     if not done.is_file():
+        if os.path.lexists(done):                # a named pipe, a folder, a dangling link: never opened
+            return f"{done} is {kind_of(done)}, not a regular file (no run's record)"
         return f"{done} is missing (the run never finished)"
     try:
         record = json.loads(read_regular(done, 1 << 20, "a run's done.json"))
@@ -350,7 +352,7 @@ def _check_run_folder(folder: Path, key: str | None = None) -> str | None:
     for name in RUN_FILES:
         path = folder / name
         if not path.is_file():
-            return f"{path} is missing"
+            return f"{path} is {kind_of(path)}, not a regular file" if os.path.lexists(path) else f"{path} is missing"
         if not isinstance(recorded, dict) or recorded.get(name) != _sha256(path):
             return f"{path} does not match the digest in {done} (emptied, truncated or edited)"
     return None
@@ -571,18 +573,77 @@ def training_curve(run: Run) -> list[dict]:
     return json.loads((run.directory / "curve.json").read_text(encoding="utf-8"))
 
 
+#: the most bytes a run's stored split ids (``ids-<split>.npy``) are read up to
+_SPLIT_IDS_MAX_BYTES = 1 << 32
+
+
 def split_ids(run: Run, split: str) -> np.ndarray:
-    """The token ids of ``run.data``'s ``"validation"`` or ``"test"`` text, kept in the run's folder."""
+    """The token ids of ``run.data``'s ``"validation"`` or ``"test"`` text, kept in the run's folder as
+    ``ids-<split>.npy`` with the SHA-256 of its bytes and of what they are tied to (:func:`_split_tie`: the
+    run's ``done.json``, the split and its text) in ``ids-<split>.sha256``, as ``ids.npz`` is kept: a file
+    that does not match (emptied, truncated, edited, copied from another run, anything but a regular file)
+    is encoded again, with a warning naming it, and replaced; one kept without a digest (by an older
+    version) is encoded again quietly."""
     if split not in ("validation", "test"):
         raise ValueError(f"split must be 'validation' or 'test', got {split!r}")
     path = run.directory / f"ids-{split}.npy"
-    if path.is_file():
-        return np.load(path)
-    ids = _ids(run.tokenizer, getattr(run.data, f"{split}_text"))
+    record = run.directory / f"ids-{split}.sha256"
+    text = getattr(run.data, f"{split}_text")
+    tie = _split_tie(run, split, text)
+    if os.path.lexists(path) or os.path.lexists(record):
+        ids = _stored_split_ids(path, record, tie)
+        if ids is not None:
+            return ids
+        if os.path.lexists(record):
+            warnings.warn(f"capstone: {path} does not match its digest; encoding the text again", stacklevel=2)
+    ids = _ids(run.tokenizer, text)
     buffer = io.BytesIO()
     np.save(buffer, ids)
-    replace_entry(path, buffer.getvalue())
+    data = buffer.getvalue()
+    for entry, content in ((path, data), (record, _split_ids_digest(tie, data).encode() + b"\n")):
+        try:                                     # the ids first, then their digest: never a digest of other ids
+            replace_entry(entry, content)
+        except OSError:                          # this one entry at fault, not the cache folder: named
+            refusal = folder_entry_error(entry, "the run's encoded text")
+            if refusal is not None:
+                raise refusal from None
+            raise
     return ids
+
+
+def _split_tie(run: Run, split: str, text: str) -> str:
+    """What a run's stored split ids are tied to: the SHA-256 of its ``done.json`` (which holds those of
+    its tokenizer and weights; a folder without one, such as a test's, is tied to none), the split, and
+    the SHA-256 of the text encoded."""
+    done = run.directory / "done.json"
+    try:
+        run_part = hashlib.sha256(read_regular(done, 1 << 20, "a run's done.json")).hexdigest()
+    except (OSError, ValueError):                # none there (or no regular file): tied to the text alone
+        run_part = "no done.json"
+    return f"{run_part} ids-{split} {hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}"
+
+
+def _split_ids_digest(tie: str, data: bytes) -> str:
+    """The SHA-256 of ``tie`` and of the ``.npy`` bytes ``data`` kept under it."""
+    return hashlib.sha256(tie.encode() + b"\0" + data).hexdigest()
+
+
+def _stored_split_ids(path: Path, record: Path, tie: str) -> np.ndarray | None:
+    """The ids kept at ``path`` when its bytes match the digest in ``record`` for ``tie``, else None: read
+    only as regular files (a named pipe never waited on, a device never read), and loaded only once they
+    match, so a header claiming more than the file holds is never allocated."""
+    try:
+        data = read_regular(path, _SPLIT_IDS_MAX_BYTES, "a run's encoded text")
+        recorded = read_regular(record, 1024, "the digest of a run's encoded text").decode("ascii").strip()
+    except (OSError, ValueError):                # missing, no regular file, unreadable, not ASCII
+        return None
+    if recorded != _split_ids_digest(tie, data):
+        return None
+    try:
+        ids = np.load(io.BytesIO(data), allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        return None
+    return ids if ids.dtype == np.int64 and ids.ndim == 1 else None
 
 
 def measures(run: Run) -> dict:
