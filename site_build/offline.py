@@ -27,12 +27,23 @@ _VALUE = re.compile(r"""[\t\n\f\r ]*=[\t\n\f\r ]*("[^"]*"?|'[^']*'?|[^\t\n\f\r >
 #: every tab and newline in it removed): a scheme or none, then two slashes (backslashes read as
 #: slashes), or a special scheme with no slashes at all (from a page of another scheme, ``https:host``
 #: is that host; from one of the same scheme it is a path, which the check reads as remote all the same)
-_OTHER_HOST = re.compile(r"(?:[a-z][a-z0-9+.-]*:)?[/\\]{2}|(?:https?|ftp|wss?):", re.I)
+_OTHER_HOST = re.compile(r"(?:[a-z][a-z0-9+.-]*:)?[/\\]{2}|(?:https?|ftp|wss?):", re.I | re.A)
 #: what a browser drops from a URL before it parses it: C0 controls and blanks at either end, and
 #: every tab and newline
 _LEADING = re.compile(r"^[\x00-\x20]+")
 _TAB_OR_NEWLINE = re.compile(r"[\t\n\r]")
-_LOADS = re.compile(r"MathJax|mermaid", re.I)
+_LOADS = re.compile(r"MathJax|mermaid", re.I | re.A)
+#: HTML, URLs, MIME types and CSS compare names in ASCII case only: Python's ``str.lower`` and ``re.I``
+#: also fold other letters onto ASCII ones (U+212A KELVIN SIGN lowers to 'k', U+017F LONG S matches 's'),
+#: so every name here is lowered with this table and every pattern that ignores case is ``re.A`` too
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+#: ASCII whitespace as HTML, URLs and the Encoding Standard read it
+_ASCII_BLANKS = "\t\n\f\r "
+
+
+def _ascii_lower(text: str) -> str:
+    """``text`` with its ASCII capitals, and no other letter, lowered."""
+    return text.translate(_ASCII_LOWER)
 
 
 def strip_loaders(output: str, src_uri: str) -> str:
@@ -74,25 +85,73 @@ def strip_loaders(output: str, src_uri: str) -> str:
 def _loads_from_another_host(tag: str) -> bool:
     """Whether the script tag ``tag``'s first ``src`` (in either quotes or none, spaces around its
     '=' or not, character references resolved) names another host."""
-    for name, value in _attributes(tag[len("<script"):].removesuffix(">")):
-        if name.lower() == "src":
-            return _names_another_host(html.unescape(value.strip("\"'")))
-    return False
+    src = attributes_of(tag).get("src")
+    return src is not None and _names_another_host(src)
 
 
-def _attributes(text: str) -> list[tuple[str, str]]:
-    """The attributes of the tag whose attributes (its name and its '>' aside) are ``text``, as HTML's
-    tokenizer reads them: each name and its value as written (a quoted one with its quotes), in order,
-    to the first '>' outside a quoted value. Each step reads on from where the last ended: linear."""
-    found, at, n = [], 0, len(text)
+def _attribute_spans(text: str, at: int, stop: int) -> list[tuple[str, str, int, int]]:
+    """The attributes of the tag whose attributes (its name and its '>' aside) are ``text[at:stop]``, as
+    HTML's tokenizer reads them: each name and its value as written (a quoted one with its quotes), in
+    order, to the first '>' outside a quoted value, with where each starts and ends in ``text``. Each step
+    reads on from where the last ended: linear."""
+    found = []
     while True:
-        at = _BETWEEN.match(text, at).end()
-        if at >= n or text[at] == ">":
+        at = _BETWEEN.match(text, at, stop).end()
+        if at >= stop or text[at] == ">":
             return found
-        name = _NAME.match(text, at)
-        value = _VALUE.match(text, name.end())
-        found.append((name[0], value[1] if value else ""))
+        name = _NAME.match(text, at, stop)
+        value = _VALUE.match(text, name.end(), stop)
+        found.append((name[0], value[1] if value else "", at, value.end() if value else name.end()))
         at = value.end() if value else name.end()
+
+
+def attribute_spans(tag: str) -> list[tuple[str, str, int, int]]:
+    """The attributes of the start tag ``tag`` (from its '<' to its '>', as :func:`~site_build.tags.tokens`
+    yields it) as a browser's tokenizer reads them, in order, duplicates too (a browser keeps the first):
+    each name in ASCII lower case, its value unquoted and its character references resolved, and where
+    the attribute starts and ends in ``tag``. Linear."""
+    name_end = _TAG_NAME.match(tag, 1, max(1, len(tag) - 1)).end()
+    return [(_ascii_lower(name), html.unescape(_unquoted(raw)), start, end)
+            for name, raw, start, end in _attribute_spans(tag, name_end, max(name_end, len(tag) - 1))]
+
+
+def _unquoted(raw: str) -> str:
+    """An attribute's value as written (``raw``) without its quotes (one never closed has only its first)."""
+    if raw[:1] not in ("'", '"'):
+        return raw
+    return raw[1:-1] if len(raw) > 1 and raw[-1] == raw[0] else raw[1:]
+
+
+def attributes_of(tag: str) -> dict[str, str]:
+    """The attributes of the start tag ``tag`` (:func:`attribute_spans`) by name, the first of each name."""
+    found: dict[str, str] = {}
+    for name, value, _, _ in attribute_spans(tag):
+        found.setdefault(name, value)
+    return found
+
+
+def srcset_urls(value: str) -> list[str]:
+    """The URLs of the candidates of the ``srcset`` (or ``imagesrcset``) ``value``, as HTML's parser of a
+    srcset reads them: after blanks and commas, a URL runs to the next blank (commas at its end are no
+    part of it), its descriptors to the next comma outside parentheses. Each step reads on from where the
+    last ended: linear."""
+    urls, at, n = [], 0, len(value)
+    while True:
+        at = _SRCSET_GAP.match(value, at).end()
+        if at >= n:
+            return urls
+        url_end = _SRCSET_URL.match(value, at).end()
+        url, at = value[at:url_end], url_end
+        if url.endswith(","):
+            url = url.rstrip(",")
+        else:
+            at = _SRCSET_DESCRIPTORS.match(value, at).end() + 1
+        urls.append(url)
+
+
+_SRCSET_GAP = re.compile(r"[\t\n\f\r ,]*")
+_SRCSET_URL = re.compile(r"[^\t\n\f\r ]*")
+_SRCSET_DESCRIPTORS = re.compile(r"(?:[^,(]|\([^)]*\)?)*")
 
 
 #: the attributes whose value is one URL a browser fetches, follows or posts to (``xlink:href`` and
@@ -101,32 +160,36 @@ def _attributes(text: str) -> list[tuple[str, str]]:
 _URL_ATTRIBUTES = frozenset({"src", "href", "data", "poster", "action", "formaction", "background",
                              "manifest", "codebase", "archive", "icon",
                              "xlink:href", "xlink:src"})
-#: an XML document (an SVG file, as the site's are written): an XML declaration, or an SVG doctype or
-#: root element, first (a byte order mark, blanks and comments aside; each comment is read one way only,
-#: to its first ``-->``, so a text that is none is read once)
+#: a text that is no HTML page, when whoever reads it does not say which it is (:func:`remote_references`):
+#: first (a byte order mark, blanks and comments aside; each comment is read one way only, to its first
+#: ``-->``, so a text that is none is read once) a processing instruction (``<?xml …?>``,
+#: ``<?xml-stylesheet …?>``, any other: HTML has none), a doctype of any name but ``html``, an ``<svg>``
+#: root or a root of a prefixed name (``<s:svg>``)
 _XML_START = re.compile(r"\ufeff?(?:[\t\n\f\r ]|<!--(?:[^-]|-(?!->))*-->)*"
-                        r"<(?:\?xml(?=[\s?])|!doctype[\t\n\f\r ]+svg(?![\w:-])|svg(?=[\s/>]))", re.I)
+                        r"<(?:\?|!doctype[\t\n\f\r ]+(?!html(?![^\t\n\f\r >]))[^\t\n\f\r >]"
+                        r"|svg(?=[\t\n\f\r />])|[a-z][^\t\n\f\r />:]*:[^\t\n\f\r />:])", re.I | re.A)
 #: a declaration of an XML document's own DTD (its internal subset): an entity may hide a URL (expanded in
 #: attribute values and text, ``href="&u;"``), an attribute list too (it gives elements attributes by
 #: default), and any declaration's quoted text may hold a '>' that the tokenizer, which reads HTML's bogus
 #: comments, would take for its end; read wherever it stands in the document, and reported unread
 #: (:func:`remote_references`)
-_DTD_DECLARATION = re.compile(r"<!(?:ENTITY|ATTLIST|ELEMENT|NOTATION)(?![A-Za-z])", re.I)
+_DTD_DECLARATION = re.compile(r"<!(?:ENTITY|ATTLIST|ELEMENT|NOTATION)(?![A-Za-z])", re.I | re.A)
 _CDATA = "<![CDATA["
-_DOCTYPE = re.compile(r"<!doctype", re.I)
+_DOCTYPE = re.compile(r"<!doctype", re.I | re.A)
 #: a tag's name, read up to its known end (``<a<a<a…`` never closed is no tag, and its name is not read)
 _TAG_NAME = re.compile(r"[^\t\n\f\r />]*")
 #: SVG's presentation attributes whose value is CSS that may fetch (``fill="url(//host/p.svg#g)"``)
 _CSS_ATTRIBUTES = frozenset({"fill", "stroke", "filter", "mask", "clip-path", "marker", "marker-start",
                              "marker-mid", "marker-end", "cursor"})
 #: a meta refresh's target: ``content="5; url=…"``
-_REFRESH = re.compile(r"^\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?['\"]?([^'\"]*)", re.I)
+_REFRESH = re.compile(r"^[\t\n\f\r ]*[0-9.]*[\t\n\f\r ]*[;,]?[\t\n\f\r ]*(?:url[\t\n\f\r ]*=[\t\n\f\r ]*)?"
+                      r"['\"]?([^'\"]*)", re.I | re.A)
 #: the hosts a built page may still name: the local server the tests serve the site from
 _LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost"})
 #: the authority of a URL of ``http:``/``https:`` or none, as a browser's URL parser reads it: after the
 #: scheme and its slashes (backslashes read as slashes; from ``http:`` any number, none too), up to the
 #: first '/', '\\', '?' or '#'
-_AUTHORITY = re.compile(r"(?:https?:[/\\]*|[/\\]{2})([^/\\?#]*)", re.I)
+_AUTHORITY = re.compile(r"(?:https?:[/\\]*|[/\\]{2})([^/\\?#]*)", re.I | re.A)
 
 
 def _names_another_host(url: str) -> bool:
@@ -137,7 +200,7 @@ def _names_another_host(url: str) -> bool:
     if _OTHER_HOST.match(url) is None:
         return False
     authority = _AUTHORITY.match(url)
-    return authority is None or authority[1].rpartition("@")[2].partition(":")[0].lower() not in _LOCAL_HOSTS
+    return authority is None or _ascii_lower(authority[1].rpartition("@")[2].partition(":")[0]) not in _LOCAL_HOSTS
 
 
 def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool | None = None) -> list[str]:
@@ -161,9 +224,10 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
     script, a textarea, a title…) is a tag, so a quote written there hides no later tag; a ``style``
     element's CSS runs from the '>' that ends its start tag as HTML reads it (quotes and all) to its end
     tag (``</style`` and a blank, '/' or '>'; one never closed to the end), or, as an SVG element (in
-    ``<svg>``, or in an XML document), is its text and CDATA up to ``</style``. An XML document (``xml``; by
-    default one whose text starts with an XML declaration or an SVG doctype or root element, and a
-    ``data:`` URL of SVG or XML) is foreign content throughout: no element is raw text. A declaration of a
+    ``<svg>``, or in an XML document), is its text and CDATA up to ``</style``. An XML document (``xml``: its
+    reader knows, as a browser does, by what it is: a file by its suffix, ``.svg`` or ``.xml``; a ``data:``
+    URL by its MIME type, any XML one; when ``xml`` is None, a text that starts as no HTML page does,
+    :data:`_XML_START`) is foreign content throughout: no element is raw text. A declaration of a
     document's own DTD (``<!ENTITY``, ``<!ATTLIST``: an entity expanded in an attribute, a default
     attribute; ``<!ELEMENT``, ``<!NOTATION``) may hide a URL: an XML document that holds one is reported
     (the first, unread; in an HTML page it means nothing, and a script's text may well hold one), and so
@@ -201,17 +265,13 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
             found.append(text[start:start + 80])     # it ends further on, where XML reads it: reported unread
         if not name or closing:
             continue
-        attributes = {}
-        name_end = _TAG_NAME.match(text, start + 1, end - 1).end()
-        for key, raw in _attributes(text[name_end:end - 1]):
-            attributes.setdefault(key.lower(), html.unescape(raw.strip("\"'") if raw[:1] in "\"'"
-                                                             and raw[-1:] == raw[:1] else raw))
+        attributes = attributes_of(text[start:end])
         for key, value in attributes.items():
             if _holds_a_url(key):
                 add(value)
             elif key in ("srcset", "imagesrcset"):
-                for candidate in value.split(","):
-                    add(candidate.strip().split(" ")[0] if candidate.strip() else "")
+                for url in srcset_urls(value):
+                    add(url)
             elif key in ("ping", "attributionsrc"):      # space-separated URLs, each fetched
                 for url in value.split():
                     add(url)
@@ -220,12 +280,12 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
             elif key == "srcdoc":
                 found += (remote_references(value, _depth=_depth + 1, xml=False) if _depth < _NESTING
                           else [value[:80]])
-        if name == "meta" and attributes.get("http-equiv", "").strip().lower() == "refresh":
+        if name == "meta" and _ascii_lower(attributes.get("http-equiv", "").strip(_ASCII_BLANKS)) == "refresh":
             m = _REFRESH.match(attributes.get("content", ""))
             if m:
                 add(m[1])
         if name == "set" or name.startswith("animate"):
-            target = attributes.get("attributename", "").strip().lower()
+            target = _ascii_lower(attributes.get("attributename", "").strip(_ASCII_BLANKS))
             for value in [attributes.get(key, "") for key in ("from", "to", "by")] + (
                     attributes.get("values", "").split(";")):
                 if _holds_a_url(target):
@@ -254,9 +314,9 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
 
 #: an XML document's style-sheet processing instruction (an SVG page's ``<?xml-stylesheet href=…?>``),
 #: which a browser fetches; read wherever it stands (in an HTML page it is a comment, reported all the same)
-_STYLESHEET_PI = re.compile(r"<\?xml-stylesheet(?=[\s?]|\Z)", re.I)
+_STYLESHEET_PI = re.compile(r"<\?xml-stylesheet(?=[\t\n\r ?]|\Z)", re.I | re.A)
 #: its ``href`` pseudo-attribute's value, quoted (or not, read up to a blank)
-_PSEUDO_HREF = re.compile(r"""(?<!\S)href\s*=\s*("[^"]*"|'[^']*'|[^\s"'?]+)""", re.I)
+_PSEUDO_HREF = re.compile(r"""(?<!\S)href\s*=\s*("[^"]*"|'[^']*'|[^\s"'?]+)""", re.I | re.A)
 
 
 def remote_references_in_css(css: str, _depth: int = 0) -> list[str]:
@@ -277,7 +337,7 @@ def remote_references_in_css(css: str, _depth: int = 0) -> list[str]:
         at = m.end()
         token, string, unquoted = m[0], m["string"], None
         if m["name"] is not None:
-            name = _css_unescape(m["name"]).lower()
+            name = _ascii_lower(_css_unescape(m["name"]))
             if m["at"]:
                 token = "@" + name
             elif m["paren"]:
@@ -295,7 +355,7 @@ def remote_references_in_css(css: str, _depth: int = 0) -> list[str]:
         elif token.startswith("/*") or token.isspace():
             continue
         else:
-            low = token.lower()
+            low = _ascii_lower(token)
             expect = low in ("url(", "@import")
             if low.endswith("image-set("):
                 depth += 1
@@ -308,9 +368,16 @@ def remote_references_in_css(css: str, _depth: int = 0) -> list[str]:
 
 #: how deep a ``srcdoc`` or a ``data:`` URL may nest in another before the check reports it unread
 _NESTING = 16
-#: a ``data:`` URL: its media type, whether it is base64, its data
-_DATA_URL = re.compile(r"data:([^,]*?)(\s*;\s*base64\s*)?,(.*)", re.I | re.S)
-_DATA_HTML = frozenset({"text/html", "image/svg+xml", "application/xhtml+xml", "text/xml", "application/xml"})
+#: what a URL's parser drops from its end: C0 controls and blanks
+_C0_OR_SPACE = "".join(map(chr, range(0x21)))
+#: HTTP's blanks, which a MIME type's parser strips, and the characters of its tokens (a type, a subtype, a
+#: parameter's name) and of a parameter's value
+_HTTP_BLANKS = "\t\n\r "
+_HTTP_TOKEN = re.compile(r"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
+_QUOTED_STRING_TOKEN = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
+#: a MIME type's parameter's name, and an unquoted or quoted value's characters, up to their end
+_PARAMETER_NAME = re.compile(r"[^;=]*")
+_QUOTED_RUN = re.compile(r'[^"\\]*')
 
 
 #: the byte order marks a browser reads before anything else (UTF-32's are no encoding a browser knows:
@@ -338,43 +405,123 @@ _CHARSETS = {
 }
 
 
-def _data_encoding(media_type: str, data: bytes) -> tuple[str, int]:
-    """The encoding a browser reads the ``data:`` URL's ``data`` in (its media type and parameters
-    ``media_type``): the one its byte order mark names, else its ``charset`` parameter's (quoted or not,
-    in any case), else UTF-8 (see :data:`_CHARSETS`); with where the text starts, past the mark."""
+def _mime_type(text: str) -> tuple[str, dict[str, str]] | None:
+    """The essence (``type/subtype``, in ASCII lower case) and the parameters (their names in ASCII lower
+    case, the first of each name) of the MIME type ``text``, read as the MIME Sniffing standard's parser
+    reads it; None where it fails (a type or subtype empty or not an HTTP token: a browser then reads the
+    data as ``text/plain``). Each step reads on from where the last ended: linear."""
+    text = text.strip(_HTTP_BLANKS)
+    kind, slash, rest = text.partition("/")
+    subtype = rest.partition(";")[0].rstrip(_HTTP_BLANKS)
+    if not slash or not _HTTP_TOKEN.fullmatch(kind) or not _HTTP_TOKEN.fullmatch(subtype):
+        return None
+    parameters: dict[str, str] = {}
+    n = len(text)
+    at = text.find(";", len(kind) + 1)                 # at each parameter's ';'
+    while 0 <= at < n:
+        at += 1
+        while at < n and text[at] in _HTTP_BLANKS:
+            at += 1
+        name_end = _PARAMETER_NAME.match(text, at).end()
+        name, at = _ascii_lower(text[at:name_end]), name_end
+        if at >= n:
+            break
+        if text[at] == ";":
+            continue
+        at += 1                                        # past the '='
+        if at >= n:
+            break
+        if text[at] == '"':                            # a quoted string, its escapes read; what follows it ignored
+            value, at = _quoted_string(text, at)
+            end = text.find(";", at)
+            at = n if end < 0 else end
+        else:
+            end = text.find(";", at)
+            end = n if end < 0 else end
+            value, at = text[at:end].rstrip(_HTTP_BLANKS), end
+            if not value:
+                continue
+        if name and _HTTP_TOKEN.fullmatch(name) and _QUOTED_STRING_TOKEN.fullmatch(value):
+            parameters.setdefault(name, value)
+    return _ascii_lower(f"{kind}/{subtype}"), parameters
+
+
+def _quoted_string(text: str, at: int) -> tuple[str, int]:
+    """The value of the HTTP quoted string that starts at ``text[at]`` (a '"'), its backslash escapes
+    read (one never closed runs to the end), with where it ends."""
+    value, at, n = [], at + 1, len(text)
+    while True:
+        run_end = _QUOTED_RUN.match(text, at).end()
+        value.append(text[at:run_end])
+        at = run_end
+        if at >= n:
+            break
+        quote_or_backslash, at = text[at], at + 1
+        if quote_or_backslash == '"':
+            break
+        if at >= n:                                    # a backslash last: itself
+            value.append("\\")
+            break
+        value.append(text[at])
+        at += 1
+    return "".join(value), at
+
+
+def _data_encoding(parameters: dict[str, str], data: bytes) -> tuple[str, int]:
+    """The encoding a browser reads the ``data:`` URL's ``data`` in (``parameters``, its media type's):
+    the one its byte order mark names, else its ``charset`` parameter's (its label's ASCII blanks aside,
+    in ASCII case), else UTF-8 (see :data:`_CHARSETS`); with where the text starts, past the mark."""
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             return encoding, len(bom)
-    for parameter in media_type.split(";")[1:]:
-        name, _, value = parameter.partition("=")
-        if name.strip().lower() == "charset":
-            return _CHARSETS.get(value.strip().strip('"').strip().lower(), "utf-8"), 0
+    if "charset" in parameters:
+        return _CHARSETS.get(_ascii_lower(parameters["charset"].strip(_ASCII_BLANKS)), "utf-8"), 0
     return "utf-8", 0
 
 
+def _is_xml_mime_type(essence: str) -> bool:
+    """Whether the MIME type of essence ``essence`` is an XML MIME type, which a browser renders as an XML
+    document: any ``…/…+xml`` (``image/svg+xml``, ``application/xhtml+xml``, ``application/mathml+xml``…),
+    ``text/xml`` and ``application/xml``."""
+    return essence.endswith("+xml") or essence in ("text/xml", "application/xml")
+
+
 def _data_url_references(url: str, depth: int) -> list[str]:
-    """The URLs of other hosts that the ``data:`` URL ``url`` requests when a browser loads it as a page,
-    an SVG or a style sheet (none when it is no ``data:`` URL or holds anything else), its data read in
-    the encoding a browser reads it in (:func:`_data_encoding`): a UTF-16 page fetches as a UTF-8 one does."""
-    m = _DATA_URL.match(_TAB_OR_NEWLINE.sub("", _LEADING.sub("", url)))
-    if m is None:
+    """The URLs of other hosts that the ``data:`` URL ``url`` requests when a browser loads it as a page
+    (an HTML page, or an XML document: any XML MIME type, :func:`_is_xml_mime_type`) or a style sheet (none
+    when it is no ``data:`` URL or holds anything else), read as the Fetch standard's ``data:`` URL
+    processor reads it: the URL as its parser reads it (blanks and C0 controls at either end and every tab
+    and newline dropped, the fragment after the first '#' left out), its media type up to the first ','
+    (``;base64`` at its end, in ASCII case only, makes the data base64), the data percent-decoded and read
+    in the encoding a browser reads it in (:func:`_data_encoding`): a UTF-16 page fetches as a UTF-8 one
+    does."""
+    url = _TAB_OR_NEWLINE.sub("", _LEADING.sub("", url)).rstrip(_C0_OR_SPACE)
+    comma = url.find(",")
+    if _ascii_lower(url[:5]) != "data:" or comma < 0:
         return []
-    kind = m[1].split(";")[0].strip().lower()
-    if kind not in _DATA_HTML and kind != "text/css":
+    media_type, data_text = url[5:comma].strip(_ASCII_BLANKS), url[comma + 1:].partition("#")[0]
+    base64_data = _ascii_lower(media_type[-6:]) == "base64" and media_type[:-6].rstrip(" ").endswith(";")
+    if base64_data:
+        media_type = media_type[:-6].rstrip(" ")[:-1]
+    parsed = _mime_type("text/plain" + media_type if media_type.startswith(";") else media_type)
+    if parsed is None:                                 # read as text/plain: no page
+        return []
+    essence, parameters = parsed
+    if essence not in ("text/html", "text/css") and not _is_xml_mime_type(essence):
         return []
     if depth > _NESTING:
         return [url[:80]]
-    data = urllib.parse.unquote_to_bytes(m[3])
-    if m[2]:
+    data = urllib.parse.unquote_to_bytes(data_text)
+    if base64_data:
         try:
             data = base64.b64decode(re.sub(rb"[\s]", b"", data) + b"==", validate=False)
         except (binascii.Error, ValueError):
             return []
-    encoding, start = _data_encoding(m[1], data)
+    encoding, start = _data_encoding(parameters, data)
     text = data[start:].decode(encoding, "replace")
-    if kind == "text/css":
+    if essence == "text/css":
         return remote_references_in_css(text, depth)
-    return remote_references(text, _depth=depth, xml=kind != "text/html")
+    return remote_references(text, _depth=depth, xml=essence != "text/html")
 
 
 def _cut_in_a_literal(doctype: str) -> bool:
@@ -407,10 +554,10 @@ _CSS_NAME = r"""(?:[-\w]|[^\x00-\x7f]|\\[0-9a-f]{1,6}[ \t\n]?|\\[^\n0-9a-f])+"""
 #: (its escapes as written, with the '(' that makes it a function), blanks, or one other character
 _CSS_TOKEN = re.compile(r"""/\*.*?(?:\*/|\Z)"""
                         r"""|(?P<string>"(?:[^"\\\n]|\\.)*(?:"|(?=\n)|\Z)|'(?:[^'\\\n]|\\.)*(?:'|(?=\n)|\Z))"""
-                        rf"""|(?P<at>@)?(?P<name>{_CSS_NAME})(?P<paren>\()?|\s+|.""", re.I | re.S)
+                        rf"""|(?P<at>@)?(?P<name>{_CSS_NAME})(?P<paren>\()?|\s+|.""", re.I | re.S | re.A)
 #: an unquoted ``url(…)``'s value, after its ``url(`` and blanks
-_CSS_URL_VALUE = re.compile(r"""\s*((?:[^)"'\s\\]|\\.)+)""", re.S)
-_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-f]{1,6})[ \t\n\r\f]?|(\n)|(.))", re.I | re.S)
+_CSS_URL_VALUE = re.compile(r"""\s*((?:[^)"'\s\\]|\\.)+)""", re.S | re.A)
+_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-f]{1,6})[ \t\n\r\f]?|(\n)|(.))", re.I | re.S | re.A)
 
 
 def _css_unescape(value: str) -> str:

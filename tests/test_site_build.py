@@ -18,7 +18,7 @@ def test_built_html_css_and_svg_reference_no_other_host(built_site):
     found = {}
     for path in [*built_site.rglob("*.html"), *built_site.rglob("*.css"), *built_site.rglob("*.svg")]:
         text = path.read_text(encoding="utf-8", errors="replace")
-        remote = sorted(set(offline.remote_references(text, css=path.suffix == ".css")))
+        remote = sorted(set(offline.remote_references(text, css=path.suffix == ".css", xml=path.suffix == ".svg")))
         if remote:
             found[str(path.relative_to(built_site))] = remote
     assert not found, f"references to other hosts: {found}"
