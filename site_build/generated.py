@@ -37,6 +37,7 @@ import re
 import stat
 import sys
 import tempfile
+import urllib.parse
 from pathlib import Path
 
 from netcl_lite import fingerprint
@@ -44,6 +45,7 @@ from netcl_lite.files import atomic_write
 
 from . import runner, store
 from .glossary import elements
+from .offline import attribute_spans, attributes_of, srcset_urls
 from .tags import Positions, Tags
 from .paths import DOCS, FIGURES, ROOT, SNIPPETS, pages, pyproject_version
 
@@ -262,33 +264,74 @@ def figure_description(svg: Path) -> str | None:
 
 
 def _with_alt(tag: str, page: str, source: str = "", first_line: int = 1) -> str:
-    """The <img> tag ``tag`` with its alt the description of the generated figure its src shows (the
-    first alt attribute replaced in place, any other dropped, or one added after ``<img``), in any
+    """The <img> tag ``tag`` (or ``<image>``, which a browser makes an ``<img>``) with its alt the
+    description of the generated figure it shows (its src's, else its srcset's first: :func:`_shown`;
+    the first alt attribute replaced in place, any other dropped, or one added after its name), in any
     quotes or none; the tag as it was when it shows no generated figure. A figure that is not drawn
     or does not describe itself is a ``ValueError`` naming ``page`` and the first line of ``source``
     (the page as written, from the file's line ``first_line``) that names it."""
-    attributes = list(_ATTRIBUTE.finditer(tag, len("<img")))
-    src = next((a for a in attributes if a[1].lower() == "src"), None)
-    figure = _FIGURE_SRC.fullmatch(html.unescape((src[2] or "").strip("\"'"))) if src is not None else None
+    figure = next(iter(_shown("img", False, tag)), None)
     if figure is None:
         return tag
-    svg = FIGURES / f"{figure.group(1)}.svg"
+    svg = FIGURES / f"{figure}.svg"
     alt = figure_description(svg) if svg.is_file() else None
     if alt is None:
         made = "a generated figure must describe itself (savefig(..., metadata={'Description': ...}))"
-        at = source.find(f"figures/{figure.group(1)}.svg")
+        at = source.find(f"figures/{figure}.svg")
         line = f":{first_line + source.count(chr(10), 0, at)}" if at >= 0 else ""
         raise ValueError(f"{page}{line}: {svg.relative_to(ROOT)}: " + (made if svg.is_file() else "no such figure; a "
                          f"figure is drawn by snippets/<page>/figure_<name>.py") + "; its description is the alt text")
     given = f' alt="{html.escape(alt)}"'
-    alts = [a for a in attributes if a[1].lower() == "alt"]
+    alts = [(start, end) for name, _, start, end in attribute_spans(tag) if name == "alt"]
     if not alts:
-        return tag[:len("<img")] + given + tag[len("<img"):]
+        name_end = _TAG_NAME.match(tag, 1).end()
+        return tag[:name_end] + given + tag[name_end:]
     out, at = [], 0
-    for i, a in enumerate(alts):                # the first in place, the rest dropped
-        out += [tag[at:a.start()], given if i == 0 else ""]
-        at = a.end()
+    for i, (start, end) in enumerate(alts):     # the first in place, the rest dropped
+        out += [tag[at:start], given[1:] if i == 0 else ""]
+        at = end
     return "".join(out) + tag[at:]
+
+
+#: a tag's name, after its '<', up to a blank, '/' or '>'
+_TAG_NAME = re.compile(r"[^\t\n\f\r />]*")
+#: what a browser's URL parser drops from a URL: C0 controls and blanks at either end, every tab and newline
+_URL_ENDS = "".join(map(chr, range(0x21)))
+_URL_TAB_OR_NEWLINE = re.compile(r"[\t\n\r]")
+#: the attributes whose URL shows an image, by element: HTML's (an ``<image>`` is an ``<img>`` to a
+#: browser; a ``<source>`` shows its srcset's in a ``<picture>``; an ``<input type=image>`` its src; a
+#: video its poster; an object, an embed or a frame its document) and SVG's (an ``<image>``, ``<feImage>``
+#: or ``<use>``'s ``href``, with or without XLink's prefix)
+_SHOWN_BY = {"img": ("src", "srcset"), "image": ("src", "srcset"), "source": ("srcset",), "object": ("data",),
+             "embed": ("src",), "iframe": ("src",), "frame": ("src",), "video": ("poster",)}
+_SHOWN_BY_SVG = {"image": ("href", "xlink:href"), "feimage": ("href", "xlink:href"), "use": ("href", "xlink:href")}
+
+
+def _figure(url: str) -> str | None:
+    """The generated figure (``ch1/loss``) that the URL ``url`` (its character references resolved) names,
+    or None, as a browser's URL parser reads it: blanks and C0 controls at either end and every tab and
+    newline dropped, backslashes read as slashes, percent escapes decoded, a query or fragment aside."""
+    url = _URL_TAB_OR_NEWLINE.sub("", url.strip(_URL_ENDS)).replace("\\", "/")
+    figure = _FIGURE_SRC.fullmatch(urllib.parse.unquote(url.partition("#")[0].partition("?")[0]))
+    return figure.group(1) if figure is not None else None
+
+
+def _shown(name: str, foreign: bool, tag: str) -> list[str]:
+    """The generated figures (``ch1/loss``) that the start tag ``tag`` of the element ``name`` (an SVG or
+    MathML one when ``foreign``) shows, in its attributes' order (:data:`_SHOWN_BY`)."""
+    attributes = attributes_of(tag)
+    if foreign:
+        urls = [attributes.get(key) for key in _SHOWN_BY_SVG.get(name, ())]
+    elif name == "input":                       # an image button: its type in ASCII case
+        image = attributes.get("type", "").strip("\t\n\f\r ").translate(_ASCII_LOWER) == "image"
+        urls = [attributes.get("src")] if image else []
+    else:
+        urls = [url for key in _SHOWN_BY.get(name, ()) if key in attributes
+                for url in (srcset_urls(attributes[key]) if key == "srcset" else [attributes[key]])]
+    return [figure for url in urls if url is not None and (figure := _figure(url)) is not None]
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 #: the path of a generated figure, as a page links it (a query or a fragment after it or not)
@@ -907,17 +950,18 @@ def check_rendered_figures(content: str, page: str, source: str = "", first_line
     """Raise ``ValueError`` naming ``page`` (``docs/<page>``) and the first line of ``source`` (the page as
     written) that names the figure, for a generated figure the rendered page shows outside a
     ``<figure>`` that has a ``<figcaption>``: what :func:`uncaptioned` reads before rendering, checked on
-    what the reader gets. One pass, reading the page as a browser reads it
+    what the reader gets. A figure shows wherever a browser shows what a URL names (:func:`_shown`): an
+    ``<img>`` (or ``<image>``, which HTML makes one)'s src or srcset, a ``<picture>``'s ``<source srcset>``,
+    an ``<object data>``, an ``<embed>``, a frame, an image button, a video's poster, an SVG ``<image>``,
+    ``<feImage>`` or ``<use>``. One pass, reading the page as a browser reads it
     (:func:`~site_build.glossary.elements`): an image in a comment, CDATA or a raw text element's text (a
     textarea's, a script's) is not shown."""
     figures, captioned, shown = [], [], []
-    for start, end, closing, name, *_ in elements(content):
-        if name == "img" and not closing:
-            tag = content[start:end]
-            src = next((a for a in _ATTRIBUTE.finditer(tag, len("<img")) if a[1].lower() == "src"), None)
-            figure = _FIGURE_SRC.fullmatch(html.unescape((src[2] or "").strip("\"'"))) if src is not None else None
-            if figure is not None:
-                shown.append((figure.group(1), figures[-1] if figures else None))
+    for start, end, closing, name, _, foreign in elements(content):
+        if name in _SHOWN_BY or name in _SHOWN_BY_SVG or name == "input":
+            if not closing:
+                shown += [(figure, figures[-1] if figures else None)
+                          for figure in _shown(name, foreign, content[start:end])]
         elif name == "figure":
             if not closing:
                 figures.append(len(captioned))
@@ -941,8 +985,8 @@ def with_alt(content: str, page: str = "(no page)", source: str = "", first_line
     (:func:`~site_build.glossary.elements`): an ``<img>`` written in a comment or in a raw text element's text
     is no image, and a quote in it hides no later one. One pass."""
     out, pos = [], 0
-    for start, end, closing, name, *_ in elements(content):
-        if name == "img" and not closing:
+    for start, end, closing, name, _, foreign in elements(content):
+        if name in ("img", "image") and not closing and not foreign:
             out += [content[pos:start], _with_alt(content[start:end], page, source, first_line)]
             pos = end
     out.append(content[pos:])
