@@ -981,7 +981,7 @@ _TYPED = re.compile(rf"(?<![\w.@/\\-])-?@(?P<key>{KEY})\b")
 #: HTML elements whose text is code, which may show citation syntax as it is typed, and formulas (MathML,
 #: what the page's math is by then: a citation in math is the math's, ``\\text{@key}`` shows as typed)
 #: (the name whole: a custom element such as ``<code-x>`` is no code, and has no ``</code>`` ending it)
-_CODE_ELEMENT = re.compile(r"<(code|pre|kbd|samp|script|style|textarea|math)(?=[\s/>])", re.I)
+_HIDDEN_ELEMENTS = (*_CODE_ELEMENTS, "math")
 
 
 def check_rendered(html: str, page_uri: str, source: str, first_line: int = 1) -> None:
@@ -1016,17 +1016,28 @@ def check_rendered(html: str, page_uri: str, source: str, first_line: int = 1) -
         raise ValueError(f"docs/{page_uri}{line}: the citation of @{key} {why}; cite it in plain text, "
                          f"with a space before it and outside links, attributes and raw HTML")
 
+    from .glossary import OpenElements, elements
+
     if "](" not in html and "@" not in html:
         return
-    text, at = [], 0                                    # the text the reader sees, code and math left out
-    while (m := _CODE_ELEMENT.search(html, at)) is not None:
-        close = _close_of(html, m[1], m.end())
-        text.append(html[at:m.start()])
-        if close < 0:
-            at = len(html)
-            break
-        at = close
-    text.append(html[at:])
+    # the text the reader sees, code and math left out, and the start tags (their attributes' values
+    # show as tooltips), read as a browser reads the page: a comment shows nothing, a tag written in one
+    # or in an attribute's value is none, an end tag with attributes ends its element, and an element ends
+    # where the open elements say it does (:class:`~site_build.glossary.OpenElements`, as ``elements``
+    # follows them)
+    text, at, open_ = [], 0, OpenElements()
+    for start, end, closing, name, self_closing, foreign in elements(html):
+        if not open_.inside(_HIDDEN_ELEMENTS):
+            text.append(html[at:start])
+            if name and not closing:
+                text.append(html[start:end])
+            elif not name and foreign and html.startswith("<![CDATA[", start) and html.endswith("]]>", start, end):
+                text.append(html[start + len("<![CDATA["):end - len("]]>")])   # foreign content's CDATA: text
+        at = end
+        if name:
+            open_.tag(closing, name, self_closing)
+    if not open_.inside(_HIDDEN_ELEMENTS):
+        text.append(html[at:])
     shown = _html.unescape("".join(text).replace(AT_SIGN, "\\@"))   # text and attributes' values alike;
     # an escaped '@' (``\@key`` in the Markdown) is read as escaped, as check() read it
     if m := _UNLINKED.search(shown):
@@ -1036,12 +1047,6 @@ def check_rendered(html: str, page_uri: str, source: str, first_line: int = 1) -
         if m["key"] in known:
             fail(m["key"], "shows as typed, in the text or in an attribute's value (a tooltip): in raw HTML, "
                            "or in what the check before rendering read as HTML and Markdown showed as text", False)
-
-
-def _close_of(html: str, name: str, start: int) -> int:
-    """The end of the first ``</name>`` (any case) at or after ``start``, or -1."""
-    m = _element_close(name.lower()).search(html, start)
-    return m.end() if m else -1
 
 
 #: an ``&`` that begins a character reference (``&amp;``, ``&#64;``), which HTML would read as one
