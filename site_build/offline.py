@@ -213,7 +213,8 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
     ``<animate…>`` gives an ``href`` (``from``, ``to``, ``by``, ``values``), and the ``href`` of an
     ``<?xml-stylesheet?>``; character references resolved first,
     as a browser reads them. A frame's ``srcdoc`` is a page of its own, and so is a ``data:`` URL of HTML,
-    SVG, XML or CSS: what they request counts too (one nested past :data:`_NESTING` levels is
+    of any XML MIME type (SVG, XHTML, MathML…) or of CSS (:func:`_data_url_references`): what they request
+    counts too (one nested past :data:`_NESTING` levels is
     itself reported, unread). A URL names another host
     when, its tabs and newlines dropped, it starts with ``//`` or a scheme and ``//`` (backslashes read as
     slashes) or with ``http:``, ``https:``, ``ftp:``, ``ws:`` or ``wss:``, the local server (127.0.0.1,
