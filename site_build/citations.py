@@ -981,7 +981,8 @@ _TYPED = re.compile(rf"(?<![\w.@/\\-])-?@(?P<key>{KEY})\b")
 #: HTML elements whose text is code, which may show citation syntax as it is typed, and formulas (MathML,
 #: what the page's math is by then: a citation in math is the math's, ``\\text{@key}`` shows as typed)
 #: (the name whole: a custom element such as ``<code-x>`` is no code, and has no ``</code>`` ending it)
-_HIDDEN_ELEMENTS = (*_CODE_ELEMENTS, "math")
+#: (``<xmp>`` is none: its text, raw as it is, shows what was typed)
+_HIDDEN_ELEMENTS = ("code", "pre", "kbd", "samp", "script", "style", "textarea", "math")
 
 
 def check_rendered(html: str, page_uri: str, source: str, first_line: int = 1) -> None:
