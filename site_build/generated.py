@@ -287,8 +287,9 @@ def _with_alt(tag: str, page: str, source: str = "", first_line: int = 1) -> str
         name_end = _TAG_NAME.match(tag, 1).end()
         return tag[:name_end] + given + tag[name_end:]
     out, at = [], 0
-    for i, (start, end) in enumerate(alts):     # the first in place, the rest dropped
-        out += [tag[at:start], given[1:] if i == 0 else ""]
+    for i, (start, end) in enumerate(alts):     # the first in place, the rest dropped with the blanks before them
+        cut = start if i == 0 else len(tag[at:start].rstrip("\t\n\f\r ")) + at
+        out += [tag[at:cut], given[1:] if i == 0 else ""]
         at = end
     return "".join(out) + tag[at:]
 

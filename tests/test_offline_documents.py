@@ -72,7 +72,7 @@ def test_an_image_start_tag_gets_its_figure_s_description(tmp_path, monkeypatch)
     monkeypatch.setattr(generated, "figure_description", lambda svg: "the loss falls")
     out = generated.with_alt('<figure><IMAGE src="figures/ch1/loss.svg" ALT=x alt=y><figcaption>c</figcaption>'
                              '</figure><svg><image href="figures/ch1/loss.svg"/></svg>', "docs/a.md")
-    assert out == ('<figure><IMAGE src="figures/ch1/loss.svg" alt="the loss falls" ><figcaption>c</figcaption>'
+    assert out == ('<figure><IMAGE src="figures/ch1/loss.svg" alt="the loss falls"><figcaption>c</figcaption>'
                    '</figure><svg><image href="figures/ch1/loss.svg"/></svg>'), out
 
 
