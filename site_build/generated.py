@@ -706,6 +706,12 @@ def _merged_streams(outputs: list) -> list:
     return merged
 
 
+#: seconds a drill cell's outputs may still be arriving after the kernel said the cell finished (a cell
+#: that prints thousands of lines on a busy machine lags that much); past it the build fails, naming
+#: the cell, instead of showing its output cut short
+NOTEBOOK_IOPUB_WAIT = 120
+
+
 #: what a drill notebook's output may carry: text, which the page escapes, and raster images
 SAFE_OUTPUT_TYPES = ("text/plain", "image/png", "image/jpeg")
 #: an image's metadata the page may take: its size, in pixels (nbconvert writes ``width=…`` unquoted
@@ -874,7 +880,11 @@ def execute_notebook(source: str) -> str:
     env = runner.reader_env()
     try:
         with tempfile.TemporaryDirectory() as tmp:
+            # iopub_timeout: how long, after a cell's reply, its last outputs may take to arrive; nbclient's
+            # default (4 s, then a logged warning and the outputs dropped) loses the end of a cell that
+            # prints much on a busy machine: waited for far longer here, and an error past that
             client = Bounded(node, timeout=600, kernel_name="python3", allow_errors=False, record_timing=False,
+                             iopub_timeout=NOTEBOOK_IOPUB_WAIT, raise_on_iopub_timeout=True,
                              resources={"metadata": {"path": tmp}},
                              kernel_manager_class=_native_kernel_manager())
             client.held, client.over = {}, None

@@ -197,3 +197,26 @@ def test_a_drill_cell_that_prints_many_short_lines_under_the_limit_still_runs(tm
         "nbformat": 4, "nbformat_minor": 5})
     outputs = json.loads(generated.execute_notebook(source))["cells"][0]["outputs"]
     assert "".join(outputs[0]["text"]).split() == [str(i) for i in range(3000)]
+
+
+def test_a_drill_cell_whose_last_outputs_lag_fails_the_build_instead_of_losing_them(tmp_path, monkeypatch):
+    """nbclient waits ``iopub_timeout`` seconds after a cell's reply for its last outputs, then by
+    default logs a warning and drops them: on a busy machine a cell that prints thousands of lines lost
+    its last lines (a CI run showed 2,964 of 3,000). With no wait at all, the notebook either has every
+    line or the build fails naming the wait; never the outputs cut short."""
+    import json
+
+    from nbclient.exceptions import CellTimeoutError
+
+    monkeypatch.setattr(generated, "NOTEBOOK_IOPUB_WAIT", 0)
+    source = json.dumps({
+        "cells": [{"cell_type": "code", "id": "lines", "metadata": {}, "execution_count": None, "outputs": [],
+                   "source": "for i in range(3000):\n    print(i, flush=True)\n"}],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5})
+    try:
+        outputs = json.loads(generated.execute_notebook(source))["cells"][0]["outputs"]
+    except CellTimeoutError as err:
+        assert "IOPub" in str(err)
+        return
+    assert "".join(outputs[0]["text"]).split() == [str(i) for i in range(3000)]
