@@ -129,6 +129,12 @@ def _package_names(packages) -> tuple[str, ...]:
         raise TypeError(f"packages must hold package names (str), got {type(bad).__name__} {bad!r:.80}")
     if any(not p.strip() for p in names):       # importlib's "A distribution name is required." names nothing
         raise ValueError(f"packages must hold package names, got an empty one: {list(names)!r:.200}")
+    # a name is written into the environment's text as one line: a line break (or any control character) in
+    # it would read as more lines, as other packages, so two different lists could share a key
+    bad = next((p for p in names if any(ord(c) < 32 or ord(c) == 127 for c in p)), None)
+    if bad is not None:
+        raise ValueError(f"packages must hold package names, got one holding a control character (a line "
+                         f"break reads as another package's line): {bad!r:.80}")
     return names
 
 
