@@ -80,6 +80,10 @@ def _read(sources: list[tuple[Path, str]]) -> list[tuple[str, str]]:
     out = []
     for path, rel in sources:
         try:
+            rel.encode("utf-8")
+        except UnicodeEncodeError:
+            continue   # a file name that is not UTF-8 (os.walk gives its bytes as surrogates): no module name
+        try:
             text = module_docstrings(path.read_text(encoding="utf-8"))
         except (SyntaxError, UnicodeDecodeError, ValueError):
             continue   # a few files are deliberately invalid (e.g. lib2to3's test data)
@@ -106,7 +110,12 @@ def _documents(root: str) -> tuple[tuple[str, str], ...]:
     out = _read(sources)
     # the key it is stored under goes in with the documents (so under the digest): an entry copied or
     # renamed under another key is a miss, never another library's documents
-    body = json.dumps({"key": item, "documents": out}, ensure_ascii=False).encode("utf-8")
+    try:
+        body = json.dumps({"key": item, "documents": out}, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        # a docstring spelling a lone surrogate with an escape ("\\ud800") has no UTF-8: stored with every
+        # character outside ASCII as a JSON escape, which reads back as it was (any other corpus as before)
+        body = json.dumps({"key": item, "documents": out}, ensure_ascii=True).encode("ascii")
     make_entry_folder(stored.parent, "the stored corpora")
     try:
         replace_entry(stored, _DIGEST + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
@@ -227,6 +236,15 @@ def split_by_hash(documents: dict[str, str], fractions) -> tuple[dict[str, str],
         raise ValueError(f"fractions must be a tuple of positive numbers summing below 1, got {fractions!r}")
     if not isinstance(documents, dict) or not documents:
         raise ValueError("documents must be a non-empty dict {name: text}")
+    for name in documents:                           # each name is hashed as its UTF-8
+        if not isinstance(name, str):
+            raise TypeError(f"documents must be a dict {{name: text}} with str names, got the name "
+                            f"{type(name).__name__} {name!r:.80}")
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"documents must have names with a UTF-8 spelling, got {name!r:.80} (a lone "
+                             f"surrogate)") from None
     bounds = [sum(fractions[:i + 1]) for i in range(len(fractions))]
     parts = [{} for _ in range(len(fractions) + 1)]
     for name, text in documents.items():
