@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from . import corpus, fingerprint
-from .checks import positive_int
+from .checks import int_in, not_masked, positive_int
 from .core.device import manager
 from .fingerprint import cache_root
 from .files import CacheEntryError, folder_entry_error, kind_of, make_entry_folder, read_regular, replace_entry
@@ -546,11 +546,21 @@ def spread_windows(ids, n: int, block_size: int) -> tuple[np.ndarray, np.ndarray
 
 def token_losses(model: DecoderLM, x, y, batch_size: int = 32) -> np.ndarray:
     """The cross-entropy in nats of each target ``y[b, t]`` given ``x[b, :t+1]`` (float64, shape of
-    ``y``): the terms whose mean ``model.loss`` returns, kept apart so that any subset can be averaged."""
+    ``y``): the terms whose mean ``model.loss`` returns, kept apart so that any subset can be averaged.
+    Every target must be a token id in [0, vocab_size): there is no ``IGNORE`` here (a loss for each target
+    is asked for; :func:`sliding_windows`' targets are for ``model.loss(..., ignore_index=IGNORE)``), and
+    NumPy would read -100 as token ``vocab_size - 100``."""
+    not_masked("x", x)
+    not_masked("y", y)
     x, y = np.asarray(x), np.asarray(y)
     positive_int("batch_size", batch_size)
     if x.shape != y.shape or x.ndim != 2:
         raise ValueError(f"x and y must be 2-D of one shape, got {x.shape} and {y.shape}")
+    vocab = model.config.vocab_size
+    if y.size and (y.dtype.kind not in "iu" or y.min() < 0 or y.max() >= vocab):
+        shown = (f"values from {y.min()} to {y.max()}" if y.dtype.kind in "iu" else f"an array of {y.dtype}")
+        raise ValueError(f"y must hold target token ids in [0, {vocab}) (IGNORE targets are for model.loss's "
+                         f"ignore_index, not token_losses), got {shown}")
     out = np.empty(y.shape)
     for i in range(0, len(x), batch_size):
         logits = model(x[i:i + batch_size]).numpy().astype(np.float64)
@@ -816,12 +826,20 @@ def bits_per_byte(model: DecoderLM, ids, tokenizer: BPETokenizer, block_size: in
     return nats / math.log(2) / len(tokenizer.decode_bytes(np.asarray(ids)[1:].tolist()))
 
 
+#: the largest vocabulary :func:`ngram_bits_per_byte` counts (its tables are float64 of vocab_size entries each)
+NGRAM_MAX_VOCAB = 1 << 24
+
+
 def ngram_bits_per_byte(train_ids, held_ids, vocab_size: int, n_bytes: int) -> dict[str, float]:
     """Unigram and bigram models counted on the training ids, in bits per byte of the held-out text.
 
     Unigram: add-one counts. Bigram: Witten–Bell interpolation with the unigram,
     P(b | a) = (c(a, b) + t(a) · P(b)) / (c(a) + t(a)), t(a) = distinct successors of a.
+    ``vocab_size`` is an int in [1, :data:`NGRAM_MAX_VOCAB`]: the counts are tables of that many entries.
     """
+    vocab_size = int_in("vocab_size", vocab_size, 1, NGRAM_MAX_VOCAB + 1, "the counts are tables of that size")
+    not_masked("train_ids", train_ids)
+    not_masked("held_ids", held_ids)
     train_ids, held = np.asarray(train_ids), np.asarray(held_ids)
     for name, arr in (("train_ids", train_ids), ("held_ids", held)):
         if arr.ndim != 1 or arr.size < 2 or arr.dtype.kind not in "iu" or arr.min() < 0 or arr.max() >= vocab_size:
