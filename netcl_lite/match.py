@@ -55,7 +55,10 @@ def _rows(name: str, index: np.ndarray, rows: int) -> np.ndarray:
 def last_wins(slots: np.ndarray, values: np.ndarray, table: np.ndarray) -> None:
     """table[slots[i]] = values[i], the last i winning where slots repeat (stable, so both sides agree);
     a negative slot is the row NumPy takes it for (-1 the last), one past the table an IndexError.
-    ``slots`` and ``values`` are one-dimensional, of one length."""
+    ``slots`` and ``values`` are one-dimensional, of one length; a masked array is refused (TypeError naming
+    it): its masked-out entries would be written."""
+    checks.not_masked("slots", slots)
+    checks.not_masked("values", values)
     slots = np.asarray(slots)
     values = np.asarray(values)               # a list: values[order] was "only integer scalar arrays ..."
     if slots.ndim != 1 or values.ndim != 1 or values.size != slots.size:
@@ -79,7 +82,10 @@ def add_in_order(table: np.ndarray, index: np.ndarray, values: np.ndarray) -> No
     the order they come, in rounds of distinct indices (the first of each, then the second...),
     each round one gather and one scatter; ``np.add.at`` adds row by row, which costs ~10x more
     when rows are long. As there, a negative index is the row NumPy takes it for (-1 the last), and
-    one past the table an IndexError."""
+    one past the table an IndexError. A masked ``index`` or ``values`` is refused (TypeError naming it): its
+    masked-out entries would be added."""
+    checks.not_masked("index", index)
+    checks.not_masked("values", values)
     index = np.asarray(index)
     if index.ndim != 1 or not isinstance(values, np.ndarray) or values.shape[:1] != index.shape \
             or values.shape[1:] != table.shape[1:]:
