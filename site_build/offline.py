@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import html
 import re
 import urllib.parse
@@ -203,7 +204,8 @@ def _names_another_host(url: str) -> bool:
     return authority is None or _ascii_lower(authority[1].rpartition("@")[2].partition(":")[0]) not in _LOCAL_HOSTS
 
 
-def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool | None = None) -> list[str]:
+def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool | None = None,
+                      _encoding: str = "utf-8") -> list[str]:
     """The URLs of other hosts that the HTML ``text`` (a style sheet when ``css``) makes a browser request
     or go to, in order:
     an attribute that holds a URL (``src``, ``href``, ``xlink:href``, ``data``, ``poster``, ``action``,
@@ -232,16 +234,18 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
     document's own DTD (``<!ENTITY``, ``<!ATTLIST``: an entity expanded in an attribute, a default
     attribute; ``<!ELEMENT``, ``<!NOTATION``) may hide a URL: an XML document that holds one is reported
     (the first, unread; in an HTML page it means nothing, and a script's text may well hold one), and so
-    is one whose doctype holds a '>' in a quoted literal (XML reads on past it, HTML's reading stops)."""
+    is one whose doctype holds a '>' in a quoted literal (XML reads on past it, HTML's reading stops).
+    ``_encoding`` is the codec the text was read in: a ``data:`` style sheet it links with no encoding of
+    its own falls back to it (CSS Syntax's environment encoding)."""
     if css:
-        return remote_references_in_css(text)
+        return remote_references_in_css(text, _encoding=_encoding)
     found: list[str] = []
 
     def add(url: str) -> None:
         if _names_another_host(url):
             found.append(url.strip())
         else:
-            found.extend(_data_url_references(url, _depth + 1))
+            found.extend(_data_url_references(url, _depth + 1, _encoding))
 
     if xml is None:
         xml = _XML_START.match(text) is not None
@@ -320,14 +324,15 @@ _STYLESHEET_PI = re.compile(r"<\?xml-stylesheet(?=[\t\n\r ?]|\Z)", re.I | re.A)
 _PSEUDO_HREF = re.compile(r"""(?<!\S)href\s*=\s*("[^"]*"|'[^']*'|[^\s"'?]+)""", re.I | re.A)
 
 
-def remote_references_in_css(css: str, _depth: int = 0) -> list[str]:
+def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8") -> list[str]:
     """The URLs of other hosts that the CSS ``css`` fetches, read token by token as CSS reads it (a
     comment is no request, a string is no comment): a ``url()``, quoted or not; the string of an
     ``@import``, after blanks, comments or nothing; every string of an ``image-set()`` (or
     ``-webkit-image-set()``). Escapes are resolved as CSS resolves them, in a URL (``\\2f`` is a '/') and
     in a function's or an at-rule's own name alike (``u\\rl(`` and ``\\75rl(`` are ``url(``, ``@imp\\ort``
     is ``@import``): a name is compared once its escapes are read. One pass, each token read from where
-    the last ended."""
+    the last ended. ``_encoding``: the codec the sheet was read in, which a ``data:`` sheet it imports with
+    no encoding of its own falls back to."""
     css = _CSS_NEWLINES.sub("\n", css).replace("\0", "\ufffd")     # CSS's preprocessing of its input
     found: list[str] = []
     expect = False          # after ``url(`` or ``@import``: the next string is a URL
@@ -351,7 +356,7 @@ def remote_references_in_css(css: str, _depth: int = 0) -> list[str]:
             if (string is None or expect or depth) and _names_another_host(url):
                 found.append(url.strip())
             elif string is None or expect or depth:
-                found.extend(_data_url_references(url, _depth + 1))
+                found.extend(_data_url_references(url, _depth + 1, _encoding))
             expect = False
         elif token.startswith("/*") or token.isspace():
             continue
@@ -483,11 +488,11 @@ def _data_encoding(parameters: dict[str, str], data: bytes) -> tuple[str, int]:
 def _is_xml_mime_type(essence: str) -> bool:
     """Whether the MIME type of essence ``essence`` is an XML MIME type, which a browser renders as an XML
     document: any ``…/…+xml`` (``image/svg+xml``, ``application/xhtml+xml``, ``application/mathml+xml``…),
-    ``text/xml`` and ``application/xml``."""
-    return essence.endswith("+xml") or essence in ("text/xml", "application/xml")
+    ``text/xml``, ``application/xml`` and ``text/xsl`` (which browsers render as XML too)."""
+    return essence.endswith("+xml") or essence in ("text/xml", "application/xml", "text/xsl")
 
 
-def _data_url_references(url: str, depth: int) -> list[str]:
+def _data_url_references(url: str, depth: int, environment: str = "utf-8") -> list[str]:
     """The URLs of other hosts that the ``data:`` URL ``url`` requests when a browser loads it as a page
     (an HTML page, or an XML document: any XML MIME type, :func:`_is_xml_mime_type`) or a style sheet (none
     when it is no ``data:`` URL or holds anything else), read as the Fetch standard's ``data:`` URL
@@ -495,7 +500,11 @@ def _data_url_references(url: str, depth: int) -> list[str]:
     and newline dropped, the fragment after the first '#' left out), its media type up to the first ','
     (``;base64`` at its end, in ASCII case only, makes the data base64), the data percent-decoded and read
     in the encoding a browser reads it in (:func:`_data_encoding`): a UTF-16 page fetches as a UTF-8 one
-    does."""
+    does. With neither a byte order mark nor a ``charset`` parameter, a style sheet's encoding is the one
+    its ``@charset "…";`` rule names, else ``environment`` (the codec of the document that links or imports
+    it), and an XML document's the one its XML declaration names (:func:`_declared_label`), read in
+    Python's codec of that name (:func:`_codec_for`); a label Python knows no text codec for is reported
+    (the URL, unread). One reading of each document: linear."""
     url = _TAB_OR_NEWLINE.sub("", _LEADING.sub("", url)).rstrip(_C0_OR_SPACE)
     comma = url.find(",")
     if _ascii_lower(url[:5]) != "data:" or comma < 0:
@@ -519,10 +528,63 @@ def _data_url_references(url: str, depth: int) -> list[str]:
         except (binascii.Error, ValueError):
             return []
     encoding, start = _data_encoding(parameters, data)
-    text = data[start:].decode(encoding, "replace")
+    if start == 0 and "charset" not in parameters and essence != "text/html":
+        label = _declared_label(data, essence == "text/css")
+        if label is not None:
+            encoding = _codec_for(label)
+            if encoding is None:                       # no codec Python knows: reported unread
+                return [url[:80]]
+        elif essence == "text/css":
+            encoding = environment
+    try:
+        text = data[start:].decode(encoding, "replace")
+    except (LookupError, UnicodeError, TypeError, ValueError):         # a codec that cannot read it
+        return [url[:80]]
+    # what this document links falls back to its encoding (UTF-16's aside: read as UTF-8, as before)
+    inner = "utf-8" if encoding.startswith("utf-16") else encoding
     if essence == "text/css":
-        return remote_references_in_css(text, depth)
-    return remote_references(text, _depth=depth, xml=essence != "text/html")
+        return remote_references_in_css(text, depth, inner)
+    return remote_references(text, _depth=depth, xml=essence != "text/html", _encoding=inner)
+
+
+#: a style sheet's ``@charset`` rule, as CSS Syntax reads it: these exact bytes at the very start, its
+#: label up to the first ``";`` in the first 1024 bytes
+_CHARSET_RULE = b'@charset "'
+#: an XML declaration's ``encoding``, at the start of the document
+_XML_DECLARATION = re.compile(rb"""<\?xml[\t\n\r ]+version[\t\n\r ]*=[\t\n\r ]*(?:"[^"]*"|'[^']*')"""
+                              rb"""[\t\n\r ]+encoding[\t\n\r ]*=[\t\n\r ]*(?:"([^"]*)"|'([^']*)')""")
+
+
+def _declared_label(data: bytes, css: bool) -> str | None:
+    """The encoding label the ``data`` (no byte order mark) declares itself in: a style sheet's (``css``)
+    ``@charset "…";`` rule, an XML document's XML declaration; None when it declares none."""
+    head = data[:1024]
+    if css:
+        if not head.startswith(_CHARSET_RULE):
+            return None
+        end = head.find(b'";', len(_CHARSET_RULE))
+        return None if end < 0 else head[len(_CHARSET_RULE):end].decode("latin-1")
+    m = _XML_DECLARATION.match(head)
+    if m is None:
+        return None
+    return (m[1] if m[1] is not None else m[2]).decode("latin-1")
+
+
+def _codec_for(label: str) -> str | None:
+    """The codec to read a document in whose own declaration names ``label``: the browser's for a label
+    of :data:`_CHARSETS` (UTF-16 read as UTF-8, as CSS Syntax says, and as a declaration readable in ASCII
+    shows), else Python's text codec of that name; None when Python knows no text codec of that name."""
+    label = _ascii_lower(label.strip(_ASCII_BLANKS))
+    if label in _CHARSETS:
+        codec = _CHARSETS[label]
+        return "utf-8" if codec.startswith("utf-16") else codec
+    try:
+        info = codecs.lookup(label)
+    except (LookupError, ValueError):
+        return None
+    if not getattr(info, "_is_text_encoding", True):   # base64, zlib, rot13…: no text encoding
+        return None
+    return "utf-8" if info.name in ("utf-8", "ascii") else info.name
 
 
 def _cut_in_a_literal(doctype: str) -> bool:
