@@ -1036,7 +1036,7 @@ def check_rendered(html: str, page_uri: str, source: str, first_line: int = 1) -
                 text.append(html[start + len("<![CDATA["):end - len("]]>")])   # foreign content's CDATA: text
         at = end
         if name:
-            open_.tag(closing, name, self_closing)
+            open_.tag(closing, name, self_closing, html[start:end])   # its attributes: <font color> breaks out of math
     if not open_.inside(_HIDDEN_ELEMENTS):
         text.append(html[at:])
     shown = _html.unescape("".join(text).replace(AT_SIGN, "\\@"))   # text and attributes' values alike;
