@@ -231,8 +231,9 @@ class DirtyPages:
 
     def _load(self, site_dir: Path) -> None:
         """Read the record of ``site_dir`` when this process has not built it yet; a record that is
-        missing or unreadable, or anything but a regular file there (a named pipe, never waited on:
-        :func:`.store.read_entry`), is no record (every page is rendered)."""
+        missing or unreadable, malformed, naming a path no file system can hold (a lone surrogate, a NUL),
+        or anything but a regular file there (a named pipe, never waited on: :func:`.store.read_entry`), is
+        no record (every page is rendered)."""
         import json
 
         site_dir = Path(site_dir).resolve()
@@ -251,6 +252,10 @@ class DirtyPages:
                         and isinstance(read_digest, str) and isinstance(html, list) and len(html) == 2
                         and all(isinstance(v, int) for v in html)):
                     raise ValueError(uri)
+                for r in read:       # a path no system can hold (a lone surrogate, a NUL): no record
+                    if "\0" in r:
+                        raise ValueError(uri)
+                    os.fsencode(r)   # UnicodeEncodeError, a ValueError, where it cannot be a file name
                 self.digests[uri] = digest_
                 self.read[uri] = ([Path(r) for r in read], bytes.fromhex(read_digest))
                 self.html[uri] = (html[0], html[1])
