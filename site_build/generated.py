@@ -966,21 +966,35 @@ def check_rendered_figures(content: str, page: str, source: str = "", first_line
     an ``<object data>``, an ``<embed>``, a frame, an image button, a video's poster, an SVG ``<image>``,
     ``<feImage>`` or ``<use>``. One pass, reading the page as a browser reads it
     (:func:`~site_build.glossary.elements`): an image in a comment, CDATA or a raw text element's text (a
-    textarea's, a script's) is not shown."""
-    figures, captioned, shown = [], [], []
-    for start, end, closing, name, _, foreign in elements(content):
+    textarea's, a script's) is not shown. A figure is an HTML ``<figure>`` while it is open as HTML's
+    tree builder nests elements (:class:`~site_build.glossary.OpenElements`: an ancestor's end tag, a
+    ``</div>`` or ``</math>``, closes it too; in SVG or MathML a ``<figure>`` is no HTML one), and its
+    caption an HTML ``<figcaption>`` in it that is rendered: none in SVG or MathML, none in a
+    ``<template>``."""
+    from .glossary import OpenElements
+    from .tags import tokens
+
+    captioned, shown = [], []
+    figure_at: dict[int, int] = {}      # the figure (its index in ``captioned``) open at each place of the stack
+    open_ = OpenElements()
+    for start, end, closing, name, self_closing in tokens(content, lambda: open_.opened_foreign,
+                                                          lambda: open_.foreign):
+        foreign = open_.foreign
+        if not name:
+            continue
+        opened = open_.tag(closing, name, self_closing, content[start:end])
+        if closing:
+            continue
+        foreign = open_.opened_foreign
+        places = open_.html_places.get("figure")
+        if name == "figure" and opened and not foreign:
+            figure_at[places[-1]] = len(captioned)
+            captioned.append(False)
+        figure = figure_at[places[-1]] if places else None          # the innermost open figure
         if name in _SHOWN_BY or name in _SHOWN_BY_SVG or name == "input":
-            if not closing:
-                shown += [(figure, figures[-1] if figures else None)
-                          for figure in _shown(name, foreign, content[start:end])]
-        elif name == "figure":
-            if not closing:
-                figures.append(len(captioned))
-                captioned.append(False)
-            elif figures:
-                figures.pop()
-        elif name == "figcaption" and not closing and figures:   # the innermost figure's <figcaption>
-            captioned[figures[-1]] = True
+            shown += [(shown_name, figure) for shown_name in _shown(name, foreign, content[start:end])]
+        elif name == "figcaption" and not foreign and figure is not None and not open_.inside(("template",)):
+            captioned[figure] = True
     for name, figure in shown:
         if figure is None or not captioned[figure]:
             at = source.find(f"figures/{name}.svg")
