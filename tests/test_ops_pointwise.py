@@ -88,6 +88,29 @@ def test_embedding_matches_reference_on_random_shapes(queue):
     np.testing.assert_array_equal(out.numpy(), reference.embedding(table, ids))
 
 
+def test_embedding_backward_sums_each_row_s_positions_in_order_on_random_shapes(queue):
+    """The table's gradient against np.add.at in float32, which adds each position's row in order
+    from zero as the kernel does (so the bits agree exactly, whatever the vocabulary slices and
+    column vectors of the grid), and against float64 within the (k - 1) u bound of a k-term sum;
+    ragged widths, vocabularies smaller than the grid's slices, and ids that repeat."""
+    rng = np.random.default_rng(35)
+    for i in range(40):
+        vocab, dim = int(rng.integers(1, 300)), int(rng.choice(DIMS))
+        n = int(rng.integers(1, 400))
+        ids = rng.integers(0, min(vocab, int(rng.integers(1, 8)) if i % 4 == 0 else vocab), n)
+        g = f32(rng.standard_normal((n, dim)))
+        got = ops.embedding_backward(Tensor.from_host(queue, g), Tensor.from_host(queue, ids, dtype=np.int32),
+                                     vocab).numpy()
+        want32 = np.zeros((vocab, dim), np.float32)
+        np.add.at(want32, ids, g)
+        np.testing.assert_array_equal(got, want32)
+        want64, size64 = np.zeros((vocab, dim)), np.zeros((vocab, dim))
+        np.add.at(want64, ids, g.astype(np.float64))
+        np.add.at(size64, ids, np.abs(g.astype(np.float64)))
+        terms = np.bincount(ids, minlength=vocab)[:, None]
+        assert (np.abs(got - want64) <= np.maximum(terms - 1, 0) * EPS32 * size64 + TINY).all()
+
+
 def test_tensors_in_tensors_out(queue):
     x = f32(np.arange(12).reshape(3, 4))
     t = Tensor.from_host(queue, x)

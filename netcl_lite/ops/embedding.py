@@ -7,8 +7,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..checks import dtype_is
+from ..core.kernels import vector_lanes
 from ..core.tensor import Tensor
 from .operands import OpCall, elements, i32, int32_range, round_up, shape_of
+
+
+#: slices of the vocabulary in ``embedding_backward``'s grid: with the columns' vectors, the work-items
+#: that share the scatter (a 128-wide table on 16 lanes has 8 column vectors: 32 items keep two or
+#: more cores busy). Every item reads all the ids, so more slices cost more reading.
+BACKWARD_SLICES = 4
 
 
 def ids_out_of_range(ids: np.ndarray, vocab: int) -> str:
@@ -60,7 +67,7 @@ def embedding(table, ids, *, queue=None):
     tt, tid = call.float_input("table"), call.int_input("ids", checked)
     out = call.output(id_shape + (dim,))
     if out.size:
-        call.launch("embedding.cl", "embedding_gather", (round_up(dim, 16), round_up(n_ids, 4)), (16, 4),
+        call.launch("embedding.cl", "embedding_gather", (round_up(n_ids, 16),), (16,),
                     tt.buffer, tid.buffer, out.buffer, i32(n_ids), i32(vocab), i32(dim), call.stream.status, call.seq)
     return call.result(out, check=[False])
 
@@ -79,6 +86,8 @@ def embedding_backward(g, ids: Tensor, vocab: int):
     dtable = call.output((vocab, dim))
     if dtable.size:
         call.stream.fill(dtable.buffer, dtable.nbytes)
-        call.launch("embedding.cl", "embedding_backward", (round_up(dim, 16),), (16,),
-                    g.buffer, ids.buffer, dtable.buffer, i32(ids.size), i32(vocab), i32(dim), call.stream.status, call.seq)
+        lanes = vector_lanes(call.queue.device)
+        call.launch("embedding.cl", "embedding_backward", (-(-dim // lanes), BACKWARD_SLICES), (1, 1),
+                    g.buffer, ids.buffer, dtable.buffer, i32(ids.size), i32(vocab), i32(dim), call.stream.status,
+                    call.seq, options=(f"-DVW={lanes}",))
     return call.result(dtable, check=[False])
