@@ -545,11 +545,15 @@ def test_swap_axes_matches_numpy_and_is_a_view_only_when_the_order_is_kept(queue
 
 def test_concat_and_split_columns_match_numpy_on_random_shapes(queue):
     """Pure copies, so exact: side by side on the last axis as np.concatenate, and cut back as
-    np.split, for NumPy and device operands, widths ragged against the kernel's 8-float runs."""
+    np.split, for NumPy and device operands, widths ragged against the kernel's 8-float runs, and
+    more pieces than one launch copies (``BLOCKS_PER_LAUNCH``), empty ones among them."""
+    from netcl_lite.ops.layout import BLOCKS_PER_LAUNCH
+
     rng = np.random.default_rng(32)
-    for _ in range(40):
+    for i in range(40):
         lead = tuple(int(n) for n in rng.integers(1, 20, int(rng.integers(0, 3))))
-        widths = [int(w) for w in rng.integers(0, 30, int(rng.integers(1, 4)))]
+        count = int(rng.integers(1, 4)) if i % 2 else int(rng.integers(BLOCKS_PER_LAUNCH, 3 * BLOCKS_PER_LAUNCH))
+        widths = [int(w) for w in rng.integers(0, 30, count)]
         pieces = [rng.standard_normal(lead + (w,)).astype(np.float32) for w in widths]
         expected = np.concatenate(pieces, axis=-1)
         got = ops.concat_columns(pieces)
@@ -592,7 +596,7 @@ def test_matmul_columns_reads_a_block_of_b_in_place_or_from_a_copy(monkeypatch, 
         got = ops.matmul_columns(ta, tb, start, width).numpy()
         names = [name for name, _ in launched]
         in_place = cpu and k >= 1024
-        assert ("copy_columns" not in names) == (in_place or width == total), (k, m, total, start, width, names)
+        assert ("copy_blocks" not in names) == (in_place or width == total), (k, m, total, start, width, names)
         block = b[:, start:start + width]
         assert_close(got, reference.matmul(a, block, transpose_a=True), rtol=0, atol=matmul_atol(a.T, block),
                      what=f"aᵀ b[:, {start}:{start + width}], a {a.shape}, b {b.shape}")

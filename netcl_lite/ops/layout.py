@@ -47,11 +47,22 @@ def swap_axes(x, axis1: int, axis2: int, *, queue=None):
     return call.result(out, check=[False])
 
 
-def _copy_columns(call, src, dst, rows, cols, src_stride, src_offset, dst_stride, dst_offset) -> None:
-    """dst[r, dst_offset + c] = src[r, src_offset + c] for r < rows, c < cols (row lengths: the strides)."""
-    if rows * cols:
-        call.launch("layout.cl", "copy_columns", (round_up(rows, 16),), (16,), src, dst,
-                    *map(i32, (rows, cols, src_stride, src_offset, dst_stride, dst_offset)))
+#: blocks one launch of ``copy_blocks`` copies (the kernel's slots)
+BLOCKS_PER_LAUNCH = 4
+
+
+def _copy_blocks(call, rows, blocks) -> None:
+    """For each block (src, dst, cols, src_stride, src_offset, dst_stride, dst_offset):
+    dst[r, dst_offset + c] = src[r, src_offset + c] for r < rows, c < cols (row lengths: the strides),
+    :data:`BLOCKS_PER_LAUNCH` blocks a launch."""
+    blocks = [b for b in blocks if b[2]]
+    if not rows:
+        return
+    for i in range(0, len(blocks), BLOCKS_PER_LAUNCH):
+        batch = blocks[i:i + BLOCKS_PER_LAUNCH]
+        slots = batch + [batch[0]] * (BLOCKS_PER_LAUNCH - len(batch))     # unused slots: no grid row reads them
+        args = [a for src, dst, *ints in slots for a in (src, dst, *map(i32, ints))]
+        call.launch("layout.cl", "copy_blocks", (round_up(rows, 16), len(batch)), (16, 1), i32(rows), *args)
 
 
 def concat_columns(pieces, *, queue=None):
@@ -75,10 +86,9 @@ def concat_columns(pieces, *, queue=None):
     int32_range(elements=rows * width)
     call = OpCall("concat_columns", queue=queue, **{f"piece{i}": p for i, p in enumerate(pieces)})
     out = call.output(lead + (width,))
-    offset = 0
-    for i, w in enumerate(widths):
-        _copy_columns(call, call.float_input(f"piece{i}").buffer, out.buffer, rows, w, w, 0, width, offset)
-        offset += w
+    starts = np.cumsum([0] + widths[:-1])
+    _copy_blocks(call, rows, [(call.float_input(f"piece{i}").buffer, out.buffer, w, w, 0, width, int(start))
+                              for i, (w, start) in enumerate(zip(widths, starts))])
     return call.result(out, check=[False])
 
 
@@ -101,11 +111,12 @@ def split_columns(x, widths, *, queue=None):
     rows = elements(s[:-1])
     call = OpCall("split_columns", queue=queue, x=x)
     tx = call.float_input("x")
-    outs, offset = [], 0
+    outs, blocks, offset = [], [], 0
     for w in widths:
         out = call.output(s[:-1] + (int(w),))
-        _copy_columns(call, tx.buffer, out.buffer, rows, int(w), s[-1], offset, int(w), 0)
+        blocks.append((tx.buffer, out.buffer, int(w), s[-1], offset, int(w), 0))
         outs.append(out)
         offset += int(w)
+    _copy_blocks(call, rows, blocks)
     got = call.result(*outs, check=[False] * len(outs))
     return got if len(outs) > 1 else (got,)

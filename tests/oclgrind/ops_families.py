@@ -94,7 +94,7 @@ for rope, pairing, causal in ((True, "half", True), (True, "interleaved", False)
            {"q": arr(2, 19, 4 * 6), "k": arr(2, 19, 2 * 6), "v": arr(2, 19, 2 * 5)},
            lambda q, k, v: rotary_attention_reference(q, k, v, 4, 2, rope=rope, pairing=pairing, causal=causal))
 # the node that owns the projections: [dq | dk | dv] in one gradient, x's gradient one product with the
-# joined weights (copy_columns), the weights' read from their blocks (copies where matmul_tall does not
+# joined weights (copy_blocks), the weights' read from their blocks (copies where matmul_tall does not
 # run; in place by matmul_tall over B·T = 1040 rows, forced as above)
 family("rotary_attention_projected",
        lambda x, wq, wk, wv: ag.rotary_attention_projected(x, wq, wk, wv, 4, 2),
