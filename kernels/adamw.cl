@@ -11,13 +11,16 @@
 //                       tensor's own sequence number. When `gated`, it leaves everything as it
 //                       is if the norm clip_coefficient wrote (gate[0]) is not finite: the step
 //                       is dropped on the device, as a non-finite norm stops the host's loop,
-//                       without a read-back in between.
+//                       without a read-back in between; otherwise each gradient is multiplied by
+//                       the clip coefficient (gate[1]) as it is read, the product scale_by would
+//                       have stored, so the clipped gradients never make a pass of their own.
 //   sum_squares         partial sums of g² over fixed chunks, one work-item per chunk (VW lane sums,
 //                       then across the lanes), written to out[offset + chunk], tensor after
 //                       tensor: no atomics, and the order of every sum is fixed.
 //   clip_coefficient    one work-item: norm = sqrt(sum of the partials, in order) and the clip
 //                       coefficient min(1, max_norm / (norm + 1e-6)), as torch's clip_grad_norm_.
-//   scale_by            g *= coef[1]: applies the clip coefficient without reading it on the host.
+//   scale_by            g *= coef[1]: applies the clip coefficient without reading it on the host
+//                       (clip_grad_norm's waiting form; its device form leaves it to adamw_step).
 //
 // A training step updates every parameter tensor, and a launch costs more than updating a small
 // one, so adamw_step, sum_squares and scale_by take up to MT tensors, each in its own buffers
@@ -77,6 +80,7 @@ __kernel void adamw_step(
     const int n = SLOTS(PICK_N) 0;
     const int i0 = ELEMENT0;
     if (i0 >= n || (gated && nonfinite_bits(gate[0]))) return;
+    const float coef = gated ? gate[1] : 1.0f;              // g * 1 is g: an ungated step reads g as it is
     __global float *p = (SLOTS(PICK_P) p0) + i0;
     __global const float *g = (SLOTS(PICK_G) g0) + i0;
     __global float *m = (SLOTS(PICK_M) m0) + i0;
@@ -84,7 +88,7 @@ __kernel void adamw_step(
     const float decay = SLOTS(PICK_DECAY) 1.0f;
     int bad = 0;
     if (i0 + VW <= n) {                                     // a whole vector: the common case
-        const vecf gi = *(__global const vecfu *)g, mo = *(__global vecfu *)m;
+        const vecf gi = *(__global const vecfu *)g * coef, mo = *(__global vecfu *)m;
         const vecf mi = mo + one_minus_beta1 * (gi - mo);   // torch's lerp for a weight < 0.5
         const vecf vi = *(__global vecfu *)v * beta2 + one_minus_beta2 * gi * gi;
         const vecf denom = sqrt(vi) / bias2_sqrt + eps;
@@ -95,7 +99,7 @@ __kernel void adamw_step(
         bad = nonfinitev(p_new) | nonfinitev(mi) | nonfinitev(vi);
     } else {
         for (int e = 0; e < n - i0; ++e) {                  // the tensor's last, partial vector
-            const float gi = g[e];
+            const float gi = g[e] * coef;
             const float mi = m[e] + one_minus_beta1 * (gi - m[e]);
             const float vi = v[e] * beta2 + one_minus_beta2 * gi * gi;
             const float denom = sqrt(vi) / bias2_sqrt + eps;

@@ -112,10 +112,11 @@ class AdamW:
     def step(self, norm=None) -> None:
         """One AdamW update of every parameter that has a gradient.
 
-        ``norm``: what :func:`clip_grad_norm` returned with ``wait=False`` (the norm still on the
-        device); the update is then skipped on the device when that norm is not finite, so a
-        loop can leave the check to its one read-back after the step. The updates take a few
-        launches for all the tensors (``kernels/adamw.cl``)."""
+        ``norm``: what :func:`clip_grad_norm` returned with ``wait=False`` (the norm and the clip
+        coefficient still on the device). Each gradient is then read times that coefficient, the
+        clipping ``wait=False`` leaves to this step, and the update is skipped on the device when
+        the norm is not finite, so a loop can leave the check to its one read-back after the
+        step. The updates take a few launches for all the tensors (``kernels/adamw.cl``)."""
         if norm is not None and not (isinstance(norm, Tensor) and norm.shape == (2,) and norm.dtype == np.float32):
             raise TypeError("norm must be the (2,) float32 Tensor that clip_grad_norm(..., wait=False) returns, "
                             f"got {type(norm).__name__}")
@@ -181,10 +182,12 @@ def clip_grad_norm(params, max_norm: float, *, wait: bool = True):
 
     As ``torch.nn.utils.clip_grad_norm_``: coefficient min(1, max_norm / (norm + 1e-6)).
     The norm and coefficient are computed on the device, in a few launches for all the
-    tensors. By default the norm is read back (a float; a non-finite norm raises
-    ``ValueError``). With ``wait=False`` nothing is read: the result is a (2,) Tensor holding
-    the norm and the coefficient, which :meth:`AdamW.step` takes as ``norm=`` and a loop reads
-    with its loss at the end of the step. Parameters without a gradient are skipped.
+    tensors. By default the gradients are scaled in place and the norm is read back (a float; a
+    non-finite norm raises ``ValueError``). With ``wait=False`` nothing is read and the gradients
+    are left as they are: the result is a (2,) Tensor holding the norm and the coefficient, which
+    :meth:`AdamW.step` takes as ``norm=``, scaling each gradient as it reads it (one pass over the
+    gradients fewer), and a loop reads with its loss at the end of the step. Parameters without a
+    gradient are skipped.
     """
     max_norm = _real("max_norm", max_norm, 0.0, low_open=True)
     flag("wait", wait)
@@ -201,6 +204,8 @@ def clip_grad_norm(params, max_norm: float, *, wait: bool = True):
     count = adamw_ops.sum_squares(grads, NORM_CHUNK, partials) if grads else 0
     out = Tensor.empty(queue, (2,))
     adamw_ops.clip_coefficient(partials, count, max_norm, out)
+    if not wait:
+        return out                      # AdamW.step(norm=out) applies the coefficient
     unique, seen = [], set()
     for g in grads:                     # a buffer two parameters share is scaled once
         if id(g.buffer) not in seen:
@@ -208,8 +213,6 @@ def clip_grad_norm(params, max_norm: float, *, wait: bool = True):
             unique.append(g)
     if unique:
         adamw_ops.scale_by(unique, out)
-    if not wait:
-        return out
     return finite_norm(float(out.numpy()[0]))   # syncs the queue: raises here if an earlier op failed
 
 

@@ -138,8 +138,9 @@ class RecordedStep:
 
     ``step(x, y)`` copies the batch (integer arrays of shape (batch_size, block_size)) into the
     step's own int32 device buffers, runs the commands, leaves each parameter's gradient in
-    ``.grad`` (clipped) and returns ``(loss, clip)``: the loss Tensor and the (2,) Tensor that
-    :meth:`~netcl_lite.optim.AdamW.step` takes as ``norm``. The ids are checked here (integers in
+    ``.grad`` (before clipping) and returns ``(loss, clip)``: the loss Tensor and the (2,) Tensor
+    that :meth:`~netcl_lite.optim.AdamW.step` takes as ``norm`` (it applies the clip coefficient
+    as it reads the gradients). The ids are checked here (integers in
     [0, vocab), ``ValueError`` otherwise) before they are copied. The replay reads the parameters' buffers as they
     are; if one is replaced (a new Tensor), the next call records again. A stretch that cannot be
     recorded runs eagerly every time (:attr:`refused` says why).

@@ -252,6 +252,30 @@ def test_many_tensors_in_few_launches_match_the_float64_update_and_name_the_tens
         params["t0"].numpy()
 
 
+def test_a_norm_left_on_the_device_clips_as_the_step_reads_the_gradients(queue):
+    """clip_grad_norm(wait=False) leaves the gradients as they are and AdamW.step(norm=...) reads
+    each times the clip coefficient: the weights and moments have the bits of clipping in place
+    (the waiting form) and stepping, whether the norm clips or not."""
+    rng = np.random.default_rng(7)
+    for max_norm in (0.5, 1e6):                       # clips, and leaves the gradients as they are
+        deferred = _params(rng, queue)
+        waited = {n: ag.tensor(p.numpy(), queue=queue) for n, p in deferred.items()}
+        grads = {n: rng.standard_normal(p.shape).astype(np.float32) for n, p in deferred.items()}
+        opts = [AdamW(ps, lr=1e-2, weight_decay=0.1) for ps in (deferred, waited)]
+        for step in range(3):
+            _set_grads(deferred, grads, queue)
+            _set_grads(waited, grads, queue)
+            clip = clip_grad_norm(deferred, max_norm, wait=False)
+            for n, p in deferred.items():
+                assert np.array_equal(p.grad.numpy(), grads[n]), "wait=False leaves the gradients unscaled"
+            opts[0].step(norm=clip)
+            clip_grad_norm(waited, max_norm)
+            opts[1].step()
+            for n in grads:
+                assert np.array_equal(deferred[n].numpy(), waited[n].numpy()), (max_norm, step, n)
+                assert np.array_equal(opts[0].exp_avg_sq[n].numpy(), opts[1].exp_avg_sq[n].numpy()), (max_norm, n)
+
+
 def test_a_norm_left_on_the_device_gates_the_step_and_is_read_later(queue):
     from netcl_lite.core.tensor import read
 

@@ -61,7 +61,8 @@ def adamw_step(queue, items, scalars, gate=None) -> None:
     ``queue``: ``decay`` is ``1 - lr·wd``, ``seq`` the stream's sequence number under which a
     non-finite update of that tensor is reported. ``scalars`` are (1-β1, β2, 1-β2, lr/bias1,
     sqrt(bias2), eps). With ``gate``, the (2,) Tensor that :func:`clip_coefficient` wrote, every
-    tensor is left as it is when the norm in it is not finite.
+    tensor is left as it is when the norm in it is not finite, and otherwise each gradient is read
+    times the clip coefficient in it (the gradients themselves are not changed).
     """
     stream = stream_of(queue)
     gated = (np.int32(1), gate.buffer) if gate is not None else (np.int32(0), stream.status)
