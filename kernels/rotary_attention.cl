@@ -24,8 +24,10 @@
 // launches took longer than the attention itself. The host runs it for T <= 256 (private copies of
 // K and V per work-item: D x TP floats each); longer sequences take the flash kernels.
 //
-// Layouts: row t of batch entry b of q is q + (b T + t) q_row, head h's columns from h D; k and v
-// likewise with group g's columns (g = h / (H / G)). D, DV (head widths), TP (T rounded up to a
+// Layouts: row t of batch entry b of q is q + q_off + (b T + t) q_row, head h's columns from h D; k
+// and v likewise with group g's columns (g = h / (H / G)). Separate q, k and v have offset 0 and
+// rows of their own widths; the three column blocks of one joined projection [q | k | v] (x times
+// [Wq | Wk | Wv], one product) are the same buffer at offsets 0, H D and H D + G D, rows of its width. D, DV (head widths), TP (T rounded up to a
 // multiple of KC), ROT (0: no rotation, 1: interleaved pairs (2i, 2i + 1), 2: halves (i, i + D/2))
 // are build options. cos and sin come from rope.cl's tables (position t at row t, D/2 columns).
 // Causal: query i sees key j <= i (queries and keys are the same positions).
@@ -154,10 +156,14 @@ __kernel void rotary_attention_forward(
     __global const float *q, __global const float *k, __global const float *v, __global float *out,
     __global float *lse, __global const float *cos_t, __global const float *sin_t,
     const int t_len, const int heads, const int groups, const int q_row, const int k_row, const int v_row,
-    const int causal, const float scale, __global int *status, const int seq)
+    const int q_off, const int k_off, const int v_off, const int causal, const float scale,
+    __global int *status, const int seq)
 {
     const int h = get_global_id(0), b = get_global_id(1);
     if (h >= heads) return;
+    q += q_off;                                    // q, k and v may be column blocks of one [q | k | v]
+    k += k_off;
+    v += v_off;
     const int g = h / (heads / groups);
     float kt[D][TP] __attribute__((aligned(64)));  // this head's K, rotated, d-major, zero past T
     for (int j = 0; j < t_len; ++j) {
@@ -247,10 +253,14 @@ __kernel void rotary_attention_backward(
     __global const float *gout, __global const float *lse, __global float *dqkv,
     __global const float *cos_t, __global const float *sin_t,
     const int t_len, const int heads, const int groups, const int q_row, const int k_row, const int v_row,
-    const int causal, const float scale, __global int *status, const int seq)
+    const int q_off, const int k_off, const int v_off, const int causal, const float scale,
+    __global int *status, const int seq)
 {
     const int g = get_global_id(0), b = get_global_id(1);
     if (g >= groups) return;
+    q += q_off;
+    k += k_off;
+    v += v_off;
     const int per = heads / groups, d_row = heads * D + groups * (D + DV);
     __global float *dq = dqkv, *dk = dqkv + heads * D, *dv = dk + groups * D;   // [dq | dk | dv] rows
     float kt[D][TP], kr[TP][DPAD], vt[DV][TP];    // K rotated (d-major and row-major), V d-major

@@ -410,9 +410,11 @@ def rotary_attention(q, k, v, heads: int, kv_heads: int, *, causal: bool = True,
 def rotary_attention_projected(x, wq, wk, wv, heads: int, kv_heads: int, *, causal: bool = True,
                                rope: bool = True, base: float = 10000.0, pairing: str = "half", scale=None) -> Node:
     """:func:`rotary_attention` of the projections ``x @ wq``, ``x @ wk``, ``x @ wv`` as one node:
-    x (B, T, n), the weights (n, ·). The backward takes the attention's gradient as one
-    ``[dq | dk | dv]`` and so forms x's gradient as one product with ``[wq | wk | wv]`` (joined
-    for it) instead of three, and K's and V's weight gradients as one product, cut in two; each
+    x (B, T, n), the weights (n, ·). The forward joins the weights into ``[wq | wk | wv]`` (one
+    launch) and forms the three projections as one product, which the attention reads as column
+    blocks (:func:`netcl_lite.ops.rotary_attention_qkv`). The backward takes the attention's
+    gradient as one ``[dq | dk | dv]`` and so forms x's gradient as one product with the same joined
+    weights instead of three, and K's and V's weight gradients as one product, cut in two; each
     weight gradient reads its block of ``[dq | dk | dv]`` in place (:func:`netcl_lite.ops.matmul.matmul_columns`)."""
     x, wq, wk, wv = as_nodes(x, wq, wk, wv)
     if x.ndim != 3:
@@ -422,18 +424,18 @@ def rotary_attention_projected(x, wq, wk, wv, heads: int, kv_heads: int, *, caus
         if w.ndim != 2 or w.shape[0] != n:
             raise ValueError(f"{name} must be 2-D with x's last axis n={n} rows, got shape {w.shape}")
     rows = x.value.reshape((-1, n))
-    q, k, v = (ops.matmul(rows, w.value).reshape(x.shape[:2] + (w.shape[1],)) for w in (wq, wk, wv))
-    kw = dict(causal=causal, rope=rope, base=base, pairing=pairing, scale=scale)
-    out, lse = ops.rotary_attention(q, k, v, heads, kv_heads, return_stats=True, **kw)
     widths = (wq.shape[1], wk.shape[1], wv.shape[1])
-    starts = (0, widths[0], widths[0] + widths[1])     # the blocks of [dq | dk | dv]
+    starts = (0, widths[0], widths[0] + widths[1])     # the blocks of [q | k | v] and [dq | dk | dv]
+    joined = ops.concat_columns([wq.value, wk.value, wv.value])
+    qkv = ops.matmul(rows, joined).reshape(x.shape[:2] + (starts[2] + widths[2],))
+    kw = dict(causal=causal, rope=rope, base=base, pairing=pairing, scale=scale)
+    out, lse = ops.rotary_attention_qkv(qkv, widths, heads, kv_heads, return_stats=True, **kw)
 
     def rule(g, acc=(None, None, None, None)):
-        d = ops.rotary_attention_backward(g, q, k, v, out, lse, heads, kv_heads, **kw)
+        d = ops.rotary_attention_qkv_backward(g, qkv, widths, out, lse, heads, kv_heads, **kw)
         d = d.reshape((-1, d.shape[-1]))
         dx = dwq = dwk = dwv = None
         if x.requires_grad:
-            joined = ops.concat_columns([wq.value, wk.value, wv.value])
             dx = (ops.matmul(d, joined, transpose_b=True) if acc[0] is None else
                   ops.matmul_add(d, joined, acc[0].reshape((-1, n)), transpose_b=True)).reshape(x.shape)
         if wq.requires_grad:

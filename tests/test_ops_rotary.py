@@ -66,6 +66,44 @@ def test_rotary_attention_matches_float64_on_random_ragged_shapes(seed, queue):
            f"B={b} T={t} H={h} G={g} d={d} dv={dv} causal={causal} rope={rope} {pairing}", queue)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_the_joined_projection_is_read_as_q_k_and_v_on_random_ragged_shapes(seed, queue):
+    """rotary_attention_qkv reads q, k and v as column blocks of one (B, T, wq + wk + wv) and runs the
+    same kernels on the same values as rotary_attention of the three apart: the output, the lse and
+    the backward's [dq | dk | dv] have the same bits (the offsets and row lengths are the only change)."""
+    rng = np.random.default_rng(100 + seed)
+    b, t = int(rng.integers(1, 4)), int(rng.integers(1, MAX_LENGTH + 1))
+    g = int(rng.integers(1, 4))
+    h = g * int(rng.integers(1, 4))
+    d, dv = 2 * int(rng.integers(1, 40)), int(rng.integers(1, 70))
+    causal, rope, pairing = bool(rng.integers(2)), bool(seed % 3), ("half", "interleaved")[seed % 2]
+    q, k, v = _case(rng, b, t, h, g, d, dv)
+    kw = dict(causal=causal, rope=rope, pairing=pairing)
+    tq, tk, tv = (Tensor.from_host(queue, a) for a in (q, k, v))
+    qkv = Tensor.from_host(queue, np.concatenate([q, k, v], axis=-1))
+    widths = (h * d, g * d, g * dv)
+    out, lse = ops.rotary_attention(tq, tk, tv, h, g, return_stats=True, **kw)
+    got, got_lse = ops.rotary_attention_qkv(qkv, widths, h, g, return_stats=True, **kw)
+    assert np.array_equal(out.numpy(), got.numpy()) and np.array_equal(lse.numpy(), got_lse.numpy())
+    r = Tensor.from_host(queue, rng.standard_normal(out.shape).astype(np.float32))
+    apart = ops.rotary_attention_backward(r, tq, tk, tv, out, lse, h, g, **kw)
+    joined = ops.rotary_attention_qkv_backward(r, qkv, widths, got, got_lse, h, g, **kw)
+    assert np.array_equal(apart.numpy(), joined.numpy())
+
+
+def test_the_joined_projection_s_arguments_are_checked(queue):
+    qkv = np.zeros((2, 5, 4 * 6 + 2 * 6 + 2 * 5), np.float32)
+    with pytest.raises(TypeError, match="widths must be the three positive int widths"):
+        ops.rotary_attention_qkv(qkv, (24, 12), 4, 2)
+    with pytest.raises(TypeError, match="widths must be the three positive int widths"):
+        ops.rotary_attention_qkv(qkv, (24, 12, 10.0), 4, 2)
+    with pytest.raises(ValueError, match=r"qkv must be \(B, T, 47\)"):
+        ops.rotary_attention_qkv(qkv, (24, 12, 11), 4, 2)
+    with pytest.raises(ValueError, match="must be heads=4 heads of d"):
+        ops.rotary_attention_qkv(qkv, (22, 14, 10), 4, 2)
+    assert ops.rotary_attention_qkv(qkv, (24, 12, 10), 4, 2).shape == (2, 5, 4 * 5)
+
+
 @pytest.mark.parametrize("t", [1, 15, 16, 17, 63, 64, 65, 128])
 def test_rotary_attention_at_the_chunk_edges(t, queue):
     """Lengths around the kernels' chunks of keys (16 and 64) and the longest they take."""
@@ -147,7 +185,7 @@ def test_the_projected_node_equals_three_linears_and_the_attention_at_the_capsto
             names = [name for name, _ in launched]
             results.append([out.numpy()] + [nd.grad.numpy() for nd in nodes])
         if joined and queue.device.type & cl.device_type.CPU:
-            assert names.count("matmul_tall") == 2 and names.count("copy_blocks") == 1 + 1, names
+            assert names.count("matmul_tall") == 2 and names.count("copy_blocks") == 1, names   # the cut of [dWk | dWv]; the forward joined the weights
     once, twice, plain, _ = results
     np.testing.assert_array_equal(once[0], plain[0])
     dq, dk, dv = (ops.split_columns(ops.rotary_attention_backward(

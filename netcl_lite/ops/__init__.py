@@ -22,7 +22,8 @@ from .matmul import matmul, matmul_add, matmul_backward, matmul_columns, matmul_
 from .norm import layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
 from .reduce import mean, sum, sum_backward, sum_to  # noqa: A004 (the op's name)
 from .rope import rope, rope_backward, rope_heads, rope_heads_backward
-from .rotary_attention import rotary_attention, rotary_attention_backward
+from .rotary_attention import (rotary_attention, rotary_attention_backward, rotary_attention_qkv,
+                               rotary_attention_qkv_backward)
 from .softmax import apply_mask, softmax, softmax_backward, softmax_with_mask
 
 __all__ = [

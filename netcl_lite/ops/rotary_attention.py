@@ -35,12 +35,16 @@ def fits(t_len: int, d: int, dv: int) -> bool:
 
 def _check(q, k, v, heads, kv_heads, causal, rope, base, pairing, scale):
     """(B, T, d, dv, scale) after checking every argument."""
+    return _check_shapes(shape_of(q), shape_of(k), shape_of(v), heads, kv_heads, causal, rope, base, pairing, scale)
+
+
+def _check_shapes(sq, sk, sv, heads, kv_heads, causal, rope, base, pairing, scale):
+    """:func:`_check` given the shapes of q, k and v."""
     heads, kv_heads = positive_int("heads", heads), positive_int("kv_heads", kv_heads)
     flag("causal", causal)
     flag("rope", rope)
     one_of("pairing", pairing, PAIRINGS)
     positive_real("base", base)
-    sq, sk, sv = shape_of(q), shape_of(k), shape_of(v)
     if len(sq) != 3 or len(sk) != 3 or len(sv) != 3 or not sq[0] == sk[0] == sv[0] or not sq[1] == sk[1] == sv[1]:
         raise ValueError(f"q, k, v must be (B, T, width) with the same B and T, got q {sq}, k {sk}, v {sv}")
     if heads % kv_heads:
@@ -84,15 +88,53 @@ def rotary_attention(q, k, v, heads: int, kv_heads: int, *, causal: bool = True,
     b, t_len, d, dv, scale = _check(q, k, v, heads, kv_heads, causal, rope, base, pairing, scale)
     call = OpCall("rotary_attention", queue=queue, q=q, k=k, v=v)
     tq, tk, tv = call.float_input("q"), call.float_input("k"), call.float_input("v")
+    blocks = ((tq.buffer, heads * d, 0), (tk.buffer, kv_heads * d, 0), (tv.buffer, kv_heads * dv, 0))
+    out, lse = _forward(call, blocks, b, t_len, heads, kv_heads, d, dv, causal, scale, rope, base, pairing)
+    return (out, lse) if return_stats else out
+
+
+def _forward(call, blocks, b, t_len, heads, kv_heads, d, dv, causal, scale, rope, base, pairing):
+    """The forward launch; ``blocks``: (buffer, row length, offset) of q, k and v. (out, lse)."""
     out, lse = call.output((b, t_len, heads * dv)), call.output((b, heads, t_len))
     if out.size:
         cos_t, sin_t = device_tables(call.queue, t_len, d if rope else 2, float(base))
+        (bq, rq, oq), (bk, rk, ok), (bv, rv, ov) = blocks
         call.launch("rotary_attention.cl", "rotary_attention_forward", (heads, b), (1, 1),
-                    tq.buffer, tk.buffer, tv.buffer, out.buffer, lse.buffer, cos_t.buffer, sin_t.buffer,
-                    i32(t_len), i32(heads), i32(kv_heads), i32(heads * d), i32(kv_heads * d), i32(kv_heads * dv),
+                    bq, bk, bv, out.buffer, lse.buffer, cos_t.buffer, sin_t.buffer,
+                    i32(t_len), i32(heads), i32(kv_heads), i32(rq), i32(rk), i32(rv), i32(oq), i32(ok), i32(ov),
                     i32(causal), f32(scale), call.stream.status, call.seq,
                     options=_options(call.queue.device, t_len, d, dv, rope, pairing))
-    out, lse = call.result(out, lse, check=[False, False])
+    return call.result(out, lse, check=[False, False])
+
+
+def _joined_shapes(qkv, widths):
+    """The shapes of q, k and v as column blocks of ``qkv`` (B, T, sum(widths))."""
+    s = shape_of(qkv)
+    if not isinstance(widths, (list, tuple)) or len(widths) != 3 or any(
+            isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1 for w in widths):
+        raise TypeError(f"widths must be the three positive int widths of q, k and v, got {widths!r}")
+    if len(s) != 3 or s[2] != sum(widths):
+        raise ValueError(f"qkv must be (B, T, {sum(widths)}): q, k and v of widths {tuple(widths)} side by side, "
+                         f"got shape {s}")
+    return tuple(s[:2] + (int(w),) for w in widths)
+
+
+def rotary_attention_qkv(qkv, widths, heads: int, kv_heads: int, *, causal: bool = True, rope: bool = True,
+                         base: float = 10000.0, pairing: str = "half", scale=None, return_stats: bool = False,
+                         queue=None):
+    """:func:`rotary_attention` of q, k and v given side by side in one ``qkv`` (B, T, wq + wk + wv),
+    ``widths`` = (wq, wk, wv): the output of one product ``x @ [Wq | Wk | Wv]``, read in place.
+
+    >>> x = np.eye(4, dtype=np.float32)[None]
+    >>> rotary_attention_qkv(np.concatenate([x, x, x], -1), (4, 4, 4), 1, 1, rope=False, scale=0.0)[0, 3]
+    array([0.25, 0.25, 0.25, 0.25], dtype=float32)
+    """
+    sq, sk, sv = _joined_shapes(qkv, widths)
+    b, t_len, d, dv, scale = _check_shapes(sq, sk, sv, heads, kv_heads, causal, rope, base, pairing, scale)
+    call = OpCall("rotary_attention", queue=queue, qkv=qkv)
+    buf, row = call.float_input("qkv").buffer, sum(widths)
+    blocks = ((buf, row, 0), (buf, row, sq[2]), (buf, row, sq[2] + sk[2]))
+    out, lse = _forward(call, blocks, b, t_len, heads, kv_heads, d, dv, causal, scale, rope, base, pairing)
     return (out, lse) if return_stats else out
 
 
@@ -105,15 +147,34 @@ def rotary_attention_backward(g, q, k, v, out, lse, heads: int, kv_heads: int, *
     (:func:`netcl_lite.autograd.rotary_attention_projected`)."""
     b, t_len, d, dv, scale = _check(q, k, v, heads, kv_heads, causal, rope, base, pairing, scale)
     call = OpCall("rotary_attention backward", g=g, q=q, k=k, v=v)
+    blocks = ((q.buffer, heads * d, 0), (k.buffer, kv_heads * d, 0), (v.buffer, kv_heads * dv, 0))
+    return _backward(call, g, blocks, out, lse, b, t_len, heads, kv_heads, d, dv, causal, scale, rope, base, pairing)
+
+
+def _backward(call, g, blocks, out, lse, b, t_len, heads, kv_heads, d, dv, causal, scale, rope, base, pairing):
+    """The backward launch; ``blocks`` as :func:`_forward` takes them. ``[dq | dk | dv]``."""
     dqkv = call.output((b, t_len, heads * d + kv_heads * (d + dv)))
     if dqkv.size:
         cos_t, sin_t = device_tables(call.queue, t_len, d if rope else 2, float(base))
+        (bq, rq, oq), (bk, rk, ok), (bv, rv, ov) = blocks
         call.launch("rotary_attention.cl", "rotary_attention_backward", (kv_heads, b), (1, 1),
-                    q.buffer, k.buffer, v.buffer, out.buffer, g.buffer, lse.buffer, dqkv.buffer,
-                    cos_t.buffer, sin_t.buffer, i32(t_len), i32(heads), i32(kv_heads), i32(heads * d),
-                    i32(kv_heads * d), i32(kv_heads * dv), i32(causal), f32(scale), call.stream.status, call.seq,
+                    bq, bk, bv, out.buffer, g.buffer, lse.buffer, dqkv.buffer,
+                    cos_t.buffer, sin_t.buffer, i32(t_len), i32(heads), i32(kv_heads), i32(rq), i32(rk), i32(rv),
+                    i32(oq), i32(ok), i32(ov), i32(causal), f32(scale), call.stream.status, call.seq,
                     options=_options(call.queue.device, t_len, d, dv, rope, pairing))
     return call.result(dqkv, check=[False])
+
+
+def rotary_attention_qkv_backward(g, qkv, widths, out, lse, heads: int, kv_heads: int, *, causal: bool = True,
+                                  rope: bool = True, base: float = 10000.0, pairing: str = "half", scale=None):
+    """:func:`rotary_attention_backward` for :func:`rotary_attention_qkv`: q, k and v read as the column
+    blocks of ``qkv`` (Tensors); the same ``[dq | dk | dv]``."""
+    sq, sk, sv = _joined_shapes(qkv, widths)
+    b, t_len, d, dv, scale = _check_shapes(sq, sk, sv, heads, kv_heads, causal, rope, base, pairing, scale)
+    call = OpCall("rotary_attention backward", g=g, qkv=qkv)
+    row = sum(widths)
+    blocks = ((qkv.buffer, row, 0), (qkv.buffer, row, sq[2]), (qkv.buffer, row, sq[2] + sk[2]))
+    return _backward(call, g, blocks, out, lse, b, t_len, heads, kv_heads, d, dv, causal, scale, rope, base, pairing)
 
 
 def rotary_attention_reference(q, k, v, heads: int, kv_heads: int, *, causal: bool = True, rope: bool = True,
