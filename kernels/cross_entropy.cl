@@ -8,18 +8,21 @@
 // their time (benchmarks/results/tried.md, "Cross-entropy: 16 lanes and exp2_neg").
 //   cross_entropy_rows      lse = max + log sum exp(z - max), loss_r = lse - z[target], written
 //                           as the pair (loss_r, 1) so that one column sum gives the total and
-//                           the count of rows that count. lse is kept for the backward. A target
-//                           outside [0, V) that is not ignore_index reports the op to the status
-//                           word (bad input).
+//                           the count of rows that count. The row's (max, 1 / sum) are kept for
+//                           the backward. A target outside [0, V) that is not ignore_index
+//                           reports the op to the status word (bad input).
 //   cross_entropy_finish    mean = total / count; no row counting is reported the same way.
 //   cross_entropy_backward  dz = g / count * (softmax(z) - onehot(target)), softmax rebuilt as
-//                           exp(z - lse); g is the loss's gradient, read on the device. With
-//                           skip_unit, a g of exactly 1 leaves dz as it is: the forward wrote it.
+//                           exp(z - max) * (1 / sum) from the kept pair; g is the loss's gradient,
+//                           read on the device. With skip_unit, a g of exactly 1 leaves dz as it
+//                           is: the forward wrote it.
 //   cross_entropy_count     one work-item: the number of rows that count, the float that the
 //                           column sum of cross_entropy_rows' pairs gives (whole numbers: exact).
 //   cross_entropy_rows_grad cross_entropy_rows, and, while the row is in L1, the backward's dz for
 //                           g = 1 (the loss as the last node of a backward), bit for bit what
-//                           cross_entropy_backward would write then: the logits are not read again.
+//                           cross_entropy_backward would write then: the sum's pass stores each
+//                           exp(z - max) where dz goes, and the last pass scales them, so each
+//                           logit's exponential is computed once and the logits are not read again.
 #include "common.h"
 
 #define LOG2E 1.44269504088896341f
@@ -32,10 +35,12 @@ ALWAYS_INLINE vecf row_lanes(__global const float *zr, const int j, const int n,
     return l.v;
 }
 
-// lse of row r, its (loss, counted) pair written, inputs checked; the row's target in *t_out.
-ALWAYS_INLINE float row_lse(__global const float *zr, __global const int *target, __global float *pairs,
-                            const int r, const int n, const int ignore_index, __global int *status,
-                            const int seq, int *t_out)
+// Row r's max and sum of exp(z - max) (in *hi and *sum), its (loss, counted) pair written, inputs
+// checked; the row's target in *t_out. With `dr`, each exp(z - max) is also stored at dr (lanes
+// past n are not), where row_gradient_from then finds it.
+ALWAYS_INLINE void row_stats(__global const float *zr, __global const int *target, __global float *pairs,
+                             const int r, const int n, const int ignore_index, __global int *status,
+                             const int seq, int *t_out, float *hi_out, float *sum_out, __global float *dr)
 {
     const int t = target[r];
     const int counted = t != ignore_index;
@@ -48,24 +53,63 @@ ALWAYS_INLINE float row_lse(__global const float *zr, __global const int *target
     }
     const float hi = hmaxv(hiv);
     vecf sumv = (vecf)(0.0f);
-    for (int j = 0; j < n; j += VW)                      // lanes past n: 2^-inf = 0
-        sumv += exp2_neg((row_lanes(zr, j, n, -INFINITY) - hi) * LOG2E);
-    const float l = hi + log(hsumv(sumv));
+    for (int j = 0; j < n; j += VW) {                    // lanes past n: 2^-inf = 0
+        const vecf e = exp2_neg((row_lanes(zr, j, n, -INFINITY) - hi) * LOG2E);
+        sumv += e;
+        if (dr) {
+            if (j + VW <= n) {
+                *(__global vecfu *)(dr + j) = e;
+            } else {
+                lanesf o;
+                o.v = e;
+                for (int k = 0; j + k < n; ++k) dr[j + k] = o.s[k];
+            }
+        }
+    }
+    const float sum = hsumv(sumv);
+    const float l = hi + log(sum);
     pairs[2 * r] = counted && inside ? l - zr[t] : 0.0f;
     pairs[2 * r + 1] = counted && inside ? 1.0f : 0.0f;
     report(status, STATUS_NONFINITE, seq, nonfinite_bits(l));
     *t_out = t;
-    return l;
+    *hi_out = hi;
+    *sum_out = sum;
 }
 
-// dz of row r: s (softmax(z) - onehot(t)); returns inf/NaN bits.
-ALWAYS_INLINE int row_gradient(__global const float *zr, __global float *dr, const int n, const int t,
-                               const float s, const float l)
+// dz = s (e inv - onehot(t)) over a row, e at `er` (exponentials, read in place when er == dr);
+// returns inf/NaN bits.
+ALWAYS_INLINE int row_gradient_from(__global const float *er, __global float *dr, const int n, const int t,
+                                    const float s, const float inv)
 {
     int bad = 0;
     for (int j = 0; j < n; j += VW) {
         const veci hot = (veci)(j) + LANE_IDS == (veci)(t);
-        const vecf p = exp2_neg((row_lanes(zr, j, n, 0.0f) - l) * LOG2E);
+        const vecf p = row_lanes(er, j, n, 0.0f) * inv;
+        const vecf d = s * (p - (hot ? (vecf)(1.0f) : (vecf)(0.0f)));
+        if (j + VW <= n) {
+            *(__global vecfu *)(dr + j) = d;
+            bad |= nonfinitev(d);
+        } else {
+            lanesf o;
+            o.v = d;
+            for (int k = 0; j + k < n; ++k) {
+                dr[j + k] = o.s[k];
+                bad |= nonfinite_bits(o.s[k]);
+            }
+        }
+    }
+    return bad;
+}
+
+// dz of row r from its kept (max, 1 / sum): s (exp(z - max) inv - onehot(t)), each exponential as
+// row_stats computed it; returns inf/NaN bits.
+ALWAYS_INLINE int row_gradient(__global const float *zr, __global float *dr, const int n, const int t,
+                               const float s, const float hi, const float inv)
+{
+    int bad = 0;
+    for (int j = 0; j < n; j += VW) {
+        const veci hot = (veci)(j) + LANE_IDS == (veci)(t);
+        const vecf p = exp2_neg((row_lanes(zr, j, n, -INFINITY) - hi) * LOG2E) * inv;
         const vecf d = s * (p - (hot ? (vecf)(1.0f) : (vecf)(0.0f)));
         if (j + VW <= n) {
             *(__global vecfu *)(dr + j) = d;
@@ -83,13 +127,16 @@ ALWAYS_INLINE int row_gradient(__global const float *zr, __global float *dr, con
 }
 
 __kernel void cross_entropy_rows(
-    __global const float *z, __global const int *target, __global float *pairs, __global float *lse,
+    __global const float *z, __global const int *target, __global float *pairs, __global float *stats,
     const int n_rows, const int n, const int ignore_index, __global int *status, const int seq)
 {
     const int r = get_global_id(0);
     if (r >= n_rows) return;
     int t;
-    lse[r] = row_lse(z + (long)r * n, target, pairs, r, n, ignore_index, status, seq, &t);
+    float hi, sum;
+    row_stats(z + (long)r * n, target, pairs, r, n, ignore_index, status, seq, &t, &hi, &sum, 0);
+    stats[2 * r] = hi;
+    stats[2 * r + 1] = 1.0f / sum;
 }
 
 __kernel void cross_entropy_count(__global const int *target, __global float *count, const int n_rows,
@@ -104,18 +151,21 @@ __kernel void cross_entropy_count(__global const int *target, __global float *co
 }
 
 __kernel void cross_entropy_rows_grad(
-    __global const float *z, __global const int *target, __global float *pairs, __global float *lse,
+    __global const float *z, __global const int *target, __global float *pairs, __global float *stats,
     __global const float *count, __global float *dz, const int n_rows, const int n, const int ignore_index,
     __global int *status, const int seq)
 {
     const int r = get_global_id(0);
     if (r >= n_rows) return;
-    __global const float *zr = z + (long)r * n;
+    __global float *dr = dz + (long)r * n;
     int t;
-    const float l = row_lse(zr, target, pairs, r, n, ignore_index, status, seq, &t);
-    lse[r] = l;
+    float hi, sum;
+    row_stats(z + (long)r * n, target, pairs, r, n, ignore_index, status, seq, &t, &hi, &sum, dr);
+    const float inv = 1.0f / sum;
+    stats[2 * r] = hi;
+    stats[2 * r + 1] = inv;
     const float s = t == ignore_index ? 0.0f : 1.0f / count[0];
-    report(status, STATUS_NONFINITE, seq, row_gradient(zr, dz + (long)r * n, n, t, s, l));
+    report(status, STATUS_NONFINITE, seq, row_gradient_from(dr, dr, n, t, s, inv));
 }
 
 __kernel void cross_entropy_finish(__global const float *sums, __global float *loss,
@@ -126,7 +176,7 @@ __kernel void cross_entropy_finish(__global const float *sums, __global float *l
 }
 
 __kernel void cross_entropy_backward(
-    __global const float *z, __global const int *target, __global const float *lse, __global const float *sums,
+    __global const float *z, __global const int *target, __global const float *stats, __global const float *sums,
     __global const float *g, __global float *dz, const int n_rows, const int n, const int ignore_index,
     const int skip_unit, __global int *status, const int seq)
 {
@@ -134,5 +184,6 @@ __kernel void cross_entropy_backward(
     if (r >= n_rows || (skip_unit && g[0] == 1.0f)) return;
     const int t = target[r];
     const float s = t == ignore_index ? 0.0f : g[0] / sums[1];
-    report(status, STATUS_NONFINITE, seq, row_gradient(z + (long)r * n, dz + (long)r * n, n, t, s, lse[r]));
+    report(status, STATUS_NONFINITE, seq,
+           row_gradient(z + (long)r * n, dz + (long)r * n, n, t, s, stats[2 * r], stats[2 * r + 1]));
 }

@@ -77,7 +77,7 @@ def cross_entropy_with_stats(logits, targets, *, ignore_index: int = -100, queue
                             "with at least one row not ignored",
                   logits=logits, targets=targets)
     tz, tt = call.float_input("logits"), call.int_input("targets", checked)
-    pairs, lse = Tensor.empty(call.queue, (rows, 2)), Tensor.empty(call.queue, (rows,))
+    pairs, stats = Tensor.empty(call.queue, (rows, 2)), Tensor.empty(call.queue, (rows, 2))   # stats: (max, 1 / sum)
     sums, loss = Tensor.empty(call.queue, (2,)), call.output(())
     status = (call.stream.status, call.seq)
     options = _options(call)
@@ -87,29 +87,29 @@ def cross_entropy_with_stats(logits, targets, *, ignore_index: int = -100, queue
         call.launch("cross_entropy.cl", "cross_entropy_count", (1,), (1,), tt.buffer, count.buffer, i32(rows),
                     i32(vocab), i32(ignore_index), options=options)
         call.launch("cross_entropy.cl", "cross_entropy_rows_grad", (round_up(rows, 16),), (16,),
-                    tz.buffer, tt.buffer, pairs.buffer, lse.buffer, count.buffer, dz.buffer, i32(rows), i32(vocab),
+                    tz.buffer, tt.buffer, pairs.buffer, stats.buffer, count.buffer, dz.buffer, i32(rows), i32(vocab),
                     i32(ignore_index), *status, options=options)
     else:
         call.launch("cross_entropy.cl", "cross_entropy_rows", (round_up(rows, 16),), (16,),
-                    tz.buffer, tt.buffer, pairs.buffer, lse.buffer, i32(rows), i32(vocab), i32(ignore_index), *status,
+                    tz.buffer, tt.buffer, pairs.buffer, stats.buffer, i32(rows), i32(vocab), i32(ignore_index), *status,
                     options=options)
     sum_columns(call, pairs, sums, rows, 2, 1.0)
     call.launch("cross_entropy.cl", "cross_entropy_finish", (1,), (1,), sums.buffer, loss.buffer, *status,
                 options=options)
-    return call.result(loss, check=[False]), [tz, tt, lse, sums, ignore_index, dz]
+    return call.result(loss, check=[False]), [tz, tt, stats, sums, ignore_index, dz]
 
 
 def cross_entropy_backward(g, saved):
     """d loss / d logits from the loss's gradient ``g`` (a one-element Tensor) and ``saved``. The
     gradient the forward wrote (``gradient=True``) serves the first call only: it is handed out as
     the result, which a later call must not overwrite."""
-    z, targets, lse, sums, ignore_index, ready = saved
+    z, targets, stats, sums, ignore_index, ready = saved
     saved[-1] = None
     vocab = z.shape[-1]
     rows = z.size // vocab
     call = OpCall("cross_entropy backward", g=g, logits=z)
     dz = call.output(z.shape) if ready is None else ready
     call.launch("cross_entropy.cl", "cross_entropy_backward", (round_up(rows, 16),), (16,),
-                z.buffer, targets.buffer, lse.buffer, sums.buffer, g.buffer, dz.buffer, i32(rows), i32(vocab),
+                z.buffer, targets.buffer, stats.buffer, sums.buffer, g.buffer, dz.buffer, i32(rows), i32(vocab),
                 i32(ignore_index), i32(ready is not None), call.stream.status, call.seq, options=_options(call))
     return call.result(dz, check=[False])
