@@ -15,7 +15,8 @@ import html
 import re
 import urllib.parse
 
-from .glossary import elements
+from .glossary import _BREAKOUT, _FONT_BREAKOUT, OpenElements, elements
+from .tags import RAW_TEXT
 
 #: a tag's attributes as HTML's tokenizer reads them, read one step at a time from where the last one
 #: ended: blanks and '/' between attributes (none needed after a quoted value: ``alt="a"src=…`` is two),
@@ -205,7 +206,7 @@ def _names_another_host(url: str) -> bool:
 
 
 def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool | None = None,
-                      _encoding: str = "utf-8") -> list[str]:
+                      _encoding: str = "utf-8", _refused: list[str] | None = None) -> list[str]:
     """The URLs of other hosts that the HTML ``text`` (a style sheet when ``css``) makes a browser request
     or go to, in order:
     an attribute that holds a URL (``src``, ``href``, ``xlink:href``, ``data``, ``poster``, ``action``,
@@ -236,19 +237,27 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
     (the first, unread; in an HTML page it means nothing, and a script's text may well hold one), and so
     is one whose doctype holds a '>' in a quoted literal (XML reads on past it, HTML's reading stops).
     ``_encoding`` is the codec the text was read in: a ``data:`` style sheet it links with no encoding of
-    its own falls back to it (CSS Syntax's environment encoding)."""
+    its own falls back to it (CSS Syntax's environment encoding). ``_refused``: where to add what the
+    fail-closed layer refuses in the text and in every document it holds (:func:`refusals`); None: not
+    looked for."""
     if css:
-        return remote_references_in_css(text, _encoding=_encoding)
+        return remote_references_in_css(text, _encoding=_encoding, _refused=_refused)
     found: list[str] = []
+    here = 0                        # where the tag being read starts, to say where a nested refusal stands
 
     def add(url: str) -> None:
         if _names_another_host(url):
             found.append(url.strip())
         else:
-            found.extend(_data_url_references(url, _depth + 1, _encoding))
+            found.extend(_data_url_references(url, _depth + 1, _encoding, _nested(_refused, text, here)))
+
+    def css_of(css_text: str) -> list[str]:
+        return remote_references_in_css(css_text, _refused=_nested(_refused, text, here))
 
     if xml is None:
         xml = _XML_START.match(text) is not None
+    if _refused is not None:
+        _refuse_markup(text, xml, _refused)
     if xml and (m := _DTD_DECLARATION.search(text)) is not None:   # what it may hold is not read: reported
         found.append(text[m.start():m.start() + 80])
     html_css = None                 # where the text of the HTML style element being read starts
@@ -256,7 +265,7 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
     css_at = 0                      # where its text goes on
     for start, end, closing, name, self_closing, foreign in elements(text, xml):
         if html_css is not None:    # a raw text element: its text runs to the next token, its end tag
-            found += remote_references_in_css(text[html_css:start])
+            found += css_of(text[html_css:start])
             html_css = None
         if svg_css is not None:     # its text and its CDATA sections, up to its end tag
             svg_css.append(html.unescape(text[css_at:start]))
@@ -264,12 +273,13 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
                 svg_css.append(text[start + len(_CDATA):end - 3])
             css_at = end
             if closing and name == "style":
-                found += remote_references_in_css("".join(svg_css))
+                found += css_of("".join(svg_css))
                 svg_css = None
         if xml and not name and _DOCTYPE.match(text, start) and _cut_in_a_literal(text[start:end]):
             found.append(text[start:start + 80])     # it ends further on, where XML reads it: reported unread
         if not name or closing:
             continue
+        here = start
         attributes = attributes_of(text[start:end])
         for key, value in attributes.items():
             if _holds_a_url(key):
@@ -281,10 +291,11 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
                 for url in value.split():
                     add(url)
             elif key == "style" or key in _CSS_ATTRIBUTES:
-                found += remote_references_in_css(value)
+                found += css_of(value)
             elif key == "srcdoc":
-                found += (remote_references(value, _depth=_depth + 1, xml=False) if _depth < _NESTING
-                          else [value[:80]])
+                found += (remote_references(value, _depth=_depth + 1, xml=False,
+                                            _refused=_nested(_refused, text, here, "the srcdoc page"))
+                          if _depth < _NESTING else [value[:80]])
         if name == "meta" and _ascii_lower(attributes.get("http-equiv", "").strip(_ASCII_BLANKS)) == "refresh":
             m = _REFRESH.match(attributes.get("content", ""))
             if m:
@@ -296,15 +307,15 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
                 if _holds_a_url(target):
                     add(value.strip())
                 elif target == "style" or target in _CSS_ATTRIBUTES:
-                    found += remote_references_in_css(value)
+                    found += css_of(value)
         if name == "style" and not foreign:
             html_css = end
         elif name == "style" and not self_closing:
             svg_css, css_at = [], end
     if html_css is not None:        # never closed: a browser reads the rest as its CSS
-        found += remote_references_in_css(text[html_css:])
+        found += css_of(text[html_css:])
     if svg_css is not None:
-        found += remote_references_in_css("".join(svg_css) + html.unescape(text[css_at:]))
+        found += css_of("".join(svg_css) + html.unescape(text[css_at:]))
     at = 0
     while (m := _STYLESHEET_PI.search(text, at)) is not None:
         close = text.find("?>", m.end())
@@ -324,7 +335,8 @@ _STYLESHEET_PI = re.compile(r"<\?xml-stylesheet(?=[\t\n\r ?]|\Z)", re.I | re.A)
 _PSEUDO_HREF = re.compile(r"""(?<!\S)href\s*=\s*("[^"]*"|'[^']*'|[^\s"'?]+)""", re.I | re.A)
 
 
-def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8") -> list[str]:
+def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8",
+                             _refused: list[str] | None = None) -> list[str]:
     """The URLs of other hosts that the CSS ``css`` fetches, read token by token as CSS reads it (a
     comment is no request, a string is no comment): a ``url()``, quoted or not; the string of an
     ``@import``, after blanks, comments or nothing; every string of an ``image-set()`` (or
@@ -332,7 +344,8 @@ def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8"
     in a function's or an at-rule's own name alike (``u\\rl(`` and ``\\75rl(`` are ``url(``, ``@imp\\ort``
     is ``@import``): a name is compared once its escapes are read. One pass, each token read from where
     the last ended. ``_encoding``: the codec the sheet was read in, which a ``data:`` sheet it imports with
-    no encoding of its own falls back to."""
+    no encoding of its own falls back to. ``_refused``: where to add what the fail-closed layer refuses in
+    the ``data:`` documents the sheet loads (:func:`refusals`); None: not looked for."""
     css = _CSS_NEWLINES.sub("\n", css).replace("\0", "\ufffd")     # CSS's preprocessing of its input
     found: list[str] = []
     expect = False          # after ``url(`` or ``@import``: the next string is a URL
@@ -356,7 +369,7 @@ def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8"
             if (string is None or expect or depth) and _names_another_host(url):
                 found.append(url.strip())
             elif string is None or expect or depth:
-                found.extend(_data_url_references(url, _depth + 1, _encoding))
+                found.extend(_data_url_references(url, _depth + 1, _encoding, _refused))
             expect = False
         elif token.startswith("/*") or token.isspace():
             continue
@@ -492,7 +505,8 @@ def _is_xml_mime_type(essence: str) -> bool:
     return essence.endswith("+xml") or essence in ("text/xml", "application/xml", "text/xsl")
 
 
-def _data_url_references(url: str, depth: int, environment: str = "utf-8") -> list[str]:
+def _data_url_references(url: str, depth: int, environment: str = "utf-8",
+                         _refused: list[str] | None = None) -> list[str]:
     """The URLs of other hosts that the ``data:`` URL ``url`` requests when a browser loads it as a page
     (an HTML page, or an XML document: any XML MIME type, :func:`_is_xml_mime_type`) or a style sheet (none
     when it is no ``data:`` URL or holds anything else), read as the Fetch standard's ``data:`` URL
@@ -523,10 +537,19 @@ def _data_url_references(url: str, depth: int, environment: str = "utf-8") -> li
         return [url[:80]]
     data = urllib.parse.unquote_to_bytes(data_text)
     if base64_data:
+        if _refused is not None and not _BASE64_TEXT.fullmatch(data):
+            _refused.append(f"refused: the data: document {url[:60]!r} holds characters base64 has no place "
+                            "for (Python's decoder skips them, a browser's fails)")
         try:
             data = base64.b64decode(re.sub(rb"[\s]", b"", data) + b"==", validate=False)
         except (binascii.Error, ValueError):
+            if _refused is not None:
+                _refused.append(f"refused: the data: document {url[:60]!r} is base64 that does not decode")
             return []
+    if _refused is not None and (why := _not_utf8(essence, parameters, data)) is not None:
+        _refused.append(f"refused: the data: document {url[:60]!r} {why}; the check reads every data: "
+                        "document as UTF-8, and a browser's decoder of another encoding may read its "
+                        "markup differently")
     encoding, start = _data_encoding(parameters, data)
     if start == 0 and "charset" not in parameters and essence != "text/html":
         label = _declared_label(data, essence == "text/css")
@@ -543,8 +566,9 @@ def _data_url_references(url: str, depth: int, environment: str = "utf-8") -> li
     # what this document links falls back to its encoding (UTF-16's aside: read as UTF-8, as before)
     inner = "utf-8" if encoding.startswith("utf-16") else encoding
     if essence == "text/css":
-        return remote_references_in_css(text, depth, inner)
-    return remote_references(text, _depth=depth, xml=essence != "text/html", _encoding=inner)
+        return remote_references_in_css(text, depth, inner, _refused)
+    return remote_references(text, _depth=depth, xml=essence != "text/html", _encoding=inner,
+                             _refused=None if _refused is None else _Within(_refused, f"the data: document {url[:60]!r}"))
 
 
 #: a style sheet's ``@charset`` rule, as CSS Syntax reads it: these exact bytes at the very start, its
@@ -632,3 +656,232 @@ def _css_unescape(value: str) -> str:
             return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
         return "" if m[2] else m[3]
     return _CSS_ESCAPE.sub(one, value)
+
+
+# The fail-closed layer. What follows does not try to read any page better: it refuses, by name and
+# place, the markup where the reading above and a browser's might part, so that a fetch hidden by such a
+# difference is reported all the same (the module's docstring says which and why).
+
+#: the HTML elements a browser reads in ways the tokenizer here follows only in part, or not at all
+#: (``<plaintext>`` swallows the rest of the page; ``<xmp>``, ``<noembed>``, ``<noframes>`` and ``<noscript>``
+#: are raw text or markup by browser setting; ``<listing>`` drops a newline and breaks out of foreign content)
+_REFUSED_ELEMENTS = frozenset({"plaintext", "xmp", "noembed", "noframes", "noscript", "listing"})
+#: where a browser moves every other start tag out of the table, before it (HTML's foster parenting)
+_TABLE_CONTEXTS = frozenset({"table", "tbody", "thead", "tfoot", "tr"})
+#: the start tags a table, a row group or a row holds in place
+_IN_TABLE = frozenset({"caption", "colgroup", "col", "tbody", "thead", "tfoot", "tr", "td", "th",
+                       "script", "template", "style"})
+#: what a ``<select>`` may hold here: what every browser's parser keeps there alike (browsers that parse a
+#: customizable select keep much more, older ones drop it)
+_IN_SELECT = frozenset({"option", "optgroup", "hr"})
+#: the elements that load a URL as a document of its own, and the attribute that names it
+_FRAMES = {"iframe": "src", "frame": "src", "object": "data", "embed": "src", "portal": "src",
+           "fencedframe": "src"}
+#: the text that is no markup to the tokenizer: HTML's raw text and escapable raw text elements, and
+#: ``<plaintext>``, in HTML; a script's or a style's text in SVG (or an XML document) too
+_INERT_HTML = RAW_TEXT | {"plaintext"}
+_INERT_FOREIGN = frozenset({"script", "style"})
+#: the labels of UTF-8 (the Encoding Standard's) and of ASCII, in ASCII lower case
+_UTF8_LABELS = frozenset({"unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "utf-8", "utf8",
+                          "x-unicode20utf8", "us-ascii", "ascii"})
+#: what base64 data may hold that every decoder reads alike: its alphabet, padding and blanks
+_BASE64_TEXT = re.compile(rb"[A-Za-z0-9+/=\t\n\f\r ]*")
+#: what names another host in text that the tokenizer reads as no markup: a scheme (or none) and two
+#: slashes or backslashes before a host's first character, or a special scheme right before one
+_REMOTE_LOOKING = re.compile(r"(?:[a-z][a-z0-9+.-]*:)?[/\\]{2}(?=[^/\\\s\"'<>()`])"
+                             r"|(?<![a-z0-9+.-])(?:https?|ftp|wss?):(?=[^/\\\s\"'<>()`])", re.I | re.A)
+#: where such a URL ends, for the report
+_URL_END = re.compile(r"[\s\"'<>()`]")
+#: the encoding labels a document may give itself, read broadly (any case, anywhere in it): a ``charset``
+#: in a ``<meta>`` or a content type, a sheet's ``@charset``, an XML declaration's ``encoding``
+_HTML_CHARSET = re.compile(rb"""charset[\t\n\f\r ]*=[\t\n\f\r ]*["']?([^"'\t\n\f\r ;>/]*)""", re.I)
+_CSS_CHARSET = re.compile(rb"""@charset[\t\n\f\r ]*["']([^"']*)""", re.I)
+_XML_ENCODING = re.compile(rb"""<\?xml[^>]*?encoding[\t\n\r ]*=[\t\n\r ]*["']?([^"'?\t\n\r >]*)""", re.I)
+#: how many refusals one document reports before it says only that there are more
+_MOST_REFUSALS = 20
+
+
+def _line_column(text: str, at: int) -> str:
+    """Where ``at`` stands in ``text``, as a person finds it: line and column, both from 1."""
+    return f"line {text.count(chr(10), 0, at) + 1}, column {at - text.rfind(chr(10), 0, at)}"
+
+
+class _Within:
+    """The refusals of a document held in another (a ``data:`` URL, a ``srcdoc``), added to the outer
+    document's with where it stands there: ``what`` and, when ``text`` is given, the place ``at`` in it
+    (worked out only when there is something to report)."""
+
+    def __init__(self, outer, what: str, text: str | None = None, at: int = 0):
+        self.outer, self.what, self.text, self.at = outer, what, text, at
+
+    def append(self, message: str) -> None:
+        where = self.what if self.text is None else f"{self.what} at {_line_column(self.text, self.at)}"
+        self.outer.append(f"{message} [in {where}]")
+
+
+def _nested(refused, text: str, at: int, what: str = "the tag"):
+    """Where a document nested in the tag at ``at`` of ``text`` adds its refusals (None: not looked for)."""
+    return None if refused is None else _Within(refused, what, text, at)
+
+
+def _label(raw: bytes | str) -> str:
+    """An encoding label as a browser compares it: its ASCII blanks aside, in ASCII lower case."""
+    if isinstance(raw, bytes):
+        raw = raw.decode("latin-1")
+    return _ascii_lower(raw.strip(_ASCII_BLANKS))
+
+
+def _not_utf8(essence: str, parameters: dict[str, str], data: bytes) -> str | None:
+    """Why a browser might read the ``data:`` document ``data`` (of MIME type ``essence``, its parameters
+    ``parameters``) in an encoding other than UTF-8 (or ASCII), or None when it cannot: a byte order mark
+    other than UTF-8's, a ``charset`` parameter, an ``@charset``, an XML declaration's ``encoding`` or a
+    ``<meta>`` charset that names another encoding (or one a browser does not know: ``utf-7``), bytes that
+    are no UTF-8 (a browser may then guess an encoding), or an ESC byte (ISO-2022-JP's escapes, which a
+    browser's guess may take for that encoding)."""
+    if data.startswith((b"\xfe\xff", b"\xff\xfe")):
+        return "starts with a UTF-16 byte order mark"
+    if "charset" in parameters and _label(parameters["charset"]) not in _UTF8_LABELS:
+        return f"names the charset {parameters['charset']!r}"
+    pattern = (_CSS_CHARSET if essence == "text/css" else _HTML_CHARSET if essence == "text/html"
+               else _XML_ENCODING)
+    for m in pattern.finditer(data):
+        if _label(m[1]) not in _UTF8_LABELS:
+            return f"declares the encoding {m[1].decode('latin-1')!r}"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "holds bytes that are no UTF-8"
+    if b"\x1b" in data:
+        return "holds an ESC byte (an ISO-2022 escape)"
+    return None
+
+
+def _remote_looking(region: str) -> str | None:
+    """The first URL of another host written anywhere in ``region``, text the tokenizer reads as no
+    markup, as it would fetch if a browser read the text as markup: character references resolved, tabs
+    and newlines dropped; None when there is none."""
+    region = _TAB_OR_NEWLINE.sub("", html.unescape(region))
+    for m in _REMOTE_LOOKING.finditer(region):
+        end = _URL_END.search(region, m.end())
+        url = region[m.start():len(region) if end is None else end.start()]
+        if _names_another_host(url):
+            return url
+    return None
+
+
+def _refuse_markup(text: str, xml: bool, out) -> None:
+    """Add to ``out`` what the fail-closed layer refuses in the page ``text`` (an XML document when
+    ``xml``), each with what it is, where, and why, in order (at most :data:`_MOST_REFUSALS`)."""
+    count = 0
+
+    def refuse(at: int, what: str, why: str) -> None:
+        nonlocal count
+        count += 1
+        if count <= _MOST_REFUSALS:
+            out.append(f"refused: {what} at {_line_column(text, at)}: {why}")
+        elif count == _MOST_REFUSALS + 1:
+            out.append(f"refused: more than {_MOST_REFUSALS} constructs in this document; the rest unlisted")
+
+    def inert(at: int, region: str, what: str) -> None:
+        url = _remote_looking(region)
+        if url is not None:
+            refuse(at, f"{url[:80]!r} in {what}",
+                   "the check reads this text as no markup, and a URL of another host there would fetch "
+                   "if a browser read it otherwise")
+
+    open_ = OpenElements()
+    foreign_open = False            # whether an SVG or MathML element is open (before this token)
+    top: str | None = None          # the current node, when it is an HTML element
+    select_open = False             # whether an HTML select is open
+    inert_at: tuple[str, int] | None = None   # the element whose text is no markup, and where the text starts
+    for start, end, closing, name, self_closing, foreign in elements(text, xml, open_):
+        token = text[start:end]
+        if inert_at is not None and closing and name == inert_at[0]:
+            inert(inert_at[1], text[inert_at[1]:start], f"the text of <{name}>")
+            inert_at = None
+        if not name:
+            if token.startswith(_CDATA) and not foreign and not xml:
+                refuse(start, "CDATA outside SVG and MathML", "HTML reads it as a bogus comment that ends at "
+                       "the first '>', where a reader of XML reads on to ']]>'")
+            if not _DOCTYPE.match(token):          # a doctype ends at its '>' for HTML and the check alike
+                inert(start, token, "a comment, a processing instruction or a declaration")
+        elif closing:
+            if foreign_open and name in ("p", "br") and not xml:
+                refuse(start, f"</{name}> inside SVG or MathML", "HTML's parser ends the foreign content there")
+        else:
+            attributes = attributes_of(token)
+            local = name.rpartition(":")[2]
+            if local in _FRAMES and _ascii_lower(
+                    _TAB_OR_NEWLINE.sub("", _LEADING.sub("", attributes.get(_FRAMES[local], "")))[:5]) == "data:":
+                refuse(start, f"a data: URL loaded as a document by <{name}>",
+                       "a page of its own, in an encoding, MIME type and reading the check may not share")
+            if not xml:
+                if foreign_open and (name in _BREAKOUT or name == "font" and not _FONT_BREAKOUT.isdisjoint(attributes)):
+                    refuse(start, f"<{name}> inside SVG or MathML",
+                           "HTML's parser ends the foreign content there (a breakout tag)")
+                if name in _REFUSED_ELEMENTS:
+                    refuse(start, f"<{name}>", "an element whose text browsers read otherwise than the check")
+                if top in _TABLE_CONTEXTS and name not in _IN_TABLE:
+                    refuse(start, f"<{name}> directly in <{top}>",
+                           "a browser moves it out of the table (foster parenting), which the check does not follow")
+                if select_open and name not in _IN_SELECT:
+                    refuse(start, f"<{name}> inside <select>",
+                           "browsers' parsers keep or drop it there by version")
+                if name == "meta":
+                    label = attributes.get("charset")
+                    if label is None and _ascii_lower(attributes.get("http-equiv", "").strip(_ASCII_BLANKS)) == "content-type":
+                        m = _HTML_CHARSET.search(attributes.get("content", "").encode("utf-8", "replace"))
+                        label = None if m is None else m[1].decode("utf-8", "replace")
+                    if label is not None and _label(label) not in _UTF8_LABELS:
+                        refuse(start, f"<meta> naming the encoding {label!r}",
+                               "the check reads every page as UTF-8")
+            if inert_at is None and (name in _INERT_HTML and not foreign and not xml
+                                     or name in _INERT_FOREIGN and (foreign or xml) and not self_closing):
+                inert_at = (name, end)
+        if not xml:
+            foreign_open = len(open_.stack) > len(open_.html_at)
+            html_top = bool(open_.html_at) and open_.html_at[-1] == len(open_.stack) - 1
+            top = open_.stack[-1] if html_top else None
+            select_open = bool(open_.html_places.get("select"))
+    if inert_at is not None:                        # never closed: the rest is its text
+        inert(inert_at[1], text[inert_at[1]:], f"the text of <{inert_at[0]}>")
+
+
+def refusals(text: str, css: bool = False, xml: bool | None = None) -> list[str]:
+    """What the fail-closed layer refuses in the page ``text`` (a style sheet when ``css``; an XML document
+    as :func:`remote_references` tells one) and in every document it holds (``srcdoc`` pages, ``data:``
+    documents), each a line that says what, where and why, in order (see the module's docstring)."""
+    refused: list[str] = []
+    remote_references(text, css=css, xml=xml, _refused=refused)
+    return refused
+
+
+def check(text: str, css: bool = False, xml: bool | None = None) -> list[str]:
+    """Everything the offline check reports for ``text``: the URLs of other hosts it fetches
+    (:func:`remote_references`), then what it refuses (:func:`refusals`)."""
+    refused: list[str] = []
+    found = remote_references(text, css=css, xml=xml, _refused=refused)
+    return found + refused
+
+
+def check_file(path) -> list[str]:
+    """:func:`check` of the built file ``path`` (a style sheet for ``.css``, an XML document for ``.svg``
+    and ``.xml``), read as UTF-8; a file that is no UTF-8, or that starts with another byte order mark,
+    is refused (a browser might read it in another encoding)."""
+    from pathlib import Path
+
+    path = Path(path)
+    data = path.read_bytes()
+    head: list[str] = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        head.append(f"refused: {path.name} is no UTF-8 (byte {error.start}): a browser might read it in "
+                    "another encoding")
+        text = data.decode("utf-8", "replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    elif data.startswith((b"\xfe\xff", b"\xff\xfe")):
+        head.append(f"refused: {path.name} starts with a UTF-16 byte order mark")
+    suffix = path.suffix.lower()
+    return head + check(text, css=suffix == ".css", xml=suffix in (".svg", ".xml"))
