@@ -61,6 +61,28 @@ def strip_loaders(output: str, src_uri: str) -> str:
     pass, linear in the page; a script never closed keeps the rest of the page as it is."""
     if not src_uri.endswith(".ipynb"):
         return output
+    return _without_loaders(output)
+
+
+def strip_print_page_loaders(path) -> bool:
+    """Strip the loaders (:func:`strip_loaders`) from the printable book at ``path``, if there is one, and
+    say whether it changed: print-site copies each notebook page's content, MathJax's and Mermaid's
+    loaders with it, from before :func:`strip_loaders` reads the page, so the book keeps a module script
+    that imports Mermaid from a CDN (the fail-closed layer refuses its URL, :func:`refusals`)."""
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.is_file():
+        return False
+    text = path.read_text(encoding="utf-8")
+    stripped = _without_loaders(text)
+    if stripped != text:
+        path.write_text(stripped, encoding="utf-8")
+    return stripped != text
+
+
+def _without_loaders(output: str) -> str:
+    """The page ``output`` without its remote scripts and loaders (:func:`strip_loaders`)."""
     kept, at, script = [], 0, None
     for start, end, closing, name, self_closing, foreign in elements(output):
         if script is None:
@@ -686,10 +708,16 @@ _UTF8_LABELS = frozenset({"unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8",
                           "x-unicode20utf8", "us-ascii", "ascii"})
 #: what base64 data may hold that every decoder reads alike: its alphabet, padding and blanks
 _BASE64_TEXT = re.compile(rb"[A-Za-z0-9+/=\t\n\f\r ]*")
-#: what names another host in text that the tokenizer reads as no markup: a scheme (or none) and two
-#: slashes or backslashes before a host's first character, or a special scheme right before one
-_REMOTE_LOOKING = re.compile(r"(?:[a-z][a-z0-9+.-]*:)?[/\\]{2}(?=[^/\\\s\"'<>()`])"
-                             r"|(?<![a-z0-9+.-])(?:https?|ftp|wss?):(?=[^/\\\s\"'<>()`])", re.I | re.A)
+#: what names another host in text that the tokenizer reads as no markup: where a value may start (the
+#: text's start, a blank, '=', a quote, '(' or ','), a scheme (or none) and two slashes or backslashes,
+#: or a special scheme, and any more slashes, right before a host's first character (a letter, a digit, '%', or an IPv6
+#: address's '['); ``*/\n.x`` (a CSS comment's end) and ``'\\['`` (a TeX delimiter in a script) are none
+_REMOTE_LOOKING = re.compile(r"(?:(?<=[\s=\"'`(,])|^)(?:(?:[a-z][a-z0-9+.-]*:)?[/\\]{2}|(?:https?|ftp|wss?):)"
+                             r"[/\\]*(?=[a-z0-9%]|\[[0-9a-f:])", re.I | re.A)
+#: the names of XML namespaces, which a document writes as URLs and no browser fetches
+_NAMESPACES = frozenset({"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink",
+                         "http://www.w3.org/1999/xhtml", "http://www.w3.org/1998/Math/MathML",
+                         "http://www.w3.org/XML/1998/namespace", "http://www.w3.org/2000/xmlns/"})
 #: where such a URL ends, for the report
 _URL_END = re.compile(r"[\s\"'<>()`]")
 #: the encoding labels a document may give itself, read broadly (any case, anywhere in it): a ``charset``
@@ -758,13 +786,13 @@ def _not_utf8(essence: str, parameters: dict[str, str], data: bytes) -> str | No
 
 def _remote_looking(region: str) -> str | None:
     """The first URL of another host written anywhere in ``region``, text the tokenizer reads as no
-    markup, as it would fetch if a browser read the text as markup: character references resolved, tabs
-    and newlines dropped; None when there is none."""
-    region = _TAB_OR_NEWLINE.sub("", html.unescape(region))
+    markup, as it would fetch if a browser read the text as markup (character references resolved), the
+    names of XML namespaces aside (:data:`_NAMESPACES`); None when there is none."""
+    region = html.unescape(region)
     for m in _REMOTE_LOOKING.finditer(region):
         end = _URL_END.search(region, m.end())
         url = region[m.start():len(region) if end is None else end.start()]
-        if _names_another_host(url):
+        if url not in _NAMESPACES and _names_another_host(url):
             return url
     return None
 
@@ -803,7 +831,9 @@ def _refuse_markup(text: str, xml: bool, out) -> None:
             if token.startswith(_CDATA) and not foreign and not xml:
                 refuse(start, "CDATA outside SVG and MathML", "HTML reads it as a bogus comment that ends at "
                        "the first '>', where a reader of XML reads on to ']]>'")
-            if not _DOCTYPE.match(token):          # a doctype ends at its '>' for HTML and the check alike
+            # a doctype ends at its '>' for HTML and the check alike; in an XML document a comment ends at its
+            # first '-->' (or the document at an error) and the check's reading ends there or sooner
+            if not _DOCTYPE.match(token) and not (xml and token.startswith("<!--")):
                 inert(start, token, "a comment, a processing instruction or a declaration")
         elif closing:
             if foreign_open and name in ("p", "br") and not xml:
