@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import codecs
 import html
 import re
@@ -266,15 +267,16 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
         return remote_references_in_css(text, _encoding=_encoding, _refused=_refused)
     found: list[str] = []
     here = 0                        # where the tag being read starts, to say where a nested refusal stands
+    lines = _Lines(text)
 
     def add(url: str) -> None:
         if _names_another_host(url):
             found.append(url.strip())
         else:
-            found.extend(_data_url_references(url, _depth + 1, _encoding, _nested(_refused, text, here)))
+            found.extend(_data_url_references(url, _depth + 1, _encoding, _nested(_refused, lines, here)))
 
     def css_of(css_text: str) -> list[str]:
-        return remote_references_in_css(css_text, _refused=_nested(_refused, text, here))
+        return remote_references_in_css(css_text, _refused=_nested(_refused, lines, here))
 
     if xml is None:
         xml = _XML_START.match(text) is not None
@@ -316,7 +318,7 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
                 found += css_of(value)
             elif key == "srcdoc":
                 found += (remote_references(value, _depth=_depth + 1, xml=False,
-                                            _refused=_nested(_refused, text, here, "the srcdoc page"))
+                                            _refused=_nested(_refused, lines, here, "the srcdoc page"))
                           if _depth < _NESTING else [value[:80]])
         if name == "meta" and _ascii_lower(attributes.get("http-equiv", "").strip(_ASCII_BLANKS)) == "refresh":
             m = _REFRESH.match(attributes.get("content", ""))
@@ -720,6 +722,11 @@ _NAMESPACES = frozenset({"http://www.w3.org/2000/svg", "http://www.w3.org/1999/x
                          "http://www.w3.org/XML/1998/namespace", "http://www.w3.org/2000/xmlns/"})
 #: where such a URL ends, for the report
 _URL_END = re.compile(r"[\s\"'<>()`]")
+#: a ``data:`` URL of a document (HTML, CSS, any XML MIME type) in base64, whose URLs no reading of the
+#: text shows: read as the document it is, when it stands in text the tokenizer reads as no markup
+_DATA_DOCUMENT_BASE64 = re.compile(r"data:[\t\n\f\r ]*(?:text/html|text/css|text/xml|text/xsl|application/xml"
+                                   r"|[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]*\+xml)[^,]*;[\t\n\f\r ]*base64",
+                                   re.I | re.A)
 #: the encoding labels a document may give itself, read broadly (any case, anywhere in it): a ``charset``
 #: in a ``<meta>`` or a content type, a sheet's ``@charset``, an XML declaration's ``encoding``
 _HTML_CHARSET = re.compile(rb"""charset[\t\n\f\r ]*=[\t\n\f\r ]*["']?([^"'\t\n\f\r ;>/]*)""", re.I)
@@ -729,27 +736,37 @@ _XML_ENCODING = re.compile(rb"""<\?xml[^>]*?encoding[\t\n\r ]*=[\t\n\r ]*["']?([
 _MOST_REFUSALS = 20
 
 
-def _line_column(text: str, at: int) -> str:
-    """Where ``at`` stands in ``text``, as a person finds it: line and column, both from 1."""
-    return f"line {text.count(chr(10), 0, at) + 1}, column {at - text.rfind(chr(10), 0, at)}"
+class _Lines:
+    """Where a place of ``text`` stands, as a person finds it: line and column, both from 1. The lines'
+    starts are found once, when first asked (a page with many refusals is still read once)."""
+
+    def __init__(self, text: str):
+        self.text, self.starts = text, None
+
+    def __call__(self, at: int) -> str:
+        if self.starts is None:
+            self.starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        line = bisect.bisect_right(self.starts, at)
+        return f"line {line}, column {at - self.starts[line - 1] + 1}"
 
 
 class _Within:
     """The refusals of a document held in another (a ``data:`` URL, a ``srcdoc``), added to the outer
-    document's with where it stands there: ``what`` and, when ``text`` is given, the place ``at`` in it
-    (worked out only when there is something to report)."""
+    document's with where it stands there: ``what`` and, when ``lines`` (the outer text's) is given, the
+    place ``at`` in it (worked out only when there is something to report)."""
 
-    def __init__(self, outer, what: str, text: str | None = None, at: int = 0):
-        self.outer, self.what, self.text, self.at = outer, what, text, at
+    def __init__(self, outer, what: str, lines: _Lines | None = None, at: int = 0):
+        self.outer, self.what, self.lines, self.at = outer, what, lines, at
 
     def append(self, message: str) -> None:
-        where = self.what if self.text is None else f"{self.what} at {_line_column(self.text, self.at)}"
+        where = self.what if self.lines is None else f"{self.what} at {self.lines(self.at)}"
         self.outer.append(f"{message} [in {where}]")
 
 
-def _nested(refused, text: str, at: int, what: str = "the tag"):
-    """Where a document nested in the tag at ``at`` of ``text`` adds its refusals (None: not looked for)."""
-    return None if refused is None else _Within(refused, what, text, at)
+def _nested(refused, lines: _Lines, at: int, what: str = "the tag"):
+    """Where a document nested in the tag at ``at`` of the text of ``lines`` adds its refusals (None: not
+    looked for)."""
+    return None if refused is None else _Within(refused, what, lines, at)
 
 
 def _label(raw: bytes | str) -> str:
@@ -786,13 +803,22 @@ def _not_utf8(essence: str, parameters: dict[str, str], data: bytes) -> str | No
 
 def _remote_looking(region: str) -> str | None:
     """The first URL of another host written anywhere in ``region``, text the tokenizer reads as no
-    markup, as it would fetch if a browser read the text as markup (character references resolved), the
-    names of XML namespaces aside (:data:`_NAMESPACES`); None when there is none."""
+    markup, as it would fetch if a browser read the text as markup (character references resolved; read
+    again percent-decoded, as a ``data:`` document written there would be), the names of XML namespaces
+    aside (:data:`_NAMESPACES`); else the first ``data:`` URL of a document in base64
+    (:data:`_DATA_DOCUMENT_BASE64`) that, read as the document it is, loads from another host or holds
+    what this layer refuses; None when there is none."""
     region = html.unescape(region)
-    for m in _REMOTE_LOOKING.finditer(region):
+    for reading in (region, urllib.parse.unquote(region)) if "%" in region else (region,):
+        for m in _REMOTE_LOOKING.finditer(reading):
+            end = _URL_END.search(reading, m.end())
+            url = reading[m.start():len(reading) if end is None else end.start()]
+            if url not in _NAMESPACES and _names_another_host(url):
+                return url
+    for m in _DATA_DOCUMENT_BASE64.finditer(region):
         end = _URL_END.search(region, m.end())
-        url = region[m.start():len(region) if end is None else end.start()]
-        if url not in _NAMESPACES and _names_another_host(url):
+        url, inner = region[m.start():len(region) if end is None else end.start()], []
+        if _data_url_references(url, 1, "utf-8", inner) or inner:
             return url
     return None
 
@@ -800,13 +826,13 @@ def _remote_looking(region: str) -> str | None:
 def _refuse_markup(text: str, xml: bool, out) -> None:
     """Add to ``out`` what the fail-closed layer refuses in the page ``text`` (an XML document when
     ``xml``), each with what it is, where, and why, in order (at most :data:`_MOST_REFUSALS`)."""
-    count = 0
+    count, lines = 0, _Lines(text)
 
     def refuse(at: int, what: str, why: str) -> None:
         nonlocal count
         count += 1
         if count <= _MOST_REFUSALS:
-            out.append(f"refused: {what} at {_line_column(text, at)}: {why}")
+            out.append(f"refused: {what} at {lines(at)}: {why}")
         elif count == _MOST_REFUSALS + 1:
             out.append(f"refused: more than {_MOST_REFUSALS} constructs in this document; the rest unlisted")
 
@@ -814,8 +840,8 @@ def _refuse_markup(text: str, xml: bool, out) -> None:
         url = _remote_looking(region)
         if url is not None:
             refuse(at, f"{url[:80]!r} in {what}",
-                   "the check reads this text as no markup, and a URL of another host there would fetch "
-                   "if a browser read it otherwise")
+                   "the check reads this text as no markup; a browser that read it as markup would load "
+                   "from another host")
 
     open_ = OpenElements()
     foreign_open = False            # whether an SVG or MathML element is open (before this token)
