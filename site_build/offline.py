@@ -1,9 +1,59 @@
-"""Keep notebook pages offline.
+"""Keep notebook pages offline, and check that the built site asks no other host for anything.
 
 mkdocs-jupyter's template adds MathJax and Mermaid loaders that fetch from a
 CDN. The drills need neither (their math lives on the recall pages, rendered to
-MathML at build time), so the loaders are removed; the site tests fail on any
-remaining reference to another host, which :func:`remote_references` finds.
+MathML at build time), so the loaders are removed, from the notebook pages and
+from the printable book that copies them (:func:`strip_print_page_loaders`); the
+site tests fail on any remaining reference to another host (:func:`check_file`).
+
+The check has two layers.
+
+* :func:`remote_references` reads each page as a browser's parser does, closely
+  enough to name the exact URL a page would fetch: tags and attributes, comments,
+  raw text, SVG and MathML, style sheets, ``srcdoc`` pages and ``data:`` documents.
+* :func:`refusals` is the fail-closed layer. A close reading is still a model, and
+  each difference between the model and a browser is a place a fetch can hide:
+  text the model takes for a comment may be a tag to a browser. So the check does
+  not try to settle such places; it refuses them, with what and where, whatever
+  they hold. The site's own pages (Markdown, the Material theme, the math pass,
+  the notebooks) never need any of them. Refused:
+
+  - an HTML tag that ends SVG or MathML content (a breakout tag: ``<p>``, ``<div>``,
+    ``<img>``, a ``<font>`` with ``color``, ``face`` or ``size``…, and the end tags
+    ``</p>`` and ``</br>``) anywhere inside ``<svg>`` or ``<math>``, integration
+    points included;
+  - CDATA outside SVG and MathML (HTML ends it at the first '>', XML at ``]]>``);
+  - ``<plaintext>``, ``<xmp>``, ``<noembed>``, ``<noframes>``, ``<noscript>`` and
+    ``<listing>``, whose text browsers read by settings or rules the model does
+    not share;
+  - a ``<select>`` holding anything but options, option groups and rules (what
+    browsers keep there has changed), and a tag a browser moves out of a table
+    (anything but a table's own parts, scripts, styles and templates directly in
+    a table, a row group or a row: foster parenting);
+  - a ``data:`` URL that a frame, an object or an embed loads as a page of its own;
+  - a ``data:`` document (HTML, CSS, any XML type) that a browser might decode
+    otherwise than as UTF-8: a ``charset`` parameter, an ``@charset``, an XML
+    declaration or a ``<meta>`` naming any encoding but UTF-8 or ASCII (one that
+    Python knows and browsers do not, such as UTF-7, too), a UTF-16 byte order
+    mark, bytes that are no UTF-8 or an ESC byte (a browser guesses the encoding
+    of such data), and base64 that browsers and Python decode differently; a
+    page whose own ``<meta>`` names another encoding, and a built file that is
+    no UTF-8;
+  - a URL of another host written in text the tokenizer reads as no markup:
+    comments, bogus comments, processing instructions, the text of raw text
+    elements and of scripts and styles (SVG's too), where a value may start
+    (after a blank, '=', a quote, '(' or ','), its character references resolved
+    and read again percent-decoded, and any ``data:`` document written there in
+    base64 read as the document it is. Not refused there: the names of XML
+    namespaces (no browser fetches them), the local server's addresses, a
+    doctype's identifiers (a doctype ends at its '>' for both readings), and an
+    XML document's comments (XML ends a comment at its first ``-->``, where the
+    model ends it too, or sooner). A style sheet has no such text to refuse: CSS
+    ends its comments and strings as the model does.
+
+  Attribute values of attributes that fetch nothing are not refused. The layer
+  only adds reports: :func:`check` is every URL :func:`remote_references` finds,
+  then every refusal.
 """
 
 from __future__ import annotations
@@ -431,7 +481,8 @@ _BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe", "
 #: second byte may be an ASCII byte, or whose escapes switch ASCII off and on. Every other label a browser
 #: knows names an encoding that reads every ASCII byte as ASCII, as UTF-8 does; one a browser does not know
 #: is ignored (a page in ``charset=utf-7``, ``cp037`` or ``unicode_escape`` is read in the default): for
-#: both, UTF-8 reads what HTML and CSS make of the page.
+#: both, UTF-8 reads what HTML and CSS make of the page. (The fail-closed layer refuses every label but
+#: UTF-8's and ASCII's all the same, :func:`_not_utf8`.)
 _CHARSETS = {
     **dict.fromkeys(("unicodefffe", "utf-16be"), "utf-16-be"),
     **dict.fromkeys(("csunicode", "iso-10646-ucs-2", "ucs-2", "unicode", "unicodefeff", "utf-16",
