@@ -973,22 +973,18 @@ def check(text: str, css: bool = False, xml: bool | None = None) -> list[str]:
 
 def check_file(path) -> list[str]:
     """:func:`check` of the built file ``path`` (a style sheet for ``.css``, an XML document for ``.svg``
-    and ``.xml``), read as UTF-8; a file that is no UTF-8, or that starts with another byte order mark,
-    is refused (a browser might read it in another encoding)."""
+    and ``.xml``), read as UTF-8; a file a browser might decode otherwise is refused (:func:`_not_utf8`:
+    another byte order mark, a declaration of another encoding, bytes that are no UTF-8, an ESC byte)."""
     from pathlib import Path
 
     path = Path(path)
     data = path.read_bytes()
-    head: list[str] = []
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        head.append(f"refused: {path.name} is no UTF-8 (byte {error.start}): a browser might read it in "
-                    "another encoding")
-        text = data.decode("utf-8", "replace")
+    suffix = path.suffix.lower()
+    essence = "text/css" if suffix == ".css" else "image/svg+xml" if suffix in (".svg", ".xml") else "text/html"
+    why = _not_utf8(essence, {}, data)
+    head = [] if why is None else [f"refused: {path.name} {why}; the check reads every built file as UTF-8, "
+                                   "and a browser might read this one in another encoding"]
+    text = data.decode("utf-8", "replace")
     if text.startswith("\ufeff"):
         text = text[1:]
-    elif data.startswith((b"\xfe\xff", b"\xff\xfe")):
-        head.append(f"refused: {path.name} starts with a UTF-16 byte order mark")
-    suffix = path.suffix.lower()
     return head + check(text, css=suffix == ".css", xml=suffix in (".svg", ".xml"))

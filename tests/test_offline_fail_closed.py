@@ -386,8 +386,16 @@ def test_check_file_refuses_a_file_that_is_no_utf8(tmp_path):
     assert any("no UTF-8" in r for r in check_file(page))
     page.write_bytes(b"\xff\xfe" + "<p>x</p>".encode("utf-16-le"))
     assert any("UTF-16 byte order mark" in r for r in check_file(page))
+    page.write_bytes(b"<p>x</p><p>\x1b$B</p>")
+    assert any("ESC byte" in r for r in check_file(page))
     page.write_bytes("\ufeff<p>x é</p>".encode("utf-8"))
     assert check_file(page) == []
+    sheet = tmp_path / "a.css"
+    sheet.write_bytes(b'@charset "shift_jis"; a { color: red }')
+    assert any("declares the encoding 'shift_jis'" in r for r in check_file(sheet))
+    icon = tmp_path / "a.svg"
+    icon.write_bytes(b'<?xml version="1.0" encoding="utf-7"?><svg xmlns="http://www.w3.org/2000/svg"/>')
+    assert any("declares the encoding 'utf-7'" in r for r in check_file(icon))
 
 
 def test_check_file_reads_by_suffix(tmp_path):
