@@ -742,7 +742,7 @@ def _css_unescape(value: str) -> str:
 #: are raw text or markup by browser setting; ``<listing>`` drops a newline and breaks out of foreign content)
 _REFUSED_ELEMENTS = frozenset({"plaintext", "xmp", "noembed", "noframes", "noscript", "listing"})
 #: where a browser moves every other start tag out of the table, before it (HTML's foster parenting)
-_TABLE_CONTEXTS = frozenset({"table", "tbody", "thead", "tfoot", "tr"})
+_TABLE_CONTEXTS = frozenset({"table", "tbody", "thead", "tfoot", "tr", "colgroup"})
 #: the start tags a table, a row group or a row holds in place
 _IN_TABLE = frozenset({"caption", "colgroup", "col", "tbody", "thead", "tfoot", "tr", "td", "th",
                        "script", "template", "style"})
@@ -762,17 +762,21 @@ _UTF8_LABELS = frozenset({"unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8",
 #: what base64 data may hold that every decoder reads alike: its alphabet, padding and blanks
 _BASE64_TEXT = re.compile(rb"[A-Za-z0-9+/=\t\n\f\r ]*")
 #: what names another host in text that the tokenizer reads as no markup: where a value may start (the
-#: text's start, a blank, '=', a quote, '(' or ','), a scheme (or none) and two slashes or backslashes,
+#: text's start, a blank, '=', a quote, '(', ',' or ';'), a scheme (or none) and two slashes or backslashes,
 #: or a special scheme, and any more slashes, right before a host's first character (a letter, a digit, '%', or an IPv6
 #: address's '['); ``*/\n.x`` (a CSS comment's end) and ``'\\['`` (a TeX delimiter in a script) are none
-_REMOTE_LOOKING = re.compile(r"(?:(?<=[\s=\"'`(,])|^)(?:(?:[a-z][a-z0-9+.-]*:)?[/\\]{2}|(?:https?|ftp|wss?):)"
+_REMOTE_LOOKING = re.compile(r"(?:(?<=[\s=\"'`(,;])|^)(?:(?:[a-z][a-z0-9+.-]*:)?[/\\]{2}|(?:https?|ftp|wss?):)"
                              r"[/\\]*(?=[a-z0-9%]|\[[0-9a-f:])", re.I | re.A)
 #: the names of XML namespaces, which a document writes as URLs and no browser fetches
 _NAMESPACES = frozenset({"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink",
                          "http://www.w3.org/1999/xhtml", "http://www.w3.org/1998/Math/MathML",
                          "http://www.w3.org/XML/1998/namespace", "http://www.w3.org/2000/xmlns/"})
-#: where such a URL ends, for the report
+#: where such a URL ends, for the report; where a ``data:`` URL there ends (a quoted one may hold blanks)
 _URL_END = re.compile(r"[\s\"'<>()`]")
+_DATA_URL_END = re.compile(r"[\"'<>()`]")
+#: a URL that runs script where it is followed (and so may fetch anything): read as inert text
+_SCRIPT_URL = re.compile(r"[\x00-\x20]*(?:j[\t\n\r]*a[\t\n\r]*v[\t\n\r]*a[\t\n\r]*|v[\t\n\r]*b[\t\n\r]*)"
+                         r"s[\t\n\r]*c[\t\n\r]*r[\t\n\r]*i[\t\n\r]*p[\t\n\r]*t[\t\n\r]*:", re.I | re.A)
 #: a ``data:`` URL of a document (HTML, CSS, any XML MIME type) in base64, whose URLs no reading of the
 #: text shows: read as the document it is, when it stands in text the tokenizer reads as no markup
 _DATA_DOCUMENT_BASE64 = re.compile(r"data:[\t\n\f\r ]*(?:text/html|text/css|text/xml|text/xsl|application/xml"
@@ -854,24 +858,34 @@ def _not_utf8(essence: str, parameters: dict[str, str], data: bytes) -> str | No
 
 def _remote_looking(region: str) -> str | None:
     """The first URL of another host written anywhere in ``region``, text the tokenizer reads as no
-    markup, as it would fetch if a browser read the text as markup (character references resolved; read
-    again percent-decoded, as a ``data:`` document written there would be), the names of XML namespaces
-    aside (:data:`_NAMESPACES`); else the first ``data:`` URL of a document in base64
+    markup, as it would fetch if a browser read the text as markup, the names of XML namespaces aside
+    (:data:`_NAMESPACES`); else the first ``data:`` URL of a document in base64
     (:data:`_DATA_DOCUMENT_BASE64`) that, read as the document it is, loads from another host or holds
-    what this layer refuses; None when there is none."""
+    what this layer refuses; None when there is none. The text is read with its character references
+    resolved, again and again as a ``srcdoc`` written there would be, up to :data:`_NESTING` times (a text
+    still escaped past that is itself reported); each time as it is, with its tabs and newlines dropped
+    (as a URL's parser drops them), and percent-decoded (as a ``data:`` document written there would be)."""
     region = html.unescape(region)
-    for reading in (region, urllib.parse.unquote(region)) if "%" in region else (region,):
-        for m in _REMOTE_LOOKING.finditer(reading):
-            end = _URL_END.search(reading, m.end())
-            url = reading[m.start():len(reading) if end is None else end.start()]
-            if url not in _NAMESPACES and _names_another_host(url):
+    for _ in range(_NESTING):
+        readings = [region, _TAB_OR_NEWLINE.sub("", region)]
+        if "%" in region:
+            readings.append(urllib.parse.unquote(readings[1]))
+        for reading in readings:
+            for m in _REMOTE_LOOKING.finditer(reading):
+                end = _URL_END.search(reading, m.end())
+                url = reading[m.start():len(reading) if end is None else end.start()]
+                if url not in _NAMESPACES and _names_another_host(url):
+                    return url
+        for m in _DATA_DOCUMENT_BASE64.finditer(readings[1]):
+            end = _DATA_URL_END.search(readings[1], m.end())
+            url, inner = readings[1][m.start():len(readings[1]) if end is None else end.start()], []
+            if _data_url_references(url, 1, "utf-8", inner) or inner:
                 return url
-    for m in _DATA_DOCUMENT_BASE64.finditer(region):
-        end = _URL_END.search(region, m.end())
-        url, inner = region[m.start():len(region) if end is None else end.start()], []
-        if _data_url_references(url, 1, "utf-8", inner) or inner:
-            return url
-    return None
+        unescaped = html.unescape(region)
+        if unescaped == region:
+            return None
+        region = unescaped
+    return region[:80]
 
 
 def _refuse_markup(text: str, xml: bool, out) -> None:
@@ -917,6 +931,12 @@ def _refuse_markup(text: str, xml: bool, out) -> None:
                 refuse(start, f"</{name}> inside SVG or MathML", "HTML's parser ends the foreign content there")
         else:
             attributes = attributes_of(token)
+            for key, value in attributes.items():
+                if _holds_a_url(key) and _SCRIPT_URL.match(value):
+                    refuse(start, f"a script URL in the {key} attribute of <{name}>",
+                           "it runs script, which may load from anywhere")
+                elif key.startswith("on"):
+                    inert(start, value, f"the {key} attribute of <{name}>")
             local = name.rpartition(":")[2]
             if local in _FRAMES and _ascii_lower(
                     _TAB_OR_NEWLINE.sub("", _LEADING.sub("", attributes.get(_FRAMES[local], "")))[:5]) == "data:":

