@@ -29,22 +29,25 @@ The check has two layers.
   - a ``<select>`` holding anything but options, option groups and rules (what
     browsers keep there has changed), and a tag a browser moves out of a table
     (anything but a table's own parts, scripts, styles and templates directly in
-    a table, a row group or a row: foster parenting);
-  - a ``data:`` URL that a frame, an object or an embed loads as a page of its own;
+    a table, a row group, a row or a column group: foster parenting);
+  - a ``data:`` URL that a frame, an object or an embed loads as a page of its own,
+    and a ``javascript:`` or ``vbscript:`` URL anywhere a URL is followed;
   - a ``data:`` document (HTML, CSS, any XML type) that a browser might decode
     otherwise than as UTF-8: a ``charset`` parameter, an ``@charset``, an XML
     declaration or a ``<meta>`` naming any encoding but UTF-8 or ASCII (one that
     Python knows and browsers do not, such as UTF-7, too), a UTF-16 byte order
     mark, bytes that are no UTF-8 or an ESC byte (a browser guesses the encoding
     of such data), and base64 that browsers and Python decode differently; a
-    page whose own ``<meta>`` names another encoding, and a built file that is
-    no UTF-8;
+    page whose own ``<meta>`` names another encoding, and a built file that a
+    browser might decode otherwise on the same grounds (:func:`check_file`);
   - a URL of another host written in text the tokenizer reads as no markup:
     comments, bogus comments, processing instructions, the text of raw text
-    elements and of scripts and styles (SVG's too), where a value may start
-    (after a blank, '=', a quote, '(' or ','), its character references resolved
-    and read again percent-decoded, and any ``data:`` document written there in
-    base64 read as the document it is. Not refused there: the names of XML
+    elements and of scripts and styles (SVG's too), and event handlers'
+    attributes (``onerror``…), where a value may start (after a blank, '=', a
+    quote, '(', ',' or ';'); the text is read with its character references
+    resolved (again, as deep as ``srcdoc`` pages nest), its tabs and newlines
+    dropped, percent-decoded, and any ``data:`` document written there in base64
+    read as the document it is. Not refused there: the names of XML
     namespaces (no browser fetches them), the local server's addresses, a
     doctype's identifiers (a doctype ends at its '>' for both readings), and an
     XML document's comments (XML ends a comment at its first ``-->``, where the
