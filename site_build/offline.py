@@ -334,7 +334,7 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
     if xml is None:
         xml = _XML_START.match(text) is not None
     if _refused is not None:
-        _refuse_markup(text, xml, _refused)
+        _refuse_markup(text, xml, _refused, _depth)
     if xml and (m := _DTD_DECLARATION.search(text)) is not None:   # what it may hold is not read: reported
         found.append(text[m.start():m.start() + 80])
     html_css = None                 # where the text of the HTML style element being read starts
@@ -859,17 +859,18 @@ def _not_utf8(essence: str, parameters: dict[str, str], data: bytes) -> str | No
     return None
 
 
-def _remote_looking(region: str) -> str | None:
+def _remote_looking(region: str, depth: int = 0) -> str | None:
     """The first URL of another host written anywhere in ``region``, text the tokenizer reads as no
     markup, as it would fetch if a browser read the text as markup, the names of XML namespaces aside
     (:data:`_NAMESPACES`); else the first ``data:`` URL of a document in base64
     (:data:`_DATA_DOCUMENT_BASE64`) that, read as the document it is, loads from another host or holds
-    what this layer refuses; None when there is none. The text is read with its character references
+    what this layer refuses (read once, as nested ``depth`` deep: one nested too deep is reported, as
+    :func:`remote_references` reports it); None when there is none. The text is read with its character references
     resolved, again and again as a ``srcdoc`` written there would be, up to :data:`_NESTING` times (a text
     still escaped past that is itself reported); each time as it is, with its tabs and newlines dropped
     (as a URL's parser drops them), and percent-decoded (as a ``data:`` document written there would be)."""
     region = html.unescape(region)
-    for _ in range(_NESTING):
+    for level in range(_NESTING):
         readings = [region, _TAB_OR_NEWLINE.sub("", region)]
         if "%" in region:
             readings.append(urllib.parse.unquote(readings[1]))
@@ -879,10 +880,12 @@ def _remote_looking(region: str) -> str | None:
                 url = reading[m.start():len(reading) if end is None else end.start()]
                 if url not in _NAMESPACES and _names_another_host(url):
                     return url
-        for m in _DATA_DOCUMENT_BASE64.finditer(readings[1]):
+        # a base64 document is read at the first level only: once each, so that nesting costs no more
+        # than the nested text's length (one escaped deeper is no base64 a browser decodes: refused there)
+        for m in _DATA_DOCUMENT_BASE64.finditer(readings[1]) if level == 0 else ():
             end = _DATA_URL_END.search(readings[1], m.end())
             url, inner = readings[1][m.start():len(readings[1]) if end is None else end.start()], []
-            if _data_url_references(url, 1, "utf-8", inner) or inner:
+            if _data_url_references(url, depth + 1, "utf-8", inner) or inner:
                 return url
         unescaped = html.unescape(region)
         if unescaped == region:
@@ -891,9 +894,10 @@ def _remote_looking(region: str) -> str | None:
     return region[:80]
 
 
-def _refuse_markup(text: str, xml: bool, out) -> None:
+def _refuse_markup(text: str, xml: bool, out, depth: int = 0) -> None:
     """Add to ``out`` what the fail-closed layer refuses in the page ``text`` (an XML document when
-    ``xml``), each with what it is, where, and why, in order (at most :data:`_MOST_REFUSALS`)."""
+    ``xml``; nested ``depth`` deep in others), each with what it is, where, and why, in order (at most
+    :data:`_MOST_REFUSALS`)."""
     count, lines = 0, _Lines(text)
 
     def refuse(at: int, what: str, why: str) -> None:
@@ -905,7 +909,7 @@ def _refuse_markup(text: str, xml: bool, out) -> None:
             out.append(f"refused: more than {_MOST_REFUSALS} constructs in this document; the rest unlisted")
 
     def inert(at: int, region: str, what: str) -> None:
-        url = _remote_looking(region)
+        url = _remote_looking(region, depth)
         if url is not None:
             refuse(at, f"{url[:80]!r} in {what}",
                    "the check reads this text as no markup; a browser that read it as markup would load "

@@ -448,3 +448,13 @@ def test_the_layer_reads_a_page_once(piece):
     found = refusals(page)
     assert time.process_time() - start < 4.0, piece
     assert len(found) <= 20_000 + 1
+
+
+@pytest.mark.parametrize("levels", [3, 30])
+def test_base64_pages_nested_in_comments_are_read_to_the_depth_the_check_reads_and_reported_past_it(levels):
+    doc = f"<p>x</p><!--{_IMG}-->".encode()
+    for _ in range(levels):
+        doc = f'<p>x</p><!--<iframe src="data:text/html;base64,{base64.b64encode(doc).decode()}">-->'.encode()
+    start = time.process_time()
+    _refused(doc.decode(), "data:text/html;base64,", "no markup")
+    assert time.process_time() - start < 4.0
