@@ -765,11 +765,16 @@ _UTF8_LABELS = frozenset({"unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8",
 #: what base64 data may hold that every decoder reads alike: its alphabet, padding and blanks
 _BASE64_TEXT = re.compile(rb"[A-Za-z0-9+/=\t\n\f\r ]*")
 #: what names another host in text that the tokenizer reads as no markup: where a value may start (the
-#: text's start, a blank, '=', a quote, '(', ',' or ';'), a scheme (or none) and two slashes or backslashes,
-#: or a special scheme, and any more slashes, right before a host's first character (a letter, a digit, '%', or an IPv6
-#: address's '['); ``*/\n.x`` (a CSS comment's end) and ``'\\['`` (a TeX delimiter in a script) are none
-_REMOTE_LOOKING = re.compile(r"(?:(?<=[\s=\"'`(,;])|^)(?:(?:[a-z][a-z0-9+.-]*:)?[/\\]{2}|(?:https?|ftp|wss?):)"
-                             r"[/\\]*(?=[a-z0-9%]|\[[0-9a-f:])", re.I | re.A)
+#: text's start, a blank or a C0 control, which a URL's parser drops, '=', a quote, '(', ',' or ';'), a
+#: scheme (or none) and two slashes or backslashes, or a special scheme, and any more slashes, right
+#: before what may start an authority (not a blank, a quote, '<', '>', '(', ')', '#', '?'…); the host
+#: that follows must hold a letter, a digit or a non-ASCII character (:func:`_remote_looking`), so that
+#: ``*/\n.x`` (a CSS comment's end), ``'\\['`` (a TeX delimiter in a script) and ``//@ sourceMappingURL``
+#: are none
+_REMOTE_LOOKING = re.compile(r"(?:(?<=[\x00-\x20=\"'`(,;])|^)(?:(?:[a-z][a-z0-9+.-]*:)?[/\\]{2}"
+                             r"|(?:https?|ftp|wss?):)[/\\]*(?=[^\s/\\\"'<>()`{}|^#?])", re.I | re.A)
+#: a host worth the name: a letter, a digit or a non-ASCII character in it
+_HOST_CHARACTER = re.compile(r"[A-Za-z0-9]|[^\x00-\x7f]")
 #: the names of XML namespaces, which a document writes as URLs and no browser fetches
 _NAMESPACES = frozenset({"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink",
                          "http://www.w3.org/1999/xhtml", "http://www.w3.org/1998/Math/MathML",
@@ -878,7 +883,10 @@ def _remote_looking(region: str, depth: int = 0) -> str | None:
             for m in _REMOTE_LOOKING.finditer(reading):
                 end = _URL_END.search(reading, m.end())
                 url = reading[m.start():len(reading) if end is None else end.start()]
-                if url not in _NAMESPACES and _names_another_host(url):
+                authority = _AUTHORITY.match(url) or _OTHER_HOST.match(url)
+                host = url[authority.end():] if authority.lastindex is None else authority[1]
+                host = _URL_END.split(host.rpartition("@")[2].partition(":")[0], 1)[0]
+                if url not in _NAMESPACES and _HOST_CHARACTER.search(host) and _names_another_host(url):
                     return url
         # a base64 document is read at the first level only: once each, so that nesting costs no more
         # than the nested text's length (one escaped deeper is no base64 a browser decodes: refused there)

@@ -220,6 +220,10 @@ def test_an_element_a_browser_moves_out_of_a_table_is_refused(context, tag):
     + base64.b64encode(b"@import '//evil.example/a.css';").decode()[:20] + " "
     + base64.b64encode(b"@import '//evil.example/a.css';").decode()[20:] + "\">-->",   # base64 with a blank
     f"<p>x</p><img src=x.png onerror=\"fetch('{_EVIL}')\">",
+    "<p>x</p><!--<img src=//\u00e9vil.example/x.png>-->",       # a host of other letters
+    "<p>x</p><!--<img src=\"\x01//evil.example/x.png\">-->",   # a URL's parser drops a leading control
+    "<p>x</p><!--<img src=//@evil.example/x.png>-->",            # an empty user before the host
+    "<p>x</p><!--<img src=ftp://evil.example/x.png>-->",
 ], ids=lambda p: p[8:40])
 def test_a_remote_url_in_inert_text_is_refused(page):
     _refused(page, "no markup")
@@ -233,10 +237,12 @@ def test_a_remote_url_in_inert_text_is_refused(page):
     '"http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd"><p>x</p>',
     "<p>x</p><style>/* a */\\n.highlight .c { color: red }</style>",
     '<p>x</p><script>tex2jax = {displayMath: [["$$","$$"], ["\\\\[","\\\\]"]]};</script>',
+    "<p>x</p><script>let a = 1;\n//@ sourceMappingURL=a.js.map\n//# sourceMappingURL=a.js.map</script>",
+    '<p>x</p><script>const sep = "//" + b;</script>',
     "<p>x</p><!-- <img src=\"data:image/svg+xml;base64,"
     + base64.b64encode(b"<svg xmlns='http://www.w3.org/2000/svg'/>").decode() + "\"> -->",
 ], ids=["js-comment", "local-hosts", "namespace-names", "doctype", "css-comment-end", "tex-delimiters",
-        "base64-svg-that-loads-nothing"])
+        "base64-svg-that-loads-nothing", "source-map-comments", "two-slashes-alone"])
 def test_text_that_names_no_other_host_is_not_refused(page):
     assert refusals(page) == [], page
 
