@@ -43,8 +43,9 @@ The check has two layers.
   - a URL of another host written in text the tokenizer reads as no markup:
     comments, bogus comments, processing instructions, the text of raw text
     elements and of scripts and styles (SVG's too), and event handlers'
-    attributes (``onerror``…), where a value may start (after a blank, '=', a
-    quote, '(', ',' or ';'); the text is read with its character references
+    attributes (``onerror``…), where a value may start (after a blank or a
+    control character, '=', a quote, '(', ',' or ';') and before a host with a
+    letter or a digit in it; the text is read with its character references
     resolved (again, as deep as ``srcdoc`` pages nest), its tabs and newlines
     dropped, percent-decoded, and any ``data:`` document written there in base64
     read as the document it is. Not refused there: the names of XML
