@@ -903,6 +903,11 @@ def _remote_looking(region: str, depth: int = 0) -> str | None:
     return region[:80]
 
 
+def _local_name(name: str) -> str:
+    """A tag's name without its prefix (``svg:set`` is a ``set`` in an XML document that binds ``svg``)."""
+    return name.rpartition(":")[2]
+
+
 def _refuse_markup(text: str, xml: bool, out, depth: int = 0) -> None:
     """Add to ``out`` what the fail-closed layer refuses in the page ``text`` (an XML document when
     ``xml``; nested ``depth`` deep in others), each with what it is, where, and why, in order (at most
@@ -953,7 +958,13 @@ def _refuse_markup(text: str, xml: bool, out, depth: int = 0) -> None:
                            "it runs script, which may load from anywhere")
                 elif key.startswith("on"):
                     inert(start, value, f"the {key} attribute of <{name}>")
-            local = name.rpartition(":")[2]
+            if _local_name(name) == "set" or _local_name(name).startswith("animate"):   # what it gives an href
+                if _holds_a_url(_ascii_lower(attributes.get("attributename", "").strip(_ASCII_BLANKS))) and any(
+                        _SCRIPT_URL.match(v) for v in [attributes.get(k, "") for k in ("from", "to", "by")]
+                        + attributes.get("values", "").split(";")):
+                    refuse(start, f"a script URL that <{name}> gives an attribute", "it runs script, which may "
+                           "load from anywhere")
+            local = _local_name(name)
             if local in _FRAMES and _ascii_lower(
                     _TAB_OR_NEWLINE.sub("", _LEADING.sub("", attributes.get(_FRAMES[local], "")))[:5]) == "data:":
                 refuse(start, f"a data: URL loaded as a document by <{name}>",

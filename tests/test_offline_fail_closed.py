@@ -464,3 +464,9 @@ def test_base64_pages_nested_in_comments_are_read_to_the_depth_the_check_reads_a
     start = time.process_time()
     _refused(doc.decode(), "data:text/html;base64,", "no markup")
     assert time.process_time() - start < 4.0
+
+
+@pytest.mark.parametrize("animation", ['<set attributeName="href" to="javascript:fetch(1)"/>',
+                                       '<animate attributeName="xlink:href" values="#a; javascript:x"/>'])
+def test_a_script_url_an_svg_animation_gives_a_link_is_refused(animation):
+    _refused(f'<p>x</p><svg><a href="#a">{animation}<text>a</text></a></svg>', "a script URL that")
