@@ -647,7 +647,8 @@ def _data_url_references(url: str, depth: int, environment: str = "utf-8",
     if essence == "text/css":
         return remote_references_in_css(text, depth, inner, _refused)
     return remote_references(text, _depth=depth, xml=essence != "text/html", _encoding=inner,
-                             _refused=None if _refused is None else _Within(_refused, f"the data: document {url[:60]!r}"))
+                             _refused=None if _refused is None else _Within(_refused,
+                                                                            f"the data: document {url[:60]!r}"))
 
 
 #: a style sheet's ``@charset`` rule, as CSS Syntax reads it: these exact bytes at the very start, its
@@ -983,7 +984,8 @@ def _refuse_markup(text: str, xml: bool, out, depth: int = 0) -> None:
                            "browsers' parsers keep or drop it there by version")
                 if name == "meta":
                     label = attributes.get("charset")
-                    if label is None and _ascii_lower(attributes.get("http-equiv", "").strip(_ASCII_BLANKS)) == "content-type":
+                    equiv = _ascii_lower(attributes.get("http-equiv", "").strip(_ASCII_BLANKS))
+                    if label is None and equiv == "content-type":
                         m = _HTML_CHARSET.search(attributes.get("content", "").encode("utf-8", "replace"))
                         label = None if m is None else m[1].decode("utf-8", "replace")
                     if label is not None and _label(label) not in _UTF8_LABELS:
