@@ -586,21 +586,22 @@ class OpenElements:
         return True
 
 
-def elements(content: str, xml: bool = False):
+def elements(content: str, xml: bool = False, open_elements: OpenElements | None = None):
     """(start, end, "/" or "", lower-case name, "/" or "", foreign) of each comment and tag of ``content``
     (:func:`~site_build.tags.tokens`), read as a browser reads them: ``foreign`` says whether the token
     stands in foreign content (for a start tag: whether its element is an SVG or MathML one), where no
     element is raw text and ``<![CDATA[`` runs to ``]]>``; the open elements are followed as
     :class:`OpenElements` follows them (``<svg><p>`` is back in HTML). An XML document (``xml``: an SVG
     file, a ``data:image/svg+xml`` page) is foreign content throughout, and its processing instructions
-    run to ``?>``. Linear time, as ``tokens`` is."""
+    run to ``?>``. Linear time, as ``tokens`` is. ``open_elements``: the :class:`OpenElements` to follow the
+    page with (a fresh one when None), for a caller that looks at the open elements after each token."""
     from .tags import tokens
 
     if xml:
         for token in tokens(content, lambda: True, lambda: True, xml=True):
             yield *token, True
         return
-    open_ = OpenElements()
+    open_ = OpenElements() if open_elements is None else open_elements
     for start, end, closing, name, self_closing in tokens(content, lambda: open_.opened_foreign,
                                                           lambda: open_.foreign):
         here = open_.foreign

@@ -1,21 +1,77 @@
-"""Keep notebook pages offline.
+"""Keep notebook pages offline, and check that the built site asks no other host for anything.
 
 mkdocs-jupyter's template adds MathJax and Mermaid loaders that fetch from a
 CDN. The drills need neither (their math lives on the recall pages, rendered to
-MathML at build time), so the loaders are removed; the site tests fail on any
-remaining reference to another host, which :func:`remote_references` finds.
+MathML at build time), so the loaders are removed, from the notebook pages and
+from the printable book that copies them (:func:`strip_print_page_loaders`); the
+site tests fail on any remaining reference to another host (:func:`check_file`).
+
+The check has two layers.
+
+* :func:`remote_references` reads each page as a browser's parser does, closely
+  enough to name the exact URL a page would fetch: tags and attributes, comments,
+  raw text, SVG and MathML, style sheets, ``srcdoc`` pages and ``data:`` documents.
+* :func:`refusals` is the fail-closed layer. A close reading is still a model, and
+  each difference between the model and a browser is a place a fetch can hide:
+  text the model takes for a comment may be a tag to a browser. So the check does
+  not try to settle such places; it refuses them, with what and where, whatever
+  they hold. The site's own pages (Markdown, the Material theme, the math pass,
+  the notebooks) never need any of them. Refused:
+
+  - an HTML tag that ends SVG or MathML content (a breakout tag: ``<p>``, ``<div>``,
+    ``<img>``, a ``<font>`` with ``color``, ``face`` or ``size``…, and the end tags
+    ``</p>`` and ``</br>``) anywhere inside ``<svg>`` or ``<math>``, integration
+    points included;
+  - CDATA outside SVG and MathML (HTML ends it at the first '>', XML at ``]]>``);
+  - ``<plaintext>``, ``<xmp>``, ``<noembed>``, ``<noframes>``, ``<noscript>`` and
+    ``<listing>``, whose text browsers read by settings or rules the model does
+    not share;
+  - a ``<select>`` holding anything but options, option groups and rules (what
+    browsers keep there has changed), and a tag a browser moves out of a table
+    (anything but a table's own parts, scripts, styles and templates directly in
+    a table, a row group, a row or a column group: foster parenting);
+  - a ``data:`` URL that a frame, an object or an embed loads as a page of its own,
+    and a ``javascript:`` or ``vbscript:`` URL anywhere a URL is followed;
+  - a ``data:`` document (HTML, CSS, any XML type) that a browser might decode
+    otherwise than as UTF-8: a ``charset`` parameter, an ``@charset``, an XML
+    declaration or a ``<meta>`` naming any encoding but UTF-8 or ASCII (one that
+    Python knows and browsers do not, such as UTF-7, too), a UTF-16 byte order
+    mark, bytes that are no UTF-8 or an ESC byte (a browser guesses the encoding
+    of such data), and base64 that browsers and Python decode differently; a
+    page whose own ``<meta>`` names another encoding, and a built file that a
+    browser might decode otherwise on the same grounds (:func:`check_file`);
+  - a URL of another host written in text the tokenizer reads as no markup:
+    comments, bogus comments, processing instructions, the text of raw text
+    elements and of scripts and styles (SVG's too), and event handlers'
+    attributes (``onerror``…), where a value may start (after a blank or a
+    control character, '=', a quote, '(', ',' or ';') and before a host with a
+    letter or a digit in it; the text is read with its character references
+    resolved (again, as deep as ``srcdoc`` pages nest), its tabs and newlines
+    dropped, percent-decoded, and any ``data:`` document written there in base64
+    read as the document it is. Not refused there: the names of XML
+    namespaces (no browser fetches them), the local server's addresses, a
+    doctype's identifiers (a doctype ends at its '>' for both readings), and an
+    XML document's comments (XML ends a comment at its first ``-->``, where the
+    model ends it too, or sooner). A style sheet has no such text to refuse: CSS
+    ends its comments and strings as the model does.
+
+  Attribute values of attributes that fetch nothing are not refused. The layer
+  only adds reports: :func:`check` is every URL :func:`remote_references` finds,
+  then every refusal.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import codecs
 import html
 import re
 import urllib.parse
 
-from .glossary import elements
+from .glossary import _BREAKOUT, _FONT_BREAKOUT, OpenElements, elements
+from .tags import RAW_TEXT
 
 #: a tag's attributes as HTML's tokenizer reads them, read one step at a time from where the last one
 #: ended: blanks and '/' between attributes (none needed after a quoted value: ``alt="a"src=…`` is two),
@@ -60,6 +116,28 @@ def strip_loaders(output: str, src_uri: str) -> str:
     pass, linear in the page; a script never closed keeps the rest of the page as it is."""
     if not src_uri.endswith(".ipynb"):
         return output
+    return _without_loaders(output)
+
+
+def strip_print_page_loaders(path) -> bool:
+    """Strip the loaders (:func:`strip_loaders`) from the printable book at ``path``, if there is one, and
+    say whether it changed: print-site copies each notebook page's content, MathJax's and Mermaid's
+    loaders with it, from before :func:`strip_loaders` reads the page, so the book keeps a module script
+    that imports Mermaid from a CDN (the fail-closed layer refuses its URL, :func:`refusals`)."""
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.is_file():
+        return False
+    text = path.read_text(encoding="utf-8")
+    stripped = _without_loaders(text)
+    if stripped != text:
+        path.write_text(stripped, encoding="utf-8")
+    return stripped != text
+
+
+def _without_loaders(output: str) -> str:
+    """The page ``output`` without its remote scripts and loaders (:func:`strip_loaders`)."""
     kept, at, script = [], 0, None
     for start, end, closing, name, self_closing, foreign in elements(output):
         if script is None:
@@ -205,7 +283,7 @@ def _names_another_host(url: str) -> bool:
 
 
 def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool | None = None,
-                      _encoding: str = "utf-8") -> list[str]:
+                      _encoding: str = "utf-8", _refused: list[str] | None = None) -> list[str]:
     """The URLs of other hosts that the HTML ``text`` (a style sheet when ``css``) makes a browser request
     or go to, in order:
     an attribute that holds a URL (``src``, ``href``, ``xlink:href``, ``data``, ``poster``, ``action``,
@@ -236,19 +314,28 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
     (the first, unread; in an HTML page it means nothing, and a script's text may well hold one), and so
     is one whose doctype holds a '>' in a quoted literal (XML reads on past it, HTML's reading stops).
     ``_encoding`` is the codec the text was read in: a ``data:`` style sheet it links with no encoding of
-    its own falls back to it (CSS Syntax's environment encoding)."""
+    its own falls back to it (CSS Syntax's environment encoding). ``_refused``: where to add what the
+    fail-closed layer refuses in the text and in every document it holds (:func:`refusals`); None: not
+    looked for."""
     if css:
-        return remote_references_in_css(text, _encoding=_encoding)
+        return remote_references_in_css(text, _encoding=_encoding, _refused=_refused)
     found: list[str] = []
+    here = 0                        # where the tag being read starts, to say where a nested refusal stands
+    lines = _Lines(text)
 
     def add(url: str) -> None:
         if _names_another_host(url):
             found.append(url.strip())
         else:
-            found.extend(_data_url_references(url, _depth + 1, _encoding))
+            found.extend(_data_url_references(url, _depth + 1, _encoding, _nested(_refused, lines, here)))
+
+    def css_of(css_text: str) -> list[str]:
+        return remote_references_in_css(css_text, _refused=_nested(_refused, lines, here))
 
     if xml is None:
         xml = _XML_START.match(text) is not None
+    if _refused is not None:
+        _refuse_markup(text, xml, _refused, _depth)
     if xml and (m := _DTD_DECLARATION.search(text)) is not None:   # what it may hold is not read: reported
         found.append(text[m.start():m.start() + 80])
     html_css = None                 # where the text of the HTML style element being read starts
@@ -256,7 +343,7 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
     css_at = 0                      # where its text goes on
     for start, end, closing, name, self_closing, foreign in elements(text, xml):
         if html_css is not None:    # a raw text element: its text runs to the next token, its end tag
-            found += remote_references_in_css(text[html_css:start])
+            found += css_of(text[html_css:start])
             html_css = None
         if svg_css is not None:     # its text and its CDATA sections, up to its end tag
             svg_css.append(html.unescape(text[css_at:start]))
@@ -264,12 +351,13 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
                 svg_css.append(text[start + len(_CDATA):end - 3])
             css_at = end
             if closing and name == "style":
-                found += remote_references_in_css("".join(svg_css))
+                found += css_of("".join(svg_css))
                 svg_css = None
         if xml and not name and _DOCTYPE.match(text, start) and _cut_in_a_literal(text[start:end]):
             found.append(text[start:start + 80])     # it ends further on, where XML reads it: reported unread
         if not name or closing:
             continue
+        here = start
         attributes = attributes_of(text[start:end])
         for key, value in attributes.items():
             if _holds_a_url(key):
@@ -281,10 +369,11 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
                 for url in value.split():
                     add(url)
             elif key == "style" or key in _CSS_ATTRIBUTES:
-                found += remote_references_in_css(value)
+                found += css_of(value)
             elif key == "srcdoc":
-                found += (remote_references(value, _depth=_depth + 1, xml=False) if _depth < _NESTING
-                          else [value[:80]])
+                found += (remote_references(value, _depth=_depth + 1, xml=False,
+                                            _refused=_nested(_refused, lines, here, "the srcdoc page"))
+                          if _depth < _NESTING else [value[:80]])
         if name == "meta" and _ascii_lower(attributes.get("http-equiv", "").strip(_ASCII_BLANKS)) == "refresh":
             m = _REFRESH.match(attributes.get("content", ""))
             if m:
@@ -296,15 +385,15 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
                 if _holds_a_url(target):
                     add(value.strip())
                 elif target == "style" or target in _CSS_ATTRIBUTES:
-                    found += remote_references_in_css(value)
+                    found += css_of(value)
         if name == "style" and not foreign:
             html_css = end
         elif name == "style" and not self_closing:
             svg_css, css_at = [], end
     if html_css is not None:        # never closed: a browser reads the rest as its CSS
-        found += remote_references_in_css(text[html_css:])
+        found += css_of(text[html_css:])
     if svg_css is not None:
-        found += remote_references_in_css("".join(svg_css) + html.unescape(text[css_at:]))
+        found += css_of("".join(svg_css) + html.unescape(text[css_at:]))
     at = 0
     while (m := _STYLESHEET_PI.search(text, at)) is not None:
         close = text.find("?>", m.end())
@@ -324,7 +413,8 @@ _STYLESHEET_PI = re.compile(r"<\?xml-stylesheet(?=[\t\n\r ?]|\Z)", re.I | re.A)
 _PSEUDO_HREF = re.compile(r"""(?<!\S)href\s*=\s*("[^"]*"|'[^']*'|[^\s"'?]+)""", re.I | re.A)
 
 
-def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8") -> list[str]:
+def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8",
+                             _refused: list[str] | None = None) -> list[str]:
     """The URLs of other hosts that the CSS ``css`` fetches, read token by token as CSS reads it (a
     comment is no request, a string is no comment): a ``url()``, quoted or not; the string of an
     ``@import``, after blanks, comments or nothing; every string of an ``image-set()`` (or
@@ -332,7 +422,8 @@ def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8"
     in a function's or an at-rule's own name alike (``u\\rl(`` and ``\\75rl(`` are ``url(``, ``@imp\\ort``
     is ``@import``): a name is compared once its escapes are read. One pass, each token read from where
     the last ended. ``_encoding``: the codec the sheet was read in, which a ``data:`` sheet it imports with
-    no encoding of its own falls back to."""
+    no encoding of its own falls back to. ``_refused``: where to add what the fail-closed layer refuses in
+    the ``data:`` documents the sheet loads (:func:`refusals`); None: not looked for."""
     css = _CSS_NEWLINES.sub("\n", css).replace("\0", "\ufffd")     # CSS's preprocessing of its input
     found: list[str] = []
     expect = False          # after ``url(`` or ``@import``: the next string is a URL
@@ -356,7 +447,7 @@ def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8"
             if (string is None or expect or depth) and _names_another_host(url):
                 found.append(url.strip())
             elif string is None or expect or depth:
-                found.extend(_data_url_references(url, _depth + 1, _encoding))
+                found.extend(_data_url_references(url, _depth + 1, _encoding, _refused))
             expect = False
         elif token.startswith("/*") or token.isspace():
             continue
@@ -394,7 +485,8 @@ _BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe", "
 #: second byte may be an ASCII byte, or whose escapes switch ASCII off and on. Every other label a browser
 #: knows names an encoding that reads every ASCII byte as ASCII, as UTF-8 does; one a browser does not know
 #: is ignored (a page in ``charset=utf-7``, ``cp037`` or ``unicode_escape`` is read in the default): for
-#: both, UTF-8 reads what HTML and CSS make of the page.
+#: both, UTF-8 reads what HTML and CSS make of the page. (The fail-closed layer refuses every label but
+#: UTF-8's and ASCII's all the same, :func:`_not_utf8`.)
 _CHARSETS = {
     **dict.fromkeys(("unicodefffe", "utf-16be"), "utf-16-be"),
     **dict.fromkeys(("csunicode", "iso-10646-ucs-2", "ucs-2", "unicode", "unicodefeff", "utf-16",
@@ -492,7 +584,8 @@ def _is_xml_mime_type(essence: str) -> bool:
     return essence.endswith("+xml") or essence in ("text/xml", "application/xml", "text/xsl")
 
 
-def _data_url_references(url: str, depth: int, environment: str = "utf-8") -> list[str]:
+def _data_url_references(url: str, depth: int, environment: str = "utf-8",
+                         _refused: list[str] | None = None) -> list[str]:
     """The URLs of other hosts that the ``data:`` URL ``url`` requests when a browser loads it as a page
     (an HTML page, or an XML document: any XML MIME type, :func:`_is_xml_mime_type`) or a style sheet (none
     when it is no ``data:`` URL or holds anything else), read as the Fetch standard's ``data:`` URL
@@ -523,10 +616,19 @@ def _data_url_references(url: str, depth: int, environment: str = "utf-8") -> li
         return [url[:80]]
     data = urllib.parse.unquote_to_bytes(data_text)
     if base64_data:
+        if _refused is not None and not _BASE64_TEXT.fullmatch(data):
+            _refused.append(f"refused: the data: document {url[:60]!r} holds characters base64 has no place "
+                            "for (Python's decoder skips them, a browser's fails)")
         try:
             data = base64.b64decode(re.sub(rb"[\s]", b"", data) + b"==", validate=False)
         except (binascii.Error, ValueError):
+            if _refused is not None:
+                _refused.append(f"refused: the data: document {url[:60]!r} is base64 that does not decode")
             return []
+    if _refused is not None and (why := _not_utf8(essence, parameters, data)) is not None:
+        _refused.append(f"refused: the data: document {url[:60]!r} {why}; the check reads every data: "
+                        "document as UTF-8, and a browser's decoder of another encoding may read its "
+                        "markup differently")
     encoding, start = _data_encoding(parameters, data)
     if start == 0 and "charset" not in parameters and essence != "text/html":
         label = _declared_label(data, essence == "text/css")
@@ -543,8 +645,10 @@ def _data_url_references(url: str, depth: int, environment: str = "utf-8") -> li
     # what this document links falls back to its encoding (UTF-16's aside: read as UTF-8, as before)
     inner = "utf-8" if encoding.startswith("utf-16") else encoding
     if essence == "text/css":
-        return remote_references_in_css(text, depth, inner)
-    return remote_references(text, _depth=depth, xml=essence != "text/html", _encoding=inner)
+        return remote_references_in_css(text, depth, inner, _refused)
+    return remote_references(text, _depth=depth, xml=essence != "text/html", _encoding=inner,
+                             _refused=None if _refused is None else _Within(_refused,
+                                                                            f"the data: document {url[:60]!r}"))
 
 
 #: a style sheet's ``@charset`` rule, as CSS Syntax reads it: these exact bytes at the very start, its
@@ -632,3 +736,304 @@ def _css_unescape(value: str) -> str:
             return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
         return "" if m[2] else m[3]
     return _CSS_ESCAPE.sub(one, value)
+
+
+# The fail-closed layer. What follows does not try to read any page better: it refuses, by name and
+# place, the markup where the reading above and a browser's might part, so that a fetch hidden by such a
+# difference is reported all the same (the module's docstring says which and why).
+
+#: the HTML elements a browser reads in ways the tokenizer here follows only in part, or not at all
+#: (``<plaintext>`` swallows the rest of the page; ``<xmp>``, ``<noembed>``, ``<noframes>`` and ``<noscript>``
+#: are raw text or markup by browser setting; ``<listing>`` drops a newline and breaks out of foreign content)
+_REFUSED_ELEMENTS = frozenset({"plaintext", "xmp", "noembed", "noframes", "noscript", "listing"})
+#: where a browser moves every other start tag out of the table, before it (HTML's foster parenting)
+_TABLE_CONTEXTS = frozenset({"table", "tbody", "thead", "tfoot", "tr", "colgroup"})
+#: the start tags a table, a row group or a row holds in place
+_IN_TABLE = frozenset({"caption", "colgroup", "col", "tbody", "thead", "tfoot", "tr", "td", "th",
+                       "script", "template", "style"})
+#: what a ``<select>`` may hold here: what every browser's parser keeps there alike (browsers that parse a
+#: customizable select keep much more, older ones drop it)
+_IN_SELECT = frozenset({"option", "optgroup", "hr"})
+#: the elements that load a URL as a document of its own, and the attribute that names it
+_FRAMES = {"iframe": "src", "frame": "src", "object": "data", "embed": "src", "portal": "src",
+           "fencedframe": "src"}
+#: the text that is no markup to the tokenizer: HTML's raw text and escapable raw text elements, and
+#: ``<plaintext>``, in HTML; a script's or a style's text in SVG (or an XML document) too
+_INERT_HTML = RAW_TEXT | {"plaintext"}
+_INERT_FOREIGN = frozenset({"script", "style"})
+#: the labels of UTF-8 (the Encoding Standard's) and of ASCII, in ASCII lower case
+_UTF8_LABELS = frozenset({"unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "utf-8", "utf8",
+                          "x-unicode20utf8", "us-ascii", "ascii"})
+#: what base64 data may hold that every decoder reads alike: its alphabet, padding and blanks
+_BASE64_TEXT = re.compile(rb"[A-Za-z0-9+/=\t\n\f\r ]*")
+#: what names another host in text that the tokenizer reads as no markup: where a value may start (the
+#: text's start, a blank or a C0 control, which a URL's parser drops, '=', a quote, '(', ',' or ';'), a
+#: scheme (or none) and two slashes or backslashes, or a special scheme, and any more slashes, right
+#: before what may start an authority (not a blank, a quote, '<', '>', '(', ')', '#', '?'…); the host
+#: that follows must hold a letter, a digit or a non-ASCII character (:func:`_remote_looking`), so that
+#: ``*/\n.x`` (a CSS comment's end), ``'\\['`` (a TeX delimiter in a script) and ``//@ sourceMappingURL``
+#: are none
+_REMOTE_LOOKING = re.compile(r"(?:(?<=[\x00-\x20=\"'`(,;])|^)(?:(?:[a-z][a-z0-9+.-]*:)?[/\\]{2}"
+                             r"|(?:https?|ftp|wss?):)[/\\]*(?=[^\s/\\\"'<>()`{}|^#?])", re.I | re.A)
+#: a host worth the name: a letter, a digit or a non-ASCII character in it
+_HOST_CHARACTER = re.compile(r"[A-Za-z0-9]|[^\x00-\x7f]")
+#: the names of XML namespaces, which a document writes as URLs and no browser fetches
+_NAMESPACES = frozenset({"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink",
+                         "http://www.w3.org/1999/xhtml", "http://www.w3.org/1998/Math/MathML",
+                         "http://www.w3.org/XML/1998/namespace", "http://www.w3.org/2000/xmlns/"})
+#: where such a URL ends, for the report; where a ``data:`` URL there ends (a quoted one may hold blanks)
+_URL_END = re.compile(r"[\s\"'<>()`]")
+_DATA_URL_END = re.compile(r"[\"'<>()`]")
+#: a URL that runs script where it is followed (and so may fetch anything): read as inert text
+_SCRIPT_URL = re.compile(r"[\x00-\x20]*(?:j[\t\n\r]*a[\t\n\r]*v[\t\n\r]*a[\t\n\r]*|v[\t\n\r]*b[\t\n\r]*)"
+                         r"s[\t\n\r]*c[\t\n\r]*r[\t\n\r]*i[\t\n\r]*p[\t\n\r]*t[\t\n\r]*:", re.I | re.A)
+#: a ``data:`` URL of a document (HTML, CSS, any XML MIME type) in base64, whose URLs no reading of the
+#: text shows: read as the document it is, when it stands in text the tokenizer reads as no markup
+_DATA_DOCUMENT_BASE64 = re.compile(r"data:[\t\n\f\r ]*(?:text/html|text/css|text/xml|text/xsl|application/xml"
+                                   r"|[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]*\+xml)[^,]*;[\t\n\f\r ]*base64",
+                                   re.I | re.A)
+#: the encoding labels a document may give itself, read broadly (any case, anywhere in it): a ``charset``
+#: in a ``<meta>`` or a content type, a sheet's ``@charset``, an XML declaration's ``encoding``
+_HTML_CHARSET = re.compile(rb"""charset[\t\n\f\r ]*=[\t\n\f\r ]*["']?([^"'\t\n\f\r ;>/]*)""", re.I)
+_CSS_CHARSET = re.compile(rb"""@charset[\t\n\f\r ]*["']([^"']*)""", re.I)
+_XML_ENCODING = re.compile(rb"""<\?xml[^>]*?encoding[\t\n\r ]*=[\t\n\r ]*["']?([^"'?\t\n\r >]*)""", re.I)
+#: how many refusals one document reports before it says only that there are more
+_MOST_REFUSALS = 20
+
+
+class _Lines:
+    """Where a place of ``text`` stands, as a person finds it: line and column, both from 1. The lines'
+    starts are found once, when first asked (a page with many refusals is still read once)."""
+
+    def __init__(self, text: str):
+        self.text, self.starts = text, None
+
+    def __call__(self, at: int) -> str:
+        if self.starts is None:
+            self.starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        line = bisect.bisect_right(self.starts, at)
+        return f"line {line}, column {at - self.starts[line - 1] + 1}"
+
+
+class _Within:
+    """The refusals of a document held in another (a ``data:`` URL, a ``srcdoc``), added to the outer
+    document's with where it stands there: ``what`` and, when ``lines`` (the outer text's) is given, the
+    place ``at`` in it (worked out only when there is something to report)."""
+
+    def __init__(self, outer, what: str, lines: _Lines | None = None, at: int = 0):
+        self.outer, self.what, self.lines, self.at = outer, what, lines, at
+
+    def append(self, message: str) -> None:
+        where = self.what if self.lines is None else f"{self.what} at {self.lines(self.at)}"
+        self.outer.append(f"{message} [in {where}]")
+
+
+def _nested(refused, lines: _Lines, at: int, what: str = "the tag"):
+    """Where a document nested in the tag at ``at`` of the text of ``lines`` adds its refusals (None: not
+    looked for)."""
+    return None if refused is None else _Within(refused, what, lines, at)
+
+
+def _label(raw: bytes | str) -> str:
+    """An encoding label as a browser compares it: its ASCII blanks aside, in ASCII lower case."""
+    if isinstance(raw, bytes):
+        raw = raw.decode("latin-1")
+    return _ascii_lower(raw.strip(_ASCII_BLANKS))
+
+
+def _not_utf8(essence: str, parameters: dict[str, str], data: bytes) -> str | None:
+    """Why a browser might read the ``data:`` document ``data`` (of MIME type ``essence``, its parameters
+    ``parameters``) in an encoding other than UTF-8 (or ASCII), or None when it cannot: a byte order mark
+    other than UTF-8's, a ``charset`` parameter, an ``@charset``, an XML declaration's ``encoding`` or a
+    ``<meta>`` charset that names another encoding (or one a browser does not know: ``utf-7``), bytes that
+    are no UTF-8 (a browser may then guess an encoding), or an ESC byte (ISO-2022-JP's escapes, which a
+    browser's guess may take for that encoding)."""
+    if data.startswith((b"\xfe\xff", b"\xff\xfe")):
+        return "starts with a UTF-16 byte order mark"
+    if "charset" in parameters and _label(parameters["charset"]) not in _UTF8_LABELS:
+        return f"names the charset {parameters['charset']!r}"
+    pattern = (_CSS_CHARSET if essence == "text/css" else _HTML_CHARSET if essence == "text/html"
+               else _XML_ENCODING)
+    for m in pattern.finditer(data):
+        if _label(m[1]) not in _UTF8_LABELS:
+            return f"declares the encoding {m[1].decode('latin-1')!r}"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "holds bytes that are no UTF-8"
+    if b"\x1b" in data:
+        return "holds an ESC byte (an ISO-2022 escape)"
+    return None
+
+
+def _remote_looking(region: str, depth: int = 0) -> str | None:
+    """The first URL of another host written anywhere in ``region``, text the tokenizer reads as no
+    markup, as it would fetch if a browser read the text as markup, the names of XML namespaces aside
+    (:data:`_NAMESPACES`); else the first ``data:`` URL of a document in base64
+    (:data:`_DATA_DOCUMENT_BASE64`) that, read as the document it is, loads from another host or holds
+    what this layer refuses (read once, as nested ``depth`` deep: one nested too deep is reported, as
+    :func:`remote_references` reports it); None when there is none. The text is read with its character references
+    resolved, again and again as a ``srcdoc`` written there would be, up to :data:`_NESTING` times (a text
+    still escaped past that is itself reported); each time as it is, with its tabs and newlines dropped
+    (as a URL's parser drops them), and percent-decoded (as a ``data:`` document written there would be)."""
+    region = html.unescape(region)
+    for level in range(_NESTING):
+        readings = [region, _TAB_OR_NEWLINE.sub("", region)]
+        if "%" in region:
+            readings.append(urllib.parse.unquote(readings[1]))
+        for reading in readings:
+            for m in _REMOTE_LOOKING.finditer(reading):
+                end = _URL_END.search(reading, m.end())
+                url = reading[m.start():len(reading) if end is None else end.start()]
+                authority = _AUTHORITY.match(url) or _OTHER_HOST.match(url)
+                host = url[authority.end():] if authority.lastindex is None else authority[1]
+                host = _URL_END.split(host.rpartition("@")[2].partition(":")[0], 1)[0]
+                if url not in _NAMESPACES and _HOST_CHARACTER.search(host) and _names_another_host(url):
+                    return url
+        # a base64 document is read at the first level only: once each, so that nesting costs no more
+        # than the nested text's length (one escaped deeper is no base64 a browser decodes: refused there)
+        for m in _DATA_DOCUMENT_BASE64.finditer(readings[1]) if level == 0 else ():
+            end = _DATA_URL_END.search(readings[1], m.end())
+            url, inner = readings[1][m.start():len(readings[1]) if end is None else end.start()], []
+            if _data_url_references(url, depth + 1, "utf-8", inner) or inner:
+                return url
+        unescaped = html.unescape(region)
+        if unescaped == region:
+            return None
+        region = unescaped
+    return region[:80]
+
+
+def _local_name(name: str) -> str:
+    """A tag's name without its prefix (``svg:set`` is a ``set`` in an XML document that binds ``svg``)."""
+    return name.rpartition(":")[2]
+
+
+def _refuse_markup(text: str, xml: bool, out, depth: int = 0) -> None:
+    """Add to ``out`` what the fail-closed layer refuses in the page ``text`` (an XML document when
+    ``xml``; nested ``depth`` deep in others), each with what it is, where, and why, in order (at most
+    :data:`_MOST_REFUSALS`)."""
+    count, lines = 0, _Lines(text)
+
+    def refuse(at: int, what: str, why: str) -> None:
+        nonlocal count
+        count += 1
+        if count <= _MOST_REFUSALS:
+            out.append(f"refused: {what} at {lines(at)}: {why}")
+        elif count == _MOST_REFUSALS + 1:
+            out.append(f"refused: more than {_MOST_REFUSALS} constructs in this document; the rest unlisted")
+
+    def inert(at: int, region: str, what: str) -> None:
+        url = _remote_looking(region, depth)
+        if url is not None:
+            refuse(at, f"{url[:80]!r} in {what}",
+                   "the check reads this text as no markup; a browser that read it as markup would load "
+                   "from another host")
+
+    open_ = OpenElements()
+    foreign_open = False            # whether an SVG or MathML element is open (before this token)
+    top: str | None = None          # the current node, when it is an HTML element
+    select_open = False             # whether an HTML select is open
+    inert_at: tuple[str, int] | None = None   # the element whose text is no markup, and where the text starts
+    for start, end, closing, name, self_closing, foreign in elements(text, xml, open_):
+        token = text[start:end]
+        if inert_at is not None and closing and name == inert_at[0]:
+            inert(inert_at[1], text[inert_at[1]:start], f"the text of <{name}>")
+            inert_at = None
+        if not name:
+            if token.startswith(_CDATA) and not foreign and not xml:
+                refuse(start, "CDATA outside SVG and MathML", "HTML reads it as a bogus comment that ends at "
+                       "the first '>', where a reader of XML reads on to ']]>'")
+            # a doctype ends at its '>' for HTML and the check alike; in an XML document a comment ends at its
+            # first '-->' (or the document at an error) and the check's reading ends there or sooner
+            if not _DOCTYPE.match(token) and not (xml and token.startswith("<!--")):
+                inert(start, token, "a comment, a processing instruction or a declaration")
+        elif closing:
+            if foreign_open and name in ("p", "br") and not xml:
+                refuse(start, f"</{name}> inside SVG or MathML", "HTML's parser ends the foreign content there")
+        else:
+            attributes = attributes_of(token)
+            for key, value in attributes.items():
+                if _holds_a_url(key) and _SCRIPT_URL.match(value):
+                    refuse(start, f"a script URL in the {key} attribute of <{name}>",
+                           "it runs script, which may load from anywhere")
+                elif key.startswith("on"):
+                    inert(start, value, f"the {key} attribute of <{name}>")
+            if _local_name(name) == "set" or _local_name(name).startswith("animate"):   # what it gives an href
+                if _holds_a_url(_ascii_lower(attributes.get("attributename", "").strip(_ASCII_BLANKS))) and any(
+                        _SCRIPT_URL.match(v) for v in [attributes.get(k, "") for k in ("from", "to", "by")]
+                        + attributes.get("values", "").split(";")):
+                    refuse(start, f"a script URL that <{name}> gives an attribute", "it runs script, which may "
+                           "load from anywhere")
+            local = _local_name(name)
+            if local in _FRAMES and _ascii_lower(
+                    _TAB_OR_NEWLINE.sub("", _LEADING.sub("", attributes.get(_FRAMES[local], "")))[:5]) == "data:":
+                refuse(start, f"a data: URL loaded as a document by <{name}>",
+                       "a page of its own, in an encoding, MIME type and reading the check may not share")
+            if not xml:
+                if foreign_open and (name in _BREAKOUT or name == "font" and not _FONT_BREAKOUT.isdisjoint(attributes)):
+                    refuse(start, f"<{name}> inside SVG or MathML",
+                           "HTML's parser ends the foreign content there (a breakout tag)")
+                if name in _REFUSED_ELEMENTS:
+                    refuse(start, f"<{name}>", "an element whose text browsers read otherwise than the check")
+                if top in _TABLE_CONTEXTS and name not in _IN_TABLE:
+                    refuse(start, f"<{name}> directly in <{top}>",
+                           "a browser moves it out of the table (foster parenting), which the check does not follow")
+                if select_open and name not in _IN_SELECT:
+                    refuse(start, f"<{name}> inside <select>",
+                           "browsers' parsers keep or drop it there by version")
+                if name == "meta":
+                    label = attributes.get("charset")
+                    equiv = _ascii_lower(attributes.get("http-equiv", "").strip(_ASCII_BLANKS))
+                    if label is None and equiv == "content-type":
+                        m = _HTML_CHARSET.search(attributes.get("content", "").encode("utf-8", "replace"))
+                        label = None if m is None else m[1].decode("utf-8", "replace")
+                    if label is not None and _label(label) not in _UTF8_LABELS:
+                        refuse(start, f"<meta> naming the encoding {label!r}",
+                               "the check reads every page as UTF-8")
+            if inert_at is None and (name in _INERT_HTML and not foreign and not xml
+                                     or name in _INERT_FOREIGN and (foreign or xml) and not self_closing):
+                inert_at = (name, end)
+        if not xml:
+            foreign_open = len(open_.stack) > len(open_.html_at)
+            html_top = bool(open_.html_at) and open_.html_at[-1] == len(open_.stack) - 1
+            top = open_.stack[-1] if html_top else None
+            select_open = bool(open_.html_places.get("select"))
+    if inert_at is not None:                        # never closed: the rest is its text
+        inert(inert_at[1], text[inert_at[1]:], f"the text of <{inert_at[0]}>")
+
+
+def refusals(text: str, css: bool = False, xml: bool | None = None) -> list[str]:
+    """What the fail-closed layer refuses in the page ``text`` (a style sheet when ``css``; an XML document
+    as :func:`remote_references` tells one) and in every document it holds (``srcdoc`` pages, ``data:``
+    documents), each a line that says what, where and why, in order (see the module's docstring)."""
+    refused: list[str] = []
+    remote_references(text, css=css, xml=xml, _refused=refused)
+    return refused
+
+
+def check(text: str, css: bool = False, xml: bool | None = None) -> list[str]:
+    """Everything the offline check reports for ``text``: the URLs of other hosts it fetches
+    (:func:`remote_references`), then what it refuses (:func:`refusals`)."""
+    refused: list[str] = []
+    found = remote_references(text, css=css, xml=xml, _refused=refused)
+    return found + refused
+
+
+def check_file(path) -> list[str]:
+    """:func:`check` of the built file ``path`` (a style sheet for ``.css``, an XML document for ``.svg``
+    and ``.xml``), read as UTF-8; a file a browser might decode otherwise is refused (:func:`_not_utf8`:
+    another byte order mark, a declaration of another encoding, bytes that are no UTF-8, an ESC byte)."""
+    from pathlib import Path
+
+    path = Path(path)
+    data = path.read_bytes()
+    suffix = path.suffix.lower()
+    essence = "text/css" if suffix == ".css" else "image/svg+xml" if suffix in (".svg", ".xml") else "text/html"
+    why = _not_utf8(essence, {}, data)
+    head = [] if why is None else [f"refused: {path.name} {why}; the check reads every built file as UTF-8, "
+                                   "and a browser might read this one in another encoding"]
+    text = data.decode("utf-8", "replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return head + check(text, css=suffix == ".css", xml=suffix in (".svg", ".xml"))

@@ -40,7 +40,8 @@ event                       stages, in this order
 ``on_post_build``           under ``--dirty``, the pages' record for the next dirty build
                             (:mod:`.dirty_pages`); the execution cache's reuse count; last,
                             after print-site: links of the printable book to no anchor of
-                            it, unwrapped (:mod:`.apparatus`)
+                            it, unwrapped (:mod:`.apparatus`), and the loaders its notebook
+                            pages bring, stripped (:mod:`.offline`)
 ==========================  ====================================================================
 
 Docstrings are rewritten by a Griffe extension (:mod:`.docstrings`), which ``mkdocs.yml`` gives
@@ -283,6 +284,7 @@ class SiteBuild(BasePlugin):
     @event_priority(-100)           # after print-site has written the printable book
     def _repair_print_page(self, *, config) -> None:
         apparatus.repair_print_page(Path(config.site_dir))
+        offline.strip_print_page_loaders(Path(config.site_dir) / apparatus.PRINT_PAGE)
 
     on_post_build = CombinedEvent(_report_reuse, _repair_print_page)
 

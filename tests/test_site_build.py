@@ -15,13 +15,14 @@ def test_strict_build_renders_every_page(built_site):
 
 
 def test_built_html_css_and_svg_reference_no_other_host(built_site):
+    """Every built page, sheet and image, through the whole offline check: the URLs of other hosts it
+    fetches, and what the fail-closed layer refuses (offline.check_file)."""
     found = {}
     for path in [*built_site.rglob("*.html"), *built_site.rglob("*.css"), *built_site.rglob("*.svg")]:
-        text = path.read_text(encoding="utf-8", errors="replace")
-        remote = sorted(set(offline.remote_references(text, css=path.suffix == ".css", xml=path.suffix == ".svg")))
+        remote = sorted(set(offline.check_file(path)))
         if remote:
             found[str(path.relative_to(built_site))] = remote
-    assert not found, f"references to other hosts: {found}"
+    assert not found, f"references to other hosts, or markup the check refuses: {found}"
 
 
 def test_math_is_rendered_to_mathml(built_site):
