@@ -37,7 +37,7 @@ ALWAYS_INLINE vecf row_lanes(__global const float *zr, const int j, const int n,
 
 // Row r's max and sum of exp(z - max) (in *hi and *sum), its (loss, counted) pair written, inputs
 // checked; the row's target in *t_out. With `dr`, each exp(z - max) is also stored at dr (lanes
-// past n are not), where row_gradient_from then finds it.
+// past n are not), where row_gradient then finds it.
 ALWAYS_INLINE void row_stats(__global const float *zr, __global const int *target, __global float *pairs,
                              const int r, const int n, const int ignore_index, __global int *status,
                              const int seq, int *t_out, float *hi_out, float *sum_out, __global float *dr)
@@ -76,40 +76,17 @@ ALWAYS_INLINE void row_stats(__global const float *zr, __global const int *targe
     *sum_out = sum;
 }
 
-// dz = s (e inv - onehot(t)) over a row, e at `er` (exponentials, read in place when er == dr);
-// returns inf/NaN bits.
-ALWAYS_INLINE int row_gradient_from(__global const float *er, __global float *dr, const int n, const int t,
-                                    const float s, const float inv)
+// dz of a row, s (p - onehot(t)) with p = e inv, returning inf/NaN bits. With `stored`, e is read
+// at `src` (row_stats' exponentials, in place when src == dr); otherwise src is the row of logits
+// and e = exp(z - hi) is computed as row_stats computes it, so both give the same bits.
+ALWAYS_INLINE int row_gradient(__global const float *src, __global float *dr, const int n, const int t,
+                               const float s, const float hi, const float inv, const int stored)
 {
     int bad = 0;
     for (int j = 0; j < n; j += VW) {
         const veci hot = (veci)(j) + LANE_IDS == (veci)(t);
-        const vecf p = row_lanes(er, j, n, 0.0f) * inv;
-        const vecf d = s * (p - (hot ? (vecf)(1.0f) : (vecf)(0.0f)));
-        if (j + VW <= n) {
-            *(__global vecfu *)(dr + j) = d;
-            bad |= nonfinitev(d);
-        } else {
-            lanesf o;
-            o.v = d;
-            for (int k = 0; j + k < n; ++k) {
-                dr[j + k] = o.s[k];
-                bad |= nonfinite_bits(o.s[k]);
-            }
-        }
-    }
-    return bad;
-}
-
-// dz of row r from its kept (max, 1 / sum): s (exp(z - max) inv - onehot(t)), each exponential as
-// row_stats computed it; returns inf/NaN bits.
-ALWAYS_INLINE int row_gradient(__global const float *zr, __global float *dr, const int n, const int t,
-                               const float s, const float hi, const float inv)
-{
-    int bad = 0;
-    for (int j = 0; j < n; j += VW) {
-        const veci hot = (veci)(j) + LANE_IDS == (veci)(t);
-        const vecf p = exp2_neg((row_lanes(zr, j, n, -INFINITY) - hi) * LOG2E) * inv;
+        const vecf e = stored ? row_lanes(src, j, n, 0.0f) : exp2_neg((row_lanes(src, j, n, -INFINITY) - hi) * LOG2E);
+        const vecf p = e * inv;                            // its own statement: not contracted into an FMA
         const vecf d = s * (p - (hot ? (vecf)(1.0f) : (vecf)(0.0f)));
         if (j + VW <= n) {
             *(__global vecfu *)(dr + j) = d;
@@ -165,7 +142,7 @@ __kernel void cross_entropy_rows_grad(
     stats[2 * r] = hi;
     stats[2 * r + 1] = inv;
     const float s = t == ignore_index ? 0.0f : 1.0f / count[0];
-    report(status, STATUS_NONFINITE, seq, row_gradient_from(dr, dr, n, t, s, inv));
+    report(status, STATUS_NONFINITE, seq, row_gradient(dr, dr, n, t, s, hi, inv, 1));
 }
 
 __kernel void cross_entropy_finish(__global const float *sums, __global float *loss,
@@ -185,5 +162,5 @@ __kernel void cross_entropy_backward(
     const int t = target[r];
     const float s = t == ignore_index ? 0.0f : g[0] / sums[1];
     report(status, STATUS_NONFINITE, seq,
-           row_gradient(z + (long)r * n, dz + (long)r * n, n, t, s, stats[2 * r], stats[2 * r + 1]));
+           row_gradient(z + (long)r * n, dz + (long)r * n, n, t, s, stats[2 * r], stats[2 * r + 1], 0));
 }
