@@ -678,8 +678,134 @@ def _primed_counts(primer: np.ndarray, vocab: int, orders: int):
         primed = _prime(keys, [ids[k:] for k in range(1, orders + 1)], tb, SUCCESSOR_ORDERS)
         return np.bincount(ids, minlength=vocab).astype(np.float64), primed
 
-    key = (hashlib.sha256(primer.astype(np.int32).tobytes()).digest(), primer.size, vocab, orders)
-    return _kept(_COUNTED, key, count)
+    digest = hashlib.sha256(primer.astype(np.int32).tobytes()).digest()
+    key = (digest, primer.size, vocab, orders)
+    if primer.size < STORED_MIN_IDS:
+        return _kept(_COUNTED, key, count)
+    return _kept(_COUNTED, key, lambda: _stored_counts(digest, primer.size, vocab, orders, count))
+
+
+#: a primer of at least this many ids has its counts kept on disk too (:func:`_stored_counts`): the
+#: compressor's default primer, Chapter 9's training text, counted in each process that codes with it
+#: (every call of the command line); counting a shorter primer takes less than reading its entry
+STORED_MIN_IDS = 1 << 17
+#: the first line of a stored count starts so, then the SHA-256 of the arrays that follow it
+_STORED_DIGEST = b"netcl-lite ngram counts 1 sha256="
+#: the arrays of a stored count, in the order they are written: the key, the unigram counts, then
+#: :class:`_Primed`'s fields but ``sample`` (made again from ``contexts``), ``starts`` as run lengths
+_STORED_ARRAYS = ("key", "unigram", "contexts", "runs", "tokens", "counts", "last")
+
+
+def _stored_key(digest: bytes, size: int, vocab: int, orders: int) -> str:
+    """The key a primer's counts are stored under: this file (the counting code), NumPy's version, the
+    primer's ids (their SHA-256 and number), the vocabulary size and the orders."""
+    from pathlib import Path
+
+    from .fingerprint import key
+
+    source = Path(__file__).read_bytes() + b"\0n-gram counts of %d ids %s, vocab %d, orders %d" % (
+        size, digest.hex().encode(), vocab, orders)
+    return key(source, shared=f"n-gram primer counts with numpy {np.__version__}")
+
+
+def _stored_counts(digest: bytes, size: int, vocab: int, orders: int, count):
+    """``count()`` (the unigram counts and the :class:`_Primed` of a primer), read from the cache
+    (:func:`netcl_lite.fingerprint.cache_root`, ``ngram/<key>``) when an entry for this key is there,
+    else counted and stored there. The cache is only a shortcut: an entry that does not match its
+    digest, was written for another key (copied or renamed), holds arrays that are not such counts, or
+    cannot be read (a pipe, a device, a folder, another user's) is a miss, counted again and replaced;
+    a cache that cannot be reached or written (``NETCL_LITE_CACHE`` relative, a file, read-only) is
+    no error here: the counts are returned all the same. ``NETCL_LITE_RERUN=1`` counts again."""
+    from .fingerprint import cache_root, rerun_forced
+
+    try:
+        item = _stored_key(digest, size, vocab, orders)
+        path = cache_root() / "ngram" / item
+    except (OSError, ValueError):
+        return count()
+    if not rerun_forced():
+        kept = _read_counts(path, item, vocab)
+        if kept is not None:
+            return kept
+    counted = count()
+    _write_counts(path, item, *counted)
+    return counted
+
+
+#: the most bytes a stored count is read up to (about 50 bytes per primer id; the primer holds at most
+#: compression.MAX_PRIMER_TOKENS ids)
+MAX_STORED_BYTES = 1 << 30
+
+
+def _read_counts(path, item: str, vocab: int):
+    """The counts stored at ``path`` for the key ``item``, or None (see :func:`_stored_counts`)."""
+    import io
+
+    from .files import read_regular
+
+    try:
+        raw = read_regular(path, MAX_STORED_BYTES, "a stored n-gram count")
+    except (OSError, ValueError):                    # none there, or no regular file to read
+        return None
+    head, newline, body = raw.partition(b"\n")
+    if not newline or head != _STORED_DIGEST + hashlib.sha256(body).hexdigest().encode():
+        return None
+    try:
+        with np.load(io.BytesIO(body), allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in _STORED_ARRAYS}
+    except Exception:                                # a digest-matching body that is no such archive
+        return None
+    key, unigram, contexts, runs, tokens, counts, last = (arrays[name] for name in _STORED_ARRAYS)
+    if (key.dtype != np.uint8 or key.tobytes() != item.encode() or unigram.shape != (vocab,)
+            or unigram.dtype != np.float64 or contexts.dtype != np.uint64 or runs.dtype != np.uint32
+            or tokens.dtype != np.int32 or counts.dtype != np.uint32 or last.dtype != np.int32
+            or any(a.ndim != 1 for a in (contexts, runs, tokens, counts, last))
+            or not runs.size == last.size == contexts.size or tokens.size != counts.size
+            or int(runs.sum(dtype=np.int64)) != tokens.size
+            or (tokens.size and (tokens.min() < 0 or tokens.max() >= vocab))
+            or (last.size and (last.min() < -1 or last.max() >= vocab))
+            or (contexts.size > 1 and not (contexts[1:] > contexts[:-1]).all())):
+        return None                                  # written for another key, or not counts of this vocab
+    starts = np.zeros(runs.size + 1, np.int64)
+    np.cumsum(runs, out=starts[1:])
+    return unigram, _Primed(contexts, starts, tokens.astype(np.int64), counts.astype(np.float64),
+                            last.astype(np.int64), _sampled(contexts))
+
+
+def _write_counts(path, item: str, unigram: np.ndarray, primed: _Primed) -> None:
+    """Store the counts at ``path`` for the key ``item``, whole (a temporary file renamed over the name,
+    which replaces a link there rather than writing through it), or not at all: a cache that cannot
+    be written changes nothing. The file is not flushed to disk: one cut short fails its digest."""
+    import io
+    import os
+
+    from .files import temporary_name
+
+    if primed.counts.size and primed.counts.max() >= 2**32:
+        return                                       # more than MAX_PRIMER_TOKENS: never so here
+    arrays = dict(key=np.frombuffer(item.encode(), np.uint8), unigram=unigram, contexts=primed.contexts,
+                  runs=np.diff(primed.starts).astype(np.uint32), tokens=primed.tokens.astype(np.int32),
+                  counts=primed.counts.astype(np.uint32), last=primed.last.astype(np.int32))
+    out = io.BytesIO()
+    np.savez(out, **{name: arrays[name] for name in _STORED_ARRAYS})
+    body = out.getvalue()
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = temporary_name(path)
+        with open(tmp, "xb") as f:
+            f.write(_STORED_DIGEST + hashlib.sha256(body).hexdigest().encode() + b"\n")
+            f.write(body)
+        os.replace(tmp, path)
+        tmp = None
+    except (OSError, ValueError):
+        pass
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 class Mixer:
