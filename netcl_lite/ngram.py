@@ -641,10 +641,18 @@ _COUNTED: dict[tuple, tuple] = {}
 _COUNTED_LOCK = threading.Lock()
 
 
+#: whether a long primer's counts may be read from the cache (:func:`_stored_counts`); False once
+#: :func:`forget_primed_counts` was called in this process
+_STORED_READ = True
+
+
 def forget_primed_counts() -> None:
     """Drop the primers' counts kept between calls (:class:`NGram`'s and :class:`WordNGram`'s),
-    so that the next call counts its primer again: a timing that compares with a primed
-    classical coder, which reads its primer on every call, wants this."""
+    so that the next call counts its primer again, and from then on never reads a primer's counts
+    stored in the cache (:data:`STORED_MIN_IDS`): a timing that compares with a primed classical
+    coder, which reads its primer on every call, wants this."""
+    global _STORED_READ
+    _STORED_READ = False
     with _COUNTED_LOCK:
         _COUNTED.clear()
         _WORDS_COUNTED.clear()
@@ -715,7 +723,8 @@ def _stored_counts(digest: bytes, size: int, vocab: int, orders: int, count):
     digest, was written for another key (copied or renamed), holds arrays that are not such counts, or
     cannot be read (a pipe, a device, a folder, another user's) is a miss, counted again and replaced;
     a cache that cannot be reached or written (``NETCL_LITE_CACHE`` relative, a file, read-only) is
-    no error here: the counts are returned all the same. ``NETCL_LITE_RERUN=1`` counts again."""
+    no error here: the counts are returned all the same. ``NETCL_LITE_RERUN=1`` counts again, as does
+    every call after :func:`forget_primed_counts` (each stores what it counted)."""
     from .fingerprint import cache_root, rerun_forced
 
     try:
@@ -723,7 +732,7 @@ def _stored_counts(digest: bytes, size: int, vocab: int, orders: int, count):
         path = cache_root() / "ngram" / item
     except (OSError, ValueError):
         return count()
-    if not rerun_forced():
+    if _STORED_READ and not rerun_forced():
         kept = _read_counts(path, item, vocab)
         if kept is not None:
             return kept

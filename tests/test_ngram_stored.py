@@ -22,9 +22,16 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("NETCL_LITE_RERUN", raising=False)
     monkeypatch.setattr(ngram, "STORED_MIN_IDS", 64)
-    ngram.forget_primed_counts()
+    monkeypatch.setattr(ngram, "_STORED_READ", True)
+    _unkept()
     yield tmp_path / "cache"
-    ngram.forget_primed_counts()
+    _unkept()
+
+
+def _unkept() -> None:
+    """No counts kept in this process (as in a new one), stored ones still read."""
+    with ngram._COUNTED_LOCK:
+        ngram._COUNTED.clear()
 
 
 def _primer(seed: int = 0, size: int = 5000) -> np.ndarray:
@@ -33,7 +40,7 @@ def _primer(seed: int = 0, size: int = 5000) -> np.ndarray:
 
 
 def _counted(primer, orders: int = ngram.ORDERS):
-    ngram.forget_primed_counts()
+    _unkept()
     return ngram._primed_counts(primer, VOCAB, orders)
 
 
@@ -123,6 +130,7 @@ def test_a_damaged_or_foreign_entry_is_a_miss_and_the_counts_are_counted(cache, 
 @pytest.mark.parametrize("setting", ["a file", "relative", "read-only"])
 def test_a_cache_that_cannot_be_used_still_gives_the_counts(tmp_path, monkeypatch, setting):
     monkeypatch.setattr(ngram, "STORED_MIN_IDS", 64)
+    monkeypatch.setattr(ngram, "_STORED_READ", True)
     if setting == "a file":
         (tmp_path / "cache").write_bytes(b"")
         monkeypatch.setenv("NETCL_LITE_CACHE", str(tmp_path / "cache"))
@@ -136,7 +144,7 @@ def test_a_cache_that_cannot_be_used_still_gives_the_counts(tmp_path, monkeypatc
     try:
         _same(_counted(primer), _fresh(primer))
     finally:
-        ngram.forget_primed_counts()
+        _unkept()
         if setting == "read-only":
             (tmp_path / "cache" / "ngram").chmod(0o700)
 
@@ -153,3 +161,18 @@ def test_rerun_counts_again_and_replaces_the_entry(cache, monkeypatch):
     monkeypatch.setattr(ngram, "_prime", lambda *a: calls.append(1) or real(*a))
     _same(_counted(primer), _fresh(primer))
     assert calls and entry.read_bytes() == raw
+
+
+def test_after_forget_primed_counts_every_call_counts_its_primer(cache, monkeypatch):
+    """A timing forgets the counts before each call (a primed classical coder reads its primer on
+    every call): the call counts again rather than read the stored counts."""
+    primer = _primer()
+    _counted(primer)
+    calls = []
+    real = ngram._prime
+    monkeypatch.setattr(ngram, "_prime", lambda *a: calls.append(1) or real(*a))
+    _counted(primer)
+    assert calls == []
+    ngram.forget_primed_counts()
+    ngram._primed_counts(primer, VOCAB, ngram.ORDERS)
+    assert calls == [1]
