@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -91,7 +92,7 @@ def test_a_primer_shorter_than_the_bound_is_never_stored(cache, monkeypatch):
 @pytest.mark.parametrize("damage", ["emptied", "truncated", "a byte of its arrays edited", "its digest edited",
                                     "another primer's entry under this name", "a folder", "a named pipe",
                                     "a link to /dev/zero", "unreadable"])
-def test_a_damaged_or_foreign_entry_is_a_miss_and_the_counts_are_counted(cache, damage):
+def test_a_damaged_or_foreign_entry_is_a_miss_and_the_counts_are_counted(cache, damage, monkeypatch):
     primer, other = _primer(), _primer(seed=1)
     _counted(other)
     [foreign] = _entries(cache)
@@ -119,8 +120,16 @@ def test_a_damaged_or_foreign_entry_is_a_miss_and_the_counts_are_counted(cache, 
     else:
         entry.write_bytes(raw)
         entry.chmod(0)
-        if os.access(entry, os.R_OK):
-            pytest.skip("this user reads a file of mode 000 (root)")
+        if os.access(entry, os.R_OK):                # root reads mode 000: refuse the read as the system would
+            from netcl_lite import files
+
+            real = files.read_regular
+
+            def refusing(path, *args, **kwargs):
+                if Path(path) == entry:
+                    raise PermissionError(13, "Permission denied", str(path))
+                return real(path, *args, **kwargs)
+            monkeypatch.setattr(files, "read_regular", refusing)
     _same(_counted(primer), _fresh(primer))
     if damage not in ("a folder", "unreadable"):      # replaced by the counts again (a folder is left alone)
         assert entry.is_file() and not entry.is_symlink() and entry.read_bytes() == raw
