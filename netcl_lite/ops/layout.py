@@ -105,7 +105,7 @@ def split_columns(x, widths, *, queue=None):
     if not isinstance(widths, (list, tuple)) or not widths or any(
             isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0 for w in widths):
         raise TypeError(f"widths must be a non-empty sequence of non-negative ints, got {widths!r}")
-    if not s or sum(widths) != s[-1]:
+    if not s or sum(int(w) for w in widths) != s[-1]:     # Python ints: NumPy int64 widths would wrap
         raise ValueError(f"widths {tuple(widths)} must add up to x's last axis, got x of shape {s}")
     int32_range(elements=elements(s))
     rows = elements(s[:-1])
