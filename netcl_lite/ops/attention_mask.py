@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
+from ..checks import not_masked
 from ..masks import query_start
 from .operands import i32
 
@@ -58,6 +59,7 @@ def compact(mask, lead: tuple[int, ...], tq: int, tk: int) -> tuple[np.ndarray, 
     >>> arr.shape, strides
     ((2, 1, 1, 5), (5, 0, 0, 1))
     """
+    not_masked("mask", mask)              # np.asarray would use the values under a masked array's mask
     m = np.asarray(mask)
     if m.dtype != np.bool_:
         raise TypeError(f"mask must be a boolean array (True = allowed), got dtype {m.dtype}")

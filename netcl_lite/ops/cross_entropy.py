@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import flag, integer
+from ..checks import flag, integer, not_masked
 from ..core.kernels import vector_lanes
 from ..core.tensor import Tensor
 from .embedding import host_ids
@@ -35,6 +35,7 @@ def _check(logits, targets, ignore_index):
 def _host_targets(targets, vocab, ignore_index):
     if isinstance(targets, Tensor):
         return host_ids(targets, vocab, "targets")
+    not_masked("targets", targets)         # np.asarray would score the targets under the mask
     arr = np.asarray(targets)
     if arr.size == 0:
         arr = arr.astype(np.int32)

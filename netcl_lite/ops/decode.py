@@ -30,7 +30,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.cltypes as cltypes
 
-from ..checks import int_in, positive_int, positive_real
+from ..checks import int_in, not_masked, positive_int, positive_real
 from ..core import compiler_target
 from ..core.kernels import get_program, vector_lanes
 from ..core.stream import stream_of
@@ -269,6 +269,7 @@ def decode_layer(x, weights, k_cache, v_cache, position: int, *, n_heads: int, e
     sizes = _check_layer(x, weights, k_cache, v_cache, n_heads, eps, rope_base, table)
     position = _check_position(position, sizes.max_len)
     if sizes.vocab:
+        not_masked("ids", ids)
         id_arr = _check_ids(ids if isinstance(ids, Tensor) else np.asarray(ids), sizes.batch)
 
     bad = _bad_ids(sizes.vocab, ids) if sizes.vocab else ""
@@ -322,6 +323,7 @@ def decode_prefill(ids, layers, k_caches, v_caches, position: int, *, n_heads: i
     k_caches, v_caches = _layer_caches(layers, k_caches, v_caches)
     _tensor("table", table, 2)
     _tensor("norm", norm, 1)
+    not_masked("ids", ids)
     arr = np.asarray(ids) if not isinstance(ids, Tensor) else None
     if arr is None or arr.ndim != 2 or not arr.size:
         raise ValueError(f"ids must be a (batch, positions) array of token ids with at least one, got "

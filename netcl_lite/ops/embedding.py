@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import dtype_is
+from ..checks import dtype_is, not_masked
 from ..core.kernels import vector_lanes
 from ..core.tensor import Tensor
 from .operands import OpCall, elements, i32, int32_range, round_up, shape_of
@@ -33,6 +33,7 @@ def host_ids(ids, vocab: int, name: str = "ids") -> np.ndarray | None:
     if isinstance(ids, Tensor):
         dtype_is(name, ids, "int32")
         return None
+    not_masked(name, ids)                  # np.asarray would check (and use) the values under the mask
     arr = np.asarray(ids)
     if arr.size == 0:
         arr = arr.astype(np.int32)   # np.asarray([]) is float64

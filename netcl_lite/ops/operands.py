@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pyopencl as cl
 
-from ..checks import dtype_is, int32_range
+from ..checks import dtype_is, int32_range, not_masked
 from ..core.device import manager
 from ..core.stream import stream_of
 from ..core.tensor import DTYPES, DeviceMemory, Tensor, check_shape, note_scratch, shares_host_memory
@@ -39,15 +39,26 @@ class OpCall:
     """
 
     def __init__(self, name: str, *, queue=None, bad_input: str = "", **operands):
-        tensors = [x for x in operands.values() if isinstance(x, Tensor)]
+        for key, x in operands.items():
+            if not isinstance(x, Tensor):
+                not_masked(f"{name}: {key}", x)      # np.asarray would read the values under the mask
+        tensors = [(key, x) for key, x in operands.items() if isinstance(x, Tensor)]
         if queue is not None and not isinstance(queue, cl.CommandQueue):
             raise TypeError(f"queue must be a pyopencl.CommandQueue, got {type(queue).__name__}")
         if tensors:
-            first = tensors[0].queue
-            for t in tensors[1:]:
-                if t.queue is not first and t.queue.context != first.context:
+            first_key, first = tensors[0][0], queue or tensors[0][1].queue
+            for key, t in tensors:
+                if t.queue is first or t.queue == first:
+                    continue
+                if t.queue.context != first.context:
                     raise ValueError(f"{name}: tensors live on different OpenCL contexts; copy them to one device first")
-            self.queue = queue or first
+                # The op's kernels go on one queue, in order; nothing would make them wait for
+                # what another queue still has to write into (or read from) this Tensor.
+                whose = "the queue passed" if queue is not None else f"{first_key}'s queue"
+                raise ValueError(f"{name}: {key} is a Tensor of another command queue than {whose} (one context); "
+                                 "an op runs on one queue and would not wait for the other: make every operand "
+                                 "on one queue (e.g. Tensor.from_host(queue, t.numpy()))")
+            self.queue = first
         else:
             self.queue = queue or manager.default().queue
         self.name, self.operands = name, operands
