@@ -525,6 +525,17 @@ def training_load(run: Run) -> list | None:
     return done.get("load_average")
 
 
+def _integer_ids(ids) -> np.ndarray:
+    """``ids`` as the plain array the window helpers cut: TypeError naming ``ids`` for a masked array
+    (the values under its mask would be cut into windows) or an array of anything but integers (token
+    ids are integers: floats or strings would only fail later, inside the model)."""
+    not_masked("ids", ids)
+    arr = np.asarray(ids)
+    if arr.size and (arr.dtype.kind not in "iu" or arr.dtype == np.bool_):
+        raise TypeError(f"ids must hold integer token ids, got an array of {arr.dtype}")
+    return arr
+
+
 def spread_windows(ids, n: int, block_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``n`` windows of ``block_size`` tokens spread evenly over ``ids``, the first at its start and
     the last at its end: (x, y, positions), y the targets (x shifted by one) and positions their
@@ -533,12 +544,17 @@ def spread_windows(ids, n: int, block_size: int) -> tuple[np.ndarray, np.ndarray
     >>> x, y, at = spread_windows(np.arange(10, 20), n=3, block_size=4)
     >>> x.tolist(), at[:, 0].tolist()
     ([[10, 11, 12, 13], [12, 13, 14, 15], [15, 16, 17, 18]], [1, 3, 6])
+
+    ``ids`` holds ``ids.size - block_size`` distinct windows; ``n`` may not ask for more.
     """
-    ids = np.asarray(ids)
+    ids = _integer_ids(ids)
     positive_int("n", n)
     positive_int("block_size", block_size)
     if ids.ndim != 1 or ids.size < block_size + 1:
         raise ValueError(f"ids must be 1-D with at least block_size + 1 = {block_size + 1} tokens, got shape {ids.shape}")
+    if n > ids.size - block_size:        # checked before the (n, block_size) arrays are allocated
+        raise ValueError(f"n={n} windows asked for, but {ids.size} ids hold only ids.size - block_size = "
+                         f"{ids.size - block_size} distinct windows of block_size={block_size}")
     starts = np.linspace(0, ids.size - block_size - 1, n).astype(int)
     at = starts[:, None] + 1 + np.arange(block_size)
     return ids[at - 1], ids[at], at
@@ -783,7 +799,7 @@ def sliding_windows(ids, block_size: int, stride: int) -> tuple[np.ndarray, np.n
     >>> x.tolist(), y.tolist()
     ([[0, 1, 2, 3], [2, 3, 4, 5], [4, 5, 6, 7]], [[1, 2, 3, 4], [-100, -100, 5, 6], [-100, -100, 7, 8]])
     """
-    ids = np.asarray(ids)
+    ids = _integer_ids(ids)
     positive_int("block_size", block_size)
     positive_int("stride", stride)
     if stride > block_size:
