@@ -30,7 +30,7 @@ import numbers
 import numpy as np
 
 from . import autograd as ag
-from .checks import flag, nonnegative_int, real
+from .checks import dtype_is, flag, nonnegative_int, real
 from .core.stream import stream_of
 from .core.tensor import Tensor
 from .ops import adamw as adamw_ops
@@ -120,11 +120,6 @@ class AdamW:
         if norm is not None and not (isinstance(norm, Tensor) and norm.shape == (2,) and norm.dtype == np.float32):
             raise TypeError("norm must be the (2,) float32 Tensor that clip_grad_norm(..., wait=False) returns, "
                             f"got {type(norm).__name__}")
-        self.step_count += 1
-        t = self.step_count
-        beta1, beta2 = self.betas
-        bias1, bias2 = 1.0 - beta1 ** t, 1.0 - beta2 ** t
-        scalars = (1.0 - beta1, beta2, 1.0 - beta2, self.lr / bias1, math.sqrt(bias2), self.eps)
         updates: dict[int, tuple] = {}                    # per queue: (queue, [(name, p, decay)])
         for wd, named in self.groups:
             decay = np.float32(1.0 - self.lr * wd)
@@ -133,8 +128,14 @@ class AdamW:
                     continue
                 if p.grad.shape != p.shape:
                     raise ValueError(f"gradient of {name!r} has shape {p.grad.shape}, the parameter {p.shape}")
+                dtype_is(f"gradient of {name!r}", p.grad, "float32")     # the kernel reads float32 bits
                 if p.value.size:
                     updates.setdefault(p.queue.int_ptr, (p.queue, []))[1].append((name, p, decay))
+        self.step_count += 1                              # every gradient checked: nothing changed before
+        t = self.step_count
+        beta1, beta2 = self.betas
+        bias1, bias2 = 1.0 - beta1 ** t, 1.0 - beta2 ** t
+        scalars = (1.0 - beta1, beta2, 1.0 - beta2, self.lr / bias1, math.sqrt(bias2), self.eps)
         for queue, todo in updates.values():
             for i in range(0, len(todo), adamw_ops.STEP_SLOTS):       # one launch; its sequence numbers
                 batch = todo[i:i + adamw_ops.STEP_SLOTS]               # name each tensor
@@ -191,8 +192,11 @@ def clip_grad_norm(params, max_norm: float, *, wait: bool = True):
     """
     max_norm = _real("max_norm", max_norm, 0.0, low_open=True)
     flag("wait", wait)
-    nodes = list(_named(params, "clip_grad_norm").values())
-    grads = [p.grad for p in nodes if p.grad is not None]
+    named = _named(params, "clip_grad_norm")
+    for name, p in named.items():
+        if p.grad is not None:                           # the norm kernels read float32 bits
+            dtype_is(f"clip_grad_norm: gradient of {name!r}", p.grad, "float32")
+    grads = [p.grad for p in named.values() if p.grad is not None]
     if not grads:
         raise ValueError("clip_grad_norm: no parameter has a gradient; call backward first")
     queue = grads[0].queue
