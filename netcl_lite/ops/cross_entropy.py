@@ -11,7 +11,7 @@ from ..checks import flag, integer, not_masked
 from ..core.kernels import vector_lanes
 from ..core.tensor import Tensor
 from .embedding import host_ids
-from .operands import OpCall, elements, i32, int32_range, round_up, shape_of
+from .operands import OpCall, device_operand, elements, i32, int32_range, round_up, shape_of
 from .reduce import sum_columns
 
 
@@ -105,6 +105,9 @@ def cross_entropy_backward(g, saved):
     gradient the forward wrote (``gradient=True``) serves the first call only: it is handed out as
     the result, which a later call must not overwrite."""
     z, targets, stats, sums, ignore_index, ready = saved
+    g = device_operand("cross_entropy backward", "g", g, dtype="float32")
+    if g.size != 1:                               # the kernel reads g[0]: the loss's gradient
+        raise ValueError(f"cross_entropy backward: g must be the loss's gradient, one element, got shape {g.shape}")
     saved[-1] = None
     vocab = z.shape[-1]
     rows = z.size // vocab

@@ -161,6 +161,19 @@ def _to_host(t: Tensor) -> np.ndarray:
 _scratch: dict[tuple[int, str], DeviceMemory] = {}
 
 
+def device_operand(op: str, name: str, x, shape=None, dtype: str = "float32") -> Tensor:
+    """``x`` when it is a Tensor of ``dtype`` (and ``shape``, when given): a backward's operand, which
+    its forward left on the device. TypeError naming ``name`` for anything else (a NumPy array has no
+    buffer to read) or another dtype (its bits would be read as ``dtype``'s), ValueError for another
+    shape (the kernels would read past its end)."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: {name} must be a Tensor (a backward's operand on the device), got {type(x).__name__}")
+    dtype_is(f"{op}: {name}", x, dtype)
+    if shape is not None and tuple(x.shape) != tuple(shape):
+        raise ValueError(f"{op}: {name} must have shape {tuple(shape)}, got {tuple(x.shape)}")
+    return x
+
+
 def shape_of(x) -> tuple[int, ...]:
     return tuple(x.shape) if isinstance(x, (Tensor, np.ndarray)) else np.shape(x)
 
@@ -181,4 +194,4 @@ def f32(x) -> np.float32:
     return np.float32(x)
 
 
-__all__ = ["OpCall", "elements", "f32", "i32", "int32_range", "round_up", "shape_of"]
+__all__ = ["OpCall", "device_operand", "elements", "f32", "i32", "int32_range", "round_up", "shape_of"]
