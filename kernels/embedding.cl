@@ -10,7 +10,8 @@
 //                       work-item per vector of VW columns and slice of the vocabulary, walking
 //                       the positions in order: repeated ids add up with no atomics and in a
 //                       fixed order (deterministic), and nothing goes to the host. The host
-//                       zero-fills dtable first.
+//                       zero-fills dtable first. An id outside [0, V) adds nothing and is reported
+//                       (bad input), as embedding_gather reports it.
 #include "common.h"
 
 // --8<-- [start:embedding_gather]
@@ -43,9 +44,10 @@ __kernel void embedding_backward(__global const float *g, __global const int *id
     if (c0 >= dim) return;
     const int lo = (int)((long)vocab * s / slices), hi = (int)((long)vocab * (s + 1) / slices);
     const int whole = c0 + VW <= dim;
-    int bad = 0;
+    int bad = 0, outside = 0;
     for (int p = 0; p < n_ids; ++p) {
         const int id = ids[p];
+        outside |= id < 0 || id >= vocab;
         if (id < lo || id >= hi) continue;          // another slice's id, or outside [0, vocab)
         __global float *row = dtable + (long)id * dim + c0;
         __global const float *gp = g + (long)p * dim + c0;
@@ -62,5 +64,6 @@ __kernel void embedding_backward(__global const float *g, __global const int *id
         }
     }
     report(status, STATUS_NONFINITE, seq, bad);
+    report(status, STATUS_BAD_INPUT, seq, outside);
 }
 // --8<-- [end:embedding_backward]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import dtype_is, not_masked
+from ..checks import dtype_is, nonnegative_int, not_masked
 from ..core.kernels import vector_lanes
 from ..core.tensor import Tensor
-from .operands import OpCall, elements, i32, int32_range, round_up, shape_of
+from .operands import OpCall, device_operand, elements, i32, int32_range, round_up, shape_of
 
 
 #: slices of the vocabulary in ``embedding_backward``'s grid: with the columns' vectors, the work-items
@@ -80,15 +80,28 @@ def embedding_ids(ids, vocab: int, queue) -> Tensor:
     return ids if checked is None else Tensor.from_host(queue, checked, dtype=np.int32)
 
 
-def embedding_backward(g, ids: Tensor, vocab: int):
-    """The table's gradient ``(V, D)``: each row sums ``g``'s rows at the positions that looked it up."""
+def embedding_backward(g, ids, vocab: int):
+    """The table's gradient ``(V, D)``: each row sums ``g``'s rows at the positions that looked it up.
+
+    ``g`` is a float32 Tensor of shape ``(*ids.shape, D)``; ``ids`` as :func:`embedding` takes them
+    (NumPy ids checked on the host, an int32 Tensor's on the device: an id outside ``[0, vocab)``
+    raises ``ValueError`` at the next sync)."""
+    vocab = nonnegative_int("vocab", vocab, "the table's number of rows")
+    g = device_operand("embedding backward", "g", g)
+    checked = host_ids(ids, vocab)
+    id_shape = tuple(ids.shape) if checked is None else checked.shape
+    if g.ndim < 1 or tuple(g.shape[:-1]) != id_shape:
+        raise ValueError(f"embedding backward: g must be (*ids.shape, D) = {id_shape + ('D',)}, got {g.shape}")
     dim = g.shape[-1]
-    call = OpCall("embedding backward", g=g)
+    n_ids = elements(id_shape)
+    int32_range(elements=n_ids * dim, table_elements=vocab * dim)
+    call = OpCall("embedding backward", bad_input=lambda: ids_out_of_range(ids, vocab), g=g, ids=ids)
+    tid = call.int_input("ids", checked)
     dtable = call.output((vocab, dim))
     if dtable.size:
         call.stream.fill(dtable.buffer, dtable.nbytes)
         lanes = vector_lanes(call.queue.device)
         call.launch("embedding.cl", "embedding_backward", (-(-dim // lanes), BACKWARD_SLICES), (1, 1),
-                    g.buffer, ids.buffer, dtable.buffer, i32(ids.size), i32(vocab), i32(dim), call.stream.status,
+                    g.buffer, tid.buffer, dtable.buffer, i32(n_ids), i32(vocab), i32(dim), call.stream.status,
                     call.seq, options=(f"-DVW={lanes}",))
     return call.result(dtable, check=[False])
