@@ -18,7 +18,7 @@ import numpy as np
 
 from ..checks import finite_real, flag, one_of, positive_int, positive_real
 from ..core.kernels import vector_lanes
-from .operands import OpCall, f32, i32, int32_range, round_up, shape_of
+from .operands import OpCall, device_operand, f32, i32, int32_range, round_up, shape_of
 from .rope import device_tables
 
 #: the longest sequence the kernels take (each work-item holds five T x d private arrays backward)
@@ -145,10 +145,21 @@ def rotary_attention_backward(g, q, k, v, out, lse, heads: int, kv_heads: int, *
     side by side in one Tensor ``[dq | dk | dv]`` of shape (B, T, heads·d + kv_heads·d + kv_heads·dv),
     so that the gradient of x through the three projections is one product with ``[Wq | Wk | Wv]``
     (:func:`netcl_lite.autograd.rotary_attention_projected`)."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        device_operand("rotary_attention backward", name, x)
     b, t_len, d, dv, scale = _check(q, k, v, heads, kv_heads, causal, rope, base, pairing, scale)
+    _check_saved(g, out, lse, b, t_len, heads, dv)
     call = OpCall("rotary_attention backward", g=g, q=q, k=k, v=v)
     blocks = ((q.buffer, heads * d, 0), (k.buffer, kv_heads * d, 0), (v.buffer, kv_heads * dv, 0))
     return _backward(call, g, blocks, out, lse, b, t_len, heads, kv_heads, d, dv, causal, scale, rope, base, pairing)
+
+
+def _check_saved(g, out, lse, b, t_len, heads, dv) -> None:
+    """The backward's ``g`` and the forward's ``out`` (B, T, heads·dv) and ``lse`` (B, heads, T): float32
+    Tensors of exactly those shapes, which the kernel reads without bounds."""
+    for name, x, shape in (("g", g, (b, t_len, heads * dv)), ("out", out, (b, t_len, heads * dv)),
+                           ("lse", lse, (b, heads, t_len))):
+        device_operand("rotary_attention backward", name, x, shape)
 
 
 def _backward(call, g, blocks, out, lse, b, t_len, heads, kv_heads, d, dv, causal, scale, rope, base, pairing):
@@ -169,8 +180,10 @@ def rotary_attention_qkv_backward(g, qkv, widths, out, lse, heads: int, kv_heads
                                   rope: bool = True, base: float = 10000.0, pairing: str = "half", scale=None):
     """:func:`rotary_attention_backward` for :func:`rotary_attention_qkv`: q, k and v read as the column
     blocks of ``qkv`` (Tensors); the same ``[dq | dk | dv]``."""
+    device_operand("rotary_attention backward", "qkv", qkv)
     sq, sk, sv = _joined_shapes(qkv, widths)
     b, t_len, d, dv, scale = _check_shapes(sq, sk, sv, heads, kv_heads, causal, rope, base, pairing, scale)
+    _check_saved(g, out, lse, b, t_len, heads, dv)
     call = OpCall("rotary_attention backward", g=g, qkv=qkv)
     row = sum(widths)
     blocks = ((qkv.buffer, row, 0), (qkv.buffer, row, sq[2]), (qkv.buffer, row, sq[2] + sk[2]))
