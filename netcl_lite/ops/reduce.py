@@ -23,10 +23,11 @@ def sum_columns(call: OpCall, x, out, rows: int, cols: int, alpha: float) -> Non
 
     A sum of at most ``CHUNK`` rows is one pass; a taller one writes the sums of
     ``CHUNK``-row slices to scratch and joins them with :func:`join_rows`, so no
-    float32 partial sum runs over more than ``CHUNK`` terms.
+    float32 partial sum runs over more than ``CHUNK`` terms. Over no rows, out is 0 (written:
+    its memory may hold anything).
     """
     parts = -(-rows // CHUNK)
-    if parts == 1:
+    if parts <= 1:
         join_rows(call, x.buffer, out.buffer, rows, cols, alpha)
         return
     partial = call.scratch("reduce.partial", parts * cols)
@@ -39,7 +40,16 @@ def sum_columns(call: OpCall, x, out, rows: int, cols: int, alpha: float) -> Non
 def join_rows(call: OpCall, x_buf, out_buf, rows: int, cols: int, alpha: float = 1.0, d_buf=None) -> None:
     """out (cols,) = alpha · the rows of x (rows, cols) summed in row order (+ d): one pass, a
     work-item per column. It joins partial sums that other kernels wrote a row each (the chunks
-    of a tall sum, a norm's weight gradient, a GEMM split over K)."""
+    of a tall sum, a norm's weight gradient, a GEMM split over K). Over no rows, out is 0 (or d): the
+    kernel writes nothing for a column with no rows, so the empty sum is written here."""
+    if not cols:
+        return
+    if not rows:
+        if d_buf is None:
+            call.stream.fill(out_buf, 4 * cols)
+        elif d_buf != out_buf:
+            call.stream.copy(out_buf, d_buf, 4 * cols)
+        return
     call.launch("reduce.cl", "sum_columns", (round_up(cols, JOIN_LOCAL), 1), (JOIN_LOCAL, 1),
                 x_buf, out_buf, i32(rows), i32(cols), i32(rows), f32(alpha),
                 x_buf if d_buf is None else d_buf, i32(d_buf is not None), call.stream.status, call.seq)
