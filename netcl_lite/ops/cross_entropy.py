@@ -28,6 +28,8 @@ def _check(logits, targets, ignore_index):
     if vocab == 0 or tuple(st) != tuple(sz[:-1]):
         raise ValueError(f"targets must have logits' shape without its last axis, {tuple(sz[:-1])}, got {tuple(st)}")
     integer("ignore_index", ignore_index)
+    if rows == 0:                 # as when every target is ignored: no row counts
+        raise ValueError(f"targets of shape {tuple(st)} hold no rows: the mean over no rows is undefined")
     int32_range(elements=rows * vocab)
     return vocab, rows
 
