@@ -6,8 +6,10 @@
 // element). e^(z - c) is computed as 2^((z - c) log2 e) with z - c <= 0. Both kernels are
 // bound by that arithmetic, not by memory, so the vector width and the polynomial's degree set
 // their time (benchmarks/results/tried.md, "Cross-entropy: 16 lanes and exp2_neg").
-//   cross_entropy_rows      lse = max + log sum exp(z - max), loss_r = lse - z[target], written
-//                           as the pair (loss_r, 1) so that one column sum gives the total and
+//   cross_entropy_rows      loss_r = lse - z[target] with lse = max + log sum exp(z - max), formed as
+//                           log sum - (z[target] - max): max + log sum would round log sum away
+//                           once |max| is large (five equal logits of 1e8 gave 0, not log 5).
+//                           Written as the pair (loss_r, 1) so that one column sum gives the total and
 //                           the count of rows that count. The row's (max, 1 / sum) are kept for
 //                           the backward. A target outside [0, V) that is not ignore_index
 //                           reports the op to the status word (bad input).
@@ -67,10 +69,10 @@ ALWAYS_INLINE void row_stats(__global const float *zr, __global const int *targe
         }
     }
     const float sum = hsumv(sumv);
-    const float l = hi + log(sum);
-    pairs[2 * r] = counted && inside ? l - zr[t] : 0.0f;
+    const float ls = log(sum);                           // in [0, log n]: finite unless sum is NaN
+    pairs[2 * r] = counted && inside ? ls - (zr[t] - hi) : 0.0f;
     pairs[2 * r + 1] = counted && inside ? 1.0f : 0.0f;
-    report(status, STATUS_NONFINITE, seq, nonfinite_bits(l));
+    report(status, STATUS_NONFINITE, seq, nonfinite_bits(hi + ls));  // the row's lse, as it was checked
     *t_out = t;
     *hi_out = hi;
     *sum_out = sum;
