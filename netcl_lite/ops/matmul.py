@@ -415,8 +415,9 @@ def swiglu_linear(x, w1, w3, *, queue=None):
         raise TypeError(f"queue must be a pyopencl.CommandQueue, got {type(queue).__name__}")
     if queue is None:
         queue = next((t.queue for t in (x, w1, w3) if isinstance(t, Tensor)), None) or manager.default().queue
+    # No rows or no columns: nothing to launch (and no tiles to plan), three empty results as matmul gives.
     plan = _swiglu_plan(_device(queue), m, n, k, (MAX_GROUP_PANELS, GROUP_PANEL_BYTES, PANEL_BYTES,
-                                                  LAYOUT_EFFICIENCY))
+                                                  LAYOUT_EFFICIENCY)) if m * n else ()
     if plan is None:                                # the panels do not fit: the products and the pass apart
         gate, up = matmul(x, w1, queue=queue), matmul(x, w3, queue=queue)
         return swiglu(gate, up, queue=queue), gate, up
