@@ -2,8 +2,11 @@
 
 Every op takes NumPy arrays or :class:`~netcl_lite.core.tensor.Tensor` s:
 NumPy in gives NumPy out (on the default device), Tensors in give Tensors out
-(on their device, enqueued without waiting). Each op's module owns its forward
-and its backward launchers and names its float64 twin in :mod:`netcl_lite.reference`.
+(on their device, enqueued without waiting), all on one command queue. Each op's
+module owns its forward and its backward launchers and names its float64 twin in
+:mod:`netcl_lite.reference`; a backward launcher takes the Tensors its forward left on
+the device (a NumPy array in their place is refused by name). A NumPy masked array
+is refused by name.
 """
 
 from .attention import attention, attention_backward, attention_with_mask
