@@ -722,8 +722,9 @@ _CSS_NAME = r"""(?:[-\w]|[^\x00-\x7f]|\\[0-9a-f]{1,6}[ \t\n]?|\\[^\n0-9a-f])+"""
 _CSS_TOKEN = re.compile(r"""/\*.*?(?:\*/|\Z)"""
                         r"""|(?P<string>"(?:[^"\\\n]|\\.)*(?:"|(?=\n)|\Z)|'(?:[^'\\\n]|\\.)*(?:'|(?=\n)|\Z))"""
                         rf"""|(?P<at>@)?(?P<name>{_CSS_NAME})(?P<paren>\()?|\s+|.""", re.I | re.S | re.A)
-#: an unquoted ``url(…)``'s value, after its ``url(`` and blanks
-_CSS_URL_VALUE = re.compile(r"""\s*((?:[^)"'\s\\]|\\.)+)""", re.S | re.A)
+#: an unquoted ``url(…)``'s value, after its ``url(`` and blanks: a hex escape takes the one blank after
+#: it with it (``\\74 .x`` is ``t.x``, CSS Syntax's "consume an escaped code point"), as an identifier's does
+_CSS_URL_VALUE = re.compile(r"""\s*((?:[^)"'\s\\]|\\[0-9a-f]{1,6}[ \t\n]?|\\[^0-9a-f])+)""", re.I | re.S | re.A)
 _CSS_ESCAPE = re.compile(r"\\(?:([0-9a-f]{1,6})[ \t\n\r\f]?|(\n)|(.))", re.I | re.S | re.A)
 
 
