@@ -441,6 +441,8 @@ def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8"
                 token = name + "("
                 if name == "url" and (value := _CSS_URL_VALUE.match(css, at)) is not None:
                     unquoted, at = value[1], value.end()
+                    if depth:           # its ')' is still to come, and closes it as a function's does
+                        depth += 1
         if string is not None or unquoted is not None:
             url = _css_unescape(unquoted if string is None else
                                 string[1:-1] if len(string) > 1 and string[-1] == string[0] else string[1:])
