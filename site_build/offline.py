@@ -1023,20 +1023,37 @@ def check(text: str, css: bool = False, xml: bool | None = None) -> list[str]:
     return found + refused
 
 
+#: the suffixes of the built files a server sends as an XML type, which a browser renders as XML (SVG,
+#: XHTML, XSLT, feeds…): :func:`check_file` reads them as XML documents
+XML_SUFFIXES = frozenset({".svg", ".xml", ".xhtml", ".xht", ".xsl", ".xslt", ".rss", ".atom", ".rdf", ".mml"})
+#: the suffixes of the built files :func:`check_file` reads: pages, style sheets and XML documents
+CHECKED_SUFFIXES = frozenset({".html", ".htm", ".css"}) | XML_SUFFIXES
+#: the largest built file :func:`check_file` reads
+_MOST_FILE_BYTES = 1 << 30
+
+
 def check_file(path) -> list[str]:
-    """:func:`check` of the built file ``path`` (a style sheet for ``.css``, an XML document for ``.svg``
-    and ``.xml``), read as UTF-8; a file a browser might decode otherwise is refused (:func:`_not_utf8`:
-    another byte order mark, a declaration of another encoding, bytes that are no UTF-8, an ESC byte)."""
+    """:func:`check` of the built file ``path`` (a style sheet for ``.css``, an XML document for a suffix of
+    :data:`XML_SUFFIXES`: ``.svg``, ``.xml``, ``.xhtml``…), read as UTF-8; a file a browser might decode
+    otherwise is refused (:func:`_not_utf8`: another byte order mark, a declaration of another encoding,
+    bytes that are no UTF-8, an ESC byte), and so is one that is no regular file (a FIFO named like a page
+    would block the read forever: it is never opened for reading, the library's reader refuses it)."""
     from pathlib import Path
 
+    from netcl_lite.files import read_regular
+
     path = Path(path)
-    data = path.read_bytes()
+    try:
+        data = read_regular(path, _MOST_FILE_BYTES, "a built file the offline check reads")
+    except ValueError as e:
+        return [f"refused: {path.name}: {e}"]
     suffix = path.suffix.lower()
-    essence = "text/css" if suffix == ".css" else "image/svg+xml" if suffix in (".svg", ".xml") else "text/html"
+    xml = suffix in (".svg", ".xml")
+    essence = "text/css" if suffix == ".css" else "image/svg+xml" if xml else "text/html"
     why = _not_utf8(essence, {}, data)
     head = [] if why is None else [f"refused: {path.name} {why}; the check reads every built file as UTF-8, "
                                    "and a browser might read this one in another encoding"]
     text = data.decode("utf-8", "replace")
     if text.startswith("\ufeff"):
         text = text[1:]
-    return head + check(text, css=suffix == ".css", xml=suffix in (".svg", ".xml"))
+    return head + check(text, css=suffix == ".css", xml=xml)
