@@ -1048,7 +1048,7 @@ def check_file(path) -> list[str]:
     except ValueError as e:
         return [f"refused: {path.name}: {e}"]
     suffix = path.suffix.lower()
-    xml = suffix in (".svg", ".xml")
+    xml = suffix in XML_SUFFIXES
     essence = "text/css" if suffix == ".css" else "image/svg+xml" if xml else "text/html"
     why = _not_utf8(essence, {}, data)
     head = [] if why is None else [f"refused: {path.name} {why}; the check reads every built file as UTF-8, "
