@@ -308,7 +308,9 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
     ``<svg>``, or in an XML document), is its text and CDATA up to ``</style``. An XML document (``xml``: its
     reader knows, as a browser does, by what it is: a file by its suffix, ``.svg`` or ``.xml``; a ``data:``
     URL by its MIME type, any XML one; when ``xml`` is None, a text that starts as no HTML page does,
-    :data:`_XML_START`) is foreign content throughout: no element is raw text. A declaration of a
+    :data:`_XML_START`) is foreign content throughout: no element is raw text, and each element is read by
+    its local name, whatever prefix it has (``<s:style>``, ``<h:meta>``: a prefix may be bound to SVG's or
+    XHTML's namespace). A declaration of a
     document's own DTD (``<!ENTITY``, ``<!ATTLIST``: an entity expanded in an attribute, a default
     attribute; ``<!ELEMENT``, ``<!NOTATION``) may hide a URL: an XML document that holds one is reported
     (the first, unread; in an HTML page it means nothing, and a script's text may well hold one), and so
@@ -342,6 +344,8 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
     svg_css: list[str] | None = None  # the text read so far of the SVG style element being read
     css_at = 0                      # where its text goes on
     for start, end, closing, name, self_closing, foreign in elements(text, xml):
+        if xml:                     # an element of SVG or XHTML under any prefix (``<s:style>``) is read as one
+            name = _local_name(name)
         if html_css is not None:    # a raw text element: its text runs to the next token, its end tag
             found += css_of(text[html_css:start])
             html_css = None
@@ -940,6 +944,8 @@ def _refuse_markup(text: str, xml: bool, out, depth: int = 0) -> None:
     inert_at: tuple[str, int] | None = None   # the element whose text is no markup, and where the text starts
     for start, end, closing, name, self_closing, foreign in elements(text, xml, open_):
         token = text[start:end]
+        if xml:                     # an element of SVG or XHTML under any prefix (``<s:script>``) is read as one
+            name = _local_name(name)
         if inert_at is not None and closing and name == inert_at[0]:
             inert(inert_at[1], text[inert_at[1]:start], f"the text of <{name}>")
             inert_at = None
