@@ -23,6 +23,8 @@ The check has two layers.
     ``</p>`` and ``</br>``) anywhere inside ``<svg>`` or ``<math>``, integration
     points included;
   - CDATA outside SVG and MathML (HTML ends it at the first '>', XML at ``]]>``);
+  - a tag inside an SVG ``<script>`` or ``<style>`` (its text is its own text only, up to its own end
+    tag; the check reads the text of its children too, and stops at the first end tag of its name);
   - ``<plaintext>``, ``<xmp>``, ``<noembed>``, ``<noframes>``, ``<noscript>`` and
     ``<listing>``, whose text browsers read by settings or rules the model does
     not share;
@@ -949,6 +951,10 @@ def _refuse_markup(text: str, xml: bool, out, depth: int = 0) -> None:
         if inert_at is not None and closing and name == inert_at[0]:
             inert(inert_at[1], text[inert_at[1]:start], f"the text of <{name}>")
             inert_at = None
+        elif inert_at is not None and name and (foreign or xml):
+            refuse(start, f"<{'/' if closing else ''}{name}> inside an SVG <{inert_at[0]}>",
+                   "an SVG script's or style's text is its own text only, up to its own end tag, where the "
+                   "check reads every text to the first end tag of its name")
         if not name:
             if token.startswith(_CDATA) and not foreign and not xml:
                 refuse(start, "CDATA outside SVG and MathML", "HTML reads it as a bogus comment that ends at "
