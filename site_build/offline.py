@@ -40,7 +40,9 @@ The check has two layers.
     Python knows and browsers do not, such as UTF-7, too), a UTF-16 byte order
     mark, bytes that are no UTF-8 or an ESC byte (a browser guesses the encoding
     of such data), and base64 that browsers and Python decode differently; a
-    page whose own ``<meta>`` names another encoding, and a built file that a
+    page whose own ``<meta>`` names another encoding, a ``charset`` attribute
+    of any element (a ``<link>``'s decodes the sheet it loads) or an
+    ``<?xml-stylesheet?>``'s ``charset`` naming one, and a built file that a
     browser might decode otherwise on the same grounds (:func:`check_file`);
   - a URL of another host written in text the tokenizer reads as no markup:
     comments, bogus comments, processing instructions, the text of raw text
@@ -997,15 +999,16 @@ def _refuse_markup(text: str, xml: bool, out, depth: int = 0) -> None:
                 if select_open and name not in _IN_SELECT:
                     refuse(start, f"<{name}> inside <select>",
                            "browsers' parsers keep or drop it there by version")
-                if name == "meta":
-                    label = attributes.get("charset")
-                    equiv = _ascii_lower(attributes.get("http-equiv", "").strip(_ASCII_BLANKS))
-                    if label is None and equiv == "content-type":
-                        m = _HTML_CHARSET.search(attributes.get("content", "").encode("utf-8", "replace"))
-                        label = None if m is None else m[1].decode("utf-8", "replace")
-                    if label is not None and _label(label) not in _UTF8_LABELS:
-                        refuse(start, f"<meta> naming the encoding {label!r}",
-                               "the check reads every page as UTF-8")
+            # a charset attribute: a <meta>'s names the page's encoding, a <link>'s or a <script>'s the one
+            # a browser decodes what it loads in when that names none of its own (a data: sheet in UTF-16LE)
+            label = attributes.get("charset")
+            if label is None and name == "meta" and not xml and _ascii_lower(
+                    attributes.get("http-equiv", "").strip(_ASCII_BLANKS)) == "content-type":
+                m = _HTML_CHARSET.search(attributes.get("content", "").encode("utf-8", "replace"))
+                label = None if m is None else m[1].decode("utf-8", "replace")
+            if label is not None and _label(label) not in _UTF8_LABELS:
+                refuse(start, f"<{name}> naming the encoding {label!r}",
+                       "the check reads every page, and everything it loads, as UTF-8")
             if inert_at is None and (name in _INERT_HTML and not foreign and not xml
                                      or name in _INERT_FOREIGN and (foreign or xml) and not self_closing):
                 inert_at = (name, end)
