@@ -32,6 +32,9 @@ The check has two layers.
     browsers keep there has changed), and a tag a browser moves out of a table
     (anything but a table's own parts, scripts, styles and templates directly in
     a table, a row group, a row or a column group: foster parenting);
+  - an ``<?xml-stylesheet?>`` of any type but ``text/css`` (an XSLT transform: a browser shows what it
+    writes), and a ``data:`` style sheet of any MIME type but ``text/css`` (a page in quirks mode applies
+    it, the check reads it as CSS all the same);
   - a ``data:`` URL that a frame, an object or an embed loads as a page of its own,
     and a ``javascript:`` or ``vbscript:`` URL anywhere a URL is followed;
   - a ``data:`` document (HTML, CSS, any XML type) that a browser might decode
@@ -329,11 +332,11 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
     here = 0                        # where the tag being read starts, to say where a nested refusal stands
     lines = _Lines(text)
 
-    def add(url: str) -> None:
+    def add(url: str, sheet: bool = False) -> None:
         if _names_another_host(url):
             found.append(url.strip())
         else:
-            found.extend(_data_url_references(url, _depth + 1, _encoding, _nested(_refused, lines, here)))
+            found.extend(_data_url_references(url, _depth + 1, _encoding, _nested(_refused, lines, here), sheet))
 
     def css_of(css_text: str) -> list[str]:
         return remote_references_in_css(css_text, _refused=_nested(_refused, lines, here))
@@ -367,9 +370,11 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
             continue
         here = start
         attributes = attributes_of(text[start:end])
+        # a style sheet a link loads: a page in quirks mode applies it whatever its MIME type
+        sheet = name == "link" and "stylesheet" in _ascii_lower(attributes.get("rel", "")).split()
         for key, value in attributes.items():
             if _holds_a_url(key):
-                add(value)
+                add(value, sheet and key == "href")
             elif key in ("srcset", "imagesrcset"):
                 for url in srcset_urls(value):
                     add(url)
@@ -406,19 +411,35 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
     while (m := _STYLESHEET_PI.search(text, at)) is not None:
         close = text.find("?>", m.end())
         content = text[m.end():] if close < 0 else text[m.end():close]
-        for href in _PSEUDO_HREF.finditer(content):
-            add(html.unescape(href[1][1:-1] if href[1][:1] in "\"'" else href[1]))
+        here = m.start()
+        types = _pseudo_attribute(content, "type")
+        for kind in types:          # a browser applies a sheet of type text/css (or none), and runs an XSLT one
+            if kind not in ("", "text/css") and _refused is not None:
+                _refused.append(f"refused: an <?xml-stylesheet?> of type {kind!r} at {lines(here)}: a browser "
+                                "shows what an XSLT transform writes, which the check does not read")
+        for label in _pseudo_attribute(content, "charset"):
+            if _label(label) not in _UTF8_LABELS and _refused is not None:
+                _refused.append(f"refused: an <?xml-stylesheet?> naming the encoding {label!r} at {lines(here)}: "
+                                "a browser decodes the sheet in it, the check as UTF-8")
+        for href in _pseudo_attribute(content, "href"):
+            add(href, all(kind in ("", "text/css") for kind in types))
         if close < 0:
             break
         at = close + 2
     return found
 
 
+def _pseudo_attribute(content: str, name: str) -> list[str]:
+    """The values of every pseudo-attribute ``name`` of the processing instruction whose content (past its
+    target) is ``content``, read broadly (wherever ``name=`` follows a blank, a quoted value's text too),
+    their quotes off and their character references resolved."""
+    return [html.unescape(v[1:-1] if v[:1] in "\"'" else v)
+            for v in re.findall(rf"""(?<!\S){name}\s*=\s*("[^"]*"|'[^']*'|[^\s"'?]+)""", content, re.I | re.A)]
+
+
 #: an XML document's style-sheet processing instruction (an SVG page's ``<?xml-stylesheet href=…?>``),
 #: which a browser fetches; read wherever it stands (in an HTML page it is a comment, reported all the same)
 _STYLESHEET_PI = re.compile(r"<\?xml-stylesheet(?=[\t\n\r ?]|\Z)", re.I | re.A)
-#: its ``href`` pseudo-attribute's value, quoted (or not, read up to a blank)
-_PSEUDO_HREF = re.compile(r"""(?<!\S)href\s*=\s*("[^"]*"|'[^']*'|[^\s"'?]+)""", re.I | re.A)
 
 
 def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8",
@@ -435,6 +456,7 @@ def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8"
     css = _CSS_NEWLINES.sub("\n", css).replace("\0", "\ufffd")     # CSS's preprocessing of its input
     found: list[str] = []
     expect = False          # after ``url(`` or ``@import``: the next string is a URL
+    importing = False       # after ``@import`` (and its ``url(``): that URL is a style sheet
     depth = 0               # inside an ``image-set(``: every string is a URL
     at, n = 0, len(css)
     while at < n:
@@ -457,13 +479,14 @@ def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8"
             if (string is None or expect or depth) and _names_another_host(url):
                 found.append(url.strip())
             elif string is None or expect or depth:
-                found.extend(_data_url_references(url, _depth + 1, _encoding, _refused))
-            expect = False
+                found.extend(_data_url_references(url, _depth + 1, _encoding, _refused, importing))
+            expect = importing = False
         elif token.startswith("/*") or token.isspace():
             continue
         else:
             low = _ascii_lower(token)
             expect = low in ("url(", "@import")
+            importing = low == "@import" or importing and low == "url("
             if low.endswith("image-set("):
                 depth += 1
             elif depth and low.endswith("("):
@@ -595,7 +618,7 @@ def _is_xml_mime_type(essence: str) -> bool:
 
 
 def _data_url_references(url: str, depth: int, environment: str = "utf-8",
-                         _refused: list[str] | None = None) -> list[str]:
+                         _refused: list[str] | None = None, sheet: bool = False) -> list[str]:
     """The URLs of other hosts that the ``data:`` URL ``url`` requests when a browser loads it as a page
     (an HTML page, or an XML document: any XML MIME type, :func:`_is_xml_mime_type`) or a style sheet (none
     when it is no ``data:`` URL or holds anything else), read as the Fetch standard's ``data:`` URL
@@ -607,7 +630,9 @@ def _data_url_references(url: str, depth: int, environment: str = "utf-8",
     its ``@charset "…";`` rule names, else ``environment`` (the codec of the document that links or imports
     it), and an XML document's the one its XML declaration names (:func:`_declared_label`), read in
     Python's codec of that name (:func:`_codec_for`); a label Python knows no text codec for is reported
-    (the URL, unread). One reading of each document: linear."""
+    (the URL, unread). One reading of each document: linear. ``sheet``: the URL is a style sheet a link, an
+    ``@import`` or an ``<?xml-stylesheet?>`` loads, which a page in quirks mode (no doctype) applies whatever
+    its MIME type: read as CSS whatever it is (and refused when it is not ``text/css``)."""
     url = _TAB_OR_NEWLINE.sub("", _LEADING.sub("", url)).rstrip(_C0_OR_SPACE)
     comma = url.find(",")
     if _ascii_lower(url[:5]) != "data:" or comma < 0:
@@ -617,9 +642,14 @@ def _data_url_references(url: str, depth: int, environment: str = "utf-8",
     if base64_data:
         media_type = media_type[:-6].rstrip(" ")[:-1]
     parsed = _mime_type("text/plain" + media_type if media_type.startswith(";") else media_type)
-    if parsed is None:                                 # read as text/plain: no page
+    if parsed is None and not sheet:                   # read as text/plain: no page
         return []
-    essence, parameters = parsed
+    essence, parameters = ("text/plain", {}) if parsed is None else parsed
+    if sheet and essence != "text/css":                # a page in quirks mode applies it as CSS all the same
+        if _refused is not None:
+            _refused.append(f"refused: the data: style sheet {url[:60]!r} is of the MIME type {essence!r}, "
+                            "which a page in quirks mode applies as CSS, and a page in standards mode not at all")
+        essence = "text/css"
     if essence not in ("text/html", "text/css") and not _is_xml_mime_type(essence):
         return []
     if depth > _NESTING:
