@@ -824,15 +824,17 @@ _NAMESPACES = frozenset({"http://www.w3.org/2000/svg", "http://www.w3.org/1999/x
                          "http://www.w3.org/XML/1998/namespace", "http://www.w3.org/2000/xmlns/"})
 #: where such a URL ends, for the report; where a ``data:`` URL there ends (a quoted one may hold blanks)
 _URL_END = re.compile(r"[\s\"'<>()`]")
+#: where such a URL's authority ends: where the URL does, or at a '/', '\\', '?' or '#'
+_AUTHORITY_STOP = re.compile(r"[\s\"'<>()`/\\?#]")
+_LONGEST_NAMESPACE = max(map(len, _NAMESPACES))
 _DATA_URL_END = re.compile(r"[\"'<>()`]")
 #: a URL that runs script where it is followed (and so may fetch anything): read as inert text
 _SCRIPT_URL = re.compile(r"[\x00-\x20]*(?:j[\t\n\r]*a[\t\n\r]*v[\t\n\r]*a[\t\n\r]*|v[\t\n\r]*b[\t\n\r]*)"
                          r"s[\t\n\r]*c[\t\n\r]*r[\t\n\r]*i[\t\n\r]*p[\t\n\r]*t[\t\n\r]*:", re.I | re.A)
 #: a ``data:`` URL of a document (HTML, CSS, any XML MIME type) in base64, whose URLs no reading of the
 #: text shows: read as the document it is, when it stands in text the tokenizer reads as no markup
-_DATA_DOCUMENT_BASE64 = re.compile(r"data:[\t\n\f\r ]*(?:text/html|text/css|text/xml|text/xsl|application/xml"
-                                   r"|[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]*\+xml)[^,]*;[\t\n\f\r ]*base64",
-                                   re.I | re.A)
+_DATA_DOCUMENT = re.compile(r"data:[\t\n\f\r ]*(?:text/html|text/css|text/xml|text/xsl|application/xml"
+                            r"|[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]*\+xml)", re.I | re.A)
 #: the encoding labels a document may give itself, read broadly (any case, anywhere in it): a ``charset``
 #: in a ``<meta>`` or a content type, a sheet's ``@charset``, an XML declaration's ``encoding``
 _HTML_CHARSET = re.compile(rb"""charset[\t\n\f\r ]*=[\t\n\f\r ]*["']?([^"'\t\n\f\r ;>/]*)""", re.I)
@@ -927,7 +929,7 @@ def _remote_looking(region: str, depth: int = 0) -> str | None:
     """The first URL of another host written anywhere in ``region``, text the tokenizer reads as no
     markup, as it would fetch if a browser read the text as markup, the names of XML namespaces aside
     (:data:`_NAMESPACES`); else the first ``data:`` URL of a document in base64
-    (:data:`_DATA_DOCUMENT_BASE64`) that, read as the document it is, loads from another host or holds
+    (:func:`_base64_document_in`) that, read as the document it is, loads from another host or holds
     what this layer refuses (read once, as nested ``depth`` deep: one nested too deep is reported, as
     :func:`remote_references` reports it); None when there is none. The text is read with its character references
     resolved, again and again as a ``srcdoc`` written there would be, up to :data:`_NESTING` times (a text
@@ -939,26 +941,97 @@ def _remote_looking(region: str, depth: int = 0) -> str | None:
         if "%" in region:
             readings.append(urllib.parse.unquote(readings[1]))
         for reading in readings:
-            for m in _REMOTE_LOOKING.finditer(reading):
-                end = _URL_END.search(reading, m.end())
-                url = reading[m.start():len(reading) if end is None else end.start()]
-                authority = _AUTHORITY.match(url) or _OTHER_HOST.match(url)
-                host = url[authority.end():] if authority.lastindex is None else authority[1]
-                host = _URL_END.split(host.rpartition("@")[2].partition(":")[0], 1)[0]
-                if url not in _NAMESPACES and _HOST_CHARACTER.search(host) and _names_another_host(url):
-                    return url
+            if (url := _remote_url_in(reading)) is not None:
+                return url
         # a base64 document is read at the first level only: once each, so that nesting costs no more
         # than the nested text's length (one escaped deeper is no base64 a browser decodes: refused there)
-        for m in _DATA_DOCUMENT_BASE64.finditer(readings[1]) if level == 0 else ():
-            end = _DATA_URL_END.search(readings[1], m.end())
-            url, inner = readings[1][m.start():len(readings[1]) if end is None else end.start()], []
-            if _data_url_references(url, depth + 1, "utf-8", inner) or inner:
-                return url
+        if level == 0 and (url := _base64_document_in(readings[1], depth)) is not None:
+            return url
         unescaped = html.unescape(region)
         if unescaped == region:
             return None
         region = unescaped
     return region[:80]
+
+
+class _Next:
+    """Where ``pattern`` next matches in ``text`` at or after a place, for places asked in an order that
+    never goes back: a search is made again only once the place passes the last match found, so that all
+    the searches together read the text once (``len(text)`` when there is none)."""
+
+    def __init__(self, pattern: re.Pattern, text: str):
+        self.pattern, self.text, self.found = pattern, text, -1
+
+    def __call__(self, at: int) -> int:
+        if self.found < at:
+            m = self.pattern.search(self.text, at)
+            self.found = len(self.text) if m is None else m.start()
+        return self.found
+
+
+def _remote_url_in(reading: str) -> str | None:
+    """The first URL of another host that looks written in ``reading`` (:data:`_REMOTE_LOOKING`), read to its
+    end (:data:`_URL_END`), the names of XML namespaces aside; None when there is none. Its host is read as
+    a browser reads a special URL's: past all its slashes, after the authority's last '@', up to a ':'; it
+    must hold a letter, a digit or a non-ASCII character (:data:`_HOST_CHARACTER`) and be no local server's.
+    Every search reads on from where the last one ended (:class:`_Next`; each authority's last '@' is
+    looked for once), so the whole is linear, however many places look like a URL's start."""
+    stop, colon, host_character, url_end = (_Next(p, reading) for p in (
+        _AUTHORITY_STOP, re.compile(":"), _HOST_CHARACTER, _URL_END))
+    authority_end, last_at = -1, -1
+    for m in _REMOTE_LOOKING.finditer(reading):
+        at = m.end()                                   # the authority starts past every slash
+        if authority_end < at:                         # a new authority: its last '@', looked for once
+            authority_end = stop(at)
+            last_at = reading.rfind("@", at, authority_end)
+        host = last_at + 1 if last_at >= at else at
+        host_end = min(colon(host), authority_end)
+        if host_character(host) >= host_end:
+            continue
+        if host_end - host <= 9 and _ascii_lower(reading[host:host_end]) in _LOCAL_HOSTS:
+            continue
+        end = url_end(m.start())
+        if end - m.start() <= _LONGEST_NAMESPACE and reading[m.start():end] in _NAMESPACES:
+            continue
+        return reading[m.start():end]
+    return None
+
+
+def _base64_document_in(reading: str, depth: int) -> str | None:
+    """The first ``data:`` URL in base64 of a document (HTML, CSS, any XML MIME type:
+    :data:`_DATA_DOCUMENT`) written in ``reading`` that, read as the document it is (as nested ``depth``
+    deep), loads from another host or holds what the fail-closed layer refuses; None when there is none. A
+    URL is base64 when its media type, up to the first ',', ends with ``;base64`` (blanks aside), as a
+    browser's ``data:`` URL processor reads it; it runs to :data:`_DATA_URL_END`. Two such URLs whose media
+    types end at the same ',' (one written inside the other's media type) are reported, the second unread:
+    each would read the same data again. Linear: each search reads on from where the last ended."""
+    comma, url_end = _Next(re.compile(","), reading), _Next(_DATA_URL_END, reading)
+    checked, semicolon, read = -1, -1, -1      # the last ',' looked at, where its ``;base64`` starts, the last read
+    for m in _DATA_DOCUMENT.finditer(reading):
+        at = m.end()
+        end_of_type = comma(at)
+        if end_of_type >= len(reading):
+            continue                                   # no ',': no data
+        if end_of_type != checked:                     # its media type's end, looked at once
+            checked, j = end_of_type, end_of_type
+            while j > at and reading[j - 1] in _ASCII_BLANKS:
+                j -= 1
+            semicolon = -1
+            if _ascii_lower(reading[max(at, j - 6):j]) == "base64":
+                j -= 6
+                while j > at and reading[j - 1] == " ":
+                    j -= 1
+                if j > at and reading[j - 1] == ";":
+                    semicolon = j - 1
+        if semicolon < at:
+            continue
+        url = reading[m.start():url_end(at)]
+        if end_of_type == read:
+            return url
+        read, inner = end_of_type, []
+        if _data_url_references(url, depth + 1, "utf-8", inner) or inner:
+            return url
+    return None
 
 
 def _local_name(name: str) -> str:
