@@ -18,7 +18,8 @@ def test_built_html_css_and_svg_reference_no_other_host(built_site):
     """Every built page, sheet and image, through the whole offline check: the URLs of other hosts it
     fetches, and what the fail-closed layer refuses (offline.check_file)."""
     found = {}
-    for path in [*built_site.rglob("*.html"), *built_site.rglob("*.css"), *built_site.rglob("*.svg")]:
+    for path in sorted(p for p in built_site.rglob("*")
+                       if p.suffix.lower() in offline.CHECKED_SUFFIXES and not p.is_dir()):
         remote = sorted(set(offline.check_file(path)))
         if remote:
             found[str(path.relative_to(built_site))] = remote
