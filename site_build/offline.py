@@ -244,7 +244,7 @@ _SRCSET_DESCRIPTORS = re.compile(r"(?:[^,(]|\([^)]*\)?)*")
 #: ``xlink:src`` end as ``href`` and ``src`` do, and so does an ``href`` or ``src`` under any other prefix:
 #: in XML the prefix is whatever the document binds to XLink's namespace, :func:`_holds_a_url`)
 _URL_ATTRIBUTES = frozenset({"src", "href", "data", "poster", "action", "formaction", "background",
-                             "manifest", "codebase", "archive", "icon",
+                             "manifest", "codebase", "archive", "icon", "code",
                              "xlink:href", "xlink:src"})
 #: a text that is no HTML page, when whoever reads it does not say which it is (:func:`remote_references`):
 #: first (a byte order mark, blanks and comments aside; each comment is read one way only, to its first
@@ -267,9 +267,18 @@ _TAG_NAME = re.compile(r"[^\t\n\f\r />]*")
 #: SVG's presentation attributes whose value is CSS that may fetch (``fill="url(//host/p.svg#g)"``)
 _CSS_ATTRIBUTES = frozenset({"fill", "stroke", "filter", "mask", "clip-path", "marker", "marker-start",
                              "marker-mid", "marker-end", "cursor"})
-#: a meta refresh's target: ``content="5; url=…"``
-_REFRESH = re.compile(r"^[\t\n\f\r ]*[0-9.]*[\t\n\f\r ]*[;,]?[\t\n\f\r ]*(?:url[\t\n\f\r ]*=[\t\n\f\r ]*)?"
-                      r"['\"]?([^'\"]*)", re.I | re.A)
+#: a meta refresh's target: ``content="5; url=…"``, up to where its URL starts (:func:`_refresh_url`)
+_REFRESH = re.compile(r"^[\t\n\f\r ]*[0-9.]*[\t\n\f\r ]*[;,]?[\t\n\f\r ]*(?:url[\t\n\f\r ]*=[\t\n\f\r ]*)?",
+                      re.I | re.A)
+
+
+def _refresh_url(content: str) -> str:
+    """A meta refresh's URL as HTML's refresh steps read ``content``: one that starts with a quote ends at
+    the same quote (or the end), any other runs to the end, quotes and all."""
+    rest = content[_REFRESH.match(content).end():]
+    if rest[:1] in ("'", '"'):
+        return rest[1:].partition(rest[0])[0]
+    return rest
 #: the hosts a built page may still name: the local server the tests serve the site from
 _LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost"})
 #: the authority of a URL of ``http:``/``https:`` or none, as a browser's URL parser reads it: after the
@@ -388,9 +397,7 @@ def remote_references(text: str, css: bool = False, _depth: int = 0, xml: bool |
                                             _refused=_nested(_refused, lines, here, "the srcdoc page"))
                           if _depth < _NESTING else [value[:80]])
         if name == "meta" and _ascii_lower(attributes.get("http-equiv", "").strip(_ASCII_BLANKS)) == "refresh":
-            m = _REFRESH.match(attributes.get("content", ""))
-            if m:
-                add(m[1])
+            add(_refresh_url(attributes.get("content", "")))
         if name == "set" or name.startswith("animate"):
             target = _ascii_lower(attributes.get("attributename", "").strip(_ASCII_BLANKS))
             for value in [attributes.get(key, "") for key in ("from", "to", "by")] + (
@@ -447,7 +454,8 @@ def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8"
     """The URLs of other hosts that the CSS ``css`` fetches, read token by token as CSS reads it (a
     comment is no request, a string is no comment): a ``url()``, quoted or not; the string of an
     ``@import``, after blanks, comments or nothing; every string of an ``image-set()`` (or
-    ``-webkit-image-set()``). Escapes are resolved as CSS resolves them, in a URL (``\\2f`` is a '/') and
+    ``-webkit-image-set()``); and any other string that names another host, since a custom property's
+    string becomes a URL wherever ``var()`` puts it (``--u:"//host/x.png"`` in ``image-set(var(--u))``). Escapes are resolved as CSS resolves them, in a URL (``\\2f`` is a '/') and
     in a function's or an at-rule's own name alike (``u\\rl(`` and ``\\75rl(`` are ``url(``, ``@imp\\ort``
     is ``@import``): a name is compared once its escapes are read. One pass, each token read from where
     the last ended. ``_encoding``: the codec the sheet was read in, which a ``data:`` sheet it imports with
@@ -476,7 +484,7 @@ def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8"
         if string is not None or unquoted is not None:
             url = _css_unescape(unquoted if string is None else
                                 string[1:-1] if len(string) > 1 and string[-1] == string[0] else string[1:])
-            if (string is None or expect or depth) and _names_another_host(url):
+            if _names_another_host(url):    # any string: a custom property's becomes a URL where var() puts it
                 found.append(url.strip())
             elif string is None or expect or depth:
                 found.extend(_data_url_references(url, _depth + 1, _encoding, _refused, importing))
@@ -795,9 +803,10 @@ _IN_TABLE = frozenset({"caption", "colgroup", "col", "tbody", "thead", "tfoot", 
 #: what a ``<select>`` may hold here: what every browser's parser keeps there alike (browsers that parse a
 #: customizable select keep much more, older ones drop it)
 _IN_SELECT = frozenset({"option", "optgroup", "hr"})
-#: the elements that load a URL as a document of its own, and the attribute that names it
-_FRAMES = {"iframe": "src", "frame": "src", "object": "data", "embed": "src", "portal": "src",
-           "fencedframe": "src"}
+#: the elements that load a URL as a document of its own, and the attributes that name it (an embed's
+#: legacy ``code`` too: chromium loads it)
+_FRAMES = {"iframe": ("src",), "frame": ("src",), "object": ("data",), "embed": ("src", "code"),
+           "portal": ("src",), "fencedframe": ("src",)}
 #: the text that is no markup to the tokenizer: HTML's raw text and escapable raw text elements, and
 #: ``<plaintext>``, in HTML; a script's or a style's text in SVG (or an XML document) too
 _INERT_HTML = RAW_TEXT | {"plaintext"}
@@ -1102,8 +1111,8 @@ def _refuse_markup(text: str, xml: bool, out, depth: int = 0) -> None:
                     refuse(start, f"a script URL that <{name}> gives an attribute", "it runs script, which may "
                            "load from anywhere")
             local = _local_name(name)
-            if local in _FRAMES and _ascii_lower(
-                    _TAB_OR_NEWLINE.sub("", _LEADING.sub("", attributes.get(_FRAMES[local], "")))[:5]) == "data:":
+            if local in _FRAMES and any(_ascii_lower(_TAB_OR_NEWLINE.sub("", _LEADING.sub(
+                    "", attributes.get(key, "")))[:5]) == "data:" for key in _FRAMES[local]):
                 refuse(start, f"a data: URL loaded as a document by <{name}>",
                        "a page of its own, in an encoding, MIME type and reading the check may not share")
             if not xml:
