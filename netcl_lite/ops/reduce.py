@@ -7,8 +7,9 @@ the same input gives the same bits on every run: training resumes bit-identicall
 
 from __future__ import annotations
 
+import numpy as np
 
-from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
+from .operands import OpCall, device_operand, elements, f32, i32, int32_range, round_up, shape_of
 
 #: rows one work-item of ``sum_columns`` adds before a second pass joins the chunks
 CHUNK = 256
@@ -18,30 +19,40 @@ CHUNK = 256
 JOIN_LOCAL = 64
 
 
-def sum_columns(call: OpCall, x, out, rows: int, cols: int, alpha: float) -> None:
+def mean_scale(n: int) -> float:
+    """The power of two at or below 1/n: a mean's terms scaled by it sum to at most float32's largest
+    value when each term is at most that (scaling by a power of two is exact), where their plain sum
+    may overflow although the mean is a float32 (``reduce.cl``'s ``pre``)."""
+    return 2.0 ** -(max(int(n), 1) - 1).bit_length()
+
+
+def sum_columns(call: OpCall, x, out, rows: int, cols: int, alpha: float, pre: float = 1.0) -> None:
     """out (cols,) = alpha · x (rows, cols) summed over rows, enqueued on ``call``.
 
     A sum of at most ``CHUNK`` rows is one pass; a taller one writes the sums of
     ``CHUNK``-row slices to scratch and joins them with :func:`join_rows`, so no
     float32 partial sum runs over more than ``CHUNK`` terms. Over no rows, out is 0 (written:
-    its memory may hold anything).
+    its memory may hold anything). ``pre`` (a power of two, :func:`mean_scale` for a mean): the
+    partial sums are kept scaled by it, and a sum that overflows is formed of terms scaled by it.
     """
     parts = -(-rows // CHUNK)
     if parts <= 1:
-        join_rows(call, x.buffer, out.buffer, rows, cols, alpha)
+        join_rows(call, x.buffer, out.buffer, rows, cols, alpha, pre=pre)
         return
     partial = call.scratch("reduce.partial", parts * cols)
     call.launch("reduce.cl", "sum_columns", (round_up(cols, 8), parts), (8, 1),
-                x.buffer, partial, i32(rows), i32(cols), i32(CHUNK), f32(1.0), x.buffer, i32(0),
+                x.buffer, partial, i32(rows), i32(cols), i32(CHUNK), f32(pre), f32(pre), x.buffer, i32(0),
                 call.stream.status, call.seq)
-    join_rows(call, partial, out.buffer, parts, cols, alpha)
+    join_rows(call, partial, out.buffer, parts, cols, alpha / pre)
 
 
-def join_rows(call: OpCall, x_buf, out_buf, rows: int, cols: int, alpha: float = 1.0, d_buf=None) -> None:
+def join_rows(call: OpCall, x_buf, out_buf, rows: int, cols: int, alpha: float = 1.0, d_buf=None, *,
+              pre: float = 1.0) -> None:
     """out (cols,) = alpha · the rows of x (rows, cols) summed in row order (+ d): one pass, a
     work-item per column. It joins partial sums that other kernels wrote a row each (the chunks
     of a tall sum, a norm's weight gradient, a GEMM split over K). Over no rows, out is 0 (or d): the
-    kernel writes nothing for a column with no rows, so the empty sum is written here."""
+    kernel writes nothing for a column with no rows, so the empty sum is written here. ``pre``: as
+    :func:`sum_columns` takes it (a column whose sum overflows is summed again of terms scaled by it)."""
     if not cols:
         return
     if not rows:
@@ -51,7 +62,7 @@ def join_rows(call: OpCall, x_buf, out_buf, rows: int, cols: int, alpha: float =
             call.stream.copy(out_buf, d_buf, 4 * cols)
         return
     call.launch("reduce.cl", "sum_columns", (round_up(cols, JOIN_LOCAL), 1), (JOIN_LOCAL, 1),
-                x_buf, out_buf, i32(rows), i32(cols), i32(rows), f32(alpha),
+                x_buf, out_buf, i32(rows), i32(cols), i32(rows), f32(alpha), f32(pre),
                 x_buf if d_buf is None else d_buf, i32(d_buf is not None), call.stream.status, call.seq)
 
 
@@ -79,6 +90,8 @@ def mean(x, *, axis=None, queue=None):
 
 def _sum(name, x, axis, queue, mean: bool):
     shape = shape_of(x)
+    if axis is not None and (isinstance(axis, bool) or not isinstance(axis, (int, np.integer))):
+        raise TypeError(f"{name}: axis must be None or an int (-1, the last axis), got {type(axis).__name__} {axis!r}")
     if axis not in (None, -1, len(shape) - 1) or (axis is not None and not shape):
         raise ValueError(f"{name}: axis must be None (every element) or -1 (the last axis), got {axis!r} for shape {shape}")
     n = elements(shape)
@@ -89,7 +102,7 @@ def _sum(name, x, axis, queue, mean: bool):
         if mean and n == 0:
             raise ValueError("mean of an empty tensor is undefined; pass at least one element")
         out = call.output(())
-        sum_columns(call, tx, out, n, 1, 1.0 / n if mean else 1.0)
+        sum_columns(call, tx, out, n, 1, 1.0 / n if mean else 1.0, mean_scale(n) if mean else 1.0)
     else:
         cols = shape[-1]
         if mean and cols == 0:
@@ -98,7 +111,7 @@ def _sum(name, x, axis, queue, mean: bool):
         if out.size:
             call.launch("reduce.cl", "sum_rows", (round_up(out.size, 16),), (16,),
                         tx.buffer, out.buffer, i32(out.size), i32(cols), f32(1.0 / cols if mean else 1.0),
-                        call.stream.status, call.seq)
+                        f32(mean_scale(cols) if mean else 1.0), call.stream.status, call.seq)
     return call.result(out, check=[False])
 
 
@@ -107,6 +120,7 @@ def sum_to(t, shape):
     that was broadcast over them. ``shape`` is a suffix of ``t.shape``, possibly with leading
     1s (a batch of one), or ``()``. ``t`` is a Tensor.
     """
+    t = device_operand("sum_to", "t", t)
     shape = tuple(shape)
     if t.shape == shape:
         return t
@@ -128,7 +142,11 @@ def sum_backward(g, shape, axis, mean: bool):
     what was summed (read on the device, no host round trip)."""
     shape = tuple(shape)
     rows, cols = (1, elements(shape)) if axis is None else (elements(shape[:-1]), shape[-1] if shape else 1)
-    call = OpCall(f"{'mean' if mean else 'sum'} backward", g=g)
+    op = f"{'mean' if mean else 'sum'} backward"
+    g = device_operand(op, "g", g)
+    if g.size != rows:                               # one gradient per row summed, read to rows' length
+        raise ValueError(f"{op}: g must hold {rows} element(s), one per sum of x {shape}, got shape {tuple(g.shape)}")
+    call = OpCall(op, g=g)
     out = call.output(shape)
     if out.size:
         call.launch("reduce.cl", "broadcast_rows", (round_up(cols, 16), rows), (16, 1),
