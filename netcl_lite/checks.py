@@ -116,6 +116,23 @@ def positive_real(name: str, value, what: str = "") -> float:
     return float(value)
 
 
+def within_float32(name: str, value: float, what: str = "", *, positive: bool = False) -> float:
+    """``value`` (a finite Python float, already checked) when a kernel's float32 argument holds it:
+    ValueError naming ``name`` when its magnitude is beyond float32's largest (the argument would be
+    inf), or, with ``positive``, when it is below float32's smallest normal number (a kernel would
+    read it as 0, or as a denormal that a device may flush to 0)."""
+    import numpy as np
+
+    info = np.finfo(np.float32)
+    if abs(value) > float(info.max):
+        raise ValueError(f"{name}={value!r} is beyond float32's range (largest {float(info.max):.4g}): the "
+                         f"kernel, which computes in float32, would read it as inf{_hint(what)}")
+    if positive and value < float(info.tiny):
+        raise ValueError(f"{name}={value!r} is below float32's smallest normal number ({float(info.tiny):.4g}): "
+                         f"the kernel, which computes in float32, would read it as 0{_hint(what)}")
+    return value
+
+
 def flag(name: str, value) -> bool:
     if not isinstance(value, bool):
         kind = type(value)
@@ -162,7 +179,20 @@ def not_masked(name: str, value) -> None:
     ignored, and the values under it taken as if they were there."""
     import numpy as np
 
-    if isinstance(value, np.ma.MaskedArray) or isinstance(getattr(value, "obj", None), np.ma.MaskedArray):
+    def masked(v) -> bool:
+        return isinstance(v, np.ma.MaskedArray) or isinstance(getattr(v, "obj", None), np.ma.MaskedArray)
+
+    found = masked(value)
+    # A list or tuple of them too: np.asarray of [masked] drops the mask as well.
+    stack = [value] if isinstance(value, (list, tuple)) else []
+    while stack and not found:
+        for item in stack.pop():
+            if isinstance(item, (list, tuple)):
+                stack.append(item)
+            elif masked(item):
+                found = True
+                break
+    if found:
         raise TypeError(f"{name} must not be a masked array: its mask would be ignored; pass the values "
                         f"meant, e.g. {name}.compressed() (the unmasked ones) or {name}.filled(value)")
 

@@ -28,6 +28,9 @@ def _check(logits, targets, ignore_index):
     if vocab == 0 or tuple(st) != tuple(sz[:-1]):
         raise ValueError(f"targets must have logits' shape without its last axis, {tuple(sz[:-1])}, got {tuple(st)}")
     integer("ignore_index", ignore_index)
+    if not -2**31 <= ignore_index < 2**31:         # the kernels take it as an int32
+        raise ValueError(f"ignore_index={ignore_index} is outside int32's range [-2**31, 2**31): the kernels "
+                         "compare the targets with it as an int32 (the default, -100, or any id no target holds)")
     if rows == 0:                 # as when every target is ignored: no row counts
         raise ValueError(f"targets of shape {tuple(st)} hold no rows: the mean over no rows is undefined")
     int32_range(elements=rows * vocab)

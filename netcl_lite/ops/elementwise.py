@@ -10,7 +10,7 @@ from __future__ import annotations
 
 
 from ..core.kernels import vector_lanes
-from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
+from .operands import OpCall, device_operand, elements, f32, i32, int32_range, round_up, shape_of
 from .reduce import sum_to
 
 BINARY = ("add", "sub", "mul", "div")     # binary_broadcast's op codes, in order
@@ -146,6 +146,8 @@ def swiglu(gate, up, *, queue=None):
 
 def binary_backward(name: str, g, a, b, out, needs=(True, True)):
     """Gradients of ``out = a op b`` (b broadcast over a's leading axes): (da, db), None where not needed."""
+    if not isinstance(name, str) or name not in BINARY:
+        raise ValueError(f"binary_backward: name must be one of {', '.join(BINARY)}, got {name!r}")
     need_a, need_b = needs
     if name == "add":
         return (g if need_a else None), (sum_to(g, b.shape) if need_b else None)
@@ -159,6 +161,8 @@ def binary_backward(name: str, g, a, b, out, needs=(True, True)):
 
 def silu_backward(x, g):
     """dx = g · s (1 + x (1 − s)) with s = sigmoid(x)."""
+    x = device_operand("silu backward", "x", x)
+    g = device_operand("silu backward", "g", g, x.shape)
     call = OpCall("silu backward", x=x, g=g)
     dx = call.output(x.shape)
     _each(call, "silu_backward", dx.size, x.buffer, g.buffer, dx.buffer)
@@ -167,6 +171,9 @@ def silu_backward(x, g):
 
 def swiglu_backward(gate, up, g):
     """(dgate, dup) of ``silu(gate) · up`` in one pass."""
+    gate = device_operand("swiglu backward", "gate", gate)
+    up = device_operand("swiglu backward", "up", up, gate.shape)
+    g = device_operand("swiglu backward", "g", g, gate.shape)
     call = OpCall("swiglu backward", gate=gate, up=up, g=g)
     dgate, dup = call.output(gate.shape), call.output(up.shape)
     _each_vector(call, "swiglu_backward", dgate.size, gate.buffer, up.buffer, g.buffer, dgate.buffer, dup.buffer)

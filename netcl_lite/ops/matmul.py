@@ -250,6 +250,8 @@ def matmul_backward(g, a, b, transpose_a: bool = False, transpose_b: bool = Fals
     gathered for a or b (or None): the result then includes it, added as the product is stored
     when no batch sum follows (:func:`matmul_add`).
     """
+    if acc is None:                                  # no gradient gathered for either
+        acc = (None, None)
     ta, tb = transpose_a, transpose_b
     da = db = None
     if needs[0]:

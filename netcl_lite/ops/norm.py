@@ -4,11 +4,22 @@ Float64 references: :func:`netcl_lite.reference.rms_norm`, :func:`netcl_lite.ref
 
 from __future__ import annotations
 
-from ..checks import positive_real
-from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
+from ..checks import positive_real, within_float32
+from .operands import OpCall, device_operand, elements, f32, i32, int32_range, round_up, shape_of
 from .reduce import CHUNK, join_rows
 
 _LOCAL = 16
+
+
+def _backward_operands(op, g, x, weight):
+    """The Tensors of a norm backward, checked: x with a non-empty last axis, g of x's shape, weight of
+    x's last axis (each float32; the kernels read them as such, to x's length)."""
+    x = device_operand(op, "x", x)
+    if len(x.shape) == 0 or x.shape[-1] == 0:
+        raise ValueError(f"{op}: x must have a non-empty last axis to normalize over, got shape {tuple(x.shape)}")
+    g = device_operand(op, "g", g, x.shape)
+    weight = device_operand(op, "weight", weight, tuple(x.shape[-1:]))
+    return g, x, weight
 
 
 def _check(x, params, eps):
@@ -19,7 +30,7 @@ def _check(x, params, eps):
         sp = shape_of(p)
         if sp != shape[-1:]:
             raise ValueError(f"{name} must have shape {shape[-1:]} (x's last axis), got {sp}")
-    positive_real("eps", eps, "it keeps a zero row finite")
+    within_float32("eps", positive_real("eps", eps, "it keeps a zero row finite"), positive=True)
     rows = elements(shape[:-1])
     int32_range(elements=rows * shape[-1])
     return shape, rows
@@ -63,6 +74,7 @@ def layer_norm(x, weight, bias, *, eps: float = 1e-5, queue=None):
 def rms_norm_backward(g, x, weight, *, eps: float = 1e-6, acc=None):
     """(dx, dweight) of :func:`rms_norm` (Tensors). With ``acc`` (a gradient of x gathered so
     far, x's shape), dx includes it, added as dx is stored."""
+    g, x, weight = _backward_operands("rms_norm backward", g, x, weight)
     n = x.shape[-1]
     rows = x.size // n
     if acc is not None and tuple(acc.shape) != tuple(x.shape):
@@ -96,6 +108,7 @@ def _column_sums(call, kernel, inputs, outs, rows, n):
 
 def layer_norm_backward(g, x, weight, *, eps: float = 1e-5):
     """(dx, dweight, dbias) of :func:`layer_norm` (Tensors)."""
+    g, x, weight = _backward_operands("layer_norm backward", g, x, weight)
     n = x.shape[-1]
     rows = x.size // n
     call = OpCall("layer_norm backward", g=g, x=x, weight=weight)

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from ..checks import finite_real, flag, one_of, positive_int, positive_real
+from ..checks import finite_real, flag, one_of, positive_int, positive_real, within_float32
 from ..core.kernels import vector_lanes
 from .operands import OpCall, device_operand, f32, i32, int32_range, round_up, shape_of
 from .rope import device_tables
@@ -59,7 +59,7 @@ def _check_shapes(sq, sk, sv, heads, kv_heads, causal, rope, base, pairing, scal
         raise ValueError(f"rotary_attention takes 1 <= T <= {MAX_LENGTH} and head widths up to {MAX_HEAD}, got "
                          f"T={t_len}, d={d}, dv={dv}; use rope_heads and flash_attention")
     int32_range(q_elements=b * t_len * sq[2], positions=t_len)
-    scale = 1.0 / math.sqrt(d) if scale is None else finite_real("scale", scale)
+    scale = 1.0 / math.sqrt(d) if scale is None else within_float32("scale", finite_real("scale", scale))
     return b, t_len, d, dv, scale
 
 
@@ -113,6 +113,7 @@ def _joined_shapes(qkv, widths):
     if not isinstance(widths, (list, tuple)) or len(widths) != 3 or any(
             isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1 for w in widths):
         raise TypeError(f"widths must be the three positive int widths of q, k and v, got {widths!r}")
+    widths = tuple(int(w) for w in widths)          # summed as Python ints: a NumPy int8 sum would wrap
     if len(s) != 3 or s[2] != sum(widths):
         raise ValueError(f"qkv must be (B, T, {sum(widths)}): q, k and v of widths {tuple(widths)} side by side, "
                          f"got shape {s}")
@@ -132,7 +133,7 @@ def rotary_attention_qkv(qkv, widths, heads: int, kv_heads: int, *, causal: bool
     sq, sk, sv = _joined_shapes(qkv, widths)
     b, t_len, d, dv, scale = _check_shapes(sq, sk, sv, heads, kv_heads, causal, rope, base, pairing, scale)
     call = OpCall("rotary_attention", queue=queue, qkv=qkv)
-    buf, row = call.float_input("qkv").buffer, sum(widths)
+    buf, row = call.float_input("qkv").buffer, sum(int(w) for w in widths)
     blocks = ((buf, row, 0), (buf, row, sq[2]), (buf, row, sq[2] + sk[2]))
     out, lse = _forward(call, blocks, b, t_len, heads, kv_heads, d, dv, causal, scale, rope, base, pairing)
     return (out, lse) if return_stats else out
@@ -149,7 +150,7 @@ def rotary_attention_backward(g, q, k, v, out, lse, heads: int, kv_heads: int, *
         device_operand("rotary_attention backward", name, x)
     b, t_len, d, dv, scale = _check(q, k, v, heads, kv_heads, causal, rope, base, pairing, scale)
     _check_saved(g, out, lse, b, t_len, heads, dv)
-    call = OpCall("rotary_attention backward", g=g, q=q, k=k, v=v)
+    call = OpCall("rotary_attention backward", g=g, q=q, k=k, v=v, out=out, lse=lse)
     blocks = ((q.buffer, heads * d, 0), (k.buffer, kv_heads * d, 0), (v.buffer, kv_heads * dv, 0))
     return _backward(call, g, blocks, out, lse, b, t_len, heads, kv_heads, d, dv, causal, scale, rope, base, pairing)
 
@@ -184,8 +185,8 @@ def rotary_attention_qkv_backward(g, qkv, widths, out, lse, heads: int, kv_heads
     sq, sk, sv = _joined_shapes(qkv, widths)
     b, t_len, d, dv, scale = _check_shapes(sq, sk, sv, heads, kv_heads, causal, rope, base, pairing, scale)
     _check_saved(g, out, lse, b, t_len, heads, dv)
-    call = OpCall("rotary_attention backward", g=g, qkv=qkv)
-    row = sum(widths)
+    call = OpCall("rotary_attention backward", g=g, qkv=qkv, out=out, lse=lse)
+    row = sum(int(w) for w in widths)
     blocks = ((qkv.buffer, row, 0), (qkv.buffer, row, sq[2]), (qkv.buffer, row, sq[2] + sk[2]))
     return _backward(call, g, blocks, out, lse, b, t_len, heads, kv_heads, d, dv, causal, scale, rope, base, pairing)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..checks import flag
 from .attention_mask import AttentionMask
-from .operands import OpCall, elements, f32, i32, int32_range, round_up, shape_of
+from .operands import OpCall, device_operand, elements, f32, i32, int32_range, round_up, shape_of
 
 
 def _rows(name, x, causal):
@@ -82,6 +82,10 @@ def apply_mask(x, *, mask=None, causal: bool = False, queue=None):
 
 def softmax_backward(p, g, scale: float = 1.0):
     """``scale · p ∘ (g − rowsum(g ∘ p))``: the gradient of a row softmax with output ``p`` (Tensors)."""
+    p = device_operand("softmax backward", "p", p)
+    g = device_operand("softmax backward", "g", g)
+    if tuple(p.shape) != tuple(g.shape):        # the kernel reads both to the length of p's rows
+        raise ValueError(f"softmax backward: p {tuple(p.shape)} and g {tuple(g.shape)} must have the same shape")
     call = OpCall("softmax backward", p=p, g=g)
     n = p.shape[-1] if p.shape else 1
     rows = p.size // max(n, 1)
