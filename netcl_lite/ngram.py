@@ -733,7 +733,7 @@ def _stored_counts(digest: bytes, size: int, vocab: int, orders: int, count):
     except (OSError, ValueError):
         return count()
     if _STORED_READ and not rerun_forced():
-        kept = _read_counts(path, item, vocab)
+        kept = _read_counts(path, item, vocab, size, orders)
         if kept is not None:
             return kept
     counted = count()
@@ -746,9 +746,53 @@ def _stored_counts(digest: bytes, size: int, vocab: int, orders: int, count):
 MAX_STORED_BYTES = 1 << 30
 
 
-def _read_counts(path, item: str, vocab: int):
-    """The counts stored at ``path`` for the key ``item``, or None (see :func:`_stored_counts`)."""
+def _stored_positions(size: int, orders: int) -> int:
+    """How many (context, token) pairs orders 1..orders of a primer of ``size`` ids count: the most
+    contexts, pairs, or the sum of the pair counts, that its stored count can honestly hold."""
+    return sum(max(size - k, 0) for k in range(1, orders + 1))
+
+
+#: each stored array: its dtype, and whether its length is the vocabulary's (else at most the pairs')
+_STORED_DTYPES = {"key": np.uint8, "unigram": np.float64, "contexts": np.uint64, "runs": np.uint32,
+                  "tokens": np.int32, "counts": np.uint32, "last": np.int32}
+
+
+def _stored_array(archive, name: str, most: int):
+    """The 1-D array ``name`` of a stored count (a zip archive of .npy members, as np.savez writes),
+    or None when it is not there, is not of its dtype, or its header says it holds more than ``most``
+    elements: the header is read first, and then only the bytes it promises, so a small member that
+    would inflate to far more (deflated zeros) costs nothing to refuse."""
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    want = np.dtype(_STORED_DTYPES[name])
+    try:
+        with archive.open(name + ".npy") as f:
+            version = npy.read_magic(f)
+            if version == (1, 0):
+                shape, _, dtype = npy.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, _, dtype = npy.read_array_header_2_0(f)
+            else:
+                return None
+            if dtype != want or len(shape) != 1 or not 0 <= shape[0] <= most:
+                return None
+            data = f.read(shape[0] * want.itemsize)
+    except (KeyError, OSError, ValueError, EOFError, zipfile.BadZipFile, RuntimeError, NotImplementedError):
+        return None
+    if len(data) != shape[0] * want.itemsize:
+        return None
+    return np.frombuffer(data, want)
+
+
+def _read_counts(path, item: str, vocab: int, size: int | None = None, orders: int = ORDERS):
+    """The counts stored at ``path`` for the key ``item``, or None (see :func:`_stored_counts`).
+    ``size`` (the primer's number of ids) and ``orders`` bound what the entry may hold; the key, a
+    few bytes, is read and checked before anything else is unpacked, and no array is unpacked beyond
+    what the entry's own bytes hold stored (np.savez stores them uncompressed) or the primer can give."""
     import io
+    import zipfile
 
     from .files import read_regular
 
@@ -757,28 +801,43 @@ def _read_counts(path, item: str, vocab: int):
     except (OSError, ValueError):                    # none there, or no regular file to read
         return None
     head, newline, body = raw.partition(b"\n")
+    del raw
     if not newline or head != _STORED_DIGEST + hashlib.sha256(body).hexdigest().encode():
         return None
+    pairs = len(body)                                # no more elements than the entry holds bytes
+    if size is not None:
+        pairs = min(pairs, _stored_positions(size, orders))
     try:
-        with np.load(io.BytesIO(body), allow_pickle=False) as npz:
-            arrays = {name: npz[name] for name in _STORED_ARRAYS}
-    except Exception:                                # a digest-matching body that is no such archive
-        return None
-    key, unigram, contexts, runs, tokens, counts, last = (arrays[name] for name in _STORED_ARRAYS)
-    if (key.dtype != np.uint8 or key.tobytes() != item.encode() or unigram.shape != (vocab,)
-            or unigram.dtype != np.float64 or contexts.dtype != np.uint64 or runs.dtype != np.uint32
-            or tokens.dtype != np.int32 or counts.dtype != np.uint32 or last.dtype != np.int32
-            or any(a.ndim != 1 for a in (contexts, runs, tokens, counts, last))
-            or not runs.size == last.size == contexts.size or tokens.size != counts.size
+        archive = zipfile.ZipFile(io.BytesIO(body))
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return None                                  # a digest-matching body that is no such archive
+    with archive:
+        key = _stored_array(archive, "key", len(item.encode()))
+        if key is None or key.tobytes() != item.encode():
+            return None                              # written for another key
+        arrays = {"key": key}
+        for name in _STORED_ARRAYS[1:]:
+            arrays[name] = _stored_array(archive, name, vocab if name == "unigram" else pairs)
+            if arrays[name] is None:
+                return None
+    _, unigram, contexts, runs, tokens, counts, last = (arrays[name] for name in _STORED_ARRAYS)
+    if (unigram.shape != (vocab,) or not runs.size == last.size == contexts.size or tokens.size != counts.size
             or int(runs.sum(dtype=np.int64)) != tokens.size
             or (tokens.size and (tokens.min() < 0 or tokens.max() >= vocab))
             or (last.size and (last.min() < -1 or last.max() >= vocab))
             or (contexts.size > 1 and not (contexts[1:] > contexts[:-1]).all())):
-        return None                                  # written for another key, or not counts of this vocab
+        return None                                  # not counts of this vocab
+    # The values: unigram counts are whole numbers >= 0 adding up to the primer's size; a pair is
+    # stored only where it was counted (at least once), and the pair counts add up to the primer's positions.
+    if (not np.isfinite(unigram).all() or (unigram < 0).any() or (unigram != np.floor(unigram)).any()
+            or (counts.size and counts.min() < 1)
+            or (size is not None and (unigram.sum() != size
+                                      or int(counts.sum(dtype=np.int64)) != _stored_positions(size, orders)))):
+        return None
     starts = np.zeros(runs.size + 1, np.int64)
     np.cumsum(runs, out=starts[1:])
-    return unigram, _Primed(contexts, starts, tokens.astype(np.int64), counts.astype(np.float64),
-                            last.astype(np.int64), _sampled(contexts))
+    return unigram.copy(), _Primed(contexts.copy(), starts, tokens.astype(np.int64), counts.astype(np.float64),
+                                   last.astype(np.int64), _sampled(contexts))
 
 
 def _write_counts(path, item: str, unigram: np.ndarray, primed: _Primed) -> None:
