@@ -533,6 +533,10 @@ def _integer_ids(ids) -> np.ndarray:
     arr = np.asarray(ids)
     if arr.size and (arr.dtype.kind not in "iu" or arr.dtype == np.bool_):
         raise TypeError(f"ids must hold integer token ids, got an array of {arr.dtype}")
+    if arr.size and arr.dtype.kind in "iu" and (arr.min() < 0 or arr.max() > np.iinfo(np.int64).max):
+        # -100 is IGNORE, a target never scored, and NumPy reads -5 as vocab_size - 5
+        raise ValueError(f"ids must hold token ids >= 0 (and within int64), got values from {arr.min()} "
+                         f"to {arr.max()}")
     return arr
 
 
@@ -813,6 +817,8 @@ def sliding_windows(ids, block_size: int, stride: int) -> tuple[np.ndarray, np.n
     starts = np.asarray(starts)
     offsets = starts[:, None] + np.arange(block_size)
     x, y = ids[offsets], ids[offsets + 1].copy()
+    if y.dtype.kind == "u":                          # unsigned ids: targets in a type that holds IGNORE
+        y = y.astype(np.int64)
     scored = np.concatenate([[0], starts[:-1] + block_size])       # targets scored before window i
     y[offsets < scored[:, None]] = IGNORE
     return x, y
