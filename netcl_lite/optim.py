@@ -126,6 +126,13 @@ class AdamW:
             for name, p in named.items():
                 if p.grad is None:
                     continue
+                _device_gradient("AdamW.step: gradient", name, p.grad)
+                if not _same_queue(p.grad.queue, p.queue):      # the step runs on the parameter's queue
+                    raise ValueError(f"AdamW.step: the gradient of {name!r} is a Tensor of another command queue "
+                                     "than the parameter's; the step would not wait for it")
+                if norm is not None and not _same_queue(norm.queue, p.queue):
+                    raise ValueError(f"AdamW.step: norm is a Tensor of another command queue than the parameter "
+                                     f"{name!r}'s; the step would read it without waiting for that queue")
                 if p.grad.shape != p.shape:
                     raise ValueError(f"gradient of {name!r} has shape {p.grad.shape}, the parameter {p.shape}")
                 dtype_is(f"gradient of {name!r}", p.grad, "float32")     # the kernel reads float32 bits
@@ -195,6 +202,7 @@ def clip_grad_norm(params, max_norm: float, *, wait: bool = True):
     named = _named(params, "clip_grad_norm")
     for name, p in named.items():
         if p.grad is not None:                           # the norm kernels read float32 bits
+            _device_gradient("clip_grad_norm: gradient", name, p.grad)
             dtype_is(f"clip_grad_norm: gradient of {name!r}", p.grad, "float32")
     grads = [p.grad for p in named.values() if p.grad is not None]
     if not grads:
@@ -202,6 +210,12 @@ def clip_grad_norm(params, max_norm: float, *, wait: bool = True):
     queue = grads[0].queue
     if any(g.queue.context != queue.context for g in grads):
         raise ValueError("clip_grad_norm: the gradients live on different OpenCL contexts; give one device's")
+    for name, p in named.items():
+        if p.grad is not None and not _same_queue(p.grad.queue, queue):
+            # its kernels run on the first gradient's queue, which would not wait for this one's
+            raise ValueError(f"clip_grad_norm: the gradient of {name!r} is a Tensor of another command queue than "
+                             "the first gradient's (one context); the norm runs on one queue and would not wait "
+                             "for the other: make every gradient on one queue")
     stream_of(queue).begin("clip_grad_norm")
     grads = [g for g in grads if g.size]
     partials = Tensor.empty(queue, (max(1, sum(-(-g.size // NORM_CHUNK) for g in grads)),))
@@ -218,6 +232,18 @@ def clip_grad_norm(params, max_norm: float, *, wait: bool = True):
     if unique:
         adamw_ops.scale_by(unique, out)
     return finite_norm(float(out.numpy()[0]))   # syncs the queue: raises here if an earlier op failed
+
+
+def _same_queue(a, b) -> bool:
+    return a is b or a == b
+
+
+def _device_gradient(what: str, name: str, grad) -> None:
+    """TypeError naming the parameter for a gradient that is no Tensor (a NumPy array set by hand has no
+    buffer for the kernels to read)."""
+    if not isinstance(grad, Tensor):
+        raise TypeError(f"{what} of {name!r} must be a Tensor (on the parameter's device), got "
+                        f"{type(grad).__name__}; set it with Tensor.from_host(queue, array)")
 
 
 def finite_norm(norm: float) -> float:
