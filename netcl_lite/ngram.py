@@ -831,7 +831,7 @@ def _read_counts(path, item: str, vocab: int, size: int | None = None, orders: i
     # stored only where it was counted (at least once), and the pair counts add up to the primer's positions.
     if (not np.isfinite(unigram).all() or (unigram < 0).any() or (unigram != np.floor(unigram)).any()
             or (counts.size and counts.min() < 1)
-            or (size is not None and (unigram.sum() != size
+            or (size is not None and ((unigram > size).any() or unigram.sum() != size
                                       or int(counts.sum(dtype=np.int64)) != _stored_positions(size, orders)))):
         return None
     starts = np.zeros(runs.size + 1, np.int64)

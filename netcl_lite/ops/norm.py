@@ -11,14 +11,16 @@ from .reduce import CHUNK, join_rows
 _LOCAL = 16
 
 
-def _backward_operands(op, g, x, weight):
+def _backward_operands(op, g, x, weight, eps):
     """The Tensors of a norm backward, checked: x with a non-empty last axis, g of x's shape, weight of
-    x's last axis (each float32; the kernels read them as such, to x's length)."""
+    x's last axis (each float32; the kernels read them as such, to x's length), and eps as the forward
+    checks it."""
     x = device_operand(op, "x", x)
     if len(x.shape) == 0 or x.shape[-1] == 0:
         raise ValueError(f"{op}: x must have a non-empty last axis to normalize over, got shape {tuple(x.shape)}")
     g = device_operand(op, "g", g, x.shape)
     weight = device_operand(op, "weight", weight, tuple(x.shape[-1:]))
+    within_float32("eps", positive_real("eps", eps, "it keeps a zero row finite"), positive=True)
     return g, x, weight
 
 
@@ -74,9 +76,11 @@ def layer_norm(x, weight, bias, *, eps: float = 1e-5, queue=None):
 def rms_norm_backward(g, x, weight, *, eps: float = 1e-6, acc=None):
     """(dx, dweight) of :func:`rms_norm` (Tensors). With ``acc`` (a gradient of x gathered so
     far, x's shape), dx includes it, added as dx is stored."""
-    g, x, weight = _backward_operands("rms_norm backward", g, x, weight)
+    g, x, weight = _backward_operands("rms_norm backward", g, x, weight, eps)
     n = x.shape[-1]
     rows = x.size // n
+    if acc is not None:
+        device_operand("rms_norm backward", "acc", acc)
     if acc is not None and tuple(acc.shape) != tuple(x.shape):
         raise ValueError(f"acc must have x's shape {tuple(x.shape)}, got {tuple(acc.shape)}")
     call = OpCall("rms_norm backward", g=g, x=x, weight=weight)
@@ -108,7 +112,7 @@ def _column_sums(call, kernel, inputs, outs, rows, n):
 
 def layer_norm_backward(g, x, weight, *, eps: float = 1e-5):
     """(dx, dweight, dbias) of :func:`layer_norm` (Tensors)."""
-    g, x, weight = _backward_operands("layer_norm backward", g, x, weight)
+    g, x, weight = _backward_operands("layer_norm backward", g, x, weight, eps)
     n = x.shape[-1]
     rows = x.size // n
     call = OpCall("layer_norm backward", g=g, x=x, weight=weight)
