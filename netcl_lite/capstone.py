@@ -418,19 +418,16 @@ def _check_ids_sizes(path: Path) -> None:
     """``ValueError`` unless ``path`` is a zip of :data:`_IDS_ARRAYS`' ``.npy`` files, each as long as its
     header says its array is (a header's shape alone makes ``np.load`` allocate the array, before any of
     it is read)."""
-    from numpy.lib import format as npformat
+    from .files import npy_header
 
     with zipfile.ZipFile(path) as z:
         for name in _IDS_ARRAYS:
             info = z.getinfo(f"{name}.npy")          # KeyError when missing
             with z.open(info) as member:
-                version = npformat.read_magic(member)
-                if version == (1, 0):
-                    shape, _, dtype = npformat.read_array_header_1_0(member)
-                elif version == (2, 0):
-                    shape, _, dtype = npformat.read_array_header_2_0(member)
-                else:
-                    raise ValueError(f"{name}.npy: format version {version}")
+                try:
+                    shape, dtype = npy_header(member)
+                except ValueError as err:
+                    raise ValueError(f"{name}.npy: {err}") from None
                 if dtype.hasobject:
                     raise ValueError(f"{name}.npy holds Python objects")
                 need = math.prod(shape) * dtype.itemsize

@@ -359,6 +359,22 @@ class CacheEntryError(ValueError):
     line reports as a cache folder that cannot be made or written)."""
 
 
+def npy_header(member) -> tuple:
+    """(shape, dtype) that a ``.npy`` file's header declares, read from the open binary file ``member``
+    and leaving it at the array's first byte, before any of the array is read (``np.load`` allocates
+    what the header says first); ``ValueError`` for a format version other than 1.0 and 2.0."""
+    from numpy.lib import format as npy
+
+    version = npy.read_magic(member)
+    if version == (1, 0):
+        shape, _, dtype = npy.read_array_header_1_0(member)
+    elif version == (2, 0):
+        shape, _, dtype = npy.read_array_header_2_0(member)
+    else:
+        raise ValueError(f"format version {version}")
+    return shape, dtype
+
+
 def make_entry_folder(path: str | os.PathLike, what: str) -> None:
     """Make the folder ``path`` of a cache the library keeps (and the folders above it) unless it is there;
     a file, link or anything else that is no folder at ``path`` is a :class:`CacheEntryError` naming it

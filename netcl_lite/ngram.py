@@ -764,18 +764,12 @@ def _stored_array(archive, name: str, most: int):
     would inflate to far more (deflated zeros) costs nothing to refuse."""
     import zipfile
 
-    from numpy.lib import format as npy
+    from .files import npy_header
 
     want = np.dtype(_STORED_DTYPES[name])
     try:
         with archive.open(name + ".npy") as f:
-            version = npy.read_magic(f)
-            if version == (1, 0):
-                shape, _, dtype = npy.read_array_header_1_0(f)
-            elif version == (2, 0):
-                shape, _, dtype = npy.read_array_header_2_0(f)
-            else:
-                return None
+            shape, dtype = npy_header(f)                 # ValueError: a version NumPy does not write
             if dtype != want or len(shape) != 1 or not 0 <= shape[0] <= most:
                 return None
             data = f.read(shape[0] * want.itemsize)

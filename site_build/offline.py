@@ -454,8 +454,9 @@ def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8"
     """The URLs of other hosts that the CSS ``css`` fetches, read token by token as CSS reads it (a
     comment is no request, a string is no comment): a ``url()``, quoted or not; the string of an
     ``@import``, after blanks, comments or nothing; every string of an ``image-set()`` (or
-    ``-webkit-image-set()``); and any other string that names another host, since a custom property's
-    string becomes a URL wherever ``var()`` puts it (``--u:"//host/x.png"`` in ``image-set(var(--u))``). Escapes are resolved as CSS resolves them, in a URL (``\\2f`` is a '/') and
+    ``-webkit-image-set()``). Any other string that names another host is refused (into ``_refused``):
+    a custom property's string becomes a URL wherever ``var()`` puts it (``--u:"//host/x.png"`` in
+    ``image-set(var(--u))``). Escapes are resolved as CSS resolves them, in a URL (``\\2f`` is a '/') and
     in a function's or an at-rule's own name alike (``u\\rl(`` and ``\\75rl(`` are ``url(``, ``@imp\\ort``
     is ``@import``): a name is compared once its escapes are read. One pass, each token read from where
     the last ended. ``_encoding``: the codec the sheet was read in, which a ``data:`` sheet it imports with
@@ -484,8 +485,13 @@ def remote_references_in_css(css: str, _depth: int = 0, _encoding: str = "utf-8"
         if string is not None or unquoted is not None:
             url = _css_unescape(unquoted if string is None else
                                 string[1:-1] if len(string) > 1 and string[-1] == string[0] else string[1:])
-            if _names_another_host(url):    # any string: a custom property's becomes a URL where var() puts it
+            if (string is None or expect or depth) and _names_another_host(url):
                 found.append(url.strip())
+            elif string is not None and _refused is not None and _names_another_host(url):
+                # a string no URL's place: text (content: "…"), or a custom property's, which becomes a
+                # URL wherever var() puts it (--u:"//host/x.png" in image-set(var(--u)))
+                _refused.append(f"refused: the CSS string {url.strip()[:60]!r} names another host: a custom "
+                                "property's string becomes a URL where var() puts it")
             elif string is None or expect or depth:
                 found.extend(_data_url_references(url, _depth + 1, _encoding, _refused, importing))
             expect = importing = False
